@@ -1,0 +1,239 @@
+package io.orbite.config;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Objects;
+import java.util.regex.Pattern;
+
+/**
+ * Complete configuration of one OrbiTE engine: an immutable tree of validated records.
+ *
+ * <p>Build it with {@link #defaults()} and the {@code withXxx} copy methods, or load it from JSON with
+ * {@link #fromJson(String)}, {@link #fromFile(Path)} or {@link #fromEnv()}. JSON keys are exactly the record
+ * component names. Loading is strict: unknown keys, duplicate keys, wrong types, out-of-range values, malformed
+ * or oversized documents are all rejected with a {@link ConfigException} whose message starts with the path of
+ * the problem. Missing keys take their defaults. Pekko's own settings (dispatchers and so on) are not part of
+ * this; they live in {@code application.conf}.
+ *
+ * @param name     engine name shown in logs and metrics. Default {@value #DEFAULT_NAME}; 1..{@value #MAX_NAME_LENGTH}
+ *                 characters, each one of {@code A-Z a-z 0-9 . _ -}.
+ * @param listen   where the engine accepts peer connections. Default {@link ListenConfig#defaults()}.
+ * @param tcp      TCP transport settings. Default {@link TcpConfig#defaults()}.
+ * @param budgets  resource budgets. Default {@link BudgetConfig#defaults()}.
+ * @param slicing  how tasks are cut into slices. Default {@link SlicingConfig#defaults()}.
+ * @param timeouts engine-wide time limits. Default {@link TimeoutConfig#defaults()}.
+ */
+public record EngineConfig(
+        String name,
+        ListenConfig listen,
+        TcpConfig tcp,
+        BudgetConfig budgets,
+        SlicingConfig slicing,
+        TimeoutConfig timeouts) {
+
+    /** Default {@link #name()}. */
+    public static final String DEFAULT_NAME = "orbite";
+    /** Shortest accepted {@link #name()}, in characters. */
+    public static final int MIN_NAME_LENGTH = 1;
+    /** Longest accepted {@link #name()}, in characters. */
+    public static final int MAX_NAME_LENGTH = 64;
+    /** What an accepted {@link #name()} looks like, as a regular expression. */
+    public static final String NAME_REGEX = "[A-Za-z0-9._-]{" + MIN_NAME_LENGTH + "," + MAX_NAME_LENGTH + "}";
+
+    /** Environment variable read by {@link #fromEnv()}: inline JSON (starting with <code>{</code>) or a file path. */
+    public static final String ENV_VAR = "ORBITE_CONF";
+    /** Largest accepted JSON document, in bytes of UTF-8: 1 MiB. */
+    public static final int MAX_DOCUMENT_BYTES = 1024 * 1024;
+
+    private static final Pattern NAME_PATTERN = Pattern.compile(NAME_REGEX);
+    private static final byte[] UTF8_BOM = {(byte) 0xEF, (byte) 0xBB, (byte) 0xBF};
+
+    /** Validates every component. @throws ConfigException naming the offending key */
+    public EngineConfig {
+        Checks.requireNonNull("name", name);
+        if (!NAME_PATTERN.matcher(name).matches()) {
+            throw new ConfigException("name", "must be " + MIN_NAME_LENGTH + ".." + MAX_NAME_LENGTH
+                    + " characters of [A-Za-z0-9._-], got " + Checks.quote(name));
+        }
+        Checks.requireNonNull(ListenConfig.SECTION, listen);
+        Checks.requireNonNull(TcpConfig.SECTION, tcp);
+        Checks.requireNonNull(BudgetConfig.SECTION, budgets);
+        Checks.requireNonNull(SlicingConfig.SECTION, slicing);
+        Checks.requireNonNull(TimeoutConfig.SECTION, timeouts);
+    }
+
+    /** Every setting at its default. */
+    public static EngineConfig defaults() {
+        return new EngineConfig(DEFAULT_NAME, ListenConfig.defaults(), TcpConfig.defaults(), BudgetConfig.defaults(),
+                SlicingConfig.defaults(), TimeoutConfig.defaults());
+    }
+
+    /** A copy with {@link #name()} replaced. */
+    public EngineConfig withName(String name) {
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+    }
+
+    /** A copy with {@link #listen()} replaced. */
+    public EngineConfig withListen(ListenConfig listen) {
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+    }
+
+    /** A copy with {@link #tcp()} replaced. */
+    public EngineConfig withTcp(TcpConfig tcp) {
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+    }
+
+    /** A copy with {@link #budgets()} replaced. */
+    public EngineConfig withBudgets(BudgetConfig budgets) {
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+    }
+
+    /** A copy with {@link #slicing()} replaced. */
+    public EngineConfig withSlicing(SlicingConfig slicing) {
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+    }
+
+    /** A copy with {@link #timeouts()} replaced. */
+    public EngineConfig withTimeouts(TimeoutConfig timeouts) {
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+    }
+
+    /**
+     * Parses a JSON document. Missing keys take their defaults; everything else is checked strictly.
+     *
+     * @param json the whole document, at most {@value #MAX_DOCUMENT_BYTES} bytes when encoded as UTF-8
+     * @throws ConfigException if the document is rejected; its {@link ConfigException#path() path} names where
+     */
+    public static EngineConfig fromJson(String json) {
+        Objects.requireNonNull(json, "json");
+        ObjectNode document = ConfigJson.parseDocument(json);
+        return read(ConfigReader.root(document, EngineConfig.class));
+    }
+
+    /**
+     * Reads and parses a JSON file (UTF-8, an optional byte order mark is skipped). The size limit is checked
+     * before the content is read. Messages about the content end with {@code (in <file>)}.
+     *
+     * @throws ConfigException with path {@code $} naming the file if it is missing, a directory, unreadable,
+     *                         too large or not UTF-8; otherwise as {@link #fromJson(String)}
+     */
+    public static EngineConfig fromFile(Path file) {
+        Objects.requireNonNull(file, "file");
+        String json = readFile(file);
+        try {
+            return fromJson(json);
+        } catch (ConfigException e) {
+            throw new ConfigException(e.path(), e.detail() + " (in " + file + ")", e);
+        }
+    }
+
+    /** {@link #fromEnv(Map)} over {@link System#getenv()}. */
+    public static EngineConfig fromEnv() {
+        return fromEnv(System.getenv());
+    }
+
+    /**
+     * Loads the configuration named by {@value #ENV_VAR} in {@code env}: unset or blank gives {@link #defaults()};
+     * a value whose trimmed form starts with <code>{</code> is an inline JSON document; anything else is the path
+     * of a JSON file (surrounding whitespace is ignored). No other variable is read.
+     *
+     * @param env environment variables, normally {@link System#getenv()}
+     * @throws ConfigException as {@link #fromJson(String)} or {@link #fromFile(Path)}; messages about an inline
+     *                         document end with {@code (in $ORBITE_CONF)}
+     */
+    public static EngineConfig fromEnv(Map<String, String> env) {
+        Objects.requireNonNull(env, "env");
+        String value = env.get(ENV_VAR);
+        if (value == null || value.isBlank()) {
+            return defaults();
+        }
+        String trimmed = value.strip();
+        if (trimmed.startsWith("{")) {
+            try {
+                return fromJson(value);
+            } catch (ConfigException e) {
+                throw new ConfigException(e.path(), e.detail() + " (in $" + ENV_VAR + ")", e);
+            }
+        }
+        Path file;
+        try {
+            file = Path.of(trimmed);
+        } catch (InvalidPathException e) {
+            throw new ConfigException(ConfigException.ROOT_PATH,
+                    ENV_VAR + " is neither inline JSON nor a valid file path: " + e.getMessage(), e);
+        }
+        return fromFile(file);
+    }
+
+    /** This configuration as a pretty-printed JSON document that {@link #fromJson(String)} reads back as equal. */
+    public String toJson() {
+        return ConfigJson.write(this);
+    }
+
+    static EngineConfig read(ConfigReader r) {
+        return new EngineConfig(
+                r.stringValue("name", DEFAULT_NAME),
+                r.section(ListenConfig.SECTION, ListenConfig.class, ListenConfig::read),
+                r.section(TcpConfig.SECTION, TcpConfig.class, TcpConfig::read),
+                r.section(BudgetConfig.SECTION, BudgetConfig.class, BudgetConfig::read),
+                r.section(SlicingConfig.SECTION, SlicingConfig.class, SlicingConfig::read),
+                r.section(TimeoutConfig.SECTION, TimeoutConfig.class, TimeoutConfig::read));
+    }
+
+    private static String readFile(Path file) {
+        if (Files.isDirectory(file)) {
+            throw new ConfigException(ConfigException.ROOT_PATH, "config file " + file + " is a directory");
+        }
+        try {
+            if (Files.isRegularFile(file)) {
+                long size = Files.size(file);
+                if (size > MAX_DOCUMENT_BYTES) {
+                    throw new ConfigException(ConfigException.ROOT_PATH, ConfigJson.tooLarge(size).detail()
+                            + " (in " + file + ")");
+                }
+            }
+            byte[] bytes;
+            try (InputStream in = Files.newInputStream(file)) {
+                // Bounded even if the file grew after the size check, or is not a regular file (a pipe).
+                bytes = in.readNBytes(MAX_DOCUMENT_BYTES + 1);
+            }
+            if (bytes.length > MAX_DOCUMENT_BYTES) {
+                throw new ConfigException(ConfigException.ROOT_PATH,
+                        "document is over the 1 MiB limit (in " + file + ")");
+            }
+            return decodeUtf8(file, bytes);
+        } catch (NoSuchFileException e) {
+            throw new ConfigException(ConfigException.ROOT_PATH, "config file " + file + " does not exist", e);
+        } catch (AccessDeniedException e) {
+            throw new ConfigException(ConfigException.ROOT_PATH, "config file " + file + " cannot be read: permission denied", e);
+        } catch (FileSystemException e) {
+            String reason = e.getReason() != null ? e.getReason() : e.toString();
+            throw new ConfigException(ConfigException.ROOT_PATH, "config file " + file + " cannot be read: " + reason, e);
+        } catch (IOException e) {
+            throw new ConfigException(ConfigException.ROOT_PATH, "config file " + file + " cannot be read: " + e, e);
+        }
+    }
+
+    private static String decodeUtf8(Path file, byte[] bytes) {
+        int start = bytes.length >= 3 && bytes[0] == UTF8_BOM[0] && bytes[1] == UTF8_BOM[1] && bytes[2] == UTF8_BOM[2]
+                ? 3 : 0;
+        try {
+            return StandardCharsets.UTF_8.newDecoder()
+                    .decode(ByteBuffer.wrap(bytes, start, bytes.length - start))
+                    .toString();
+        } catch (CharacterCodingException e) {
+            throw new ConfigException(ConfigException.ROOT_PATH, "config file " + file + " is not valid UTF-8", e);
+        }
+    }
+}

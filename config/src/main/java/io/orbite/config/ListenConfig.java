@@ -1,0 +1,59 @@
+package io.orbite.config;
+
+/**
+ * Where the engine accepts connections from peers. JSON section {@code listen}.
+ *
+ * @param host interface address or host name to bind. Default {@value #DEFAULT_HOST}; 1..{@value #MAX_HOST_LENGTH}
+ *             characters, no whitespace or control characters.
+ * @param port TCP port to bind. Default {@value #DEFAULT_PORT}; range {@value #MIN_PORT}..{@value #MAX_PORT};
+ *             {@code 0} asks the operating system for an ephemeral port.
+ */
+public record ListenConfig(String host, int port) {
+    /** JSON key of this section, and the path prefix of its messages. */
+    static final String SECTION = "listen";
+
+    /** Default {@link #host()}: loopback only. */
+    public static final String DEFAULT_HOST = "127.0.0.1";
+    /** Longest accepted {@link #host()}, in characters (the DNS name limit). */
+    public static final int MAX_HOST_LENGTH = 253;
+
+    /** Default {@link #port()}: {@code 0}, an ephemeral port. */
+    public static final int DEFAULT_PORT = 0;
+    /** Smallest accepted {@link #port()}; {@code 0} means ephemeral. */
+    public static final int MIN_PORT = 0;
+    /** Largest accepted {@link #port()}. */
+    public static final int MAX_PORT = 65535;
+
+    /** Validates every component. @throws ConfigException naming {@code listen.<key>} */
+    public ListenConfig {
+        String hostPath = SECTION + ".host";
+        Checks.requireNonNull(hostPath, host);
+        if (host.isEmpty() || host.length() > MAX_HOST_LENGTH || host.codePoints().anyMatch(
+                c -> Character.isWhitespace(c) || Character.isISOControl(c))) {
+            throw new ConfigException(hostPath, "must be 1.." + MAX_HOST_LENGTH
+                    + " characters without whitespace, got " + Checks.quote(host));
+        }
+        Checks.requireRange(SECTION + ".port", port, MIN_PORT, MAX_PORT);
+    }
+
+    /** All components at their defaults. */
+    public static ListenConfig defaults() {
+        return new ListenConfig(DEFAULT_HOST, DEFAULT_PORT);
+    }
+
+    /** A copy with {@link #host()} replaced. */
+    public ListenConfig withHost(String host) {
+        return new ListenConfig(host, port);
+    }
+
+    /** A copy with {@link #port()} replaced. */
+    public ListenConfig withPort(int port) {
+        return new ListenConfig(host, port);
+    }
+
+    static ListenConfig read(ConfigReader r) {
+        return new ListenConfig(
+                r.stringValue("host", DEFAULT_HOST),
+                r.intValue("port", DEFAULT_PORT, MIN_PORT, MAX_PORT));
+    }
+}

@@ -1,0 +1,148 @@
+package io.orbite.config;
+
+/**
+ * TCP transport between engines. JSON section {@code tcp}.
+ *
+ * @param lanes                 number of parallel TCP connections (lanes) opened to each peer. Default
+ *                              {@value #DEFAULT_LANES}; range {@value #MIN_LANES}..{@value #MAX_LANES}.
+ * @param socketBufferBytes     size requested for each socket's send and receive buffers (SO_SNDBUF/SO_RCVBUF),
+ *                              in bytes. Default {@value #DEFAULT_SOCKET_BUFFER_BYTES} (4 MiB); range
+ *                              {@value #MIN_SOCKET_BUFFER_BYTES}..{@value #MAX_SOCKET_BUFFER_BYTES} (64 KiB..256 MiB).
+ * @param maxFramePayloadBytes  largest payload one frame may carry, in bytes; larger transfers are split. Default
+ *                              {@value #DEFAULT_MAX_FRAME_PAYLOAD_BYTES} (16 MiB); range
+ *                              {@value #MIN_MAX_FRAME_PAYLOAD_BYTES}..{@value #MAX_MAX_FRAME_PAYLOAD_BYTES}
+ *                              (4 KiB..1 GiB).
+ * @param connectTimeoutMillis  how long to wait for a lane's TCP connect to complete, in milliseconds. Default
+ *                              {@value #DEFAULT_CONNECT_TIMEOUT_MILLIS}; range
+ *                              {@value #MIN_CONNECT_TIMEOUT_MILLIS}..{@value #MAX_CONNECT_TIMEOUT_MILLIS} (10 minutes).
+ * @param laneWindowFrames      most frames that may be sent on one lane and not yet acknowledged, in frames.
+ *                              Default {@value #DEFAULT_LANE_WINDOW_FRAMES}; range
+ *                              {@value #MIN_LANE_WINDOW_FRAMES}..{@value #MAX_LANE_WINDOW_FRAMES}.
+ * @param laneWindowBytes       most payload bytes that may be sent on one lane and not yet acknowledged, in bytes.
+ *                              Default {@value #DEFAULT_LANE_WINDOW_BYTES} (64 MiB); range
+ *                              {@value #MIN_LANE_WINDOW_BYTES}..{@value #MAX_LANE_WINDOW_BYTES} (1 MiB..4 GiB).
+ */
+public record TcpConfig(
+        int lanes,
+        int socketBufferBytes,
+        int maxFramePayloadBytes,
+        int connectTimeoutMillis,
+        int laneWindowFrames,
+        long laneWindowBytes) {
+    /** JSON key of this section, and the path prefix of its messages. */
+    static final String SECTION = "tcp";
+
+    /** Default {@link #lanes()}. */
+    public static final int DEFAULT_LANES = 2;
+    /** Smallest accepted {@link #lanes()}. */
+    public static final int MIN_LANES = 1;
+    /** Largest accepted {@link #lanes()}. */
+    public static final int MAX_LANES = 64;
+
+    /** Default {@link #socketBufferBytes()}: 4 MiB. */
+    public static final int DEFAULT_SOCKET_BUFFER_BYTES = 4 * 1024 * 1024;
+    /** Smallest accepted {@link #socketBufferBytes()}: 64 KiB. */
+    public static final int MIN_SOCKET_BUFFER_BYTES = 64 * 1024;
+    /** Largest accepted {@link #socketBufferBytes()}: 256 MiB. */
+    public static final int MAX_SOCKET_BUFFER_BYTES = 256 * 1024 * 1024;
+
+    /** Default {@link #maxFramePayloadBytes()}: 16 MiB. */
+    public static final int DEFAULT_MAX_FRAME_PAYLOAD_BYTES = 16 * 1024 * 1024;
+    /** Smallest accepted {@link #maxFramePayloadBytes()}: 4 KiB. */
+    public static final int MIN_MAX_FRAME_PAYLOAD_BYTES = 4 * 1024;
+    /** Largest accepted {@link #maxFramePayloadBytes()}: 1 GiB. */
+    public static final int MAX_MAX_FRAME_PAYLOAD_BYTES = 1024 * 1024 * 1024;
+
+    /** Default {@link #connectTimeoutMillis()}: 5 seconds. */
+    public static final int DEFAULT_CONNECT_TIMEOUT_MILLIS = 5_000;
+    /** Smallest accepted {@link #connectTimeoutMillis()}. */
+    public static final int MIN_CONNECT_TIMEOUT_MILLIS = 1;
+    /** Largest accepted {@link #connectTimeoutMillis()}: 10 minutes. */
+    public static final int MAX_CONNECT_TIMEOUT_MILLIS = 600_000;
+
+    /** Default {@link #laneWindowFrames()}. */
+    public static final int DEFAULT_LANE_WINDOW_FRAMES = 1024;
+    /** Smallest accepted {@link #laneWindowFrames()}. */
+    public static final int MIN_LANE_WINDOW_FRAMES = 1;
+    /** Largest accepted {@link #laneWindowFrames()}. */
+    public static final int MAX_LANE_WINDOW_FRAMES = 65_536;
+
+    /** Default {@link #laneWindowBytes()}: 64 MiB. */
+    public static final long DEFAULT_LANE_WINDOW_BYTES = 64L * 1024 * 1024;
+    /** Smallest accepted {@link #laneWindowBytes()}: 1 MiB. */
+    public static final long MIN_LANE_WINDOW_BYTES = 1024L * 1024;
+    /** Largest accepted {@link #laneWindowBytes()}: 4 GiB. */
+    public static final long MAX_LANE_WINDOW_BYTES = 4L * 1024 * 1024 * 1024;
+
+    /** Validates every component. @throws ConfigException naming {@code tcp.<key>} */
+    public TcpConfig {
+        Checks.requireRange(SECTION + ".lanes", lanes, MIN_LANES, MAX_LANES);
+        Checks.requireRange(SECTION + ".socketBufferBytes", socketBufferBytes,
+                MIN_SOCKET_BUFFER_BYTES, MAX_SOCKET_BUFFER_BYTES);
+        Checks.requireRange(SECTION + ".maxFramePayloadBytes", maxFramePayloadBytes,
+                MIN_MAX_FRAME_PAYLOAD_BYTES, MAX_MAX_FRAME_PAYLOAD_BYTES);
+        Checks.requireRange(SECTION + ".connectTimeoutMillis", connectTimeoutMillis,
+                MIN_CONNECT_TIMEOUT_MILLIS, MAX_CONNECT_TIMEOUT_MILLIS);
+        Checks.requireRange(SECTION + ".laneWindowFrames", laneWindowFrames,
+                MIN_LANE_WINDOW_FRAMES, MAX_LANE_WINDOW_FRAMES);
+        Checks.requireRange(SECTION + ".laneWindowBytes", laneWindowBytes,
+                MIN_LANE_WINDOW_BYTES, MAX_LANE_WINDOW_BYTES);
+    }
+
+    /** All components at their defaults. */
+    public static TcpConfig defaults() {
+        return new TcpConfig(DEFAULT_LANES, DEFAULT_SOCKET_BUFFER_BYTES, DEFAULT_MAX_FRAME_PAYLOAD_BYTES,
+                DEFAULT_CONNECT_TIMEOUT_MILLIS, DEFAULT_LANE_WINDOW_FRAMES, DEFAULT_LANE_WINDOW_BYTES);
+    }
+
+    /** A copy with {@link #lanes()} replaced. */
+    public TcpConfig withLanes(int lanes) {
+        return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
+                laneWindowFrames, laneWindowBytes);
+    }
+
+    /** A copy with {@link #socketBufferBytes()} replaced. */
+    public TcpConfig withSocketBufferBytes(int socketBufferBytes) {
+        return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
+                laneWindowFrames, laneWindowBytes);
+    }
+
+    /** A copy with {@link #maxFramePayloadBytes()} replaced. */
+    public TcpConfig withMaxFramePayloadBytes(int maxFramePayloadBytes) {
+        return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
+                laneWindowFrames, laneWindowBytes);
+    }
+
+    /** A copy with {@link #connectTimeoutMillis()} replaced. */
+    public TcpConfig withConnectTimeoutMillis(int connectTimeoutMillis) {
+        return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
+                laneWindowFrames, laneWindowBytes);
+    }
+
+    /** A copy with {@link #laneWindowFrames()} replaced. */
+    public TcpConfig withLaneWindowFrames(int laneWindowFrames) {
+        return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
+                laneWindowFrames, laneWindowBytes);
+    }
+
+    /** A copy with {@link #laneWindowBytes()} replaced. */
+    public TcpConfig withLaneWindowBytes(long laneWindowBytes) {
+        return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
+                laneWindowFrames, laneWindowBytes);
+    }
+
+    static TcpConfig read(ConfigReader r) {
+        return new TcpConfig(
+                r.intValue("lanes", DEFAULT_LANES, MIN_LANES, MAX_LANES),
+                r.intValue("socketBufferBytes", DEFAULT_SOCKET_BUFFER_BYTES,
+                        MIN_SOCKET_BUFFER_BYTES, MAX_SOCKET_BUFFER_BYTES),
+                r.intValue("maxFramePayloadBytes", DEFAULT_MAX_FRAME_PAYLOAD_BYTES,
+                        MIN_MAX_FRAME_PAYLOAD_BYTES, MAX_MAX_FRAME_PAYLOAD_BYTES),
+                r.intValue("connectTimeoutMillis", DEFAULT_CONNECT_TIMEOUT_MILLIS,
+                        MIN_CONNECT_TIMEOUT_MILLIS, MAX_CONNECT_TIMEOUT_MILLIS),
+                r.intValue("laneWindowFrames", DEFAULT_LANE_WINDOW_FRAMES,
+                        MIN_LANE_WINDOW_FRAMES, MAX_LANE_WINDOW_FRAMES),
+                r.longValue("laneWindowBytes", DEFAULT_LANE_WINDOW_BYTES,
+                        MIN_LANE_WINDOW_BYTES, MAX_LANE_WINDOW_BYTES));
+    }
+}

@@ -1,0 +1,156 @@
+package io.orbite.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.FieldSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Successful loading through {@link EngineConfig#fromJson(String)} and the {@link EngineConfig#toJson()} round trip. */
+class EngineConfigLoadingTest {
+    static final List<NumericKey> KEYS = NumericKey.ALL;
+
+    @ParameterizedTest
+    @ValueSource(strings = {"{}", " { } ", "\n\t{\r\n}\n", "{\"tcp\":{},\"budgets\":{}}"})
+    void emptyObjectsGiveTheDefaults(String json) {
+        assertEquals(EngineConfig.defaults(), EngineConfig.fromJson(json));
+    }
+
+    @Test
+    void partialDocumentChangesOnlyTheKeysItNames() {
+        EngineConfig config = EngineConfig.fromJson("{\"tcp\":{\"lanes\":4}}");
+        assertEquals(4, config.tcp().lanes());
+        assertEquals(EngineConfig.defaults().withTcp(TcpConfig.defaults().withLanes(4)), config);
+    }
+
+    @Test
+    void partialDocumentAcrossSectionsIsMergedWithDefaults() {
+        EngineConfig config = EngineConfig.fromJson("""
+                {
+                  "name": "edge-7",
+                  "listen": {"port": 7070},
+                  "slicing": {"baseBlockBytes": 1048576, "maxWriteSlices": 8},
+                  "timeouts": {"describeTimeoutMillis": 250}
+                }
+                """);
+        EngineConfig expected = EngineConfig.defaults()
+                .withName("edge-7")
+                .withListen(new ListenConfig("127.0.0.1", 7070))
+                .withSlicing(new SlicingConfig(1048576, 64, 8))
+                .withTimeouts(new TimeoutConfig(30000, 30000, 250));
+        assertEquals(expected, config);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @FieldSource("KEYS")
+    void eachKeyIsReadAtBothEndsOfItsRange(NumericKey key) {
+        assertEquals(key.min(), key.get().apply(EngineConfig.fromJson(key.document(Long.toString(key.min())))));
+        assertEquals(key.max(), key.get().apply(EngineConfig.fromJson(key.document(Long.toString(key.max())))));
+    }
+
+    @Test
+    void negativeZeroAndNoisyWhitespaceAreOrdinaryJson() {
+        assertEquals(0, EngineConfig.fromJson("{\"listen\":{\"port\":-0}}").listen().port());
+        assertEquals(3, EngineConfig.fromJson(" {\n \"tcp\" :\t{ \"lanes\" : 3 } } \n").tcp().lanes());
+    }
+
+    @Test
+    void stringsAreUnescapedBeforeValidation() {
+        assertEquals("a-b", EngineConfig.fromJson("{\"name\":\"a\\u002db\"}").name());
+        assertEquals("::1", EngineConfig.fromJson("{\"listen\":{\"host\":\"::1\"}}").listen().host());
+    }
+
+    @Test
+    void fullDocumentSetsEveryKey() {
+        EngineConfig config = EngineConfig.fromJson("""
+                {
+                  "name": "full",
+                  "listen": {"host": "10.0.0.1", "port": 9000},
+                  "tcp": {"lanes": 8, "socketBufferBytes": 65536, "maxFramePayloadBytes": 4096,
+                          "connectTimeoutMillis": 1, "laneWindowFrames": 65536, "laneWindowBytes": 4294967296},
+                  "budgets": {"maxBatches": 1, "maxBatchCapacity": 1048576, "maxTasksInFlight": 16777216,
+                              "maxInflightBytes": 1099511627776, "maxEndpoints": 4096,
+                              "maxRegistrations": 1000000, "maxPeerSegments": 65536},
+                  "slicing": {"baseBlockBytes": 67108864, "maxReadSlices": 1024, "maxWriteSlices": 1},
+                  "timeouts": {"defaultDeadlineMillis": 86400000, "destructionWindowMillis": 3600000,
+                               "describeTimeoutMillis": 600000}
+                }
+                """);
+        assertEquals(new EngineConfig("full",
+                new ListenConfig("10.0.0.1", 9000),
+                new TcpConfig(8, 65536, 4096, 1, 65536, 4294967296L),
+                new BudgetConfig(1, 1048576, 16777216, 1099511627776L, 4096, 1000000, 65536),
+                new SlicingConfig(67108864, 1024, 1),
+                new TimeoutConfig(86400000, 3600000, 600000)), config);
+    }
+
+    @Test
+    void defaultsSurviveTheRoundTrip() {
+        EngineConfig defaults = EngineConfig.defaults();
+        assertEquals(defaults, EngineConfig.fromJson(defaults.toJson()));
+    }
+
+    @Test
+    void nonDefaultValuesSurviveTheRoundTrip() {
+        EngineConfig config = new EngineConfig("rt.engine_1",
+                new ListenConfig("::1", 65535),
+                new TcpConfig(64, 268435456, 1073741824, 600000, 1, 4294967296L),
+                new BudgetConfig(1000000, 1, 1, 1099511627776L, 1, 1, 1),
+                new SlicingConfig(4096, 1, 1024),
+                new TimeoutConfig(1, 3600000, 1));
+        String json = config.toJson();
+        assertEquals(config, EngineConfig.fromJson(json));
+        assertEquals(json, EngineConfig.fromJson(json).toJson(), "serialising is deterministic");
+    }
+
+    @Test
+    void toJsonWritesEveryKeyPrettyPrintedInSchemaOrder() {
+        String expected = """
+                {
+                  "name": "orbite",
+                  "listen": {
+                    "host": "127.0.0.1",
+                    "port": 0
+                  },
+                  "tcp": {
+                    "lanes": 2,
+                    "socketBufferBytes": 4194304,
+                    "maxFramePayloadBytes": 16777216,
+                    "connectTimeoutMillis": 5000,
+                    "laneWindowFrames": 1024,
+                    "laneWindowBytes": 67108864
+                  },
+                  "budgets": {
+                    "maxBatches": 256,
+                    "maxBatchCapacity": 65536,
+                    "maxTasksInFlight": 262144,
+                    "maxInflightBytes": 8589934592,
+                    "maxEndpoints": 64,
+                    "maxRegistrations": 4096,
+                    "maxPeerSegments": 256
+                  },
+                  "slicing": {
+                    "baseBlockBytes": 65536,
+                    "maxReadSlices": 64,
+                    "maxWriteSlices": 32
+                  },
+                  "timeouts": {
+                    "defaultDeadlineMillis": 30000,
+                    "destructionWindowMillis": 30000,
+                    "describeTimeoutMillis": 5000
+                  }
+                }""";
+        assertEquals(expected, EngineConfig.defaults().toJson());
+    }
+
+    @Test
+    void toJsonEscapesStringsSoTheyReadBack() {
+        EngineConfig config = EngineConfig.defaults().withListen(ListenConfig.defaults().withHost("h\"\\é"));
+        String json = config.toJson();
+        assertTrue(json.contains("\"h\\\"\\\\é\""), json);
+        assertEquals(config, EngineConfig.fromJson(json));
+    }
+}

@@ -1,0 +1,28 @@
+package io.orbite.engine;
+
+/**
+ * The outcome of one task.
+ *
+ * @param index the task's position in its batch, in submission order
+ * @param bytes bytes confirmed; 0 for any task that did not complete (failed bytes are never
+ *     counted as transferred)
+ * @param errorKind why it failed; {@code null} unless {@code state} is FAILED or UNQUIESCED
+ * @param remoteEffect what is known about the peer's bytes (C6)
+ * @param locallyDrained whether no worker can still touch the task's local memory (C5)
+ * @param detail a human-readable explanation of a failure; empty on success
+ * @param elapsedNanos from admission to the receipt that made the task terminal (0 while pending)
+ */
+public record TaskResult(
+    int index,
+    TaskState state,
+    long bytes,
+    ErrorKind errorKind,
+    RemoteEffect remoteEffect,
+    boolean locallyDrained,
+    String detail,
+    long elapsedNanos) {
+
+  public boolean completed() {
+    return state == TaskState.COMPLETED;
+  }
+}

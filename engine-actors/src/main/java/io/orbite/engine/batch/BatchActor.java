@@ -1,0 +1,268 @@
+package io.orbite.engine.batch;
+
+import io.orbite.engine.BatchStatus;
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.admission.Admission;
+import io.orbite.engine.registry.Registration;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.ReceiptSink;
+import io.orbite.engine.spi.TaskWork;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.StashBuffer;
+
+/**
+ * One batch: owns its tasks' states, the drain ledger and their budget charges. Child of the
+ * EngineGuardian, one per {@code allocateBatch}. Receipts arrive from transport lanes in bulk.
+ *
+ * <p>States: {@link #open} (accepts submissions), {@link #admitting} (waiting for Admission;
+ * later messages are stashed so submissions keep their order), and after {@code free} the actor
+ * stops. A batch with pending tasks refuses {@code free} with BATCH_BUSY.
+ */
+public final class BatchActor {
+  public sealed interface Command {}
+
+  /** Admit and dispatch already-validated requests. */
+  public record Submit(List<TransferRequest> requests, long totalBytes, ActorRef<SubmitReply> replyTo)
+      implements Command {}
+
+  public sealed interface SubmitReply {}
+
+  /** The requests got task indexes {@code firstIndex ..}. */
+  public record Accepted(int firstIndex) implements SubmitReply {}
+
+  public record Refused(ErrorKind kind, String detail) implements SubmitReply {}
+
+  /** Answer with the status once no task is pending (at once if none is). */
+  public record AwaitIdle(ActorRef<BatchStatus> replyTo) implements Command {}
+
+  public record GetStatus(ActorRef<BatchStatus> replyTo) implements Command {}
+
+  /** Stop sending this batch's queued frames; in-flight frames finish and are reported. */
+  public enum Cancel implements Command {
+    INSTANCE
+  }
+
+  public record Free(ActorRef<SubmitReply> replyTo) implements Command {}
+
+  /** Receipts collected by one lane pass. */
+  public record Deliver(List<Receipt> receipts) implements Command {}
+
+  private record Admitted(Submit submit, Admission.Decision decision) implements Command {}
+
+  private record AdmissionFailed(Submit submit, Throwable cause) implements Command {}
+
+  /** The sink lanes report into; cancellation is a volatile flag they check before sending. */
+  static final class Sink implements ReceiptSink {
+    private final ActorRef<Command> batch;
+    private volatile boolean cancelled;
+
+    Sink(ActorRef<Command> batch) {
+      this.batch = batch;
+    }
+
+    @Override
+    public void deliver(List<Receipt> receipts) {
+      batch.tell(new Deliver(receipts));
+    }
+
+    @Override
+    public boolean cancelled() {
+      return cancelled;
+    }
+  }
+
+  private final ActorContext<Command> ctx;
+  private final ActorRef<Admission.Command> admission;
+  private final EngineCounters counters;
+  private final long defaultDeadlineNanos;
+  private final TaskLedger ledger;
+  private final Sink sink;
+  private final List<ActorRef<BatchStatus>> idleWaiters = new ArrayList<>();
+
+  private BatchActor(
+      ActorContext<Command> ctx,
+      int capacity,
+      ActorRef<Admission.Command> admission,
+      EngineCounters counters,
+      Duration defaultDeadline) {
+    this.ctx = ctx;
+    this.admission = admission;
+    this.counters = counters;
+    this.defaultDeadlineNanos = defaultDeadline.toNanos();
+    this.ledger = new TaskLedger(capacity);
+    this.sink = new Sink(ctx.getSelf());
+  }
+
+  /** A batch whose slot in the batches budget is already charged. */
+  public static Behavior<Command> create(
+      int capacity, ActorRef<Admission.Command> admission, EngineCounters counters, Duration defaultDeadline) {
+    return Behaviors.withStash(1024, stash -> Behaviors.setup(ctx ->
+        new BatchActor(ctx, capacity, admission, counters, defaultDeadline).open(stash)));
+  }
+
+  private Behavior<Command> open(StashBuffer<Command> stash) {
+    return Behaviors.receive(Command.class)
+        .onMessage(Submit.class, m -> onSubmit(m, stash))
+        .onMessage(Deliver.class, this::onDeliver)
+        .onMessage(AwaitIdle.class, this::onAwaitIdle)
+        .onMessage(GetStatus.class, this::onGetStatus)
+        .onMessageEquals(Cancel.INSTANCE, this::onCancel)
+        .onMessage(Free.class, this::onFree)
+        .build();
+  }
+
+  private Behavior<Command> admitting(StashBuffer<Command> stash) {
+    return Behaviors.receive(Command.class)
+        .onMessage(Admitted.class, m -> onAdmitted(m, stash))
+        .onMessage(AdmissionFailed.class, m -> {
+          m.submit().replyTo().tell(new Refused(ErrorKind.UNAVAILABLE, "admission did not answer: " + m.cause()));
+          return stash.unstashAll(open(stash));
+        })
+        .onMessage(Deliver.class, this::onDeliver)
+        .onMessage(GetStatus.class, this::onGetStatus)
+        .onAnyMessage(m -> {
+          if (stash.isFull()) {
+            ctx.getLog().warn("batch {}: stash full, refusing {}", ctx.getSelf().path().name(), m);
+            if (m instanceof Submit s) {
+              s.replyTo().tell(new Refused(ErrorKind.RESOURCE_EXHAUSTED, "too many submissions waiting for admission"));
+            }
+          } else {
+            stash.stash(m);
+          }
+          return Behaviors.same();
+        })
+        .build();
+  }
+
+  private Behavior<Command> onSubmit(Submit m, StashBuffer<Command> stash) {
+    int room = ledger.capacity() - ledger.size();
+    if (m.requests().size() > room) {
+      m.replyTo().tell(new Refused(ErrorKind.RESOURCE_EXHAUSTED, "batch capacity " + ledger.capacity() + ": "
+          + ledger.size() + " tasks submitted, " + m.requests().size() + " more do not fit"));
+      return Behaviors.same();
+    }
+    ctx.ask(Admission.Decision.class, admission,
+        Duration.ofSeconds(10),
+        replyTo -> new Admission.AdmitTasks(m.requests().size(), m.totalBytes(), replyTo),
+        (decision, failure) -> decision != null ? new Admitted(m, decision) : new AdmissionFailed(m, failure));
+    return admitting(stash);
+  }
+
+  private Behavior<Command> onAdmitted(Admitted a, StashBuffer<Command> stash) {
+    Submit m = a.submit();
+    if (!a.decision().granted()) {
+      ErrorKind kind = a.decision().fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED;
+      m.replyTo().tell(new Refused(kind, a.decision().refusal()));
+      return stash.unstashAll(open(stash));
+    }
+    int first = ledger.size();
+    long now = System.nanoTime();
+    Map<PeerChannel, Boolean> touched = new IdentityHashMap<>();
+    int releasedTasks = 0;
+    long releasedBytes = 0;
+    for (TransferRequest r : m.requests()) {
+      Registration local = r.local().registration();
+      boolean loaned = local.tryLoan();
+      int i = ledger.add(r.op(), r.lengthBytes(), loaned ? local : null);
+      if (!loaned) {
+        ledger.failUnsent(i, ErrorKind.INVALID_ARGUMENT, "local region " + local.regionId() + " was unregistered");
+        releasedTasks++;
+        releasedBytes += r.lengthBytes();
+        continue;
+      }
+      long deadline = now + (r.deadline() != null ? r.deadline().toNanos() : defaultDeadlineNanos);
+      PeerChannel channel = r.remote().channel();
+      TaskWork work = new TaskWork(sink, i, r.op(), local,
+          local.segment().asSlice(r.localOffset(), r.lengthBytes()), r.regionId(), r.remoteOffset(),
+          r.lengthBytes(), deadline, r.priority());
+      ledger.owe(i, channel.dispatch(work));
+      touched.put(channel, Boolean.TRUE);
+    }
+    for (PeerChannel channel : touched.keySet()) {
+      channel.flush();
+    }
+    if (releasedTasks > 0) {
+      counters.tasksFailed.add(releasedTasks);
+      admission.tell(new Admission.ReleaseTasks(releasedTasks, releasedBytes));
+    }
+    m.replyTo().tell(new Accepted(first));
+    notifyIfIdle();
+    return stash.unstashAll(open(stash));
+  }
+
+  private Behavior<Command> onDeliver(Deliver d) {
+    int finished = 0;
+    long finishedBytes = 0;
+    long completedBytes = 0;
+    int completed = 0;
+    for (Receipt r : d.receipts()) {
+      long length = ledger.apply(r);
+      if (length >= 0) {
+        finished++;
+        finishedBytes += length;
+        if (ledger.succeeded(r.taskIndex())) {
+          completed++;
+          completedBytes += length;
+        }
+      }
+    }
+    if (finished > 0) {
+      admission.tell(new Admission.ReleaseTasks(finished, finishedBytes));
+      counters.tasksCompleted.add(completed);
+      counters.bytesCompleted.add(completedBytes);
+      counters.tasksFailed.add(finished - completed);
+      notifyIfIdle();
+    }
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onAwaitIdle(AwaitIdle m) {
+    idleWaiters.add(m.replyTo());
+    notifyIfIdle();
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onGetStatus(GetStatus m) {
+    m.replyTo().tell(status());
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onCancel() {
+    sink.cancelled = true;
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onFree(Free m) {
+    if (ledger.pending() > 0) {
+      m.replyTo().tell(new Refused(ErrorKind.BATCH_BUSY, "batch " + ctx.getSelf().path().name() + " has "
+          + ledger.pending() + " task(s) that may still touch memory"));
+      return Behaviors.same();
+    }
+    admission.tell(new Admission.ReleaseBatch());
+    m.replyTo().tell(new Accepted(ledger.size()));
+    return Behaviors.stopped();
+  }
+
+  private void notifyIfIdle() {
+    if (ledger.pending() == 0 && !idleWaiters.isEmpty()) {
+      BatchStatus s = status();
+      idleWaiters.forEach(w -> w.tell(s));
+      idleWaiters.clear();
+    }
+  }
+
+  private BatchStatus status() {
+    return new BatchStatus(ledger.results(), ledger.pending() == 0);
+  }
+}

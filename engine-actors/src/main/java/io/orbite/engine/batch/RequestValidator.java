@@ -1,0 +1,85 @@
+package io.orbite.engine.batch;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.Op;
+import io.orbite.engine.RemoteRegion;
+import io.orbite.engine.TransferException;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Requester-side checks of a submission, run before anything is charged or sent. The source
+ * checks authority again on every frame; this only refuses what is already known to be wrong,
+ * naming the task and the field.
+ */
+public final class RequestValidator {
+  private RequestValidator() {}
+
+  /** Throws {@link TransferException} for the first invalid request; returns its byte total. */
+  public static long validate(List<TransferRequest> requests) {
+    if (requests == null || requests.isEmpty()) {
+      throw new TransferException(ErrorKind.INVALID_ARGUMENT, "submit: no requests");
+    }
+    long total = 0;
+    for (int i = 0; i < requests.size(); i++) {
+      TransferRequest r = requests.get(i);
+      if (r == null) {
+        throw invalid(i, "request is null");
+      }
+      total = Math.addExact(total, check(i, r));
+    }
+    return total;
+  }
+
+  private static long check(int i, TransferRequest r) {
+    if (r.local() == null) {
+      throw invalid(i, "local memory is null");
+    }
+    if (r.remote() == null) {
+      throw invalid(i, "remote segment is null");
+    }
+    if (r.lengthBytes() <= 0) {
+      throw invalid(i, "length must be positive, got " + r.lengthBytes());
+    }
+    if (r.deadline() != null && (r.deadline().isNegative() || r.deadline().isZero())) {
+      throw invalid(i, "deadline must be positive, got " + r.deadline());
+    }
+    long localLength = r.local().lengthBytes();
+    if (r.localOffset() < 0 || r.localOffset() > localLength - r.lengthBytes()) {
+      throw invalid(i, "local range [" + r.localOffset() + ", +" + r.lengthBytes() + ") is outside region "
+          + r.local().regionId() + " of " + localLength + " B");
+    }
+    if (!r.local().registration().visible()) {
+      throw invalid(i, "local region " + r.local().regionId() + " is unregistered");
+    }
+    Optional<RemoteRegion> region = r.remote().region(r.regionId());
+    if (region.isEmpty()) {
+      throw invalid(i, "region " + r.regionId() + " was not published by " + r.remote().descriptor());
+    }
+    long remoteLength = region.get().lengthBytes();
+    if (r.remoteOffset() < 0 || r.remoteOffset() > remoteLength - r.lengthBytes()) {
+      throw invalid(i, "remote range [" + r.remoteOffset() + ", +" + r.lengthBytes() + ") is outside region "
+          + r.regionId() + " of " + remoteLength + " B at " + r.remote().descriptor());
+    }
+    if (!region.get().access().allows(r.op())) {
+      throw new TransferException(ErrorKind.PERMISSION_DENIED, "task " + i + ": region " + r.regionId() + " at "
+          + r.remote().descriptor() + " grants " + region.get().access() + ", not remote "
+          + (r.op() == Op.READ ? "READ" : "WRITE"));
+    }
+    if (r.transport() != Transport.UNSPEC && r.transport() != r.remote().channel().transport()) {
+      throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": transport " + r.transport()
+          + " is not available to " + r.remote().descriptor());
+    }
+    if (!r.remote().channel().active()) {
+      throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": the channel to "
+          + r.remote().descriptor() + " is closed");
+    }
+    return r.lengthBytes();
+  }
+
+  private static TransferException invalid(int i, String what) {
+    return new TransferException(ErrorKind.INVALID_ARGUMENT, "task " + i + ": " + what);
+  }
+}

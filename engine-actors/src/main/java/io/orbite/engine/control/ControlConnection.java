@@ -1,0 +1,170 @@
+package io.orbite.engine.control;
+
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.Transport;
+import io.orbite.engine.registry.Registration;
+import io.orbite.engine.registry.RegistryView;
+import io.orbite.engine.RemoteRegion;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.wire.DescribeCodec;
+import io.orbite.engine.wire.Description;
+import io.orbite.engine.wire.FrameCodec;
+import io.orbite.engine.wire.FrameRejectedException;
+import io.orbite.engine.wire.FrameType;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Serves one accepted connection until it is handed to a transport or closed: reads the first
+ * frame (refusing foreign bytes before the rest of a header arrives), answers DESCRIBE requests
+ * from the published registry, and passes a HELLO's connection to the transport it names. Runs on
+ * its own thread, started by the ControlService.
+ */
+final class ControlConnection implements Runnable {
+  private static final Logger LOG = LoggerFactory.getLogger(ControlConnection.class);
+
+  private final SocketChannel channel;
+  private final SegmentDescriptor self;
+  private final RegistryView registry;
+  private final Map<Transport, ActorRef<TransportCommand>> transports;
+  private final EngineCounters counters;
+  private final int firstFrameTimeoutMillis;
+  private final Consumer<SocketChannel> onEnd;
+
+  ControlConnection(
+      SocketChannel channel,
+      SegmentDescriptor self,
+      RegistryView registry,
+      Map<Transport, ActorRef<TransportCommand>> transports,
+      EngineCounters counters,
+      int firstFrameTimeoutMillis,
+      Consumer<SocketChannel> onEnd) {
+    this.channel = channel;
+    this.self = self;
+    this.registry = registry;
+    this.transports = transports;
+    this.counters = counters;
+    this.firstFrameTimeoutMillis = firstFrameTimeoutMillis;
+    this.onEnd = onEnd;
+  }
+
+  @Override
+  public void run() {
+    boolean handedOver = false;
+    try {
+      channel.socket().setSoTimeout(firstFrameTimeoutMillis);
+      InputStream in = channel.socket().getInputStream();
+      OutputStream out = channel.socket().getOutputStream();
+      byte[] header = new byte[FrameCodec.HEADER_BYTES];
+      ByteBuffer h = ByteBuffer.wrap(header);
+      while (true) {
+        if (!readHeader(in, header, h)) {
+          return;
+        }
+        FrameType type = FrameCodec.type(h, 0);
+        if (type == FrameType.DESCRIBE_REQUEST) {
+          answerDescribe(out, FrameCodec.requestId(h, 0));
+        } else if (type == FrameType.HELLO) {
+          handedOver = handOver(h);
+          return;
+        } else {
+          reject("first frame of a connection must be DESCRIBE_REQUEST or HELLO, got " + type);
+          return;
+        }
+      }
+    } catch (FrameRejectedException e) {
+      reject(e.getMessage());
+    } catch (SocketTimeoutException e) {
+      LOG.debug("control connection {}: no frame within {} ms, closing", remote(), firstFrameTimeoutMillis);
+    } catch (IOException e) {
+      LOG.debug("control connection {}: {}", remote(), e.toString());
+    } finally {
+      if (!handedOver) {
+        closeQuietly();
+      }
+      onEnd.accept(channel);
+    }
+  }
+
+  /** Reads one header; refuses a foreign magic from its first four bytes. Returns false on EOF. */
+  private boolean readHeader(InputStream in, byte[] header, ByteBuffer h) throws IOException, FrameRejectedException {
+    int got = 0;
+    while (got < FrameCodec.HEADER_BYTES) {
+      int want = got < 4 ? 4 - got : FrameCodec.HEADER_BYTES - got;
+      int n = in.read(header, got, want);
+      if (n < 0) {
+        if (got == 0) {
+          return false;
+        }
+        throw new FrameRejectedException(FrameRejectedException.Reason.TRUNCATED_HEADER,
+            "connection closed after " + got + " of " + FrameCodec.HEADER_BYTES + " header bytes");
+      }
+      got += n;
+      FrameCodec.check(h, 0, got, 0);
+    }
+    return true;
+  }
+
+  private void answerDescribe(OutputStream out, long requestId) throws IOException {
+    Map<Long, Registration> visible = registry.snapshot();
+    List<RemoteRegion> regions = new ArrayList<>(visible.size());
+    for (Registration r : visible.values()) {
+      regions.add(new RemoteRegion(r.regionId(), r.lengthBytes(), r.access()));
+    }
+    ByteBuffer payload = DescribeCodec.encode(new Description(self.host(), self.port(), self.epoch(), regions));
+    byte[] frame = new byte[FrameCodec.HEADER_BYTES + payload.remaining()];
+    ByteBuffer f = ByteBuffer.wrap(frame);
+    FrameCodec.encode(f, 0, FrameType.DESCRIBE_RESPONSE, 0, payload.remaining(), requestId, self.epoch(), 0, 0, 0);
+    f.put(FrameCodec.HEADER_BYTES, payload, 0, payload.remaining());
+    out.write(frame);
+    out.flush();
+  }
+
+  private boolean handOver(ByteBuffer hello) throws IOException {
+    long code = FrameCodec.count(hello, 0);
+    Transport transport = code >= 0 && code < Transport.values().length ? Transport.values()[(int) code] : null;
+    ActorRef<TransportCommand> target = transport == null ? null : transports.get(transport);
+    if (target == null) {
+      reject("HELLO for transport code " + code + ", which this engine does not serve");
+      return false;
+    }
+    channel.socket().setSoTimeout(0);
+    ByteBuffer copy = ByteBuffer.allocate(FrameCodec.HEADER_BYTES).put(0, hello, 0, FrameCodec.HEADER_BYTES);
+    target.tell(new TransportCommand.AdoptConnection(channel, copy));
+    return true;
+  }
+
+  private void reject(String why) {
+    counters.framesRejected.increment();
+    LOG.warn("control connection {}: refused: {}", remote(), why);
+  }
+
+  private String remote() {
+    try {
+      return String.valueOf(channel.getRemoteAddress());
+    } catch (IOException e) {
+      return "(closed)";
+    }
+  }
+
+  private void closeQuietly() {
+    try {
+      channel.close();
+    } catch (IOException ignored) {
+      // Closing a broken socket has nothing left to report.
+    }
+  }
+
+}

@@ -1,0 +1,136 @@
+package io.orbite.engine.control;
+
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.Transport;
+import io.orbite.engine.registry.RegistryView;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.TransportCommand;
+import java.io.IOException;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * Owner of the engine's single listener. Child of the EngineGuardian; its acceptor and
+ * per-connection threads are plain threads it starts and stops (blocking accept never runs in a
+ * mailbox). Connections answer Describe here; data-lane connections are handed to their
+ * transport's supervisor.
+ *
+ * <p>States: {@link #serving}, {@link #stopping} (listener closed, waiting for the acceptor
+ * thread to end), then stopped.
+ */
+public final class ControlService {
+  public sealed interface Command {}
+
+  /** Close the listener and every connection not yet handed to a transport. */
+  public record Stop(ActorRef<Stopped> replyTo) implements Command {}
+
+  public record Stopped() {}
+
+  private enum AcceptorEnded implements Command {
+    INSTANCE
+  }
+
+  private final ActorContext<Command> ctx;
+  private final ServerSocketChannel listener;
+  private final Set<SocketChannel> unclaimed = ConcurrentHashMap.newKeySet();
+  private final Thread acceptor;
+
+  private ControlService(
+      ActorContext<Command> ctx,
+      ServerSocketChannel listener,
+      SegmentDescriptor self,
+      RegistryView registry,
+      Map<Transport, ActorRef<TransportCommand>> transports,
+      EngineCounters counters,
+      int firstFrameTimeoutMillis) {
+    this.ctx = ctx;
+    this.listener = listener;
+    ActorRef<Command> me = ctx.getSelf();
+    this.acceptor = Thread.ofPlatform().daemon().name("orbite-acceptor-" + self.port()).unstarted(() -> {
+      try {
+        while (true) {
+          SocketChannel channel = listener.accept();
+          counters.connectionsAccepted.increment();
+          channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+          unclaimed.add(channel);
+          Thread.ofPlatform().daemon().name("orbite-control-" + self.port()).start(new ControlConnection(
+              channel, self, registry, transports, counters, firstFrameTimeoutMillis, unclaimed::remove));
+        }
+      } catch (ClosedChannelException e) {
+        // The listener was closed by Stop: the normal way out.
+      } catch (IOException e) {
+        ctx.getLog().error("listener on port {} failed: {}", self.port(), e.toString());
+      } finally {
+        me.tell(AcceptorEnded.INSTANCE);
+      }
+    });
+  }
+
+  /**
+   * @param listener a bound listener; the ControlService owns it from now on
+   */
+  public static Behavior<Command> create(
+      ServerSocketChannel listener,
+      SegmentDescriptor self,
+      RegistryView registry,
+      Map<Transport, ActorRef<TransportCommand>> transports,
+      EngineCounters counters,
+      int firstFrameTimeoutMillis) {
+    return Behaviors.setup(ctx -> {
+      ControlService service =
+          new ControlService(ctx, listener, self, registry, Map.copyOf(transports), counters, firstFrameTimeoutMillis);
+      service.acceptor.start();
+      return service.serving();
+    });
+  }
+
+  private Behavior<Command> serving() {
+    return Behaviors.receive(Command.class)
+        .onMessage(Stop.class, this::onStop)
+        .onMessageEquals(AcceptorEnded.INSTANCE, () -> {
+          ctx.getLog().warn("acceptor ended while serving; the engine no longer accepts connections");
+          return Behaviors.same();
+        })
+        .build();
+  }
+
+  private Behavior<Command> onStop(Stop m) {
+    closeQuietly(listener);
+    unclaimed.forEach(ControlService::closeQuietly);
+    if (!acceptor.isAlive()) {
+      m.replyTo().tell(new Stopped());
+      return Behaviors.stopped();
+    }
+    return stopping(m.replyTo());
+  }
+
+  private Behavior<Command> stopping(ActorRef<Stopped> replyTo) {
+    return Behaviors.receive(Command.class)
+        .onMessageEquals(AcceptorEnded.INSTANCE, () -> {
+          replyTo.tell(new Stopped());
+          return Behaviors.stopped();
+        })
+        .onMessage(Stop.class, m -> {
+          m.replyTo().tell(new Stopped());
+          return Behaviors.same();
+        })
+        .build();
+  }
+
+  private static void closeQuietly(java.nio.channels.Channel c) {
+    try {
+      c.close();
+    } catch (IOException ignored) {
+      // Nothing to report about a socket that fails to close.
+    }
+  }
+}

@@ -1,0 +1,199 @@
+package io.orbite.engine.guardian;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.Transport;
+import io.orbite.engine.admission.Admission;
+import io.orbite.engine.batch.BatchActor;
+import io.orbite.engine.control.ControlService;
+import io.orbite.engine.registry.Registry;
+import io.orbite.engine.registry.RegistryView;
+import io.orbite.engine.segment.SegmentTable;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.spi.TransportProvider;
+import java.nio.channels.ServerSocketChannel;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.Set;
+import java.util.concurrent.Executor;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.Terminated;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * Root of one engine incarnation: spawns and watches the Registry, Admission, SegmentTable,
+ * ControlService, one supervisor per available transport (found with {@link ServiceLoader}), and
+ * one BatchActor per batch. Runs as the guardian of the engine's own ActorSystem or as a system
+ * actor under a host application's system.
+ *
+ * <p>States: {@link #running}, {@link #stopping} (control service and transports draining), then
+ * stopped.
+ */
+public final class EngineGuardian {
+  public sealed interface Command {}
+
+  /** The engine's parts, for the public API facade. */
+  public record GetHandles(ActorRef<Handles> replyTo) implements Command {}
+
+  public record Handles(
+      SegmentDescriptor self,
+      ActorRef<Registry.Command> registry,
+      ActorRef<Admission.Command> admission,
+      ActorRef<SegmentTable.Command> segmentTable,
+      Map<Transport, ActorRef<TransportCommand>> transports) {}
+
+  /** Charge a batch slot and spawn its actor. */
+  public record SpawnBatch(int capacity, ActorRef<SpawnBatchReply> replyTo) implements Command {}
+
+  public sealed interface SpawnBatchReply {}
+
+  public record BatchSpawned(ActorRef<BatchActor.Command> batch) implements SpawnBatchReply {}
+
+  public record BatchRefused(Admission.Decision decision) implements SpawnBatchReply {}
+
+  /** Stop serving, stop the transports, then stop the engine's actors. */
+  public record Shutdown(ActorRef<ShutdownDone> replyTo) implements Command {}
+
+  public record ShutdownDone() {}
+
+  private record BatchSlot(SpawnBatch request, Admission.Decision decision) implements Command {}
+
+  private record ControlStopped() implements Command {}
+
+  private record TransportStopped(String transport) implements Command {}
+
+  private final ActorContext<Command> ctx;
+  private final EngineConfig config;
+  private final EngineCounters counters;
+  private final Handles handles;
+  private final ActorRef<ControlService.Command> control;
+  private long batchSequence;
+
+  private EngineGuardian(
+      ActorContext<Command> ctx,
+      EngineConfig config,
+      ServerSocketChannel listener,
+      SegmentDescriptor self,
+      RegistryView registryView,
+      EngineCounters counters) {
+    this.ctx = ctx;
+    this.config = config;
+    this.counters = counters;
+    Executor blockingIo = ctx.getSystem().dispatchers().lookup(DispatcherSelector.fromConfig("orbite.blocking-io-dispatcher"));
+    var registry = ctx.spawn(Registry.create(registryView, config.budgets().maxRegistrations(),
+        Duration.ofMillis(config.timeouts().destructionWindowMillis())), "registry");
+    var admission = ctx.spawn(Admission.create(config.budgets()), "admission");
+    TransportContext transportContext = new TransportContext(config, registryView, self.epoch(), blockingIo, counters);
+    Map<Transport, ActorRef<TransportCommand>> transports = new EnumMap<>(Transport.class);
+    for (TransportProvider provider : ServiceLoader.load(TransportProvider.class)) {
+      if (provider.available() && !transports.containsKey(provider.kind())) {
+        var ref = ctx.spawn(provider.create(transportContext), "transport-" + provider.kind().name().toLowerCase());
+        ctx.watch(ref);
+        transports.put(provider.kind(), ref);
+      }
+    }
+    if (!transports.containsKey(Transport.TCP)) {
+      throw new IllegalStateException("no TCP transport on the class path (orbite-transport-actors missing?)");
+    }
+    var segmentTable = ctx.spawn(SegmentTable.create(admission, transports.get(Transport.TCP), blockingIo,
+        Duration.ofMillis(config.timeouts().describeTimeoutMillis()), config.budgets().maxPeerSegments()), "segment-table");
+    this.control = ctx.spawn(ControlService.create(listener, self, registryView, transports, counters,
+        (int) config.timeouts().describeTimeoutMillis()), "control-service");
+    this.handles = new Handles(self, registry, admission, segmentTable, Map.copyOf(transports));
+  }
+
+  /**
+   * @param listener the engine's bound listener; ownership passes to the ControlService
+   */
+  public static Behavior<Command> create(
+      EngineConfig config, ServerSocketChannel listener, SegmentDescriptor self, RegistryView registryView,
+      EngineCounters counters) {
+    return Behaviors.setup(ctx -> new EngineGuardian(ctx, config, listener, self, registryView, counters).running());
+  }
+
+  private Behavior<Command> running() {
+    return Behaviors.receive(Command.class)
+        .onMessage(GetHandles.class, m -> {
+          m.replyTo().tell(handles);
+          return Behaviors.same();
+        })
+        .onMessage(SpawnBatch.class, this::onSpawnBatch)
+        .onMessage(BatchSlot.class, this::onBatchSlot)
+        .onMessage(Shutdown.class, this::onShutdown)
+        .onSignal(Terminated.class, t -> {
+          ctx.getLog().error("engine {}: transport supervisor {} stopped unexpectedly", handles.self(), t.getRef().path());
+          return Behaviors.same();
+        })
+        .build();
+  }
+
+  private Behavior<Command> onSpawnBatch(SpawnBatch m) {
+    ctx.ask(Admission.Decision.class, handles.admission(), Duration.ofSeconds(10), Admission.AcquireBatch::new,
+        (decision, failure) -> new BatchSlot(m,
+            decision != null ? decision : new Admission.Decision("admission did not answer: " + failure, false)));
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onBatchSlot(BatchSlot slot) {
+    if (!slot.decision().granted()) {
+      slot.request().replyTo().tell(new BatchRefused(slot.decision()));
+      return Behaviors.same();
+    }
+    var batch = ctx.spawn(BatchActor.create(slot.request().capacity(), handles.admission(), counters,
+        Duration.ofMillis(config.timeouts().defaultDeadlineMillis())), "batch-" + (++batchSequence));
+    slot.request().replyTo().tell(new BatchSpawned(batch));
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onShutdown(Shutdown m) {
+    handles.admission().tell(new Admission.Fence("engine is closing"));
+    ctx.ask(ControlService.Stopped.class, control, Duration.ofSeconds(30), ControlService.Stop::new,
+        (ok, failure) -> new ControlStopped());
+    return stopping(m.replyTo(), new HashSet<>(handles.transports().keySet().stream().map(Enum::name).toList()), false);
+  }
+
+  private Behavior<Command> stopping(ActorRef<ShutdownDone> replyTo, Set<String> transportsLeft, boolean controlDone) {
+    if (controlDone && transportsLeft.isEmpty()) {
+      replyTo.tell(new ShutdownDone());
+      return Behaviors.stopped();
+    }
+    return Behaviors.receive(Command.class)
+        .onMessage(ControlStopped.class, m -> {
+          handles.transports().forEach((kind, ref) -> ctx.ask(TransportCommand.ShutdownDone.class, ref,
+              Duration.ofSeconds(60), TransportCommand.Shutdown::new, (ok, failure) -> new TransportStopped(kind.name())));
+          return stopping(replyTo, transportsLeft, true);
+        })
+        .onMessage(TransportStopped.class, m -> {
+          Set<String> left = new HashSet<>(transportsLeft);
+          left.remove(m.transport());
+          return stopping(replyTo, left, controlDone);
+        })
+        .onMessage(GetHandles.class, m -> {
+          m.replyTo().tell(handles);
+          return Behaviors.same();
+        })
+        .onMessage(SpawnBatch.class, m -> {
+          m.replyTo().tell(new BatchRefused(new Admission.Decision("engine is closing", true)));
+          return Behaviors.same();
+        })
+        .onMessage(Shutdown.class, m -> {
+          m.replyTo().tell(new ShutdownDone());
+          return Behaviors.same();
+        })
+        .onMessage(BatchSlot.class, m -> {
+          handles.admission().tell(new Admission.ReleaseBatch());
+          m.request().replyTo().tell(new BatchRefused(new Admission.Decision("engine is closing", true)));
+          return Behaviors.same();
+        })
+        .onSignal(Terminated.class, t -> Behaviors.same())
+        .build();
+  }
+}

@@ -1,0 +1,111 @@
+package io.orbite.engine.registry;
+
+import io.orbite.engine.Access;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One registered range: its memory, what peers may do with it, and the loans that workers hold on
+ * it. The {@link Registry} actor owns its lifecycle (publish, hide, release); workers only take and
+ * return loans, which is safe from any thread (C1).
+ *
+ * <p>Loan protocol: a worker increments the loan count and then checks visibility; unregister
+ * clears visibility and then waits for the count to reach zero. Both sides use volatile
+ * accesses, so either the worker sees the range hidden, or unregister sees its loan.
+ */
+public final class Registration {
+  private final long regionId;
+  private final MemorySegment segment;
+  private final Access access;
+  private final Arena ownedArena;
+  private final AtomicLong loans = new AtomicLong();
+  private volatile boolean visible = true;
+  private volatile boolean released;
+
+  public Registration(long regionId, MemorySegment segment, Access access, Arena ownedArena) {
+    this.regionId = regionId;
+    this.segment = segment;
+    this.access = access;
+    this.ownedArena = ownedArena;
+  }
+
+  public long regionId() {
+    return regionId;
+  }
+
+  public MemorySegment segment() {
+    return segment;
+  }
+
+  public long lengthBytes() {
+    return segment.byteSize();
+  }
+
+  public Access access() {
+    return access;
+  }
+
+  /** Whether the engine allocated (and will free) this memory. */
+  public boolean engineOwned() {
+    return ownedArena != null;
+  }
+
+  public boolean visible() {
+    return visible;
+  }
+
+  public boolean released() {
+    return released;
+  }
+
+  /** Loans currently held by workers. */
+  public long loans() {
+    return loans.get();
+  }
+
+  /**
+   * Takes a loan if the range is still visible. A worker that gets {@code true} must call {@link
+   * #returnLoan()} exactly once when it no longer touches the memory.
+   */
+  public boolean tryLoan() {
+    loans.incrementAndGet();
+    if (!visible) {
+      loans.decrementAndGet();
+      return false;
+    }
+    return true;
+  }
+
+  public void returnLoan() {
+    long left = loans.decrementAndGet();
+    if (left < 0) {
+      throw new IllegalStateException("region " + regionId + ": loan returned twice");
+    }
+  }
+
+  /** Whether {@code [offset, offset + length)} lies inside this range (length > 0). */
+  public boolean covers(long offset, long length) {
+    return offset >= 0 && length > 0 && offset <= segment.byteSize() - length;
+  }
+
+  void hide() {
+    visible = false;
+  }
+
+  /** Frees engine-owned memory. Only the Registry calls this, after the last loan came back. */
+  void release() {
+    if (released) {
+      return;
+    }
+    released = true;
+    if (ownedArena != null) {
+      ownedArena.close();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "region " + regionId + " (" + segment.byteSize() + " B, " + access + ")";
+  }
+}

@@ -1,0 +1,179 @@
+package io.orbite.engine.segment;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.TransferException;
+import io.orbite.engine.admission.Admission;
+import io.orbite.engine.control.DescribeClient;
+import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.wire.Description;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * Owner of remote peer identities (endpoint, epoch): a bounded table (C9), one entry and one
+ * transport endpoint per peer incarnation. Child of the EngineGuardian. {@code openSegment} always
+ * asks the peer (Describe) for its current epoch, so a restarted peer is reached only through a
+ * fresh open, under a fresh entry (C3).
+ *
+ * <p>States: {@link #active}.
+ */
+public final class SegmentTable {
+  public sealed interface Command {}
+
+  public record OpenSegment(String endpoint, ActorRef<OpenReply> replyTo) implements Command {}
+
+  public sealed interface OpenReply {}
+
+  public record Opened(RemoteSegment segment) implements OpenReply {}
+
+  public record OpenFailed(ErrorKind kind, String detail) implements OpenReply {}
+
+  /** How many peer identities the table holds. */
+  public record GetSize(ActorRef<Integer> replyTo) implements Command {}
+
+  private record Described(OpenSegment open, InetSocketAddress address, Description description, Throwable failure)
+      implements Command {}
+
+  private record EndpointCharged(SegmentDescriptor peer, Admission.Decision decision) implements Command {}
+
+  private record PeerReady(SegmentDescriptor peer, TransportCommand.OpenPeerReply reply) implements Command {}
+
+  private record Waiter(OpenSegment open, Description description) {}
+
+  private final ActorContext<Command> ctx;
+  private final ActorRef<Admission.Command> admission;
+  private final ActorRef<TransportCommand> transport;
+  private final Executor blockingIo;
+  private final int describeTimeoutMillis;
+  private final int capacity;
+  private final Map<SegmentDescriptor, PeerChannel> entries = new HashMap<>();
+  private final Map<SegmentDescriptor, List<Waiter>> opening = new HashMap<>();
+
+  private SegmentTable(
+      ActorContext<Command> ctx,
+      ActorRef<Admission.Command> admission,
+      ActorRef<TransportCommand> transport,
+      Executor blockingIo,
+      int describeTimeoutMillis,
+      int capacity) {
+    this.ctx = ctx;
+    this.admission = admission;
+    this.transport = transport;
+    this.blockingIo = blockingIo;
+    this.describeTimeoutMillis = describeTimeoutMillis;
+    this.capacity = capacity;
+  }
+
+  public static Behavior<Command> create(
+      ActorRef<Admission.Command> admission,
+      ActorRef<TransportCommand> transport,
+      Executor blockingIo,
+      Duration describeTimeout,
+      int capacity) {
+    return Behaviors.setup(ctx ->
+        new SegmentTable(ctx, admission, transport, blockingIo, (int) describeTimeout.toMillis(), capacity).active());
+  }
+
+  private Behavior<Command> active() {
+    return Behaviors.receive(Command.class)
+        .onMessage(OpenSegment.class, this::onOpen)
+        .onMessage(Described.class, this::onDescribed)
+        .onMessage(EndpointCharged.class, this::onEndpointCharged)
+        .onMessage(PeerReady.class, this::onPeerReady)
+        .onMessage(GetSize.class, m -> {
+          m.replyTo().tell(entries.size());
+          return Behaviors.same();
+        })
+        .build();
+  }
+
+  private Behavior<Command> onOpen(OpenSegment m) {
+    InetSocketAddress address;
+    try {
+      address = DescribeClient.parseEndpoint(m.endpoint());
+    } catch (TransferException e) {
+      m.replyTo().tell(new OpenFailed(e.kind(), e.getMessage()));
+      return Behaviors.same();
+    }
+    ctx.pipeToSelf(
+        CompletableFuture.supplyAsync(() -> DescribeClient.describe(address, describeTimeoutMillis), blockingIo),
+        (description, failure) -> new Described(m, address, description, failure));
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onDescribed(Described d) {
+    if (d.failure() != null) {
+      Throwable cause = d.failure() instanceof CompletionException ce && ce.getCause() != null ? ce.getCause() : d.failure();
+      ErrorKind kind = cause instanceof TransferException te ? te.kind() : ErrorKind.UNAVAILABLE;
+      d.open().replyTo().tell(new OpenFailed(kind, cause.getMessage()));
+      return Behaviors.same();
+    }
+    SegmentDescriptor peer = new SegmentDescriptor(d.address().getHostString(), d.description().port(), d.description().epoch());
+    PeerChannel existing = entries.get(peer);
+    if (existing != null && existing.active()) {
+      d.open().replyTo().tell(new Opened(new RemoteSegment(peer, d.description().regions(), existing)));
+      return Behaviors.same();
+    }
+    List<Waiter> waiters = opening.get(peer);
+    if (waiters != null) {
+      waiters.add(new Waiter(d.open(), d.description()));
+      return Behaviors.same();
+    }
+    if (entries.size() + opening.size() >= capacity) {
+      d.open().replyTo().tell(new OpenFailed(ErrorKind.RESOURCE_EXHAUSTED,
+          "peer segments: table of " + capacity + " entries is full; cannot open " + peer));
+      return Behaviors.same();
+    }
+    opening.put(peer, new ArrayList<>(List.of(new Waiter(d.open(), d.description()))));
+    ctx.ask(Admission.Decision.class, admission, Duration.ofSeconds(10), Admission.AcquireEndpoint::new,
+        (decision, failure) -> new EndpointCharged(peer,
+            decision != null ? decision : new Admission.Decision("admission did not answer: " + failure, false)));
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onEndpointCharged(EndpointCharged m) {
+    if (!m.decision().granted()) {
+      ErrorKind kind = m.decision().fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED;
+      failWaiters(m.peer(), kind, m.decision().refusal());
+      return Behaviors.same();
+    }
+    ctx.ask(TransportCommand.OpenPeerReply.class, transport, Duration.ofMinutes(2),
+        replyTo -> new TransportCommand.OpenPeer(m.peer(), replyTo),
+        (reply, failure) -> new PeerReady(m.peer(), reply != null ? reply
+            : new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "transport did not answer: " + failure)));
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onPeerReady(PeerReady m) {
+    if (m.reply() instanceof TransportCommand.PeerOpened opened) {
+      entries.put(m.peer(), opened.channel());
+      for (Waiter w : opening.remove(m.peer())) {
+        w.open().replyTo().tell(new Opened(new RemoteSegment(m.peer(), w.description().regions(), opened.channel())));
+      }
+    } else if (m.reply() instanceof TransportCommand.PeerOpenFailed failed) {
+      admission.tell(new Admission.ReleaseEndpoint());
+      failWaiters(m.peer(), failed.kind(), failed.detail());
+    }
+    return Behaviors.same();
+  }
+
+  private void failWaiters(SegmentDescriptor peer, ErrorKind kind, String detail) {
+    for (Waiter w : opening.remove(peer)) {
+      w.open().replyTo().tell(new OpenFailed(kind, "open " + peer + ": " + detail));
+    }
+  }
+}

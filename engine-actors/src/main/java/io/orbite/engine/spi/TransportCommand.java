@@ -1,0 +1,33 @@
+package io.orbite.engine.spi;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.SegmentDescriptor;
+import java.nio.channels.SocketChannel;
+import org.apache.pekko.actor.typed.ActorRef;
+
+/**
+ * The protocol every transport supervisor actor understands. Transports add their own internal
+ * messages by implementing this interface privately.
+ */
+public interface TransportCommand {
+  /** Open (or reuse) the endpoint for one peer incarnation. Sent by the SegmentTable. */
+  record OpenPeer(SegmentDescriptor peer, ActorRef<OpenPeerReply> replyTo) implements TransportCommand {}
+
+  /** The answer to {@link OpenPeer}. */
+  sealed interface OpenPeerReply {}
+
+  record PeerOpened(PeerChannel channel) implements OpenPeerReply {}
+
+  record PeerOpenFailed(ErrorKind kind, String detail) implements OpenPeerReply {}
+
+  /**
+   * An accepted connection whose first frame (a HELLO, in {@code hello}) opens a data lane of this
+   * transport. Sent by the ControlService; the transport owns the socket from now on.
+   */
+  record AdoptConnection(SocketChannel channel, java.nio.ByteBuffer hello) implements TransportCommand {}
+
+  /** Stop serving and drain: close lanes, answer when every lane thread has ended. */
+  record Shutdown(ActorRef<ShutdownDone> replyTo) implements TransportCommand {}
+
+  record ShutdownDone(String transport) {}
+}

@@ -1,0 +1,22 @@
+package io.orbite.engine.spi;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.registry.RegistryView;
+import java.util.concurrent.Executor;
+import java.util.function.LongSupplier;
+
+/**
+ * What the engine gives a transport when it starts it.
+ *
+ * @param registry the published registrations, for source-side authority checks
+ * @param localEpoch this engine incarnation's epoch
+ * @param blockingIo an executor for blocking set-up work (connect, handshakes), never the default
+ *     dispatcher
+ */
+public record TransportContext(
+    EngineConfig config, RegistryView registry, long localEpoch, Executor blockingIo, EngineCounters counters) {
+  /** A clock for deadlines; {@link System#nanoTime()} unless a test substitutes one. */
+  public LongSupplier clock() {
+    return System::nanoTime;
+  }
+}

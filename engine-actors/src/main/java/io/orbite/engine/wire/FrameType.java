@@ -1,0 +1,44 @@
+package io.orbite.engine.wire;
+
+/** The kinds of frame. Codes are stable wire values. */
+public enum FrameType {
+  /** Requester asks the source to describe itself (endpoint, epoch, regions). */
+  DESCRIBE_REQUEST(1),
+  /** The source's description; payload encoded by {@link DescribeCodec}. */
+  DESCRIBE_RESPONSE(2),
+  /** First frame of a data lane: target epoch, requester epoch, lane index. */
+  HELLO(3),
+  /** The source accepts (status 0) or refuses a data lane. */
+  HELLO_ACK(4),
+  /** Read {@code count} bytes of region {@code regionId} at {@code offset}; no payload. */
+  READ_REQUEST(5),
+  /** The bytes of a READ (status 0, payload of {@code count} bytes) or its refusal (no payload). */
+  READ_RESPONSE(6),
+  /** Write the {@code count}-byte payload into region {@code regionId} at {@code offset}. */
+  WRITE_REQUEST(7),
+  /** The source applied the WRITE (status 0) or refused it before touching memory. */
+  WRITE_ACK(8);
+
+  private static final FrameType[] BY_CODE = new FrameType[9];
+
+  static {
+    for (FrameType type : values()) {
+      BY_CODE[type.code] = type;
+    }
+  }
+
+  private final int code;
+
+  FrameType(int code) {
+    this.code = code;
+  }
+
+  public int code() {
+    return code;
+  }
+
+  /** The type for a wire code, or {@code null} if the code is not a frame type. */
+  public static FrameType fromCode(int code) {
+    return code > 0 && code < BY_CODE.length ? BY_CODE[code] : null;
+  }
+}

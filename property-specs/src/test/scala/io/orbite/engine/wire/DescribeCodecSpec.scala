@@ -1,0 +1,247 @@
+package io.orbite.engine.wire
+
+import io.orbite.engine.{Access, PropertySupport, RemoteRegion}
+import io.orbite.engine.wire.FrameRejectedException.Reason
+import java.nio.ByteBuffer
+import java.nio.charset.StandardCharsets.UTF_8
+import org.scalacheck.{Arbitrary, Gen}
+import org.scalatest.propspec.AnyPropSpec
+import scala.jdk.CollectionConverters._
+
+/**
+ * Properties of the DESCRIBE_RESPONSE payload: descriptions survive a round trip in the documented
+ * layout, and anything but a whole, exact encoding is refused with a FrameRejectedException (never
+ * a BufferUnderflowException, IllegalArgumentException or other escape).
+ */
+class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
+  private val anyLong = Arbitrary.arbitrary[Long]
+
+  /** Unicode scalar values of every UTF-8 width (1 to 4 bytes); no lone surrogates. */
+  private val genCodePoint: Gen[Int] = Gen.frequency(
+    5 -> Gen.choose(0x20, 0x7e), // what host names usually are
+    1 -> Gen.choose(0x00, 0x7f),
+    2 -> Gen.choose(0x80, 0x7ff),
+    2 -> Gen.oneOf(Gen.choose(0x800, 0xd7ff), Gen.choose(0xe000, 0xffff)),
+    1 -> Gen.choose(0x10000, 0x10ffff))
+
+  private def utf8Length(s: String): Int = s.getBytes(UTF_8).length
+
+  /** A host of exactly `bytes` UTF-8 bytes, mixing code point widths. */
+  private def genHostOf(bytes: Int): Gen[String] =
+    Gen.listOfN(bytes, genCodePoint).map { cps =>
+      val sb = new java.lang.StringBuilder
+      var used = 0
+      cps.foreach { cp =>
+        val width = utf8Length(new String(Character.toChars(cp)))
+        if (used + width <= bytes) { sb.appendCodePoint(cp); used += width }
+      }
+      while (used < bytes) { sb.append('h'); used += 1 }
+      sb.toString
+    }
+
+  private val genHost: Gen[String] =
+    Gen.chooseNum(1, DescribeCodec.MAX_HOST_BYTES).flatMap(genHostOf)
+
+  private val genRegion: Gen[RemoteRegion] = for {
+    id <- anyLong
+    length <- Gen.chooseNum(1L, Long.MaxValue)
+    access <- Gen.oneOf(Access.values().toSeq)
+  } yield new RemoteRegion(id, length, access)
+
+  private val genDescription: Gen[Description] = for {
+    host <- genHost
+    port <- Gen.chooseNum(1, 65535)
+    epoch <- anyLong
+    n <- Gen.frequency(1 -> Gen.const(0), 2 -> Gen.choose(1, 5), 3 -> Gen.choose(0, 200), 1 -> Gen.const(200))
+    regions <- Gen.listOfN(n, genRegion)
+  } yield new Description(host, port, epoch, regions.asJava)
+
+  private def bytesOf(buf: ByteBuffer): Array[Byte] = {
+    val out = new Array[Byte](buf.remaining())
+    buf.duplicate().get(out)
+    out
+  }
+
+  private def encoded(d: Description): Array[Byte] = bytesOf(DescribeCodec.encode(d))
+
+  /** Decodes exactly `bytes`, as a payload read off the wire. */
+  private def decode(bytes: Array[Byte]): Description = DescribeCodec.decode(ByteBuffer.wrap(bytes))
+
+  /** The documented layout, written byte by byte, big-endian. */
+  private def layout(d: Description): Array[Byte] = {
+    def be(v: Long, width: Int) = Array.tabulate(width)(i => (v >>> (8 * (width - 1 - i))).toByte)
+    val host = d.host().getBytes(UTF_8)
+    be(host.length.toLong, 2) ++ host ++ be(d.port().toLong, 4) ++ be(d.epoch(), 8) ++
+      be(d.regions().size().toLong, 4) ++
+      d.regions().asScala.flatMap(r => be(r.regionId(), 8) ++ be(r.lengthBytes(), 8) ++ be(r.access().code().toLong, 1))
+  }
+
+  property("a description survives encode -> decode, in the documented layout") {
+    forAll(genDescription) { d =>
+      val buf = DescribeCodec.encode(d)
+      buf.position() shouldBe 0
+      val hostBytes = utf8Length(d.host())
+      buf.remaining() shouldBe 2 + hostBytes + 4 + 8 + 4 + d.regions().size() * DescribeCodec.REGION_BYTES
+      bytesOf(buf) shouldBe layout(d)
+
+      val back = DescribeCodec.decode(buf)
+      back shouldBe d
+      back.host() shouldBe d.host()
+      back.regions().asScala.toSeq shouldBe d.regions().asScala.toSeq
+      withClue("decode left bytes unread: ")(buf.remaining() shouldBe 0)
+    }
+  }
+
+  property("decode reads from position to limit only, wherever the payload lies in a bigger buffer") {
+    val gen = for {
+      d <- genDescription
+      before <- Gen.choose(0, 64)
+      after <- Gen.choose(0, 64)
+      junk <- Gen.listOfN(before + after, Arbitrary.arbitrary[Byte])
+      direct <- Arbitrary.arbitrary[Boolean]
+    } yield (d, before, after, junk.toArray, direct)
+    forAll(gen) { case (d, before, after, junk, direct) =>
+      val payload = encoded(d)
+      val all = junk.take(before) ++ payload ++ junk.drop(before)
+      val buf = if (direct) ByteBuffer.allocateDirect(all.length).put(all).clear() else ByteBuffer.wrap(all)
+      buf.position(before).limit(before + payload.length)
+      DescribeCodec.decode(buf) shouldBe d
+      buf.position() shouldBe before + payload.length
+      buf.limit() shouldBe before + payload.length
+      buf.capacity() shouldBe before + payload.length + after
+    }
+  }
+
+  property("every truncation of a valid encoding is refused with FrameRejectedException") {
+    forAll(genDescription, minSuccessful(150)) { d =>
+      val bytes = encoded(d)
+      for (k <- 0 until bytes.length) {
+        val e = withClue(s"prefix of $k of ${bytes.length} bytes: ") {
+          intercept[FrameRejectedException](DescribeCodec.decode(ByteBuffer.wrap(bytes, 0, k)))
+        }
+        e.reason() should (be(Reason.INCONSISTENT_LENGTH) or be(Reason.TRUNCATED_HEADER))
+      }
+    }
+  }
+
+  property("a valid encoding followed by extra bytes is refused") {
+    forAll(genDescription, Gen.choose(1, 3 * DescribeCodec.REGION_BYTES), anyLong) { (d, extra, seed) =>
+      val rnd = new scala.util.Random(seed)
+      val bytes = encoded(d) ++ Array.fill(extra)(rnd.nextInt().toByte)
+      intercept[FrameRejectedException](decode(bytes))
+    }
+  }
+
+  property("an encoding whose region count is off by any amount is refused") {
+    forAll(genDescription, Gen.oneOf(Gen.choose(-3, 3), Gen.chooseNum(Int.MinValue, Int.MaxValue))) { (d, delta) =>
+      whenever(delta != 0) {
+        val bytes = encoded(d)
+        val countAt = 2 + utf8Length(d.host()) + 4 + 8
+        val buf = ByteBuffer.wrap(bytes)
+        buf.putInt(countAt, d.regions().size() + delta)
+        intercept[FrameRejectedException](decode(bytes))
+      }
+    }
+  }
+
+  property("a port outside 1..65535 is refused") {
+    val badPort = Gen.oneOf(Gen.const(0), Gen.chooseNum(Int.MinValue, 0), Gen.chooseNum(65536, Int.MaxValue))
+    forAll(genDescription, badPort) { (d, port) =>
+      val bad = new Description(d.host(), port, d.epoch(), d.regions())
+      intercept[FrameRejectedException](decode(encoded(bad)))
+    }
+  }
+
+  property("a region with a length <= 0 or an access code outside 1..3 is refused") {
+    val gen = for {
+      d <- genDescription.suchThat(!_.regions().isEmpty)
+      which <- Gen.choose(0, d.regions().size() - 1)
+      badLength <- Gen.option(Gen.chooseNum(Long.MinValue, 0L))
+      badAccess <- Gen.oneOf(0, 4, 5, 127, 128, 255)
+    } yield (d, which, badLength, badAccess)
+    forAll(gen) { case (d, which, badLength, badAccess) =>
+      val bytes = encoded(d)
+      val regionAt = 2 + utf8Length(d.host()) + 4 + 8 + 4 + which * DescribeCodec.REGION_BYTES
+      val buf = ByteBuffer.wrap(bytes)
+      badLength match {
+        case Some(length) => buf.putLong(regionAt + 8, length)
+        case None => buf.put(regionAt + 16, badAccess.toByte)
+      }
+      intercept[FrameRejectedException](decode(bytes))
+    }
+  }
+
+  property("a host length of 0 or above 253 bytes is refused on decode") {
+    forAll(genDescription, Gen.oneOf(Gen.const(0), Gen.choose(DescribeCodec.MAX_HOST_BYTES + 1, 0xffff))) {
+      (d, hostLength) =>
+        val bytes = encoded(d)
+        ByteBuffer.wrap(bytes).putShort(0, hostLength.toShort)
+        intercept[FrameRejectedException](decode(bytes))
+    }
+  }
+
+  property("an empty host is refused on decode") {
+    forAll(genDescription) { d =>
+      val bytes = encoded(new Description("", d.port(), d.epoch(), d.regions()))
+      bytes.take(2) shouldBe Array[Byte](0, 0)
+      intercept[FrameRejectedException](decode(bytes))
+    }
+  }
+
+  property("encode refuses a host longer than 253 UTF-8 bytes") {
+    val gen = for {
+      d <- genDescription
+      hostBytes <- Gen.choose(DescribeCodec.MAX_HOST_BYTES + 1, 1200)
+      host <- genHostOf(hostBytes)
+    } yield (d, hostBytes, host)
+    forAll(gen) { case (d, hostBytes, host) =>
+      utf8Length(host) shouldBe hostBytes
+      an[IllegalArgumentException] should be thrownBy
+        DescribeCodec.encode(new Description(host, d.port(), d.epoch(), d.regions()))
+    }
+  }
+
+  property("damaged encodings decode to a well-formed description or are refused, never another exception") {
+    val gen = for {
+      d <- genDescription
+      flips <- Gen.choose(1, 6)
+      where <- Gen.listOfN(flips, Gen.choose(0.0, 1.0))
+      what <- Gen.listOfN(flips, Gen.choose(1, 255))
+      cut <- Gen.frequency(3 -> Gen.const(0), 1 -> Gen.choose(1, 20))
+    } yield (d, where, what, cut)
+    forAll(gen, minSuccessful(500)) { case (d, where, what, cut) =>
+      val bytes = encoded(d)
+      // Damage the header part most of the time: that is where lengths live.
+      where.zip(what).foreach { case (w, x) =>
+        val span = math.min(bytes.length, 2 + utf8Length(d.host()) + 16 + 17)
+        val i = math.min(bytes.length - 1, (w * span).toInt)
+        bytes(i) = (bytes(i) ^ x).toByte
+      }
+      val damaged = bytes.dropRight(cut)
+      try {
+        val back = decode(damaged)
+        val hostLength = utf8Length(back.host())
+        back.port() should (be >= 1 and be <= 65535)
+        back.regions().asScala.foreach(_.lengthBytes() should be > 0L)
+        withClue("a decoded description must account for every byte: ") {
+          damaged.length shouldBe 2 + (damaged(0) & 0xff) * 256 + (damaged(1) & 0xff) + 16 +
+            back.regions().size() * DescribeCodec.REGION_BYTES
+        }
+        hostLength should be > 0
+      } catch {
+        case _: FrameRejectedException => succeed
+      }
+    }
+  }
+
+  property("arbitrary bytes are decoded or refused, never another exception") {
+    forAll(Gen.choose(0, 400).flatMap(n => Gen.listOfN(n, Arbitrary.arbitrary[Byte])), minSuccessful(500)) { bytes =>
+      try {
+        decode(bytes.toArray)
+        succeed
+      } catch {
+        case _: FrameRejectedException => succeed
+      }
+    }
+  }
+}

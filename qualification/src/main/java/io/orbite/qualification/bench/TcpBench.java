@@ -1,0 +1,249 @@
+package io.orbite.qualification.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.Op;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TaskResult;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.qualification.cli.Progress;
+import io.orbite.qualification.harness.EngineMain;
+import io.orbite.qualification.harness.EngineProcess;
+import io.orbite.qualification.harness.TaskRunner;
+import io.orbite.qualification.verify.Pattern;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * {@code ./orbite bench tcp}: a source engine process and a requester engine (this process) on
+ * loopback. READ and WRITE throughput at 64 KiB, 1 MiB, 4 MiB and 64 MiB with many tasks in
+ * flight; 4 KiB tasks per second in batches of 1024; heap bytes allocated per MiB moved on both
+ * sides; and, in the same run, interleaved, the iperf3 one-stream 1 MiB-write loopback ceiling.
+ * Every measured run's bytes are verified afterwards. {@code --json} prints one JSON object.
+ */
+public final class TcpBench {
+  private static final long REGION_BYTES = 1L << 30;
+  private static final long[] SIZES = {64L << 10, 1L << 20, 4L << 20, 64L << 20};
+  private static final String[] NAMES = {"64KiB", "1MiB", "4MiB", "64MiB"};
+  private static final long IN_FLIGHT_BYTES = 256L << 20;
+
+  private PrintStream human = System.out;
+  private double secondsPerFigure = 3.0;
+  private int iperfSeconds = 5;
+
+  public int run(List<String> args) throws Exception {
+    boolean json = args.contains("--json");
+    if (args.contains("--quick")) {
+      secondsPerFigure = 1.0;
+      iperfSeconds = 2;
+    }
+    if (json) {
+      human = System.err;
+    }
+    Map<String, Double> figures = new LinkedHashMap<>();
+    Map<String, Double> ceilings = new LinkedHashMap<>();
+    Map<String, Double> ratios = new LinkedHashMap<>();
+    List<Double> iperf = new ArrayList<>();
+    boolean haveIperf = Iperf3.installed();
+    if (!haveIperf) {
+      human.println("warning: iperf3 is not installed; the ceiling and ratios are missing (./orbite bench installs it)");
+    }
+    Path logs = Path.of(System.getProperty("java.io.tmpdir"), "orbite-bench-" + ProcessHandle.current().pid());
+    int failures = 0;
+    try (EngineProcess source = EngineProcess.start("bench-source", logs, Map.of());
+        TransferEngine requester = TransferEngine.start(EngineConfig.fromEnv().withName("bench-requester"))) {
+      human.printf("bench tcp: source %s (pid %d), requester pid %d, %d lanes, %.0f s per figure%n", source.endpoint(),
+          source.pid(), ProcessHandle.current().pid(), requester.config().tcp().lanes(), secondsPerFigure);
+      long remote = Long.parseLong(source.call("ALLOC " + REGION_BYTES + " READ_WRITE"));
+      long sourceSeed = 0x5eed5L;
+      source.call("FILL " + remote + " " + sourceSeed);
+      RegisteredMemory local = requester.allocate(REGION_BYTES, Access.READ_WRITE);
+      RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
+      if (haveIperf) {
+        iperf.add(Iperf3.oneStreamGBps(iperfSeconds));
+      }
+      for (Op op : Op.values()) {
+        long writeSeed = 0x77L;
+        if (op == Op.WRITE) {
+          Pattern.fill(local.segment(), 0, REGION_BYTES, writeSeed, 0);
+        }
+        for (int s = 0; s < SIZES.length; s++) {
+          String name = op.name().toLowerCase(Locale.ROOT) + "_" + NAMES[s];
+          boolean measureAllocation = SIZES[s] == (4L << 20);
+          long srcAllocBefore = measureAllocation ? Long.parseLong(source.call("ALLOCATED")) : 0;
+          Run r = measure(requester, op, local, peer, remote, SIZES[s], name, measureAllocation);
+          failures += r.failed;
+          figures.put(name + "_GBps", r.gbps());
+          if (measureAllocation) {
+            long srcAlloc = Long.parseLong(source.call("ALLOCATED")) - srcAllocBefore;
+            figures.put("alloc_requester_" + name + "_bytes_per_MiB", r.allocatedBytes / (r.bytes / 1048576.0));
+            figures.put("alloc_source_" + name + "_bytes_per_MiB", srcAlloc / (r.bytes / 1048576.0));
+          }
+          failures += verify(op, local, source, remote, r.touchedBytes, sourceSeed, writeSeed);
+        }
+        if (haveIperf) {
+          iperf.add(Iperf3.oneStreamGBps(iperfSeconds));
+        }
+        if (op == Op.WRITE) {
+          // Restore the source pattern for the 4 KiB READ run below.
+          source.call("FILL " + remote + " " + sourceSeed);
+        }
+      }
+      Run small = measureSmall(requester, local, peer, remote);
+      failures += small.failed;
+      failures += verify(Op.READ, local, source, remote, small.touchedBytes, sourceSeed, 0);
+      figures.put("tasks_4KiB_per_s", small.tasks / small.seconds);
+      if (haveIperf) {
+        iperf.add(Iperf3.oneStreamGBps(iperfSeconds));
+      }
+    }
+    if (!iperf.isEmpty()) {
+      List<Double> sorted = new ArrayList<>(iperf);
+      sorted.sort(Double::compare);
+      int mid = sorted.size() / 2;
+      double ceiling = sorted.size() % 2 == 1 ? sorted.get(mid) : (sorted.get(mid - 1) + sorted.get(mid)) / 2;
+      ceilings.put("iperf3_1stream_GBps", ceiling);
+      for (int i = 0; i < iperf.size(); i++) {
+        ceilings.put("iperf3_1stream_run" + (i + 1) + "_GBps", iperf.get(i));
+      }
+      for (Op op : Op.values()) {
+        for (String n : NAMES) {
+          String name = op.name().toLowerCase(Locale.ROOT) + "_" + n;
+          ratios.put(name + "_vs_iperf3", figures.get(name + "_GBps") / ceiling);
+        }
+      }
+    }
+    printTable(figures, ceilings, ratios);
+    if (json) {
+      ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+      ObjectNode root = mapper.createObjectNode();
+      ObjectNode f = root.putObject("figures");
+      figures.forEach((k, v) -> f.put(k, round(v)));
+      ObjectNode c = root.putObject("ceilings");
+      ceilings.forEach((k, v) -> c.put(k, round(v)));
+      ObjectNode r = root.putObject("ratios");
+      ratios.forEach((k, v) -> r.put(k, round(v)));
+      System.out.println(mapper.writeValueAsString(root));
+    }
+    if (failures > 0) {
+      human.println("RESULT: FAIL - " + failures + " failed task(s) or wrong byte(s)");
+      return 1;
+    }
+    return 0;
+  }
+
+  private record Run(long bytes, long tasks, double seconds, long touchedBytes, long allocatedBytes, int failed) {
+    double gbps() {
+      return bytes / 1e9 / seconds;
+    }
+  }
+
+  /** Runs tasks of {@code size} at the same offsets on both sides, cycling through the region. */
+  private Run measure(TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer, long remote, long size,
+      String name, boolean measureAllocation) {
+    int perBatch = (int) Math.max(1, Math.min(1024, (64L << 20) / size));
+    int batchesInFlight = (int) Math.max(2, IN_FLIGHT_BYTES / (perBatch * size));
+    long slots = REGION_BYTES / size;
+    // Warm up: one pass of batches, not measured.
+    runFor(engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, 0.3, null);
+    Progress progress = new Progress(name, (long) (secondsPerFigure * 10), "ds");
+    long allocBefore = measureAllocation ? EngineMain.allocatedBytes() : 0;
+    Run r = runFor(engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, secondsPerFigure, progress);
+    long allocated = measureAllocation ? EngineMain.allocatedBytes() - allocBefore : 0;
+    progress.done();
+    human.printf(Locale.ROOT, "  %-12s %6d tasks %9.1f MiB in %5.2f s = %6.3f GB/s%n", name, r.tasks, r.bytes / 1048576.0,
+        r.seconds, r.gbps());
+    return new Run(r.bytes, r.tasks, r.seconds, r.touchedBytes, allocated, r.failed);
+  }
+
+  private Run runFor(TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer, long remote, long size,
+      int perBatch, int batchesInFlight, long slots, double seconds, Progress progress) {
+    long start = System.nanoTime();
+    long deadline = start + (long) (seconds * 1e9);
+    long bytes = 0;
+    long tasks = 0;
+    int failed = 0;
+    long slot = 0;
+    long touched = 0;
+    int chunk = perBatch * batchesInFlight;
+    while (System.nanoTime() < deadline) {
+      List<TransferRequest> requests = new ArrayList<>(chunk);
+      for (int i = 0; i < chunk; i++) {
+        long offset = (slot++ % slots) * size;
+        touched = Math.max(touched, offset + size);
+        requests.add(op == Op.READ
+            ? TransferRequest.read(local, offset, peer, remote, offset, size)
+            : TransferRequest.write(local, offset, peer, remote, offset, size));
+      }
+      for (TaskResult r : TaskRunner.run(engine, requests, perBatch, batchesInFlight, null)) {
+        if (r.completed()) {
+          bytes += r.bytes();
+          tasks++;
+        } else {
+          if (failed++ < 3) {
+            human.println("  task failed: " + r);
+          }
+        }
+      }
+      if (progress != null) {
+        progress.update(Math.min((long) (seconds * 10), (System.nanoTime() - start) / 100_000_000L), bytes);
+      }
+    }
+    return new Run(bytes, tasks, (System.nanoTime() - start) / 1e9, touched, 0, failed);
+  }
+
+  private Run measureSmall(TransferEngine engine, RegisteredMemory local, RemoteSegment peer, long remote) {
+    long size = 4096;
+    long slots = REGION_BYTES / size;
+    runFor(engine, Op.READ, local, peer, remote, size, 1024, 4, slots, 0.3, null);
+    Progress progress = new Progress("tasks_4KiB", (long) (secondsPerFigure * 10), "ds");
+    Run r = runFor(engine, Op.READ, local, peer, remote, size, 1024, 4, slots, secondsPerFigure, progress);
+    progress.done();
+    human.printf(Locale.ROOT, "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024)%n", "read_4KiB", r.tasks,
+        r.seconds, r.tasks / r.seconds);
+    return r;
+  }
+
+  /** Checks the bytes the run touched: READ on the requester, WRITE on the source. */
+  private int verify(Op op, RegisteredMemory local, EngineProcess source, long remote, long touched, long sourceSeed,
+      long writeSeed) throws java.io.IOException {
+    if (op == Op.READ) {
+      long bad = Pattern.verify(local.segment(), 0, touched, sourceSeed, 0);
+      if (bad >= 0) {
+        human.println("  MISMATCH: requester byte " + bad + " after READ");
+        return 1;
+      }
+      return 0;
+    }
+    String answer = source.ask("VERIFY " + remote + " " + sourceSeed + " 1", List.of("0 " + touched + " " + writeSeed + " 0"));
+    if (!answer.equals("OK")) {
+      human.println("  MISMATCH: source " + answer + " after WRITE");
+      return 1;
+    }
+    return 0;
+  }
+
+  private void printTable(Map<String, Double> figures, Map<String, Double> ceilings, Map<String, Double> ratios) {
+    human.println("figures:");
+    figures.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
+    human.println("ceilings (same run):");
+    ceilings.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
+    human.println("ratios:");
+    ratios.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
+  }
+
+  private static double round(double v) {
+    return Math.round(v * 1000.0) / 1000.0;
+  }
+}

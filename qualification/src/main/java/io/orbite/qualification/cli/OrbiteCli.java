@@ -1,0 +1,38 @@
+package io.orbite.qualification.cli;
+
+import io.orbite.qualification.bench.TcpBench;
+import io.orbite.qualification.demo.Demo;
+import java.util.List;
+
+/** The {@code ./orbite} command line: {@code demo} and {@code bench tcp [--json]}. */
+public final class OrbiteCli {
+  private OrbiteCli() {}
+
+  public static void main(String[] args) throws Exception {
+    List<String> rest = args.length > 1 ? List.of(args).subList(1, args.length) : List.of();
+    int code = switch (args.length == 0 ? "help" : args[0]) {
+      case "demo" -> new Demo().run(rest);
+      case "bench" -> bench(rest);
+      default -> usage(args.length == 0 || args[0].equals("help") || args[0].startsWith("-") ? 0 : 2);
+    };
+    System.exit(code);
+  }
+
+  private static int bench(List<String> args) throws Exception {
+    if (args.isEmpty() || !args.get(0).equals("tcp")) {
+      System.err.println("bench: name a bench: tcp");
+      return 2;
+    }
+    return new TcpBench().run(args.subList(1, args.size()));
+  }
+
+  private static int usage(int code) {
+    System.err.println("""
+        usage: ./orbite <command>
+          demo               two engine processes on loopback: READ and WRITE of mixed sizes, every byte verified
+          bench tcp [--json] TCP READ/WRITE throughput and 4 KiB task rate, beside the iperf3 loopback ceiling
+          test               the whole test suite (mvn verify)
+          build              build and write the class path""");
+    return code;
+  }
+}

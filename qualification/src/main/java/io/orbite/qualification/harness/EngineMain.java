@@ -1,0 +1,116 @@
+package io.orbite.qualification.harness;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.qualification.verify.Pattern;
+import io.orbite.qualification.verify.RegionCheck;
+import io.orbite.qualification.verify.Span;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * An engine process driven over its standard input and output, one command per line, one answer
+ * line per command ({@code OK ...} or {@code ERR ...}). Started by {@link EngineProcess}. The first
+ * line it prints is {@code READY <endpoint> <epoch-hex>}.
+ *
+ * <pre>
+ * ALLOC bytes access            -> OK regionId
+ * FILL regionId seed            -> OK            (whole region, pattern position = offset)
+ * VERIFY regionId guardSeed n   -> OK | MISMATCH index   (then n lines: offset length seed from)
+ * UNREGISTER regionId           -> OK
+ * COUNTERS                      -> OK key=value ...
+ * ALLOCATED                     -> OK bytes      (heap bytes allocated by all threads so far)
+ * QUIT                          -> OK, then exit
+ * </pre>
+ */
+public final class EngineMain {
+  private EngineMain() {}
+
+  public static void main(String[] args) throws Exception {
+    EngineConfig config = EngineConfig.fromEnv().withName(args.length > 0 ? args[0] : "engine");
+    PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+    // Logs go to stderr; stdout carries only the protocol.
+    System.setOut(System.err);
+    TransferEngine engine = TransferEngine.start(config);
+    Map<Long, RegisteredMemory> regions = new HashMap<>();
+    out.println("READY " + engine.localSegment().endpoint() + " " + Long.toHexString(engine.localSegment().epoch()));
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    String line;
+    while ((line = in.readLine()) != null) {
+      String[] t = line.trim().split("\\s+");
+      try {
+        switch (t[0]) {
+          case "ALLOC" -> {
+            RegisteredMemory m = engine.allocate(Long.parseLong(t[1]), Access.valueOf(t[2]));
+            regions.put(m.regionId(), m);
+            out.println("OK " + m.regionId());
+          }
+          case "FILL" -> {
+            RegisteredMemory m = region(regions, t[1]);
+            Pattern.fill(m.segment(), 0, m.lengthBytes(), Long.parseLong(t[2]), 0);
+            out.println("OK");
+          }
+          case "VERIFY" -> {
+            RegisteredMemory m = region(regions, t[1]);
+            long guardSeed = Long.parseLong(t[2]);
+            int n = Integer.parseInt(t[3]);
+            List<Span> spans = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+              String[] s = in.readLine().trim().split("\\s+");
+              spans.add(new Span(Long.parseLong(s[0]), Long.parseLong(s[1]), Long.parseLong(s[2]), Long.parseLong(s[3])));
+            }
+            long bad = RegionCheck.check(m.segment(), spans, guardSeed);
+            out.println(bad < 0 ? "OK" : "MISMATCH " + bad);
+          }
+          case "UNREGISTER" -> {
+            engine.unregister(regions.remove(Long.parseLong(t[1])));
+            out.println("OK");
+          }
+          case "COUNTERS" -> out.println("OK " + counters(engine.counters()));
+          case "ALLOCATED" -> out.println("OK " + allocatedBytes());
+          case "QUIT" -> {
+            engine.close(Duration.ofSeconds(30));
+            out.println("OK");
+            return;
+          }
+          default -> out.println("ERR unknown command " + t[0]);
+        }
+      } catch (RuntimeException e) {
+        out.println("ERR " + e.getMessage().replace('\n', ' '));
+      }
+    }
+    engine.close(Duration.ofSeconds(30));
+  }
+
+  private static RegisteredMemory region(Map<Long, RegisteredMemory> regions, String id) {
+    RegisteredMemory m = regions.get(Long.parseLong(id));
+    if (m == null) {
+      throw new IllegalArgumentException("no region " + id);
+    }
+    return m;
+  }
+
+  static String counters(EngineCounters c) {
+    return "connectionsOpened=" + c.connectionsOpened.sum() + " connectionsAccepted=" + c.connectionsAccepted.sum()
+        + " framesRejected=" + c.framesRejected.sum() + " sourceBytesRead=" + c.sourceBytesRead.sum()
+        + " sourceBytesWritten=" + c.sourceBytesWritten.sum() + " sourceRefusals=" + c.sourceRefusals.sum()
+        + " bytesCompleted=" + c.bytesCompleted.sum() + " tasksCompleted=" + c.tasksCompleted.sum()
+        + " tasksFailed=" + c.tasksFailed.sum();
+  }
+
+  /** Heap bytes allocated by every thread of this JVM so far (HotSpot's allocation counters). */
+  public static long allocatedBytes() {
+    return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getTotalThreadAllocatedBytes();
+  }
+}

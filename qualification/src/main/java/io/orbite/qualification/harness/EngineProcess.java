@@ -1,0 +1,150 @@
+package io.orbite.qualification.harness;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A child JVM running {@link EngineMain}, started from this JVM's own java and class path, and
+ * driven over its standard streams. Its stderr (logs) goes to a file, so a failing run can be
+ * diagnosed.
+ */
+public final class EngineProcess implements AutoCloseable {
+  private final Process process;
+  private final BufferedReader out;
+  private final PrintWriter in;
+  private final String endpoint;
+  private final long epoch;
+  private final Path log;
+
+  private EngineProcess(Process process, Path log) throws IOException {
+    this.process = process;
+    this.log = log;
+    this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+    this.in = new PrintWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8), true);
+    String ready = out.readLine();
+    if (ready == null || !ready.startsWith("READY ")) {
+      process.destroyForcibly();
+      throw new IOException("engine process did not start (first line: " + ready + "); see " + log);
+    }
+    String[] t = ready.split(" ");
+    this.endpoint = t[1];
+    this.epoch = Long.parseUnsignedLong(t[2], 16);
+  }
+
+  /**
+   * Starts an engine process named {@code name}.
+   *
+   * @param env extra environment, e.g. {@code ORBITE_CONF}
+   */
+  public static EngineProcess start(String name, Path logDir, java.util.Map<String, String> env) throws IOException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(javaBinary());
+    cmd.addAll(jvmFlags());
+    cmd.add("-cp");
+    cmd.add(classPath());
+    cmd.add(EngineMain.class.getName());
+    cmd.add(name);
+    java.nio.file.Files.createDirectories(logDir);
+    Path log = logDir.resolve(name + ".log");
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(log.toFile());
+    pb.environment().putAll(env);
+    return new EngineProcess(pb.start(), log);
+  }
+
+  static String javaBinary() {
+    String fromLauncher = System.getenv("ORBITE_JAVA");
+    if (fromLauncher != null && !fromLauncher.isBlank()) {
+      return fromLauncher;
+    }
+    return ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+  }
+
+  static String classPath() {
+    String fromLauncher = System.getenv("ORBITE_CLASSPATH");
+    return fromLauncher != null && !fromLauncher.isBlank() ? fromLauncher : System.getProperty("java.class.path");
+  }
+
+  static List<String> jvmFlags() {
+    String flags = System.getenv("ORBITE_JVM_FLAGS");
+    if (flags != null && !flags.isBlank()) {
+      return Arrays.asList(flags.trim().split("\\s+"));
+    }
+    List<String> out = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED"));
+    if (Runtime.version().feature() >= 23) {
+      out.add("--sun-misc-unsafe-memory-access=allow");
+    }
+    return out;
+  }
+
+  public String endpoint() {
+    return endpoint;
+  }
+
+  public long epoch() {
+    return epoch;
+  }
+
+  public long pid() {
+    return process.pid();
+  }
+
+  public Path log() {
+    return log;
+  }
+
+  /** Sends one command and returns the words after {@code OK}; throws on anything else. */
+  public synchronized String call(String command, String... moreLines) throws IOException {
+    in.println(command);
+    for (String l : moreLines) {
+      in.println(l);
+    }
+    String answer = out.readLine();
+    if (answer == null) {
+      throw new IOException("engine process " + pid() + " ended during '" + command + "'; see " + log);
+    }
+    if (answer.equals("OK")) {
+      return "";
+    }
+    if (answer.startsWith("OK ")) {
+      return answer.substring(3);
+    }
+    throw new IOException("engine process answered '" + answer + "' to '" + command + "'");
+  }
+
+  /** Like {@link #call} but returns the raw answer line (for VERIFY's MISMATCH). */
+  public synchronized String ask(String command, List<String> moreLines) throws IOException {
+    in.println(command);
+    moreLines.forEach(in::println);
+    in.flush();
+    String answer = out.readLine();
+    if (answer == null) {
+      throw new IOException("engine process " + pid() + " ended during '" + command + "'; see " + log);
+    }
+    return answer;
+  }
+
+  @Override
+  public void close() {
+    try {
+      if (process.isAlive()) {
+        call("QUIT");
+        process.waitFor(30, TimeUnit.SECONDS);
+      }
+    } catch (IOException | InterruptedException e) {
+      // Fall through to the forced end below.
+    } finally {
+      if (process.isAlive()) {
+        process.destroyForcibly();
+      }
+    }
+  }
+}

@@ -1,0 +1,43 @@
+package io.orbite.transport.tcp;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.Op;
+import io.orbite.engine.registry.Registration;
+import io.orbite.engine.registry.RegistryView;
+
+/**
+ * The source-side authority check of every data frame (C2, C3): the frame's epoch must be this
+ * engine's, and the range must lie inside a live registration that grants the direction. A
+ * granted check holds a loan on the registration that the caller must return.
+ */
+final class Authority {
+  private final RegistryView registry;
+  private final long localEpoch;
+
+  Authority(RegistryView registry, long localEpoch) {
+    this.registry = registry;
+    this.localEpoch = localEpoch;
+  }
+
+  /** The refusal code for a frame, or 0 with {@code loan[0]} set to the loaned registration. */
+  int check(Op op, long epoch, long regionId, long offset, long count, Registration[] loan) {
+    if (epoch != localEpoch) {
+      return ErrorKind.EPOCH_MISMATCH.code();
+    }
+    Registration r = registry.lookup(regionId);
+    if (r == null) {
+      return ErrorKind.PERMISSION_DENIED.code();
+    }
+    if (!r.covers(offset, count)) {
+      return ErrorKind.INVALID_ARGUMENT.code();
+    }
+    if (!r.access().allows(op)) {
+      return ErrorKind.PERMISSION_DENIED.code();
+    }
+    if (!r.tryLoan()) {
+      return ErrorKind.PERMISSION_DENIED.code();
+    }
+    loan[0] = r;
+    return 0;
+  }
+}

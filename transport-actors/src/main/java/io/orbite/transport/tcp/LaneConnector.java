@@ -1,0 +1,84 @@
+package io.orbite.transport.tcp;
+
+import io.orbite.config.TcpConfig;
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.TransferException;
+import io.orbite.engine.Transport;
+import io.orbite.engine.wire.FrameCodec;
+import io.orbite.engine.wire.FrameRejectedException;
+import io.orbite.engine.wire.FrameType;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+
+/**
+ * Opens one data lane: connect, then the HELLO handshake that names the peer incarnation (epoch)
+ * the lane is for. A source of another epoch refuses with EPOCH_MISMATCH. Blocking; runs on the
+ * engine's blocking-I/O executor, never in a mailbox.
+ */
+final class LaneConnector {
+  private LaneConnector() {}
+
+  static SocketChannel connect(SegmentDescriptor peer, int laneIndex, long localEpoch, TcpConfig tcp) {
+    SocketChannel channel = null;
+    try {
+      channel = SocketChannel.open();
+      channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+      channel.setOption(StandardSocketOptions.SO_SNDBUF, tcp.socketBufferBytes());
+      channel.setOption(StandardSocketOptions.SO_RCVBUF, tcp.socketBufferBytes());
+      channel.socket().connect(new InetSocketAddress(peer.host(), peer.port()), tcp.connectTimeoutMillis());
+      ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
+      FrameCodec.encode(hello, 0, FrameType.HELLO, 0, 0, laneIndex + 1L, peer.epoch(), localEpoch, laneIndex,
+          Transport.TCP.ordinal());
+      while (hello.hasRemaining()) {
+        channel.write(hello);
+      }
+      channel.socket().setSoTimeout(tcp.connectTimeoutMillis());
+      byte[] ack = new byte[FrameCodec.HEADER_BYTES];
+      new DataInputStream(channel.socket().getInputStream()).readFully(ack);
+      ByteBuffer a = ByteBuffer.wrap(ack);
+      FrameCodec.check(a, 0, ack.length, 0);
+      if (FrameCodec.type(a, 0) != FrameType.HELLO_ACK) {
+        throw new TransferException(ErrorKind.PROTOCOL, "lane " + laneIndex + " to " + peer + ": answered "
+            + FrameCodec.type(a, 0) + " to HELLO");
+      }
+      int status = FrameCodec.status(a, 0);
+      if (status != 0) {
+        ErrorKind kind = ErrorKind.fromCode(status);
+        throw new TransferException(kind == null ? ErrorKind.PROTOCOL : kind, "lane " + laneIndex + " to " + peer
+            + " refused" + (kind == ErrorKind.EPOCH_MISMATCH
+                ? ": the peer now runs epoch " + Long.toHexString(FrameCodec.epoch(a, 0)) : ""));
+      }
+      channel.socket().setSoTimeout(0);
+      return channel;
+    } catch (SocketTimeoutException e) {
+      closeQuietly(channel);
+      throw new TransferException(ErrorKind.TIMEOUT, "lane " + laneIndex + " to " + peer + ": no answer within "
+          + tcp.connectTimeoutMillis() + " ms", e);
+    } catch (FrameRejectedException e) {
+      closeQuietly(channel);
+      throw new TransferException(ErrorKind.PROTOCOL, "lane " + laneIndex + " to " + peer + ": " + e.getMessage(), e);
+    } catch (IOException e) {
+      closeQuietly(channel);
+      throw new TransferException(ErrorKind.UNAVAILABLE, "lane " + laneIndex + " to " + peer + ": " + e, e);
+    } catch (RuntimeException e) {
+      closeQuietly(channel);
+      throw e;
+    }
+  }
+
+  static void closeQuietly(SocketChannel channel) {
+    if (channel != null) {
+      try {
+        channel.close();
+      } catch (IOException ignored) {
+        // Nothing to add to the error already being reported.
+      }
+    }
+  }
+}

@@ -1,0 +1,425 @@
+package io.orbite.transport.tcp;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.Op;
+import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.wire.FrameCodec;
+import io.orbite.engine.wire.FrameRejectedException;
+import io.orbite.engine.wire.FrameType;
+import java.io.EOFException;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayDeque;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+
+/**
+ * The requester end of one persistent data lane: one socket, owned by one thread, running a duty
+ * cycle (take queued frames, write requests, read responses, hand receipts to batches, sleep in
+ * the selector when there is nothing to do). Requests are pipelined up to a window; responses come
+ * back in order. Payload moves between the socket and the task's off-heap memory with no heap
+ * copy: WRITE payloads are written straight from it, READ payloads of a frame whose response is
+ * large are read straight into it, small ones are batched through one off-heap receive buffer.
+ *
+ * <p>The lane is the only thread that touches its frames' memory, so when it fails a frame it has
+ * already stopped touching it: every failure receipt is sent after local drain (C5).
+ */
+final class RequesterLane implements Runnable {
+  /** Frames whose READ payload is at least this big are read straight into local memory. */
+  static final int DIRECT_READ_BYTES = 32 * 1024;
+  private static final int RECEIVE_BUFFER_BYTES = 256 * 1024;
+  private static final int MAX_GATHER = 1024;
+  private static final long MAX_GATHER_BYTES = 16L << 20;
+  private static final long SELECT_MILLIS = 50;
+
+  private final String name;
+  private final SocketChannel channel;
+  private final Selector selector;
+  private final SelectionKey key;
+  private final long peerEpoch;
+  private final long maxPayloadBytes;
+  private final int windowFrames;
+  private final long windowBytes;
+  private final Consumer<Throwable> onEnd;
+
+  private final ConcurrentLinkedQueue<LaneFrame> incoming = new ConcurrentLinkedQueue<>();
+  private final AtomicLong chargedBytes = new AtomicLong();
+  private volatile boolean sleeping;
+  private volatile boolean running = true;
+
+  private final ArrayDeque<LaneFrame> waiting = new ArrayDeque<>();
+  private final ArrayDeque<LaneFrame> inflight = new ArrayDeque<>();
+  private long inflightBytes;
+  private long nextRequestId = 1;
+  private final ByteBuffer[] headerSlots;
+  private int nextHeaderSlot;
+
+  private final ByteBuffer[] gather = new ByteBuffer[MAX_GATHER];
+  private int gatherStart;
+  private int gatherEnd;
+  private long streamQueued;
+  private long streamWritten;
+
+  private final ByteBuffer receive = ByteBuffer.allocateDirect(RECEIVE_BUFFER_BYTES);
+  private final MemorySegment receiveSegment = MemorySegment.ofBuffer(receive);
+  private int receiveStart;
+  private int receiveEnd;
+  /** The frame whose READ payload is being received, or null while a header is expected. */
+  private LaneFrame payloadFrame;
+
+  private final ReceiptBatcher receipts = new ReceiptBatcher();
+
+  RequesterLane(
+      String name, SocketChannel channel, long peerEpoch, long maxPayloadBytes, int windowFrames, long windowBytes,
+      Consumer<Throwable> onEnd) throws IOException {
+    this.name = name;
+    this.channel = channel;
+    this.peerEpoch = peerEpoch;
+    this.maxPayloadBytes = maxPayloadBytes;
+    this.windowFrames = windowFrames;
+    this.windowBytes = windowBytes;
+    this.onEnd = onEnd;
+    channel.configureBlocking(false);
+    this.selector = Selector.open();
+    this.key = channel.register(selector, SelectionKey.OP_READ);
+    ByteBuffer headers = ByteBuffer.allocateDirect(windowFrames * FrameCodec.HEADER_BYTES);
+    this.headerSlots = new ByteBuffer[windowFrames];
+    for (int i = 0; i < windowFrames; i++) {
+      headerSlots[i] = headers.slice(i * FrameCodec.HEADER_BYTES, FrameCodec.HEADER_BYTES);
+    }
+  }
+
+  String name() {
+    return name;
+  }
+
+  boolean running() {
+    return running;
+  }
+
+  /** In-flight bytes charged to this lane, for lane selection. */
+  long chargedBytes() {
+    return chargedBytes.get();
+  }
+
+  /** Queues a frame; any thread. A lane that has ended fails it at once. */
+  void enqueue(LaneFrame frame) {
+    chargedBytes.addAndGet(frame.length());
+    incoming.add(frame);
+    if (!running) {
+      drainQueueAfterEnd();
+    }
+  }
+
+  /** Wakes the lane if it sleeps; call after a run of {@link #enqueue}. */
+  void wake() {
+    if (sleeping) {
+      selector.wakeup();
+    }
+  }
+
+  /** Closes the socket; the lane fails what it holds and ends. Any thread. */
+  void close() {
+    running = false;
+    try {
+      channel.close();
+    } catch (IOException ignored) {
+      // The lane reports its own end.
+    }
+    selector.wakeup();
+  }
+
+  @Override
+  public void run() {
+    Throwable cause = null;
+    try {
+      while (running) {
+        int work = takeIncoming() + fillGather() + writeSome() + readSome();
+        receipts.flush();
+        if (work == 0) {
+          idle();
+        }
+      }
+    } catch (IOException | FrameRejectedException | RuntimeException e) {
+      cause = e;
+    } finally {
+      running = false;
+      closeQuietly();
+      failEverything(cause);
+      receipts.flush();
+      onEnd.accept(cause);
+    }
+  }
+
+  private int takeIncoming() {
+    int n = 0;
+    LaneFrame f;
+    while ((f = incoming.poll()) != null) {
+      waiting.add(f);
+      n++;
+    }
+    return n;
+  }
+
+  /** Moves waiting frames into the gather list while the window and the list have room. */
+  private int fillGather() {
+    if (gatherStart < gatherEnd) {
+      return 0;
+    }
+    gatherStart = 0;
+    gatherEnd = 0;
+    long gatherBytes = 0;
+    int added = 0;
+    long now = System.nanoTime();
+    while (!waiting.isEmpty()
+        && inflight.size() < windowFrames
+        && inflightBytes < windowBytes
+        && gatherEnd < MAX_GATHER - 1
+        && gatherBytes < MAX_GATHER_BYTES) {
+      LaneFrame f = waiting.poll();
+      if (f.sink.cancelled()) {
+        finish(f, Receipt.failed(f.taskIndex, ErrorKind.CANCELLED, RemoteEffect.NONE, "cancelled before it was sent"));
+        continue;
+      }
+      if (now - f.deadlineNanos > 0) {
+        finish(f, Receipt.failed(f.taskIndex, ErrorKind.TIMEOUT, RemoteEffect.NONE, "deadline passed before it was sent"));
+        continue;
+      }
+      f.requestId = nextRequestId++;
+      ByteBuffer header = headerSlots[nextHeaderSlot];
+      nextHeaderSlot = (nextHeaderSlot + 1) % headerSlots.length;
+      boolean write = f.op == Op.WRITE;
+      long payload = write ? f.length() : 0;
+      FrameCodec.encode(header, 0, write ? FrameType.WRITE_REQUEST : FrameType.READ_REQUEST, 0, payload,
+          f.requestId, peerEpoch, f.regionId, f.remoteOffset, f.length());
+      header.clear();
+      gather[gatherEnd++] = header;
+      f.streamStart = streamQueued;
+      streamQueued += FrameCodec.HEADER_BYTES;
+      if (write) {
+        ByteBuffer view = f.view();
+        view.clear();
+        gather[gatherEnd++] = view;
+        streamQueued += payload;
+        gatherBytes += payload;
+      }
+      inflight.add(f);
+      inflightBytes += f.length();
+      added++;
+    }
+    return added;
+  }
+
+  private int writeSome() throws IOException {
+    if (gatherStart >= gatherEnd) {
+      return 0;
+    }
+    long n = channel.write(gather, gatherStart, gatherEnd - gatherStart);
+    streamWritten += n;
+    while (gatherStart < gatherEnd && !gather[gatherStart].hasRemaining()) {
+      gather[gatherStart++] = null;
+    }
+    return n > 0 ? 1 : 0;
+  }
+
+  /** Reads and handles responses; returns non-zero if anything arrived. */
+  private int readSome() throws IOException, FrameRejectedException {
+    int work = 0;
+    while (true) {
+      if (payloadFrame != null) {
+        int moved = receivePayload();
+        if (moved < 0) {
+          return work;
+        }
+        work += moved;
+        continue;
+      }
+      int buffered = receiveEnd - receiveStart;
+      if (buffered >= FrameCodec.HEADER_BYTES) {
+        handleHeader();
+        work++;
+        continue;
+      }
+      if (buffered > 0) {
+        // Refuse a foreign magic from its first bytes, before waiting for a whole header.
+        FrameCodec.check(receive, receiveStart, buffered, maxPayloadBytes);
+      }
+      // Read even with nothing in flight: that is how a closed or misbehaving peer is noticed.
+      if (fillReceive() == 0) {
+        return work;
+      }
+      work++;
+    }
+  }
+
+  /** Reads more bytes into the receive buffer; returns how many (0 if none are ready). */
+  private int fillReceive() throws IOException {
+    if (receiveStart == receiveEnd) {
+      receiveStart = 0;
+      receiveEnd = 0;
+    } else if (receiveStart > 0 && RECEIVE_BUFFER_BYTES - receiveEnd < FrameCodec.HEADER_BYTES) {
+      int buffered = receiveEnd - receiveStart;
+      MemorySegment.copy(receiveSegment, receiveStart, receiveSegment, 0, buffered);
+      receiveStart = 0;
+      receiveEnd = buffered;
+    }
+    // When the next response carries a large READ payload, take only its header so the payload
+    // can be read straight into local memory rather than through this buffer.
+    LaneFrame head = inflight.peekFirst();
+    int limit = RECEIVE_BUFFER_BYTES;
+    if (head != null && head.op == Op.READ && head.length() >= DIRECT_READ_BYTES) {
+      limit = Math.min(limit, receiveStart + FrameCodec.HEADER_BYTES);
+      limit = Math.max(limit, receiveEnd + 1);
+    }
+    receive.limit(limit).position(receiveEnd);
+    int n = channel.read(receive);
+    if (n < 0) {
+      throw new EOFException("peer closed the lane");
+    }
+    receiveEnd += n;
+    return n;
+  }
+
+  private void handleHeader() throws FrameRejectedException {
+    int at = receiveStart;
+    FrameCodec.check(receive, at, FrameCodec.HEADER_BYTES, maxPayloadBytes);
+    LaneFrame f = inflight.peekFirst();
+    FrameType type = FrameCodec.type(receive, at);
+    if (f == null) {
+      throw new FrameRejectedException(FrameRejectedException.Reason.UNEXPECTED_TYPE, "unsolicited " + type);
+    }
+    FrameType expected = f.op == Op.READ ? FrameType.READ_RESPONSE : FrameType.WRITE_ACK;
+    long id = FrameCodec.requestId(receive, at);
+    if (type != expected || id != f.requestId) {
+      throw new FrameRejectedException(FrameRejectedException.Reason.UNEXPECTED_TYPE,
+          "expected " + expected + " for request " + f.requestId + ", got " + type + " for " + id);
+    }
+    int status = FrameCodec.status(receive, at);
+    receiveStart += FrameCodec.HEADER_BYTES;
+    if (status != 0) {
+      ErrorKind kind = ErrorKind.fromCode(status);
+      retireHead(f, Receipt.failed(f.taskIndex, kind == null ? ErrorKind.PROTOCOL : kind, RemoteEffect.NONE,
+          (f.op == Op.READ ? "READ" : "WRITE") + " of region " + f.regionId + " [" + f.remoteOffset + ", +"
+              + f.length() + ") refused by the source: " + (kind == null ? "status " + status : kind)));
+      return;
+    }
+    if (f.op == Op.WRITE) {
+      retireHead(f, Receipt.ok(f.taskIndex, f.length(), RemoteEffect.APPLIED));
+      return;
+    }
+    if (FrameCodec.count(receive, at) != f.length()) {
+      throw new FrameRejectedException(FrameRejectedException.Reason.INCONSISTENT_LENGTH,
+          "READ response of " + FrameCodec.count(receive, at) + " B for a request of " + f.length() + " B");
+    }
+    f.received = 0;
+    payloadFrame = f;
+  }
+
+  /** Moves READ payload bytes into local memory; -1 when the socket has nothing more now. */
+  private int receivePayload() throws IOException {
+    LaneFrame f = payloadFrame;
+    long remaining = f.length() - f.received;
+    int buffered = receiveEnd - receiveStart;
+    if (buffered > 0) {
+      int n = (int) Math.min(buffered, remaining);
+      MemorySegment.copy(receiveSegment, receiveStart, f.local, f.received, n);
+      receiveStart += n;
+      f.received += n;
+    } else if (remaining >= DIRECT_READ_BYTES || f.view != null) {
+      ByteBuffer view = f.view();
+      view.limit((int) f.length()).position((int) f.received);
+      int n = channel.read(view);
+      if (n < 0) {
+        throw new EOFException("peer closed the lane mid-payload");
+      }
+      if (n == 0) {
+        return -1;
+      }
+      f.received += n;
+    } else if (fillReceive() == 0) {
+      return -1;
+    }
+    if (f.received == f.length()) {
+      payloadFrame = null;
+      retireHead(f, Receipt.ok(f.taskIndex, f.length(), RemoteEffect.NONE));
+    }
+    return 1;
+  }
+
+  /** Retires the oldest in-flight frame with {@code receipt}. */
+  private void retireHead(LaneFrame f, Receipt receipt) {
+    inflight.pollFirst();
+    inflightBytes -= f.length();
+    finish(f, receipt);
+  }
+
+  /** Hands a frame's receipt to its batch and uncharges the lane. */
+  private void finish(LaneFrame f, Receipt receipt) {
+    chargedBytes.addAndGet(-f.length());
+    receipts.add(f.sink, receipt);
+    f.view = null;
+  }
+
+  private void idle() throws IOException {
+    int ops = SelectionKey.OP_READ | (gatherStart < gatherEnd ? SelectionKey.OP_WRITE : 0);
+    if (key.interestOps() != ops) {
+      key.interestOps(ops);
+    }
+    sleeping = true;
+    try {
+      if (incoming.isEmpty() && running) {
+        selector.select(SELECT_MILLIS);
+      }
+    } finally {
+      sleeping = false;
+    }
+    selector.selectedKeys().clear();
+  }
+
+  /** Fails every frame this lane holds. Only the lane thread, after the socket is closed. */
+  private void failEverything(Throwable cause) {
+    String why = cause == null ? "lane closed" : cause.toString();
+    for (LaneFrame f : inflight) {
+      RemoteEffect effect = RemoteEffect.NONE;
+      if (f.op == Op.WRITE && streamWritten > f.streamStart) {
+        // Some of this WRITE reached the socket and no acknowledgement came back.
+        effect = RemoteEffect.UNKNOWN;
+      }
+      finish(f, Receipt.failed(f.taskIndex, ErrorKind.PEER_LOST, effect, name + ": " + why));
+    }
+    inflight.clear();
+    inflightBytes = 0;
+    takeIncoming();
+    for (LaneFrame f : waiting) {
+      finish(f, Receipt.failed(f.taskIndex, ErrorKind.PEER_LOST, RemoteEffect.NONE, name + ": " + why + " (never sent)"));
+    }
+    waiting.clear();
+    payloadFrame = null;
+  }
+
+  /** Fails frames queued after the lane ended; called by producers, synchronized among them. */
+  private synchronized void drainQueueAfterEnd() {
+    ReceiptBatcher late = new ReceiptBatcher();
+    LaneFrame f;
+    while ((f = incoming.poll()) != null) {
+      chargedBytes.addAndGet(-f.length());
+      late.add(f.sink, Receipt.failed(f.taskIndex, ErrorKind.PEER_LOST, RemoteEffect.NONE, name + ": lane closed (never sent)"));
+    }
+    late.flush();
+  }
+
+  private void closeQuietly() {
+    try {
+      channel.close();
+      selector.close();
+    } catch (IOException ignored) {
+      // Closing is best effort; the frames are failed regardless.
+    }
+  }
+}

@@ -1,0 +1,302 @@
+package io.orbite.transport.tcp;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.Op;
+import io.orbite.engine.registry.Registration;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.wire.FrameCodec;
+import io.orbite.engine.wire.FrameRejectedException;
+import io.orbite.engine.wire.FrameType;
+import java.io.EOFException;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The source end of one data lane: one accepted socket, one thread, blocking I/O. Requests are
+ * served in arrival order. Every READ and WRITE passes the {@link Authority} check before a byte
+ * of registered memory is touched; READ responses buffered from one read of the socket leave in
+ * one gathering write straight from registered memory, WRITE payloads are read straight into it.
+ * A frame that breaks the protocol closes this lane only.
+ */
+final class SourceLane implements Runnable {
+  private static final Logger LOG = LoggerFactory.getLogger(SourceLane.class);
+  private static final int RECEIVE_BUFFER_BYTES = 256 * 1024;
+  private static final int MAX_GATHER = 1024;
+  private static final long MAX_GATHER_BYTES = 16L << 20;
+  private static final int HEADER_SLOTS = MAX_GATHER / 2 + 1;
+
+  private final String name;
+  private final SocketChannel channel;
+  private final ByteBuffer hello;
+  private final Authority authority;
+  private final long localEpoch;
+  private final long maxPayloadBytes;
+  private final EngineCounters counters;
+  private final Consumer<SourceLane> onEnd;
+
+  private final ByteBuffer receive = ByteBuffer.allocateDirect(RECEIVE_BUFFER_BYTES);
+  private final MemorySegment receiveSegment = MemorySegment.ofBuffer(receive);
+  private int receiveStart;
+  private int receiveEnd;
+
+  private final ByteBuffer[] gather = new ByteBuffer[MAX_GATHER];
+  private final ByteBuffer[] headerSlots = new ByteBuffer[HEADER_SLOTS];
+  private final List<Registration> gatherLoans = new ArrayList<>();
+  private int gatherCount;
+  private int headersUsed;
+  private long gatherBytes;
+  private final Registration[] loan = new Registration[1];
+  private final ByteBuffer discard = ByteBuffer.allocateDirect(64 * 1024);
+
+  SourceLane(
+      String name, SocketChannel channel, ByteBuffer hello, Authority authority, long localEpoch, long maxPayloadBytes,
+      EngineCounters counters, Consumer<SourceLane> onEnd) {
+    this.name = name;
+    this.channel = channel;
+    this.hello = hello;
+    this.authority = authority;
+    this.localEpoch = localEpoch;
+    this.maxPayloadBytes = maxPayloadBytes;
+    this.counters = counters;
+    this.onEnd = onEnd;
+    ByteBuffer headers = ByteBuffer.allocateDirect(HEADER_SLOTS * FrameCodec.HEADER_BYTES);
+    for (int i = 0; i < HEADER_SLOTS; i++) {
+      headerSlots[i] = headers.slice(i * FrameCodec.HEADER_BYTES, FrameCodec.HEADER_BYTES);
+    }
+  }
+
+  String name() {
+    return name;
+  }
+
+  /** Closes the socket; the lane thread returns its loans and ends. Any thread. */
+  void close() {
+    try {
+      channel.close();
+    } catch (IOException ignored) {
+      // The lane reports its own end.
+    }
+  }
+
+  @Override
+  public void run() {
+    try {
+      channel.configureBlocking(true);
+      if (!acceptHello()) {
+        return;
+      }
+      serve();
+    } catch (FrameRejectedException e) {
+      counters.framesRejected.increment();
+      LOG.warn("{}: closing after a frame that breaks the protocol: {}", name, e.getMessage());
+    } catch (EOFException e) {
+      LOG.debug("{}: peer closed", name);
+    } catch (IOException e) {
+      LOG.debug("{}: {}", name, e.toString());
+    } finally {
+      returnGatherLoans();
+      close();
+      onEnd.accept(this);
+    }
+  }
+
+  private boolean acceptHello() throws IOException {
+    long epoch = FrameCodec.epoch(hello, 0);
+    int status = epoch == localEpoch ? 0 : ErrorKind.EPOCH_MISMATCH.code();
+    ByteBuffer ack = headerSlots[0];
+    FrameCodec.encode(ack, 0, FrameType.HELLO_ACK, status, 0, FrameCodec.requestId(hello, 0), localEpoch, 0, 0, 0);
+    ack.clear();
+    writeFully(ack);
+    if (status != 0) {
+      LOG.info("{}: refused a lane for epoch {} (this engine is {})", name, Long.toHexString(epoch),
+          Long.toHexString(localEpoch));
+      return false;
+    }
+    return true;
+  }
+
+  private void serve() throws IOException, FrameRejectedException {
+    while (true) {
+      int buffered = receiveEnd - receiveStart;
+      if (buffered < FrameCodec.HEADER_BYTES) {
+        if (buffered > 0) {
+          FrameCodec.check(receive, receiveStart, buffered, maxPayloadBytes);
+        }
+        // About to block: send what is ready first, so the requester is never kept waiting.
+        flush();
+        if (!fill(buffered)) {
+          return;
+        }
+        continue;
+      }
+      FrameCodec.check(receive, receiveStart, buffered, maxPayloadBytes);
+      FrameType type = FrameCodec.type(receive, receiveStart);
+      switch (type) {
+        case READ_REQUEST -> serveRead();
+        case WRITE_REQUEST -> serveWrite();
+        default -> throw new FrameRejectedException(FrameRejectedException.Reason.UNEXPECTED_TYPE,
+            type + " on a data lane");
+      }
+    }
+  }
+
+  /** Reads more; false on a clean end between frames. */
+  private boolean fill(int buffered) throws IOException, FrameRejectedException {
+    if (receiveStart > 0) {
+      MemorySegment.copy(receiveSegment, receiveStart, receiveSegment, 0, buffered);
+      receiveStart = 0;
+      receiveEnd = buffered;
+    }
+    receive.limit(RECEIVE_BUFFER_BYTES).position(receiveEnd);
+    int n = channel.read(receive);
+    if (n < 0) {
+      if (buffered > 0) {
+        throw new FrameRejectedException(FrameRejectedException.Reason.TRUNCATED_HEADER,
+            "connection closed after " + buffered + " of " + FrameCodec.HEADER_BYTES + " header bytes");
+      }
+      return false;
+    }
+    receiveEnd += n;
+    return true;
+  }
+
+  private void serveRead() throws IOException {
+    int at = receiveStart;
+    long id = FrameCodec.requestId(receive, at);
+    long count = FrameCodec.count(receive, at);
+    int status = authority.check(Op.READ, FrameCodec.epoch(receive, at), FrameCodec.regionId(receive, at),
+        FrameCodec.offset(receive, at), count, loan);
+    receiveStart += FrameCodec.HEADER_BYTES;
+    if (gatherCount + 2 > MAX_GATHER || headersUsed == HEADER_SLOTS) {
+      flush();
+    }
+    ByteBuffer header = headerSlots[headersUsed++];
+    if (status == 0) {
+      Registration r = loan[0];
+      FrameCodec.encode(header, 0, FrameType.READ_RESPONSE, 0, count, id, localEpoch, 0, 0, count);
+      header.clear();
+      gather[gatherCount++] = header;
+      long offset = FrameCodec.offset(receive, at);
+      gather[gatherCount++] = r.segment().asSlice(offset, count).asByteBuffer();
+      gatherLoans.add(r);
+      gatherBytes += count;
+      counters.sourceBytesRead.add(count);
+    } else {
+      counters.sourceRefusals.increment();
+      FrameCodec.encode(header, 0, FrameType.READ_RESPONSE, status, 0, id, localEpoch, 0, 0, count);
+      header.clear();
+      gather[gatherCount++] = header;
+    }
+    if (gatherBytes >= MAX_GATHER_BYTES) {
+      flush();
+    }
+  }
+
+  private void serveWrite() throws IOException {
+    int at = receiveStart;
+    long id = FrameCodec.requestId(receive, at);
+    long count = FrameCodec.count(receive, at);
+    long offset = FrameCodec.offset(receive, at);
+    int status = authority.check(Op.WRITE, FrameCodec.epoch(receive, at), FrameCodec.regionId(receive, at),
+        offset, count, loan);
+    receiveStart += FrameCodec.HEADER_BYTES;
+    if (status == 0) {
+      Registration r = loan[0];
+      try {
+        receivePayload(r.segment().asSlice(offset, count));
+      } finally {
+        r.returnLoan();
+      }
+      counters.sourceBytesWritten.add(count);
+    } else {
+      counters.sourceRefusals.increment();
+      discardPayload(count);
+    }
+    if (gatherCount + 1 > MAX_GATHER || headersUsed == HEADER_SLOTS) {
+      flush();
+    }
+    ByteBuffer header = headerSlots[headersUsed++];
+    FrameCodec.encode(header, 0, FrameType.WRITE_ACK, status, 0, id, localEpoch, 0, 0, count);
+    header.clear();
+    gather[gatherCount++] = header;
+  }
+
+  /** Moves a WRITE payload into registered memory: the buffered part by copy, the rest by read. */
+  private void receivePayload(MemorySegment target) throws IOException {
+    long length = target.byteSize();
+    int buffered = receiveEnd - receiveStart;
+    int fromBuffer = (int) Math.min(buffered, length);
+    MemorySegment.copy(receiveSegment, receiveStart, target, 0, fromBuffer);
+    receiveStart += fromBuffer;
+    if (fromBuffer == length) {
+      return;
+    }
+    flush();
+    ByteBuffer view = target.asByteBuffer();
+    view.position(fromBuffer);
+    while (view.hasRemaining()) {
+      if (channel.read(view) < 0) {
+        throw new EOFException("peer closed mid-WRITE payload");
+      }
+    }
+  }
+
+  /** Consumes a refused WRITE's payload without touching registered memory. */
+  private void discardPayload(long length) throws IOException {
+    int buffered = receiveEnd - receiveStart;
+    int fromBuffer = (int) Math.min(buffered, length);
+    receiveStart += fromBuffer;
+    long left = length - fromBuffer;
+    if (left > 0) {
+      flush();
+    }
+    while (left > 0) {
+      discard.clear().limit((int) Math.min(discard.capacity(), left));
+      int n = channel.read(discard);
+      if (n < 0) {
+        throw new EOFException("peer closed mid-WRITE payload");
+      }
+      left -= n;
+    }
+  }
+
+  private void flush() throws IOException {
+    if (gatherCount == 0) {
+      return;
+    }
+    int start = 0;
+    while (start < gatherCount) {
+      channel.write(gather, start, gatherCount - start);
+      while (start < gatherCount && !gather[start].hasRemaining()) {
+        gather[start++] = null;
+      }
+    }
+    gatherCount = 0;
+    headersUsed = 0;
+    gatherBytes = 0;
+    returnGatherLoans();
+  }
+
+  private void returnGatherLoans() {
+    for (Registration r : gatherLoans) {
+      r.returnLoan();
+    }
+    gatherLoans.clear();
+    for (int i = 0; i < gatherCount; i++) {
+      gather[i] = null;
+    }
+  }
+
+  private void writeFully(ByteBuffer buf) throws IOException {
+    while (buf.hasRemaining()) {
+      channel.write(buf);
+    }
+  }
+}

@@ -1,0 +1,100 @@
+package io.orbite.transport.tcp;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.Transport;
+import io.orbite.engine.slicing.FrameSplitter;
+import io.orbite.engine.slicing.LaneSelector;
+import io.orbite.engine.slicing.SlicePlan;
+import io.orbite.engine.slicing.SlicePlanner;
+import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.TaskWork;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * Requester data plane to one peer incarnation over TCP: slices each task (C15), picks a lane per
+ * slice by score, and queues the resulting frames on the lanes. Owned by a TcpEndpoint actor.
+ */
+final class TcpPeerChannel implements PeerChannel {
+  private final SegmentDescriptor peer;
+  private final RequesterLane[] lanes;
+  private final SlicePlanner planner;
+  private final long maxFrameBytes;
+  private final double[] bandwidth;
+  private final boolean[] touched;
+  private volatile boolean active = true;
+  private int rotation;
+
+  TcpPeerChannel(SegmentDescriptor peer, RequesterLane[] lanes, SlicePlanner planner, long maxFrameBytes) {
+    this.peer = peer;
+    this.lanes = lanes;
+    this.planner = planner;
+    this.maxFrameBytes = maxFrameBytes;
+    this.bandwidth = new double[lanes.length];
+    // Lanes of one peer share a link and start with equal estimates.
+    Arrays.fill(bandwidth, 1.0);
+    this.touched = new boolean[lanes.length];
+  }
+
+  @Override
+  public SegmentDescriptor peer() {
+    return peer;
+  }
+
+  @Override
+  public Transport transport() {
+    return Transport.TCP;
+  }
+
+  @Override
+  public boolean active() {
+    if (!active) {
+      return false;
+    }
+    for (RequesterLane lane : lanes) {
+      if (lane.running()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void deactivate() {
+    active = false;
+  }
+
+  @Override
+  public synchronized int dispatch(TaskWork work) {
+    if (!active()) {
+      work.sink().deliver(List.of(Receipt.failed(work.taskIndex(), ErrorKind.PEER_LOST, RemoteEffect.NONE,
+          "no open lane to " + peer + " (never sent)")));
+      return 1;
+    }
+    SlicePlan plan = planner.plan(work.op(), work.lengthBytes());
+    long[] charged = new long[lanes.length];
+    for (int i = 0; i < lanes.length; i++) {
+      // A closed lane is made unattractive rather than removed, so lane indexes stay stable.
+      charged[i] = lanes[i].running() ? lanes[i].chargedBytes() : Long.MAX_VALUE / 4;
+    }
+    int[] laneOfSlice = LaneSelector.assign(plan, charged, bandwidth, rotation++);
+    return FrameSplitter.split(plan, laneOfSlice, maxFrameBytes, (lane, offset, length) -> {
+      LaneFrame frame = new LaneFrame(work.sink(), work.taskIndex(), work.op(), work.local().asSlice(offset, length),
+          work.regionId(), work.remoteOffset() + offset, work.deadlineNanos());
+      lanes[lane].enqueue(frame);
+      touched[lane] = true;
+    });
+  }
+
+  @Override
+  public synchronized void flush() {
+    for (int i = 0; i < lanes.length; i++) {
+      if (touched[i]) {
+        touched[i] = false;
+        lanes[i].wake();
+      }
+    }
+  }
+}

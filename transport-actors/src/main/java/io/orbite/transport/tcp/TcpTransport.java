@@ -1,0 +1,134 @@
+package io.orbite.transport.tcp;
+
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.wire.FrameCodec;
+import java.io.IOException;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.Terminated;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * Supervisor of the TCP transport. Child of the EngineGuardian. Requester side: one TcpEndpoint
+ * child per peer incarnation. Source side: one SourceLane thread per accepted data connection,
+ * handed over by the ControlService.
+ *
+ * <p>States: {@link #serving}, {@link #stopping} (every endpoint and source lane closing), then
+ * stopped.
+ */
+final class TcpTransport {
+  private record SourceLaneEnded(SourceLane lane) implements TransportCommand {}
+
+  private record EndpointClosed(SegmentDescriptor peer) implements TransportCommand {}
+
+  private final ActorContext<TransportCommand> ctx;
+  private final TransportContext context;
+  private final Authority authority;
+  private final Map<SegmentDescriptor, ActorRef<TcpEndpoint.Command>> endpoints = new HashMap<>();
+  private final Set<SourceLane> sourceLanes = new HashSet<>();
+  private long laneSequence;
+
+  private TcpTransport(ActorContext<TransportCommand> ctx, TransportContext context) {
+    this.ctx = ctx;
+    this.context = context;
+    this.authority = new Authority(context.registry(), context.localEpoch());
+  }
+
+  static Behavior<TransportCommand> create(TransportContext context) {
+    return Behaviors.setup(ctx -> new TcpTransport(ctx, context).serving());
+  }
+
+  private Behavior<TransportCommand> serving() {
+    return Behaviors.receive(TransportCommand.class)
+        .onMessage(TransportCommand.OpenPeer.class, this::onOpenPeer)
+        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
+        .onMessage(SourceLaneEnded.class, m -> {
+          sourceLanes.remove(m.lane());
+          return Behaviors.same();
+        })
+        .onMessage(EndpointClosed.class, m -> Behaviors.same())
+        .onMessage(TransportCommand.Shutdown.class, this::onShutdown)
+        .onSignal(Terminated.class, this::onEndpointStopped)
+        .build();
+  }
+
+  private Behavior<TransportCommand> onOpenPeer(TransportCommand.OpenPeer m) {
+    ActorRef<TcpEndpoint.Command> endpoint = endpoints.get(m.peer());
+    if (endpoint == null) {
+      endpoint = ctx.spawn(TcpEndpoint.create(m.peer(), context.config(), context.localEpoch(), context.blockingIo(),
+          context.counters()), "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()));
+      ctx.watch(endpoint);
+      endpoints.put(m.peer(), endpoint);
+    }
+    endpoint.tell(new TcpEndpoint.Attach(m.replyTo()));
+    return Behaviors.same();
+  }
+
+  private Behavior<TransportCommand> onAdopt(TransportCommand.AdoptConnection m) {
+    ActorRef<TransportCommand> self = ctx.getSelf();
+    String name = "source lane " + (++laneSequence) + " (lane " + FrameCodec.offset(m.hello(), 0) + " of "
+        + Long.toHexString(FrameCodec.regionId(m.hello(), 0)) + ")";
+    try {
+      m.channel().setOption(java.net.StandardSocketOptions.SO_SNDBUF, context.config().tcp().socketBufferBytes());
+      m.channel().setOption(java.net.StandardSocketOptions.SO_RCVBUF, context.config().tcp().socketBufferBytes());
+    } catch (IOException e) {
+      ctx.getLog().debug("{}: socket options: {}", name, e.toString());
+    }
+    SourceLane lane = new SourceLane(name, m.channel(), m.hello(), authority, context.localEpoch(),
+        context.config().tcp().maxFramePayloadBytes(), context.counters(), l -> self.tell(new SourceLaneEnded(l)));
+    sourceLanes.add(lane);
+    Thread.ofPlatform().daemon().name("orbite-tcp-" + name).start(lane);
+    return Behaviors.same();
+  }
+
+  private Behavior<TransportCommand> onEndpointStopped(Terminated t) {
+    endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
+    return Behaviors.same();
+  }
+
+  private Behavior<TransportCommand> onShutdown(TransportCommand.Shutdown m) {
+    sourceLanes.forEach(SourceLane::close);
+    ActorRef<TcpEndpoint.Closed> closedAdapter =
+        ctx.messageAdapter(TcpEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
+    endpoints.values().forEach(e -> e.tell(new TcpEndpoint.Close(closedAdapter)));
+    return stopping(m.replyTo());
+  }
+
+  private Behavior<TransportCommand> stopping(ActorRef<TransportCommand.ShutdownDone> replyTo) {
+    if (endpoints.isEmpty() && sourceLanes.isEmpty()) {
+      replyTo.tell(new TransportCommand.ShutdownDone("TCP"));
+      return Behaviors.stopped();
+    }
+    return Behaviors.receive(TransportCommand.class)
+        .onMessage(SourceLaneEnded.class, m -> {
+          sourceLanes.remove(m.lane());
+          return stopping(replyTo);
+        })
+        .onMessage(EndpointClosed.class, m -> Behaviors.same())
+        .onSignal(Terminated.class, t -> {
+          onEndpointStopped(t);
+          return stopping(replyTo);
+        })
+        .onMessage(TransportCommand.AdoptConnection.class, m -> {
+          try {
+            m.channel().close();
+          } catch (IOException ignored) {
+            // Refusing a connection while stopping: nothing else to do.
+          }
+          return Behaviors.same();
+        })
+        .onMessage(TransportCommand.OpenPeer.class, m -> {
+          m.replyTo().tell(new TransportCommand.PeerOpenFailed(io.orbite.engine.ErrorKind.UNAVAILABLE, "TCP transport is stopping"));
+          return Behaviors.same();
+        })
+        .onMessage(TransportCommand.Shutdown.class, m -> Behaviors.same())
+        .build();
+  }
+}

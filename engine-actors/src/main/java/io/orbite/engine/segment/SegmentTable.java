@@ -128,6 +128,12 @@ public final class SegmentTable {
       d.open().replyTo().tell(new Opened(new RemoteSegment(peer, d.description().regions(), existing)));
       return Behaviors.same();
     }
+    if (existing != null) {
+      // Every lane of that endpoint has closed: retire the entry and its endpoint charge, then
+      // open the same incarnation afresh.
+      entries.remove(peer);
+      admission.tell(new Admission.ReleaseEndpoint());
+    }
     List<Waiter> waiters = opening.get(peer);
     if (waiters != null) {
       waiters.add(new Waiter(d.open(), d.description()));

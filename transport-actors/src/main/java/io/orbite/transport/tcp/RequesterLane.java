@@ -3,6 +3,7 @@ package io.orbite.transport.tcp;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
@@ -37,6 +38,8 @@ final class RequesterLane implements Runnable {
   private static final int MAX_GATHER = 1024;
   private static final long MAX_GATHER_BYTES = 16L << 20;
   private static final long SELECT_MILLIS = 50;
+  /** How often a busy lane looks for cancelled and expired frames. */
+  private static final long SWEEP_NANOS = 1_000_000L;
 
   private final String name;
   private final SocketChannel channel;
@@ -47,6 +50,8 @@ final class RequesterLane implements Runnable {
   private final int windowFrames;
   private final long windowBytes;
   private final Consumer<Throwable> onEnd;
+  private final EngineCounters counters;
+  private long lastSweepNanos;
 
   private final ConcurrentLinkedQueue<LaneFrame> incoming = new ConcurrentLinkedQueue<>();
   private final AtomicLong chargedBytes = new AtomicLong();
@@ -77,7 +82,8 @@ final class RequesterLane implements Runnable {
 
   RequesterLane(
       String name, SocketChannel channel, long peerEpoch, long maxPayloadBytes, int windowFrames, long windowBytes,
-      Consumer<Throwable> onEnd) throws IOException {
+      EngineCounters counters, Consumer<Throwable> onEnd) throws IOException {
+    this.counters = counters;
     this.name = name;
     this.channel = channel;
     this.peerEpoch = peerEpoch;
@@ -140,14 +146,17 @@ final class RequesterLane implements Runnable {
     Throwable cause = null;
     try {
       while (running) {
-        int work = takeIncoming() + fillGather() + writeSome() + readSome();
+        int work = takeIncoming() + sweep() + fillGather() + writeSome() + readSome();
         receipts.flush();
         if (work == 0) {
           idle();
         }
       }
-    } catch (IOException | FrameRejectedException | RuntimeException e) {
+    } catch (IOException | FrameRejectedException | LaneDeadlineException | RuntimeException e) {
       cause = e;
+      if (e instanceof FrameRejectedException) {
+        counters.framesRejected.increment();
+      }
     } finally {
       running = false;
       closeQuietly();
@@ -165,6 +174,47 @@ final class RequesterLane implements Runnable {
       n++;
     }
     return n;
+  }
+
+  /**
+   * Fails waiting frames whose batch was cancelled or whose deadline passed, even while the window
+   * is full; ends the lane if a frame already on the wire is past its deadline (only closing the
+   * socket proves that nothing will still land in its memory).
+   */
+  private int sweep() throws LaneDeadlineException {
+    long now = System.nanoTime();
+    if (now - lastSweepNanos < SWEEP_NANOS) {
+      return 0;
+    }
+    lastSweepNanos = now;
+    int failed = 0;
+    var it = waiting.iterator();
+    while (it.hasNext()) {
+      LaneFrame f = it.next();
+      if (f.sink.cancelled()) {
+        it.remove();
+        finish(f, Receipt.failed(f.taskIndex, ErrorKind.CANCELLED, RemoteEffect.NONE, "cancelled before it was sent"));
+        failed++;
+      } else if (now - f.deadlineNanos > 0) {
+        it.remove();
+        finish(f, Receipt.failed(f.taskIndex, ErrorKind.TIMEOUT, RemoteEffect.NONE, "deadline passed before it was sent"));
+        failed++;
+      }
+    }
+    for (LaneFrame f : inflight) {
+      if (now - f.deadlineNanos > 0) {
+        throw new LaneDeadlineException(name + ": request " + f.requestId + " of task " + f.taskIndex
+            + " passed its deadline on the wire; closing the lane to drain it");
+      }
+    }
+    return failed;
+  }
+
+  /** A frame on the wire passed its deadline: the lane closes so its memory can be drained. */
+  static final class LaneDeadlineException extends Exception {
+    LaneDeadlineException(String message) {
+      super(message, null, false, false);
+    }
   }
 
   /** Moves waiting frames into the gather list while the window and the list have room. */
@@ -384,14 +434,17 @@ final class RequesterLane implements Runnable {
 
   /** Fails every frame this lane holds. Only the lane thread, after the socket is closed. */
   private void failEverything(Throwable cause) {
-    String why = cause == null ? "lane closed" : cause.toString();
+    String why = cause == null ? "lane closed" : cause.getMessage();
+    ErrorKind kind = cause instanceof FrameRejectedException ? ErrorKind.PROTOCOL : ErrorKind.PEER_LOST;
+    long now = System.nanoTime();
     for (LaneFrame f : inflight) {
       RemoteEffect effect = RemoteEffect.NONE;
       if (f.op == Op.WRITE && streamWritten > f.streamStart) {
         // Some of this WRITE reached the socket and no acknowledgement came back.
         effect = RemoteEffect.UNKNOWN;
       }
-      finish(f, Receipt.failed(f.taskIndex, ErrorKind.PEER_LOST, effect, name + ": " + why));
+      ErrorKind frameKind = now - f.deadlineNanos > 0 ? ErrorKind.TIMEOUT : kind;
+      finish(f, Receipt.failed(f.taskIndex, frameKind, effect, name + ": " + why));
     }
     inflight.clear();
     inflightBytes = 0;

@@ -96,6 +96,12 @@ final class SourceLane implements Runnable {
     } catch (FrameRejectedException e) {
       counters.framesRejected.increment();
       LOG.warn("{}: closing after a frame that breaks the protocol: {}", name, e.getMessage());
+      // Requests that came before the bad frame were served; send their answers before closing.
+      try {
+        flush();
+      } catch (IOException ignored) {
+        // The peer is gone too; the loans are returned below either way.
+      }
     } catch (EOFException e) {
       LOG.debug("{}: peer closed", name);
     } catch (IOException e) {

@@ -113,7 +113,7 @@ final class TcpEndpoint {
         int index = i;
         lanes[i] = new RequesterLane("lane " + i + " to " + peer, channels.get(i), peer.epoch(),
             config.tcp().maxFramePayloadBytes(), config.tcp().laneWindowFrames(), config.tcp().laneWindowBytes(),
-            cause -> self.tell(new LaneEnded(index, cause)));
+            counters, cause -> self.tell(new LaneEnded(index, cause)));
       }
     } catch (IOException e) {
       channels.forEach(LaneConnector::closeQuietly);
@@ -144,6 +144,11 @@ final class TcpEndpoint {
         })
         .onMessage(LaneEnded.class, m -> {
           ctx.getLog().info("{} ended{}", lanes[m.lane()].name(), m.cause() == null ? "" : ": " + m.cause());
+          if (lanesRunning == 1) {
+            // No lane left: this endpoint is done; a later open of the peer gets a fresh one.
+            channel.deactivate();
+            return Behaviors.stopped();
+          }
           return active(channel, lanes, lanesRunning - 1);
         })
         .onMessage(Close.class, m -> startDraining(channel, lanes, lanesRunning, new ArrayList<>(List.of(m.replyTo()))))

@@ -9,6 +9,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -24,6 +25,8 @@ public final class Batch {
   private final ActorRef<BatchActor.Command> actor;
   private final Scheduler scheduler;
   private final int capacity;
+  /** Set by the first free that the batch accepts; later calls answer at once. */
+  private final AtomicBoolean freed = new AtomicBoolean();
 
   Batch(ActorRef<BatchActor.Command> actor, Scheduler scheduler, int capacity) {
     this.actor = actor;
@@ -46,6 +49,9 @@ public final class Batch {
   }
 
   public CompletionStage<Integer> submitAsync(List<TransferRequest> requests) {
+    if (freed.get()) {
+      return CompletableFuture.failedFuture(freedError("submit"));
+    }
     long total;
     try {
       total = RequestValidator.validate(requests);
@@ -67,6 +73,9 @@ public final class Batch {
    * @return the status; {@link BatchStatus#done()} is false if the timeout passed first
    */
   public BatchStatus await(Duration timeout) {
+    if (freed.get()) {
+      throw freedError("await");
+    }
     try {
       return AskPattern.<BatchActor.Command, BatchStatus>ask(actor, BatchActor.AwaitIdle::new, timeout, scheduler)
           .toCompletableFuture().get(timeout.toNanos() + TimeUnit.SECONDS.toNanos(1), TimeUnit.NANOSECONDS);
@@ -80,11 +89,17 @@ public final class Batch {
 
   /** Completes when every task submitted so far is terminal. */
   public CompletionStage<BatchStatus> completion() {
+    if (freed.get()) {
+      return CompletableFuture.failedFuture(freedError("completion"));
+    }
     return AskPattern.ask(actor, BatchActor.AwaitIdle::new, FOREVER, scheduler);
   }
 
   /** A snapshot of every task's state. */
   public BatchStatus status() {
+    if (freed.get()) {
+      throw freedError("status");
+    }
     return join(AskPattern.ask(actor, BatchActor.GetStatus::new, CONTROL_TIMEOUT, scheduler), CONTROL_TIMEOUT, "status");
   }
 
@@ -99,11 +114,26 @@ public final class Batch {
   }
 
   public CompletionStage<Void> freeAsync() {
+    if (!freed.compareAndSet(false, true)) {
+      return CompletableFuture.failedFuture(freedError("free"));
+    }
     return AskPattern.<BatchActor.Command, BatchActor.SubmitReply>ask(actor, BatchActor.Free::new, CONTROL_TIMEOUT, scheduler)
-        .thenApply(reply -> switch (reply) {
-          case BatchActor.Accepted a -> null;
-          case BatchActor.Refused r -> throw new TransferException(r.kind(), r.detail());
+        .handle((reply, failure) -> {
+          if (failure != null) {
+            freed.set(false);
+            throw new TransferException(ErrorKind.UNAVAILABLE, "free: the batch did not answer: " + failure, failure);
+          }
+          if (reply instanceof BatchActor.Refused r) {
+            // Still busy: the batch stays usable and can be freed later.
+            freed.set(false);
+            throw new TransferException(r.kind(), r.detail());
+          }
+          return null;
         });
+  }
+
+  private static TransferException freedError(String what) {
+    return new TransferException(ErrorKind.INVALID_ARGUMENT, what + ": the batch was already freed");
   }
 
   static <T> T join(CompletionStage<T> stage, Duration timeout, String what) {

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 
@@ -85,7 +86,26 @@ public final class Registry {
         .onMessage(Unregister.class, this::onUnregister)
         .onMessage(ListRegions.class, this::onList)
         .onMessageEquals(LoanTick.INSTANCE, this::onLoanTick)
+        .onSignal(PostStop.class, s -> onStop())
         .build();
+  }
+
+  /**
+   * The engine is closing (its transports have already drained): hide everything and free what no
+   * worker holds. A range still on loan is left mapped, never freed under a worker.
+   */
+  private Behavior<Command> onStop() {
+    List<Registration> all = new ArrayList<>(live.values());
+    releasing.forEach(p -> all.add(p.registration()));
+    live.clear();
+    view.publish(live);
+    for (Registration r : all) {
+      r.hide();
+      if (r.loans() == 0) {
+        r.release();
+      }
+    }
+    return Behaviors.same();
   }
 
   private Behavior<Command> onRegister(Register msg) {

@@ -139,6 +139,7 @@ public final class SegmentTable {
       waiters.add(new Waiter(d.open(), d.description()));
       return Behaviors.same();
     }
+    retireClosedEntries();
     if (entries.size() + opening.size() >= capacity) {
       d.open().replyTo().tell(new OpenFailed(ErrorKind.RESOURCE_EXHAUSTED,
           "peer segments: table of " + capacity + " entries is full; cannot open " + peer));
@@ -175,6 +176,20 @@ public final class SegmentTable {
       failWaiters(m.peer(), failed.kind(), failed.detail());
     }
     return Behaviors.same();
+  }
+
+  /**
+   * Drops entries whose endpoint has closed every lane, returning their table slot and endpoint
+   * charge, so a peer that went away does not hold a budget forever.
+   */
+  private void retireClosedEntries() {
+    var it = entries.values().iterator();
+    while (it.hasNext()) {
+      if (!it.next().active()) {
+        it.remove();
+        admission.tell(new Admission.ReleaseEndpoint());
+      }
+    }
   }
 
   private void failWaiters(SegmentDescriptor peer, ErrorKind kind, String detail) {

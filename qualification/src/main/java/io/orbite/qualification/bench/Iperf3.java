@@ -23,8 +23,11 @@ final class Iperf3 {
     return false;
   }
 
+  /** One run's throughput and the CPU both iperf3 processes spent per GB moved. */
+  record Result(double gbps, double cpuSecondsPerGB) {}
+
   /** One measurement; throws if iperf3 fails. */
-  static double oneStreamGBps(int seconds) throws IOException, InterruptedException {
+  static Result oneStream(int seconds) throws IOException, InterruptedException {
     int port;
     try (ServerSocket probe = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       port = probe.getLocalPort();
@@ -44,7 +47,10 @@ final class Iperf3 {
       if (Double.isNaN(bps)) {
         throw new IOException("iperf3 printed no end.sum_received.bits_per_second");
       }
-      return bps / 8 / 1e9;
+      JsonNode cpu = root.path("end").path("cpu_utilization_percent");
+      double busy = (cpu.path("host_total").asDouble(Double.NaN) + cpu.path("remote_total").asDouble(Double.NaN)) / 100.0;
+      double gbps = bps / 8 / 1e9;
+      return new Result(gbps, busy / gbps);
     } finally {
       server.waitFor(5, TimeUnit.SECONDS);
       server.destroyForcibly();

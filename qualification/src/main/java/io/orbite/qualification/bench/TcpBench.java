@@ -39,11 +39,19 @@ public final class TcpBench {
   private static final long IN_FLIGHT_BYTES = 256L << 20;
 
   private PrintStream human = System.out;
+  private long workingSetBytes = REGION_BYTES;
   private double secondsPerFigure = 3.0;
   private int iperfSeconds = 5;
 
   public int run(List<String> args) throws Exception {
     boolean json = args.contains("--json");
+    int sizesAt = args.indexOf("--sizes");
+    List<String> onlySizes = sizesAt >= 0 && sizesAt + 1 < args.size() ? List.of(args.get(sizesAt + 1).split(",")) : null;
+    boolean skipSmall = onlySizes != null && !onlySizes.contains("4KiB");
+    int wsAt = args.indexOf("--working-set");
+    if (wsAt >= 0 && wsAt + 1 < args.size()) {
+      workingSetBytes = Math.min(REGION_BYTES, Long.parseLong(args.get(wsAt + 1)));
+    }
     if (args.contains("--quick")) {
       secondsPerFigure = 1.0;
       iperfSeconds = 2;
@@ -55,6 +63,7 @@ public final class TcpBench {
     Map<String, Double> ceilings = new LinkedHashMap<>();
     Map<String, Double> ratios = new LinkedHashMap<>();
     List<Double> iperf = new ArrayList<>();
+    List<Double> iperfCpu = new ArrayList<>();
     boolean haveIperf = Iperf3.installed();
     if (!haveIperf) {
       human.println("warning: iperf3 is not installed; the ceiling and ratios are missing (./orbite bench installs it)");
@@ -71,7 +80,7 @@ public final class TcpBench {
       RegisteredMemory local = requester.allocate(REGION_BYTES, Access.READ_WRITE);
       RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
       if (haveIperf) {
-        iperf.add(Iperf3.oneStreamGBps(iperfSeconds));
+        addIperf(iperf, iperfCpu);
       }
       for (Op op : Op.values()) {
         long writeSeed = 0x77L;
@@ -79,10 +88,15 @@ public final class TcpBench {
           Pattern.fill(local.segment(), 0, REGION_BYTES, writeSeed, 0);
         }
         for (int s = 0; s < SIZES.length; s++) {
+          if (onlySizes != null && !onlySizes.contains(NAMES[s])) {
+            continue;
+          }
           String name = op.name().toLowerCase(Locale.ROOT) + "_" + NAMES[s];
           boolean measureAllocation = SIZES[s] == (4L << 20);
           long srcAllocBefore = measureAllocation ? Long.parseLong(source.call("ALLOCATED")) : 0;
+          long cpuBefore = cpuNanos(source.pid());
           Run r = measure(requester, op, local, peer, remote, SIZES[s], name, measureAllocation);
+          figures.put("cpu_s_per_GB_" + name, (cpuNanos(source.pid()) - cpuBefore) / 1e9 / (r.bytes / 1e9));
           failures += r.failed;
           figures.put(name + "_GBps", r.gbps());
           if (measureAllocation) {
@@ -93,19 +107,21 @@ public final class TcpBench {
           failures += verify(op, local, source, remote, r.touchedBytes, sourceSeed, writeSeed);
         }
         if (haveIperf) {
-          iperf.add(Iperf3.oneStreamGBps(iperfSeconds));
+          addIperf(iperf, iperfCpu);
         }
         if (op == Op.WRITE) {
           // Restore the source pattern for the 4 KiB READ run below.
           source.call("FILL " + remote + " " + sourceSeed);
         }
       }
-      Run small = measureSmall(requester, local, peer, remote);
-      failures += small.failed;
-      failures += verify(Op.READ, local, source, remote, small.touchedBytes, sourceSeed, 0);
-      figures.put("tasks_4KiB_per_s", small.tasks / small.seconds);
-      if (haveIperf) {
-        iperf.add(Iperf3.oneStreamGBps(iperfSeconds));
+      if (!skipSmall) {
+        Run small = measureSmall(requester, local, peer, remote);
+        failures += small.failed;
+        failures += verify(Op.READ, local, source, remote, small.touchedBytes, sourceSeed, 0);
+        figures.put("tasks_4KiB_per_s", small.tasks / small.seconds);
+      }
+      if (haveIperf && !skipSmall) {
+        addIperf(iperf, iperfCpu);
       }
     }
     if (!iperf.isEmpty()) {
@@ -114,13 +130,18 @@ public final class TcpBench {
       int mid = sorted.size() / 2;
       double ceiling = sorted.size() % 2 == 1 ? sorted.get(mid) : (sorted.get(mid - 1) + sorted.get(mid)) / 2;
       ceilings.put("iperf3_1stream_GBps", ceiling);
+      List<Double> cpu = new ArrayList<>(iperfCpu);
+      cpu.sort(Double::compare);
+      ceilings.put("iperf3_cpu_s_per_GB", cpu.get(cpu.size() / 2));
       for (int i = 0; i < iperf.size(); i++) {
         ceilings.put("iperf3_1stream_run" + (i + 1) + "_GBps", iperf.get(i));
       }
       for (Op op : Op.values()) {
         for (String n : NAMES) {
           String name = op.name().toLowerCase(Locale.ROOT) + "_" + n;
-          ratios.put(name + "_vs_iperf3", figures.get(name + "_GBps") / ceiling);
+          if (figures.containsKey(name + "_GBps")) {
+            ratios.put(name + "_vs_iperf3", figures.get(name + "_GBps") / ceiling);
+          }
         }
       }
     }
@@ -143,6 +164,19 @@ public final class TcpBench {
     return 0;
   }
 
+  private void addIperf(List<Double> gbps, List<Double> cpu) throws java.io.IOException, InterruptedException {
+    Iperf3.Result r = Iperf3.oneStream(iperfSeconds);
+    gbps.add(r.gbps());
+    cpu.add(r.cpuSecondsPerGB());
+  }
+
+  /** CPU time of this process plus the source process, for CPU-per-byte figures. */
+  private static long cpuNanos(long sourcePid) {
+    long self = ProcessHandle.current().info().totalCpuDuration().map(Duration::toNanos).orElse(0L);
+    long other = ProcessHandle.of(sourcePid).flatMap(p -> p.info().totalCpuDuration()).map(Duration::toNanos).orElse(0L);
+    return self + other;
+  }
+
   private record Run(long bytes, long tasks, double seconds, long touchedBytes, long allocatedBytes, int failed) {
     double gbps() {
       return bytes / 1e9 / seconds;
@@ -154,7 +188,7 @@ public final class TcpBench {
       String name, boolean measureAllocation) {
     int perBatch = (int) Math.max(1, Math.min(1024, (64L << 20) / size));
     int batchesInFlight = (int) Math.max(2, IN_FLIGHT_BYTES / (perBatch * size));
-    long slots = REGION_BYTES / size;
+    long slots = Math.max(1, workingSetBytes / size);
     // Warm up: one pass of batches, not measured.
     runFor(engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, 0.3, null);
     Progress progress = new Progress(name, (long) (secondsPerFigure * 10), "ds");

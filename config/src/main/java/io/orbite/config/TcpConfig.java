@@ -6,7 +6,9 @@ package io.orbite.config;
  * @param lanes                 number of parallel TCP connections (lanes) opened to each peer. Default
  *                              {@value #DEFAULT_LANES}; range {@value #MIN_LANES}..{@value #MAX_LANES}.
  * @param socketBufferBytes     size requested for each socket's send and receive buffers (SO_SNDBUF/SO_RCVBUF),
- *                              in bytes. Default {@value #DEFAULT_SOCKET_BUFFER_BYTES} (4 MiB); range
+ *                              in bytes. Default {@value #DEFAULT_SOCKET_BUFFER_BYTES} (256 KiB: on loopback it
+ *                              cost less CPU per byte than 4 MiB, see docs/transports/tcp.md; raise it for links
+ *                              with a large bandwidth-delay product); range
  *                              {@value #MIN_SOCKET_BUFFER_BYTES}..{@value #MAX_SOCKET_BUFFER_BYTES} (64 KiB..256 MiB).
  * @param maxFramePayloadBytes  largest payload one frame may carry, in bytes; larger transfers are split. Default
  *                              {@value #DEFAULT_MAX_FRAME_PAYLOAD_BYTES} (16 MiB); range
@@ -39,8 +41,8 @@ public record TcpConfig(
     /** Largest accepted {@link #lanes()}. */
     public static final int MAX_LANES = 64;
 
-    /** Default {@link #socketBufferBytes()}: 4 MiB. */
-    public static final int DEFAULT_SOCKET_BUFFER_BYTES = 4 * 1024 * 1024;
+    /** Default {@link #socketBufferBytes()}: 256 KiB. */
+    public static final int DEFAULT_SOCKET_BUFFER_BYTES = 256 * 1024;
     /** Smallest accepted {@link #socketBufferBytes()}: 64 KiB. */
     public static final int MIN_SOCKET_BUFFER_BYTES = 64 * 1024;
     /** Largest accepted {@link #socketBufferBytes()}: 256 MiB. */

@@ -117,7 +117,7 @@ class EngineConfigLoadingTest {
                   },
                   "tcp": {
                     "lanes": 2,
-                    "socketBufferBytes": 4194304,
+                    "socketBufferBytes": 262144,
                     "maxFramePayloadBytes": 16777216,
                     "connectTimeoutMillis": 5000,
                     "laneWindowFrames": 1024,

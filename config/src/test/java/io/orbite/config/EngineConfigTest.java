@@ -52,7 +52,7 @@ class EngineConfigTest {
                 () -> assertEquals(2, TcpConfig.DEFAULT_LANES),
                 () -> assertEquals(1, TcpConfig.MIN_LANES),
                 () -> assertEquals(64, TcpConfig.MAX_LANES),
-                () -> assertEquals(4194304, TcpConfig.DEFAULT_SOCKET_BUFFER_BYTES),
+                () -> assertEquals(262144, TcpConfig.DEFAULT_SOCKET_BUFFER_BYTES),
                 () -> assertEquals(65536, TcpConfig.MIN_SOCKET_BUFFER_BYTES),
                 () -> assertEquals(268435456, TcpConfig.MAX_SOCKET_BUFFER_BYTES),
                 () -> assertEquals(16777216, TcpConfig.DEFAULT_MAX_FRAME_PAYLOAD_BYTES),

@@ -42,7 +42,7 @@ record NumericKey(
 
             new NumericKey("tcp.lanes", 2, 1, 64,
                     c -> (long) c.tcp().lanes(), (c, v) -> c.withTcp(c.tcp().withLanes(Math.toIntExact(v)))),
-            new NumericKey("tcp.socketBufferBytes", 4194304, 65536, 268435456,
+            new NumericKey("tcp.socketBufferBytes", 262144, 65536, 268435456,
                     c -> (long) c.tcp().socketBufferBytes(),
                     (c, v) -> c.withTcp(c.tcp().withSocketBufferBytes(Math.toIntExact(v)))),
             new NumericKey("tcp.maxFramePayloadBytes", 16777216, 4096, 1073741824,

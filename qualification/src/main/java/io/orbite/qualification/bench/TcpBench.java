@@ -37,6 +37,8 @@ public final class TcpBench {
   private static final long[] SIZES = {64L << 10, 1L << 20, 4L << 20, 64L << 20};
   private static final String[] NAMES = {"64KiB", "1MiB", "4MiB", "64MiB"};
   private static final long IN_FLIGHT_BYTES = 256L << 20;
+  /** The data path: the TCP lane threads of either engine. */
+  private static final String LANE_THREADS = "orbite-tcp-";
 
   private PrintStream human = System.out;
   private long workingSetBytes = REGION_BYTES;
@@ -97,6 +99,7 @@ public final class TcpBench {
           String name = op.name().toLowerCase(Locale.ROOT) + "_" + NAMES[s];
           boolean measureAllocation = SIZES[s] == (4L << 20);
           long srcAllocBefore = measureAllocation ? Long.parseLong(source.call("ALLOCATED")) : 0;
+          long srcLaneAllocBefore = measureAllocation ? Long.parseLong(source.call("ALLOCATED " + LANE_THREADS)) : 0;
           long cpuBefore = cpuNanos(source.pid());
           Run r = measure(requester, op, local, peer, remote, SIZES[s], name, measureAllocation);
           figures.put("cpu_s_per_GB_" + name, (cpuNanos(source.pid()) - cpuBefore) / 1e9 / (r.bytes / 1e9));
@@ -104,8 +107,12 @@ public final class TcpBench {
           figures.put(name + "_GBps", r.gbps());
           if (measureAllocation) {
             long srcAlloc = Long.parseLong(source.call("ALLOCATED")) - srcAllocBefore;
-            figures.put("alloc_requester_" + name + "_bytes_per_MiB", r.allocatedBytes / (r.bytes / 1048576.0));
-            figures.put("alloc_source_" + name + "_bytes_per_MiB", srcAlloc / (r.bytes / 1048576.0));
+            long srcLaneAlloc = Long.parseLong(source.call("ALLOCATED " + LANE_THREADS)) - srcLaneAllocBefore;
+            double mib = r.bytes / 1048576.0;
+            figures.put("alloc_requester_lanes_" + name + "_bytes_per_MiB", r.laneAllocatedBytes / mib);
+            figures.put("alloc_source_lanes_" + name + "_bytes_per_MiB", srcLaneAlloc / mib);
+            figures.put("alloc_requester_process_" + name + "_bytes_per_MiB", r.allocatedBytes / mib);
+            figures.put("alloc_source_process_" + name + "_bytes_per_MiB", srcAlloc / mib);
           }
           if (op == Op.WRITE) {
             writtenUpTo = Math.max(writtenUpTo, r.touchedBytes);
@@ -183,7 +190,8 @@ public final class TcpBench {
     return self + other;
   }
 
-  private record Run(long bytes, long tasks, double seconds, long touchedBytes, long allocatedBytes, int failed) {
+  private record Run(
+      long bytes, long tasks, double seconds, long touchedBytes, long allocatedBytes, long laneAllocatedBytes, int failed) {
     double gbps() {
       return bytes / 1e9 / seconds;
     }
@@ -199,12 +207,14 @@ public final class TcpBench {
     Run warm = runFor(engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, 0.3, null);
     Progress progress = new Progress(name, (long) (secondsPerFigure * 10), "ds");
     long allocBefore = measureAllocation ? EngineMain.allocatedBytes() : 0;
+    long laneAllocBefore = measureAllocation ? EngineMain.allocatedBytes(LANE_THREADS) : 0;
     Run r = runFor(engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, secondsPerFigure, progress);
     long allocated = measureAllocation ? EngineMain.allocatedBytes() - allocBefore : 0;
+    long laneAllocated = measureAllocation ? EngineMain.allocatedBytes(LANE_THREADS) - laneAllocBefore : 0;
     progress.done();
     human.printf(Locale.ROOT, "  %-12s %6d tasks %9.1f MiB in %5.2f s = %6.3f GB/s%n", name, r.tasks, r.bytes / 1048576.0,
         r.seconds, r.gbps());
-    return new Run(r.bytes, r.tasks, r.seconds, Math.max(warm.touchedBytes, r.touchedBytes), allocated,
+    return new Run(r.bytes, r.tasks, r.seconds, Math.max(warm.touchedBytes, r.touchedBytes), allocated, laneAllocated,
         r.failed + warm.failed);
   }
 
@@ -241,7 +251,7 @@ public final class TcpBench {
         progress.update(Math.min((long) (seconds * 10), (System.nanoTime() - start) / 100_000_000L), bytes);
       }
     }
-    return new Run(bytes, tasks, (System.nanoTime() - start) / 1e9, touched, 0, failed);
+    return new Run(bytes, tasks, (System.nanoTime() - start) / 1e9, touched, 0, 0, failed);
   }
 
   private Run measureSmall(TransferEngine engine, RegisteredMemory local, RemoteSegment peer, long remote) {

@@ -30,7 +30,8 @@ import java.util.Map;
  * VERIFY regionId guardSeed n   -> OK | MISMATCH index   (then n lines: offset length seed from)
  * UNREGISTER regionId           -> OK
  * COUNTERS                      -> OK key=value ...
- * ALLOCATED                     -> OK bytes      (heap bytes allocated by all threads so far)
+ * ALLOCATED [threadPrefix]     -> OK bytes      (heap bytes allocated so far by all threads, or by
+ *                                                  the live threads whose name starts with the prefix)
  * QUIT                          -> OK, then exit
  * </pre>
  */
@@ -78,7 +79,7 @@ public final class EngineMain {
             out.println("OK");
           }
           case "COUNTERS" -> out.println("OK " + counters(engine.counters()));
-          case "ALLOCATED" -> out.println("OK " + allocatedBytes());
+          case "ALLOCATED" -> out.println("OK " + (t.length > 1 ? allocatedBytes(t[1]) : allocatedBytes()));
           case "QUIT" -> {
             engine.close(Duration.ofSeconds(30));
             out.println("OK");
@@ -112,5 +113,18 @@ public final class EngineMain {
   /** Heap bytes allocated by every thread of this JVM so far (HotSpot's allocation counters). */
   public static long allocatedBytes() {
     return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getTotalThreadAllocatedBytes();
+  }
+
+  /** Heap bytes allocated so far by the live threads whose name starts with {@code prefix}. */
+  public static long allocatedBytes(String prefix) {
+    var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    long sum = 0;
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      if (t.getName().startsWith(prefix)) {
+        long bytes = mx.getThreadAllocatedBytes(t.threadId());
+        sum += Math.max(0, bytes);
+      }
+    }
+    return sum;
   }
 }

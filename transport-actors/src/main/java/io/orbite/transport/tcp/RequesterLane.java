@@ -38,6 +38,7 @@ final class RequesterLane implements Runnable {
   private static final int MAX_GATHER = 1024;
   private static final long MAX_GATHER_BYTES = 16L << 20;
   private static final long SELECT_MILLIS = 50;
+  private static final java.util.function.Consumer<SelectionKey> IGNORE_KEY = k -> { };
   /** How often a busy lane looks for cancelled and expired frames. */
   private static final long SWEEP_NANOS = 1_000_000L;
 
@@ -270,7 +271,7 @@ final class RequesterLane implements Runnable {
     if (gatherStart >= gatherEnd) {
       return 0;
     }
-    long n = channel.write(gather, gatherStart, gatherEnd - gatherStart);
+    long n = GatherWrites.writeSome(channel, gather, gatherStart, gatherEnd);
     streamWritten += n;
     while (gatherStart < gatherEnd && !gather[gatherStart].hasRemaining()) {
       gather[gatherStart++] = null;
@@ -424,12 +425,12 @@ final class RequesterLane implements Runnable {
     sleeping = true;
     try {
       if (incoming.isEmpty() && running) {
-        selector.select(SELECT_MILLIS);
+        // The action form skips the selected-key set, whose insertions allocate on every wake.
+        selector.select(IGNORE_KEY, SELECT_MILLIS);
       }
     } finally {
       sleeping = false;
     }
-    selector.selectedKeys().clear();
   }
 
   /** Fails every frame this lane holds. Only the lane thread, after the socket is closed. */

@@ -279,7 +279,7 @@ final class SourceLane implements Runnable {
     }
     int start = 0;
     while (start < gatherCount) {
-      channel.write(gather, start, gatherCount - start);
+      GatherWrites.writeSome(channel, gather, start, gatherCount);
       while (start < gatherCount && !gather[start].hasRemaining()) {
         gather[start++] = null;
       }

@@ -43,6 +43,7 @@ public final class ControlService {
   private final ServerSocketChannel listener;
   private final Set<SocketChannel> unclaimed = ConcurrentHashMap.newKeySet();
   private final Thread acceptor;
+  private final int maxUnclaimed;
 
   private ControlService(
       ActorContext<Command> ctx,
@@ -51,8 +52,10 @@ public final class ControlService {
       RegistryView registry,
       Map<Transport, ActorRef<TransportCommand>> transports,
       EngineCounters counters,
-      int firstFrameTimeoutMillis) {
+      int firstFrameTimeoutMillis,
+      int maxUnclaimed) {
     this.ctx = ctx;
+    this.maxUnclaimed = maxUnclaimed;
     this.listener = listener;
     ActorRef<Command> me = ctx.getSelf();
     this.acceptor = Thread.ofPlatform().daemon().name("orbite-acceptor-" + self.port()).unstarted(() -> {
@@ -60,6 +63,13 @@ public final class ControlService {
         while (true) {
           SocketChannel channel = listener.accept();
           counters.connectionsAccepted.increment();
+          if (unclaimed.size() >= maxUnclaimed) {
+            // C9: connections that have not yet said what they are (Describe or a lane) are
+            // bounded; beyond the bound a new one is closed at once.
+            counters.connectionsRefused.increment();
+            closeQuietly(channel);
+            continue;
+          }
           channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
           unclaimed.add(channel);
           Thread.ofPlatform().daemon().name("orbite-control-" + self.port()).start(new ControlConnection(
@@ -77,6 +87,7 @@ public final class ControlService {
 
   /**
    * @param listener a bound listener; the ControlService owns it from now on
+   * @param maxUnclaimed how many accepted connections may wait for their first frame at once
    */
   public static Behavior<Command> create(
       ServerSocketChannel listener,
@@ -84,10 +95,11 @@ public final class ControlService {
       RegistryView registry,
       Map<Transport, ActorRef<TransportCommand>> transports,
       EngineCounters counters,
-      int firstFrameTimeoutMillis) {
+      int firstFrameTimeoutMillis,
+      int maxUnclaimed) {
     return Behaviors.setup(ctx -> {
-      ControlService service =
-          new ControlService(ctx, listener, self, registry, Map.copyOf(transports), counters, firstFrameTimeoutMillis);
+      ControlService service = new ControlService(
+          ctx, listener, self, registry, Map.copyOf(transports), counters, firstFrameTimeoutMillis, maxUnclaimed);
       service.acceptor.start();
       return service.serving();
     });

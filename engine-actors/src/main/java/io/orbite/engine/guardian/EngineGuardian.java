@@ -106,7 +106,7 @@ public final class EngineGuardian {
     var segmentTable = ctx.spawn(SegmentTable.create(admission, transports.get(Transport.TCP), blockingIo,
         Duration.ofMillis(config.timeouts().describeTimeoutMillis()), config.budgets().maxPeerSegments()), "segment-table");
     this.control = ctx.spawn(ControlService.create(listener, self, registryView, transports, counters,
-        (int) config.timeouts().describeTimeoutMillis()), "control-service");
+        (int) config.timeouts().describeTimeoutMillis(), config.budgets().maxEndpoints()), "control-service");
     this.handles = new Handles(self, registry, admission, segmentTable, Map.copyOf(transports));
   }
 

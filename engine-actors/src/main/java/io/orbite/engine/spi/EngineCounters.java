@@ -11,6 +11,8 @@ public final class EngineCounters {
   public final LongAdder connectionsOpened = new LongAdder();
   /** Connections this engine accepted. */
   public final LongAdder connectionsAccepted = new LongAdder();
+  /** Accepted connections closed at once because too many were waiting for their first frame. */
+  public final LongAdder connectionsRefused = new LongAdder();
   /** Frames refused for breaking the protocol (foreign magic, truncated, absurd length...). */
   public final LongAdder framesRejected = new LongAdder();
   /** Source side: bytes served to READs and applied from WRITEs. */

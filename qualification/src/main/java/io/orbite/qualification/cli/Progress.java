@@ -22,7 +22,9 @@ public final class Progress {
     this.label = label;
     this.totalUnits = Math.max(1, totalUnits);
     this.unit = unit;
-    this.enabled = System.console() != null || "1".equals(System.getenv("ORBITE_PROGRESS"));
+    // Since JDK 22 System.console() exists even when not on a terminal; ask whether it is one.
+    java.io.Console console = System.console();
+    this.enabled = (console != null && console.isTerminal()) || "1".equals(System.getenv("ORBITE_PROGRESS"));
   }
 
   /** Reports {@code doneUnits} done and {@code bytes} moved so far. */

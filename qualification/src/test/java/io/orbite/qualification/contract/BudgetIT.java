@@ -447,6 +447,73 @@ class BudgetIT {
         () -> assertRegion(src.segment(), List.of(), SEED_SRC, "source region"));
   }
 
+  /**
+   * C9 on the source side: at most budgets.maxEndpoints x tcp.lanes data lanes at once. The lane
+   * over the bound is answered RESOURCE_EXHAUSTED and closed; once a lane ends, a new one fits;
+   * and the source's memory is untouched throughout.
+   */
+  @Test
+  void sourceLanesBeyondTheEndpointBudgetAreRefusedUntilOneCloses() throws Exception {
+    EngineConfig oneLane = EngineConfig.defaults()
+        .withTcp(io.orbite.config.TcpConfig.defaults().withLanes(1))
+        .withBudgets(BudgetConfig.defaults().withMaxEndpoints(1));
+    try (TransferEngine source = TransferEngine.start(oneLane.withName("one-lane-source"))) {
+      RegisteredMemory region = EnginePair.guarded(source, 64 * KIB, Access.READ_WRITE, SEED_SRC);
+      var target = source.localSegment();
+      try (RawLane first = RawLane.connect(target)) {
+        assertEquals(0, first.hello(target.epoch(), 1, 0).status(), "the first lane fits the budget");
+        try (RawLane second = RawLane.connect(target)) {
+          assertEquals(ErrorKind.RESOURCE_EXHAUSTED.code(), second.hello(target.epoch(), 2, 0).status(),
+              "a second lane is over maxEndpoints x lanes = 1");
+          assertTrue(second.awaitClosed(AWAIT).closed(), "the refused lane is closed");
+        }
+      }
+      // The first lane's end reaches the transport asynchronously: retry until a lane fits again.
+      boolean admitted = RawLane.awaitCondition(AWAIT, () -> {
+        try (RawLane again = RawLane.connect(target)) {
+          return again.hello(target.epoch(), 3, 0).status() == 0;
+        } catch (Exception e) {
+          return false;
+        }
+      });
+      assertTrue(admitted, "a lane fits again once the earlier one has ended");
+      assertRegion(region.segment(), List.of(), SEED_SRC, "source region");
+    }
+  }
+
+  /**
+   * C9 at the listener: connections that have not yet sent their first frame are bounded by
+   * budgets.maxEndpoints; one more is closed at once and counted, and the engine still answers
+   * Describe once the idle ones are gone.
+   */
+  @Test
+  void idleConnectionsBeyondTheBoundAreClosedAtOnceAndCounted() throws Exception {
+    EngineConfig two = EngineConfig.defaults().withBudgets(BudgetConfig.defaults().withMaxEndpoints(2));
+    try (TransferEngine source = TransferEngine.start(two.withName("bounded-listener"))) {
+      var target = source.localSegment();
+      long refusedBefore = source.counters().connectionsRefused.sum();
+      try (RawLane idle1 = RawLane.connect(target);
+          RawLane idle2 = RawLane.connect(target)) {
+        assertTrue(RawLane.awaitCondition(AWAIT, () -> source.counters().connectionsAccepted.sum() >= 2));
+        try (RawLane third = RawLane.connect(target)) {
+          RawLane.CloseResult closed = third.awaitClosed(AWAIT);
+          assertTrue(closed.closed(), "the connection over the bound is closed");
+          assertEquals(0, closed.bytesBeforeClose(), "and told nothing");
+        }
+        assertEquals(refusedBefore + 1, source.counters().connectionsRefused.sum());
+      }
+      boolean served = RawLane.awaitCondition(AWAIT, () -> {
+        try {
+          return io.orbite.engine.control.DescribeClient.describe(
+              java.net.InetSocketAddress.createUnresolved(target.host(), target.port()), 2000).epoch() == target.epoch();
+        } catch (RuntimeException e) {
+          return false;
+        }
+      });
+      assertTrue(served, "Describe is answered again once the idle connections are gone");
+    }
+  }
+
   private static void assertRegion(MemorySegment region, List<Span> spans, long guardSeed, String what) {
     long bad = RegionCheck.check(region, spans, guardSeed);
     assertEquals(-1, bad, () -> what + ": first wrong byte at " + bad + " of " + region.byteSize());

@@ -40,6 +40,8 @@ final class SourceLane implements Runnable {
   private final long maxPayloadBytes;
   private final EngineCounters counters;
   private final Consumer<SourceLane> onEnd;
+  /** Non-zero when the transport has no room for this lane: the HELLO is refused with it. */
+  private final int refusal;
 
   private final ByteBuffer receive = ByteBuffer.allocateDirect(RECEIVE_BUFFER_BYTES);
   private final MemorySegment receiveSegment = MemorySegment.ofBuffer(receive);
@@ -57,7 +59,8 @@ final class SourceLane implements Runnable {
 
   SourceLane(
       String name, SocketChannel channel, ByteBuffer hello, Authority authority, long localEpoch, long maxPayloadBytes,
-      EngineCounters counters, Consumer<SourceLane> onEnd) {
+      EngineCounters counters, int refusal, Consumer<SourceLane> onEnd) {
+    this.refusal = refusal;
     this.name = name;
     this.channel = channel;
     this.hello = hello;
@@ -115,14 +118,14 @@ final class SourceLane implements Runnable {
 
   private boolean acceptHello() throws IOException {
     long epoch = FrameCodec.epoch(hello, 0);
-    int status = epoch == localEpoch ? 0 : ErrorKind.EPOCH_MISMATCH.code();
+    int status = epoch != localEpoch ? ErrorKind.EPOCH_MISMATCH.code() : refusal;
     ByteBuffer ack = headerSlots[0];
     FrameCodec.encode(ack, 0, FrameType.HELLO_ACK, status, 0, FrameCodec.requestId(hello, 0), localEpoch, 0, 0, 0);
     ack.clear();
     writeFully(ack);
     if (status != 0) {
-      LOG.info("{}: refused a lane for epoch {} (this engine is {})", name, Long.toHexString(epoch),
-          Long.toHexString(localEpoch));
+      LOG.info("{}: refused a lane for epoch {} (this engine is {}): {}", name, Long.toHexString(epoch),
+          Long.toHexString(localEpoch), ErrorKind.fromCode(status));
       return false;
     }
     return true;

@@ -31,6 +31,8 @@ final class TcpTransport {
   private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
   private final Authority authority;
+  /** At most this many source lanes at once: budgets.maxEndpoints x tcp.lanes. */
+  private final int maxSourceLanes;
   private final Map<SegmentDescriptor, ActorRef<TcpEndpoint.Command>> endpoints = new HashMap<>();
   private final Set<SourceLane> sourceLanes = new HashSet<>();
   private long laneSequence;
@@ -39,6 +41,7 @@ final class TcpTransport {
     this.ctx = ctx;
     this.context = context;
     this.authority = new Authority(context.registry(), context.localEpoch());
+    this.maxSourceLanes = context.config().budgets().maxEndpoints() * context.config().tcp().lanes();
   }
 
   static Behavior<TransportCommand> create(TransportContext context) {
@@ -81,8 +84,12 @@ final class TcpTransport {
     } catch (IOException e) {
       ctx.getLog().debug("{}: socket options: {}", name, e.toString());
     }
+    // C9: source lanes are bounded like the requester's endpoints. A lane over the bound is still
+    // answered (HELLO_ACK RESOURCE_EXHAUSTED) and closed, so the peer learns why.
+    int refusal = sourceLanes.size() >= maxSourceLanes ? io.orbite.engine.ErrorKind.RESOURCE_EXHAUSTED.code() : 0;
     SourceLane lane = new SourceLane(name, m.channel(), m.hello(), authority, context.localEpoch(),
-        context.config().tcp().maxFramePayloadBytes(), context.counters(), l -> self.tell(new SourceLaneEnded(l)));
+        context.config().tcp().maxFramePayloadBytes(), context.counters(), refusal,
+        l -> self.tell(new SourceLaneEnded(l)));
     sourceLanes.add(lane);
     Thread.ofPlatform().daemon().name("orbite-tcp-" + name).start(lane);
     return Behaviors.same();

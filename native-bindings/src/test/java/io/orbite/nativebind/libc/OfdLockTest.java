@@ -1,7 +1,6 @@
 package io.orbite.nativebind.libc;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -97,8 +96,10 @@ class OfdLockTest {
             }
         });
         try {
-            Thread.sleep(300);
-            assertFalse(waiter.isDone(), "F_OFD_SETLKW returned while a conflicting lock was held");
+            // The waiter must still be blocked after a while: waiting on its future with a
+            // deadline must time out (an event-based wait, not a sleep).
+            assertThrows(java.util.concurrent.TimeoutException.class, () -> waiter.get(300, TimeUnit.MILLISECONDS),
+                    "F_OFD_SETLKW returned while a conflicting lock was held");
         } finally {
             Libc.ofdLock(first, Libc.F_UNLCK, 0, 0, false);
         }

@@ -9,6 +9,9 @@ public final class OrbiteCli {
   private OrbiteCli() {}
 
   public static void main(String[] args) throws Exception {
+    // Initialise logging on this thread before any actor system starts, so SLF4J does not have to
+    // replay (and warn about) calls made by several threads during its initialisation.
+    org.slf4j.LoggerFactory.getLogger(OrbiteCli.class);
     List<String> rest = args.length > 1 ? List.of(args).subList(1, args.length) : List.of();
     int code = switch (args.length == 0 ? "help" : args[0]) {
       case "demo" -> new Demo().run(rest);

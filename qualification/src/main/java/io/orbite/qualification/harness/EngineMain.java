@@ -39,6 +39,7 @@ public final class EngineMain {
   private EngineMain() {}
 
   public static void main(String[] args) throws Exception {
+    org.slf4j.LoggerFactory.getLogger(EngineMain.class);
     EngineConfig config = EngineConfig.fromEnv().withName(args.length > 0 ? args[0] : "engine");
     PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
     // Logs go to stderr; stdout carries only the protocol.

@@ -1,5 +1,6 @@
 package io.orbite.qualification.contract;
 
+import static io.orbite.qualification.contract.EnginePair.assertRegion;
 import static org.junit.jupiter.api.Assertions.assertAll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -331,8 +332,4 @@ class EngineApiIT {
         () -> assertEquals(bytes, status.completedBytes(), "completed bytes"));
   }
 
-  private static void assertRegion(MemorySegment region, List<Span> spans, long guardSeed, String what) {
-    long bad = RegionCheck.check(region, spans, guardSeed);
-    assertEquals(-1, bad, () -> what + ": first wrong byte at " + bad + " of " + region.byteSize());
-  }
 }

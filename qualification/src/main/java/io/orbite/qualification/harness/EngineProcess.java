@@ -132,6 +132,16 @@ public final class EngineProcess implements AutoCloseable {
     return answer;
   }
 
+  /** SIGKILL: the process dies at once, without closing anything (a real peer death). */
+  public void kill() {
+    process.destroyForcibly();
+    try {
+      process.waitFor(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   @Override
   public void close() {
     try {

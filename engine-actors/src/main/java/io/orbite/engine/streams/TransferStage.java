@@ -223,10 +223,18 @@ final class TransferStage
       engine.allocateBatchAsync(requests.size()).thenCompose(batch -> {
         onAllocated.invoke(Pair.create(held, batch));
         return batch.submitAsync(requests)
-            .thenCompose(first -> batch.completion())
-            .handle((status, failure) -> {
-              onOutcome.invoke(new Outcome(held, batch, status, failure));
-              return null;
+            .handle((first, failure) -> unwrap(failure))
+            .thenCompose(failure -> {
+              if (failure instanceof TransferException) {
+                // A refusal: nothing of the submission was admitted.
+                onOutcome.invoke(new Outcome(held, batch, null, failure));
+                return CompletableFuture.completedFuture(null);
+              }
+              // Accepted, or not known (no answer): either way, wait for the batch's own drain.
+              return batch.completion().handle((status, f) -> {
+                onOutcome.invoke(new Outcome(held, batch, status, f));
+                return null;
+              });
             });
       }).exceptionally(failure -> {
         onOutcome.invoke(new Outcome(held, null, null, failure));
@@ -238,10 +246,9 @@ final class TransferStage
       submissions--;
       if (o.batch() != null) {
         inFlight.remove(o.batch());
-        if (o.status() != null && o.status().done()) {
-          o.batch().freeAsync();
-        } else if (o.failure() != null) {
-          // Refused at submit: nothing was admitted, so the batch is idle and can go.
+        if ((o.status() != null && o.status().done()) || o.failure() instanceof TransferException) {
+          // Drained, or refused at submit (nothing admitted): the batch is idle and can go. A
+          // batch whose drain is unknown is left alone; its free would be refused anyway.
           o.batch().freeAsync();
         }
       }
@@ -254,13 +261,28 @@ final class TransferStage
           scheduleOnce(RETRY_TIMER, RETRY_DELAY);
           return;
         }
-        for (Held h : o.group()) {
-          record(h, new TaskResult(0, TaskState.FAILED, 0, kind, RemoteEffect.NONE, true,
-              "refused at submit: " + cause.getMessage(), 0));
+        if (o.batch() != null && !(cause instanceof TransferException)) {
+          // The batch took the submission (or may have) and then could not be asked about its
+          // drain: nothing can be claimed about these tasks' memory or the peer's bytes.
+          for (Held h : o.group()) {
+            record(h, new TaskResult(0, TaskState.UNQUIESCED, 0, ErrorKind.UNQUIESCED,
+                h.request().op() == io.orbite.engine.Op.WRITE ? RemoteEffect.UNKNOWN : RemoteEffect.NONE, false,
+                "the batch's drain could not be observed: " + cause, 0));
+          }
+        } else {
+          for (Held h : o.group()) {
+            record(h, new TaskResult(0, TaskState.FAILED, 0, kind, RemoteEffect.NONE, true,
+                "refused at submit: " + cause.getMessage(), 0));
+          }
         }
       } else {
         for (TaskResult t : o.status().tasks()) {
           record(o.group().get(t.index()), t);
+        }
+        // A submission that never reached the batch has no task there: it moved nothing.
+        for (int i = o.status().tasks().size(); i < o.group().size(); i++) {
+          record(o.group().get(i), new TaskResult(i, TaskState.FAILED, 0, ErrorKind.UNAVAILABLE, RemoteEffect.NONE, true,
+              "the batch did not take the submission", 0));
         }
       }
       emit();
@@ -268,6 +290,10 @@ final class TransferStage
       submitWaiting();
       maybePull();
       maybeFinish();
+    }
+
+    private static Throwable unwrap(Throwable failure) {
+      return failure instanceof CompletionException ce && ce.getCause() != null ? ce.getCause() : failure;
     }
 
     private boolean fitsWindow(List<Held> held) {

@@ -2,9 +2,10 @@ package io.orbite.qualification.cli;
 
 import io.orbite.qualification.bench.TcpBench;
 import io.orbite.qualification.demo.Demo;
+import io.orbite.qualification.example.KvHandoff;
 import java.util.List;
 
-/** The {@code ./orbite} command line: {@code demo} and {@code bench tcp [--json]}. */
+/** The {@code ./orbite} command line: {@code demo}, {@code bench tcp [--json]} and {@code example kv-handoff}. */
 public final class OrbiteCli {
   private OrbiteCli() {}
 
@@ -16,6 +17,7 @@ public final class OrbiteCli {
     int code = switch (args.length == 0 ? "help" : args[0]) {
       case "demo" -> new Demo().run(rest);
       case "bench" -> bench(rest);
+      case "example" -> example(rest);
       default -> usage(args.length == 0 || args[0].equals("help") || args[0].startsWith("-") ? 0 : 2);
     };
     System.exit(code);
@@ -29,11 +31,22 @@ public final class OrbiteCli {
     return new TcpBench().run(args.subList(1, args.size()));
   }
 
+  private static int example(List<String> args) {
+    if (args.isEmpty() || !args.get(0).equals("kv-handoff")) {
+      System.err.println("example: name an example: kv-handoff");
+      return 2;
+    }
+    return new KvHandoff().run(args.subList(1, args.size()));
+  }
+
   private static int usage(int code) {
     System.err.println("""
         usage: ./orbite <command>
           demo               two engine processes on loopback: READ and WRITE of mixed sizes, every byte verified
           bench tcp [--json] TCP READ/WRITE throughput and 4 KiB task rate, beside the iperf3 loopback ceiling
+          example kv-handoff [options]
+                             prefill and decode processes hand off KV-cache blocks through a transfer stream,
+                             every byte verified (--help for its options)
           test               the whole test suite (mvn verify)
           build              build and write the class path""");
     return code;

@@ -1,0 +1,129 @@
+package io.orbite.qualification.example;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.qualification.verify.Pattern;
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The prefill process of the KV-cache handoff example: an engine that "produces" the KV blocks of
+ * a set of requests in one registered pool region (remote READ only) and publishes where each block
+ * is, then serves the decode side's reads until told to quit. Started by {@link PrefillProcess}.
+ *
+ * <p>Arguments: {@code --requests N --blocks B --page-bytes P --pool-bytes Q --seed S
+ * [--corrupt-one-block]} (see {@link KvPlan}). Logs go to stderr; stdout carries only this protocol:
+ *
+ * <pre>
+ * READY &lt;endpoint&gt; &lt;epoch-hex&gt;
+ * REGION &lt;regionId&gt; &lt;bytes&gt;
+ * BLOCK &lt;request&gt; &lt;block&gt; &lt;regionId&gt; &lt;offset&gt; &lt;length&gt; &lt;seed&gt;    one line per block
+ * PUBLISHED &lt;blocks&gt; &lt;bytes&gt;                                    every block is in place
+ * </pre>
+ *
+ * Then one answer line per command read from stdin:
+ *
+ * <pre>
+ * COUNTERS  -> OK key=value ...
+ * QUIT      -> OK, then the engine closes and the process exits (end of input does the same)
+ * </pre>
+ *
+ * <p>{@code --corrupt-one-block} is a test hook: after the BLOCK lines are out and before
+ * PUBLISHED, one byte of {@link KvPlan#corruption()} is inverted, as a faulty producer would. The
+ * decode side is not told; it must find the block by verifying.
+ */
+public final class PrefillMain {
+  private PrefillMain() {}
+
+  public static void main(String[] args) throws Exception {
+    org.slf4j.LoggerFactory.getLogger(PrefillMain.class);
+    PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
+    System.setOut(System.err); // stdout is the protocol; anything else printed goes to the log
+    int requests = 0;
+    int blocks = 0;
+    long page = 0;
+    long pool = 0;
+    long seed = 0;
+    boolean corrupt = false;
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--requests" -> requests = Integer.parseInt(args[++i]);
+        case "--blocks" -> blocks = Integer.parseInt(args[++i]);
+        case "--page-bytes" -> page = Long.parseLong(args[++i]);
+        case "--pool-bytes" -> pool = Long.parseLong(args[++i]);
+        case "--seed" -> seed = Long.parseLong(args[++i]);
+        case "--corrupt-one-block" -> corrupt = true;
+        default -> throw new IllegalArgumentException("prefill: unknown argument " + args[i]);
+      }
+    }
+    KvPlan plan = new KvPlan(requests, blocks, page, pool, seed);
+
+    TransferEngine engine = TransferEngine.start(EngineConfig.fromEnv().withName("prefill"));
+    int code = 0;
+    try {
+      out.println("READY " + engine.localSegment().endpoint() + " " + Long.toHexString(engine.localSegment().epoch()));
+      RegisteredMemory kv = engine.allocate(plan.regionBytes(), Access.READ);
+      out.println("REGION " + kv.regionId() + " " + kv.lengthBytes());
+      List<KvBlock> placed = plan.blocks(kv.regionId());
+      long bytes = 0;
+      for (KvBlock b : placed) {
+        // "Prefill": compute the block's KV content into its page of the pool, then publish it.
+        Pattern.fill(kv.segment(), b.offset(), b.length(), b.seed(), 0);
+        out.println(b.toLine());
+        bytes += b.length();
+      }
+      if (corrupt) {
+        KvPlan.Corruption c = plan.corruption();
+        KvBlock victim = placed.stream().filter(b -> b.request() == c.request() && b.block() == c.block()).findFirst()
+            .orElseThrow();
+        long at = victim.offset() + c.byteInBlock();
+        byte was = kv.segment().get(ValueLayout.JAVA_BYTE, at);
+        kv.segment().set(ValueLayout.JAVA_BYTE, at, (byte) ~was);
+        System.err.printf("prefill: test hook: inverted byte %d of %s (pool offset %d)%n", c.byteInBlock(), c.name(), at);
+      }
+      out.println("PUBLISHED " + placed.size() + " " + bytes);
+      serve(engine, out);
+    } catch (RuntimeException e) {
+      System.err.println("prefill: " + e);
+      e.printStackTrace(System.err);
+      out.println("ERR " + String.valueOf(e.getMessage()).replace('\n', ' '));
+      code = 1;
+    } finally {
+      engine.close(Duration.ofSeconds(30));
+    }
+    System.exit(code);
+  }
+
+  /** Answers commands until QUIT or the end of input (the decode side went away). */
+  private static void serve(TransferEngine engine, PrintStream out) throws java.io.IOException {
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    String line;
+    while ((line = in.readLine()) != null) {
+      String command = line.trim();
+      switch (command) {
+        case "COUNTERS" -> out.println("OK " + counters(engine.counters()));
+        case "QUIT" -> {
+          out.println("OK");
+          return;
+        }
+        case "" -> { }
+        default -> out.println("ERR unknown command " + command);
+      }
+    }
+  }
+
+  static String counters(EngineCounters c) {
+    return "sourceBytesRead=" + c.sourceBytesRead.sum() + " sourceRefusals=" + c.sourceRefusals.sum()
+        + " connectionsAccepted=" + c.connectionsAccepted.sum() + " framesRejected=" + c.framesRejected.sum();
+  }
+}

@@ -1,0 +1,150 @@
+package io.orbite.qualification.example;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.orbite.engine.streams.StreamSettings;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The KV-cache handoff example end to end, small: a real prefill process (a child JVM) and a decode
+ * engine in this JVM, every block pulled through the transfer stream and every byte checked.
+ */
+class KvHandoffIT {
+  /** 12 requests x 3 blocks of 8..64 KiB pages in a small pool. */
+  private static List<String> small(String... more) {
+    List<String> args = new java.util.ArrayList<>(List.of("--requests", "12", "--blocks", "3", "--page-kib", "64",
+        "--pool-mib", "2", "--batch-tasks", "4", "--inflight-mib", "1", "--timeout-s", "60"));
+    args.addAll(List.of(more));
+    return args;
+  }
+
+  private record Run(KvHandoff.Outcome outcome, String output) {}
+
+  private static Run run(List<String> args) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    KvHandoff.Outcome outcome;
+    try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
+      outcome = new KvHandoff(out).execute(KvHandoff.Options.parse(args));
+    }
+    String output = bytes.toString(StandardCharsets.UTF_8);
+    System.out.print(output);
+    // Both sides are gone: the decode engine is closed by execute, the prefill process has exited.
+    long pid = outcome.prefillPid();
+    assertTrue(pid > 0, "the prefill process was started");
+    assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "prefill process " + pid + " still runs");
+    assertTrue(decodeThreadsGone(Duration.ofSeconds(10)), () -> "decode engine threads still run: " + decodeThreads());
+    return new Run(outcome, output);
+  }
+
+  /** The decode engine's actor system names its threads after it ("decode-..."). */
+  private static List<String> decodeThreads() {
+    return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
+        .filter(n -> n.startsWith("decode-")).toList();
+  }
+
+  private static boolean decodeThreadsGone(Duration within) {
+    long deadline = System.nanoTime() + within.toNanos();
+    while (!decodeThreads().isEmpty()) {
+      if (System.nanoTime() > deadline) {
+        return false;
+      }
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  @Test
+  @Timeout(120)
+  void everyBlockArrivesAndVerifiesInOrder() {
+    Run run = run(small("--ordering", "in-order"));
+    KvHandoff.Outcome o = run.outcome();
+    assertEquals(0, o.exitCode(), () -> "problems: " + o.problems());
+    assertEquals(36, o.blocks());
+    assertEquals(36, o.verifiedBlocks());
+    assertTrue(o.problems().isEmpty(), () -> o.problems().toString());
+    assertTrue(run.output().contains("RESULT: PASS"), run.output());
+  }
+
+  @Test
+  @Timeout(120)
+  void everyBlockArrivesAndVerifiesAsCompleted() {
+    Run run = run(small("--ordering", "as-completed"));
+    KvHandoff.Outcome o = run.outcome();
+    assertEquals(0, o.exitCode(), () -> "problems: " + o.problems());
+    assertEquals(36, o.verifiedBlocks());
+    assertTrue(run.output().contains("RESULT: PASS"), run.output());
+  }
+
+  @Test
+  @Timeout(120)
+  void aCorruptedBlockIsFoundAndNamed() {
+    List<String> args = small("--corrupt-one-block");
+    KvPlan.Corruption damaged = KvHandoff.Options.parse(args).plan().corruption();
+    Run run = run(args);
+    KvHandoff.Outcome o = run.outcome();
+    assertEquals(1, o.exitCode(), "a damaged block must fail the run");
+    assertEquals(List.of(damaged.name()), o.badBlocks(), () -> "problems: " + o.problems());
+    assertEquals(35, o.verifiedBlocks(), "every other block is right");
+    assertEquals(1, o.problems().size(), () -> o.problems().toString());
+    String line = o.problems().get(0);
+    assertTrue(line.startsWith("MISMATCH " + damaged.name() + ": first bad byte is byte " + damaged.byteInBlock() + " of "),
+        line);
+    assertTrue(run.output().contains("RESULT: FAIL"), run.output());
+  }
+
+  @Test
+  void optionsAreParsedAndBadOnesRefused() {
+    KvHandoff.Options o = KvHandoff.Options.parse(List.of("--requests", "7", "--ordering=as-completed"));
+    assertEquals(7, o.requests());
+    assertEquals(StreamSettings.Ordering.AS_COMPLETED, o.ordering());
+    assertEquals(Duration.ofSeconds(300), o.timeout());
+    assertEquals(64, KvHandoff.Options.parse(List.of()).requests());
+    for (List<String> bad : List.of(List.of("--requests", "0"), List.of("--ordering", "sideways"), List.of("--requests"),
+        List.of("--page-kib", "3"), List.of("--frobnicate", "1"))) {
+      try {
+        KvHandoff.Options.parse(bad);
+        org.junit.jupiter.api.Assertions.fail("accepted " + bad);
+      } catch (IllegalArgumentException expected) {
+        // refused, as it should be
+      }
+    }
+    assertEquals(2, new KvHandoff(new PrintStream(new ByteArrayOutputStream())).run(List.of("--requests", "-1")));
+  }
+
+  @Test
+  void thePlanIsDeterministicAndFitsThePool() {
+    KvPlan plan = new KvPlan(64, 4, 2L << 20, 512L << 20, 20260101L);
+    List<KvBlock> a = plan.blocks(1);
+    assertEquals(a, plan.blocks(1));
+    assertEquals(512L << 20, plan.regionBytes());
+    List<KvBlock> byOffset = new java.util.ArrayList<>(a);
+    byOffset.sort(java.util.Comparator.comparingLong(KvBlock::offset));
+    long end = 0;
+    for (KvBlock b : byOffset) {
+      assertTrue(b.length() >= 128 << 10 && b.length() <= 2 << 20, b.toString());
+      assertEquals(0, b.offset() % KvPlan.ALIGN, b.toString());
+      assertTrue(b.offset() >= end, "blocks overlap at " + b);
+      end = b.offset() + b.length();
+      assertEquals(b, KvBlock.parse(b.toLine()));
+    }
+    assertTrue(end <= plan.regionBytes());
+    // Larger than the pool: the pool grows to hold every block, no more.
+    KvPlan big = new KvPlan(100, 3, 2L << 20, 1L << 20, 1);
+    assertEquals(big.neededBytes(), big.regionBytes());
+    KvBlock last = big.blocks(1).stream().max(java.util.Comparator.comparingLong(KvBlock::offset)).orElseThrow();
+    assertTrue(last.offset() + last.length() <= big.regionBytes());
+  }
+}

@@ -2,7 +2,10 @@ package io.orbite.engine;
 
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.EngineConfig;
+import io.orbite.engine.admission.Admission;
+import io.orbite.engine.admission.Budgets;
 import io.orbite.engine.guardian.EngineGuardian;
+import io.orbite.engine.registry.Registration;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.registry.RegistryView;
 import io.orbite.engine.segment.SegmentTable;
@@ -14,22 +17,45 @@ import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.Cancellable;
+import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.Scheduler;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The public face of one engine incarnation. Start one with its own ActorSystem ({@link #start})
  * or inside an application's ({@link #spawn}). Every blocking method has a CompletionStage form.
  * Thread-safe.
+ *
+ * <p>Either way the engine joins its system's {@link CoordinatedShutdown}: a task in phase {@code
+ * service-requests-done} closes it when the system shuts down, and if that close is not confirmed
+ * in time it logs at ERROR what the engine still {@link #owed() owes} and lets the shutdown go on.
+ * Closing the engine earlier removes the task.
  */
 public final class TransferEngine implements AutoCloseable {
   private static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
   private static final SecureRandom EPOCHS = new SecureRandom();
+  private static final Logger LOG = LoggerFactory.getLogger(TransferEngine.class);
+  /** How long a close waits for the guardian: its control service (30 s) and transports (60 s) plus slack. */
+  private static final Duration SHUTDOWN_LIMIT = Duration.ofSeconds(120);
+  /** How long {@link #owedAsync()} waits for the Admission actor before answering from last known values. */
+  private static final Duration OWED_TIMEOUT = Duration.ofSeconds(5);
+  /** How long a confirmed close waits for the Registry to have stopped (it frees memory on stop). */
+  private static final Duration REGISTRY_STOP_WAIT = Duration.ofSeconds(5);
 
   private final EngineConfig config;
   private final ActorSystem<?> system;
@@ -38,37 +64,272 @@ public final class TransferEngine implements AutoCloseable {
   private final EngineGuardian.Handles handles;
   private final EngineCounters counters;
   private final Scheduler scheduler;
+  private final RegistryView view;
   private volatile boolean closed;
+  /** The engine's own shutdown (guardian drained and stopped), shared by every closer; null while running. */
+  private final AtomicReference<CompletableFuture<Void>> shutdown = new AtomicReference<>();
+  /** Set once the guardian confirmed its shutdown and the Registry has stopped. */
+  private volatile boolean shutdownConfirmed;
+  /** Admission figures as last read, for {@link #owed()} once Admission no longer answers. */
+  private volatile Budgets.Usage lastUsage = new Budgets.Usage(0, 0, 0, 0);
+  /** Registrations visible when the close began (and later reads while closing), to report retained memory. */
+  private final Map<Long, Registration> atClose = new ConcurrentHashMap<>();
+  /** This engine's CoordinatedShutdown task; cancelled once the engine has closed. */
+  private volatile Cancellable shutdownTask;
 
   private TransferEngine(
       EngineConfig config, ActorSystem<?> system, boolean ownsSystem, ActorRef<EngineGuardian.Command> guardian,
-      EngineCounters counters) {
+      EngineCounters counters, RegistryView view) {
     this.config = config;
     this.system = system;
     this.ownsSystem = ownsSystem;
     this.guardian = guardian;
     this.counters = counters;
+    this.view = view;
     this.scheduler = system.scheduler();
     this.handles = Batch.join(
         AskPattern.ask(guardian, EngineGuardian.GetHandles::new, CONTROL_TIMEOUT, scheduler), CONTROL_TIMEOUT, "start");
   }
 
-  /** Starts an engine in an ActorSystem of its own, named after {@code config.name()}. */
+  /**
+   * Starts an engine in an ActorSystem of its own, named after {@code config.name()}. Terminating
+   * that system (or running its CoordinatedShutdown) closes the engine first.
+   */
   public static TransferEngine start(EngineConfig config) {
     Parts parts = prepare(config);
     ActorSystem<EngineGuardian.Command> system = ActorSystem.create(
         EngineGuardian.create(config, parts.listener, parts.self, parts.view, parts.counters), config.name(),
         ConfigFactory.load());
-    return new TransferEngine(config, system, true, system, parts.counters);
+    TransferEngine engine;
+    try {
+      engine = new TransferEngine(config, system, true, system, parts.counters, parts.view);
+    } catch (RuntimeException e) {
+      system.terminate();
+      throw e;
+    }
+    engine.joinCoordinatedShutdown();
+    return engine;
   }
 
-  /** Starts an engine as a system actor of {@code host}; closing the engine leaves the host running. */
+  /**
+   * Starts an engine as a system actor of {@code host}; closing the engine leaves the host running.
+   * The engine adds a task to the host's CoordinatedShutdown (phase {@code service-requests-done})
+   * that closes it when the host shuts down; closing the engine earlier removes that task.
+   */
   public static TransferEngine spawn(ActorSystem<?> host, EngineConfig config) {
     Parts parts = prepare(config);
     ActorRef<EngineGuardian.Command> guardian = host.systemActorOf(
         EngineGuardian.create(config, parts.listener, parts.self, parts.view, parts.counters),
         "orbite-" + config.name() + "-" + Long.toHexString(parts.self.epoch()), Props.empty());
-    return new TransferEngine(config, host, false, guardian, parts.counters);
+    TransferEngine engine = new TransferEngine(config, host, false, guardian, parts.counters, parts.view);
+    engine.joinCoordinatedShutdown();
+    return engine;
+  }
+
+  /** Adds this engine's close to its system's CoordinatedShutdown (phase service-requests-done). */
+  private void joinCoordinatedShutdown() {
+    String phase = CoordinatedShutdown.PhaseServiceRequestsDone();
+    String taskName = "orbite-close-" + config.name() + "-" + Long.toHexString(handles.self().epoch());
+    try {
+      CoordinatedShutdown cs = CoordinatedShutdown.get(Adapter.toClassic(system));
+      shutdownTask = cs.addCancellableTask(phase, taskName, () -> closeForCoordinatedShutdown(cs, phase));
+    } catch (RuntimeException e) {
+      // The system is already shutting down (or has no such phase): the engine still works and
+      // closes with close(); nothing runs it at system shutdown.
+      LOG.warn("engine {}: could not join CoordinatedShutdown ({}): {}", identity(), taskName, e.toString());
+    }
+    if (shutdown.get() != null && shutdownTask != null) {
+      shutdownTask.cancel();
+    }
+  }
+
+  /**
+   * The CoordinatedShutdown task: close within the engine's destruction window capped by the phase
+   * timeout; if the close is not confirmed in time, log at ERROR what the engine still owes. Always
+   * completes with Done, so the system's shutdown never waits on the engine beyond that.
+   */
+  private CompletionStage<Done> closeForCoordinatedShutdown(CoordinatedShutdown cs, String phase) {
+    try {
+      long phaseMillis = Math.max(1, cs.timeout(phase).toMillis());
+      long closeMillis = Math.max(1, Math.min(config.timeouts().destructionWindowMillis(), phaseMillis * 8 / 10));
+      Duration reportWait = Duration.ofMillis(Math.max(1, Math.min(1_000, phaseMillis / 10)));
+      String reason = cs.getShutdownReason().map(Object::toString).orElse("no reason given");
+      if (shutdown.get() == null) {
+        // What is outstanding as the close begins (read concurrently, so it never delays the close).
+        owedAsync(reportWait).thenAccept(owed -> {
+          if (owed.isIdle()) {
+            LOG.info("CoordinatedShutdown ({}) is closing an engine: {}", reason, owed);
+          } else {
+            LOG.warn("CoordinatedShutdown ({}) is closing an engine with work outstanding: {}", reason, owed);
+          }
+        });
+      }
+      CompletableFuture<Void> down = shutdownEngine();
+      return down.copy()
+          .orTimeout(closeMillis, TimeUnit.MILLISECONDS)
+          .handle((ok, failure) -> {
+            if (failure == null) {
+              LOG.info("engine {}: closed by CoordinatedShutdown ({})", identity(), reason);
+              return CompletableFuture.completedFuture(Done.getInstance());
+            }
+            Throwable cause = unwrap(failure);
+            String why = cause instanceof TimeoutException
+                ? "its close was not confirmed within " + closeMillis + " ms"
+                : "its close failed: " + cause;
+            return owedAsync(reportWait).handle((owed, f) -> {
+              LOG.error("CoordinatedShutdown phase {} ({}) goes on without engine {}: {}; what it still owes: {}",
+                  phase, reason, identity(), why, owed != null ? owed : "unknown (" + f + ")");
+              return Done.getInstance();
+            });
+          })
+          .thenCompose(stage -> stage);
+    } catch (RuntimeException e) {
+      LOG.error("engine {}: CoordinatedShutdown task failed: {}", identity(), e.toString(), e);
+      return CompletableFuture.completedFuture(Done.getInstance());
+    }
+  }
+
+  /**
+   * Shuts the engine's actors down once, however many callers ask: fences admission, stops serving
+   * and the transports, then waits for the Registry to have stopped (it frees what no worker holds).
+   * Does not touch the ActorSystem. Completes when the guardian confirmed, or fails after {@link
+   * #SHUTDOWN_LIMIT}.
+   */
+  private CompletableFuture<Void> shutdownEngine() {
+    CompletableFuture<Void> mine = new CompletableFuture<>();
+    if (!shutdown.compareAndSet(null, mine)) {
+      return shutdown.get();
+    }
+    closed = true;
+    atClose.putAll(view.snapshot());
+    // Refresh the last known figures as the close begins; Admission stops with the guardian.
+    usage(OWED_TIMEOUT).thenAccept(u -> lastUsage = u);
+    CompletionStage<EngineGuardian.ShutdownDone> asked;
+    try {
+      asked = system.whenTerminated().isCompleted()
+          ? CompletableFuture.failedFuture(new TransferException(ErrorKind.UNAVAILABLE,
+              "the actor system " + system.name() + " has terminated without the engine's close"))
+          : AskPattern.ask(guardian, EngineGuardian.Shutdown::new, SHUTDOWN_LIMIT, scheduler);
+    } catch (RuntimeException e) {
+      asked = CompletableFuture.failedFuture(e);
+    }
+    asked
+        .thenCompose(done -> {
+          atClose.putAll(view.snapshot());
+          return registryStopped(System.nanoTime() + REGISTRY_STOP_WAIT.toNanos());
+        })
+        .whenComplete((v, failure) -> {
+          if (failure != null) {
+            mine.completeExceptionally(unwrap(failure));
+            return;
+          }
+          shutdownConfirmed = true;
+          Cancellable task = shutdownTask;
+          if (task != null) {
+            task.cancel();
+          }
+          mine.complete(null);
+        });
+    return mine;
+  }
+
+  /**
+   * Completes once the Registry has stopped: nothing is visible any more and every range known at
+   * close is released or still on loan (then it stays retained). Gives up quietly at the deadline.
+   */
+  private CompletableFuture<Void> registryStopped(long deadlineNanos) {
+    boolean stopped = view.snapshot().isEmpty()
+        && atClose.values().stream().allMatch(r -> r.released() || r.loans() > 0);
+    if (stopped || System.nanoTime() - deadlineNanos > 0) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(2, TimeUnit.MILLISECONDS))
+        .thenCompose(x -> registryStopped(deadlineNanos));
+  }
+
+  /** {@code name@host:port@epoch}, as logs and {@link EngineOwed} name the engine. */
+  private String identity() {
+    return config.name() + "@" + handles.self();
+  }
+
+  private static Throwable unwrap(Throwable t) {
+    while ((t instanceof java.util.concurrent.CompletionException || t instanceof java.util.concurrent.ExecutionException)
+        && t.getCause() != null) {
+      t = t.getCause();
+    }
+    return t;
+  }
+
+  /** What the engine still has charged; see {@link EngineOwed}. Never throws; works after close. */
+  public EngineOwed owed() {
+    return Batch.join(owedAsync(), OWED_TIMEOUT.plusSeconds(5), "owed");
+  }
+
+  /**
+   * What the engine still has charged. Never fails: if the engine does not answer within a few
+   * seconds (closing), the budget figures are the last known ones and {@link EngineOwed#live()} is
+   * false; after a confirmed close it reports what is retained.
+   */
+  public CompletionStage<EngineOwed> owedAsync() {
+    return owedAsync(OWED_TIMEOUT);
+  }
+
+  private CompletableFuture<EngineOwed> owedAsync(Duration wait) {
+    if (shutdownConfirmed) {
+      return CompletableFuture.completedFuture(closedOwed());
+    }
+    return usage(wait)
+        .handle((usage, failure) -> {
+          if (usage != null) {
+            lastUsage = usage;
+          }
+          if (shutdownConfirmed) {
+            return closedOwed();
+          }
+          Budgets.Usage u = usage != null ? usage : lastUsage;
+          Map<Long, Registration> visible = view.snapshot();
+          EngineOwed.Phase phase = shutdown.get() == null ? EngineOwed.Phase.RUNNING : EngineOwed.Phase.CLOSING;
+          int registrations;
+          long loans;
+          if (phase == EngineOwed.Phase.RUNNING) {
+            registrations = visible.size();
+            loans = visible.values().stream().mapToLong(Registration::loans).sum();
+          } else {
+            // Closing: the Registry may already have hidden everything; count what is not yet released.
+            atClose.putAll(visible);
+            registrations = (int) atClose.values().stream().filter(r -> !r.released()).count();
+            loans = atClose.values().stream().filter(r -> !r.released()).mapToLong(Registration::loans).sum();
+          }
+          return new EngineOwed(identity(), phase, usage != null, u.batches(), u.tasks(), u.bytes(), u.endpoints(),
+              registrations, loans);
+        })
+        .toCompletableFuture();
+  }
+
+  /** The Admission actor's figures, or a failed stage if it does not answer within {@code wait}. */
+  private CompletionStage<Budgets.Usage> usage(Duration wait) {
+    try {
+      if (system.whenTerminated().isCompleted()) {
+        return CompletableFuture.failedFuture(new TransferException(ErrorKind.UNAVAILABLE, "actor system terminated"));
+      }
+      return AskPattern.ask(handles.admission(), Admission.GetUsage::new, wait, scheduler);
+    } catch (RuntimeException e) {
+      // The scheduler refuses new timers once the system is shutting down.
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /** After a confirmed close the budgets ended with the engine; only memory retained under loans remains. */
+  private EngineOwed closedOwed() {
+    int retained = 0;
+    long loans = 0;
+    for (Registration r : atClose.values()) {
+      if (!r.released()) {
+        retained++;
+        loans += r.loans();
+      }
+    }
+    return new EngineOwed(identity(), EngineOwed.Phase.CLOSED, true, 0, 0, 0, 0, retained, loans);
   }
 
   private record Parts(ServerSocketChannel listener, SegmentDescriptor self, RegistryView view, EngineCounters counters) {}
@@ -233,13 +494,24 @@ public final class TransferEngine implements AutoCloseable {
     Batch.join(closeAsync(timeout), timeout.plusSeconds(5), "close");
   }
 
+  /**
+   * Closes the engine (see {@link #close(Duration)}); idempotent: once a close has begun, by this
+   * method or by CoordinatedShutdown, a later call returns a completed stage at once. Fails with
+   * TIMEOUT if the engine does not confirm its close within {@code timeout}; {@link #owed()} then
+   * says what it still holds.
+   */
   public CompletionStage<Void> closeAsync(Duration timeout) {
     if (closed) {
       return CompletableFuture.completedFuture(null);
     }
-    closed = true;
-    return AskPattern.<EngineGuardian.Command, EngineGuardian.ShutdownDone>ask(
-            guardian, EngineGuardian.Shutdown::new, timeout, scheduler)
+    return shutdownEngine().copy()
+        .orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS)
+        .exceptionallyCompose(failure -> {
+          Throwable cause = unwrap(failure);
+          return CompletableFuture.failedFuture(cause instanceof TimeoutException
+              ? new TransferException(ErrorKind.TIMEOUT, "close: the engine did not confirm its close within " + timeout)
+              : cause);
+        })
         .thenCompose(done -> {
           if (!ownsSystem) {
             return CompletableFuture.<Void>completedFuture(null);

@@ -9,6 +9,7 @@ import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.batch.RequestValidator;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -77,6 +78,7 @@ final class TransferStage
     private final CompletableFuture<Done> drained;
     private final int maxTasks;
     private final long maxBytes;
+    private final int maxBatchTasks;
     private final ArrayDeque<List<Held>> toSubmit = new ArrayDeque<>();
     private List<Held> group = new ArrayList<>();
     private final Set<Batch> inFlight = new HashSet<>();
@@ -106,6 +108,8 @@ final class TransferStage
       long byteBudget = engine.config().budgets().maxInflightBytes();
       this.maxTasks = settings.maxInflightTasks() > 0 ? Math.min(settings.maxInflightTasks(), taskBudget) : taskBudget;
       this.maxBytes = settings.maxInflightBytes() > 0 ? Math.min(settings.maxInflightBytes(), byteBudget) : byteBudget;
+      this.maxBatchTasks = Math.min(settings.maxBatchTasks(),
+          Math.min(engine.config().budgets().maxBatchCapacity(), maxTasks));
       this.onAllocated = createAsyncCallback(p -> {
         inFlight.add(p.second());
         if (cancelling) {
@@ -120,7 +124,9 @@ final class TransferStage
           parked = grab(in);
           admitParked();
           submitWaiting();
+          emit();
           maybePull();
+          maybeFinish();
         }
 
         @Override
@@ -128,6 +134,7 @@ final class TransferStage
           admitParked();
           closeGroup();
           submitWaiting();
+          emit();
           maybeFinish();
         }
 
@@ -183,10 +190,19 @@ final class TransferStage
       }
       TransferRequest r = parked;
       parked = null;
-      group.add(new Held(nextSeq++, r));
+      Held held = new Held(nextSeq++, r);
       heldTasks++;
       heldBytes += length;
-      if (group.size() >= settings.maxBatchTasks()) {
+      try {
+        // Refuse a bad request on its own, so it cannot fail the valid requests of its group.
+        RequestValidator.validate(List.of(r));
+      } catch (TransferException e) {
+        record(held, new TaskResult(0, TaskState.FAILED, 0, e.kind(), RemoteEffect.NONE, true,
+            "refused at submit: " + e.getMessage(), 0));
+        return;
+      }
+      group.add(held);
+      if (group.size() >= maxBatchTasks) {
         closeGroup();
       } else if (!isTimerActive(WINDOW_TIMER)) {
         scheduleOnce(WINDOW_TIMER, settings.batchWindow());

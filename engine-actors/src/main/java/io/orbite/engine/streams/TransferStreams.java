@@ -43,10 +43,15 @@ public final class TransferStreams {
         })
         .viaMat(flow(engine, settings), Keep.right())
         .toMat(Sink.foreach(TransferStreams::requireCompleted), (drained, done) ->
-            done.handle((d, failure) -> failure).thenCombine(drained.handle((d, f) -> d), (failure, d) -> {
-              if (failure != null) {
-                throw failure instanceof RuntimeException re ? re : new TransferException(ErrorKind.UNAVAILABLE,
-                    "writeSink failed", failure);
+            // Complete only once both the sink and the drain are done; report the sink's failure
+            // first, else a failed drain (UNQUIESCED), never Done over an unproven drain.
+            done.handle((d, failure) -> failure).thenCombine(drained.handle((d, f) -> f), (failure, drainFailure) -> {
+              Throwable first = failure != null ? failure : drainFailure;
+              if (first != null) {
+                Throwable cause = first instanceof java.util.concurrent.CompletionException ce && ce.getCause() != null
+                    ? ce.getCause() : first;
+                throw cause instanceof RuntimeException re ? re : new TransferException(ErrorKind.UNAVAILABLE,
+                    "writeSink failed", cause);
               }
               return Done.getInstance();
             }));

@@ -256,6 +256,40 @@ class TransferStreamsIT {
   }
 
   @Test
+  void requestsThatFitTheBudgetOnlyOneAtATimeStillAllComplete() throws Exception {
+    long data = 91;
+    long guard = 92;
+    Pattern.fill(remote.segment(), 0, REGION, data, 0);
+    Pattern.fill(local.segment(), 0, REGION, guard, 0);
+    List<TransferRequest> requests = reads(3, MAX_BYTES * 3 / 5);
+    List<TransferResult> results = Source.from(requests)
+        .via(TransferStreams.flow(pair.requester, StreamSettings.defaults()))
+        .runWith(Sink.seq(), streams).toCompletableFuture().get(60, TimeUnit.SECONDS);
+    assertTrue(results.stream().allMatch(TransferResult::completed), results::toString);
+    assertRegion(local.segment(), spans(requests, data), guard, "requester region");
+  }
+
+  @Test
+  void anInvalidRequestFailsAloneAndItsNeighboursComplete() throws Exception {
+    long data = 93;
+    long guard = 94;
+    Pattern.fill(remote.segment(), 0, REGION, data, 0);
+    Pattern.fill(local.segment(), 0, REGION, guard, 0);
+    List<TransferRequest> good = reads(4, 5000);
+    TransferRequest outOfBounds = TransferRequest.read(local, 0, peer, remote.regionId(), REGION - 10, 100);
+    List<TransferRequest> requests = List.of(good.get(0), good.get(1), outOfBounds, good.get(2), good.get(3));
+    List<TransferResult> results = Source.from(requests)
+        .via(TransferStreams.flow(pair.requester, StreamSettings.defaults().withMaxBatchTasks(8)))
+        .runWith(Sink.seq(), streams).toCompletableFuture().get(60, TimeUnit.SECONDS);
+    assertEquals(5, results.size());
+    assertEquals(io.orbite.engine.ErrorKind.INVALID_ARGUMENT, results.get(2).result().errorKind());
+    for (int i : new int[] {0, 1, 3, 4}) {
+      assertTrue(results.get(i).completed(), results.get(i)::toString);
+    }
+    assertRegion(local.segment(), spans(good, data), guard, "requester region: only the valid reads landed");
+  }
+
+  @Test
   void aPeerKilledMidStreamFailsTheWriteSinkAfterDrainAndLeavesNothingCharged() throws Exception {
     java.nio.file.Path logs = java.nio.file.Files.createTempDirectory("orbite-streams-kill");
     try (var victim = io.orbite.qualification.harness.EngineProcess.start("stream-victim", logs, java.util.Map.of())) {

@@ -1,0 +1,84 @@
+package io.orbite.engine;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * What an engine still has charged: the admission budgets in use (batches not yet freed, tasks and
+ * bytes in flight, peer endpoints), the registrations it holds and the loans workers hold on them.
+ * Returned by {@link TransferEngine#owed()}; logged when a close does not finish in time.
+ *
+ * <p>Three phases:
+ *
+ * <ul>
+ *   <li>{@link Phase#RUNNING}: every figure was read just now ({@code live} is true).
+ *   <li>{@link Phase#CLOSING}: a close was requested and has not been confirmed (in progress, or it
+ *       timed out). The budget figures are read live if the engine still answers, otherwise they are
+ *       the last values known ({@code live} is false). Registrations and loans are always read now.
+ *   <li>{@link Phase#CLOSED}: the engine confirmed its close. Its budgets ended with its actors, so
+ *       batches, tasks, bytes and endpoints are 0; {@code registrations} counts ranges whose memory
+ *       is still retained because workers held loans on them at close, and {@code loans} those loans.
+ * </ul>
+ *
+ * @param engine the engine's name and incarnation ({@code name@host:port@epoch})
+ * @param phase where the engine is in its life
+ * @param live whether the budget figures were read from the engine now (false: last known values)
+ * @param batches batches charged and not yet freed
+ * @param tasksInFlight tasks admitted and not yet returned to the budget
+ * @param bytesInFlight bytes of those tasks
+ * @param endpoints peer endpoints (opened segments) charged
+ * @param registrations registered ranges (visible to peers while running; retained after close)
+ * @param loans loans workers hold on those ranges
+ */
+public record EngineOwed(
+    String engine,
+    Phase phase,
+    boolean live,
+    int batches,
+    long tasksInFlight,
+    long bytesInFlight,
+    int endpoints,
+    int registrations,
+    long loans) {
+
+  /** Where the engine is in its life when the figures were taken. */
+  public enum Phase {
+    RUNNING,
+    CLOSING,
+    CLOSED
+  }
+
+  /** Whether nothing at all is charged: no batch, task, byte, endpoint, registration or loan. */
+  public boolean isClear() {
+    return batches == 0 && tasksInFlight == 0 && bytesInFlight == 0 && endpoints == 0 && registrations == 0
+        && loans == 0;
+  }
+
+  /** Whether no work is outstanding: no task or byte in flight and no loan (batches, endpoints and registrations may remain). */
+  public boolean isIdle() {
+    return tasksInFlight == 0 && bytesInFlight == 0 && loans == 0;
+  }
+
+  /**
+   * For example {@code "engine a@127.0.0.1:4000@1f (running): 2 batch(es), 5 task(s) / 1048576 B in
+   * flight, 1 endpoint(s), 3 registration(s) with 5 loan(s)"}.
+   */
+  @Override
+  public String toString() {
+    StringBuilder b = new StringBuilder("engine ").append(engine).append(" (").append(phase.name().toLowerCase());
+    if (!live && phase != Phase.CLOSED) {
+      b.append(", engine not answering: last known figures");
+    }
+    b.append("): ");
+    if (isClear()) {
+      return b.append(phase == Phase.CLOSED ? "closed, owes nothing" : "owes nothing").toString();
+    }
+    List<String> parts = new ArrayList<>();
+    parts.add(batches + " batch(es)");
+    parts.add(tasksInFlight + " task(s) / " + bytesInFlight + " B in flight");
+    parts.add(endpoints + " endpoint(s)");
+    parts.add(registrations + (phase == Phase.CLOSED ? " retained registration(s)" : " registration(s)") + " with "
+        + loans + " loan(s)");
+    return b.append(String.join(", ", parts)).toString();
+  }
+}

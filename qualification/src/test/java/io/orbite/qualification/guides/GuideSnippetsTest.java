@@ -1,0 +1,250 @@
+package io.orbite.qualification.guides;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.EngineOwed;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.streams.TransferResult;
+import io.orbite.qualification.verify.Pattern;
+import io.orbite.qualification.verify.RegionCheck;
+import io.orbite.qualification.verify.Span;
+import java.lang.foreign.MemorySegment;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.pekko.actor.CoordinatedShutdown;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Every {@code ```java} block of docs/guides/streams.md and docs/guides/embedding.md compiles (the
+ * convention is in {@link GuideSnippets} and at the top of each guide), and the guides' example
+ * classes do what the guides say when run against real engines.
+ */
+class GuideSnippetsTest {
+  private static final long KIB = 1024;
+  private static final long SEED_SRC = 0x6D1D_0001L;
+  private static final long SEED_LOCAL = 0x6D1D_0002L;
+
+  private static final Duration STREAM_DEADLINE = Duration.ofSeconds(15);
+  private static final String STAGE_HANG = "The stream never completed: the transfer stage (engine-actors "
+      + "streams/TransferStage.java) did not finish after its last result, so neither its materialized drain stage nor "
+      + "Sink.seq/writeSink completed. (One known cause: onPull() pushing the last results without calling "
+      + "maybeFinish() afterwards.)";
+
+  @TempDir
+  Path out;
+
+  @Test
+  void everyJavaSnippetOfTheStreamsGuideCompiles() throws Exception {
+    compileGuide("streams.md", 6);
+  }
+
+  @Test
+  void everyJavaSnippetOfTheEmbeddingGuideCompiles() throws Exception {
+    compileGuide("embedding.md", 5);
+  }
+
+  /** The checker itself: a snippet that does not compile fails with a diagnostic naming its guide line. */
+  @Test
+  void aSnippetThatDoesNotCompileIsReportedWithItsGuideLine() throws Exception {
+    Path guide = out.resolve("broken.md");
+    Files.writeString(guide, "# t\n\ntext\n\n```java\nint ok = 1;\nString s = ok;\n```\n\n```text\nnot java\n```\n");
+    List<GuideSnippets.Snippet> snippets = GuideSnippets.extract(guide);
+    assertEquals(1, snippets.size(), "only ```java blocks are extracted");
+    String errors = GuideSnippets.compile(snippets, Files.createDirectories(out.resolve("broken-classes")));
+    assertTrue(errors.contains("broken.md line 7"), errors);
+  }
+
+  @Test
+  void theStreamsGuidesBlockReaderAndBlockWriterMoveExactlyTheirBlocks() throws Exception {
+    ClassLoader guide = compileGuide("streams.md", 6);
+    Class<?> reader = guide.loadClass("BlockReader");
+    Class<?> writer = guide.loadClass("BlockWriter");
+    TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("guide-stream-source"));
+    try {
+      TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("guide-stream-requester"));
+      try {
+        long srcLen = 1024 * KIB;
+        long localLen = 1024 * KIB;
+        RegisteredMemory src = guarded(source, srcLen, SEED_SRC);
+        RegisteredMemory local = guarded(requester, localLen, SEED_LOCAL);
+        RemoteSegment remote = requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+
+        // 40 unaligned, scattered reads of 12 KiB + 3 B: results in request order, bytes exact.
+        long len = 12 * KIB + 3;
+        List<TransferRequest> reads = new ArrayList<>();
+        List<Span> spans = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+          long localOff = 7 + i * (len + 101);
+          long remoteOff = srcLen - (i + 1) * (len + 37);
+          reads.add(TransferRequest.read(local, localOff, remote, src.regionId(), remoteOff, len));
+          spans.add(new Span(localOff, len, SEED_SRC, remoteOff));
+        }
+        @SuppressWarnings("unchecked")
+        List<TransferResult> results = (List<TransferResult>) invokeWithin(STREAM_DEADLINE, STAGE_HANG, reader, "readAll",
+            requester.system(), requester, reads);
+        assertEquals(reads.size(), results.size(), "one result per read");
+        for (int i = 0; i < reads.size(); i++) {
+          assertSame(reads.get(i), results.get(i).request(), "IN_ORDER: result " + i + " is for request " + i);
+        }
+        assertEquals(List.of(), invoke(reader, "failures", results), "every read completed");
+        assertRegion(local.segment(), spans, SEED_LOCAL, "requester region after readAll");
+        assertRegion(src.segment(), List.of(), SEED_SRC, "source region after readAll");
+
+        // writeBlocks: 24 blocks of 8 KiB from the (now partly overwritten) local region.
+        long block = 8 * KIB;
+        int blocks = 24;
+        byte[] expected = local.segment().asSlice(0, blocks * block).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        invokeWithin(STREAM_DEADLINE, STAGE_HANG, writer, "writeBlocks", requester.system(), requester, remote,
+            src.regionId(), local, blocks, block);
+        assertArrayEquals(expected,
+            src.segment().asSlice(0, blocks * block).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE),
+            "source region's first 192 KiB after writeBlocks");
+        assertEquals(-1, Pattern.verify(src.segment(), blocks * block, srcLen - blocks * block, SEED_SRC,
+            blocks * block), "source bytes after the written blocks are untouched");
+        assertRegion(local.segment(), spans, SEED_LOCAL, "requester region after writeBlocks");
+
+        EngineOwed owed = requester.owed();
+        assertTrue(owed.isIdle() && owed.batches() == 0, () -> "the streams freed every batch: " + owed);
+      } finally {
+        requester.close(Duration.ofSeconds(20));
+      }
+    } finally {
+      source.close(Duration.ofSeconds(20));
+    }
+  }
+
+  @Test
+  void theEmbeddingGuidesFetcherFetchesExactBytesAndItsEngineClosesWithTheHost() throws Exception {
+    ClassLoader guide = compileGuide("embedding.md", 5);
+    Class<?> fetcher = guide.loadClass("EmbeddedFetcher");
+    TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("guide-embed-source"));
+    ActorSystem<Void> app = ActorSystem.create(Behaviors.empty(), "guide-app");
+    try {
+      long srcLen = 512 * KIB;
+      RegisteredMemory src = guarded(source, srcLen, SEED_SRC);
+      TransferEngine engine = (TransferEngine) invoke(fetcher, "startIn", app, "guide-fetcher");
+      assertSame(app, engine.system(), "startIn spawns into the application's system");
+
+      int length = (int) (100 * KIB + 5);
+      long offset = 4093;
+      byte[] bytes = (byte[]) invoke(fetcher, "fetch", engine, source.localSegment().endpoint(), src.regionId(),
+          offset, length);
+      assertEquals(length, bytes.length);
+      assertEquals(-1, Pattern.verify(MemorySegment.ofArray(bytes), 0, length, SEED_SRC, offset),
+          "fetched bytes are the source's");
+      assertRegion(src.segment(), List.of(), SEED_SRC, "source region after fetch");
+      EngineOwed owed = engine.owed();
+      assertTrue(owed.isIdle() && owed.batches() == 0 && owed.registrations() == 0,
+          () -> "fetch freed its batch and buffer: " + owed);
+
+      // A peer region that does not exist: fetch throws a TransferException, and frees what it took.
+      Throwable refused = assertThrows(InvocationTargetException.class,
+          () -> invoke(fetcher, "fetch", engine, source.localSegment().endpoint(), 999_999L, 0L, 64)).getCause();
+      assertTrue(refused instanceof io.orbite.engine.TransferException, () -> "fetch failure: " + refused);
+      assertEquals(0, engine.owed().registrations(), "the buffer was unregistered after the failure");
+
+      int port = engine.localSegment().port();
+      CoordinatedShutdown.get(Adapter.toClassic(app)).runAll(CoordinatedShutdown.unknownReason())
+          .toCompletableFuture().get(30, TimeUnit.SECONDS);
+      assertThrows(ConnectException.class, () -> {
+        try (Socket s = new Socket()) {
+          s.connect(new InetSocketAddress("127.0.0.1", port), 2_000);
+        }
+      }, "the fetcher's engine closed with its host");
+      EngineOwed after = engine.owed();
+      assertEquals(EngineOwed.Phase.CLOSED, after.phase(), after::toString);
+      assertTrue(after.isClear(), after::toString);
+      assertEquals(EngineOwed.Phase.RUNNING, source.owed().phase(), "the source engine is not affected");
+    } finally {
+      app.terminate();
+      source.close(Duration.ofSeconds(20));
+    }
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  /** Compiles one guide's snippets (expecting {@code expected} of them) and returns a loader for the classes. */
+  private ClassLoader compileGuide(String name, int expected) throws Exception {
+    Path guide = GuideSnippets.guidesDir().resolve(name);
+    List<GuideSnippets.Snippet> snippets = GuideSnippets.extract(guide);
+    assertEquals(expected, snippets.size(), () -> name + ": ```java blocks found at lines "
+        + snippets.stream().map(GuideSnippets.Snippet::line).toList());
+    Path classes = Files.createDirectories(out.resolve(name.replace('.', '_')));
+    String errors = GuideSnippets.compile(snippets, classes);
+    if (!errors.isEmpty()) {
+      fail(name + ": snippets do not compile\n" + errors);
+    }
+    return new URLClassLoader(new URL[] {classes.toUri().toURL()}, getClass().getClassLoader());
+  }
+
+  /** Runs {@link #invoke} on another thread and fails with {@code bug} if it has not returned within {@code deadline}. */
+  private static Object invokeWithin(Duration deadline, String bug, Class<?> type, String method, Object... args)
+      throws Exception {
+    CompletableFuture<Object> call = new CompletableFuture<>();
+    Thread.ofPlatform().daemon().name("guide-" + method).start(() -> {
+      try {
+        call.complete(invoke(type, method, args));
+      } catch (Throwable t) {
+        call.completeExceptionally(t);
+      }
+    });
+    try {
+      return call.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (TimeoutException e) {
+      throw new AssertionError(type.getSimpleName() + "." + method + " did not return within " + deadline + ". " + bug);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof Exception x) {
+        throw x;
+      }
+      throw new AssertionError(e.getCause());
+    }
+  }
+
+  private static Object invoke(Class<?> type, String method, Object... args) throws Exception {
+    Method m = Arrays.stream(type.getMethods())
+        .filter(x -> x.getName().equals(method) && x.getParameterCount() == args.length)
+        .findFirst()
+        .orElseThrow(() -> new AssertionError(type.getName() + " has no public method " + method + "/" + args.length));
+    return m.invoke(null, args);
+  }
+
+  private static RegisteredMemory guarded(TransferEngine engine, long bytes, long seed) {
+    RegisteredMemory m = engine.allocate(bytes, Access.READ_WRITE);
+    Pattern.fill(m.segment(), 0, bytes, seed, 0);
+    return m;
+  }
+
+  private static void assertRegion(MemorySegment region, List<Span> spans, long guardSeed, String what) {
+    long bad = RegionCheck.check(region, spans, guardSeed);
+    assertEquals(-1, bad, () -> what + ": first wrong byte at " + bad + " of " + region.byteSize());
+  }
+}

@@ -140,6 +140,14 @@ class TransferStreamsIT {
     AtomicLong worstBytes = new AtomicLong();
     AtomicLong bytesPulled = new AtomicLong();
     AtomicLong bytesEmitted = new AtomicLong();
+    // Sample the engine's own in-flight charge while the stream runs.
+    AtomicLong worstEngineBytes = new AtomicLong();
+    java.util.concurrent.atomic.AtomicBoolean sampling = new java.util.concurrent.atomic.AtomicBoolean(true);
+    Thread sampler = Thread.ofPlatform().daemon().start(() -> {
+      while (sampling.get()) {
+        worstEngineBytes.accumulateAndGet(pair.requester.owed().bytesInFlight(), Math::max);
+      }
+    });
     List<TransferResult> results = Source.from(requests)
         .map(r -> {
           pulled.incrementAndGet();
@@ -155,8 +163,12 @@ class TransferStreamsIT {
           return r;
         })
         .runWith(Sink.seq(), streams).toCompletableFuture().get(60, TimeUnit.SECONDS);
+    sampling.set(false);
+    sampler.join(10_000);
     assertEquals(200, results.size());
     assertTrue(results.stream().allMatch(TransferResult::completed), "every task completed (none refused)");
+    assertTrue(worstEngineBytes.get() > 0, "the sampler saw the engine busy");
+    assertTrue(worstEngineBytes.get() <= MAX_BYTES, "engine in-flight bytes within budget, saw " + worstEngineBytes);
     assertTrue(worstTasks.get() <= MAX_TASKS, "requests held by the stage: at most the task budget, saw " + worstTasks);
     assertTrue(worstBytes.get() <= MAX_BYTES, "bytes held by the stage: at most the byte budget, saw " + worstBytes);
     assertRegion(local.segment(), spans(requests, data), guard, "requester region");
@@ -183,6 +195,7 @@ class TransferStreamsIT {
     }
     // Bytes: outside the requested ranges only guards; inside, each byte is the source's or the guard.
     assertGuardsOrData(requests, data, guard);
+    assertNothingCharged();
     // After drain every batch is freed and every charge returned: the whole budget fits again.
     List<TransferRequest> again = reads(MAX_TASKS, MAX_BYTES / MAX_TASKS);
     var batch = pair.requester.allocateBatch(again.size());
@@ -317,6 +330,7 @@ class TransferStreamsIT {
       assertTrue(kind == io.orbite.engine.ErrorKind.PEER_LOST || kind == io.orbite.engine.ErrorKind.UNAVAILABLE
           || kind == io.orbite.engine.ErrorKind.PROTOCOL, "failure kind of the batch API, got " + kind);
       assertRegion(local.segment(), List.of(), data, "requester region is only ever read by WRITEs");
+      assertNothingCharged();
       // Nothing stays charged: the whole task and byte budget fits again against the live peer.
       List<TransferRequest> again = reads(MAX_TASKS, MAX_BYTES / MAX_TASKS);
       var batch = pair.requester.allocateBatch(again.size());
@@ -324,6 +338,14 @@ class TransferStreamsIT {
       assertTrue(batch.await(Duration.ofSeconds(30)).allCompleted());
       batch.free();
     }
+  }
+
+  /** Waits until the requester engine holds no batch, task, byte or loan. */
+  private void assertNothingCharged() {
+    assertTrue(RawLane.awaitCondition(Duration.ofSeconds(15), () -> {
+      var owed = pair.requester.owed();
+      return owed.batches() == 0 && owed.isIdle();
+    }), () -> "still charged: " + pair.requester.owed());
   }
 
   /** Every byte outside the requests' ranges is its guard; inside, the source's byte or the guard. */

@@ -36,7 +36,7 @@ public final class Demo {
   private static final String[] CLASSES = {"4KiB", "64KiB", "1MiB", "4MiB", "16MiB"};
   private static final long[] SIZES = {4L << 10, 64L << 10, 1L << 20, 4L << 20, 16L << 20};
   private static final int[] COUNTS = {512, 192, 40, 12, 5};
-  private static final int ROUNDS = 3;
+  private static final int ROUNDS = 6;
   private static final int TASKS_PER_BATCH = 64;
   private static final int BATCHES_IN_FLIGHT = 4;
 

@@ -16,7 +16,6 @@ import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -195,24 +194,8 @@ final class RawLane implements AutoCloseable {
     }
   }
 
-  /**
-   * Spins (parking briefly) until {@code condition} holds or {@code timeout} passes.
-   *
-   * @return whether the condition held in time
-   */
+  /** See {@link io.orbite.qualification.Await#until}. */
   static boolean awaitCondition(Duration timeout, BooleanSupplier condition) {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    int spins = 0;
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() - deadline > 0) {
-        return condition.getAsBoolean();
-      }
-      if (++spins < 100) {
-        Thread.onSpinWait();
-      } else {
-        LockSupport.parkNanos(1_000_000);
-      }
-    }
-    return true;
+    return io.orbite.qualification.Await.until(timeout, condition);
   }
 }

@@ -51,20 +51,9 @@ class KvHandoffIT {
   }
 
   private static boolean decodeThreadsGone(Duration within) {
-    long deadline = System.nanoTime() + within.toNanos();
-    while (!decodeThreads().isEmpty()) {
-      if (System.nanoTime() > deadline) {
-        return false;
-      }
-      try {
-        Thread.sleep(50);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return false;
-      }
-    }
-    return true;
+    return io.orbite.qualification.Await.until(within, () -> decodeThreads().isEmpty());
   }
+
 
   @Test
   @Timeout(120)

@@ -253,11 +253,8 @@ class EmbeddingIT {
         long t0 = System.nanoTime();
         CompletableFuture<Done> shutdown = CoordinatedShutdown.get(Adapter.toClassic(host))
             .runAll(CoordinatedShutdown.unknownReason()).toCompletableFuture();
+        io.orbite.qualification.Await.until(Duration.ofSeconds(15), () -> !messages(Level.ERROR).isEmpty());
         List<String> errors = messages(Level.ERROR);
-        while (errors.isEmpty() && System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(15)) {
-          Thread.sleep(20);
-          errors = messages(Level.ERROR);
-        }
         long tookMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         release.countDown();
         shutdown.get(30, TimeUnit.SECONDS);
@@ -344,15 +341,12 @@ class EmbeddingIT {
     assertEquals(-1, bad, () -> what + ": first wrong byte at " + bad + " of " + region.byteSize());
   }
 
-  private static void awaitRequests(SilentPeer peer, int n) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (peer.requests().size() < n) {
-      if (System.nanoTime() - deadline > 0) {
-        fail("the silent peer got " + peer.requests().size() + " of " + n + " data requests within 10 s");
-      }
-      Thread.sleep(5);
+  private static void awaitRequests(SilentPeer peer, int n) {
+    if (!io.orbite.qualification.Await.until(Duration.ofSeconds(10), () -> peer.requests().size() >= n)) {
+      fail("the silent peer got " + peer.requests().size() + " of " + n + " data requests within 10 s");
     }
   }
+
 
   private static void assertAccepts(int port) throws IOException {
     try (Socket s = new Socket()) {

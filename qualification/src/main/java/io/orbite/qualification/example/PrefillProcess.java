@@ -1,5 +1,6 @@
 package io.orbite.qualification.example;
 
+import io.orbite.qualification.harness.EngineProcess;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -10,7 +11,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -78,10 +78,10 @@ final class PrefillProcess implements AutoCloseable {
   /** Starts the prefill process for {@code plan} and waits until it has published every block. */
   static PrefillProcess start(KvPlan plan, boolean corruptOneBlock, Path logDir) throws IOException {
     List<String> cmd = new ArrayList<>();
-    cmd.add(javaBinary());
-    cmd.addAll(jvmFlags());
+    cmd.add(EngineProcess.javaBinary());
+    cmd.addAll(EngineProcess.jvmFlags());
     cmd.add("-cp");
-    cmd.add(classPath());
+    cmd.add(EngineProcess.classPath());
     cmd.add(PrefillMain.class.getName());
     cmd.addAll(plan.toArgs());
     if (corruptOneBlock) {
@@ -188,31 +188,5 @@ final class PrefillProcess implements AutoCloseable {
     } catch (IllegalStateException shuttingDown) {
       // The hook runs anyway.
     }
-  }
-
-  static String javaBinary() {
-    String fromLauncher = System.getenv("ORBITE_JAVA");
-    if (fromLauncher != null && !fromLauncher.isBlank()) {
-      return fromLauncher;
-    }
-    return ProcessHandle.current().info().command()
-        .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-  }
-
-  static String classPath() {
-    String fromLauncher = System.getenv("ORBITE_CLASSPATH");
-    return fromLauncher != null && !fromLauncher.isBlank() ? fromLauncher : System.getProperty("java.class.path");
-  }
-
-  static List<String> jvmFlags() {
-    String flags = System.getenv("ORBITE_JVM_FLAGS");
-    if (flags != null && !flags.isBlank()) {
-      return Arrays.asList(flags.trim().split("\\s+"));
-    }
-    List<String> out = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED"));
-    if (Runtime.version().feature() >= 23) {
-      out.add("--sun-misc-unsafe-memory-access=allow");
-    }
-    return out;
   }
 }

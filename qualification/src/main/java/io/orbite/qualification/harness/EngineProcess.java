@@ -60,7 +60,8 @@ public final class EngineProcess implements AutoCloseable {
     return new EngineProcess(pb.start(), log);
   }
 
-  static String javaBinary() {
+  /** The java to start child engines with: the launcher's, else this JVM's. */
+  public static String javaBinary() {
     String fromLauncher = System.getenv("ORBITE_JAVA");
     if (fromLauncher != null && !fromLauncher.isBlank()) {
       return fromLauncher;
@@ -68,12 +69,14 @@ public final class EngineProcess implements AutoCloseable {
     return ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
   }
 
-  static String classPath() {
+  /** The class path for child engines: the launcher's, else this JVM's. */
+  public static String classPath() {
     String fromLauncher = System.getenv("ORBITE_CLASSPATH");
     return fromLauncher != null && !fromLauncher.isBlank() ? fromLauncher : System.getProperty("java.class.path");
   }
 
-  static List<String> jvmFlags() {
+  /** JVM flags for child engines: the launcher's, else native access (and Unsafe on 23+). */
+  public static List<String> jvmFlags() {
     String flags = System.getenv("ORBITE_JVM_FLAGS");
     if (flags != null && !flags.isBlank()) {
       return Arrays.asList(flags.trim().split("\\s+"));

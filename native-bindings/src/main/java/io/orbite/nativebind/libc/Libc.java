@@ -63,6 +63,10 @@ public final class Libc {
     public static final short F_WRLCK = 1;
     public static final short F_UNLCK = 2;
     public static final short SEEK_SET = 0;
+    /** Signals for {@link #kill}: stop, continue, kill (Linux x86_64 numbers). */
+    public static final int SIGKILL = 9;
+    public static final int SIGCONT = 18;
+    public static final int SIGSTOP = 19;
 
     /** Buffer given to gethostname: far above Linux's HOST_NAME_MAX (64). */
     private static final int HOSTNAME_BUFFER = 256;
@@ -73,6 +77,8 @@ public final class Libc {
             BINDER.downcall("getpid", FunctionDescriptor.of(JAVA_INT));
     private static final MethodHandle CLOSE =
             BINDER.downcallWithErrno("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+    private static final MethodHandle KILL =
+            BINDER.downcallWithErrno("kill", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     /** {@code int open(const char *path, int flags, ...)}: variadic from the third argument (mode). */
     private static final MethodHandle OPEN =
             BINDER.downcallWithErrno("open", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT),
@@ -140,6 +146,23 @@ public final class Libc {
             }
             if (r == -1) {
                 throw new NativeCallException("close", "fd=" + fd, ErrnoCapture.errno(state));
+            }
+        }
+    }
+
+    /** {@code kill(pid, sig)}: sends a signal (the fault harness stops, continues and kills peers). */
+    public static void kill(int pid, int sig) {
+        AVAILABILITY.require("kill");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = ErrnoCapture.allocate(arena);
+            int r;
+            try {
+                r = (int) KILL.invokeExact(state, pid, sig);
+            } catch (Throwable t) {
+                throw NativeBinder.unexpected("kill", t);
+            }
+            if (r == -1) {
+                throw new NativeCallException("kill", "pid=" + pid + ", sig=" + sig, ErrnoCapture.errno(state));
             }
         }
     }

@@ -17,6 +17,46 @@ class LibcTest {
     private static final long PAGE = 4096;
 
     @Test
+    void killStopsContinuesAndKillsAChildProcess() throws Exception {
+        Process child = new ProcessBuilder("sleep", "60").start();
+        int pid = (int) child.pid();
+        try {
+            Libc.kill(pid, Libc.SIGSTOP);
+            org.junit.jupiter.api.Assertions.assertTrue(waitForState(pid, 'T'), "stopped (state T)");
+            Libc.kill(pid, Libc.SIGCONT);
+            org.junit.jupiter.api.Assertions.assertTrue(waitForState(pid, 'S'), "running again (state S)");
+            Libc.kill(pid, Libc.SIGKILL);
+            org.junit.jupiter.api.Assertions.assertTrue(child.waitFor(10, java.util.concurrent.TimeUnit.SECONDS));
+            org.junit.jupiter.api.Assertions.assertEquals(128 + Libc.SIGKILL, child.exitValue());
+        } finally {
+            child.destroyForcibly();
+        }
+    }
+
+    @Test
+    void killOfANonexistentProcessFailsWithEsrch() {
+        NativeCallException e = org.junit.jupiter.api.Assertions.assertThrows(NativeCallException.class,
+                () -> Libc.kill(Integer.MAX_VALUE, 0));
+        org.junit.jupiter.api.Assertions.assertTrue(e.is(io.orbite.nativebind.Errno.ESRCH), e.getMessage());
+        org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().startsWith("kill(pid=2147483647, sig=0) failed: ESRCH"),
+                e.getMessage());
+    }
+
+    /** Polls /proc/pid/stat until the process state is {@code state}, for up to 10 s. */
+    private static boolean waitForState(int pid, char state) throws java.io.IOException {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        java.nio.file.Path stat = java.nio.file.Path.of("/proc/" + pid + "/stat");
+        while (System.nanoTime() < deadline) {
+            String s = java.nio.file.Files.readString(stat);
+            if (s.charAt(s.lastIndexOf(')') + 2) == state) {
+                return true;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+        return false;
+    }
+
+    @Test
     void libcIsAvailableOnLinuxX86_64() {
         assertTrue(Libc.isAvailable(), () -> "unavailable: " + Libc.unavailabilityCause());
         assertTrue(Libc.unavailabilityCause().isEmpty());

@@ -24,10 +24,19 @@ public final class EngineProcess implements AutoCloseable {
   private final String endpoint;
   private final long epoch;
   private final Path log;
+  private final String name;
+  private final Path logDir;
+  private final java.util.Map<String, String> env;
+  private final int generation;
 
-  private EngineProcess(Process process, Path log) throws IOException {
+  private EngineProcess(Process process, Path log, String name, Path logDir, java.util.Map<String, String> env,
+      int generation) throws IOException {
     this.process = process;
     this.log = log;
+    this.name = name;
+    this.logDir = logDir;
+    this.env = java.util.Map.copyOf(env);
+    this.generation = generation;
     this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
     this.in = new PrintWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8), true);
     String ready = out.readLine();
@@ -46,6 +55,19 @@ public final class EngineProcess implements AutoCloseable {
    * @param env extra environment, e.g. {@code ORBITE_CONF}
    */
   public static EngineProcess start(String name, Path logDir, java.util.Map<String, String> env) throws IOException {
+    return launch(name, logDir, env, 1);
+  }
+
+  /** Starts an engine process that listens on {@code port} (so a replacement can take the same endpoint). */
+  public static EngineProcess startAt(String name, Path logDir, int port, java.util.Map<String, String> env)
+      throws IOException {
+    java.util.Map<String, String> withPort = new java.util.HashMap<>(env);
+    withPort.put("ORBITE_CONF", withListenPort(env.get("ORBITE_CONF"), port));
+    return launch(name, logDir, withPort, 1);
+  }
+
+  private static EngineProcess launch(String name, Path logDir, java.util.Map<String, String> env, int generation)
+      throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(javaBinary());
     cmd.addAll(jvmFlags());
@@ -54,10 +76,53 @@ public final class EngineProcess implements AutoCloseable {
     cmd.add(EngineMain.class.getName());
     cmd.add(name);
     java.nio.file.Files.createDirectories(logDir);
-    Path log = logDir.resolve(name + ".log");
+    Path log = logDir.resolve(name + (generation > 1 ? "-gen" + generation : "") + ".log");
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(log.toFile());
     pb.environment().putAll(env);
-    return new EngineProcess(pb.start(), log);
+    return new EngineProcess(pb.start(), log, name, logDir, env, generation);
+  }
+
+  /** {@code conf} (a JSON document or null) with {@code listen.port} set to {@code port}. */
+  private static String withListenPort(String conf, int port) throws IOException {
+    var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+    var root = conf == null || conf.isBlank()
+        ? mapper.createObjectNode()
+        : (com.fasterxml.jackson.databind.node.ObjectNode) mapper.readTree(conf);
+    var listen = root.has("listen")
+        ? (com.fasterxml.jackson.databind.node.ObjectNode) root.get("listen")
+        : root.putObject("listen");
+    listen.put("port", port);
+    return mapper.writeValueAsString(root);
+  }
+
+  /**
+   * Starts the next generation of this engine at the same endpoint, after this one has died: a
+   * fresh process with a fresh epoch, the same name, environment and port.
+   */
+  public EngineProcess restart() throws IOException {
+    if (process.isAlive()) {
+      throw new IllegalStateException("engine process " + pid() + " is still alive; kill it first");
+    }
+    return launch(name, logDir, env, generation + 1);
+  }
+
+  /** SIGSTOP: the process freezes with its sockets open (a stalled peer). */
+  public void stop() {
+    io.orbite.nativebind.libc.Libc.kill((int) process.pid(), io.orbite.nativebind.libc.Libc.SIGSTOP);
+  }
+
+  /** SIGCONT: a stopped process runs again. */
+  public void resume() {
+    io.orbite.nativebind.libc.Libc.kill((int) process.pid(), io.orbite.nativebind.libc.Libc.SIGCONT);
+  }
+
+  /** Which incarnation this is: 1 for the first start, then one more per {@link #restart()}. */
+  public int generation() {
+    return generation;
+  }
+
+  public boolean alive() {
+    return process.isAlive();
   }
 
   /** The java to start child engines with: the launcher's, else this JVM's. */
@@ -149,6 +214,8 @@ public final class EngineProcess implements AutoCloseable {
   public void close() {
     try {
       if (process.isAlive()) {
+        // A stopped process cannot answer QUIT; let it run first.
+        resume();
         call("QUIT");
         process.waitFor(30, TimeUnit.SECONDS);
       }

@@ -464,6 +464,26 @@ public final class TransferEngine implements AutoCloseable {
         });
   }
 
+  /**
+   * Opens exactly the incarnation {@code expected} names: EPOCH_MISMATCH if a different epoch now
+   * answers at its endpoint (without any network round trip when the engine already knows).
+   */
+  public CompletionStage<RemoteSegment> openSegment(SegmentDescriptor expected) {
+    Duration timeout = Duration.ofMillis(config.timeouts().describeTimeoutMillis() + config.tcp().connectTimeoutMillis())
+        .plus(CONTROL_TIMEOUT);
+    return AskPattern.<SegmentTable.Command, SegmentTable.OpenReply>ask(handles.segmentTable(),
+            replyTo -> new SegmentTable.OpenSegment(expected.endpoint(), expected.epoch(), replyTo), timeout, scheduler)
+        .thenApply(reply -> switch (reply) {
+          case SegmentTable.Opened o -> o.segment();
+          case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
+        });
+  }
+
+  /** Blocking form of {@link #openSegment(SegmentDescriptor)}. */
+  public RemoteSegment openSegment(SegmentDescriptor expected, Duration timeout) {
+    return Batch.join(openSegment(expected), timeout, "openSegment " + expected);
+  }
+
   /** Blocking form of {@link #openSegment(String)}. */
   public RemoteSegment openSegment(String endpoint, Duration timeout) {
     return Batch.join(openSegment(endpoint), timeout, "openSegment " + endpoint);

@@ -68,6 +68,11 @@ public final class RequestValidator {
           + r.remote().descriptor() + " grants " + region.get().access() + ", not remote "
           + (r.op() == Op.READ ? "READ" : "WRITE"));
     }
+    String fenced = r.remote().channel().fencedBecause();
+    if (fenced != null) {
+      throw new TransferException(ErrorKind.EPOCH_MISMATCH, "task " + i + ": " + r.remote().descriptor()
+          + " is fenced: " + fenced + "; open the segment again");
+    }
     if (r.transport() != Transport.UNSPEC && r.transport() != r.remote().channel().transport()) {
       throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": transport " + r.transport()
           + " is not available to " + r.remote().descriptor());

@@ -34,7 +34,15 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 public final class SegmentTable {
   public sealed interface Command {}
 
-  public record OpenSegment(String endpoint, ActorRef<OpenReply> replyTo) implements Command {}
+  /**
+   * Open the peer at {@code endpoint}; with {@code expectedEpoch} non-null, only if it still runs
+   * that incarnation (EPOCH_MISMATCH otherwise).
+   */
+  public record OpenSegment(String endpoint, Long expectedEpoch, ActorRef<OpenReply> replyTo) implements Command {
+    public OpenSegment(String endpoint, ActorRef<OpenReply> replyTo) {
+      this(endpoint, null, replyTo);
+    }
+  }
 
   public sealed interface OpenReply {}
 
@@ -62,6 +70,14 @@ public final class SegmentTable {
   private final int capacity;
   private final Map<SegmentDescriptor, PeerChannel> entries = new HashMap<>();
   private final Map<SegmentDescriptor, List<Waiter>> opening = new HashMap<>();
+  /** The newest epoch each endpoint ({@code host:port}) answered with. */
+  private final Map<String, Long> latestEpoch = new java.util.LinkedHashMap<>(16, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+      // Bounded (C9): endpoints not seen for a while are forgotten; reopening them describes again.
+      return size() > 4 * capacity;
+    }
+  };
 
   private SegmentTable(
       ActorContext<Command> ctx,
@@ -109,6 +125,12 @@ public final class SegmentTable {
       m.replyTo().tell(new OpenFailed(e.kind(), e.getMessage()));
       return Behaviors.same();
     }
+    Long latest = latestEpoch.get(key(address));
+    if (m.expectedEpoch() != null && latest != null && latest.longValue() != m.expectedEpoch()) {
+      // Already known to be replaced: refuse without touching the network (C3).
+      m.replyTo().tell(new OpenFailed(ErrorKind.EPOCH_MISMATCH, mismatch(m.endpoint(), m.expectedEpoch(), latest)));
+      return Behaviors.same();
+    }
     ctx.pipeToSelf(
         CompletableFuture.supplyAsync(() -> DescribeClient.describe(address, describeTimeoutMillis), blockingIo),
         (description, failure) -> new Described(m, address, description, failure));
@@ -123,6 +145,12 @@ public final class SegmentTable {
       return Behaviors.same();
     }
     SegmentDescriptor peer = new SegmentDescriptor(d.address().getHostString(), d.description().port(), d.description().epoch());
+    learnEpoch(peer);
+    if (d.open().expectedEpoch() != null && d.open().expectedEpoch() != peer.epoch()) {
+      d.open().replyTo().tell(new OpenFailed(ErrorKind.EPOCH_MISMATCH,
+          mismatch(d.open().endpoint(), d.open().expectedEpoch(), peer.epoch())));
+      return Behaviors.same();
+    }
     PeerChannel existing = entries.get(peer);
     if (existing != null && existing.active()) {
       d.open().replyTo().tell(new Opened(new RemoteSegment(peer, d.description().regions(), existing)));
@@ -176,6 +204,33 @@ public final class SegmentTable {
       failWaiters(m.peer(), failed.kind(), failed.detail());
     }
     return Behaviors.same();
+  }
+
+  /**
+   * Records the epoch an endpoint answered with; every entry of another epoch at that endpoint is
+   * a replaced incarnation and is fenced: it refuses new work and its endpoint drains and retires.
+   */
+  private void learnEpoch(SegmentDescriptor peer) {
+    String key = peer.host() + ":" + peer.port();
+    latestEpoch.put(key, peer.epoch());
+    var it = entries.entrySet().iterator();
+    while (it.hasNext()) {
+      var e = it.next();
+      SegmentDescriptor old = e.getKey();
+      if (old.host().equals(peer.host()) && old.port() == peer.port() && old.epoch() != peer.epoch()) {
+        e.getValue().fence("the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch()));
+        it.remove();
+        admission.tell(new Admission.ReleaseEndpoint());
+      }
+    }
+  }
+
+  private static String key(InetSocketAddress address) {
+    return address.getHostString() + ":" + address.getPort();
+  }
+
+  private static String mismatch(String endpoint, long expected, long actual) {
+    return "open " + endpoint + "@" + Long.toHexString(expected) + ": the peer now runs epoch " + Long.toHexString(actual);
   }
 
   /**

@@ -24,4 +24,16 @@ public interface PeerChannel {
 
   /** Whether the channel still accepts work (its endpoint is active). */
   boolean active();
+
+  /**
+   * Why this channel is fenced (its peer incarnation was replaced: a newer epoch answers at the
+   * same endpoint), or {@code null} while it is not. A fenced channel never sends again (C3).
+   */
+  String fencedBecause();
+
+  /**
+   * Fences the channel: no new work is accepted, queued work fails EPOCH_MISMATCH unsent, and
+   * the transport drains and retires the endpoint. Idempotent.
+   */
+  void fence(String reason);
 }

@@ -43,6 +43,11 @@ final class TcpEndpoint {
 
   private record LaneEnded(int lane, Throwable cause) implements Command {}
 
+  /** The channel was fenced (a newer epoch answers at this endpoint): drain and retire. */
+  private enum Fenced implements Command {
+    INSTANCE
+  }
+
   private final ActorContext<Command> ctx;
   private final SegmentDescriptor peer;
   private final EngineConfig config;
@@ -126,7 +131,8 @@ final class TcpEndpoint {
     }
     SlicePlanner planner = new SlicePlanner(config.slicing().baseBlockBytes(), config.slicing().maxReadSlices(),
         config.slicing().maxWriteSlices());
-    TcpPeerChannel channel = new TcpPeerChannel(peer, lanes, planner, config.tcp().maxFramePayloadBytes());
+    TcpPeerChannel channel = new TcpPeerChannel(peer, lanes, planner, config.tcp().maxFramePayloadBytes(),
+        () -> self.tell(Fenced.INSTANCE));
     waiters.forEach(w -> w.tell(new TransportCommand.PeerOpened(channel)));
     if (!closers.isEmpty()) {
       return startDraining(channel, lanes, lanes.length, closers);
@@ -152,6 +158,10 @@ final class TcpEndpoint {
           return active(channel, lanes, lanesRunning - 1);
         })
         .onMessage(Close.class, m -> startDraining(channel, lanes, lanesRunning, new ArrayList<>(List.of(m.replyTo()))))
+        .onMessageEquals(Fenced.INSTANCE, () -> {
+          ctx.getLog().info("endpoint {} fenced: {}; draining its lanes", peer, channel.fencedBecause());
+          return startDraining(channel, lanes, lanesRunning, new ArrayList<>());
+        })
         .build();
   }
 
@@ -171,6 +181,7 @@ final class TcpEndpoint {
     }
     return Behaviors.receive(Command.class)
         .onMessage(LaneEnded.class, m -> draining(lanesRunning - 1, closers))
+        .onMessageEquals(Fenced.INSTANCE, Behaviors::same)
         .onMessage(Close.class, m -> {
           closers.add(m.replyTo());
           return Behaviors.same();

@@ -26,10 +26,14 @@ final class TcpPeerChannel implements PeerChannel {
   private final double[] bandwidth;
   private final boolean[] touched;
   private volatile boolean active = true;
+  private volatile String fencedBecause;
+  private final Runnable onFence;
   private int rotation;
 
-  TcpPeerChannel(SegmentDescriptor peer, RequesterLane[] lanes, SlicePlanner planner, long maxFrameBytes) {
+  TcpPeerChannel(SegmentDescriptor peer, RequesterLane[] lanes, SlicePlanner planner, long maxFrameBytes,
+      Runnable onFence) {
     this.peer = peer;
+    this.onFence = onFence;
     this.lanes = lanes;
     this.planner = planner;
     this.maxFrameBytes = maxFrameBytes;
@@ -67,7 +71,27 @@ final class TcpPeerChannel implements PeerChannel {
   }
 
   @Override
+  public String fencedBecause() {
+    return fencedBecause;
+  }
+
+  @Override
+  public void fence(String reason) {
+    if (fencedBecause == null) {
+      fencedBecause = reason;
+      active = false;
+      onFence.run();
+    }
+  }
+
+  @Override
   public synchronized int dispatch(TaskWork work) {
+    String fenced = fencedBecause;
+    if (fenced != null) {
+      work.sink().deliver(List.of(Receipt.failed(work.taskIndex(), ErrorKind.EPOCH_MISMATCH, RemoteEffect.NONE,
+          peer + " is fenced: " + fenced + " (never sent)")));
+      return 1;
+    }
     if (!active()) {
       work.sink().deliver(List.of(Receipt.failed(work.taskIndex(), ErrorKind.PEER_LOST, RemoteEffect.NONE,
           "no open lane to " + peer + " (never sent)")));

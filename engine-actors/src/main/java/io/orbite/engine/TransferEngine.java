@@ -509,6 +509,57 @@ public final class TransferEngine implements AutoCloseable {
         });
   }
 
+  /**
+   * Closes the requester side (C8): new batches, submissions and opens are refused at once
+   * (UNAVAILABLE); work already admitted may finish within {@code timeout}; then every lane to a
+   * peer is closed, so whatever is still in flight fails after local drain. The engine keeps
+   * serving peers as a source. Returns what is still owed afterwards; can be called again.
+   */
+  public EngineOwed closeRequester(Duration timeout) {
+    return Batch.join(closeRequesterAsync(timeout), timeout.plus(CONTROL_TIMEOUT), "closeRequester");
+  }
+
+  public CompletionStage<EngineOwed> closeRequesterAsync(Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    return AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
+            replyTo -> new EngineGuardian.FenceSide(EngineGuardian.Side.REQUESTER, replyTo), CONTROL_TIMEOUT, scheduler)
+        .thenCompose(fenced -> untilNoTaskInFlight(deadline))
+        .thenCompose(drained -> AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
+            replyTo -> new EngineGuardian.CloseSide(EngineGuardian.Side.REQUESTER, replyTo), SHUTDOWN_LIMIT, scheduler))
+        .thenCompose(closed -> owedAsync());
+  }
+
+  /**
+   * Closes the source side (C8): the listener closes, so peers can neither describe nor connect;
+   * every source lane is closed and its loans come back once its thread has ended. The engine keeps
+   * working as a requester. Returns what is still owed afterwards; can be called again.
+   */
+  public EngineOwed closeSource(Duration timeout) {
+    return Batch.join(closeSourceAsync(timeout), timeout.plus(CONTROL_TIMEOUT), "closeSource");
+  }
+
+  public CompletionStage<EngineOwed> closeSourceAsync(Duration timeout) {
+    return AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
+            replyTo -> new EngineGuardian.FenceSide(EngineGuardian.Side.SOURCE, replyTo), CONTROL_TIMEOUT, scheduler)
+        .thenCompose(fenced -> AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
+            replyTo -> new EngineGuardian.CloseSide(EngineGuardian.Side.SOURCE, replyTo), timeout.plus(CONTROL_TIMEOUT),
+            scheduler))
+        .thenCompose(closed -> owedAsync());
+  }
+
+  /** Completes once no task is in flight, or at {@code deadlineNanos}, whichever comes first. */
+  private CompletionStage<Void> untilNoTaskInFlight(long deadlineNanos) {
+    return owedAsync().thenCompose(owed -> {
+      if (owed.tasksInFlight() == 0 || System.nanoTime() - deadlineNanos > 0) {
+        return CompletableFuture.<Void>completedFuture(null);
+      }
+      CompletableFuture<Void> later = new CompletableFuture<>();
+      CompletableFuture.delayedExecutor(2, java.util.concurrent.TimeUnit.MILLISECONDS)
+          .execute(() -> untilNoTaskInFlight(deadlineNanos).whenComplete((v, f) -> later.complete(null)));
+      return later;
+    });
+  }
+
   /** Stops serving and requesting, closes transports and, if the engine owns it, its ActorSystem. */
   public void close(Duration timeout) {
     Batch.join(closeAsync(timeout), timeout.plusSeconds(5), "close");

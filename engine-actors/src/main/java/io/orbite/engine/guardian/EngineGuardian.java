@@ -59,6 +59,27 @@ public final class EngineGuardian {
 
   public record BatchRefused(Admission.Decision decision) implements SpawnBatchReply {}
 
+  /** A direction of the engine (C8). */
+  public enum Side {
+    /** Submitting transfers to peers. */
+    REQUESTER,
+    /** Serving peers' transfers. */
+    SOURCE
+  }
+
+  /**
+   * Fence one direction: REQUESTER refuses new batches, tasks and opens; SOURCE stops accepting
+   * connections. Answered at once.
+   */
+  public record FenceSide(Side side, ActorRef<SideClosed> replyTo) implements Command {}
+
+  /** Close one direction's lanes in every transport; answered when their threads have ended. */
+  public record CloseSide(Side side, ActorRef<SideClosed> replyTo) implements Command {}
+
+  public record SideClosed(Side side) {}
+
+  private record TransportSideClosed(ActorRef<SideClosed> replyTo, Side side, int left) implements Command {}
+
   /** Stop serving, stop the transports, then stop the engine's actors. */
   public record Shutdown(ActorRef<ShutdownDone> replyTo) implements Command {}
 
@@ -76,6 +97,8 @@ public final class EngineGuardian {
   private final Handles handles;
   private final ActorRef<ControlService.Command> control;
   private long batchSequence;
+  /** Side closes waiting for their transports: reply address to transports still to answer. */
+  private final java.util.Map<ActorRef<SideClosed>, Integer> sideClosesLeft = new java.util.HashMap<>();
 
   private EngineGuardian(
       ActorContext<Command> ctx,
@@ -127,12 +150,54 @@ public final class EngineGuardian {
         })
         .onMessage(SpawnBatch.class, this::onSpawnBatch)
         .onMessage(BatchSlot.class, this::onBatchSlot)
+        .onMessage(FenceSide.class, this::onFenceSide)
+        .onMessage(CloseSide.class, this::onCloseSide)
+        .onMessage(TransportSideClosed.class, this::onTransportSideClosed)
         .onMessage(Shutdown.class, this::onShutdown)
         .onSignal(Terminated.class, t -> {
           ctx.getLog().error("engine {}: transport supervisor {} stopped unexpectedly", handles.self(), t.getRef().path());
           return Behaviors.same();
         })
         .build();
+  }
+
+  private Behavior<Command> onFenceSide(FenceSide m) {
+    if (m.side() == Side.REQUESTER) {
+      handles.admission().tell(new Admission.Fence("the requester side is closed"));
+      handles.segmentTable().tell(new SegmentTable.Fence("the requester side of this engine is closed"));
+    } else {
+      ctx.ask(ControlService.Stopped.class, control, Duration.ofSeconds(30), ControlService.Stop::new,
+          (ok, failure) -> new TransportSideClosed(null, Side.SOURCE, 0));
+    }
+    m.replyTo().tell(new SideClosed(m.side()));
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onCloseSide(CloseSide m) {
+    int transports = handles.transports().size();
+    handles.transports().values().forEach(ref -> ctx.ask(TransportCommand.SideClosed.class, ref, Duration.ofSeconds(60),
+        replyTo -> m.side() == Side.REQUESTER
+            ? new TransportCommand.CloseRequesterSide(replyTo)
+            : new TransportCommand.CloseSourceSide(replyTo),
+        (ok, failure) -> new TransportSideClosed(m.replyTo(), m.side(), 1)));
+    if (transports == 0) {
+      m.replyTo().tell(new SideClosed(m.side()));
+    } else {
+      sideClosesLeft.put(m.replyTo(), transports);
+    }
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onTransportSideClosed(TransportSideClosed m) {
+    if (m.replyTo() == null) {
+      return Behaviors.same();
+    }
+    int left = sideClosesLeft.merge(m.replyTo(), -m.left(), Integer::sum);
+    if (left <= 0) {
+      sideClosesLeft.remove(m.replyTo());
+      m.replyTo().tell(new SideClosed(m.side()));
+    }
+    return Behaviors.same();
   }
 
   private Behavior<Command> onSpawnBatch(SpawnBatch m) {
@@ -188,6 +253,15 @@ public final class EngineGuardian {
           m.replyTo().tell(new ShutdownDone());
           return Behaviors.same();
         })
+        .onMessage(FenceSide.class, m -> {
+          m.replyTo().tell(new SideClosed(m.side()));
+          return Behaviors.same();
+        })
+        .onMessage(CloseSide.class, m -> {
+          m.replyTo().tell(new SideClosed(m.side()));
+          return Behaviors.same();
+        })
+        .onMessage(TransportSideClosed.class, m -> Behaviors.same())
         .onMessage(BatchSlot.class, m -> {
           handles.admission().tell(new Admission.ReleaseBatch());
           m.request().replyTo().tell(new BatchRefused(new Admission.Decision("engine is closing", true)));

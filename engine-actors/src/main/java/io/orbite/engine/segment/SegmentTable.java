@@ -50,6 +50,9 @@ public final class SegmentTable {
 
   public record OpenFailed(ErrorKind kind, String detail) implements OpenReply {}
 
+  /** Stop opening peers (closeRequester, C8); opens in progress still finish. */
+  public record Fence(String reason) implements Command {}
+
   /** How many peer identities the table holds. */
   public record GetSize(ActorRef<Integer> replyTo) implements Command {}
 
@@ -105,8 +108,24 @@ public final class SegmentTable {
   }
 
   private Behavior<Command> active() {
-    return Behaviors.receive(Command.class)
+    return handling(Behaviors.receive(Command.class)
         .onMessage(OpenSegment.class, this::onOpen)
+        .onMessage(Fence.class, m -> fenced(m.reason())));
+  }
+
+  /** No new opens: the engine's requester side is closed. */
+  private Behavior<Command> fenced(String reason) {
+    return handling(Behaviors.receive(Command.class)
+        .onMessage(OpenSegment.class, m -> {
+          m.replyTo().tell(new OpenFailed(ErrorKind.UNAVAILABLE, "open " + m.endpoint() + ": " + reason));
+          return Behaviors.same();
+        })
+        .onMessage(Fence.class, m -> Behaviors.same()));
+  }
+
+  /** The handlers every state shares: the steps of opens already under way, and queries. */
+  private Behavior<Command> handling(org.apache.pekko.actor.typed.javadsl.BehaviorBuilder<Command> builder) {
+    return builder
         .onMessage(Described.class, this::onDescribed)
         .onMessage(EndpointCharged.class, this::onEndpointCharged)
         .onMessage(PeerReady.class, this::onPeerReady)

@@ -26,6 +26,20 @@ public interface TransportCommand {
    */
   record AdoptConnection(SocketChannel channel, java.nio.ByteBuffer hello) implements TransportCommand {}
 
+  /**
+   * Close the requester side (C8): refuse new peers, close every endpoint's lanes, answer when
+   * they have ended. The source side keeps serving.
+   */
+  record CloseRequesterSide(ActorRef<SideClosed> replyTo) implements TransportCommand {}
+
+  /**
+   * Close the source side (C8): refuse new data connections, close every source lane, answer when
+   * their threads have ended (their loans are returned by then). The requester side keeps working.
+   */
+  record CloseSourceSide(ActorRef<SideClosed> replyTo) implements TransportCommand {}
+
+  record SideClosed(String transport) {}
+
   /** Stop serving and drain: close lanes, answer when every lane thread has ended. */
   record Shutdown(ActorRef<ShutdownDone> replyTo) implements TransportCommand {}
 

@@ -5,7 +5,9 @@ import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.wire.FrameCodec;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
@@ -45,21 +47,79 @@ final class TcpTransport {
   }
 
   static Behavior<TransportCommand> create(TransportContext context) {
-    return Behaviors.setup(ctx -> new TcpTransport(ctx, context).serving());
+    return Behaviors.setup(ctx -> new TcpTransport(ctx, context).serving(new Sides(true, true)));
   }
 
-  private Behavior<TransportCommand> serving() {
+  /** Which directions are still open (C8): each only ever closes. */
+  private record Sides(boolean requester, boolean source) {}
+
+  private final List<ActorRef<TransportCommand.SideClosed>> requesterClosers = new ArrayList<>();
+  private final List<ActorRef<TransportCommand.SideClosed>> sourceClosers = new ArrayList<>();
+
+  private Behavior<TransportCommand> serving(Sides sides) {
     return Behaviors.receive(TransportCommand.class)
-        .onMessage(TransportCommand.OpenPeer.class, this::onOpenPeer)
-        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
+        .onMessage(TransportCommand.OpenPeer.class, m -> {
+          if (!sides.requester()) {
+            m.replyTo().tell(new TransportCommand.PeerOpenFailed(io.orbite.engine.ErrorKind.UNAVAILABLE,
+                "the requester side of this engine is closed"));
+            return Behaviors.same();
+          }
+          return onOpenPeer(m);
+        })
+        .onMessage(TransportCommand.AdoptConnection.class, m -> {
+          if (!sides.source()) {
+            closeQuietly(m.channel());
+            return Behaviors.same();
+          }
+          return onAdopt(m);
+        })
         .onMessage(SourceLaneEnded.class, m -> {
           sourceLanes.remove(m.lane());
+          answerSideClosers();
           return Behaviors.same();
         })
         .onMessage(EndpointClosed.class, m -> Behaviors.same())
+        .onMessage(TransportCommand.CloseRequesterSide.class, m -> {
+          requesterClosers.add(m.replyTo());
+          ActorRef<TcpEndpoint.Closed> closedAdapter =
+              ctx.messageAdapter(TcpEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
+          endpoints.values().forEach(e -> e.tell(new TcpEndpoint.Close(closedAdapter)));
+          answerSideClosers();
+          return serving(new Sides(false, sides.source()));
+        })
+        .onMessage(TransportCommand.CloseSourceSide.class, m -> {
+          sourceClosers.add(m.replyTo());
+          sourceLanes.forEach(SourceLane::close);
+          answerSideClosers();
+          return serving(new Sides(sides.requester(), false));
+        })
         .onMessage(TransportCommand.Shutdown.class, this::onShutdown)
-        .onSignal(Terminated.class, this::onEndpointStopped)
+        .onSignal(Terminated.class, t -> {
+          onEndpointStopped(t);
+          answerSideClosers();
+          return Behaviors.same();
+        })
         .build();
+  }
+
+  /** Answers side closes whose lanes have all ended. */
+  private void answerSideClosers() {
+    if (endpoints.isEmpty() && !requesterClosers.isEmpty()) {
+      requesterClosers.forEach(r -> r.tell(new TransportCommand.SideClosed("TCP")));
+      requesterClosers.clear();
+    }
+    if (sourceLanes.isEmpty() && !sourceClosers.isEmpty()) {
+      sourceClosers.forEach(r -> r.tell(new TransportCommand.SideClosed("TCP")));
+      sourceClosers.clear();
+    }
+  }
+
+  private static void closeQuietly(java.nio.channels.SocketChannel channel) {
+    try {
+      channel.close();
+    } catch (IOException ignored) {
+      // Refusing a connection: nothing else to do.
+    }
   }
 
   private Behavior<TransportCommand> onOpenPeer(TransportCommand.OpenPeer m) {
@@ -109,6 +169,7 @@ final class TcpTransport {
   }
 
   private Behavior<TransportCommand> stopping(ActorRef<TransportCommand.ShutdownDone> replyTo) {
+    answerSideClosers();
     if (endpoints.isEmpty() && sourceLanes.isEmpty()) {
       replyTo.tell(new TransportCommand.ShutdownDone("TCP"));
       return Behaviors.stopped();
@@ -136,6 +197,14 @@ final class TcpTransport {
           return Behaviors.same();
         })
         .onMessage(TransportCommand.Shutdown.class, m -> Behaviors.same())
+        .onMessage(TransportCommand.CloseRequesterSide.class, m -> {
+          requesterClosers.add(m.replyTo());
+          return stopping(replyTo);
+        })
+        .onMessage(TransportCommand.CloseSourceSide.class, m -> {
+          sourceClosers.add(m.replyTo());
+          return stopping(replyTo);
+        })
         .build();
   }
 }

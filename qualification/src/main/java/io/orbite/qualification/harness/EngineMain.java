@@ -46,6 +46,7 @@ public final class EngineMain {
     System.setOut(System.err);
     TransferEngine engine = TransferEngine.start(config);
     Map<Long, RegisteredMemory> regions = new HashMap<>();
+    io.orbite.engine.RemoteSegment[] peer = new io.orbite.engine.RemoteSegment[1];
     out.println("READY " + engine.localSegment().endpoint() + " " + Long.toHexString(engine.localSegment().epoch()));
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     String line;
@@ -79,6 +80,24 @@ public final class EngineMain {
             engine.unregister(regions.remove(Long.parseLong(t[1])));
             out.println("OK");
           }
+          case "OPEN" -> {
+            peer[0] = engine.openSegment(t[1], Duration.ofSeconds(30));
+            out.println("OK " + Long.toHexString(peer[0].descriptor().epoch()));
+          }
+          case "READ" -> out.println(readChecked(engine, peer[0], region(regions, t[1]), Long.parseLong(t[2]),
+              Long.parseLong(t[3]), Integer.parseInt(t[4]), Long.parseLong(t[5])));
+          case "LOOP" -> {
+            RegisteredMemory local = region(regions, t[1]);
+            io.orbite.engine.RemoteSegment target = peer[0];
+            long remoteRegion = Long.parseLong(t[2]);
+            long length = Long.parseLong(t[3]);
+            Thread.ofPlatform().daemon().name("read-loop").start(() -> {
+              while (true) {
+                readOnce(engine, target, local, remoteRegion, length, 8);
+              }
+            });
+            out.println("OK");
+          }
           case "COUNTERS" -> out.println("OK " + counters(engine.counters()));
           case "ALLOCATED" -> out.println("OK " + (t.length > 1 ? allocatedBytes(t[1]) : allocatedBytes()));
           case "QUIT" -> {
@@ -93,6 +112,32 @@ public final class EngineMain {
       }
     }
     engine.close(Duration.ofSeconds(30));
+  }
+
+  /** {@code n} READs of {@code length} bytes into {@code local}; returns the batch's status. */
+  private static io.orbite.engine.BatchStatus readOnce(TransferEngine engine, io.orbite.engine.RemoteSegment peer,
+      RegisteredMemory local, long remoteRegion, long length, int n) {
+    List<io.orbite.engine.TransferRequest> reads = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      reads.add(io.orbite.engine.TransferRequest.read(local, i * length, peer, remoteRegion, i * length, length));
+    }
+    io.orbite.engine.Batch batch = engine.allocateBatch(n);
+    try {
+      batch.submit(reads);
+      return batch.await(Duration.ofSeconds(60));
+    } finally {
+      batch.free();
+    }
+  }
+
+  private static String readChecked(TransferEngine engine, io.orbite.engine.RemoteSegment peer, RegisteredMemory local,
+      long remoteRegion, long length, int n, long seed) {
+    io.orbite.engine.BatchStatus status = readOnce(engine, peer, local, remoteRegion, length, n);
+    if (!status.allCompleted()) {
+      return "ERR not every READ completed: " + status.tasks().stream().filter(r -> !r.completed()).findFirst().orElseThrow();
+    }
+    long bad = Pattern.verify(local.segment(), 0, n * length, seed, 0);
+    return bad < 0 ? "OK " + status.completedBytes() : "MISMATCH " + bad;
   }
 
   private static RegisteredMemory region(Map<Long, RegisteredMemory> regions, String id) {

@@ -1,0 +1,71 @@
+package io.orbite.qualification.contract;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.Batch;
+import io.orbite.engine.BatchStatus;
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TaskResult;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.qualification.harness.EngineProcess;
+import io.orbite.qualification.verify.Pattern;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A SIGSTOPped source: tasks on the wire hit their deadline and fail TIMEOUT only after the lane
+ * blocked on the frozen peer has been closed (drained); nothing lands; after SIGCONT a fresh open
+ * reaches the same incarnation again.
+ */
+class StalledPeerIT {
+  private static final long REGION = 16L << 20;
+
+  @Test
+  void tasksAgainstAFrozenPeerTimeOutAfterDrainAndTheEngineRecovers() throws Exception {
+    var logs = Files.createTempDirectory("orbite-stalled");
+    try (TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("patient"));
+        EngineProcess source = EngineProcess.start("frozen-source", logs, Map.of())) {
+      long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
+      source.call("FILL " + remote + " 5");
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      Pattern.fill(local.segment(), 0, REGION, 6, 0);
+      RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
+
+      source.stop();
+      Batch batch = requester.allocateBatch(4);
+      batch.submit(List.of(
+          TransferRequest.read(local, 0, peer, remote, 0, 4 << 20).withDeadline(Duration.ofSeconds(1)),
+          TransferRequest.read(local, 8 << 20, peer, remote, 8 << 20, 4096).withDeadline(Duration.ofSeconds(1)),
+          TransferRequest.write(local, 12 << 20, peer, remote, 12 << 20, 1 << 20).withDeadline(Duration.ofSeconds(1))));
+      BatchStatus status = batch.await(Duration.ofSeconds(30));
+      assertTrue(status.done(), "every task terminal although the peer is frozen");
+      for (TaskResult r : status.tasks()) {
+        assertEquals(ErrorKind.TIMEOUT, r.errorKind(), r::toString);
+        assertTrue(r.locallyDrained(), () -> "reported only after drain: " + r);
+        assertEquals(0, r.bytes());
+      }
+      assertEquals(RemoteEffect.NONE, status.tasks().get(0).remoteEffect(), "a READ never changes the peer");
+      batch.free();
+      assertEquals(-1, Pattern.verify(local.segment(), 0, 12 << 20, 6, 0), "no READ byte landed");
+
+      source.resume();
+      RemoteSegment again = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
+      assertEquals(peer.descriptor(), again.descriptor(), "the same incarnation, reached again");
+      Batch after = requester.allocateBatch(1);
+      after.submit(List.of(TransferRequest.read(local, 0, again, remote, 0, 1 << 20)));
+      assertTrue(after.await(Duration.ofSeconds(30)).allCompleted());
+      after.free();
+      assertEquals(-1, Pattern.verify(local.segment(), 0, 1 << 20, 5, 0), "the peer's bytes, after recovery");
+    }
+  }
+}

@@ -16,17 +16,17 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * C11 from the source's side: a requester process is SIGKILLed in the middle of a stream of
- * READs. The surviving source releases every loan the dead requester's lanes held (its owed
- * figures return to zero), its memory is untouched, and it serves the requester's replacement,
- * byte for byte.
+ * C11 from the source's side, for three requester generations: each requester process reads
+ * (checked byte for byte) and is SIGKILLed in the middle of a stream of READs. The surviving
+ * source releases every loan the dead requester's lanes held (its owed figures return to zero),
+ * its memory is untouched, and it serves the next generation.
  */
 class RequesterDeathIT {
   private static final long REGION = 64L << 20;
   private static final long LENGTH = 4L << 20;
 
   @Test
-  void theSurvivingSourceReleasesADeadRequestersLoansAndServesItsReplacement() throws Exception {
+  void theSurvivingSourceReleasesEachDeadRequestersLoansAndServesItsReplacement() throws Exception {
     var logs = Files.createTempDirectory("orbite-requester-death");
     try (TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("surviving-source"))) {
       RegisteredMemory served = source.allocate(REGION, Access.READ);
@@ -34,24 +34,23 @@ class RequesterDeathIT {
       Pattern.fill(served.segment(), 0, REGION, seed, 0);
       EngineProcess requester = EngineProcess.start("doomed-requester", logs, Map.of());
       try {
-        long local = Long.parseLong(requester.call("ALLOC " + REGION + " READ_WRITE"));
-        requester.call("OPEN " + source.localSegment().endpoint());
-        requester.call("LOOP " + local + " " + served.regionId() + " " + LENGTH);
-        long before = source.counters().sourceBytesRead.sum();
-        assertTrue(Await.until(Duration.ofSeconds(20),
-            () -> source.counters().sourceBytesRead.sum() > before + 4 * LENGTH), "the dead-to-be requester is reading");
-        requester.kill();
-        assertTrue(Await.until(Duration.ofSeconds(20), () -> source.owed().loans() == 0),
-            () -> "the source still holds loans of the dead requester: " + source.owed());
-        assertTrue(source.owed().isIdle(), () -> source.owed().toString());
-        assertEquals(-1, Pattern.verify(served.segment(), 0, REGION, seed, 0), "the source's memory is untouched");
-
-        EngineProcess replacement = requester.restart();
-        requester = replacement;
-        long newLocal = Long.parseLong(replacement.call("ALLOC " + REGION + " READ_WRITE"));
-        replacement.call("OPEN " + source.localSegment().endpoint());
-        String answer = replacement.call("READ " + newLocal + " " + served.regionId() + " " + LENGTH + " 8 " + seed);
-        assertEquals(String.valueOf(8 * LENGTH), answer, "the replacement reads every byte right");
+        // Three generations: each requester reads, is killed mid-stream, and is replaced.
+        for (int generation = 1; generation <= 3; generation++) {
+          long local = Long.parseLong(requester.call("ALLOC " + REGION + " READ_WRITE"));
+          requester.call("OPEN " + source.localSegment().endpoint());
+          String answer = requester.call("READ " + local + " " + served.regionId() + " " + LENGTH + " 8 " + seed);
+          assertEquals(String.valueOf(8 * LENGTH), answer, "generation " + generation + " reads every byte right");
+          requester.call("LOOP " + local + " " + served.regionId() + " " + LENGTH);
+          long before = source.counters().sourceBytesRead.sum();
+          assertTrue(Await.until(Duration.ofSeconds(20),
+              () -> source.counters().sourceBytesRead.sum() > before + 4 * LENGTH), "the requester is reading");
+          requester.kill();
+          assertTrue(Await.until(Duration.ofSeconds(20), () -> source.owed().loans() == 0),
+              () -> "the source still holds loans of the dead requester: " + source.owed());
+          assertTrue(source.owed().isIdle(), () -> source.owed().toString());
+          assertEquals(-1, Pattern.verify(served.segment(), 0, REGION, seed, 0), "the source's memory is untouched");
+          requester = requester.restart();
+        }
         assertTrue(served.registration().visible(), "the survivor keeps its registration");
       } finally {
         requester.close();

@@ -88,8 +88,7 @@ class TransferStreamsIT {
   void flowMovesEveryRequestAndKeepsRequestOrder() throws Exception {
     long data = 11;
     long guard = 12;
-    Pattern.fill(remote.segment(), 0, REGION, data, 0);
-    Pattern.fill(local.segment(), 0, REGION, guard, 0);
+    prepareForReads(data, guard);
     List<TransferRequest> requests = reads(300, 40_000);
     Pair<CompletionStage<Done>, CompletionStage<List<TransferResult>>> run = Source.from(requests)
         .viaMat(TransferStreams.flow(pair.requester, StreamSettings.defaults().withMaxBatchTasks(16)), Keep.right())
@@ -111,8 +110,7 @@ class TransferStreamsIT {
   void asCompletedEmitsEveryResultExactlyOnce() throws Exception {
     long data = 21;
     long guard = 22;
-    Pattern.fill(remote.segment(), 0, REGION, data, 0);
-    Pattern.fill(local.segment(), 0, REGION, guard, 0);
+    prepareForReads(data, guard);
     List<TransferRequest> requests = reads(400, 20_000);
     List<TransferResult> results = Source.from(requests)
         .via(TransferStreams.flow(pair.requester, StreamSettings.defaults()
@@ -131,8 +129,7 @@ class TransferStreamsIT {
   void aFastSourceIsHeldBackByTheBudgetNotQueued() throws Exception {
     long data = 31;
     long guard = 32;
-    Pattern.fill(remote.segment(), 0, REGION, data, 0);
-    Pattern.fill(local.segment(), 0, REGION, guard, 0);
+    prepareForReads(data, guard);
     List<TransferRequest> requests = reads(200, 64 * 1024);
     AtomicLong pulled = new AtomicLong();
     AtomicLong emitted = new AtomicLong();
@@ -178,8 +175,7 @@ class TransferStreamsIT {
   void cancellingDownstreamDrainsBeforeTheStageCompletesAndLeavesOnlyRequestedBytesChanged() throws Exception {
     long data = 41;
     long guard = 42;
-    Pattern.fill(remote.segment(), 0, REGION, data, 0);
-    Pattern.fill(local.segment(), 0, REGION, guard, 0);
+    prepareForReads(data, guard);
     List<TransferRequest> requests = reads(200, 50_000);
     Pair<CompletionStage<Done>, CompletionStage<List<TransferResult>>> run = Source.from(requests)
         .viaMat(TransferStreams.flow(pair.requester, StreamSettings.defaults().withMaxBatchTasks(4)), Keep.right())
@@ -208,8 +204,7 @@ class TransferStreamsIT {
   void upstreamFailureFailsTheStreamOnlyAfterDrain() throws Exception {
     long data = 51;
     long guard = 52;
-    Pattern.fill(remote.segment(), 0, REGION, data, 0);
-    Pattern.fill(local.segment(), 0, REGION, guard, 0);
+    prepareForReads(data, guard);
     List<TransferRequest> requests = reads(60, 30_000);
     IllegalStateException boom = new IllegalStateException("upstream broke");
     Pair<CompletionStage<Done>, CompletionStage<List<TransferResult>>> run = Source.from(requests)
@@ -250,8 +245,7 @@ class TransferStreamsIT {
   void aRequestLargerThanTheWholeBudgetFailsAsAResultInsteadOfStalling() throws Exception {
     long data = 71;
     long guard = 72;
-    Pattern.fill(remote.segment(), 0, REGION, data, 0);
-    Pattern.fill(local.segment(), 0, REGION, guard, 0);
+    prepareForReads(data, guard);
     TransferRequest huge = TransferRequest.read(local, 1, peer, remote.regionId(), 2, MAX_BYTES + 1);
     List<TransferRequest> small = reads(3, 1000);
     List<TransferRequest> requests = List.of(small.get(0), huge, small.get(1), small.get(2));
@@ -272,8 +266,7 @@ class TransferStreamsIT {
   void requestsThatFitTheBudgetOnlyOneAtATimeStillAllComplete() throws Exception {
     long data = 91;
     long guard = 92;
-    Pattern.fill(remote.segment(), 0, REGION, data, 0);
-    Pattern.fill(local.segment(), 0, REGION, guard, 0);
+    prepareForReads(data, guard);
     List<TransferRequest> requests = reads(3, MAX_BYTES * 3 / 5);
     List<TransferResult> results = Source.from(requests)
         .via(TransferStreams.flow(pair.requester, StreamSettings.defaults()))
@@ -286,8 +279,7 @@ class TransferStreamsIT {
   void anInvalidRequestFailsAloneAndItsNeighboursComplete() throws Exception {
     long data = 93;
     long guard = 94;
-    Pattern.fill(remote.segment(), 0, REGION, data, 0);
-    Pattern.fill(local.segment(), 0, REGION, guard, 0);
+    prepareForReads(data, guard);
     List<TransferRequest> good = reads(4, 5000);
     TransferRequest outOfBounds = TransferRequest.read(local, 0, peer, remote.regionId(), REGION - 10, 100);
     List<TransferRequest> requests = List.of(good.get(0), good.get(1), outOfBounds, good.get(2), good.get(3));
@@ -338,6 +330,12 @@ class TransferStreamsIT {
       assertTrue(batch.await(Duration.ofSeconds(30)).allCompleted());
       batch.free();
     }
+  }
+
+  /** The source region holds pattern {@code data}, the requester region guard pattern {@code guard}. */
+  private void prepareForReads(long data, long guard) {
+    Pattern.fill(remote.segment(), 0, REGION, data, 0);
+    Pattern.fill(local.segment(), 0, REGION, guard, 0);
   }
 
   /** Waits until the requester engine holds no batch, task, byte or loan. */

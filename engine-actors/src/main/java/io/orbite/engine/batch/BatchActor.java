@@ -183,7 +183,7 @@ public final class BatchActor {
       }
       long deadline = now + (r.deadline() != null ? r.deadline().toNanos() : defaultDeadlineNanos);
       PeerChannel channel = r.remote().channel();
-      TaskWork work = new TaskWork(sink, i, r.op(), local,
+      TaskWork work = new TaskWork(sink, i, r.op(),
           local.segment().asSlice(r.localOffset(), r.lengthBytes()), r.regionId(), r.remoteOffset(),
           r.lengthBytes(), deadline, r.priority());
       ledger.owe(i, channel.dispatch(work));

@@ -122,17 +122,18 @@ public final class ControlService {
       m.replyTo().tell(new Stopped());
       return Behaviors.stopped();
     }
-    return stopping(m.replyTo());
+    return stopping(new java.util.ArrayList<>(java.util.List.of(m.replyTo())));
   }
 
-  private Behavior<Command> stopping(ActorRef<Stopped> replyTo) {
+  /** Listener closed; every Stop is answered once the acceptor thread has ended. */
+  private Behavior<Command> stopping(java.util.List<ActorRef<Stopped>> waiters) {
     return Behaviors.receive(Command.class)
         .onMessageEquals(AcceptorEnded.INSTANCE, () -> {
-          replyTo.tell(new Stopped());
+          waiters.forEach(w -> w.tell(new Stopped()));
           return Behaviors.stopped();
         })
         .onMessage(Stop.class, m -> {
-          m.replyTo().tell(new Stopped());
+          waiters.add(m.replyTo());
           return Behaviors.same();
         })
         .build();

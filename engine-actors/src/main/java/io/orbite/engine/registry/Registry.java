@@ -3,7 +3,6 @@ package io.orbite.engine.registry;
 import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RegisteredMemory;
-import io.orbite.engine.RemoteRegion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -50,9 +49,6 @@ public final class Registry {
 
   public record UnregisterFailed(ErrorKind kind, String detail) implements UnregisterReply {}
 
-  /** The visible ranges, as Describe publishes them. */
-  public record ListRegions(ActorRef<List<RemoteRegion>> replyTo) implements Command {}
-
   private enum LoanTick implements Command {
     INSTANCE
   }
@@ -84,7 +80,6 @@ public final class Registry {
     return Behaviors.receive(Command.class)
         .onMessage(Register.class, this::onRegister)
         .onMessage(Unregister.class, this::onUnregister)
-        .onMessage(ListRegions.class, this::onList)
         .onMessageEquals(LoanTick.INSTANCE, this::onLoanTick)
         .onSignal(PostStop.class, s -> onStop())
         .build();
@@ -132,15 +127,6 @@ public final class Registry {
     view.publish(live);
     releasing.add(new PendingRelease(registration, System.nanoTime() + destructionWindowNanos, msg.replyTo()));
     return onLoanTick();
-  }
-
-  private Behavior<Command> onList(ListRegions msg) {
-    List<RemoteRegion> regions = new ArrayList<>(live.size());
-    for (Registration r : live.values()) {
-      regions.add(new RemoteRegion(r.regionId(), r.lengthBytes(), r.access()));
-    }
-    msg.replyTo().tell(regions);
-    return Behaviors.same();
   }
 
   private Behavior<Command> onLoanTick() {

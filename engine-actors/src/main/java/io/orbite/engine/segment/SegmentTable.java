@@ -53,9 +53,6 @@ public final class SegmentTable {
   /** Stop opening peers (closeRequester, C8); opens in progress still finish. */
   public record Fence(String reason) implements Command {}
 
-  /** How many peer identities the table holds. */
-  public record GetSize(ActorRef<Integer> replyTo) implements Command {}
-
   private record Described(OpenSegment open, InetSocketAddress address, Description description, Throwable failure)
       implements Command {}
 
@@ -123,16 +120,12 @@ public final class SegmentTable {
         .onMessage(Fence.class, m -> Behaviors.same()));
   }
 
-  /** The handlers every state shares: the steps of opens already under way, and queries. */
+  /** The handlers every state shares: the steps of opens already under way. */
   private Behavior<Command> handling(org.apache.pekko.actor.typed.javadsl.BehaviorBuilder<Command> builder) {
     return builder
         .onMessage(Described.class, this::onDescribed)
         .onMessage(EndpointCharged.class, this::onEndpointCharged)
         .onMessage(PeerReady.class, this::onPeerReady)
-        .onMessage(GetSize.class, m -> {
-          m.replyTo().tell(entries.size());
-          return Behaviors.same();
-        })
         .build();
   }
 

@@ -3,7 +3,6 @@ package io.orbite.engine.spi;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.registry.RegistryView;
 import java.util.concurrent.Executor;
-import java.util.function.LongSupplier;
 
 /**
  * What the engine gives a transport when it starts it.
@@ -14,9 +13,4 @@ import java.util.function.LongSupplier;
  *     dispatcher
  */
 public record TransportContext(
-    EngineConfig config, RegistryView registry, long localEpoch, Executor blockingIo, EngineCounters counters) {
-  /** A clock for deadlines; {@link System#nanoTime()} unless a test substitutes one. */
-  public LongSupplier clock() {
-    return System::nanoTime;
-  }
-}
+    EngineConfig config, RegistryView registry, long localEpoch, Executor blockingIo, EngineCounters counters) {}

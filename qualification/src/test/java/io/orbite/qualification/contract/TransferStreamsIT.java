@@ -112,10 +112,8 @@ class TransferStreamsIT {
     long guard = 22;
     prepareForReads(data, guard);
     List<TransferRequest> requests = reads(400, 20_000);
-    List<TransferResult> results = Source.from(requests)
-        .via(TransferStreams.flow(pair.requester, StreamSettings.defaults()
-            .withOrdering(StreamSettings.Ordering.AS_COMPLETED).withMaxBatchTasks(8)))
-        .runWith(Sink.seq(), streams).toCompletableFuture().get(60, TimeUnit.SECONDS);
+    List<TransferResult> results = runFlow(requests, StreamSettings.defaults()
+            .withOrdering(StreamSettings.Ordering.AS_COMPLETED).withMaxBatchTasks(8));
     Set<TransferRequest> seen = new HashSet<>();
     for (TransferResult r : results) {
       assertTrue(r.completed(), r::toString);
@@ -249,9 +247,7 @@ class TransferStreamsIT {
     TransferRequest huge = TransferRequest.read(local, 1, peer, remote.regionId(), 2, MAX_BYTES + 1);
     List<TransferRequest> small = reads(3, 1000);
     List<TransferRequest> requests = List.of(small.get(0), huge, small.get(1), small.get(2));
-    List<TransferResult> results = Source.from(requests)
-        .via(TransferStreams.flow(pair.requester, StreamSettings.defaults()))
-        .runWith(Sink.seq(), streams).toCompletableFuture().get(60, TimeUnit.SECONDS);
+    List<TransferResult> results = runFlow(requests, StreamSettings.defaults());
     assertEquals(4, results.size());
     TransferResult refused = results.get(1);
     assertSame(huge, refused.request());
@@ -268,9 +264,7 @@ class TransferStreamsIT {
     long guard = 92;
     prepareForReads(data, guard);
     List<TransferRequest> requests = reads(3, MAX_BYTES * 3 / 5);
-    List<TransferResult> results = Source.from(requests)
-        .via(TransferStreams.flow(pair.requester, StreamSettings.defaults()))
-        .runWith(Sink.seq(), streams).toCompletableFuture().get(60, TimeUnit.SECONDS);
+    List<TransferResult> results = runFlow(requests, StreamSettings.defaults());
     assertTrue(results.stream().allMatch(TransferResult::completed), results::toString);
     assertRegion(local.segment(), spans(requests, data), guard, "requester region");
   }
@@ -283,9 +277,7 @@ class TransferStreamsIT {
     List<TransferRequest> good = reads(4, 5000);
     TransferRequest outOfBounds = TransferRequest.read(local, 0, peer, remote.regionId(), REGION - 10, 100);
     List<TransferRequest> requests = List.of(good.get(0), good.get(1), outOfBounds, good.get(2), good.get(3));
-    List<TransferResult> results = Source.from(requests)
-        .via(TransferStreams.flow(pair.requester, StreamSettings.defaults().withMaxBatchTasks(8)))
-        .runWith(Sink.seq(), streams).toCompletableFuture().get(60, TimeUnit.SECONDS);
+    List<TransferResult> results = runFlow(requests, StreamSettings.defaults().withMaxBatchTasks(8));
     assertEquals(5, results.size());
     assertEquals(io.orbite.engine.ErrorKind.INVALID_ARGUMENT, results.get(2).result().errorKind());
     for (int i : new int[] {0, 1, 3, 4}) {
@@ -330,6 +322,12 @@ class TransferStreamsIT {
       assertTrue(batch.await(Duration.ofSeconds(30)).allCompleted());
       batch.free();
     }
+  }
+
+  /** Runs {@code requests} through the flow and collects every result. */
+  private List<TransferResult> runFlow(List<TransferRequest> requests, StreamSettings settings) throws Exception {
+    return Source.from(requests).via(TransferStreams.flow(pair.requester, settings))
+        .runWith(Sink.seq(), streams).toCompletableFuture().get(60, TimeUnit.SECONDS);
   }
 
   /** The source region holds pattern {@code data}, the requester region guard pattern {@code guard}. */

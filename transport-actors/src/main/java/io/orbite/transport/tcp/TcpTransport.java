@@ -165,13 +165,14 @@ final class TcpTransport {
     ActorRef<TcpEndpoint.Closed> closedAdapter =
         ctx.messageAdapter(TcpEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
     endpoints.values().forEach(e -> e.tell(new TcpEndpoint.Close(closedAdapter)));
-    return stopping(m.replyTo());
+    return stopping(new ArrayList<>(List.of(m.replyTo())));
   }
 
-  private Behavior<TransportCommand> stopping(ActorRef<TransportCommand.ShutdownDone> replyTo) {
+  /** Every endpoint and source lane closing; each Shutdown is answered when they all have. */
+  private Behavior<TransportCommand> stopping(List<ActorRef<TransportCommand.ShutdownDone>> replyTo) {
     answerSideClosers();
     if (endpoints.isEmpty() && sourceLanes.isEmpty()) {
-      replyTo.tell(new TransportCommand.ShutdownDone("TCP"));
+      replyTo.forEach(r -> r.tell(new TransportCommand.ShutdownDone("TCP")));
       return Behaviors.stopped();
     }
     return Behaviors.receive(TransportCommand.class)
@@ -196,7 +197,10 @@ final class TcpTransport {
           m.replyTo().tell(new TransportCommand.PeerOpenFailed(io.orbite.engine.ErrorKind.UNAVAILABLE, "TCP transport is stopping"));
           return Behaviors.same();
         })
-        .onMessage(TransportCommand.Shutdown.class, m -> Behaviors.same())
+        .onMessage(TransportCommand.Shutdown.class, m -> {
+          replyTo.add(m.replyTo());
+          return Behaviors.same();
+        })
         .onMessage(TransportCommand.CloseRequesterSide.class, m -> {
           requesterClosers.add(m.replyTo());
           return stopping(replyTo);

@@ -29,6 +29,8 @@ import java.util.List;
  * @param endpoints peer endpoints (opened segments) charged
  * @param registrations registered ranges (visible to peers while running; retained after close)
  * @param loans loans workers hold on those ranges
+ * @param quarantined owners that could not prove their drain within the destruction window, with
+ *     what each retains (C5, C7); they stay listed after close until their workers let go
  */
 public record EngineOwed(
     String engine,
@@ -39,7 +41,12 @@ public record EngineOwed(
     long bytesInFlight,
     int endpoints,
     int registrations,
-    long loans) {
+    long loans,
+    List<QuarantinedOwner> quarantined) {
+
+  public EngineOwed {
+    quarantined = List.copyOf(quarantined);
+  }
 
   /** Where the engine is in its life when the figures were taken. */
   public enum Phase {
@@ -48,20 +55,24 @@ public record EngineOwed(
     CLOSED
   }
 
-  /** Whether nothing at all is charged: no batch, task, byte, endpoint, registration or loan. */
+  /** Whether nothing at all is charged: no batch, task, byte, endpoint, registration, loan or quarantined owner. */
   public boolean isClear() {
     return batches == 0 && tasksInFlight == 0 && bytesInFlight == 0 && endpoints == 0 && registrations == 0
-        && loans == 0;
+        && loans == 0 && quarantined.isEmpty();
   }
 
-  /** Whether no work is outstanding: no task or byte in flight and no loan (batches, endpoints and registrations may remain). */
+  /**
+   * Whether no work is outstanding: no task or byte in flight, no loan and no quarantined owner
+   * (batches, endpoints and registrations may remain).
+   */
   public boolean isIdle() {
-    return tasksInFlight == 0 && bytesInFlight == 0 && loans == 0;
+    return tasksInFlight == 0 && bytesInFlight == 0 && loans == 0 && quarantined.isEmpty();
   }
 
   /**
    * For example {@code "engine a@127.0.0.1:4000@1f (running): 2 batch(es), 5 task(s) / 1048576 B in
-   * flight, 1 endpoint(s), 3 registration(s) with 5 loan(s)"}.
+   * flight, 1 endpoint(s), 3 registration(s) with 5 loan(s)"}, followed by one line per quarantined
+   * owner.
    */
   @Override
   public String toString() {
@@ -79,6 +90,11 @@ public record EngineOwed(
     parts.add(endpoints + " endpoint(s)");
     parts.add(registrations + (phase == Phase.CLOSED ? " retained registration(s)" : " registration(s)") + " with "
         + loans + " loan(s)");
-    return b.append(String.join(", ", parts)).toString();
+    b.append(String.join(", ", parts));
+    if (!quarantined.isEmpty()) {
+      b.append("; ").append(quarantined.size()).append(" quarantined owner(s):");
+      quarantined.forEach(q -> b.append(System.lineSeparator()).append("  ").append(q));
+    }
+    return b.toString();
   }
 }

@@ -10,6 +10,8 @@ import io.orbite.engine.registry.Registry;
 import io.orbite.engine.registry.RegistryView;
 import io.orbite.engine.segment.SegmentTable;
 import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.FaultHooks;
+import io.orbite.engine.spi.QuarantineLedger;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -17,6 +19,7 @@ import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -65,6 +68,7 @@ public final class TransferEngine implements AutoCloseable {
   private final EngineCounters counters;
   private final Scheduler scheduler;
   private final RegistryView view;
+  private final QuarantineLedger quarantine;
   private volatile boolean closed;
   /** The engine's own shutdown (guardian drained and stopped), shared by every closer; null while running. */
   private final AtomicReference<CompletableFuture<Void>> shutdown = new AtomicReference<>();
@@ -74,13 +78,16 @@ public final class TransferEngine implements AutoCloseable {
   private volatile Budgets.Usage lastUsage = new Budgets.Usage(0, 0, 0, 0);
   /** Registrations visible when the close began (and later reads while closing), to report retained memory. */
   private final Map<Long, Registration> atClose = new ConcurrentHashMap<>();
+  /** Ranges whose unregister answered UNQUIESCED: hidden, but retained while workers hold loans. */
+  private final Map<Long, Registration> unquiesced = new ConcurrentHashMap<>();
   /** This engine's CoordinatedShutdown task; cancelled once the engine has closed. */
   private volatile Cancellable shutdownTask;
 
   private TransferEngine(
       EngineConfig config, ActorSystem<?> system, boolean ownsSystem, ActorRef<EngineGuardian.Command> guardian,
-      EngineCounters counters, RegistryView view) {
+      EngineCounters counters, RegistryView view, QuarantineLedger quarantine) {
     this.config = config;
+    this.quarantine = quarantine;
     this.system = system;
     this.ownsSystem = ownsSystem;
     this.guardian = guardian;
@@ -96,13 +103,22 @@ public final class TransferEngine implements AutoCloseable {
    * that system (or running its CoordinatedShutdown) closes the engine first.
    */
   public static TransferEngine start(EngineConfig config) {
-    Parts parts = prepare(config);
+    return start(config, FaultHooks.NONE);
+  }
+
+  /**
+   * {@link #start(EngineConfig)} with fault-injection hooks in the workers' data path. For
+   * qualification tests that must hold a worker or break one connection; never needed in production.
+   */
+  public static TransferEngine start(EngineConfig config, FaultHooks hooks) {
+    Parts parts = prepare(config, hooks);
     ActorSystem<EngineGuardian.Command> system = ActorSystem.create(
-        EngineGuardian.create(config, parts.listener, parts.self, parts.view, parts.counters), config.name(),
+        EngineGuardian.create(config, parts.listener, parts.self, parts.view, parts.counters, parts.quarantine,
+            parts.hooks), config.name(),
         ConfigFactory.load());
     TransferEngine engine;
     try {
-      engine = new TransferEngine(config, system, true, system, parts.counters, parts.view);
+      engine = new TransferEngine(config, system, true, system, parts.counters, parts.view, parts.quarantine);
     } catch (RuntimeException e) {
       system.terminate();
       throw e;
@@ -117,11 +133,13 @@ public final class TransferEngine implements AutoCloseable {
    * that closes it when the host shuts down; closing the engine earlier removes that task.
    */
   public static TransferEngine spawn(ActorSystem<?> host, EngineConfig config) {
-    Parts parts = prepare(config);
+    Parts parts = prepare(config, FaultHooks.NONE);
     ActorRef<EngineGuardian.Command> guardian = host.systemActorOf(
-        EngineGuardian.create(config, parts.listener, parts.self, parts.view, parts.counters),
+        EngineGuardian.create(config, parts.listener, parts.self, parts.view, parts.counters, parts.quarantine,
+            parts.hooks),
         "orbite-" + config.name() + "-" + Long.toHexString(parts.self.epoch()), Props.empty());
-    TransferEngine engine = new TransferEngine(config, host, false, guardian, parts.counters, parts.view);
+    TransferEngine engine = new TransferEngine(config, host, false, guardian, parts.counters, parts.view,
+        parts.quarantine);
     engine.joinCoordinatedShutdown();
     return engine;
   }
@@ -292,16 +310,19 @@ public final class TransferEngine implements AutoCloseable {
           int registrations;
           long loans;
           if (phase == EngineOwed.Phase.RUNNING) {
-            registrations = visible.size();
-            loans = visible.values().stream().mapToLong(Registration::loans).sum();
+            unquiesced.values().removeIf(Registration::released);
+            registrations = visible.size() + unquiesced.size();
+            loans = visible.values().stream().mapToLong(Registration::loans).sum()
+                + unquiesced.values().stream().mapToLong(Registration::loans).sum();
           } else {
+            atClose.putAll(unquiesced);
             // Closing: the Registry may already have hidden everything; count what is not yet released.
             atClose.putAll(visible);
             registrations = (int) atClose.values().stream().filter(r -> !r.released()).count();
             loans = atClose.values().stream().filter(r -> !r.released()).mapToLong(Registration::loans).sum();
           }
           return new EngineOwed(identity(), phase, usage != null, u.batches(), u.tasks(), u.bytes(), u.endpoints(),
-              registrations, loans);
+              registrations, loans, quarantine.list());
         })
         .toCompletableFuture();
   }
@@ -321,6 +342,7 @@ public final class TransferEngine implements AutoCloseable {
 
   /** After a confirmed close the budgets ended with the engine; only memory retained under loans remains. */
   private EngineOwed closedOwed() {
+    atClose.putAll(unquiesced);
     int retained = 0;
     long loans = 0;
     for (Registration r : atClose.values()) {
@@ -329,12 +351,13 @@ public final class TransferEngine implements AutoCloseable {
         loans += r.loans();
       }
     }
-    return new EngineOwed(identity(), EngineOwed.Phase.CLOSED, true, 0, 0, 0, 0, retained, loans);
+    return new EngineOwed(identity(), EngineOwed.Phase.CLOSED, true, 0, 0, 0, 0, retained, loans, quarantine.list());
   }
 
-  private record Parts(ServerSocketChannel listener, SegmentDescriptor self, RegistryView view, EngineCounters counters) {}
+  private record Parts(ServerSocketChannel listener, SegmentDescriptor self, RegistryView view, EngineCounters counters,
+      QuarantineLedger quarantine, FaultHooks hooks) {}
 
-  private static Parts prepare(EngineConfig config) {
+  private static Parts prepare(EngineConfig config, FaultHooks hooks) {
     long epoch;
     do {
       epoch = EPOCHS.nextLong();
@@ -349,7 +372,8 @@ public final class TransferEngine implements AutoCloseable {
     }
     int port = ((InetSocketAddress) listener.socket().getLocalSocketAddress()).getPort();
     String host = config.listen().host().equals("0.0.0.0") ? "127.0.0.1" : config.listen().host();
-    return new Parts(listener, new SegmentDescriptor(host, port, epoch), new RegistryView(), new EngineCounters());
+    return new Parts(listener, new SegmentDescriptor(host, port, epoch), new RegistryView(), new EngineCounters(),
+        new QuarantineLedger(), java.util.Objects.requireNonNull(hooks, "hooks"));
   }
 
   public EngineConfig config() {
@@ -448,8 +472,23 @@ public final class TransferEngine implements AutoCloseable {
             handles.registry(), replyTo -> new Registry.Unregister(memory.regionId(), replyTo), wait, scheduler)
         .thenApply(reply -> switch (reply) {
           case Registry.Unregistered u -> null;
-          case Registry.UnregisterFailed f -> throw new TransferException(f.kind(), "unregister: " + f.detail());
+          case Registry.UnregisterFailed f -> {
+            if (f.kind() == ErrorKind.UNQUIESCED) {
+              // Hidden but retained under a worker's loan: still owed until the loan comes back.
+              unquiesced.put(memory.regionId(), memory.registration());
+            }
+            throw new TransferException(f.kind(), "unregister: " + f.detail());
+          }
         });
+  }
+
+  /**
+   * The segment table (C9): every peer incarnation this engine opened that is still active or still
+   * referenced by a {@link RemoteSegment}, with its state and reference count.
+   */
+  public List<PeerEntry> peers() {
+    return Batch.join(AskPattern.<SegmentTable.Command, List<PeerEntry>>ask(
+        handles.segmentTable(), SegmentTable.GetPeers::new, CONTROL_TIMEOUT, scheduler), CONTROL_TIMEOUT, "peers");
   }
 
   /** Describes the peer at {@code endpoint} ({@code host:port}) and opens its current incarnation. */
@@ -560,20 +599,25 @@ public final class TransferEngine implements AutoCloseable {
     });
   }
 
-  /** Stops serving and requesting, closes transports and, if the engine owns it, its ActorSystem. */
-  public void close(Duration timeout) {
-    Batch.join(closeAsync(timeout), timeout.plusSeconds(5), "close");
+  /**
+   * Stops serving and requesting, closes transports and, if the engine owns it, its ActorSystem.
+   * Returns what is still owed afterwards: after a clean close nothing; otherwise the memory kept
+   * under loans and every quarantined owner ({@link EngineOwed#quarantined()}). Can be called again;
+   * a later call reports the same way what is still retained.
+   */
+  public EngineOwed close(Duration timeout) {
+    return Batch.join(closeAsync(timeout), timeout.plusSeconds(5), "close");
   }
 
   /**
    * Closes the engine (see {@link #close(Duration)}); idempotent: once a close has begun, by this
-   * method or by CoordinatedShutdown, a later call returns a completed stage at once. Fails with
-   * TIMEOUT if the engine does not confirm its close within {@code timeout}; {@link #owed()} then
-   * says what it still holds.
+   * method or by CoordinatedShutdown, a later call completes at once with what is still owed.
+   * Fails with TIMEOUT if the engine does not confirm its close within {@code timeout}; {@link
+   * #owed()} then says what it still holds.
    */
-  public CompletionStage<Void> closeAsync(Duration timeout) {
+  public CompletionStage<EngineOwed> closeAsync(Duration timeout) {
     if (closed) {
-      return CompletableFuture.completedFuture(null);
+      return owedAsync();
     }
     return shutdownEngine().copy()
         .orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS)
@@ -589,11 +633,24 @@ public final class TransferEngine implements AutoCloseable {
           }
           system.terminate();
           return system.getWhenTerminated().thenApply(d -> (Void) null);
-        });
+        })
+        .thenCompose(done -> owedAsync());
   }
 
+  /**
+   * The owners that could not prove their drain within the destruction window and keep what they
+   * hold (C5, C7); see {@link QuarantinedOwner}. Empty on a healthy engine; still answers after close.
+   */
+  public List<QuarantinedOwner> quarantined() {
+    return quarantine.list();
+  }
+
+  /** {@link #close(Duration)} with 30 s; what is still owed afterwards is logged, not returned. */
   @Override
   public void close() {
-    close(Duration.ofSeconds(30));
+    EngineOwed owed = close(Duration.ofSeconds(30));
+    if (!owed.isClear()) {
+      LOG.warn("closed with resources retained: {}", owed);
+    }
   }
 }

@@ -2,32 +2,40 @@ package io.orbite.engine.batch;
 
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.registry.Registration;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptSink;
 import io.orbite.engine.spi.TaskWork;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.StashBuffer;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 
 /**
  * One batch: owns its tasks' states, the drain ledger and their budget charges. Child of the
  * EngineGuardian, one per {@code allocateBatch}. Receipts arrive from transport lanes in bulk.
  *
  * <p>States: {@link #open} (accepts submissions), {@link #admitting} (waiting for Admission;
- * later messages are stashed so submissions keep their order), and after {@code free} the actor
- * stops. A batch with pending tasks refuses {@code free} with BATCH_BUSY.
+ * later messages are stashed so submissions keep their order), {@link #quarantined} (some task's
+ * workers did not let go within the destruction window after its deadline: those tasks are
+ * reported UNQUIESCED, their loans and budget charges stay, the batch is listed in the engine's
+ * quarantine; it returns to open if the late receipts arrive), and after {@code free} the actor
+ * stops. A batch with pending or held tasks refuses {@code free} with BATCH_BUSY.
  */
 public final class BatchActor {
   public sealed interface Command {}
@@ -62,6 +70,11 @@ public final class BatchActor {
 
   private record AdmissionFailed(Submit submit, Throwable cause) implements Command {}
 
+  /** Time to look for tasks whose workers did not drain within the window after their deadline. */
+  private enum Watchdog implements Command {
+    INSTANCE
+  }
+
   /** The sink lanes report into; cancellation is a volatile flag they check before sending. */
   static final class Sink implements ReceiptSink {
     private final ActorRef<Command> batch;
@@ -86,39 +99,86 @@ public final class BatchActor {
   private final ActorRef<Admission.Command> admission;
   private final EngineCounters counters;
   private final long defaultDeadlineNanos;
+  private final long destructionWindowNanos;
+  private final QuarantineLedger quarantine;
+  private final TimerScheduler<Command> timers;
   private final TaskLedger ledger;
   private final Sink sink;
   private final List<ActorRef<BatchStatus>> idleWaiters = new ArrayList<>();
+  /** UNQUIESCED tasks still held, readable by the quarantine ledger from any thread. */
+  private final AtomicInteger heldTasks = new AtomicInteger();
+  private long watchdogAtNanos = Long.MAX_VALUE;
 
   private BatchActor(
       ActorContext<Command> ctx,
+      TimerScheduler<Command> timers,
       int capacity,
       ActorRef<Admission.Command> admission,
       EngineCounters counters,
-      Duration defaultDeadline) {
+      Duration defaultDeadline,
+      Duration destructionWindow,
+      QuarantineLedger quarantine) {
     this.ctx = ctx;
+    this.timers = timers;
     this.admission = admission;
     this.counters = counters;
     this.defaultDeadlineNanos = defaultDeadline.toNanos();
+    this.destructionWindowNanos = destructionWindow.toNanos();
+    this.quarantine = quarantine;
     this.ledger = new TaskLedger(capacity);
     this.sink = new Sink(ctx.getSelf());
   }
 
-  /** A batch whose slot in the batches budget is already charged. */
+  /**
+   * A batch whose slot in the batches budget is already charged.
+   *
+   * @param destructionWindow how long after a task's deadline its workers may take to let go before
+   *     the task is reported UNQUIESCED and the batch is quarantined
+   */
   public static Behavior<Command> create(
-      int capacity, ActorRef<Admission.Command> admission, EngineCounters counters, Duration defaultDeadline) {
-    return Behaviors.withStash(1024, stash -> Behaviors.setup(ctx ->
-        new BatchActor(ctx, capacity, admission, counters, defaultDeadline).open(stash)));
+      int capacity, ActorRef<Admission.Command> admission, EngineCounters counters, Duration defaultDeadline,
+      Duration destructionWindow, QuarantineLedger quarantine) {
+    return Behaviors.withStash(1024, stash -> Behaviors.withTimers(timers -> Behaviors.setup(ctx ->
+        new BatchActor(ctx, timers, capacity, admission, counters, defaultDeadline, destructionWindow, quarantine)
+            .ready(stash))));
+  }
+
+  /** {@link #open} or, while tasks are held past the destruction window, {@link #quarantined}. */
+  private Behavior<Command> ready(StashBuffer<Command> stash) {
+    return ledger.held() > 0 ? quarantined(stash) : open(stash);
   }
 
   private Behavior<Command> open(StashBuffer<Command> stash) {
     return Behaviors.receive(Command.class)
         .onMessage(Submit.class, m -> onSubmit(m, stash))
-        .onMessage(Deliver.class, this::onDeliver)
+        .onMessage(Deliver.class, d -> onDeliver(d, stash))
         .onMessage(AwaitIdle.class, this::onAwaitIdle)
         .onMessage(GetStatus.class, this::onGetStatus)
         .onMessageEquals(Cancel.INSTANCE, this::onCancel)
+        .onMessageEquals(Watchdog.INSTANCE, () -> onWatchdog(stash))
         .onMessage(Free.class, this::onFree)
+        .build();
+  }
+
+  /**
+   * Some tasks' workers did not let go within the destruction window: their loans and budget
+   * charges stay and {@code free} answers BATCH_BUSY. Other tasks and new submissions still run.
+   */
+  private Behavior<Command> quarantined(StashBuffer<Command> stash) {
+    return Behaviors.receive(Command.class)
+        .onMessage(Submit.class, m -> onSubmit(m, stash))
+        .onMessage(Deliver.class, d -> onDeliver(d, stash))
+        .onMessage(AwaitIdle.class, this::onAwaitIdle)
+        .onMessage(GetStatus.class, this::onGetStatus)
+        .onMessageEquals(Cancel.INSTANCE, this::onCancel)
+        .onMessageEquals(Watchdog.INSTANCE, () -> onWatchdog(stash))
+        .onMessage(Free.class, m -> {
+          m.replyTo().tell(new Refused(ErrorKind.BATCH_BUSY, "batch " + name() + " is quarantined: "
+              + ledger.held() + " task(s) (" + ledger.heldBytes() + " B) whose workers did not let go within the "
+              + "destruction window; their memory and charges are retained"
+              + (ledger.pending() > 0 ? ", and " + ledger.pending() + " task(s) are still pending" : "")));
+          return Behaviors.same();
+        })
         .build();
   }
 
@@ -127,9 +187,12 @@ public final class BatchActor {
         .onMessage(Admitted.class, m -> onAdmitted(m, stash))
         .onMessage(AdmissionFailed.class, m -> {
           m.submit().replyTo().tell(new Refused(ErrorKind.UNAVAILABLE, "admission did not answer: " + m.cause()));
-          return stash.unstashAll(open(stash));
+          return stash.unstashAll(ready(stash));
         })
-        .onMessage(Deliver.class, this::onDeliver)
+        .onMessage(Deliver.class, d -> {
+          onDeliver(d, stash);
+          return Behaviors.same();
+        })
         .onMessage(GetStatus.class, this::onGetStatus)
         .onAnyMessage(m -> {
           if (stash.isFull()) {
@@ -164,7 +227,7 @@ public final class BatchActor {
     if (!a.decision().granted()) {
       ErrorKind kind = a.decision().fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED;
       m.replyTo().tell(new Refused(kind, a.decision().refusal()));
-      return stash.unstashAll(open(stash));
+      return stash.unstashAll(ready(stash));
     }
     int first = ledger.size();
     long now = System.nanoTime();
@@ -174,14 +237,14 @@ public final class BatchActor {
     for (TransferRequest r : m.requests()) {
       Registration local = r.local().registration();
       boolean loaned = local.tryLoan();
-      int i = ledger.add(r.op(), r.lengthBytes(), loaned ? local : null);
+      long deadline = now + (r.deadline() != null ? r.deadline().toNanos() : defaultDeadlineNanos);
+      int i = ledger.add(r.op(), r.lengthBytes(), loaned ? local : null, deadline);
       if (!loaned) {
         ledger.failUnsent(i, ErrorKind.INVALID_ARGUMENT, "local region " + local.regionId() + " was unregistered");
         releasedTasks++;
         releasedBytes += r.lengthBytes();
         continue;
       }
-      long deadline = now + (r.deadline() != null ? r.deadline().toNanos() : defaultDeadlineNanos);
       PeerChannel channel = r.remote().channel();
       TaskWork work = new TaskWork(sink, i, r.op(),
           local.segment().asSlice(r.localOffset(), r.lengthBytes()), r.regionId(), r.remoteOffset(),
@@ -198,15 +261,72 @@ public final class BatchActor {
     }
     m.replyTo().tell(new Accepted(first));
     notifyIfIdle();
-    return stash.unstashAll(open(stash));
+    armWatchdog();
+    return stash.unstashAll(ready(stash));
   }
 
-  private Behavior<Command> onDeliver(Deliver d) {
+  /** Sets the watchdog for the earliest pending deadline plus the destruction window. */
+  private void armWatchdog() {
+    long earliest = ledger.earliestPendingDeadline();
+    if (earliest == Long.MAX_VALUE) {
+      timers.cancel(Watchdog.INSTANCE);
+      watchdogAtNanos = Long.MAX_VALUE;
+      return;
+    }
+    long at = earliest + destructionWindowNanos;
+    if (watchdogAtNanos != Long.MAX_VALUE && watchdogAtNanos - at <= 0 && timers.isTimerActive(Watchdog.INSTANCE)) {
+      return;
+    }
+    watchdogAtNanos = at;
+    long delay = Math.max(1_000_000L, at - System.nanoTime() + 1_000_000L);
+    timers.startSingleTimer(Watchdog.INSTANCE, Duration.ofNanos(delay));
+  }
+
+  /**
+   * Tasks still pending a destruction window after their deadline: the lane that owns them could
+   * not be shown to have stopped touching their memory (it did not even fail them at the deadline).
+   * They are reported UNQUIESCED and the batch is quarantined, keeping their loans and charges.
+   */
+  private Behavior<Command> onWatchdog(StashBuffer<Command> stash) {
+    watchdogAtNanos = Long.MAX_VALUE;
+    int n = ledger.quarantineOverdue(System.nanoTime(), destructionWindowNanos,
+        "its worker did not let go of its memory within the destruction window (" + destructionWindowNanos / 1_000_000
+            + " ms) after its deadline; memory and charges retained");
+    if (n > 0) {
+      heldTasks.set(ledger.held());
+      counters.tasksFailed.add(n);
+      counters.tasksUnquiesced.add(n);
+      ctx.getLog().error("batch {}: {} task(s) UNQUIESCED; the batch is quarantined ({} task(s), {} B retained)",
+          name(), n, ledger.held(), ledger.heldBytes());
+      quarantine.enter(new QuarantinedOwner(name(), QuarantinedOwner.Kind.BATCH,
+          ledger.held() + " task(s) whose workers did not let go within the destruction window after their deadline",
+          ledger.held(), ledger.heldBytes(), Instant.now()), () -> heldTasks.get() > 0);
+      notifyIfIdle();
+    }
+    armWatchdog();
+    return ready(stash);
+  }
+
+  private String name() {
+    return ctx.getSelf().path().name();
+  }
+
+  private Behavior<Command> onDeliver(Deliver d, StashBuffer<Command> stash) {
     int finished = 0;
     long finishedBytes = 0;
     long completedBytes = 0;
     int completed = 0;
+    int lateTasks = 0;
+    long lateBytes = 0;
     for (Receipt r : d.receipts()) {
+      if (ledger.isHeld(r.taskIndex())) {
+        long length = ledger.applyLate(r);
+        if (length >= 0) {
+          lateTasks++;
+          lateBytes += length;
+        }
+        continue;
+      }
       long length = ledger.apply(r);
       if (length >= 0) {
         finished++;
@@ -223,6 +343,17 @@ public final class BatchActor {
       counters.bytesCompleted.add(completedBytes);
       counters.tasksFailed.add(finished - completed);
       notifyIfIdle();
+      armWatchdog();
+    }
+    if (lateTasks > 0) {
+      // Workers of UNQUIESCED tasks let go at last: return their charges (their loans are back).
+      admission.tell(new Admission.ReleaseTasks(lateTasks, lateBytes));
+      heldTasks.set(ledger.held());
+      if (ledger.held() == 0) {
+        quarantine.leave(name());
+        ctx.getLog().info("batch {}: the workers of its UNQUIESCED tasks let go; no longer quarantined", name());
+      }
+      return ready(stash);
     }
     return Behaviors.same();
   }

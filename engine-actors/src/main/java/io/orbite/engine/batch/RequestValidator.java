@@ -40,6 +40,9 @@ public final class RequestValidator {
     if (r.remote() == null) {
       throw invalid(i, "remote segment is null");
     }
+    if (r.remote().isClosed()) {
+      throw invalid(i, "remote segment " + r.remote().descriptor() + " was closed; open the segment again");
+    }
     if (r.lengthBytes() <= 0) {
       throw invalid(i, "length must be positive, got " + r.lengthBytes());
     }

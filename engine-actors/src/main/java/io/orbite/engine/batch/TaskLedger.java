@@ -14,7 +14,9 @@ import java.util.List;
  * The per-task drain ledger of one batch: how many receipts each task still owes, what they said,
  * and the local loan it holds. Plain data owned by the Batch actor; a task turns terminal only
  * when its last receipt arrives, so a failure is never reported while a worker may still touch
- * its memory (C5).
+ * its memory (C5). A task whose receipts have not all arrived within the destruction window after
+ * its deadline is reported UNQUIESCED: terminal for the caller, but it keeps its loan (and the
+ * batch keeps its charge) until the late receipts prove its workers let go.
  */
 final class TaskLedger {
   private final Op[] op;
@@ -29,8 +31,12 @@ final class TaskLedger {
   private final Registration[] loan;
   private final long[] admittedNanos;
   private final long[] elapsedNanos;
+  private final long[] deadlineNanos;
   private int size;
   private int pending;
+  /** UNQUIESCED tasks whose workers have not let go yet. */
+  private int held;
+  private long heldBytes;
 
   TaskLedger(int capacity) {
     op = new Op[capacity];
@@ -45,6 +51,7 @@ final class TaskLedger {
     loan = new Registration[capacity];
     admittedNanos = new long[capacity];
     elapsedNanos = new long[capacity];
+    deadlineNanos = new long[capacity];
   }
 
   int size() {
@@ -59,16 +66,93 @@ final class TaskLedger {
     return pending;
   }
 
+  /** UNQUIESCED tasks still waiting for their workers to let go (loans and charges retained). */
+  int held() {
+    return held;
+  }
+
+  long heldBytes() {
+    return heldBytes;
+  }
+
   /** Adds a pending task and returns its index; the caller then sets its owed receipts. */
-  int add(Op taskOp, long taskLength, Registration localLoan) {
+  int add(Op taskOp, long taskLength, Registration localLoan, long taskDeadlineNanos) {
     int i = size++;
     op[i] = taskOp;
     length[i] = taskLength;
     state[i] = TaskState.PENDING;
     loan[i] = localLoan;
     admittedNanos[i] = System.nanoTime();
+    deadlineNanos[i] = taskDeadlineNanos;
     pending++;
     return i;
+  }
+
+  /** The earliest deadline among pending tasks, or {@link Long#MAX_VALUE} if none is pending. */
+  long earliestPendingDeadline() {
+    long earliest = Long.MAX_VALUE;
+    boolean any = false;
+    for (int i = 0; i < size; i++) {
+      if (state[i] == TaskState.PENDING && owed[i] > 0 && (!any || deadlineNanos[i] - earliest < 0)) {
+        earliest = deadlineNanos[i];
+        any = true;
+      }
+    }
+    return any ? earliest : Long.MAX_VALUE;
+  }
+
+  /**
+   * Reports UNQUIESCED every pending task whose deadline passed more than {@code windowNanos} ago:
+   * its workers could not be shown to have stopped touching its memory. Its loan stays held.
+   *
+   * @return how many tasks were quarantined now
+   */
+  int quarantineOverdue(long now, long windowNanos, String why) {
+    int n = 0;
+    for (int i = 0; i < size; i++) {
+      if (state[i] == TaskState.PENDING && owed[i] > 0 && now - deadlineNanos[i] - windowNanos > 0) {
+        state[i] = TaskState.UNQUIESCED;
+        error[i] = ErrorKind.UNQUIESCED;
+        detail[i] = why;
+        if (op[i] == Op.WRITE) {
+          // Its bytes may or may not have reached the peer, and may still be on their way.
+          ambiguous[i] = true;
+        }
+        elapsedNanos[i] = now - admittedNanos[i];
+        pending--;
+        held++;
+        heldBytes += length[i];
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Whether task {@code i} is UNQUIESCED and still owes receipts. */
+  boolean isHeld(int i) {
+    return i >= 0 && i < size && state[i] == TaskState.UNQUIESCED && owed[i] > 0;
+  }
+
+  /**
+   * Applies a late receipt of an UNQUIESCED task; its reported outcome does not change.
+   *
+   * @return the task's length once its last receipt arrived (its loan is returned), else -1
+   */
+  long applyLate(Receipt r) {
+    int i = r.taskIndex();
+    if (!isHeld(i)) {
+      throw new IllegalStateException("late receipt for task " + i + " that owes nothing: " + r);
+    }
+    if (--owed[i] > 0) {
+      return -1;
+    }
+    if (loan[i] != null) {
+      loan[i].returnLoan();
+      loan[i] = null;
+    }
+    held--;
+    heldBytes -= length[i];
+    return length[i];
   }
 
   void owe(int i, int receipts) {
@@ -148,7 +232,8 @@ final class TaskLedger {
       effect = RemoteEffect.NONE;
     }
     long bytes = state[i] == TaskState.COMPLETED ? length[i] : 0;
-    return new TaskResult(i, state[i], bytes, error[i], effect, terminal, detail[i] == null ? "" : detail[i],
+    boolean drained = terminal && owed[i] == 0;
+    return new TaskResult(i, state[i], bytes, error[i], effect, drained, detail[i] == null ? "" : detail[i],
         elapsedNanos[i]);
   }
 }

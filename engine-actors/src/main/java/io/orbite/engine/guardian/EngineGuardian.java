@@ -10,6 +10,8 @@ import io.orbite.engine.registry.Registry;
 import io.orbite.engine.registry.RegistryView;
 import io.orbite.engine.segment.SegmentTable;
 import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.FaultHooks;
+import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.spi.TransportProvider;
@@ -94,6 +96,7 @@ public final class EngineGuardian {
   private final ActorContext<Command> ctx;
   private final EngineConfig config;
   private final EngineCounters counters;
+  private final QuarantineLedger quarantine;
   private final Handles handles;
   private final ActorRef<ControlService.Command> control;
   private long batchSequence;
@@ -106,15 +109,19 @@ public final class EngineGuardian {
       ServerSocketChannel listener,
       SegmentDescriptor self,
       RegistryView registryView,
-      EngineCounters counters) {
+      EngineCounters counters,
+      QuarantineLedger quarantine,
+      FaultHooks hooks) {
     this.ctx = ctx;
     this.config = config;
     this.counters = counters;
+    this.quarantine = quarantine;
     Executor blockingIo = ctx.getSystem().dispatchers().lookup(DispatcherSelector.fromConfig("orbite.blocking-io-dispatcher"));
     var registry = ctx.spawn(Registry.create(registryView, config.budgets().maxRegistrations(),
-        Duration.ofMillis(config.timeouts().destructionWindowMillis())), "registry");
+        Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine), "registry");
     var admission = ctx.spawn(Admission.create(config.budgets()), "admission");
-    TransportContext transportContext = new TransportContext(config, registryView, self.epoch(), blockingIo, counters);
+    TransportContext transportContext = new TransportContext(config, registryView, self.epoch(), blockingIo, counters,
+        quarantine, hooks);
     Map<Transport, ActorRef<TransportCommand>> transports = new EnumMap<>(Transport.class);
     for (TransportProvider provider : ServiceLoader.load(TransportProvider.class)) {
       if (provider.available() && !transports.containsKey(provider.kind())) {
@@ -135,11 +142,14 @@ public final class EngineGuardian {
 
   /**
    * @param listener the engine's bound listener; ownership passes to the ControlService
+   * @param quarantine where owners that cannot prove their drain are listed; outlives the actors
+   * @param hooks fault-injection points for qualification tests ({@link FaultHooks#NONE} otherwise)
    */
   public static Behavior<Command> create(
       EngineConfig config, ServerSocketChannel listener, SegmentDescriptor self, RegistryView registryView,
-      EngineCounters counters) {
-    return Behaviors.setup(ctx -> new EngineGuardian(ctx, config, listener, self, registryView, counters).running());
+      EngineCounters counters, QuarantineLedger quarantine, FaultHooks hooks) {
+    return Behaviors.setup(ctx ->
+        new EngineGuardian(ctx, config, listener, self, registryView, counters, quarantine, hooks).running());
   }
 
   private Behavior<Command> running() {
@@ -213,7 +223,8 @@ public final class EngineGuardian {
       return Behaviors.same();
     }
     var batch = ctx.spawn(BatchActor.create(slot.request().capacity(), handles.admission(), counters,
-        Duration.ofMillis(config.timeouts().defaultDeadlineMillis())), "batch-" + (++batchSequence));
+        Duration.ofMillis(config.timeouts().defaultDeadlineMillis()),
+        Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine), "batch-" + (++batchSequence));
     slot.request().replyTo().tell(new BatchSpawned(batch));
     return Behaviors.same();
   }

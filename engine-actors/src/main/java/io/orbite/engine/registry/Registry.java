@@ -2,10 +2,13 @@ package io.orbite.engine.registry;
 
 import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.spi.QuarantineLedger;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -53,27 +56,52 @@ public final class Registry {
     INSTANCE
   }
 
-  private record PendingRelease(Registration registration, long deadlineNanos, ActorRef<UnregisterReply> replyTo) {}
+  /** An unregistered range waiting for its loans; {@code quarantined} once the window passed. */
+  private static final class PendingRelease {
+    final Registration registration;
+    final long deadlineNanos;
+    final ActorRef<UnregisterReply> replyTo;
+    boolean quarantined;
+
+    PendingRelease(Registration registration, long deadlineNanos, ActorRef<UnregisterReply> replyTo) {
+      this.registration = registration;
+      this.deadlineNanos = deadlineNanos;
+      this.replyTo = replyTo;
+    }
+  }
 
   private static final Duration LOAN_POLL = Duration.ofMillis(1);
+  /** How often quarantined ranges are checked for a late return of their loans. */
+  private static final Duration QUARANTINE_POLL = Duration.ofMillis(100);
 
   private final RegistryView view;
   private final int maxRegistrations;
   private final long destructionWindowNanos;
   private final TimerScheduler<Command> timers;
+  private final QuarantineLedger quarantine;
   private final Map<Long, Registration> live = new HashMap<>();
   private final List<PendingRelease> releasing = new ArrayList<>();
   private long nextRegionId = 1;
+  private Duration currentPoll;
 
-  private Registry(RegistryView view, int maxRegistrations, Duration destructionWindow, TimerScheduler<Command> timers) {
+  private Registry(RegistryView view, int maxRegistrations, Duration destructionWindow, QuarantineLedger quarantine,
+      TimerScheduler<Command> timers) {
     this.view = view;
+    this.quarantine = quarantine;
     this.maxRegistrations = maxRegistrations;
     this.destructionWindowNanos = destructionWindow.toNanos();
     this.timers = timers;
   }
 
   public static Behavior<Command> create(RegistryView view, int maxRegistrations, Duration destructionWindow) {
-    return Behaviors.withTimers(timers -> new Registry(view, maxRegistrations, destructionWindow, timers).active());
+    return create(view, maxRegistrations, destructionWindow, new QuarantineLedger());
+  }
+
+  /** @param quarantine where ranges whose loans outlive the destruction window are listed */
+  public static Behavior<Command> create(
+      RegistryView view, int maxRegistrations, Duration destructionWindow, QuarantineLedger quarantine) {
+    return Behaviors.withTimers(
+        timers -> new Registry(view, maxRegistrations, destructionWindow, quarantine, timers).active());
   }
 
   private Behavior<Command> active() {
@@ -91,7 +119,7 @@ public final class Registry {
    */
   private Behavior<Command> onStop() {
     List<Registration> all = new ArrayList<>(live.values());
-    releasing.forEach(p -> all.add(p.registration()));
+    releasing.forEach(p -> all.add(p.registration));
     live.clear();
     view.publish(live);
     for (Registration r : all) {
@@ -132,26 +160,42 @@ public final class Registry {
   private Behavior<Command> onLoanTick() {
     long now = System.nanoTime();
     releasing.removeIf(p -> {
-      Registration r = p.registration();
+      Registration r = p.registration;
       if (r.loans() == 0) {
         r.release();
-        p.replyTo().tell(new Unregistered(r.regionId()));
+        if (p.quarantined) {
+          quarantine.leave(owner(r));
+        } else {
+          p.replyTo.tell(new Unregistered(r.regionId()));
+        }
         return true;
       }
-      if (now - p.deadlineNanos() > 0) {
-        // Workers still hold loans after the destruction window: the memory stays mapped and
-        // charged for the life of the process (quarantined), never freed under them.
-        p.replyTo().tell(new UnregisterFailed(
-            ErrorKind.UNQUIESCED, r + ": " + r.loans() + " loan(s) still held after the destruction window; memory retained"));
-        return true;
+      if (!p.quarantined && now - p.deadlineNanos > 0) {
+        // Workers still hold loans after the destruction window: the range is quarantined. Its
+        // memory stays mapped and charged, never freed under them; it is released if they let go.
+        p.quarantined = true;
+        String why = r.loans() + " loan(s) still held after the destruction window; memory retained";
+        quarantine.enter(new QuarantinedOwner(owner(r), QuarantinedOwner.Kind.REGISTRATION, why, 0,
+            r.segment().byteSize(), Instant.now()), () -> r.loans() > 0 && !r.released());
+        p.replyTo.tell(new UnregisterFailed(ErrorKind.UNQUIESCED, r + ": " + why));
       }
       return false;
     });
-    if (releasing.isEmpty()) {
-      timers.cancel(LoanTick.INSTANCE);
-    } else if (!timers.isTimerActive(LoanTick.INSTANCE)) {
-      timers.startTimerWithFixedDelay(LoanTick.INSTANCE, LOAN_POLL);
+    Duration poll = null;
+    if (!releasing.isEmpty()) {
+      // Poll fast while an unregister waits for its answer, slowly for quarantined ranges.
+      poll = releasing.stream().anyMatch(p -> !p.quarantined) ? LOAN_POLL : QUARANTINE_POLL;
     }
+    if (poll == null) {
+      timers.cancel(LoanTick.INSTANCE);
+    } else if (!poll.equals(currentPoll) || !timers.isTimerActive(LoanTick.INSTANCE)) {
+      timers.startTimerWithFixedDelay(LoanTick.INSTANCE, poll);
+    }
+    currentPoll = poll;
     return Behaviors.same();
+  }
+
+  private static String owner(Registration r) {
+    return "registration " + r.regionId();
   }
 }

@@ -1,6 +1,7 @@
 package io.orbite.engine.segment;
 
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.PeerEntry;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
@@ -13,6 +14,7 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -29,7 +31,13 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * asks the peer (Describe) for its current epoch, so a restarted peer is reached only through a
  * fresh open, under a fresh entry (C3).
  *
- * <p>States: {@link #active}.
+ * <p>Every {@link RemoteSegment} handed out is a counted reference to its entry, dropped by {@code
+ * close()} or by the garbage collector (a {@link java.lang.ref.Cleaner} tells this actor). An entry,
+ * with its table slot and endpoint charge, is reclaimed only when no RemoteSegment refers to it and
+ * its incarnation is fenced (replaced) or every lane to it has closed; a live, reachable entry is
+ * never dropped from under its users.
+ *
+ * <p>States: {@link #active}, {@link #fenced} (the requester side is closed: no new opens).
  */
 public final class SegmentTable {
   public sealed interface Command {}
@@ -62,13 +70,38 @@ public final class SegmentTable {
 
   private record Waiter(OpenSegment open, Description description) {}
 
+  /** A RemoteSegment referring to {@code channel}'s entry was closed or collected. */
+  private record Released(PeerChannel channel) implements Command {}
+
+  /** List the table's entries. */
+  public record GetPeers(ActorRef<List<PeerEntry>> replyTo) implements Command {}
+
+  /** One table entry: a channel to one peer incarnation and the RemoteSegments referring to it. */
+  private static final class Entry {
+    final SegmentDescriptor peer;
+    final PeerChannel channel;
+    int references;
+
+    Entry(SegmentDescriptor peer, PeerChannel channel) {
+      this.peer = peer;
+      this.channel = channel;
+    }
+
+    boolean reclaimable() {
+      return references == 0 && (!channel.active() || channel.fencedBecause() != null);
+    }
+  }
+
   private final ActorContext<Command> ctx;
   private final ActorRef<Admission.Command> admission;
   private final ActorRef<TransportCommand> transport;
   private final Executor blockingIo;
   private final int describeTimeoutMillis;
   private final int capacity;
-  private final Map<SegmentDescriptor, PeerChannel> entries = new HashMap<>();
+  /** Every entry, by channel: current, fenced or closed ones still referenced. */
+  private final Map<PeerChannel, Entry> entries = new IdentityHashMap<>();
+  /** The entry through which each incarnation is reached now. */
+  private final Map<SegmentDescriptor, Entry> current = new HashMap<>();
   private final Map<SegmentDescriptor, List<Waiter>> opening = new HashMap<>();
   /** The newest epoch each endpoint ({@code host:port}) answered with. */
   private final Map<String, Long> latestEpoch = new java.util.LinkedHashMap<>(16, 0.75f, true) {
@@ -123,6 +156,8 @@ public final class SegmentTable {
   /** The handlers every state shares: the steps of opens already under way. */
   private Behavior<Command> handling(org.apache.pekko.actor.typed.javadsl.BehaviorBuilder<Command> builder) {
     return builder
+        .onMessage(Released.class, this::onReleased)
+        .onMessage(GetPeers.class, this::onGetPeers)
         .onMessage(Described.class, this::onDescribed)
         .onMessage(EndpointCharged.class, this::onEndpointCharged)
         .onMessage(PeerReady.class, this::onPeerReady)
@@ -163,26 +198,28 @@ public final class SegmentTable {
           mismatch(d.open().endpoint(), d.open().expectedEpoch(), peer.epoch())));
       return Behaviors.same();
     }
-    PeerChannel existing = entries.get(peer);
-    if (existing != null && existing.active()) {
-      d.open().replyTo().tell(new Opened(new RemoteSegment(peer, d.description().regions(), existing)));
+    Entry existing = current.get(peer);
+    if (existing != null && existing.channel.active()) {
+      d.open().replyTo().tell(new Opened(handOut(existing, d.description())));
       return Behaviors.same();
     }
     if (existing != null) {
-      // Every lane of that endpoint has closed: retire the entry and its endpoint charge, then
-      // open the same incarnation afresh.
-      entries.remove(peer);
-      admission.tell(new Admission.ReleaseEndpoint());
+      // Every lane of that endpoint has closed: open the same incarnation afresh under a new entry;
+      // the old one is reclaimed once nothing refers to it.
+      current.remove(peer);
     }
     List<Waiter> waiters = opening.get(peer);
     if (waiters != null) {
       waiters.add(new Waiter(d.open(), d.description()));
       return Behaviors.same();
     }
-    retireClosedEntries();
+    retireReclaimable();
     if (entries.size() + opening.size() >= capacity) {
+      long held = entries.values().stream().filter(e -> e.references > 0 && !e.channel.active()
+          || e.references > 0 && e.channel.fencedBecause() != null).count();
       d.open().replyTo().tell(new OpenFailed(ErrorKind.RESOURCE_EXHAUSTED,
-          "peer segments: table of " + capacity + " entries is full; cannot open " + peer));
+          "peer segments: table of " + capacity + " entries is full (" + held + " of them fenced or closed but still "
+              + "referenced by RemoteSegments: close those); cannot open " + peer));
       return Behaviors.same();
     }
     opening.put(peer, new ArrayList<>(List.of(new Waiter(d.open(), d.description()))));
@@ -207,9 +244,11 @@ public final class SegmentTable {
 
   private Behavior<Command> onPeerReady(PeerReady m) {
     if (m.reply() instanceof TransportCommand.PeerOpened opened) {
-      entries.put(m.peer(), opened.channel());
+      Entry entry = new Entry(m.peer(), opened.channel());
+      entries.put(opened.channel(), entry);
+      current.put(m.peer(), entry);
       for (Waiter w : opening.remove(m.peer())) {
-        w.open().replyTo().tell(new Opened(new RemoteSegment(m.peer(), w.description().regions(), opened.channel())));
+        w.open().replyTo().tell(new Opened(handOut(entry, w.description())));
       }
     } else if (m.reply() instanceof TransportCommand.PeerOpenFailed failed) {
       admission.tell(new Admission.ReleaseEndpoint());
@@ -225,16 +264,46 @@ public final class SegmentTable {
   private void learnEpoch(SegmentDescriptor peer) {
     String key = peer.host() + ":" + peer.port();
     latestEpoch.put(key, peer.epoch());
-    var it = entries.entrySet().iterator();
+    var it = current.entrySet().iterator();
     while (it.hasNext()) {
       var e = it.next();
       SegmentDescriptor old = e.getKey();
       if (old.host().equals(peer.host()) && old.port() == peer.port() && old.epoch() != peer.epoch()) {
-        e.getValue().fence("the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch()));
+        e.getValue().channel.fence("the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch()));
         it.remove();
-        admission.tell(new Admission.ReleaseEndpoint());
       }
     }
+    retireReclaimable();
+  }
+
+  /** A counted reference to {@code entry}, dropped when the RemoteSegment is closed or collected. */
+  private RemoteSegment handOut(Entry entry, Description description) {
+    entry.references++;
+    ActorRef<Command> self = ctx.getSelf();
+    PeerChannel channel = entry.channel;
+    return new RemoteSegment(entry.peer, description.regions(), channel, () -> self.tell(new Released(channel)));
+  }
+
+  private Behavior<Command> onReleased(Released m) {
+    Entry entry = entries.get(m.channel());
+    if (entry != null) {
+      entry.references--;
+      retireReclaimable();
+    }
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onGetPeers(GetPeers m) {
+    List<PeerEntry> out = new ArrayList<>();
+    for (Entry e : entries.values()) {
+      String fenced = e.channel.fencedBecause();
+      PeerEntry.State state = fenced != null ? PeerEntry.State.FENCED
+          : e.channel.active() ? PeerEntry.State.ACTIVE : PeerEntry.State.CLOSED;
+      String detail = fenced != null ? fenced : state == PeerEntry.State.CLOSED ? "every lane to it has closed" : "";
+      out.add(new PeerEntry(e.peer, state, e.references, detail));
+    }
+    m.replyTo().tell(List.copyOf(out));
+    return Behaviors.same();
   }
 
   private static String key(InetSocketAddress address) {
@@ -246,14 +315,16 @@ public final class SegmentTable {
   }
 
   /**
-   * Drops entries whose endpoint has closed every lane, returning their table slot and endpoint
-   * charge, so a peer that went away does not hold a budget forever.
+   * Drops entries that nothing refers to any more and whose incarnation is fenced or whose lanes
+   * have all closed, returning their table slot and endpoint charge.
    */
-  private void retireClosedEntries() {
+  private void retireReclaimable() {
     var it = entries.values().iterator();
     while (it.hasNext()) {
-      if (!it.next().active()) {
+      Entry e = it.next();
+      if (e.reclaimable()) {
         it.remove();
+        current.remove(e.peer, e);
         admission.tell(new Admission.ReleaseEndpoint());
       }
     }

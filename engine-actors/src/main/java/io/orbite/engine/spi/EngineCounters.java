@@ -23,5 +23,10 @@ public final class EngineCounters {
   /** Requester side: bytes of completed tasks. */
   public final LongAdder bytesCompleted = new LongAdder();
   public final LongAdder tasksCompleted = new LongAdder();
+  /** Requester side: tasks that ended in any state but COMPLETED (UNQUIESCED ones included). */
   public final LongAdder tasksFailed = new LongAdder();
+  /** Requester side: tasks reported UNQUIESCED (their workers did not let go within the destruction window). */
+  public final LongAdder tasksUnquiesced = new LongAdder();
+  /** Requester side: READ frames sent again on another lane after their lane broke (C5: only after drain). */
+  public final LongAdder readRetries = new LongAdder();
 }

@@ -38,7 +38,19 @@ import java.util.Map;
 public final class EngineMain {
   private EngineMain() {}
 
-  public static void main(String[] args) throws Exception {
+  /** Runs the command loop; the process exits when it ends, however it ends (no lingering JVM). */
+  public static void main(String[] args) {
+    int status = 0;
+    try {
+      serve(args);
+    } catch (Throwable t) {
+      t.printStackTrace();
+      status = 1;
+    }
+    System.exit(status);
+  }
+
+  private static void serve(String[] args) throws Exception {
     org.slf4j.LoggerFactory.getLogger(EngineMain.class);
     EngineConfig config = EngineConfig.fromEnv().withName(args.length > 0 ? args[0] : "engine");
     PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);

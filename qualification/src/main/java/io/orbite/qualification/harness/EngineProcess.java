@@ -214,12 +214,18 @@ public final class EngineProcess implements AutoCloseable {
   public void close() {
     try {
       if (process.isAlive()) {
-        // A stopped process cannot answer QUIT; let it run first.
+        // A stopped process cannot answer QUIT; let it run first. Its answer is not awaited: a
+        // process that cannot close is ended below rather than waited on for ever.
         resume();
-        call("QUIT");
-        process.waitFor(30, TimeUnit.SECONDS);
+        synchronized (this) {
+          in.println("QUIT");
+          in.flush();
+        }
+        process.waitFor(40, TimeUnit.SECONDS);
       }
-    } catch (IOException | InterruptedException e) {
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (RuntimeException e) {
       // Fall through to the forced end below.
     } finally {
       if (process.isAlive()) {

@@ -334,7 +334,8 @@ class BudgetIT {
 
   /**
    * A requester whose budget fits one peer opens P1, moves bytes, and sees P1 close (its lanes end,
-   * tasks to it fail). Nothing holds P1 any more, so opening a new peer P2 must fit the budget.
+   * tasks to it fail). Once the caller lets go of its RemoteSegment, nothing holds P1's entry any
+   * more, so opening a new peer P2 must fit the budget (PeerTableIT covers letting go through the GC).
    */
   private void assertPeerBudgetComesBack(BudgetConfig budgets, String name) {
     List<TransferEngine> engines = new ArrayList<>();
@@ -360,6 +361,7 @@ class BudgetIT {
         }
       }
       assertRegion(mine.segment(), spans, SEED_LOCAL, "requester region after READs to a closed peer");
+      toP1.close();
 
       TransferEngine p2 = start(engines, EngineConfig.defaults().withName(name + "-p2"));
       RegisteredMemory p2Region = EnginePair.guarded(p2, 256 * KIB, Access.READ_WRITE, SEED_GONE);

@@ -4,6 +4,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
@@ -52,12 +53,15 @@ final class RequesterLane implements Runnable {
   private final long windowBytes;
   private final Consumer<Throwable> onEnd;
   private final EngineCounters counters;
+  private final FaultHooks hooks;
   private long lastSweepNanos;
 
   private final ConcurrentLinkedQueue<LaneFrame> incoming = new ConcurrentLinkedQueue<>();
   private final AtomicLong chargedBytes = new AtomicLong();
   private volatile boolean sleeping;
   private volatile boolean running = true;
+  /** Set as the lane thread leaves {@link #run}: it no longer touches any frame's memory. */
+  private volatile boolean ended;
 
   private final ArrayDeque<LaneFrame> waiting = new ArrayDeque<>();
   private final ArrayDeque<LaneFrame> inflight = new ArrayDeque<>();
@@ -83,8 +87,9 @@ final class RequesterLane implements Runnable {
 
   RequesterLane(
       String name, SocketChannel channel, long peerEpoch, long maxPayloadBytes, int windowFrames, long windowBytes,
-      EngineCounters counters, Consumer<Throwable> onEnd) throws IOException {
+      EngineCounters counters, FaultHooks hooks, Consumer<Throwable> onEnd) throws IOException {
     this.counters = counters;
+    this.hooks = hooks;
     this.name = name;
     this.channel = channel;
     this.peerEpoch = peerEpoch;
@@ -108,6 +113,11 @@ final class RequesterLane implements Runnable {
 
   boolean running() {
     return running;
+  }
+
+  /** Whether the lane thread has left its loop for good (it holds no frame's memory any more). */
+  boolean ended() {
+    return ended;
   }
 
   /** In-flight bytes charged to this lane, for lane selection. */
@@ -163,6 +173,7 @@ final class RequesterLane implements Runnable {
       closeQuietly();
       failEverything(cause);
       receipts.flush();
+      ended = true;
       onEnd.accept(cause);
     }
   }
@@ -337,7 +348,7 @@ final class RequesterLane implements Runnable {
     return n;
   }
 
-  private void handleHeader() throws FrameRejectedException {
+  private void handleHeader() throws FrameRejectedException, IOException {
     int at = receiveStart;
     FrameCodec.check(receive, at, FrameCodec.HEADER_BYTES, maxPayloadBytes);
     LaneFrame f = inflight.peekFirst();
@@ -370,6 +381,7 @@ final class RequesterLane implements Runnable {
     }
     f.received = 0;
     payloadFrame = f;
+    hooks.beforeReadPayload(name);
   }
 
   /** Moves READ payload bytes into local memory; -1 when the socket has nothing more now. */

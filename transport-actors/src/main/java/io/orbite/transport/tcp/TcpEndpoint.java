@@ -2,22 +2,28 @@ package io.orbite.transport.tcp;
 
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.slicing.SlicePlanner;
 import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.FaultHooks;
+import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.spi.TransportContext;
 import java.io.IOException;
 import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.Executor;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 
 /**
  * Owner of the persistent data lanes to one peer incarnation (endpoint, epoch). Child of the
@@ -25,8 +31,10 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * thread, which tells this actor when it ends.
  *
  * <p>States: {@link #opening} → {@link #active} → {@link #draining} (lanes closed, waiting for
- * every lane thread to end) → stopped. A lifecycle only moves forward; a peer reached again is a
- * fresh endpoint.
+ * every lane thread to end) → stopped; or, when a lane thread has not ended a destruction window
+ * after its socket was closed, {@link #quarantined}: closers are answered, the endpoint is listed
+ * in the engine's quarantine with the lanes it waits for, and it stops only once they end. A
+ * lifecycle only moves forward; a peer reached again is a fresh endpoint.
  */
 final class TcpEndpoint {
   sealed interface Command {}
@@ -48,29 +56,40 @@ final class TcpEndpoint {
     INSTANCE
   }
 
+  /** The destruction window since the lanes were closed has passed. */
+  private enum DrainOverdue implements Command {
+    INSTANCE
+  }
+
   private final ActorContext<Command> ctx;
+  private final TimerScheduler<Command> timers;
   private final SegmentDescriptor peer;
   private final EngineConfig config;
   private final long localEpoch;
   private final EngineCounters counters;
+  private final QuarantineLedger quarantine;
+  private final FaultHooks hooks;
+  private RequesterLane[] lanes = new RequesterLane[0];
 
-  private TcpEndpoint(ActorContext<Command> ctx, SegmentDescriptor peer, EngineConfig config, long localEpoch,
-      EngineCounters counters) {
+  private TcpEndpoint(ActorContext<Command> ctx, TimerScheduler<Command> timers, SegmentDescriptor peer,
+      TransportContext context) {
     this.ctx = ctx;
+    this.timers = timers;
     this.peer = peer;
-    this.config = config;
-    this.localEpoch = localEpoch;
-    this.counters = counters;
+    this.config = context.config();
+    this.localEpoch = context.localEpoch();
+    this.counters = context.counters();
+    this.quarantine = context.quarantine();
+    this.hooks = context.hooks();
   }
 
-  static Behavior<Command> create(SegmentDescriptor peer, EngineConfig config, long localEpoch, Executor blockingIo,
-      EngineCounters counters) {
-    return Behaviors.setup(ctx -> {
-      TcpEndpoint endpoint = new TcpEndpoint(ctx, peer, config, localEpoch, counters);
-      ctx.pipeToSelf(CompletableFuture.supplyAsync(endpoint::connectAll, blockingIo),
+  static Behavior<Command> create(SegmentDescriptor peer, TransportContext context) {
+    return Behaviors.withTimers(timers -> Behaviors.setup(ctx -> {
+      TcpEndpoint endpoint = new TcpEndpoint(ctx, timers, peer, context);
+      ctx.pipeToSelf(CompletableFuture.supplyAsync(endpoint::connectAll, context.blockingIo()),
           (channels, failure) -> new Connected(channels, failure));
       return endpoint.opening(new ArrayList<>(), new ArrayList<>());
-    });
+    }));
   }
 
   private List<SocketChannel> connectAll() {
@@ -112,13 +131,14 @@ final class TcpEndpoint {
     }
     List<SocketChannel> channels = m.channels();
     RequesterLane[] lanes = new RequesterLane[channels.size()];
+    this.lanes = lanes;
     ActorRef<Command> self = ctx.getSelf();
     try {
       for (int i = 0; i < lanes.length; i++) {
         int index = i;
         lanes[i] = new RequesterLane("lane " + i + " to " + peer, channels.get(i), peer.epoch(),
             config.tcp().maxFramePayloadBytes(), config.tcp().laneWindowFrames(), config.tcp().laneWindowBytes(),
-            counters, cause -> self.tell(new LaneEnded(index, cause)));
+            counters, hooks, cause -> self.tell(new LaneEnded(index, cause)));
       }
     } catch (IOException e) {
       channels.forEach(LaneConnector::closeQuietly);
@@ -171,6 +191,7 @@ final class TcpEndpoint {
     for (RequesterLane lane : lanes) {
       lane.close();
     }
+    timers.startSingleTimer(DrainOverdue.INSTANCE, Duration.ofMillis(config.timeouts().destructionWindowMillis()));
     return draining(lanesRunning, closers);
   }
 
@@ -181,6 +202,7 @@ final class TcpEndpoint {
     }
     return Behaviors.receive(Command.class)
         .onMessage(LaneEnded.class, m -> draining(lanesRunning - 1, closers))
+        .onMessageEquals(DrainOverdue.INSTANCE, () -> quarantine(lanesRunning, closers))
         .onMessageEquals(Fenced.INSTANCE, Behaviors::same)
         .onMessage(Close.class, m -> {
           closers.add(m.replyTo());
@@ -190,6 +212,52 @@ final class TcpEndpoint {
           m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "endpoint " + peer + " is closing"));
           return Behaviors.same();
         })
+        .build();
+  }
+
+  /**
+   * A lane thread has not ended a destruction window after its socket was closed: it cannot be
+   * shown to have stopped touching its frames' memory, so this endpoint is quarantined. Its closers
+   * are answered (the engine can finish closing around it), the loans its lanes' tasks hold stay
+   * with their batches, and the endpoint stays listed until every lane thread has ended.
+   */
+  private Behavior<Command> quarantine(int lanesRunning, List<ActorRef<Closed>> closers) {
+    List<String> stuck = new ArrayList<>();
+    for (RequesterLane lane : lanes) {
+      if (!lane.ended()) {
+        stuck.add(lane.name());
+      }
+    }
+    RequesterLane[] held = lanes;
+    String owner = "endpoint " + peer;
+    quarantine.enter(new QuarantinedOwner(owner, QuarantinedOwner.Kind.ENDPOINT,
+            stuck.size() + " lane thread(s) still running " + config.timeouts().destructionWindowMillis()
+                + " ms after their sockets were closed: " + String.join(", ", stuck), 0, 0, Instant.now()),
+        () -> java.util.Arrays.stream(held).anyMatch(l -> !l.ended()));
+    ctx.getLog().error("{} quarantined: {} lane thread(s) did not end within the destruction window: {}",
+        owner, stuck.size(), stuck);
+    closers.forEach(c -> c.tell(new Closed(peer)));
+    return quarantined(lanesRunning, owner);
+  }
+
+  private Behavior<Command> quarantined(int lanesRunning, String owner) {
+    if (lanesRunning == 0) {
+      quarantine.leave(owner);
+      ctx.getLog().info("{}: its last lane thread ended; no longer quarantined", owner);
+      return Behaviors.stopped();
+    }
+    return Behaviors.receive(Command.class)
+        .onMessage(LaneEnded.class, m -> quarantined(lanesRunning - 1, owner))
+        .onMessage(Close.class, m -> {
+          m.replyTo().tell(new Closed(peer));
+          return Behaviors.same();
+        })
+        .onMessage(Attach.class, m -> {
+          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "endpoint " + peer + " is quarantined"));
+          return Behaviors.same();
+        })
+        .onMessageEquals(Fenced.INSTANCE, Behaviors::same)
+        .onMessageEquals(DrainOverdue.INSTANCE, Behaviors::same)
         .build();
   }
 }

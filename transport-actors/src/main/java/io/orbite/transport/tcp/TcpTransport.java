@@ -38,6 +38,7 @@ final class TcpTransport {
   private final Map<SegmentDescriptor, ActorRef<TcpEndpoint.Command>> endpoints = new HashMap<>();
   private final Set<SourceLane> sourceLanes = new HashSet<>();
   private long laneSequence;
+  private long endpointSequence;
 
   private TcpTransport(ActorContext<TransportCommand> ctx, TransportContext context) {
     this.ctx = ctx;
@@ -78,7 +79,12 @@ final class TcpTransport {
           answerSideClosers();
           return Behaviors.same();
         })
-        .onMessage(EndpointClosed.class, m -> Behaviors.same())
+        .onMessage(EndpointClosed.class, m -> {
+          // Closed, or quarantined (it then lives on, listed in the engine's quarantine).
+          endpoints.remove(m.peer());
+          answerSideClosers();
+          return Behaviors.same();
+        })
         .onMessage(TransportCommand.CloseRequesterSide.class, m -> {
           requesterClosers.add(m.replyTo());
           ActorRef<TcpEndpoint.Closed> closedAdapter =
@@ -125,8 +131,9 @@ final class TcpTransport {
   private Behavior<TransportCommand> onOpenPeer(TransportCommand.OpenPeer m) {
     ActorRef<TcpEndpoint.Command> endpoint = endpoints.get(m.peer());
     if (endpoint == null) {
-      endpoint = ctx.spawn(TcpEndpoint.create(m.peer(), context.config(), context.localEpoch(), context.blockingIo(),
-          context.counters()), "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()));
+      // The sequence keeps names unique: a quarantined endpoint may outlive its entry here.
+      endpoint = ctx.spawn(TcpEndpoint.create(m.peer(), context),
+          "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()) + "-" + (++endpointSequence));
       ctx.watch(endpoint);
       endpoints.put(m.peer(), endpoint);
     }
@@ -180,7 +187,10 @@ final class TcpTransport {
           sourceLanes.remove(m.lane());
           return stopping(replyTo);
         })
-        .onMessage(EndpointClosed.class, m -> Behaviors.same())
+        .onMessage(EndpointClosed.class, m -> {
+          endpoints.remove(m.peer());
+          return stopping(replyTo);
+        })
         .onSignal(Terminated.class, t -> {
           onEndpointStopped(t);
           return stopping(replyTo);

@@ -1,0 +1,37 @@
+package io.orbite.engine;
+
+import java.time.Instant;
+
+/**
+ * A resource owner that could not prove, within the destruction window, that its workers stopped
+ * touching memory (C5, C7). What it holds stays retained, never freed under a worker: its memory
+ * loans, its budget charges and, for an endpoint, its lane threads. It is listed by {@link
+ * TransferEngine#quarantined()}, by {@link EngineOwed} and by every close, until the worker it waits
+ * for lets go.
+ *
+ * @param owner the owner's name, for example {@code batch-3}, {@code endpoint 127.0.0.1:4000@5e1f}
+ *     or {@code registration 7}
+ * @param kind what kind of owner it is
+ * @param reason why it could not be drained, naming the worker it waits for
+ * @param tasks tasks it keeps charged
+ * @param bytes bytes of those tasks (or of the retained range)
+ * @param since when it was quarantined
+ */
+public record QuarantinedOwner(String owner, Kind kind, String reason, long tasks, long bytes, Instant since) {
+
+  /** The owners that can be quarantined. */
+  public enum Kind {
+    /** A batch whose tasks' workers did not drain: its tasks are UNQUIESCED, free() answers BATCH_BUSY. */
+    BATCH,
+    /** A peer endpoint whose lane threads did not end when it was closed. */
+    ENDPOINT,
+    /** A registered range whose loans did not come back after unregister: the memory stays mapped. */
+    REGISTRATION
+  }
+
+  @Override
+  public String toString() {
+    return kind.name().toLowerCase() + " " + owner + " quarantined since " + since + " (" + tasks + " task(s), "
+        + bytes + " B retained): " + reason;
+  }
+}

@@ -1,0 +1,23 @@
+package io.orbite.engine.spi;
+
+import java.io.IOException;
+
+/**
+ * Points where a qualification test can interfere with a worker thread, to prove what the engine
+ * does when a worker is held or a single connection breaks. Production engines use {@link #NONE}.
+ * Hooks run on the worker's own thread, in the data path: an implementation that blocks holds that
+ * worker (with its loans) for as long as it blocks.
+ */
+public interface FaultHooks {
+  /** No interference. */
+  FaultHooks NONE = new FaultHooks() {};
+
+  /**
+   * Called by a requester lane just before it moves a READ response's payload into local memory.
+   * Blocking here holds the lane thread while it owns that memory; throwing breaks this lane's
+   * connection (as a reset would).
+   *
+   * @param lane the lane's name, for example {@code lane 1 to 127.0.0.1:4000@5e1f}
+   */
+  default void beforeReadPayload(String lane) throws IOException {}
+}

@@ -1,6 +1,8 @@
 package io.orbite.engine;
 
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.wire.SharedExports;
+import io.orbite.engine.wire.SharedRegion;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -11,18 +13,52 @@ import java.util.stream.Collectors;
  * An opened peer: its identity (endpoint and epoch, as Describe answered) and the ranges it
  * published then. Requests name a region of it; the peer re-checks authority on every request,
  * so a snapshot never grants more than the live registration (C2).
+ *
+ * <p>Every opened peer has a TCP channel. A peer on the same host that exports memory through SHM,
+ * and whose memory this engine proved it can open, also has an SHM channel; {@link #channelFor}
+ * picks one per request (UNSPEC: SHM for an exported region, else TCP).
  */
 public final class RemoteSegment {
   private final SegmentDescriptor descriptor;
   private final List<RemoteRegion> regions;
   private final Map<Long, RemoteRegion> byId;
   private final PeerChannel channel;
+  private final SharedExports shared;
+  private final Map<Long, SharedRegion> sharedById;
+  private final PeerChannel sharedChannel;
+  private final String sharedRefusal;
 
   public RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel) {
+    this(descriptor, regions, channel, null);
+  }
+
+  /** A peer opened over TCP whose Describe answer carried {@code shared} (may be null). */
+  public RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel,
+      SharedExports shared) {
+    this(descriptor, regions, channel, shared, null,
+        shared == null ? "the peer exports no memory through SHM" : "SHM to the peer was not opened");
+  }
+
+  private RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel,
+      SharedExports shared, PeerChannel sharedChannel, String sharedRefusal) {
     this.descriptor = descriptor;
     this.regions = List.copyOf(regions);
     this.byId = this.regions.stream().collect(Collectors.toMap(RemoteRegion::regionId, Function.identity()));
     this.channel = channel;
+    this.shared = shared;
+    this.sharedById = shared == null ? Map.of() : shared.byRegion();
+    this.sharedChannel = sharedChannel;
+    this.sharedRefusal = sharedRefusal;
+  }
+
+  /** This segment with its SHM channel (engine-internal). */
+  public RemoteSegment withSharedChannel(PeerChannel sharedChannel) {
+    return new RemoteSegment(descriptor, regions, channel, shared, sharedChannel, null);
+  }
+
+  /** This segment without SHM, saying why (engine-internal). */
+  public RemoteSegment withoutSharedChannel(String why) {
+    return new RemoteSegment(descriptor, regions, channel, shared, null, why);
   }
 
   public SegmentDescriptor descriptor() {
@@ -37,13 +73,50 @@ public final class RemoteSegment {
     return Optional.ofNullable(byId.get(regionId));
   }
 
-  /** The transport channel to this peer incarnation (engine-internal). */
+  /** The TCP channel to this peer incarnation (engine-internal). */
   public PeerChannel channel() {
     return channel;
   }
 
+  /** What the peer's Describe answer said about its shared memory, or {@code null} (engine-internal). */
+  public SharedExports sharedExports() {
+    return shared;
+  }
+
+  /** Whether requests to {@code regionId} can go through SHM (same host, exported, proven openable). */
+  public boolean sharedReachable(long regionId) {
+    return sharedChannel != null && sharedById.containsKey(regionId);
+  }
+
+  /**
+   * The channel a request for {@code regionId} over {@code transport} runs on, or {@code null} when
+   * that transport cannot reach it (then {@link #unreachableBecause} says why). UNSPEC picks SHM for
+   * a region the peer exports to this host, otherwise TCP (engine-internal).
+   */
+  public PeerChannel channelFor(Transport transport, long regionId) {
+    return switch (transport) {
+      case UNSPEC -> sharedReachable(regionId) ? sharedChannel : channel;
+      case TCP -> channel;
+      case SHM -> sharedReachable(regionId) ? sharedChannel : null;
+      default -> null;
+    };
+  }
+
+  /** Why {@link #channelFor} has no channel for this transport and region. */
+  public String unreachableBecause(Transport transport, long regionId) {
+    if (transport != Transport.SHM) {
+      return "transport " + transport + " is not built";
+    }
+    if (sharedChannel == null) {
+      return sharedRefusal;
+    }
+    return "region " + regionId + " is not exported through SHM (only engine-allocated memory of an engine with "
+        + "shm.enabled is)";
+  }
+
   @Override
   public String toString() {
-    return "RemoteSegment(" + descriptor + ", " + regions.size() + " regions)";
+    return "RemoteSegment(" + descriptor + ", " + regions.size() + " regions" + (sharedChannel != null ? ", SHM" : "")
+        + ")";
   }
 }

@@ -165,7 +165,7 @@ public final class SegmentTable {
     }
     PeerChannel existing = entries.get(peer);
     if (existing != null && existing.active()) {
-      d.open().replyTo().tell(new Opened(new RemoteSegment(peer, d.description().regions(), existing)));
+      d.open().replyTo().tell(new Opened(new RemoteSegment(peer, d.description().regions(), existing, d.description().shared())));
       return Behaviors.same();
     }
     if (existing != null) {
@@ -209,7 +209,8 @@ public final class SegmentTable {
     if (m.reply() instanceof TransportCommand.PeerOpened opened) {
       entries.put(m.peer(), opened.channel());
       for (Waiter w : opening.remove(m.peer())) {
-        w.open().replyTo().tell(new Opened(new RemoteSegment(m.peer(), w.description().regions(), opened.channel())));
+        w.open().replyTo().tell(new Opened(new RemoteSegment(m.peer(), w.description().regions(), opened.channel(),
+            w.description().shared())));
       }
     } else if (m.reply() instanceof TransportCommand.PeerOpenFailed failed) {
       admission.tell(new Admission.ReleaseEndpoint());

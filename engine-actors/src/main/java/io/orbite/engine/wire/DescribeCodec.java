@@ -154,7 +154,12 @@ public final class DescribeCodec {
     }
     byte[] bytes = new byte[length];
     buf.get(bytes);
-    return new String(bytes, StandardCharsets.UTF_8);
+    try {
+      return StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(bytes)).toString();
+    } catch (java.nio.charset.CharacterCodingException e) {
+      // Compared byte for byte with this host's identity: a lossy decode could make two differ or match.
+      throw rejected("describe: " + what + " is not valid UTF-8");
+    }
   }
 
   private static FrameRejectedException rejected(String detail) {

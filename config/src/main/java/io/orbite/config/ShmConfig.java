@@ -8,7 +8,7 @@ package io.orbite.config;
  *                     speed. Default {@value #DEFAULT_ENABLED}: off, allocations are plain off-heap memory and
  *                     peers reach them over TCP. Requesters always use SHM when a same-host peer publishes it.
  * @param maxMappings  most peer allocations one SHM endpoint (one peer incarnation) keeps mapped at once, in
- *                     mappings. Default {@value #DEFAULT_MAX_MAPPINGS}; range
+ *                     mappings; mapping one more first unmaps the least recently used. Default {@value #DEFAULT_MAX_MAPPINGS}; range
  *                     {@value #MIN_MAX_MAPPINGS}..{@value #MAX_MAX_MAPPINGS}.
  */
 public record ShmConfig(boolean enabled, int maxMappings) {

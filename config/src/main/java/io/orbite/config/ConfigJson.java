@@ -210,6 +210,8 @@ final class ConfigJson {
                 object.put(key, l);
             } else if (value instanceof String s) {
                 object.put(key, s);
+            } else if (value instanceof Boolean b) {
+                object.put(key, b);
             } else {
                 throw new IllegalStateException("unsupported component type " + component);
             }

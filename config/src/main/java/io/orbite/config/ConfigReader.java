@@ -67,6 +67,18 @@ final class ConfigReader {
         return number.longValueExact();
     }
 
+    /** The boolean under {@code key}, or {@code fallback} when absent; only JSON {@code true}/{@code false}. */
+    boolean booleanValue(String key, boolean fallback) {
+        JsonNode value = object.get(key);
+        if (value == null) {
+            return fallback;
+        }
+        if (!value.isBoolean()) {
+            throw wrongType(Checks.child(path, key), "a boolean", value);
+        }
+        return value.booleanValue();
+    }
+
     /** The string under {@code key}, or {@code fallback} when absent. Content checks are the record's job. */
     String stringValue(String key, String fallback) {
         JsonNode value = object.get(key);

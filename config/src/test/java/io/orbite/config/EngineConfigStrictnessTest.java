@@ -121,7 +121,7 @@ class EngineConfigStrictnessTest {
                 new String[] {"\"tcp\"", "string \"tcp\""},
                 new String[] {"[]", "array"},
                 new String[] {"true", "boolean true"});
-        return Stream.of("listen", "tcp", "budgets", "slicing", "timeouts")
+        return Stream.of("listen", "tcp", "budgets", "slicing", "timeouts", "shm")
                 .flatMap(s -> values.stream().map(v -> Arguments.of(s, v[0], v[1])));
     }
 
@@ -132,18 +132,35 @@ class EngineConfigStrictnessTest {
         assertEquals(section + ": expected an object, got " + described, e.getMessage());
     }
 
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "{\"shm\":{\"enabled\":1}}       | shm.enabled: expected a boolean, got integer 1",
+            "{\"shm\":{\"enabled\":\"true\"}}  | shm.enabled: expected a boolean, got string \"true\"",
+            "{\"shm\":{\"enabled\":null}}    | shm.enabled: expected a boolean, got null",
+    })
+    void nonBooleanValueForABooleanKeyIsRejected(String json, String message) {
+        assertEquals(message, assertJsonRejected(json, "shm.enabled", "shm.enabled: ").getMessage());
+    }
+
+    @Test
+    void shmEnabledReadsTrueAndFalse() {
+        assertEquals(true, EngineConfig.fromJson("{\"shm\":{\"enabled\":true}}").shm().enabled());
+        assertEquals(false, EngineConfig.fromJson("{\"shm\":{\"enabled\":false}}").shm().enabled());
+        assertEquals(false, EngineConfig.defaults().shm().enabled(), "off by default");
+    }
+
     // ---- unknown keys --------------------------------------------------------------------------------------
 
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
             "{\"tcp\":{\"lanez\":2}}    | tcp.lanez      | tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis, laneWindowFrames, laneWindowBytes)",
-            "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts)",
-            "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts)",
+            "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm)",
+            "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm)",
             "{\"listen\":{\"addr\":1}}  | listen.addr    | listen.addr: unknown key (known: host, port)",
             "{\"budgets\":{\"x\":1}}    | budgets.x      | budgets.x: unknown key (known: maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes, maxEndpoints, maxRegistrations, maxPeerSegments)",
             "{\"slicing\":{\"\":1}}     | slicing.       | slicing.: unknown key (known: baseBlockBytes, maxReadSlices, maxWriteSlices)",
             "{\"timeouts\":{\"describeTimeoutMs\":1}} | timeouts.describeTimeoutMs | timeouts.describeTimeoutMs: unknown key (known: defaultDeadlineMillis, destructionWindowMillis, describeTimeoutMillis)",
-            "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts)",
+            "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm)",
     })
     void unknownKeyIsRejectedNamingItsPath(String json, String path, String message) {
         assertEquals(message, assertJsonRejected(json, path, path + ": unknown key").getMessage());

@@ -95,5 +95,9 @@ record NumericKey(
                     (c, v) -> c.withTimeouts(c.timeouts().withDestructionWindowMillis(v))),
             new NumericKey("timeouts.describeTimeoutMillis", 5000, 1, 600000,
                     c -> c.timeouts().describeTimeoutMillis(),
-                    (c, v) -> c.withTimeouts(c.timeouts().withDescribeTimeoutMillis(v))));
+                    (c, v) -> c.withTimeouts(c.timeouts().withDescribeTimeoutMillis(v))),
+
+            new NumericKey("shm.maxMappings", 1024, 1, 65536,
+                    c -> (long) c.shm().maxMappings(),
+                    (c, v) -> c.withShm(c.shm().withMaxMappings(Math.toIntExact(v)))));
 }

@@ -12,6 +12,11 @@ import io.orbite.engine.segment.SegmentTable;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.SharedAllocation;
+import io.orbite.engine.spi.SharedBacking;
+import io.orbite.engine.spi.SharedMemory;
+import io.orbite.engine.spi.SharedMemoryProvider;
+import io.orbite.engine.spi.TransportCommand;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -69,6 +74,8 @@ public final class TransferEngine implements AutoCloseable {
   private final Scheduler scheduler;
   private final RegistryView view;
   private final QuarantineLedger quarantine;
+  /** Source-side shared memory (memfd allocations, incarnation token); null unless shm.enabled. */
+  private final SharedMemory shared;
   private volatile boolean closed;
   /** The engine's own shutdown (guardian drained and stopped), shared by every closer; null while running. */
   private final AtomicReference<CompletableFuture<Void>> shutdown = new AtomicReference<>();
@@ -85,9 +92,10 @@ public final class TransferEngine implements AutoCloseable {
 
   private TransferEngine(
       EngineConfig config, ActorSystem<?> system, boolean ownsSystem, ActorRef<EngineGuardian.Command> guardian,
-      EngineCounters counters, RegistryView view, QuarantineLedger quarantine) {
+      EngineCounters counters, RegistryView view, QuarantineLedger quarantine, SharedMemory shared) {
     this.config = config;
     this.quarantine = quarantine;
+    this.shared = shared;
     this.system = system;
     this.ownsSystem = ownsSystem;
     this.guardian = guardian;
@@ -118,9 +126,11 @@ public final class TransferEngine implements AutoCloseable {
         ConfigFactory.load());
     TransferEngine engine;
     try {
-      engine = new TransferEngine(config, system, true, system, parts.counters, parts.view, parts.quarantine);
+      engine = new TransferEngine(config, system, true, system, parts.counters, parts.view, parts.quarantine,
+          parts.shared);
     } catch (RuntimeException e) {
       system.terminate();
+      parts.closeShared();
       throw e;
     }
     engine.joinCoordinatedShutdown();
@@ -138,8 +148,14 @@ public final class TransferEngine implements AutoCloseable {
         EngineGuardian.create(config, parts.listener, parts.self, parts.view, parts.counters, parts.quarantine,
             parts.hooks),
         "orbite-" + config.name() + "-" + Long.toHexString(parts.self.epoch()), Props.empty());
-    TransferEngine engine = new TransferEngine(config, host, false, guardian, parts.counters, parts.view,
-        parts.quarantine);
+    TransferEngine engine;
+    try {
+      engine = new TransferEngine(config, host, false, guardian, parts.counters, parts.view, parts.quarantine,
+          parts.shared);
+    } catch (RuntimeException e) {
+      parts.closeShared();
+      throw e;
+    }
     engine.joinCoordinatedShutdown();
     return engine;
   }
@@ -242,6 +258,11 @@ public final class TransferEngine implements AutoCloseable {
             return;
           }
           shutdownConfirmed = true;
+          if (shared != null) {
+            // The Registry has stopped: withdraw the incarnation's liveness lock, so same-host
+            // peers holding mappings see it ended (EPOCH_MISMATCH) instead of using them.
+            shared.close();
+          }
           Cancellable task = shutdownTask;
           if (task != null) {
             task.cancel();
@@ -355,25 +376,58 @@ public final class TransferEngine implements AutoCloseable {
   }
 
   private record Parts(ServerSocketChannel listener, SegmentDescriptor self, RegistryView view, EngineCounters counters,
-      QuarantineLedger quarantine, FaultHooks hooks) {}
+      QuarantineLedger quarantine, FaultHooks hooks, SharedMemory shared) {
+    void closeShared() {
+      if (shared != null) {
+        shared.close();
+      }
+    }
+  }
+
+  /**
+   * The incarnation's shared memory when {@code shm.enabled}: a provider must be on the class path and
+   * usable on this machine, else the engine does not start (UNAVAILABLE naming why).
+   */
+  private static SharedMemory openShared(EngineConfig config, long epoch) {
+    if (!config.shm().enabled()) {
+      return null;
+    }
+    for (SharedMemoryProvider provider : java.util.ServiceLoader.load(SharedMemoryProvider.class)) {
+      var cause = provider.unavailabilityCause();
+      if (cause.isPresent()) {
+        throw new TransferException(ErrorKind.UNAVAILABLE, "shm.enabled: shared memory is unavailable here: " + cause.get());
+      }
+      return provider.open(config.name(), epoch);
+    }
+    throw new TransferException(ErrorKind.UNAVAILABLE,
+        "shm.enabled: no shared-memory provider on the class path (orbite-transport-actors missing?)");
+  }
 
   private static Parts prepare(EngineConfig config, FaultHooks hooks) {
     long epoch;
     do {
       epoch = EPOCHS.nextLong();
     } while (epoch == 0);
+    SharedMemory shared = openShared(config, epoch);
     ServerSocketChannel listener;
     try {
       listener = ServerSocketChannel.open();
       listener.bind(new InetSocketAddress(config.listen().host(), config.listen().port()), 1024);
     } catch (IOException e) {
+      if (shared != null) {
+        shared.close();
+      }
       throw new TransferException(ErrorKind.UNAVAILABLE,
           "listen " + config.listen().host() + ":" + config.listen().port() + ": " + e.getMessage(), e);
     }
     int port = ((InetSocketAddress) listener.socket().getLocalSocketAddress()).getPort();
     String host = config.listen().host().equals("0.0.0.0") ? "127.0.0.1" : config.listen().host();
-    return new Parts(listener, new SegmentDescriptor(host, port, epoch), new RegistryView(), new EngineCounters(),
-        new QuarantineLedger(), java.util.Objects.requireNonNull(hooks, "hooks"));
+    RegistryView view = new RegistryView();
+    if (shared != null) {
+      view.publishSharedHost(shared.host());
+    }
+    return new Parts(listener, new SegmentDescriptor(host, port, epoch), view, new EngineCounters(),
+        new QuarantineLedger(), java.util.Objects.requireNonNull(hooks, "hooks"), shared);
   }
 
   public EngineConfig config() {
@@ -395,7 +449,10 @@ public final class TransferEngine implements AutoCloseable {
     return system;
   }
 
-  /** Allocates {@code bytes} of zeroed, 64-byte aligned off-heap memory owned by the engine. */
+  /**
+   * Allocates {@code bytes} of zeroed, 64-byte aligned off-heap memory owned by the engine. With
+   * {@code shm.enabled} the memory is a memfd (page aligned) that same-host peers may map.
+   */
   public RegisteredMemory allocate(long bytes, Access access) {
     return Batch.join(allocateAsync(bytes, access), CONTROL_TIMEOUT, "allocate");
   }
@@ -408,6 +465,15 @@ public final class TransferEngine implements AutoCloseable {
     if (access == null) {
       return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT, "allocate: access is null"));
     }
+    if (shared != null) {
+      SharedAllocation allocation;
+      try {
+        allocation = shared.allocate(bytes, config.name());
+      } catch (TransferException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+      return registerInternal(allocation.segment(), access, allocation.arena(), allocation.backing());
+    }
     Arena arena = Arena.ofShared();
     MemorySegment segment;
     try {
@@ -417,7 +483,7 @@ public final class TransferEngine implements AutoCloseable {
       return CompletableFuture.failedFuture(
           new TransferException(ErrorKind.RESOURCE_EXHAUSTED, "allocate " + bytes + " B: " + e.getMessage(), e));
     }
-    return registerInternal(segment, access, arena);
+    return registerInternal(segment, access, arena, null);
   }
 
   /** Registers caller-owned native memory; the caller keeps it alive until unregister completes. */
@@ -437,12 +503,13 @@ public final class TransferEngine implements AutoCloseable {
     if (range.byteSize() == 0) {
       return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT, "register: range is empty"));
     }
-    return registerInternal(range, access, null);
+    return registerInternal(range, access, null, null);
   }
 
-  private CompletionStage<RegisteredMemory> registerInternal(MemorySegment segment, Access access, Arena owned) {
-    return AskPattern.<Registry.Command, Registry.RegisterReply>ask(
-            handles.registry(), replyTo -> new Registry.Register(segment, access, owned, replyTo), CONTROL_TIMEOUT, scheduler)
+  private CompletionStage<RegisteredMemory> registerInternal(MemorySegment segment, Access access, Arena owned,
+      SharedBacking backing) {
+    return AskPattern.<Registry.Command, Registry.RegisterReply>ask(handles.registry(),
+            replyTo -> new Registry.Register(segment, access, owned, backing, replyTo), CONTROL_TIMEOUT, scheduler)
         .thenApply(reply -> switch (reply) {
           case Registry.Registered r -> r.memory();
           case Registry.RegisterRefused r -> {
@@ -500,7 +567,8 @@ public final class TransferEngine implements AutoCloseable {
         .thenApply(reply -> switch (reply) {
           case SegmentTable.Opened o -> o.segment();
           case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
-        });
+        })
+        .thenCompose(this::withSharedChannel);
   }
 
   /**
@@ -515,6 +583,30 @@ public final class TransferEngine implements AutoCloseable {
         .thenApply(reply -> switch (reply) {
           case SegmentTable.Opened o -> o.segment();
           case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
+        })
+        .thenCompose(this::withSharedChannel);
+  }
+
+  /**
+   * Adds the SHM channel to a freshly opened segment when the peer exports memory through SHM: the
+   * SHM transport checks that the peer shares this host and proves it can open the peer's memory
+   * (on the blocking-I/O dispatcher); if it cannot, the segment is reached over TCP only.
+   */
+  private CompletionStage<RemoteSegment> withSharedChannel(RemoteSegment segment) {
+    if (segment.sharedExports() == null) {
+      return CompletableFuture.completedFuture(segment);
+    }
+    ActorRef<TransportCommand> shm = handles.transports().get(Transport.SHM);
+    if (shm == null) {
+      return CompletableFuture.completedFuture(segment.withoutSharedChannel("this engine has no SHM transport"));
+    }
+    return AskPattern.<TransportCommand, TransportCommand.OpenPeerReply>ask(shm,
+            replyTo -> new TransportCommand.OpenSharedPeer(segment.descriptor(), segment.sharedExports(), replyTo),
+            CONTROL_TIMEOUT, scheduler)
+        .handle((reply, failure) -> switch (reply) {
+          case TransportCommand.PeerOpened opened -> segment.withSharedChannel(opened.channel());
+          case TransportCommand.PeerOpenFailed refused -> segment.withoutSharedChannel(refused.detail());
+          case null -> segment.withoutSharedChannel("the SHM transport did not answer: " + failure);
         });
   }
 

@@ -245,7 +245,9 @@ public final class BatchActor {
         releasedBytes += r.lengthBytes();
         continue;
       }
-      PeerChannel channel = r.remote().channel();
+      PeerChannel channel = r.remote().channelFor(r.transport(), r.regionId());
+      counters.of(channel.transport()).tasksDispatched.increment();
+      counters.of(channel.transport()).bytesDispatched.add(r.lengthBytes());
       TaskWork work = new TaskWork(sink, i, r.op(),
           local.segment().asSlice(r.localOffset(), r.lengthBytes()), r.regionId(), r.remoteOffset(),
           r.lengthBytes(), deadline, r.priority());

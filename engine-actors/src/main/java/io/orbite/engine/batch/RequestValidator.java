@@ -5,7 +5,7 @@ import io.orbite.engine.Op;
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
-import io.orbite.engine.Transport;
+import io.orbite.engine.spi.PeerChannel;
 import java.util.List;
 import java.util.Optional;
 
@@ -71,18 +71,23 @@ public final class RequestValidator {
           + r.remote().descriptor() + " grants " + region.get().access() + ", not remote "
           + (r.op() == Op.READ ? "READ" : "WRITE"));
     }
+    PeerChannel channel = r.remote().channelFor(r.transport(), r.regionId());
     String fenced = r.remote().channel().fencedBecause();
+    if (fenced == null && channel != null) {
+      fenced = channel.fencedBecause();
+    }
     if (fenced != null) {
       throw new TransferException(ErrorKind.EPOCH_MISMATCH, "task " + i + ": " + r.remote().descriptor()
           + " is fenced: " + fenced + "; open the segment again");
     }
-    if (r.transport() != Transport.UNSPEC && r.transport() != r.remote().channel().transport()) {
+    if (channel == null) {
       throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": transport " + r.transport()
-          + " is not available to " + r.remote().descriptor());
+          + " is not available to " + r.remote().descriptor() + ": "
+          + r.remote().unreachableBecause(r.transport(), r.regionId()));
     }
-    if (!r.remote().channel().active()) {
-      throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": the channel to "
-          + r.remote().descriptor() + " is closed");
+    if (!channel.active()) {
+      throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": the " + channel.transport()
+          + " channel to " + r.remote().descriptor() + " is closed");
     }
     return r.lengthBytes();
   }

@@ -8,7 +8,11 @@ import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.wire.DescribeCodec;
+import io.orbite.engine.spi.SharedBacking;
 import io.orbite.engine.wire.Description;
+import io.orbite.engine.wire.SharedExports;
+import io.orbite.engine.wire.SharedHost;
+import io.orbite.engine.wire.SharedRegion;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
@@ -120,10 +124,17 @@ final class ControlConnection implements Runnable {
   private void answerDescribe(OutputStream out, long requestId) throws IOException {
     Map<Long, Registration> visible = registry.snapshot();
     List<RemoteRegion> regions = new ArrayList<>(visible.size());
+    SharedHost sharedHost = registry.sharedHost();
+    List<SharedRegion> exports = new ArrayList<>();
     for (Registration r : visible.values()) {
       regions.add(new RemoteRegion(r.regionId(), r.lengthBytes(), r.access()));
+      SharedBacking b = r.shared();
+      if (sharedHost != null && b != null) {
+        exports.add(new SharedRegion(r.regionId(), b.fd(), b.inode(), b.offset(), r.lengthBytes(), r.access()));
+      }
     }
-    ByteBuffer payload = DescribeCodec.encode(new Description(self.host(), self.port(), self.epoch(), regions));
+    SharedExports shared = sharedHost == null ? null : new SharedExports(sharedHost, exports);
+    ByteBuffer payload = DescribeCodec.encode(new Description(self.host(), self.port(), self.epoch(), regions, shared));
     byte[] frame = new byte[FrameCodec.HEADER_BYTES + payload.remaining()];
     ByteBuffer f = ByteBuffer.wrap(frame);
     FrameCodec.encode(f, 0, FrameType.DESCRIBE_RESPONSE, 0, payload.remaining(), requestId, self.epoch(), 0, 0, 0);

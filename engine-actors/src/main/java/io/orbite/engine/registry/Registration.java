@@ -1,6 +1,7 @@
 package io.orbite.engine.registry;
 
 import io.orbite.engine.Access;
+import io.orbite.engine.spi.SharedBacking;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;
@@ -19,15 +20,38 @@ public final class Registration {
   private final MemorySegment segment;
   private final Access access;
   private final Arena ownedArena;
+  private final SharedBacking shared;
   private final AtomicLong loans = new AtomicLong();
   private volatile boolean visible = true;
   private volatile boolean released;
 
   public Registration(long regionId, MemorySegment segment, Access access, Arena ownedArena) {
+    this(regionId, segment, access, ownedArena, null);
+  }
+
+  /**
+   * @param shared the memfd behind engine-owned memory that the SHM transport exports; {@code null}
+   *     for memory that is not shared (caller-owned memory never is)
+   */
+  public Registration(long regionId, MemorySegment segment, Access access, Arena ownedArena, SharedBacking shared) {
     this.regionId = regionId;
     this.segment = segment;
     this.access = access;
     this.ownedArena = ownedArena;
+    this.shared = ownedArena == null ? null : shared;
+  }
+
+  /** The memfd this range is exported through to same-host peers, or {@code null}. */
+  public SharedBacking shared() {
+    return shared;
+  }
+
+  /**
+   * One non-blocking step of fencing same-host peers out of this range before it is released: true
+   * once no peer can copy into or out of it any more (at once for memory that is not shared).
+   */
+  boolean fenceShared() {
+    return shared == null || shared.tryFence();
   }
 
   public long regionId() {

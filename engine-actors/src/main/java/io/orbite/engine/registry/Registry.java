@@ -5,6 +5,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.SharedBacking;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -33,9 +34,16 @@ public final class Registry {
   /** Messages the Registry understands. */
   public sealed interface Command {}
 
-  /** Register {@code segment}; {@code ownedArena} is non-null when the engine allocated it. */
-  public record Register(MemorySegment segment, Access access, Arena ownedArena, ActorRef<RegisterReply> replyTo)
-      implements Command {}
+  /**
+   * Register {@code segment}; {@code ownedArena} is non-null when the engine allocated it, {@code
+   * shared} when that memory is a memfd exported to same-host peers.
+   */
+  public record Register(MemorySegment segment, Access access, Arena ownedArena, SharedBacking shared,
+      ActorRef<RegisterReply> replyTo) implements Command {
+    public Register(MemorySegment segment, Access access, Arena ownedArena, ActorRef<RegisterReply> replyTo) {
+      this(segment, access, ownedArena, null, replyTo);
+    }
+  }
 
   public sealed interface RegisterReply {}
 
@@ -137,7 +145,8 @@ public final class Registry {
           ErrorKind.RESOURCE_EXHAUSTED, "registrations: budget of " + maxRegistrations + " is in use"));
       return Behaviors.same();
     }
-    Registration registration = new Registration(nextRegionId++, msg.segment(), msg.access(), msg.ownedArena());
+    Registration registration = new Registration(nextRegionId++, msg.segment(), msg.access(), msg.ownedArena(),
+        msg.shared());
     live.put(registration.regionId(), registration);
     view.publish(live);
     msg.replyTo().tell(new Registered(new RegisteredMemory(registration)));
@@ -161,7 +170,8 @@ public final class Registry {
     long now = System.nanoTime();
     releasing.removeIf(p -> {
       Registration r = p.registration;
-      if (r.loans() == 0) {
+      // Shared memory is also fenced against same-host peers (their copies hold no local loan).
+      if (r.loans() == 0 && r.fenceShared()) {
         r.release();
         if (p.quarantined) {
           quarantine.leave(owner(r));

@@ -8,6 +8,20 @@ import java.util.Map;
  */
 public final class RegistryView {
   private volatile Map<Long, Registration> visible = Map.of();
+  private volatile io.orbite.engine.wire.SharedHost sharedHost;
+
+  /**
+   * This incarnation's shared-memory identity, published in Describe beside the registrations that
+   * are exported through SHM; {@code null} when the engine exports nothing.
+   */
+  public io.orbite.engine.wire.SharedHost sharedHost() {
+    return sharedHost;
+  }
+
+  /** Set once by the engine at start, before any peer can describe it. */
+  public void publishSharedHost(io.orbite.engine.wire.SharedHost host) {
+    this.sharedHost = host;
+  }
 
   /** The registration a peer may address by {@code regionId}, or {@code null}. */
   public Registration lookup(long regionId) {

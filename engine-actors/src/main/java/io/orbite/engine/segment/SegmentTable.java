@@ -281,7 +281,8 @@ public final class SegmentTable {
     entry.references++;
     ActorRef<Command> self = ctx.getSelf();
     PeerChannel channel = entry.channel;
-    return new RemoteSegment(entry.peer, description.regions(), channel, () -> self.tell(new Released(channel)));
+    return new RemoteSegment(entry.peer, description.regions(), channel, description.shared(),
+        () -> self.tell(new Released(channel)));
   }
 
   private Behavior<Command> onReleased(Released m) {

@@ -1,5 +1,8 @@
 package io.orbite.engine.spi;
 
+import io.orbite.engine.Transport;
+import java.util.EnumMap;
+import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -29,4 +32,39 @@ public final class EngineCounters {
   public final LongAdder tasksUnquiesced = new LongAdder();
   /** Requester side: READ frames sent again on another lane after their lane broke (C5: only after drain). */
   public final LongAdder readRetries = new LongAdder();
+
+  /** Requester side, per transport: what the engine handed to that transport. */
+  public static final class TransportCounters {
+    /** Tasks dispatched to this transport. */
+    public final LongAdder tasksDispatched = new LongAdder();
+    /** Bytes of the tasks dispatched to this transport. */
+    public final LongAdder bytesDispatched = new LongAdder();
+  }
+
+  private final Map<Transport, TransportCounters> byTransport = new EnumMap<>(Transport.class);
+
+  {
+    for (Transport t : Transport.values()) {
+      byTransport.put(t, new TransportCounters());
+    }
+  }
+
+  /** The counters of one transport (UNSPEC never dispatches: a task always runs on a chosen one). */
+  public TransportCounters of(Transport transport) {
+    return byTransport.get(transport);
+  }
+
+  /** SHM requester: bytes copied out of peers' mappings (READ) and into them (WRITE), of confirmed tasks. */
+  public final LongAdder shmBytesRead = new LongAdder();
+  public final LongAdder shmBytesWritten = new LongAdder();
+  /** SHM requester: tasks that failed (refused by a fence, cancelled, expired, peer gone). */
+  public final LongAdder shmTasksFailed = new LongAdder();
+  /** SHM requester: peer allocations mapped, unmapped, and quarantined after a failed munmap (never retried). */
+  public final LongAdder shmMappingsOpened = new LongAdder();
+  public final LongAdder shmMappingsClosed = new LongAdder();
+  public final LongAdder shmMappingsQuarantined = new LongAdder();
+  /** SHM requester: opens of a peer's shared memory that could not be proven (the peer is reached over TCP). */
+  public final LongAdder shmOpensRefused = new LongAdder();
+  /** SHM requester: mappings refused because their source unregistered them or died (a fence held). */
+  public final LongAdder shmFenced = new LongAdder();
 }

@@ -13,6 +13,14 @@ public interface TransportCommand {
   /** Open (or reuse) the endpoint for one peer incarnation. Sent by the SegmentTable. */
   record OpenPeer(SegmentDescriptor peer, ActorRef<OpenPeerReply> replyTo) implements TransportCommand {}
 
+  /**
+   * Open (or reuse) the SHM endpoint for one peer incarnation that published {@code exports} (the
+   * regions it exports and its host identity). Sent by the engine after a Describe; the SHM transport
+   * answers PeerOpenFailed when the peer is on another host or its memory cannot be opened from here.
+   */
+  record OpenSharedPeer(SegmentDescriptor peer, io.orbite.engine.wire.SharedExports exports,
+      ActorRef<OpenPeerReply> replyTo) implements TransportCommand {}
+
   /** The answer to {@link OpenPeer}. */
   sealed interface OpenPeerReply {}
 

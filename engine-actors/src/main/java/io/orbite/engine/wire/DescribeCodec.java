@@ -7,17 +7,28 @@ import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 /**
  * Payload of a DESCRIBE_RESPONSE, big-endian: host (u16 length + UTF-8), port (u32), epoch (u64),
- * region count (u32), then per region id (u64), length (u64), access (u8).
+ * region count (u32), then per region id (u64), length (u64), access (u8); then the SHM part: a flag
+ * (u8: 0 none, 1 present) and, when present, hostname (u16 length + UTF-8), boot id (u16 length +
+ * UTF-8), pid (u32), token fd (u32), token inode (u64), export count (u32), then per export region id
+ * (u64), fd (u32), inode (u64), offset (u64), length (u64), access (u8).
  */
 public final class DescribeCodec {
   /** Bytes per encoded region. */
   public static final int REGION_BYTES = 17;
+  /** Bytes per encoded SHM export. */
+  public static final int EXPORT_BYTES = 37;
   /** The largest host name accepted (DNS limit). */
   public static final int MAX_HOST_BYTES = 253;
+  /** The largest boot id accepted (the kernel's is a 36-character UUID). */
+  public static final int MAX_BOOT_ID_BYTES = 64;
 
   private DescribeCodec() {}
 
@@ -26,10 +37,30 @@ public final class DescribeCodec {
     if (host.length > MAX_HOST_BYTES) {
       throw new IllegalArgumentException("host name longer than " + MAX_HOST_BYTES + " bytes");
     }
-    ByteBuffer buf = ByteBuffer.allocate(2 + host.length + 4 + 8 + 4 + d.regions().size() * REGION_BYTES);
+    SharedExports shared = d.shared();
+    byte[] hostname = shared == null ? new byte[0] : shared.host().hostname().getBytes(StandardCharsets.UTF_8);
+    byte[] bootId = shared == null ? new byte[0] : shared.host().bootId().getBytes(StandardCharsets.UTF_8);
+    if (hostname.length > MAX_HOST_BYTES || bootId.length > MAX_BOOT_ID_BYTES) {
+      throw new IllegalArgumentException("shared host name or boot id too long");
+    }
+    int sharedBytes = shared == null ? 0
+        : 2 + hostname.length + 2 + bootId.length + 4 + 4 + 8 + 4 + shared.regions().size() * EXPORT_BYTES;
+    ByteBuffer buf = ByteBuffer.allocate(
+        2 + host.length + 4 + 8 + 4 + d.regions().size() * REGION_BYTES + 1 + sharedBytes);
     buf.putShort((short) host.length).put(host).putInt(d.port()).putLong(d.epoch()).putInt(d.regions().size());
     for (RemoteRegion r : d.regions()) {
       buf.putLong(r.regionId()).putLong(r.lengthBytes()).put((byte) r.access().code());
+    }
+    if (shared == null) {
+      buf.put((byte) 0);
+    } else {
+      SharedHost h = shared.host();
+      buf.put((byte) 1).putShort((short) hostname.length).put(hostname).putShort((short) bootId.length).put(bootId)
+          .putInt(h.pid()).putInt(h.tokenFd()).putLong(h.tokenInode()).putInt(shared.regions().size());
+      for (SharedRegion e : shared.regions()) {
+        buf.putLong(e.regionId()).putInt(e.fd()).putLong(e.inode()).putLong(e.offset()).putLong(e.lengthBytes())
+            .put((byte) e.access().code());
+      }
     }
     return buf.flip();
   }
@@ -39,16 +70,16 @@ public final class DescribeCodec {
     try {
       int hostLength = buf.getShort() & 0xffff;
       if (hostLength == 0 || hostLength > MAX_HOST_BYTES) {
-        throw new FrameRejectedException(Reason.INCONSISTENT_LENGTH, "describe: host length " + hostLength);
+        throw rejected("describe: host length " + hostLength);
       }
       byte[] host = new byte[hostLength];
       buf.get(host);
       int port = buf.getInt();
       long epoch = buf.getLong();
       int count = buf.getInt();
-      if (count < 0 || (long) count * REGION_BYTES != buf.remaining()) {
-        throw new FrameRejectedException(
-            Reason.INCONSISTENT_LENGTH, "describe: " + count + " regions but " + buf.remaining() + " bytes left");
+      // The regions and at least the SHM flag byte must follow.
+      if (count < 0 || (long) count * REGION_BYTES + 1 > buf.remaining()) {
+        throw rejected("describe: " + count + " regions but " + buf.remaining() + " bytes left");
       }
       List<RemoteRegion> regions = new ArrayList<>(count);
       for (int i = 0; i < count; i++) {
@@ -56,17 +87,82 @@ public final class DescribeCodec {
         long length = buf.getLong();
         int access = buf.get();
         if (length <= 0 || access < 1 || access > 3) {
-          throw new FrameRejectedException(
-              Reason.INCONSISTENT_LENGTH, "describe: region " + id + " has length " + length + ", access " + access);
+          throw rejected("describe: region " + id + " has length " + length + ", access " + access);
         }
         regions.add(new RemoteRegion(id, length, Access.fromCode(access)));
       }
       if (port < 1 || port > 65535) {
-        throw new FrameRejectedException(Reason.INCONSISTENT_LENGTH, "describe: port " + port);
+        throw rejected("describe: port " + port);
       }
-      return new Description(new String(host, StandardCharsets.UTF_8), port, epoch, regions);
+      SharedExports shared = decodeShared(buf, regions);
+      if (buf.hasRemaining()) {
+        throw rejected("describe: " + buf.remaining() + " bytes after the SHM part");
+      }
+      return new Description(new String(host, StandardCharsets.UTF_8), port, epoch, regions, shared);
     } catch (BufferUnderflowException e) {
-      throw new FrameRejectedException(Reason.INCONSISTENT_LENGTH, "describe: payload ends early");
+      throw rejected("describe: payload ends early");
     }
+  }
+
+  private static SharedExports decodeShared(ByteBuffer buf, List<RemoteRegion> regions) throws FrameRejectedException {
+    int flag = buf.get();
+    if (flag == 0) {
+      return null;
+    }
+    if (flag != 1) {
+      throw rejected("describe: SHM flag " + flag);
+    }
+    String hostname = string(buf, MAX_HOST_BYTES, "SHM host name");
+    String bootId = string(buf, MAX_BOOT_ID_BYTES, "SHM boot id");
+    int pid = buf.getInt();
+    int tokenFd = buf.getInt();
+    long tokenInode = buf.getLong();
+    int count = buf.getInt();
+    if (pid <= 0 || tokenFd < 0) {
+      throw rejected("describe: SHM pid " + pid + ", token fd " + tokenFd);
+    }
+    if (count < 0 || (long) count * EXPORT_BYTES != buf.remaining()) {
+      throw rejected("describe: " + count + " SHM exports but " + buf.remaining() + " bytes left");
+    }
+    Map<Long, RemoteRegion> published = new HashMap<>();
+    regions.forEach(r -> published.put(r.regionId(), r));
+    Set<Long> seen = new HashSet<>();
+    List<SharedRegion> exports = new ArrayList<>(count);
+    for (int i = 0; i < count; i++) {
+      long id = buf.getLong();
+      int fd = buf.getInt();
+      long inode = buf.getLong();
+      long offset = buf.getLong();
+      long length = buf.getLong();
+      int access = buf.get();
+      RemoteRegion region = published.get(id);
+      // An export must describe exactly a published region, once.
+      if (region == null || !seen.add(id) || fd < 0 || offset < 0 || length != region.lengthBytes()
+          || access != region.access().code() || offset > Long.MAX_VALUE - length) {
+        throw rejected("describe: SHM export of region " + id + " (fd " + fd + ", offset " + offset + ", length "
+            + length + ", access " + access + ") does not match a published region");
+      }
+      exports.add(new SharedRegion(id, fd, inode, offset, length, region.access()));
+    }
+    return new SharedExports(new SharedHost(hostname, bootId, pid, tokenFd, tokenInode), exports);
+  }
+
+  private static String string(ByteBuffer buf, int max, String what) throws FrameRejectedException {
+    int length = buf.getShort() & 0xffff;
+    if (length == 0 || length > max) {
+      throw rejected("describe: " + what + " length " + length);
+    }
+    byte[] bytes = new byte[length];
+    buf.get(bytes);
+    try {
+      return StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(bytes)).toString();
+    } catch (java.nio.charset.CharacterCodingException e) {
+      // Compared byte for byte with this host's identity: a lossy decode could make two differ or match.
+      throw rejected("describe: " + what + " is not valid UTF-8");
+    }
+  }
+
+  private static FrameRejectedException rejected(String detail) {
+    return new FrameRejectedException(Reason.INCONSISTENT_LENGTH, detail);
   }
 }

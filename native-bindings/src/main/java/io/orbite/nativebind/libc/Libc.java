@@ -63,6 +63,15 @@ public final class Libc {
     public static final short F_WRLCK = 1;
     public static final short F_UNLCK = 2;
     public static final short SEEK_SET = 0;
+    // ---- madvise advice ----
+    public static final int MADV_NORMAL = 0;
+    public static final int MADV_WILLNEED = 3;
+    public static final int MADV_DONTNEED = 4;
+    /** Linux 5.14+: populate (prefault) page tables readable. */
+    public static final int MADV_POPULATE_READ = 22;
+    /** Linux 5.14+: populate (prefault) page tables writable. */
+    public static final int MADV_POPULATE_WRITE = 23;
+
     /** Signals for {@link #kill}: stop, continue, kill (Linux x86_64 numbers). */
     public static final int SIGKILL = 9;
     public static final int SIGCONT = 18;
@@ -98,6 +107,11 @@ public final class Libc {
                     Linker.Option.firstVariadicArg(2));
     private static final MethodHandle GETHOSTNAME =
             BINDER.downcallWithErrno("gethostname", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    /** {@code int fstat(int fd, struct stat *buf)}: exported by glibc since 2.33 (earlier only as __fxstat). */
+    private static final MethodHandle FSTAT =
+            BINDER.downcallWithErrno("fstat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+    private static final MethodHandle MADVISE =
+            BINDER.downcallWithErrno("madvise", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
 
     /** Probed once, after every handle above was built. */
     private static final Availability AVAILABILITY = BINDER.availability();
@@ -317,6 +331,97 @@ public final class Libc {
                         ErrnoCapture.errno(state));
             }
         }
+    }
+
+    /**
+     * Asks whether an open-file-description lock of {@code type} on {@code [start, start+len)} of {@code fd}
+     * could be taken now ({@code fcntl(fd, F_OFD_GETLK, &flock)}), without taking it.
+     *
+     * <p>Locks held through {@code fd}'s own description never conflict with it, so this reports only
+     * locks of other descriptions (other processes, or other {@code open}s in this one).
+     *
+     * @return the type of one conflicting lock ({@link #F_RDLCK} or {@link #F_WRLCK}), or {@link #F_UNLCK}
+     *         when nothing conflicts
+     */
+    public static short ofdTestLock(int fd, short type, long start, long len) {
+        AVAILABILITY.require("fcntl");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = ErrnoCapture.allocate(arena);
+            MemorySegment flock = Flock.allocate(arena);
+            Flock.type(flock, type);
+            Flock.whence(flock, SEEK_SET);
+            Flock.start(flock, start);
+            Flock.len(flock, len);
+            Flock.pid(flock, 0);
+            int r;
+            try {
+                r = (int) FCNTL_PTR.invokeExact(state, fd, F_OFD_GETLK, flock);
+            } catch (Throwable t) {
+                throw NativeBinder.unexpected("fcntl", t);
+            }
+            if (r == -1) {
+                throw new NativeCallException("fcntl",
+                        "fd=" + fd + ", cmd=F_OFD_GETLK, l_type=" + lockTypeName(type) + ", l_start=" + start
+                                + ", l_len=" + len,
+                        ErrnoCapture.errno(state));
+            }
+            return Flock.type(flock);
+        }
+    }
+
+    /** {@code fstat(fd, &st)}: identity (device, inode) and size of an open file. */
+    public static FileStatus fstat(int fd) {
+        AVAILABILITY.require("fstat");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = ErrnoCapture.allocate(arena);
+            MemorySegment st = Stat.allocate(arena);
+            int r;
+            try {
+                r = (int) FSTAT.invokeExact(state, fd, st);
+            } catch (Throwable t) {
+                throw NativeBinder.unexpected("fstat", t);
+            }
+            if (r == -1) {
+                throw new NativeCallException("fstat", "fd=" + fd, ErrnoCapture.errno(state));
+            }
+            return Stat.read(st);
+        }
+    }
+
+    /**
+     * {@code madvise(segment.address(), segment.byteSize(), advice)}: advice about a mapped range (the
+     * address must be page aligned). Used to prefault a fresh shared mapping
+     * ({@link #MADV_POPULATE_WRITE}) so the first transfer does not pay its page faults.
+     */
+    public static void madvise(MemorySegment segment, int advice) {
+        AVAILABILITY.require("madvise");
+        long length = segment.byteSize();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = ErrnoCapture.allocate(arena);
+            int r;
+            try {
+                r = (int) MADVISE.invokeExact(state, segment, length, advice);
+            } catch (Throwable t) {
+                throw NativeBinder.unexpected("madvise", t);
+            }
+            if (r == -1) {
+                throw new NativeCallException("madvise",
+                        "address=0x" + Long.toHexString(segment.address()) + ", length=" + length
+                                + ", advice=" + adviceName(advice),
+                        ErrnoCapture.errno(state));
+            }
+        }
+    }
+
+    private static String adviceName(int advice) {
+        return switch (advice) {
+            case MADV_NORMAL -> "MADV_NORMAL";
+            case MADV_WILLNEED -> "MADV_WILLNEED";
+            case MADV_DONTNEED -> "MADV_DONTNEED";
+            case MADV_POPULATE_READ -> "MADV_POPULATE_READ";
+            case MADV_POPULATE_WRITE -> "MADV_POPULATE_WRITE";
+            default -> Integer.toString(advice);
+        };
     }
 
     /** {@code gethostname()}: this host's name (of the calling UTS namespace). */

@@ -53,8 +53,24 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
     port <- Gen.chooseNum(1, 65535)
     epoch <- anyLong
     n <- Gen.frequency(1 -> Gen.const(0), 2 -> Gen.choose(1, 5), 3 -> Gen.choose(0, 200), 1 -> Gen.const(200))
-    regions <- Gen.listOfN(n, genRegion)
-  } yield new Description(host, port, epoch, regions.asJava)
+    regions <- Gen.listOfN(n, genRegion).map(_.groupBy(_.regionId()).values.map(_.head).toList)
+    shared <- Gen.frequency(1 -> Gen.const(None), 1 -> genShared(regions).map(Some(_)))
+  } yield new Description(host, port, epoch, regions.asJava, shared.orNull)
+
+  /** An SHM part exporting a subset of `regions`, each exactly as published. */
+  private def genShared(regions: List[RemoteRegion]): Gen[SharedExports] = for {
+    hostname <- Gen.chooseNum(1, 64).flatMap(genHostOf)
+    boot <- Gen.uuid.map(_.toString)
+    pid <- Gen.chooseNum(1, Int.MaxValue)
+    tokenFd <- Gen.chooseNum(0, Int.MaxValue)
+    tokenInode <- anyLong
+    picked <- Gen.someOf(regions)
+    fds <- Gen.listOfN(picked.size, Gen.chooseNum(0, Int.MaxValue))
+    inodes <- Gen.listOfN(picked.size, anyLong)
+  } yield new SharedExports(new SharedHost(hostname, boot, pid, tokenFd, tokenInode),
+    picked.toList.zip(fds.zip(inodes)).map { case (r, (fd, ino)) =>
+      new SharedRegion(r.regionId(), fd, ino, 0L, r.lengthBytes(), r.access())
+    }.asJava)
 
   private def bytesOf(buf: ByteBuffer): Array[Byte] = {
     val out = new Array[Byte](buf.remaining())
@@ -73,15 +89,34 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
     val host = d.host().getBytes(UTF_8)
     be(host.length.toLong, 2) ++ host ++ be(d.port().toLong, 4) ++ be(d.epoch(), 8) ++
       be(d.regions().size().toLong, 4) ++
-      d.regions().asScala.flatMap(r => be(r.regionId(), 8) ++ be(r.lengthBytes(), 8) ++ be(r.access().code().toLong, 1))
+      d.regions().asScala.flatMap(r => be(r.regionId(), 8) ++ be(r.lengthBytes(), 8) ++ be(r.access().code().toLong, 1)) ++
+      sharedLayout(d)
   }
+
+  /** The SHM part: a flag byte, then (when present) host, boot id, pid, token, and the exports. */
+  private def sharedLayout(d: Description): Array[Byte] = {
+    def be(v: Long, width: Int) = Array.tabulate(width)(i => (v >>> (8 * (width - 1 - i))).toByte)
+    Option(d.shared()) match {
+      case None => Array[Byte](0)
+      case Some(s) =>
+        val h = s.host()
+        val name = h.hostname().getBytes(UTF_8)
+        val boot = h.bootId().getBytes(UTF_8)
+        Array[Byte](1) ++ be(name.length.toLong, 2) ++ name ++ be(boot.length.toLong, 2) ++ boot ++
+          be(h.pid().toLong, 4) ++ be(h.tokenFd().toLong, 4) ++ be(h.tokenInode(), 8) ++ be(s.regions().size().toLong, 4) ++
+          s.regions().asScala.flatMap(e => be(e.regionId(), 8) ++ be(e.fd().toLong, 4) ++ be(e.inode(), 8) ++
+            be(e.offset(), 8) ++ be(e.lengthBytes(), 8) ++ be(e.access().code().toLong, 1))
+    }
+  }
+
+  private def sharedBytes(d: Description): Int = sharedLayout(d).length
 
   property("a description survives encode -> decode, in the documented layout") {
     forAll(genDescription) { d =>
       val buf = DescribeCodec.encode(d)
       buf.position() shouldBe 0
       val hostBytes = utf8Length(d.host())
-      buf.remaining() shouldBe 2 + hostBytes + 4 + 8 + 4 + d.regions().size() * DescribeCodec.REGION_BYTES
+      buf.remaining() shouldBe 2 + hostBytes + 4 + 8 + 4 + d.regions().size() * DescribeCodec.REGION_BYTES + sharedBytes(d)
       bytesOf(buf) shouldBe layout(d)
 
       val back = DescribeCodec.decode(buf)
@@ -133,7 +168,8 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
   }
 
   property("an encoding whose region count is off by any amount is refused") {
-    forAll(genDescription, Gen.oneOf(Gen.choose(-3, 3), Gen.chooseNum(Int.MinValue, Int.MaxValue))) { (d, delta) =>
+    forAll(genDescription.map(d => new Description(d.host(), d.port(), d.epoch(), d.regions())),
+      Gen.oneOf(Gen.choose(-3, 3), Gen.chooseNum(Int.MinValue, Int.MaxValue))) { (d, delta) =>
       whenever(delta != 0) {
         val bytes = encoded(d)
         val countAt = 2 + utf8Length(d.host()) + 4 + 8
@@ -144,10 +180,31 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
     }
   }
 
+  property("an SHM export that does not match a published region is refused") {
+    val gen = for {
+      d <- genDescription.suchThat(d => d.shared() != null && !d.shared().regions().isEmpty)
+      which <- Gen.choose(0, d.shared().regions().size() - 1)
+      how <- Gen.choose(0, 3)
+    } yield (d, which, how)
+    forAll(gen) { case (d, which, how) =>
+      val e = d.shared().regions().get(which)
+      val bad = how match {
+        case 0 => new SharedRegion(e.regionId(), e.fd(), e.inode(), e.offset(), e.lengthBytes() + 1, e.access())
+        case 1 => new SharedRegion(e.regionId(), -1, e.inode(), e.offset(), e.lengthBytes(), e.access())
+        case 2 => new SharedRegion(e.regionId(), e.fd(), e.inode(), -4096L, e.lengthBytes(), e.access())
+        case _ => e // a duplicate export of the same region
+      }
+      val exports = new java.util.ArrayList(d.shared().regions())
+      if (how == 3) exports.add(bad) else exports.set(which, bad)
+      val damaged = new Description(d.host(), d.port(), d.epoch(), d.regions(), new SharedExports(d.shared().host(), exports))
+      intercept[FrameRejectedException](decode(encoded(damaged)))
+    }
+  }
+
   property("a port outside 1..65535 is refused") {
     val badPort = Gen.oneOf(Gen.const(0), Gen.chooseNum(Int.MinValue, 0), Gen.chooseNum(65536, Int.MaxValue))
     forAll(genDescription, badPort) { (d, port) =>
-      val bad = new Description(d.host(), port, d.epoch(), d.regions())
+      val bad = new Description(d.host(), port, d.epoch(), d.regions(), d.shared())
       intercept[FrameRejectedException](decode(encoded(bad)))
     }
   }
@@ -182,7 +239,7 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
 
   property("an empty host is refused on decode") {
     forAll(genDescription) { d =>
-      val bytes = encoded(new Description("", d.port(), d.epoch(), d.regions()))
+      val bytes = encoded(new Description("", d.port(), d.epoch(), d.regions(), d.shared()))
       bytes.take(2) shouldBe Array[Byte](0, 0)
       intercept[FrameRejectedException](decode(bytes))
     }
@@ -197,7 +254,7 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
     forAll(gen) { case (d, hostBytes, host) =>
       utf8Length(host) shouldBe hostBytes
       an[IllegalArgumentException] should be thrownBy
-        DescribeCodec.encode(new Description(host, d.port(), d.epoch(), d.regions()))
+        DescribeCodec.encode(new Description(host, d.port(), d.epoch(), d.regions(), d.shared()))
     }
   }
 
@@ -225,7 +282,7 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
         back.regions().asScala.foreach(_.lengthBytes() should be > 0L)
         withClue("a decoded description must account for every byte: ") {
           damaged.length shouldBe 2 + (damaged(0) & 0xff) * 256 + (damaged(1) & 0xff) + 16 +
-            back.regions().size() * DescribeCodec.REGION_BYTES
+            back.regions().size() * DescribeCodec.REGION_BYTES + sharedBytes(back)
         }
         hostLength should be > 0
       } catch {

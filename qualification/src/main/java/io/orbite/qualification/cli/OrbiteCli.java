@@ -1,11 +1,14 @@
 package io.orbite.qualification.cli;
 
+import io.orbite.qualification.bench.ShmBench;
 import io.orbite.qualification.bench.TcpBench;
 import io.orbite.qualification.demo.Demo;
 import io.orbite.qualification.example.KvHandoff;
 import java.util.List;
 
-/** The {@code ./orbite} command line: {@code demo}, {@code bench tcp [--json]} and {@code example kv-handoff}. */
+/**
+ * The {@code ./orbite} command line: {@code demo}, {@code bench tcp|shm [--json]} and {@code example kv-handoff}.
+ */
 public final class OrbiteCli {
   private OrbiteCli() {}
 
@@ -24,9 +27,12 @@ public final class OrbiteCli {
   }
 
   private static int bench(List<String> args) throws Exception {
-    if (args.isEmpty() || !args.get(0).equals("tcp")) {
-      System.err.println("bench: name a bench: tcp");
+    if (args.isEmpty() || !(args.get(0).equals("tcp") || args.get(0).equals("shm"))) {
+      System.err.println("bench: name a bench: tcp, shm");
       return 2;
+    }
+    if (args.get(0).equals("shm")) {
+      return new ShmBench().run(args.subList(1, args.size()));
     }
     return new TcpBench().run(args.subList(1, args.size()));
   }
@@ -44,6 +50,7 @@ public final class OrbiteCli {
         usage: ./orbite <command>
           demo               two engine processes on loopback: READ and WRITE of mixed sizes, every byte verified
           bench tcp [--json] TCP READ/WRITE throughput and 4 KiB task rate, beside the iperf3 loopback ceiling
+          bench shm [--json] same-host SHM READ/WRITE throughput, beside one thread's memcpy in the same run
           example kv-handoff [options]
                              prefill and decode processes hand off KV-cache blocks through a transfer stream,
                              every byte verified (--help for its options)

@@ -26,6 +26,7 @@ import java.util.Map;
  *
  * <pre>
  * ALLOC bytes access            -> OK regionId
+ * EXTERN bytes access           -> OK regionId   (caller-owned memory: never exported through SHM)
  * FILL regionId seed            -> OK            (whole region, pattern position = offset)
  * VERIFY regionId guardSeed n   -> OK | MISMATCH index   (then n lines: offset length seed from)
  * UNREGISTER regionId           -> OK
@@ -68,6 +69,12 @@ public final class EngineMain {
         switch (t[0]) {
           case "ALLOC" -> {
             RegisteredMemory m = engine.allocate(Long.parseLong(t[1]), Access.valueOf(t[2]));
+            regions.put(m.regionId(), m);
+            out.println("OK " + m.regionId());
+          }
+          case "EXTERN" -> {
+            java.lang.foreign.MemorySegment own = java.lang.foreign.Arena.global().allocate(Long.parseLong(t[1]), 64);
+            RegisteredMemory m = engine.register(own, Access.valueOf(t[2]));
             regions.put(m.regionId(), m);
             out.println("OK " + m.regionId());
           }
@@ -165,7 +172,11 @@ public final class EngineMain {
         + " framesRejected=" + c.framesRejected.sum() + " sourceBytesRead=" + c.sourceBytesRead.sum()
         + " sourceBytesWritten=" + c.sourceBytesWritten.sum() + " sourceRefusals=" + c.sourceRefusals.sum()
         + " bytesCompleted=" + c.bytesCompleted.sum() + " tasksCompleted=" + c.tasksCompleted.sum()
-        + " tasksFailed=" + c.tasksFailed.sum();
+        + " tasksFailed=" + c.tasksFailed.sum()
+        + " tcpTasksDispatched=" + c.of(io.orbite.engine.Transport.TCP).tasksDispatched.sum()
+        + " shmTasksDispatched=" + c.of(io.orbite.engine.Transport.SHM).tasksDispatched.sum()
+        + " shmBytesRead=" + c.shmBytesRead.sum() + " shmBytesWritten=" + c.shmBytesWritten.sum()
+        + " shmOpensRefused=" + c.shmOpensRefused.sum() + " shmMappingsOpened=" + c.shmMappingsOpened.sum();
   }
 
   /** Heap bytes allocated by every thread of this JVM so far (HotSpot's allocation counters). */

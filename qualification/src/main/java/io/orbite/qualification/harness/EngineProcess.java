@@ -66,9 +66,23 @@ public final class EngineProcess implements AutoCloseable {
     return launch(name, logDir, withPort, 1);
   }
 
+  /**
+   * Starts an engine process under a launcher command, e.g. {@code ip netns exec <ns>} to put it in a
+   * network namespace of its own; the engine's java command line follows {@code wrapper}.
+   */
+  public static EngineProcess startWrapped(String name, Path logDir, java.util.Map<String, String> env,
+      List<String> wrapper) throws IOException {
+    return launch(name, logDir, env, 1, wrapper);
+  }
+
   private static EngineProcess launch(String name, Path logDir, java.util.Map<String, String> env, int generation)
       throws IOException {
-    List<String> cmd = new ArrayList<>();
+    return launch(name, logDir, env, generation, List.of());
+  }
+
+  private static EngineProcess launch(String name, Path logDir, java.util.Map<String, String> env, int generation,
+      List<String> wrapper) throws IOException {
+    List<String> cmd = new ArrayList<>(wrapper);
     cmd.add(javaBinary());
     cmd.addAll(jvmFlags());
     cmd.add("-cp");

@@ -1,0 +1,252 @@
+package io.orbite.qualification.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.Op;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TaskResult;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
+import io.orbite.qualification.cli.Progress;
+import io.orbite.qualification.harness.EngineProcess;
+import io.orbite.qualification.harness.TaskRunner;
+import io.orbite.qualification.verify.Pattern;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * {@code ./orbite bench shm}: a source engine process that exports its memory through SHM
+ * ({@code shm.enabled}) and a requester engine (this process) on the same host. READ and WRITE
+ * throughput at 64 KiB, 1 MiB, 4 MiB and 64 MiB with many tasks in flight, each beside the ceiling
+ * measured in the same run just before it: one thread copying the same sizes over the same working
+ * set between two private off-heap buffers with {@link MemorySegment#copy} (the JVM's memcpy, which
+ * on this machine kind is faster than glibc's memcpy called through FFM). Every run's bytes are
+ * verified afterwards, and every task must have gone through SHM. {@code --json} prints one JSON
+ * object in the shape of {@code bench tcp --json}.
+ */
+public final class ShmBench {
+  private static final long REGION_BYTES = 1L << 30;
+  private static final long[] SIZES = {64L << 10, 1L << 20, 4L << 20, 64L << 20};
+  private static final String[] NAMES = {"64KiB", "1MiB", "4MiB", "64MiB"};
+  private static final long IN_FLIGHT_BYTES = 256L << 20;
+
+  private PrintStream human = System.out;
+  private long workingSetBytes = REGION_BYTES;
+  private double secondsPerFigure = 3.0;
+
+  public int run(List<String> args) throws Exception {
+    boolean json = args.contains("--json");
+    int sizesAt = args.indexOf("--sizes");
+    List<String> onlySizes = sizesAt >= 0 && sizesAt + 1 < args.size() ? List.of(args.get(sizesAt + 1).split(",")) : null;
+    int wsAt = args.indexOf("--working-set");
+    if (wsAt >= 0 && wsAt + 1 < args.size()) {
+      workingSetBytes = Math.min(REGION_BYTES, Long.parseLong(args.get(wsAt + 1)));
+    }
+    if (args.contains("--quick")) {
+      secondsPerFigure = 1.0;
+    }
+    if (json) {
+      human = System.err;
+    }
+    Map<String, Double> figures = new LinkedHashMap<>();
+    Map<String, Double> ceilings = new LinkedHashMap<>();
+    Map<String, Double> ratios = new LinkedHashMap<>();
+    Path logs = Path.of(System.getProperty("java.io.tmpdir"), "orbite-bench-shm-" + ProcessHandle.current().pid());
+    int failures = 0;
+    try (EngineProcess source = EngineProcess.start("bench-shm-source", logs,
+            Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}"));
+        TransferEngine requester = TransferEngine.start(EngineConfig.fromEnv().withName("bench-shm-requester"));
+        Arena copyArena = Arena.ofConfined()) {
+      human.printf("bench shm: source %s (pid %d), requester pid %d, %.0f s per figure, working set %d MiB%n",
+          source.endpoint(), source.pid(), ProcessHandle.current().pid(), secondsPerFigure, workingSetBytes >> 20);
+      long remote = Long.parseLong(source.call("ALLOC " + REGION_BYTES + " READ_WRITE"));
+      long sourceSeed = 0x5eed5L;
+      source.call("FILL " + remote + " " + sourceSeed);
+      RegisteredMemory local = requester.allocate(REGION_BYTES, Access.READ_WRITE);
+      RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
+      if (!peer.sharedReachable(remote)) {
+        human.println("RESULT: FAIL - the source's memory is not reachable through SHM: "
+            + peer.unreachableBecause(Transport.SHM, remote));
+        return 1;
+      }
+      // The ceiling's buffers: private, off-heap, touched once so no page fault is measured.
+      MemorySegment from = copyArena.allocate(workingSetBytes, 4096).fill((byte) 1);
+      MemorySegment to = copyArena.allocate(workingSetBytes, 4096).fill((byte) 2);
+      long writtenUpTo = 0;
+      long writeSeed = 0x77L;
+      for (Op op : Op.values()) {
+        if (op == Op.WRITE) {
+          Pattern.fill(local.segment(), 0, REGION_BYTES, writeSeed, 0);
+        }
+        for (int s = 0; s < SIZES.length; s++) {
+          if (onlySizes != null && !onlySizes.contains(NAMES[s])) {
+            continue;
+          }
+          String name = op.name().toLowerCase(Locale.ROOT) + "_" + NAMES[s];
+          double memcpy = memcpy(from, to, SIZES[s]);
+          ceilings.put("memcpy_1t_" + NAMES[s] + "_before_" + name + "_GBps", memcpy);
+          Run r = measure(requester, op, local, peer, remote, SIZES[s], name);
+          failures += r.failed;
+          figures.put(name + "_GBps", r.gbps());
+          ratios.put(name + "_vs_memcpy", r.gbps() / memcpy);
+          if (op == Op.WRITE) {
+            writtenUpTo = Math.max(writtenUpTo, r.touchedBytes);
+          }
+          failures += verify(op, local, source, remote, op == Op.WRITE ? writtenUpTo : r.touchedBytes, sourceSeed,
+              writeSeed);
+        }
+      }
+      long overTcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();
+      figures.put("tasks_over_shm", (double) requester.counters().of(Transport.SHM).tasksDispatched.sum());
+      figures.put("tasks_over_tcp", (double) overTcp);
+      if (overTcp != 0) {
+        human.println("  " + overTcp + " task(s) went over TCP instead of SHM");
+        failures++;
+      }
+    }
+    printTable(figures, ceilings, ratios);
+    if (json) {
+      ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+      ObjectNode root = mapper.createObjectNode();
+      ObjectNode f = root.putObject("figures");
+      figures.forEach((k, v) -> f.put(k, round(v)));
+      ObjectNode c = root.putObject("ceilings");
+      ceilings.forEach((k, v) -> c.put(k, round(v)));
+      ObjectNode r = root.putObject("ratios");
+      ratios.forEach((k, v) -> r.put(k, round(v)));
+      System.out.println(mapper.writeValueAsString(root));
+    }
+    if (failures > 0) {
+      human.println("RESULT: FAIL - " + failures + " failed task(s), wrong byte(s) or task(s) off SHM");
+      return 1;
+    }
+    return 0;
+  }
+
+  /**
+   * The ceiling: one thread copying {@code size} bytes at a time between two private buffers, at the
+   * same offsets the transfer uses (cycling over the working set), for as long as a figure runs.
+   */
+  private double memcpy(MemorySegment from, MemorySegment to, long size) {
+    long slots = Math.max(1, workingSetBytes / size);
+    long slot = 0;
+    long warmEnd = System.nanoTime() + 300_000_000L;
+    while (System.nanoTime() < warmEnd) {
+      long offset = (slot++ % slots) * size;
+      MemorySegment.copy(from, offset, to, offset, size);
+    }
+    long bytes = 0;
+    long start = System.nanoTime();
+    long deadline = start + (long) (secondsPerFigure * 1e9);
+    while (System.nanoTime() < deadline) {
+      for (int i = 0; i < 16; i++) {
+        long offset = (slot++ % slots) * size;
+        MemorySegment.copy(from, offset, to, offset, size);
+        bytes += size;
+      }
+    }
+    double gbps = bytes / 1e9 / ((System.nanoTime() - start) / 1e9);
+    human.printf(Locale.ROOT, "  %-12s memcpy 1 thread, %s = %6.3f GB/s%n", "", size >= (1 << 20) ? (size >> 20) + " MiB"
+        : (size >> 10) + " KiB", gbps);
+    return gbps;
+  }
+
+  private record Run(long bytes, long tasks, double seconds, long touchedBytes, int failed) {
+    double gbps() {
+      return bytes / 1e9 / seconds;
+    }
+  }
+
+  private Run measure(TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer, long remote, long size,
+      String name) {
+    int perBatch = (int) Math.max(1, Math.min(1024, (64L << 20) / size));
+    int batchesInFlight = (int) Math.max(2, IN_FLIGHT_BYTES / (perBatch * size));
+    long slots = Math.max(1, workingSetBytes / size);
+    Run warm = runFor(engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, 0.3, null);
+    Progress progress = new Progress(name, (long) (secondsPerFigure * 10), "ds");
+    Run r = runFor(engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, secondsPerFigure, progress);
+    progress.done();
+    human.printf(Locale.ROOT, "  %-12s %6d tasks %9.1f MiB in %5.2f s = %6.3f GB/s%n", name, r.tasks, r.bytes / 1048576.0,
+        r.seconds, r.gbps());
+    return new Run(r.bytes, r.tasks, r.seconds, Math.max(warm.touchedBytes, r.touchedBytes), r.failed + warm.failed);
+  }
+
+  private Run runFor(TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer, long remote, long size,
+      int perBatch, int batchesInFlight, long slots, double seconds, Progress progress) {
+    long start = System.nanoTime();
+    long deadline = start + (long) (seconds * 1e9);
+    long bytes = 0;
+    long tasks = 0;
+    int failed = 0;
+    long slot = 0;
+    long touched = 0;
+    int chunk = perBatch * batchesInFlight;
+    while (System.nanoTime() < deadline) {
+      List<TransferRequest> requests = new ArrayList<>(chunk);
+      for (int i = 0; i < chunk; i++) {
+        long offset = (slot++ % slots) * size;
+        touched = Math.max(touched, offset + size);
+        requests.add(op == Op.READ
+            ? TransferRequest.read(local, offset, peer, remote, offset, size)
+            : TransferRequest.write(local, offset, peer, remote, offset, size));
+      }
+      for (TaskResult r : TaskRunner.run(engine, requests, perBatch, batchesInFlight, null)) {
+        if (r.completed()) {
+          bytes += r.bytes();
+          tasks++;
+        } else if (failed++ < 3) {
+          human.println("  task failed: " + r);
+        }
+      }
+      if (progress != null) {
+        progress.update(Math.min((long) (seconds * 10), (System.nanoTime() - start) / 100_000_000L), bytes);
+      }
+    }
+    return new Run(bytes, tasks, (System.nanoTime() - start) / 1e9, touched, failed);
+  }
+
+  /** Checks the bytes the run touched: READ on the requester, WRITE on the source. */
+  private int verify(Op op, RegisteredMemory local, EngineProcess source, long remote, long touched, long sourceSeed,
+      long writeSeed) throws java.io.IOException {
+    if (op == Op.READ) {
+      long bad = Pattern.verify(local.segment(), 0, touched, sourceSeed, 0);
+      if (bad >= 0) {
+        human.println("  MISMATCH: requester byte " + bad + " after READ");
+        return 1;
+      }
+      return 0;
+    }
+    String answer = source.ask("VERIFY " + remote + " " + sourceSeed + " 1", List.of("0 " + touched + " " + writeSeed + " 0"));
+    if (!answer.equals("OK")) {
+      human.println("  MISMATCH: source " + answer + " after WRITE");
+      return 1;
+    }
+    return 0;
+  }
+
+  private void printTable(Map<String, Double> figures, Map<String, Double> ceilings, Map<String, Double> ratios) {
+    human.println("figures:");
+    figures.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
+    human.println("ceilings (same run):");
+    ceilings.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
+    human.println("ratios:");
+    ratios.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
+  }
+
+  private static double round(double v) {
+    return Math.round(v * 1000.0) / 1000.0;
+  }
+}

@@ -1,0 +1,176 @@
+package io.orbite.transport.shm;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.wire.SharedExports;
+import io.orbite.engine.wire.SharedRegion;
+import io.orbite.nativebind.HostIdentity;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * Owner of the SHM path to one peer incarnation: the proof that its memory opens from here, the copy
+ * lane (a thread of its own) with the mappings it holds, and the channel batches dispatch to. Child
+ * of the ShmTransport.
+ *
+ * <p>States: {@link #opening} (proving the peer on the blocking-I/O executor) → {@link #active} →
+ * {@link #draining} (closed: the lane fails what is queued, unmaps, ends) or {@link #fenced} (the
+ * peer's incarnation ended: the same, failing work EPOCH_MISMATCH) → stopped. A lifecycle only moves
+ * forward; a peer opened again after this endpoint stopped gets a fresh one.
+ */
+final class ShmEndpoint {
+  sealed interface Command {}
+
+  /** Answer with the channel once proven (at once if it is), adding the allocations {@code exports} lists. */
+  record Attach(SharedExports exports, ActorRef<TransportCommand.OpenPeerReply> replyTo) implements Command {}
+
+  /** Close the lane; reply when its thread has ended. */
+  record Close(ActorRef<Closed> replyTo) implements Command {}
+
+  record Closed(SegmentDescriptor peer) {}
+
+  private record Proven(Integer tokenFd, Throwable failure) implements Command {}
+
+  private record LaneEnded(Throwable cause) implements Command {}
+
+  private record Fenced(String reason) implements Command {}
+
+  private final ActorContext<Command> ctx;
+  private final SegmentDescriptor peer;
+  private final SharedExports exports;
+  private final int maxMappings;
+  private final EngineCounters counters;
+
+  private ShmEndpoint(ActorContext<Command> ctx, SegmentDescriptor peer, SharedExports exports, int maxMappings,
+      EngineCounters counters) {
+    this.ctx = ctx;
+    this.peer = peer;
+    this.exports = exports;
+    this.maxMappings = maxMappings;
+    this.counters = counters;
+  }
+
+  static Behavior<Command> create(SegmentDescriptor peer, SharedExports exports, HostIdentity local, int maxMappings,
+      Executor blockingIo, EngineCounters counters) {
+    return Behaviors.setup(ctx -> {
+      ShmEndpoint endpoint = new ShmEndpoint(ctx, peer, exports, maxMappings, counters);
+      ctx.pipeToSelf(CompletableFuture.supplyAsync(() -> PeerProof.prove(peer, exports, local), blockingIo),
+          Proven::new);
+      return endpoint.opening(new ArrayList<>(), new ArrayList<>(), ShmPeerChannel.exportTable(exports));
+    });
+  }
+
+  private Behavior<Command> opening(List<ActorRef<TransportCommand.OpenPeerReply>> waiters,
+      List<ActorRef<Closed>> closers, Map<Long, SharedRegion> table) {
+    return Behaviors.receive(Command.class)
+        .onMessage(Attach.class, m -> {
+          table.putAll(m.exports().byRegion());
+          waiters.add(m.replyTo());
+          return Behaviors.same();
+        })
+        .onMessage(Close.class, m -> {
+          closers.add(m.replyTo());
+          return Behaviors.same();
+        })
+        .onMessage(Proven.class, m -> onProven(m, waiters, closers, table))
+        .build();
+  }
+
+  private Behavior<Command> onProven(Proven m, List<ActorRef<TransportCommand.OpenPeerReply>> waiters,
+      List<ActorRef<Closed>> closers, Map<Long, SharedRegion> table) {
+    if (m.failure() != null) {
+      Throwable cause = m.failure() instanceof CompletionException ce && ce.getCause() != null ? ce.getCause() : m.failure();
+      counters.shmOpensRefused.increment();
+      ctx.getLog().info("SHM to {} not used: {}", peer, cause.getMessage());
+      waiters.forEach(w -> w.tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, cause.getMessage())));
+      closers.forEach(c -> c.tell(new Closed(peer)));
+      return Behaviors.stopped();
+    }
+    ActorRef<Command> self = ctx.getSelf();
+    ShmLane lane = new ShmLane("shm lane to " + peer, peer, exports.host(), m.tokenFd(), table, maxMappings, counters,
+        reason -> self.tell(new Fenced(reason)), cause -> self.tell(new LaneEnded(cause)));
+    ShmPeerChannel channel = new ShmPeerChannel(peer, lane, table, () -> { });
+    Thread.ofPlatform().daemon().name("orbite-" + lane.name()).start(lane);
+    waiters.forEach(w -> w.tell(new TransportCommand.PeerOpened(channel)));
+    if (!closers.isEmpty()) {
+      return startDraining(channel, lane, closers);
+    }
+    return active(channel, lane);
+  }
+
+  private Behavior<Command> active(ShmPeerChannel channel, ShmLane lane) {
+    return Behaviors.receive(Command.class)
+        .onMessage(Attach.class, m -> {
+          channel.addExports(m.exports());
+          m.replyTo().tell(channel.active()
+              ? new TransportCommand.PeerOpened(channel)
+              : new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "the SHM lane to " + peer + " has ended"));
+          return Behaviors.same();
+        })
+        .onMessage(Fenced.class, m -> {
+          channel.deactivate();
+          return fenced(m.reason(), new ArrayList<>());
+        })
+        .onMessage(LaneEnded.class, m -> {
+          ctx.getLog().info("{} ended{}", lane.name(), m.cause() == null ? "" : ": " + m.cause());
+          channel.deactivate();
+          return Behaviors.stopped();
+        })
+        .onMessage(Close.class, m -> startDraining(channel, lane, new ArrayList<>(List.of(m.replyTo()))))
+        .build();
+  }
+
+  private Behavior<Command> startDraining(ShmPeerChannel channel, ShmLane lane, List<ActorRef<Closed>> closers) {
+    channel.deactivate();
+    lane.close();
+    return draining(closers);
+  }
+
+  private Behavior<Command> draining(List<ActorRef<Closed>> closers) {
+    return Behaviors.receive(Command.class)
+        .onMessage(LaneEnded.class, m -> {
+          closers.forEach(c -> c.tell(new Closed(peer)));
+          return Behaviors.stopped();
+        })
+        .onMessage(Fenced.class, m -> Behaviors.same())
+        .onMessage(Close.class, m -> {
+          closers.add(m.replyTo());
+          return Behaviors.same();
+        })
+        .onMessage(Attach.class, m -> {
+          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "SHM endpoint " + peer + " is closing"));
+          return Behaviors.same();
+        })
+        .build();
+  }
+
+  /** The peer's incarnation ended: the lane is failing its work EPOCH_MISMATCH and unmapping. */
+  private Behavior<Command> fenced(String reason, List<ActorRef<Closed>> closers) {
+    return Behaviors.receive(Command.class)
+        .onMessage(LaneEnded.class, m -> {
+          closers.forEach(c -> c.tell(new Closed(peer)));
+          return Behaviors.stopped();
+        })
+        .onMessage(Fenced.class, m -> Behaviors.same())
+        .onMessage(Close.class, m -> {
+          closers.add(m.replyTo());
+          return Behaviors.same();
+        })
+        .onMessage(Attach.class, m -> {
+          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.EPOCH_MISMATCH, "SHM endpoint " + peer
+              + " is fenced: " + reason));
+          return Behaviors.same();
+        })
+        .build();
+  }
+}

@@ -1,0 +1,397 @@
+package io.orbite.transport.shm;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.Op;
+import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.ReceiptSink;
+import io.orbite.engine.spi.TaskWork;
+import io.orbite.engine.wire.SharedHost;
+import io.orbite.engine.wire.SharedRegion;
+import io.orbite.nativebind.Errno;
+import io.orbite.nativebind.NativeCallException;
+import io.orbite.nativebind.libc.Libc;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The copy thread of one SHM endpoint (one peer incarnation): the data path, off every actor. A duty
+ * cycle takes the queued tasks, groups them by peer allocation, and for each allocation maps it (once;
+ * kept mapped up to {@code shm.maxMappings}, least recently used unmapped first), takes the activity
+ * lock, checks the allocation is still live, copies with {@link MemorySegment#copy}, and unlocks. It
+ * delivers one receipt per task, in one call per batch per pass. When idle it checks the peer's
+ * incarnation token; once the peer has ended it fences: every task fails EPOCH_MISMATCH with zero
+ * bytes, every mapping is unmapped, and the lane ends.
+ *
+ * <p>A mapping whose munmap fails is quarantined: kept (with its descriptor) for the life of the
+ * process, counted, never used or retried (C7).
+ */
+final class ShmLane implements Runnable {
+  private static final Logger LOG = LoggerFactory.getLogger(ShmLane.class);
+  /** Most tasks taken per pass, so receipts flow while a long queue drains. */
+  private static final int MAX_PASS = 4096;
+  /** How long an idle lane sleeps between checks (a dispatch wakes it at once). */
+  private static final long IDLE_PARK_NANOS = 20_000_000L;
+  /** How often an idle lane checks that the peer's incarnation still lives. */
+  private static final long LIVENESS_CHECK_NANOS = 100_000_000L;
+
+  private final String name;
+  private final SegmentDescriptor peer;
+  private final SharedHost host;
+  private final Map<Long, SharedRegion> exports;
+  private final int maxMappings;
+  private final EngineCounters counters;
+  private final Consumer<String> onFenced;
+  private final Consumer<Throwable> onEnd;
+  private final ConcurrentLinkedQueue<TaskWork> queue = new ConcurrentLinkedQueue<>();
+  private final Object intake = new Object();
+  /** Peer allocations mapped, least recently used first. Lane thread only. */
+  private final LinkedHashMap<Long, ShmMapping> mappings = new LinkedHashMap<>(16, 0.75f, true);
+  private final List<ShmMapping> quarantined = new ArrayList<>();
+  private final Map<ReceiptSink, List<Receipt>> receipts = new IdentityHashMap<>();
+  private int tokenFd;
+  private volatile boolean accepting = true;
+  private volatile boolean closing;
+  private volatile String fencedBecause;
+  private volatile Thread thread;
+
+  ShmLane(String name, SegmentDescriptor peer, SharedHost host, int tokenFd, Map<Long, SharedRegion> exports,
+      int maxMappings, EngineCounters counters, Consumer<String> onFenced, Consumer<Throwable> onEnd) {
+    this.name = name;
+    this.peer = peer;
+    this.host = host;
+    this.tokenFd = tokenFd;
+    this.exports = exports;
+    this.maxMappings = maxMappings;
+    this.counters = counters;
+    this.onFenced = onFenced;
+    this.onEnd = onEnd;
+  }
+
+  String name() {
+    return name;
+  }
+
+  boolean running() {
+    return accepting;
+  }
+
+  String fencedBecause() {
+    return fencedBecause;
+  }
+
+  /** Queues a task; false when the lane no longer accepts work (the caller fails it, unsent). */
+  boolean enqueue(TaskWork work) {
+    synchronized (intake) {
+      if (!accepting) {
+        return false;
+      }
+      queue.add(work);
+      return true;
+    }
+  }
+
+  void wake() {
+    Thread t = thread;
+    if (t != null) {
+      LockSupport.unpark(t);
+    }
+  }
+
+  /** Stop: queued tasks fail unsent, mappings are unmapped, then the thread ends. */
+  void close() {
+    closing = true;
+    wake();
+  }
+
+  /** The peer's incarnation ended (or was replaced): stop as {@link #close}, failing work EPOCH_MISMATCH. */
+  void fence(String reason) {
+    if (fencedBecause == null) {
+      fencedBecause = reason;
+    }
+    close();
+  }
+
+  @Override
+  public void run() {
+    thread = Thread.currentThread();
+    Throwable cause = null;
+    try {
+      List<TaskWork> pass = new ArrayList<>();
+      long nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
+      while (!closing) {
+        TaskWork w;
+        while (pass.size() < MAX_PASS && (w = queue.poll()) != null) {
+          pass.add(w);
+        }
+        if (pass.isEmpty()) {
+          if (System.nanoTime() - nextCheck > 0) {
+            nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
+            if (!peerAlive()) {
+              fenceFromLane("the incarnation " + peer + " has ended (its token is no longer locked live)");
+              break;
+            }
+          }
+          LockSupport.parkNanos(this, IDLE_PARK_NANOS);
+          continue;
+        }
+        runPass(pass);
+        pass.clear();
+        deliver();
+      }
+    } catch (Throwable t) {
+      cause = t;
+      LOG.error("{}: failed: {}", name, t.toString(), t);
+    } finally {
+      shutDown();
+      onEnd.accept(cause);
+    }
+  }
+
+  private void runPass(List<TaskWork> pass) {
+    Map<Long, List<TaskWork>> byRegion = new LinkedHashMap<>();
+    long now = System.nanoTime();
+    for (TaskWork w : pass) {
+      if (fencedBecause != null) {
+        fail(w, ErrorKind.EPOCH_MISMATCH, peer + " is fenced: " + fencedBecause + " (never copied)");
+      } else if (w.sink().cancelled()) {
+        fail(w, ErrorKind.CANCELLED, "batch cancelled before the copy");
+      } else if (now - w.deadlineNanos() > 0) {
+        fail(w, ErrorKind.TIMEOUT, "deadline passed before the copy");
+      } else {
+        byRegion.computeIfAbsent(w.regionId(), k -> new ArrayList<>()).add(w);
+      }
+    }
+    for (Map.Entry<Long, List<TaskWork>> e : byRegion.entrySet()) {
+      List<TaskWork> tasks = e.getValue();
+      copied = 0;
+      inCopy = false;
+      try {
+        copyRegion(e.getKey(), tasks);
+      } catch (RuntimeException ex) {
+        // A broken invariant (a native call failing in a way the protocol does not expect): every
+        // task of this allocation not yet answered fails; a WRITE cut off inside its copy may have
+        // changed the peer's bytes (UNKNOWN).
+        LOG.error("{}: copying region {} failed: {}", name, e.getKey(), ex.toString(), ex);
+        for (int i = copied; i < tasks.size(); i++) {
+          TaskWork w = tasks.get(i);
+          RemoteEffect effect = i == copied && w.op() == Op.WRITE && inCopy ? RemoteEffect.UNKNOWN : RemoteEffect.NONE;
+          counters.shmTasksFailed.increment();
+          add(w.sink(), Receipt.failed(w.taskIndex(), ErrorKind.UNAVAILABLE, effect,
+              "SHM copy of region " + e.getKey() + " failed: " + ex.getMessage()));
+        }
+        unmap(e.getKey());
+      }
+    }
+  }
+
+  /** Tasks of the current allocation already answered (copyRegion's progress). */
+  private int copied;
+  /** Whether the task at {@link #copied} is inside its copy. */
+  private boolean inCopy;
+
+  /** Copies every task of one peer allocation under one activity lock. */
+  private void copyRegion(long regionId, List<TaskWork> tasks) {
+    if (fencedBecause != null) {
+      failAll(tasks, ErrorKind.EPOCH_MISMATCH, peer + " is fenced: " + fencedBecause + " (never copied)");
+      return;
+    }
+    ShmMapping m;
+    try {
+      m = mapping(regionId);
+    } catch (RuntimeException e) {
+      ErrorKind kind = classifyGone();
+      String detail = kind == ErrorKind.EPOCH_MISMATCH ? fencedBecause
+          : "region " + regionId + " of " + peer + " cannot be mapped: " + e.getMessage();
+      failAll(tasks, kind, detail);
+      return;
+    }
+    try {
+      Libc.ofdLock(m.fd, Libc.F_RDLCK, ShmLocks.ACTIVITY, 1, false);
+    } catch (NativeCallException e) {
+      if (!e.is(Errno.EAGAIN)) {
+        throw e;
+      }
+      // The source has fenced this allocation (unregister): it is never used again.
+      counters.shmFenced.increment();
+      unmap(regionId);
+      ErrorKind kind = classifyGone();
+      failAll(tasks, kind, kind == ErrorKind.EPOCH_MISMATCH ? fencedBecause
+          : "region " + regionId + " of " + peer + " was unregistered (fenced)");
+      return;
+    }
+    boolean live = true;
+    try {
+      // Liveness is checked after the activity lock is held: a source that withdraws it later must
+      // wait for this copy to end before it releases the memory.
+      if (Libc.ofdTestLock(m.fd, Libc.F_WRLCK, ShmLocks.LIVENESS, 1) == Libc.F_UNLCK) {
+        live = false;
+      } else {
+        for (TaskWork w : tasks) {
+          inCopy = true;
+          copy(m, w);
+          inCopy = false;
+          copied++;
+        }
+      }
+    } finally {
+      Libc.ofdLock(m.fd, Libc.F_UNLCK, ShmLocks.ACTIVITY, 1, false);
+    }
+    if (!live) {
+      counters.shmFenced.increment();
+      unmap(regionId);
+      ErrorKind kind = classifyGone();
+      failAll(tasks, kind, kind == ErrorKind.EPOCH_MISMATCH ? fencedBecause
+          : "region " + regionId + " of " + peer + " is no longer registered (its liveness lock is gone)");
+    }
+  }
+
+  private void failAll(List<TaskWork> tasks, ErrorKind kind, String detail) {
+    for (TaskWork w : tasks) {
+      fail(w, kind, detail);
+      copied++;
+    }
+  }
+
+  private void copy(ShmMapping m, TaskWork w) {
+    SharedRegion r = m.region;
+    if (!r.access().allows(w.op())) {
+      fail(w, ErrorKind.PERMISSION_DENIED, "region " + r.regionId() + " grants " + r.access());
+      return;
+    }
+    if (w.remoteOffset() < 0 || w.remoteOffset() > r.lengthBytes() - w.lengthBytes()) {
+      fail(w, ErrorKind.INVALID_ARGUMENT, "range [" + w.remoteOffset() + ", +" + w.lengthBytes()
+          + ") is outside region " + r.regionId() + " of " + r.lengthBytes() + " B");
+      return;
+    }
+    if (w.op() == Op.READ) {
+      MemorySegment.copy(m.view, w.remoteOffset(), w.local(), 0, w.lengthBytes());
+      counters.shmBytesRead.add(w.lengthBytes());
+      add(w.sink(), Receipt.ok(w.taskIndex(), w.lengthBytes(), RemoteEffect.NONE));
+    } else {
+      MemorySegment.copy(w.local(), 0, m.view, w.remoteOffset(), w.lengthBytes());
+      counters.shmBytesWritten.add(w.lengthBytes());
+      add(w.sink(), Receipt.ok(w.taskIndex(), w.lengthBytes(), RemoteEffect.APPLIED));
+    }
+  }
+
+  /** The mapping of {@code regionId}, mapping it now if needed (unmapping the least recently used past the cap). */
+  private ShmMapping mapping(long regionId) {
+    ShmMapping m = mappings.get(regionId);
+    if (m != null) {
+      return m;
+    }
+    SharedRegion region = exports.get(regionId);
+    if (region == null) {
+      throw new PeerProof.Refused("region " + regionId + " is not exported through SHM");
+    }
+    while (mappings.size() >= maxMappings) {
+      Iterator<Long> eldest = mappings.keySet().iterator();
+      unmap(eldest.next());
+    }
+    m = ShmMapping.open(host, region);
+    mappings.put(regionId, m);
+    counters.shmMappingsOpened.increment();
+    return m;
+  }
+
+  /**
+   * After an allocation turned out gone: EPOCH_MISMATCH (and the lane fences) if the whole peer
+   * incarnation ended, PERMISSION_DENIED if only that allocation was unregistered.
+   */
+  private ErrorKind classifyGone() {
+    if (fencedBecause != null) {
+      return ErrorKind.EPOCH_MISMATCH;
+    }
+    if (!peerAlive()) {
+      fenceFromLane("the incarnation " + peer + " has ended (its token is no longer locked live)");
+      return ErrorKind.EPOCH_MISMATCH;
+    }
+    return ErrorKind.PERMISSION_DENIED;
+  }
+
+  private boolean peerAlive() {
+    try {
+      return Libc.ofdTestLock(tokenFd, Libc.F_WRLCK, ShmLocks.LIVENESS, 1) != Libc.F_UNLCK;
+    } catch (NativeCallException e) {
+      return false;
+    }
+  }
+
+  private void fenceFromLane(String reason) {
+    if (fencedBecause == null) {
+      fencedBecause = reason;
+      LOG.info("{}: fenced: {}", name, reason);
+      onFenced.accept(reason);
+    }
+    closing = true;
+  }
+
+  private void unmap(long regionId) {
+    ShmMapping m = mappings.remove(regionId);
+    if (m == null) {
+      return;
+    }
+    try {
+      Libc.munmap(m.mapped);
+      counters.shmMappingsClosed.increment();
+    } catch (NativeCallException e) {
+      quarantined.add(m);
+      counters.shmMappingsQuarantined.increment();
+      LOG.error("{}: munmap of region {} failed; mapping quarantined for the life of the process: {}",
+          name, regionId, e.getMessage());
+      return;
+    }
+    Libc.close(m.fd);
+  }
+
+  private void fail(TaskWork w, ErrorKind kind, String detail) {
+    counters.shmTasksFailed.increment();
+    add(w.sink(), Receipt.failed(w.taskIndex(), kind, RemoteEffect.NONE, detail));
+  }
+
+  private void add(ReceiptSink sink, Receipt receipt) {
+    receipts.computeIfAbsent(sink, s -> new ArrayList<>()).add(receipt);
+  }
+
+  private void deliver() {
+    if (!receipts.isEmpty()) {
+      receipts.forEach(ReceiptSink::deliver);
+      receipts.clear();
+    }
+  }
+
+  /** Refuse new work, fail what is queued (unsent), unmap everything, close the token. */
+  private void shutDown() {
+    synchronized (intake) {
+      accepting = false;
+    }
+    ErrorKind kind = fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST;
+    String detail = fencedBecause != null ? peer + " is fenced: " + fencedBecause + " (never copied)"
+        : "the SHM endpoint to " + peer + " closed (never copied)";
+    TaskWork w;
+    while ((w = queue.poll()) != null) {
+      fail(w, kind, detail);
+    }
+    deliver();
+    for (Long regionId : new ArrayList<>(mappings.keySet())) {
+      unmap(regionId);
+    }
+    if (tokenFd >= 0) {
+      Libc.close(tokenFd);
+      tokenFd = -1;
+    }
+  }
+}

@@ -33,6 +33,7 @@ import java.util.regex.Pattern;
  * @param budgets  resource budgets. Default {@link BudgetConfig#defaults()}.
  * @param slicing  how tasks are cut into slices. Default {@link SlicingConfig#defaults()}.
  * @param timeouts engine-wide time limits. Default {@link TimeoutConfig#defaults()}.
+ * @param file     the file transport (file segments, io_uring lanes). Default {@link FileConfig#defaults()}.
  */
 public record EngineConfig(
         String name,
@@ -40,7 +41,8 @@ public record EngineConfig(
         TcpConfig tcp,
         BudgetConfig budgets,
         SlicingConfig slicing,
-        TimeoutConfig timeouts) {
+        TimeoutConfig timeouts,
+        FileConfig file) {
 
     /** Default {@link #name()}. */
     public static final String DEFAULT_NAME = "orbite";
@@ -71,42 +73,48 @@ public record EngineConfig(
         Checks.requireNonNull(BudgetConfig.SECTION, budgets);
         Checks.requireNonNull(SlicingConfig.SECTION, slicing);
         Checks.requireNonNull(TimeoutConfig.SECTION, timeouts);
+        Checks.requireNonNull(FileConfig.SECTION, file);
     }
 
     /** Every setting at its default. */
     public static EngineConfig defaults() {
         return new EngineConfig(DEFAULT_NAME, ListenConfig.defaults(), TcpConfig.defaults(), BudgetConfig.defaults(),
-                SlicingConfig.defaults(), TimeoutConfig.defaults());
+                SlicingConfig.defaults(), TimeoutConfig.defaults(), FileConfig.defaults());
     }
 
     /** A copy with {@link #name()} replaced. */
     public EngineConfig withName(String name) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, file);
     }
 
     /** A copy with {@link #listen()} replaced. */
     public EngineConfig withListen(ListenConfig listen) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, file);
     }
 
     /** A copy with {@link #tcp()} replaced. */
     public EngineConfig withTcp(TcpConfig tcp) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, file);
     }
 
     /** A copy with {@link #budgets()} replaced. */
     public EngineConfig withBudgets(BudgetConfig budgets) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, file);
     }
 
     /** A copy with {@link #slicing()} replaced. */
     public EngineConfig withSlicing(SlicingConfig slicing) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, file);
+    }
+
+    /** A copy with {@link #file()} replaced. */
+    public EngineConfig withFile(FileConfig file) {
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, file);
     }
 
     /** A copy with {@link #timeouts()} replaced. */
     public EngineConfig withTimeouts(TimeoutConfig timeouts) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, file);
     }
 
     /**
@@ -188,7 +196,8 @@ public record EngineConfig(
                 r.section(TcpConfig.SECTION, TcpConfig.class, TcpConfig::read),
                 r.section(BudgetConfig.SECTION, BudgetConfig.class, BudgetConfig::read),
                 r.section(SlicingConfig.SECTION, SlicingConfig.class, SlicingConfig::read),
-                r.section(TimeoutConfig.SECTION, TimeoutConfig.class, TimeoutConfig::read));
+                r.section(TimeoutConfig.SECTION, TimeoutConfig.class, TimeoutConfig::read),
+                r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read));
     }
 
     private static String readFile(Path file) {

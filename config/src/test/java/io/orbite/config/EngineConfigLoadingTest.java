@@ -76,7 +76,9 @@ class EngineConfigLoadingTest {
                               "maxRegistrations": 1000000, "maxPeerSegments": 65536},
                   "slicing": {"baseBlockBytes": 67108864, "maxReadSlices": 1024, "maxWriteSlices": 1},
                   "timeouts": {"defaultDeadlineMillis": 86400000, "destructionWindowMillis": 3600000,
-                               "describeTimeoutMillis": 600000}
+                               "describeTimeoutMillis": 600000},
+                  "file": {"engine": "channel", "lanes": 64, "queueDepth": 4096, "maxChunkBytes": 4096,
+                           "maxFileSegments": 1, "channelThreads": 256}
                 }
                 """);
         assertEquals(new EngineConfig("full",
@@ -84,7 +86,8 @@ class EngineConfigLoadingTest {
                 new TcpConfig(8, 65536, 4096, 1, 65536, 4294967296L),
                 new BudgetConfig(1, 1048576, 16777216, 1099511627776L, 4096, 1000000, 65536),
                 new SlicingConfig(67108864, 1024, 1),
-                new TimeoutConfig(86400000, 3600000, 600000)), config);
+                new TimeoutConfig(86400000, 3600000, 600000),
+                new FileConfig("channel", 64, 4096, 4096, 1, 256)), config);
     }
 
     @Test
@@ -100,7 +103,8 @@ class EngineConfigLoadingTest {
                 new TcpConfig(64, 268435456, 1073741824, 600000, 1, 4294967296L),
                 new BudgetConfig(1000000, 1, 1, 1099511627776L, 1, 1, 1),
                 new SlicingConfig(4096, 1, 1024),
-                new TimeoutConfig(1, 3600000, 1));
+                new TimeoutConfig(1, 3600000, 1),
+                new FileConfig("io_uring", 1, 1, 1073741824, 65536, 1));
         String json = config.toJson();
         assertEquals(config, EngineConfig.fromJson(json));
         assertEquals(json, EngineConfig.fromJson(json).toJson(), "serialising is deterministic");
@@ -141,6 +145,14 @@ class EngineConfigLoadingTest {
                     "defaultDeadlineMillis": 30000,
                     "destructionWindowMillis": 30000,
                     "describeTimeoutMillis": 5000
+                  },
+                  "file": {
+                    "engine": "auto",
+                    "lanes": 1,
+                    "queueDepth": 64,
+                    "maxChunkBytes": 1048576,
+                    "maxFileSegments": 64,
+                    "channelThreads": 4
                   }
                 }""";
         assertEquals(expected, EngineConfig.defaults().toJson());

@@ -95,5 +95,19 @@ record NumericKey(
                     (c, v) -> c.withTimeouts(c.timeouts().withDestructionWindowMillis(v))),
             new NumericKey("timeouts.describeTimeoutMillis", 5000, 1, 600000,
                     c -> c.timeouts().describeTimeoutMillis(),
-                    (c, v) -> c.withTimeouts(c.timeouts().withDescribeTimeoutMillis(v))));
+                    (c, v) -> c.withTimeouts(c.timeouts().withDescribeTimeoutMillis(v))),
+
+            new NumericKey("file.lanes", 1, 1, 64,
+                    c -> (long) c.file().lanes(), (c, v) -> c.withFile(c.file().withLanes(Math.toIntExact(v)))),
+            new NumericKey("file.queueDepth", 64, 1, 4096,
+                    c -> (long) c.file().queueDepth(), (c, v) -> c.withFile(c.file().withQueueDepth(Math.toIntExact(v)))),
+            new NumericKey("file.maxChunkBytes", 1048576, 4096, 1073741824,
+                    c -> (long) c.file().maxChunkBytes(),
+                    (c, v) -> c.withFile(c.file().withMaxChunkBytes(Math.toIntExact(v)))),
+            new NumericKey("file.maxFileSegments", 64, 1, 65536,
+                    c -> (long) c.file().maxFileSegments(),
+                    (c, v) -> c.withFile(c.file().withMaxFileSegments(Math.toIntExact(v)))),
+            new NumericKey("file.channelThreads", 4, 1, 256,
+                    c -> (long) c.file().channelThreads(),
+                    (c, v) -> c.withFile(c.file().withChannelThreads(Math.toIntExact(v)))));
 }

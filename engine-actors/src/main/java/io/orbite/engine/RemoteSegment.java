@@ -17,8 +17,18 @@ public final class RemoteSegment {
   private final List<RemoteRegion> regions;
   private final Map<Long, RemoteRegion> byId;
   private final PeerChannel channel;
+  private final String label;
 
   public RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel) {
+    this(descriptor, regions, channel, descriptor.toString());
+  }
+
+  /**
+   * A segment named {@code label} in messages (a file segment: {@code "file /path"}); a peer's
+   * label is its descriptor.
+   */
+  public RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel, String label) {
+    this.label = label;
     this.descriptor = descriptor;
     this.regions = List.copyOf(regions);
     this.byId = this.regions.stream().collect(Collectors.toMap(RemoteRegion::regionId, Function.identity()));
@@ -37,6 +47,11 @@ public final class RemoteSegment {
     return Optional.ofNullable(byId.get(regionId));
   }
 
+  /** What messages call this segment: the peer's descriptor, or {@code "file <path>"}. */
+  public String label() {
+    return label;
+  }
+
   /** The transport channel to this peer incarnation (engine-internal). */
   public PeerChannel channel() {
     return channel;
@@ -44,6 +59,6 @@ public final class RemoteSegment {
 
   @Override
   public String toString() {
-    return "RemoteSegment(" + descriptor + ", " + regions.size() + " regions)";
+    return "RemoteSegment(" + label + ", " + regions.size() + " regions)";
   }
 }

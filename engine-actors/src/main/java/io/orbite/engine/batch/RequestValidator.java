@@ -56,30 +56,30 @@ public final class RequestValidator {
     }
     Optional<RemoteRegion> region = r.remote().region(r.regionId());
     if (region.isEmpty()) {
-      throw invalid(i, "region " + r.regionId() + " was not published by " + r.remote().descriptor());
+      throw invalid(i, "region " + r.regionId() + " was not published by " + r.remote().label());
     }
     long remoteLength = region.get().lengthBytes();
     if (r.remoteOffset() < 0 || r.remoteOffset() > remoteLength - r.lengthBytes()) {
       throw invalid(i, "remote range [" + r.remoteOffset() + ", +" + r.lengthBytes() + ") is outside region "
-          + r.regionId() + " of " + remoteLength + " B at " + r.remote().descriptor());
+          + r.regionId() + " of " + remoteLength + " B at " + r.remote().label());
     }
     if (!region.get().access().allows(r.op())) {
       throw new TransferException(ErrorKind.PERMISSION_DENIED, "task " + i + ": region " + r.regionId() + " at "
-          + r.remote().descriptor() + " grants " + region.get().access() + ", not remote "
+          + r.remote().label() + " grants " + region.get().access() + ", not remote "
           + (r.op() == Op.READ ? "READ" : "WRITE"));
     }
     String fenced = r.remote().channel().fencedBecause();
     if (fenced != null) {
-      throw new TransferException(ErrorKind.EPOCH_MISMATCH, "task " + i + ": " + r.remote().descriptor()
+      throw new TransferException(ErrorKind.EPOCH_MISMATCH, "task " + i + ": " + r.remote().label()
           + " is fenced: " + fenced + "; open the segment again");
     }
     if (r.transport() != Transport.UNSPEC && r.transport() != r.remote().channel().transport()) {
       throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": transport " + r.transport()
-          + " is not available to " + r.remote().descriptor());
+          + " is not available to " + r.remote().label());
     }
     if (!r.remote().channel().active()) {
       throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": the channel to "
-          + r.remote().descriptor() + " is closed");
+          + r.remote().label() + " is closed");
     }
     return r.lengthBytes();
   }

@@ -24,4 +24,9 @@ public final class EngineCounters {
   public final LongAdder bytesCompleted = new LongAdder();
   public final LongAdder tasksCompleted = new LongAdder();
   public final LongAdder tasksFailed = new LongAdder();
+  /**
+   * Owners (file ring lanes) that could not prove their work stopped touching memory within the
+   * destruction window and were quarantined: their native resources, loans and charges are kept.
+   */
+  public final LongAdder ownersQuarantined = new LongAdder();
 }

@@ -5,7 +5,7 @@ import io.orbite.qualification.demo.Demo;
 import io.orbite.qualification.example.KvHandoff;
 import java.util.List;
 
-/** The {@code ./orbite} command line: {@code demo}, {@code bench tcp [--json]} and {@code example kv-handoff}. */
+/** The {@code ./orbite} command line: {@code demo}, {@code bench tcp|file [--json]} and {@code example kv-handoff}. */
 public final class OrbiteCli {
   private OrbiteCli() {}
 
@@ -24,8 +24,11 @@ public final class OrbiteCli {
   }
 
   private static int bench(List<String> args) throws Exception {
+    if (!args.isEmpty() && args.get(0).equals("file")) {
+      return new io.orbite.qualification.bench.FileBench().run(args.subList(1, args.size()));
+    }
     if (args.isEmpty() || !args.get(0).equals("tcp")) {
-      System.err.println("bench: name a bench: tcp");
+      System.err.println("bench: name a bench: tcp or file");
       return 2;
     }
     return new TcpBench().run(args.subList(1, args.size()));
@@ -44,6 +47,9 @@ public final class OrbiteCli {
         usage: ./orbite <command>
           demo               two engine processes on loopback: READ and WRITE of mixed sizes, every byte verified
           bench tcp [--json] TCP READ/WRITE throughput and 4 KiB task rate, beside the iperf3 loopback ceiling
+          bench file [--json] [--dir D] [--quick]
+                             file segments over io_uring on a 1 GiB file: 1 MiB sequential WRITE/READ and
+                             4 KiB random READs at depth 32, beside fio --ioengine=io_uring in the same run
           example kv-handoff [options]
                              prefill and decode processes hand off KV-cache blocks through a transfer stream,
                              every byte verified (--help for its options)

@@ -34,6 +34,7 @@ import java.util.regex.Pattern;
  * @param slicing  how tasks are cut into slices. Default {@link SlicingConfig#defaults()}.
  * @param timeouts engine-wide time limits. Default {@link TimeoutConfig#defaults()}.
  * @param shm      same-host shared-memory transport settings. Default {@link ShmConfig#defaults()}.
+ * @param file     the file transport (file segments, io_uring lanes). Default {@link FileConfig#defaults()}.
  */
 public record EngineConfig(
         String name,
@@ -42,7 +43,8 @@ public record EngineConfig(
         BudgetConfig budgets,
         SlicingConfig slicing,
         TimeoutConfig timeouts,
-        ShmConfig shm) {
+        ShmConfig shm,
+        FileConfig file) {
 
     /** Default {@link #name()}. */
     public static final String DEFAULT_NAME = "orbite";
@@ -74,47 +76,54 @@ public record EngineConfig(
         Checks.requireNonNull(SlicingConfig.SECTION, slicing);
         Checks.requireNonNull(TimeoutConfig.SECTION, timeouts);
         Checks.requireNonNull(ShmConfig.SECTION, shm);
+        Checks.requireNonNull(FileConfig.SECTION, file);
     }
 
     /** Every setting at its default. */
     public static EngineConfig defaults() {
         return new EngineConfig(DEFAULT_NAME, ListenConfig.defaults(), TcpConfig.defaults(), BudgetConfig.defaults(),
-                SlicingConfig.defaults(), TimeoutConfig.defaults(), ShmConfig.defaults());
+                SlicingConfig.defaults(), TimeoutConfig.defaults(), ShmConfig.defaults(),
+                FileConfig.defaults());
     }
 
     /** A copy with {@link #name()} replaced. */
     public EngineConfig withName(String name) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
     }
 
     /** A copy with {@link #listen()} replaced. */
     public EngineConfig withListen(ListenConfig listen) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
     }
 
     /** A copy with {@link #tcp()} replaced. */
     public EngineConfig withTcp(TcpConfig tcp) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
     }
 
     /** A copy with {@link #budgets()} replaced. */
     public EngineConfig withBudgets(BudgetConfig budgets) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
     }
 
     /** A copy with {@link #slicing()} replaced. */
     public EngineConfig withSlicing(SlicingConfig slicing) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
+    }
+
+    /** A copy with {@link #file()} replaced. */
+    public EngineConfig withFile(FileConfig file) {
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
     }
 
     /** A copy with {@link #timeouts()} replaced. */
     public EngineConfig withTimeouts(TimeoutConfig timeouts) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
     }
 
     /** A copy with {@link #shm()} replaced. */
     public EngineConfig withShm(ShmConfig shm) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
     }
 
     /**
@@ -197,7 +206,8 @@ public record EngineConfig(
                 r.section(BudgetConfig.SECTION, BudgetConfig.class, BudgetConfig::read),
                 r.section(SlicingConfig.SECTION, SlicingConfig.class, SlicingConfig::read),
                 r.section(TimeoutConfig.SECTION, TimeoutConfig.class, TimeoutConfig::read),
-                r.section(ShmConfig.SECTION, ShmConfig.class, ShmConfig::read));
+                r.section(ShmConfig.SECTION, ShmConfig.class, ShmConfig::read),
+                r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read));
     }
 
     private static String readFile(Path file) {

@@ -40,6 +40,7 @@ class ConfigurationDocsTest {
         String doc = doc();
         assertTrue(row(doc, "name").contains("`\"orbite\"`"));
         assertTrue(row(doc, "listen.host").contains("`\"127.0.0.1\"`"));
+        assertTrue(row(doc, "file.engine").contains("`\"auto\"`"));
     }
 
     @Test

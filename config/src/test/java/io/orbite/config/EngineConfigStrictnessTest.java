@@ -121,7 +121,7 @@ class EngineConfigStrictnessTest {
                 new String[] {"\"tcp\"", "string \"tcp\""},
                 new String[] {"[]", "array"},
                 new String[] {"true", "boolean true"});
-        return Stream.of("listen", "tcp", "budgets", "slicing", "timeouts", "shm")
+        return Stream.of("listen", "tcp", "budgets", "slicing", "timeouts", "shm", "file")
                 .flatMap(s -> values.stream().map(v -> Arguments.of(s, v[0], v[1])));
     }
 
@@ -154,13 +154,13 @@ class EngineConfigStrictnessTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
             "{\"tcp\":{\"lanez\":2}}    | tcp.lanez      | tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis, laneWindowFrames, laneWindowBytes)",
-            "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm)",
-            "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm)",
+            "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file)",
+            "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file)",
             "{\"listen\":{\"addr\":1}}  | listen.addr    | listen.addr: unknown key (known: host, port)",
             "{\"budgets\":{\"x\":1}}    | budgets.x      | budgets.x: unknown key (known: maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes, maxEndpoints, maxRegistrations, maxPeerSegments)",
             "{\"slicing\":{\"\":1}}     | slicing.       | slicing.: unknown key (known: baseBlockBytes, maxReadSlices, maxWriteSlices)",
             "{\"timeouts\":{\"describeTimeoutMs\":1}} | timeouts.describeTimeoutMs | timeouts.describeTimeoutMs: unknown key (known: defaultDeadlineMillis, destructionWindowMillis, describeTimeoutMillis)",
-            "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm)",
+            "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file)",
     })
     void unknownKeyIsRejectedNamingItsPath(String json, String path, String message) {
         assertEquals(message, assertJsonRejected(json, path, path + ": unknown key").getMessage());

@@ -99,5 +99,18 @@ record NumericKey(
 
             new NumericKey("shm.maxMappings", 1024, 1, 65536,
                     c -> (long) c.shm().maxMappings(),
-                    (c, v) -> c.withShm(c.shm().withMaxMappings(Math.toIntExact(v)))));
+                    (c, v) -> c.withShm(c.shm().withMaxMappings(Math.toIntExact(v)))),
+            new NumericKey("file.lanes", 1, 1, 64,
+                    c -> (long) c.file().lanes(), (c, v) -> c.withFile(c.file().withLanes(Math.toIntExact(v)))),
+            new NumericKey("file.queueDepth", 64, 1, 4096,
+                    c -> (long) c.file().queueDepth(), (c, v) -> c.withFile(c.file().withQueueDepth(Math.toIntExact(v)))),
+            new NumericKey("file.maxChunkBytes", 1048576, 4096, 1073741824,
+                    c -> (long) c.file().maxChunkBytes(),
+                    (c, v) -> c.withFile(c.file().withMaxChunkBytes(Math.toIntExact(v)))),
+            new NumericKey("file.maxFileSegments", 64, 1, 65536,
+                    c -> (long) c.file().maxFileSegments(),
+                    (c, v) -> c.withFile(c.file().withMaxFileSegments(Math.toIntExact(v)))),
+            new NumericKey("file.channelThreads", 4, 1, 256,
+                    c -> (long) c.file().channelThreads(),
+                    (c, v) -> c.withFile(c.file().withChannelThreads(Math.toIntExact(v)))));
 }

@@ -26,7 +26,12 @@ public record QuarantinedOwner(String owner, Kind kind, String reason, long task
     /** A peer endpoint whose lane threads did not end when it was closed. */
     ENDPOINT,
     /** A registered range whose loans did not come back after unregister: the memory stays mapped. */
-    REGISTRATION
+    REGISTRATION,
+    /**
+     * A native completion lane (a file ring) whose kernel operation was cancelled but never
+     * completed: the ring and the memory it may still write are kept for the process's life.
+     */
+    LANE
   }
 
   @Override

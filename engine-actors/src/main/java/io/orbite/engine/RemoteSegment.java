@@ -49,9 +49,18 @@ public final class RemoteSegment implements AutoCloseable {
   private final PeerChannel sharedChannel;
   private final String sharedRefusal;
   private final Reference reference;
+  private final String label;
 
   public RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel) {
     this(descriptor, regions, channel, null, () -> { });
+  }
+
+  /**
+   * A segment named {@code label} in messages (a file segment: {@code "file /path"}); a peer's
+   * label is its descriptor. Not counted in the peer table.
+   */
+  public RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel, String label) {
+    this(descriptor, regions, channel, null, null, "not a peer with shared memory", new Reference(() -> { }), label);
   }
 
   /**
@@ -64,11 +73,12 @@ public final class RemoteSegment implements AutoCloseable {
       SharedExports shared, Runnable release) {
     this(descriptor, regions, channel, shared, null,
         shared == null ? "the peer exports no memory through SHM" : "SHM to the peer was not opened",
-        new Reference(release));
+        new Reference(release), descriptor.toString());
   }
 
   private RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel,
-      SharedExports shared, PeerChannel sharedChannel, String sharedRefusal, Reference reference) {
+      SharedExports shared, PeerChannel sharedChannel, String sharedRefusal, Reference reference, String label) {
+    this.label = label;
     this.descriptor = descriptor;
     this.regions = List.copyOf(regions);
     this.byId = this.regions.stream().collect(Collectors.toMap(RemoteRegion::regionId, Function.identity()));
@@ -82,12 +92,12 @@ public final class RemoteSegment implements AutoCloseable {
 
   /** This segment with its SHM channel (engine-internal). */
   public RemoteSegment withSharedChannel(PeerChannel sharedChannel) {
-    return new RemoteSegment(descriptor, regions, channel, shared, sharedChannel, null, reference);
+    return new RemoteSegment(descriptor, regions, channel, shared, sharedChannel, null, reference, label);
   }
 
   /** This segment without SHM, saying why (engine-internal). */
   public RemoteSegment withoutSharedChannel(String why) {
-    return new RemoteSegment(descriptor, regions, channel, shared, null, why, reference);
+    return new RemoteSegment(descriptor, regions, channel, shared, null, why, reference, label);
   }
 
   /**
@@ -117,7 +127,12 @@ public final class RemoteSegment implements AutoCloseable {
     return Optional.ofNullable(byId.get(regionId));
   }
 
-  /** The TCP channel to this peer incarnation (engine-internal). */
+  /** What messages call this segment: the peer's descriptor, or {@code "file <path>"}. */
+  public String label() {
+    return label;
+  }
+
+  /** The channel of the segment's own transport (TCP to a peer, or the file transport) (engine-internal). */
   public PeerChannel channel() {
     return channel;
   }
@@ -140,16 +155,15 @@ public final class RemoteSegment implements AutoCloseable {
   public PeerChannel channelFor(Transport transport, long regionId) {
     return switch (transport) {
       case UNSPEC -> sharedReachable(regionId) ? sharedChannel : channel;
-      case TCP -> channel;
       case SHM -> sharedReachable(regionId) ? sharedChannel : null;
-      default -> null;
+      default -> transport == channel.transport() ? channel : null;
     };
   }
 
   /** Why {@link #channelFor} has no channel for this transport and region. */
   public String unreachableBecause(Transport transport, long regionId) {
     if (transport != Transport.SHM) {
-      return "transport " + transport + " is not built";
+      return "it is reached over " + channel.transport() + ", not " + transport;
     }
     if (sharedChannel == null) {
       return sharedRefusal;
@@ -160,7 +174,7 @@ public final class RemoteSegment implements AutoCloseable {
 
   @Override
   public String toString() {
-    return "RemoteSegment(" + descriptor + ", " + regions.size() + " regions" + (sharedChannel != null ? ", SHM" : "")
+    return "RemoteSegment(" + label + ", " + regions.size() + " regions" + (sharedChannel != null ? ", SHM" : "")
         + ")";
   }
 }

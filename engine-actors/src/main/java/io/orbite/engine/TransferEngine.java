@@ -620,6 +620,46 @@ public final class TransferEngine implements AutoCloseable {
     return Batch.join(openSegment(endpoint), timeout, "openSegment " + endpoint);
   }
 
+  /** The region id of a file segment's one region (the whole file). */
+  public static final long FILE_REGION_ID = 1;
+
+  /**
+   * Opens the file at {@code path} as a segment of one region ({@link #FILE_REGION_ID}) covering the
+   * file's bytes at open: {@code Access.READ} lets READ tasks copy file bytes into registered memory,
+   * {@code Access.WRITE} lets WRITE tasks copy registered memory into the file (never past its size),
+   * {@code READ_WRITE} both. Requests use it like a peer's segment, through ordinary batches. The
+   * engine keeps one entry per path in a bounded table ({@code file.maxFileSegments}); the file is
+   * opened once, so work admitted through the segment keeps using that file even if the path is
+   * later replaced (a later open of the replaced path opens the new file). Fails INVALID_ARGUMENT for
+   * a missing path, a directory or another non-file, PERMISSION_DENIED for a file that may not be
+   * opened as asked (a read-only file for WRITE), RESOURCE_EXHAUSTED when the table is full,
+   * UNAVAILABLE when the engine has no file transport or is closing.
+   */
+  public CompletionStage<RemoteSegment> openFileSegment(java.nio.file.Path path, Access access) {
+    if (path == null || access == null) {
+      return CompletableFuture.failedFuture(
+          new TransferException(ErrorKind.INVALID_ARGUMENT, "openFileSegment: path and access must not be null"));
+    }
+    var transport = handles.transports().get(Transport.FILE);
+    if (transport == null || closed) {
+      return CompletableFuture.failedFuture(new TransferException(ErrorKind.UNAVAILABLE,
+          "openFileSegment " + path + ": " + (closed ? "the engine is closing" : "no file transport on the class path")));
+    }
+    return AskPattern.<io.orbite.engine.spi.TransportCommand, io.orbite.engine.spi.TransportCommand.OpenFileReply>ask(
+            transport, replyTo -> new io.orbite.engine.spi.TransportCommand.OpenFile(path, access, handles.self(), replyTo),
+            CONTROL_TIMEOUT, scheduler)
+        .thenApply(reply -> switch (reply) {
+          case io.orbite.engine.spi.TransportCommand.FileOpened o -> new RemoteSegment(handles.self(),
+              java.util.List.of(new RemoteRegion(FILE_REGION_ID, o.lengthBytes(), o.access())), o.channel(), o.label());
+          case io.orbite.engine.spi.TransportCommand.FileOpenFailed f -> throw new TransferException(f.kind(), f.detail());
+        });
+  }
+
+  /** Blocking form of {@link #openFileSegment(java.nio.file.Path, Access)}. */
+  public RemoteSegment openFileSegment(java.nio.file.Path path, Access access, Duration timeout) {
+    return Batch.join(openFileSegment(path, access), timeout, "openFileSegment " + path);
+  }
+
   /** Charges a batch slot and creates a batch of at most {@code capacity} tasks. */
   public Batch allocateBatch(int capacity) {
     return Batch.join(allocateBatchAsync(capacity), CONTROL_TIMEOUT, "allocateBatch");

@@ -41,7 +41,7 @@ public final class RequestValidator {
       throw invalid(i, "remote segment is null");
     }
     if (r.remote().isClosed()) {
-      throw invalid(i, "remote segment " + r.remote().descriptor() + " was closed; open the segment again");
+      throw invalid(i, "remote segment " + r.remote().label() + " was closed; open the segment again");
     }
     if (r.lengthBytes() <= 0) {
       throw invalid(i, "length must be positive, got " + r.lengthBytes());
@@ -59,16 +59,16 @@ public final class RequestValidator {
     }
     Optional<RemoteRegion> region = r.remote().region(r.regionId());
     if (region.isEmpty()) {
-      throw invalid(i, "region " + r.regionId() + " was not published by " + r.remote().descriptor());
+      throw invalid(i, "region " + r.regionId() + " was not published by " + r.remote().label());
     }
     long remoteLength = region.get().lengthBytes();
     if (r.remoteOffset() < 0 || r.remoteOffset() > remoteLength - r.lengthBytes()) {
       throw invalid(i, "remote range [" + r.remoteOffset() + ", +" + r.lengthBytes() + ") is outside region "
-          + r.regionId() + " of " + remoteLength + " B at " + r.remote().descriptor());
+          + r.regionId() + " of " + remoteLength + " B at " + r.remote().label());
     }
     if (!region.get().access().allows(r.op())) {
       throw new TransferException(ErrorKind.PERMISSION_DENIED, "task " + i + ": region " + r.regionId() + " at "
-          + r.remote().descriptor() + " grants " + region.get().access() + ", not remote "
+          + r.remote().label() + " grants " + region.get().access() + ", not remote "
           + (r.op() == Op.READ ? "READ" : "WRITE"));
     }
     PeerChannel channel = r.remote().channelFor(r.transport(), r.regionId());
@@ -77,17 +77,17 @@ public final class RequestValidator {
       fenced = channel.fencedBecause();
     }
     if (fenced != null) {
-      throw new TransferException(ErrorKind.EPOCH_MISMATCH, "task " + i + ": " + r.remote().descriptor()
+      throw new TransferException(ErrorKind.EPOCH_MISMATCH, "task " + i + ": " + r.remote().label()
           + " is fenced: " + fenced + "; open the segment again");
     }
     if (channel == null) {
       throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": transport " + r.transport()
-          + " is not available to " + r.remote().descriptor() + ": "
+          + " is not available to " + r.remote().label() + ": "
           + r.remote().unreachableBecause(r.transport(), r.regionId()));
     }
     if (!channel.active()) {
       throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": the " + channel.transport()
-          + " channel to " + r.remote().descriptor() + " is closed");
+          + " channel to " + r.remote().label() + " is closed");
     }
     return r.lengthBytes();
   }

@@ -48,6 +48,27 @@ public interface TransportCommand {
 
   record SideClosed(String transport) {}
 
+  /**
+   * Open (or reuse) the file segment for {@code path} with {@code access} (READ: file to memory,
+   * WRITE: memory to file) for the engine {@code self}. Sent by {@code TransferEngine.openFileSegment}
+   * to the FILE transport.
+   */
+  record OpenFile(java.nio.file.Path path, io.orbite.engine.Access access, SegmentDescriptor self,
+      ActorRef<OpenFileReply> replyTo)
+      implements TransportCommand {}
+
+  /** The answer to {@link OpenFile}. */
+  sealed interface OpenFileReply {}
+
+  /**
+   * The file is open: {@code lengthBytes} is its size at open (Long.MAX_VALUE for a FIFO, whose
+   * offsets the kernel ignores), {@code label} names it in messages.
+   */
+  record FileOpened(PeerChannel channel, long lengthBytes, io.orbite.engine.Access access, String label)
+      implements OpenFileReply {}
+
+  record FileOpenFailed(ErrorKind kind, String detail) implements OpenFileReply {}
+
   /** Stop serving and drain: close lanes, answer when every lane thread has ended. */
   record Shutdown(ActorRef<ShutdownDone> replyTo) implements TransportCommand {}
 

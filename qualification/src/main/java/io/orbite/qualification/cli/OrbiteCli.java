@@ -7,7 +7,7 @@ import io.orbite.qualification.example.KvHandoff;
 import java.util.List;
 
 /**
- * The {@code ./orbite} command line: {@code demo}, {@code bench tcp|shm [--json]} and {@code example kv-handoff}.
+ * The {@code ./orbite} command line: {@code demo}, {@code bench tcp|shm|file [--json]} and {@code example kv-handoff}.
  */
 public final class OrbiteCli {
   private OrbiteCli() {}
@@ -27,8 +27,11 @@ public final class OrbiteCli {
   }
 
   private static int bench(List<String> args) throws Exception {
+    if (!args.isEmpty() && args.get(0).equals("file")) {
+      return new io.orbite.qualification.bench.FileBench().run(args.subList(1, args.size()));
+    }
     if (args.isEmpty() || !(args.get(0).equals("tcp") || args.get(0).equals("shm"))) {
-      System.err.println("bench: name a bench: tcp, shm");
+      System.err.println("bench: name a bench: tcp, shm, file");
       return 2;
     }
     if (args.get(0).equals("shm")) {
@@ -51,6 +54,9 @@ public final class OrbiteCli {
           demo               two engine processes on loopback: READ and WRITE of mixed sizes, every byte verified
           bench tcp [--json] TCP READ/WRITE throughput and 4 KiB task rate, beside the iperf3 loopback ceiling
           bench shm [--json] same-host SHM READ/WRITE throughput, beside one thread's memcpy in the same run
+          bench file [--json] [--dir D] [--quick]
+                             file segments over io_uring on a 1 GiB file: 1 MiB sequential WRITE/READ and
+                             4 KiB random READs at depth 32, beside fio --ioengine=io_uring in the same run
           example kv-handoff [options]
                              prefill and decode processes hand off KV-cache blocks through a transfer stream,
                              every byte verified (--help for its options)

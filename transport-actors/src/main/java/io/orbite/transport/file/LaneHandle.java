@@ -1,0 +1,30 @@
+package io.orbite.transport.file;
+
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pekko.actor.typed.ActorRef;
+
+/**
+ * What channels share with one ring lane: its queue of operations not yet started, the flag that
+ * says a wake-up is already on its way, and whether it is quarantined (then it takes no new work).
+ */
+final class LaneHandle {
+    final String name;
+    final ConcurrentLinkedQueue<FileOp> queue = new ConcurrentLinkedQueue<>();
+    final AtomicBoolean scheduled = new AtomicBoolean();
+    volatile boolean quarantined;
+    volatile boolean closing;
+    volatile ActorRef<RingLane.Command> lane;
+
+    LaneHandle(String name) {
+        this.name = name;
+    }
+
+    /** Wakes the lane unless it is already scheduled to run its duty cycle. */
+    void wake() {
+        ActorRef<RingLane.Command> ref = lane;
+        if (ref != null && scheduled.compareAndSet(false, true)) {
+            ref.tell(RingLane.Wake.INSTANCE);
+        }
+    }
+}

@@ -23,6 +23,9 @@ package io.orbite.config;
  * @param laneWindowBytes       most payload bytes that may be sent on one lane and not yet acknowledged, in bytes.
  *                              Default {@value #DEFAULT_LANE_WINDOW_BYTES} (64 MiB); range
  *                              {@value #MIN_LANE_WINDOW_BYTES}..{@value #MAX_LANE_WINDOW_BYTES} (1 MiB..4 GiB).
+ * @param retryReadOnOtherLane  whether a READ frame whose lane broke (after the lane drained it) is sent once more
+ *                              on another open lane to the same peer incarnation, if its deadline allows. A WRITE
+ *                              is never sent again. Default {@value #DEFAULT_RETRY_READ_ON_OTHER_LANE}.
  */
 public record TcpConfig(
         int lanes,
@@ -30,7 +33,8 @@ public record TcpConfig(
         int maxFramePayloadBytes,
         int connectTimeoutMillis,
         int laneWindowFrames,
-        long laneWindowBytes) {
+        long laneWindowBytes,
+        boolean retryReadOnOtherLane) {
     /** JSON key of this section, and the path prefix of its messages. */
     static final String SECTION = "tcp";
 
@@ -94,43 +98,53 @@ public record TcpConfig(
     /** All components at their defaults. */
     public static TcpConfig defaults() {
         return new TcpConfig(DEFAULT_LANES, DEFAULT_SOCKET_BUFFER_BYTES, DEFAULT_MAX_FRAME_PAYLOAD_BYTES,
-                DEFAULT_CONNECT_TIMEOUT_MILLIS, DEFAULT_LANE_WINDOW_FRAMES, DEFAULT_LANE_WINDOW_BYTES);
+                DEFAULT_CONNECT_TIMEOUT_MILLIS, DEFAULT_LANE_WINDOW_FRAMES, DEFAULT_LANE_WINDOW_BYTES,
+                DEFAULT_RETRY_READ_ON_OTHER_LANE);
+    }
+
+    /** Default {@link #retryReadOnOtherLane()}. */
+    public static final boolean DEFAULT_RETRY_READ_ON_OTHER_LANE = true;
+
+    /** A copy with {@link #retryReadOnOtherLane()} replaced. */
+    public TcpConfig withRetryReadOnOtherLane(boolean retryReadOnOtherLane) {
+        return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
+                laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
     /** A copy with {@link #lanes()} replaced. */
     public TcpConfig withLanes(int lanes) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
-                laneWindowFrames, laneWindowBytes);
+                laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
     /** A copy with {@link #socketBufferBytes()} replaced. */
     public TcpConfig withSocketBufferBytes(int socketBufferBytes) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
-                laneWindowFrames, laneWindowBytes);
+                laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
     /** A copy with {@link #maxFramePayloadBytes()} replaced. */
     public TcpConfig withMaxFramePayloadBytes(int maxFramePayloadBytes) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
-                laneWindowFrames, laneWindowBytes);
+                laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
     /** A copy with {@link #connectTimeoutMillis()} replaced. */
     public TcpConfig withConnectTimeoutMillis(int connectTimeoutMillis) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
-                laneWindowFrames, laneWindowBytes);
+                laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
     /** A copy with {@link #laneWindowFrames()} replaced. */
     public TcpConfig withLaneWindowFrames(int laneWindowFrames) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
-                laneWindowFrames, laneWindowBytes);
+                laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
     /** A copy with {@link #laneWindowBytes()} replaced. */
     public TcpConfig withLaneWindowBytes(long laneWindowBytes) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
-                laneWindowFrames, laneWindowBytes);
+                laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
     static TcpConfig read(ConfigReader r) {
@@ -145,6 +159,7 @@ public record TcpConfig(
                 r.intValue("laneWindowFrames", DEFAULT_LANE_WINDOW_FRAMES,
                         MIN_LANE_WINDOW_FRAMES, MAX_LANE_WINDOW_FRAMES),
                 r.longValue("laneWindowBytes", DEFAULT_LANE_WINDOW_BYTES,
-                        MIN_LANE_WINDOW_BYTES, MAX_LANE_WINDOW_BYTES));
+                        MIN_LANE_WINDOW_BYTES, MAX_LANE_WINDOW_BYTES),
+                r.booleanValue("retryReadOnOtherLane", DEFAULT_RETRY_READ_ON_OTHER_LANE));
     }
 }

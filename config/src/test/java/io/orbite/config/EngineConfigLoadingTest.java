@@ -70,7 +70,8 @@ class EngineConfigLoadingTest {
                   "name": "full",
                   "listen": {"host": "10.0.0.1", "port": 9000},
                   "tcp": {"lanes": 8, "socketBufferBytes": 65536, "maxFramePayloadBytes": 4096,
-                          "connectTimeoutMillis": 1, "laneWindowFrames": 65536, "laneWindowBytes": 4294967296},
+                          "connectTimeoutMillis": 1, "laneWindowFrames": 65536, "laneWindowBytes": 4294967296,
+                          "retryReadOnOtherLane": false},
                   "budgets": {"maxBatches": 1, "maxBatchCapacity": 1048576, "maxTasksInFlight": 16777216,
                               "maxInflightBytes": 1099511627776, "maxEndpoints": 4096,
                               "maxRegistrations": 1000000, "maxPeerSegments": 65536},
@@ -84,7 +85,7 @@ class EngineConfigLoadingTest {
                 """);
         assertEquals(new EngineConfig("full",
                 new ListenConfig("10.0.0.1", 9000),
-                new TcpConfig(8, 65536, 4096, 1, 65536, 4294967296L),
+                new TcpConfig(8, 65536, 4096, 1, 65536, 4294967296L, false),
                 new BudgetConfig(1, 1048576, 16777216, 1099511627776L, 4096, 1000000, 65536),
                 new SlicingConfig(67108864, 1024, 1),
                 new TimeoutConfig(86400000, 3600000, 600000),
@@ -102,7 +103,7 @@ class EngineConfigLoadingTest {
     void nonDefaultValuesSurviveTheRoundTrip() {
         EngineConfig config = new EngineConfig("rt.engine_1",
                 new ListenConfig("::1", 65535),
-                new TcpConfig(64, 268435456, 1073741824, 600000, 1, 4294967296L),
+                new TcpConfig(64, 268435456, 1073741824, 600000, 1, 4294967296L, true),
                 new BudgetConfig(1000000, 1, 1, 1099511627776L, 1, 1, 1),
                 new SlicingConfig(4096, 1, 1024),
                 new TimeoutConfig(1, 3600000, 1),
@@ -128,7 +129,8 @@ class EngineConfigLoadingTest {
                     "maxFramePayloadBytes": 16777216,
                     "connectTimeoutMillis": 5000,
                     "laneWindowFrames": 1024,
-                    "laneWindowBytes": 67108864
+                    "laneWindowBytes": 67108864,
+                    "retryReadOnOtherLane": true
                   },
                   "budgets": {
                     "maxBatches": 256,

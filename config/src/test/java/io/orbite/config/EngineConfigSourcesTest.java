@@ -167,7 +167,7 @@ class EngineConfigSourcesTest {
         ConfigException e = assertRejected("tcp.lanez", "tcp.lanez: unknown key (known: lanes, ",
                 () -> EngineConfig.fromEnv(Map.of("ORBITE_CONF", "{\"tcp\":{\"lanez\":4}}")));
         assertEquals("tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, "
-                + "connectTimeoutMillis, laneWindowFrames, laneWindowBytes) (in $ORBITE_CONF)", e.getMessage());
+                + "connectTimeoutMillis, laneWindowFrames, laneWindowBytes, retryReadOnOtherLane) (in $ORBITE_CONF)", e.getMessage());
     }
 
     @Test

@@ -137,9 +137,12 @@ class EngineConfigStrictnessTest {
             "{\"shm\":{\"enabled\":1}}       | shm.enabled: expected a boolean, got integer 1",
             "{\"shm\":{\"enabled\":\"true\"}}  | shm.enabled: expected a boolean, got string \"true\"",
             "{\"shm\":{\"enabled\":null}}    | shm.enabled: expected a boolean, got null",
+            "{\"tcp\":{\"retryReadOnOtherLane\":0}}      | tcp.retryReadOnOtherLane: expected a boolean, got integer 0",
+            "{\"tcp\":{\"retryReadOnOtherLane\":\"no\"}} | tcp.retryReadOnOtherLane: expected a boolean, got string \"no\"",
     })
     void nonBooleanValueForABooleanKeyIsRejected(String json, String message) {
-        assertEquals(message, assertJsonRejected(json, "shm.enabled", "shm.enabled: ").getMessage());
+        String key = message.substring(0, message.indexOf(':'));
+        assertEquals(message, assertJsonRejected(json, key, key + ": ").getMessage());
     }
 
     @Test
@@ -153,7 +156,7 @@ class EngineConfigStrictnessTest {
 
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
-            "{\"tcp\":{\"lanez\":2}}    | tcp.lanez      | tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis, laneWindowFrames, laneWindowBytes)",
+            "{\"tcp\":{\"lanez\":2}}    | tcp.lanez      | tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis, laneWindowFrames, laneWindowBytes, retryReadOnOtherLane)",
             "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file)",
             "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file)",
             "{\"listen\":{\"addr\":1}}  | listen.addr    | listen.addr: unknown key (known: host, port)",

@@ -30,7 +30,10 @@ public final class EngineCounters {
   public final LongAdder tasksFailed = new LongAdder();
   /** Requester side: tasks reported UNQUIESCED (their workers did not let go within the destruction window). */
   public final LongAdder tasksUnquiesced = new LongAdder();
-  /** Requester side: READ frames sent again on another lane after their lane broke (C5: only after drain). */
+  /**
+   * Requester side: frames sent again on another lane after their lane broke (READs, and frames
+   * never sent), each once and only after the broken lane drained them (C5); tcp.retryReadOnOtherLane.
+   */
   public final LongAdder readRetries = new LongAdder();
 
   /** Requester side, per transport: what the engine handed to that transport. */

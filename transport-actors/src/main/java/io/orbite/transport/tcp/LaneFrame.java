@@ -25,6 +25,8 @@ final class LaneFrame {
   long received;
   /** A NIO view of {@link #local}, made once when the socket first touches the frame. */
   ByteBuffer view;
+  /** Whether this frame was already handed from a broken lane to another one (it is retried once). */
+  boolean retried;
 
   LaneFrame(ReceiptSink sink, int taskIndex, Op op, MemorySegment local, long regionId, long remoteOffset, long deadlineNanos) {
     this.sink = sink;

@@ -55,6 +55,16 @@ final class RequesterLane implements Runnable {
   private final EngineCounters counters;
   private final FaultHooks hooks;
   private long lastSweepNanos;
+  /** Takes frames of this lane, once it broke, to send them on another lane; null: no retries. */
+  private volatile Retrier retrier;
+  /** Set by {@link #close}: the lane is closed on purpose, its frames are not retried elsewhere. */
+  private volatile boolean closing;
+
+  /** Sends a frame of a broken lane on another lane of the same peer incarnation, if one is open. */
+  interface Retrier {
+    /** @return whether another lane took the frame (it then owes the frame's receipt) */
+    boolean retry(LaneFrame frame, RequesterLane from);
+  }
 
   private final ConcurrentLinkedQueue<LaneFrame> incoming = new ConcurrentLinkedQueue<>();
   private final AtomicLong chargedBytes = new AtomicLong();
@@ -141,8 +151,14 @@ final class RequesterLane implements Runnable {
     }
   }
 
+  /** Lets frames of this lane be sent once more on another lane if this one breaks. */
+  void retryOn(Retrier retrier) {
+    this.retrier = retrier;
+  }
+
   /** Closes the socket; the lane fails what it holds and ends. Any thread. */
   void close() {
+    closing = true;
     running = false;
     try {
       channel.close();
@@ -445,28 +461,57 @@ final class RequesterLane implements Runnable {
     }
   }
 
-  /** Fails every frame this lane holds. Only the lane thread, after the socket is closed. */
+  /**
+   * Fails every frame this lane holds. Only the lane thread, after the socket is closed, so no
+   * byte of these frames moves any more (C5). If the connection broke (not a deliberate close, a
+   * deadline or a protocol error), READ frames and frames never sent are first offered, once, to
+   * another open lane of the same peer; a WRITE that may have reached the socket never is (C6).
+   */
   private void failEverything(Throwable cause) {
     String why = cause == null ? "lane closed" : cause.getMessage();
     ErrorKind kind = cause instanceof FrameRejectedException ? ErrorKind.PROTOCOL : ErrorKind.PEER_LOST;
+    boolean broke = cause instanceof IOException && !closing;
     long now = System.nanoTime();
     for (LaneFrame f : inflight) {
       RemoteEffect effect = RemoteEffect.NONE;
-      if (f.op == Op.WRITE && streamWritten > f.streamStart) {
+      boolean sent = streamWritten > f.streamStart;
+      if (f.op == Op.WRITE && sent) {
         // Some of this WRITE reached the socket and no acknowledgement came back.
         effect = RemoteEffect.UNKNOWN;
       }
       ErrorKind frameKind = now - f.deadlineNanos > 0 ? ErrorKind.TIMEOUT : kind;
+      if (broke && frameKind == ErrorKind.PEER_LOST && (f.op == Op.READ || !sent) && handOver(f)) {
+        continue;
+      }
       finish(f, Receipt.failed(f.taskIndex, frameKind, effect, name + ": " + why));
     }
     inflight.clear();
     inflightBytes = 0;
     takeIncoming();
     for (LaneFrame f : waiting) {
+      if (broke && now - f.deadlineNanos <= 0 && handOver(f)) {
+        continue;
+      }
       finish(f, Receipt.failed(f.taskIndex, ErrorKind.PEER_LOST, RemoteEffect.NONE, name + ": " + why + " (never sent)"));
     }
     waiting.clear();
     payloadFrame = null;
+  }
+
+  /** Offers a frame of this broken lane to another lane; true if one took it (and its receipt). */
+  private boolean handOver(LaneFrame f) {
+    Retrier r = retrier;
+    if (r == null || f.retried || f.sink.cancelled()) {
+      return false;
+    }
+    f.retried = true;
+    f.received = 0;
+    f.view = null;
+    if (!r.retry(f, this)) {
+      return false;
+    }
+    chargedBytes.addAndGet(-f.length());
+    return true;
   }
 
   /** Fails frames queued after the lane ended; called by producers, synchronized among them. */

@@ -152,7 +152,12 @@ final class TcpEndpoint {
     SlicePlanner planner = new SlicePlanner(config.slicing().baseBlockBytes(), config.slicing().maxReadSlices(),
         config.slicing().maxWriteSlices());
     TcpPeerChannel channel = new TcpPeerChannel(peer, lanes, planner, config.tcp().maxFramePayloadBytes(),
-        () -> self.tell(Fenced.INSTANCE));
+        () -> self.tell(Fenced.INSTANCE), counters.readRetries);
+    if (config.tcp().retryReadOnOtherLane()) {
+      for (RequesterLane lane : lanes) {
+        lane.retryOn(channel::retry);
+      }
+    }
     waiters.forEach(w -> w.tell(new TransportCommand.PeerOpened(channel)));
     if (!closers.isEmpty()) {
       return startDraining(channel, lanes, lanes.length, closers);

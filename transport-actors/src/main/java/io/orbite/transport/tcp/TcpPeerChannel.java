@@ -29,10 +29,12 @@ final class TcpPeerChannel implements PeerChannel {
   private volatile String fencedBecause;
   private final Runnable onFence;
   private int rotation;
+  private final java.util.concurrent.atomic.LongAdder retries;
 
   TcpPeerChannel(SegmentDescriptor peer, RequesterLane[] lanes, SlicePlanner planner, long maxFrameBytes,
-      Runnable onFence) {
+      Runnable onFence, java.util.concurrent.atomic.LongAdder retries) {
     this.peer = peer;
+    this.retries = retries;
     this.onFence = onFence;
     this.lanes = lanes;
     this.planner = planner;
@@ -110,6 +112,29 @@ final class TcpPeerChannel implements PeerChannel {
       lanes[lane].enqueue(frame);
       touched[lane] = true;
     });
+  }
+
+  /**
+   * Takes a frame from a lane that broke and queues it on the open lane with the fewest bytes
+   * charged, once (the lane decides which frames may go: READs, and frames never sent).
+   */
+  synchronized boolean retry(LaneFrame frame, RequesterLane from) {
+    if (fencedBecause != null || !active || System.nanoTime() - frame.deadlineNanos > 0) {
+      return false;
+    }
+    RequesterLane best = null;
+    for (RequesterLane lane : lanes) {
+      if (lane != from && lane.running() && (best == null || lane.chargedBytes() < best.chargedBytes())) {
+        best = lane;
+      }
+    }
+    if (best == null) {
+      return false;
+    }
+    best.enqueue(frame);
+    best.wake();
+    retries.increment();
+    return true;
   }
 
   @Override

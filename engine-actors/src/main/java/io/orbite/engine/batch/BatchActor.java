@@ -22,6 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.StashBuffer;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
@@ -149,15 +150,18 @@ public final class BatchActor {
   }
 
   private Behavior<Command> open(StashBuffer<Command> stash) {
+    return accepting(stash).onMessage(Free.class, this::onFree).build();
+  }
+
+  /** What {@link #open} and {@link #quarantined} both handle: everything but {@code free}. */
+  private BehaviorBuilder<Command> accepting(StashBuffer<Command> stash) {
     return Behaviors.receive(Command.class)
         .onMessage(Submit.class, m -> onSubmit(m, stash))
         .onMessage(Deliver.class, d -> onDeliver(d, stash))
         .onMessage(AwaitIdle.class, this::onAwaitIdle)
         .onMessage(GetStatus.class, this::onGetStatus)
         .onMessageEquals(Cancel.INSTANCE, this::onCancel)
-        .onMessageEquals(Watchdog.INSTANCE, () -> onWatchdog(stash))
-        .onMessage(Free.class, this::onFree)
-        .build();
+        .onMessageEquals(Watchdog.INSTANCE, () -> onWatchdog(stash));
   }
 
   /**
@@ -165,13 +169,7 @@ public final class BatchActor {
    * charges stay and {@code free} answers BATCH_BUSY. Other tasks and new submissions still run.
    */
   private Behavior<Command> quarantined(StashBuffer<Command> stash) {
-    return Behaviors.receive(Command.class)
-        .onMessage(Submit.class, m -> onSubmit(m, stash))
-        .onMessage(Deliver.class, d -> onDeliver(d, stash))
-        .onMessage(AwaitIdle.class, this::onAwaitIdle)
-        .onMessage(GetStatus.class, this::onGetStatus)
-        .onMessageEquals(Cancel.INSTANCE, this::onCancel)
-        .onMessageEquals(Watchdog.INSTANCE, () -> onWatchdog(stash))
+    return accepting(stash)
         .onMessage(Free.class, m -> {
           m.replyTo().tell(new Refused(ErrorKind.BATCH_BUSY, "batch " + name() + " is quarantined: "
               + ledger.held() + " task(s) (" + ledger.heldBytes() + " B) whose workers did not let go within the "

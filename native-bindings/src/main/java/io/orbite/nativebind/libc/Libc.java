@@ -308,8 +308,26 @@ public final class Libc {
      *             (not retried here).
      */
     public static void ofdLock(int fd, short type, long start, long len, boolean wait) {
+        fcntlFlock(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, wait ? "F_OFD_SETLKW" : "F_OFD_SETLK", type, start, len);
+    }
+
+    /**
+     * Asks whether an open-file-description lock of {@code type} on {@code [start, start+len)} of {@code fd}
+     * could be taken now ({@code fcntl(fd, F_OFD_GETLK, &flock)}), without taking it.
+     *
+     * <p>Locks held through {@code fd}'s own description never conflict with it, so this reports only
+     * locks of other descriptions (other processes, or other {@code open}s in this one).
+     *
+     * @return the type of one conflicting lock ({@link #F_RDLCK} or {@link #F_WRLCK}), or {@link #F_UNLCK}
+     *         when nothing conflicts
+     */
+    public static short ofdTestLock(int fd, short type, long start, long len) {
+        return fcntlFlock(fd, F_OFD_GETLK, "F_OFD_GETLK", type, start, len);
+    }
+
+    /** {@code fcntl(fd, cmd, &flock)} over {@code [start, start+len)} from SEEK_SET; returns the flock's type after. */
+    private static short fcntlFlock(int fd, int cmd, String cmdName, short type, long start, long len) {
         AVAILABILITY.require("fcntl");
-        int cmd = wait ? F_OFD_SETLKW : F_OFD_SETLK;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = ErrnoCapture.allocate(arena);
             MemorySegment flock = Flock.allocate(arena);
@@ -326,42 +344,7 @@ public final class Libc {
             }
             if (r == -1) {
                 throw new NativeCallException("fcntl",
-                        "fd=" + fd + ", cmd=" + (wait ? "F_OFD_SETLKW" : "F_OFD_SETLK")
-                                + ", l_type=" + lockTypeName(type) + ", l_start=" + start + ", l_len=" + len,
-                        ErrnoCapture.errno(state));
-            }
-        }
-    }
-
-    /**
-     * Asks whether an open-file-description lock of {@code type} on {@code [start, start+len)} of {@code fd}
-     * could be taken now ({@code fcntl(fd, F_OFD_GETLK, &flock)}), without taking it.
-     *
-     * <p>Locks held through {@code fd}'s own description never conflict with it, so this reports only
-     * locks of other descriptions (other processes, or other {@code open}s in this one).
-     *
-     * @return the type of one conflicting lock ({@link #F_RDLCK} or {@link #F_WRLCK}), or {@link #F_UNLCK}
-     *         when nothing conflicts
-     */
-    public static short ofdTestLock(int fd, short type, long start, long len) {
-        AVAILABILITY.require("fcntl");
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            MemorySegment flock = Flock.allocate(arena);
-            Flock.type(flock, type);
-            Flock.whence(flock, SEEK_SET);
-            Flock.start(flock, start);
-            Flock.len(flock, len);
-            Flock.pid(flock, 0);
-            int r;
-            try {
-                r = (int) FCNTL_PTR.invokeExact(state, fd, F_OFD_GETLK, flock);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("fcntl", t);
-            }
-            if (r == -1) {
-                throw new NativeCallException("fcntl",
-                        "fd=" + fd + ", cmd=F_OFD_GETLK, l_type=" + lockTypeName(type) + ", l_start=" + start
+                        "fd=" + fd + ", cmd=" + cmdName + ", l_type=" + lockTypeName(type) + ", l_start=" + start
                                 + ", l_len=" + len,
                         ErrnoCapture.errno(state));
             }

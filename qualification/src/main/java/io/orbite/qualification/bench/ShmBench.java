@@ -1,8 +1,5 @@
 package io.orbite.qualification.bench;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.Op;
@@ -105,7 +102,8 @@ public final class ShmBench {
           if (op == Op.WRITE) {
             writtenUpTo = Math.max(writtenUpTo, r.touchedBytes);
           }
-          failures += verify(op, local, source, remote, op == Op.WRITE ? writtenUpTo : r.touchedBytes, sourceSeed,
+          failures += BenchReport.verify(human, op, local, source, remote, op == Op.WRITE ? writtenUpTo : r.touchedBytes,
+              sourceSeed,
               writeSeed);
         }
       }
@@ -117,18 +115,7 @@ public final class ShmBench {
         failures++;
       }
     }
-    printTable(figures, ceilings, ratios);
-    if (json) {
-      ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-      ObjectNode root = mapper.createObjectNode();
-      ObjectNode f = root.putObject("figures");
-      figures.forEach((k, v) -> f.put(k, round(v)));
-      ObjectNode c = root.putObject("ceilings");
-      ceilings.forEach((k, v) -> c.put(k, round(v)));
-      ObjectNode r = root.putObject("ratios");
-      ratios.forEach((k, v) -> r.put(k, round(v)));
-      System.out.println(mapper.writeValueAsString(root));
-    }
+    BenchReport.print(human, json, figures, ceilings, ratios);
     if (failures > 0) {
       human.println("RESULT: FAIL - " + failures + " failed task(s), wrong byte(s) or task(s) off SHM");
       return 1;
@@ -218,35 +205,4 @@ public final class ShmBench {
     return new Run(bytes, tasks, (System.nanoTime() - start) / 1e9, touched, failed);
   }
 
-  /** Checks the bytes the run touched: READ on the requester, WRITE on the source. */
-  private int verify(Op op, RegisteredMemory local, EngineProcess source, long remote, long touched, long sourceSeed,
-      long writeSeed) throws java.io.IOException {
-    if (op == Op.READ) {
-      long bad = Pattern.verify(local.segment(), 0, touched, sourceSeed, 0);
-      if (bad >= 0) {
-        human.println("  MISMATCH: requester byte " + bad + " after READ");
-        return 1;
-      }
-      return 0;
-    }
-    String answer = source.ask("VERIFY " + remote + " " + sourceSeed + " 1", List.of("0 " + touched + " " + writeSeed + " 0"));
-    if (!answer.equals("OK")) {
-      human.println("  MISMATCH: source " + answer + " after WRITE");
-      return 1;
-    }
-    return 0;
-  }
-
-  private void printTable(Map<String, Double> figures, Map<String, Double> ceilings, Map<String, Double> ratios) {
-    human.println("figures:");
-    figures.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
-    human.println("ceilings (same run):");
-    ceilings.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
-    human.println("ratios:");
-    ratios.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
-  }
-
-  private static double round(double v) {
-    return Math.round(v * 1000.0) / 1000.0;
-  }
 }

@@ -702,20 +702,31 @@ public final class TransferEngine implements AutoCloseable {
 
   /**
    * Closes the source side (C8): the listener closes, so peers can neither describe nor connect;
-   * every source lane is closed and its loans come back once its thread has ended. The engine keeps
-   * working as a requester. Returns what is still owed afterwards; can be called again.
+   * every source lane is closed and its loans come back once its thread has ended; every range shared
+   * with same-host peers (SHM) is fenced, so no peer starts a copy into or out of it any more. The
+   * engine keeps working as a requester. Returns what is still owed afterwards; can be called again.
    */
   public EngineOwed closeSource(Duration timeout) {
     return Batch.join(closeSourceAsync(timeout), timeout.plus(CONTROL_TIMEOUT), "closeSource");
   }
 
   public CompletionStage<EngineOwed> closeSourceAsync(Duration timeout) {
+    Duration window = Duration.ofMillis(config.timeouts().destructionWindowMillis());
     return AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
             replyTo -> new EngineGuardian.FenceSide(EngineGuardian.Side.SOURCE, replyTo), CONTROL_TIMEOUT, scheduler)
         .thenCompose(fenced -> AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
             replyTo -> new EngineGuardian.CloseSide(EngineGuardian.Side.SOURCE, replyTo), timeout.plus(CONTROL_TIMEOUT),
             scheduler))
-        .thenCompose(closed -> owedAsync());
+        // Same-host peers copy through shared memory without any lane: fence them out too.
+        .thenCompose(closed -> AskPattern.<Registry.Command, Registry.SharedFenced>ask(handles.registry(),
+            Registry.FenceShared::new, window.plus(CONTROL_TIMEOUT), scheduler))
+        .thenAccept(shared -> {
+          if (shared.stillCopying() > 0) {
+            LOG.warn("engine {}: closeSource: {} shared range(s) still being copied by a same-host peer after the "
+                + "destruction window; no new copy can start", identity(), shared.stillCopying());
+          }
+        })
+        .thenCompose(done -> owedAsync());
   }
 
   /** Completes once no task is in flight, or at {@code deadlineNanos}, whichever comes first. */

@@ -60,6 +60,19 @@ public final class Registry {
 
   public record UnregisterFailed(ErrorKind kind, String detail) implements UnregisterReply {}
 
+  /**
+   * The source side is closing (C8): fence every range exported through shared memory, so no
+   * same-host peer starts a copy into or out of it any more; answer once no copy is in progress (or
+   * at the destruction window, saying how many ranges still had one). The ranges stay registered
+   * for local use. Every later shared range is fenced as it is registered.
+   */
+  public record FenceShared(ActorRef<SharedFenced> replyTo) implements Command {}
+
+  /** @param stillCopying shared ranges a peer was still copying when the window ended (0: all fenced) */
+  public record SharedFenced(int fenced, int stillCopying) {}
+
+  private record PendingFence(List<Registration> ranges, long deadlineNanos, ActorRef<SharedFenced> replyTo) {}
+
   private enum LoanTick implements Command {
     INSTANCE
   }
@@ -91,6 +104,9 @@ public final class Registry {
   private final List<PendingRelease> releasing = new ArrayList<>();
   private long nextRegionId = 1;
   private Duration currentPoll;
+  private final List<PendingFence> fencing = new ArrayList<>();
+  /** Set by {@link FenceShared}: the source side is closed, no range is shared with peers any more. */
+  private boolean sharedClosed;
 
   private Registry(RegistryView view, int maxRegistrations, Duration destructionWindow, QuarantineLedger quarantine,
       TimerScheduler<Command> timers) {
@@ -116,6 +132,7 @@ public final class Registry {
     return Behaviors.receive(Command.class)
         .onMessage(Register.class, this::onRegister)
         .onMessage(Unregister.class, this::onUnregister)
+        .onMessage(FenceShared.class, this::onFenceShared)
         .onMessageEquals(LoanTick.INSTANCE, this::onLoanTick)
         .onSignal(PostStop.class, s -> onStop())
         .build();
@@ -147,6 +164,11 @@ public final class Registry {
     }
     Registration registration = new Registration(nextRegionId++, msg.segment(), msg.access(), msg.ownedArena(),
         msg.shared());
+    if (sharedClosed) {
+      // The source side is closed: a new range is never offered to same-host peers (nobody can
+      // have mapped it yet, so its first fencing step succeeds).
+      registration.fenceShared();
+    }
     live.put(registration.regionId(), registration);
     view.publish(live);
     msg.replyTo().tell(new Registered(new RegisteredMemory(registration)));
@@ -166,8 +188,29 @@ public final class Registry {
     return onLoanTick();
   }
 
+  private Behavior<Command> onFenceShared(FenceShared msg) {
+    sharedClosed = true;
+    List<Registration> shared = live.values().stream().filter(r -> r.shared() != null).toList();
+    fencing.add(new PendingFence(shared, System.nanoTime() + destructionWindowNanos, msg.replyTo()));
+    return onLoanTick();
+  }
+
   private Behavior<Command> onLoanTick() {
     long now = System.nanoTime();
+    fencing.removeIf(f -> {
+      // Every range gets its fencing step on every tick, so all of them withdraw liveness at once.
+      int copying = 0;
+      for (Registration r : f.ranges()) {
+        if (!r.fenceShared()) {
+          copying++;
+        }
+      }
+      if (copying == 0 || now - f.deadlineNanos() > 0) {
+        f.replyTo().tell(new SharedFenced(f.ranges().size() - copying, copying));
+        return true;
+      }
+      return false;
+    });
     releasing.removeIf(p -> {
       Registration r = p.registration;
       // Shared memory is also fenced against same-host peers (their copies hold no local loan).
@@ -192,9 +235,9 @@ public final class Registry {
       return false;
     });
     Duration poll = null;
-    if (!releasing.isEmpty()) {
-      // Poll fast while an unregister waits for its answer, slowly for quarantined ranges.
-      poll = releasing.stream().anyMatch(p -> !p.quarantined) ? LOAN_POLL : QUARANTINE_POLL;
+    if (!releasing.isEmpty() || !fencing.isEmpty()) {
+      // Poll fast while an unregister or a fence waits for its answer, slowly for quarantined ranges.
+      poll = !fencing.isEmpty() || releasing.stream().anyMatch(p -> !p.quarantined) ? LOAN_POLL : QUARANTINE_POLL;
     }
     if (poll == null) {
       timers.cancel(LoanTick.INSTANCE);

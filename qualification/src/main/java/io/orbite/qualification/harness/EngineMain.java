@@ -95,6 +95,8 @@ public final class EngineMain {
             long bad = RegionCheck.check(m.segment(), spans, guardSeed);
             out.println(bad < 0 ? "OK" : "MISMATCH " + bad);
           }
+          case "CLOSE_SOURCE" -> out.println("OK " + engine.closeSource(Duration.ofSeconds(30)).toString()
+              .replace('\n', ' '));
           case "UNREGISTER" -> {
             engine.unregister(regions.remove(Long.parseLong(t[1])));
             out.println("OK");

@@ -80,6 +80,37 @@ class ShmFencingIT {
   }
 
   @Test
+  void afterCloseSourceNoSameHostPeerCopiesAnyMore() throws Exception {
+    Path logs = Files.createTempDirectory("orbite-shm-close-source");
+    try (EngineProcess source = EngineProcess.start("shm-closed-source", logs, ShmPeer.SHM_SOURCE);
+        TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("shm-closed-requester"))) {
+      long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
+      source.call("FILL " + remote + " 21");
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
+      assertTrue(peer.sharedReachable(remote), "SHM chosen for the same-host source");
+      Pattern.fill(local.segment(), 0, REGION, 22, 0);
+      TaskResult first = runOne(requester, TransferRequest.read(local, 0, peer, remote, 0, TASK));
+      assertEquals(TaskState.COMPLETED, first.state(), first::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, 21, 0), "the READ before closeSource landed");
+
+      source.call("CLOSE_SOURCE");
+      Pattern.fill(local.segment(), 0, REGION, 23, 0);
+      TaskResult read = runOne(requester, TransferRequest.read(local, 0, peer, remote, 0, TASK).withTransport(Transport.SHM));
+      TaskResult write = runOne(requester,
+          TransferRequest.write(local, TASK, peer, remote, TASK, TASK).withTransport(Transport.SHM));
+      for (TaskResult r : List.of(read, write)) {
+        assertEquals(TaskState.FAILED, r.state(), r::toString);
+        assertEquals(RemoteEffect.NONE, r.remoteEffect(), r::toString);
+        assertEquals(0, r.bytes());
+        assertTrue(r.locallyDrained());
+      }
+      assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, 23, 0), "no byte moved after closeSource");
+      assertEquals("OK", source.ask("VERIFY " + remote + " 21 0", List.of()), "the source's memory is untouched");
+    }
+  }
+
+  @Test
   void aKilledSourcesMappingNeverReachesItsReplacement() throws Exception {
     Path logs = Files.createTempDirectory("orbite-shm-kill");
     int port;

@@ -31,7 +31,9 @@ public record QuarantinedOwner(String owner, Kind kind, String reason, long task
      * A native completion lane (a file ring) whose kernel operation was cancelled but never
      * completed: the ring and the memory it may still write are kept for the process's life.
      */
-    LANE
+    LANE,
+    /** A same-host peer's memory mapped by the SHM transport whose munmap failed: never used again. */
+    MAPPING
   }
 
   @Override

@@ -3,6 +3,7 @@ package io.orbite.transport.shm;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedRegion;
@@ -50,10 +51,12 @@ final class ShmEndpoint {
   private final SharedExports exports;
   private final int maxMappings;
   private final EngineCounters counters;
+  private final QuarantineLedger quarantine;
 
   private ShmEndpoint(ActorContext<Command> ctx, SegmentDescriptor peer, SharedExports exports, int maxMappings,
-      EngineCounters counters) {
+      EngineCounters counters, QuarantineLedger quarantine) {
     this.ctx = ctx;
+    this.quarantine = quarantine;
     this.peer = peer;
     this.exports = exports;
     this.maxMappings = maxMappings;
@@ -61,9 +64,9 @@ final class ShmEndpoint {
   }
 
   static Behavior<Command> create(SegmentDescriptor peer, SharedExports exports, HostIdentity local, int maxMappings,
-      Executor blockingIo, EngineCounters counters) {
+      Executor blockingIo, EngineCounters counters, QuarantineLedger quarantine) {
     return Behaviors.setup(ctx -> {
-      ShmEndpoint endpoint = new ShmEndpoint(ctx, peer, exports, maxMappings, counters);
+      ShmEndpoint endpoint = new ShmEndpoint(ctx, peer, exports, maxMappings, counters, quarantine);
       ctx.pipeToSelf(CompletableFuture.supplyAsync(() -> PeerProof.prove(peer, exports, local), blockingIo),
           Proven::new);
       return endpoint.opening(new ArrayList<>(), new ArrayList<>(), ShmPeerChannel.exportTable(exports));
@@ -98,7 +101,7 @@ final class ShmEndpoint {
     }
     ActorRef<Command> self = ctx.getSelf();
     ShmLane lane = new ShmLane("shm lane to " + peer, peer, exports.host(), m.tokenFd(), table, maxMappings, counters,
-        reason -> self.tell(new Fenced(reason)), cause -> self.tell(new LaneEnded(cause)));
+        quarantine, reason -> self.tell(new Fenced(reason)), cause -> self.tell(new LaneEnded(cause)));
     ShmPeerChannel channel = new ShmPeerChannel(peer, lane, table, () -> { });
     Thread.ofPlatform().daemon().name("orbite-" + lane.name()).start(lane);
     waiters.forEach(w -> w.tell(new TransportCommand.PeerOpened(channel)));

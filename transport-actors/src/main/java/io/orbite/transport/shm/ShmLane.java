@@ -2,9 +2,11 @@ package io.orbite.transport.shm;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
+import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptSink;
 import io.orbite.engine.spi.TaskWork;
@@ -14,6 +16,7 @@ import io.orbite.nativebind.Errno;
 import io.orbite.nativebind.NativeCallException;
 import io.orbite.nativebind.libc.Libc;
 import java.lang.foreign.MemorySegment;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.Iterator;
@@ -53,6 +56,7 @@ final class ShmLane implements Runnable {
   private final Map<Long, SharedRegion> exports;
   private final int maxMappings;
   private final EngineCounters counters;
+  private final QuarantineLedger quarantine;
   private final Consumer<String> onFenced;
   private final Consumer<Throwable> onEnd;
   private final ConcurrentLinkedQueue<TaskWork> queue = new ConcurrentLinkedQueue<>();
@@ -68,7 +72,9 @@ final class ShmLane implements Runnable {
   private volatile Thread thread;
 
   ShmLane(String name, SegmentDescriptor peer, SharedHost host, int tokenFd, Map<Long, SharedRegion> exports,
-      int maxMappings, EngineCounters counters, Consumer<String> onFenced, Consumer<Throwable> onEnd) {
+      int maxMappings, EngineCounters counters, QuarantineLedger quarantine, Consumer<String> onFenced,
+      Consumer<Throwable> onEnd) {
+    this.quarantine = quarantine;
     this.name = name;
     this.peer = peer;
     this.host = host;
@@ -350,6 +356,9 @@ final class ShmLane implements Runnable {
     } catch (NativeCallException e) {
       quarantined.add(m);
       counters.shmMappingsQuarantined.increment();
+      // Sticky: a mapping whose munmap failed is never used, retried or reported released.
+      quarantine.enter(new QuarantinedOwner(name + ": mapping of region " + regionId, QuarantinedOwner.Kind.MAPPING,
+          "munmap failed: " + e.getMessage(), 0, m.mapped.byteSize(), Instant.now()), () -> true);
       LOG.error("{}: munmap of region {} failed; mapping quarantined for the life of the process: {}",
           name, regionId, e.getMessage());
       return;

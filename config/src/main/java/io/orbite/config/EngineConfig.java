@@ -35,6 +35,8 @@ import java.util.regex.Pattern;
  * @param timeouts engine-wide time limits. Default {@link TimeoutConfig#defaults()}.
  * @param shm      same-host shared-memory transport settings. Default {@link ShmConfig#defaults()}.
  * @param file     the file transport (file segments, io_uring lanes). Default {@link FileConfig#defaults()}.
+ * @param observability metrics (Prometheus) and the dashboard, both off by default. Default
+ *                 {@link ObservabilityConfig#defaults()}.
  */
 public record EngineConfig(
         String name,
@@ -44,7 +46,8 @@ public record EngineConfig(
         SlicingConfig slicing,
         TimeoutConfig timeouts,
         ShmConfig shm,
-        FileConfig file) {
+        FileConfig file,
+        ObservabilityConfig observability) {
 
     /** Default {@link #name()}. */
     public static final String DEFAULT_NAME = "orbite";
@@ -77,53 +80,59 @@ public record EngineConfig(
         Checks.requireNonNull(TimeoutConfig.SECTION, timeouts);
         Checks.requireNonNull(ShmConfig.SECTION, shm);
         Checks.requireNonNull(FileConfig.SECTION, file);
+        Checks.requireNonNull(ObservabilityConfig.SECTION, observability);
     }
 
     /** Every setting at its default. */
     public static EngineConfig defaults() {
         return new EngineConfig(DEFAULT_NAME, ListenConfig.defaults(), TcpConfig.defaults(), BudgetConfig.defaults(),
                 SlicingConfig.defaults(), TimeoutConfig.defaults(), ShmConfig.defaults(),
-                FileConfig.defaults());
+                FileConfig.defaults(), ObservabilityConfig.defaults());
     }
 
     /** A copy with {@link #name()} replaced. */
     public EngineConfig withName(String name) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
     /** A copy with {@link #listen()} replaced. */
     public EngineConfig withListen(ListenConfig listen) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
     /** A copy with {@link #tcp()} replaced. */
     public EngineConfig withTcp(TcpConfig tcp) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
     /** A copy with {@link #budgets()} replaced. */
     public EngineConfig withBudgets(BudgetConfig budgets) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
     /** A copy with {@link #slicing()} replaced. */
     public EngineConfig withSlicing(SlicingConfig slicing) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
     /** A copy with {@link #file()} replaced. */
     public EngineConfig withFile(FileConfig file) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
     /** A copy with {@link #timeouts()} replaced. */
     public EngineConfig withTimeouts(TimeoutConfig timeouts) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
     /** A copy with {@link #shm()} replaced. */
     public EngineConfig withShm(ShmConfig shm) {
-        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file);
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
+    }
+
+    /** A copy with {@link #observability()} replaced. */
+    public EngineConfig withObservability(ObservabilityConfig observability) {
+        return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
     /**
@@ -207,7 +216,8 @@ public record EngineConfig(
                 r.section(SlicingConfig.SECTION, SlicingConfig.class, SlicingConfig::read),
                 r.section(TimeoutConfig.SECTION, TimeoutConfig.class, TimeoutConfig::read),
                 r.section(ShmConfig.SECTION, ShmConfig.class, ShmConfig::read),
-                r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read));
+                r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read),
+                r.section(ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read));
     }
 
     private static String readFile(Path file) {

@@ -80,7 +80,10 @@ class EngineConfigLoadingTest {
                                "describeTimeoutMillis": 600000},
                   "shm": {"enabled": true, "maxMappings": 65536},
                   "file": {"engine": "channel", "lanes": 64, "queueDepth": 4096, "maxChunkBytes": 4096,
-                           "maxFileSegments": 1, "channelThreads": 256}
+                           "maxFileSegments": 1, "channelThreads": 256},
+                  "observability": {"metrics": {"enabled": true, "host": "0.0.0.0", "port": 9100},
+                                    "dashboard": {"enabled": true, "host": "::1", "port": 65535},
+                                    "tickMillis": 60000}
                 }
                 """);
         assertEquals(new EngineConfig("full",
@@ -90,7 +93,9 @@ class EngineConfigLoadingTest {
                 new SlicingConfig(67108864, 1024, 1),
                 new TimeoutConfig(86400000, 3600000, 600000),
                 new ShmConfig(true, 65536),
-                new FileConfig("channel", 64, 4096, 4096, 1, 256)), config);
+                new FileConfig("channel", 64, 4096, 4096, 1, 256),
+                new ObservabilityConfig(new MetricsConfig(true, "0.0.0.0", 9100),
+                        new DashboardConfig(true, "::1", 65535), 60000)), config);
     }
 
     @Test
@@ -108,7 +113,9 @@ class EngineConfigLoadingTest {
                 new SlicingConfig(4096, 1, 1024),
                 new TimeoutConfig(1, 3600000, 1),
                 new ShmConfig(true, 1),
-                new FileConfig("io_uring", 1, 1, 1073741824, 65536, 1));
+                new FileConfig("io_uring", 1, 1, 1073741824, 65536, 1),
+                new ObservabilityConfig(new MetricsConfig(true, "localhost", 1),
+                        new DashboardConfig(false, "10.1.2.3", 0), 100));
         String json = config.toJson();
         assertEquals(config, EngineConfig.fromJson(json));
         assertEquals(json, EngineConfig.fromJson(json).toJson(), "serialising is deterministic");
@@ -162,6 +169,19 @@ class EngineConfigLoadingTest {
                     "maxChunkBytes": 1048576,
                     "maxFileSegments": 64,
                     "channelThreads": 4
+                  },
+                  "observability": {
+                    "metrics": {
+                      "enabled": false,
+                      "host": "127.0.0.1",
+                      "port": 0
+                    },
+                    "dashboard": {
+                      "enabled": false,
+                      "host": "127.0.0.1",
+                      "port": 0
+                    },
+                    "tickMillis": 1000
                   }
                 }""";
         assertEquals(expected, EngineConfig.defaults().toJson());

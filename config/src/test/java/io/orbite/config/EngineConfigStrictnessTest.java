@@ -157,13 +157,13 @@ class EngineConfigStrictnessTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
             "{\"tcp\":{\"lanez\":2}}    | tcp.lanez      | tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis, laneWindowFrames, laneWindowBytes, retryReadOnOtherLane)",
-            "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file)",
-            "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file)",
+            "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, observability)",
+            "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, observability)",
             "{\"listen\":{\"addr\":1}}  | listen.addr    | listen.addr: unknown key (known: host, port)",
             "{\"budgets\":{\"x\":1}}    | budgets.x      | budgets.x: unknown key (known: maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes, maxEndpoints, maxRegistrations, maxPeerSegments)",
             "{\"slicing\":{\"\":1}}     | slicing.       | slicing.: unknown key (known: baseBlockBytes, maxReadSlices, maxWriteSlices)",
             "{\"timeouts\":{\"describeTimeoutMs\":1}} | timeouts.describeTimeoutMs | timeouts.describeTimeoutMs: unknown key (known: defaultDeadlineMillis, destructionWindowMillis, describeTimeoutMillis)",
-            "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file)",
+            "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, observability)",
     })
     void unknownKeyIsRejectedNamingItsPath(String json, String path, String message) {
         assertEquals(message, assertJsonRejected(json, path, path + ": unknown key").getMessage());

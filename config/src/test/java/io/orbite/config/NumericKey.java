@@ -21,14 +21,24 @@ record NumericKey(
         return path.substring(0, path.indexOf('.'));
     }
 
-    /** The key inside its section ({@code lanes} for {@code tcp.lanes}). */
+    /** The key inside its section ({@code lanes} for {@code tcp.lanes}, {@code metrics.port} for {@code observability.metrics.port}). */
     String key() {
         return path.substring(path.indexOf('.') + 1);
     }
 
-    /** A minimal document setting this key to {@code rawJsonValue}, for example {"tcp":{"lanes":0}}. */
+    /**
+     * A minimal document setting this key to {@code rawJsonValue}, for example {"tcp":{"lanes":0}} or
+     * {"observability":{"metrics":{"port":0}}}.
+     */
     String document(String rawJsonValue) {
-        return "{\"" + section() + "\":{\"" + key() + "\":" + rawJsonValue + "}}";
+        String[] parts = path.split("\\.");
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < parts.length - 1; i++) {
+            b.append("{\"").append(parts[i]).append("\":");
+        }
+        b.append("{\"").append(parts[parts.length - 1]).append("\":").append(rawJsonValue).append('}');
+        b.append("}".repeat(parts.length - 1));
+        return b.toString();
     }
 
     @Override
@@ -112,5 +122,17 @@ record NumericKey(
                     (c, v) -> c.withFile(c.file().withMaxFileSegments(Math.toIntExact(v)))),
             new NumericKey("file.channelThreads", 4, 1, 256,
                     c -> (long) c.file().channelThreads(),
-                    (c, v) -> c.withFile(c.file().withChannelThreads(Math.toIntExact(v)))));
+                    (c, v) -> c.withFile(c.file().withChannelThreads(Math.toIntExact(v)))),
+
+            new NumericKey("observability.metrics.port", 0, 0, 65535,
+                    c -> (long) c.observability().metrics().port(),
+                    (c, v) -> c.withObservability(c.observability().withMetrics(
+                            c.observability().metrics().withPort(Math.toIntExact(v))))),
+            new NumericKey("observability.dashboard.port", 0, 0, 65535,
+                    c -> (long) c.observability().dashboard().port(),
+                    (c, v) -> c.withObservability(c.observability().withDashboard(
+                            c.observability().dashboard().withPort(Math.toIntExact(v))))),
+            new NumericKey("observability.tickMillis", 1000, 100, 60000,
+                    c -> (long) c.observability().tickMillis(),
+                    (c, v) -> c.withObservability(c.observability().withTickMillis(Math.toIntExact(v)))));
 }

@@ -1,0 +1,70 @@
+package io.orbite.config;
+
+/**
+ * The Prometheus scrape endpoint ({@code GET /metrics}). JSON section {@code observability.metrics}.
+ *
+ * @param enabled whether the endpoint is served. Default {@value #DEFAULT_ENABLED}: off.
+ * @param host    interface address to bind. Default {@value #DEFAULT_HOST} (loopback only); 1..
+ *                {@value ListenConfig#MAX_HOST_LENGTH} characters, no whitespace or control characters.
+ * @param port    TCP port to bind. Default {@value #DEFAULT_PORT}; range {@value #MIN_PORT}..{@value #MAX_PORT};
+ *                {@code 0} asks the operating system for an ephemeral port.
+ */
+public record MetricsConfig(boolean enabled, String host, int port) {
+    /** Default {@link #enabled()}. */
+    public static final boolean DEFAULT_ENABLED = false;
+    /** Default {@link #host()}: loopback only. */
+    public static final String DEFAULT_HOST = "127.0.0.1";
+    /** Default {@link #port()}: an ephemeral port. */
+    public static final int DEFAULT_PORT = 0;
+    /** Smallest accepted {@link #port()}. */
+    public static final int MIN_PORT = 0;
+    /** Largest accepted {@link #port()}. */
+    public static final int MAX_PORT = 65535;
+
+    /** JSON path of this section, and the path prefix of its messages. */
+    static final String SECTION = "observability.metrics";
+
+    /** Validates every component. @throws ConfigException naming {@code observability.metrics.<key>} */
+    public MetricsConfig {
+        String hostPath = SECTION + ".host";
+        Checks.requireNonNull(hostPath, host);
+        if (host.isEmpty() || host.length() > ListenConfig.MAX_HOST_LENGTH || host.codePoints().anyMatch(
+                c -> Character.isWhitespace(c) || Character.isISOControl(c))) {
+            throw new ConfigException(hostPath, "must be 1.." + ListenConfig.MAX_HOST_LENGTH
+                    + " characters without whitespace, got " + Checks.quote(host));
+        }
+        Checks.requireRange(SECTION + ".port", port, MIN_PORT, MAX_PORT);
+    }
+
+    /** All components at their defaults (off, loopback, ephemeral port). */
+    public static MetricsConfig defaults() {
+        return new MetricsConfig(DEFAULT_ENABLED, DEFAULT_HOST, DEFAULT_PORT);
+    }
+
+    /** Enabled on loopback at {@code port} (0: ephemeral). */
+    public static MetricsConfig loopback(int port) {
+        return new MetricsConfig(true, DEFAULT_HOST, port);
+    }
+
+    /** A copy with {@link #enabled()} replaced. */
+    public MetricsConfig withEnabled(boolean enabled) {
+        return new MetricsConfig(enabled, host, port);
+    }
+
+    /** A copy with {@link #host()} replaced. */
+    public MetricsConfig withHost(String host) {
+        return new MetricsConfig(enabled, host, port);
+    }
+
+    /** A copy with {@link #port()} replaced. */
+    public MetricsConfig withPort(int port) {
+        return new MetricsConfig(enabled, host, port);
+    }
+
+    static MetricsConfig read(ConfigReader r) {
+        return new MetricsConfig(
+                r.booleanValue("enabled", DEFAULT_ENABLED),
+                r.stringValue("host", DEFAULT_HOST),
+                r.intValue("port", DEFAULT_PORT, MIN_PORT, MAX_PORT));
+    }
+}

@@ -43,13 +43,35 @@ public final class Admission {
   private static final Decision GRANTED = new Decision(null, false);
 
   private final Budgets budgets;
+  private final BudgetConfig limits;
+  private String state = "open";
+  private String fencedBecause = "";
 
   private Admission(BudgetConfig limits) {
     this.budgets = new Budgets(limits);
+    this.limits = limits;
   }
 
   public static Behavior<Command> create(BudgetConfig limits) {
-    return Behaviors.setup(ctx -> new Admission(limits).open());
+    return create(limits, new io.orbite.engine.view.OwnerBoard());
+  }
+
+  /** Reports its state and its budgets (used and limit) to {@code board} after every change. */
+  public static Behavior<Command> create(BudgetConfig limits, io.orbite.engine.view.OwnerBoard board) {
+    return Behaviors.setup(ctx -> {
+      Admission admission = new Admission(limits);
+      return io.orbite.engine.view.OwnerBoard.reporting(board, admission::report, admission.open());
+    });
+  }
+
+  /** Names of the budget charges in reports; {@code <name>Limit} is the budget's limit. */
+  private io.orbite.engine.view.OwnerBoard.Report report() {
+    Budgets.Usage u = budgets.usage();
+    return new io.orbite.engine.view.OwnerBoard.Report("Admission", state, java.util.Map.of(
+        "batches", (long) u.batches(), "batchesLimit", (long) limits.maxBatches(),
+        "tasks", u.tasks(), "tasksLimit", (long) limits.maxTasksInFlight(),
+        "bytes", u.bytes(), "bytesLimit", limits.maxInflightBytes(),
+        "endpoints", (long) u.endpoints(), "endpointsLimit", (long) limits.maxEndpoints()), fencedBecause);
   }
 
   private Behavior<Command> open() {
@@ -66,6 +88,8 @@ public final class Admission {
   }
 
   private Behavior<Command> fenced(String reason) {
+    state = "fenced";
+    fencedBecause = reason;
     Decision refusal = new Decision("engine is not accepting requester work: " + reason, true);
     return Behaviors.receive(Command.class)
         .onMessage(AcquireBatch.class, m -> refuse(m.replyTo(), refusal))

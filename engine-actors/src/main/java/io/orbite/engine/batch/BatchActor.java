@@ -109,6 +109,11 @@ public final class BatchActor {
   /** UNQUIESCED tasks still held, readable by the quarantine ledger from any thread. */
   private final AtomicInteger heldTasks = new AtomicInteger();
   private long watchdogAtNanos = Long.MAX_VALUE;
+  /** The transport each task was handed to, by task index ({@code null}: it never reached one). */
+  private final List<io.orbite.engine.Transport> taskTransports = new ArrayList<>();
+  /** What this batch last reported to the owner view, and when. */
+  private String reportedState = "";
+  private long reportedAtNanos;
 
   private BatchActor(
       ActorContext<Command> ctx,
@@ -139,13 +144,43 @@ public final class BatchActor {
   public static Behavior<Command> create(
       int capacity, ActorRef<Admission.Command> admission, EngineCounters counters, Duration defaultDeadline,
       Duration destructionWindow, QuarantineLedger quarantine) {
-    return Behaviors.withStash(1024, stash -> Behaviors.withTimers(timers -> Behaviors.setup(ctx ->
-        new BatchActor(ctx, timers, capacity, admission, counters, defaultDeadline, destructionWindow, quarantine)
-            .ready(stash))));
+    return io.orbite.engine.view.OwnerBoard.retiredOnStop(counters.owners,
+        Behaviors.withStash(1024, stash -> Behaviors.withTimers(timers -> Behaviors.setup(ctx ->
+            new BatchActor(ctx, timers, capacity, admission, counters, defaultDeadline, destructionWindow, quarantine)
+                .ready(stash)))));
+  }
+
+  /**
+   * Reports this batch's state and charges to the engine's owner view: at once on a state change,
+   * otherwise at most every 50 ms (receipts arrive in bulk, many times a second under load).
+   */
+  private void report(String state) {
+    long now = System.nanoTime();
+    boolean idle = ledger.pending() == 0;
+    if (state.equals(reportedState) && !idle && now - reportedAtNanos < 50_000_000L) {
+      return;
+    }
+    reportedState = state;
+    reportedAtNanos = now;
+    counters.owners.publish(ctx.getSelf(), "BatchActor", state, java.util.Map.of(
+        "tasks", (long) ledger.size(),
+        "pendingTasks", (long) ledger.pending(),
+        "inflightBytes", ledger.pendingBytes(),
+        "owedReceipts", ledger.owedReceipts(),
+        "loans", (long) ledger.loansHeld(),
+        "heldTasks", (long) ledger.held()), "capacity " + ledger.capacity());
+  }
+
+  /** Tells the task observers (metrics) that task {@code i} ended. */
+  private void reportEnded(int i) {
+    io.orbite.engine.TaskResult t = ledger.result(i);
+    counters.taskEnded(i < taskTransports.size() ? taskTransports.get(i) : null, ledger.op(i), t.state(),
+        t.errorKind(), t.completed() ? t.bytes() : 0, t.elapsedNanos());
   }
 
   /** {@link #open} or, while tasks are held past the destruction window, {@link #quarantined}. */
   private Behavior<Command> ready(StashBuffer<Command> stash) {
+    report(ledger.held() > 0 ? "quarantined" : "open");
     return ledger.held() > 0 ? quarantined(stash) : open(stash);
   }
 
@@ -217,6 +252,7 @@ public final class BatchActor {
         Duration.ofSeconds(10),
         replyTo -> new Admission.AdmitTasks(m.requests().size(), m.totalBytes(), replyTo),
         (decision, failure) -> decision != null ? new Admitted(m, decision) : new AdmissionFailed(m, failure));
+    report("admitting");
     return admitting(stash);
   }
 
@@ -238,12 +274,15 @@ public final class BatchActor {
       long deadline = now + (r.deadline() != null ? r.deadline().toNanos() : defaultDeadlineNanos);
       int i = ledger.add(r.op(), r.lengthBytes(), loaned ? local : null, deadline);
       if (!loaned) {
+        taskTransports.add(null);
         ledger.failUnsent(i, ErrorKind.INVALID_ARGUMENT, "local region " + local.regionId() + " was unregistered");
+        reportEnded(i);
         releasedTasks++;
         releasedBytes += r.lengthBytes();
         continue;
       }
       PeerChannel channel = r.remote().channelFor(r.transport(), r.regionId());
+      taskTransports.add(channel.transport());
       counters.of(channel.transport()).tasksDispatched.increment();
       counters.of(channel.transport()).bytesDispatched.add(r.lengthBytes());
       TaskWork work = new TaskWork(sink, i, r.op(),
@@ -329,6 +368,7 @@ public final class BatchActor {
       }
       long length = ledger.apply(r);
       if (length >= 0) {
+        reportEnded(r.taskIndex());
         finished++;
         finishedBytes += length;
         if (ledger.succeeded(r.taskIndex())) {
@@ -344,6 +384,7 @@ public final class BatchActor {
       counters.tasksFailed.add(finished - completed);
       notifyIfIdle();
       armWatchdog();
+      report(ledger.held() > 0 ? "quarantined" : reportedState.equals("admitting") ? "admitting" : "open");
     }
     if (lateTasks > 0) {
       // Workers of UNQUIESCED tasks let go at last: return their charges (their loans are back).

@@ -37,6 +37,10 @@ final class TaskLedger {
   /** UNQUIESCED tasks whose workers have not let go yet. */
   private int held;
   private long heldBytes;
+  /** Bytes of pending tasks, receipts still owed, and local loans held: the batch's charges, for the owner view. */
+  private long pendingBytes;
+  private long owedReceipts;
+  private int loansHeld;
 
   TaskLedger(int capacity) {
     op = new Op[capacity];
@@ -85,6 +89,10 @@ final class TaskLedger {
     admittedNanos[i] = System.nanoTime();
     deadlineNanos[i] = taskDeadlineNanos;
     pending++;
+    pendingBytes += taskLength;
+    if (localLoan != null) {
+      loansHeld++;
+    }
     return i;
   }
 
@@ -120,6 +128,7 @@ final class TaskLedger {
         }
         elapsedNanos[i] = now - admittedNanos[i];
         pending--;
+        pendingBytes -= length[i];
         held++;
         heldBytes += length[i];
         n++;
@@ -143,12 +152,14 @@ final class TaskLedger {
     if (!isHeld(i)) {
       throw new IllegalStateException("late receipt for task " + i + " that owes nothing: " + r);
     }
+    owedReceipts--;
     if (--owed[i] > 0) {
       return -1;
     }
     if (loan[i] != null) {
       loan[i].returnLoan();
       loan[i] = null;
+      loansHeld--;
     }
     held--;
     heldBytes -= length[i];
@@ -157,6 +168,7 @@ final class TaskLedger {
 
   void owe(int i, int receipts) {
     owed[i] = receipts;
+    owedReceipts += receipts;
   }
 
   /** Fails a task that never reached a worker. */
@@ -188,6 +200,7 @@ final class TaskLedger {
     } else if (r.effect() == RemoteEffect.UNKNOWN) {
       ambiguous[i] = true;
     }
+    owedReceipts--;
     if (--owed[i] > 0) {
       return -1;
     }
@@ -205,8 +218,10 @@ final class TaskLedger {
     if (loan[i] != null) {
       loan[i].returnLoan();
       loan[i] = null;
+      loansHeld--;
     }
     pending--;
+    pendingBytes -= length[i];
   }
 
   boolean succeeded(int i) {
@@ -221,7 +236,23 @@ final class TaskLedger {
     return out;
   }
 
-  private TaskResult result(int i) {
+  long pendingBytes() {
+    return pendingBytes;
+  }
+
+  long owedReceipts() {
+    return owedReceipts;
+  }
+
+  int loansHeld() {
+    return loansHeld;
+  }
+
+  Op op(int i) {
+    return op[i];
+  }
+
+  TaskResult result(int i) {
     boolean terminal = state[i] != TaskState.PENDING;
     RemoteEffect effect;
     if (ambiguous[i]) {

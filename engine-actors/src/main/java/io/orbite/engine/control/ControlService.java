@@ -101,9 +101,14 @@ public final class ControlService {
       ControlService service = new ControlService(
           ctx, listener, self, registry, Map.copyOf(transports), counters, firstFrameTimeoutMillis, maxUnclaimed);
       service.acceptor.start();
-      return service.serving();
+      return io.orbite.engine.view.OwnerBoard.reporting(counters.owners,
+          () -> new io.orbite.engine.view.OwnerBoard.Report("ControlService", service.state,
+              Map.of("unclaimedConnections", (long) service.unclaimed.size()), "listening on " + self.endpoint()),
+          service.serving());
     });
   }
+
+  private String state = "serving";
 
   private Behavior<Command> serving() {
     return Behaviors.receive(Command.class)
@@ -118,6 +123,7 @@ public final class ControlService {
   private Behavior<Command> onStop(Stop m) {
     closeQuietly(listener);
     unclaimed.forEach(ControlService::closeQuietly);
+    state = "stopping";
     if (!acceptor.isAlive()) {
       m.replyTo().tell(new Stopped());
       return Behaviors.stopped();

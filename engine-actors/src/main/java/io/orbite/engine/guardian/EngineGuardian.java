@@ -116,10 +116,11 @@ public final class EngineGuardian {
     this.config = config;
     this.counters = counters;
     this.quarantine = quarantine;
+    counters.owners.root(ctx.getSelf());
     Executor blockingIo = ctx.getSystem().dispatchers().lookup(DispatcherSelector.fromConfig("orbite.blocking-io-dispatcher"));
     var registry = ctx.spawn(Registry.create(registryView, config.budgets().maxRegistrations(),
-        Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine), "registry");
-    var admission = ctx.spawn(Admission.create(config.budgets()), "admission");
+        Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine, counters.owners), "registry");
+    var admission = ctx.spawn(Admission.create(config.budgets(), counters.owners), "admission");
     TransportContext transportContext = new TransportContext(config, registryView, self.epoch(), blockingIo, counters,
         quarantine, hooks);
     Map<Transport, ActorRef<TransportCommand>> transports = new EnumMap<>(Transport.class);
@@ -134,7 +135,8 @@ public final class EngineGuardian {
       throw new IllegalStateException("no TCP transport on the class path (orbite-transport-actors missing?)");
     }
     var segmentTable = ctx.spawn(SegmentTable.create(admission, transports.get(Transport.TCP), blockingIo,
-        Duration.ofMillis(config.timeouts().describeTimeoutMillis()), config.budgets().maxPeerSegments()), "segment-table");
+        Duration.ofMillis(config.timeouts().describeTimeoutMillis()), config.budgets().maxPeerSegments(), counters.owners),
+        "segment-table");
     this.control = ctx.spawn(ControlService.create(listener, self, registryView, transports, counters,
         (int) config.timeouts().describeTimeoutMillis(), config.budgets().maxEndpoints()), "control-service");
     this.handles = new Handles(self, registry, admission, segmentTable, Map.copyOf(transports));
@@ -148,9 +150,16 @@ public final class EngineGuardian {
   public static Behavior<Command> create(
       EngineConfig config, ServerSocketChannel listener, SegmentDescriptor self, RegistryView registryView,
       EngineCounters counters, QuarantineLedger quarantine, FaultHooks hooks) {
-    return Behaviors.setup(ctx ->
-        new EngineGuardian(ctx, config, listener, self, registryView, counters, quarantine, hooks).running());
+    return Behaviors.setup(ctx -> {
+      EngineGuardian guardian = new EngineGuardian(ctx, config, listener, self, registryView, counters, quarantine, hooks);
+      return io.orbite.engine.view.OwnerBoard.reporting(counters.owners,
+          () -> new io.orbite.engine.view.OwnerBoard.Report("EngineGuardian", guardian.state,
+              Map.of("batchesSpawned", guardian.batchSequence), config.name() + "@" + self),
+          guardian.running());
+    });
   }
+
+  private String state = "running";
 
   private Behavior<Command> running() {
     return Behaviors.receive(Command.class)
@@ -230,6 +239,7 @@ public final class EngineGuardian {
   }
 
   private Behavior<Command> onShutdown(Shutdown m) {
+    state = "stopping";
     handles.admission().tell(new Admission.Fence("engine is closing"));
     ctx.ask(ControlService.Stopped.class, control, Duration.ofSeconds(30), ControlService.Stop::new,
         (ok, failure) -> new ControlStopped());

@@ -124,8 +124,22 @@ public final class Registry {
   /** @param quarantine where ranges whose loans outlive the destruction window are listed */
   public static Behavior<Command> create(
       RegistryView view, int maxRegistrations, Duration destructionWindow, QuarantineLedger quarantine) {
-    return Behaviors.withTimers(
-        timers -> new Registry(view, maxRegistrations, destructionWindow, quarantine, timers).active());
+    return create(view, maxRegistrations, destructionWindow, quarantine, new io.orbite.engine.view.OwnerBoard());
+  }
+
+  /** As above, reporting its registrations and the ranges it is releasing to {@code board} after every change. */
+  public static Behavior<Command> create(RegistryView view, int maxRegistrations, Duration destructionWindow,
+      QuarantineLedger quarantine, io.orbite.engine.view.OwnerBoard board) {
+    return Behaviors.withTimers(timers -> {
+      Registry registry = new Registry(view, maxRegistrations, destructionWindow, quarantine, timers);
+      return io.orbite.engine.view.OwnerBoard.reporting(board, registry::report, registry.active());
+    });
+  }
+
+  private io.orbite.engine.view.OwnerBoard.Report report() {
+    return new io.orbite.engine.view.OwnerBoard.Report("Registry", "active", java.util.Map.of(
+        "registrations", (long) live.size(), "registrationsLimit", (long) maxRegistrations,
+        "releasing", (long) releasing.size()), "");
   }
 
   private Behavior<Command> active() {

@@ -42,6 +42,12 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 public final class SegmentTable {
   public sealed interface Command {}
 
+  /** Re-reads its entries' channel states for the owner view (lanes end without telling the table). */
+  private enum RefreshView implements Command { INSTANCE }
+
+  /** How often the table refreshes what the owner view shows of its peers. */
+  private static final Duration VIEW_REFRESH = Duration.ofMillis(250);
+
   /**
    * Open the peer at {@code endpoint}; with {@code expectedEpoch} non-null, only if it still runs
    * that incarnation (EPOCH_MISMATCH otherwise).
@@ -133,8 +139,36 @@ public final class SegmentTable {
       Executor blockingIo,
       Duration describeTimeout,
       int capacity) {
-    return Behaviors.setup(ctx ->
-        new SegmentTable(ctx, admission, transport, blockingIo, (int) describeTimeout.toMillis(), capacity).active());
+    return create(admission, transport, blockingIo, describeTimeout, capacity, new io.orbite.engine.view.OwnerBoard());
+  }
+
+  /** As above, reporting its state, its entry counts and every peer entry to {@code board}. */
+  public static Behavior<Command> create(
+      ActorRef<Admission.Command> admission,
+      ActorRef<TransportCommand> transport,
+      Executor blockingIo,
+      Duration describeTimeout,
+      int capacity,
+      io.orbite.engine.view.OwnerBoard board) {
+    return Behaviors.withTimers(timers -> Behaviors.setup(ctx -> {
+      timers.startTimerWithFixedDelay(RefreshView.INSTANCE, VIEW_REFRESH);
+      SegmentTable table =
+          new SegmentTable(ctx, admission, transport, blockingIo, (int) describeTimeout.toMillis(), capacity);
+      return io.orbite.engine.view.OwnerBoard.reporting(board, () -> table.report(board), table.active());
+    }));
+  }
+
+  private String state = "active";
+  private List<PeerEntry> reportedPeers = List.of();
+
+  private io.orbite.engine.view.OwnerBoard.Report report(io.orbite.engine.view.OwnerBoard board) {
+    List<PeerEntry> peers = peerEntries();
+    if (!peers.equals(reportedPeers)) {
+      reportedPeers = peers;
+      board.peers(peers);
+    }
+    return new io.orbite.engine.view.OwnerBoard.Report("SegmentTable", state, Map.of(
+        "entries", (long) entries.size(), "entriesLimit", (long) capacity, "opening", (long) opening.size()), "");
   }
 
   private Behavior<Command> active() {
@@ -145,6 +179,7 @@ public final class SegmentTable {
 
   /** No new opens: the engine's requester side is closed. */
   private Behavior<Command> fenced(String reason) {
+    state = "fenced";
     return handling(Behaviors.receive(Command.class)
         .onMessage(OpenSegment.class, m -> {
           m.replyTo().tell(new OpenFailed(ErrorKind.UNAVAILABLE, "open " + m.endpoint() + ": " + reason));
@@ -158,6 +193,7 @@ public final class SegmentTable {
     return builder
         .onMessage(Released.class, this::onReleased)
         .onMessage(GetPeers.class, this::onGetPeers)
+        .onMessageEquals(RefreshView.INSTANCE, Behaviors::same)
         .onMessage(Described.class, this::onDescribed)
         .onMessage(EndpointCharged.class, this::onEndpointCharged)
         .onMessage(PeerReady.class, this::onPeerReady)
@@ -295,6 +331,11 @@ public final class SegmentTable {
   }
 
   private Behavior<Command> onGetPeers(GetPeers m) {
+    m.replyTo().tell(peerEntries());
+    return Behaviors.same();
+  }
+
+  private List<PeerEntry> peerEntries() {
     List<PeerEntry> out = new ArrayList<>();
     for (Entry e : entries.values()) {
       String fenced = e.channel.fencedBecause();
@@ -303,8 +344,7 @@ public final class SegmentTable {
       String detail = fenced != null ? fenced : state == PeerEntry.State.CLOSED ? "every lane to it has closed" : "";
       out.add(new PeerEntry(e.peer, state, e.references, detail));
     }
-    m.replyTo().tell(List.copyOf(out));
-    return Behaviors.same();
+    return List.copyOf(out);
   }
 
   private static String key(InetSocketAddress address) {

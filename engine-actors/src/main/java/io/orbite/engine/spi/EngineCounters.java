@@ -1,8 +1,15 @@
 package io.orbite.engine.spi;
 
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.Op;
+import io.orbite.engine.TaskState;
 import io.orbite.engine.Transport;
+import io.orbite.engine.view.OwnerBoard;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -75,4 +82,56 @@ public final class EngineCounters {
    * destruction window and were quarantined: their native resources, loans and charges are kept.
    */
   public final LongAdder ownersQuarantined = new LongAdder();
+
+  /** Where this engine's owner actors report their states and charges (the dashboard and metrics read it). */
+  public final OwnerBoard owners = new OwnerBoard();
+
+  /** Told of every task that ended through a batch (never blocks; called on a batch actor's thread). */
+  public interface TaskObserver {
+    /**
+     * @param transport the transport that carried it, {@code null} when it never reached one
+     * @param outcome {@code COMPLETED} or the failure's error kind ({@code FAILED}) as a label
+     */
+    void taskEnded(Transport transport, Op op, TaskState state, ErrorKind error, long lengthBytes, long elapsedNanos);
+  }
+
+  private final List<TaskObserver> observers = new CopyOnWriteArrayList<>();
+
+  public void addObserver(TaskObserver observer) {
+    observers.add(observer);
+  }
+
+  public void removeObserver(TaskObserver observer) {
+    observers.remove(observer);
+  }
+
+  /** A batch reports a terminal task to the observers. */
+  public void taskEnded(Transport transport, Op op, TaskState state, ErrorKind error, long lengthBytes,
+      long elapsedNanos) {
+    for (TaskObserver o : observers) {
+      o.taskEnded(transport, op, state, error, lengthBytes, elapsedNanos);
+    }
+  }
+
+  private final ConcurrentHashMap<String, LongAdder> lanes = new ConcurrentHashMap<>();
+
+  /** Most lanes counted by name; later lanes share the {@code "other"} counter, so churn cannot grow the map. */
+  public static final int MAX_LANES = 1024;
+
+  /** The cumulative confirmed bytes of one lane (created on first use; kept for the engine's life). */
+  public LongAdder lane(String name) {
+    LongAdder mine = lanes.get(name);
+    if (mine != null) {
+      return mine;
+    }
+    return lanes.size() >= MAX_LANES ? lanes.computeIfAbsent("other", n -> new LongAdder())
+        : lanes.computeIfAbsent(name, n -> new LongAdder());
+  }
+
+  /** Every lane's cumulative confirmed bytes, by lane name. */
+  public Map<String, Long> laneBytes() {
+    Map<String, Long> out = new java.util.TreeMap<>();
+    lanes.forEach((k, v) -> out.put(k, v.sum()));
+    return out;
+  }
 }

@@ -64,8 +64,17 @@ public final class FileTransport {
     }
 
     public static Behavior<TransportCommand> create(TransportContext context) {
-        return Behaviors.setup(ctx -> new FileTransport(ctx, context).serving());
+        return Behaviors.setup(ctx -> {
+            FileTransport transport = new FileTransport(ctx, context);
+            return io.orbite.engine.view.OwnerBoard.reporting(context.counters().owners,
+                    () -> new io.orbite.engine.view.OwnerBoard.Report("FileTransport", transport.state, java.util.Map.of(
+                            "files", (long) transport.table.size(),
+                            "filesLimit", (long) context.config().file().maxFileSegments()), ""),
+                    transport.serving());
+        });
     }
+
+    private String state = "serving";
 
     private Behavior<TransportCommand> serving() {
         return Behaviors.receive(TransportCommand.class)
@@ -253,6 +262,7 @@ public final class FileTransport {
 
     private Behavior<TransportCommand> closing(int lanesLeft, List<ActorRef<TransportCommand.SideClosed>> sideWaiters,
                                                List<ActorRef<TransportCommand.ShutdownDone>> shutdownWaiters) {
+        state = "closing";
         if (lanesLeft == 0) {
             table.values().forEach(e -> e.handle().retire("closed with the engine's requester side"));
             table.clear();
@@ -305,6 +315,7 @@ public final class FileTransport {
     }
 
     private Behavior<TransportCommand> closed() {
+        state = "closed";
         return Behaviors.receive(TransportCommand.class)
                 .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
                 .onMessage(Checked.class, m -> refuseOpen(m.request()))

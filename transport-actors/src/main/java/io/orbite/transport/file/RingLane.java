@@ -1,5 +1,6 @@
 package io.orbite.transport.file;
 
+import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteEffect;
@@ -66,6 +67,8 @@ final class RingLane {
     private final LaneHandle handle;
     private final FileIo io;
     private final EngineCounters counters;
+    /** Confirmed bytes of this lane, for per-lane throughput. */
+    private final java.util.concurrent.atomic.LongAdder laneBytes;
     private final long destructionWindowNanos;
     private final FileOp[] slots;
     private final int[] generations;
@@ -73,6 +76,7 @@ final class RingLane {
     private final Map<ReceiptSink, List<Receipt>> outgoing = new IdentityHashMap<>();
     private final List<ActorRef<Closed>> closeWaiters = new ArrayList<>();
     private int inflight;
+    private String state = "running";
     private boolean closing;
     private boolean quarantined;
     private final QuarantineLedger quarantine;
@@ -84,6 +88,7 @@ final class RingLane {
         this.handle = handle;
         this.io = io;
         this.counters = counters;
+        this.laneBytes = counters.lane("file/" + handle.name);
         this.destructionWindowNanos = destructionWindow.toNanos();
         this.slots = new FileOp[io.capacity()];
         this.generations = new int[io.capacity()];
@@ -94,8 +99,13 @@ final class RingLane {
 
     static Behavior<Command> create(LaneHandle handle, FileIo io, EngineCounters counters, Duration destructionWindow,
             QuarantineLedger quarantine) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers ->
-                new RingLane(ctx, handle, io, counters, destructionWindow, quarantine).running(timers)));
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
+            RingLane lane = new RingLane(ctx, handle, io, counters, destructionWindow, quarantine);
+            return OwnerBoard.reporting(counters.owners,
+                    () -> new OwnerBoard.Report("RingLane", lane.state, java.util.Map.of("inflightOps", (long) lane.inflight),
+                            handle.name),
+                    lane.running(timers));
+        }));
     }
 
     private Behavior<Command> running(TimerScheduler<Command> timers) {
@@ -112,10 +122,12 @@ final class RingLane {
     }
 
     private Behavior<Command> draining(TimerScheduler<Command> timers) {
+        state = "draining";
         return running(timers);
     }
 
     private Behavior<Command> quarantined(TimerScheduler<Command> timers) {
+        state = "quarantined";
         return Behaviors.receive(Command.class)
                 .onMessageEquals(Wake.INSTANCE, () -> {
                     failQueued(ErrorKind.UNAVAILABLE, "file ring lane " + handle.name + " is quarantined");
@@ -303,6 +315,7 @@ final class RingLane {
             return;
         }
         retire(slot, op);
+        laneBytes.add(op.length());
         receipt(op, Receipt.ok(op.taskIndex, op.length(), op.write ? RemoteEffect.APPLIED : RemoteEffect.NONE));
     }
 

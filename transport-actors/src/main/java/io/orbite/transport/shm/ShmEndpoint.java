@@ -69,9 +69,15 @@ final class ShmEndpoint {
       ShmEndpoint endpoint = new ShmEndpoint(ctx, peer, exports, maxMappings, counters, quarantine);
       ctx.pipeToSelf(CompletableFuture.supplyAsync(() -> PeerProof.prove(peer, exports, local), blockingIo),
           Proven::new);
-      return endpoint.opening(new ArrayList<>(), new ArrayList<>(), ShmPeerChannel.exportTable(exports));
+      return io.orbite.engine.view.OwnerBoard.reporting(counters.owners,
+          () -> new io.orbite.engine.view.OwnerBoard.Report("ShmEndpoint", endpoint.state, java.util.Map.of(), "peer " + peer
+              + (endpoint.why.isEmpty() ? "" : ": " + endpoint.why)),
+          endpoint.opening(new ArrayList<>(), new ArrayList<>(), ShmPeerChannel.exportTable(exports)));
     });
   }
+
+  private String state = "opening";
+  private String why = "";
 
   private Behavior<Command> opening(List<ActorRef<TransportCommand.OpenPeerReply>> waiters,
       List<ActorRef<Closed>> closers, Map<Long, SharedRegion> table) {
@@ -112,6 +118,7 @@ final class ShmEndpoint {
   }
 
   private Behavior<Command> active(ShmPeerChannel channel, ShmLane lane) {
+    state = "active";
     return Behaviors.receive(Command.class)
         .onMessage(Attach.class, m -> {
           channel.addExports(m.exports());
@@ -140,6 +147,7 @@ final class ShmEndpoint {
   }
 
   private Behavior<Command> draining(List<ActorRef<Closed>> closers) {
+    state = "draining";
     return Behaviors.receive(Command.class)
         .onMessage(LaneEnded.class, m -> {
           closers.forEach(c -> c.tell(new Closed(peer)));
@@ -159,6 +167,8 @@ final class ShmEndpoint {
 
   /** The peer's incarnation ended: the lane is failing its work EPOCH_MISMATCH and unmapping. */
   private Behavior<Command> fenced(String reason, List<ActorRef<Closed>> closers) {
+    state = "fenced";
+    why = reason;
     return Behaviors.receive(Command.class)
         .onMessage(LaneEnded.class, m -> {
           closers.forEach(c -> c.tell(new Closed(peer)));

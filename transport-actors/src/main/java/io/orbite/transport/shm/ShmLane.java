@@ -57,6 +57,8 @@ final class ShmLane implements Runnable {
   private final int maxMappings;
   private final EngineCounters counters;
   private final QuarantineLedger quarantine;
+  /** Confirmed bytes of this lane, for per-lane throughput. */
+  private final java.util.concurrent.atomic.LongAdder laneBytes;
   private final Consumer<String> onFenced;
   private final Consumer<Throwable> onEnd;
   private final ConcurrentLinkedQueue<TaskWork> queue = new ConcurrentLinkedQueue<>();
@@ -82,6 +84,7 @@ final class ShmLane implements Runnable {
     this.exports = exports;
     this.maxMappings = maxMappings;
     this.counters = counters;
+    this.laneBytes = counters.lane("shm/" + name);
     this.onFenced = onFenced;
     this.onEnd = onEnd;
   }
@@ -285,10 +288,12 @@ final class ShmLane implements Runnable {
     if (w.op() == Op.READ) {
       MemorySegment.copy(m.view, w.remoteOffset(), w.local(), 0, w.lengthBytes());
       counters.shmBytesRead.add(w.lengthBytes());
+      laneBytes.add(w.lengthBytes());
       add(w.sink(), Receipt.ok(w.taskIndex(), w.lengthBytes(), RemoteEffect.NONE));
     } else {
       MemorySegment.copy(w.local(), 0, m.view, w.remoteOffset(), w.lengthBytes());
       counters.shmBytesWritten.add(w.lengthBytes());
+      laneBytes.add(w.lengthBytes());
       add(w.sink(), Receipt.ok(w.taskIndex(), w.lengthBytes(), RemoteEffect.APPLIED));
     }
   }

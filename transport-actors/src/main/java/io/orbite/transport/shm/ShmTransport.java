@@ -40,8 +40,16 @@ final class ShmTransport {
   }
 
   static Behavior<TransportCommand> create(TransportContext context, HostIdentity local) {
-    return Behaviors.setup(ctx -> new ShmTransport(ctx, context, local).serving(true));
+    return Behaviors.setup(ctx -> {
+      ShmTransport transport = new ShmTransport(ctx, context, local);
+      return io.orbite.engine.view.OwnerBoard.reporting(context.counters().owners,
+          () -> new io.orbite.engine.view.OwnerBoard.Report("ShmTransport", transport.state,
+              java.util.Map.of("endpoints", (long) transport.endpoints.size()), ""),
+          transport.serving(true));
+    });
   }
+
+  private String state = "serving";
 
   private Behavior<TransportCommand> serving(boolean requesterOpen) {
     return Behaviors.receive(TransportCommand.class)
@@ -118,6 +126,7 @@ final class ShmTransport {
 
   /** Every endpoint closing; each Shutdown is answered when they all have stopped. */
   private Behavior<TransportCommand> stopping(List<ActorRef<TransportCommand.ShutdownDone>> replyTo) {
+    state = "stopping";
     answerRequesterClosers();
     if (endpoints.isEmpty()) {
       replyTo.forEach(r -> r.tell(new TransportCommand.ShutdownDone("SHM")));

@@ -95,10 +95,14 @@ final class RequesterLane implements Runnable {
 
   private final ReceiptBatcher receipts = new ReceiptBatcher();
 
+  /** Confirmed bytes of this lane, for per-lane throughput. */
+  private final java.util.concurrent.atomic.LongAdder laneBytes;
+
   RequesterLane(
       String name, SocketChannel channel, long peerEpoch, long maxPayloadBytes, int windowFrames, long windowBytes,
       EngineCounters counters, FaultHooks hooks, Consumer<Throwable> onEnd) throws IOException {
     this.counters = counters;
+    this.laneBytes = counters.lane("tcp/" + name);
     this.hooks = hooks;
     this.name = name;
     this.channel = channel;
@@ -388,6 +392,7 @@ final class RequesterLane implements Runnable {
       return;
     }
     if (f.op == Op.WRITE) {
+      laneBytes.add(f.length());
       retireHead(f, Receipt.ok(f.taskIndex, f.length(), RemoteEffect.APPLIED));
       return;
     }
@@ -426,6 +431,7 @@ final class RequesterLane implements Runnable {
     }
     if (f.received == f.length()) {
       payloadFrame = null;
+      laneBytes.add(f.length());
       retireHead(f, Receipt.ok(f.taskIndex, f.length(), RemoteEffect.NONE));
     }
     return 1;

@@ -70,6 +70,10 @@ final class TcpEndpoint {
   private final QuarantineLedger quarantine;
   private final FaultHooks hooks;
   private RequesterLane[] lanes = new RequesterLane[0];
+  /** What this endpoint reports to the owner view: its state and how many lane threads run. */
+  private String state = "opening";
+  private int lanesUp;
+  private String why = "";
 
   private TcpEndpoint(ActorContext<Command> ctx, TimerScheduler<Command> timers, SegmentDescriptor peer,
       TransportContext context) {
@@ -88,8 +92,18 @@ final class TcpEndpoint {
       TcpEndpoint endpoint = new TcpEndpoint(ctx, timers, peer, context);
       ctx.pipeToSelf(CompletableFuture.supplyAsync(endpoint::connectAll, context.blockingIo()),
           (channels, failure) -> new Connected(channels, failure));
-      return endpoint.opening(new ArrayList<>(), new ArrayList<>());
+      return io.orbite.engine.view.OwnerBoard.reporting(context.counters().owners, endpoint::report,
+          endpoint.opening(new ArrayList<>(), new ArrayList<>()));
     }));
+  }
+
+  private io.orbite.engine.view.OwnerBoard.Report report() {
+    long inflight = 0;
+    for (RequesterLane lane : lanes) {
+      inflight += lane.chargedBytes();
+    }
+    return new io.orbite.engine.view.OwnerBoard.Report("TcpEndpoint", state, java.util.Map.of(
+        "lanes", (long) lanesUp, "inflightBytes", inflight), "peer " + peer + (why.isEmpty() ? "" : ": " + why));
   }
 
   private List<SocketChannel> connectAll() {
@@ -166,6 +180,8 @@ final class TcpEndpoint {
   }
 
   private Behavior<Command> active(TcpPeerChannel channel, RequesterLane[] lanes, int lanesRunning) {
+    state = "active";
+    lanesUp = lanesRunning;
     return Behaviors.receive(Command.class)
         .onMessage(Attach.class, m -> {
           m.replyTo().tell(channel.active()
@@ -185,6 +201,8 @@ final class TcpEndpoint {
         .onMessage(Close.class, m -> startDraining(channel, lanes, lanesRunning, new ArrayList<>(List.of(m.replyTo()))))
         .onMessageEquals(Fenced.INSTANCE, () -> {
           ctx.getLog().info("endpoint {} fenced: {}; draining its lanes", peer, channel.fencedBecause());
+          state = "fenced";
+          why = String.valueOf(channel.fencedBecause());
           return startDraining(channel, lanes, lanesRunning, new ArrayList<>());
         })
         .build();
@@ -193,6 +211,9 @@ final class TcpEndpoint {
   private Behavior<Command> startDraining(
       TcpPeerChannel channel, RequesterLane[] lanes, int lanesRunning, List<ActorRef<Closed>> closers) {
     channel.deactivate();
+    if (!state.equals("fenced")) {
+      state = "draining";
+    }
     for (RequesterLane lane : lanes) {
       lane.close();
     }
@@ -201,6 +222,7 @@ final class TcpEndpoint {
   }
 
   private Behavior<Command> draining(int lanesRunning, List<ActorRef<Closed>> closers) {
+    lanesUp = lanesRunning;
     if (lanesRunning == 0) {
       closers.forEach(c -> c.tell(new Closed(peer)));
       return Behaviors.stopped();
@@ -246,6 +268,8 @@ final class TcpEndpoint {
   }
 
   private Behavior<Command> quarantined(int lanesRunning, String owner) {
+    state = "quarantined";
+    lanesUp = lanesRunning;
     if (lanesRunning == 0) {
       quarantine.leave(owner);
       ctx.getLog().info("{}: its last lane thread ended; no longer quarantined", owner);

@@ -48,7 +48,19 @@ final class TcpTransport {
   }
 
   static Behavior<TransportCommand> create(TransportContext context) {
-    return Behaviors.setup(ctx -> new TcpTransport(ctx, context).serving(new Sides(true, true)));
+    return Behaviors.setup(ctx -> {
+      TcpTransport transport = new TcpTransport(ctx, context);
+      return io.orbite.engine.view.OwnerBoard.reporting(context.counters().owners, transport::report,
+          transport.serving(new Sides(true, true)));
+    });
+  }
+
+  private String state = "serving";
+
+  private io.orbite.engine.view.OwnerBoard.Report report() {
+    return new io.orbite.engine.view.OwnerBoard.Report("TcpTransport", state, java.util.Map.of(
+        "endpoints", (long) endpoints.size(), "sourceLanes", (long) sourceLanes.size(),
+        "sourceLanesLimit", (long) maxSourceLanes), "");
   }
 
   /** Which directions are still open (C8): each only ever closes. */
@@ -168,6 +180,7 @@ final class TcpTransport {
   }
 
   private Behavior<TransportCommand> onShutdown(TransportCommand.Shutdown m) {
+    state = "stopping";
     sourceLanes.forEach(SourceLane::close);
     ActorRef<TcpEndpoint.Closed> closedAdapter =
         ctx.messageAdapter(TcpEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));

@@ -1,0 +1,230 @@
+package io.orbite.engine.view;
+
+import io.orbite.engine.PeerEntry;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.BehaviorInterceptor;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.Signal;
+import org.apache.pekko.actor.typed.TypedActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * The per-engine view of its resource owners: every owner actor pushes its state and charges here
+ * when they change, and is moved to the retired list when it stops. Readers (metrics, the dashboard)
+ * take {@link #snapshot()}s; nothing here reaches into an actor, and no lock is taken (concurrent
+ * maps and deques only). Thread-safe.
+ */
+public final class OwnerBoard {
+  /** How many retired owners are remembered (newest first). */
+  public static final int MAX_RETIRED = 64;
+
+  /** The coarse state classes metrics count owners by. */
+  public enum StateClass {
+    ACTIVE, DRAINING, FENCED, QUARANTINED;
+
+    /** {@code opening, active, serving, open, admitting, running} are ACTIVE; {@code draining, stopping, closing} DRAINING; {@code fenced, closed} FENCED. */
+    public static StateClass of(String state) {
+      return switch (state) {
+        case "draining", "stopping", "closing" -> DRAINING;
+        case "fenced", "closed" -> FENCED;
+        case "quarantined" -> QUARANTINED;
+        default -> ACTIVE;
+      };
+    }
+
+    public String label() {
+      return name().toLowerCase();
+    }
+  }
+
+  /**
+   * One live owner.
+   *
+   * @param path its place in the supervision tree, for example {@code engine/transport-tcp/endpoint-4000-1f}
+   * @param kind the actor's class, for example {@code TcpEndpoint}
+   * @param state its behaviour now, for example {@code active}
+   * @param charges what it holds, by name (tasks, bytes, loans, lanes...)
+   * @param detail a short explanation (why fenced, which peer...), may be empty
+   * @param sinceMillis when it entered this state (epoch milliseconds)
+   */
+  public record Owner(String path, String kind, String state, Map<String, Long> charges, String detail,
+      long sinceMillis) {
+    public StateClass stateClass() {
+      return StateClass.of(state);
+    }
+  }
+
+  /** An owner that stopped, with the last state it reported. */
+  public record Retired(String path, String kind, String lastState, String detail, long atMillis) {}
+
+  /** Everything the board knows at one instant (each part consistent on its own). */
+  public record Snapshot(long version, List<Owner> owners, List<Retired> retired, List<PeerEntry> peers) {}
+
+  private final ConcurrentHashMap<String, Owner> owners = new ConcurrentHashMap<>();
+  private final ConcurrentLinkedDeque<Retired> retired = new ConcurrentLinkedDeque<>();
+  private final AtomicLong version = new AtomicLong();
+  private volatile String rootPath = "";
+  private volatile List<PeerEntry> peers = List.of();
+
+  /** Names the engine's guardian: owner paths are given relative to it. */
+  public void root(ActorRef<?> guardian) {
+    rootPath = guardian.path().toStringWithoutAddress();
+  }
+
+  /** {@code engine/<path below the guardian>} for an actor of this engine. */
+  public String key(ActorRef<?> self) {
+    String p = self.path().toStringWithoutAddress();
+    String root = rootPath;
+    if (!root.isEmpty() && p.startsWith(root)) {
+      return "engine" + p.substring(root.length());
+    }
+    return "engine/" + self.path().name();
+  }
+
+  /** An owner reports its state and charges (replacing what it reported before). */
+  public void publish(ActorRef<?> self, String kind, String state, Map<String, Long> charges, String detail) {
+    String key = key(self);
+    long now = System.currentTimeMillis();
+    owners.compute(key, (k, before) -> new Owner(k, kind, state, Map.copyOf(charges), detail == null ? "" : detail,
+        before != null && before.state().equals(state) ? before.sinceMillis() : now));
+    version.incrementAndGet();
+  }
+
+  /** An owner stopped: it leaves the live tree and is remembered among the retired. */
+  public void retire(ActorRef<?> self) {
+    Owner last = owners.remove(key(self));
+    if (last != null) {
+      retired.addFirst(new Retired(last.path(), last.kind(), last.state(), last.detail(), System.currentTimeMillis()));
+      while (retired.size() > MAX_RETIRED) {
+        retired.pollLast();
+      }
+      version.incrementAndGet();
+    }
+  }
+
+  /** The segment table publishes its entries (peer incarnations with their epochs and states). */
+  public void peers(List<PeerEntry> entries) {
+    peers = List.copyOf(entries);
+    version.incrementAndGet();
+  }
+
+  /** Increases on every change; a reader can skip work when it did not move. */
+  public long version() {
+    return version.get();
+  }
+
+  public Snapshot snapshot() {
+    long v = version.get();
+    List<Owner> live = new ArrayList<>(owners.values());
+    live.sort(Comparator.comparing(Owner::path));
+    return new Snapshot(v, List.copyOf(live), List.copyOf(retired), peers);
+  }
+
+  /** What an owner says about itself. */
+  public record Report(String kind, String state, Map<String, Long> charges, String detail) {}
+
+  /**
+   * Wraps an owner's behaviour so that, on its own thread, it reports {@code report.get()} when it
+   * starts and after every message that changed it, and is retired when it stops. {@code report}
+   * reads only the actor's own fields.
+   */
+  public static <T> Behavior<T> reporting(OwnerBoard board, java.util.function.Supplier<Report> report,
+      Behavior<T> behavior) {
+    return Behaviors.intercept(() -> new Reporting<>(board, report), behavior);
+  }
+
+  private static final class Reporting<T> extends BehaviorInterceptor<T, T> {
+    private final OwnerBoard board;
+    private final java.util.function.Supplier<Report> report;
+    private Report last;
+
+    @SuppressWarnings("unchecked")
+    Reporting(OwnerBoard board, java.util.function.Supplier<Report> report) {
+      super((Class<T>) (Class<?>) Object.class);
+      this.board = board;
+      this.report = report;
+    }
+
+    private void publish(TypedActorContext<T> ctx) {
+      Report now = report.get();
+      if (!now.equals(last)) {
+        last = now;
+        board.publish(ctx.asJava().getSelf(), now.kind(), now.state(), now.charges(), now.detail());
+      }
+    }
+
+    @Override
+    public Behavior<T> aroundStart(TypedActorContext<T> ctx, PreStartTarget<T> target) {
+      Behavior<T> started = target.start(ctx);
+      publish(ctx);
+      return started;
+    }
+
+    @Override
+    public Behavior<T> aroundReceive(TypedActorContext<T> ctx, T msg, ReceiveTarget<T> target) {
+      Behavior<T> next = target.apply(ctx, msg);
+      if (Behavior.isAlive(next)) {
+        publish(ctx);
+      } else {
+        board.retire(ctx.asJava().getSelf());
+      }
+      return next;
+    }
+
+    @Override
+    public Behavior<T> aroundSignal(TypedActorContext<T> ctx, Signal signal, SignalTarget<T> target) {
+      if (signal instanceof PostStop) {
+        board.retire(ctx.asJava().getSelf());
+        return target.apply(ctx, signal);
+      }
+      Behavior<T> next = target.apply(ctx, signal);
+      if (Behavior.isAlive(next)) {
+        publish(ctx);
+      }
+      return next;
+    }
+  }
+
+  /**
+   * Wraps an owner's behaviour so that it is retired from {@code board} when it stops, however it
+   * stops (its own choice, a failure, or its parent stopping).
+   */
+  public static <T> Behavior<T> retiredOnStop(OwnerBoard board, Behavior<T> behavior) {
+    return Behaviors.intercept(() -> new RetireOnStop<>(board), behavior);
+  }
+
+  private static final class RetireOnStop<T> extends BehaviorInterceptor<T, T> {
+    private final OwnerBoard board;
+
+    @SuppressWarnings("unchecked")
+    RetireOnStop(OwnerBoard board) {
+      super((Class<T>) (Class<?>) Object.class);
+      this.board = board;
+    }
+
+    @Override
+    public Behavior<T> aroundReceive(TypedActorContext<T> ctx, T msg, ReceiveTarget<T> target) {
+      Behavior<T> next = target.apply(ctx, msg);
+      if (!Behavior.isAlive(next)) {
+        board.retire(ctx.asJava().getSelf());
+      }
+      return next;
+    }
+
+    @Override
+    public Behavior<T> aroundSignal(TypedActorContext<T> ctx, Signal signal, SignalTarget<T> target) {
+      if (signal instanceof PostStop) {
+        board.retire(ctx.asJava().getSelf());
+      }
+      return target.apply(ctx, signal);
+    }
+  }
+}

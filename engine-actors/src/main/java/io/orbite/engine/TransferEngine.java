@@ -89,6 +89,8 @@ public final class TransferEngine implements AutoCloseable {
   private final Map<Long, Registration> unquiesced = new ConcurrentHashMap<>();
   /** This engine's CoordinatedShutdown task; cancelled once the engine has closed. */
   private volatile Cancellable shutdownTask;
+  /** Metrics and dashboard endpoints, when {@code observability} enables any; closed first on close. */
+  private volatile io.orbite.engine.spi.ObservabilityProvider.Served served;
 
   private TransferEngine(
       EngineConfig config, ActorSystem<?> system, boolean ownsSystem, ActorRef<EngineGuardian.Command> guardian,
@@ -134,6 +136,7 @@ public final class TransferEngine implements AutoCloseable {
       throw e;
     }
     engine.joinCoordinatedShutdown();
+    engine.serveObservability();
     return engine;
   }
 
@@ -157,7 +160,48 @@ public final class TransferEngine implements AutoCloseable {
       throw e;
     }
     engine.joinCoordinatedShutdown();
+    engine.serveObservability();
     return engine;
+  }
+
+  /**
+   * Starts the metrics and dashboard endpoints {@code observability} enables, through the first
+   * {@link io.orbite.engine.spi.ObservabilityProvider} on the class path. If none is there, or it
+   * cannot bind, the engine is closed and the start fails naming why.
+   */
+  private void serveObservability() {
+    if (!config.observability().anyEnabled()) {
+      return;
+    }
+    try {
+      var provider = java.util.ServiceLoader.load(io.orbite.engine.spi.ObservabilityProvider.class).findFirst()
+          .orElseThrow(() -> new TransferException(ErrorKind.INVALID_ARGUMENT, "observability is enabled in the "
+              + "configuration, but no observability provider is on the class path (orbite-observability missing?)"));
+      served = provider.start(this);
+      served.urls().forEach((name, url) -> LOG.info("engine {}: {} at {}", identity(), name, url));
+    } catch (RuntimeException e) {
+      try {
+        close(Duration.ofSeconds(30));
+      } catch (RuntimeException closing) {
+        e.addSuppressed(closing);
+      }
+      throw e instanceof TransferException ? e
+          : new TransferException(ErrorKind.INVALID_ARGUMENT, "observability could not start: " + e.getMessage());
+    }
+  }
+
+  /**
+   * The observability endpoints this engine serves, by name ({@code "metrics"}, {@code "dashboard"}):
+   * empty unless {@code observability} enables them; empty again once the engine closes.
+   */
+  public Map<String, String> observabilityUrls() {
+    var s = served;
+    return s == null || closed ? Map.of() : s.urls();
+  }
+
+  /** The owner view: what every owner actor last reported, retired owners and peers (read-only). */
+  public io.orbite.engine.view.OwnerBoard.Snapshot ownerView() {
+    return counters.owners.snapshot();
   }
 
   /** Adds this engine's close to its system's CoordinatedShutdown (phase service-requests-done). */
@@ -235,6 +279,14 @@ public final class TransferEngine implements AutoCloseable {
       return shutdown.get();
     }
     closed = true;
+    var s = served;
+    if (s != null) {
+      try {
+        s.close();
+      } catch (RuntimeException e) {
+        LOG.warn("engine {}: stopping the observability endpoints failed: {}", identity(), e.toString());
+      }
+    }
     atClose.putAll(view.snapshot());
     // Refresh the last known figures as the close begins; Admission stops with the guardian.
     usage(OWED_TIMEOUT).thenAccept(u -> lastUsage = u);

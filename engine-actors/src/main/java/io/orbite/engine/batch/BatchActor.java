@@ -175,7 +175,7 @@ public final class BatchActor {
   private void reportEnded(int i) {
     io.orbite.engine.TaskResult t = ledger.result(i);
     counters.taskEnded(i < taskTransports.size() ? taskTransports.get(i) : null, ledger.op(i), t.state(),
-        t.errorKind(), t.completed() ? t.bytes() : 0, t.elapsedNanos());
+        t.errorKind(), ledger.length(i), t.elapsedNanos());
   }
 
   /** {@link #open} or, while tasks are held past the destruction window, {@link #quarantined}. */

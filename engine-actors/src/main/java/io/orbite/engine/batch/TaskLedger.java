@@ -252,6 +252,10 @@ final class TaskLedger {
     return op[i];
   }
 
+  long length(int i) {
+    return length[i];
+  }
+
   TaskResult result(int i) {
     boolean terminal = state[i] != TaskState.PENDING;
     RemoteEffect effect;

@@ -90,7 +90,7 @@ public final class EngineCounters {
   public interface TaskObserver {
     /**
      * @param transport the transport that carried it, {@code null} when it never reached one
-     * @param outcome {@code COMPLETED} or the failure's error kind ({@code FAILED}) as a label
+     * @param lengthBytes the task's length (the bytes moved when it completed)
      */
     void taskEnded(Transport transport, Op op, TaskState state, ErrorKind error, long lengthBytes, long elapsedNanos);
   }

@@ -1,0 +1,149 @@
+package io.orbite.observability;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.orbite.engine.PeerEntry;
+import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.view.OwnerBoard;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/** The JSON documents of the dashboard's API (docs/operations.md describes each field). */
+final class DashboardModel {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final TransferEngine engine;
+  private final EngineMetrics metrics;
+  private final ThroughputHistory history;
+  private final long tickMillis;
+
+  DashboardModel(TransferEngine engine, EngineMetrics metrics, ThroughputHistory history, long tickMillis) {
+    this.engine = engine;
+    this.metrics = metrics;
+    this.history = history;
+    this.tickMillis = tickMillis;
+  }
+
+  static String json(Object value) {
+    try {
+      return JSON.writeValueAsString(value);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot write JSON: " + e.getMessage(), e);
+    }
+  }
+
+  Map<String, Object> engineInfo() {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("name", engine.config().name());
+    m.put("endpoint", engine.localSegment().endpoint());
+    m.put("epoch", Long.toHexString(engine.localSegment().epoch()));
+    m.put("tickMillis", tickMillis);
+    return m;
+  }
+
+  List<Map<String, Object>> owners(OwnerBoard.Snapshot view) {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (OwnerBoard.Owner o : view.owners()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("path", o.path());
+      int slash = o.path().lastIndexOf('/');
+      m.put("parent", slash < 0 ? null : o.path().substring(0, slash));
+      m.put("name", slash < 0 ? o.path() : o.path().substring(slash + 1));
+      m.put("kind", o.kind());
+      m.put("state", o.state());
+      m.put("stateClass", o.stateClass().label());
+      m.put("charges", new java.util.TreeMap<>(o.charges()));
+      m.put("detail", o.detail());
+      m.put("sinceMillis", o.sinceMillis());
+      out.add(m);
+    }
+    return out;
+  }
+
+  List<Map<String, Object>> retired(OwnerBoard.Snapshot view) {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (OwnerBoard.Retired r : view.retired()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("path", r.path());
+      m.put("kind", r.kind());
+      m.put("lastState", r.lastState());
+      m.put("detail", r.detail());
+      m.put("atMillis", r.atMillis());
+      out.add(m);
+    }
+    return out;
+  }
+
+  List<Map<String, Object>> peers(OwnerBoard.Snapshot view) {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (PeerEntry p : view.peers()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("endpoint", p.peer().endpoint());
+      m.put("epoch", Long.toHexString(p.peer().epoch()));
+      m.put("state", p.state().name().toLowerCase());
+      m.put("references", p.references());
+      m.put("detail", p.detail());
+      out.add(m);
+    }
+    return out;
+  }
+
+  List<Map<String, Object>> quarantined() {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (QuarantinedOwner q : engine.quarantined()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("owner", q.owner());
+      m.put("kind", q.kind().name().toLowerCase());
+      m.put("reason", q.reason());
+      m.put("tasks", q.tasks());
+      m.put("bytes", q.bytes());
+      m.put("since", q.since().toString());
+      out.add(m);
+    }
+    return out;
+  }
+
+  Map<String, Object> throughput() {
+    List<Map<String, Object>> points = new ArrayList<>();
+    for (ThroughputHistory.Point p : history.points()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("atMillis", p.atMillis());
+      m.put("requesterBytes", p.total());
+      m.put("byTransport", new java.util.TreeMap<>(p.requesterBytes()));
+      m.put("sourceBytes", p.sourceBytes());
+      m.put("byLane", new java.util.TreeMap<>(p.laneBytes()));
+      points.add(m);
+    }
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("intervalMillis", tickMillis);
+    m.put("points", points);
+    return m;
+  }
+
+  Map<String, Long> errors() {
+    return metrics.errors();
+  }
+
+  OwnerBoard.Snapshot ownerSnapshot() {
+    return engine.ownerView();
+  }
+
+  /** Everything the page draws, in one document (also each live update). */
+  Map<String, Object> snapshot() {
+    OwnerBoard.Snapshot view = engine.ownerView();
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("engine", engineInfo());
+    m.put("atMillis", System.currentTimeMillis());
+    m.put("version", view.version());
+    m.put("owners", owners(view));
+    m.put("retired", retired(view));
+    m.put("peers", peers(view));
+    m.put("quarantined", quarantined());
+    m.put("errors", errors());
+    m.put("throughput", throughput());
+    return m;
+  }
+}

@@ -1,0 +1,209 @@
+package io.orbite.observability;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.Op;
+import io.orbite.engine.PeerEntry;
+import io.orbite.engine.TaskState;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.Transport;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.view.OwnerBoard;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
+import kamon.Kamon;
+import kamon.metric.Counter;
+import kamon.metric.Gauge;
+import kamon.metric.Histogram;
+import kamon.metric.Instrument;
+import kamon.metric.MeasurementUnit;
+import kamon.tag.TagSet;
+
+/**
+ * The {@code orbite_*} metrics of one engine, in Kamon, every series tagged {@code engine} with the
+ * engine's {@code name@host:port@epoch}. Task counters and latencies are recorded as batches report
+ * ended tasks; everything else is sampled each tick from the engine's cumulative counters (as deltas)
+ * and its owner view (as gauges). {@link #close()} removes every series of the engine.
+ * See docs/operations.md for the list.
+ */
+final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable {
+  private final TransferEngine engine;
+  private final EngineCounters counters;
+  private final String engineTag;
+  private final ThroughputHistory history;
+  private final Map<String, Instrument<?, ?>> instruments = new ConcurrentHashMap<>();
+  /** Last sampled value of each cumulative source, by series key. */
+  private final Map<String, Long> last = new HashMap<>();
+  private final Map<Transport, LongAdder> transportBytes = new EnumMap<>(Transport.class);
+  private final LongAdder otherTransportBytes = new LongAdder();
+  private final Map<String, LongAdder> errorsByKind = new ConcurrentHashMap<>();
+
+  EngineMetrics(TransferEngine engine, ThroughputHistory history) {
+    this.engine = engine;
+    this.counters = engine.counters();
+    this.engineTag = engine.config().name() + "@" + engine.localSegment();
+    this.history = history;
+    for (Transport t : Transport.values()) {
+      transportBytes.put(t, new LongAdder());
+    }
+    counters.addObserver(this);
+  }
+
+  private TagSet tags(String... kv) {
+    TagSet.Builder b = TagSet.builder().add("engine", engineTag);
+    for (int i = 0; i < kv.length; i += 2) {
+      b.add(kv[i], kv[i + 1]);
+    }
+    return b.build();
+  }
+
+  @SuppressWarnings("unchecked")
+  private <I extends Instrument<?, ?>> I instrument(String key, Supplier<I> create) {
+    return (I) instruments.computeIfAbsent(key, k -> create.get());
+  }
+
+  private Counter counter(String name, String... kv) {
+    return instrument("c " + name + " " + String.join(",", kv), () -> Kamon.counter(name).withTags(tags(kv)));
+  }
+
+  private Gauge gauge(String name, String... kv) {
+    return instrument("g " + name + " " + String.join(",", kv), () -> Kamon.gauge(name).withTags(tags(kv)));
+  }
+
+  private Histogram latency(String... kv) {
+    return instrument("h orbite_task_latency " + String.join(",", kv), () -> Kamon.histogram("orbite_task_latency",
+        MeasurementUnit.time().nanoseconds()).withTags(tags(kv)));
+  }
+
+  static String label(Enum<?> e) {
+    return e == null ? "none" : e.name().toLowerCase(Locale.ROOT);
+  }
+
+  /** A batch reports an ended task (its actor's thread; Kamon instruments are lock-free). */
+  @Override
+  public void taskEnded(Transport transport, Op op, TaskState state, ErrorKind error, long lengthBytes,
+      long elapsedNanos) {
+    String t = label(transport);
+    String o = label(op);
+    String outcome = state == TaskState.COMPLETED ? "completed" : error != null ? label(error) : label(state);
+    counter("orbite_tasks", "transport", t, "op", o, "outcome", outcome).increment();
+    counter("orbite_bytes", "transport", t, "op", o, "outcome", outcome).increment(lengthBytes);
+    latency("transport", t, "op", o, "outcome", state == TaskState.COMPLETED ? "completed" : "failed")
+        .record(Math.max(0, elapsedNanos));
+    if (state == TaskState.COMPLETED) {
+      (transport != null ? transportBytes.get(transport) : otherTransportBytes).add(lengthBytes);
+    } else {
+      errorsByKind.computeIfAbsent("task_" + outcome, k -> new LongAdder()).increment();
+      counter("orbite_errors", "kind", "task_" + outcome).increment();
+    }
+  }
+
+  /** Adds to {@code counter} what {@code cumulative} grew by since the last sample. */
+  private long delta(String key, long cumulative) {
+    long before = last.getOrDefault(key, 0L);
+    last.put(key, cumulative);
+    return Math.max(0, cumulative - before);
+  }
+
+  private void errorDelta(String kind, LongAdder source) {
+    long d = delta("err " + kind, source.sum());
+    if (d > 0) {
+      counter("orbite_errors", "kind", kind).increment(d);
+      errorsByKind.computeIfAbsent(kind, k -> new LongAdder()).add(d);
+    }
+  }
+
+  /** One sample (called every tick from one scheduler thread at a time). */
+  synchronized void sample() {
+    long sourceRead = delta("source read", counters.sourceBytesRead.sum());
+    long sourceWritten = delta("source write", counters.sourceBytesWritten.sum());
+    counter("orbite_source_bytes", "op", "read").increment(sourceRead);
+    counter("orbite_source_bytes", "op", "write").increment(sourceWritten);
+    counter("orbite_connections", "event", "opened").increment(delta("conn opened", counters.connectionsOpened.sum()));
+    counter("orbite_connections", "event", "accepted").increment(delta("conn accepted", counters.connectionsAccepted.sum()));
+    counter("orbite_connections", "event", "refused").increment(delta("conn refused", counters.connectionsRefused.sum()));
+    errorDelta("frames_rejected", counters.framesRejected);
+    errorDelta("source_refusals", counters.sourceRefusals);
+    errorDelta("connections_refused", counters.connectionsRefused);
+    errorDelta("read_retries", counters.readRetries);
+    errorDelta("tasks_unquiesced", counters.tasksUnquiesced);
+    errorDelta("shm_opens_refused", counters.shmOpensRefused);
+    errorDelta("shm_fenced", counters.shmFenced);
+    errorDelta("shm_mappings_quarantined", counters.shmMappingsQuarantined);
+    errorDelta("owners_quarantined", counters.ownersQuarantined);
+
+    Map<String, Long> laneRates = new HashMap<>();
+    counters.laneBytes().forEach((lane, bytes) -> {
+      long d = delta("lane " + lane, bytes);
+      counter("orbite_lane_bytes", "lane", lane).increment(d);
+      laneRates.put(lane, d);
+    });
+
+    OwnerBoard.Snapshot view = counters.owners.snapshot();
+    Map<String, Long> byState = new HashMap<>();
+    for (OwnerBoard.StateClass c : OwnerBoard.StateClass.values()) {
+      byState.put(c.label(), 0L);
+    }
+    for (OwnerBoard.Owner o : view.owners()) {
+      byState.merge(o.stateClass().label(), 1L, Long::sum);
+      budgets(o);
+    }
+    long quarantined = engine.quarantined().size();
+    byState.merge(OwnerBoard.StateClass.QUARANTINED.label(), quarantined, Long::sum);
+    byState.forEach((state, n) -> gauge("orbite_owners", "state", state).update(n));
+    Map<String, Long> peers = new HashMap<>();
+    for (PeerEntry.State s : PeerEntry.State.values()) {
+      peers.put(label(s), 0L);
+    }
+    view.peers().forEach(p -> peers.merge(label(p.state()), 1L, Long::sum));
+    peers.forEach((state, n) -> gauge("orbite_peers", "state", state).update(n));
+
+    Map<String, Long> byTransport = new HashMap<>();
+    transportBytes.forEach((t, adder) -> byTransport.put(label(t), delta("tput " + t, adder.sum())));
+    history.add(System.currentTimeMillis(), byTransport, sourceRead + sourceWritten, laneRates);
+  }
+
+  /** Budget gauges from the owners that hold budgets: {@code <charge>} and {@code <charge>Limit}. */
+  private void budgets(OwnerBoard.Owner o) {
+    String prefix = switch (o.kind()) {
+      case "Admission" -> "";
+      case "Registry" -> "";
+      case "SegmentTable" -> "peer_segments";
+      case "FileTransport" -> "file_segments";
+      case "TcpTransport" -> "source_lanes";
+      default -> null;
+    };
+    if (prefix == null) {
+      return;
+    }
+    o.charges().forEach((name, value) -> {
+      if (name.endsWith("Limit")) {
+        String used = name.substring(0, name.length() - "Limit".length());
+        String budget = prefix.isEmpty() ? used : prefix;
+        gauge("orbite_budget_limit", "budget", budget).update(value);
+        gauge("orbite_budget_used", "budget", budget).update(o.charges().getOrDefault(used, 0L));
+      }
+    });
+  }
+
+  /** Errors seen so far, by kind (task failures by error kind, protocol refusals...). */
+  Map<String, Long> errors() {
+    Map<String, Long> out = new java.util.TreeMap<>();
+    errorsByKind.forEach((k, v) -> out.put(k, v.sum()));
+    return out;
+  }
+
+  @Override
+  public void close() {
+    counters.removeObserver(this);
+    List<Instrument<?, ?>> all = new ArrayList<>(instruments.values());
+    instruments.clear();
+    all.forEach(Instrument::remove);
+  }
+}

@@ -1,0 +1,184 @@
+package io.orbite.qualification.observability;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.orbite.config.DashboardConfig;
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.Batch;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TaskResult;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.qualification.harness.EngineProcess;
+import io.orbite.qualification.verify.Pattern;
+import io.orbite.qualification.verify.RegionCheck;
+import io.orbite.qualification.verify.Span;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.openqa.selenium.By;
+import org.openqa.selenium.OutputType;
+import org.openqa.selenium.WebDriver;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.chrome.ChromeDriverService;
+import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.support.ui.WebDriverWait;
+
+/**
+ * The dashboard in a real headless Chromium (Debian's chromium and chromedriver, which the launcher
+ * and CI install): the page draws the live supervision tree; a batch's owner appears when it is
+ * allocated and leaves (to the retired list) when it is freed; throughput moves while it reads
+ * (every byte verified); killing the peer's process retires its endpoint and marks the peer closed.
+ * Screenshots are saved under target/dashboard-screenshots/.
+ */
+class DashboardBrowserIT {
+  private static final Path CHROMIUM = Path.of("/usr/bin/chromium");
+  private static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
+  private static final Path SHOTS = Path.of("target", "dashboard-screenshots");
+  private static final long REGION = 32L << 20;
+  private static final long SOURCE_SEED = 41;
+  private static final long GUARD_SEED = 0x6A4D_0042L;
+
+  private EngineProcess peer;
+  private TransferEngine engine;
+  private WebDriver browser;
+
+  @AfterEach
+  void stop() {
+    if (browser != null) {
+      browser.quit();
+    }
+    if (engine != null) {
+      engine.close(Duration.ofSeconds(20));
+    }
+    if (peer != null) {
+      peer.close();
+    }
+  }
+
+  private static void requireBrowser() {
+    boolean present = Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER);
+    if (!present && "true".equals(System.getenv("CI"))) {
+      throw new AssertionError("CI must have " + CHROMIUM + " and " + CHROMEDRIVER
+          + " (apt-get install chromium chromium-driver; .ci/run and ./orbite test install them as root)");
+    }
+    assumeTrue(present, CHROMIUM + " or " + CHROMEDRIVER
+        + " missing: run ./orbite test as root (it installs chromium chromium-driver) to run the browser test");
+  }
+
+  private WebDriver chromium() {
+    ChromeOptions options = new ChromeOptions();
+    options.setBinary(CHROMIUM.toFile());
+    options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        "--window-size=1400,1000", "--no-first-run", "--disable-extensions");
+    ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(CHROMEDRIVER.toFile())
+        .usingAnyFreePort().build();
+    return new ChromeDriver(service, options);
+  }
+
+  private void until(String what, java.util.function.Function<WebDriver, Boolean> condition) {
+    new WebDriverWait(browser, Duration.ofSeconds(30), Duration.ofMillis(100))
+        .withMessage(() -> what + "; page text: " + browser.findElement(By.tagName("body")).getText())
+        .until(condition);
+  }
+
+  private int count(String css) {
+    return browser.findElements(By.cssSelector(css)).size();
+  }
+
+  private void screenshot(String name) throws Exception {
+    Files.createDirectories(SHOTS);
+    byte[] png = ((org.openqa.selenium.TakesScreenshot) browser).getScreenshotAs(OutputType.BYTES);
+    assertTrue(png.length > 1000 && png[1] == 'P' && png[2] == 'N' && png[3] == 'G', "a PNG screenshot");
+    Files.write(SHOTS.resolve(name), png);
+  }
+
+  @Test
+  void pageShowsTheLiveTreeBatchesThroughputAndAKilledPeer() throws Exception {
+    requireBrowser();
+    peer = EngineProcess.start("dashboard-peer", Files.createTempDirectory("orbite-dashboard"), Map.of());
+    long remote = Long.parseLong(peer.call("ALLOC " + REGION + " READ_WRITE"));
+    peer.call("FILL " + remote + " " + SOURCE_SEED);
+    EngineConfig config = EngineConfig.defaults().withName("dashboard-it");
+    engine = TransferEngine.start(config.withObservability(config.observability()
+        .withDashboard(DashboardConfig.defaults().withEnabled(true)).withTickMillis(200)));
+    String url = engine.observabilityUrls().get("dashboard");
+    assertTrue(url != null && url.startsWith("http://127.0.0.1:"), "dashboard on loopback: " + url);
+
+    browser = chromium();
+    browser.get(url);
+    until("the engine's owners drawn", d -> count("#tree li[data-kind=EngineGuardian]") == 1
+        && count("#tree li[data-kind=Admission][data-state=open]") == 1
+        && count("#tree li[data-kind=Registry]") == 1 && count("#tree li[data-kind=TcpTransport]") == 1);
+
+    RemoteSegment segment = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));
+    String epochHex = Long.toHexString(peer.epoch());
+    until("the peer active with its epoch, and its endpoint owner",
+        d -> count("#peers tr[data-endpoint='" + peer.endpoint() + "'][data-epoch='" + epochHex + "'][data-state=active]") == 1
+            && count("#tree li[data-kind=TcpEndpoint][data-state=active]") == 1);
+
+    // A batch: its owner appears as soon as it is allocated.
+    RegisteredMemory local = engine.allocate(REGION, Access.READ_WRITE);
+    Pattern.fill(local.segment(), 0, REGION, GUARD_SEED, 0);
+    Batch batch = engine.allocateBatch(64);
+    until("the batch owner appears", d -> count("#tree li[data-kind=BatchActor]") == 1);
+    String batchPath = browser.findElement(By.cssSelector("#tree li[data-kind=BatchActor]")).getDomAttribute("data-path");
+
+    // Throughput moves while the batch reads; every byte checked after each round.
+    long regionId = segment.regions().getFirst().regionId();
+    long moved = 0;
+    int rounds = 0;
+    while (rounds < 50 && !"true".equals(String.valueOf(((org.openqa.selenium.JavascriptExecutor) browser)
+        .executeScript("return Number(document.getElementById('rate').getAttribute('data-window-bytes')) > 0")))) {
+      List<TransferRequest> reads = new ArrayList<>();
+      List<Span> spans = new ArrayList<>();
+      for (int i = 0; i < 4; i++) {
+        long at = i * (8L << 20) + 64;
+        long size = (8L << 20) - 128 - i;
+        reads.add(TransferRequest.read(local, at, segment, regionId, at, size));
+        spans.add(new Span(at, size, SOURCE_SEED, at));
+        moved += size;
+      }
+      batch.submit(reads);
+      for (TaskResult t : batch.await(Duration.ofSeconds(60)).tasks()) {
+        assertTrue(t.completed(), t.toString());
+      }
+      assertEquals(-1, RegionCheck.check(local.segment(), spans, GUARD_SEED), "every byte read and every guard");
+      Pattern.fill(local.segment(), 0, REGION, GUARD_SEED, 0);
+      rounds++;
+      if (rounds % 4 == 0) {
+        batch.free();
+        batch = engine.allocateBatch(64);
+      }
+    }
+    assertTrue(moved > 0);
+    until("throughput moved on the chart",
+        d -> Long.parseLong(d.findElement(By.id("rate")).getDomAttribute("data-window-bytes")) > 0);
+    screenshot("1-transfer.png");
+
+    // Free the batch: its owner leaves the tree and is listed as retired.
+    String lastBatch = browser.findElement(By.cssSelector("#tree li[data-kind=BatchActor]")).getDomAttribute("data-path");
+    batch.free();
+    until("the batch owner leaves the tree and is retired", d -> count("#tree li[data-kind=BatchActor]") == 0
+        && count("#retired tr[data-path='" + lastBatch + "']") == 1
+        && count("#retired tr[data-path='" + batchPath + "']") == 1);
+
+    // Kill the peer's process: its endpoint is retired and the peer is no longer active.
+    peer.kill();
+    until("the endpoint retired and the peer closed or fenced", d -> count("#tree li[data-kind=TcpEndpoint]") == 0
+        && count("#retired tr[data-path*='endpoint-']") >= 1
+        && count("#peers tr[data-endpoint='" + peer.endpoint() + "'][data-state=active]") == 0
+        && count("#peers tr[data-endpoint='" + peer.endpoint() + "']") == 1);
+    screenshot("2-peer-killed.png");
+    assertTrue(Files.size(SHOTS.resolve("2-peer-killed.png")) > 1000);
+  }
+}

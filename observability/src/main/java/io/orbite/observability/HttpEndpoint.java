@@ -43,7 +43,8 @@ final class HttpEndpoint implements AutoCloseable {
         "pekko.http.server.parsing.max-header-count = " + MAX_HEADER_COUNT,
         "pekko.http.server.parsing.max-header-value-length = " + MAX_HEADER_VALUE_LENGTH,
         "pekko.http.server.parsing.max-content-length = " + MAX_CONTENT_LENGTH,
-        "pekko.http.server.parsing.max-chunk-size = " + MAX_CONTENT_LENGTH))
+        "pekko.http.server.parsing.max-chunk-size = " + MAX_CONTENT_LENGTH,
+        "pekko.http.server.parsing.error-handler = \"" + ClientErrorParsingHandler.class.getName() + "\""))
         .withFallback(system.settings().config());
   }
 

@@ -5,10 +5,12 @@ import java.util.Locale;
 
 /**
  * A one-line progress bar on stderr with rate and ETA, redrawn at most ten times a second. Shown
- * only while a run is longer than a moment, and only on a terminal unless forced.
+ * only once a run has lasted two seconds, and only on a terminal unless forced (ORBITE_PROGRESS=1).
  */
 public final class Progress {
   private static final long REDRAW_NANOS = 100_000_000L;
+  /** Runs shorter than this never draw a bar. */
+  private static final long QUIET_NANOS = 2_000_000_000L;
   private final PrintStream err = System.err;
   private final String label;
   private final long totalUnits;
@@ -30,7 +32,7 @@ public final class Progress {
   /** Reports {@code doneUnits} done and {@code bytes} moved so far. */
   public void update(long doneUnits, long bytes) {
     long now = System.nanoTime();
-    if (!enabled || now - lastDraw < REDRAW_NANOS) {
+    if (!enabled || now - lastDraw < REDRAW_NANOS || now - startNanos < QUIET_NANOS) {
       return;
     }
     lastDraw = now;

@@ -42,7 +42,76 @@ public final class Demo {
 
   private final PrintStream out = System.out;
 
+  /** Longest {@code --serve} accepted, in seconds (one day). */
+  static final long MAX_SERVE_SECONDS = 86_400;
+
+  /**
+   * {@code --serve SECONDS}: after the run, keep both engines with their dashboards and metrics
+   * endpoints up that long; -1 when absent.
+   */
+  static long serveSeconds(List<String> args) {
+    long serve = -1;
+    for (int i = 0; i < args.size(); i++) {
+      String a = args.get(i);
+      if (a.equals("--serve")) {
+        if (i + 1 >= args.size()) {
+          throw new IllegalArgumentException("--serve needs a number of seconds (1.." + MAX_SERVE_SECONDS + ")");
+        }
+        String v = args.get(++i);
+        try {
+          serve = Long.parseLong(v);
+        } catch (NumberFormatException e) {
+          serve = 0;
+        }
+        if (serve < 1 || serve > MAX_SERVE_SECONDS) {
+          throw new IllegalArgumentException("--serve " + v + ": must be 1.." + MAX_SERVE_SECONDS + " seconds");
+        }
+      } else {
+        throw new IllegalArgumentException("demo: unknown argument " + a + " (known: --serve SECONDS)");
+      }
+    }
+    return serve;
+  }
+
+  /** {@code base} with both observability endpoints enabled on loopback (ephemeral ports) when serving. */
+  static EngineConfig observed(EngineConfig base, boolean serve) {
+    if (!serve) {
+      return base;
+    }
+    return base.withObservability(base.observability()
+        .withMetrics(base.observability().metrics().withEnabled(true))
+        .withDashboard(base.observability().dashboard().withEnabled(true)));
+  }
+
+  /** Prints each observability URL of one engine on its own line ({@code dashboard: http://...}). */
+  private void printUrls(String who, Map<String, String> urls) {
+    if (urls.isEmpty()) {
+      return;
+    }
+    out.println(who + ":");
+    urls.forEach((name, url) -> out.println(name + ": " + url));
+  }
+
+  private static Map<String, String> parseUrls(String answer) {
+    Map<String, String> urls = new LinkedHashMap<>();
+    for (String pair : answer.trim().split("\\s+")) {
+      int eq = pair.indexOf('=');
+      if (eq > 0) {
+        urls.put(pair.substring(0, eq), pair.substring(eq + 1));
+      }
+    }
+    return urls;
+  }
+
   public int run(List<String> args) throws Exception {
+    long serve;
+    try {
+      serve = serveSeconds(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("orbite demo: " + e.getMessage());
+      return 2;
+    }
+    EngineConfig base = EngineConfig.fromEnv();
     long seed = 20261129L;
     Random random = new Random(seed);
     List<Placement> placements = layout(random);
@@ -54,10 +123,14 @@ public final class Demo {
     out.printf(Locale.ROOT, "OrbiTE demo: %d tasks per round (4 KiB .. 16 MiB, unaligned), %d rounds of READ and WRITE, "
         + "regions of %.1f MiB with guard bytes around every range%n", placements.size(), ROUNDS, regionBytes / 1048576.0);
     Path logs = Path.of(System.getProperty("java.io.tmpdir"), "orbite-demo-" + ProcessHandle.current().pid());
-    try (EngineProcess source = EngineProcess.start("demo-source", logs, Map.of());
-        TransferEngine requester = TransferEngine.start(EngineConfig.fromEnv().withName("demo-requester"))) {
+    Map<String, String> sourceEnv = serve > 0
+        ? Map.of(EngineConfig.ENV_VAR, observed(base, true).toJson()) : Map.of();
+    try (EngineProcess source = EngineProcess.start("demo-source", logs, sourceEnv);
+        TransferEngine requester = TransferEngine.start(observed(base, serve > 0).withName("demo-requester"))) {
       out.printf("source    %s (pid %d, separate process)%nrequester %s (pid %d)%n", source.endpoint(), source.pid(),
           requester.localSegment().endpoint(), ProcessHandle.current().pid());
+      printUrls("requester " + requester.localSegment().endpoint(), requester.observabilityUrls());
+      printUrls("source " + source.endpoint(), parseUrls(source.call("URLS")));
       long remoteRegion = Long.parseLong(source.call("ALLOC " + regionBytes + " READ_WRITE"));
       RegisteredMemory local = requester.allocate(regionBytes, Access.READ_WRITE);
       RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
@@ -101,6 +174,13 @@ public final class Demo {
       printLatency(readLatency, writeLatency);
       out.printf(Locale.ROOT, "moved %.2f GB in %.2f s of transfer time: %.2f GB/s over TCP loopback%n",
           movedBytes / 1e9, movedSeconds, movedBytes / 1e9 / movedSeconds);
+      if (serve > 0) {
+        printUrls("requester " + requester.localSegment().endpoint(), requester.observabilityUrls());
+        printUrls("source " + source.endpoint(), parseUrls(source.call("URLS")));
+        out.printf("serving both engines' dashboards and metrics for %d s (Ctrl-C to stop)%n", serve);
+        out.flush();
+        Thread.sleep(Duration.ofSeconds(serve));
+      }
       if (failures == 0) {
         out.printf("RESULT: PASS - %d tasks, every payload and guard byte verified on both sides%n", placements.size() * ROUNDS * 2);
         return 0;

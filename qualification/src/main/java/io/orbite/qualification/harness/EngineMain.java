@@ -119,6 +119,12 @@ public final class EngineMain {
             });
             out.println("OK");
           }
+          case "URLS" -> {
+            // The observability endpoints this engine serves: "OK" then name=url pairs (none when off).
+            StringBuilder b = new StringBuilder("OK");
+            engine.observabilityUrls().forEach((name, url) -> b.append(' ').append(name).append('=').append(url));
+            out.println(b);
+          }
           case "COUNTERS" -> out.println("OK " + counters(engine.counters()));
           case "ALLOCATED" -> out.println("OK " + (t.length > 1 ? allocatedBytes(t[1]) : allocatedBytes()));
           case "QUIT" -> {

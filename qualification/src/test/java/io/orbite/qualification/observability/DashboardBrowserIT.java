@@ -91,8 +91,24 @@ class DashboardBrowserIT {
         .until(condition);
   }
 
+  /**
+   * An attribute of the first element matching {@code css}, read in one script call: the page
+   * redraws on every update, so an element found in one call may be gone by the next.
+   */
+  private String attribute(String css, String name) {
+    Object v = ((org.openqa.selenium.JavascriptExecutor) browser).executeScript(
+        "const e = document.querySelector(arguments[0]); return e ? e.getAttribute(arguments[1]) : null;", css, name);
+    return v == null ? null : v.toString();
+  }
+
   private int count(String css) {
     return browser.findElements(By.cssSelector(css)).size();
+  }
+
+  /** The bytes the throughput chart shows over its window (0 before the first update). */
+  private long windowBytes() {
+    String v = attribute("#rate", "data-window-bytes");
+    return v == null ? 0 : Long.parseLong(v);
   }
 
   private void screenshot(String name) throws Exception {
@@ -131,14 +147,13 @@ class DashboardBrowserIT {
     Pattern.fill(local.segment(), 0, REGION, GUARD_SEED, 0);
     Batch batch = engine.allocateBatch(64);
     until("the batch owner appears", d -> count("#tree li[data-kind=BatchActor]") == 1);
-    String batchPath = browser.findElement(By.cssSelector("#tree li[data-kind=BatchActor]")).getDomAttribute("data-path");
+    String batchPath = attribute("#tree li[data-kind=BatchActor]", "data-path");
 
     // Throughput moves while the batch reads; every byte checked after each round.
     long regionId = segment.regions().getFirst().regionId();
     long moved = 0;
     int rounds = 0;
-    while (rounds < 50 && !"true".equals(String.valueOf(((org.openqa.selenium.JavascriptExecutor) browser)
-        .executeScript("return Number(document.getElementById('rate').getAttribute('data-window-bytes')) > 0")))) {
+    while (rounds < 50 && windowBytes() == 0) {
       List<TransferRequest> reads = new ArrayList<>();
       List<Span> spans = new ArrayList<>();
       for (int i = 0; i < 4; i++) {
@@ -162,11 +177,11 @@ class DashboardBrowserIT {
     }
     assertTrue(moved > 0);
     until("throughput moved on the chart",
-        d -> Long.parseLong(d.findElement(By.id("rate")).getDomAttribute("data-window-bytes")) > 0);
+        d -> windowBytes() > 0);
     screenshot("1-transfer.png");
 
     // Free the batch: its owner leaves the tree and is listed as retired.
-    String lastBatch = browser.findElement(By.cssSelector("#tree li[data-kind=BatchActor]")).getDomAttribute("data-path");
+    String lastBatch = attribute("#tree li[data-kind=BatchActor]", "data-path");
     batch.free();
     until("the batch owner leaves the tree and is retired", d -> count("#tree li[data-kind=BatchActor]") == 0
         && count("#retired tr[data-path='" + lastBatch + "']") == 1

@@ -123,6 +123,38 @@ public final class EngineProcess implements AutoCloseable {
   /** SIGSTOP: the process freezes with its sockets open (a stalled peer). */
   public void stop() {
     io.orbite.nativebind.libc.Libc.kill((int) process.pid(), io.orbite.nativebind.libc.Libc.SIGSTOP);
+    // The signal is delivered asynchronously: return only once every thread has stopped, so that
+    // nothing the caller does next can still be served by the process.
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+    while (!allThreadsStopped()) {
+      if (System.nanoTime() - deadline > 0) {
+        throw new IllegalStateException("engine process " + pid() + " did not stop within 10 s of SIGSTOP");
+      }
+      Thread.onSpinWait();
+    }
+  }
+
+  /** Whether every thread of the process is in state T (stopped) per /proc/PID/task/TID/stat. */
+  private boolean allThreadsStopped() {
+    java.nio.file.Path tasks = java.nio.file.Path.of("/proc", Long.toString(process.pid()), "task");
+    try (var dirs = java.nio.file.Files.list(tasks)) {
+      for (java.nio.file.Path t : (Iterable<java.nio.file.Path>) dirs::iterator) {
+        String stat;
+        try {
+          stat = java.nio.file.Files.readString(t.resolve("stat"));
+        } catch (java.nio.file.NoSuchFileException gone) {
+          continue;
+        }
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        char state = stat.charAt(stat.lastIndexOf(')') + 2);
+        if (state != 'T' && state != 't') {
+          return false;
+        }
+      }
+      return true;
+    } catch (IOException e) {
+      return !process.isAlive();
+    }
   }
 
   /** SIGCONT: a stopped process runs again. */

@@ -155,7 +155,12 @@ final class RingLane {
         if (stuck != null) {
             return quarantine(stuck, now, timers);
         }
-        boolean idleWait = started == 0 && inflight > 0 && handle.queue.isEmpty();
+        // Wait in the kernel (bounded) for a completion whenever nothing more can start: the ring is
+        // full, or nothing is queued. Polling the CQ in user space while the ring is full and work is
+        // queued spins a whole CPU that the kernel's own workers need (measured: see
+        // docs/transports/file.md, "Bench method").
+        boolean ringFull = inflight >= slots.length;
+        boolean idleWait = inflight > 0 && (ringFull || (started == 0 && handle.queue.isEmpty()));
         io.poll(idleWait ? MAX_WAIT_NANOS : 0, this::onCompletion);
         deliver();
         if (closing && inflight == 0 && handle.queue.isEmpty()) {

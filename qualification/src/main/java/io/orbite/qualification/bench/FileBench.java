@@ -1,8 +1,5 @@
 package io.orbite.qualification.bench;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.orbite.config.EngineConfig;
 import io.orbite.config.FileConfig;
 import io.orbite.engine.Access;
@@ -212,18 +209,7 @@ public final class FileBench {
     pairedRatios(ratios, samples, "seqwrite_1MiB_vs_fio", "seqwrite_1MiB_GBps", "fio_seqwrite_1MiB_GBps");
     pairedRatios(ratios, samples, "seqread_1MiB_vs_fio", "seqread_1MiB_GBps", "fio_seqread_1MiB_GBps");
     pairedRatios(ratios, samples, "randread_4KiB_qd32_vs_fio", "randread_4KiB_qd32_iops", "fio_randread_4KiB_qd32_iops");
-    printTable(figures, ceilings, ratios);
-    if (json) {
-      ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-      ObjectNode root = mapper.createObjectNode();
-      ObjectNode f = root.putObject("figures");
-      figures.forEach((k, v) -> f.put(k, round(v)));
-      ObjectNode c = root.putObject("ceilings");
-      ceilings.forEach((k, v) -> c.put(k, round(v)));
-      ObjectNode rt = root.putObject("ratios");
-      ratios.forEach((k, v) -> rt.put(k, round(v)));
-      System.out.println(mapper.writeValueAsString(root));
-    }
+    BenchReport.print(human, json, figures, ceilings, ratios);
     if (failures > 0) {
       human.println("RESULT: FAIL - " + failures + " failed task(s) or wrong byte(s)");
       return 1;
@@ -412,18 +398,5 @@ public final class FileBench {
     for (int i = 0; i < f.size(); i++) {
       ratios.put(name + "_round" + (i + 1), f.get(i) / c.get(i));
     }
-  }
-
-  private void printTable(Map<String, Double> figures, Map<String, Double> ceilings, Map<String, Double> ratios) {
-    human.println("figures:");
-    figures.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
-    human.println("ceilings (same run):");
-    ceilings.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
-    human.println("ratios:");
-    ratios.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
-  }
-
-  private static double round(double v) {
-    return Math.round(v * 1000.0) / 1000.0;
   }
 }

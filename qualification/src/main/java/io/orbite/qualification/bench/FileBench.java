@@ -56,7 +56,8 @@ import java.util.SplittableRandom;
  * the engine run back to back. Every byte the engine wrote and read is verified after each timed run
  * (outside the timing). Figures {@code *_lane_cpu_s_per_GB} are the CPU time of the ring lane threads
  * per GB moved (the duty cycle's own cost; buffered writes are copied by the kernel's io-wq worker,
- * not by the lane).
+ * not by the lane). {@code seqwrite_jvm_cpu_s_per_GB} is the CPU time of every JVM thread per GB
+ * written: all the engine's work outside the kernel's copy, which competes with that copy for CPU.
  */
 public final class FileBench {
   private static final long FILE_BYTES = 1L << 30;
@@ -145,8 +146,10 @@ public final class FileBench {
           }
           flush(file);
           long cpu0 = laneCpuNanos("bench-file-seq");
+          long jvm0 = jvmThreadsCpuNanos();
           add(samples, "seqwrite_1MiB_GBps", sequential(engine, src, seg, true, SEQ_WINDOW));
           add(samples, "seqwrite_lane_cpu_s_per_GB", (laneCpuNanos("bench-file-seq") - cpu0) / 1e9 / (FILE_BYTES / 1e9));
+          add(samples, "seqwrite_jvm_cpu_s_per_GB", (jvmThreadsCpuNanos() - jvm0) / 1e9 / (FILE_BYTES / 1e9));
           verifyFile(file, SEQ_WINDOW);
           flush(file);
           add(samples, "seqwrite_1MiB_from_1GiB_GBps", sequential(engine, src, seg, true, FILE_BYTES));
@@ -302,6 +305,19 @@ public final class FileBench {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
       ch.force(false);
     }
+  }
+
+  /**
+   * CPU time so far of every JVM thread (engine actors, lane, the bench's caller, JIT, GC); the
+   * kernel's io-wq workers are not JVM threads, so this is what competes with the kernel's copy.
+   */
+  private static long jvmThreadsCpuNanos() {
+    ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+    long sum = 0;
+    for (long id : mx.getAllThreadIds()) {
+      sum += Math.max(0, mx.getThreadCpuTime(id));
+    }
+    return sum;
   }
 
   /** CPU time so far of the ring lane threads of engine {@code engine} (pinned: one thread per lane). */

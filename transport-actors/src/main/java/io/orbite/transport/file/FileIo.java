@@ -42,6 +42,15 @@ public interface FileIo {
      */
     int poll(long waitNanos, CompletionSink sink);
 
+    /**
+     * As {@link #poll(long, CompletionSink)}, but when it waits it waits (up to {@code waitNanos})
+     * until {@code minComplete} completions are ready rather than one. An engine that cannot wait
+     * for several waits for one.
+     */
+    default int poll(long waitNanos, int minComplete, CompletionSink sink) {
+        return poll(waitNanos, sink);
+    }
+
     /** Releases the engine's resources; only once nothing is in flight. */
     void close();
 }

@@ -28,7 +28,8 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  *
  * <p>Each pass of the duty cycle starts queued operations up to the ring's depth, asks the kernel
  * to cancel in-flight ones whose batch was cancelled, whose deadline passed or whose lane is
- * closing (IORING_OP_ASYNC_CANCEL), submits, waits at most 1 ms for a completion when there is
+ * closing (IORING_OP_ASYNC_CANCEL), submits, waits at most 1 ms for a completion (a quarter of the
+ * ring's worth when it is full and more work is queued) when there is
  * nothing else to do, turns completions into receipts and delivers them, one list per batch. A
  * short result continues with the bytes not yet moved (never re-sending bytes the kernel already
  * took); a failure reports what is known. The pass repeats (a message to itself) while anything is
@@ -72,6 +73,8 @@ final class RingLane {
     private final long destructionWindowNanos;
     private final FileOp[] slots;
     private final int[] generations;
+    /** Completions a pass waits for when the ring is full and work is queued: a quarter of the ring. */
+    private final int batchWant;
     private final ArrayDeque<Integer> free = new ArrayDeque<>();
     private final Map<ReceiptSink, List<Receipt>> outgoing = new IdentityHashMap<>();
     private final List<ActorRef<Closed>> closeWaiters = new ArrayList<>();
@@ -92,6 +95,7 @@ final class RingLane {
         this.destructionWindowNanos = destructionWindow.toNanos();
         this.slots = new FileOp[io.capacity()];
         this.generations = new int[io.capacity()];
+        this.batchWant = Math.max(1, io.capacity() / 4);
         for (int i = 0; i < slots.length; i++) {
             free.add(i);
         }
@@ -159,9 +163,18 @@ final class RingLane {
         // full, or nothing is queued. Polling the CQ in user space while the ring is full and work is
         // queued spins a whole CPU that the kernel's own workers need (measured: see
         // docs/transports/file.md, "Bench method").
+        //
+        // When the ring is full and more work is queued, wait for a quarter of the ring to complete
+        // rather than one operation: the rest keep the kernel busy meanwhile, and one pass then turns
+        // several completions into receipts (one delivery per batch), refills several slots with one
+        // io_uring_enter, and costs one wake-up of this thread and one message to itself instead of
+        // one each per operation. On 2 vCPUs that per-operation work competed with the io-wq worker
+        // that copies a buffered write (measured: docs/transports/file.md, "Bench method"). With
+        // nothing queued the lane waits for one completion, so an isolated task's receipt is not held.
         boolean ringFull = inflight >= slots.length;
         boolean idleWait = inflight > 0 && (ringFull || (started == 0 && handle.queue.isEmpty()));
-        io.poll(idleWait ? MAX_WAIT_NANOS : 0, this::onCompletion);
+        int want = ringFull && !handle.queue.isEmpty() ? batchWant : 1;
+        io.poll(idleWait ? MAX_WAIT_NANOS : 0, want, this::onCompletion);
         deliver();
         if (closing && inflight == 0 && handle.queue.isEmpty()) {
             io.close();

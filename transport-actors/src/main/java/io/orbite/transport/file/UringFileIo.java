@@ -61,9 +61,16 @@ final class UringFileIo implements FileIo {
 
     @Override
     public int poll(long waitNanos, CompletionSink sink) {
+        return poll(waitNanos, 1, sink);
+    }
+
+    @Override
+    public int poll(long waitNanos, int minComplete, CompletionSink sink) {
         current = sink;
         try {
-            int min = waitNanos > 0 && ring.ready() == 0 ? 1 : 0;
+            // min_complete counts every ready completion, so waiting for minComplete when fewer are
+            // ready returns as soon as the CQ holds that many (or the wait runs out).
+            int min = waitNanos > 0 && ring.ready() < minComplete ? minComplete : 0;
             ring.enter(min, waitNanos);
             int n = 0;
             int got;

@@ -68,6 +68,11 @@ final class BenchReport {
     return 0;
   }
 
+  /** Prints the engine's dashboard and metrics URLs ({@code dashboard: http://...}), if it serves any. */
+  static void printUrls(PrintStream human, io.orbite.engine.TransferEngine engine) {
+    engine.observabilityUrls().forEach((what, url) -> human.println(what + ": " + url));
+  }
+
   static double round(double v) {
     return Math.round(v * 1000.0) / 1000.0;
   }

@@ -69,6 +69,7 @@ public final class ShmBench {
         Arena copyArena = Arena.ofConfined()) {
       human.printf("bench shm: source %s (pid %d), requester pid %d, %.0f s per figure, working set %d MiB%n",
           source.endpoint(), source.pid(), ProcessHandle.current().pid(), secondsPerFigure, workingSetBytes >> 20);
+      BenchReport.printUrls(human, requester);
       long remote = Long.parseLong(source.call("ALLOC " + REGION_BYTES + " READ_WRITE"));
       long sourceSeed = 0x5eed5L;
       source.call("FILL " + remote + " " + sourceSeed);

@@ -73,6 +73,7 @@ public final class TcpBench {
         TransferEngine requester = TransferEngine.start(EngineConfig.fromEnv().withName("bench-requester"))) {
       human.printf("bench tcp: source %s (pid %d), requester pid %d, %d lanes, %.0f s per figure%n", source.endpoint(),
           source.pid(), ProcessHandle.current().pid(), requester.config().tcp().lanes(), secondsPerFigure);
+      BenchReport.printUrls(human, requester);
       long remote = Long.parseLong(source.call("ALLOC " + REGION_BYTES + " READ_WRITE"));
       long sourceSeed = 0x5eed5L;
       source.call("FILL " + remote + " " + sourceSeed);

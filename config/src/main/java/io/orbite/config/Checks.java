@@ -39,6 +39,20 @@ final class Checks {
         return value;
     }
 
+    /**
+     * A host name or interface address: 1..{@value ListenConfig#MAX_HOST_LENGTH} characters, no whitespace or
+     * control characters.
+     */
+    static String requireHost(String path, String host) {
+        requireNonNull(path, host);
+        if (host.isEmpty() || host.length() > ListenConfig.MAX_HOST_LENGTH || host.codePoints().anyMatch(
+                c -> Character.isWhitespace(c) || Character.isISOControl(c))) {
+            throw new ConfigException(path, "must be 1.." + ListenConfig.MAX_HOST_LENGTH
+                    + " characters without whitespace, got " + quote(host));
+        }
+        return host;
+    }
+
     static <T> T requireNonNull(String path, T value) {
         if (value == null) {
             throw new ConfigException(path, "must not be null");

@@ -26,13 +26,7 @@ public record ListenConfig(String host, int port) {
 
     /** Validates every component. @throws ConfigException naming {@code listen.<key>} */
     public ListenConfig {
-        String hostPath = SECTION + ".host";
-        Checks.requireNonNull(hostPath, host);
-        if (host.isEmpty() || host.length() > MAX_HOST_LENGTH || host.codePoints().anyMatch(
-                c -> Character.isWhitespace(c) || Character.isISOControl(c))) {
-            throw new ConfigException(hostPath, "must be 1.." + MAX_HOST_LENGTH
-                    + " characters without whitespace, got " + Checks.quote(host));
-        }
+        Checks.requireHost(SECTION + ".host", host);
         Checks.requireRange(SECTION + ".port", port, MIN_PORT, MAX_PORT);
     }
 

@@ -268,6 +268,7 @@ public final class BatchActor {
     Map<PeerChannel, Boolean> touched = new IdentityHashMap<>();
     int releasedTasks = 0;
     long releasedBytes = 0;
+    long earliestDeadline = Long.MAX_VALUE;
     for (TransferRequest r : m.requests()) {
       Registration local = r.local().registration();
       boolean loaned = local.tryLoan();
@@ -281,6 +282,7 @@ public final class BatchActor {
         releasedBytes += r.lengthBytes();
         continue;
       }
+      earliestDeadline = Math.min(earliestDeadline, deadline);
       PeerChannel channel = r.remote().channelFor(r.transport(), r.regionId());
       taskTransports.add(channel.transport());
       counters.of(channel.transport()).tasksDispatched.increment();
@@ -300,19 +302,17 @@ public final class BatchActor {
     }
     m.replyTo().tell(new Accepted(first));
     notifyIfIdle();
-    armWatchdog();
+    if (earliestDeadline != Long.MAX_VALUE) {
+      armWatchdog(earliestDeadline + destructionWindowNanos);
+    }
     return stash.unstashAll(ready(stash));
   }
 
-  /** Sets the watchdog for the earliest pending deadline plus the destruction window. */
-  private void armWatchdog() {
-    long earliest = ledger.earliestPendingDeadline();
-    if (earliest == Long.MAX_VALUE) {
-      timers.cancel(Watchdog.INSTANCE);
-      watchdogAtNanos = Long.MAX_VALUE;
-      return;
-    }
-    long at = earliest + destructionWindowNanos;
+  /**
+   * Makes the watchdog fire at {@code at} at the latest. Finishing tasks never move it later: a
+   * watchdog that fires with nothing overdue just sets the next one, so receipts cost no rescan.
+   */
+  private void armWatchdog(long at) {
     if (watchdogAtNanos != Long.MAX_VALUE && watchdogAtNanos - at <= 0 && timers.isTimerActive(Watchdog.INSTANCE)) {
       return;
     }
@@ -342,7 +342,10 @@ public final class BatchActor {
           ledger.held(), ledger.heldBytes(), Instant.now()), () -> heldTasks.get() > 0);
       notifyIfIdle();
     }
-    armWatchdog();
+    long earliest = ledger.earliestPendingDeadline();
+    if (earliest != Long.MAX_VALUE) {
+      armWatchdog(earliest + destructionWindowNanos);
+    }
     return ready(stash);
   }
 
@@ -383,7 +386,6 @@ public final class BatchActor {
       counters.bytesCompleted.add(completedBytes);
       counters.tasksFailed.add(finished - completed);
       notifyIfIdle();
-      armWatchdog();
       report(ledger.held() > 0 ? "quarantined" : reportedState.equals("admitting") ? "admitting" : "open");
     }
     if (lateTasks > 0) {

@@ -5,20 +5,16 @@ import io.orbite.engine.Access;
 import io.orbite.engine.Op;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
-import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
-import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.qualification.cli.Progress;
 import io.orbite.qualification.harness.EngineProcess;
-import io.orbite.qualification.harness.TaskRunner;
 import io.orbite.qualification.verify.Pattern;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -96,14 +92,14 @@ public final class ShmBench {
           String name = op.name().toLowerCase(Locale.ROOT) + "_" + NAMES[s];
           double memcpy = memcpy(from, to, SIZES[s]);
           ceilings.put("memcpy_1t_" + NAMES[s] + "_before_" + name + "_GBps", memcpy);
-          Run r = measure(requester, op, local, peer, remote, SIZES[s], name);
-          failures += r.failed;
+          BenchLoop.Run r = measure(requester, op, local, peer, remote, SIZES[s], name);
+          failures += r.failed();
           figures.put(name + "_GBps", r.gbps());
           ratios.put(name + "_vs_memcpy", r.gbps() / memcpy);
           if (op == Op.WRITE) {
-            writtenUpTo = Math.max(writtenUpTo, r.touchedBytes);
+            writtenUpTo = Math.max(writtenUpTo, r.touchedBytes());
           }
-          failures += BenchReport.verify(human, op, local, source, remote, op == Op.WRITE ? writtenUpTo : r.touchedBytes,
+          failures += BenchReport.verify(human, op, local, source, remote, op == Op.WRITE ? writtenUpTo : r.touchedBytes(),
               sourceSeed,
               writeSeed);
         }
@@ -152,58 +148,19 @@ public final class ShmBench {
     return gbps;
   }
 
-  private record Run(long bytes, long tasks, double seconds, long touchedBytes, int failed) {
-    double gbps() {
-      return bytes / 1e9 / seconds;
-    }
-  }
-
-  private Run measure(TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer, long remote, long size,
+  private BenchLoop.Run measure(TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer, long remote, long size,
       String name) {
     int perBatch = (int) Math.max(1, Math.min(1024, (64L << 20) / size));
     int batchesInFlight = (int) Math.max(2, IN_FLIGHT_BYTES / (perBatch * size));
     long slots = Math.max(1, workingSetBytes / size);
-    Run warm = runFor(engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, 0.3, null);
+    BenchLoop.Run warm = BenchLoop.runFor(human, engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, 0.3, null);
     Progress progress = new Progress(name, (long) (secondsPerFigure * 10), "ds");
-    Run r = runFor(engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, secondsPerFigure, progress);
+    BenchLoop.Run r = BenchLoop.runFor(human, engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, secondsPerFigure, progress);
     progress.done();
-    human.printf(Locale.ROOT, "  %-12s %6d tasks %9.1f MiB in %5.2f s = %6.3f GB/s%n", name, r.tasks, r.bytes / 1048576.0,
-        r.seconds, r.gbps());
-    return new Run(r.bytes, r.tasks, r.seconds, Math.max(warm.touchedBytes, r.touchedBytes), r.failed + warm.failed);
+    human.printf(Locale.ROOT, "  %-12s %6d tasks %9.1f MiB in %5.2f s = %6.3f GB/s%n", name, r.tasks(), r.bytes() / 1048576.0,
+        r.seconds(), r.gbps());
+    return new BenchLoop.Run(r.bytes(), r.tasks(), r.seconds(), Math.max(warm.touchedBytes(), r.touchedBytes()), r.failed() + warm.failed());
   }
 
-  private Run runFor(TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer, long remote, long size,
-      int perBatch, int batchesInFlight, long slots, double seconds, Progress progress) {
-    long start = System.nanoTime();
-    long deadline = start + (long) (seconds * 1e9);
-    long bytes = 0;
-    long tasks = 0;
-    int failed = 0;
-    long slot = 0;
-    long touched = 0;
-    int chunk = perBatch * batchesInFlight;
-    while (System.nanoTime() < deadline) {
-      List<TransferRequest> requests = new ArrayList<>(chunk);
-      for (int i = 0; i < chunk; i++) {
-        long offset = (slot++ % slots) * size;
-        touched = Math.max(touched, offset + size);
-        requests.add(op == Op.READ
-            ? TransferRequest.read(local, offset, peer, remote, offset, size)
-            : TransferRequest.write(local, offset, peer, remote, offset, size));
-      }
-      for (TaskResult r : TaskRunner.run(engine, requests, perBatch, batchesInFlight, null)) {
-        if (r.completed()) {
-          bytes += r.bytes();
-          tasks++;
-        } else if (failed++ < 3) {
-          human.println("  task failed: " + r);
-        }
-      }
-      if (progress != null) {
-        progress.update(Math.min((long) (seconds * 10), (System.nanoTime() - start) / 100_000_000L), bytes);
-      }
-    }
-    return new Run(bytes, tasks, (System.nanoTime() - start) / 1e9, touched, failed);
-  }
 
 }

@@ -5,13 +5,10 @@ import io.orbite.engine.Access;
 import io.orbite.engine.Op;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
-import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
-import io.orbite.engine.TransferRequest;
 import io.orbite.qualification.cli.Progress;
 import io.orbite.qualification.harness.EngineMain;
 import io.orbite.qualification.harness.EngineProcess;
-import io.orbite.qualification.harness.TaskRunner;
 import io.orbite.qualification.verify.Pattern;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -127,10 +124,10 @@ public final class TcpBench {
         }
       }
       if (!skipSmall) {
-        Run small = measureSmall(requester, local, peer, remote);
-        failures += small.failed;
-        failures += BenchReport.verify(human, Op.READ, local, source, remote, small.touchedBytes, sourceSeed, 0);
-        figures.put("tasks_4KiB_per_s", small.tasks / small.seconds);
+        BenchLoop.Run small = measureSmall(requester, local, peer, remote);
+        failures += small.failed();
+        failures += BenchReport.verify(human, Op.READ, local, source, remote, small.touchedBytes(), sourceSeed, 0);
+        figures.put("tasks_4KiB_per_s", small.tasks() / small.seconds());
       }
       if (haveIperf && !skipSmall) {
         addIperf(iperf, iperfCpu);
@@ -192,65 +189,32 @@ public final class TcpBench {
     int batchesInFlight = (int) Math.max(2, IN_FLIGHT_BYTES / (perBatch * size));
     long slots = Math.max(1, workingSetBytes / size);
     // Warm up: one pass of batches, not measured (but its bytes are verified with the rest).
-    Run warm = runFor(engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, 0.3, null);
+    BenchLoop.Run warm = BenchLoop.runFor(human, engine, op, local, peer, remote, size, perBatch, batchesInFlight,
+        slots, 0.3, null);
     Progress progress = new Progress(name, (long) (secondsPerFigure * 10), "ds");
     long allocBefore = measureAllocation ? EngineMain.allocatedBytes() : 0;
     long laneAllocBefore = measureAllocation ? EngineMain.allocatedBytes(LANE_THREADS) : 0;
-    Run r = runFor(engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, secondsPerFigure, progress);
+    BenchLoop.Run r = BenchLoop.runFor(human, engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots,
+        secondsPerFigure, progress);
     long allocated = measureAllocation ? EngineMain.allocatedBytes() - allocBefore : 0;
     long laneAllocated = measureAllocation ? EngineMain.allocatedBytes(LANE_THREADS) - laneAllocBefore : 0;
     progress.done();
-    human.printf(Locale.ROOT, "  %-12s %6d tasks %9.1f MiB in %5.2f s = %6.3f GB/s%n", name, r.tasks, r.bytes / 1048576.0,
-        r.seconds, r.gbps());
-    return new Run(r.bytes, r.tasks, r.seconds, Math.max(warm.touchedBytes, r.touchedBytes), allocated, laneAllocated,
-        r.failed + warm.failed);
+    human.printf(Locale.ROOT, "  %-12s %6d tasks %9.1f MiB in %5.2f s = %6.3f GB/s%n", name, r.tasks(), r.bytes() / 1048576.0,
+        r.seconds(), r.gbps());
+    return new Run(r.bytes(), r.tasks(), r.seconds(), Math.max(warm.touchedBytes(), r.touchedBytes()), allocated,
+        laneAllocated, r.failed() + warm.failed());
   }
 
-  private Run runFor(TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer, long remote, long size,
-      int perBatch, int batchesInFlight, long slots, double seconds, Progress progress) {
-    long start = System.nanoTime();
-    long deadline = start + (long) (seconds * 1e9);
-    long bytes = 0;
-    long tasks = 0;
-    int failed = 0;
-    long slot = 0;
-    long touched = 0;
-    int chunk = perBatch * batchesInFlight;
-    while (System.nanoTime() < deadline) {
-      List<TransferRequest> requests = new ArrayList<>(chunk);
-      for (int i = 0; i < chunk; i++) {
-        long offset = (slot++ % slots) * size;
-        touched = Math.max(touched, offset + size);
-        requests.add(op == Op.READ
-            ? TransferRequest.read(local, offset, peer, remote, offset, size)
-            : TransferRequest.write(local, offset, peer, remote, offset, size));
-      }
-      for (TaskResult r : TaskRunner.run(engine, requests, perBatch, batchesInFlight, null)) {
-        if (r.completed()) {
-          bytes += r.bytes();
-          tasks++;
-        } else {
-          if (failed++ < 3) {
-            human.println("  task failed: " + r);
-          }
-        }
-      }
-      if (progress != null) {
-        progress.update(Math.min((long) (seconds * 10), (System.nanoTime() - start) / 100_000_000L), bytes);
-      }
-    }
-    return new Run(bytes, tasks, (System.nanoTime() - start) / 1e9, touched, 0, 0, failed);
-  }
-
-  private Run measureSmall(TransferEngine engine, RegisteredMemory local, RemoteSegment peer, long remote) {
+  private BenchLoop.Run measureSmall(TransferEngine engine, RegisteredMemory local, RemoteSegment peer, long remote) {
     long size = 4096;
     long slots = REGION_BYTES / size;
-    runFor(engine, Op.READ, local, peer, remote, size, 1024, 4, slots, 0.3, null);
+    BenchLoop.runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, 0.3, null);
     Progress progress = new Progress("tasks_4KiB", (long) (secondsPerFigure * 10), "ds");
-    Run r = runFor(engine, Op.READ, local, peer, remote, size, 1024, 4, slots, secondsPerFigure, progress);
+    BenchLoop.Run r = BenchLoop.runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots,
+        secondsPerFigure, progress);
     progress.done();
-    human.printf(Locale.ROOT, "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024)%n", "read_4KiB", r.tasks,
-        r.seconds, r.tasks / r.seconds);
+    human.printf(Locale.ROOT, "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024)%n", "read_4KiB", r.tasks(),
+        r.seconds(), r.tasks() / r.seconds());
     return r;
   }
 

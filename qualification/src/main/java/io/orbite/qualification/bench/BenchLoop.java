@@ -1,0 +1,69 @@
+package io.orbite.qualification.bench;
+
+import io.orbite.engine.Op;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TaskResult;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.qualification.cli.Progress;
+import io.orbite.qualification.harness.TaskRunner;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.List;
+
+/** The timed loop the TCP and SHM benches share: fixed-size tasks at the same offsets on both sides. */
+final class BenchLoop {
+  private BenchLoop() {}
+
+  /**
+   * One timed run.
+   *
+   * @param touchedBytes how far into both regions the run reached (what must be verified)
+   * @param failed tasks that did not complete
+   */
+  record Run(long bytes, long tasks, double seconds, long touchedBytes, int failed) {
+    double gbps() {
+      return bytes / 1e9 / seconds;
+    }
+  }
+
+  /**
+   * Runs {@code op} tasks of {@code size} for {@code seconds}, {@code perBatch} per batch and {@code
+   * batchesInFlight} batches at once, cycling through {@code slots} offsets; reports the first failed
+   * tasks on {@code human} and progress (tenths of a second) on {@code progress} if not null.
+   */
+  static Run runFor(PrintStream human, TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer,
+      long remote, long size, int perBatch, int batchesInFlight, long slots, double seconds, Progress progress) {
+    long start = System.nanoTime();
+    long deadline = start + (long) (seconds * 1e9);
+    long bytes = 0;
+    long tasks = 0;
+    int failed = 0;
+    long slot = 0;
+    long touched = 0;
+    int chunk = perBatch * batchesInFlight;
+    while (System.nanoTime() < deadline) {
+      List<TransferRequest> requests = new ArrayList<>(chunk);
+      for (int i = 0; i < chunk; i++) {
+        long offset = (slot++ % slots) * size;
+        touched = Math.max(touched, offset + size);
+        requests.add(op == Op.READ
+            ? TransferRequest.read(local, offset, peer, remote, offset, size)
+            : TransferRequest.write(local, offset, peer, remote, offset, size));
+      }
+      for (TaskResult r : TaskRunner.run(engine, requests, perBatch, batchesInFlight, null)) {
+        if (r.completed()) {
+          bytes += r.bytes();
+          tasks++;
+        } else if (failed++ < 3) {
+          human.println("  task failed: " + r);
+        }
+      }
+      if (progress != null) {
+        progress.update(Math.min((long) (seconds * 10), (System.nanoTime() - start) / 100_000_000L), bytes);
+      }
+    }
+    return new Run(bytes, tasks, (System.nanoTime() - start) / 1e9, touched, failed);
+  }
+}

@@ -48,6 +48,18 @@ public final class IoUring {
     public static final long IORING_OFF_CQ_RING = 0x8000000L;
     public static final long IORING_OFF_SQES = 0x10000000L;
 
+    // ---- io_uring_setup flags ----
+    /** The ring starts disabled; {@link #IORING_REGISTER_ENABLE_RINGS} enables it (Linux 5.10). */
+    public static final int IORING_SETUP_R_DISABLED = 1 << 6;
+    /** Only one task submits: the creator, or the task that enables an R_DISABLED ring (Linux 6.0). */
+    public static final int IORING_SETUP_SINGLE_ISSUER = 1 << 12;
+    /**
+     * Completions that need the submitter's context (those of io-wq workers among them) wait until
+     * that task enters with GETEVENTS, instead of being posted from the worker and waking the task
+     * each time (Linux 6.1; needs SINGLE_ISSUER).
+     */
+    public static final int IORING_SETUP_DEFER_TASKRUN = 1 << 13;
+
     // ---- io_uring_enter flags ----
     public static final int IORING_ENTER_GETEVENTS = 1;
     public static final int IORING_ENTER_EXT_ARG = 1 << 3;
@@ -59,6 +71,7 @@ public final class IoUring {
 
     // ---- io_uring_register opcodes ----
     public static final int IORING_REGISTER_PROBE = 8;
+    public static final int IORING_REGISTER_ENABLE_RINGS = 12;
     public static final int IO_URING_OP_SUPPORTED = 1;
 
     /** Entries of the ring the probe sets up. */
@@ -182,6 +195,7 @@ public final class IoUring {
      */
     public static int setup(int entries, MemorySegment params) {
         BOUND.require("io_uring_setup");
+        int flags = params.get(ValueLayout.JAVA_INT, IoUringParams.OFFSET_FLAGS);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = ErrnoCapture.allocate(arena);
             long r;
@@ -191,7 +205,8 @@ public final class IoUring {
                 throw NativeBinder.unexpected("io_uring_setup", t);
             }
             if (r < 0) {
-                throw new NativeCallException("io_uring_setup", "entries=" + entries, ErrnoCapture.errno(state));
+                throw new NativeCallException("io_uring_setup", "entries=" + entries
+                        + (flags != 0 ? ", flags=0x" + Integer.toHexString(flags) : ""), ErrnoCapture.errno(state));
             }
             return (int) r;
         }

@@ -1,5 +1,6 @@
 package io.orbite.nativebind.uring;
 
+import io.orbite.nativebind.Errno;
 import io.orbite.nativebind.ErrnoCapture;
 import io.orbite.nativebind.NativeCallException;
 import io.orbite.nativebind.libc.Libc;
@@ -15,6 +16,14 @@ import java.lang.invoke.VarHandle;
  * and the SQ head are read with acquire loads, as {@code io_uring.h}'s comments require.
  *
  * <p>Single-threaded: one owner thread prepares, submits and reaps (the file transport's ring lane).
+ * {@link #openSingleIssuer} makes the kernel hold the ring to that: it is set up disabled, with
+ * {@code IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN}, and the first {@link #enter}
+ * enables it, binding it to the calling thread; the kernel then refuses any other thread's
+ * {@code io_uring_enter} ({@code EEXIST}). Completions that the kernel finishes outside that thread
+ * (an io-wq worker's buffered write) are then queued for it and posted at its next {@link #enter},
+ * instead of the worker posting each one and waking the thread: the worker does less per request
+ * and the owner wakes once for the completions it waits for. Every {@link #enter} of such a ring
+ * asks for events, so {@code enter(0, 0)} also posts what is queued.
  * The SQ index array is filled once with the identity, so slot {@code i} of the SQE array is always
  * entry {@code i}. {@link #close()} unmaps and closes; whoever owns a ring must only call it once no
  * submitted request can still complete (a quarantined owner never calls it).
@@ -43,9 +52,16 @@ public final class Ring implements AutoCloseable {
     private final MemorySegment timespec;
     private int sqTail;
     private boolean closed;
+    /** Set up with SINGLE_ISSUER and DEFER_TASKRUN: every enter asks for events. */
+    private final boolean deferred;
+    /** Set up disabled (R_DISABLED): the first enter enables it and so becomes its only issuer. */
+    private boolean disabled;
 
     private Ring(int fd, MemorySegment params, MemorySegment sqRing, MemorySegment cqRing, MemorySegment sqes) {
         this.fd = fd;
+        int setupFlags = IoUringParams.u32(params, IoUringParams.OFFSET_FLAGS);
+        this.deferred = (setupFlags & IoUring.IORING_SETUP_DEFER_TASKRUN) != 0;
+        this.disabled = (setupFlags & IoUring.IORING_SETUP_R_DISABLED) != 0;
         this.sqEntries = IoUringParams.u32(params, IoUringParams.OFFSET_SQ_ENTRIES);
         this.cqEntries = IoUringParams.u32(params, IoUringParams.OFFSET_CQ_ENTRIES);
         this.features = IoUringParams.u32(params, IoUringParams.OFFSET_FEATURES);
@@ -77,9 +93,33 @@ public final class Ring implements AutoCloseable {
      * failed call; nothing is left open then.
      */
     public static Ring open(int entries) {
+        return open(entries, 0);
+    }
+
+    /**
+     * {@link #open(int)} for one thread only, with deferred completions (see the class comment):
+     * the ring is bound to the thread that first calls {@link #enter}, which may be another thread
+     * than this one. On a kernel without SINGLE_ISSUER or DEFER_TASKRUN (before Linux 6.1:
+     * {@code EINVAL}) this is an ordinary ring; {@link #deferredCompletions()} says which it is.
+     */
+    public static Ring openSingleIssuer(int entries) {
+        int flags = IoUring.IORING_SETUP_SINGLE_ISSUER | IoUring.IORING_SETUP_DEFER_TASKRUN
+                | IoUring.IORING_SETUP_R_DISABLED;
+        try {
+            return open(entries, flags);
+        } catch (NativeCallException e) {
+            if (e.errno() != Errno.EINVAL.number()) {
+                throw e;
+            }
+            return open(entries, 0);
+        }
+    }
+
+    private static Ring open(int entries, int setupFlags) {
         IoUring.availability().require("io_uring_setup");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = IoUringParams.allocate(arena);
+            params.set(ValueLayout.JAVA_INT, IoUringParams.OFFSET_FLAGS, setupFlags);
             int fd = IoUring.setup(entries, params);
             MemorySegment sqRing = null;
             MemorySegment cqRing = null;
@@ -140,6 +180,14 @@ public final class Ring implements AutoCloseable {
         return features;
     }
 
+    /**
+     * Whether the ring was set up with SINGLE_ISSUER and DEFER_TASKRUN ({@link #openSingleIssuer} on
+     * Linux 6.1 or later): completions wait for the owner's next {@link #enter}.
+     */
+    public boolean deferredCompletions() {
+        return deferred;
+    }
+
     /** Entries prepared and not yet consumed by the kernel. */
     public int unsubmitted() {
         return sqTail - (int) INT.getAcquire(sqRing, sqHeadOffset);
@@ -172,12 +220,17 @@ public final class Ring implements AutoCloseable {
      * @return entries the kernel consumed in this call
      */
     public int enter(int minComplete, long waitNanos) {
+        if (disabled) {
+            // Binds the ring to this thread (SINGLE_ISSUER); from now on only it may enter.
+            IoUring.register(fd, IoUring.IORING_REGISTER_ENABLE_RINGS, MemorySegment.NULL, 0);
+            disabled = false;
+        }
         INT.setRelease(sqRing, sqTailOffset, sqTail);
         int toSubmit = unsubmitted();
-        if (toSubmit == 0 && minComplete == 0) {
+        if (toSubmit == 0 && minComplete == 0 && !deferred) {
             return 0;
         }
-        int flags = 0;
+        int flags = deferred ? IoUring.IORING_ENTER_GETEVENTS : 0;
         MemorySegment arg = MemorySegment.NULL;
         long argSize = 0;
         if (minComplete > 0) {
@@ -250,6 +303,7 @@ public final class Ring implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "io_uring(fd=" + fd + ", sq=" + sqEntries + ", cq=" + cqEntries + ")";
+        return "io_uring(fd=" + fd + ", sq=" + sqEntries + ", cq=" + cqEntries
+                + (deferred ? ", single issuer, deferred completions" : "") + ")";
     }
 }

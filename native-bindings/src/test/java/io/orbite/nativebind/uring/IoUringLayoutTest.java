@@ -100,6 +100,10 @@ class IoUringLayoutTest {
         ours.put("IORING_FEAT_NODROP", (long) IoUring.IORING_FEAT_NODROP);
         ours.put("IORING_FEAT_EXT_ARG", (long) IoUring.IORING_FEAT_EXT_ARG);
         ours.put("IORING_REGISTER_PROBE", (long) IoUring.IORING_REGISTER_PROBE);
+        ours.put("IORING_REGISTER_ENABLE_RINGS", (long) IoUring.IORING_REGISTER_ENABLE_RINGS);
+        ours.put("IORING_SETUP_R_DISABLED", (long) IoUring.IORING_SETUP_R_DISABLED);
+        ours.put("IORING_SETUP_SINGLE_ISSUER", (long) IoUring.IORING_SETUP_SINGLE_ISSUER);
+        ours.put("IORING_SETUP_DEFER_TASKRUN", (long) IoUring.IORING_SETUP_DEFER_TASKRUN);
         ours.put("IO_URING_OP_SUPPORTED", (long) IoUring.IO_URING_OP_SUPPORTED);
         Map<String, String> e = new LinkedHashMap<>();
         ours.keySet().forEach(k -> e.put(k, k));

@@ -2,9 +2,11 @@ package io.orbite.nativebind.uring;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.nativebind.Errno;
+import io.orbite.nativebind.NativeCallException;
 import io.orbite.nativebind.libc.Libc;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -13,13 +15,19 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** A real ring on this kernel: NOP, WRITE then READ of a file byte for byte, and cancelling a stalled FIFO read. */
+/**
+ * A real ring on this kernel: NOP, WRITE then READ of a file byte for byte (on an ordinary ring and
+ * on a single-issuer ring with deferred completions, which refuses any other thread), and cancelling
+ * a stalled FIFO read.
+ */
 class RingTest {
     private record Completion(long userData, int result) {}
 
@@ -57,10 +65,48 @@ class RingTest {
 
     @Test
     void writeThenReadMovesExactlyTheRequestedBytes(@TempDir Path dir) throws Exception {
-        Path file = dir.resolve("data");
+        try (Ring ring = Ring.open(8)) {
+            writeThenRead(ring, dir.resolve("data"));
+        }
+    }
+
+    @Test
+    void aSingleIssuerRingServesOnlyTheThreadThatEnteredItFirst(@TempDir Path dir) throws Exception {
+        try (Ring ring = Ring.openSingleIssuer(8)) {
+            Assumptions.assumeTrue(ring.deferredCompletions(), "SINGLE_ISSUER | DEFER_TASKRUN need Linux 6.1");
+            // Set up here, bound to the owner at its first enter: the file lane's ring is created by the
+            // transport and entered only by the lane's pinned thread.
+            ExecutorService owner = Executors.newSingleThreadExecutor();
+            try {
+                // A buffered write to ext4 is done by an io-wq worker: its completion is deferred to the owner.
+                owner.submit(() -> {
+                    writeThenRead(ring, dir.resolve("data"));
+                    return null;
+                }).get(10, TimeUnit.SECONDS);
+                ring.prepare(IoUring.IORING_OP_NOP, -1, 0, 0, 0, 0, 0xBEEFL);
+                NativeCallException refused = assertThrows(NativeCallException.class,
+                        () -> ring.enter(1, TimeUnit.SECONDS.toNanos(1)));
+                assertEquals(Errno.EEXIST.number(), refused.errno(), refused.getMessage());
+                assertTrue(refused.getMessage().contains("io_uring_enter"), refused.getMessage());
+                // The refused call submitted nothing: the owner's next enter submits and completes the NOP.
+                List<Completion> got = owner.submit(() -> {
+                    List<Completion> seen = new ArrayList<>();
+                    ring.enter(1, TimeUnit.SECONDS.toNanos(5));
+                    ring.reap((u, r, f) -> seen.add(new Completion(u, r)), 16);
+                    return seen;
+                }).get(10, TimeUnit.SECONDS);
+                assertEquals(List.of(new Completion(0xBEEFL, 0)), got);
+            } finally {
+                owner.shutdownNow();
+            }
+        }
+    }
+
+    /** WRITE 1000 patterned bytes at file offset 4097, READ them back 1 B into a guarded buffer; checks every byte. */
+    private static void writeThenRead(Ring ring, Path file) throws Exception {
         Files.write(file, new byte[8192]);
         int fd = Libc.open(file.toString(), Libc.O_RDWR | Libc.O_CLOEXEC);
-        try (Ring ring = Ring.open(8); Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofConfined()) {
             MemorySegment src = arena.allocate(1000);
             for (int i = 0; i < 1000; i++) {
                 src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 3));

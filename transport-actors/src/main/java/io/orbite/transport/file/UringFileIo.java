@@ -8,7 +8,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@link FileIo} over one io_uring: READ and WRITE entries with the operation id as user_data,
+ * {@link FileIo} over one io_uring ({@link Ring#openSingleIssuer}: only the lane's thread enters it),
+ * READ and WRITE entries with the operation id as user_data,
  * ASYNC_CANCEL entries tagged with {@link #CANCEL_TAG}. The ring has twice the lane's depth in
  * submission entries, so a cancel always finds a slot, and the kernel gives it twice that in
  * completion entries, so completions never overflow.
@@ -26,7 +27,10 @@ final class UringFileIo implements FileIo {
 
     UringFileIo(int capacity) {
         this.capacity = capacity;
-        this.ring = Ring.open(Math.max(2, capacity * 2));
+        // Single issuer with deferred completions, as fio's io_uring engine sets its ring up: the
+        // lane's pinned thread is bound to the ring at its first enter (the ring is created here, on
+        // the transport's thread), and io-wq completions are posted at the lane's next enter.
+        this.ring = Ring.openSingleIssuer(Math.max(2, capacity * 2));
     }
 
     @Override

@@ -20,13 +20,14 @@ import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.Span;
 import java.net.ServerSocket;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * C3 with real processes: a source is SIGKILLed and replaced at the same endpoint by a fresh
@@ -40,8 +41,8 @@ class EpochFencingIT {
   private static final long CHUNK = 256 * 1024 + 3;
 
   @Test
-  void aReplacedSourceIsReachedOnlyThroughAFreshOpenAndStaleSegmentsAreRefused() throws Exception {
-    Path logs = Files.createTempDirectory("orbite-epochs");
+  void aReplacedSourceIsReachedOnlyThroughAFreshOpenAndStaleSegmentsAreRefused(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     int port;
     try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       port = s.getLocalPort();

@@ -17,12 +17,14 @@ import io.orbite.engine.TransferRequest;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
-import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * C5, C6, C11 with a real process: the source is SIGKILLed while large READs and WRITEs are in
@@ -35,8 +37,8 @@ class PeerDeathIT {
   private static final long TASK = 8L << 20;
 
   @Test
-  void aSourceKilledMidTransferFailsTasksOnlyAfterDrainAndNeverClaimsTheirBytes() throws Exception {
-    var logs = Files.createTempDirectory("orbite-peer-death");
+  void aSourceKilledMidTransferFailsTasksOnlyAfterDrainAndNeverClaimsTheirBytes(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     try (TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("survivor"));
         EngineProcess source = EngineProcess.start("victim", logs, Map.of())) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));

@@ -10,10 +10,12 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
-import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * C11 from the source's side, for three requester generations: each requester process reads
@@ -26,8 +28,8 @@ class RequesterDeathIT {
   private static final long LENGTH = 4L << 20;
 
   @Test
-  void theSurvivingSourceReleasesEachDeadRequestersLoansAndServesItsReplacement() throws Exception {
-    var logs = Files.createTempDirectory("orbite-requester-death");
+  void theSurvivingSourceReleasesEachDeadRequestersLoansAndServesItsReplacement(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     try (TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("surviving-source"))) {
       RegisteredMemory served = source.allocate(REGION, Access.READ);
       long seed = 77;

@@ -16,11 +16,13 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
-import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A SIGSTOPped source: tasks on the wire hit their deadline and fail TIMEOUT only after the lane
@@ -31,8 +33,8 @@ class StalledPeerIT {
   private static final long REGION = 16L << 20;
 
   @Test
-  void tasksAgainstAFrozenPeerTimeOutAfterDrainAndTheEngineRecovers() throws Exception {
-    var logs = Files.createTempDirectory("orbite-stalled");
+  void tasksAgainstAFrozenPeerTimeOutAfterDrainAndTheEngineRecovers(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     try (TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("patient"));
         EngineProcess source = EngineProcess.start("frozen-source", logs, Map.of())) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));

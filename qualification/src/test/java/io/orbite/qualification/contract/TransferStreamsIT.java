@@ -16,6 +16,7 @@ import io.orbite.engine.streams.TransferResult;
 import io.orbite.engine.streams.TransferStreams;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.Span;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -36,6 +37,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The Pekko Streams API over real engines: every byte checked, demand bounded by the budgets,
@@ -287,8 +290,8 @@ class TransferStreamsIT {
   }
 
   @Test
-  void aPeerKilledMidStreamFailsTheWriteSinkAfterDrainAndLeavesNothingCharged() throws Exception {
-    java.nio.file.Path logs = java.nio.file.Files.createTempDirectory("orbite-streams-kill");
+  void aPeerKilledMidStreamFailsTheWriteSinkAfterDrainAndLeavesNothingCharged(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     try (var victim = io.orbite.qualification.harness.EngineProcess.start("stream-victim", logs, java.util.Map.of())) {
       long region = Long.parseLong(victim.call("ALLOC " + REGION + " READ_WRITE"));
       RemoteSegment doomed = pair.requester.openSegment(victim.endpoint(), Duration.ofSeconds(10));

@@ -12,10 +12,11 @@ import io.orbite.engine.control.DescribeClient;
 import io.orbite.engine.wire.Description;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The multi-process fault harness: engine processes that can be frozen (SIGSTOP), resumed
@@ -35,8 +36,8 @@ class EngineProcessIT {
   }
 
   @Test
-  void aStoppedEngineAnswersNothingUntilResumed() throws Exception {
-    Path logs = Files.createTempDirectory("orbite-harness");
+  void aStoppedEngineAnswersNothingUntilResumed(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     try (EngineProcess engine = EngineProcess.start("frozen", logs, Map.of())) {
       assertEquals(engine.epoch(), describe(engine.endpoint(), 5000).epoch());
       engine.stop();
@@ -48,8 +49,8 @@ class EngineProcessIT {
   }
 
   @Test
-  void aKilledEngineIsReplacedAtTheSameEndpointWithAFreshEpoch() throws Exception {
-    Path logs = Files.createTempDirectory("orbite-harness");
+  void aKilledEngineIsReplacedAtTheSameEndpointWithAFreshEpoch(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     int port = freePort();
     EngineProcess first = EngineProcess.startAt("restarted", logs, port, Map.of());
     EngineProcess second = null;

@@ -25,6 +25,8 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 import org.openqa.selenium.By;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.WebDriver;
@@ -41,6 +43,9 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * Screenshots are saved under target/dashboard-screenshots/.
  */
 class DashboardBrowserIT {
+  @TempDir(cleanup = CleanupMode.ON_SUCCESS)
+  Path logs;
+
   private static final Path CHROMIUM = Path.of("/usr/bin/chromium");
   private static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
   private static final Path SHOTS = Path.of("target", "dashboard-screenshots");
@@ -121,7 +126,7 @@ class DashboardBrowserIT {
   @Test
   void pageShowsTheLiveTreeBatchesThroughputAndAKilledPeer() throws Exception {
     requireBrowser();
-    peer = EngineProcess.start("dashboard-peer", Files.createTempDirectory("orbite-dashboard"), Map.of());
+    peer = EngineProcess.start("dashboard-peer", logs, Map.of());
     long remote = Long.parseLong(peer.call("ALLOC " + REGION + " READ_WRITE"));
     peer.call("FILL " + remote + " " + SOURCE_SEED);
     EngineConfig config = EngineConfig.defaults().withName("dashboard-it");

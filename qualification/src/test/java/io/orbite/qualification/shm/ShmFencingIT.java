@@ -24,11 +24,12 @@ import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
 import io.orbite.qualification.verify.Span;
 import java.net.ServerSocket;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Fencing of SHM mappings through OFD locks (C1, C3, C11): a mapping of an allocation its source
@@ -41,8 +42,8 @@ class ShmFencingIT {
   private static final long TASK = 1L << 20;
 
   @Test
-  void aMappingIsRefusedAfterTheSourceUnregistersAndIsNeverUsedAgain() throws Exception {
-    Path logs = Files.createTempDirectory("orbite-shm-unregister");
+  void aMappingIsRefusedAfterTheSourceUnregistersAndIsNeverUsedAgain(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     try (EngineProcess source = EngineProcess.start("shm-unreg-source", logs, ShmPeer.SHM_SOURCE);
         TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("shm-unreg-requester"))) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
@@ -80,8 +81,8 @@ class ShmFencingIT {
   }
 
   @Test
-  void afterCloseSourceNoSameHostPeerCopiesAnyMore() throws Exception {
-    Path logs = Files.createTempDirectory("orbite-shm-close-source");
+  void afterCloseSourceNoSameHostPeerCopiesAnyMore(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     try (EngineProcess source = EngineProcess.start("shm-closed-source", logs, ShmPeer.SHM_SOURCE);
         TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("shm-closed-requester"))) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
@@ -111,8 +112,8 @@ class ShmFencingIT {
   }
 
   @Test
-  void aKilledSourcesMappingNeverReachesItsReplacement() throws Exception {
-    Path logs = Files.createTempDirectory("orbite-shm-kill");
+  void aKilledSourcesMappingNeverReachesItsReplacement(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     int port;
     try (ServerSocket probe = new ServerSocket(0)) {
       port = probe.getLocalPort();

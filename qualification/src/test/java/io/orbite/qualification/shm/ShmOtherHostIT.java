@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.orbite.qualification.harness.EngineProcess;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,6 +14,8 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Transport selection for UNSPEC across emulated hosts (../shared/notes/network-namespaces.md). Every
@@ -31,14 +32,14 @@ class ShmOtherHostIT {
   private static final int TASKS = 8;
 
   @Test
-  void unspecUsesTcpToAnEmulatedOtherHostAndShmToASameHostPeerInAnotherNetworkNamespace() throws Exception {
+  void unspecUsesTcpToAnEmulatedOtherHostAndShmToASameHostPeerInAnotherNetworkNamespace(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     long id = ProcessHandle.current().pid() % 100_000;
     String nsA = "orbA" + id;
     String nsB = "orbB" + id;
     String subnet = "10.77." + (20 + id % 200) + ".";
     Assumptions.assumeTrue(netnsUsable(nsA), "ip netns is unusable here (needs root and iproute2): skipping the "
         + "emulated-other-host test of SHM/TCP selection");
-    Path logs = Files.createTempDirectory("orbite-shm-other-host");
     List<EngineProcess> engines = new ArrayList<>();
     try {
       sh("ip", "netns", "add", nsB);

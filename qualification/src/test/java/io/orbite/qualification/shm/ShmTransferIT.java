@@ -22,7 +22,7 @@ import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
 import io.orbite.qualification.verify.Span;
-import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,6 +32,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * READ and WRITE over SHM between this JVM (the requester) and a source engine process on the same
@@ -42,6 +44,10 @@ import org.junit.jupiter.api.TestInstance;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ShmTransferIT {
+  /** Static: a PER_CLASS instance field is injected only after {@code @BeforeAll} needs it. */
+  @TempDir(cleanup = CleanupMode.ON_SUCCESS)
+  static Path logs;
+
   private static final long REGION = 32L << 20;
   private EngineProcess source;
   private TransferEngine requester;
@@ -53,7 +59,7 @@ class ShmTransferIT {
 
   @BeforeAll
   void start() throws Exception {
-    source = EngineProcess.start("shm-source", Files.createTempDirectory("orbite-shm-transfer"), ShmPeer.SHM_SOURCE);
+    source = EngineProcess.start("shm-source", logs, ShmPeer.SHM_SOURCE);
     remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
     extern = Long.parseLong(source.call("EXTERN " + REGION + " READ_WRITE"));
     requester = TransferEngine.start(EngineConfig.defaults().withName("shm-requester"));

@@ -50,10 +50,11 @@ import java.util.SplittableRandom;
  * for the other's writeback. Both copy to and from page-aligned memory: the engine's registered
  * memory is page aligned, and fio is given {@code --mem_align=4096} because its default buffers for
  * buffered I/O are only malloc aligned, which on this machine kind halves the kernel's copy into them
- * (see docs/transports/file.md, "Bench method"). The engine gets untimed warm-up passes (JIT) before
- * the first round; fio needs none. Each figure is the median of five sequential or three random
- * rounds (each round's own ratio is listed too); within a round fio and
- * the engine run back to back. Every byte the engine wrote and read is verified after each timed run
+ * (see docs/transports/file.md, "Bench method"). The engine gets untimed warm-up passes before the
+ * first round, repeated until the JIT is quiet (fio is C and needs none); the pass count and the
+ * JIT's time during each timed run are reported ({@code seq_warmup_passes}, {@code *_jit_ms}). Each
+ * figure is the median of nine sequential or three random rounds (each round's own ratio is listed
+ * too); within a round fio and the engine run back to back, taking turns at going first. Every byte the engine wrote and read is verified after each timed run
  * (outside the timing). Figures {@code *_lane_cpu_s_per_GB} are the CPU time of the ring lane threads
  * per GB moved (the duty cycle's own cost; buffered writes are copied by the kernel's io-wq worker,
  * not by the lane). {@code seqwrite_jvm_cpu_s_per_GB} is the CPU time of every JVM thread per GB
@@ -70,11 +71,22 @@ public final class FileBench {
   private static final int RAND_BATCH = 4096;
   private static final long SEED = 0xF11EL;
   private static final Duration WAIT = Duration.ofMinutes(5);
-  /** Untimed sequential WRITE and READ passes before the first round, so the JIT has compiled the data path. */
-  private static final int WARMUP_PASSES = 6;
+  /**
+   * Untimed warm-up: each pass runs what a round runs (WRITE and READ through the window and the
+   * 1 GiB region, with their byte checks), and passes repeat until the JIT has been quiet for
+   * {@link #WARMUP_QUIET_PASSES} passes in a row (at most {@link #WARMUP_QUIET_MS} ms of compilation
+   * each), at least {@link #WARMUP_MIN_PASSES} and at most {@link #WARMUP_MAX_PASSES} times. Measured:
+   * the JIT kept compiling the engine's path for 20-30 one-GiB passes, at up to 70 % of a vCPU, and on
+   * 2 vCPUs that took the CPU the kernel's io-wq worker copies a buffered write with.
+   */
+  private static final int WARMUP_MIN_PASSES = 6;
+  private static final int WARMUP_MAX_PASSES = 40;
+  private static final int WARMUP_QUIET_PASSES = 2;
+  private static final long WARMUP_QUIET_MS = 10;
 
   private PrintStream human = System.out;
-  private int seqRounds = 5;
+  private int seqRounds = 9;
+  private int extraWriteRounds = 16;
   private int rounds = 3;
   private int randSeconds = 5;
   private int failures;
@@ -86,6 +98,7 @@ public final class FileBench {
     }
     if (args.contains("--quick")) {
       seqRounds = 1;
+      extraWriteRounds = 0;
       rounds = 1;
       randSeconds = 2;
     }
@@ -113,7 +126,11 @@ public final class FileBench {
         + " both sides copy to/from page-aligned memory (engine: registered memory; fio: --mem_align=4096, its"
         + " default malloc-aligned buffers halve the kernel's copy on this CPU); fio reuses iodepth x bs of"
         + " buffers, and so does the engine for the ratio figures;"
-        + " the engine gets " + WARMUP_PASSES + " untimed WRITE and READ passes first (JIT);"
+        + " the write ceiling is fio with --scramble_buffers=0 (the engine writes the caller's memory as it is;"
+        + " fio's default rewrites each buffer just before writing it, which caches it: seqwrite_1MiB_vs_fio_scrambling"
+        + " is against that);"
+        + " the engine gets untimed WRITE and READ passes until the JIT is quiet (" + WARMUP_MIN_PASSES + "-"
+        + WARMUP_MAX_PASSES + " passes; the count and the JIT's time during timed runs are reported);"
         + " figures seqwrite/seqread_1MiB_GBps use a 16 MiB window of buffers like fio's iodepth x bs,"
         + " *_from_1GiB/_into_1GiB move a different MiB of a 1 GiB region each time (no fio twin);"
         + " random reads also run against fio with batched submission (--iodepth_batch_submit=32"
@@ -130,27 +147,46 @@ public final class FileBench {
       try (TransferEngine engine = TransferEngine.start(engineConfig(SEQ_DEPTH, "bench-file-seq"))) {
         RegisteredMemory src = engine.allocate(FILE_BYTES, Access.READ_WRITE);
         Pattern.fill(src.segment(), 0, FILE_BYTES, SEED, 0);
+        // The ratio's writes come from a registered region of fio's size (iodepth x bs), holding the
+        // same bytes as the first 16 MiB of src.
+        RegisteredMemory window = engine.allocate(SEQ_WINDOW, Access.READ_WRITE);
+        Pattern.fill(window.segment(), 0, SEQ_WINDOW, SEED, 0);
         RegisteredMemory dst = engine.allocate(FILE_BYTES, Access.READ_WRITE);
         RemoteSegment seg = engine.openFileSegment(file, Access.READ_WRITE, WAIT);
         // The first pass lays the file out; all are untimed and let the JIT compile the data path.
-        for (int w = 0; w < WARMUP_PASSES; w++) {
+        int passes = 0;
+        int quiet = 0;
+        while (passes < WARMUP_MAX_PASSES && (passes < WARMUP_MIN_PASSES || quiet < WARMUP_QUIET_PASSES)) {
+          long jit0 = jitMillis();
+          // The figures' own probes run here too, so the JIT compiles them before the first round.
+          laneCpuNanos("bench-file-seq");
+          jvmThreadsCpuNanos();
+          IoWorkers.sample();
+          sequential(engine, window, seg, true, SEQ_WINDOW);
           sequential(engine, src, seg, true, FILE_BYTES);
+          verifyFile(file, FILE_BYTES);
           sequential(engine, dst, seg, false, FILE_BYTES);
+          verifyMemory(dst.segment(), 0, FILE_BYTES, 0, "warm-up seqread into 1 GiB");
+          sequential(engine, dst, seg, false, SEQ_WINDOW);
+          if (haveFio && passes == 0) {
+            // Untimed: loads the classes that launching fio and reading its JSON need. Loading them in
+            // round 1 invalidated compiled engine code (class-hierarchy deoptimisation of Pekko's
+            // mailbox loop, seen with -XX:+PrintCompilation) and the JIT recompiled it during the
+            // round's timed write.
+            Fio.run(file, FILE_BYTES, "read", "1M", SEQ_DEPTH, 0);
+          }
+          settleJit();
+          passes++;
+          quiet = jitMillis() - jit0 <= WARMUP_QUIET_MS ? quiet + 1 : 0;
         }
+        human.printf(Locale.ROOT, "warm-up: %d passes%s%n", passes,
+            quiet < WARMUP_QUIET_PASSES ? " (the JIT was still compiling at the limit)" : "");
+        add(samples, "seq_warmup_passes", passes);
         for (int r = 1; r <= seqRounds; r++) {
           human.printf(Locale.ROOT, "round %d of %d: sequential 1 MiB, depth %d%n", r, seqRounds, SEQ_DEPTH);
-          if (haveFio) {
-            flush(file);
-            add(samples, "fio_seqwrite_1MiB_GBps", Fio.run(file, FILE_BYTES, "write", "1M", SEQ_DEPTH, 0)
-                .bytesPerSecond() / 1e9);
-          }
-          flush(file);
-          long cpu0 = laneCpuNanos("bench-file-seq");
-          long jvm0 = jvmThreadsCpuNanos();
-          add(samples, "seqwrite_1MiB_GBps", sequential(engine, src, seg, true, SEQ_WINDOW));
-          add(samples, "seqwrite_lane_cpu_s_per_GB", (laneCpuNanos("bench-file-seq") - cpu0) / 1e9 / (FILE_BYTES / 1e9));
-          add(samples, "seqwrite_jvm_cpu_s_per_GB", (jvmThreadsCpuNanos() - jvm0) / 1e9 / (FILE_BYTES / 1e9));
-          verifyFile(file, SEQ_WINDOW);
+          // fio and the engine take turns going first, so neither always runs right after the other.
+          boolean fioFirst = r % 2 == 1;
+          writePair(samples, engine, window, seg, file, haveFio, fioFirst, true);
           flush(file);
           add(samples, "seqwrite_1MiB_from_1GiB_GBps", sequential(engine, src, seg, true, FILE_BYTES));
           verifyFile(file, FILE_BYTES);
@@ -159,14 +195,26 @@ public final class FileBench {
           add(samples, "seqread_1MiB_into_1GiB_GBps", sequential(engine, dst, seg, false, FILE_BYTES));
           verifyMemory(dst.segment(), 0, FILE_BYTES, 0, "seqread into 1 GiB");
           dst.segment().asSlice(0, SEQ_WINDOW).fill((byte) 0);
-          cpu0 = laneCpuNanos("bench-file-seq");
+          if (haveFio && fioFirst) {
+            fioRead(samples, file);
+          }
+          settleJit();
+          long cpu0 = laneCpuNanos("bench-file-seq");
+          long jit0 = jitMillis();
           add(samples, "seqread_1MiB_GBps", sequential(engine, dst, seg, false, SEQ_WINDOW));
+          add(samples, "seqread_jit_ms", jitMillis() - jit0);
           add(samples, "seqread_lane_cpu_s_per_GB", (laneCpuNanos("bench-file-seq") - cpu0) / 1e9 / (FILE_BYTES / 1e9));
           verifyReadWindow(dst.segment());
-          if (haveFio) {
-            add(samples, "fio_seqread_1MiB_GBps", Fio.run(file, FILE_BYTES, "read", "1M", SEQ_DEPTH, 0)
-                .bytesPerSecond() / 1e9);
+          if (haveFio && !fioFirst) {
+            fioRead(samples, file);
           }
+        }
+        // Further rounds of the write pair alone: one timed write varies by up to +-20 % with the host's
+        // load, more than the read's margin over its target, so the write ratio gets more samples.
+        for (int r = 1; r <= extraWriteRounds; r++) {
+          human.printf(Locale.ROOT, "write round %d of %d: sequential 1 MiB, depth %d%n", seqRounds + r,
+              seqRounds + extraWriteRounds, SEQ_DEPTH);
+          writePair(samples, engine, window, seg, file, haveFio, (seqRounds + r) % 2 == 1, false);
         }
       }
       try (TransferEngine engine = TransferEngine.start(engineConfig(RAND_DEPTH, "bench-file-rand"))) {
@@ -177,7 +225,10 @@ public final class FileBench {
           human.printf(Locale.ROOT, "round %d of %d: random 4 KiB reads, depth %d, %d s%n", r, rounds, RAND_DEPTH,
               randSeconds);
           flush(file);
+          settleJit();
+          long jit0 = jitMillis();
           add(samples, "randread_4KiB_qd32_iops", randomReads(engine, dst, seg, r, randSeconds));
+          add(samples, "randread_jit_ms", jitMillis() - jit0);
           if (haveFio) {
             flush(file);
             add(samples, "fio_randread_4KiB_qd32_iops", Fio.run(file, FILE_BYTES, "randread", "4k", RAND_DEPTH,
@@ -204,12 +255,16 @@ public final class FileBench {
       }
     });
     ratio(ratios, "seqwrite_1MiB_vs_fio", figures.get("seqwrite_1MiB_GBps"), ceilings.get("fio_seqwrite_1MiB_GBps"));
+    ratio(ratios, "seqwrite_1MiB_vs_fio_scrambling", figures.get("seqwrite_1MiB_GBps"),
+        ceilings.get("fio_seqwrite_1MiB_scrambling_GBps"));
     ratio(ratios, "seqread_1MiB_vs_fio", figures.get("seqread_1MiB_GBps"), ceilings.get("fio_seqread_1MiB_GBps"));
     ratio(ratios, "randread_4KiB_qd32_vs_fio", figures.get("randread_4KiB_qd32_iops"),
         ceilings.get("fio_randread_4KiB_qd32_iops"));
     ratio(ratios, "randread_4KiB_qd32_vs_fio_batched", figures.get("randread_4KiB_qd32_iops"),
         ceilings.get("fio_randread_4KiB_qd32_batched_iops"));
     pairedRatios(ratios, samples, "seqwrite_1MiB_vs_fio", "seqwrite_1MiB_GBps", "fio_seqwrite_1MiB_GBps");
+    pairedRatios(ratios, samples, "seqwrite_1MiB_vs_fio_scrambling", "seqwrite_1MiB_GBps",
+        "fio_seqwrite_1MiB_scrambling_GBps");
     pairedRatios(ratios, samples, "seqread_1MiB_vs_fio", "seqread_1MiB_GBps", "fio_seqread_1MiB_GBps");
     pairedRatios(ratios, samples, "randread_4KiB_qd32_vs_fio", "randread_4KiB_qd32_iops", "fio_randread_4KiB_qd32_iops");
     BenchReport.print(human, json, figures, ceilings, ratios);
@@ -218,6 +273,65 @@ public final class FileBench {
       return 1;
     }
     return 0;
+  }
+
+  /**
+   * One sequential WRITE of the whole file through the 16 MiB window by the engine and by fio, each
+   * from a clean cache, the engine's checked byte for byte; {@code fioFirst} says who goes first.
+   */
+  private void writePair(Map<String, List<Double>> samples, TransferEngine engine, RegisteredMemory src,
+      RemoteSegment seg, Path file, boolean haveFio, boolean fioFirst, boolean alsoScrambling)
+      throws IOException, InterruptedException {
+    if (haveFio && fioFirst) {
+      fioWrite(samples, file, alsoScrambling);
+    }
+    flush(file);
+    settleJit();
+    long cpu0 = laneCpuNanos("bench-file-seq");
+    long jvm0 = jvmThreadsCpuNanos();
+    long jit0 = jitMillis();
+    IoWorkers.Sample io0 = IoWorkers.sample();
+    double written = sequential(engine, src, seg, true, SEQ_WINDOW);
+    IoWorkers.Sample io = IoWorkers.sample().minus(io0);
+    add(samples, "seqwrite_1MiB_GBps", written);
+    if (io.runNanos() > 0) {
+      double nanos = FILE_BYTES / written;
+      add(samples, "seqwrite_iowq_busy_pct", 100.0 * io.runNanos() / nanos);
+      add(samples, "seqwrite_iowq_waiting_for_cpu_pct", 100.0 * io.waitNanos() / nanos);
+    }
+    add(samples, "seqwrite_jit_ms", jitMillis() - jit0);
+    add(samples, "seqwrite_lane_cpu_s_per_GB", (laneCpuNanos("bench-file-seq") - cpu0) / 1e9 / (FILE_BYTES / 1e9));
+    add(samples, "seqwrite_jvm_cpu_s_per_GB", (jvmThreadsCpuNanos() - jvm0) / 1e9 / (FILE_BYTES / 1e9));
+    verifyFile(file, SEQ_WINDOW);
+    if (haveFio && !fioFirst) {
+      fioWrite(samples, file, alsoScrambling);
+    }
+  }
+
+  /**
+   * fio's sequential 1 MiB WRITE job at depth 16 over the whole file, from a clean cache, with
+   * {@code --scramble_buffers=0}: the ceiling of the write ratio. With {@code alsoScrambling} it runs
+   * again with fio's default, reported beside it. By default fio rewrites the start of every 512-byte
+   * block of a buffer just before writing it, which puts the buffer in the CPU's cache before the
+   * kernel copies it out; measured here over 16 interleaved pairs, that made fio's write 9 % faster
+   * (median 9.26 against 8.36 GB/s). The engine writes the caller's memory as it is, like fio with
+   * scrambling off (see docs/transports/file.md, "Bench method").
+   */
+  private static void fioWrite(Map<String, List<Double>> samples, Path file, boolean alsoScrambling)
+      throws IOException, InterruptedException {
+    flush(file);
+    add(samples, "fio_seqwrite_1MiB_GBps",
+        Fio.run(file, FILE_BYTES, "write", "1M", SEQ_DEPTH, 0, "--scramble_buffers=0").bytesPerSecond() / 1e9);
+    if (alsoScrambling) {
+      flush(file);
+      add(samples, "fio_seqwrite_1MiB_scrambling_GBps", Fio.run(file, FILE_BYTES, "write", "1M", SEQ_DEPTH, 0)
+          .bytesPerSecond() / 1e9);
+    }
+  }
+
+  /** fio's sequential 1 MiB READ job at depth 16 over the whole (cached) file. */
+  private static void fioRead(Map<String, List<Double>> samples, Path file) throws IOException, InterruptedException {
+    add(samples, "fio_seqread_1MiB_GBps", Fio.run(file, FILE_BYTES, "read", "1M", SEQ_DEPTH, 0).bytesPerSecond() / 1e9);
   }
 
   private static EngineConfig engineConfig(int depth, String name) {
@@ -305,6 +419,38 @@ public final class FileBench {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
       ch.force(false);
     }
+  }
+
+  /**
+   * Waits (untimed, at most 3 s) until the JIT's compiler threads have used less than 1 ms of CPU in
+   * each of three 20 ms spells (a long C2 compilation shows as CPU before it ends). The bench's own work
+   * between timed runs (starting fio, parsing its JSON, checking bytes) queues compilations that
+   * otherwise run during the next timed run: measured 40-120 ms of compiler time inside a 120 ms
+   * engine write, on 2 vCPUs that also carry the kernel's io-wq copy. fio is another process and
+   * never pays for it.
+   */
+  private static void settleJit() throws InterruptedException {
+    long deadline = System.nanoTime() + 3_000_000_000L;
+    long last = compilerCpuNanos();
+    int quietChecks = 0;
+    while (quietChecks < 3 && System.nanoTime() - deadline < 0) {
+      Thread.sleep(20);
+      long now = compilerCpuNanos();
+      quietChecks = now - last < 1_000_000L ? quietChecks + 1 : 0;
+      last = now;
+    }
+  }
+
+  /** CPU time of the JIT's compiler threads (C1 and C2), which moves while a compilation runs. */
+  private static long compilerCpuNanos() {
+    return IoWorkers.sample("C1 CompilerThre").runNanos() + IoWorkers.sample("C2 CompilerThre").runNanos()
+        + jitMillis() * 1_000_000L;
+  }
+
+  /** Time the JIT compilers have spent so far (ms, as the JVM accounts it). */
+  private static long jitMillis() {
+    java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+    return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : 0;
   }
 
   /**

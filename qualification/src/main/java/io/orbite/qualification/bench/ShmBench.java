@@ -8,6 +8,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.Transport;
 import io.orbite.qualification.cli.Progress;
+import io.orbite.qualification.harness.ChildLogs;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import java.io.PrintStream;
@@ -57,9 +58,9 @@ public final class ShmBench {
     Map<String, Double> figures = new LinkedHashMap<>();
     Map<String, Double> ceilings = new LinkedHashMap<>();
     Map<String, Double> ratios = new LinkedHashMap<>();
-    Path logs = Path.of(System.getProperty("java.io.tmpdir"), "orbite-bench-shm-" + ProcessHandle.current().pid());
     int failures = 0;
-    try (EngineProcess source = EngineProcess.start("bench-shm-source", logs,
+    try (ChildLogs logs = ChildLogs.create("bench-shm");
+        EngineProcess source = EngineProcess.start("bench-shm-source", logs.dir(),
             Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}"));
         TransferEngine requester = TransferEngine.start(EngineConfig.fromEnv().withName("bench-shm-requester"));
         Arena copyArena = Arena.ofConfined()) {
@@ -110,6 +111,11 @@ public final class ShmBench {
       if (overTcp != 0) {
         human.println("  " + overTcp + " task(s) went over TCP instead of SHM");
         failures++;
+      }
+      if (failures == 0) {
+        logs.passed();
+      } else {
+        human.println("source log kept: " + source.log());
       }
     }
     BenchReport.print(human, json, figures, ceilings, ratios);

@@ -7,6 +7,7 @@ import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.qualification.cli.Progress;
+import io.orbite.qualification.harness.ChildLogs;
 import io.orbite.qualification.harness.EngineMain;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
@@ -64,9 +65,9 @@ public final class TcpBench {
     if (!haveIperf) {
       human.println("warning: iperf3 is not installed; the ceiling and ratios are missing (./orbite bench installs it)");
     }
-    Path logs = Path.of(System.getProperty("java.io.tmpdir"), "orbite-bench-" + ProcessHandle.current().pid());
     int failures = 0;
-    try (EngineProcess source = EngineProcess.start("bench-source", logs, Map.of());
+    try (ChildLogs logs = ChildLogs.create("bench-tcp");
+        EngineProcess source = EngineProcess.start("bench-source", logs.dir(), Map.of());
         TransferEngine requester = TransferEngine.start(EngineConfig.fromEnv().withName("bench-requester"))) {
       human.printf("bench tcp: source %s (pid %d), requester pid %d, %d lanes, %.0f s per figure%n", source.endpoint(),
           source.pid(), ProcessHandle.current().pid(), requester.config().tcp().lanes(), secondsPerFigure);
@@ -131,6 +132,11 @@ public final class TcpBench {
       }
       if (haveIperf && !skipSmall) {
         addIperf(iperf, iperfCpu);
+      }
+      if (failures == 0) {
+        logs.passed();
+      } else {
+        human.println("source log kept: " + source.log());
       }
     }
     if (!iperf.isEmpty()) {

@@ -9,6 +9,7 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.qualification.cli.Progress;
+import io.orbite.qualification.harness.ChildLogs;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.harness.TaskRunner;
 import io.orbite.qualification.verify.Pattern;
@@ -122,10 +123,10 @@ public final class Demo {
     regionBytes += 4096 + 7;
     out.printf(Locale.ROOT, "OrbiTE demo: %d tasks per round (4 KiB .. 16 MiB, unaligned), %d rounds of READ and WRITE, "
         + "regions of %.1f MiB with guard bytes around every range%n", placements.size(), ROUNDS, regionBytes / 1048576.0);
-    Path logs = Path.of(System.getProperty("java.io.tmpdir"), "orbite-demo-" + ProcessHandle.current().pid());
     Map<String, String> sourceEnv = serve > 0
         ? Map.of(EngineConfig.ENV_VAR, observed(base, true).toJson()) : Map.of();
-    try (EngineProcess source = EngineProcess.start("demo-source", logs, sourceEnv);
+    try (ChildLogs logs = ChildLogs.create("demo");
+        EngineProcess source = EngineProcess.start("demo-source", logs.dir(), sourceEnv);
         TransferEngine requester = TransferEngine.start(observed(base, serve > 0).withName("demo-requester"))) {
       out.printf("source    %s (pid %d, separate process)%nrequester %s (pid %d)%n", source.endpoint(), source.pid(),
           requester.localSegment().endpoint(), ProcessHandle.current().pid());
@@ -182,6 +183,7 @@ public final class Demo {
         Thread.sleep(Duration.ofSeconds(serve));
       }
       if (failures == 0) {
+        logs.passed();
         out.printf("RESULT: PASS - %d tasks, every payload and guard byte verified on both sides%n", placements.size() * ROUNDS * 2);
         return 0;
       }

@@ -10,6 +10,7 @@ import io.orbite.engine.streams.StreamSettings;
 import io.orbite.engine.streams.TransferResult;
 import io.orbite.engine.streams.TransferStreams;
 import io.orbite.qualification.cli.Progress;
+import io.orbite.qualification.harness.ChildLogs;
 import io.orbite.qualification.verify.Pattern;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
@@ -208,11 +209,22 @@ public final class KvHandoff {
     return execute(options).exitCode();
   }
 
-  /** Runs the handoff; never throws (a broken setup is a FAIL with its reason). */
+  /**
+   * Runs the handoff; never throws (a broken setup is a FAIL with its reason). The prefill process's
+   * log is deleted after a PASS and kept after a FAIL, whose message names it.
+   */
   public Outcome execute(Options o) {
+    try (ChildLogs logs = ChildLogs.create("kv-handoff")) {
+      Outcome outcome = execute(o, logs.dir());
+      if (outcome.exitCode() == 0) {
+        logs.passed();
+      }
+      return outcome;
+    }
+  }
+
+  private Outcome execute(Options o, Path logs) {
     KvPlan plan = o.plan();
-    Path logs = Path.of(System.getProperty("java.io.tmpdir"), "orbite-kv-handoff-" + ProcessHandle.current().pid()
-        + "-" + Long.toHexString(System.nanoTime()));
     out.printf(Locale.ROOT, "OrbiTE example: KV-cache handoff, prefill -> decode over TCP loopback%n");
     out.printf(Locale.ROOT, "  %d requests x %d KV blocks; pages of %s .. %s per request, the last page of a request "
         + "partly filled%n", plan.requests(), plan.blocksPerRequest(), size(plan.pageBytes() / 8), size(plan.pageBytes()));

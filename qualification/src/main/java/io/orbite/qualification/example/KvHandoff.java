@@ -223,7 +223,8 @@ public final class KvHandoff {
     }
   }
 
-  private Outcome execute(Options o, Path logs) {
+  /** {@link #execute(Options)} with the prefill process's log in {@code logs}, which is left as it is. */
+  Outcome execute(Options o, Path logs) {
     KvPlan plan = o.plan();
     out.printf(Locale.ROOT, "OrbiTE example: KV-cache handoff, prefill -> decode over TCP loopback%n");
     out.printf(Locale.ROOT, "  %d requests x %d KV blocks; pages of %s .. %s per request, the last page of a request "

@@ -8,10 +8,13 @@ import io.orbite.engine.streams.StreamSettings;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The KV-cache handoff example end to end, small: a real prefill process (a child JVM) and a decode
@@ -26,13 +29,17 @@ class KvHandoffIT {
     return args;
   }
 
+  @TempDir(cleanup = CleanupMode.ON_SUCCESS)
+  static Path logs;
+
   private record Run(KvHandoff.Outcome outcome, String output) {}
 
   private static Run run(List<String> args) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     KvHandoff.Outcome outcome;
     try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
-      outcome = new KvHandoff(out).execute(KvHandoff.Options.parse(args));
+      // The prefill logs go to a JUnit temp dir: a run the test expects to FAIL would keep its own.
+      outcome = new KvHandoff(out).execute(KvHandoff.Options.parse(args), logs);
     }
     String output = bytes.toString(StandardCharsets.UTF_8);
     System.out.print(output);

@@ -453,8 +453,7 @@ public final class FileBench {
 
   /** CPU time of the JIT's compiler threads (C1 and C2), which moves while a compilation runs. */
   private static long compilerCpuNanos() {
-    return IoWorkers.sample("C1 CompilerThre").runNanos() + IoWorkers.sample("C2 CompilerThre").runNanos()
-        + jitMillis() * 1_000_000L;
+    return IoWorkers.sample("C1 CompilerThre", "C2 CompilerThre").runNanos() + jitMillis() * 1_000_000L;
   }
 
   /** Time the JIT compilers have spent so far (ms, as the JVM accounts it). */

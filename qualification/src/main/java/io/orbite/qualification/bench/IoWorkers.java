@@ -8,7 +8,7 @@ import java.nio.file.Path;
 
 /**
  * Scheduler time of this process's io_uring worker threads ({@code iou-wrk-*}), or of other threads
- * named by a prefix, from
+ * named by prefixes, from
  * {@code /proc/self/task/<tid>/schedstat}: nanoseconds on a CPU and nanoseconds runnable but waiting
  * for one. A buffered WRITE to ext4 is copied by such a worker, so its share of a timed run says how
  * much of that run the kernel's copy was going on, whatever the engine did around it.
@@ -31,18 +31,23 @@ final class IoWorkers {
   }
 
   /**
-   * The same totals for this process's threads whose name starts with {@code prefix} (the JIT's
+   * The same totals for this process's threads whose name starts with one of {@code prefixes} (the JIT's
    * compiler threads are "C1 CompilerThre" and "C2 CompilerThre"; they are not visible to
    * ThreadMXBean, and their CPU shows a compilation in progress, which the JIT's total compilation
    * time only counts once it ends).
    */
-  static Sample sample(String prefix) {
+  static Sample sample(String... prefixes) {
     long run = 0;
     long wait = 0;
     try (DirectoryStream<Path> tasks = Files.newDirectoryStream(TASKS)) {
       for (Path task : tasks) {
         try {
-          if (!Files.readString(task.resolve("comm")).startsWith(prefix)) {
+          String comm = Files.readString(task.resolve("comm"));
+          boolean named = false;
+          for (String prefix : prefixes) {
+            named |= comm.startsWith(prefix);
+          }
+          if (!named) {
             continue;
           }
           String[] fields = Files.readString(task.resolve("schedstat")).trim().split(" ");

@@ -62,6 +62,8 @@ public final class TransferEngine implements AutoCloseable {
   private static final Duration SHUTDOWN_LIMIT = Duration.ofSeconds(120);
   /** How long {@link #owedAsync()} waits for the Admission actor before answering from last known values. */
   private static final Duration OWED_TIMEOUT = Duration.ofSeconds(5);
+  /** How long closeRequester waits, after its lanes ended, for their receipts to reach the batches. */
+  private static final Duration RECEIPTS_AFTER_CLOSE = Duration.ofSeconds(5);
   /** How long a confirmed close waits for the Registry to have stopped (it frees memory on stop). */
   private static final Duration REGISTRY_STOP_WAIT = Duration.ofSeconds(5);
 
@@ -329,13 +331,20 @@ public final class TransferEngine implements AutoCloseable {
    * close is released or still on loan (then it stays retained). Gives up quietly at the deadline.
    */
   private CompletableFuture<Void> registryStopped(long deadlineNanos) {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    pollRegistryStopped(deadlineNanos, done);
+    return done;
+  }
+
+  /** One poll of {@link #registryStopped}, scheduled afresh each time (no nested completions). */
+  private void pollRegistryStopped(long deadlineNanos, CompletableFuture<Void> done) {
     boolean stopped = view.snapshot().isEmpty()
         && atClose.values().stream().allMatch(r -> r.released() || r.loans() > 0);
     if (stopped || System.nanoTime() - deadlineNanos > 0) {
-      return CompletableFuture.completedFuture(null);
+      done.complete(null);
+    } else {
+      CompletableFuture.delayedExecutor(2, TimeUnit.MILLISECONDS).execute(() -> pollRegistryStopped(deadlineNanos, done));
     }
-    return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(2, TimeUnit.MILLISECONDS))
-        .thenCompose(x -> registryStopped(deadlineNanos));
   }
 
   /** {@code name@host:port@epoch}, as logs and {@link EngineOwed} name the engine. */
@@ -749,7 +758,11 @@ public final class TransferEngine implements AutoCloseable {
         .thenCompose(fenced -> untilNoTaskInFlight(deadline))
         .thenCompose(drained -> AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
             replyTo -> new EngineGuardian.CloseSide(EngineGuardian.Side.REQUESTER, replyTo), SHUTDOWN_LIMIT, scheduler))
-        .thenCompose(closed -> owedAsync());
+        // The lanes have ended, but their last receipts may still be in the batches' mailboxes:
+        // report once those have been applied. A task still in flight after that is held by a
+        // worker that did not let go; the report shows it, and its batch's watchdog quarantines it.
+        .thenCompose(closed -> untilNoTaskInFlight(System.nanoTime() + RECEIPTS_AFTER_CLOSE.toNanos()))
+        .thenCompose(receipted -> owedAsync());
   }
 
   /**
@@ -783,14 +796,23 @@ public final class TransferEngine implements AutoCloseable {
 
   /** Completes once no task is in flight, or at {@code deadlineNanos}, whichever comes first. */
   private CompletionStage<Void> untilNoTaskInFlight(long deadlineNanos) {
-    return owedAsync().thenCompose(owed -> {
-      if (owed.tasksInFlight() == 0 || System.nanoTime() - deadlineNanos > 0) {
-        return CompletableFuture.<Void>completedFuture(null);
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    pollTasksInFlight(deadlineNanos, done);
+    return done;
+  }
+
+  /**
+   * One poll of {@link #untilNoTaskInFlight}; the next one is scheduled afresh rather than chained,
+   * so a long wait does not nest thousands of completions (which overflowed the stack and left the
+   * close unanswered).
+   */
+  private void pollTasksInFlight(long deadlineNanos, CompletableFuture<Void> done) {
+    owedAsync().whenComplete((owed, failure) -> {
+      if (failure != null || owed.tasksInFlight() == 0 || System.nanoTime() - deadlineNanos > 0) {
+        done.complete(null);
+      } else {
+        CompletableFuture.delayedExecutor(2, TimeUnit.MILLISECONDS).execute(() -> pollTasksInFlight(deadlineNanos, done));
       }
-      CompletableFuture<Void> later = new CompletableFuture<>();
-      CompletableFuture.delayedExecutor(2, java.util.concurrent.TimeUnit.MILLISECONDS)
-          .execute(() -> untilNoTaskInFlight(deadlineNanos).whenComplete((v, f) -> later.complete(null)));
-      return later;
     });
   }
 

@@ -2,7 +2,7 @@ package io.orbite.engine.wire;
 
 /**
  * A frame broke the protocol (foreign magic, unknown version or type, absurd or inconsistent
- * length, truncated header). The connection that carried it must be closed; nothing of its
+ * length, truncated header, or a response from another incarnation). The connection that carried it must be closed; nothing of its
  * payload has been read.
  */
 public final class FrameRejectedException extends Exception {
@@ -14,7 +14,9 @@ public final class FrameRejectedException extends Exception {
     ABSURD_LENGTH,
     INCONSISTENT_LENGTH,
     TRUNCATED_HEADER,
-    UNEXPECTED_TYPE
+    UNEXPECTED_TYPE,
+    /** A response on a lane that names another incarnation than the one the lane was opened to. */
+    WRONG_EPOCH
   }
 
   private final Reason reason;

@@ -54,6 +54,11 @@ final class LaneConnector {
             + " refused" + (kind == ErrorKind.EPOCH_MISMATCH
                 ? ": the peer now runs epoch " + Long.toHexString(FrameCodec.epoch(a, 0)) : ""));
       }
+      if (FrameCodec.epoch(a, 0) != peer.epoch()) {
+        // An acceptance must come from the incarnation the HELLO named.
+        throw new TransferException(ErrorKind.PROTOCOL, "lane " + laneIndex + " to " + peer + ": HELLO for epoch "
+            + Long.toHexString(peer.epoch()) + " accepted by epoch " + Long.toHexString(FrameCodec.epoch(a, 0)));
+      }
       channel.socket().setSoTimeout(0);
       return channel;
     } catch (SocketTimeoutException e) {

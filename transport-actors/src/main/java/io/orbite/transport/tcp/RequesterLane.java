@@ -382,6 +382,13 @@ final class RequesterLane implements Runnable {
       throw new FrameRejectedException(FrameRejectedException.Reason.UNEXPECTED_TYPE,
           "expected " + expected + " for request " + f.requestId + ", got " + type + " for " + id);
     }
+    // Every response on a lane comes from the incarnation its HELLO named: a source answers even a
+    // refusal with its own epoch, so another one here means the bytes are not that peer's.
+    long epoch = FrameCodec.epoch(receive, at);
+    if (epoch != peerEpoch) {
+      throw new FrameRejectedException(FrameRejectedException.Reason.WRONG_EPOCH, type + " for request " + id
+          + " names epoch " + Long.toHexString(epoch) + ", but this lane is to epoch " + Long.toHexString(peerEpoch));
+    }
     int status = FrameCodec.status(receive, at);
     receiveStart += FrameCodec.HEADER_BYTES;
     if (status != 0) {

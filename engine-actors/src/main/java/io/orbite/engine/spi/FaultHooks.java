@@ -20,4 +20,13 @@ public interface FaultHooks {
    * @param lane the lane's name, for example {@code lane 1 to 127.0.0.1:4000@5e1f}
    */
   default void beforeReadPayload(String lane) throws IOException {}
+
+  /**
+   * Called by a same-host (SHM) copy thread just before it copies one task's bytes, while it holds
+   * the peer allocation's activity lock. Blocking here holds the copy thread while it owns that
+   * task's memory.
+   *
+   * @param lane the copy lane's name, for example {@code shm lane to 127.0.0.1:4000@5e1f}
+   */
+  default void beforeSharedCopy(String lane) {}
 }

@@ -8,21 +8,50 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * A fault hook that, once armed, holds the first requester lane that is about to move a READ
- * payload into local memory, until {@link #release()}: a worker stuck while it owns a task's memory.
+ * A fault hook that, once armed, holds the first worker that reaches its point until {@link
+ * #release()}: a worker stuck while it owns a task's memory. By default the point is a TCP
+ * requester lane about to move a READ payload into local memory; {@link #atSharedCopy()} holds an
+ * SHM copy thread about to copy a task instead.
  */
-final class HeldWorker implements FaultHooks {
+public final class HeldWorker implements FaultHooks {
+  private final boolean sharedCopy;
   private final AtomicBoolean armed = new AtomicBoolean();
   private final CountDownLatch entered = new CountDownLatch(1);
   private final CountDownLatch released = new CountDownLatch(1);
   private final AtomicReference<String> lane = new AtomicReference<>();
 
-  void arm() {
+  public HeldWorker() {
+    this(false);
+  }
+
+  private HeldWorker(boolean sharedCopy) {
+    this.sharedCopy = sharedCopy;
+  }
+
+  /** Holds the SHM copy thread that is about to copy a task. */
+  public static HeldWorker atSharedCopy() {
+    return new HeldWorker(true);
+  }
+
+  public void arm() {
     armed.set(true);
   }
 
   @Override
   public void beforeReadPayload(String laneName) {
+    if (!sharedCopy) {
+      hold(laneName);
+    }
+  }
+
+  @Override
+  public void beforeSharedCopy(String laneName) {
+    if (sharedCopy) {
+      hold(laneName);
+    }
+  }
+
+  private void hold(String laneName) {
     if (!armed.compareAndSet(true, false)) {
       return;
     }
@@ -36,15 +65,15 @@ final class HeldWorker implements FaultHooks {
     }
   }
 
-  /** Waits until a lane is held; returns its name. */
-  String awaitHeld(Duration timeout) throws InterruptedException {
+  /** Waits until a worker is held; returns its lane's name. */
+  public String awaitHeld(Duration timeout) throws InterruptedException {
     if (!entered.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-      throw new AssertionError("no lane reached a READ payload within " + timeout);
+      throw new AssertionError("no worker reached the hook within " + timeout);
     }
     return lane.get();
   }
 
-  void release() {
+  public void release() {
     released.countDown();
   }
 }

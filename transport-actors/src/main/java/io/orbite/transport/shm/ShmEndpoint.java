@@ -3,6 +3,7 @@ package io.orbite.transport.shm;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.wire.SharedExports;
@@ -52,11 +53,13 @@ final class ShmEndpoint {
   private final int maxMappings;
   private final EngineCounters counters;
   private final QuarantineLedger quarantine;
+  private final FaultHooks hooks;
 
   private ShmEndpoint(ActorContext<Command> ctx, SegmentDescriptor peer, SharedExports exports, int maxMappings,
-      EngineCounters counters, QuarantineLedger quarantine) {
+      EngineCounters counters, QuarantineLedger quarantine, FaultHooks hooks) {
     this.ctx = ctx;
     this.quarantine = quarantine;
+    this.hooks = hooks;
     this.peer = peer;
     this.exports = exports;
     this.maxMappings = maxMappings;
@@ -64,9 +67,9 @@ final class ShmEndpoint {
   }
 
   static Behavior<Command> create(SegmentDescriptor peer, SharedExports exports, HostIdentity local, int maxMappings,
-      Executor blockingIo, EngineCounters counters, QuarantineLedger quarantine) {
+      Executor blockingIo, EngineCounters counters, QuarantineLedger quarantine, FaultHooks hooks) {
     return Behaviors.setup(ctx -> {
-      ShmEndpoint endpoint = new ShmEndpoint(ctx, peer, exports, maxMappings, counters, quarantine);
+      ShmEndpoint endpoint = new ShmEndpoint(ctx, peer, exports, maxMappings, counters, quarantine, hooks);
       ctx.pipeToSelf(CompletableFuture.supplyAsync(() -> PeerProof.prove(peer, exports, local), blockingIo),
           Proven::new);
       return io.orbite.engine.view.OwnerBoard.reporting(counters.owners,
@@ -107,7 +110,7 @@ final class ShmEndpoint {
     }
     ActorRef<Command> self = ctx.getSelf();
     ShmLane lane = new ShmLane("shm lane to " + peer, peer, exports.host(), m.tokenFd(), table, maxMappings, counters,
-        quarantine, reason -> self.tell(new Fenced(reason)), cause -> self.tell(new LaneEnded(cause)));
+        quarantine, hooks, reason -> self.tell(new Fenced(reason)), cause -> self.tell(new LaneEnded(cause)));
     ShmPeerChannel channel = new ShmPeerChannel(peer, lane, table, () -> { });
     Thread.ofPlatform().daemon().name("orbite-" + lane.name()).start(lane);
     waiters.forEach(w -> w.tell(new TransportCommand.PeerOpened(channel)));

@@ -6,6 +6,7 @@ import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptSink;
@@ -57,6 +58,7 @@ final class ShmLane implements Runnable {
   private final int maxMappings;
   private final EngineCounters counters;
   private final QuarantineLedger quarantine;
+  private final FaultHooks hooks;
   /** Confirmed bytes of this lane, for per-lane throughput. */
   private final java.util.concurrent.atomic.LongAdder laneBytes;
   private final Consumer<String> onFenced;
@@ -74,9 +76,10 @@ final class ShmLane implements Runnable {
   private volatile Thread thread;
 
   ShmLane(String name, SegmentDescriptor peer, SharedHost host, int tokenFd, Map<Long, SharedRegion> exports,
-      int maxMappings, EngineCounters counters, QuarantineLedger quarantine, Consumer<String> onFenced,
-      Consumer<Throwable> onEnd) {
+      int maxMappings, EngineCounters counters, QuarantineLedger quarantine, FaultHooks hooks,
+      Consumer<String> onFenced, Consumer<Throwable> onEnd) {
     this.quarantine = quarantine;
+    this.hooks = hooks;
     this.name = name;
     this.peer = peer;
     this.host = host;
@@ -285,6 +288,7 @@ final class ShmLane implements Runnable {
           + ") is outside region " + r.regionId() + " of " + r.lengthBytes() + " B");
       return;
     }
+    hooks.beforeSharedCopy(name);
     if (w.op() == Op.READ) {
       MemorySegment.copy(m.view, w.remoteOffset(), w.local(), 0, w.lengthBytes());
       counters.shmBytesRead.add(w.lengthBytes());

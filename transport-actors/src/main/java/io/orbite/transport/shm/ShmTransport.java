@@ -104,7 +104,7 @@ final class ShmTransport {
         return Behaviors.same();
       }
       endpoint = ctx.spawn(ShmEndpoint.create(m.peer(), m.exports(), local, context.config().shm().maxMappings(),
-          context.blockingIo(), context.counters(), context.quarantine()), "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()));
+          context.blockingIo(), context.counters(), context.quarantine(), context.hooks()), "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()));
       ctx.watch(endpoint);
       endpoints.put(m.peer(), endpoint);
     }

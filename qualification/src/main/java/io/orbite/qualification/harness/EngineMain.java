@@ -29,6 +29,11 @@ import java.util.Map;
  * EXTERN bytes access           -> OK regionId   (caller-owned memory: never exported through SHM)
  * FILL regionId seed            -> OK            (whole region, pattern position = offset)
  * VERIFY regionId guardSeed n   -> OK | MISMATCH index   (then n lines: offset length seed from)
+ * ONEOF regionId guard data off len -> OK n | MISMATCH index   (the whole region: outside [off, off + len)
+ *                                                  the guard pattern; inside, each byte the guard's or
+ *                                                  the data pattern's (a WRITE that may have landed in
+ *                                                  part); n = bytes inside that differ from the guard)
+ * LOANS regionId                -> OK n          (loans workers hold on the region now)
  * UNREGISTER regionId           -> OK
  * COUNTERS                      -> OK key=value ...
  * ALLOCATED [threadPrefix]     -> OK bytes      (heap bytes allocated so far by all threads, or by
@@ -95,6 +100,12 @@ public final class EngineMain {
             long bad = RegionCheck.check(m.segment(), spans, guardSeed);
             out.println(bad < 0 ? "OK" : "MISMATCH " + bad);
           }
+          case "ONEOF" -> {
+            RegisteredMemory m = region(regions, t[1]);
+            out.println(oneOf(m.segment(), Long.parseLong(t[2]), Long.parseLong(t[3]), Long.parseLong(t[4]),
+                Long.parseLong(t[5])));
+          }
+          case "LOANS" -> out.println("OK " + region(regions, t[1]).registration().loans());
           case "CLOSE_SOURCE" -> out.println("OK " + engine.closeSource(Duration.ofSeconds(30)).toString()
               .replace('\n', ' '));
           case "UNREGISTER" -> {
@@ -165,6 +176,28 @@ public final class EngineMain {
     }
     long bad = Pattern.verify(local.segment(), 0, n * length, seed, 0);
     return bad < 0 ? "OK " + status.completedBytes() : "MISMATCH " + bad;
+  }
+
+  /** The ONEOF check: see the class comment. */
+  private static String oneOf(java.lang.foreign.MemorySegment m, long guard, long data, long offset, long length) {
+    long bad = Pattern.verify(m, 0, offset, guard, 0);
+    if (bad < 0) {
+      bad = Pattern.verify(m, offset + length, m.byteSize() - offset - length, guard, offset + length);
+    }
+    if (bad >= 0) {
+      return "MISMATCH " + bad;
+    }
+    long changed = 0;
+    for (long p = offset; p < offset + length; p++) {
+      byte b = m.get(java.lang.foreign.ValueLayout.JAVA_BYTE, p);
+      if (b != Pattern.at(guard, p)) {
+        if (b != Pattern.at(data, p)) {
+          return "MISMATCH " + p;
+        }
+        changed++;
+      }
+    }
+    return "OK " + changed;
   }
 
   private static RegisteredMemory region(Map<Long, RegisteredMemory> regions, String id) {

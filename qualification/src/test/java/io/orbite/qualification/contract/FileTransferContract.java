@@ -452,6 +452,71 @@ abstract class FileTransferContract {
     }
   }
 
+  /**
+   * C5 for files, checked against the kernel rather than the engine's flag: after a FIFO READ was
+   * reported failed (cancelled at its deadline, drained), the bytes it waited for are written into
+   * the FIFO. They must not land in the task's memory, and they must still be in the FIFO, to be
+   * read back by this test: nothing in the kernel was still reading on the task's behalf.
+   */
+  @Test
+  void bytesWrittenToAFifoAfterItsReadFailedStayInTheFifoAndNeverLand() throws Exception {
+    TransferEngine engine = start(config());
+    Path fifo = dir.resolve("late.fifo");
+    int writer = heldFifoWriter(fifo);
+    try {
+      RemoteSegment seg = engine.openFileSegment(fifo, Access.READ, WAIT);
+      RegisteredMemory m = EnginePair.guarded(engine, 4096, Access.READ_WRITE, GUARD + 21);
+      TaskResult t = run(engine, List.of(TransferRequest.read(m, 100, seg, TransferEngine.FILE_REGION_ID, 0, 64)
+          .withDeadline(Duration.ofMillis(200)))).tasks().getFirst();
+      assertEquals(TaskState.FAILED, t.state(), t.toString());
+      assertEquals(ErrorKind.TIMEOUT, t.errorKind(), t.toString());
+      assertTrue(t.locallyDrained(), t.toString());
+      assertRegion(m.segment(), List.of(), GUARD + 21, "memory when the READ was reported failed");
+
+      byte[] late = new byte[64];
+      Pattern.fill(MemorySegment.ofArray(late), 0, late.length, GUARD + 22, 0);
+      try (FileChannel w = FileChannel.open(fifo, StandardOpenOption.WRITE)) {
+        assertEquals(late.length, w.write(java.nio.ByteBuffer.wrap(late)));
+      }
+      // Give the lane a full round through the kernel: a READ of a plain file on the same engine.
+      Path plain = guardedFile(dir.resolve("after-fifo.bin"), 4096, GUARD + 23);
+      RegisteredMemory probe = EnginePair.guarded(engine, 4096, Access.READ_WRITE, GUARD + 24);
+      RemoteSegment plainSeg = engine.openFileSegment(plain, Access.READ, WAIT);
+      TaskResult p = run(engine, List.of(TransferRequest.read(probe, 0, plainSeg, TransferEngine.FILE_REGION_ID, 0,
+          4096))).tasks().getFirst();
+      assertEquals(TaskState.COMPLETED, p.state(), p.toString());
+      assertRegion(probe.segment(), List.of(new Span(0, 4096, GUARD + 23, 0)), GUARD + 24, "the probe READ");
+      assertRegion(m.segment(), List.of(), GUARD + 21, "memory after the late bytes were written to the FIFO");
+
+      // The late bytes are still in the FIFO: the cancelled READ took none of them.
+      byte[] back = new byte[late.length];
+      try (FileChannel r = FileChannel.open(fifo, StandardOpenOption.READ)) {
+        java.util.concurrent.CompletableFuture<Integer> got = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+          try {
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(back);
+            while (b.hasRemaining() && r.read(b) > 0) {
+              // keep reading until all 64 bytes are back
+            }
+            return b.position();
+          } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+          }
+        });
+        try {
+          assertEquals(late.length, got.get(10, TimeUnit.SECONDS));
+        } catch (java.util.concurrent.TimeoutException e) {
+          throw new AssertionError("the bytes written after the READ failed are gone from the FIFO: something still "
+              + "read on the failed task's behalf", e);
+        }
+      }
+      assertEquals(java.util.Arrays.toString(late), java.util.Arrays.toString(back),
+          "the FIFO gave back what was written");
+      assertTrue(engine.owed().isIdle(), engine.owed().toString());
+    } finally {
+      Libc.close(writer);
+    }
+  }
+
   /** Withholds the completion of every operation on a FIFO, as a kernel that never answers would. */
   static UnaryOperator<FileIo> withholdFifoCompletions(Set<Long> withheld) {
     return io -> new FileIo() {

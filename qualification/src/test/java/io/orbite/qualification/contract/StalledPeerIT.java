@@ -14,6 +14,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
+import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import java.nio.file.Path;
@@ -26,7 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A SIGSTOPped source: tasks on the wire hit their deadline and fail TIMEOUT only after the lane
- * blocked on the frozen peer has been closed (drained); nothing lands; after SIGCONT a fresh open
+ * blocked on the frozen peer has been closed (drained); nothing lands on the requester; after
+ * SIGCONT the source's whole region is checked against what the WRITE reported, and a fresh open
  * reaches the same incarnation again.
  */
 class StalledPeerIT {
@@ -57,10 +59,26 @@ class StalledPeerIT {
         assertEquals(0, r.bytes());
       }
       assertEquals(RemoteEffect.NONE, status.tasks().get(0).remoteEffect(), "a READ never changes the peer");
+      assertEquals(RemoteEffect.NONE, status.tasks().get(1).remoteEffect(), "a READ never changes the peer");
+      TaskResult write = status.tasks().get(2);
       batch.free();
-      assertEquals(-1, Pattern.verify(local.segment(), 0, 12 << 20, 6, 0), "no READ byte landed");
+      // The requester's whole region: nothing landed (the peer was frozen before anything was asked).
+      assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, 6, 0),
+          "no READ byte landed, the WRITE source is intact");
 
       source.resume();
+      // Once thawed, the source reads whatever of the WRITE its kernel had buffered, then finds the
+      // lanes closed. Wait until no source lane holds the region, then check every byte of it:
+      // outside the WRITE's range its own pattern; inside, each byte its own or the requester's (a
+      // WRITE cut off on the wire may land in part: a prefix of each of its frames).
+      assertTrue(Await.until(Duration.ofSeconds(20), () -> "0".equals(call(source, "LOANS " + remote))),
+          "the thawed source's lanes let go of the region");
+      String check = source.ask("ONEOF " + remote + " 5 6 " + (12 << 20) + " " + (1 << 20), List.of());
+      assertTrue(check.startsWith("OK "), () -> "the source's whole region after the thaw: " + check);
+      long landed = Long.parseLong(check.substring(3));
+      // What the WRITE reported agrees with the source's bytes: it reached the source's socket
+      // unacknowledged, so UNKNOWN, which allows any part of it to have landed; never NONE.
+      assertEquals(RemoteEffect.UNKNOWN, write.remoteEffect(), () -> write + "; " + landed + " B landed at the source");
       RemoteSegment again = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
       assertEquals(peer.descriptor(), again.descriptor(), "the same incarnation, reached again");
       Batch after = requester.allocateBatch(1);
@@ -68,6 +86,14 @@ class StalledPeerIT {
       assertTrue(after.await(Duration.ofSeconds(30)).allCompleted());
       after.free();
       assertEquals(-1, Pattern.verify(local.segment(), 0, 1 << 20, 5, 0), "the peer's bytes, after recovery");
+    }
+  }
+
+  private static String call(EngineProcess p, String command) {
+    try {
+      return p.call(command);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
     }
   }
 }

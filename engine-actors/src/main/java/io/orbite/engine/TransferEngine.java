@@ -343,7 +343,8 @@ public final class TransferEngine implements AutoCloseable {
     if (stopped || System.nanoTime() - deadlineNanos > 0) {
       done.complete(null);
     } else {
-      CompletableFuture.delayedExecutor(2, TimeUnit.MILLISECONDS).execute(() -> pollRegistryStopped(deadlineNanos, done));
+      CompletableFuture.delayedExecutor(2, TimeUnit.MILLISECONDS)
+          .execute(() -> pollRegistryStopped(deadlineNanos, done));
     }
   }
 
@@ -811,7 +812,8 @@ public final class TransferEngine implements AutoCloseable {
       if (failure != null || owed.tasksInFlight() == 0 || System.nanoTime() - deadlineNanos > 0) {
         done.complete(null);
       } else {
-        CompletableFuture.delayedExecutor(2, TimeUnit.MILLISECONDS).execute(() -> pollTasksInFlight(deadlineNanos, done));
+        CompletableFuture.delayedExecutor(2, TimeUnit.MILLISECONDS)
+            .execute(() -> pollTasksInFlight(deadlineNanos, done));
       }
     });
   }

@@ -40,9 +40,10 @@ public final class CHeaderProbe {
         return Optional.empty();
     }
 
-    /** The message a test skips with when gcc is absent. */
+    /** What a test that needs gcc says when it is absent (see {@link Prerequisite}). */
     public static String gccAbsentMessage(String what) {
-        return "gcc not found on PATH: skipping the check of " + what + " against the system headers";
+        return "gcc not found on PATH, so " + what + " cannot be checked against the system headers"
+            + " (apt-get install gcc libc6-dev; .ci/run and ./orbite test install them as root)";
     }
 
     /**

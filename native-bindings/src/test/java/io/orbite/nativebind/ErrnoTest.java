@@ -9,7 +9,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -72,7 +71,7 @@ class ErrnoTest {
     @Test
     void everyConstantMatchesTheSystemHeaderWhenGccIsPresent(@TempDir Path dir) throws Exception {
         Optional<Path> gcc = CHeaderProbe.gcc();
-        Assumptions.assumeTrue(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("errno numbers"));
+        Prerequisite.require(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("errno numbers"));
         Map<String, String> expressions = new LinkedHashMap<>();
         for (Errno e : Errno.values()) {
             expressions.put(e.name(), e.name());

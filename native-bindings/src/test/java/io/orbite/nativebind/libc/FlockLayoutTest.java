@@ -3,6 +3,7 @@ package io.orbite.nativebind.libc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.orbite.nativebind.CHeaderProbe;
+import io.orbite.nativebind.Prerequisite;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -10,7 +11,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -48,7 +48,7 @@ class FlockLayoutTest {
     @Test
     void flockLayoutMatchesTheSystemHeaderWhenGccIsPresent(@TempDir Path dir) throws Exception {
         Optional<Path> gcc = CHeaderProbe.gcc();
-        Assumptions.assumeTrue(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("struct flock"));
+        Prerequisite.require(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("struct flock"));
         Map<String, String> e = new LinkedHashMap<>();
         e.put("sizeof", "sizeof(struct flock)");
         e.put("alignof", "_Alignof(struct flock)");
@@ -76,7 +76,7 @@ class FlockLayoutTest {
     @Test
     void libcConstantsMatchTheSystemHeadersWhenGccIsPresent(@TempDir Path dir) throws Exception {
         Optional<Path> gcc = CHeaderProbe.gcc();
-        Assumptions.assumeTrue(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("libc constants"));
+        Prerequisite.require(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("libc constants"));
         Map<String, Long> ours = new LinkedHashMap<>();
         ours.put("PROT_NONE", (long) Libc.PROT_NONE);
         ours.put("PROT_READ", (long) Libc.PROT_READ);

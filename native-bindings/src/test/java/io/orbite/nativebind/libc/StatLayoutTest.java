@@ -3,12 +3,12 @@ package io.orbite.nativebind.libc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.orbite.nativebind.CHeaderProbe;
+import io.orbite.nativebind.Prerequisite;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -31,7 +31,7 @@ class StatLayoutTest {
     @Test
     void statLayoutMatchesTheSystemHeaderWhenGccIsPresent(@TempDir Path dir) throws Exception {
         Optional<Path> gcc = CHeaderProbe.gcc();
-        Assumptions.assumeTrue(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("struct stat"));
+        Prerequisite.require(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("struct stat"));
         Map<String, String> e = new LinkedHashMap<>();
         e.put("sizeof", "sizeof(struct stat)");
         e.put("alignof", "_Alignof(struct stat)");

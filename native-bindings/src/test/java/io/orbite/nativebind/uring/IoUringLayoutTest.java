@@ -3,12 +3,12 @@ package io.orbite.nativebind.uring;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.orbite.nativebind.CHeaderProbe;
+import io.orbite.nativebind.Prerequisite;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -33,7 +33,7 @@ class IoUringLayoutTest {
     @Test
     void layoutsMatchTheKernelHeaderWhenGccIsPresent(@TempDir Path dir) throws Exception {
         Optional<Path> gcc = CHeaderProbe.gcc();
-        Assumptions.assumeTrue(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("io_uring structs"));
+        Prerequisite.require(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("io_uring structs"));
         Map<String, Long> ours = new LinkedHashMap<>();
         Map<String, String> c = new LinkedHashMap<>();
         expect(ours, c, "sqe_size", Sqe.SIZE, "sizeof(struct io_uring_sqe)");
@@ -82,7 +82,7 @@ class IoUringLayoutTest {
     @Test
     void constantsMatchTheKernelHeadersWhenGccIsPresent(@TempDir Path dir) throws Exception {
         Optional<Path> gcc = CHeaderProbe.gcc();
-        Assumptions.assumeTrue(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("io_uring constants"));
+        Prerequisite.require(gcc.isPresent(), CHeaderProbe.gccAbsentMessage("io_uring constants"));
         Map<String, Long> ours = new LinkedHashMap<>();
         ours.put("__NR_io_uring_setup", (long) IoUring.NR_IO_URING_SETUP);
         ours.put("__NR_io_uring_enter", (long) IoUring.NR_IO_URING_ENTER);

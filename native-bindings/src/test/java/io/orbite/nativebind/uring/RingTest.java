@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.nativebind.Errno;
 import io.orbite.nativebind.NativeCallException;
+import io.orbite.nativebind.Prerequisite;
 import io.orbite.nativebind.libc.Libc;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -18,7 +19,6 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,7 +33,7 @@ class RingTest {
 
     @BeforeEach
     void needsIoUring() {
-        Assumptions.assumeTrue(IoUring.isAvailable(), () -> "io_uring unavailable: " + IoUring.unavailabilityCause().orElse(""));
+        Prerequisite.require(IoUring.isAvailable(), "io_uring unavailable: " + IoUring.unavailabilityCause().orElse(""));
     }
 
     @Test
@@ -73,7 +73,7 @@ class RingTest {
     @Test
     void aSingleIssuerRingServesOnlyTheThreadThatEnteredItFirst(@TempDir Path dir) throws Exception {
         try (Ring ring = Ring.openSingleIssuer(8)) {
-            Assumptions.assumeTrue(ring.deferredCompletions(), "SINGLE_ISSUER | DEFER_TASKRUN need Linux 6.1");
+            Prerequisite.require(ring.deferredCompletions(), "io_uring SINGLE_ISSUER | DEFER_TASKRUN need Linux 6.1; this kernel refused them");
             // Set up here, bound to the owner at its first enter: the file lane's ring is created by the
             // transport and entered only by the lane's pinned thread.
             ExecutorService owner = Executors.newSingleThreadExecutor();

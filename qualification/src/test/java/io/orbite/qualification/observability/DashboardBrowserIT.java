@@ -2,7 +2,6 @@ package io.orbite.qualification.observability;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.orbite.config.DashboardConfig;
 import io.orbite.config.EngineConfig;
@@ -13,6 +12,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
+import io.orbite.nativebind.Prerequisite;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
@@ -71,13 +71,9 @@ class DashboardBrowserIT {
   }
 
   private static void requireBrowser() {
-    boolean present = Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER);
-    if (!present && "true".equals(System.getenv("CI"))) {
-      throw new AssertionError("CI must have " + CHROMIUM + " and " + CHROMEDRIVER
-          + " (apt-get install chromium chromium-driver; .ci/run and ./orbite test install them as root)");
-    }
-    assumeTrue(present, CHROMIUM + " or " + CHROMEDRIVER
-        + " missing: run ./orbite test as root (it installs chromium chromium-driver) to run the browser test");
+    Prerequisite.require(Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER), CHROMIUM + " or "
+        + CHROMEDRIVER + " missing (apt-get install chromium chromium-driver; .ci/run and ./orbite test install them "
+        + "as root)");
   }
 
   private WebDriver chromium() {

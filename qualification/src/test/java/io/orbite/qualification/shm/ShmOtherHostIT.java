@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.orbite.nativebind.Prerequisite;
 import io.orbite.qualification.harness.EngineProcess;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -12,7 +13,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
@@ -38,8 +38,9 @@ class ShmOtherHostIT {
     String nsA = "orbA" + id;
     String nsB = "orbB" + id;
     String subnet = "10.77." + (20 + id % 200) + ".";
-    Assumptions.assumeTrue(netnsUsable(nsA), "ip netns is unusable here (needs root and iproute2): skipping the "
-        + "emulated-other-host test of SHM/TCP selection");
+    Prerequisite.require(netnsUsable(nsA), "ip netns is unusable here (it needs root and iproute2: apt-get install "
+        + "iproute2; .ci/run and ./orbite test install it as root), so SHM/TCP selection against an emulated other host "
+        + "cannot be tested");
     List<EngineProcess> engines = new ArrayList<>();
     try {
       sh("ip", "netns", "add", nsB);

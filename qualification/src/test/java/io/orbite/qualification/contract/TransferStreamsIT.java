@@ -22,6 +22,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -183,8 +184,10 @@ class TransferStreamsIT {
         .take(10)
         .toMat(Sink.seq(), Keep.both())
         .run(streams);
+    CompletableFuture<Long> loansAtDrain = loansWhenDone(run.first());
     List<TransferResult> first = run.second().toCompletableFuture().get(60, TimeUnit.SECONDS);
     run.first().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    assertEquals(0, loansAtDrain.get(), "no worker held the requester's memory when the stage said it had drained");
     assertEquals(10, first.size());
     for (int i = 0; i < 10; i++) {
       assertSame(requests.get(i), first.get(i).request());
@@ -218,10 +221,12 @@ class TransferStreamsIT {
         .viaMat(TransferStreams.flow(pair.requester, StreamSettings.defaults().withMaxBatchTasks(4)), Keep.right())
         .toMat(Sink.seq(), Keep.both())
         .run(streams);
+    CompletableFuture<Long> loansAtFailure = loansWhenDone(run.second());
     ExecutionException failure = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
         () -> run.second().toCompletableFuture().get(60, TimeUnit.SECONDS));
     assertSame(boom, failure.getCause());
     assertTrue(run.first().toCompletableFuture().isDone(), "drained before the stream failed");
+    assertEquals(0, loansAtFailure.get(), "no worker held the requester's memory when the stream failed");
     assertGuardsOrData(requests, data, guard);
   }
 
@@ -311,11 +316,13 @@ class TransferStreamsIT {
             return w;
           })
           .runWith(TransferStreams.writeSink(pair.requester, StreamSettings.defaults().withMaxBatchTasks(8)), streams);
+      CompletableFuture<Long> loansAtFailure = loansWhenDone(done);
       ExecutionException failure = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
           () -> done.toCompletableFuture().get(60, TimeUnit.SECONDS));
       var kind = ((io.orbite.engine.TransferException) failure.getCause()).kind();
       assertTrue(kind == io.orbite.engine.ErrorKind.PEER_LOST || kind == io.orbite.engine.ErrorKind.UNAVAILABLE
           || kind == io.orbite.engine.ErrorKind.PROTOCOL, "failure kind of the batch API, got " + kind);
+      assertEquals(0, loansAtFailure.get(), "no worker held the requester's memory when the sink failed");
       assertRegion(local.segment(), List.of(), data, "requester region is only ever read by WRITEs");
       assertNothingCharged();
       // Nothing stays charged: the whole task and byte budget fits again against the live peer.
@@ -339,7 +346,17 @@ class TransferStreamsIT {
     Pattern.fill(local.segment(), 0, REGION, guard, 0);
   }
 
-  /** Waits until the requester engine holds no batch, task, byte or loan. */
+  /**
+   * The loans workers hold on the requester's region at the instant {@code stage} completes (or
+   * fails), read on the completing thread: a stage that says it drained must hold none.
+   */
+  private CompletableFuture<Long> loansWhenDone(CompletionStage<?> stage) {
+    CompletableFuture<Long> loans = new CompletableFuture<>();
+    stage.whenComplete((v, failure) -> loans.complete(local.registration().loans()));
+    return loans;
+  }
+
+  /** Waits until the requester engine holds no batch, task, byte or loan (the budgets catch up). */
   private void assertNothingCharged() {
     assertTrue(RawLane.awaitCondition(Duration.ofSeconds(15), () -> {
       var owed = pair.requester.owed();

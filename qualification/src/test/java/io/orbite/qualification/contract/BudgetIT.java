@@ -369,8 +369,8 @@ class BudgetIT {
       try {
         toP2 = requester.openSegment(p2.localSegment().endpoint(), Duration.ofSeconds(10));
       } catch (TransferException e) {
-        throw new AssertionError("BUG (main code): with " + budgets + ", opening a new peer after the only opened "
-            + "peer closed must fit the budget, but was refused: " + e.getMessage(), e);
+        throw new AssertionError("with " + budgets + ", opening a new peer after the only opened peer closed (and "
+            + "its RemoteSegment was closed) must fit the budget, but was refused: " + e.getMessage(), e);
       }
       readAndAwait(requester, TransferRequest.read(mine, 256 * KIB, toP2, p2Region.regionId(), 1000, 100 * KIB), true);
       spans.add(new Span(256 * KIB, 100 * KIB, SEED_GONE, 1000));

@@ -26,8 +26,10 @@ import org.junit.jupiter.api.Test;
 class DirectionalCloseIT {
   private static final long REGION = 1L << 20;
 
-  private static void read(TransferEngine requester, RegisteredMemory local, RemoteSegment peer, long regionId,
+  /** A verified READ: the requester's whole region, and the source's ({@code source}, pattern {@code seed}) unchanged. */
+  private static void read(TransferEngine requester, RegisteredMemory local, RemoteSegment peer, RegisteredMemory source,
       long seed, long guard) {
+    long regionId = source.regionId();
     Pattern.fill(local.segment(), 0, REGION, guard, 0);
     Batch batch = requester.allocateBatch(1);
     batch.submit(List.of(TransferRequest.read(local, 17, peer, regionId, 33, 300_000)));
@@ -35,6 +37,7 @@ class DirectionalCloseIT {
     batch.free();
     assertTrue(s.allCompleted(), s::toString);
     assertRegion(local.segment(), List.of(new Span(17, 300_000, seed, 33)), guard, "requester region after READ");
+    assertRegion(source.segment(), List.of(), seed, "source region after READ");
   }
 
   @Test
@@ -63,7 +66,7 @@ class DirectionalCloseIT {
 
       // Still a source: the other engine reads from it, byte for byte.
       RemoteSegment toClosing = other.openSegment(closing.localSegment().endpoint(), Duration.ofSeconds(10));
-      read(other, otherRegion, toClosing, served.regionId(), 1, 3);
+      read(other, otherRegion, toClosing, served, 1, 3);
       // A second call is harmless and reports the same.
       assertEquals(0, closing.closeRequester(Duration.ofSeconds(5)).tasksInFlight());
     }
@@ -80,7 +83,7 @@ class DirectionalCloseIT {
       RegisteredMemory otherLocal = other.allocate(REGION, Access.READ_WRITE);
       RegisteredMemory closingLocal = closing.allocate(REGION, Access.READ_WRITE);
       RemoteSegment toClosing = other.openSegment(closing.localSegment().endpoint(), Duration.ofSeconds(10));
-      read(other, otherLocal, toClosing, served.regionId(), 4, 6);
+      read(other, otherLocal, toClosing, served, 4, 6);
 
       EngineOwed owed = closing.closeSource(Duration.ofSeconds(10));
       assertEquals(0, owed.loans(), "every source loan came back: " + owed);
@@ -103,7 +106,7 @@ class DirectionalCloseIT {
 
       // Still a requester: it reads from the other engine, byte for byte.
       RemoteSegment toOther = closing.openSegment(other.localSegment().endpoint(), Duration.ofSeconds(10));
-      read(closing, closingLocal, toOther, otherServed.regionId(), 5, 8);
+      read(closing, closingLocal, toOther, otherServed, 5, 8);
       assertEquals(0, closing.closeSource(Duration.ofSeconds(5)).loans(), "a second call is harmless");
     }
   }

@@ -57,6 +57,7 @@ class PeerTableIT {
           assertEquals(-1, Pattern.verify(local.segment(), 0, g, 7, 0), "guard before the READ");
           assertEquals(-1, Pattern.verify(local.segment(), g, 4096, seed, 8), "generation " + g + "'s bytes");
           assertEquals(-1, Pattern.verify(local.segment(), g + 4096, REGION - g - 4096, 7, g + 4096), "guard after");
+          assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, seed, 0), "generation " + g + "'s own region");
           Pattern.fill(local.segment(), 0, REGION, 7, 0);
 
           List<PeerEntry> peers = requester.peers();

@@ -156,7 +156,8 @@ class TcpTransferIT {
     assertEquals(10, s.tasks().size());
     batch.free();
     List<Span> spans = tasks.stream().map(t -> new Span(t.remoteOffset(), t.length(), data, t.localOffset())).toList();
-    assertEquals(-1, RegionCheck.check(remote.segment(), spans, guard));
+    assertEquals(-1, RegionCheck.check(remote.segment(), spans, guard), "source region: the ten WRITEs, guards elsewhere");
+    assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, data, 0), "requester region: WRITEs only read it");
   }
 
   private TransferRequest write(Task t) {

@@ -114,6 +114,8 @@ class PartialConfirmationIT {
           peer.ledger()::toString);
       Bytes.assertStaysUnchanged(local.segment(), reported, Duration.ofSeconds(1),
           "requester region after the late frame");
+      assertTrue(peer.ledger().lateSends().getFirst().peerClosedFirst(), peer.ledger()::toString);
+      assertRegion(peer.region(), List.of(), PEER_SEED, "peer region (READs change nothing there)");
       assertEquals(List.of(), peer.ledger().problems());
     }
   }

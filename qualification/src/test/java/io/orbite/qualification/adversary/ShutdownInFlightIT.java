@@ -143,6 +143,10 @@ class ShutdownInFlightIT {
       }
       batch.free();
       assertRegion(local.segment(), List.of(), LOCAL_SEED, "requester region: no READ was answered");
+      assertRegion(peer.region(), List.of(), PEER_SEED, "peer region (READs change nothing there)");
+      // Each lane's first READ was held, and the others waited behind it, unread.
+      assertEquals(2, peer.ledger().received(Wire.Type.READ_REQUEST).size(), peer.ledger()::toString);
+      assertEquals(List.of(), peer.ledger().answered(), "the peer answered nothing in time");
     }
   }
 

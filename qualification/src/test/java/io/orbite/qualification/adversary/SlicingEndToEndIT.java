@@ -25,13 +25,15 @@ import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 /**
- * C15 end to end, judged by an adversarial source's ledger: a multi-slice READ and WRITE over two
+ * C15 end to end, judged by an adversarial source's ledger: multi-slice READs and WRITEs over two
  * idle lanes leave as the frames the documented slicing rule predicts (docs/transports/tcp.md,
- * "Slicing and lane choice"), computed here independently of the engine's planner: the slice count
- * and size, the fold of a short tail, one contiguous run of slices per lane, both lanes used, and
- * frames of at most {@code tcp.maxFramePayloadBytes}. With frames capped at the 64 KiB base block,
- * a slice of one block is exactly one frame, so the ledger counts the slices. Both regions are
- * checked in full after each task.
+ * "Slicing and lane choice"), computed here independently of the engine's planner. The ledger
+ * shows which lane carried which bytes: each lane carries one contiguous run, both lanes carry
+ * one, the boundary between the runs lies on a slice boundary of the documented block size, the
+ * runs' slice counts add up to the documented count and split as two equal lanes split them, the
+ * short tail rides with the last slice, and no frame exceeds {@code tcp.maxFramePayloadBytes}. The
+ * lengths are chosen so that another block size, cap or tail rule would move that boundary. Both
+ * regions are checked in full after each task.
  */
 class SlicingEndToEndIT {
   private static final long REGION = 16L << 20;
@@ -61,25 +63,30 @@ class SlicingEndToEndIT {
       List<Span> localSpans = new ArrayList<>();
       List<Span> peerSpans = new ArrayList<>();
 
-      // READ of 64 blocks: 64 slices of one block (the READ cap), 32 per lane, one frame each.
-      long readLength = 64 * BLOCK;
+      // Frames show where one lane's run of slices ends and the other's begins, and that boundary
+      // lies on a slice boundary: lengths whose documented plans split unevenly or use a block that
+      // is not the base make the slice size, the cap and the tail fold visible.
+
+      // READ of 63 blocks and 5000 bytes: 63 slices of one block (the last one 5000 bytes longer:
+      // the tail is folded), split 31/32 over the two lanes.
+      long readLength = 63 * BLOCK + 5000;
       List<Ledger.Received> read = transfer(engine, peer, TransferRequest.read(local, 3, segment,
           AdversarialSource.REGION_ID, 5, readLength), Wire.Type.READ_REQUEST);
-      assertFrames(read, 5, readLength, Plan.of(readLength, 64), "READ");
-      assertEquals(64, read.size(), "one frame per slice");
+      Plan readPlan = Plan.of(readLength, 64);
+      assertEquals(new Plan(BLOCK, 63, BLOCK + 5000), readPlan);
+      assertFrames(read, 5, readLength, readPlan, "READ");
       localSpans.add(new Span(3, readLength, PEER_SEED, 5));
       assertRegion(local.segment(), localSpans, LOCAL_SEED, "requester region after the READ");
 
-      // WRITE of 64 blocks: the WRITE cap of 32 makes 32 slices of two blocks, 16 per lane, each
-      // two frames of one block.
-      long writeLength = 64 * BLOCK;
+      // WRITE of 33 blocks: the WRITE cap of 32 makes 32 slices of 66 KiB (not 33 of 64 KiB, which
+      // the READ cap would give), 16 per lane, each carried as frames of at most 64 KiB.
+      long writeLength = 33 * BLOCK;
       long writeFrom = 5L << 20;
       List<Ledger.Received> write = transfer(engine, peer, TransferRequest.write(local, writeFrom, segment,
           AdversarialSource.REGION_ID, writeFrom + 11, writeLength), Wire.Type.WRITE_REQUEST);
       Plan writePlan = Plan.of(writeLength, 32);
-      assertEquals(new Plan(2 * BLOCK, 32, 2 * BLOCK), writePlan);
+      assertEquals(new Plan(66 * 1024, 32, 66 * 1024), writePlan);
       assertFrames(write, writeFrom + 11, writeLength, writePlan, "WRITE");
-      assertEquals(64, write.size());
       peerSpans.add(new Span(writeFrom + 11, writeLength, LOCAL_SEED, writeFrom));
 
       // WRITE of 16 blocks and 77 bytes: 16 slices, the tail folded into the last (one block + 77
@@ -91,8 +98,7 @@ class SlicingEndToEndIT {
       Plan tailPlan = Plan.of(tailLength, 32);
       assertEquals(new Plan(BLOCK, 16, BLOCK + 77), tailPlan);
       assertFrames(tail, tailFrom, tailLength, tailPlan, "WRITE with a tail");
-      assertEquals(17, tail.size(), "16 slices, the last one two frames");
-      assertTrue(tail.stream().anyMatch(f -> f.header().count() == 77), "the 77 B tail rides with the last slice");
+      assertEquals(17, tail.size(), "16 slices of one frame each, the last slice two");
       peerSpans.add(new Span(tailFrom, tailLength, LOCAL_SEED, tailFrom));
 
       assertRegion(peer.region(), peerSpans, PEER_SEED, "peer region after both WRITEs");

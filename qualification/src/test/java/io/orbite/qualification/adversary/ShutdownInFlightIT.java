@@ -199,6 +199,75 @@ class ShutdownInFlightIT {
   }
 
   @Test
+  void closeSourceUnderARequesterMidTransferEndsEveryTaskDrainedAndLeavesNoLoan() throws Exception {
+    long region = 128L << 20;
+    long task = 4L << 20;
+    long sourceSeed = 0xE5;
+    long requesterSeed = 0xE6;
+    try (TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("closing-source-busy"));
+        TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("busy-requester"))) {
+      RegisteredMemory served = source.allocate(region, Access.READ_WRITE);
+      Pattern.fill(served.segment(), 0, region, sourceSeed, 0);
+      RegisteredMemory local = requester.allocate(region, Access.READ_WRITE);
+      Pattern.fill(local.segment(), 0, region, requesterSeed, 0);
+      RemoteSegment peer = requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+      // READs of the source's first half into the requester's first half; WRITEs of the requester's
+      // second half into the source's second half.
+      List<TransferRequest> all = new ArrayList<>();
+      for (int i = 0; i < 16; i++) {
+        all.add(TransferRequest.read(local, i * task, peer, served.regionId(), i * task, task));
+        long at = region / 2 + i * task;
+        all.add(TransferRequest.write(local, at, peer, served.regionId(), at, task));
+      }
+      Batch batch = requester.allocateBatch(all.size());
+      batch.submit(all);
+      assertTrue(Await.until(Duration.ofSeconds(20), () -> source.counters().sourceBytesRead.sum()
+          + source.counters().sourceBytesWritten.sum() > 0), "bytes are moving");
+
+      EngineOwed owed = source.closeSource(Duration.ofSeconds(10));
+      assertEquals(0, owed.loans(), owed::toString);
+      assertEquals(0, served.registration().loans(), "no source lane holds the served memory");
+      assertEquals(List.of(), owed.quarantined(), owed::toString);
+
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      assertTrue(s.done(), s::toString);
+      assertTrue(s.tasks().stream().anyMatch(t -> !t.completed()), "the close cut work off: " + s);
+      for (TaskResult t : s.tasks()) {
+        TransferRequest r = all.get(t.index());
+        assertTrue(t.state() == TaskState.COMPLETED || t.state() == TaskState.FAILED, t::toString);
+        assertTrue(t.locallyDrained(), t::toString);
+        long at = r.localOffset();
+        if (r.op() == Op.READ) {
+          assertEquals(RemoteEffect.NONE, t.remoteEffect(), t::toString);
+          if (t.completed()) {
+            assertEquals(-1, Pattern.verify(local.segment(), at, task, sourceSeed, at), "a completed READ");
+          } else {
+            Bytes.assertEachByteIsOneOf(local.segment(), at, task, sourceSeed, at, requesterSeed, at, "a failed READ");
+          }
+        } else if (t.completed()) {
+          assertEquals(RemoteEffect.APPLIED, t.remoteEffect(), t::toString);
+          assertEquals(-1, Pattern.verify(served.segment(), at, task, requesterSeed, at), "a completed WRITE");
+        } else {
+          Bytes.assertEachByteIsOneOf(served.segment(), at, task, requesterSeed, at, sourceSeed, at, "a failed WRITE");
+          // APPLIED (some frames acknowledged, the rest never sent) or UNKNOWN allow any of it to
+          // have landed; NONE promises none did.
+          boolean landed = Pattern.verify(served.segment(), at, task, sourceSeed, at) >= 0;
+          assertTrue(!landed || t.remoteEffect() != RemoteEffect.NONE, () -> "bytes of it landed at the source, yet " + t);
+        }
+      }
+      // Untouched: the requester's WRITE sources, and the source's READ half.
+      assertEquals(-1, Pattern.verify(local.segment(), region / 2, region / 2, requesterSeed, region / 2),
+          "requester's WRITE half");
+      assertEquals(-1, Pattern.verify(served.segment(), 0, region / 2, sourceSeed, 0), "source's READ half");
+      batch.free();
+      assertTrue(Await.until(Duration.ofSeconds(10), () -> requester.owed().isIdle()), requester.owed()::toString);
+      EngineOwed again = source.closeSource(Duration.ofSeconds(5));
+      assertEquals(0, again.loans(), again::toString);
+      assertEquals(owed.quarantined(), again.quarantined());
+    }
+  }
+
+  @Test
   void closeSourceWithItsLanesBlockedMidPayloadEndsThemAndEveryLoanComesBack() throws Exception {
     long engineSeed = 0xE3;
     long writeSeed = 0xE4;

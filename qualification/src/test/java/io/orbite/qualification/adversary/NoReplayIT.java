@@ -114,23 +114,7 @@ class NoReplayIT {
           localSpans.add(new Span(r.localOffset(), TASK, PEER_SEED, remote));
           continue;
         }
-        long applied = ledger.bytesAppliedInto(remote, TASK);
-        if (t.completed()) {
-          assertEquals(RemoteEffect.APPLIED, t.remoteEffect());
-          assertEquals(TASK, applied, () -> "a COMPLETED WRITE was applied exactly once: " + t);
-          assertTrue(ledger.ackedInto(remote, TASK), () -> "a COMPLETED WRITE was acknowledged: " + t);
-        } else {
-          assertEquals(0, t.bytes());
-          assertTrue(!ledger.ackedInto(remote, TASK), () -> "an acknowledged WRITE reported failed: " + t);
-          if (!ledger.writesInto(remote, TASK).isEmpty()) {
-            assertEquals(RemoteEffect.UNKNOWN, t.remoteEffect(), () -> "reached the peer unacknowledged: " + t);
-          }
-        }
-        if (applied == TASK) {
-          peerSpans.add(new Span(remote, TASK, LOCAL_SEED, r.localOffset()));
-        } else {
-          assertEquals(0, applied, "a WRITE applied in part");
-        }
+        WriteVerdict.check(ledger, t, r, LOCAL_SEED).ifPresent(peerSpans::add);
       }
       long unknown = s.tasks().stream().filter(t -> t.remoteEffect() == RemoteEffect.UNKNOWN).count();
       assertTrue(unknown >= 1, () -> "the WRITE applied before the reset is UNKNOWN: " + s);

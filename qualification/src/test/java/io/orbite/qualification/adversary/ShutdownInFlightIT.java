@@ -174,23 +174,7 @@ class ShutdownInFlightIT {
         }
         continue;
       }
-      long applied = ledger.bytesAppliedInto(remote, TASK);
-      if (t.completed()) {
-        assertEquals(RemoteEffect.APPLIED, t.remoteEffect(), t::toString);
-        assertEquals(TASK, applied, () -> "a COMPLETED WRITE applied once: " + t);
-        assertTrue(ledger.ackedInto(remote, TASK), () -> "a COMPLETED WRITE acknowledged: " + t);
-      } else {
-        assertTrue(!ledger.ackedInto(remote, TASK), () -> "an acknowledged WRITE reported failed: " + t
-            + ledger.historyOf(remote, TASK));
-        if (!ledger.writesInto(remote, TASK).isEmpty()) {
-          assertEquals(RemoteEffect.UNKNOWN, t.remoteEffect(), () -> "reached the peer unacknowledged: " + t);
-        }
-      }
-      if (applied == TASK) {
-        peerSpans.add(new Span(remote, TASK, LOCAL_SEED, r.localOffset()));
-      } else {
-        assertEquals(0, applied, "a 4 KiB WRITE applied in part");
-      }
+      WriteVerdict.check(ledger, t, r, LOCAL_SEED).ifPresent(peerSpans::add);
     }
     assertEquals(null, ledger.firstByteAppliedTwice());
     assertEquals(null, ledger.firstReplayedWrite());

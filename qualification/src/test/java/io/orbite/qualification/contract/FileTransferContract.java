@@ -410,27 +410,28 @@ abstract class FileTransferContract {
     return Libc.open(fifo.toString(), Libc.O_RDWR | Libc.O_CLOEXEC);
   }
 
+  /** A 64-byte READ of {@code fifo} into {@code m} at 100, deadline 200 ms: FAILED, TIMEOUT, NONE, 0 bytes, drained. */
+  static TaskResult fifoReadTimesOut(TransferEngine engine, Path fifo, RegisteredMemory m) {
+    RemoteSegment seg = engine.openFileSegment(fifo, Access.READ, WAIT);
+    TaskResult t = run(engine, List.of(TransferRequest.read(m, 100, seg, TransferEngine.FILE_REGION_ID, 0, 64)
+        .withDeadline(Duration.ofMillis(200)))).tasks().getFirst();
+    assertEquals(TaskState.FAILED, t.state(), t.toString());
+    assertEquals(ErrorKind.TIMEOUT, t.errorKind(), t.toString());
+    assertEquals(RemoteEffect.NONE, t.remoteEffect(), t.toString());
+    assertEquals(0, t.bytes(), t.toString());
+    assertTrue(t.locallyDrained(), t.toString());
+    return t;
+  }
+
   @Test
   void aStalledFifoReadIsCancelledAndFailsOnlyAfterItDrained() throws Exception {
     TransferEngine engine = start(config());
     Path fifo = dir.resolve("stall.fifo");
     int writer = heldFifoWriter(fifo);
     try {
-      RemoteSegment seg = engine.openFileSegment(fifo, Access.READ, WAIT);
       RegisteredMemory m = EnginePair.guarded(engine, 4096, Access.READ_WRITE, GUARD + 18);
-      Batch b = engine.allocateBatch(1);
-      b.submit(List.of(TransferRequest.read(m, 100, seg, TransferEngine.FILE_REGION_ID, 0, 64)
-          .withDeadline(Duration.ofMillis(200))));
-      BatchStatus s = b.await(WAIT);
-      assertTrue(s.done(), s.toString());
-      TaskResult t = s.tasks().getFirst();
-      assertEquals(TaskState.FAILED, t.state(), t.toString());
-      assertEquals(ErrorKind.TIMEOUT, t.errorKind());
-      assertEquals(RemoteEffect.NONE, t.remoteEffect());
-      assertEquals(0, t.bytes());
-      assertTrue(t.locallyDrained());
+      TaskResult t = fifoReadTimesOut(engine, fifo, m);
       assertTrue(t.detail().startsWith("deadline passed:") && t.detail().endsWith("drained"), t.detail());
-      b.free();
       assertRegion(m.segment(), List.of(), GUARD + 18, "memory of the cancelled read");
       EngineOwed owed = engine.owed();
       assertTrue(owed.isIdle(), owed.toString());
@@ -464,13 +465,8 @@ abstract class FileTransferContract {
     Path fifo = dir.resolve("late.fifo");
     int writer = heldFifoWriter(fifo);
     try {
-      RemoteSegment seg = engine.openFileSegment(fifo, Access.READ, WAIT);
       RegisteredMemory m = EnginePair.guarded(engine, 4096, Access.READ_WRITE, GUARD + 21);
-      TaskResult t = run(engine, List.of(TransferRequest.read(m, 100, seg, TransferEngine.FILE_REGION_ID, 0, 64)
-          .withDeadline(Duration.ofMillis(200)))).tasks().getFirst();
-      assertEquals(TaskState.FAILED, t.state(), t.toString());
-      assertEquals(ErrorKind.TIMEOUT, t.errorKind(), t.toString());
-      assertTrue(t.locallyDrained(), t.toString());
+      fifoReadTimesOut(engine, fifo, m);
       assertRegion(m.segment(), List.of(), GUARD + 21, "memory when the READ was reported failed");
 
       byte[] late = new byte[64];

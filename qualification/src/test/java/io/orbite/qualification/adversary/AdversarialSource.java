@@ -111,10 +111,6 @@ final class AdversarialSource implements AutoCloseable {
     return epoch;
   }
 
-  int incarnation() {
-    return incarnation;
-  }
-
   MemorySegment region() {
     return region;
   }

@@ -125,6 +125,35 @@ class NoReplayIT {
   }
 
   @Test
+  void aReadCutMidPayloadIsSentOnceMoreOnTheOtherLaneAndLandsWhole() throws Exception {
+    long cut = 20 * 1024;
+    AtomicBoolean cutOnce = new AtomicBoolean();
+    // The first READ frame gets its header and 20 KiB of payload, then its lane is reset; the
+    // frame sent again (on the other lane) is served.
+    Script script = r -> r.read() && cutOnce.compareAndSet(false, true)
+        ? new Script.Reply.CutMidPayload(cut) : new Script.Reply.Serve();
+    try (AdversarialSource peer = AdversarialSource.start(REGION, PEER_SEED, script);
+        TransferEngine engine = TransferEngine.start(EngineConfig.defaults().withName("cut-read"))) {
+      RegisteredMemory local = guarded(engine);
+      RemoteSegment segment = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));
+      TaskResult t = one(engine, TransferRequest.read(local, 300, segment, AdversarialSource.REGION_ID, 500, TASK));
+      assertEquals(TaskState.COMPLETED, t.state(), t::toString);
+      assertEquals(TASK, t.bytes());
+      assertEquals(1, engine.counters().readRetries.sum(), "sent once more, not twice");
+
+      List<Ledger.Received> frames = peer.ledger().received(Wire.Type.READ_REQUEST);
+      assertEquals(2, frames.size(), frames::toString);
+      assertTrue(frames.get(0).connection() != frames.get(1).connection(), () -> "on the other lane: " + frames);
+      assertEquals(frames.get(0).header().offset(), frames.get(1).header().offset(), "the same frame, from its start");
+      assertEquals(frames.get(0).header().count(), frames.get(1).header().count());
+      // The second lane's answer covers the first lane's partial bytes: the range holds exactly the peer's.
+      assertRegion(local.segment(), List.of(new Span(300, TASK, PEER_SEED, 500)), LOCAL_SEED, "requester region");
+      assertRegion(peer.region(), List.of(), PEER_SEED, "peer region (READs change nothing there)");
+      assertEquals(List.of(), peer.ledger().problems());
+    }
+  }
+
+  @Test
   void aWriteInFlightWhenTheSourceDiesIsUnknownAndNeverReachesItsReplacement() throws Exception {
     Script first = r -> r.write() ? new Script.Reply.DropAck() : new Script.Reply.Serve();
     AdversarialSource peer = AdversarialSource.start(REGION, PEER_SEED, first);

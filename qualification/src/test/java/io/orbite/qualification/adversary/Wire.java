@@ -24,9 +24,7 @@ final class Wire {
   static final int PERMISSION_DENIED = 2;
   static final int EPOCH_MISMATCH = 4;
 
-  /** Access codes of a Describe region entry. */
-  static final int ACCESS_READ = 1;
-  static final int ACCESS_WRITE = 2;
+  /** Access code of a Describe region entry granting both directions (1 READ, 2 WRITE, 3 both). */
   static final int ACCESS_READ_WRITE = 3;
 
   /** Transport code a TCP lane's HELLO carries in its count field. */

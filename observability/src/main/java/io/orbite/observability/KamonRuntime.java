@@ -10,18 +10,57 @@ import kamon.prometheus.PrometheusReporter;
  * interval of the first engine that serves metrics), and its Prometheus reporter is kept here so
  * that each engine's scrape endpoint can read the latest scrape. Kamon's own embedded HTTP server is
  * never started; the engines serve {@code /metrics} themselves, bounded.
+ *
+ * <p>The reporter runs on a non-daemon thread Kamon names after it ({@code orbite-prometheus}), so it
+ * is counted: every engine that serves metrics {@link #acquire acquires} it and {@link #release
+ * releases} it when it closes, and the last release removes the reporter and ends that thread. A
+ * JVM whose engines have all closed can then exit.
  */
 final class KamonRuntime {
+  private static boolean initialised;
   private static PrometheusReporter reporter;
+  private static kamon.module.Module.Registration registration;
+  private static int users;
   private static long tickMillis;
 
   private KamonRuntime() {}
 
-  /** Initialises Kamon once; later calls keep the first tick interval. */
-  static synchronized void ensureStarted(long tick) {
+  /**
+   * Initialises Kamon once (later calls keep the first tick interval) and adds the Prometheus
+   * reporter if no engine holds it; each call must be matched by one {@link #release()}.
+   */
+  static synchronized void acquire(long tick) {
+    users++;
     if (reporter != null) {
       return;
     }
+    if (!initialised) {
+      init(tick);
+    }
+    PrometheusReporter created = new PrometheusReporter(PrometheusReporter.DefaultConfigPath(), Kamon.config());
+    registration = Kamon.addReporter("orbite-prometheus", created);
+    reporter = created;
+  }
+
+  /** Undoes one {@link #acquire}; the last one removes the reporter (its thread ends). */
+  static synchronized void release() {
+    if (users == 0) {
+      return;
+    }
+    users--;
+    if (users == 0 && registration != null) {
+      registration.cancel();
+      registration = null;
+      reporter = null;
+    }
+  }
+
+  /** How many engines hold the reporter now. */
+  static synchronized int users() {
+    return users;
+  }
+
+  private static void init(long tick) {
     Config overrides = ConfigFactory.parseString(String.join("\n",
         "kamon.metric.tick-interval = " + tick + " ms",
         "kamon.init.hide-banner = true",
@@ -31,9 +70,7 @@ final class KamonRuntime {
         "kamon.prometheus.buckets.custom { \"orbite_task_latency\" = "
             + "[0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30] }"));
     Kamon.initWithoutAttaching(overrides.withFallback(ConfigFactory.load()));
-    PrometheusReporter created = new PrometheusReporter(PrometheusReporter.DefaultConfigPath(), Kamon.config());
-    Kamon.addReporter("orbite-prometheus", created);
-    reporter = created;
+    initialised = true;
     tickMillis = tick;
   }
 

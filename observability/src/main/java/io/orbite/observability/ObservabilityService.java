@@ -19,7 +19,7 @@ public final class ObservabilityService implements ObservabilityProvider {
   public Served start(TransferEngine engine) {
     ObservabilityConfig oc = engine.config().observability();
     ActorSystem<?> system = engine.system();
-    KamonRuntime.ensureStarted(oc.tickMillis());
+    KamonRuntime.acquire(oc.tickMillis());
     ThroughputHistory history = new ThroughputHistory();
     EngineMetrics metrics = new EngineMetrics(engine, history);
     Cancellable sampler = system.scheduler().scheduleAtFixedRate(Duration.ZERO, Duration.ofMillis(oc.tickMillis()),
@@ -42,6 +42,7 @@ public final class ObservabilityService implements ObservabilityProvider {
       }
       sampler.cancel();
       metrics.close();
+      KamonRuntime.release();
       throw e;
     }
     return new Started(sampler, metrics, metricsEndpoint, dashboardEndpoint);
@@ -53,6 +54,7 @@ public final class ObservabilityService implements ObservabilityProvider {
     private final HttpEndpoint metricsEndpoint;
     private final HttpEndpoint dashboardEndpoint;
     private final Map<String, String> urls = new LinkedHashMap<>();
+    private final java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
 
     Started(Cancellable sampler, EngineMetrics metrics, HttpEndpoint metricsEndpoint, HttpEndpoint dashboardEndpoint) {
       this.sampler = sampler;
@@ -82,6 +84,9 @@ public final class ObservabilityService implements ObservabilityProvider {
       }
       sampler.cancel();
       metrics.close();
+      if (released.compareAndSet(false, true)) {
+        KamonRuntime.release();
+      }
     }
   }
 }

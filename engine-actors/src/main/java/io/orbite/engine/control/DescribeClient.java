@@ -83,11 +83,14 @@ public final class DescribeClient {
     } catch (SocketTimeoutException e) {
       throw new TransferException(ErrorKind.TIMEOUT, "describe " + peer + ": no answer within " + timeoutMillis + " ms", e);
     } catch (FrameRejectedException e) {
-      throw new TransferException(ErrorKind.PROTOCOL, "describe " + peer + ": " + e.getMessage(), e);
+      throw new TransferException(ErrorKind.PROTOCOL, "describe " + peer + ": " + e.describe(), e);
     } catch (EOFException e) {
       throw new TransferException(ErrorKind.PEER_LOST, "describe " + peer + ": connection closed mid-answer", e);
+    } catch (java.net.UnknownHostException e) {
+      throw new TransferException(ErrorKind.UNAVAILABLE, "describe " + peer + ": unknown host "
+          + endpoint.getHostString() + " (the name does not resolve)", e);
     } catch (IOException e) {
-      throw new TransferException(ErrorKind.UNAVAILABLE, "describe " + peer + ": " + e.getMessage(), e);
+      throw new TransferException(ErrorKind.UNAVAILABLE, "describe " + peer + ": " + TransferException.describe(e), e);
     }
   }
 }

@@ -198,7 +198,7 @@ final class TransferStage
         RequestValidator.validate(List.of(r));
       } catch (TransferException e) {
         record(held, new TaskResult(0, TaskState.FAILED, 0, e.kind(), RemoteEffect.NONE, true,
-            "refused at submit: " + e.getMessage(), 0));
+            "refused at submit: " + e.detail(), 0));
         return;
       }
       group.add(held);
@@ -288,7 +288,7 @@ final class TransferStage
         } else {
           for (Held h : o.group()) {
             record(h, new TaskResult(0, TaskState.FAILED, 0, kind, RemoteEffect.NONE, true,
-                "refused at submit: " + cause.getMessage(), 0));
+                "refused at submit: " + TransferException.describe(cause), 0));
           }
         }
       } else {

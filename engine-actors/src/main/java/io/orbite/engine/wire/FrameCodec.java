@@ -71,6 +71,31 @@ public final class FrameCodec {
   }
 
   /**
+   * Names the protocol a foreign peer speaks when its first four bytes are recognisable, as the
+   * start of a refusal ({@code "the peer speaks HTTP, not the OrbiTE protocol ...: "}); {@code "not the
+   * OrbiTE protocol: "} otherwise.
+   * Recognised: HTTP/1 responses ({@code HTTP}), HTTP/2 prefaces ({@code PRI }), TLS records
+   * (content type 20-23, major version 3) and SSH banners ({@code SSH-}).
+   */
+  public static String foreignProtocol(int magic) {
+    String name;
+    int first = magic >>> 24;
+    int second = (magic >>> 16) & 0xff;
+    if (magic == 0x48545450) {
+      name = "HTTP";
+    } else if (magic == 0x50524920) {
+      name = "HTTP/2";
+    } else if (first >= 0x14 && first <= 0x17 && second == 0x03) {
+      name = "TLS";
+    } else if (magic == 0x5353482d) {
+      name = "SSH";
+    } else {
+      return "not the OrbiTE protocol: ";
+    }
+    return "the peer speaks " + name + ", not the OrbiTE protocol (is this the right port?): ";
+  }
+
+  /**
    * Checks the header that starts at {@code at}, of which {@code available} bytes are present.
    *
    * @param maxPayloadBytes the largest payload this receiver accepts
@@ -83,15 +108,15 @@ public final class FrameCodec {
     if (available >= 4) {
       int magic = buf.getInt(at + OFF_MAGIC);
       if (magic != MAGIC) {
-        throw new FrameRejectedException(
-            Reason.FOREIGN_MAGIC, String.format("magic 0x%08x, expected 0x%08x", magic, MAGIC));
+        throw new FrameRejectedException(Reason.FOREIGN_MAGIC, foreignProtocol(magic)
+            + String.format("magic 0x%08x, expected 0x%08x", magic, MAGIC));
       }
     } else {
       // Judge a short prefix byte by byte so a foreign peer is refused as early as possible.
       for (int i = 0; i < available; i++) {
         byte expected = (byte) (MAGIC >>> (24 - 8 * i));
         if (buf.get(at + i) != expected) {
-          throw new FrameRejectedException(Reason.FOREIGN_MAGIC, "first bytes do not match magic 0x4f524254");
+          throw new FrameRejectedException(Reason.FOREIGN_MAGIC, "not the OrbiTE protocol: first bytes do not match magic 0x4f524254");
         }
       }
       return false;

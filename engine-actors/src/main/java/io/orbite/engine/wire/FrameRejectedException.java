@@ -20,10 +20,20 @@ public final class FrameRejectedException extends Exception {
   }
 
   private final Reason reason;
+  private final String detail;
 
   public FrameRejectedException(Reason reason, String message) {
     super(reason + ": " + message, null, false, false);
     this.reason = reason;
+    this.detail = message;
+  }
+
+  /**
+   * The refusal for a user's message: a foreign peer's says what it is (its sentence already names
+   * the protocol or says it is not OrbiTE's), any other rule is named before what broke it.
+   */
+  public String describe() {
+    return reason == Reason.FOREIGN_MAGIC ? detail : getMessage();
   }
 
   public Reason reason() {

@@ -1,6 +1,7 @@
 package io.orbite.transport.shm;
 
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.TransferException;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.FaultHooks;
@@ -104,7 +105,7 @@ final class ShmEndpoint {
       Throwable cause = m.failure() instanceof CompletionException ce && ce.getCause() != null ? ce.getCause() : m.failure();
       counters.shmOpensRefused.increment();
       ctx.getLog().info("SHM to {} not used: {}", peer, cause.getMessage());
-      waiters.forEach(w -> w.tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, cause.getMessage())));
+      waiters.forEach(w -> w.tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, TransferException.describe(cause))));
       closers.forEach(c -> c.tell(new Closed(peer)));
       return Behaviors.stopped();
     }

@@ -67,10 +67,15 @@ final class LaneConnector {
           + tcp.connectTimeoutMillis() + " ms", e);
     } catch (FrameRejectedException e) {
       closeQuietly(channel);
-      throw new TransferException(ErrorKind.PROTOCOL, "lane " + laneIndex + " to " + peer + ": " + e.getMessage(), e);
+      throw new TransferException(ErrorKind.PROTOCOL, "lane " + laneIndex + " to " + peer + ": " + e.describe(), e);
+    } catch (java.nio.channels.UnresolvedAddressException e) {
+      closeQuietly(channel);
+      throw new TransferException(ErrorKind.UNAVAILABLE, "lane " + laneIndex + " to " + peer + ": unknown host "
+          + peer.host() + " (the name does not resolve)", e);
     } catch (IOException e) {
       closeQuietly(channel);
-      throw new TransferException(ErrorKind.UNAVAILABLE, "lane " + laneIndex + " to " + peer + ": " + e, e);
+      throw new TransferException(ErrorKind.UNAVAILABLE, "lane " + laneIndex + " to " + peer + ": "
+          + TransferException.describe(e), e);
     } catch (RuntimeException e) {
       closeQuietly(channel);
       throw e;

@@ -139,7 +139,7 @@ final class TcpEndpoint {
     if (m.failure() != null) {
       Throwable cause = m.failure() instanceof CompletionException ce && ce.getCause() != null ? ce.getCause() : m.failure();
       ErrorKind kind = cause instanceof TransferException te ? te.kind() : ErrorKind.UNAVAILABLE;
-      waiters.forEach(w -> w.tell(new TransportCommand.PeerOpenFailed(kind, cause.getMessage())));
+      waiters.forEach(w -> w.tell(new TransportCommand.PeerOpenFailed(kind, TransferException.describe(cause))));
       closers.forEach(c -> c.tell(new Closed(peer)));
       return Behaviors.stopped();
     }
@@ -156,7 +156,7 @@ final class TcpEndpoint {
       }
     } catch (IOException e) {
       channels.forEach(LaneConnector::closeQuietly);
-      waiters.forEach(w -> w.tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "lanes to " + peer + ": " + e)));
+      waiters.forEach(w -> w.tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "lanes to " + peer + ": " + TransferException.describe(e))));
       closers.forEach(c -> c.tell(new Closed(peer)));
       return Behaviors.stopped();
     }

@@ -124,10 +124,8 @@ public final class ControlService {
     closeQuietly(listener);
     unclaimed.forEach(ControlService::closeQuietly);
     state = "stopping";
-    if (!acceptor.isAlive()) {
-      m.replyTo().tell(new Stopped());
-      return Behaviors.stopped();
-    }
+    // The acceptor thread always ends by telling AcceptorEnded: wait for it even if the thread has
+    // already gone, so that message is never left to dead letters.
     return stopping(new java.util.ArrayList<>(java.util.List.of(m.replyTo())));
   }
 
@@ -136,12 +134,27 @@ public final class ControlService {
     return Behaviors.receive(Command.class)
         .onMessageEquals(AcceptorEnded.INSTANCE, () -> {
           waiters.forEach(w -> w.tell(new Stopped()));
-          return Behaviors.stopped();
+          return stopped();
         })
         .onMessage(Stop.class, m -> {
           waiters.add(m.replyTo());
           return Behaviors.same();
         })
+        .build();
+  }
+
+  /**
+   * Nothing is served any more. The actor stays until its guardian stops, so a later Stop (the
+   * source side closed first, then the whole engine) is answered at once instead of dead-lettered.
+   */
+  private Behavior<Command> stopped() {
+    state = "stopped";
+    return Behaviors.receive(Command.class)
+        .onMessage(Stop.class, m -> {
+          m.replyTo().tell(new Stopped());
+          return Behaviors.same();
+        })
+        .onMessageEquals(AcceptorEnded.INSTANCE, Behaviors::same)
         .build();
   }
 

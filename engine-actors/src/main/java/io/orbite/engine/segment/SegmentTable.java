@@ -159,6 +159,8 @@ public final class SegmentTable {
   }
 
   private String state = "active";
+  /** Set once the table has stopped: a RemoteSegment dropped later has nothing to tell. */
+  private final java.util.concurrent.atomic.AtomicBoolean stopped = new java.util.concurrent.atomic.AtomicBoolean();
   private List<PeerEntry> reportedPeers = List.of();
 
   private io.orbite.engine.view.OwnerBoard.Report report(io.orbite.engine.view.OwnerBoard board) {
@@ -197,6 +199,10 @@ public final class SegmentTable {
         .onMessage(Described.class, this::onDescribed)
         .onMessage(EndpointCharged.class, this::onEndpointCharged)
         .onMessage(PeerReady.class, this::onPeerReady)
+        .onSignal(org.apache.pekko.actor.typed.PostStop.class, signal -> {
+          stopped.set(true);
+          return Behaviors.same();
+        })
         .build();
   }
 
@@ -205,7 +211,7 @@ public final class SegmentTable {
     try {
       address = DescribeClient.parseEndpoint(m.endpoint());
     } catch (TransferException e) {
-      m.replyTo().tell(new OpenFailed(e.kind(), e.getMessage()));
+      m.replyTo().tell(new OpenFailed(e.kind(), e.detail()));
       return Behaviors.same();
     }
     Long latest = latestEpoch.get(key(address));
@@ -224,7 +230,7 @@ public final class SegmentTable {
     if (d.failure() != null) {
       Throwable cause = d.failure() instanceof CompletionException ce && ce.getCause() != null ? ce.getCause() : d.failure();
       ErrorKind kind = cause instanceof TransferException te ? te.kind() : ErrorKind.UNAVAILABLE;
-      d.open().replyTo().tell(new OpenFailed(kind, cause.getMessage()));
+      d.open().replyTo().tell(new OpenFailed(kind, TransferException.describe(cause)));
       return Behaviors.same();
     }
     SegmentDescriptor peer = new SegmentDescriptor(d.address().getHostString(), d.description().port(), d.description().epoch());
@@ -317,8 +323,12 @@ public final class SegmentTable {
     entry.references++;
     ActorRef<Command> self = ctx.getSelf();
     PeerChannel channel = entry.channel;
-    return new RemoteSegment(entry.peer, description.regions(), channel, description.shared(),
-        () -> self.tell(new Released(channel)));
+    java.util.concurrent.atomic.AtomicBoolean tableStopped = stopped;
+    return new RemoteSegment(entry.peer, description.regions(), channel, description.shared(), () -> {
+      if (!tableStopped.get()) {
+        self.tell(new Released(channel));
+      }
+    });
   }
 
   private Behavior<Command> onReleased(Released m) {

@@ -25,30 +25,55 @@ public final class Batch {
   private final ActorRef<BatchActor.Command> actor;
   private final Scheduler scheduler;
   private final int capacity;
+  /** The engine that made this batch: once it has closed, every call fails UNAVAILABLE naming it. */
+  private final TransferEngine engine;
   /** Set by the first free that the batch accepts; later calls answer at once. */
   private final AtomicBoolean freed = new AtomicBoolean();
 
-  Batch(ActorRef<BatchActor.Command> actor, Scheduler scheduler, int capacity) {
+  Batch(ActorRef<BatchActor.Command> actor, Scheduler scheduler, int capacity, TransferEngine engine) {
+    this.engine = engine;
     this.actor = actor;
     this.scheduler = scheduler;
     this.capacity = capacity;
   }
 
+  /**
+   * How many tasks this batch can hold in all (the {@code allocateBatch} argument). Still answers
+   * after the engine closed.
+   *
+   * @return the capacity in tasks
+   */
   public int capacity() {
     return capacity;
   }
 
   /**
-   * Validates, admits and dispatches {@code requests}. Throws {@link TransferException} if any
-   * request is invalid or a budget is exhausted; then nothing was submitted.
+   * Validates, admits and dispatches {@code requests}: all of them or none.
    *
+   * @param requests the transfers to start, at most {@link #capacity()} over the batch's life
    * @return the task index of the first request
+   * @throws TransferException nothing was submitted, and {@link TransferException#kind()} says why:
+   *     INVALID_ARGUMENT for a malformed request (the message names it: bad offset or length, a range
+   *     past its region, an unknown or closed segment or region, a freed batch); PERMISSION_DENIED
+   *     when a region does not grant the direction; RESOURCE_EXHAUSTED when the batch's capacity or
+   *     a budget (tasks, bytes in flight) would be exceeded; UNAVAILABLE when the engine or its
+   *     requester side is closing or closed
    */
   public int submit(List<TransferRequest> requests) {
     return join(submitAsync(requests), CONTROL_TIMEOUT, "submit");
   }
 
+  /**
+   * {@link #submit} without blocking; the stage fails with the same {@link TransferException}s.
+   *
+   * @param requests the transfers to start, at most {@link #capacity()} over the batch's life
+   * @return a stage that completes with the task index of the first request
+   */
   public CompletionStage<Integer> submitAsync(List<TransferRequest> requests) {
+    TransferException closed = engine.closedError("submit");
+    if (closed != null) {
+      return CompletableFuture.failedFuture(closed);
+    }
     if (freed.get()) {
       return CompletableFuture.failedFuture(freedError("submit"));
     }
@@ -70,9 +95,14 @@ public final class Batch {
   /**
    * Waits up to {@code timeout} for every submitted task to be terminal.
    *
+   * @param timeout how long to wait; if it passes first, the status is read once more
    * @return the status; {@link BatchStatus#done()} is false if the timeout passed first
+   * @throws TransferException INVALID_ARGUMENT if the batch was freed; UNAVAILABLE once the engine's
+   *     close has been confirmed ({@code "engine <name> closed (await)"}); CANCELLED if the waiting
+   *     thread is interrupted; or what {@link #status()} throws when the timeout passed
    */
   public BatchStatus await(Duration timeout) {
+    refuseIfClosed("await");
     if (freed.get()) {
       throw freedError("await");
     }
@@ -87,33 +117,72 @@ public final class Batch {
     }
   }
 
-  /** Completes when every task submitted so far is terminal. */
+  /**
+   * Completes when every task submitted so far is terminal.
+   *
+   * @return a stage that completes with the status, or fails with a {@link TransferException}:
+   *     INVALID_ARGUMENT if the batch was freed, UNAVAILABLE if the engine's close was confirmed before
+   *     (or while) it waited
+   */
   public CompletionStage<BatchStatus> completion() {
+    TransferException closed = engine.closedAfterClose("completion");
+    if (closed != null) {
+      return CompletableFuture.failedFuture(closed);
+    }
     if (freed.get()) {
       return CompletableFuture.failedFuture(freedError("completion"));
     }
-    return AskPattern.ask(actor, BatchActor.AwaitIdle::new, FOREVER, scheduler);
+    // If the engine closes first, the batch actor stops without answering: the engine fails this.
+    return engine.untilClosed(AskPattern.ask(actor, BatchActor.AwaitIdle::new, FOREVER, scheduler), "completion");
   }
 
-  /** A snapshot of every task's state. */
+  /**
+   * A snapshot of every task's state.
+   *
+   * @return one result per submitted task, in submission order, and whether all are terminal
+   * @throws TransferException INVALID_ARGUMENT if the batch was freed; UNAVAILABLE once the engine's
+   *     close has been confirmed; TIMEOUT if the batch does not answer within 30 s
+   */
   public BatchStatus status() {
+    refuseIfClosed("status");
     if (freed.get()) {
       throw freedError("status");
     }
     return join(AskPattern.ask(actor, BatchActor.GetStatus::new, CONTROL_TIMEOUT, scheduler), CONTROL_TIMEOUT, "status");
   }
 
-  /** Frames not yet sent fail CANCELLED; frames in flight finish and are reported. */
+  /**
+   * Frames not yet sent fail CANCELLED; frames in flight finish and are reported.
+   *
+   * @throws TransferException UNAVAILABLE once the engine's close has been confirmed
+   */
   public void cancel() {
+    refuseIfClosed("cancel");
     actor.tell(BatchActor.Cancel.INSTANCE);
   }
 
-  /** Releases the batch; throws BATCH_BUSY while a task may still touch memory. */
+  /**
+   * Releases the batch; throws BATCH_BUSY while a task may still touch memory.
+   *
+   * @throws TransferException BATCH_BUSY while a task is pending or the batch is quarantined (it stays
+   *     usable and can be freed later); INVALID_ARGUMENT if it was already freed; UNAVAILABLE once the
+   *     engine's close has been confirmed, or if the batch does not answer
+   */
   public void free() {
     join(freeAsync(), CONTROL_TIMEOUT, "free");
   }
 
+  /**
+   * {@link #free} without blocking.
+   *
+   * @return a stage that completes once the batch is released; it fails with the same
+   *     {@link TransferException}s as {@link #free}
+   */
   public CompletionStage<Void> freeAsync() {
+    TransferException closed = engine.closedAfterClose("free");
+    if (closed != null) {
+      return CompletableFuture.failedFuture(closed);
+    }
     if (!freed.compareAndSet(false, true)) {
       return CompletableFuture.failedFuture(freedError("free"));
     }
@@ -132,6 +201,13 @@ public final class Batch {
         });
   }
 
+  private void refuseIfClosed(String call) {
+    TransferException closed = engine.closedAfterClose(call);
+    if (closed != null) {
+      throw closed;
+    }
+  }
+
   private static TransferException freedError(String what) {
     return new TransferException(ErrorKind.INVALID_ARGUMENT, what + ": the batch was already freed");
   }
@@ -147,7 +223,7 @@ public final class Batch {
       if (cause instanceof TransferException te) {
         throw te;
       }
-      throw new TransferException(ErrorKind.UNAVAILABLE, what + ": " + cause, cause);
+      throw new TransferException(ErrorKind.UNAVAILABLE, what + ": " + TransferException.describe(cause), cause);
     } catch (TimeoutException e) {
       throw new TransferException(ErrorKind.TIMEOUT, what + ": no answer within " + timeout);
     } catch (InterruptedException e) {

@@ -17,6 +17,7 @@ import io.orbite.engine.spi.SharedBacking;
 import io.orbite.engine.spi.SharedMemory;
 import io.orbite.engine.spi.SharedMemoryProvider;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.spi.TransportProvider;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -96,23 +97,26 @@ public final class TransferEngine implements AutoCloseable {
 
   private TransferEngine(
       EngineConfig config, ActorSystem<?> system, boolean ownsSystem, ActorRef<EngineGuardian.Command> guardian,
-      EngineCounters counters, RegistryView view, QuarantineLedger quarantine, SharedMemory shared) {
+      Parts parts) {
     this.config = config;
-    this.quarantine = quarantine;
-    this.shared = shared;
+    this.quarantine = parts.quarantine;
+    this.shared = parts.shared;
     this.system = system;
     this.ownsSystem = ownsSystem;
     this.guardian = guardian;
-    this.counters = counters;
-    this.view = view;
+    this.counters = parts.counters;
+    this.view = parts.view;
     this.scheduler = system.scheduler();
-    this.handles = Batch.join(
-        AskPattern.ask(guardian, EngineGuardian.GetHandles::new, CONTROL_TIMEOUT, scheduler), CONTROL_TIMEOUT, "start");
+    this.handles = Batch.join(parts.started, CONTROL_TIMEOUT, "start " + config.name());
   }
 
   /**
    * Starts an engine in an ActorSystem of its own, named after {@code config.name()}. Terminating
    * that system (or running its CoordinatedShutdown) closes the engine first.
+   *
+   * @param config the engine's configuration
+   * @return the running engine, listening at {@link #localSegment()}
+   * @throws TransferException as {@link #spawn} does; the new system is terminated again
    */
   public static TransferEngine start(EngineConfig config) {
     return start(config, FaultHooks.NONE);
@@ -121,20 +125,27 @@ public final class TransferEngine implements AutoCloseable {
   /**
    * {@link #start(EngineConfig)} with fault-injection hooks in the workers' data path. For
    * qualification tests that must hold a worker or break one connection; never needed in production.
+   *
+   * @param config the engine's configuration
+   * @param hooks the hooks the workers call ({@link FaultHooks#NONE} for none); not null
+   * @return the running engine
+   * @throws TransferException as {@link #start(EngineConfig)} does
    */
   public static TransferEngine start(EngineConfig config, FaultHooks hooks) {
     Parts parts = prepare(config, hooks);
-    ActorSystem<EngineGuardian.Command> system = ActorSystem.create(
-        EngineGuardian.create(config, parts.listener, parts.self, parts.view, parts.counters, parts.quarantine,
-            parts.hooks), config.name(),
-        ConfigFactory.load());
+    ActorSystem<EngineGuardian.Command> system;
     TransferEngine engine;
     try {
-      engine = new TransferEngine(config, system, true, system, parts.counters, parts.view, parts.quarantine,
-          parts.shared);
+      system = ActorSystem.create(parts.guardian(config), config.name(), ConfigFactory.load());
+    } catch (RuntimeException e) {
+      parts.abandon();
+      throw e;
+    }
+    try {
+      engine = new TransferEngine(config, system, true, system, parts);
     } catch (RuntimeException e) {
       system.terminate();
-      parts.closeShared();
+      parts.abandon();
       throw e;
     }
     engine.joinCoordinatedShutdown();
@@ -146,19 +157,25 @@ public final class TransferEngine implements AutoCloseable {
    * Starts an engine as a system actor of {@code host}; closing the engine leaves the host running.
    * The engine adds a task to the host's CoordinatedShutdown (phase {@code service-requests-done})
    * that closes it when the host shuts down; closing the engine earlier removes that task.
+   *
+   * @param host the application's actor system; it keeps running when the engine closes
+   * @param config the engine's configuration
+   * @return the running engine, listening at {@link #localSegment()}
+   * @throws TransferException UNAVAILABLE at once when no TCP transport is on the class path (the
+   *     message names {@code io.orbite:orbite-transport-actors}), when the listen address cannot be
+   *     bound, or when {@code shm.enabled} and shared memory is unusable here; INVALID_ARGUMENT when
+   *     observability is enabled but cannot start
    */
   public static TransferEngine spawn(ActorSystem<?> host, EngineConfig config) {
     Parts parts = prepare(config, FaultHooks.NONE);
-    ActorRef<EngineGuardian.Command> guardian = host.systemActorOf(
-        EngineGuardian.create(config, parts.listener, parts.self, parts.view, parts.counters, parts.quarantine,
-            parts.hooks),
-        "orbite-" + config.name() + "-" + Long.toHexString(parts.self.epoch()), Props.empty());
+    ActorRef<EngineGuardian.Command> guardian;
     TransferEngine engine;
     try {
-      engine = new TransferEngine(config, host, false, guardian, parts.counters, parts.view, parts.quarantine,
-          parts.shared);
+      guardian = host.systemActorOf(parts.guardian(config),
+          "orbite-" + config.name() + "-" + Long.toHexString(parts.self.epoch()), Props.empty());
+      engine = new TransferEngine(config, host, false, guardian, parts);
     } catch (RuntimeException e) {
-      parts.closeShared();
+      parts.abandon();
       throw e;
     }
     engine.joinCoordinatedShutdown();
@@ -195,13 +212,20 @@ public final class TransferEngine implements AutoCloseable {
   /**
    * The observability endpoints this engine serves, by name ({@code "metrics"}, {@code "dashboard"}):
    * empty unless {@code observability} enables them; empty again once the engine closes.
+   *
+   * @return a map from endpoint name to its URL
    */
   public Map<String, String> observabilityUrls() {
     var s = served;
     return s == null || closed ? Map.of() : s.urls();
   }
 
-  /** The owner view: what every owner actor last reported, retired owners and peers (read-only). */
+  /**
+   * The owner view: what every owner actor last reported, retired owners and peers (read-only).
+   * Still answers after the engine closed.
+   *
+   * @return a snapshot of the owner board
+   */
   public io.orbite.engine.view.OwnerBoard.Snapshot ownerView() {
     return counters.owners.snapshot();
   }
@@ -312,6 +336,7 @@ public final class TransferEngine implements AutoCloseable {
             return;
           }
           shutdownConfirmed = true;
+          failUntilClosed();
           if (shared != null) {
             // The Registry has stopped: withdraw the incarnation's liveness lock, so same-host
             // peers holding mappings see it ended (EPOCH_MISMATCH) instead of using them.
@@ -348,6 +373,83 @@ public final class TransferEngine implements AutoCloseable {
     }
   }
 
+  /**
+   * UNAVAILABLE naming this engine once a close has begun ({@code "engine <name> closing"}) or has
+   * been confirmed ({@code "engine <name> closed"}); null while the engine runs. Every operation
+   * checks it before it asks an actor, so a call on a closed engine fails at once instead of asking
+   * actors that have stopped.
+   */
+  TransferException closedError(String call) {
+    if (shutdown.get() == null) {
+      return null;
+    }
+    return new TransferException(ErrorKind.UNAVAILABLE,
+        "engine " + config.name() + (shutdownConfirmed ? " closed" : " closing") + " (" + call + ")");
+  }
+
+  /**
+   * {@link #closedError} once the close has been confirmed; null while the engine runs or closes. A
+   * batch still answers {@code await}, {@code status} and {@code completion} while its engine closes,
+   * so that callers learn what happened to the tasks they submitted; after the close it cannot.
+   */
+  TransferException closedAfterClose(String call) {
+    return shutdownConfirmed ? closedError(call) : null;
+  }
+
+  /** Stages waiting on actors with no timeout of their own; failed if the engine closes first. */
+  private final java.util.Set<CompletableFuture<?>> untilClosed = ConcurrentHashMap.newKeySet();
+
+  /**
+   * {@code stage}, failed with {@link #closedError} if the engine's close is confirmed before it
+   * completes (the actor it waits on stopped without answering). Held only while pending.
+   */
+  <T> CompletionStage<T> untilClosed(CompletionStage<T> stage, String call) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    untilClosed.add(result);
+    stage.whenComplete((value, failure) -> {
+      if (failure == null) {
+        result.complete(value);
+      } else {
+        result.completeExceptionally(unwrap(failure));
+      }
+    });
+    result.whenComplete((value, failure) -> untilClosed.remove(result));
+    if (shutdownConfirmed) {
+      result.completeExceptionally(closedError(call));
+    }
+    return result;
+  }
+
+  /** The close was confirmed: whatever still waits on an actor will never be answered. */
+  private void failUntilClosed() {
+    for (CompletableFuture<?> pending : List.copyOf(untilClosed)) {
+      pending.completeExceptionally(closedError("completion"));
+    }
+  }
+
+  /**
+   * Runs {@code body} unless the engine is closing or closed (then fails at once with {@link
+   * #closedError}). A failure that arrives after a close began, because an actor stopped under the
+   * call, is reported the same way, with the original as its cause.
+   */
+  private <T> CompletionStage<T> whileOpen(String call, java.util.function.Supplier<CompletionStage<T>> body) {
+    TransferException refused = closedError(call);
+    if (refused != null) {
+      return CompletableFuture.failedFuture(refused);
+    }
+    return body.get().exceptionallyCompose(failure -> {
+      Throwable cause = unwrap(failure);
+      TransferException closing = closedError(call);
+      boolean own = cause instanceof TransferException te
+          && te.kind() != ErrorKind.UNAVAILABLE && te.kind() != ErrorKind.TIMEOUT;
+      if (closing != null && !own) {
+        closing.initCause(cause);
+        return CompletableFuture.failedFuture(closing);
+      }
+      return CompletableFuture.failedFuture(cause);
+    });
+  }
+
   /** {@code name@host:port@epoch}, as logs and {@link EngineOwed} name the engine. */
   private String identity() {
     return config.name() + "@" + handles.self();
@@ -361,7 +463,11 @@ public final class TransferEngine implements AutoCloseable {
     return t;
   }
 
-  /** What the engine still has charged; see {@link EngineOwed}. Never throws; works after close. */
+  /**
+   * What the engine still has charged; see {@link EngineOwed}. Never throws; works after close.
+   *
+   * @return the figures, as {@link #owedAsync()} completes with them
+   */
   public EngineOwed owed() {
     return Batch.join(owedAsync(), OWED_TIMEOUT.plusSeconds(5), "owed");
   }
@@ -370,6 +476,8 @@ public final class TransferEngine implements AutoCloseable {
    * What the engine still has charged. Never fails: if the engine does not answer within a few
    * seconds (closing), the budget figures are the last known ones and {@link EngineOwed#live()} is
    * false; after a confirmed close it reports what is retained.
+   *
+   * @return a stage that completes with the figures, in phase RUNNING, CLOSING or CLOSED
    */
   public CompletionStage<EngineOwed> owedAsync() {
     return owedAsync(OWED_TIMEOUT);
@@ -438,8 +546,19 @@ public final class TransferEngine implements AutoCloseable {
   }
 
   private record Parts(ServerSocketChannel listener, SegmentDescriptor self, RegistryView view, EngineCounters counters,
-      QuarantineLedger quarantine, FaultHooks hooks, SharedMemory shared) {
-    void closeShared() {
+      QuarantineLedger quarantine, FaultHooks hooks, SharedMemory shared, List<TransportProvider> providers,
+      CompletableFuture<EngineGuardian.Handles> started) {
+    org.apache.pekko.actor.typed.Behavior<EngineGuardian.Command> guardian(EngineConfig config) {
+      return EngineGuardian.create(config, listener, self, view, counters, quarantine, hooks, providers, started);
+    }
+
+    /** The start failed: release what {@link #prepare} took (the listener may already be closed). */
+    void abandon() {
+      try {
+        listener.close();
+      } catch (IOException ignored) {
+        // Nothing more to release.
+      }
       if (shared != null) {
         shared.close();
       }
@@ -466,6 +585,13 @@ public final class TransferEngine implements AutoCloseable {
   }
 
   private static Parts prepare(EngineConfig config, FaultHooks hooks) {
+    java.util.Objects.requireNonNull(config, "config");
+    List<TransportProvider> providers;
+    try {
+      providers = EngineGuardian.transportProviders();
+    } catch (IllegalStateException e) {
+      throw new TransferException(ErrorKind.UNAVAILABLE, "start " + config.name() + ": " + e.getMessage());
+    }
     long epoch;
     do {
       epoch = EPOCHS.nextLong();
@@ -489,24 +615,42 @@ public final class TransferEngine implements AutoCloseable {
       view.publishSharedHost(shared.host());
     }
     return new Parts(listener, new SegmentDescriptor(host, port, epoch), view, new EngineCounters(),
-        new QuarantineLedger(), java.util.Objects.requireNonNull(hooks, "hooks"), shared);
+        new QuarantineLedger(), java.util.Objects.requireNonNull(hooks, "hooks"), shared, providers,
+        new CompletableFuture<>());
   }
 
+  /**
+   * The configuration the engine was started with. Still answers after the engine closed.
+   *
+   * @return the configuration
+   */
   public EngineConfig config() {
     return config;
   }
 
-  /** This incarnation's endpoint and epoch, to publish to peers. */
+  /**
+   * This incarnation's endpoint and epoch, to publish to peers. Still answers after the engine closed.
+   *
+   * @return the descriptor peers open with {@link #openSegment(SegmentDescriptor)}
+   */
   public SegmentDescriptor localSegment() {
     return handles.self();
   }
 
-  /** Cumulative counters of this incarnation. */
+  /**
+   * Cumulative counters of this incarnation. Still answers after the engine closed.
+   *
+   * @return the live counters
+   */
   public EngineCounters counters() {
     return counters;
   }
 
-  /** The actor system the engine runs in (its own, or the host's). */
+  /**
+   * The actor system the engine runs in (its own, or the host's).
+   *
+   * @return the system; after a close of an engine started with {@link #start} it has terminated
+   */
   public ActorSystem<?> system() {
     return system;
   }
@@ -514,58 +658,95 @@ public final class TransferEngine implements AutoCloseable {
   /**
    * Allocates {@code bytes} of zeroed, 64-byte aligned off-heap memory owned by the engine. With
    * {@code shm.enabled} the memory is a memfd (page aligned) that same-host peers may map.
+   *
+   * @param bytes the size of the range; positive
+   * @param access what peers may do with it
+   * @return the registered range, visible to peers at once
+   * @throws TransferException INVALID_ARGUMENT for {@code bytes <= 0} or a null {@code access};
+   *     RESOURCE_EXHAUSTED when the memory cannot be allocated or {@code budgets.maxRegistrations} is in
+   *     use (with {@code shm.enabled}, a memfd that cannot be made fails RESOURCE_EXHAUSTED or
+   *     UNAVAILABLE); UNAVAILABLE, at once, when a close of the engine has begun
+   *     ({@code "engine <name> closing|closed (allocate)"})
    */
   public RegisteredMemory allocate(long bytes, Access access) {
     return Batch.join(allocateAsync(bytes, access), CONTROL_TIMEOUT, "allocate");
   }
 
+  /**
+   * {@link #allocate} without blocking; the stage fails with the same {@link TransferException}.
+   *
+   * @param bytes the size of the range; positive
+   * @param access what peers may do with it
+   * @return a stage that completes with the registered range
+   */
   public CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access) {
-    if (bytes <= 0) {
-      return CompletableFuture.failedFuture(
-          new TransferException(ErrorKind.INVALID_ARGUMENT, "allocate: bytes must be positive, got " + bytes));
-    }
-    if (access == null) {
-      return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT, "allocate: access is null"));
-    }
-    if (shared != null) {
-      SharedAllocation allocation;
-      try {
-        allocation = shared.allocate(bytes, config.name());
-      } catch (TransferException e) {
-        return CompletableFuture.failedFuture(e);
+    return whileOpen("allocate", () -> {
+      if (bytes <= 0) {
+        return CompletableFuture.failedFuture(
+            new TransferException(ErrorKind.INVALID_ARGUMENT, "allocate: bytes must be positive, got " + bytes));
       }
-      return registerInternal(allocation.segment(), access, allocation.arena(), allocation.backing());
-    }
-    Arena arena = Arena.ofShared();
-    MemorySegment segment;
-    try {
-      segment = arena.allocate(bytes, 64);
-    } catch (OutOfMemoryError | IllegalArgumentException e) {
-      arena.close();
-      return CompletableFuture.failedFuture(
-          new TransferException(ErrorKind.RESOURCE_EXHAUSTED, "allocate " + bytes + " B: " + e.getMessage(), e));
-    }
-    return registerInternal(segment, access, arena, null);
+      if (access == null) {
+        return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT, "allocate: access is null"));
+      }
+      if (shared != null) {
+        SharedAllocation allocation;
+        try {
+          allocation = shared.allocate(bytes, config.name());
+        } catch (TransferException e) {
+          return CompletableFuture.failedFuture(e);
+        }
+        return registerInternal(allocation.segment(), access, allocation.arena(), allocation.backing());
+      }
+      Arena arena = Arena.ofShared();
+      MemorySegment segment;
+      try {
+        segment = arena.allocate(bytes, 64);
+      } catch (OutOfMemoryError | IllegalArgumentException e) {
+        arena.close();
+        return CompletableFuture.failedFuture(
+            new TransferException(ErrorKind.RESOURCE_EXHAUSTED, "allocate " + bytes + " B: " + e.getMessage(), e));
+      }
+      return registerInternal(segment, access, arena, null);
+    });
   }
 
-  /** Registers caller-owned native memory; the caller keeps it alive until unregister completes. */
+  /**
+   * Registers caller-owned native memory; the caller keeps it alive until unregister completes.
+   *
+   * @param range the native memory to register; the engine never frees it
+   * @param access what peers may do with it
+   * @return the registered range, visible to peers at once
+   * @throws TransferException INVALID_ARGUMENT for a null range or access, a heap segment or an empty
+   *     range; RESOURCE_EXHAUSTED when {@code budgets.maxRegistrations} is in use;
+   *     UNAVAILABLE, at once, when a close of the engine has begun
+   *     ({@code "engine <name> closing|closed (register)"})
+   */
   public RegisteredMemory register(MemorySegment range, Access access) {
     return Batch.join(registerAsync(range, access), CONTROL_TIMEOUT, "register");
   }
 
+  /**
+   * {@link #register} without blocking; the stage fails with the same {@link TransferException}.
+   *
+   * @param range the native memory to register
+   * @param access what peers may do with it
+   * @return a stage that completes with the registered range
+   */
   public CompletionStage<RegisteredMemory> registerAsync(MemorySegment range, Access access) {
-    if (range == null || access == null) {
-      return CompletableFuture.failedFuture(
-          new TransferException(ErrorKind.INVALID_ARGUMENT, "register: range and access must not be null"));
-    }
-    if (!range.isNative()) {
-      return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT,
-          "register: heap segments cannot be registered; use off-heap (native) memory"));
-    }
-    if (range.byteSize() == 0) {
-      return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT, "register: range is empty"));
-    }
-    return registerInternal(range, access, null, null);
+    return whileOpen("register", () -> {
+      if (range == null || access == null) {
+        return CompletableFuture.failedFuture(
+            new TransferException(ErrorKind.INVALID_ARGUMENT, "register: range and access must not be null"));
+      }
+      if (!range.isNative()) {
+        return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT,
+            "register: heap segments cannot be registered; use off-heap (native) memory"));
+      }
+      if (range.byteSize() == 0) {
+        return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT, "register: range is empty"));
+      }
+      return registerInternal(range, access, null, null);
+    });
   }
 
   private CompletionStage<RegisteredMemory> registerInternal(MemorySegment segment, Access access, Arena owned,
@@ -586,67 +767,103 @@ public final class TransferEngine implements AutoCloseable {
   /**
    * Hides the range from peers at once, waits for admitted work to return its loans, then
    * releases it (engine-owned memory is freed).
+   *
+   * @param memory the range to unregister
+   * @throws TransferException INVALID_ARGUMENT for null or a range that is not (or no longer)
+   *     registered; UNQUIESCED when its loans did not come back within the destruction window (the
+   *     range stays hidden and retained, and is listed by {@link #quarantined()});
+   *     UNAVAILABLE, at once, when a close of the engine has begun
+   *     ({@code "engine <name> closing|closed (unregister)"})
    */
   public void unregister(RegisteredMemory memory) {
     Batch.join(unregisterAsync(memory), Duration.ofMillis(config.timeouts().destructionWindowMillis()).plus(CONTROL_TIMEOUT),
         "unregister");
   }
 
+  /**
+   * {@link #unregister} without blocking; the stage fails with the same {@link TransferException}.
+   *
+   * @param memory the range to unregister
+   * @return a stage that completes once the range is released
+   */
   public CompletionStage<Void> unregisterAsync(RegisteredMemory memory) {
-    if (memory == null) {
-      return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT, "unregister: memory is null"));
-    }
-    Duration wait = Duration.ofMillis(config.timeouts().destructionWindowMillis()).plus(CONTROL_TIMEOUT);
-    return AskPattern.<Registry.Command, Registry.UnregisterReply>ask(
-            handles.registry(), replyTo -> new Registry.Unregister(memory.regionId(), replyTo), wait, scheduler)
-        .thenApply(reply -> switch (reply) {
-          case Registry.Unregistered u -> null;
-          case Registry.UnregisterFailed f -> {
-            if (f.kind() == ErrorKind.UNQUIESCED) {
-              // Hidden but retained under a worker's loan: still owed until the loan comes back.
-              unquiesced.put(memory.regionId(), memory.registration());
+    return whileOpen("unregister", () -> {
+      if (memory == null) {
+        return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT, "unregister: memory is null"));
+      }
+      Duration wait = Duration.ofMillis(config.timeouts().destructionWindowMillis()).plus(CONTROL_TIMEOUT);
+      return AskPattern.<Registry.Command, Registry.UnregisterReply>ask(
+              handles.registry(), replyTo -> new Registry.Unregister(memory.regionId(), replyTo), wait, scheduler)
+          .thenApply(reply -> switch (reply) {
+            case Registry.Unregistered u -> null;
+            case Registry.UnregisterFailed f -> {
+              if (f.kind() == ErrorKind.UNQUIESCED) {
+                // Hidden but retained under a worker's loan: still owed until the loan comes back.
+                unquiesced.put(memory.regionId(), memory.registration());
+              }
+              throw new TransferException(f.kind(), "unregister: " + f.detail());
             }
-            throw new TransferException(f.kind(), "unregister: " + f.detail());
-          }
-        });
+          });
+    });
   }
 
   /**
    * The segment table (C9): every peer incarnation this engine opened that is still active or still
    * referenced by a {@link RemoteSegment}, with its state and reference count.
+   *
+   * @return one entry per incarnation in the table
+   * @throws TransferException UNAVAILABLE, at once, when a close of the engine has begun
+   *     ({@code "engine <name> closing|closed (peers)"})
    */
   public List<PeerEntry> peers() {
-    return Batch.join(AskPattern.<SegmentTable.Command, List<PeerEntry>>ask(
-        handles.segmentTable(), SegmentTable.GetPeers::new, CONTROL_TIMEOUT, scheduler), CONTROL_TIMEOUT, "peers");
+    return Batch.join(whileOpen("peers", () -> AskPattern.<SegmentTable.Command, List<PeerEntry>>ask(
+        handles.segmentTable(), SegmentTable.GetPeers::new, CONTROL_TIMEOUT, scheduler)), CONTROL_TIMEOUT, "peers");
   }
 
-  /** Describes the peer at {@code endpoint} ({@code host:port}) and opens its current incarnation. */
+  /**
+   * Describes the peer at {@code endpoint} ({@code host:port}) and opens its current incarnation.
+   *
+   * @param endpoint the peer's {@code host:port}
+   * @return a stage that completes with the segment, a new reference to the peer's table entry (close
+   *     it when done); it fails with a {@link TransferException}: INVALID_ARGUMENT for a malformed
+   *     endpoint; UNAVAILABLE, TIMEOUT, PEER_LOST or PROTOCOL when Describe or the connection fails;
+   *     RESOURCE_EXHAUSTED when the peer table or {@code budgets.maxEndpoints} is full; UNAVAILABLE when
+   *     the requester side is closed, or at once when a close of the engine has begun
+   */
   public CompletionStage<RemoteSegment> openSegment(String endpoint) {
-    Duration timeout = Duration.ofMillis(config.timeouts().describeTimeoutMillis() + config.tcp().connectTimeoutMillis())
-        .plus(CONTROL_TIMEOUT);
-    return AskPattern.<SegmentTable.Command, SegmentTable.OpenReply>ask(
-            handles.segmentTable(), replyTo -> new SegmentTable.OpenSegment(endpoint, replyTo), timeout, scheduler)
-        .thenApply(reply -> switch (reply) {
-          case SegmentTable.Opened o -> o.segment();
-          case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
-        })
-        .thenCompose(this::withSharedChannel);
+    return whileOpen("openSegment", () -> {
+      Duration timeout = Duration.ofMillis(config.timeouts().describeTimeoutMillis() + config.tcp().connectTimeoutMillis())
+          .plus(CONTROL_TIMEOUT);
+      return AskPattern.<SegmentTable.Command, SegmentTable.OpenReply>ask(
+              handles.segmentTable(), replyTo -> new SegmentTable.OpenSegment(endpoint, replyTo), timeout, scheduler)
+          .thenApply(reply -> switch (reply) {
+            case SegmentTable.Opened o -> o.segment();
+            case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
+          })
+          .thenCompose(this::withSharedChannel);
+    });
   }
 
   /**
    * Opens exactly the incarnation {@code expected} names: EPOCH_MISMATCH if a different epoch now
    * answers at its endpoint (without any network round trip when the engine already knows).
+   *
+   * @param expected the incarnation to open
+   * @return a stage that completes with the segment; it fails EPOCH_MISMATCH as above, or as
+   *     {@link #openSegment(String)} does
    */
   public CompletionStage<RemoteSegment> openSegment(SegmentDescriptor expected) {
-    Duration timeout = Duration.ofMillis(config.timeouts().describeTimeoutMillis() + config.tcp().connectTimeoutMillis())
-        .plus(CONTROL_TIMEOUT);
-    return AskPattern.<SegmentTable.Command, SegmentTable.OpenReply>ask(handles.segmentTable(),
-            replyTo -> new SegmentTable.OpenSegment(expected.endpoint(), expected.epoch(), replyTo), timeout, scheduler)
-        .thenApply(reply -> switch (reply) {
-          case SegmentTable.Opened o -> o.segment();
-          case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
-        })
-        .thenCompose(this::withSharedChannel);
+    return whileOpen("openSegment", () -> {
+      Duration timeout = Duration.ofMillis(config.timeouts().describeTimeoutMillis() + config.tcp().connectTimeoutMillis())
+          .plus(CONTROL_TIMEOUT);
+      return AskPattern.<SegmentTable.Command, SegmentTable.OpenReply>ask(handles.segmentTable(),
+              replyTo -> new SegmentTable.OpenSegment(expected.endpoint(), expected.epoch(), replyTo), timeout, scheduler)
+          .thenApply(reply -> switch (reply) {
+            case SegmentTable.Opened o -> o.segment();
+            case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
+          })
+          .thenCompose(this::withSharedChannel);
+    });
   }
 
   /**
@@ -672,12 +889,26 @@ public final class TransferEngine implements AutoCloseable {
         });
   }
 
-  /** Blocking form of {@link #openSegment(SegmentDescriptor)}. */
+  /**
+   * Blocking form of {@link #openSegment(SegmentDescriptor)}.
+   *
+   * @param expected the incarnation to open
+   * @param timeout how long to wait for the open
+   * @return the segment
+   * @throws TransferException what the stage fails with; TIMEOUT if it does not complete within {@code timeout}
+   */
   public RemoteSegment openSegment(SegmentDescriptor expected, Duration timeout) {
     return Batch.join(openSegment(expected), timeout, "openSegment " + expected);
   }
 
-  /** Blocking form of {@link #openSegment(String)}. */
+  /**
+   * Blocking form of {@link #openSegment(String)}.
+   *
+   * @param endpoint the peer's {@code host:port}
+   * @param timeout how long to wait for the open
+   * @return the segment
+   * @throws TransferException what the stage fails with; TIMEOUT if it does not complete within {@code timeout}
+   */
   public RemoteSegment openSegment(String endpoint, Duration timeout) {
     return Batch.join(openSegment(endpoint), timeout, "openSegment " + endpoint);
   }
@@ -696,50 +927,81 @@ public final class TransferEngine implements AutoCloseable {
    * a missing path, a directory or another non-file, PERMISSION_DENIED for a file that may not be
    * opened as asked (a read-only file for WRITE), RESOURCE_EXHAUSTED when the table is full,
    * UNAVAILABLE when the engine has no file transport or is closing.
+   *
+   * @param path the file to open
+   * @param access which directions requests may use on it
+   * @return a stage that completes with the file segment, labelled {@code "file <path>"}; it fails with
+   *     the {@link TransferException}s above
    */
   public CompletionStage<RemoteSegment> openFileSegment(java.nio.file.Path path, Access access) {
-    if (path == null || access == null) {
-      return CompletableFuture.failedFuture(
-          new TransferException(ErrorKind.INVALID_ARGUMENT, "openFileSegment: path and access must not be null"));
-    }
-    var transport = handles.transports().get(Transport.FILE);
-    if (transport == null || closed) {
-      return CompletableFuture.failedFuture(new TransferException(ErrorKind.UNAVAILABLE,
-          "openFileSegment " + path + ": " + (closed ? "the engine is closing" : "no file transport on the class path")));
-    }
-    return AskPattern.<io.orbite.engine.spi.TransportCommand, io.orbite.engine.spi.TransportCommand.OpenFileReply>ask(
-            transport, replyTo -> new io.orbite.engine.spi.TransportCommand.OpenFile(path, access, handles.self(), replyTo),
-            CONTROL_TIMEOUT, scheduler)
-        .thenApply(reply -> switch (reply) {
-          case io.orbite.engine.spi.TransportCommand.FileOpened o -> new RemoteSegment(handles.self(),
-              java.util.List.of(new RemoteRegion(FILE_REGION_ID, o.lengthBytes(), o.access())), o.channel(), o.label());
-          case io.orbite.engine.spi.TransportCommand.FileOpenFailed f -> throw new TransferException(f.kind(), f.detail());
-        });
+    return whileOpen("openFileSegment", () -> {
+      if (path == null || access == null) {
+        return CompletableFuture.failedFuture(
+            new TransferException(ErrorKind.INVALID_ARGUMENT, "openFileSegment: path and access must not be null"));
+      }
+      var transport = handles.transports().get(Transport.FILE);
+      if (transport == null) {
+        return CompletableFuture.failedFuture(new TransferException(ErrorKind.UNAVAILABLE,
+            "openFileSegment " + path + ": no file transport on the class path"));
+      }
+      return AskPattern.<io.orbite.engine.spi.TransportCommand, io.orbite.engine.spi.TransportCommand.OpenFileReply>ask(
+              transport, replyTo -> new io.orbite.engine.spi.TransportCommand.OpenFile(path, access, handles.self(), replyTo),
+              CONTROL_TIMEOUT, scheduler)
+          .thenApply(reply -> switch (reply) {
+            case io.orbite.engine.spi.TransportCommand.FileOpened o -> new RemoteSegment(handles.self(),
+                java.util.List.of(new RemoteRegion(FILE_REGION_ID, o.lengthBytes(), o.access())), o.channel(), o.label());
+            case io.orbite.engine.spi.TransportCommand.FileOpenFailed f -> throw new TransferException(f.kind(), f.detail());
+          });
+    });
   }
 
-  /** Blocking form of {@link #openFileSegment(java.nio.file.Path, Access)}. */
+  /**
+   * Blocking form of {@link #openFileSegment(java.nio.file.Path, Access)}.
+   *
+   * @param path the file to open
+   * @param access which directions requests may use on it
+   * @param timeout how long to wait for the open
+   * @return the file segment
+   * @throws TransferException what the stage fails with; TIMEOUT if it does not complete within {@code timeout}
+   */
   public RemoteSegment openFileSegment(java.nio.file.Path path, Access access, Duration timeout) {
     return Batch.join(openFileSegment(path, access), timeout, "openFileSegment " + path);
   }
 
-  /** Charges a batch slot and creates a batch of at most {@code capacity} tasks. */
+  /**
+   * Charges a batch slot and creates a batch of at most {@code capacity} tasks.
+   *
+   * @param capacity how many tasks the batch may hold in all, 1 to {@code budgets.maxBatchCapacity}
+   * @return the batch; free it when done
+   * @throws TransferException INVALID_ARGUMENT for a capacity out of range; RESOURCE_EXHAUSTED when
+   *     {@code budgets.maxBatches} batches are held; UNAVAILABLE when the requester side is closed, or at
+   *     once when a close of the engine has begun
+   */
   public Batch allocateBatch(int capacity) {
     return Batch.join(allocateBatchAsync(capacity), CONTROL_TIMEOUT, "allocateBatch");
   }
 
+  /**
+   * {@link #allocateBatch} without blocking; the stage fails with the same {@link TransferException}.
+   *
+   * @param capacity how many tasks the batch may hold in all
+   * @return a stage that completes with the batch
+   */
   public CompletionStage<Batch> allocateBatchAsync(int capacity) {
-    int max = config.budgets().maxBatchCapacity();
-    if (capacity < 1 || capacity > max) {
-      return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT,
-          "allocateBatch: capacity must be 1.." + max + ", got " + capacity));
-    }
-    return AskPattern.<EngineGuardian.Command, EngineGuardian.SpawnBatchReply>ask(
-            guardian, replyTo -> new EngineGuardian.SpawnBatch(capacity, replyTo), CONTROL_TIMEOUT, scheduler)
-        .thenApply(reply -> switch (reply) {
-          case EngineGuardian.BatchSpawned s -> new Batch(s.batch(), scheduler, capacity);
-          case EngineGuardian.BatchRefused r -> throw new TransferException(
-              r.decision().fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED, "allocateBatch: " + r.decision().refusal());
-        });
+    return whileOpen("allocateBatch", () -> {
+      int max = config.budgets().maxBatchCapacity();
+      if (capacity < 1 || capacity > max) {
+        return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT,
+            "allocateBatch: capacity must be 1.." + max + ", got " + capacity));
+      }
+      return AskPattern.<EngineGuardian.Command, EngineGuardian.SpawnBatchReply>ask(
+              guardian, replyTo -> new EngineGuardian.SpawnBatch(capacity, replyTo), CONTROL_TIMEOUT, scheduler)
+          .thenApply(reply -> switch (reply) {
+            case EngineGuardian.BatchSpawned s -> new Batch(s.batch(), scheduler, capacity, this);
+            case EngineGuardian.BatchRefused r -> throw new TransferException(
+                r.decision().fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED, "allocateBatch: " + r.decision().refusal());
+          });
+    });
   }
 
   /**
@@ -747,23 +1009,36 @@ public final class TransferEngine implements AutoCloseable {
    * (UNAVAILABLE); work already admitted may finish within {@code timeout}; then every lane to a
    * peer is closed, so whatever is still in flight fails after local drain. The engine keeps
    * serving peers as a source. Returns what is still owed afterwards; can be called again.
+   *
+   * @param timeout how long admitted work may take to finish before the lanes are closed
+   * @return what the engine still has charged afterwards
+   * @throws TransferException UNAVAILABLE, at once, when a close of the engine has begun
+   *     ({@code "engine <name> closing|closed (closeRequester)"})
    */
   public EngineOwed closeRequester(Duration timeout) {
     return Batch.join(closeRequesterAsync(timeout), timeout.plus(CONTROL_TIMEOUT), "closeRequester");
   }
 
+  /**
+   * {@link #closeRequester} without blocking; the stage fails with the same {@link TransferException}.
+   *
+   * @param timeout how long admitted work may take to finish before the lanes are closed
+   * @return a stage that completes with what the engine still has charged afterwards
+   */
   public CompletionStage<EngineOwed> closeRequesterAsync(Duration timeout) {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    return AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
-            replyTo -> new EngineGuardian.FenceSide(EngineGuardian.Side.REQUESTER, replyTo), CONTROL_TIMEOUT, scheduler)
-        .thenCompose(fenced -> untilNoTaskInFlight(deadline))
-        .thenCompose(drained -> AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
-            replyTo -> new EngineGuardian.CloseSide(EngineGuardian.Side.REQUESTER, replyTo), SHUTDOWN_LIMIT, scheduler))
-        // The lanes have ended, but their last receipts may still be in the batches' mailboxes:
-        // report once those have been applied. A task still in flight after that is held by a
-        // worker that did not let go; the report shows it, and its batch's watchdog quarantines it.
-        .thenCompose(closed -> untilNoTaskInFlight(System.nanoTime() + RECEIPTS_AFTER_CLOSE.toNanos()))
-        .thenCompose(receipted -> owedAsync());
+    return whileOpen("closeRequester", () -> {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      return AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
+              replyTo -> new EngineGuardian.FenceSide(EngineGuardian.Side.REQUESTER, replyTo), CONTROL_TIMEOUT, scheduler)
+          .thenCompose(fenced -> untilNoTaskInFlight(deadline))
+          .thenCompose(drained -> AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
+              replyTo -> new EngineGuardian.CloseSide(EngineGuardian.Side.REQUESTER, replyTo), SHUTDOWN_LIMIT, scheduler))
+          // The lanes have ended, but their last receipts may still be in the batches' mailboxes:
+          // report once those have been applied. A task still in flight after that is held by a
+          // worker that did not let go; the report shows it, and its batch's watchdog quarantines it.
+          .thenCompose(closed -> untilNoTaskInFlight(System.nanoTime() + RECEIPTS_AFTER_CLOSE.toNanos()))
+          .thenCompose(receipted -> owedAsync());
+    });
   }
 
   /**
@@ -771,28 +1046,41 @@ public final class TransferEngine implements AutoCloseable {
    * every source lane is closed and its loans come back once its thread has ended; every range shared
    * with same-host peers (SHM) is fenced, so no peer starts a copy into or out of it any more. The
    * engine keeps working as a requester. Returns what is still owed afterwards; can be called again.
+   *
+   * @param timeout how long the source lanes may take to close
+   * @return what the engine still has charged afterwards
+   * @throws TransferException UNAVAILABLE, at once, when a close of the engine has begun
+   *     ({@code "engine <name> closing|closed (closeSource)"})
    */
   public EngineOwed closeSource(Duration timeout) {
     return Batch.join(closeSourceAsync(timeout), timeout.plus(CONTROL_TIMEOUT), "closeSource");
   }
 
+  /**
+   * {@link #closeSource} without blocking; the stage fails with the same {@link TransferException}.
+   *
+   * @param timeout how long the source lanes may take to close
+   * @return a stage that completes with what the engine still has charged afterwards
+   */
   public CompletionStage<EngineOwed> closeSourceAsync(Duration timeout) {
-    Duration window = Duration.ofMillis(config.timeouts().destructionWindowMillis());
-    return AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
-            replyTo -> new EngineGuardian.FenceSide(EngineGuardian.Side.SOURCE, replyTo), CONTROL_TIMEOUT, scheduler)
-        .thenCompose(fenced -> AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
-            replyTo -> new EngineGuardian.CloseSide(EngineGuardian.Side.SOURCE, replyTo), timeout.plus(CONTROL_TIMEOUT),
-            scheduler))
-        // Same-host peers copy through shared memory without any lane: fence them out too.
-        .thenCompose(closed -> AskPattern.<Registry.Command, Registry.SharedFenced>ask(handles.registry(),
-            Registry.FenceShared::new, window.plus(CONTROL_TIMEOUT), scheduler))
-        .thenAccept(shared -> {
-          if (shared.stillCopying() > 0) {
-            LOG.warn("engine {}: closeSource: {} shared range(s) still being copied by a same-host peer after the "
-                + "destruction window; no new copy can start", identity(), shared.stillCopying());
-          }
-        })
-        .thenCompose(done -> owedAsync());
+    return whileOpen("closeSource", () -> {
+      Duration window = Duration.ofMillis(config.timeouts().destructionWindowMillis());
+      return AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
+              replyTo -> new EngineGuardian.FenceSide(EngineGuardian.Side.SOURCE, replyTo), CONTROL_TIMEOUT, scheduler)
+          .thenCompose(fenced -> AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(guardian,
+              replyTo -> new EngineGuardian.CloseSide(EngineGuardian.Side.SOURCE, replyTo), timeout.plus(CONTROL_TIMEOUT),
+              scheduler))
+          // Same-host peers copy through shared memory without any lane: fence them out too.
+          .thenCompose(closed -> AskPattern.<Registry.Command, Registry.SharedFenced>ask(handles.registry(),
+              Registry.FenceShared::new, window.plus(CONTROL_TIMEOUT), scheduler))
+          .thenAccept(shared -> {
+            if (shared.stillCopying() > 0) {
+              LOG.warn("engine {}: closeSource: {} shared range(s) still being copied by a same-host peer after the "
+                  + "destruction window; no new copy can start", identity(), shared.stillCopying());
+            }
+          })
+          .thenCompose(done -> owedAsync());
+    });
   }
 
   /** Completes once no task is in flight, or at {@code deadlineNanos}, whichever comes first. */
@@ -823,6 +1111,10 @@ public final class TransferEngine implements AutoCloseable {
    * Returns what is still owed afterwards: after a clean close nothing; otherwise the memory kept
    * under loans and every quarantined owner ({@link EngineOwed#quarantined()}). Can be called again;
    * a later call reports the same way what is still retained.
+   *
+   * @param timeout how long the engine may take to confirm its close
+   * @return what is still owed, in phase CLOSED once the close is confirmed
+   * @throws TransferException TIMEOUT if the close is not confirmed within {@code timeout}
    */
   public EngineOwed close(Duration timeout) {
     return Batch.join(closeAsync(timeout), timeout.plusSeconds(5), "close");
@@ -833,6 +1125,9 @@ public final class TransferEngine implements AutoCloseable {
    * method or by CoordinatedShutdown, a later call completes at once with what is still owed.
    * Fails with TIMEOUT if the engine does not confirm its close within {@code timeout}; {@link
    * #owed()} then says what it still holds.
+   *
+   * @param timeout how long the engine may take to confirm its close
+   * @return a stage that completes with what is still owed after the close
    */
   public CompletionStage<EngineOwed> closeAsync(Duration timeout) {
     if (closed) {
@@ -859,6 +1154,8 @@ public final class TransferEngine implements AutoCloseable {
   /**
    * The owners that could not prove their drain within the destruction window and keep what they
    * hold (C5, C7); see {@link QuarantinedOwner}. Empty on a healthy engine; still answers after close.
+   *
+   * @return the quarantined owners, each with what it retains
    */
   public List<QuarantinedOwner> quarantined() {
     return quarantine.list();

@@ -19,6 +19,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
 import java.util.EnumMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.Set;
@@ -42,9 +43,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 public final class EngineGuardian {
   public sealed interface Command {}
 
-  /** The engine's parts, for the public API facade. */
-  public record GetHandles(ActorRef<Handles> replyTo) implements Command {}
-
+  /** The engine's parts, for the public API facade; handed over once, when the guardian has set up. */
   public record Handles(
       SegmentDescriptor self,
       ActorRef<Registry.Command> registry,
@@ -111,7 +110,8 @@ public final class EngineGuardian {
       RegistryView registryView,
       EngineCounters counters,
       QuarantineLedger quarantine,
-      FaultHooks hooks) {
+      FaultHooks hooks,
+      List<TransportProvider> providers) {
     this.ctx = ctx;
     this.config = config;
     this.counters = counters;
@@ -124,15 +124,10 @@ public final class EngineGuardian {
     TransportContext transportContext = new TransportContext(config, registryView, self.epoch(), blockingIo, counters,
         quarantine, hooks);
     Map<Transport, ActorRef<TransportCommand>> transports = new EnumMap<>(Transport.class);
-    for (TransportProvider provider : ServiceLoader.load(TransportProvider.class)) {
-      if (provider.available() && !transports.containsKey(provider.kind())) {
-        var ref = ctx.spawn(provider.create(transportContext), "transport-" + provider.kind().name().toLowerCase());
-        ctx.watch(ref);
-        transports.put(provider.kind(), ref);
-      }
-    }
-    if (!transports.containsKey(Transport.TCP)) {
-      throw new IllegalStateException("no TCP transport on the class path (orbite-transport-actors missing?)");
+    for (TransportProvider provider : providers) { // one per kind, TCP among them (transportProviders)
+      var ref = ctx.spawn(provider.create(transportContext), "transport-" + provider.kind().name().toLowerCase());
+      ctx.watch(ref);
+      transports.put(provider.kind(), ref);
     }
     var segmentTable = ctx.spawn(SegmentTable.create(admission, transports.get(Transport.TCP), blockingIo,
         Duration.ofMillis(config.timeouts().describeTimeoutMillis()), config.budgets().maxPeerSegments(), counters.owners),
@@ -142,16 +137,50 @@ public final class EngineGuardian {
     this.handles = new Handles(self, registry, admission, segmentTable, Map.copyOf(transports));
   }
 
+  /** What a start without a TCP transport provider says: the artifact to add. */
+  public static final String MISSING_TCP = "no TCP transport on the class path: add the Maven dependency "
+      + "io.orbite:orbite-transport-actors (the engine needs it beside orbite-engine-actors)";
+
+  /**
+   * The transports this engine can run, found with {@link ServiceLoader} on the caller's thread (so
+   * that a start without one fails before any actor exists): the first available provider of each
+   * kind. Fails naming the artifact when there is no TCP transport.
+   */
+  public static List<TransportProvider> transportProviders() {
+    List<TransportProvider> found = new java.util.ArrayList<>();
+    Set<Transport> kinds = java.util.EnumSet.noneOf(Transport.class);
+    for (TransportProvider provider : ServiceLoader.load(TransportProvider.class)) {
+      if (provider.available() && kinds.add(provider.kind())) {
+        found.add(provider);
+      }
+    }
+    if (!kinds.contains(Transport.TCP)) {
+      throw new IllegalStateException(MISSING_TCP);
+    }
+    return List.copyOf(found);
+  }
+
   /**
    * @param listener the engine's bound listener; ownership passes to the ControlService
    * @param quarantine where owners that cannot prove their drain are listed; outlives the actors
    * @param hooks fault-injection points for qualification tests ({@link FaultHooks#NONE} otherwise)
+   * @param providers the transports to run ({@link #transportProviders()})
+   * @param started completed with the engine's handles once the guardian has set up, or with the
+   *     cause if its setup fails (the guardian then stops)
    */
   public static Behavior<Command> create(
       EngineConfig config, ServerSocketChannel listener, SegmentDescriptor self, RegistryView registryView,
-      EngineCounters counters, QuarantineLedger quarantine, FaultHooks hooks) {
+      EngineCounters counters, QuarantineLedger quarantine, FaultHooks hooks, List<TransportProvider> providers,
+      java.util.concurrent.CompletableFuture<Handles> started) {
     return Behaviors.setup(ctx -> {
-      EngineGuardian guardian = new EngineGuardian(ctx, config, listener, self, registryView, counters, quarantine, hooks);
+      EngineGuardian guardian;
+      try {
+        guardian = new EngineGuardian(ctx, config, listener, self, registryView, counters, quarantine, hooks, providers);
+      } catch (RuntimeException | Error e) {
+        started.completeExceptionally(e);
+        throw e;
+      }
+      started.complete(guardian.handles);
       return io.orbite.engine.view.OwnerBoard.reporting(counters.owners,
           () -> new io.orbite.engine.view.OwnerBoard.Report("EngineGuardian", guardian.state,
               Map.of("batchesSpawned", guardian.batchSequence), config.name() + "@" + self),
@@ -163,10 +192,6 @@ public final class EngineGuardian {
 
   private Behavior<Command> running() {
     return Behaviors.receive(Command.class)
-        .onMessage(GetHandles.class, m -> {
-          m.replyTo().tell(handles);
-          return Behaviors.same();
-        })
         .onMessage(SpawnBatch.class, this::onSpawnBatch)
         .onMessage(BatchSlot.class, this::onBatchSlot)
         .onMessage(FenceSide.class, this::onFenceSide)
@@ -261,10 +286,6 @@ public final class EngineGuardian {
           Set<String> left = new HashSet<>(transportsLeft);
           left.remove(m.transport());
           return stopping(replyTo, left, controlDone);
-        })
-        .onMessage(GetHandles.class, m -> {
-          m.replyTo().tell(handles);
-          return Behaviors.same();
         })
         .onMessage(SpawnBatch.class, m -> {
           m.replyTo().tell(new BatchRefused(new Admission.Decision("engine is closing", true)));

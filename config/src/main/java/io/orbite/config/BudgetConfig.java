@@ -85,7 +85,11 @@ public record BudgetConfig(
     /** Largest accepted {@link #maxPeerSegments()}. */
     public static final int MAX_MAX_PEER_SEGMENTS = 65_536;
 
-    /** Validates every component. @throws ConfigException naming {@code budgets.<key>} */
+    /**
+     * Validates every component against its {@code MIN_*}..{@code MAX_*} range.
+     *
+     * @throws ConfigException naming {@code budgets.<key>} for the first component out of range
+     */
     public BudgetConfig {
         Checks.requireRange(SECTION + ".maxBatches", maxBatches, MIN_MAX_BATCHES, MAX_MAX_BATCHES);
         Checks.requireRange(SECTION + ".maxBatchCapacity", maxBatchCapacity,
@@ -101,50 +105,113 @@ public record BudgetConfig(
                 MIN_MAX_PEER_SEGMENTS, MAX_MAX_PEER_SEGMENTS);
     }
 
-    /** All components at their defaults. */
+    /**
+     * All components at their defaults.
+     *
+     * @return the budgets an absent or empty {@code budgets} section reads as, each component at its {@code DEFAULT_*}
+     *         constant
+     */
     public static BudgetConfig defaults() {
         return new BudgetConfig(DEFAULT_MAX_BATCHES, DEFAULT_MAX_BATCH_CAPACITY, DEFAULT_MAX_TASKS_IN_FLIGHT,
                 DEFAULT_MAX_INFLIGHT_BYTES, DEFAULT_MAX_ENDPOINTS, DEFAULT_MAX_REGISTRATIONS,
                 DEFAULT_MAX_PEER_SEGMENTS);
     }
 
-    /** A copy with {@link #maxBatches()} replaced. */
+    /**
+     * A copy with {@link #maxBatches()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param maxBatches most transfer batches open at once, in batches
+     * @return a new {@code BudgetConfig}; this one is unchanged
+     * @throws ConfigException naming {@code budgets.maxBatches} if it is outside
+     *                         {@value #MIN_MAX_BATCHES}..{@value #MAX_MAX_BATCHES}
+     */
     public BudgetConfig withMaxBatches(int maxBatches) {
         return new BudgetConfig(maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes,
                 maxEndpoints, maxRegistrations, maxPeerSegments);
     }
 
-    /** A copy with {@link #maxBatchCapacity()} replaced. */
+    /**
+     * A copy with {@link #maxBatchCapacity()} replaced and every other component kept; the new value is checked as by
+     * the constructor.
+     *
+     * @param maxBatchCapacity most tasks one batch may hold, in tasks
+     * @return a new {@code BudgetConfig}; this one is unchanged
+     * @throws ConfigException naming {@code budgets.maxBatchCapacity} if it is outside
+     *                         {@value #MIN_MAX_BATCH_CAPACITY}..{@value #MAX_MAX_BATCH_CAPACITY}
+     */
     public BudgetConfig withMaxBatchCapacity(int maxBatchCapacity) {
         return new BudgetConfig(maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes,
                 maxEndpoints, maxRegistrations, maxPeerSegments);
     }
 
-    /** A copy with {@link #maxTasksInFlight()} replaced. */
+    /**
+     * A copy with {@link #maxTasksInFlight()} replaced and every other component kept; the new value is checked as by
+     * the constructor.
+     *
+     * @param maxTasksInFlight most transfer tasks submitted and not yet finished, across all batches, in tasks
+     * @return a new {@code BudgetConfig}; this one is unchanged
+     * @throws ConfigException naming {@code budgets.maxTasksInFlight} if it is outside
+     *                         {@value #MIN_MAX_TASKS_IN_FLIGHT}..{@value #MAX_MAX_TASKS_IN_FLIGHT}
+     */
     public BudgetConfig withMaxTasksInFlight(int maxTasksInFlight) {
         return new BudgetConfig(maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes,
                 maxEndpoints, maxRegistrations, maxPeerSegments);
     }
 
-    /** A copy with {@link #maxInflightBytes()} replaced. */
+    /**
+     * A copy with {@link #maxInflightBytes()} replaced and every other component kept; the new value is checked as by
+     * the constructor.
+     *
+     * @param maxInflightBytes most payload bytes submitted and not yet finished, across all batches, in bytes
+     * @return a new {@code BudgetConfig}; this one is unchanged
+     * @throws ConfigException naming {@code budgets.maxInflightBytes} if it is outside
+     *                         {@value #MIN_MAX_INFLIGHT_BYTES}..{@value #MAX_MAX_INFLIGHT_BYTES}
+     */
     public BudgetConfig withMaxInflightBytes(long maxInflightBytes) {
         return new BudgetConfig(maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes,
                 maxEndpoints, maxRegistrations, maxPeerSegments);
     }
 
-    /** A copy with {@link #maxEndpoints()} replaced. */
+    /**
+     * A copy with {@link #maxEndpoints()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param maxEndpoints most distinct peer endpoints ({@code host:port}) the engine keeps connections to at once, in
+     *                     endpoints
+     * @return a new {@code BudgetConfig}; this one is unchanged
+     * @throws ConfigException naming {@code budgets.maxEndpoints} if it is outside
+     *                         {@value #MIN_MAX_ENDPOINTS}..{@value #MAX_MAX_ENDPOINTS}
+     */
     public BudgetConfig withMaxEndpoints(int maxEndpoints) {
         return new BudgetConfig(maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes,
                 maxEndpoints, maxRegistrations, maxPeerSegments);
     }
 
-    /** A copy with {@link #maxRegistrations()} replaced. */
+    /**
+     * A copy with {@link #maxRegistrations()} replaced and every other component kept; the new value is checked as by
+     * the constructor.
+     *
+     * @param maxRegistrations most local memory/file registrations held at once, in registrations
+     * @return a new {@code BudgetConfig}; this one is unchanged
+     * @throws ConfigException naming {@code budgets.maxRegistrations} if it is outside
+     *                         {@value #MIN_MAX_REGISTRATIONS}..{@value #MAX_MAX_REGISTRATIONS}
+     */
     public BudgetConfig withMaxRegistrations(int maxRegistrations) {
         return new BudgetConfig(maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes,
                 maxEndpoints, maxRegistrations, maxPeerSegments);
     }
 
-    /** A copy with {@link #maxPeerSegments()} replaced. */
+    /**
+     * A copy with {@link #maxPeerSegments()} replaced and every other component kept; the new value is checked as by
+     * the constructor.
+     *
+     * @param maxPeerSegments most opened peer segments (remote engines opened by {@code host:port}) held at once, in
+     *                        segments
+     * @return a new {@code BudgetConfig}; this one is unchanged
+     * @throws ConfigException naming {@code budgets.maxPeerSegments} if it is outside
+     *                         {@value #MIN_MAX_PEER_SEGMENTS}..{@value #MAX_MAX_PEER_SEGMENTS}
+     */
     public BudgetConfig withMaxPeerSegments(int maxPeerSegments) {
         return new BudgetConfig(maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes,
                 maxEndpoints, maxRegistrations, maxPeerSegments);

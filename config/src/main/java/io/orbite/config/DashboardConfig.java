@@ -24,33 +24,75 @@ public record DashboardConfig(boolean enabled, String host, int port) {
     /** JSON path of this section, and the path prefix of its messages. */
     static final String SECTION = "observability.dashboard";
 
-    /** Validates every component. @throws ConfigException naming {@code observability.dashboard.<key>} */
+    /**
+     * Validates {@link #host()} and {@link #port()}; any {@link #enabled()} is accepted.
+     *
+     * @throws ConfigException naming {@code observability.dashboard.host} or {@code observability.dashboard.port} for
+     *                         the first invalid one
+     */
     public DashboardConfig {
         Checks.requireHost(SECTION + ".host", host);
         Checks.requireRange(SECTION + ".port", port, MIN_PORT, MAX_PORT);
     }
 
-    /** All components at their defaults (off, loopback, ephemeral port). */
+    /**
+     * All components at their defaults (off, loopback, ephemeral port).
+     *
+     * @return the dashboard settings an absent or empty {@code observability.dashboard} section reads as: not served,
+     *         and bound to {@value #DEFAULT_HOST} on an ephemeral port once enabled
+     */
     public static DashboardConfig defaults() {
         return new DashboardConfig(DEFAULT_ENABLED, DEFAULT_HOST, DEFAULT_PORT);
     }
 
-    /** Enabled on loopback at {@code port} (0: ephemeral). */
+    /**
+     * Enabled on loopback at {@code port} (0: ephemeral).
+     *
+     * @param port TCP port to bind on {@value #DEFAULT_HOST}, {@value #MIN_PORT}..{@value #MAX_PORT}; {@code 0} asks
+     *             the operating system for an ephemeral port
+     * @return a configuration that serves the dashboard page, its JSON API and its live event stream on
+     *         {@value #DEFAULT_HOST} only
+     * @throws ConfigException naming {@code observability.dashboard.port} if {@code port} is outside
+     *                         {@value #MIN_PORT}..{@value #MAX_PORT}
+     */
     public static DashboardConfig loopback(int port) {
         return new DashboardConfig(true, DEFAULT_HOST, port);
     }
 
-    /** A copy with {@link #enabled()} replaced. */
+    /**
+     * A copy with {@link #enabled()} replaced and every other component kept; any value is accepted.
+     *
+     * @param enabled whether the dashboard page, its JSON API and its live event stream is served; {@code false} binds
+     *                nothing
+     * @return a new {@code DashboardConfig}; this one is unchanged
+     */
     public DashboardConfig withEnabled(boolean enabled) {
         return new DashboardConfig(enabled, host, port);
     }
 
-    /** A copy with {@link #host()} replaced. */
+    /**
+     * A copy with {@link #host()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param host interface address or host name the dashboard binds
+     * @return a new {@code DashboardConfig}; this one is unchanged
+     * @throws ConfigException naming {@code observability.dashboard.host} if it is {@code null}, empty, longer than
+     *                         {@value ListenConfig#MAX_HOST_LENGTH} characters, or contains whitespace or control
+     *                         characters
+     */
     public DashboardConfig withHost(String host) {
         return new DashboardConfig(enabled, host, port);
     }
 
-    /** A copy with {@link #port()} replaced. */
+    /**
+     * A copy with {@link #port()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param port TCP port the dashboard binds; {@code 0} asks the operating system for an ephemeral port
+     * @return a new {@code DashboardConfig}; this one is unchanged
+     * @throws ConfigException naming {@code observability.dashboard.port} if it is outside
+     *                         {@value #MIN_PORT}..{@value #MAX_PORT}
+     */
     public DashboardConfig withPort(int port) {
         return new DashboardConfig(enabled, host, port);
     }

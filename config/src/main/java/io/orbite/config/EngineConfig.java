@@ -66,7 +66,12 @@ public record EngineConfig(
     private static final Pattern NAME_PATTERN = Pattern.compile(NAME_REGEX);
     private static final byte[] UTF8_BOM = {(byte) 0xEF, (byte) 0xBB, (byte) 0xBF};
 
-    /** Validates every component. @throws ConfigException naming the offending key */
+    /**
+     * Validates every component: {@link #name()} must match {@link #NAME_REGEX} and no section may be {@code null}
+     * (each section validated its own keys when it was built).
+     *
+     * @throws ConfigException naming {@code name} or the {@code null} section
+     */
     public EngineConfig {
         Checks.requireNonNull("name", name);
         if (!NAME_PATTERN.matcher(name).matches()) {
@@ -83,54 +88,124 @@ public record EngineConfig(
         Checks.requireNonNull(ObservabilityConfig.SECTION, observability);
     }
 
-    /** Every setting at its default. */
+    /**
+     * Every setting at its default.
+     *
+     * @return the configuration the empty document <code>{}</code> reads as: name {@value #DEFAULT_NAME} and every
+     *         section's {@code defaults()}
+     */
     public static EngineConfig defaults() {
         return new EngineConfig(DEFAULT_NAME, ListenConfig.defaults(), TcpConfig.defaults(), BudgetConfig.defaults(),
                 SlicingConfig.defaults(), TimeoutConfig.defaults(), ShmConfig.defaults(),
                 FileConfig.defaults(), ObservabilityConfig.defaults());
     }
 
-    /** A copy with {@link #name()} replaced. */
+    /**
+     * A copy with {@link #name()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param name engine name shown in logs and metrics: {@value #MIN_NAME_LENGTH}..{@value #MAX_NAME_LENGTH}
+     *             characters, each one of {@code A-Z a-z 0-9 . _ -}
+     * @return a new {@code EngineConfig}; this one is unchanged
+     * @throws ConfigException naming {@code name} if it is {@code null} or does not match {@link #NAME_REGEX}
+     */
     public EngineConfig withName(String name) {
         return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
-    /** A copy with {@link #listen()} replaced. */
+    /**
+     * A copy with {@link #listen()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param listen where the engine accepts peer connections, already validated by {@link ListenConfig}'s constructor
+     * @return a new {@code EngineConfig}; this one is unchanged
+     * @throws ConfigException naming {@code listen} if {@code listen} is {@code null}
+     */
     public EngineConfig withListen(ListenConfig listen) {
         return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
-    /** A copy with {@link #tcp()} replaced. */
+    /**
+     * A copy with {@link #tcp()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param tcp TCP transport settings, already validated by {@link TcpConfig}'s constructor
+     * @return a new {@code EngineConfig}; this one is unchanged
+     * @throws ConfigException naming {@code tcp} if {@code tcp} is {@code null}
+     */
     public EngineConfig withTcp(TcpConfig tcp) {
         return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
-    /** A copy with {@link #budgets()} replaced. */
+    /**
+     * A copy with {@link #budgets()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param budgets resource budgets, already validated by {@link BudgetConfig}'s constructor
+     * @return a new {@code EngineConfig}; this one is unchanged
+     * @throws ConfigException naming {@code budgets} if {@code budgets} is {@code null}
+     */
     public EngineConfig withBudgets(BudgetConfig budgets) {
         return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
-    /** A copy with {@link #slicing()} replaced. */
+    /**
+     * A copy with {@link #slicing()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param slicing how tasks are cut into slices, already validated by {@link SlicingConfig}'s constructor
+     * @return a new {@code EngineConfig}; this one is unchanged
+     * @throws ConfigException naming {@code slicing} if {@code slicing} is {@code null}
+     */
     public EngineConfig withSlicing(SlicingConfig slicing) {
         return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
-    /** A copy with {@link #file()} replaced. */
+    /**
+     * A copy with {@link #file()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param file file transport settings, already validated by {@link FileConfig}'s constructor
+     * @return a new {@code EngineConfig}; this one is unchanged
+     * @throws ConfigException naming {@code file} if {@code file} is {@code null}
+     */
     public EngineConfig withFile(FileConfig file) {
         return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
-    /** A copy with {@link #timeouts()} replaced. */
+    /**
+     * A copy with {@link #timeouts()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param timeouts engine-wide time limits, already validated by {@link TimeoutConfig}'s constructor
+     * @return a new {@code EngineConfig}; this one is unchanged
+     * @throws ConfigException naming {@code timeouts} if {@code timeouts} is {@code null}
+     */
     public EngineConfig withTimeouts(TimeoutConfig timeouts) {
         return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
-    /** A copy with {@link #shm()} replaced. */
+    /**
+     * A copy with {@link #shm()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param shm same-host shared-memory transport settings, already validated by {@link ShmConfig}'s constructor
+     * @return a new {@code EngineConfig}; this one is unchanged
+     * @throws ConfigException naming {@code shm} if {@code shm} is {@code null}
+     */
     public EngineConfig withShm(ShmConfig shm) {
         return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
 
-    /** A copy with {@link #observability()} replaced. */
+    /**
+     * A copy with {@link #observability()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param observability metrics and dashboard settings, already validated by {@link ObservabilityConfig}'s
+     *                      constructor
+     * @return a new {@code EngineConfig}; this one is unchanged
+     * @throws ConfigException naming {@code observability} if {@code observability} is {@code null}
+     */
     public EngineConfig withObservability(ObservabilityConfig observability) {
         return new EngineConfig(name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
     }
@@ -139,6 +214,7 @@ public record EngineConfig(
      * Parses a JSON document. Missing keys take their defaults; everything else is checked strictly.
      *
      * @param json the whole document, at most {@value #MAX_DOCUMENT_BYTES} bytes when encoded as UTF-8
+     * @return the configuration the document describes, with defaults for the keys it leaves out
      * @throws ConfigException if the document is rejected; its {@link ConfigException#path() path} names where
      */
     public static EngineConfig fromJson(String json) {
@@ -151,6 +227,8 @@ public record EngineConfig(
      * Reads and parses a JSON file (UTF-8, an optional byte order mark is skipped). The size limit is checked
      * before the content is read. Messages about the content end with {@code (in <file>)}.
      *
+     * @param file path of the JSON file, at most {@value #MAX_DOCUMENT_BYTES} bytes
+     * @return the configuration the file describes, with defaults for the keys it leaves out
      * @throws ConfigException with path {@code $} naming the file if it is missing, a directory, unreadable,
      *                         too large or not UTF-8; otherwise as {@link #fromJson(String)}
      */
@@ -164,7 +242,13 @@ public record EngineConfig(
         }
     }
 
-    /** {@link #fromEnv(Map)} over {@link System#getenv()}. */
+    /**
+     * {@link #fromEnv(Map)} over {@link System#getenv()}.
+     *
+     * @return the configuration named by {@value #ENV_VAR} in the process environment, or {@link #defaults()} if it is
+     *         unset or blank
+     * @throws ConfigException as {@link #fromEnv(Map)}
+     */
     public static EngineConfig fromEnv() {
         return fromEnv(System.getenv());
     }
@@ -175,6 +259,7 @@ public record EngineConfig(
      * of a JSON file (surrounding whitespace is ignored). No other variable is read.
      *
      * @param env environment variables, normally {@link System#getenv()}
+     * @return {@link #defaults()}, or the configuration of the inline document or file the variable names
      * @throws ConfigException as {@link #fromJson(String)} or {@link #fromFile(Path)}; messages about an inline
      *                         document end with {@code (in $ORBITE_CONF)}
      */
@@ -202,7 +287,12 @@ public record EngineConfig(
         return fromFile(file);
     }
 
-    /** This configuration as a pretty-printed JSON document that {@link #fromJson(String)} reads back as equal. */
+    /**
+     * This configuration as a pretty-printed JSON document that {@link #fromJson(String)} reads back as equal.
+     *
+     * @return a JSON object with every key present, in record component order, nested sections as nested objects,
+     *         indented by two spaces with {@code \n} line ends
+     */
     public String toJson() {
         return ConfigJson.write(this);
     }

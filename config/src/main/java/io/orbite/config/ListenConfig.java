@@ -24,23 +24,47 @@ public record ListenConfig(String host, int port) {
     /** Largest accepted {@link #port()}. */
     public static final int MAX_PORT = 65535;
 
-    /** Validates every component. @throws ConfigException naming {@code listen.<key>} */
+    /**
+     * Validates every component.
+     *
+     * @throws ConfigException naming {@code listen.host} or {@code listen.port} for the first invalid one
+     */
     public ListenConfig {
         Checks.requireHost(SECTION + ".host", host);
         Checks.requireRange(SECTION + ".port", port, MIN_PORT, MAX_PORT);
     }
 
-    /** All components at their defaults. */
+    /**
+     * All components at their defaults.
+     *
+     * @return the settings an absent or empty {@code listen} section reads as: {@value #DEFAULT_HOST} (loopback only)
+     *         on an ephemeral port
+     */
     public static ListenConfig defaults() {
         return new ListenConfig(DEFAULT_HOST, DEFAULT_PORT);
     }
 
-    /** A copy with {@link #host()} replaced. */
+    /**
+     * A copy with {@link #host()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param host interface address or host name the engine binds for peer connections
+     * @return a new {@code ListenConfig}; this one is unchanged
+     * @throws ConfigException naming {@code listen.host} if it is {@code null}, empty, longer than
+     *                         {@value #MAX_HOST_LENGTH} characters, or contains whitespace or control characters
+     */
     public ListenConfig withHost(String host) {
         return new ListenConfig(host, port);
     }
 
-    /** A copy with {@link #port()} replaced. */
+    /**
+     * A copy with {@link #port()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param port TCP port to bind for peer connections; {@code 0} asks the operating system for an ephemeral port
+     * @return a new {@code ListenConfig}; this one is unchanged
+     * @throws ConfigException naming {@code listen.port} if it is outside {@value #MIN_PORT}..{@value #MAX_PORT}
+     */
     public ListenConfig withPort(int port) {
         return new ListenConfig(host, port);
     }

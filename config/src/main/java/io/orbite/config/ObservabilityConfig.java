@@ -21,34 +21,73 @@ public record ObservabilityConfig(MetricsConfig metrics, DashboardConfig dashboa
     /** Largest accepted {@link #tickMillis()}. */
     public static final int MAX_TICK_MILLIS = 60000;
 
-    /** Validates every component. @throws ConfigException naming the offending key */
+    /**
+     * Validates every component; the nested sections validated themselves.
+     *
+     * @throws ConfigException naming {@code observability.metrics} or {@code observability.dashboard} if it is
+     *                         {@code null}, or {@code observability.tickMillis} if it is outside
+     *                         {@value #MIN_TICK_MILLIS}..{@value #MAX_TICK_MILLIS}
+     */
     public ObservabilityConfig {
         Checks.requireNonNull(SECTION + ".metrics", metrics);
         Checks.requireNonNull(SECTION + ".dashboard", dashboard);
         Checks.requireRange(SECTION + ".tickMillis", tickMillis, MIN_TICK_MILLIS, MAX_TICK_MILLIS);
     }
 
-    /** All components at their defaults: nothing served. */
+    /**
+     * All components at their defaults: nothing served.
+     *
+     * @return the settings an absent or empty {@code observability} section reads as: neither endpoint served, and a
+     *         {@value #DEFAULT_TICK_MILLIS} ms tick
+     */
     public static ObservabilityConfig defaults() {
         return new ObservabilityConfig(MetricsConfig.defaults(), DashboardConfig.defaults(), DEFAULT_TICK_MILLIS);
     }
 
-    /** Whether either endpoint is enabled. */
+    /**
+     * Whether either endpoint is enabled.
+     *
+     * @return {@code true} if {@link MetricsConfig#enabled()} or {@link DashboardConfig#enabled()} is set,
+     *         {@code false} if nothing is to be served
+     */
     public boolean anyEnabled() {
         return metrics.enabled() || dashboard.enabled();
     }
 
-    /** A copy with {@link #metrics()} replaced. */
+    /**
+     * A copy with {@link #metrics()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param metrics the Prometheus scrape endpoint settings, already validated by {@link MetricsConfig}'s constructor
+     * @return a new {@code ObservabilityConfig}; this one is unchanged
+     * @throws ConfigException naming {@code observability.metrics} if {@code metrics} is {@code null}
+     */
     public ObservabilityConfig withMetrics(MetricsConfig metrics) {
         return new ObservabilityConfig(metrics, dashboard, tickMillis);
     }
 
-    /** A copy with {@link #dashboard()} replaced. */
+    /**
+     * A copy with {@link #dashboard()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param dashboard the dashboard settings, already validated by {@link DashboardConfig}'s constructor
+     * @return a new {@code ObservabilityConfig}; this one is unchanged
+     * @throws ConfigException naming {@code observability.dashboard} if {@code dashboard} is {@code null}
+     */
     public ObservabilityConfig withDashboard(DashboardConfig dashboard) {
         return new ObservabilityConfig(metrics, dashboard, tickMillis);
     }
 
-    /** A copy with {@link #tickMillis()} replaced. */
+    /**
+     * A copy with {@link #tickMillis()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param tickMillis how often metrics are sampled and published, and how often the dashboard's live stream sends a
+     *                   snapshot, in milliseconds
+     * @return a new {@code ObservabilityConfig}; this one is unchanged
+     * @throws ConfigException naming {@code observability.tickMillis} if it is outside
+     *                         {@value #MIN_TICK_MILLIS}..{@value #MAX_TICK_MILLIS}
+     */
     public ObservabilityConfig withTickMillis(int tickMillis) {
         return new ObservabilityConfig(metrics, dashboard, tickMillis);
     }

@@ -25,22 +25,48 @@ public record ShmConfig(boolean enabled, int maxMappings) {
     /** Largest accepted {@link #maxMappings()}. */
     public static final int MAX_MAX_MAPPINGS = 65536;
 
-    /** Validates every component. @throws ConfigException naming the offending key */
+    /**
+     * Validates {@link #maxMappings()}; any {@link #enabled()} is accepted.
+     *
+     * @throws ConfigException naming {@code shm.maxMappings} if {@code maxMappings} is outside
+     *                         {@value #MIN_MAX_MAPPINGS}..{@value #MAX_MAX_MAPPINGS}
+     */
     public ShmConfig {
         Checks.requireRange(SECTION + ".maxMappings", maxMappings, MIN_MAX_MAPPINGS, MAX_MAX_MAPPINGS);
     }
 
-    /** All components at their defaults. */
+    /**
+     * All components at their defaults.
+     *
+     * @return the settings an absent or empty {@code shm} section reads as: own allocations are plain off-heap memory
+     *         (not published for mapping), and up to {@value #DEFAULT_MAX_MAPPINGS} peer allocations are kept mapped
+     *         per SHM endpoint
+     */
     public static ShmConfig defaults() {
         return new ShmConfig(DEFAULT_ENABLED, DEFAULT_MAX_MAPPINGS);
     }
 
-    /** A copy with {@link #enabled()} replaced. */
+    /**
+     * A copy with {@link #enabled()} replaced and every other component kept; any value is accepted.
+     *
+     * @param enabled whether this engine's own allocations live in memfds published in Describe, so that same-host
+     *                peers can map them
+     * @return a new {@code ShmConfig}; this one is unchanged
+     */
     public ShmConfig withEnabled(boolean enabled) {
         return new ShmConfig(enabled, maxMappings);
     }
 
-    /** A copy with {@link #maxMappings()} replaced. */
+    /**
+     * A copy with {@link #maxMappings()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param maxMappings most peer allocations one SHM endpoint (one peer incarnation) keeps mapped at once, in
+     *                    mappings
+     * @return a new {@code ShmConfig}; this one is unchanged
+     * @throws ConfigException naming {@code shm.maxMappings} if it is outside
+     *                         {@value #MIN_MAX_MAPPINGS}..{@value #MAX_MAX_MAPPINGS}
+     */
     public ShmConfig withMaxMappings(int maxMappings) {
         return new ShmConfig(enabled, maxMappings);
     }

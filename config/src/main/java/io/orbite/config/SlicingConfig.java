@@ -39,7 +39,12 @@ public record SlicingConfig(long baseBlockBytes, int maxReadSlices, int maxWrite
     /** Largest accepted {@link #maxWriteSlices()}. */
     public static final int MAX_MAX_WRITE_SLICES = 1024;
 
-    /** Validates every component. @throws ConfigException naming {@code slicing.<key>} */
+    /**
+     * Validates every component against its {@code MIN_*}..{@code MAX_*} range; {@link #baseBlockBytes()} must also be
+     * a power of two.
+     *
+     * @throws ConfigException naming {@code slicing.<key>} for the first invalid component
+     */
     public SlicingConfig {
         String basePath = SECTION + ".baseBlockBytes";
         Checks.requireRange(basePath, baseBlockBytes, MIN_BASE_BLOCK_BYTES, MAX_BASE_BLOCK_BYTES);
@@ -49,22 +54,51 @@ public record SlicingConfig(long baseBlockBytes, int maxReadSlices, int maxWrite
                 MIN_MAX_WRITE_SLICES, MAX_MAX_WRITE_SLICES);
     }
 
-    /** All components at their defaults. */
+    /**
+     * All components at their defaults.
+     *
+     * @return the settings an absent or empty {@code slicing} section reads as: 64 KiB base blocks, at most
+     *         {@value #DEFAULT_MAX_READ_SLICES} slices per READ and {@value #DEFAULT_MAX_WRITE_SLICES} per WRITE
+     */
     public static SlicingConfig defaults() {
         return new SlicingConfig(DEFAULT_BASE_BLOCK_BYTES, DEFAULT_MAX_READ_SLICES, DEFAULT_MAX_WRITE_SLICES);
     }
 
-    /** A copy with {@link #baseBlockBytes()} replaced. */
+    /**
+     * A copy with {@link #baseBlockBytes()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param baseBlockBytes smallest block a task is cut into, in bytes; a power of two
+     * @return a new {@code SlicingConfig}; this one is unchanged
+     * @throws ConfigException naming {@code slicing.baseBlockBytes} if it is outside
+     *                         {@value #MIN_BASE_BLOCK_BYTES}..{@value #MAX_BASE_BLOCK_BYTES} or is not a power of two
+     */
     public SlicingConfig withBaseBlockBytes(long baseBlockBytes) {
         return new SlicingConfig(baseBlockBytes, maxReadSlices, maxWriteSlices);
     }
 
-    /** A copy with {@link #maxReadSlices()} replaced. */
+    /**
+     * A copy with {@link #maxReadSlices()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param maxReadSlices most slices one READ task (peer to local) is split into, in slices
+     * @return a new {@code SlicingConfig}; this one is unchanged
+     * @throws ConfigException naming {@code slicing.maxReadSlices} if it is outside
+     *                         {@value #MIN_MAX_READ_SLICES}..{@value #MAX_MAX_READ_SLICES}
+     */
     public SlicingConfig withMaxReadSlices(int maxReadSlices) {
         return new SlicingConfig(baseBlockBytes, maxReadSlices, maxWriteSlices);
     }
 
-    /** A copy with {@link #maxWriteSlices()} replaced. */
+    /**
+     * A copy with {@link #maxWriteSlices()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param maxWriteSlices most slices one WRITE task (local to peer) is split into, in slices
+     * @return a new {@code SlicingConfig}; this one is unchanged
+     * @throws ConfigException naming {@code slicing.maxWriteSlices} if it is outside
+     *                         {@value #MIN_MAX_WRITE_SLICES}..{@value #MAX_MAX_WRITE_SLICES}
+     */
     public SlicingConfig withMaxWriteSlices(int maxWriteSlices) {
         return new SlicingConfig(baseBlockBytes, maxReadSlices, maxWriteSlices);
     }

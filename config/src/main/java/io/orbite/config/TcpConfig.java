@@ -23,9 +23,11 @@ package io.orbite.config;
  * @param laneWindowBytes       most payload bytes that may be sent on one lane and not yet acknowledged, in bytes.
  *                              Default {@value #DEFAULT_LANE_WINDOW_BYTES} (64 MiB); range
  *                              {@value #MIN_LANE_WINDOW_BYTES}..{@value #MAX_LANE_WINDOW_BYTES} (1 MiB..4 GiB).
- * @param retryReadOnOtherLane  whether a READ frame whose lane broke (after the lane drained it) is sent once more
- *                              on another open lane to the same peer incarnation, if its deadline allows. A WRITE
- *                              is never sent again. Default {@value #DEFAULT_RETRY_READ_ON_OTHER_LANE}.
+ * @param retryReadOnOtherLane  whether, when a lane's connection breaks, its READ frames and its frames never
+ *                              sent are sent once more (after the lane drained them, if their deadline allows) on
+ *                              the open lane to the same peer incarnation with the fewest bytes charged. A WRITE
+ *                              that may have reached the socket is never sent again (effect UNKNOWN). Off: such
+ *                              frames fail PEER_LOST. Default {@value #DEFAULT_RETRY_READ_ON_OTHER_LANE}.
  */
 public record TcpConfig(
         int lanes,
@@ -80,7 +82,12 @@ public record TcpConfig(
     /** Largest accepted {@link #laneWindowBytes()}: 4 GiB. */
     public static final long MAX_LANE_WINDOW_BYTES = 4L * 1024 * 1024 * 1024;
 
-    /** Validates every component. @throws ConfigException naming {@code tcp.<key>} */
+    /**
+     * Validates every numeric component against its {@code MIN_*}..{@code MAX_*} range; any
+     * {@link #retryReadOnOtherLane()} is accepted.
+     *
+     * @throws ConfigException naming {@code tcp.<key>} for the first component out of range
+     */
     public TcpConfig {
         Checks.requireRange(SECTION + ".lanes", lanes, MIN_LANES, MAX_LANES);
         Checks.requireRange(SECTION + ".socketBufferBytes", socketBufferBytes,
@@ -95,7 +102,13 @@ public record TcpConfig(
                 MIN_LANE_WINDOW_BYTES, MAX_LANE_WINDOW_BYTES);
     }
 
-    /** All components at their defaults. */
+    /**
+     * All components at their defaults.
+     *
+     * @return the settings an absent or empty {@code tcp} section reads as: {@value #DEFAULT_LANES} lanes per peer, 256
+     *         KiB socket buffers, 16 MiB frames, a 5 s connect timeout, lane windows of
+     *         {@value #DEFAULT_LANE_WINDOW_FRAMES} frames and 64 MiB, and READ retry on another lane
+     */
     public static TcpConfig defaults() {
         return new TcpConfig(DEFAULT_LANES, DEFAULT_SOCKET_BUFFER_BYTES, DEFAULT_MAX_FRAME_PAYLOAD_BYTES,
                 DEFAULT_CONNECT_TIMEOUT_MILLIS, DEFAULT_LANE_WINDOW_FRAMES, DEFAULT_LANE_WINDOW_BYTES,
@@ -105,43 +118,98 @@ public record TcpConfig(
     /** Default {@link #retryReadOnOtherLane()}. */
     public static final boolean DEFAULT_RETRY_READ_ON_OTHER_LANE = true;
 
-    /** A copy with {@link #retryReadOnOtherLane()} replaced. */
+    /**
+     * A copy with {@link #retryReadOnOtherLane()} replaced and every other component kept; any value is accepted.
+     *
+     * @param retryReadOnOtherLane whether READ frames of a broken lane are sent once more on another open lane to the
+     *                             same peer incarnation, if their deadline allows; {@code false} fails them
+     *                             {@code PEER_LOST}
+     * @return a new {@code TcpConfig}; this one is unchanged
+     */
     public TcpConfig withRetryReadOnOtherLane(boolean retryReadOnOtherLane) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
                 laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
-    /** A copy with {@link #lanes()} replaced. */
+    /**
+     * A copy with {@link #lanes()} replaced and every other component kept; the new value is checked as by the
+     * constructor.
+     *
+     * @param lanes number of parallel TCP connections (lanes) opened to each peer
+     * @return a new {@code TcpConfig}; this one is unchanged
+     * @throws ConfigException naming {@code tcp.lanes} if it is outside {@value #MIN_LANES}..{@value #MAX_LANES}
+     */
     public TcpConfig withLanes(int lanes) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
                 laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
-    /** A copy with {@link #socketBufferBytes()} replaced. */
+    /**
+     * A copy with {@link #socketBufferBytes()} replaced and every other component kept; the new value is checked as by
+     * the constructor.
+     *
+     * @param socketBufferBytes size requested for each socket's send and receive buffers (SO_SNDBUF/SO_RCVBUF), in
+     *                          bytes
+     * @return a new {@code TcpConfig}; this one is unchanged
+     * @throws ConfigException naming {@code tcp.socketBufferBytes} if it is outside
+     *                         {@value #MIN_SOCKET_BUFFER_BYTES}..{@value #MAX_SOCKET_BUFFER_BYTES}
+     */
     public TcpConfig withSocketBufferBytes(int socketBufferBytes) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
                 laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
-    /** A copy with {@link #maxFramePayloadBytes()} replaced. */
+    /**
+     * A copy with {@link #maxFramePayloadBytes()} replaced and every other component kept; the new value is checked as
+     * by the constructor.
+     *
+     * @param maxFramePayloadBytes largest payload one frame may carry, in bytes; larger transfers are split
+     * @return a new {@code TcpConfig}; this one is unchanged
+     * @throws ConfigException naming {@code tcp.maxFramePayloadBytes} if it is outside
+     *                         {@value #MIN_MAX_FRAME_PAYLOAD_BYTES}..{@value #MAX_MAX_FRAME_PAYLOAD_BYTES}
+     */
     public TcpConfig withMaxFramePayloadBytes(int maxFramePayloadBytes) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
                 laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
-    /** A copy with {@link #connectTimeoutMillis()} replaced. */
+    /**
+     * A copy with {@link #connectTimeoutMillis()} replaced and every other component kept; the new value is checked as
+     * by the constructor.
+     *
+     * @param connectTimeoutMillis how long a lane's TCP connect may take, in milliseconds
+     * @return a new {@code TcpConfig}; this one is unchanged
+     * @throws ConfigException naming {@code tcp.connectTimeoutMillis} if it is outside
+     *                         {@value #MIN_CONNECT_TIMEOUT_MILLIS}..{@value #MAX_CONNECT_TIMEOUT_MILLIS}
+     */
     public TcpConfig withConnectTimeoutMillis(int connectTimeoutMillis) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
                 laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
-    /** A copy with {@link #laneWindowFrames()} replaced. */
+    /**
+     * A copy with {@link #laneWindowFrames()} replaced and every other component kept; the new value is checked as by
+     * the constructor.
+     *
+     * @param laneWindowFrames most frames sent on one lane and not yet acknowledged, in frames
+     * @return a new {@code TcpConfig}; this one is unchanged
+     * @throws ConfigException naming {@code tcp.laneWindowFrames} if it is outside
+     *                         {@value #MIN_LANE_WINDOW_FRAMES}..{@value #MAX_LANE_WINDOW_FRAMES}
+     */
     public TcpConfig withLaneWindowFrames(int laneWindowFrames) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
                 laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);
     }
 
-    /** A copy with {@link #laneWindowBytes()} replaced. */
+    /**
+     * A copy with {@link #laneWindowBytes()} replaced and every other component kept; the new value is checked as by
+     * the constructor.
+     *
+     * @param laneWindowBytes most payload bytes sent on one lane and not yet acknowledged, in bytes
+     * @return a new {@code TcpConfig}; this one is unchanged
+     * @throws ConfigException naming {@code tcp.laneWindowBytes} if it is outside
+     *                         {@value #MIN_LANE_WINDOW_BYTES}..{@value #MAX_LANE_WINDOW_BYTES}
+     */
     public TcpConfig withLaneWindowBytes(long laneWindowBytes) {
         return new TcpConfig(lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis,
                 laneWindowFrames, laneWindowBytes, retryReadOnOtherLane);

@@ -6,10 +6,12 @@ package io.orbite.config;
  * @param defaultDeadlineMillis    deadline of a task that does not set its own, in milliseconds from
  *                                 submission. Default {@value #DEFAULT_DEFAULT_DEADLINE_MILLIS} (30 s); range
  *                                 {@value #MIN_DEFAULT_DEADLINE_MILLIS}..{@value #MAX_DEFAULT_DEADLINE_MILLIS} (24 h).
- * @param destructionWindowMillis  how long destroying (deregistering memory, closing a segment or the
- *                                 engine) waits for in-flight work to drain, in milliseconds; if drain cannot be
- *                                 proven in time, the resources stay retained rather than freed under a peer. Default {@value #DEFAULT_DESTRUCTION_WINDOW_MILLIS}
- *                                 (30 s); range {@value #MIN_DESTRUCTION_WINDOW_MILLIS}..{@value #MAX_DESTRUCTION_WINDOW_MILLIS}
+ * @param destructionWindowMillis  how long the engine waits, in milliseconds, for a worker to prove it let go of
+ *                                 memory: a pending task's receipts after its deadline, a closed endpoint's lane
+ *                                 threads, an unregistered range's loans, a cancelled file operation's completion.
+ *                                 Past it the task is UNQUIESCED and its owner quarantined: memory, loans and charges
+ *                                 stay retained rather than freed under a worker. Default
+ *                                 {@value #DEFAULT_DESTRUCTION_WINDOW_MILLIS} (30 s); range {@value #MIN_DESTRUCTION_WINDOW_MILLIS}..{@value #MAX_DESTRUCTION_WINDOW_MILLIS}
  *                                 (1 h).
  * @param describeTimeoutMillis    how long opening a segment waits for the peer's Describe answer (endpoint,
  *                                 epoch, regions), in milliseconds. Default {@value #DEFAULT_DESCRIBE_TIMEOUT_MILLIS} (5 s); range
@@ -40,7 +42,11 @@ public record TimeoutConfig(long defaultDeadlineMillis, long destructionWindowMi
     /** Largest accepted {@link #describeTimeoutMillis()}: 10 minutes. */
     public static final long MAX_DESCRIBE_TIMEOUT_MILLIS = 600_000L;
 
-    /** Validates every component. @throws ConfigException naming {@code timeouts.<key>} */
+    /**
+     * Validates every component against its {@code MIN_*}..{@code MAX_*} range.
+     *
+     * @throws ConfigException naming {@code timeouts.<key>} for the first component out of range
+     */
     public TimeoutConfig {
         Checks.requireRange(SECTION + ".defaultDeadlineMillis", defaultDeadlineMillis,
                 MIN_DEFAULT_DEADLINE_MILLIS, MAX_DEFAULT_DEADLINE_MILLIS);
@@ -50,23 +56,53 @@ public record TimeoutConfig(long defaultDeadlineMillis, long destructionWindowMi
                 MIN_DESCRIBE_TIMEOUT_MILLIS, MAX_DESCRIBE_TIMEOUT_MILLIS);
     }
 
-    /** All components at their defaults. */
+    /**
+     * All components at their defaults.
+     *
+     * @return the limits an absent or empty {@code timeouts} section reads as: a 30 s default deadline, a 30 s
+     *         destruction window and a 5 s Describe timeout
+     */
     public static TimeoutConfig defaults() {
         return new TimeoutConfig(DEFAULT_DEFAULT_DEADLINE_MILLIS, DEFAULT_DESTRUCTION_WINDOW_MILLIS,
                 DEFAULT_DESCRIBE_TIMEOUT_MILLIS);
     }
 
-    /** A copy with {@link #defaultDeadlineMillis()} replaced. */
+    /**
+     * A copy with {@link #defaultDeadlineMillis()} replaced and every other component kept; the new value is checked as
+     * by the constructor.
+     *
+     * @param defaultDeadlineMillis deadline of a task that does not set its own, in milliseconds from submission
+     * @return a new {@code TimeoutConfig}; this one is unchanged
+     * @throws ConfigException naming {@code timeouts.defaultDeadlineMillis} if it is outside
+     *                         {@value #MIN_DEFAULT_DEADLINE_MILLIS}..{@value #MAX_DEFAULT_DEADLINE_MILLIS}
+     */
     public TimeoutConfig withDefaultDeadlineMillis(long defaultDeadlineMillis) {
         return new TimeoutConfig(defaultDeadlineMillis, destructionWindowMillis, describeTimeoutMillis);
     }
 
-    /** A copy with {@link #destructionWindowMillis()} replaced. */
+    /**
+     * A copy with {@link #destructionWindowMillis()} replaced and every other component kept; the new value is checked
+     * as by the constructor.
+     *
+     * @param destructionWindowMillis how long the engine waits for in-flight work to drain before it keeps the
+     *                                resources retained instead of freeing them, in milliseconds
+     * @return a new {@code TimeoutConfig}; this one is unchanged
+     * @throws ConfigException naming {@code timeouts.destructionWindowMillis} if it is outside
+     *                         {@value #MIN_DESTRUCTION_WINDOW_MILLIS}..{@value #MAX_DESTRUCTION_WINDOW_MILLIS}
+     */
     public TimeoutConfig withDestructionWindowMillis(long destructionWindowMillis) {
         return new TimeoutConfig(defaultDeadlineMillis, destructionWindowMillis, describeTimeoutMillis);
     }
 
-    /** A copy with {@link #describeTimeoutMillis()} replaced. */
+    /**
+     * A copy with {@link #describeTimeoutMillis()} replaced and every other component kept; the new value is checked as
+     * by the constructor.
+     *
+     * @param describeTimeoutMillis how long opening a segment waits for the peer's Describe answer, in milliseconds
+     * @return a new {@code TimeoutConfig}; this one is unchanged
+     * @throws ConfigException naming {@code timeouts.describeTimeoutMillis} if it is outside
+     *                         {@value #MIN_DESCRIBE_TIMEOUT_MILLIS}..{@value #MAX_DESCRIBE_TIMEOUT_MILLIS}
+     */
     public TimeoutConfig withDescribeTimeoutMillis(long describeTimeoutMillis) {
         return new TimeoutConfig(defaultDeadlineMillis, destructionWindowMillis, describeTimeoutMillis);
     }

@@ -44,18 +44,26 @@ public record EngineOwed(
     long loans,
     List<QuarantinedOwner> quarantined) {
 
+  /** Copies {@code quarantined} into an unmodifiable list. */
   public EngineOwed {
     quarantined = List.copyOf(quarantined);
   }
 
   /** Where the engine is in its life when the figures were taken. */
   public enum Phase {
+    /** The engine runs: every figure was read just now. */
     RUNNING,
+    /** A close was requested and has not been confirmed (it is in progress, or it timed out). */
     CLOSING,
+    /** The engine confirmed its close: only memory retained under loans and quarantined owners remain. */
     CLOSED
   }
 
-  /** Whether nothing at all is charged: no batch, task, byte, endpoint, registration, loan or quarantined owner. */
+  /**
+   * Whether nothing at all is charged: no batch, task, byte, endpoint, registration, loan or quarantined owner.
+   *
+   * @return true when every figure is 0 and {@link #quarantined()} is empty, as after a clean close
+   */
   public boolean isClear() {
     return batches == 0 && tasksInFlight == 0 && bytesInFlight == 0 && endpoints == 0 && registrations == 0
         && loans == 0 && quarantined.isEmpty();
@@ -64,6 +72,9 @@ public record EngineOwed(
   /**
    * Whether no work is outstanding: no task or byte in flight, no loan and no quarantined owner
    * (batches, endpoints and registrations may remain).
+   *
+   * @return true when {@link #tasksInFlight()}, {@link #bytesInFlight()} and {@link #loans()} are 0
+   *     and {@link #quarantined()} is empty
    */
   public boolean isIdle() {
     return tasksInFlight == 0 && bytesInFlight == 0 && loans == 0 && quarantined.isEmpty();

@@ -42,12 +42,21 @@ public enum ErrorKind {
     this.code = code;
   }
 
-  /** The stable wire code of this kind (0 is reserved for success). */
+  /**
+   * The stable wire code of this kind (0 is reserved for success).
+   *
+   * @return the code, from 1 (INVALID_ARGUMENT) to 11 (UNQUIESCED)
+   */
   public int code() {
     return code;
   }
 
-  /** The kind for a wire code, or {@code null} for 0 (success) and unknown codes. */
+  /**
+   * The kind for a wire code, or {@code null} for 0 (success) and unknown codes.
+   *
+   * @param code a status read from the wire
+   * @return the kind whose {@link #code()} is {@code code}, or {@code null}
+   */
   public static ErrorKind fromCode(int code) {
     return code > 0 && code < BY_CODE.length ? BY_CODE[code] : null;
   }

@@ -51,21 +51,39 @@ public final class RemoteSegment implements AutoCloseable {
   private final Reference reference;
   private final String label;
 
+  /**
+   * A peer reached over {@code channel} only, without SHM, labelled by its descriptor; it is not
+   * counted in the peer table and closing it releases nothing (engine-internal, and for tests).
+   *
+   * @param descriptor the peer incarnation
+   * @param regions the ranges it published
+   * @param channel the channel requests to it run on
+   */
   public RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel) {
     this(descriptor, regions, channel, null, () -> { });
   }
 
   /**
    * A segment named {@code label} in messages (a file segment: {@code "file /path"}); a peer's
-   * label is its descriptor. Not counted in the peer table.
+   * label is its descriptor. Not counted in the peer table (engine-internal).
+   *
+   * @param descriptor the incarnation the segment belongs to (for a file segment, this engine's own)
+   * @param regions the ranges requests may name
+   * @param channel the channel requests to it run on
+   * @param label what messages call the segment
    */
   public RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel, String label) {
     this(descriptor, regions, channel, null, null, "not a peer with shared memory", new Reference(() -> { }), label);
   }
 
   /**
-   * A peer opened over TCP whose Describe answer carried {@code shared} (may be null).
+   * A peer opened over TCP whose Describe answer carried {@code shared} (may be null)
+   * (engine-internal: the segment table makes these).
    *
+   * @param descriptor the peer incarnation, as Describe answered
+   * @param regions the ranges it published
+   * @param channel the TCP channel to it
+   * @param shared what it exports through SHM, or null
    * @param release run exactly once when this reference is dropped (by {@link #close()} or after
    *     the segment and its derived copies became unreachable); it must not refer to the segment
    */
@@ -90,12 +108,22 @@ public final class RemoteSegment implements AutoCloseable {
     this.reference = reference;
   }
 
-  /** This segment with its SHM channel (engine-internal). */
+  /**
+   * This segment with its SHM channel (engine-internal).
+   *
+   * @param sharedChannel the channel the SHM transport opened to the peer's exported memory
+   * @return a copy that shares this segment's table reference (closing either closes both)
+   */
   public RemoteSegment withSharedChannel(PeerChannel sharedChannel) {
     return new RemoteSegment(descriptor, regions, channel, shared, sharedChannel, null, reference, label);
   }
 
-  /** This segment without SHM, saying why (engine-internal). */
+  /**
+   * This segment without SHM, saying why (engine-internal).
+   *
+   * @param why why SHM is not used, as {@link #unreachableBecause} then reports for SHM requests
+   * @return a copy that shares this segment's table reference (closing either closes both)
+   */
   public RemoteSegment withoutSharedChannel(String why) {
     return new RemoteSegment(descriptor, regions, channel, shared, null, why, reference, label);
   }
@@ -110,39 +138,77 @@ public final class RemoteSegment implements AutoCloseable {
     reference.cleanable.clean();
   }
 
-  /** Whether {@link #close()} was called. */
+  /**
+   * Whether {@link #close()} was called.
+   *
+   * @return true once this segment, or a copy sharing its table reference, was closed
+   */
   public boolean isClosed() {
     return reference.closed;
   }
 
+  /**
+   * The incarnation this segment names.
+   *
+   * @return the peer's endpoint and epoch as Describe answered (a file segment: this engine's own)
+   */
   public SegmentDescriptor descriptor() {
     return descriptor;
   }
 
+  /**
+   * The ranges the peer published when it was described; a file segment has one,
+   * {@link TransferEngine#FILE_REGION_ID}.
+   *
+   * @return an unmodifiable list, in the order the Describe answer gave them
+   */
   public List<RemoteRegion> regions() {
     return regions;
   }
 
+  /**
+   * The published range with id {@code regionId}.
+   *
+   * @param regionId the region's id
+   * @return the range, or empty when the peer did not publish it
+   */
   public Optional<RemoteRegion> region(long regionId) {
     return Optional.ofNullable(byId.get(regionId));
   }
 
-  /** What messages call this segment: the peer's descriptor, or {@code "file <path>"}. */
+  /**
+   * What messages call this segment: the peer's descriptor, or {@code "file <path>"}.
+   *
+   * @return the label
+   */
   public String label() {
     return label;
   }
 
-  /** The channel of the segment's own transport (TCP to a peer, or the file transport) (engine-internal). */
+  /**
+   * The channel of the segment's own transport (TCP to a peer, or the file transport) (engine-internal).
+   *
+   * @return the channel, never null
+   */
   public PeerChannel channel() {
     return channel;
   }
 
-  /** What the peer's Describe answer said about its shared memory, or {@code null} (engine-internal). */
+  /**
+   * What the peer's Describe answer said about its shared memory, or {@code null} (engine-internal).
+   *
+   * @return the peer's SHM exports, or {@code null} when it exports none (and for a file segment)
+   */
   public SharedExports sharedExports() {
     return shared;
   }
 
-  /** Whether requests to {@code regionId} can go through SHM (same host, exported, proven openable). */
+  /**
+   * Whether requests to {@code regionId} can go through SHM (same host, exported, proven openable).
+   *
+   * @param regionId the region's id
+   * @return true when this segment has an SHM channel and the peer exports that region through it
+   */
   public boolean sharedReachable(long regionId) {
     return sharedChannel != null && sharedById.containsKey(regionId);
   }
@@ -151,6 +217,10 @@ public final class RemoteSegment implements AutoCloseable {
    * The channel a request for {@code regionId} over {@code transport} runs on, or {@code null} when
    * that transport cannot reach it (then {@link #unreachableBecause} says why). UNSPEC picks SHM for
    * a region the peer exports to this host, otherwise TCP (engine-internal).
+   *
+   * @param transport the transport the request names
+   * @param regionId the region it names
+   * @return the channel to run the request on, or {@code null}
    */
   public PeerChannel channelFor(Transport transport, long regionId) {
     return switch (transport) {
@@ -160,7 +230,13 @@ public final class RemoteSegment implements AutoCloseable {
     };
   }
 
-  /** Why {@link #channelFor} has no channel for this transport and region. */
+  /**
+   * Why {@link #channelFor} has no channel for this transport and region.
+   *
+   * @param transport the transport the request names
+   * @param regionId the region it names
+   * @return a sentence for the refusal's message
+   */
   public String unreachableBecause(Transport transport, long regionId) {
     if (transport != Transport.SHM) {
       return "it is reached over " + channel.transport() + ", not " + transport;

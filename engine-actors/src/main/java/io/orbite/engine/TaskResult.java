@@ -4,6 +4,7 @@ package io.orbite.engine;
  * The outcome of one task.
  *
  * @param index the task's position in its batch, in submission order
+ * @param state where the task stands; terminal states never change again
  * @param bytes bytes confirmed; 0 for any task that did not complete (failed bytes are never
  *     counted as transferred)
  * @param errorKind why it failed; {@code null} unless {@code state} is FAILED or UNQUIESCED
@@ -22,6 +23,11 @@ public record TaskResult(
     String detail,
     long elapsedNanos) {
 
+  /**
+   * Whether the task completed: every slice was confirmed (C4).
+   *
+   * @return true when {@code state} is COMPLETED
+   */
   public boolean completed() {
     return state == TaskState.COMPLETED;
   }

@@ -11,6 +11,11 @@ public enum TaskState {
   /** Drain could not be proven within the destruction window; memory and charges retained. */
   UNQUIESCED;
 
+  /**
+   * Whether this state is final.
+   *
+   * @return true for COMPLETED, FAILED and UNQUIESCED; false for PENDING
+   */
   public boolean isTerminal() {
     return this != PENDING;
   }

@@ -23,6 +23,12 @@ public final class TransferStreams {
   /**
    * Requests in, results out (a failed task is a result, not a stream failure). The materialized
    * stage completes once every batch the flow submitted has drained, also after cancellation.
+   *
+   * @param engine the engine whose batches carry the requests
+   * @param settings how requests are grouped into batches, ordered and bounded
+   * @return a flow emitting one terminal {@link TransferResult} per request; its materialized stage
+   *     completes with Done once drained, or fails UNQUIESCED if the stage was stopped before it could
+   *     see its batches drain
    */
   public static Flow<TransferRequest, TransferResult, CompletionStage<Done>> flow(
       TransferEngine engine, StreamSettings settings) {
@@ -32,6 +38,12 @@ public final class TransferStreams {
   /**
    * Writes a stream of blocks (WRITE requests) into remote segments. Completes when every block is
    * confirmed and every batch drained; fails with the first failed block's kind after drain.
+   *
+   * @param engine the engine whose batches carry the blocks
+   * @param settings how blocks are grouped into batches and bounded
+   * @return a sink whose materialized stage completes with Done, or fails with a
+   *     {@link TransferException}: the first failed block's kind, INVALID_ARGUMENT for a request that is
+   *     not a WRITE, UNQUIESCED when a drain could not be proven
    */
   public static Sink<TransferRequest, CompletionStage<Done>> writeSink(TransferEngine engine, StreamSettings settings) {
     return Flow.<TransferRequest>create()
@@ -57,7 +69,15 @@ public final class TransferStreams {
             }));
   }
 
-  /** Reads a list of remote ranges (READ requests); emits each result. */
+  /**
+   * Reads a list of remote ranges (READ requests); emits each result.
+   *
+   * @param engine the engine whose batches carry the reads
+   * @param reads the READ requests, emitted in this order into {@link #flow}
+   * @param settings how reads are grouped into batches, ordered and bounded
+   * @return a source of one terminal result per read; its materialized stage is the flow's drain stage
+   * @throws TransferException INVALID_ARGUMENT at once, naming the op, when a request is not a READ
+   */
   public static Source<TransferResult, CompletionStage<Done>> readSource(
       TransferEngine engine, List<TransferRequest> reads, StreamSettings settings) {
     for (TransferRequest r : reads) {

@@ -190,7 +190,133 @@ class GuideSnippetsTest {
     }
   }
 
+  /**
+   * The embedding guide parses the configuration before it creates the actor system: run as its
+   * own JVM with a bad {@code ORBITE_CONF}, its spawning snippet fails naming the key and the JVM
+   * exits (created first, the system's threads would keep it running for ever).
+   */
+  @Test
+  void theEmbeddingGuidesSpawnSnippetExitsOnABadConfiguration() throws Exception {
+    compileGuide("embedding.md", 5);
+    List<GuideSnippets.Snippet> snippets = GuideSnippets.extract(GuideSnippets.guidesDir().resolve("embedding.md"));
+    GuideSnippets.Snippet spawning = snippets.stream()
+        .filter(x -> !x.wholeUnit() && x.code().contains("EngineConfig.fromEnv()"))
+        .findFirst().orElseThrow(() -> new AssertionError("embedding.md has no snippet that reads ORBITE_CONF"));
+    Path classes = out.resolve("embedding_md");
+    List<String> cmd = new ArrayList<>();
+    cmd.add(io.orbite.qualification.harness.EngineProcess.javaBinary());
+    cmd.addAll(io.orbite.qualification.harness.EngineProcess.jvmFlags());
+    cmd.addAll(List.of("-cp", classes + java.io.File.pathSeparator
+        + io.orbite.qualification.harness.EngineProcess.classPath(), RunSnippet.class.getName(), spawning.wrapperName()));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.environment().put("ORBITE_CONF", "{\"tcp\":{\"lanez\":4}}");
+    Process child = pb.start();
+    CompletableFuture<String> output = CompletableFuture.supplyAsync(() -> {
+      try {
+        return new String(child.getInputStream().readAllBytes());
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    });
+    try {
+      assertTrue(child.waitFor(10, TimeUnit.SECONDS), "the JVM did not exit within 10 s of a bad ORBITE_CONF");
+      String said = output.get(5, TimeUnit.SECONDS);
+      assertTrue(child.exitValue() != 0, said);
+      assertTrue(said.contains("ConfigException") && said.contains("tcp.lanez: unknown key"), said);
+    } finally {
+      child.destroyForcibly();
+    }
+  }
+
+  /**
+   * The README's "Use it from Maven" section: its coordinates are the modules' own, and its two
+   * classes, compiled from the README, run as two processes. PrefillServer publishes its endpoint
+   * and region id; DecodeClient pulls and checks every block (over SHM, as the README says) and
+   * exits 0; PrefillServer exits 0 once its stdin closes.
+   */
+  @Test
+  void theReadmesPrefillAndDecodeProcessesMoveEveryBlockAndExit() throws Exception {
+    Path root = GuideSnippets.guidesDir().getParent().getParent();
+    Path readme = root.resolve("README.md");
+    String text = Files.readString(readme);
+    String version = modulePomValue(root.resolve("pom.xml"), "version");
+    for (String module : List.of("engine-actors", "transport-actors", "observability")) {
+      String artifact = modulePomValue(root.resolve(module).resolve("pom.xml"), "artifactId");
+      assertTrue(text.contains("<artifactId>" + artifact + "</artifactId>"), "README names " + artifact);
+    }
+    assertTrue(text.contains("<version>" + version + "</version>") && text.contains("<groupId>io.orbite</groupId>"),
+        "README's coordinates carry the project's group and version " + version);
+
+    List<GuideSnippets.Snippet> snippets = GuideSnippets.extract(readme);
+    assertEquals(List.of("PrefillServer", "DecodeClient"),
+        snippets.stream().map(GuideSnippets.Snippet::className).toList(), "README's java blocks");
+    Path classes = Files.createDirectories(out.resolve("readme"));
+    String errors = GuideSnippets.compile(snippets, classes);
+    if (!errors.isEmpty()) {
+      fail("README: snippets do not compile\n" + errors);
+    }
+    String classPath = classes + java.io.File.pathSeparator + io.orbite.qualification.harness.EngineProcess.classPath();
+    Process prefill = child(classPath, out.resolve("prefill.log"), "PrefillServer");
+    try {
+      var published = new java.io.BufferedReader(new java.io.InputStreamReader(prefill.getInputStream()));
+      CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
+        try {
+          return published.readLine();
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      });
+      String announcement = line.get(60, TimeUnit.SECONDS);
+      assertTrue(announcement != null && announcement.startsWith("PUBLISHED "),
+          () -> "prefill said " + announcement + "\n" + readQuietly(out.resolve("prefill.log")));
+      String[] parts = announcement.split(" ");
+      Process decode = child(classPath, out.resolve("decode.log"), "DecodeClient", parts[1], parts[2]);
+      String said = new String(decode.getInputStream().readAllBytes());
+      assertTrue(decode.waitFor(60, TimeUnit.SECONDS), "decode exits");
+      assertEquals(0, decode.exitValue(), () -> said + "\n" + readQuietly(out.resolve("decode.log")));
+      assertTrue(said.startsWith("VERIFIED 64 blocks, ") && said.trim().endsWith("over SHM"), said);
+      prefill.getOutputStream().close();
+      assertTrue(prefill.waitFor(10, TimeUnit.SECONDS), "prefill exits within 10 s of its stdin closing");
+      assertEquals(0, prefill.exitValue(), () -> readQuietly(out.resolve("prefill.log")));
+    } finally {
+      prefill.destroyForcibly();
+    }
+  }
+
   // ---------------------------------------------------------------- helpers
+
+  private static Process child(String classPath, Path log, String main, String... args) throws java.io.IOException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(io.orbite.qualification.harness.EngineProcess.javaBinary());
+    cmd.addAll(io.orbite.qualification.harness.EngineProcess.jvmFlags());
+    cmd.addAll(List.of("-cp", classPath, main));
+    cmd.addAll(List.of(args));
+    return new ProcessBuilder(cmd).redirectError(log.toFile()).start();
+  }
+
+  private static String readQuietly(Path file) {
+    try {
+      return Files.readString(file);
+    } catch (java.io.IOException e) {
+      return "(unreadable: " + e + ")";
+    }
+  }
+
+  /** The first {@code <tag>} of a module's pom that is its own (after its {@code <parent>} block). */
+  private static String modulePomValue(Path pom, String tag) throws java.io.IOException {
+    String xml = Files.readString(pom);
+    int parentEnd = xml.indexOf("</parent>");
+    String own = parentEnd < 0 ? xml : xml.substring(parentEnd);
+    int from = own.indexOf("<" + tag + ">");
+    int to = own.indexOf("</" + tag + ">", from);
+    if (from < 0 || to < 0) {
+      // The version of a module is its parent's.
+      from = xml.indexOf("<" + tag + ">");
+      to = xml.indexOf("</" + tag + ">", from);
+      return xml.substring(from + tag.length() + 2, to);
+    }
+    return own.substring(from + tag.length() + 2, to);
+  }
 
   /** Compiles one guide's snippets (expecting {@code expected} of them) and returns a loader for the classes. */
   private ClassLoader compileGuide(String name, int expected) throws Exception {

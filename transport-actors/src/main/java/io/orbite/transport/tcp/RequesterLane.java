@@ -496,7 +496,8 @@ final class RequesterLane implements Runnable {
       if (broke && frameKind == ErrorKind.PEER_LOST && (f.op == Op.READ || !sent) && handOver(f)) {
         continue;
       }
-      finish(f, Receipt.failed(f.taskIndex, frameKind, effect, name + ": " + why));
+      // A frame admitted to the window whose bytes had not reached the socket says so, as a queued one does.
+      finish(f, Receipt.failed(f.taskIndex, frameKind, effect, name + ": " + why + (sent ? "" : " (never sent)")));
     }
     inflight.clear();
     inflightBytes = 0;

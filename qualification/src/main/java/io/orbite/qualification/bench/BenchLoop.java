@@ -66,4 +66,21 @@ final class BenchLoop {
     }
     return new Run(bytes, tasks, (System.nanoTime() - start) / 1e9, touched, failed);
   }
+
+  /**
+   * The task rate: 4 KiB READs in batches of 1024, 4 batches in flight, cycling over the region,
+   * after a 0.3 s warm-up. Its {@code touchedBytes} say which of the requester's bytes to check.
+   */
+  static Run taskRate(PrintStream human, TransferEngine engine, RegisteredMemory local, RemoteSegment peer, long remote,
+      long regionBytes, double seconds) {
+    long size = 4096;
+    long slots = regionBytes / size;
+    runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, 0.3, null);
+    Progress progress = new Progress("tasks_4KiB", (long) (seconds * 10), "ds");
+    Run r = runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, seconds, progress);
+    progress.done();
+    human.printf(java.util.Locale.ROOT, "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024)%n", "read_4KiB",
+        r.tasks(), r.seconds(), r.tasks() / r.seconds());
+    return r;
+  }
 }

@@ -68,6 +68,16 @@ final class BenchReport {
     return 0;
   }
 
+  /** A clean run drops the child's log directory; after a failure it is kept, and said where. */
+  static void settleLogs(PrintStream human, io.orbite.qualification.harness.ChildLogs logs, EngineProcess source,
+      int failures) {
+    if (failures == 0) {
+      logs.passed();
+    } else {
+      human.println("source log kept: " + source.log());
+    }
+  }
+
   /** Prints the engine's dashboard and metrics URLs ({@code dashboard: http://...}), if it serves any. */
   static void printUrls(PrintStream human, io.orbite.engine.TransferEngine engine) {
     engine.observabilityUrls().forEach((what, url) -> human.println(what + ": " + url));

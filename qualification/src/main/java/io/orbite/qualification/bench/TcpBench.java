@@ -125,7 +125,7 @@ public final class TcpBench {
         }
       }
       if (!skipSmall) {
-        BenchLoop.Run small = measureSmall(requester, local, peer, remote);
+        BenchLoop.Run small = BenchLoop.taskRate(human, requester, local, peer, remote, REGION_BYTES, secondsPerFigure);
         failures += small.failed();
         failures += BenchReport.verify(human, Op.READ, local, source, remote, small.touchedBytes(), sourceSeed, 0);
         figures.put("tasks_4KiB_per_s", small.tasks() / small.seconds());
@@ -211,17 +211,5 @@ public final class TcpBench {
         laneAllocated, r.failed() + warm.failed());
   }
 
-  private BenchLoop.Run measureSmall(TransferEngine engine, RegisteredMemory local, RemoteSegment peer, long remote) {
-    long size = 4096;
-    long slots = REGION_BYTES / size;
-    BenchLoop.runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, 0.3, null);
-    Progress progress = new Progress("tasks_4KiB", (long) (secondsPerFigure * 10), "ds");
-    BenchLoop.Run r = BenchLoop.runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots,
-        secondsPerFigure, progress);
-    progress.done();
-    human.printf(Locale.ROOT, "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024)%n", "read_4KiB", r.tasks(),
-        r.seconds(), r.tasks() / r.seconds());
-    return r;
-  }
 
 }

@@ -30,8 +30,11 @@ public final class OrbiteCli {
     if (!args.isEmpty() && args.get(0).equals("file")) {
       return new io.orbite.qualification.bench.FileBench().run(args.subList(1, args.size()));
     }
+    if (!args.isEmpty() && args.get(0).equals("latency")) {
+      return new io.orbite.qualification.bench.LatencyBench().run(args.subList(1, args.size()));
+    }
     if (args.isEmpty() || !(args.get(0).equals("tcp") || args.get(0).equals("shm"))) {
-      System.err.println("bench: name a bench: tcp, shm, file");
+      System.err.println("bench: name a bench: tcp, shm, file, latency");
       return 2;
     }
     if (args.get(0).equals("shm")) {
@@ -54,6 +57,9 @@ public final class OrbiteCli {
           demo               two engine processes on loopback: READ and WRITE of mixed sizes, every byte verified
           bench tcp [--json] TCP READ/WRITE throughput and 4 KiB task rate, beside the iperf3 loopback ceiling
           bench shm [--json] same-host SHM READ/WRITE throughput, beside one thread's memcpy in the same run
+          bench latency [--json] [--quick]
+                             1-task READ/WRITE round trips (4 KiB, 64 KiB; TCP and SHM; reused and fresh
+                             batch), p50/p99/p99.9, beside sockperf and ucx_perftest in the same run
           bench file [--json] [--dir D] [--quick]
                              file segments over io_uring on a 1 GiB file: 1 MiB sequential WRITE/READ and
                              4 KiB random READs at depth 32, beside fio --ioengine=io_uring in the same run

@@ -1,0 +1,267 @@
+package io.orbite.qualification.bench;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.Batch;
+import io.orbite.engine.BatchStatus;
+import io.orbite.engine.Op;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
+import io.orbite.qualification.harness.ChildLogs;
+import io.orbite.qualification.harness.EngineProcess;
+import io.orbite.qualification.verify.Pattern;
+import io.orbite.qualification.verify.RegionCheck;
+import io.orbite.qualification.verify.Span;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * {@code ./orbite bench latency}: the control path's cost. A source engine process ({@code
+ * shm.enabled}, so the same source serves both transports) and a requester engine (this process),
+ * both with the default configuration otherwise. One 1-task transfer at a time, READ and WRITE, 4 KiB
+ * and 64 KiB, forced over TCP and over SHM, in two patterns:
+ *
+ * <ul>
+ *   <li><b>reused</b>: {@code submit} + {@code await} on a batch that is kept; a batch is replaced,
+ *       outside the timed part, every {@link #REUSE} transfers (a batch's status grows with every
+ *       task it ever held, and {@code await} returns all of it);
+ *   <li><b>fresh</b>: {@code allocateBatch(1)} + {@code submit} + {@code await} + {@code free}, all
+ *       timed.
+ * </ul>
+ *
+ * <p>Each transfer goes to a slot of its own, never reused within a figure, so every transfer's
+ * bytes are checked afterwards: after READs the requester's slots hold the source's pattern and
+ * the bytes after them are untouched; after WRITEs the source (asked over its harness, refilled
+ * before each figure) holds each slot's written pattern and its own bytes everywhere else. Warm-up
+ * transfers (untimed) use slots after the timed ones and are checked too.
+ *
+ * <p>Ceilings in the same run, round trips: {@code sockperf ping-pong} over TCP at the same sizes
+ * (64 KiB is measured at sockperf's largest message, 65507 B), and {@code ucx_perftest tag_lat}
+ * over UCX {@code tcp} and {@code posix} shared memory. Percentiles in µs; ratios are ours over the
+ * ceiling (lower is better).
+ */
+public final class LatencyBench {
+  private static final long REGION_BYTES = 1L << 30;
+  private static final long[] SIZES = {4L << 10, 64L << 10};
+  private static final String[] NAMES = {"4KiB", "64KiB"};
+  /** Transfers per batch in the reused pattern. */
+  static final int REUSE = 256;
+  private static final Duration AWAIT = Duration.ofSeconds(30);
+
+  private PrintStream human = System.out;
+  private int timed = 10_000;
+  private int warmup = 1_000;
+  private int ceilingSeconds = 3;
+
+  public int run(List<String> args) throws Exception {
+    boolean json = args.contains("--json");
+    if (args.contains("--quick")) {
+      timed = 2_000;
+      warmup = 300;
+      ceilingSeconds = 1;
+    }
+    if (json) {
+      human = System.err;
+    }
+    Map<String, Double> figures = new LinkedHashMap<>();
+    Map<String, Double> ceilings = new LinkedHashMap<>();
+    Map<String, Double> ratios = new LinkedHashMap<>();
+    int failures = 0;
+
+    for (int s = 0; s < SIZES.length; s++) {
+      if (LatencyCeilings.installed("sockperf")) {
+        Map<String, Double> rtt = LatencyCeilings.sockperf((int) SIZES[s], ceilingSeconds);
+        ceilings.put("sockperf_rtt_" + NAMES[s] + "_p50_us", rtt.get("p50"));
+        ceilings.put("sockperf_rtt_" + NAMES[s] + "_p99_us", rtt.get("p99"));
+        ceilings.put("sockperf_rtt_" + NAMES[s] + "_p99.9_us", rtt.get("p99.9"));
+        human.printf(Locale.ROOT, "  sockperf ping-pong %-6s round trip p50 %8.2f us, p99 %8.2f us%n", NAMES[s],
+            rtt.get("p50"), rtt.get("p99"));
+      } else {
+        human.println("  sockperf is not installed: its ceiling is missing");
+      }
+      if (LatencyCeilings.installed("ucx_perftest")) {
+        int n = timed * 10;
+        double tcp = LatencyCeilings.ucxTagLatency("tcp", (int) SIZES[s], n);
+        double shm = LatencyCeilings.ucxTagLatency("posix,self", (int) SIZES[s], n);
+        ceilings.put("ucx_tcp_rtt_" + NAMES[s] + "_p50_us", tcp);
+        ceilings.put("ucx_shm_rtt_" + NAMES[s] + "_p50_us", shm);
+        human.printf(Locale.ROOT, "  ucx_perftest tag_lat %-6s round trip p50: tcp %8.2f us, posix shm %8.2f us%n",
+            NAMES[s], tcp, shm);
+      } else {
+        human.println("  ucx_perftest is not installed: its ceilings are missing");
+      }
+    }
+
+    try (ChildLogs logs = ChildLogs.create("bench-latency");
+        EngineProcess source = EngineProcess.start("bench-latency-source", logs.dir(),
+            Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}"));
+        TransferEngine requester = TransferEngine.start(EngineConfig.fromEnv().withName("bench-latency-requester"))) {
+      human.printf("bench latency: source %s (pid %d), requester pid %d, %d timed transfers per figure after %d untimed%n",
+          source.endpoint(), source.pid(), ProcessHandle.current().pid(), timed, warmup);
+      long remote = Long.parseLong(source.call("ALLOC " + REGION_BYTES + " READ_WRITE"));
+      long sourceSeed = 0x1a7e5L;
+      RegisteredMemory local = requester.allocate(REGION_BYTES, Access.READ_WRITE);
+      RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
+      if (!peer.sharedReachable(remote)) {
+        human.println("RESULT: FAIL - the source's memory is not reachable through SHM: "
+            + peer.unreachableBecause(Transport.SHM, remote));
+        return 1;
+      }
+      long seed = 0x100;
+      for (Transport transport : List.of(Transport.TCP, Transport.SHM)) {
+        for (Op op : Op.values()) {
+          for (int s = 0; s < SIZES.length; s++) {
+            for (boolean fresh : new boolean[] {false, true}) {
+              seed++;
+              String name = transport.name().toLowerCase(Locale.ROOT) + "_" + op.name().toLowerCase(Locale.ROOT) + "_"
+                  + NAMES[s] + (fresh ? "_fresh_batch" : "");
+              long used = (timed + warmup) * SIZES[s];
+              if (op == Op.READ) {
+                source.call("FILL " + remote + " " + sourceSeed);
+                Pattern.fill(local.segment(), 0, used + SIZES[s], seed, 0);
+              } else {
+                source.call("FILL " + remote + " " + sourceSeed);
+                Pattern.fill(local.segment(), 0, used, seed, 0);
+              }
+              long[] nanos = new long[timed];
+              int failed = measure(requester, op, transport, local, peer, remote, SIZES[s], fresh, nanos);
+              failures += failed;
+              failures += verify(op, local, source, remote, used, SIZES[s], sourceSeed, seed, name);
+              Arrays.sort(nanos);
+              double p50 = percentile(nanos, 50), p99 = percentile(nanos, 99), p999 = percentile(nanos, 99.9);
+              figures.put(name + "_p50_us", p50);
+              figures.put(name + "_p99_us", p99);
+              figures.put(name + "_p99.9_us", p999);
+              human.printf(Locale.ROOT, "  %-28s p50 %9.2f us  p99 %9.2f us  p99.9 %9.2f us  (%d transfers%s)%n", name,
+                  p50, p99, p999, timed, failed > 0 ? ", " + failed + " FAILED" : "");
+              String base = name.replace("_fresh_batch", "");
+              String suffix = fresh ? "_fresh_batch" : "";
+              if (transport == Transport.TCP && ceilings.containsKey("sockperf_rtt_" + NAMES[s] + "_p50_us")) {
+                ratios.put(base + suffix + "_p50_vs_sockperf", p50 / ceilings.get("sockperf_rtt_" + NAMES[s] + "_p50_us"));
+                ratios.put(base + suffix + "_p99_vs_sockperf", p99 / ceilings.get("sockperf_rtt_" + NAMES[s] + "_p99_us"));
+              }
+              String ucx = "ucx_" + (transport == Transport.TCP ? "tcp" : "shm") + "_rtt_" + NAMES[s] + "_p50_us";
+              if (ceilings.containsKey(ucx)) {
+                ratios.put(base + suffix + "_p50_vs_ucx", p50 / ceilings.get(ucx));
+              }
+              if (fresh) {
+                ratios.put(base + "_fresh_vs_reused_p50", p50 / figures.get(base + "_p50_us"));
+              }
+            }
+          }
+        }
+      }
+      long overShm = requester.counters().of(Transport.SHM).tasksDispatched.sum();
+      long overTcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();
+      long expected = 4L * 2 * (timed + warmup);
+      figures.put("tasks_over_tcp", (double) overTcp);
+      figures.put("tasks_over_shm", (double) overShm);
+      if (overShm != expected || overTcp != expected) {
+        human.println("  tasks went over the wrong transport: " + overTcp + " over TCP and " + overShm
+            + " over SHM, expected " + expected + " each");
+        failures++;
+      }
+      BenchReport.settleLogs(human, logs, source, failures);
+    }
+    BenchReport.print(human, json, figures, ceilings, ratios);
+    if (failures > 0) {
+      human.println("RESULT: FAIL - " + failures + " failed transfer(s) or wrong byte(s)");
+      return 1;
+    }
+    human.println("RESULT: PASS - every transfer's bytes verified");
+    return 0;
+  }
+
+  /**
+   * Runs {@link #warmup} untimed transfers into the slots after the timed ones, then {@code
+   * nanos.length} timed ones into slots 0.. in order.
+   *
+   * @return how many transfers did not complete
+   */
+  private int measure(TransferEngine engine, Op op, Transport transport, RegisteredMemory local, RemoteSegment peer,
+      long remote, long size, boolean fresh, long[] nanos) {
+    int failed = 0;
+    Batch reused = null;
+    int inBatch = 0;
+    int total = warmup + nanos.length;
+    for (int k = 0; k < total; k++) {
+      int slot = k < warmup ? nanos.length + k : k - warmup;
+      long offset = slot * size;
+      TransferRequest request = (op == Op.READ
+          ? TransferRequest.read(local, offset, peer, remote, offset, size)
+          : TransferRequest.write(local, offset, peer, remote, offset, size)).withTransport(transport);
+      List<TransferRequest> one = List.of(request);
+      boolean done;
+      long begun;
+      long ended;
+      if (fresh) {
+        begun = System.nanoTime();
+        Batch batch = engine.allocateBatch(1);
+        batch.submit(one);
+        BatchStatus status = batch.await(AWAIT);
+        batch.free();
+        ended = System.nanoTime();
+        done = status.allCompleted();
+      } else {
+        if (reused == null || inBatch == REUSE) {
+          if (reused != null) {
+            reused.free();
+          }
+          reused = engine.allocateBatch(REUSE);
+          inBatch = 0;
+        }
+        begun = System.nanoTime();
+        reused.submit(one);
+        BatchStatus status = reused.await(AWAIT);
+        ended = System.nanoTime();
+        inBatch++;
+        done = status.allCompleted();
+      }
+      if (!done) {
+        failed++;
+      }
+      if (k >= warmup) {
+        nanos[k - warmup] = ended - begun;
+      }
+    }
+    if (reused != null) {
+      reused.free();
+    }
+    return failed;
+  }
+
+  /** The byte check of one figure's slots, on the side the transfers wrote; 1 if a byte is wrong. */
+  private int verify(Op op, RegisteredMemory local, EngineProcess source, long remote, long used, long size,
+      long sourceSeed, long writeSeed, String name) throws Exception {
+    if (op == Op.READ) {
+      // [0, used) holds the source's bytes; the slot after the last one still holds the guard pattern.
+      long bad = RegionCheck.check(local.segment().asSlice(0, used + size), List.of(new Span(0, used, sourceSeed, 0)),
+          writeSeed);
+      if (bad >= 0) {
+        human.println("  MISMATCH in " + name + ": requester byte " + bad);
+        return 1;
+      }
+      return 0;
+    }
+    String answer = source.ask("VERIFY " + remote + " " + sourceSeed + " 1", List.of("0 " + used + " " + writeSeed + " 0"));
+    if (!answer.equals("OK")) {
+      human.println("  MISMATCH in " + name + ": source " + answer);
+      return 1;
+    }
+    return 0;
+  }
+
+  /** The {@code p}th percentile of sorted nanoseconds, in µs (nearest rank). */
+  static double percentile(long[] sorted, double p) {
+    int rank = (int) Math.ceil(p / 100.0 * sorted.length);
+    return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))] / 1000.0;
+  }
+}

@@ -6,9 +6,12 @@ import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
- * Owner of the engine's budgets (C9): batches, tasks and bytes in flight, endpoints. Child of the
- * EngineGuardian. Exhaustion is answered at once (RESOURCE_EXHAUSTED) before the caller has any
- * side effect; nothing queues here. Charges come back with explicit release messages.
+ * Owner of the engine's budgets (C9): batches, tasks and bytes in flight, endpoints, kept in an
+ * {@link AdmissionGate} that the guardian and the batch actors charge directly, on their own
+ * threads, so the common path never waits on this mailbox. Child of the EngineGuardian. The actor
+ * fences the gate, answers the charges and releases that still come as messages (the segment
+ * table's endpoints, {@code owed()}'s usage) and reports the gate to the owner view. Exhaustion is
+ * answered at once (RESOURCE_EXHAUSTED) before the caller has any side effect; nothing queues here.
  *
  * <p>States: {@link #open} (admits) and {@link #fenced} (refuses every new charge, still takes
  * releases), entered when the engine stops accepting requester work.
@@ -40,33 +43,50 @@ public final class Admission {
     }
   }
 
-  private static final Decision GRANTED = new Decision(null, false);
+  /** The decision for a charge that went through. */
+  static final Decision GRANTED = new Decision(null, false);
 
-  private final Budgets budgets;
+  /** {@link #GRANTED} for a null refusal, else a refusal (not fenced) naming the budget. */
+  static Decision decision(String refusal) {
+    return refusal == null ? GRANTED : new Decision(refusal, false);
+  }
+
+  /** How often the owner view is refreshed while charges bypass the mailbox. */
+  private static final java.time.Duration REPORT_EVERY = java.time.Duration.ofMillis(200);
+
+  private enum Refresh implements Command { INSTANCE }
+
+  private final AdmissionGate gate;
   private final BudgetConfig limits;
   private String state = "open";
   private String fencedBecause = "";
 
-  private Admission(BudgetConfig limits) {
-    this.budgets = new Budgets(limits);
+  private Admission(AdmissionGate gate, BudgetConfig limits) {
+    this.gate = gate;
     this.limits = limits;
   }
 
+  /** An Admission with a gate of its own (tests). */
   public static Behavior<Command> create(BudgetConfig limits) {
-    return create(limits, new io.orbite.engine.view.OwnerBoard());
+    return create(new AdmissionGate(limits), limits, new io.orbite.engine.view.OwnerBoard());
   }
 
-  /** Reports its state and its budgets (used and limit) to {@code board} after every change. */
-  public static Behavior<Command> create(BudgetConfig limits, io.orbite.engine.view.OwnerBoard board) {
-    return Behaviors.setup(ctx -> {
-      Admission admission = new Admission(limits);
+  /**
+   * Owns {@code gate}: every message charges or releases through it, {@code Fence} fences it, and
+   * its state and budgets (used and limit) are reported to {@code board} after every message and
+   * every {@link #REPORT_EVERY}, since batch actors and the guardian charge the gate directly.
+   */
+  public static Behavior<Command> create(AdmissionGate gate, BudgetConfig limits, io.orbite.engine.view.OwnerBoard board) {
+    return Behaviors.withTimers(timers -> Behaviors.setup(ctx -> {
+      timers.startTimerWithFixedDelay(Refresh.INSTANCE, REPORT_EVERY);
+      Admission admission = new Admission(gate, limits);
       return io.orbite.engine.view.OwnerBoard.reporting(board, admission::report, admission.open());
-    });
+    }));
   }
 
   /** Names of the budget charges in reports; {@code <name>Limit} is the budget's limit. */
   private io.orbite.engine.view.OwnerBoard.Report report() {
-    Budgets.Usage u = budgets.usage();
+    Budgets.Usage u = gate.usage();
     return new io.orbite.engine.view.OwnerBoard.Report("Admission", state, java.util.Map.of(
         "batches", (long) u.batches(), "batchesLimit", (long) limits.maxBatches(),
         "tasks", u.tasks(), "tasksLimit", (long) limits.maxTasksInFlight(),
@@ -75,61 +95,44 @@ public final class Admission {
   }
 
   private Behavior<Command> open() {
-    return Behaviors.receive(Command.class)
-        .onMessage(AcquireBatch.class, m -> reply(m.replyTo(), budgets.tryBatch()))
-        .onMessage(AdmitTasks.class, m -> reply(m.replyTo(), budgets.tryTasks(m.tasks(), m.bytes())))
-        .onMessage(AcquireEndpoint.class, m -> reply(m.replyTo(), budgets.tryEndpoint()))
-        .onMessage(Fence.class, m -> fenced(m.reason()))
-        .onMessage(ReleaseBatch.class, this::onReleaseBatch)
-        .onMessage(ReleaseTasks.class, this::onReleaseTasks)
-        .onMessage(ReleaseEndpoint.class, this::onReleaseEndpoint)
-        .onMessage(GetUsage.class, this::onGetUsage)
-        .build();
+    return handling(Behaviors.receive(Command.class).onMessage(Fence.class, m -> fenced(m.reason())));
   }
 
   private Behavior<Command> fenced(String reason) {
+    gate.fence(reason);
     state = "fenced";
-    fencedBecause = reason;
-    Decision refusal = new Decision("engine is not accepting requester work: " + reason, true);
-    return Behaviors.receive(Command.class)
-        .onMessage(AcquireBatch.class, m -> refuse(m.replyTo(), refusal))
-        .onMessage(AdmitTasks.class, m -> refuse(m.replyTo(), refusal))
-        .onMessage(AcquireEndpoint.class, m -> refuse(m.replyTo(), refusal))
-        .onMessage(Fence.class, m -> Behaviors.same())
-        .onMessage(ReleaseBatch.class, this::onReleaseBatch)
-        .onMessage(ReleaseTasks.class, this::onReleaseTasks)
-        .onMessage(ReleaseEndpoint.class, this::onReleaseEndpoint)
-        .onMessage(GetUsage.class, this::onGetUsage)
+    fencedBecause = gate.fencedBecause();
+    return handling(Behaviors.receive(Command.class).onMessage(Fence.class, m -> Behaviors.same()));
+  }
+
+  /** Both states: every charge goes through the gate, which refuses them itself once fenced. */
+  private Behavior<Command> handling(org.apache.pekko.actor.typed.javadsl.BehaviorBuilder<Command> builder) {
+    return builder
+        .onMessage(AcquireBatch.class, m -> reply(m.replyTo(), gate.tryBatch()))
+        .onMessage(AdmitTasks.class, m -> reply(m.replyTo(), gate.tryTasks(m.tasks(), m.bytes())))
+        .onMessage(AcquireEndpoint.class, m -> reply(m.replyTo(), gate.tryEndpoint()))
+        .onMessage(ReleaseBatch.class, m -> {
+          gate.releaseBatch();
+          return Behaviors.same();
+        })
+        .onMessage(ReleaseTasks.class, m -> {
+          gate.releaseTasks(m.tasks(), m.bytes());
+          return Behaviors.same();
+        })
+        .onMessage(ReleaseEndpoint.class, m -> {
+          gate.releaseEndpoint();
+          return Behaviors.same();
+        })
+        .onMessage(GetUsage.class, m -> {
+          m.replyTo().tell(gate.usage());
+          return Behaviors.same();
+        })
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .build();
   }
 
-  private Behavior<Command> reply(ActorRef<Decision> replyTo, String refusal) {
-    replyTo.tell(refusal == null ? GRANTED : new Decision(refusal, false));
-    return Behaviors.same();
-  }
-
-  private Behavior<Command> refuse(ActorRef<Decision> replyTo, Decision refusal) {
-    replyTo.tell(refusal);
-    return Behaviors.same();
-  }
-
-  private Behavior<Command> onReleaseBatch(ReleaseBatch m) {
-    budgets.releaseBatch();
-    return Behaviors.same();
-  }
-
-  private Behavior<Command> onReleaseTasks(ReleaseTasks m) {
-    budgets.releaseTasks(m.tasks(), m.bytes());
-    return Behaviors.same();
-  }
-
-  private Behavior<Command> onReleaseEndpoint(ReleaseEndpoint m) {
-    budgets.releaseEndpoint();
-    return Behaviors.same();
-  }
-
-  private Behavior<Command> onGetUsage(GetUsage m) {
-    m.replyTo().tell(budgets.usage());
+  private Behavior<Command> reply(ActorRef<Decision> replyTo, Decision decision) {
+    replyTo.tell(decision);
     return Behaviors.same();
   }
 }

@@ -5,6 +5,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.admission.Admission;
+import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.registry.Registration;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.PeerChannel;
@@ -24,15 +25,15 @@ import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.actor.typed.javadsl.StashBuffer;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 
 /**
  * One batch: owns its tasks' states, the drain ledger and their budget charges. Child of the
  * EngineGuardian, one per {@code allocateBatch}. Receipts arrive from transport lanes in bulk.
  *
- * <p>States: {@link #open} (accepts submissions), {@link #admitting} (waiting for Admission;
- * later messages are stashed so submissions keep their order), {@link #quarantined} (some task's
+ * <p>States: {@link #open} (accepts submissions; each is charged to the engine's {@link
+ * AdmissionGate} on this actor's thread and dispatched at once, so submissions keep their order
+ * without waiting on any other actor), {@link #quarantined} (some task's
  * workers did not let go within the destruction window after its deadline: those tasks are
  * reported UNQUIESCED, their loans and budget charges stay, the batch is listed in the engine's
  * quarantine; it returns to open if the late receipts arrive), and after {@code free} the actor
@@ -67,9 +68,7 @@ public final class BatchActor {
   /** Receipts collected by one lane pass. */
   public record Deliver(List<Receipt> receipts) implements Command {}
 
-  private record Admitted(Submit submit, Admission.Decision decision) implements Command {}
 
-  private record AdmissionFailed(Submit submit, Throwable cause) implements Command {}
 
   /** Time to look for tasks whose workers did not drain within the window after their deadline. */
   private enum Watchdog implements Command {
@@ -97,7 +96,7 @@ public final class BatchActor {
   }
 
   private final ActorContext<Command> ctx;
-  private final ActorRef<Admission.Command> admission;
+  private final AdmissionGate gate;
   private final EngineCounters counters;
   private final long defaultDeadlineNanos;
   private final long destructionWindowNanos;
@@ -119,14 +118,14 @@ public final class BatchActor {
       ActorContext<Command> ctx,
       TimerScheduler<Command> timers,
       int capacity,
-      ActorRef<Admission.Command> admission,
+      AdmissionGate gate,
       EngineCounters counters,
       Duration defaultDeadline,
       Duration destructionWindow,
       QuarantineLedger quarantine) {
     this.ctx = ctx;
     this.timers = timers;
-    this.admission = admission;
+    this.gate = gate;
     this.counters = counters;
     this.defaultDeadlineNanos = defaultDeadline.toNanos();
     this.destructionWindowNanos = destructionWindow.toNanos();
@@ -142,12 +141,12 @@ public final class BatchActor {
    *     the task is reported UNQUIESCED and the batch is quarantined
    */
   public static Behavior<Command> create(
-      int capacity, ActorRef<Admission.Command> admission, EngineCounters counters, Duration defaultDeadline,
+      int capacity, AdmissionGate gate, EngineCounters counters, Duration defaultDeadline,
       Duration destructionWindow, QuarantineLedger quarantine) {
     return io.orbite.engine.view.OwnerBoard.retiredOnStop(counters.owners,
-        Behaviors.withStash(1024, stash -> Behaviors.withTimers(timers -> Behaviors.setup(ctx ->
-            new BatchActor(ctx, timers, capacity, admission, counters, defaultDeadline, destructionWindow, quarantine)
-                .ready(stash)))));
+        Behaviors.withTimers(timers -> Behaviors.setup(ctx ->
+            new BatchActor(ctx, timers, capacity, gate, counters, defaultDeadline, destructionWindow, quarantine)
+                .ready())));
   }
 
   /**
@@ -179,32 +178,32 @@ public final class BatchActor {
   }
 
   /** {@link #open} or, while tasks are held past the destruction window, {@link #quarantined}. */
-  private Behavior<Command> ready(StashBuffer<Command> stash) {
+  private Behavior<Command> ready() {
     report(ledger.held() > 0 ? "quarantined" : "open");
-    return ledger.held() > 0 ? quarantined(stash) : open(stash);
+    return ledger.held() > 0 ? quarantined() : open();
   }
 
-  private Behavior<Command> open(StashBuffer<Command> stash) {
-    return accepting(stash).onMessage(Free.class, this::onFree).build();
+  private Behavior<Command> open() {
+    return accepting().onMessage(Free.class, this::onFree).build();
   }
 
   /** What {@link #open} and {@link #quarantined} both handle: everything but {@code free}. */
-  private BehaviorBuilder<Command> accepting(StashBuffer<Command> stash) {
+  private BehaviorBuilder<Command> accepting() {
     return Behaviors.receive(Command.class)
-        .onMessage(Submit.class, m -> onSubmit(m, stash))
-        .onMessage(Deliver.class, d -> onDeliver(d, stash))
+        .onMessage(Submit.class, m -> onSubmit(m))
+        .onMessage(Deliver.class, d -> onDeliver(d))
         .onMessage(AwaitIdle.class, this::onAwaitIdle)
         .onMessage(GetStatus.class, this::onGetStatus)
         .onMessageEquals(Cancel.INSTANCE, this::onCancel)
-        .onMessageEquals(Watchdog.INSTANCE, () -> onWatchdog(stash));
+        .onMessageEquals(Watchdog.INSTANCE, () -> onWatchdog());
   }
 
   /**
    * Some tasks' workers did not let go within the destruction window: their loans and budget
    * charges stay and {@code free} answers BATCH_BUSY. Other tasks and new submissions still run.
    */
-  private Behavior<Command> quarantined(StashBuffer<Command> stash) {
-    return accepting(stash)
+  private Behavior<Command> quarantined() {
+    return accepting()
         .onMessage(Free.class, m -> {
           m.replyTo().tell(new Refused(ErrorKind.BATCH_BUSY, "batch " + name() + " is quarantined: "
               + ledger.held() + " task(s) (" + ledger.heldBytes() + " B) whose workers did not let go within the "
@@ -215,53 +214,19 @@ public final class BatchActor {
         .build();
   }
 
-  private Behavior<Command> admitting(StashBuffer<Command> stash) {
-    return Behaviors.receive(Command.class)
-        .onMessage(Admitted.class, m -> onAdmitted(m, stash))
-        .onMessage(AdmissionFailed.class, m -> {
-          m.submit().replyTo().tell(new Refused(ErrorKind.UNAVAILABLE, "admission did not answer: " + m.cause()));
-          return stash.unstashAll(ready(stash));
-        })
-        .onMessage(Deliver.class, d -> {
-          onDeliver(d, stash);
-          return Behaviors.same();
-        })
-        .onMessage(GetStatus.class, this::onGetStatus)
-        .onAnyMessage(m -> {
-          if (stash.isFull()) {
-            ctx.getLog().warn("batch {}: stash full, refusing {}", ctx.getSelf().path().name(), m);
-            if (m instanceof Submit s) {
-              s.replyTo().tell(new Refused(ErrorKind.RESOURCE_EXHAUSTED, "too many submissions waiting for admission"));
-            }
-          } else {
-            stash.stash(m);
-          }
-          return Behaviors.same();
-        })
-        .build();
-  }
-
-  private Behavior<Command> onSubmit(Submit m, StashBuffer<Command> stash) {
+  private Behavior<Command> onSubmit(Submit m) {
     int room = ledger.capacity() - ledger.size();
     if (m.requests().size() > room) {
       m.replyTo().tell(new Refused(ErrorKind.RESOURCE_EXHAUSTED, "batch capacity " + ledger.capacity() + ": "
           + ledger.size() + " tasks submitted, " + m.requests().size() + " more do not fit"));
       return Behaviors.same();
     }
-    ctx.ask(Admission.Decision.class, admission,
-        Duration.ofSeconds(10),
-        replyTo -> new Admission.AdmitTasks(m.requests().size(), m.totalBytes(), replyTo),
-        (decision, failure) -> decision != null ? new Admitted(m, decision) : new AdmissionFailed(m, failure));
-    report("admitting");
-    return admitting(stash);
-  }
-
-  private Behavior<Command> onAdmitted(Admitted a, StashBuffer<Command> stash) {
-    Submit m = a.submit();
-    if (!a.decision().granted()) {
-      ErrorKind kind = a.decision().fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED;
-      m.replyTo().tell(new Refused(kind, a.decision().refusal()));
-      return stash.unstashAll(ready(stash));
+    // Charged here, on this actor's thread: no ask to the Admission actor.
+    Admission.Decision decision = gate.tryTasks(m.requests().size(), m.totalBytes());
+    if (!decision.granted()) {
+      ErrorKind kind = decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED;
+      m.replyTo().tell(new Refused(kind, decision.refusal()));
+      return Behaviors.same();
     }
     int first = ledger.size();
     long now = System.nanoTime();
@@ -303,14 +268,14 @@ public final class BatchActor {
     }
     if (releasedTasks > 0) {
       counters.tasksFailed.add(releasedTasks);
-      admission.tell(new Admission.ReleaseTasks(releasedTasks, releasedBytes));
+      gate.releaseTasks(releasedTasks, releasedBytes);
     }
     m.replyTo().tell(new Accepted(first));
     notifyIfIdle();
     if (earliestDeadline != Long.MAX_VALUE) {
       armWatchdog(earliestDeadline + destructionWindowNanos);
     }
-    return stash.unstashAll(ready(stash));
+    return ready();
   }
 
   /**
@@ -331,7 +296,7 @@ public final class BatchActor {
    * not be shown to have stopped touching their memory (it did not even fail them at the deadline).
    * They are reported UNQUIESCED and the batch is quarantined, keeping their loans and charges.
    */
-  private Behavior<Command> onWatchdog(StashBuffer<Command> stash) {
+  private Behavior<Command> onWatchdog() {
     watchdogAtNanos = Long.MAX_VALUE;
     int n = ledger.quarantineOverdue(System.nanoTime(), destructionWindowNanos,
         "its worker did not let go of its memory within the destruction window (" + destructionWindowNanos / 1_000_000
@@ -351,14 +316,14 @@ public final class BatchActor {
     if (earliest != Long.MAX_VALUE) {
       armWatchdog(earliest + destructionWindowNanos);
     }
-    return ready(stash);
+    return ready();
   }
 
   private String name() {
     return ctx.getSelf().path().name();
   }
 
-  private Behavior<Command> onDeliver(Deliver d, StashBuffer<Command> stash) {
+  private Behavior<Command> onDeliver(Deliver d) {
     int finished = 0;
     long finishedBytes = 0;
     long completedBytes = 0;
@@ -386,22 +351,22 @@ public final class BatchActor {
       }
     }
     if (finished > 0) {
-      admission.tell(new Admission.ReleaseTasks(finished, finishedBytes));
+      gate.releaseTasks(finished, finishedBytes);
       counters.tasksCompleted.add(completed);
       counters.bytesCompleted.add(completedBytes);
       counters.tasksFailed.add(finished - completed);
       notifyIfIdle();
-      report(ledger.held() > 0 ? "quarantined" : reportedState.equals("admitting") ? "admitting" : "open");
+      report(ledger.held() > 0 ? "quarantined" : "open");
     }
     if (lateTasks > 0) {
       // Workers of UNQUIESCED tasks let go at last: return their charges (their loans are back).
-      admission.tell(new Admission.ReleaseTasks(lateTasks, lateBytes));
+      gate.releaseTasks(lateTasks, lateBytes);
       heldTasks.set(ledger.held());
       if (ledger.held() == 0) {
         quarantine.leave(name());
         ctx.getLog().info("batch {}: the workers of its UNQUIESCED tasks let go; no longer quarantined", name());
       }
-      return ready(stash);
+      return ready();
     }
     return Behaviors.same();
   }
@@ -428,7 +393,7 @@ public final class BatchActor {
           + ledger.pending() + " task(s) that may still touch memory"));
       return Behaviors.same();
     }
-    admission.tell(new Admission.ReleaseBatch());
+    gate.releaseBatch();
     m.replyTo().tell(new Accepted(ledger.size()));
     return Behaviors.stopped();
   }

@@ -4,6 +4,7 @@ import io.orbite.config.EngineConfig;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.admission.Admission;
+import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.batch.BatchActor;
 import io.orbite.engine.control.ControlService;
 import io.orbite.engine.registry.Registry;
@@ -86,7 +87,6 @@ public final class EngineGuardian {
 
   public record ShutdownDone() {}
 
-  private record BatchSlot(SpawnBatch request, Admission.Decision decision) implements Command {}
 
   private record ControlStopped() implements Command {}
 
@@ -96,6 +96,8 @@ public final class EngineGuardian {
   private final EngineConfig config;
   private final EngineCounters counters;
   private final QuarantineLedger quarantine;
+  /** The budgets, charged here and by the batches directly; owned (fenced, reported) by Admission. */
+  private final AdmissionGate gate;
   private final Handles handles;
   private final ActorRef<ControlService.Command> control;
   private long batchSequence;
@@ -120,7 +122,8 @@ public final class EngineGuardian {
     Executor blockingIo = ctx.getSystem().dispatchers().lookup(DispatcherSelector.fromConfig("orbite.blocking-io-dispatcher"));
     var registry = ctx.spawn(Registry.create(registryView, config.budgets().maxRegistrations(),
         Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine, counters.owners), "registry");
-    var admission = ctx.spawn(Admission.create(config.budgets(), counters.owners), "admission");
+    this.gate = new AdmissionGate(config.budgets());
+    var admission = ctx.spawn(Admission.create(gate, config.budgets(), counters.owners), "admission");
     TransportContext transportContext = new TransportContext(config, registryView, self.epoch(), blockingIo, counters,
         quarantine, hooks);
     Map<Transport, ActorRef<TransportCommand>> transports = new EnumMap<>(Transport.class);
@@ -193,7 +196,6 @@ public final class EngineGuardian {
   private Behavior<Command> running() {
     return Behaviors.receive(Command.class)
         .onMessage(SpawnBatch.class, this::onSpawnBatch)
-        .onMessage(BatchSlot.class, this::onBatchSlot)
         .onMessage(FenceSide.class, this::onFenceSide)
         .onMessage(CloseSide.class, this::onCloseSide)
         .onMessage(TransportSideClosed.class, this::onTransportSideClosed)
@@ -207,6 +209,7 @@ public final class EngineGuardian {
 
   private Behavior<Command> onFenceSide(FenceSide m) {
     if (m.side() == Side.REQUESTER) {
+      gate.fence("the requester side is closed"); // at once: no charge succeeds after this
       handles.admission().tell(new Admission.Fence("the requester side is closed"));
       handles.segmentTable().tell(new SegmentTable.Fence("the requester side of this engine is closed"));
     } else {
@@ -244,27 +247,23 @@ public final class EngineGuardian {
     return Behaviors.same();
   }
 
+  /** Charges a batch slot on this thread (no ask) and spawns the batch, or refuses naming why. */
   private Behavior<Command> onSpawnBatch(SpawnBatch m) {
-    ctx.ask(Admission.Decision.class, handles.admission(), Duration.ofSeconds(10), Admission.AcquireBatch::new,
-        (decision, failure) -> new BatchSlot(m,
-            decision != null ? decision : new Admission.Decision("admission did not answer: " + failure, false)));
-    return Behaviors.same();
-  }
-
-  private Behavior<Command> onBatchSlot(BatchSlot slot) {
-    if (!slot.decision().granted()) {
-      slot.request().replyTo().tell(new BatchRefused(slot.decision()));
+    Admission.Decision decision = gate.tryBatch();
+    if (!decision.granted()) {
+      m.replyTo().tell(new BatchRefused(decision));
       return Behaviors.same();
     }
-    var batch = ctx.spawn(BatchActor.create(slot.request().capacity(), handles.admission(), counters,
+    var batch = ctx.spawn(BatchActor.create(m.capacity(), gate, counters,
         Duration.ofMillis(config.timeouts().defaultDeadlineMillis()),
         Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine), "batch-" + (++batchSequence));
-    slot.request().replyTo().tell(new BatchSpawned(batch));
+    m.replyTo().tell(new BatchSpawned(batch));
     return Behaviors.same();
   }
 
   private Behavior<Command> onShutdown(Shutdown m) {
     state = "stopping";
+    gate.fence("engine is closing");
     handles.admission().tell(new Admission.Fence("engine is closing"));
     ctx.ask(ControlService.Stopped.class, control, Duration.ofSeconds(30), ControlService.Stop::new,
         (ok, failure) -> new ControlStopped());
@@ -304,11 +303,6 @@ public final class EngineGuardian {
           return Behaviors.same();
         })
         .onMessage(TransportSideClosed.class, m -> Behaviors.same())
-        .onMessage(BatchSlot.class, m -> {
-          handles.admission().tell(new Admission.ReleaseBatch());
-          m.request().replyTo().tell(new BatchRefused(new Admission.Decision("engine is closing", true)));
-          return Behaviors.same();
-        })
         .onSignal(Terminated.class, t -> Behaviors.same())
         .build();
   }

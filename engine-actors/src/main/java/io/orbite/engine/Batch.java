@@ -27,11 +27,23 @@ public final class Batch {
   private final int capacity;
   /** The engine that made this batch: once it has closed, every call fails UNAVAILABLE naming it. */
   private final TransferEngine engine;
+  /** The engine's budgets, charged by {@link #submit} on the caller's thread. */
+  private final io.orbite.engine.admission.AdmissionGate gate;
+  /**
+   * Held while a submission reserves its task indexes, charges the budgets and sends its Dispatch,
+   * and while {@code free} sends Free: so Dispatches reach the actor in index order, and none after
+   * a Free.
+   */
+  private final Object submitting = new Object();
+  /** Task indexes handed out so far. Guarded by {@link #submitting}. */
+  private int reserved;
   /** Set by the first free that the batch accepts; later calls answer at once. */
   private final AtomicBoolean freed = new AtomicBoolean();
 
-  Batch(ActorRef<BatchActor.Command> actor, Scheduler scheduler, int capacity, TransferEngine engine) {
+  Batch(ActorRef<BatchActor.Command> actor, Scheduler scheduler, int capacity, TransferEngine engine,
+      io.orbite.engine.admission.AdmissionGate gate) {
     this.engine = engine;
+    this.gate = gate;
     this.actor = actor;
     this.scheduler = scheduler;
     this.capacity = capacity;
@@ -84,12 +96,27 @@ public final class Batch {
       return CompletableFuture.failedFuture(e);
     }
     List<TransferRequest> copy = List.copyOf(requests);
-    return AskPattern.<BatchActor.Command, BatchActor.SubmitReply>ask(
-            actor, replyTo -> new BatchActor.Submit(copy, total, replyTo), CONTROL_TIMEOUT, scheduler)
-        .thenApply(reply -> switch (reply) {
-          case BatchActor.Accepted a -> a.firstIndex();
-          case BatchActor.Refused r -> throw new TransferException(r.kind(), r.detail());
-        });
+    // On the caller's thread, no ask: reserve the indexes, charge the budgets, hand the work to
+    // the batch actor, which dispatches it. A refusal here has had no side effect.
+    synchronized (submitting) {
+      if (freed.get()) {
+        return CompletableFuture.failedFuture(freedError("submit"));
+      }
+      int n = copy.size();
+      if (n > capacity - reserved) {
+        return CompletableFuture.failedFuture(new TransferException(ErrorKind.RESOURCE_EXHAUSTED, "batch capacity "
+            + capacity + ": " + reserved + " tasks submitted, " + n + " more do not fit"));
+      }
+      io.orbite.engine.admission.Admission.Decision decision = gate.tryTasks(n, total);
+      if (!decision.granted()) {
+        return CompletableFuture.failedFuture(new TransferException(
+            decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED, decision.refusal()));
+      }
+      int first = reserved;
+      reserved += n;
+      actor.tell(new BatchActor.Dispatch(copy, total, first));
+      return CompletableFuture.completedFuture(first);
+    }
   }
 
   /**
@@ -183,10 +210,15 @@ public final class Batch {
     if (closed != null) {
       return CompletableFuture.failedFuture(closed);
     }
-    if (!freed.compareAndSet(false, true)) {
-      return CompletableFuture.failedFuture(freedError("free"));
+    CompletionStage<BatchActor.SubmitReply> asked;
+    synchronized (submitting) {
+      if (!freed.compareAndSet(false, true)) {
+        return CompletableFuture.failedFuture(freedError("free"));
+      }
+      // Sent under the lock: every Dispatch of an earlier submit is ahead of it in the mailbox.
+      asked = AskPattern.ask(actor, BatchActor.Free::new, CONTROL_TIMEOUT, scheduler);
     }
-    return AskPattern.<BatchActor.Command, BatchActor.SubmitReply>ask(actor, BatchActor.Free::new, CONTROL_TIMEOUT, scheduler)
+    return asked
         .handle((reply, failure) -> {
           if (failure != null) {
             freed.set(false);

@@ -997,7 +997,7 @@ public final class TransferEngine implements AutoCloseable {
       return AskPattern.<EngineGuardian.Command, EngineGuardian.SpawnBatchReply>ask(
               guardian, replyTo -> new EngineGuardian.SpawnBatch(capacity, replyTo), CONTROL_TIMEOUT, scheduler)
           .thenApply(reply -> switch (reply) {
-            case EngineGuardian.BatchSpawned s -> new Batch(s.batch(), scheduler, capacity, this);
+            case EngineGuardian.BatchSpawned s -> new Batch(s.batch(), scheduler, capacity, this, handles.gate());
             case EngineGuardian.BatchRefused r -> throw new TransferException(
                 r.decision().fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED, "allocateBatch: " + r.decision().refusal());
           });

@@ -42,14 +42,19 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 public final class BatchActor {
   public sealed interface Command {}
 
-  /** Admit and dispatch already-validated requests. */
-  public record Submit(List<TransferRequest> requests, long totalBytes, ActorRef<SubmitReply> replyTo)
-      implements Command {}
+  /**
+   * Dispatch requests the caller already validated, fitted into the batch's capacity (task indexes
+   * {@code firstIndex ..}) and charged to the {@link AdmissionGate}: nothing is answered, nothing
+   * refused. The handle sends these in index order ({@code Batch.submit}), so the ledger learns of
+   * every task before any receipt for it can arrive.
+   */
+  public record Dispatch(List<TransferRequest> requests, long totalBytes, int firstIndex) implements Command {}
 
+  /** What {@code Free} is answered with. */
   public sealed interface SubmitReply {}
 
-  /** The requests got task indexes {@code firstIndex ..}. */
-  public record Accepted(int firstIndex) implements SubmitReply {}
+  /** The batch was freed; {@code tasks} tasks had been submitted to it. */
+  public record Accepted(int tasks) implements SubmitReply {}
 
   public record Refused(ErrorKind kind, String detail) implements SubmitReply {}
 
@@ -190,7 +195,7 @@ public final class BatchActor {
   /** What {@link #open} and {@link #quarantined} both handle: everything but {@code free}. */
   private BehaviorBuilder<Command> accepting() {
     return Behaviors.receive(Command.class)
-        .onMessage(Submit.class, m -> onSubmit(m))
+        .onMessage(Dispatch.class, this::onDispatch)
         .onMessage(Deliver.class, d -> onDeliver(d))
         .onMessage(AwaitIdle.class, this::onAwaitIdle)
         .onMessage(GetStatus.class, this::onGetStatus)
@@ -214,21 +219,12 @@ public final class BatchActor {
         .build();
   }
 
-  private Behavior<Command> onSubmit(Submit m) {
-    int room = ledger.capacity() - ledger.size();
-    if (m.requests().size() > room) {
-      m.replyTo().tell(new Refused(ErrorKind.RESOURCE_EXHAUSTED, "batch capacity " + ledger.capacity() + ": "
-          + ledger.size() + " tasks submitted, " + m.requests().size() + " more do not fit"));
-      return Behaviors.same();
+  private Behavior<Command> onDispatch(Dispatch m) {
+    if (m.firstIndex() != ledger.size() || m.requests().size() > ledger.capacity() - ledger.size()) {
+      // The handle reserves indexes under its lock and sends in that order; anything else is a bug.
+      throw new IllegalStateException("batch " + name() + ": dispatch of tasks " + m.firstIndex() + ".. (" + m.requests().size()
+          + ") does not follow the " + ledger.size() + " tasks of the ledger (capacity " + ledger.capacity() + ")");
     }
-    // Charged here, on this actor's thread: no ask to the Admission actor.
-    Admission.Decision decision = gate.tryTasks(m.requests().size(), m.totalBytes());
-    if (!decision.granted()) {
-      ErrorKind kind = decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED;
-      m.replyTo().tell(new Refused(kind, decision.refusal()));
-      return Behaviors.same();
-    }
-    int first = ledger.size();
     long now = System.nanoTime();
     Map<PeerChannel, Boolean> touched = new IdentityHashMap<>();
     int releasedTasks = 0;
@@ -270,7 +266,6 @@ public final class BatchActor {
       counters.tasksFailed.add(releasedTasks);
       gate.releaseTasks(releasedTasks, releasedBytes);
     }
-    m.replyTo().tell(new Accepted(first));
     notifyIfIdle();
     if (earliestDeadline != Long.MAX_VALUE) {
       armWatchdog(earliestDeadline + destructionWindowNanos);

@@ -50,7 +50,8 @@ public final class EngineGuardian {
       ActorRef<Registry.Command> registry,
       ActorRef<Admission.Command> admission,
       ActorRef<SegmentTable.Command> segmentTable,
-      Map<Transport, ActorRef<TransportCommand>> transports) {}
+      Map<Transport, ActorRef<TransportCommand>> transports,
+      AdmissionGate gate) {}
 
   /** Charge a batch slot and spawn its actor. */
   public record SpawnBatch(int capacity, ActorRef<SpawnBatchReply> replyTo) implements Command {}
@@ -137,7 +138,7 @@ public final class EngineGuardian {
         "segment-table");
     this.control = ctx.spawn(ControlService.create(listener, self, registryView, transports, counters,
         (int) config.timeouts().describeTimeoutMillis(), config.budgets().maxEndpoints()), "control-service");
-    this.handles = new Handles(self, registry, admission, segmentTable, Map.copyOf(transports));
+    this.handles = new Handles(self, registry, admission, segmentTable, Map.copyOf(transports), gate);
   }
 
   /** What a start without a TCP transport provider says: the artifact to add. */

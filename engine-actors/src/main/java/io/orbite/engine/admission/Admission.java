@@ -52,7 +52,7 @@ public final class Admission {
   }
 
   /** How often the owner view is refreshed while charges bypass the mailbox. */
-  private static final java.time.Duration REPORT_EVERY = java.time.Duration.ofMillis(200);
+  private static final java.time.Duration REPORT_EVERY = java.time.Duration.ofSeconds(1);
 
   private enum Refresh implements Command { INSTANCE }
 

@@ -13,8 +13,8 @@ import java.util.List;
  * <ul>
  *   <li>{@link Phase#RUNNING}: every figure was read just now ({@code live} is true).
  *   <li>{@link Phase#CLOSING}: a close was requested and has not been confirmed (in progress, or it
- *       timed out). The budget figures are read live if the engine still answers, otherwise they are
- *       the last values known ({@code live} is false). Registrations and loans are always read now.
+ *       timed out). Every figure is still read now ({@code live} is true): the budgets come from
+ *       the engine's admission gate, which answers without its actors.
  *   <li>{@link Phase#CLOSED}: the engine confirmed its close. Its budgets ended with its actors, so
  *       batches, tasks, bytes and endpoints are 0; {@code registrations} counts ranges whose memory
  *       is still retained because workers held loans on them at close, and {@code loans} those loans.
@@ -22,7 +22,8 @@ import java.util.List;
  *
  * @param engine the engine's name and incarnation ({@code name@host:port@epoch})
  * @param phase where the engine is in its life
- * @param live whether the budget figures were read from the engine now (false: last known values)
+ * @param live whether the budget figures were read now; always true since they are read from the
+ *     engine's admission gate rather than asked of an actor (kept for callers that test it)
  * @param batches batches charged and not yet freed
  * @param tasksInFlight tasks admitted and not yet returned to the budget
  * @param bytesInFlight bytes of those tasks
@@ -88,9 +89,6 @@ public record EngineOwed(
   @Override
   public String toString() {
     StringBuilder b = new StringBuilder("engine ").append(engine).append(" (").append(phase.name().toLowerCase());
-    if (!live && phase != Phase.CLOSED) {
-      b.append(", engine not answering: last known figures");
-    }
     b.append("): ");
     if (isClear()) {
       return b.append(phase == Phase.CLOSED ? "closed, owes nothing" : "owes nothing").toString();

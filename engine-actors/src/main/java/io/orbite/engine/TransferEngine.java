@@ -61,7 +61,7 @@ public final class TransferEngine implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(TransferEngine.class);
   /** How long a close waits for the guardian: its control service (30 s) and transports (60 s) plus slack. */
   private static final Duration SHUTDOWN_LIMIT = Duration.ofSeconds(120);
-  /** How long {@link #owedAsync()} waits for the Admission actor before answering from last known values. */
+  /** How long the blocking {@link #owed()} waits for {@link #owedAsync()} (which reads no mailbox). */
   private static final Duration OWED_TIMEOUT = Duration.ofSeconds(5);
   /** How long closeRequester waits, after its lanes ended, for their receipts to reach the batches. */
   private static final Duration RECEIPTS_AFTER_CLOSE = Duration.ofSeconds(5);
@@ -84,8 +84,6 @@ public final class TransferEngine implements AutoCloseable {
   private final AtomicReference<CompletableFuture<Void>> shutdown = new AtomicReference<>();
   /** Set once the guardian confirmed its shutdown and the Registry has stopped. */
   private volatile boolean shutdownConfirmed;
-  /** Admission figures as last read, for {@link #owed()} once Admission no longer answers. */
-  private volatile Budgets.Usage lastUsage = new Budgets.Usage(0, 0, 0, 0);
   /** Registrations visible when the close began (and later reads while closing), to report retained memory. */
   private final Map<Long, Registration> atClose = new ConcurrentHashMap<>();
   /** Ranges whose unregister answered UNQUIESCED: hidden, but retained while workers hold loans. */
@@ -256,11 +254,10 @@ public final class TransferEngine implements AutoCloseable {
     try {
       long phaseMillis = Math.max(1, cs.timeout(phase).toMillis());
       long closeMillis = Math.max(1, Math.min(config.timeouts().destructionWindowMillis(), phaseMillis * 8 / 10));
-      Duration reportWait = Duration.ofMillis(Math.max(1, Math.min(1_000, phaseMillis / 10)));
       String reason = cs.getShutdownReason().map(Object::toString).orElse("no reason given");
       if (shutdown.get() == null) {
         // What is outstanding as the close begins (read concurrently, so it never delays the close).
-        owedAsync(reportWait).thenAccept(owed -> {
+        owedAsync().thenAccept(owed -> {
           if (owed.isIdle()) {
             LOG.info("CoordinatedShutdown ({}) is closing an engine: {}", reason, owed);
           } else {
@@ -280,7 +277,7 @@ public final class TransferEngine implements AutoCloseable {
             String why = cause instanceof TimeoutException
                 ? "its close was not confirmed within " + closeMillis + " ms"
                 : "its close failed: " + cause;
-            return owedAsync(reportWait).handle((owed, f) -> {
+            return owedAsync().handle((owed, f) -> {
               LOG.error("CoordinatedShutdown phase {} ({}) goes on without engine {}: {}; what it still owes: {}",
                   phase, reason, identity(), why, owed != null ? owed : "unknown (" + f + ")");
               return Done.getInstance();
@@ -314,8 +311,6 @@ public final class TransferEngine implements AutoCloseable {
       }
     }
     atClose.putAll(view.snapshot());
-    // Refresh the last known figures as the close begins; Admission stops with the guardian.
-    usage(OWED_TIMEOUT).thenAccept(u -> lastUsage = u);
     CompletionStage<EngineGuardian.ShutdownDone> asked;
     try {
       asked = system.whenTerminated().isCompleted()
@@ -473,62 +468,42 @@ public final class TransferEngine implements AutoCloseable {
   }
 
   /**
-   * What the engine still has charged. Never fails: if the engine does not answer within a few
-   * seconds (closing), the budget figures are the last known ones and {@link EngineOwed#live()} is
-   * false; after a confirmed close it reports what is retained.
+   * What the engine still has charged. Never fails and never waits: the budget figures are read from
+   * the engine's admission gate (an object, not a mailbox), so they are current while the engine
+   * runs and while it closes ({@link EngineOwed#live()} is true); after a confirmed close it reports
+   * what is retained.
    *
    * @return a stage that completes with the figures, in phase RUNNING, CLOSING or CLOSED
    */
   public CompletionStage<EngineOwed> owedAsync() {
-    return owedAsync(OWED_TIMEOUT);
+    return owedNow();
   }
 
-  private CompletableFuture<EngineOwed> owedAsync(Duration wait) {
+  /** What is owed, read now: the budgets from the engine's AdmissionGate, the rest from the views. */
+  private CompletableFuture<EngineOwed> owedNow() {
     if (shutdownConfirmed) {
       return CompletableFuture.completedFuture(closedOwed());
     }
-    return usage(wait)
-        .handle((usage, failure) -> {
-          if (usage != null) {
-            lastUsage = usage;
-          }
-          if (shutdownConfirmed) {
-            return closedOwed();
-          }
-          Budgets.Usage u = usage != null ? usage : lastUsage;
-          Map<Long, Registration> visible = view.snapshot();
-          EngineOwed.Phase phase = shutdown.get() == null ? EngineOwed.Phase.RUNNING : EngineOwed.Phase.CLOSING;
-          int registrations;
-          long loans;
-          if (phase == EngineOwed.Phase.RUNNING) {
-            unquiesced.values().removeIf(Registration::released);
-            registrations = visible.size() + unquiesced.size();
-            loans = visible.values().stream().mapToLong(Registration::loans).sum()
-                + unquiesced.values().stream().mapToLong(Registration::loans).sum();
-          } else {
-            atClose.putAll(unquiesced);
-            // Closing: the Registry may already have hidden everything; count what is not yet released.
-            atClose.putAll(visible);
-            registrations = (int) atClose.values().stream().filter(r -> !r.released()).count();
-            loans = atClose.values().stream().filter(r -> !r.released()).mapToLong(Registration::loans).sum();
-          }
-          return new EngineOwed(identity(), phase, usage != null, u.batches(), u.tasks(), u.bytes(), u.endpoints(),
-              registrations, loans, quarantine.list());
-        })
-        .toCompletableFuture();
-  }
-
-  /** The Admission actor's figures, or a failed stage if it does not answer within {@code wait}. */
-  private CompletionStage<Budgets.Usage> usage(Duration wait) {
-    try {
-      if (system.whenTerminated().isCompleted()) {
-        return CompletableFuture.failedFuture(new TransferException(ErrorKind.UNAVAILABLE, "actor system terminated"));
-      }
-      return AskPattern.ask(handles.admission(), Admission.GetUsage::new, wait, scheduler);
-    } catch (RuntimeException e) {
-      // The scheduler refuses new timers once the system is shutting down.
-      return CompletableFuture.failedFuture(e);
+    // The gate is an object, not a mailbox: it answers while the engine closes and after.
+    Budgets.Usage u = handles.gate().usage();
+    Map<Long, Registration> visible = view.snapshot();
+    EngineOwed.Phase phase = shutdown.get() == null ? EngineOwed.Phase.RUNNING : EngineOwed.Phase.CLOSING;
+    int registrations;
+    long loans;
+    if (phase == EngineOwed.Phase.RUNNING) {
+      unquiesced.values().removeIf(Registration::released);
+      registrations = visible.size() + unquiesced.size();
+      loans = visible.values().stream().mapToLong(Registration::loans).sum()
+          + unquiesced.values().stream().mapToLong(Registration::loans).sum();
+    } else {
+      atClose.putAll(unquiesced);
+      // Closing: the Registry may already have hidden everything; count what is not yet released.
+      atClose.putAll(visible);
+      registrations = (int) atClose.values().stream().filter(r -> !r.released()).count();
+      loans = atClose.values().stream().filter(r -> !r.released()).mapToLong(Registration::loans).sum();
     }
+    return CompletableFuture.completedFuture(new EngineOwed(identity(), phase, true, u.batches(), u.tasks(), u.bytes(),
+        u.endpoints(), registrations, loans, quarantine.list()));
   }
 
   /** After a confirmed close the budgets ended with the engine; only memory retained under loans remains. */

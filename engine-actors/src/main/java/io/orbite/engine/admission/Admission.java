@@ -13,8 +13,9 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * table's endpoints, {@code owed()}'s usage) and reports the gate to the owner view. Exhaustion is
  * answered at once (RESOURCE_EXHAUSTED) before the caller has any side effect; nothing queues here.
  *
- * <p>States: {@link #open} (admits) and {@link #fenced} (refuses every new charge, still takes
- * releases), entered when the engine stops accepting requester work.
+ * <p>States, reported as the gate's: {@code open} (admits) and {@code fenced} (refuses every new
+ * charge, still takes releases), entered when the engine stops accepting requester work (the
+ * guardian fences the gate; a {@link Fence} message does the same).
  */
 public final class Admission {
   public sealed interface Command {}
@@ -58,8 +59,6 @@ public final class Admission {
 
   private final AdmissionGate gate;
   private final BudgetConfig limits;
-  private String state = "open";
-  private String fencedBecause = "";
 
   private Admission(AdmissionGate gate, BudgetConfig limits) {
     this.gate = gate;
@@ -87,27 +86,27 @@ public final class Admission {
   /** Names of the budget charges in reports; {@code <name>Limit} is the budget's limit. */
   private io.orbite.engine.view.OwnerBoard.Report report() {
     Budgets.Usage u = gate.usage();
+    String fencedBecause = gate.fencedBecause();
+    String state = fencedBecause == null ? "open" : "fenced";
     return new io.orbite.engine.view.OwnerBoard.Report("Admission", state, java.util.Map.of(
         "batches", (long) u.batches(), "batchesLimit", (long) limits.maxBatches(),
         "tasks", u.tasks(), "tasksLimit", (long) limits.maxTasksInFlight(),
         "bytes", u.bytes(), "bytesLimit", limits.maxInflightBytes(),
-        "endpoints", (long) u.endpoints(), "endpointsLimit", (long) limits.maxEndpoints()), fencedBecause);
+        "endpoints", (long) u.endpoints(), "endpointsLimit", (long) limits.maxEndpoints()),
+        fencedBecause == null ? "" : fencedBecause);
   }
 
+  /**
+   * The one behaviour: every charge goes through the gate, which refuses them itself once fenced.
+   * Whether it is fenced is the gate's state, reported from there: the guardian fences the gate
+   * directly, so no Fence message can be left in this mailbox when the engine stops.
+   */
   private Behavior<Command> open() {
-    return handling(Behaviors.receive(Command.class).onMessage(Fence.class, m -> fenced(m.reason())));
-  }
-
-  private Behavior<Command> fenced(String reason) {
-    gate.fence(reason);
-    state = "fenced";
-    fencedBecause = gate.fencedBecause();
-    return handling(Behaviors.receive(Command.class).onMessage(Fence.class, m -> Behaviors.same()));
-  }
-
-  /** Both states: every charge goes through the gate, which refuses them itself once fenced. */
-  private Behavior<Command> handling(org.apache.pekko.actor.typed.javadsl.BehaviorBuilder<Command> builder) {
-    return builder
+    return Behaviors.receive(Command.class)
+        .onMessage(Fence.class, m -> {
+          gate.fence(m.reason());
+          return Behaviors.same();
+        })
         .onMessage(AcquireBatch.class, m -> reply(m.replyTo(), gate.tryBatch()))
         .onMessage(AdmitTasks.class, m -> reply(m.replyTo(), gate.tryTasks(m.tasks(), m.bytes())))
         .onMessage(AcquireEndpoint.class, m -> reply(m.replyTo(), gate.tryEndpoint()))

@@ -210,8 +210,8 @@ public final class EngineGuardian {
 
   private Behavior<Command> onFenceSide(FenceSide m) {
     if (m.side() == Side.REQUESTER) {
-      gate.fence("the requester side is closed"); // at once: no charge succeeds after this
-      handles.admission().tell(new Admission.Fence("the requester side is closed"));
+      // At once, and no message to Admission (it reports the gate's state): nothing to dead-letter.
+      gate.fence("the requester side is closed");
       handles.segmentTable().tell(new SegmentTable.Fence("the requester side of this engine is closed"));
     } else {
       ctx.ask(ControlService.Stopped.class, control, Duration.ofSeconds(30), ControlService.Stop::new,
@@ -265,7 +265,6 @@ public final class EngineGuardian {
   private Behavior<Command> onShutdown(Shutdown m) {
     state = "stopping";
     gate.fence("engine is closing");
-    handles.admission().tell(new Admission.Fence("engine is closing"));
     ctx.ask(ControlService.Stopped.class, control, Duration.ofSeconds(30), ControlService.Stop::new,
         (ok, failure) -> new ControlStopped());
     return stopping(m.replyTo(), new HashSet<>(handles.transports().keySet().stream().map(Enum::name).toList()), false);

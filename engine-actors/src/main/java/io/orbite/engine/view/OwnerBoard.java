@@ -182,8 +182,12 @@ public final class OwnerBoard {
     @Override
     public Behavior<T> aroundSignal(TypedActorContext<T> ctx, Signal signal, SignalTarget<T> target) {
       if (signal instanceof PostStop) {
-        board.retire(ctx.asJava().getSelf());
-        return target.apply(ctx, signal);
+        // The owner's own PostStop runs first, so a reader that sees it retired sees it stopped.
+        try {
+          return target.apply(ctx, signal);
+        } finally {
+          board.retire(ctx.asJava().getSelf());
+        }
       }
       Behavior<T> next = target.apply(ctx, signal);
       if (Behavior.isAlive(next)) {

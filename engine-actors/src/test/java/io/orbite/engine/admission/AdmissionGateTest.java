@@ -87,7 +87,8 @@ class AdmissionGateTest {
     AdmissionGate gate = new AdmissionGate(LIMITS);
     AtomicBoolean fenced = new AtomicBoolean();
     AtomicLong grantedAfterFence = new AtomicLong();
-    AtomicLong charged = new AtomicLong();
+    AtomicLong granted = new AtomicLong();
+    AtomicLong refusedUnfenced = new AtomicLong();
     CountDownLatch started = new CountDownLatch(THREADS);
     List<Thread> threads = new ArrayList<>();
     for (int t = 0; t < THREADS; t++) {
@@ -100,23 +101,28 @@ class AdmissionGateTest {
             if (fenceSeen) {
               grantedAfterFence.incrementAndGet();
             }
-            charged.incrementAndGet();
+            granted.incrementAndGet();
             gate.releaseTasks(1, 4096);
-            charged.decrementAndGet();
-          } else if (fenceSeen) {
-            assertTrue(d.fenced(), d.refusal());
+          } else if (fenceSeen && !d.fenced()) {
+            refusedUnfenced.incrementAndGet(); // asserted below: a worker's assertion would not fail the test
           }
         }
       }));
     }
     started.await();
-    Thread.sleep(5);
+    // Fence once the threads are charging: after their first thousand grants.
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (granted.get() < 1_000 && System.nanoTime() < deadline) {
+      Thread.onSpinWait();
+    }
+    assertTrue(granted.get() >= 1_000, "the threads were charging before the fence");
     gate.fence("test fence");
     fenced.set(true);
     for (Thread t : threads) {
       t.join();
     }
     assertEquals(0, grantedAfterFence.get(), "charges granted after fence() returned");
+    assertEquals(0, refusedUnfenced.get(), "refusals after the fence not marked fenced");
     Admission.Decision d = gate.tryBatch();
     assertFalse(d.granted());
     assertTrue(d.fenced() && d.refusal().contains("test fence"), d.refusal());

@@ -37,7 +37,9 @@ final class LatencyCeilings {
     try {
       int size = Math.min(bytes, SOCKPERF_MAX_MESSAGE);
       for (int attempt = 0; ; attempt++) {
-        Thread.sleep(200); // the server needs a moment to listen; a probing connection would confuse it
+        if (attempt == 0) {
+          awaitListening(port, server, "sockperf sr");
+        }
         Process client = new ProcessBuilder(List.of("sockperf", "pp", "--tcp", "-i", "127.0.0.1", "-p",
             String.valueOf(port), "-m", String.valueOf(size), "-t", String.valueOf(seconds))).redirectErrorStream(true).start();
         String out = new String(client.getInputStream().readAllBytes());
@@ -78,7 +80,9 @@ final class LatencyCeilings {
     Process server = serverPb.start();
     try {
       for (int attempt = 0; ; attempt++) {
-        Thread.sleep(300);
+        if (attempt == 0) {
+          awaitListening(port, server, "ucx_perftest");
+        }
         List<String> cmd = new ArrayList<>(List.of("ucx_perftest", "127.0.0.1", "-p", String.valueOf(port), "-t", "tag_lat",
             "-s", String.valueOf(bytes), "-n", String.valueOf(iterations), "-w", String.valueOf(iterations / 10 + 10), "-v"));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD);
@@ -102,6 +106,34 @@ final class LatencyCeilings {
         server.destroyForcibly();
       }
     }
+  }
+
+  /**
+   * Waits until {@code port} is a listening TCP socket in /proc/net/tcp{,6}: the servers need a
+   * moment, and a probing connection would be taken for a client.
+   */
+  private static void awaitListening(int port, Process server, String what) throws IOException {
+    String suffix = String.format(":%04X", port);
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (System.nanoTime() < deadline) {
+      for (String table : List.of("/proc/net/tcp", "/proc/net/tcp6")) {
+        java.nio.file.Path path = java.nio.file.Path.of(table);
+        if (!java.nio.file.Files.isReadable(path)) {
+          continue;
+        }
+        for (String line : java.nio.file.Files.readAllLines(path)) {
+          String[] f = line.trim().split("\\s+");
+          if (f.length > 3 && f[1].endsWith(suffix) && f[3].equals("0A")) {
+            return;
+          }
+        }
+      }
+      if (!server.isAlive()) {
+        throw new IOException(what + " ended before listening on port " + port);
+      }
+      java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+    }
+    throw new IOException(what + " did not listen on port " + port + " within 10 s");
   }
 
   private static int freePort() throws IOException {

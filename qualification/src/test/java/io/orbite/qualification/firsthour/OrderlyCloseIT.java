@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
+import ch.qos.logback.core.AppenderBase;
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
@@ -52,21 +52,14 @@ class OrderlyCloseIT {
         """).withFallback(ConfigFactory.load()));
     Logger pekkoLog = (Logger) LoggerFactory.getLogger("org.apache.pekko");
     Level before = pekkoLog.getLevel();
-    ListAppender<ILoggingEvent> log = new ListAppender<>();
+    Captured log = new Captured();
     log.start();
     pekkoLog.addAppender(log);
     pekkoLog.setLevel(Level.INFO);
     try {
       ConcurrentLinkedQueue<Object> undelivered = watch(app);
-      // The witnesses work: a message to a stopped actor shows in both, then they are cleared.
-      ActorRef<String> gone = app.systemActorOf(Behaviors.stopped(), "gone", org.apache.pekko.actor.typed.Props.empty());
-      Thread.sleep(200);
-      gone.tell("probe");
-      assertTrue(io.orbite.qualification.Await.until(Duration.ofSeconds(5), () -> !undelivered.isEmpty()
-          && log.list.stream().anyMatch(e -> e.getFormattedMessage().contains("not delivered"))),
-          () -> "the probe's dead letter was not seen: " + undelivered + " / " + log.list);
-      undelivered.clear();
-      log.list.clear();
+      // The witnesses work: a probe's dead letter shows in both (probes are left out of the verdict).
+      probe(app, undelivered, log, "before");
       TransferEngine source = TransferEngine.spawn(app, EngineConfig.defaults().withName("orderly-source"));
       TransferEngine requester = TransferEngine.spawn(app, EngineConfig.defaults().withName("orderly-requester"));
       roundTrip(source, requester);
@@ -75,14 +68,19 @@ class OrderlyCloseIT {
       RemoteSegment kept = requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
       EngineOwed closed = requester.close(Duration.ofSeconds(20));
       assertEquals(EngineOwed.Phase.CLOSED, closed.phase(), closed::toString);
-      Thread.sleep(300); // the table stops with the guardian, just after the close is confirmed
+      // The table stops with the guardian, just after the close is confirmed: drop the segment after.
+      assertTrue(io.orbite.qualification.Await.until(Duration.ofSeconds(5), () -> requester.ownerView().retired()
+          .stream().anyMatch(r -> r.kind().equals("SegmentTable"))), "the requester's segment table stopped");
       kept.close();
       assertTrue(source.close(Duration.ofSeconds(20)).isClear(), "source closed clean");
-      // Dead letters are published, then logged, asynchronously: give them time to show.
-      Thread.sleep(1_000);
-      assertEquals(List.of(), List.copyOf(undelivered), "undelivered messages during the close");
-      List<String> lines = log.list.stream().map(ILoggingEvent::getFormattedMessage)
-          .filter(m -> m.contains("dead letter") || m.contains("not delivered") || m.contains("unhandled")).toList();
+      // Dead letters are published, then logged, asynchronously: a last probe, once it shows in both
+      // witnesses, shows that whatever the closes left undelivered before it has shown too.
+      probe(app, undelivered, log, "after");
+      assertEquals(List.of(), notProbes(undelivered), "undelivered messages during the close");
+      List<String> lines = log.lines.stream()
+          .filter(m -> m.contains("dead letter") || m.contains("not delivered") || m.contains("unhandled"))
+          .filter(m -> !m.contains("/system/" + PROBE))
+          .toList();
       assertEquals(List.of(), lines, "Pekko's log during the close");
     } finally {
       pekkoLog.detachAppender(log);
@@ -104,8 +102,8 @@ class OrderlyCloseIT {
     assertTrue(sourceSide.isIdle(), sourceSide::toString);
     assertTrue(requester.close(Duration.ofSeconds(20)).isClear(), "requester closed clean");
     assertTrue(source.close(Duration.ofSeconds(20)).isClear(), "source closed clean");
-    assertEquals(List.of(), List.copyOf(atRequester), "undelivered messages in the requester's system");
-    assertEquals(List.of(), List.copyOf(atSource), "undelivered messages in the source's system");
+    assertEquals(List.of(), notProbes(atRequester), "undelivered messages in the requester's system");
+    assertEquals(List.of(), notProbes(atSource), "undelivered messages in the source's system");
   }
 
   /** A READ and a WRITE with every byte checked, then the segment and batch released. */
@@ -147,10 +145,53 @@ class OrderlyCloseIT {
       }
       return Behaviors.same();
     }), "undelivered-" + System.nanoTime(), org.apache.pekko.actor.typed.Props.empty());
-    system.eventStream().tell(new EventStream.Subscribe<>(DeadLetter.class, collector.narrow()));
     system.eventStream().tell(new EventStream.Subscribe<>(Dropped.class, collector.narrow()));
     system.eventStream().tell(new EventStream.Subscribe<>(UnhandledMessage.class, collector.narrow()));
-    Thread.sleep(100); // the subscriptions are messages too
+    system.eventStream().tell(new EventStream.Subscribe<>(DeadLetter.class, collector.narrow()));
+    // The subscriptions are messages too, taken in order: once a probe's dead letter arrives, all
+    // three are in effect.
+    probe(system, seen, null, "subscribed");
     return seen;
+  }
+
+  private static final String PROBE = "probe-";
+
+  /** Pekko's log lines, appended by logging threads while the test reads them. */
+  private static final class Captured extends AppenderBase<ILoggingEvent> {
+    final ConcurrentLinkedQueue<String> lines = new ConcurrentLinkedQueue<>();
+
+    @Override
+    protected void append(ILoggingEvent event) {
+      lines.add(event.getFormattedMessage());
+    }
+  }
+
+  /**
+   * Sends a message to an actor that has stopped and waits until its dead letter reaches {@code
+   * seen} (and, with {@code log}, Pekko's captured log): the witnesses are live, and everything
+   * published before it has been seen.
+   */
+  private static void probe(ActorSystem<?> system, ConcurrentLinkedQueue<Object> seen, Captured log,
+      String label) {
+    String name = PROBE + label + "-" + System.nanoTime();
+    ActorRef<String> gone = system.systemActorOf(Behaviors.stopped(), name, org.apache.pekko.actor.typed.Props.empty());
+    // Sent again every 20 ms until seen: a subscription sent just before may not be in effect yet
+    // when the first one is published.
+    long[] next = {0};
+    assertTrue(io.orbite.qualification.Await.until(Duration.ofSeconds(5), () -> {
+      if (System.nanoTime() - next[0] > 0) {
+        gone.tell("probe");
+        next[0] = System.nanoTime() + 20_000_000L;
+      }
+      return seen.stream().anyMatch(m -> m instanceof DeadLetter d && d.recipient().path().name().equals(name))
+          && (log == null || log.lines.stream().anyMatch(line -> line.contains(name)));
+    }), () -> "the probe " + name + " was not seen: " + seen + (log == null ? "" : " / " + log.lines));
+  }
+
+  /** What {@code seen} holds other than the probes' dead letters. */
+  private static List<Object> notProbes(ConcurrentLinkedQueue<Object> seen) {
+    return seen.stream()
+        .filter(m -> !(m instanceof DeadLetter d && d.recipient().path().name().startsWith(PROBE)))
+        .toList();
   }
 }

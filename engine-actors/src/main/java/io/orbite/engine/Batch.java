@@ -1,6 +1,5 @@
 package io.orbite.engine;
 
-import io.orbite.engine.batch.BatchActor;
 import io.orbite.engine.batch.RequestValidator;
 import java.time.Duration;
 import java.util.List;
@@ -9,60 +8,41 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
-import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.Scheduler;
-import org.apache.pekko.actor.typed.javadsl.AskPattern;
 
 /**
- * A group of tasks submitted, awaited and freed together; the handle of one BatchActor. Every
- * blocking method has a CompletionStage form. Thread-safe.
+ * A group of tasks submitted, awaited and freed together. Every call runs on the caller's thread
+ * against the batch's shared ledger: none waits on an actor. Every blocking method has a
+ * CompletionStage form. Thread-safe.
  */
 public final class Batch {
-  private static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
-  private static final Duration FOREVER = Duration.ofDays(200); // the scheduler caps delays at ~248 days
-
-  private final ActorRef<BatchActor.Command> actor;
-  private final Scheduler scheduler;
-  private final int capacity;
+  private final io.orbite.engine.batch.BatchCore core;
+  /** This handle's allocation of the core; once freed, the core may serve another allocation. */
+  private final long lease;
   /** The engine that made this batch: once it has closed, every call fails UNAVAILABLE naming it. */
   private final TransferEngine engine;
-  /** The engine's budgets, charged by {@link #submit} on the caller's thread. */
-  private final io.orbite.engine.admission.AdmissionGate gate;
-  /**
-   * Held while a submission reserves its task indexes, charges the budgets and sends its Dispatch,
-   * and while {@code free} sends Free: so Dispatches reach the actor in index order, and none after
-   * a Free.
-   */
-  private final Object submitting = new Object();
-  /** Task indexes handed out so far. Guarded by {@link #submitting}. */
-  private int reserved;
-  /** Set by the first free that the batch accepts; later calls answer at once. */
-  private final AtomicBoolean freed = new AtomicBoolean();
 
-  Batch(ActorRef<BatchActor.Command> actor, Scheduler scheduler, int capacity, TransferEngine engine,
-      io.orbite.engine.admission.AdmissionGate gate) {
+  Batch(io.orbite.engine.batch.BatchCore core, long lease, TransferEngine engine) {
+    this.core = core;
+    this.lease = lease;
     this.engine = engine;
-    this.gate = gate;
-    this.actor = actor;
-    this.scheduler = scheduler;
-    this.capacity = capacity;
   }
 
   /**
-   * How many tasks this batch can hold in all (the {@code allocateBatch} argument). Still answers
-   * after the engine closed.
+   * How many tasks this batch can hold (the {@code allocateBatch} argument) until it is {@link
+   * #reset}. Still answers after the engine closed.
    *
    * @return the capacity in tasks
    */
   public int capacity() {
-    return capacity;
+    return core.capacity();
   }
 
   /**
-   * Validates, admits and dispatches {@code requests}: all of them or none.
+   * Validates, admits and dispatches {@code requests}: all of them or none. Returns as soon as the
+   * work is accepted; a small SHM copy may already have run, on this thread, when it returns.
    *
-   * @param requests the transfers to start, at most {@link #capacity()} over the batch's life
+   * @param requests the transfers to start; with those submitted since the last {@link #reset}, at
+   *     most {@link #capacity()}
    * @return the task index of the first request
    * @throws TransferException nothing was submitted, and {@link TransferException#kind()} says why:
    *     INVALID_ARGUMENT for a malformed request (the message names it: bad offset or length, a range
@@ -72,72 +52,46 @@ public final class Batch {
    *     requester side is closing or closed
    */
   public int submit(List<TransferRequest> requests) {
-    return join(submitAsync(requests), CONTROL_TIMEOUT, "submit");
+    long submitted = System.nanoTime();
+    TransferException closed = engine.closedError("submit");
+    if (closed != null) {
+      throw closed;
+    }
+    long total = RequestValidator.validate(requests);
+    // On the caller's thread, no ask: reserve the indexes, charge the budgets and take the loans
+    // (a refusal has had no side effect), then hand the work to its lanes.
+    io.orbite.engine.batch.BatchCore.Admitted admitted = core.admit(lease, List.copyOf(requests), total, submitted);
+    core.dispatch(admitted);
+    return admitted.first();
   }
 
   /**
    * {@link #submit} without blocking; the stage fails with the same {@link TransferException}s.
    *
-   * @param requests the transfers to start, at most {@link #capacity()} over the batch's life
+   * @param requests the transfers to start
    * @return a stage that completes with the task index of the first request
    */
   public CompletionStage<Integer> submitAsync(List<TransferRequest> requests) {
-    TransferException closed = engine.closedError("submit");
-    if (closed != null) {
-      return CompletableFuture.failedFuture(closed);
-    }
-    if (freed.get()) {
-      return CompletableFuture.failedFuture(freedError("submit"));
-    }
-    long total;
     try {
-      total = RequestValidator.validate(requests);
+      return CompletableFuture.completedFuture(submit(requests));
     } catch (TransferException e) {
       return CompletableFuture.failedFuture(e);
-    }
-    List<TransferRequest> copy = List.copyOf(requests);
-    // On the caller's thread, no ask: reserve the indexes, charge the budgets, hand the work to
-    // the batch actor, which dispatches it. A refusal here has had no side effect.
-    synchronized (submitting) {
-      if (freed.get()) {
-        return CompletableFuture.failedFuture(freedError("submit"));
-      }
-      int n = copy.size();
-      if (n > capacity - reserved) {
-        return CompletableFuture.failedFuture(new TransferException(ErrorKind.RESOURCE_EXHAUSTED, "batch capacity "
-            + capacity + ": " + reserved + " tasks submitted, " + n + " more do not fit"));
-      }
-      io.orbite.engine.admission.Admission.Decision decision = gate.tryTasks(n, total);
-      if (!decision.granted()) {
-        return CompletableFuture.failedFuture(new TransferException(
-            decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED, decision.refusal()));
-      }
-      int first = reserved;
-      reserved += n;
-      actor.tell(new BatchActor.Dispatch(copy, total, first));
-      return CompletableFuture.completedFuture(first);
     }
   }
 
   /**
    * Waits up to {@code timeout} for every submitted task to be terminal.
    *
-   * @param timeout how long to wait; if it passes first, the status is read once more
+   * @param timeout how long to wait
    * @return the status; {@link BatchStatus#done()} is false if the timeout passed first
    * @throws TransferException INVALID_ARGUMENT if the batch was freed; UNAVAILABLE once the engine's
    *     close has been confirmed ({@code "engine <name> closed (await)"}); CANCELLED if the waiting
-   *     thread is interrupted; or what {@link #status()} throws when the timeout passed
+   *     thread is interrupted
    */
   public BatchStatus await(Duration timeout) {
     refuseIfClosed("await");
-    if (freed.get()) {
-      throw freedError("await");
-    }
     try {
-      return AskPattern.<BatchActor.Command, BatchStatus>ask(actor, BatchActor.AwaitIdle::new, timeout, scheduler)
-          .toCompletableFuture().get(timeout.toNanos() + TimeUnit.SECONDS.toNanos(1), TimeUnit.NANOSECONDS);
-    } catch (TimeoutException | ExecutionException e) {
-      return status();
+      return core.await(lease, timeout.toNanos());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new TransferException(ErrorKind.CANCELLED, "await interrupted");
@@ -145,7 +99,8 @@ public final class Batch {
   }
 
   /**
-   * Completes when every task submitted so far is terminal.
+   * Completes when every task submitted so far is terminal. The stage completes on the engine's
+   * dispatcher, never on a transport's thread.
    *
    * @return a stage that completes with the status, or fails with a {@link TransferException}:
    *     INVALID_ARGUMENT if the batch was freed, UNAVAILABLE if the engine's close was confirmed before
@@ -156,36 +111,45 @@ public final class Batch {
     if (closed != null) {
       return CompletableFuture.failedFuture(closed);
     }
-    if (freed.get()) {
-      return CompletableFuture.failedFuture(freedError("completion"));
-    }
-    // If the engine closes first, the batch actor stops without answering: the engine fails this.
-    return engine.untilClosed(AskPattern.ask(actor, BatchActor.AwaitIdle::new, FOREVER, scheduler), "completion");
+    CompletableFuture<BatchStatus> f = core.completion(lease);
+    return f.isDone() ? f : engine.untilClosed(f, "completion");
   }
 
   /**
    * A snapshot of every task's state.
    *
-   * @return one result per submitted task, in submission order, and whether all are terminal
+   * @return one result per task submitted since the last {@link #reset}, in submission order, and
+   *     whether all are terminal
    * @throws TransferException INVALID_ARGUMENT if the batch was freed; UNAVAILABLE once the engine's
-   *     close has been confirmed; TIMEOUT if the batch does not answer within 30 s
+   *     close has been confirmed
    */
   public BatchStatus status() {
     refuseIfClosed("status");
-    if (freed.get()) {
-      throw freedError("status");
-    }
-    return join(AskPattern.ask(actor, BatchActor.GetStatus::new, CONTROL_TIMEOUT, scheduler), CONTROL_TIMEOUT, "status");
+    return core.status(lease);
   }
 
   /**
-   * Frames not yet sent fail CANCELLED; frames in flight finish and are reported.
+   * Frames not yet sent fail CANCELLED; frames in flight finish and are reported. Tasks submitted
+   * after a {@link #reset} are not cancelled.
    *
    * @throws TransferException UNAVAILABLE once the engine's close has been confirmed
    */
   public void cancel() {
     refuseIfClosed("cancel");
-    actor.tell(BatchActor.Cancel.INSTANCE);
+    core.cancel(lease);
+  }
+
+  /**
+   * Forgets every finished task, so that the batch's whole capacity can be submitted again; task
+   * indexes start from 0 again. This is how one batch serves many transfers, one after another.
+   *
+   * @throws TransferException BATCH_BUSY while a task is pending or the batch is quarantined (nothing
+   *     changes); INVALID_ARGUMENT if the batch was freed; UNAVAILABLE once the engine's close has been
+   *     confirmed
+   */
+  public void reset() {
+    refuseIfClosed("reset");
+    core.reset(lease);
   }
 
   /**
@@ -193,10 +157,12 @@ public final class Batch {
    *
    * @throws TransferException BATCH_BUSY while a task is pending or the batch is quarantined (it stays
    *     usable and can be freed later); INVALID_ARGUMENT if it was already freed; UNAVAILABLE once the
-   *     engine's close has been confirmed, or if the batch does not answer
+   *     engine's close has been confirmed
    */
   public void free() {
-    join(freeAsync(), CONTROL_TIMEOUT, "free");
+    refuseIfClosed("free");
+    core.free(lease);
+    engine.recycle(core);
   }
 
   /**
@@ -206,31 +172,12 @@ public final class Batch {
    *     {@link TransferException}s as {@link #free}
    */
   public CompletionStage<Void> freeAsync() {
-    TransferException closed = engine.closedAfterClose("free");
-    if (closed != null) {
-      return CompletableFuture.failedFuture(closed);
+    try {
+      free();
+      return CompletableFuture.completedFuture(null);
+    } catch (TransferException e) {
+      return CompletableFuture.failedFuture(e);
     }
-    CompletionStage<BatchActor.SubmitReply> asked;
-    synchronized (submitting) {
-      if (!freed.compareAndSet(false, true)) {
-        return CompletableFuture.failedFuture(freedError("free"));
-      }
-      // Sent under the lock: every Dispatch of an earlier submit is ahead of it in the mailbox.
-      asked = AskPattern.ask(actor, BatchActor.Free::new, CONTROL_TIMEOUT, scheduler);
-    }
-    return asked
-        .handle((reply, failure) -> {
-          if (failure != null) {
-            freed.set(false);
-            throw new TransferException(ErrorKind.UNAVAILABLE, "free: the batch did not answer: " + failure, failure);
-          }
-          if (reply instanceof BatchActor.Refused r) {
-            // Still busy: the batch stays usable and can be freed later.
-            freed.set(false);
-            throw new TransferException(r.kind(), r.detail());
-          }
-          return null;
-        });
   }
 
   private void refuseIfClosed(String call) {
@@ -238,10 +185,6 @@ public final class Batch {
     if (closed != null) {
       throw closed;
     }
-  }
-
-  private static TransferException freedError(String what) {
-    return new TransferException(ErrorKind.INVALID_ARGUMENT, what + ": the batch was already freed");
   }
 
   static <T> T join(CompletionStage<T> stage, Duration timeout, String what) {

@@ -302,6 +302,7 @@ public final class TransferEngine implements AutoCloseable {
       return shutdown.get();
     }
     closed = true;
+    batchPool.close();
     var s = served;
     if (s != null) {
       try {
@@ -969,14 +970,42 @@ public final class TransferEngine implements AutoCloseable {
         return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT,
             "allocateBatch: capacity must be 1.." + max + ", got " + capacity));
       }
+      // The slot is charged on the caller's thread; a batch freed earlier is reused without an ask.
+      io.orbite.engine.admission.Admission.Decision decision = handles.gate().tryBatch();
+      if (!decision.granted()) {
+        return CompletableFuture.failedFuture(new TransferException(
+            decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED, "allocateBatch: " + decision.refusal()));
+      }
+      io.orbite.engine.batch.BatchCore pooled = batchPool.take(capacity);
+      if (pooled != null) {
+        return CompletableFuture.completedFuture(new Batch(pooled, pooled.lease(), this));
+      }
       return AskPattern.<EngineGuardian.Command, EngineGuardian.SpawnBatchReply>ask(
               guardian, replyTo -> new EngineGuardian.SpawnBatch(capacity, replyTo), CONTROL_TIMEOUT, scheduler)
-          .thenApply(reply -> switch (reply) {
-            case EngineGuardian.BatchSpawned s -> new Batch(s.batch(), scheduler, capacity, this, handles.gate());
-            case EngineGuardian.BatchRefused r -> throw new TransferException(
-                r.decision().fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED, "allocateBatch: " + r.decision().refusal());
+          .handle((reply, failure) -> {
+            if (reply instanceof EngineGuardian.BatchSpawned s) {
+              return new Batch(s.core(), s.core().lease(), this);
+            }
+            handles.gate().releaseBatch();
+            if (reply instanceof EngineGuardian.BatchRefused r) {
+              throw new TransferException(
+                  r.decision().fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED, "allocateBatch: " + r.decision().refusal());
+            }
+            throw new java.util.concurrent.CompletionException(failure);
           });
     });
+  }
+
+  /** Freed batches kept for reuse by {@link #allocateBatch}. */
+  private final io.orbite.engine.batch.BatchPool batchPool = new io.orbite.engine.batch.BatchPool();
+
+  /** A batch was freed: keep it for the next allocation of its capacity, or retire it. */
+  void recycle(io.orbite.engine.batch.BatchCore core) {
+    if (shutdown.get() != null) {
+      core.retire();
+      return;
+    }
+    batchPool.give(core);
   }
 
   /**

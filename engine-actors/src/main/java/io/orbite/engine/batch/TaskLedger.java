@@ -32,6 +32,10 @@ final class TaskLedger {
   private final long[] admittedNanos;
   private final long[] elapsedNanos;
   private final long[] deadlineNanos;
+  /** Whether the task's receipt count is known ({@link #owe}); until then it cannot turn terminal. */
+  private final boolean[] sealed;
+  /** The transport each task was handed to ({@code null}: it never reached one). */
+  private final io.orbite.engine.Transport[] transport;
   private int size;
   private int pending;
   /** UNQUIESCED tasks whose workers have not let go yet. */
@@ -56,6 +60,18 @@ final class TaskLedger {
     admittedNanos = new long[capacity];
     elapsedNanos = new long[capacity];
     deadlineNanos = new long[capacity];
+    sealed = new boolean[capacity];
+    transport = new io.orbite.engine.Transport[capacity];
+  }
+
+  /** What applying a receipt or a receipt count did to its task. */
+  enum Outcome {
+    /** The task still owes receipts (or was already terminal and still is). */
+    NONE,
+    /** The task turned terminal now: its loan was returned. */
+    FINISHED,
+    /** An UNQUIESCED task's workers let go at last: its loan was returned, its outcome unchanged. */
+    LATE_DRAINED
   }
 
   int size() {
@@ -80,14 +96,23 @@ final class TaskLedger {
   }
 
   /** Adds a pending task and returns its index; the caller then sets its owed receipts. */
-  int add(Op taskOp, long taskLength, Registration localLoan, long taskDeadlineNanos) {
+  int add(Op taskOp, long taskLength, Registration localLoan, long taskDeadlineNanos, long submittedNanos) {
     int i = size++;
     op[i] = taskOp;
     length[i] = taskLength;
     state[i] = TaskState.PENDING;
     loan[i] = localLoan;
-    admittedNanos[i] = System.nanoTime();
+    admittedNanos[i] = submittedNanos;
     deadlineNanos[i] = taskDeadlineNanos;
+    owed[i] = 0;
+    confirmed[i] = 0;
+    error[i] = null;
+    detail[i] = null;
+    applied[i] = false;
+    ambiguous[i] = false;
+    elapsedNanos[i] = 0;
+    sealed[i] = false;
+    transport[i] = null;
     pending++;
     pendingBytes += taskLength;
     if (localLoan != null) {
@@ -101,7 +126,7 @@ final class TaskLedger {
     long earliest = Long.MAX_VALUE;
     boolean any = false;
     for (int i = 0; i < size; i++) {
-      if (state[i] == TaskState.PENDING && owed[i] > 0 && (!any || deadlineNanos[i] - earliest < 0)) {
+      if (state[i] == TaskState.PENDING && owing(i) && (!any || deadlineNanos[i] - earliest < 0)) {
         earliest = deadlineNanos[i];
         any = true;
       }
@@ -118,7 +143,7 @@ final class TaskLedger {
   int quarantineOverdue(long now, long windowNanos, String why) {
     int n = 0;
     for (int i = 0; i < size; i++) {
-      if (state[i] == TaskState.PENDING && owed[i] > 0 && now - deadlineNanos[i] - windowNanos > 0) {
+      if (state[i] == TaskState.PENDING && owing(i) && now - deadlineNanos[i] - windowNanos > 0) {
         state[i] = TaskState.UNQUIESCED;
         error[i] = ErrorKind.UNQUIESCED;
         detail[i] = why;
@@ -137,25 +162,18 @@ final class TaskLedger {
     return n;
   }
 
-  /** Whether task {@code i} is UNQUIESCED and still owes receipts. */
-  boolean isHeld(int i) {
-    return i >= 0 && i < size && state[i] == TaskState.UNQUIESCED && owed[i] > 0;
+  /** Whether task {@code i} may still get receipts: its count is not known yet, or some are owed. */
+  private boolean owing(int i) {
+    return !sealed[i] || owed[i] > 0;
   }
 
-  /**
-   * Applies a late receipt of an UNQUIESCED task; its reported outcome does not change.
-   *
-   * @return the task's length once its last receipt arrived (its loan is returned), else -1
-   */
-  long applyLate(Receipt r) {
-    int i = r.taskIndex();
-    if (!isHeld(i)) {
-      throw new IllegalStateException("late receipt for task " + i + " that owes nothing: " + r);
-    }
-    owedReceipts--;
-    if (--owed[i] > 0) {
-      return -1;
-    }
+  /** Whether task {@code i} is UNQUIESCED and its workers have not let go yet. */
+  boolean isHeld(int i) {
+    return i >= 0 && i < size && state[i] == TaskState.UNQUIESCED && owing(i);
+  }
+
+  /** A late receipt (or receipt count) left an UNQUIESCED task owing nothing: its workers let go. */
+  private Outcome lateDrained(int i) {
     if (loan[i] != null) {
       loan[i].returnLoan();
       loan[i] = null;
@@ -163,31 +181,69 @@ final class TaskLedger {
     }
     held--;
     heldBytes -= length[i];
-    return length[i];
+    return Outcome.LATE_DRAINED;
   }
 
-  void owe(int i, int receipts) {
-    owed[i] = receipts;
+  /** Records the transport task {@code i} is being handed to. */
+  void handedTo(int i, io.orbite.engine.Transport t) {
+    transport[i] = t;
+  }
+
+  io.orbite.engine.Transport transport(int i) {
+    return transport[i];
+  }
+
+  /**
+   * Records how many receipts task {@code i} will produce, once its transport said so. Receipts may
+   * already have arrived (a lane can answer before {@code dispatch} returns): they were counted.
+   */
+  Outcome owe(int i, int receipts) {
+    if (i < 0 || i >= size || sealed[i]) {
+      throw new IllegalStateException("receipt count for task " + i + " given twice (or for no task)");
+    }
+    sealed[i] = true;
+    owed[i] += receipts;
     owedReceipts += receipts;
+    if (owed[i] < 0) {
+      throw new IllegalStateException("task " + i + " got " + (receipts - owed[i]) + " receipts, but owes " + receipts);
+    }
+    if (owed[i] > 0) {
+      return Outcome.NONE;
+    }
+    if (state[i] == TaskState.UNQUIESCED) {
+      return lateDrained(i);
+    }
+    if (state[i] == TaskState.PENDING) {
+      finish(i);
+      return Outcome.FINISHED;
+    }
+    return Outcome.NONE;
   }
 
-  /** Fails a task that never reached a worker. */
+  /** Fails a task that never reached a worker (it owes no receipt). */
   void failUnsent(int i, ErrorKind kind, String why) {
     error[i] = kind;
     detail[i] = why;
     owed[i] = 0;
+    sealed[i] = true;
     finish(i);
   }
 
   /**
-   * Applies one receipt.
+   * Applies one receipt. An UNQUIESCED task's late receipt leaves its reported outcome unchanged.
    *
-   * @return the length of the task if this receipt made it terminal, else -1
+   * @return what the receipt did to its task
    */
-  long apply(Receipt r) {
+  Outcome apply(Receipt r) {
     int i = r.taskIndex();
-    if (i < 0 || i >= size || state[i] != TaskState.PENDING || owed[i] <= 0) {
+    boolean late = isHeld(i);
+    if (!late && (i < 0 || i >= size || state[i] != TaskState.PENDING || !owing(i))) {
       throw new IllegalStateException("receipt for task " + i + " that owes nothing: " + r);
+    }
+    owedReceipts--;
+    owed[i]--;
+    if (late) {
+      return sealed[i] && owed[i] == 0 ? lateDrained(i) : Outcome.NONE;
     }
     if (r.error() == null) {
       confirmed[i] += r.bytes();
@@ -200,12 +256,23 @@ final class TaskLedger {
     } else if (r.effect() == RemoteEffect.UNKNOWN) {
       ambiguous[i] = true;
     }
-    owedReceipts--;
-    if (--owed[i] > 0) {
-      return -1;
+    if (!sealed[i] || owed[i] > 0) {
+      return Outcome.NONE;
     }
     finish(i);
-    return length[i];
+    return Outcome.FINISHED;
+  }
+
+  /**
+   * Forgets every task, so that the batch holds its capacity again. Only for a ledger with nothing
+   * pending and nothing held.
+   */
+  void reset() {
+    if (pending != 0 || held != 0) {
+      throw new IllegalStateException("reset of a ledger with " + pending + " pending and " + held + " held task(s)");
+    }
+    size = 0;
+    owedReceipts = 0;
   }
 
   private void finish(int i) {
@@ -267,7 +334,7 @@ final class TaskLedger {
       effect = RemoteEffect.NONE;
     }
     long bytes = state[i] == TaskState.COMPLETED ? length[i] : 0;
-    boolean drained = terminal && owed[i] == 0;
+    boolean drained = terminal && !owing(i);
     return new TaskResult(i, state[i], bytes, error[i], effect, drained, detail[i] == null ? "" : detail[i],
         elapsedNanos[i]);
   }

@@ -58,7 +58,8 @@ public final class EngineGuardian {
 
   public sealed interface SpawnBatchReply {}
 
-  public record BatchSpawned(ActorRef<BatchActor.Command> batch) implements SpawnBatchReply {}
+  /** A new batch, not leased yet: its actor runs and is bound to {@code core}. */
+  public record BatchSpawned(io.orbite.engine.batch.BatchCore core) implements SpawnBatchReply {}
 
   public record BatchRefused(Admission.Decision decision) implements SpawnBatchReply {}
 
@@ -248,17 +249,17 @@ public final class EngineGuardian {
     return Behaviors.same();
   }
 
-  /** Charges a batch slot on this thread (no ask) and spawns the batch, or refuses naming why. */
+  /**
+   * Spawns a batch (the caller charged its slot): its core, and the actor that owns its lifecycle.
+   * Only when the engine has no freed batch of that capacity to reuse.
+   */
   private Behavior<Command> onSpawnBatch(SpawnBatch m) {
-    Admission.Decision decision = gate.tryBatch();
-    if (!decision.granted()) {
-      m.replyTo().tell(new BatchRefused(decision));
-      return Behaviors.same();
-    }
-    var batch = ctx.spawn(BatchActor.create(m.capacity(), gate, counters,
+    String name = "batch-" + (++batchSequence);
+    var core = new io.orbite.engine.batch.BatchCore(name, m.capacity(), gate, counters,
         Duration.ofMillis(config.timeouts().defaultDeadlineMillis()),
-        Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine), "batch-" + (++batchSequence));
-    m.replyTo().tell(new BatchSpawned(batch));
+        Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine, ctx.getExecutionContext());
+    core.bind(ctx.spawn(BatchActor.create(core, counters.owners), name));
+    m.replyTo().tell(new BatchSpawned(core));
     return Behaviors.same();
   }
 

@@ -148,7 +148,6 @@ class DashboardBrowserIT {
     Pattern.fill(local.segment(), 0, REGION, GUARD_SEED, 0);
     Batch batch = engine.allocateBatch(64);
     until("the batch owner appears", d -> count("#tree li[data-kind=BatchActor]") == 1);
-    String batchPath = attribute("#tree li[data-kind=BatchActor]", "data-path");
 
     // Throughput moves while the batch reads; every byte checked after each round.
     long regionId = segment.regions().getFirst().regionId();
@@ -181,12 +180,19 @@ class DashboardBrowserIT {
         d -> windowBytes() > 0);
     screenshot("1-transfer.png");
 
-    // Free the batch: its owner leaves the tree and is listed as retired.
+    // Free the batch: the engine keeps it for the next allocation of its capacity, so its owner stays
+    // in the tree as pooled. A batch of a capacity too large to keep is retired when freed.
     String lastBatch = attribute("#tree li[data-kind=BatchActor]", "data-path");
     batch.free();
-    until("the batch owner leaves the tree and is retired", d -> count("#tree li[data-kind=BatchActor]") == 0
-        && count("#retired tr[data-path='" + lastBatch + "']") == 1
-        && count("#retired tr[data-path='" + batchPath + "']") == 1);
+    until("the freed batch is shown pooled", d -> count("#tree li[data-kind=BatchActor]") == 1
+        && count("#tree li[data-kind=BatchActor][data-state=pooled][data-path='" + lastBatch + "']") == 1);
+    Batch large = engine.allocateBatch(io.orbite.engine.batch.BatchPool.MAX_POOLED_CAPACITY + 1);
+    until("the large batch appears", d -> count("#tree li[data-kind=BatchActor]") == 2);
+    String largePath = engine.ownerView().owners().stream()
+        .filter(o -> o.kind().equals("BatchActor") && !o.path().equals(lastBatch)).findFirst().orElseThrow().path();
+    large.free();
+    until("the large batch leaves the tree and is retired", d -> count("#tree li[data-kind=BatchActor]") == 1
+        && count("#retired tr[data-path='" + largePath + "']") == 1);
 
     // Kill the peer's process: its endpoint is retired and the peer is no longer active.
     peer.kill();

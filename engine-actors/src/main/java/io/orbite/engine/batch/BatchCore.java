@@ -1,0 +1,553 @@
+package io.orbite.engine.batch;
+
+import io.orbite.engine.BatchStatus;
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.TaskResult;
+import io.orbite.engine.TransferException;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.admission.Admission;
+import io.orbite.engine.admission.AdmissionGate;
+import io.orbite.engine.registry.Registration;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.ReceiptSink;
+import io.orbite.engine.spi.TaskWork;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The data-path state of one batch: its task ledger, guarded by this object's monitor, and the
+ * receipt sink its tasks carry. It is what makes a small transfer cheap. The caller's thread admits
+ * and dispatches ({@link #admit}, {@link #dispatch}); lane threads (or the caller's own thread, for
+ * a copy it ran itself) apply receipts ({@link ReceiptSink#deliver}); {@link #await} and {@link
+ * #status} read the ledger; {@link #free} and {@link #reset} decide on it. None of them waits on an
+ * actor.
+ *
+ * <p>The {@link BatchActor} stays the owner of the batch's lifecycle: it runs the watchdog that
+ * turns overdue tasks UNQUIESCED and quarantines the batch, it refreshes the owner view, and it
+ * stops when the batch is retired. This object tells it what it needs to know, and only then: a
+ * deadline earlier than any watchdog it has armed, an owner-view report it skipped, the end of a
+ * quarantine. A batch reused for one small transfer after another sends none of these most of the
+ * time.
+ *
+ * <p>A ledger generation begins at allocation and at each {@link #reset}: its tasks carry that
+ * generation's sink, so a receipt can never be applied to a later generation's task.
+ */
+public final class BatchCore {
+  private static final Logger LOG = LoggerFactory.getLogger(BatchCore.class);
+  /** The owner view is refreshed at most this often while tasks run, and at once on a state change. */
+  private static final long REPORT_EVERY_NANOS = 50_000_000L;
+
+  private final String name;
+  private final AdmissionGate gate;
+  private final EngineCounters counters;
+  private final QuarantineLedger quarantine;
+  private final Executor completions;
+  private final long defaultDeadlineNanos;
+  private final long destructionWindowNanos;
+  private final TaskLedger ledger;
+  /** UNQUIESCED tasks still held, readable by the quarantine ledger from any thread. */
+  private final AtomicInteger heldTasks = new AtomicInteger();
+  private ActorRef<BatchActor.Command> actor;
+
+  // Everything below is guarded by this object's monitor.
+  /** Which allocation holds the batch now; a handle of an earlier one finds the batch freed. */
+  private long lease;
+  private boolean leased;
+  private Sink sink;
+  private final List<CompletableFuture<BatchStatus>> idleWaiters = new ArrayList<>();
+  private int blockedAwaits;
+  /** The earliest watchdog the actor was asked to arm, or MAX_VALUE. */
+  private long watchdogAtNanos = Long.MAX_VALUE;
+  private String reportedState = "";
+  private long reportedAtNanos;
+  private boolean refreshAsked;
+
+  /**
+   * A batch's data-path state, not yet leased.
+   *
+   * @param completions where {@link #completion} futures are completed, so that no caller's
+   *     continuation ever runs on a lane thread
+   */
+  public BatchCore(String name, int capacity, AdmissionGate gate, EngineCounters counters, Duration defaultDeadline,
+      Duration destructionWindow, QuarantineLedger quarantine, Executor completions) {
+    this.name = name;
+    this.gate = gate;
+    this.counters = counters;
+    this.quarantine = quarantine;
+    this.completions = completions;
+    this.defaultDeadlineNanos = defaultDeadline.toNanos();
+    this.destructionWindowNanos = destructionWindow.toNanos();
+    this.ledger = new TaskLedger(capacity);
+  }
+
+  /** The sink of one ledger generation; cancellation is a flag that lanes read before sending. */
+  private final class Sink implements ReceiptSink {
+    private volatile boolean cancelled;
+
+    @Override
+    public void deliver(List<Receipt> receipts) {
+      apply(this, receipts);
+    }
+
+    @Override
+    public boolean cancelled() {
+      return cancelled;
+    }
+  }
+
+  /** The actor that owns this batch's lifecycle; set once, before the first lease. */
+  public void bind(ActorRef<BatchActor.Command> owner) {
+    this.actor = owner;
+  }
+
+  /** Stops the batch's actor: the batch was freed and is not kept for reuse. */
+  public void retire() {
+    actor.tell(BatchActor.Retire.INSTANCE);
+  }
+
+  public String name() {
+    return name;
+  }
+
+  public int capacity() {
+    return ledger.capacity();
+  }
+
+  /**
+   * Starts an allocation: the caller has charged the batch slot.
+   *
+   * @return the lease its handle presents on every call
+   */
+  public synchronized long lease() {
+    if (leased) {
+      throw new IllegalStateException("batch " + name + " leased twice");
+    }
+    leased = true;
+    sink = new Sink();
+    report(true);
+    return ++lease;
+  }
+
+  /** Whether {@code handleLease} still holds this batch (it was not freed). */
+  public synchronized boolean holds(long handleLease) {
+    return leased && lease == handleLease;
+  }
+
+  /** Tasks the caller admitted: indexes {@code first ..}, each with its work, or null if it failed unsent. */
+  public record Admitted(int first, List<TransferRequest> requests, TaskWork[] work, PeerChannel[] channels) {}
+
+  /**
+   * Fits {@code requests} into the batch, charges the budgets for all of them and takes their local
+   * loans, on the caller's thread; a refusal has had no side effect. The caller then calls {@link
+   * #dispatch} with the result, outside this monitor.
+   *
+   * @param total the requests' bytes, already validated
+   * @param submittedNanos when the caller called submit: a task's latency is measured from there
+   * @throws TransferException INVALID_ARGUMENT if the lease ended; RESOURCE_EXHAUSTED for capacity or
+   *     a budget; UNAVAILABLE when the requester side is fenced
+   */
+  public Admitted admit(long handleLease, List<TransferRequest> requests, long total, long submittedNanos) {
+    int n = requests.size();
+    synchronized (this) {
+      if (!holds(handleLease)) {
+        throw freed("submit");
+      }
+      if (n > ledger.capacity() - ledger.size()) {
+        throw new TransferException(ErrorKind.RESOURCE_EXHAUSTED, "batch capacity " + ledger.capacity() + ": "
+            + ledger.size() + " tasks submitted, " + n + " more do not fit" + (ledger.pending() == 0 && ledger.held() == 0
+                ? " (reset() makes the room of finished tasks usable again)" : ""));
+      }
+      Admission.Decision decision = gate.tryTasks(n, total);
+      if (!decision.granted()) {
+        throw new TransferException(decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED,
+            decision.refusal());
+      }
+      long now = System.nanoTime();
+      int first = ledger.size();
+      TaskWork[] work = new TaskWork[n];
+      PeerChannel[] channels = new PeerChannel[n];
+      int releasedTasks = 0;
+      long releasedBytes = 0;
+      long earliestDeadline = Long.MAX_VALUE;
+      for (int k = 0; k < n; k++) {
+        TransferRequest r = requests.get(k);
+        Registration local = r.local().registration();
+        boolean loaned = local.tryLoan();
+        long deadline = now + (r.deadline() != null ? r.deadline().toNanos() : defaultDeadlineNanos);
+        int i = ledger.add(r.op(), r.lengthBytes(), loaned ? local : null, deadline, submittedNanos);
+        if (!loaned) {
+          ledger.failUnsent(i, ErrorKind.INVALID_ARGUMENT, "local region " + local.regionId() + " was unregistered");
+          reportEnded(i);
+          releasedTasks++;
+          releasedBytes += r.lengthBytes();
+          continue;
+        }
+        earliestDeadline = Math.min(earliestDeadline, deadline);
+        PeerChannel channel = r.remote().channelFor(r.transport(), r.regionId());
+        ledger.handedTo(i, channel.transport());
+        channels[k] = channel;
+        work[k] = new TaskWork(sink, i, r.op(), local.segment().asSlice(r.localOffset(), r.lengthBytes()),
+            r.regionId(), r.remoteOffset(), r.lengthBytes(), deadline, r.priority());
+      }
+      if (releasedTasks > 0) {
+        counters.tasksFailed.add(releasedTasks);
+        gate.releaseTasks(releasedTasks, releasedBytes);
+      }
+      if (earliestDeadline != Long.MAX_VALUE && earliestDeadline + destructionWindowNanos - watchdogAtNanos < 0) {
+        watchdogAtNanos = earliestDeadline + destructionWindowNanos;
+        actor.tell(new BatchActor.Arm(watchdogAtNanos));
+      }
+      report(false);
+      notifyIfIdle();
+      return new Admitted(first, requests, work, channels);
+    }
+  }
+
+  /**
+   * Hands admitted tasks to their channels, on the caller's thread and outside this monitor: a
+   * channel may copy a small task right away and deliver its receipt on this thread. Each channel
+   * is flushed after its first task (so it starts while the rest are dispatched) and at the end.
+   */
+  public void dispatch(Admitted admitted) {
+    PeerChannel[] channels = admitted.channels();
+    TaskWork[] work = admitted.work();
+    PeerChannel previous = null;
+    List<PeerChannel> touched = null;
+    for (int k = 0; k < work.length; k++) {
+      if (work[k] == null) {
+        continue;
+      }
+      PeerChannel channel = channels[k];
+      int receipts;
+      try {
+        counters.of(channel.transport()).tasksDispatched.increment();
+        counters.of(channel.transport()).bytesDispatched.add(work[k].lengthBytes());
+        receipts = channel.dispatch(work[k]);
+      } catch (RuntimeException e) {
+        // A transport that breaks its contract: the task is failed as never sent.
+        LOG.error("batch {}: dispatch of task {} to {} failed: {}", name, work[k].taskIndex(), channel.transport(),
+            e.toString(), e);
+        failUnsent(work[k].taskIndex(), "the " + channel.transport() + " transport refused the task: " + e);
+        continue;
+      }
+      sealed(work[k].taskIndex(), receipts);
+      if (channel != previous) {
+        if (touched == null) {
+          touched = new ArrayList<>(2);
+        }
+        if (!touched.contains(channel)) {
+          touched.add(channel);
+          channel.flush();
+        }
+        previous = channel;
+      }
+    }
+    if (touched != null && work.length > 1) {
+      for (PeerChannel channel : touched) {
+        channel.flush();
+      }
+    }
+  }
+
+  private synchronized void failUnsent(int i, String why) {
+    ledger.failUnsent(i, ErrorKind.UNAVAILABLE, why);
+    ended(i, TaskLedger.Outcome.FINISHED);
+    afterChange();
+  }
+
+  private synchronized void sealed(int i, int receipts) {
+    ended(i, ledger.owe(i, receipts));
+    afterChange();
+  }
+
+  /** Applies receipts from a lane (or from the caller's thread, for a copy it ran). */
+  private void apply(Sink from, List<Receipt> receipts) {
+    synchronized (this) {
+      if (from != sink) {
+        // A receipt for a generation that ended: the ledger had it drained, so a lane broke its word.
+        LOG.error("batch {}: {} receipt(s) for an earlier generation of the batch dropped: {}", name, receipts.size(),
+            receipts.getFirst());
+        return;
+      }
+      for (Receipt r : receipts) {
+        ended(r.taskIndex(), ledger.apply(r));
+      }
+      afterChange();
+    }
+  }
+
+  private int finished;
+  private long finishedBytes;
+  private int completed;
+  private long completedBytes;
+  private int lateTasks;
+  private long lateBytes;
+
+  /** Accounts what a receipt (or receipt count) did to task {@code i}; {@link #afterChange} settles it. */
+  private void ended(int i, TaskLedger.Outcome outcome) {
+    switch (outcome) {
+      case NONE -> { }
+      case FINISHED -> {
+        reportEnded(i);
+        finished++;
+        finishedBytes += ledger.length(i);
+        if (ledger.succeeded(i)) {
+          completed++;
+          completedBytes += ledger.length(i);
+        }
+      }
+      case LATE_DRAINED -> {
+        lateTasks++;
+        lateBytes += ledger.length(i);
+      }
+    }
+  }
+
+  /** Returns the charges of tasks that ended, wakes waiters, refreshes the owner view. Under the monitor. */
+  private void afterChange() {
+    if (finished > 0) {
+      gate.releaseTasks(finished, finishedBytes);
+      counters.tasksCompleted.add(completed);
+      counters.bytesCompleted.add(completedBytes);
+      counters.tasksFailed.add(finished - completed);
+      finished = 0;
+      finishedBytes = 0;
+      completed = 0;
+      completedBytes = 0;
+      notifyIfIdle();
+      report(false);
+    }
+    if (lateTasks > 0) {
+      // Workers of UNQUIESCED tasks let go at last: return their charges (their loans are back).
+      gate.releaseTasks(lateTasks, lateBytes);
+      lateTasks = 0;
+      lateBytes = 0;
+      heldTasks.set(ledger.held());
+      if (ledger.held() == 0) {
+        quarantine.leave(name);
+        LOG.info("batch {}: the workers of its UNQUIESCED tasks let go; no longer quarantined", name);
+        actor.tell(BatchActor.QuarantineEnded.INSTANCE);
+      }
+      report(true);
+    }
+  }
+
+  /** Tells the task observers (metrics) that task {@code i} ended. */
+  private void reportEnded(int i) {
+    TaskResult t = ledger.result(i);
+    counters.taskEnded(ledger.transport(i), ledger.op(i), t.state(), t.errorKind(), ledger.length(i), t.elapsedNanos());
+  }
+
+  private void notifyIfIdle() {
+    if (ledger.pending() != 0) {
+      return;
+    }
+    if (blockedAwaits > 0) {
+      notifyAll();
+    }
+    if (!idleWaiters.isEmpty()) {
+      BatchStatus s = status();
+      for (CompletableFuture<BatchStatus> w : idleWaiters) {
+        completions.execute(() -> w.complete(s));
+      }
+      idleWaiters.clear();
+    }
+  }
+
+  /**
+   * Waits up to {@code timeoutNanos} for every task to be terminal.
+   *
+   * @return the status then; not done if the time passed first
+   * @throws InterruptedException if the waiting thread is interrupted
+   */
+  public synchronized BatchStatus await(long handleLease, long timeoutNanos) throws InterruptedException {
+    if (!holds(handleLease)) {
+      throw freed("await");
+    }
+    long end = System.nanoTime() + timeoutNanos;
+    while (ledger.pending() > 0 && holds(handleLease)) {
+      long left = end - System.nanoTime();
+      if (left <= 0) {
+        break;
+      }
+      blockedAwaits++;
+      try {
+        TimeUnit.NANOSECONDS.timedWait(this, left);
+      } finally {
+        blockedAwaits--;
+      }
+    }
+    return status();
+  }
+
+  /** A future completed (on the engine's dispatcher) once every task submitted so far is terminal. */
+  public synchronized CompletableFuture<BatchStatus> completion(long handleLease) {
+    if (!holds(handleLease)) {
+      return CompletableFuture.failedFuture(freed("completion"));
+    }
+    if (ledger.pending() == 0) {
+      return CompletableFuture.completedFuture(status());
+    }
+    CompletableFuture<BatchStatus> f = new CompletableFuture<>();
+    idleWaiters.add(f);
+    return f;
+  }
+
+  /** Every task's state now. */
+  public synchronized BatchStatus status(long handleLease) {
+    if (!holds(handleLease)) {
+      throw freed("status");
+    }
+    return status();
+  }
+
+  private BatchStatus status() {
+    return new BatchStatus(ledger.results(), ledger.pending() == 0);
+  }
+
+  /** Frames of this generation not yet sent fail CANCELLED; frames in flight finish. */
+  public synchronized void cancel(long handleLease) {
+    if (holds(handleLease)) {
+      sink.cancelled = true;
+    }
+  }
+
+  /**
+   * Forgets the batch's finished tasks so that its whole capacity can be submitted again; task
+   * indexes start from 0. Refused while a task may still touch memory.
+   *
+   * @throws TransferException INVALID_ARGUMENT if the lease ended; BATCH_BUSY while a task is pending
+   *     or held
+   */
+  public synchronized void reset(long handleLease) {
+    if (!holds(handleLease)) {
+      throw freed("reset");
+    }
+    refuseWhileBusy("reset");
+    ledger.reset();
+    sink = new Sink();
+    report(false);
+  }
+
+  /**
+   * Ends the lease: the batch slot is given back and the batch can be leased again.
+   *
+   * @throws TransferException INVALID_ARGUMENT if the lease already ended; BATCH_BUSY while a task
+   *     is pending or held (the lease stays)
+   */
+  public synchronized void free(long handleLease) {
+    if (!holds(handleLease)) {
+      throw freed("free");
+    }
+    refuseWhileBusy("free");
+    ledger.reset();
+    leased = false;
+    sink = null;
+    // Waiters of this lease see it freed.
+    notifyAll();
+    gate.releaseBatch();
+    report(true);
+  }
+
+  private void refuseWhileBusy(String call) {
+    if (ledger.held() > 0) {
+      throw new TransferException(ErrorKind.BATCH_BUSY, call + ": batch " + name + " is quarantined: " + ledger.held()
+          + " task(s) (" + ledger.heldBytes() + " B) whose workers did not let go within the destruction window; "
+          + "their memory and charges are retained"
+          + (ledger.pending() > 0 ? ", and " + ledger.pending() + " task(s) are still pending" : ""));
+    }
+    if (ledger.pending() > 0) {
+      throw new TransferException(ErrorKind.BATCH_BUSY, call + ": batch " + name + " has " + ledger.pending()
+          + " task(s) that may still touch memory");
+    }
+  }
+
+  /** Whether a task is pending or held (so the batch cannot be freed or reset). */
+  synchronized boolean busy() {
+    return ledger.pending() > 0 || ledger.held() > 0;
+  }
+
+  synchronized boolean quarantined() {
+    return ledger.held() > 0;
+  }
+
+  /**
+   * The watchdog, on the actor's thread: tasks still pending a destruction window after their
+   * deadline are reported UNQUIESCED and the batch is quarantined, keeping their loans and charges.
+   *
+   * @return when the watchdog should look again, or {@link Long#MAX_VALUE} if nothing is pending
+   */
+  synchronized long watchdog(long now) {
+    int n = ledger.quarantineOverdue(now, destructionWindowNanos,
+        "its worker did not let go of its memory within the destruction window (" + destructionWindowNanos / 1_000_000
+            + " ms) after its deadline; memory and charges retained");
+    if (n > 0) {
+      heldTasks.set(ledger.held());
+      counters.tasksFailed.add(n);
+      counters.tasksUnquiesced.add(n);
+      LOG.error("batch {}: {} task(s) UNQUIESCED; the batch is quarantined ({} task(s), {} B retained)",
+          name, n, ledger.held(), ledger.heldBytes());
+      quarantine.enter(new QuarantinedOwner(name, QuarantinedOwner.Kind.BATCH,
+          ledger.held() + " task(s) whose workers did not let go within the destruction window after their deadline",
+          ledger.held(), ledger.heldBytes(), Instant.now()), () -> heldTasks.get() > 0);
+      notifyIfIdle();
+      report(true);
+    }
+    long earliest = ledger.earliestPendingDeadline();
+    watchdogAtNanos = earliest == Long.MAX_VALUE ? Long.MAX_VALUE : earliest + destructionWindowNanos;
+    return watchdogAtNanos;
+  }
+
+  /** The refresh the actor was asked for: publishes the owner view now. */
+  synchronized void refreshReport() {
+    refreshAsked = false;
+    report(true);
+  }
+
+  /**
+   * Publishes this batch's state and charges to the owner view: at once when forced or when its
+   * state changed, else at most every 50 ms. A report skipped while tasks ran is made up by the
+   * actor a moment later, so the view never stays behind.
+   */
+  private void report(boolean force) {
+    if (actor == null) {
+      return;
+    }
+    String state = !leased ? "pooled" : ledger.held() > 0 ? "quarantined" : "open";
+    long now = System.nanoTime();
+    if (!force && state.equals(reportedState) && now - reportedAtNanos < REPORT_EVERY_NANOS) {
+      if (!refreshAsked) {
+        refreshAsked = true;
+        actor.tell(BatchActor.Refresh.INSTANCE);
+      }
+      return;
+    }
+    reportedState = state;
+    reportedAtNanos = now;
+    counters.owners.publish(actor, "BatchActor", state, Map.of(
+        "tasks", (long) ledger.size(),
+        "pendingTasks", (long) ledger.pending(),
+        "inflightBytes", ledger.pendingBytes(),
+        "owedReceipts", ledger.owedReceipts(),
+        "loans", (long) ledger.loansHeld(),
+        "heldTasks", (long) ledger.held()), "capacity " + ledger.capacity());
+  }
+
+  private TransferException freed(String call) {
+    return new TransferException(ErrorKind.INVALID_ARGUMENT, call + ": the batch was already freed");
+  }
+}

@@ -128,6 +128,7 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
     counter("orbite_connections", "event", "opened").increment(delta("conn opened", counters.connectionsOpened.sum()));
     counter("orbite_connections", "event", "accepted").increment(delta("conn accepted", counters.connectionsAccepted.sum()));
     counter("orbite_connections", "event", "refused").increment(delta("conn refused", counters.connectionsRefused.sum()));
+    counter("orbite_shm_caller_copies").increment(delta("shm caller copies", counters.shmCopiedByCaller.sum()));
     errorDelta("frames_rejected", counters.framesRejected);
     errorDelta("source_refusals", counters.sourceRefusals);
     errorDelta("connections_refused", counters.connectionsRefused);

@@ -77,6 +77,8 @@ public final class EngineCounters {
   public final LongAdder shmOpensRefused = new LongAdder();
   /** SHM requester: mappings refused because their source unregistered them or died (a fence held). */
   public final LongAdder shmFenced = new LongAdder();
+  /** SHM requester: small tasks copied on the submitting thread because their lane was idle. */
+  public final LongAdder shmCopiedByCaller = new LongAdder();
   /**
    * Owners (file ring lanes) that could not prove their work stopped touching memory within the
    * destruction window and were quarantined: their native resources, loans and charges are kept.

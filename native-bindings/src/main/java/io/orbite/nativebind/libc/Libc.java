@@ -327,29 +327,60 @@ public final class Libc {
 
     /** {@code fcntl(fd, cmd, &flock)} over {@code [start, start+len)} from SEEK_SET; returns the flock's type after. */
     private static short fcntlFlock(int fd, int cmd, String cmdName, short type, long start, long len) {
-        AVAILABILITY.require("fcntl");
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            MemorySegment flock = Flock.allocate(arena);
-            Flock.type(flock, type);
-            Flock.whence(flock, SEEK_SET);
-            Flock.start(flock, start);
-            Flock.len(flock, len);
-            Flock.pid(flock, 0);
-            int r;
-            try {
-                r = (int) FCNTL_PTR.invokeExact(state, fd, cmd, flock);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("fcntl", t);
-            }
-            if (r == -1) {
-                throw new NativeCallException("fcntl",
-                        "fd=" + fd + ", cmd=" + cmdName + ", l_type=" + lockTypeName(type) + ", l_start=" + start
-                                + ", l_len=" + len,
-                        ErrnoCapture.errno(state));
-            }
-            return Flock.type(flock);
+            return fcntlFlock(fd, cmd, cmdName, type, start, len, ErrnoCapture.allocate(arena), Flock.allocate(arena));
         }
+    }
+
+    private static short fcntlFlock(int fd, int cmd, String cmdName, short type, long start, long len,
+            MemorySegment state, MemorySegment flock) {
+        AVAILABILITY.require("fcntl");
+        Flock.type(flock, type);
+        Flock.whence(flock, SEEK_SET);
+        Flock.start(flock, start);
+        Flock.len(flock, len);
+        Flock.pid(flock, 0);
+        int r;
+        try {
+            r = (int) FCNTL_PTR.invokeExact(state, fd, cmd, flock);
+        } catch (Throwable t) {
+            throw NativeBinder.unexpected("fcntl", t);
+        }
+        if (r == -1) {
+            throw new NativeCallException("fcntl",
+                    "fd=" + fd + ", cmd=" + cmdName + ", l_type=" + lockTypeName(type) + ", l_start=" + start
+                            + ", l_len=" + len,
+                    ErrnoCapture.errno(state));
+        }
+        return Flock.type(flock);
+    }
+
+    /**
+     * The native memory one {@code fcntl} lock call needs (its {@code struct flock} and errno
+     * capture), allocated once and reused, so that a hot path pays no allocation per call. Not
+     * thread-safe: one thread at a time (the owner's lock) may use it. Freed by the garbage
+     * collector once unreachable.
+     */
+    public static final class LockScratch {
+        private final MemorySegment state;
+        private final MemorySegment flock;
+
+        public LockScratch() {
+            Arena arena = Arena.ofAuto();
+            this.state = ErrnoCapture.allocate(arena);
+            this.flock = Flock.allocate(arena);
+        }
+    }
+
+    /** {@link #ofdLock(int, short, long, long, boolean)} through reused native memory. */
+    public static void ofdLock(int fd, short type, long start, long len, boolean wait, LockScratch scratch) {
+        fcntlFlock(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, wait ? "F_OFD_SETLKW" : "F_OFD_SETLK", type, start, len,
+                scratch.state, scratch.flock);
+    }
+
+    /** {@link #ofdTestLock(int, short, long, long)} through reused native memory. */
+    public static short ofdTestLock(int fd, short type, long start, long len, LockScratch scratch) {
+        return fcntlFlock(fd, F_OFD_GETLK, "F_OFD_GETLK", type, start, len, scratch.state, scratch.flock);
     }
 
     /** {@code fstat(fd, &st)}: identity (device, inode) and size of an open file. */

@@ -48,6 +48,11 @@ final class ShmLane implements Runnable {
   private static final int MAX_PASS = 4096;
   /** How long an idle lane sleeps between checks (a dispatch wakes it at once). */
   private static final long IDLE_PARK_NANOS = 20_000_000L;
+  /**
+   * Tasks of at most this many bytes are copied on the caller's thread when the lane is idle: a
+   * copy of this size takes a few microseconds, less than handing it to the lane thread.
+   */
+  static final long COPY_HERE_MAX_BYTES = 64 * 1024;
   /** How often an idle lane checks that the peer's incarnation still lives. */
   private static final long LIVENESS_CHECK_NANOS = 100_000_000L;
 
@@ -65,6 +70,16 @@ final class ShmLane implements Runnable {
   private final Consumer<Throwable> onEnd;
   private final ConcurrentLinkedQueue<TaskWork> queue = new ConcurrentLinkedQueue<>();
   private final Object intake = new Object();
+  /**
+   * Held by whichever thread touches the peer's mappings: the lane thread for each pass, its
+   * liveness checks and its shut-down, or a caller copying one small task itself. So an unmap or a
+   * fence never overlaps a copy, and every copy runs on a thread that holds this lock: the copies a
+   * drain waits for are exactly those under it. Everything the lane thread alone used to own
+   * (mappings, pending receipts, the pass's progress) is guarded by it.
+   */
+  private final java.util.concurrent.locks.ReentrantLock owner = new java.util.concurrent.locks.ReentrantLock();
+  /** The native memory of the lock calls, reused by every copy (guarded by {@link #owner}). */
+  private final Libc.LockScratch lockScratch = new Libc.LockScratch();
   /** Peer allocations mapped, least recently used first. Lane thread only. */
   private final LinkedHashMap<Long, ShmMapping> mappings = new LinkedHashMap<>(16, 0.75f, true);
   private final List<ShmMapping> quarantined = new ArrayList<>();
@@ -122,6 +137,38 @@ final class ShmLane implements Runnable {
     }
   }
 
+  /** Wakes the lane thread only if it has queued work (a task copied here needs no wake-up). */
+  void wakeIfQueued() {
+    if (!queue.isEmpty()) {
+      wake();
+    }
+  }
+
+  /**
+   * Copies {@code work} on the calling thread, now, if it is small and the lane is idle (nothing
+   * queued, no pass running, not closing): its receipt is delivered on this thread before this
+   * returns. Otherwise does nothing and returns false, and the caller queues the task.
+   */
+  boolean copyHere(TaskWork work) {
+    if (work.lengthBytes() > COPY_HERE_MAX_BYTES || closing || !queue.isEmpty() || thread == null) {
+      return false;
+    }
+    if (!owner.tryLock()) {
+      return false;
+    }
+    try {
+      if (closing || !accepting || !queue.isEmpty()) {
+        return false;
+      }
+      counters.shmCopiedByCaller.increment();
+      runPass(List.of(work));
+      deliver();
+      return true;
+    } finally {
+      owner.unlock();
+    }
+  }
+
   /** Stop: queued tasks fail unsent, mappings are unmapped, then the thread ends. */
   void close() {
     closing = true;
@@ -151,29 +198,44 @@ final class ShmLane implements Runnable {
         if (pass.isEmpty()) {
           if (System.nanoTime() - nextCheck > 0) {
             nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
-            if (!peerAlive()) {
-              fenceFromLane("the incarnation " + peer + " has ended (its token is no longer locked live)");
-              break;
+            owner.lock();
+            try {
+              if (!peerAlive()) {
+                fenceFromLane("the incarnation " + peer + " has ended (its token is no longer locked live)");
+                break;
+              }
+            } finally {
+              owner.unlock();
             }
           }
           LockSupport.parkNanos(this, IDLE_PARK_NANOS);
           continue;
         }
-        runPass(pass);
+        owner.lock();
+        try {
+          runPass(pass);
+          deliver();
+        } finally {
+          owner.unlock();
+        }
         pass.clear();
-        deliver();
       }
     } catch (Throwable t) {
       cause = t;
       LOG.error("{}: failed: {}", name, t.toString(), t);
     } finally {
-      shutDown();
+      owner.lock();
+      try {
+        shutDown();
+      } finally {
+        owner.unlock();
+      }
       onEnd.accept(cause);
     }
   }
 
   private void runPass(List<TaskWork> pass) {
-    Map<Long, List<TaskWork>> byRegion = new LinkedHashMap<>();
+    Map<Long, List<TaskWork>> byRegion = pass.size() == 1 ? null : new LinkedHashMap<>();
     long now = System.nanoTime();
     for (TaskWork w : pass) {
       if (fencedBecause != null) {
@@ -182,9 +244,14 @@ final class ShmLane implements Runnable {
         fail(w, ErrorKind.CANCELLED, "batch cancelled before the copy");
       } else if (now - w.deadlineNanos() > 0) {
         fail(w, ErrorKind.TIMEOUT, "deadline passed before the copy");
+      } else if (byRegion == null) {
+        byRegion = Map.of(w.regionId(), pass);
       } else {
         byRegion.computeIfAbsent(w.regionId(), k -> new ArrayList<>()).add(w);
       }
+    }
+    if (byRegion == null) {
+      return;
     }
     for (Map.Entry<Long, List<TaskWork>> e : byRegion.entrySet()) {
       List<TaskWork> tasks = e.getValue();
@@ -231,7 +298,7 @@ final class ShmLane implements Runnable {
       return;
     }
     try {
-      Libc.ofdLock(m.fd, Libc.F_RDLCK, ShmLocks.ACTIVITY, 1, false);
+      Libc.ofdLock(m.fd, Libc.F_RDLCK, ShmLocks.ACTIVITY, 1, false, lockScratch);
     } catch (NativeCallException e) {
       if (!e.is(Errno.EAGAIN)) {
         throw e;
@@ -248,7 +315,7 @@ final class ShmLane implements Runnable {
     try {
       // Liveness is checked after the activity lock is held: a source that withdraws it later must
       // wait for this copy to end before it releases the memory.
-      if (Libc.ofdTestLock(m.fd, Libc.F_WRLCK, ShmLocks.LIVENESS, 1) == Libc.F_UNLCK) {
+      if (Libc.ofdTestLock(m.fd, Libc.F_WRLCK, ShmLocks.LIVENESS, 1, lockScratch) == Libc.F_UNLCK) {
         live = false;
       } else {
         for (TaskWork w : tasks) {
@@ -259,7 +326,7 @@ final class ShmLane implements Runnable {
         }
       }
     } finally {
-      Libc.ofdLock(m.fd, Libc.F_UNLCK, ShmLocks.ACTIVITY, 1, false);
+      Libc.ofdLock(m.fd, Libc.F_UNLCK, ShmLocks.ACTIVITY, 1, false, lockScratch);
     }
     if (!live) {
       counters.shmFenced.increment();
@@ -325,21 +392,32 @@ final class ShmLane implements Runnable {
   /**
    * After an allocation turned out gone: EPOCH_MISMATCH (and the lane fences) if the whole peer
    * incarnation ended, PERMISSION_DENIED if only that allocation was unregistered.
+   *
+   * <p>A process that dies releases its locks one file at a time, so an allocation's lock can be
+   * gone a moment before the token's: the token is looked at again for up to {@link
+   * #DEATH_SETTLE_NANOS} before the allocation is called unregistered. Either way nothing was copied.
    */
   private ErrorKind classifyGone() {
     if (fencedBecause != null) {
       return ErrorKind.EPOCH_MISMATCH;
     }
-    if (!peerAlive()) {
-      fenceFromLane("the incarnation " + peer + " has ended (its token is no longer locked live)");
-      return ErrorKind.EPOCH_MISMATCH;
-    }
+    long until = System.nanoTime() + DEATH_SETTLE_NANOS;
+    do {
+      if (!peerAlive()) {
+        fenceFromLane("the incarnation " + peer + " has ended (its token is no longer locked live)");
+        return ErrorKind.EPOCH_MISMATCH;
+      }
+      LockSupport.parkNanos(100_000L);
+    } while (System.nanoTime() - until < 0);
     return ErrorKind.PERMISSION_DENIED;
   }
 
+  /** How long a gone allocation waits for its peer's token to show a death in progress. */
+  private static final long DEATH_SETTLE_NANOS = 5_000_000L;
+
   private boolean peerAlive() {
     try {
-      return Libc.ofdTestLock(tokenFd, Libc.F_WRLCK, ShmLocks.LIVENESS, 1) != Libc.F_UNLCK;
+      return Libc.ofdTestLock(tokenFd, Libc.F_WRLCK, ShmLocks.LIVENESS, 1, lockScratch) != Libc.F_UNLCK;
     } catch (NativeCallException e) {
       return false;
     }

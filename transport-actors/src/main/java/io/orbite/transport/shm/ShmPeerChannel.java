@@ -14,9 +14,10 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Requester data plane to one peer incarnation over SHM: hands each task to the endpoint's copy
- * lane, which copies it whole (memory needs no slicing into frames: one task, one receipt). Owned by
- * an ShmEndpoint actor. Thread-safe; never blocks.
+ * Requester data plane to one peer incarnation over SHM: a small task is copied at once on the
+ * caller's thread when the endpoint's copy lane is idle ({@link ShmLane#copyHere}); any other task is
+ * handed to the lane, which copies it whole (memory needs no slicing into frames: one task, one
+ * receipt). Owned by an ShmEndpoint actor. Thread-safe; never blocks on I/O.
  */
 final class ShmPeerChannel implements PeerChannel {
   private final SegmentDescriptor peer;
@@ -88,6 +89,9 @@ final class ShmPeerChannel implements PeerChannel {
           peer + " is fenced: " + fenced + " (never copied)")));
       return 1;
     }
+    if (active && lane.copyHere(work)) {
+      return 1;
+    }
     if (!active || !lane.enqueue(work)) {
       work.sink().deliver(List.of(Receipt.failed(work.taskIndex(), ErrorKind.PEER_LOST, RemoteEffect.NONE,
           "the SHM endpoint to " + peer + " is closed (never copied)")));
@@ -97,6 +101,6 @@ final class ShmPeerChannel implements PeerChannel {
 
   @Override
   public void flush() {
-    lane.wake();
+    lane.wakeIfQueued();
   }
 }

@@ -30,9 +30,8 @@ import java.util.Map;
  * and 64 KiB, forced over TCP and over SHM, in two patterns:
  *
  * <ul>
- *   <li><b>reused</b>: {@code submit} + {@code await} on a batch that is kept; a batch is replaced,
- *       outside the timed part, every {@link #REUSE} transfers (a batch's status grows with every
- *       task it ever held, and {@code await} returns all of it);
+ *   <li><b>reused</b>: {@code submit} + {@code await} + {@code reset} on one batch of capacity 1,
+ *       kept for the whole figure, all timed;
  *   <li><b>fresh</b>: {@code allocateBatch(1)} + {@code submit} + {@code await} + {@code free}, all
  *       timed.
  * </ul>
@@ -52,8 +51,6 @@ public final class LatencyBench {
   private static final long REGION_BYTES = 1L << 30;
   private static final long[] SIZES = {4L << 10, 64L << 10};
   private static final String[] NAMES = {"4KiB", "64KiB"};
-  /** Transfers per batch in the reused pattern. */
-  static final int REUSE = 256;
   private static final Duration AWAIT = Duration.ofSeconds(30);
 
   private PrintStream human = System.out;
@@ -190,7 +187,6 @@ public final class LatencyBench {
       long remote, long size, boolean fresh, long[] nanos) {
     int failed = 0;
     Batch reused = null;
-    int inBatch = 0;
     int total = warmup + nanos.length;
     for (int k = 0; k < total; k++) {
       int slot = k < warmup ? nanos.length + k : k - warmup;
@@ -211,18 +207,14 @@ public final class LatencyBench {
         ended = System.nanoTime();
         done = status.allCompleted();
       } else {
-        if (reused == null || inBatch == REUSE) {
-          if (reused != null) {
-            reused.free();
-          }
-          reused = engine.allocateBatch(REUSE);
-          inBatch = 0;
+        if (reused == null) {
+          reused = engine.allocateBatch(1);
         }
         begun = System.nanoTime();
         reused.submit(one);
         BatchStatus status = reused.await(AWAIT);
+        reused.reset();
         ended = System.nanoTime();
-        inBatch++;
         done = status.allCompleted();
       }
       if (!done) {

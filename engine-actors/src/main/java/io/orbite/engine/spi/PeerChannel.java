@@ -19,6 +19,18 @@ public interface PeerChannel {
    */
   int dispatch(TaskWork work);
 
+  /**
+   * {@link #dispatch} for the only task of a submission. A transport may run it on the calling
+   * thread, now, when that is cheaper than a hand-off (a small copy to an idle lane), delivering its
+   * receipt before this returns; it must hold the same lock its lane holds while it touches the
+   * task's memory, so that a drain or fence of the lane waits for it.
+   *
+   * @return how many receipts the task will produce
+   */
+  default int dispatchAlone(TaskWork work) {
+    return dispatch(work);
+  }
+
   /** Wakes lanes after a run of {@link #dispatch} calls. */
   void flush();
 

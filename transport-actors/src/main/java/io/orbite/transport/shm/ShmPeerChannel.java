@@ -14,8 +14,9 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Requester data plane to one peer incarnation over SHM: a small task is copied at once on the
- * caller's thread when the endpoint's copy lane is idle ({@link ShmLane#copyHere}); any other task is
+ * Requester data plane to one peer incarnation over SHM: a small task submitted alone is copied at
+ * once on the caller's thread when the endpoint's copy lane is idle ({@link ShmLane#copyHere}); any
+ * other task is
  * handed to the lane, which copies it whole (memory needs no slicing into frames: one task, one
  * receipt). Owned by an ShmEndpoint actor. Thread-safe; never blocks on I/O.
  */
@@ -82,14 +83,23 @@ final class ShmPeerChannel implements PeerChannel {
   }
 
   @Override
+  public int dispatchAlone(TaskWork work) {
+    return dispatch(work, true);
+  }
+
+  @Override
   public int dispatch(TaskWork work) {
+    return dispatch(work, false);
+  }
+
+  private int dispatch(TaskWork work, boolean alone) {
     String fenced = fencedBecause();
     if (fenced != null) {
       work.sink().deliver(List.of(Receipt.failed(work.taskIndex(), ErrorKind.EPOCH_MISMATCH, RemoteEffect.NONE,
           peer + " is fenced: " + fenced + " (never copied)")));
       return 1;
     }
-    if (active && lane.copyHere(work)) {
+    if (alone && active && lane.copyHere(work)) {
       return 1;
     }
     if (!active || !lane.enqueue(work)) {

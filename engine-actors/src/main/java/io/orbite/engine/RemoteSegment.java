@@ -46,6 +46,8 @@ public final class RemoteSegment implements AutoCloseable {
   private final PeerChannel channel;
   private final SharedExports shared;
   private final Map<Long, SharedRegion> sharedById;
+  /** The keys of {@link #sharedById}, sorted: looked up on every submission without boxing. */
+  private final long[] sharedIds;
   private final PeerChannel sharedChannel;
   private final String sharedRefusal;
   private final Reference reference;
@@ -103,6 +105,7 @@ public final class RemoteSegment implements AutoCloseable {
     this.channel = channel;
     this.shared = shared;
     this.sharedById = shared == null ? Map.of() : shared.byRegion();
+    this.sharedIds = sharedById.keySet().stream().mapToLong(Long::longValue).sorted().toArray();
     this.sharedChannel = sharedChannel;
     this.sharedRefusal = sharedRefusal;
     this.reference = reference;
@@ -210,7 +213,7 @@ public final class RemoteSegment implements AutoCloseable {
    * @return true when this segment has an SHM channel and the peer exports that region through it
    */
   public boolean sharedReachable(long regionId) {
-    return sharedChannel != null && sharedById.containsKey(regionId);
+    return sharedChannel != null && java.util.Arrays.binarySearch(sharedIds, regionId) >= 0;
   }
 
   /**

@@ -85,22 +85,57 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
     return e == null ? "none" : e.name().toLowerCase(Locale.ROOT);
   }
 
-  /** A batch reports an ended task (its actor's thread; Kamon instruments are lock-free). */
+  /** The instruments one kind of ended task records into (its transport, op and outcome). */
+  private record TaskSeries(Counter tasks, Counter bytes, Histogram latency, Counter errors, LongAdder errorsByKind,
+      LongAdder transportBytes) {}
+
+  /**
+   * The series of each (transport, op, state, error) combination, made on first use: a task's end
+   * then costs no string or map lookup (it runs on the thread that applied its last receipt).
+   */
+  private final java.util.concurrent.atomic.AtomicReferenceArray<TaskSeries> series =
+      new java.util.concurrent.atomic.AtomicReferenceArray<>(
+          (Transport.values().length + 1) * Op.values().length * TaskState.values().length * (ErrorKind.values().length + 1));
+
+  private TaskSeries series(Transport transport, Op op, TaskState state, ErrorKind error) {
+    int i = (((transport == null ? 0 : transport.ordinal() + 1) * Op.values().length + op.ordinal())
+        * TaskState.values().length + state.ordinal()) * (ErrorKind.values().length + 1)
+        + (error == null ? 0 : error.ordinal() + 1);
+    TaskSeries s = series.get(i);
+    if (s == null) {
+      String t = label(transport);
+      String o = label(op);
+      String outcome = state == TaskState.COMPLETED ? "completed" : error != null ? label(error) : label(state);
+      boolean completed = state == TaskState.COMPLETED;
+      s = new TaskSeries(
+          counter("orbite_tasks", "transport", t, "op", o, "outcome", outcome),
+          counter("orbite_bytes", "transport", t, "op", o, "outcome", outcome),
+          latency("transport", t, "op", o, "outcome", completed ? "completed" : "failed"),
+          completed ? null : counter("orbite_errors", "kind", "task_" + outcome),
+          completed ? null : errorsByKind.computeIfAbsent("task_" + outcome, k -> new LongAdder()),
+          transport != null ? transportBytes.get(transport) : otherTransportBytes);
+      series.compareAndSet(i, null, s);
+    }
+    return s;
+  }
+
+  /**
+   * A batch reports an ended task, on the thread that ended it (a lane's, or the submitting
+   * caller's for a copy it ran itself); Kamon instruments are lock-free. The latency runs from the
+   * call to {@code submit} to the moment the result is visible to {@code await} and {@code status}.
+   */
   @Override
   public void taskEnded(Transport transport, Op op, TaskState state, ErrorKind error, long lengthBytes,
       long elapsedNanos) {
-    String t = label(transport);
-    String o = label(op);
-    String outcome = state == TaskState.COMPLETED ? "completed" : error != null ? label(error) : label(state);
-    counter("orbite_tasks", "transport", t, "op", o, "outcome", outcome).increment();
-    counter("orbite_bytes", "transport", t, "op", o, "outcome", outcome).increment(lengthBytes);
-    latency("transport", t, "op", o, "outcome", state == TaskState.COMPLETED ? "completed" : "failed")
-        .record(Math.max(0, elapsedNanos));
+    TaskSeries s = series(transport, op, state, error);
+    s.tasks().increment();
+    s.bytes().increment(lengthBytes);
+    s.latency().record(Math.max(0, elapsedNanos));
     if (state == TaskState.COMPLETED) {
-      (transport != null ? transportBytes.get(transport) : otherTransportBytes).add(lengthBytes);
+      s.transportBytes().add(lengthBytes);
     } else {
-      errorsByKind.computeIfAbsent("task_" + outcome, k -> new LongAdder()).increment();
-      counter("orbite_errors", "kind", "task_" + outcome).increment();
+      s.errorsByKind().increment();
+      s.errors().increment();
     }
   }
 

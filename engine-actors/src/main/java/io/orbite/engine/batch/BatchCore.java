@@ -3,7 +3,6 @@ package io.orbite.engine.batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
-import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.admission.Admission;
@@ -221,10 +220,13 @@ public final class BatchCore {
    * Hands admitted tasks to their channels, on the caller's thread and outside this monitor: a
    * channel may copy a small task right away and deliver its receipt on this thread. Each channel
    * is flushed after its first task (so it starts while the rest are dispatched) and at the end.
+   * The receipt counts are recorded together at the end, under one lock: receipts that arrive
+   * meanwhile are counted, and their tasks end then.
    */
   public void dispatch(Admitted admitted) {
     PeerChannel[] channels = admitted.channels();
     TaskWork[] work = admitted.work();
+    int[] owed = new int[work.length];
     PeerChannel previous = null;
     List<PeerChannel> touched = null;
     for (int k = 0; k < work.length; k++) {
@@ -232,11 +234,12 @@ public final class BatchCore {
         continue;
       }
       PeerChannel channel = channels[k];
+      owed[k] = -1;
       int receipts;
       try {
         counters.of(channel.transport()).tasksDispatched.increment();
         counters.of(channel.transport()).bytesDispatched.add(work[k].lengthBytes());
-        receipts = channel.dispatch(work[k]);
+        receipts = work.length == 1 ? channel.dispatchAlone(work[k]) : channel.dispatch(work[k]);
       } catch (RuntimeException e) {
         // A transport that breaks its contract: the task is failed as never sent.
         LOG.error("batch {}: dispatch of task {} to {} failed: {}", name, work[k].taskIndex(), channel.transport(),
@@ -244,7 +247,7 @@ public final class BatchCore {
         failUnsent(work[k].taskIndex(), "the " + channel.transport() + " transport refused the task: " + e);
         continue;
       }
-      sealed(work[k].taskIndex(), receipts);
+      owed[k] = receipts;
       if (channel != previous) {
         if (touched == null) {
           touched = new ArrayList<>(2);
@@ -256,6 +259,7 @@ public final class BatchCore {
         previous = channel;
       }
     }
+    sealed(work, owed);
     if (touched != null && work.length > 1) {
       for (PeerChannel channel : touched) {
         channel.flush();
@@ -269,8 +273,13 @@ public final class BatchCore {
     afterChange();
   }
 
-  private synchronized void sealed(int i, int receipts) {
-    ended(i, ledger.owe(i, receipts));
+  /** Records the receipt counts of the dispatched tasks ({@code owed[k] < 0}: not dispatched). */
+  private synchronized void sealed(TaskWork[] work, int[] owed) {
+    for (int k = 0; k < work.length; k++) {
+      if (work[k] != null && owed[k] >= 0) {
+        ended(work[k].taskIndex(), ledger.owe(work[k].taskIndex(), owed[k]));
+      }
+    }
     afterChange();
   }
 
@@ -348,8 +357,8 @@ public final class BatchCore {
 
   /** Tells the task observers (metrics) that task {@code i} ended. */
   private void reportEnded(int i) {
-    TaskResult t = ledger.result(i);
-    counters.taskEnded(ledger.transport(i), ledger.op(i), t.state(), t.errorKind(), ledger.length(i), t.elapsedNanos());
+    counters.taskEnded(ledger.transport(i), ledger.op(i), ledger.state(i), ledger.error(i), ledger.length(i),
+        ledger.elapsedNanos(i));
   }
 
   private void notifyIfIdle() {

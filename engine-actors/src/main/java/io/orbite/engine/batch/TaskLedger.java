@@ -319,6 +319,18 @@ final class TaskLedger {
     return op[i];
   }
 
+  TaskState state(int i) {
+    return state[i];
+  }
+
+  ErrorKind error(int i) {
+    return error[i];
+  }
+
+  long elapsedNanos(int i) {
+    return elapsedNanos[i];
+  }
+
   long length(int i) {
     return length[i];
   }

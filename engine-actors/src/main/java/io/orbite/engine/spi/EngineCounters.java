@@ -88,7 +88,7 @@ public final class EngineCounters {
   /** Where this engine's owner actors report their states and charges (the dashboard and metrics read it). */
   public final OwnerBoard owners = new OwnerBoard();
 
-  /** Told of every task that ended through a batch (never blocks; called on a batch actor's thread). */
+  /** Told of every task that ended through a batch (never blocks; called on the thread that ended it: a lane's, or the submitting caller's). */
   public interface TaskObserver {
     /**
      * @param transport the transport that carried it, {@code null} when it never reached one

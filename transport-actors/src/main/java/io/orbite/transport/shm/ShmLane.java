@@ -234,7 +234,11 @@ final class ShmLane implements Runnable {
     }
   }
 
+  /** How many tasks the current pass holds: receipt lists are sized for it. */
+  private int passSize = 16;
+
   private void runPass(List<TaskWork> pass) {
+    passSize = pass.size();
     Map<Long, List<TaskWork>> byRegion = pass.size() == 1 ? null : new LinkedHashMap<>();
     long now = System.nanoTime();
     for (TaskWork w : pass) {
@@ -458,11 +462,21 @@ final class ShmLane implements Runnable {
     add(w.sink(), Receipt.failed(w.taskIndex(), kind, RemoteEffect.NONE, detail));
   }
 
+  /** The sink of the last receipt added, and its list: a pass's tasks mostly share one batch. */
+  private ReceiptSink lastSink;
+  private List<Receipt> lastReceipts;
+
   private void add(ReceiptSink sink, Receipt receipt) {
-    receipts.computeIfAbsent(sink, s -> new ArrayList<>()).add(receipt);
+    if (sink != lastSink) {
+      lastSink = sink;
+      lastReceipts = receipts.computeIfAbsent(sink, s -> new ArrayList<>(passSize));
+    }
+    lastReceipts.add(receipt);
   }
 
   private void deliver() {
+    lastSink = null;
+    lastReceipts = null;
     if (!receipts.isEmpty()) {
       receipts.forEach(ReceiptSink::deliver);
       receipts.clear();

@@ -1,5 +1,7 @@
 package io.orbite.qualification.bench;
 
+import io.orbite.engine.Batch;
+import io.orbite.engine.BatchStatus;
 import io.orbite.engine.Op;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
@@ -7,7 +9,6 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.qualification.cli.Progress;
-import io.orbite.qualification.harness.TaskRunner;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,8 +31,10 @@ final class BenchLoop {
 
   /**
    * Runs {@code op} tasks of {@code size} for {@code seconds}, {@code perBatch} per batch and {@code
-   * batchesInFlight} batches at once, cycling through {@code slots} offsets; reports the first failed
-   * tasks on {@code human} and progress (tenths of a second) on {@code progress} if not null.
+   * batchesInFlight} batches in flight all the time (a batch is awaited, checked and freed, oldest
+   * first, and a new one submitted at once), cycling through {@code slots} offsets; reports the
+   * first failed tasks on {@code human} and progress (tenths of a second) on {@code progress} if
+   * not null.
    */
   static Run runFor(PrintStream human, TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer,
       long remote, long size, int perBatch, int batchesInFlight, long slots, double seconds, Progress progress) {
@@ -42,17 +45,28 @@ final class BenchLoop {
     int failed = 0;
     long slot = 0;
     long touched = 0;
-    int chunk = perBatch * batchesInFlight;
-    while (System.nanoTime() < deadline) {
-      List<TransferRequest> requests = new ArrayList<>(chunk);
-      for (int i = 0; i < chunk; i++) {
-        long offset = (slot++ % slots) * size;
-        touched = Math.max(touched, offset + size);
-        requests.add(op == Op.READ
-            ? TransferRequest.read(local, offset, peer, remote, offset, size)
-            : TransferRequest.write(local, offset, peer, remote, offset, size));
+    java.util.ArrayDeque<Batch> outstanding = new java.util.ArrayDeque<>();
+    while (true) {
+      boolean more = System.nanoTime() < deadline;
+      while (more && outstanding.size() < batchesInFlight) {
+        List<TransferRequest> requests = new ArrayList<>(perBatch);
+        for (int i = 0; i < perBatch; i++) {
+          long offset = (slot++ % slots) * size;
+          touched = Math.max(touched, offset + size);
+          requests.add(op == Op.READ
+              ? TransferRequest.read(local, offset, peer, remote, offset, size)
+              : TransferRequest.write(local, offset, peer, remote, offset, size));
+        }
+        Batch batch = engine.allocateBatch(perBatch);
+        batch.submit(requests);
+        outstanding.add(batch);
       }
-      for (TaskResult r : TaskRunner.run(engine, requests, perBatch, batchesInFlight, null)) {
+      Batch oldest = outstanding.poll();
+      if (oldest == null) {
+        break;
+      }
+      BatchStatus status = oldest.await(java.time.Duration.ofSeconds(120));
+      for (TaskResult r : status.tasks()) {
         if (r.completed()) {
           bytes += r.bytes();
           tasks++;
@@ -60,6 +74,12 @@ final class BenchLoop {
           human.println("  task failed: " + r);
         }
       }
+      if (!status.done()) {
+        failed++;
+        human.println("  a batch did not finish within 120 s");
+        continue;
+      }
+      oldest.free();
       if (progress != null) {
         progress.update(Math.min((long) (seconds * 10), (System.nanoTime() - start) / 100_000_000L), bytes);
       }

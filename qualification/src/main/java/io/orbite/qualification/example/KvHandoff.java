@@ -62,6 +62,8 @@ public final class KvHandoff {
         --inflight-mib M              most bytes the stream holds in flight (default 64)
         --seed S                      seed of sizes, placement and contents (default 20260101)
         --timeout-s S                 give up on the transfer after S seconds (default 300)
+        --json                        the report goes to stderr; stdout gets one JSON object with
+                                      the figures (pulled_GBps, request_p50_ms, request_p99_ms, ...)
         --corrupt-one-block           test hook: the prefill damages one byte of one block after
                                       publishing it; the run must find it and fail""";
 
@@ -183,6 +185,25 @@ public final class KvHandoff {
       long prefillPid) {}
 
   private final PrintStream out;
+  /** What the last run measured, for {@code --json}. */
+  private final java.util.Map<String, Double> figures = new java.util.LinkedHashMap<>();
+
+  /** One JSON object in the shape of the benches' ({@code figures}, {@code ceilings}, {@code ratios}), and the result. */
+  void printJson(PrintStream json, int exitCode) {
+    var mapper = new com.fasterxml.jackson.databind.ObjectMapper()
+        .enable(com.fasterxml.jackson.databind.SerializationFeature.INDENT_OUTPUT);
+    var root = mapper.createObjectNode();
+    var f = root.putObject("figures");
+    figures.forEach((k, v) -> f.put(k, Math.round(v * 1000) / 1000.0));
+    root.putObject("ceilings");
+    root.putObject("ratios");
+    root.put("result", exitCode == 0 ? "PASS" : "FAIL");
+    try {
+      json.println(mapper.writeValueAsString(root));
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
 
   public KvHandoff(PrintStream out) {
     this.out = out;
@@ -197,6 +218,16 @@ public final class KvHandoff {
     if (args.contains("-h") || args.contains("--help")) {
       out.println(USAGE);
       return 0;
+    }
+    if (args.contains("--json") && out == System.out) {
+      // The human report moves to stderr, so that stdout holds exactly one JSON object.
+      List<String> rest = args.stream().filter(a -> !a.equals("--json")).toList();
+      KvHandoff quiet = new KvHandoff(System.err);
+      int code = quiet.run(rest);
+      if (code != 2) {
+        quiet.printJson(System.out, code);
+      }
+      return code;
     }
     Options options;
     try {
@@ -396,6 +427,11 @@ public final class KvHandoff {
     }
     out.printf(Locale.ROOT, "pulled   %d/%d blocks, %s in %.3f s = %.2f GB/s%n", countTrue(arrived), n, size(bytes),
         seconds, bytes / 1e9 / seconds);
+    figures.put("blocks", (double) n);
+    figures.put("blocks_pulled", (double) countTrue(arrived));
+    figures.put("pulled_bytes", (double) bytes);
+    figures.put("pulled_seconds", seconds);
+    figures.put("pulled_GBps", bytes / 1e9 / seconds);
 
     // Per-request latency: first block into the flow -> last block's result.
     List<Long> latencies = new ArrayList<>();
@@ -407,6 +443,10 @@ public final class KvHandoff {
     out.printf(Locale.ROOT, "latency  per request, first block into the stream -> last block's result: p50 %.3f ms, "
         + "p99 %.3f ms, max %.3f ms (%d requests)%n", pct(latencies, 50), pct(latencies, 99), pct(latencies, 100),
         latencies.size());
+    figures.put("requests", (double) latencies.size());
+    figures.put("request_p50_ms", pct(latencies, 50));
+    figures.put("request_p99_ms", pct(latencies, 99));
+    figures.put("request_max_ms", pct(latencies, 100));
 
     // Every byte: each block's content, and every guard byte around the blocks.
     long verifyStart = System.nanoTime();
@@ -452,6 +492,8 @@ public final class KvHandoff {
       }
     }
     long guardBytes = dst.bytes() - blocks.stream().mapToLong(KvBlock::length).sum();
+    figures.put("blocks_verified", (double) verified);
+    figures.put("guard_bytes_verified", (double) guardBytes);
     out.printf(Locale.ROOT, "verified %d/%d blocks byte for byte, and %s guard bytes in %d gaps%s (%.2f s)%n", verified,
         n, String.format(Locale.ROOT, "%,d", guardBytes), n + 1, guardsBad == 0 ? "" : " (" + guardsBad + " damaged)",
         verifySeconds);

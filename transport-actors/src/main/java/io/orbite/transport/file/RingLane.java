@@ -7,13 +7,11 @@ import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
-import io.orbite.engine.spi.ReceiptSink;
 import io.orbite.nativebind.Errno;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -76,7 +74,7 @@ final class RingLane {
     /** Completions a pass waits for when the ring is full and work is queued: a quarter of the ring. */
     private final int batchWant;
     private final ArrayDeque<Integer> free = new ArrayDeque<>();
-    private final Map<ReceiptSink, List<Receipt>> outgoing = new IdentityHashMap<>();
+    private final io.orbite.engine.spi.ReceiptBatcher outgoing = new io.orbite.engine.spi.ReceiptBatcher();
     private final List<ActorRef<Closed>> closeWaiters = new ArrayList<>();
     private int inflight;
     private String state = "running";
@@ -357,15 +355,11 @@ final class RingLane {
     }
 
     private void receipt(FileOp op, Receipt r) {
-        outgoing.computeIfAbsent(op.sink, s -> new ArrayList<>()).add(r);
+        outgoing.add(op.sink, r);
     }
 
     private void deliver() {
-        if (outgoing.isEmpty()) {
-            return;
-        }
-        outgoing.forEach(ReceiptSink::deliver);
-        outgoing.clear();
+        outgoing.flush();
     }
 
     static ErrorKind kindOf(int errno) {

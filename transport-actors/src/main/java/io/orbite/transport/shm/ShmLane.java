@@ -9,6 +9,7 @@ import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.spi.ReceiptSink;
 import io.orbite.engine.spi.TaskWork;
 import io.orbite.engine.wire.SharedHost;
@@ -19,7 +20,6 @@ import io.orbite.nativebind.libc.Libc;
 import java.lang.foreign.MemorySegment;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -35,8 +35,9 @@ import org.slf4j.LoggerFactory;
  * cycle takes the queued tasks, groups them by peer allocation, and for each allocation maps it (once;
  * kept mapped up to {@code shm.maxMappings}, least recently used unmapped first), takes the activity
  * lock, checks the allocation is still live, copies with {@link MemorySegment#copy}, and unlocks. It
- * delivers one receipt per task, in one call per batch per pass. When idle it checks the peer's
- * incarnation token; once the peer has ended it fences: every task fails EPOCH_MISMATCH with zero
+ * delivers one receipt per task, in one call per batch per pass. With nothing queued it waits
+ * through {@link io.orbite.transport.LaneIdle} (a short spin, yields, then parks of up to 100 ms; a
+ * dispatch unparks it at once), and every 100 ms it checks the peer's incarnation token; once the peer has ended it fences: every task fails EPOCH_MISMATCH with zero
  * bytes, every mapping is unmapped, and the lane ends.
  *
  * <p>A mapping whose munmap fails is quarantined: kept (with its descriptor) for the life of the
@@ -46,8 +47,6 @@ final class ShmLane implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(ShmLane.class);
   /** Most tasks taken per pass, so receipts flow while a long queue drains. */
   private static final int MAX_PASS = 4096;
-  /** How long an idle lane sleeps between checks (a dispatch wakes it at once). */
-  private static final long IDLE_PARK_NANOS = 20_000_000L;
   /**
    * Tasks of at most this many bytes are copied on the caller's thread when the lane is idle: a
    * copy of this size takes a few microseconds, less than handing it to the lane thread.
@@ -83,7 +82,7 @@ final class ShmLane implements Runnable {
   /** Peer allocations mapped, least recently used first. Lane thread only. */
   private final LinkedHashMap<Long, ShmMapping> mappings = new LinkedHashMap<>(16, 0.75f, true);
   private final List<ShmMapping> quarantined = new ArrayList<>();
-  private final Map<ReceiptSink, List<Receipt>> receipts = new IdentityHashMap<>();
+  private final ReceiptBatcher receipts = new ReceiptBatcher();
   private int tokenFd;
   private volatile boolean accepting = true;
   private volatile boolean closing;
@@ -189,6 +188,7 @@ final class ShmLane implements Runnable {
     Throwable cause = null;
     try {
       List<TaskWork> pass = new ArrayList<>();
+      org.agrona.concurrent.IdleStrategy idle = io.orbite.transport.LaneIdle.strategy(LIVENESS_CHECK_NANOS);
       long nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
       while (!closing) {
         TaskWork w;
@@ -208,9 +208,10 @@ final class ShmLane implements Runnable {
               owner.unlock();
             }
           }
-          LockSupport.parkNanos(this, IDLE_PARK_NANOS);
+          idle.idle();
           continue;
         }
+        idle.reset();
         owner.lock();
         try {
           runPass(pass);
@@ -234,11 +235,8 @@ final class ShmLane implements Runnable {
     }
   }
 
-  /** How many tasks the current pass holds: receipt lists are sized for it. */
-  private int passSize = 16;
-
   private void runPass(List<TaskWork> pass) {
-    passSize = pass.size();
+    receipts.expect(pass.size());
     Map<Long, List<TaskWork>> byRegion = pass.size() == 1 ? null : new LinkedHashMap<>();
     long now = System.nanoTime();
     for (TaskWork w : pass) {
@@ -462,25 +460,12 @@ final class ShmLane implements Runnable {
     add(w.sink(), Receipt.failed(w.taskIndex(), kind, RemoteEffect.NONE, detail));
   }
 
-  /** The sink of the last receipt added, and its list: a pass's tasks mostly share one batch. */
-  private ReceiptSink lastSink;
-  private List<Receipt> lastReceipts;
-
   private void add(ReceiptSink sink, Receipt receipt) {
-    if (sink != lastSink) {
-      lastSink = sink;
-      lastReceipts = receipts.computeIfAbsent(sink, s -> new ArrayList<>(passSize));
-    }
-    lastReceipts.add(receipt);
+    receipts.add(sink, receipt);
   }
 
   private void deliver() {
-    lastSink = null;
-    lastReceipts = null;
-    if (!receipts.isEmpty()) {
-      receipts.forEach(ReceiptSink::deliver);
-      receipts.clear();
-    }
+    receipts.flush();
   }
 
   /** Refuse new work, fail what is queued (unsent), unmap everything, close the token. */

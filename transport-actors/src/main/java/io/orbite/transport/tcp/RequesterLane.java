@@ -6,6 +6,7 @@ import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;

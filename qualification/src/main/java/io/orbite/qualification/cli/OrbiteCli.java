@@ -33,8 +33,11 @@ public final class OrbiteCli {
     if (!args.isEmpty() && args.get(0).equals("latency")) {
       return new io.orbite.qualification.bench.LatencyBench().run(args.subList(1, args.size()));
     }
+    if (!args.isEmpty() && args.get(0).equals("idle")) {
+      return new io.orbite.qualification.bench.IdleBench().run(args.subList(1, args.size()));
+    }
     if (args.isEmpty() || !(args.get(0).equals("tcp") || args.get(0).equals("shm"))) {
-      System.err.println("bench: name a bench: tcp, shm, file, latency");
+      System.err.println("bench: name a bench: tcp, shm, file, latency, idle");
       return 2;
     }
     if (args.get(0).equals("shm")) {
@@ -60,6 +63,8 @@ public final class OrbiteCli {
           bench latency [--json] [--quick]
                              1-task READ/WRITE round trips (4 KiB, 64 KiB; TCP and SHM; reused and fresh
                              batch), p50/p99/p99.9, beside sockperf and ucx_perftest in the same run
+          bench idle [--json] [--seconds S]
+                             CPU of an idle requester and source engine (lanes up), % of one core
           bench file [--json] [--dir D] [--quick]
                              file segments over io_uring on a 1 GiB file: 1 MiB sequential WRITE/READ and
                              4 KiB random READs at depth 32, beside fio --ioengine=io_uring in the same run

@@ -23,7 +23,16 @@ final class BenchLoop {
    * @param touchedBytes how far into both regions the run reached (what must be verified)
    * @param failed tasks that did not complete
    */
-  record Run(long bytes, long tasks, double seconds, long touchedBytes, int failed) {
+  record Run(long bytes, long tasks, double seconds, long touchedBytes, int failed, long allocatedBytes) {
+    Run(long bytes, long tasks, double seconds, long touchedBytes, int failed) {
+      this(bytes, tasks, seconds, touchedBytes, failed, 0);
+    }
+
+    /** Heap bytes the whole process allocated per task during the run (0 when not measured). */
+    double allocatedPerTask() {
+      return tasks == 0 ? 0 : (double) allocatedBytes / tasks;
+    }
+
     double gbps() {
       return bytes / 1e9 / seconds;
     }
@@ -97,10 +106,14 @@ final class BenchLoop {
     long slots = regionBytes / size;
     runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, 0.3, null);
     Progress progress = new Progress("tasks_4KiB", (long) (seconds * 10), "ds");
-    Run r = runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, seconds, progress);
+    long allocBefore = io.orbite.qualification.harness.EngineMain.allocatedBytes();
+    Run timed = runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, seconds, progress);
+    Run r = new Run(timed.bytes(), timed.tasks(), timed.seconds(), timed.touchedBytes(), timed.failed(),
+        io.orbite.qualification.harness.EngineMain.allocatedBytes() - allocBefore);
     progress.done();
-    human.printf(java.util.Locale.ROOT, "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024)%n", "read_4KiB",
-        r.tasks(), r.seconds(), r.tasks() / r.seconds());
+    human.printf(java.util.Locale.ROOT, "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024), %.0f B heap "
+        + "allocated per task by the whole requester process%n", "read_4KiB", r.tasks(), r.seconds(),
+        r.tasks() / r.seconds(), r.allocatedPerTask());
     return r;
   }
 }

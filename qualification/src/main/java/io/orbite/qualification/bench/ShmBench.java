@@ -112,6 +112,7 @@ public final class ShmBench {
         failures += small.failed();
         failures += BenchReport.verify(human, Op.READ, local, source, remote, small.touchedBytes(), sourceSeed, 0);
         figures.put("tasks_4KiB_per_s", small.tasks() / small.seconds());
+        figures.put("alloc_requester_process_tasks_4KiB_bytes_per_task", small.allocatedPerTask());
       }
       long overTcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();
       figures.put("tasks_over_shm", (double) requester.counters().of(Transport.SHM).tasksDispatched.sum());

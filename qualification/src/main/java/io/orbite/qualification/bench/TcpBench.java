@@ -129,6 +129,7 @@ public final class TcpBench {
         failures += small.failed();
         failures += BenchReport.verify(human, Op.READ, local, source, remote, small.touchedBytes(), sourceSeed, 0);
         figures.put("tasks_4KiB_per_s", small.tasks() / small.seconds());
+        figures.put("alloc_requester_process_tasks_4KiB_bytes_per_task", small.allocatedPerTask());
       }
       if (haveIperf && !skipSmall) {
         addIperf(iperf, iperfCpu);

@@ -7,7 +7,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
  * Owner of the engine's budgets (C9): batches, tasks and bytes in flight, endpoints, kept in an
- * {@link AdmissionGate} that the guardian and the batch actors charge directly, on their own
+ * {@link AdmissionGate} that callers, lanes and the guardian charge and release directly, on their own
  * threads, so the common path never waits on this mailbox. Child of the EngineGuardian. The actor
  * fences the gate, answers the charges and releases that still come as messages (the segment
  * table's endpoints, {@code owed()}'s usage) and reports the gate to the owner view. Exhaustion is
@@ -73,7 +73,7 @@ public final class Admission {
   /**
    * Owns {@code gate}: every message charges or releases through it, {@code Fence} fences it, and
    * its state and budgets (used and limit) are reported to {@code board} after every message and
-   * every {@link #REPORT_EVERY}, since batch actors and the guardian charge the gate directly.
+   * every {@link #REPORT_EVERY}, since callers, lanes and the guardian charge the gate directly.
    */
   public static Behavior<Command> create(AdmissionGate gate, BudgetConfig limits, io.orbite.engine.view.OwnerBoard board) {
     return Behaviors.withTimers(timers -> Behaviors.setup(ctx -> {

@@ -7,7 +7,7 @@ import io.orbite.config.BudgetConfig;
  * thread that needs it instead of an ask to the Admission actor. Every charge is all-or-nothing
  * (tasks and bytes together) and is decided under the same lock as the fence, so no charge can
  * succeed after {@link #fence} returned. Releases are never refused. The Admission actor owns the
- * gate's lifecycle (it fences it and reports it); batch actors, the guardian and the segment table
+ * gate's lifecycle (it fences it and reports it); submitting callers, lanes (releases), the guardian and the segment table
  * charge it directly or through the actor.
  */
 public final class AdmissionGate {

@@ -5,7 +5,7 @@ import io.orbite.engine.Transport;
 
 /**
  * The requester-side data plane to one peer incarnation, owned by a transport's endpoint actor.
- * Thread-safe; the engine calls it from batch actors. It never blocks on I/O.
+ * Thread-safe; the engine calls it from submitting threads (several at once). It never blocks on I/O.
  */
 public interface PeerChannel {
   SegmentDescriptor peer();

@@ -15,7 +15,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The data plane of one open file: cuts each task into chunks of at most {@code file.maxChunkBytes}
  * and queues them on the ring lanes, round robin, skipping quarantined lanes. One receipt per chunk.
- * Thread-safe; batch actors call it.
+ * Thread-safe; submitting threads call it.
  */
 final class FileSegmentChannel implements PeerChannel {
     private final SegmentDescriptor self;

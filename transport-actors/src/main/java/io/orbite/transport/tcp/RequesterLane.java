@@ -467,8 +467,11 @@ final class RequesterLane implements Runnable {
     sleeping = true;
     try {
       if (incoming.isEmpty() && running) {
-        // The action form skips the selected-key set, whose insertions allocate on every wake.
-        selector.select(IGNORE_KEY, SELECT_MILLIS);
+        // The action form skips the selected-key set, whose insertions allocate on every wake. A
+        // lane that holds no frame has no deadline to sweep: it sleeps until the socket, new work
+        // (wake) or a close (wakeup) rouses it, so an idle engine's lanes cost no CPU.
+        boolean holding = !waiting.isEmpty() || !inflight.isEmpty() || gatherStart < gatherEnd;
+        selector.select(IGNORE_KEY, holding ? SELECT_MILLIS : 0);
       }
     } finally {
       sleeping = false;

@@ -485,11 +485,6 @@ public final class BatchCore {
     }
   }
 
-  /** Whether a task is pending or held (so the batch cannot be freed or reset). */
-  synchronized boolean busy() {
-    return ledger.pending() > 0 || ledger.held() > 0;
-  }
-
   synchronized boolean quarantined() {
     return ledger.held() > 0;
   }

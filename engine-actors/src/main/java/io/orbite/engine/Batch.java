@@ -1,5 +1,6 @@
 package io.orbite.engine;
 
+import io.orbite.engine.batch.BatchCore;
 import io.orbite.engine.batch.RequestValidator;
 import java.time.Duration;
 import java.util.List;
@@ -15,13 +16,13 @@ import java.util.concurrent.TimeoutException;
  * CompletionStage form. Thread-safe.
  */
 public final class Batch {
-  private final io.orbite.engine.batch.BatchCore core;
+  private final BatchCore core;
   /** This handle's allocation of the core; once freed, the core may serve another allocation. */
   private final long lease;
   /** The engine that made this batch: once it has closed, every call fails UNAVAILABLE naming it. */
   private final TransferEngine engine;
 
-  Batch(io.orbite.engine.batch.BatchCore core, long lease, TransferEngine engine) {
+  Batch(BatchCore core, long lease, TransferEngine engine) {
     this.core = core;
     this.lease = lease;
     this.engine = engine;
@@ -60,7 +61,7 @@ public final class Batch {
     long total = RequestValidator.validate(requests);
     // On the caller's thread, no ask: reserve the indexes, charge the budgets and take the loans
     // (a refusal has had no side effect), then hand the work to its lanes.
-    io.orbite.engine.batch.BatchCore.Admitted admitted = core.admit(lease, List.copyOf(requests), total, submitted);
+    BatchCore.Admitted admitted = core.admit(lease, List.copyOf(requests), total, submitted);
     core.dispatch(admitted);
     return admitted.first();
   }

@@ -4,6 +4,7 @@ import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedRegion;
 import java.lang.ref.Cleaner;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -213,7 +214,7 @@ public final class RemoteSegment implements AutoCloseable {
    * @return true when this segment has an SHM channel and the peer exports that region through it
    */
   public boolean sharedReachable(long regionId) {
-    return sharedChannel != null && java.util.Arrays.binarySearch(sharedIds, regionId) >= 0;
+    return sharedChannel != null && Arrays.binarySearch(sharedIds, regionId) >= 0;
   }
 
   /**

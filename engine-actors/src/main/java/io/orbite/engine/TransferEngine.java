@@ -4,6 +4,8 @@ import com.typesafe.config.ConfigFactory;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.admission.Budgets;
+import io.orbite.engine.batch.BatchCore;
+import io.orbite.engine.batch.BatchPool;
 import io.orbite.engine.guardian.EngineGuardian;
 import io.orbite.engine.registry.Registration;
 import io.orbite.engine.registry.Registry;
@@ -971,12 +973,12 @@ public final class TransferEngine implements AutoCloseable {
             "allocateBatch: capacity must be 1.." + max + ", got " + capacity));
       }
       // The slot is charged on the caller's thread; a batch freed earlier is reused without an ask.
-      io.orbite.engine.admission.Admission.Decision decision = handles.gate().tryBatch();
+      Admission.Decision decision = handles.gate().tryBatch();
       if (!decision.granted()) {
         return CompletableFuture.failedFuture(new TransferException(
             decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED, "allocateBatch: " + decision.refusal()));
       }
-      io.orbite.engine.batch.BatchCore pooled = batchPool.take(capacity);
+      BatchCore pooled = batchPool.take(capacity);
       if (pooled != null) {
         return CompletableFuture.completedFuture(new Batch(pooled, pooled.lease(), this));
       }
@@ -997,10 +999,10 @@ public final class TransferEngine implements AutoCloseable {
   }
 
   /** Freed batches kept for reuse by {@link #allocateBatch}. */
-  private final io.orbite.engine.batch.BatchPool batchPool = new io.orbite.engine.batch.BatchPool();
+  private final BatchPool batchPool = new BatchPool();
 
   /** A batch was freed: keep it for the next allocation of its capacity, or retire it. */
-  void recycle(io.orbite.engine.batch.BatchCore core) {
+  void recycle(BatchCore core) {
     if (shutdown.get() != null) {
       core.retire();
       return;

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 import kamon.Kamon;
@@ -93,8 +94,7 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
    * The series of each (transport, op, state, error) combination, made on first use: a task's end
    * then costs no string or map lookup (it runs on the thread that applied its last receipt).
    */
-  private final java.util.concurrent.atomic.AtomicReferenceArray<TaskSeries> series =
-      new java.util.concurrent.atomic.AtomicReferenceArray<>(
+  private final AtomicReferenceArray<TaskSeries> series = new AtomicReferenceArray<>(
           (Transport.values().length + 1) * Op.values().length * TaskState.values().length * (ErrorKind.values().length + 1));
 
   private TaskSeries series(Transport transport, Op op, TaskState state, ErrorKind error) {

@@ -1,5 +1,6 @@
 package io.orbite.engine.batch;
 
+import io.orbite.engine.view.OwnerBoard;
 import java.time.Duration;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -61,8 +62,8 @@ public final class BatchActor {
   }
 
   /** The owner of {@code core}'s lifecycle; the caller binds it to the core before the first lease. */
-  public static Behavior<Command> create(BatchCore core, io.orbite.engine.view.OwnerBoard board) {
-    return io.orbite.engine.view.OwnerBoard.retiredOnStop(board,
+  public static Behavior<Command> create(BatchCore core, OwnerBoard board) {
+    return OwnerBoard.retiredOnStop(board,
         Behaviors.withTimers(timers -> Behaviors.setup((ActorContext<Command> ctx) ->
             new BatchActor(core, timers).open())));
   }

@@ -74,6 +74,13 @@ public final class BatchCore {
   private String reportedState = "";
   private long reportedAtNanos;
   private boolean refreshAsked;
+  /** What the receipts being applied now ended, settled by {@link #afterChange}. */
+  private int finished;
+  private long finishedBytes;
+  private int completed;
+  private long completedBytes;
+  private int lateTasks;
+  private long lateBytes;
 
   /**
    * A batch's data-path state, not yet leased.
@@ -147,7 +154,7 @@ public final class BatchCore {
   }
 
   /** Tasks the caller admitted: indexes {@code first ..}, each with its work, or null if it failed unsent. */
-  public record Admitted(int first, List<TransferRequest> requests, TaskWork[] work, PeerChannel[] channels) {}
+  public record Admitted(int first, TaskWork[] work, PeerChannel[] channels) {}
 
   /**
    * Fits {@code requests} into the batch, charges the budgets for all of them and takes their local
@@ -212,7 +219,7 @@ public final class BatchCore {
       }
       report(false);
       notifyIfIdle();
-      return new Admitted(first, requests, work, channels);
+      return new Admitted(first, work, channels);
     }
   }
 
@@ -298,13 +305,6 @@ public final class BatchCore {
       afterChange();
     }
   }
-
-  private int finished;
-  private long finishedBytes;
-  private int completed;
-  private long completedBytes;
-  private int lateTasks;
-  private long lateBytes;
 
   /** Accounts what a receipt (or receipt count) did to task {@code i}; {@link #afterChange} settles it. */
   private void ended(int i, TaskLedger.Outcome outcome) {

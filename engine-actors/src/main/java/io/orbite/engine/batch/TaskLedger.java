@@ -5,6 +5,7 @@ import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
+import io.orbite.engine.Transport;
 import io.orbite.engine.registry.Registration;
 import io.orbite.engine.spi.Receipt;
 import java.util.ArrayList;
@@ -35,7 +36,7 @@ final class TaskLedger {
   /** Whether the task's receipt count is known ({@link #owe}); until then it cannot turn terminal. */
   private final boolean[] sealed;
   /** The transport each task was handed to ({@code null}: it never reached one). */
-  private final io.orbite.engine.Transport[] transport;
+  private final Transport[] transport;
   private int size;
   private int pending;
   /** UNQUIESCED tasks whose workers have not let go yet. */
@@ -61,7 +62,7 @@ final class TaskLedger {
     elapsedNanos = new long[capacity];
     deadlineNanos = new long[capacity];
     sealed = new boolean[capacity];
-    transport = new io.orbite.engine.Transport[capacity];
+    transport = new Transport[capacity];
   }
 
   /** What applying a receipt or a receipt count did to its task. */
@@ -185,11 +186,11 @@ final class TaskLedger {
   }
 
   /** Records the transport task {@code i} is being handed to. */
-  void handedTo(int i, io.orbite.engine.Transport t) {
+  void handedTo(int i, Transport t) {
     transport[i] = t;
   }
 
-  io.orbite.engine.Transport transport(int i) {
+  Transport transport(int i) {
     return transport[i];
   }
 

@@ -6,6 +6,7 @@ import io.orbite.engine.Transport;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.batch.BatchActor;
+import io.orbite.engine.batch.BatchCore;
 import io.orbite.engine.control.ControlService;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.registry.RegistryView;
@@ -59,7 +60,7 @@ public final class EngineGuardian {
   public sealed interface SpawnBatchReply {}
 
   /** A new batch, not leased yet: its actor runs and is bound to {@code core}. */
-  public record BatchSpawned(io.orbite.engine.batch.BatchCore core) implements SpawnBatchReply {}
+  public record BatchSpawned(BatchCore core) implements SpawnBatchReply {}
 
   public record BatchRefused(Admission.Decision decision) implements SpawnBatchReply {}
 
@@ -255,7 +256,7 @@ public final class EngineGuardian {
    */
   private Behavior<Command> onSpawnBatch(SpawnBatch m) {
     String name = "batch-" + (++batchSequence);
-    var core = new io.orbite.engine.batch.BatchCore(name, m.capacity(), gate, counters,
+    var core = new BatchCore(name, m.capacity(), gate, counters,
         Duration.ofMillis(config.timeouts().defaultDeadlineMillis()),
         Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine, ctx.getExecutionContext());
     core.bind(ctx.spawn(BatchActor.create(core, counters.owners), name));

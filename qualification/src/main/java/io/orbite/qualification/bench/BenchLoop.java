@@ -9,7 +9,10 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.qualification.cli.Progress;
+import io.orbite.qualification.harness.EngineMain;
 import java.io.PrintStream;
+import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -54,7 +57,7 @@ final class BenchLoop {
     int failed = 0;
     long slot = 0;
     long touched = 0;
-    java.util.ArrayDeque<Batch> outstanding = new java.util.ArrayDeque<>();
+    ArrayDeque<Batch> outstanding = new ArrayDeque<>();
     while (true) {
       boolean more = System.nanoTime() < deadline;
       while (more && outstanding.size() < batchesInFlight) {
@@ -74,7 +77,7 @@ final class BenchLoop {
       if (oldest == null) {
         break;
       }
-      BatchStatus status = oldest.await(java.time.Duration.ofSeconds(120));
+      BatchStatus status = oldest.await(Duration.ofSeconds(120));
       for (TaskResult r : status.tasks()) {
         if (r.completed()) {
           bytes += r.bytes();
@@ -106,10 +109,10 @@ final class BenchLoop {
     long slots = regionBytes / size;
     runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, 0.3, null);
     Progress progress = new Progress("tasks_4KiB", (long) (seconds * 10), "ds");
-    long allocBefore = io.orbite.qualification.harness.EngineMain.allocatedBytes();
+    long allocBefore = EngineMain.allocatedBytes();
     Run timed = runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, seconds, progress);
     Run r = new Run(timed.bytes(), timed.tasks(), timed.seconds(), timed.touchedBytes(), timed.failed(),
-        io.orbite.qualification.harness.EngineMain.allocatedBytes() - allocBefore);
+        EngineMain.allocatedBytes() - allocBefore);
     progress.done();
     human.printf(java.util.Locale.ROOT, "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024), %.0f B heap "
         + "allocated per task by the whole requester process%n", "read_4KiB", r.tasks(), r.seconds(),

@@ -73,6 +73,7 @@ public final class IdleBench {
       long req0 = cpuTicks(self);
       long src0 = cpuTicks(source.pid());
       Map<String, Long> threads0 = threadTicks(self);
+      // Sleeping is the measurement here: both engines are left idle for the measured time.
       Thread.sleep((long) (seconds * 1000));
       long req1 = cpuTicks(self);
       Map<String, Long> threads1 = threadTicks(self);

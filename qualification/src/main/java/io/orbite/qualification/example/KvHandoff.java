@@ -1,5 +1,8 @@
 package io.orbite.qualification.example;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.RegisteredMemory;
@@ -19,6 +22,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -186,12 +190,11 @@ public final class KvHandoff {
 
   private final PrintStream out;
   /** What the last run measured, for {@code --json}. */
-  private final java.util.Map<String, Double> figures = new java.util.LinkedHashMap<>();
+  private final Map<String, Double> figures = new LinkedHashMap<>();
 
   /** One JSON object in the shape of the benches' ({@code figures}, {@code ceilings}, {@code ratios}), and the result. */
   void printJson(PrintStream json, int exitCode) {
-    var mapper = new com.fasterxml.jackson.databind.ObjectMapper()
-        .enable(com.fasterxml.jackson.databind.SerializationFeature.INDENT_OUTPUT);
+    var mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     var root = mapper.createObjectNode();
     var f = root.putObject("figures");
     figures.forEach((k, v) -> f.put(k, Math.round(v * 1000) / 1000.0));
@@ -200,7 +203,7 @@ public final class KvHandoff {
     root.put("result", exitCode == 0 ? "PASS" : "FAIL");
     try {
       json.println(mapper.writeValueAsString(root));
-    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+    } catch (JsonProcessingException e) {
       throw new IllegalStateException(e);
     }
   }

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.config.EngineConfig;
-import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
@@ -49,12 +48,10 @@ class ShmCallerCopyIT {
       @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     try (EngineProcess source = EngineProcess.start("shm-caller-unreg-source", logs, ShmPeer.SHM_SOURCE);
         TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("shm-caller-unreg"))) {
-      long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
-      source.call("FILL " + remote + " 41");
-      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
-      Pattern.fill(local.segment(), 0, REGION, 42, 0);
-      RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
-      assertTrue(peer.sharedReachable(remote), "SHM chosen for the same-host source");
+      ShmPeer.Opened opened = ShmPeer.open(source, requester, REGION, 41, 42);
+      long remote = opened.remote();
+      RegisteredMemory local = opened.local();
+      RemoteSegment peer = opened.peer();
       Batch batch = requester.allocateBatch(1);
 
       // A first small READ runs on this thread: it is terminal as soon as submit returns.
@@ -102,12 +99,10 @@ class ShmCallerCopyIT {
     try (TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("shm-caller-death"))) {
       EngineProcess source = EngineProcess.start("shm-caller-death-source", logs, ShmPeer.SHM_SOURCE);
       try {
-        long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
-        source.call("FILL " + remote + " 51");
-        RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
-        Pattern.fill(local.segment(), 0, REGION, 52, 0);
-        RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
-        assertTrue(peer.sharedReachable(remote));
+        ShmPeer.Opened opened = ShmPeer.open(source, requester, REGION, 51, 52);
+        long remote = opened.remote();
+        RegisteredMemory local = opened.local();
+        RemoteSegment peer = opened.peer();
 
         // One thread reads slot after slot (round and round), one 4 KiB task at a time, checking each
         // slot's bytes and putting its guard back, until the source's death fails a task.
@@ -183,12 +178,10 @@ class ShmCallerCopyIT {
     int slots = 256;
     try (EngineProcess source = EngineProcess.start("shm-reuse-source", logs, ShmPeer.SHM_SOURCE);
         TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("shm-reuse"))) {
-      long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
-      source.call("FILL " + remote + " 61");
-      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
-      Pattern.fill(local.segment(), 0, REGION, 62, 0);
-      RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
-      assertTrue(peer.sharedReachable(remote));
+      ShmPeer.Opened opened = ShmPeer.open(source, requester, REGION, 61, 62);
+      long remote = opened.remote();
+      RegisteredMemory local = opened.local();
+      RemoteSegment peer = opened.peer();
       Batch batch = requester.allocateBatch(1);
       for (int k = 0; k < transfers; k++) {
         long at = (k % slots) * TASK;

@@ -1,5 +1,6 @@
 package io.orbite.transport.file;
 
+import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
@@ -74,7 +75,7 @@ final class RingLane {
     /** Completions a pass waits for when the ring is full and work is queued: a quarter of the ring. */
     private final int batchWant;
     private final ArrayDeque<Integer> free = new ArrayDeque<>();
-    private final io.orbite.engine.spi.ReceiptBatcher outgoing = new io.orbite.engine.spi.ReceiptBatcher();
+    private final ReceiptBatcher outgoing = new ReceiptBatcher();
     private final List<ActorRef<Closed>> closeWaiters = new ArrayList<>();
     private int inflight;
     private String state = "running";

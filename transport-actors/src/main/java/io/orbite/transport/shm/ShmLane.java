@@ -17,6 +17,7 @@ import io.orbite.engine.wire.SharedRegion;
 import io.orbite.nativebind.Errno;
 import io.orbite.nativebind.NativeCallException;
 import io.orbite.nativebind.libc.Libc;
+import io.orbite.transport.LaneIdle;
 import java.lang.foreign.MemorySegment;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -26,7 +27,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import org.agrona.concurrent.IdleStrategy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,9 +39,11 @@ import org.slf4j.LoggerFactory;
  * kept mapped up to {@code shm.maxMappings}, least recently used unmapped first), takes the activity
  * lock, checks the allocation is still live, copies with {@link MemorySegment#copy}, and unlocks. It
  * delivers one receipt per task, in one call per batch per pass. With nothing queued it waits
- * through {@link io.orbite.transport.LaneIdle} (a short spin, yields, then parks of up to 100 ms; a
- * dispatch unparks it at once), and every 100 ms it checks the peer's incarnation token; once the peer has ended it fences: every task fails EPOCH_MISMATCH with zero
- * bytes, every mapping is unmapped, and the lane ends.
+ * through {@link LaneIdle} (a short spin, yields, then parks of up to 100 ms; a dispatch unparks it
+ * at once), and every 100 ms it checks the peer's incarnation token; once the peer has ended it
+ * fences: every task fails EPOCH_MISMATCH with zero bytes, every mapping is unmapped, and the lane
+ * ends. A small task submitted alone may instead be copied by its caller ({@link #copyHere}).
+ * Whichever thread copies holds {@link #owner}.
  *
  * <p>A mapping whose munmap fails is quarantined: kept (with its descriptor) for the life of the
  * process, counted, never used or retried (C7).
@@ -76,10 +81,10 @@ final class ShmLane implements Runnable {
    * drain waits for are exactly those under it. Everything the lane thread alone used to own
    * (mappings, pending receipts, the pass's progress) is guarded by it.
    */
-  private final java.util.concurrent.locks.ReentrantLock owner = new java.util.concurrent.locks.ReentrantLock();
+  private final ReentrantLock owner = new ReentrantLock();
   /** The native memory of the lock calls, reused by every copy (guarded by {@link #owner}). */
   private final Libc.LockScratch lockScratch = new Libc.LockScratch();
-  /** Peer allocations mapped, least recently used first. Lane thread only. */
+  /** Peer allocations mapped, least recently used first. Guarded by {@link #owner}. */
   private final LinkedHashMap<Long, ShmMapping> mappings = new LinkedHashMap<>(16, 0.75f, true);
   private final List<ShmMapping> quarantined = new ArrayList<>();
   private final ReceiptBatcher receipts = new ReceiptBatcher();
@@ -188,7 +193,7 @@ final class ShmLane implements Runnable {
     Throwable cause = null;
     try {
       List<TaskWork> pass = new ArrayList<>();
-      org.agrona.concurrent.IdleStrategy idle = io.orbite.transport.LaneIdle.strategy(LIVENESS_CHECK_NANOS);
+      IdleStrategy idle = LaneIdle.strategy(LIVENESS_CHECK_NANOS);
       long nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
       while (!closing) {
         TaskWork w;
@@ -432,6 +437,10 @@ final class ShmLane implements Runnable {
       onFenced.accept(reason);
     }
     closing = true;
+    if (Thread.currentThread() != thread) {
+      // Found by a caller's copy: the parked lane thread must shut down now, not at its next check.
+      wake();
+    }
   }
 
   private void unmap(long regionId) {

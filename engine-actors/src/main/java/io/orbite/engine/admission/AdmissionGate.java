@@ -3,26 +3,29 @@ package io.orbite.engine.admission;
 import io.orbite.config.BudgetConfig;
 
 /**
- * The engine's budgets (C9) as one shared object, so a charge costs a short critical section on the
- * thread that needs it instead of an ask to the Admission actor. Every charge is all-or-nothing
- * (tasks and bytes together) and is decided under the same lock as the fence, so no charge can
- * succeed after {@link #fence} returned. Releases are never refused. The Admission actor owns the
- * gate's lifecycle (it fences it and reports it); submitting callers, lanes (releases), the guardian and the segment table
- * charge it directly or through the actor.
+ * The engine's budgets (C9) as one shared object, so a charge costs no ask to the Admission actor.
+ * Tasks and in-flight bytes, the charge of every submit, are one atomic word with the fence in it
+ * ({@link TaskBudget}): a single compare-and-set, all or nothing, on the submitting thread, and no
+ * such charge can succeed after {@link #fence} returned. Batch slots and endpoints are charged
+ * under this object's lock, which {@link #fence} also takes. Releases are never refused. The
+ * Admission actor owns the gate's lifecycle (it fences it and reports it); submitting callers,
+ * lanes (releases), the guardian and the segment table charge it directly or through the actor.
  */
 public final class AdmissionGate {
   private final Budgets budgets;
-  /** Why the gate refuses new charges; null while it admits. Guarded by {@code this}. */
-  private String fencedBecause;
+  private final TaskBudget taskBudget;
+  /** Why the gate refuses new charges; null while it admits. Written before the fence bit is set. */
+  private volatile String fencedBecause;
 
   /** A gate with nothing charged, admitting up to {@code limits}. */
   public AdmissionGate(BudgetConfig limits) {
     this.budgets = new Budgets(limits);
+    this.taskBudget = budgets.taskBudget();
   }
 
   /** Charges one batch slot; {@link Admission#GRANTED} or the refusal naming the budget or the fence. */
   public synchronized Admission.Decision tryBatch() {
-    return fencedBecause != null ? fencedDecision() : Admission.decision(budgets.tryBatch());
+    return taskBudget.fenced() ? fencedDecision() : Admission.decision(budgets.tryBatch());
   }
 
   /** Gives back one batch slot. */
@@ -30,19 +33,20 @@ public final class AdmissionGate {
     budgets.releaseBatch();
   }
 
-  /** Charges {@code tasks} tasks and {@code bytes} in-flight bytes together, or neither. */
-  public synchronized Admission.Decision tryTasks(int tasks, long bytes) {
-    return fencedBecause != null ? fencedDecision() : Admission.decision(budgets.tryTasks(tasks, bytes));
+  /** Charges {@code tasks} tasks and {@code bytes} in-flight bytes together, or neither; takes no lock. */
+  public Admission.Decision tryTasks(int tasks, long bytes) {
+    String refusal = taskBudget.tryCharge(tasks, bytes);
+    return refusal == TaskBudget.FENCED ? fencedDecision() : Admission.decision(refusal);
   }
 
-  /** Gives back what {@link #tryTasks} charged. */
-  public synchronized void releaseTasks(int tasks, long bytes) {
-    budgets.releaseTasks(tasks, bytes);
+  /** Gives back what {@link #tryTasks} charged; takes no lock. */
+  public void releaseTasks(int tasks, long bytes) {
+    taskBudget.release(tasks, bytes);
   }
 
   /** Charges one peer endpoint. */
   public synchronized Admission.Decision tryEndpoint() {
-    return fencedBecause != null ? fencedDecision() : Admission.decision(budgets.tryEndpoint());
+    return taskBudget.fenced() ? fencedDecision() : Admission.decision(budgets.tryEndpoint());
   }
 
   /** Gives back one peer endpoint. */
@@ -55,11 +59,12 @@ public final class AdmissionGate {
     if (fencedBecause == null) {
       fencedBecause = reason;
     }
+    taskBudget.fence();
   }
 
   /** Why the gate is fenced, or null while it admits. */
-  public synchronized String fencedBecause() {
-    return fencedBecause;
+  public String fencedBecause() {
+    return taskBudget.fenced() ? fencedBecause : null;
   }
 
   /** What is charged now. */

@@ -3,18 +3,19 @@ package io.orbite.engine.admission;
 import io.orbite.config.BudgetConfig;
 
 /**
- * Budget arithmetic of the Admission actor: plain counters against limits, no threads. Every
+ * Budget arithmetic of the Admission gate: batches and endpoints as plain counters (the gate's
+ * lock guards them), tasks and in-flight bytes as one lock-free word ({@link TaskBudget}). Every
  * refusal names the budget, what was asked and what is in use.
  */
 public final class Budgets {
   private final BudgetConfig limits;
+  private final TaskBudget tasks;
   private int batches;
-  private long tasks;
-  private long bytes;
   private int endpoints;
 
   public Budgets(BudgetConfig limits) {
     this.limits = limits;
+    this.tasks = new TaskBudget(limits.maxTasksInFlight(), limits.maxInflightBytes());
   }
 
   /** Charges one batch, or returns why not. */
@@ -32,23 +33,17 @@ public final class Budgets {
 
   /** Charges {@code taskCount} tasks and {@code byteCount} in-flight bytes together, or neither. */
   public String tryTasks(int taskCount, long byteCount) {
-    if (tasks + taskCount > limits.maxTasksInFlight()) {
-      return "tasks in flight: " + tasks + " + " + taskCount + " exceeds the budget of " + limits.maxTasksInFlight();
-    }
-    if (byteCount > limits.maxInflightBytes() - bytes) {
-      return "in-flight bytes: " + bytes + " + " + byteCount + " exceeds the budget of " + limits.maxInflightBytes();
-    }
-    tasks += taskCount;
-    bytes += byteCount;
-    return null;
+    String refusal = tasks.tryCharge(taskCount, byteCount);
+    return refusal == TaskBudget.FENCED ? "fenced" : refusal;
   }
 
   public void releaseTasks(int taskCount, long byteCount) {
-    tasks -= taskCount;
-    bytes -= byteCount;
-    if (tasks < 0 || bytes < 0) {
-      throw new IllegalStateException("admission released more than it charged: tasks " + tasks + ", bytes " + bytes);
-    }
+    tasks.release(taskCount, byteCount);
+  }
+
+  /** The lock-free tasks-and-bytes word these budgets charge (shared with the gate). */
+  TaskBudget taskBudget() {
+    return tasks;
   }
 
   public String tryEndpoint() {
@@ -64,7 +59,8 @@ public final class Budgets {
   }
 
   public Usage usage() {
-    return new Usage(batches, tasks, bytes, endpoints);
+    long[] t = tasks.usage();
+    return new Usage(batches, t[0], t[1], endpoints);
   }
 
   /** What is charged now. */

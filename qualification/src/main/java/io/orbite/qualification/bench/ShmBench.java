@@ -108,11 +108,16 @@ public final class ShmBench {
       if (onlySizes == null || onlySizes.contains("4KiB")) {
         // Restore the source's pattern (the WRITEs above changed it), then the task rate over SHM.
         source.call("FILL " + remote + " " + sourceSeed);
+        // The ceiling of the task rate: one thread copying 4 KiB pieces over the same working set.
+        double memcpy4k = memcpy(from, to, 4096);
+        ceilings.put("memcpy_1t_4KiB_GBps", memcpy4k);
+        ceilings.put("memcpy_1t_4KiB_copies_per_s", memcpy4k * 1e9 / 4096);
         BenchLoop.Run small = BenchLoop.taskRate(human, requester, local, peer, remote, workingSetBytes, secondsPerFigure);
         failures += small.failed();
         failures += BenchReport.verify(human, Op.READ, local, source, remote, small.touchedBytes(), sourceSeed, 0);
         figures.put("tasks_4KiB_per_s", small.tasks() / small.seconds());
         figures.put("alloc_requester_process_tasks_4KiB_bytes_per_task", small.allocatedPerTask());
+        ratios.put("tasks_4KiB_vs_memcpy", small.tasks() / small.seconds() / (memcpy4k * 1e9 / 4096));
       }
       long overTcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();
       figures.put("tasks_over_shm", (double) requester.counters().of(Transport.SHM).tasksDispatched.sum());

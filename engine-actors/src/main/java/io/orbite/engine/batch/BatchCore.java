@@ -11,7 +11,7 @@ import io.orbite.engine.registry.Registration;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.QuarantineLedger;
-import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.spi.ReceiptSink;
 import io.orbite.engine.spi.TaskWork;
 import java.time.Duration;
@@ -105,7 +105,7 @@ public final class BatchCore {
     private volatile boolean cancelled;
 
     @Override
-    public void deliver(List<Receipt> receipts) {
+    public void deliver(Receipts receipts) {
       apply(this, receipts);
     }
 
@@ -206,7 +206,7 @@ public final class BatchCore {
         PeerChannel channel = r.remote().channelFor(r.transport(), r.regionId());
         ledger.handedTo(i, channel.transport());
         channels[k] = channel;
-        work[k] = new TaskWork(sink, i, r.op(), local.segment().asSlice(r.localOffset(), r.lengthBytes()),
+        work[k] = new TaskWork(sink, i, r.op(), local.segment(), r.localOffset(),
             r.regionId(), r.remoteOffset(), r.lengthBytes(), deadline, r.priority());
       }
       if (releasedTasks > 0) {
@@ -291,16 +291,17 @@ public final class BatchCore {
   }
 
   /** Applies receipts from a lane (or from the caller's thread, for a copy it ran). */
-  private void apply(Sink from, List<Receipt> receipts) {
+  private void apply(Sink from, Receipts receipts) {
     synchronized (this) {
       if (from != sink) {
         // A receipt for a generation that ended: the ledger had it drained, so a lane broke its word.
         LOG.error("batch {}: {} receipt(s) for an earlier generation of the batch dropped: {}", name, receipts.size(),
-            receipts.getFirst());
+            receipts.size() > 0 ? receipts.get(0) : "none");
         return;
       }
-      for (Receipt r : receipts) {
-        ended(r.taskIndex(), ledger.apply(r));
+      for (int k = 0, n = receipts.size(); k < n; k++) {
+        int i = receipts.taskIndex(k);
+        ended(i, ledger.apply(i, receipts.bytes(k), receipts.error(k), receipts.effect(k), receipts.detail(k)));
       }
       afterChange();
     }

@@ -8,7 +8,7 @@ import io.orbite.engine.TaskState;
 import io.orbite.engine.Transport;
 import io.orbite.engine.registry.Registration;
 import io.orbite.engine.spi.Receipt;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -236,25 +236,30 @@ final class TaskLedger {
    * @return what the receipt did to its task
    */
   Outcome apply(Receipt r) {
-    int i = r.taskIndex();
+    return apply(r.taskIndex(), r.bytes(), r.error(), r.effect(), r.detail());
+  }
+
+  /** Applies one receipt given by its parts ({@code kind} null: confirmed); see {@link #apply(Receipt)}. */
+  Outcome apply(int i, long bytes, ErrorKind kind, RemoteEffect effect, String why) {
     boolean late = isHeld(i);
     if (!late && (i < 0 || i >= size || state[i] != TaskState.PENDING || !owing(i))) {
-      throw new IllegalStateException("receipt for task " + i + " that owes nothing: " + r);
+      throw new IllegalStateException("receipt for task " + i + " that owes nothing: "
+          + new Receipt(i, bytes, kind, effect, why));
     }
     owedReceipts--;
     owed[i]--;
     if (late) {
       return sealed[i] && owed[i] == 0 ? lateDrained(i) : Outcome.NONE;
     }
-    if (r.error() == null) {
-      confirmed[i] += r.bytes();
+    if (kind == null) {
+      confirmed[i] += bytes;
     } else if (error[i] == null || error[i] == ErrorKind.CANCELLED) {
-      error[i] = r.error();
-      detail[i] = r.detail();
+      error[i] = kind;
+      detail[i] = why;
     }
-    if (r.effect() == RemoteEffect.APPLIED) {
+    if (effect == RemoteEffect.APPLIED) {
       applied[i] = true;
-    } else if (r.effect() == RemoteEffect.UNKNOWN) {
+    } else if (effect == RemoteEffect.UNKNOWN) {
       ambiguous[i] = true;
     }
     if (!sealed[i] || owed[i] > 0) {
@@ -297,11 +302,11 @@ final class TaskLedger {
   }
 
   List<TaskResult> results() {
-    List<TaskResult> out = new ArrayList<>(size);
+    TaskResult[] out = new TaskResult[size];
     for (int i = 0; i < size; i++) {
-      out.add(result(i));
+      out[i] = result(i);
     }
-    return out;
+    return Arrays.asList(out);
   }
 
   long pendingBytes() {

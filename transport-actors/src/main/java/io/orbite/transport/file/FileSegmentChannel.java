@@ -7,6 +7,7 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.spi.TaskWork;
 import java.util.ArrayList;
 import java.util.List;
@@ -61,12 +62,12 @@ final class FileSegmentChannel implements PeerChannel {
                 refused.add(Receipt.failed(work.taskIndex(), ErrorKind.UNAVAILABLE, RemoteEffect.NONE, refusal));
                 continue;
             }
-            lane.queue.add(new FileOp(work.sink(), work.taskIndex(), write, file, work.local().asSlice(at, n),
+            lane.queue.add(new FileOp(work.sink(), work.taskIndex(), write, file, work.local().asSlice(work.localOffset() + at, n),
                     work.remoteOffset() + at, work.deadlineNanos()));
         }
         if (!refused.isEmpty()) {
             // Delivered as a message to the batch, so it arrives after the batch recorded what is owed.
-            work.sink().deliver(refused);
+            work.sink().deliver(Receipts.of(refused));
         }
         return chunks;
     }

@@ -333,7 +333,7 @@ final class RingLane {
         }
         retire(slot, op);
         laneBytes.add(op.length());
-        receipt(op, Receipt.ok(op.taskIndex, op.length(), op.write ? RemoteEffect.APPLIED : RemoteEffect.NONE));
+        outgoing.ok(op.sink, op.taskIndex, op.length(), op.write ? RemoteEffect.APPLIED : RemoteEffect.NONE);
     }
 
     private static RemoteEffect effectSoFar(FileOp op) {

@@ -20,12 +20,12 @@ import io.orbite.nativebind.libc.Libc;
 import io.orbite.transport.LaneIdle;
 import java.lang.foreign.MemorySegment;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -51,7 +51,7 @@ import org.slf4j.LoggerFactory;
 final class ShmLane implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(ShmLane.class);
   /** Most tasks taken per pass, so receipts flow while a long queue drains. */
-  private static final int MAX_PASS = 4096;
+  private static final int MAX_PASS = 1024;
   /**
    * Tasks of at most this many bytes are copied on the caller's thread when the lane is idle: a
    * copy of this size takes a few microseconds, less than handing it to the lane thread.
@@ -72,8 +72,14 @@ final class ShmLane implements Runnable {
   private final java.util.concurrent.atomic.LongAdder laneBytes;
   private final Consumer<String> onFenced;
   private final Consumer<Throwable> onEnd;
-  private final ConcurrentLinkedQueue<TaskWork> queue = new ConcurrentLinkedQueue<>();
   private final Object intake = new Object();
+  /**
+   * Tasks queued for the lane, oldest first, guarded by {@link #intake}: an array deque, so queueing
+   * a task allocates nothing. The lane takes a whole pass's tasks under one lock.
+   */
+  private final ArrayDeque<TaskWork> queue = new ArrayDeque<>(256);
+  /** How many tasks {@link #queue} holds, readable without the lock. Written under {@link #intake}. */
+  private volatile int queuedTasks;
   /**
    * Held by whichever thread touches the peer's mappings: the lane thread for each pass, its
    * liveness checks and its shut-down, or a caller copying one small task itself. So an unmap or a
@@ -130,6 +136,7 @@ final class ShmLane implements Runnable {
         return false;
       }
       queue.add(work);
+      queuedTasks = queue.size();
       return true;
     }
   }
@@ -143,7 +150,7 @@ final class ShmLane implements Runnable {
 
   /** Wakes the lane thread only if it has queued work (a task copied here needs no wake-up). */
   void wakeIfQueued() {
-    if (!queue.isEmpty()) {
+    if (queued()) {
       wake();
     }
   }
@@ -154,14 +161,14 @@ final class ShmLane implements Runnable {
    * returns. Otherwise does nothing and returns false, and the caller queues the task.
    */
   boolean copyHere(TaskWork work) {
-    if (work.lengthBytes() > COPY_HERE_MAX_BYTES || closing || !queue.isEmpty() || thread == null) {
+    if (work.lengthBytes() > COPY_HERE_MAX_BYTES || closing || queued() || thread == null) {
       return false;
     }
     if (!owner.tryLock()) {
       return false;
     }
     try {
-      if (closing || !accepting || !queue.isEmpty()) {
+      if (closing || !accepting || queued()) {
         return false;
       }
       counters.shmCopiedByCaller.increment();
@@ -170,6 +177,24 @@ final class ShmLane implements Runnable {
       return true;
     } finally {
       owner.unlock();
+    }
+  }
+
+  private boolean queued() {
+    return queuedTasks != 0;
+  }
+
+  /** Moves the oldest queued tasks, at most {@code max}, to {@code into}. */
+  private void take(List<TaskWork> into, int max) {
+    if (queuedTasks == 0) {
+      return;
+    }
+    synchronized (intake) {
+      TaskWork w;
+      while (into.size() < max && (w = queue.poll()) != null) {
+        into.add(w);
+      }
+      queuedTasks = queue.size();
     }
   }
 
@@ -196,10 +221,7 @@ final class ShmLane implements Runnable {
       IdleStrategy idle = LaneIdle.strategy(LIVENESS_CHECK_NANOS);
       long nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
       while (!closing) {
-        TaskWork w;
-        while (pass.size() < MAX_PASS && (w = queue.poll()) != null) {
-          pass.add(w);
-        }
+        take(pass, MAX_PASS);
         if (pass.isEmpty()) {
           if (System.nanoTime() - nextCheck > 0) {
             nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
@@ -364,15 +386,15 @@ final class ShmLane implements Runnable {
     }
     hooks.beforeSharedCopy(name);
     if (w.op() == Op.READ) {
-      MemorySegment.copy(m.view, w.remoteOffset(), w.local(), 0, w.lengthBytes());
+      MemorySegment.copy(m.view, w.remoteOffset(), w.local(), w.localOffset(), w.lengthBytes());
       counters.shmBytesRead.add(w.lengthBytes());
       laneBytes.add(w.lengthBytes());
-      add(w.sink(), Receipt.ok(w.taskIndex(), w.lengthBytes(), RemoteEffect.NONE));
+      receipts.ok(w.sink(), w.taskIndex(), w.lengthBytes(), RemoteEffect.NONE);
     } else {
-      MemorySegment.copy(w.local(), 0, m.view, w.remoteOffset(), w.lengthBytes());
+      MemorySegment.copy(w.local(), w.localOffset(), m.view, w.remoteOffset(), w.lengthBytes());
       counters.shmBytesWritten.add(w.lengthBytes());
       laneBytes.add(w.lengthBytes());
-      add(w.sink(), Receipt.ok(w.taskIndex(), w.lengthBytes(), RemoteEffect.APPLIED));
+      receipts.ok(w.sink(), w.taskIndex(), w.lengthBytes(), RemoteEffect.APPLIED);
     }
   }
 
@@ -485,8 +507,9 @@ final class ShmLane implements Runnable {
     ErrorKind kind = fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST;
     String detail = fencedBecause != null ? peer + " is fenced: " + fencedBecause + " (never copied)"
         : "the SHM endpoint to " + peer + " closed (never copied)";
-    TaskWork w;
-    while ((w = queue.poll()) != null) {
+    List<TaskWork> left = new ArrayList<>();
+    take(left, Integer.MAX_VALUE);
+    for (TaskWork w : left) {
       fail(w, kind, detail);
     }
     deliver();

@@ -9,7 +9,6 @@ import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.TaskWork;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedRegion;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -95,16 +94,16 @@ final class ShmPeerChannel implements PeerChannel {
   private int dispatch(TaskWork work, boolean alone) {
     String fenced = fencedBecause();
     if (fenced != null) {
-      work.sink().deliver(List.of(Receipt.failed(work.taskIndex(), ErrorKind.EPOCH_MISMATCH, RemoteEffect.NONE,
-          peer + " is fenced: " + fenced + " (never copied)")));
+      work.sink().deliver(Receipt.failed(work.taskIndex(), ErrorKind.EPOCH_MISMATCH, RemoteEffect.NONE,
+          peer + " is fenced: " + fenced + " (never copied)"));
       return 1;
     }
     if (alone && active && lane.copyHere(work)) {
       return 1;
     }
     if (!active || !lane.enqueue(work)) {
-      work.sink().deliver(List.of(Receipt.failed(work.taskIndex(), ErrorKind.PEER_LOST, RemoteEffect.NONE,
-          "the SHM endpoint to " + peer + " is closed (never copied)")));
+      work.sink().deliver(Receipt.failed(work.taskIndex(), ErrorKind.PEER_LOST, RemoteEffect.NONE,
+          "the SHM endpoint to " + peer + " is closed (never copied)"));
     }
     return 1;
   }

@@ -401,7 +401,7 @@ final class RequesterLane implements Runnable {
     }
     if (f.op == Op.WRITE) {
       laneBytes.add(f.length());
-      retireHead(f, Receipt.ok(f.taskIndex, f.length(), RemoteEffect.APPLIED));
+      retireHeadOk(f, RemoteEffect.APPLIED);
       return;
     }
     if (FrameCodec.count(receive, at) != f.length()) {
@@ -440,7 +440,7 @@ final class RequesterLane implements Runnable {
     if (f.received == f.length()) {
       payloadFrame = null;
       laneBytes.add(f.length());
-      retireHead(f, Receipt.ok(f.taskIndex, f.length(), RemoteEffect.NONE));
+      retireHeadOk(f, RemoteEffect.NONE);
     }
     return 1;
   }
@@ -450,6 +450,15 @@ final class RequesterLane implements Runnable {
     inflight.pollFirst();
     inflightBytes -= f.length();
     finish(f, receipt);
+  }
+
+  /** Retires the oldest in-flight frame as confirmed: all its bytes moved. */
+  private void retireHeadOk(LaneFrame f, RemoteEffect effect) {
+    inflight.pollFirst();
+    inflightBytes -= f.length();
+    chargedBytes.addAndGet(-f.length());
+    receipts.ok(f.sink, f.taskIndex, f.length(), effect);
+    f.view = null;
   }
 
   /** Hands a frame's receipt to its batch and uncharges the lane. */

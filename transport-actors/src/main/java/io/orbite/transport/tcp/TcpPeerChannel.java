@@ -12,7 +12,6 @@ import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.TaskWork;
 import java.util.Arrays;
-import java.util.List;
 
 /**
  * Requester data plane to one peer incarnation over TCP: slices each task (C15), picks a lane per
@@ -90,13 +89,13 @@ final class TcpPeerChannel implements PeerChannel {
   public synchronized int dispatch(TaskWork work) {
     String fenced = fencedBecause;
     if (fenced != null) {
-      work.sink().deliver(List.of(Receipt.failed(work.taskIndex(), ErrorKind.EPOCH_MISMATCH, RemoteEffect.NONE,
-          peer + " is fenced: " + fenced + " (never sent)")));
+      work.sink().deliver(Receipt.failed(work.taskIndex(), ErrorKind.EPOCH_MISMATCH, RemoteEffect.NONE,
+          peer + " is fenced: " + fenced + " (never sent)"));
       return 1;
     }
     if (!active()) {
-      work.sink().deliver(List.of(Receipt.failed(work.taskIndex(), ErrorKind.PEER_LOST, RemoteEffect.NONE,
-          "no open lane to " + peer + " (never sent)")));
+      work.sink().deliver(Receipt.failed(work.taskIndex(), ErrorKind.PEER_LOST, RemoteEffect.NONE,
+          "no open lane to " + peer + " (never sent)"));
       return 1;
     }
     SlicePlan plan = planner.plan(work.op(), work.lengthBytes());
@@ -107,7 +106,7 @@ final class TcpPeerChannel implements PeerChannel {
     }
     int[] laneOfSlice = LaneSelector.assign(plan, charged, bandwidth, rotation++);
     return FrameSplitter.split(plan, laneOfSlice, maxFrameBytes, (lane, offset, length) -> {
-      LaneFrame frame = new LaneFrame(work.sink(), work.taskIndex(), work.op(), work.local().asSlice(offset, length),
+      LaneFrame frame = new LaneFrame(work.sink(), work.taskIndex(), work.op(), work.local().asSlice(work.localOffset() + offset, length),
           work.regionId(), work.remoteOffset() + offset, work.deadlineNanos());
       lanes[lane].enqueue(frame);
       touched[lane] = true;

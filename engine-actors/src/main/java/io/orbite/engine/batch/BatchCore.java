@@ -282,9 +282,10 @@ public final class BatchCore {
 
   /** Records the receipt counts of the dispatched tasks ({@code owed[k] < 0}: not dispatched). */
   private synchronized void sealed(TaskWork[] work, int[] owed) {
+    long now = System.nanoTime();
     for (int k = 0; k < work.length; k++) {
       if (work[k] != null && owed[k] >= 0) {
-        ended(work[k].taskIndex(), ledger.owe(work[k].taskIndex(), owed[k]));
+        ended(work[k].taskIndex(), ledger.owe(work[k].taskIndex(), owed[k], now));
       }
     }
     afterChange();
@@ -299,9 +300,10 @@ public final class BatchCore {
             receipts.size() > 0 ? receipts.get(0) : "none");
         return;
       }
+      long now = System.nanoTime();
       for (int k = 0, n = receipts.size(); k < n; k++) {
         int i = receipts.taskIndex(k);
-        ended(i, ledger.apply(i, receipts.bytes(k), receipts.error(k), receipts.effect(k), receipts.detail(k)));
+        ended(i, ledger.apply(i, receipts.bytes(k), receipts.error(k), receipts.effect(k), receipts.detail(k), now));
       }
       afterChange();
     }

@@ -199,6 +199,11 @@ final class TaskLedger {
    * already have arrived (a lane can answer before {@code dispatch} returns): they were counted.
    */
   Outcome owe(int i, int receipts) {
+    return owe(i, receipts, System.nanoTime());
+  }
+
+  /** {@link #owe(int, int)}, with {@code now} the clock a task that ends here ends at. */
+  Outcome owe(int i, int receipts, long now) {
     if (i < 0 || i >= size || sealed[i]) {
       throw new IllegalStateException("receipt count for task " + i + " given twice (or for no task)");
     }
@@ -215,7 +220,7 @@ final class TaskLedger {
       return lateDrained(i);
     }
     if (state[i] == TaskState.PENDING) {
-      finish(i);
+      finish(i, now);
       return Outcome.FINISHED;
     }
     return Outcome.NONE;
@@ -227,7 +232,7 @@ final class TaskLedger {
     detail[i] = why;
     owed[i] = 0;
     sealed[i] = true;
-    finish(i);
+    finish(i, System.nanoTime());
   }
 
   /**
@@ -236,11 +241,15 @@ final class TaskLedger {
    * @return what the receipt did to its task
    */
   Outcome apply(Receipt r) {
-    return apply(r.taskIndex(), r.bytes(), r.error(), r.effect(), r.detail());
+    return apply(r.taskIndex(), r.bytes(), r.error(), r.effect(), r.detail(), System.nanoTime());
   }
 
-  /** Applies one receipt given by its parts ({@code kind} null: confirmed); see {@link #apply(Receipt)}. */
-  Outcome apply(int i, long bytes, ErrorKind kind, RemoteEffect effect, String why) {
+  /**
+   * Applies one receipt given by its parts ({@code kind} null: confirmed); see {@link
+   * #apply(Receipt)}. A task that ends here ends at {@code now}: one clock read serves a whole
+   * delivery.
+   */
+  Outcome apply(int i, long bytes, ErrorKind kind, RemoteEffect effect, String why, long now) {
     boolean late = isHeld(i);
     if (!late && (i < 0 || i >= size || state[i] != TaskState.PENDING || !owing(i))) {
       throw new IllegalStateException("receipt for task " + i + " that owes nothing: "
@@ -265,7 +274,7 @@ final class TaskLedger {
     if (!sealed[i] || owed[i] > 0) {
       return Outcome.NONE;
     }
-    finish(i);
+    finish(i, now);
     return Outcome.FINISHED;
   }
 
@@ -281,13 +290,13 @@ final class TaskLedger {
     owedReceipts = 0;
   }
 
-  private void finish(int i) {
+  private void finish(int i, long now) {
     if (error[i] == null && confirmed[i] != length[i]) {
       error[i] = ErrorKind.PROTOCOL;
       detail[i] = "confirmed " + confirmed[i] + " of " + length[i] + " bytes";
     }
     state[i] = error[i] == null ? TaskState.COMPLETED : TaskState.FAILED;
-    elapsedNanos[i] = System.nanoTime() - admittedNanos[i];
+    elapsedNanos[i] = now - admittedNanos[i];
     if (loan[i] != null) {
       loan[i].returnLoan();
       loan[i] = null;

@@ -186,6 +186,9 @@ final class TransferStage
       long length = Math.max(0, parked.lengthBytes());
       boolean fits = heldTasks + 1 <= maxTasks && heldBytes + length <= maxBytes;
       if (heldTasks > 0 && !fits) {
+        // The window is full: no request comes before a group ends, so the open group goes now
+        // rather than waiting out the batch window for requests that cannot arrive.
+        closeGroup();
         return;
       }
       TransferRequest r = parked;
@@ -202,7 +205,7 @@ final class TransferStage
         return;
       }
       group.add(held);
-      if (group.size() >= maxBatchTasks) {
+      if (group.size() >= maxBatchTasks || heldTasks >= maxTasks || heldBytes >= maxBytes) {
         closeGroup();
       } else if (!isTimerActive(WINDOW_TIMER)) {
         scheduleOnce(WINDOW_TIMER, settings.batchWindow());

@@ -63,7 +63,7 @@ public final class KvHandoff {
         --page-kib K                  largest KV page; requests use K, K/2, K/4 or K/8 (default 2048)
         --pool-mib M                  prefill KV pool size, grown when the blocks need more (default 512)
         --batch-tasks T               most READs per engine batch (default 16)
-        --inflight-mib M              most bytes the stream holds in flight (default 64)
+        --inflight-mib M              most bytes the stream holds in flight (default 32)
         --seed S                      seed of sizes, placement and contents (default 20260101)
         --timeout-s S                 give up on the transfer after S seconds (default 300)
         --json                        the report goes to stderr; stdout gets one JSON object with
@@ -85,7 +85,7 @@ public final class KvHandoff {
       boolean corruptOneBlock) {
 
     public static Options defaults() {
-      return new Options(64, StreamSettings.Ordering.IN_ORDER, 4, 2L << 20, 512L << 20, 16, 64L << 20, 20260101L,
+      return new Options(64, StreamSettings.Ordering.IN_ORDER, 4, 2L << 20, 512L << 20, 16, 32L << 20, 20260101L,
           Duration.ofSeconds(300), false);
     }
 

@@ -37,6 +37,8 @@ import org.apache.pekko.stream.javadsl.Source;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
@@ -275,6 +277,31 @@ class TransferStreamsIT {
     List<TransferResult> results = runFlow(requests, StreamSettings.defaults());
     assertTrue(results.stream().allMatch(TransferResult::completed), results::toString);
     assertRegion(local.segment(), spans(requests, data), guard, "requester region");
+  }
+
+  /**
+   * A group that fills the in-flight window is submitted at once: no request can join it before a
+   * group ends, so waiting out the batch window (here a minute, past the 60 s the run may take)
+   * would only stall the stream.
+   */
+  @ParameterizedTest(name = "window of {0} B")
+  @ValueSource(longs = {300_000, 350_000}) // exactly three requests; three, and the fourth does not fit
+  void aGroupThatFillsTheWindowGoesWithoutWaitingOutTheBatchWindow(long window) throws Exception {
+    long data = 95;
+    long guard = 96;
+    prepareForReads(data, guard);
+    List<TransferRequest> requests = reads(12, 100_000);
+    StreamSettings settings = StreamSettings.defaults().withMaxBatchTasks(256).withBatchWindow(Duration.ofMinutes(1))
+        .withMaxInflightBytes(window);
+    List<TransferResult> results = runFlow(requests, settings);
+    assertEquals(requests.size(), results.size());
+    for (int i = 0; i < results.size(); i++) {
+      assertSame(requests.get(i), results.get(i).request(), "result " + i + " out of order");
+      assertTrue(results.get(i).completed(), results.get(i)::toString);
+      assertEquals(100_000, results.get(i).result().bytes());
+    }
+    assertRegion(local.segment(), spans(requests, data), guard, "requester region");
+    assertRegion(remote.segment(), List.of(), data, "source region untouched");
   }
 
   @Test

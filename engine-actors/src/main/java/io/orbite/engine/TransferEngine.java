@@ -136,7 +136,9 @@ public final class TransferEngine implements AutoCloseable {
     ActorSystem<EngineGuardian.Command> system;
     TransferEngine engine;
     try {
-      system = ActorSystem.create(parts.guardian(config), config.name(), ConfigFactory.load());
+      com.typesafe.config.Config loaded = ConfigFactory.load();
+      system = ActorSystem.create(parts.guardian(config), config.name(),
+          loaded.getConfig("orbite.engine-system").withFallback(loaded));
     } catch (RuntimeException e) {
       parts.abandon();
       throw e;

@@ -432,34 +432,17 @@ public final class FileBench {
   }
 
   /**
-   * Waits (untimed, at most 3 s) until the JIT's compiler threads have used less than 1 ms of CPU in
-   * each of three 20 ms spells (a long C2 compilation shows as CPU before it ends). The bench's own work
-   * between timed runs (starting fio, parsing its JSON, checking bytes) queues compilations that
-   * otherwise run during the next timed run: measured 40-120 ms of compiler time inside a 120 ms
-   * engine write, on 2 vCPUs that also carry the kernel's io-wq copy. fio is another process and
-   * never pays for it.
+   * Waits until the JIT is quiet ({@link Jit#settle}). The bench's own work between timed runs
+   * (starting fio, parsing its JSON, checking bytes) queues compilations that otherwise run during
+   * the next timed run: measured 40-120 ms of compiler time inside a 120 ms engine write, on 2 vCPUs
+   * that also carry the kernel's io-wq copy. fio is another process and never pays for it.
    */
   private static void settleJit() throws InterruptedException {
-    long deadline = System.nanoTime() + 3_000_000_000L;
-    long last = compilerCpuNanos();
-    int quietChecks = 0;
-    while (quietChecks < 3 && System.nanoTime() - deadline < 0) {
-      Thread.sleep(20);
-      long now = compilerCpuNanos();
-      quietChecks = now - last < 1_000_000L ? quietChecks + 1 : 0;
-      last = now;
-    }
+    Jit.settle();
   }
 
-  /** CPU time of the JIT's compiler threads (C1 and C2), which moves while a compilation runs. */
-  private static long compilerCpuNanos() {
-    return IoWorkers.sample("C1 CompilerThre", "C2 CompilerThre").runNanos() + jitMillis() * 1_000_000L;
-  }
-
-  /** Time the JIT compilers have spent so far (ms, as the JVM accounts it). */
   private static long jitMillis() {
-    java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-    return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : 0;
+    return Jit.millis();
   }
 
   /**

@@ -66,6 +66,9 @@ public final class KvHandoff {
         --inflight-mib M              most bytes the stream holds in flight (default 32)
         --seed S                      seed of sizes, placement and contents (default 20260101)
         --timeout-s S                 give up on the transfer after S seconds (default 300)
+        --no-warmup                   skip the untimed first pass (every block pulled once, so that
+                                      the JIT has compiled the path, then the destination reset
+                                      to its guard pattern): time a cold JVM instead
         --json                        the report goes to stderr; stdout gets one JSON object with
                                       the figures (pulled_GBps, request_p50_ms, request_p99_ms, ...)
         --corrupt-one-block           test hook: the prefill damages one byte of one block after
@@ -82,11 +85,12 @@ public final class KvHandoff {
       long inflightBytes,
       long seed,
       Duration timeout,
-      boolean corruptOneBlock) {
+      boolean corruptOneBlock,
+      boolean warmup) {
 
     public static Options defaults() {
       return new Options(64, StreamSettings.Ordering.IN_ORDER, 4, 2L << 20, 512L << 20, 16, 32L << 20, 20260101L,
-          Duration.ofSeconds(300), false);
+          Duration.ofSeconds(300), false, true);
     }
 
     public KvPlan plan() {
@@ -106,6 +110,7 @@ public final class KvHandoff {
       long seed = d.seed;
       Duration timeout = d.timeout;
       boolean corrupt = d.corruptOneBlock;
+      boolean warmup = d.warmup;
       for (int i = 0; i < args.size(); i++) {
         String a = args.get(i);
         String v = null;
@@ -116,6 +121,10 @@ public final class KvHandoff {
         }
         if (a.equals("--corrupt-one-block")) {
           corrupt = true;
+          continue;
+        }
+        if (a.equals("--no-warmup")) {
+          warmup = false;
           continue;
         }
         if (v == null) {
@@ -141,7 +150,8 @@ public final class KvHandoff {
           default -> throw new IllegalArgumentException("unknown option " + a);
         }
       }
-      Options o = new Options(requests, ordering, blocks, page, pool, batchTasks, inflight, seed, timeout, corrupt);
+      Options o = new Options(requests, ordering, blocks, page, pool, batchTasks, inflight, seed, timeout, corrupt,
+          warmup);
       o.plan(); // validates the sizes
       return o;
     }
@@ -350,6 +360,25 @@ public final class KvHandoff {
         o.ordering() == StreamSettings.Ordering.IN_ORDER ? "in-order" : "as-completed", o.batchTasks(),
         size(o.inflightBytes()));
 
+    if (o.warmup()) {
+      // One untimed pass over every block, so that the timed pass measures the engine and not the
+      // JIT compiling it (on two cores C2 competes with the transfer for about a second). Then the
+      // destination is reset to its guard pattern: the timed pass must land every byte again.
+      long warmStart = System.nanoTime();
+      List<TransferResult> warm = Source.from(reads).via(TransferStreams.flow(decode, settings))
+          .runWith(Sink.seq(), decode.system()).toCompletableFuture().get(o.timeout().toMillis(), TimeUnit.MILLISECONDS);
+      double warmSeconds = (System.nanoTime() - warmStart) / 1e9;
+      long warmBytes = warm.stream().mapToLong(r -> r.result().bytes()).sum();
+      long warmFailed = warm.stream().filter(r -> !r.completed()).count();
+      if (warm.size() != n || warmFailed > 0) {
+        throw new IllegalStateException("the untimed warm-up pass returned " + warm.size() + " of " + n + " results, "
+            + warmFailed + " of them not completed");
+      }
+      Pattern.fill(local.segment(), 0, dst.bytes(), guardSeed, 0);
+      out.printf(Locale.ROOT, "warm-up  every block pulled once, untimed (%s in %.3f s = %.2f GB/s from a cold JVM); "
+          + "destination reset to its guards%n", size(warmBytes), warmSeconds, warmBytes / 1e9 / warmSeconds);
+      figures.put("warmup_GBps", warmBytes / 1e9 / warmSeconds);
+    }
     Progress progress = new Progress("pull KV blocks", n, "blocks");
     long start = System.nanoTime();
     // The map stage runs when the transfer stage pulls, so its time is when the block enters the flow.

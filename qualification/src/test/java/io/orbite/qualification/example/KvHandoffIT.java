@@ -71,13 +71,15 @@ class KvHandoffIT {
     assertEquals(36, o.blocks());
     assertEquals(36, o.verifiedBlocks());
     assertTrue(o.problems().isEmpty(), () -> o.problems().toString());
+    assertTrue(run.output().contains("warm-up  every block pulled once, untimed"), run.output());
     assertTrue(run.output().contains("RESULT: PASS"), run.output());
   }
 
   @Test
   @Timeout(120)
   void everyBlockArrivesAndVerifiesAsCompleted() {
-    Run run = run(small("--ordering", "as-completed"));
+    // Without the warm-up pass: the destination holds only its guards when the timed pass begins.
+    Run run = run(small("--ordering", "as-completed", "--no-warmup"));
     KvHandoff.Outcome o = run.outcome();
     assertEquals(0, o.exitCode(), () -> "problems: " + o.problems());
     assertEquals(36, o.verifiedBlocks());
@@ -108,6 +110,8 @@ class KvHandoffIT {
     assertEquals(StreamSettings.Ordering.AS_COMPLETED, o.ordering());
     assertEquals(Duration.ofSeconds(300), o.timeout());
     assertEquals(64, KvHandoff.Options.parse(List.of()).requests());
+    assertTrue(KvHandoff.Options.parse(List.of()).warmup());
+    assertFalse(KvHandoff.Options.parse(List.of("--no-warmup")).warmup());
     for (List<String> bad : List.of(List.of("--requests", "0"), List.of("--ordering", "sideways"), List.of("--requests"),
         List.of("--page-kib", "3"), List.of("--frobnicate", "1"))) {
       try {

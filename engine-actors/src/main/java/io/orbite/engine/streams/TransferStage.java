@@ -239,7 +239,10 @@ final class TransferStage
     private void submit(List<Held> held) {
       submissions++;
       List<TransferRequest> requests = held.stream().map(Held::request).toList();
-      engine.allocateBatchAsync(requests.size()).thenCompose(batch -> {
+      // Every group gets a batch of the same capacity, whatever its size, so that a freed batch is
+      // always reused from the engine's pool (it keeps batches by exact capacity): groups closed by a
+      // full window vary in size, and a batch per size would mean a spawn and an ask per group.
+      engine.allocateBatchAsync(maxBatchTasks).thenCompose(batch -> {
         onAllocated.invoke(Pair.create(held, batch));
         return batch.submitAsync(requests)
             .handle((first, failure) -> unwrap(failure))

@@ -65,16 +65,27 @@ public final class ReceiptBatcher {
     if (pending.isEmpty()) {
       return;
     }
-    try {
-      pending.forEach(ReceiptSink::deliver);
-    } finally {
-      for (Receipts b : pending.values()) {
-        b.clear();
-        if (spare.size() < 8) {
-          spare.push(b);
+    // Every batch gets its block even if another batch's sink throws (a broken invariant there must
+    // not strand this pass's receipts for the others); the first failure is rethrown after.
+    RuntimeException failure = null;
+    for (Map.Entry<ReceiptSink, Receipts> e : pending.entrySet()) {
+      try {
+        e.getKey().deliver(e.getValue());
+      } catch (RuntimeException ex) {
+        if (failure == null) {
+          failure = ex;
+        } else {
+          failure.addSuppressed(ex);
         }
       }
-      pending.clear();
+      e.getValue().clear();
+      if (spare.size() < 8) {
+        spare.push(e.getValue());
+      }
+    }
+    pending.clear();
+    if (failure != null) {
+      throw failure;
     }
   }
 }

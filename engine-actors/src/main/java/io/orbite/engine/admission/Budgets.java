@@ -31,16 +31,6 @@ public final class Budgets {
     batches = Math.max(0, batches - 1);
   }
 
-  /** Charges {@code taskCount} tasks and {@code byteCount} in-flight bytes together, or neither. */
-  public String tryTasks(int taskCount, long byteCount) {
-    String refusal = tasks.tryCharge(taskCount, byteCount);
-    return refusal == TaskBudget.FENCED ? "fenced" : refusal;
-  }
-
-  public void releaseTasks(int taskCount, long byteCount) {
-    tasks.release(taskCount, byteCount);
-  }
-
   /** The lock-free tasks-and-bytes word these budgets charge (shared with the gate). */
   TaskBudget taskBudget() {
     return tasks;

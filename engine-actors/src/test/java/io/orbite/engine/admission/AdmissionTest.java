@@ -30,22 +30,24 @@ class AdmissionTest {
 
   @Test
   void tasksAndBytesAreChargedTogetherOrNotAtAll() {
-    Budgets b = new Budgets(SMALL);
-    assertNull(b.tryTasks(3, 1000));
-    String refusal = b.tryTasks(2, 10);
-    assertNotNull(refusal);
-    assertTrue(refusal.startsWith("tasks in flight"), refusal);
+    AdmissionGate b = new AdmissionGate(SMALL);
+    assertTrue(b.tryTasks(3, 1000).granted());
+    Admission.Decision refused = b.tryTasks(2, 10);
+    assertFalse(refused.granted());
+    assertFalse(refused.fenced());
+    assertNotNull(refused.refusal());
+    assertTrue(refused.refusal().startsWith("tasks in flight"), refused.refusal());
     assertEquals(new Budgets.Usage(0, 3, 1000, 0), b.usage(), "a refused charge leaves nothing behind");
-    refusal = b.tryTasks(1, 1L << 20);
-    assertTrue(refusal.startsWith("in-flight bytes"), refusal);
+    refused = b.tryTasks(1, 1L << 20);
+    assertTrue(refused.refusal().startsWith("in-flight bytes"), refused.refusal());
     assertEquals(3, b.usage().tasks());
     b.releaseTasks(3, 1000);
-    assertNull(b.tryTasks(1, 1L << 20));
+    assertTrue(b.tryTasks(1, 1L << 20).granted());
   }
 
   @Test
   void releasingMoreThanChargedIsABrokenInvariant() {
-    Budgets b = new Budgets(SMALL);
+    AdmissionGate b = new AdmissionGate(SMALL);
     assertThrows(IllegalStateException.class, () -> b.releaseTasks(1, 1));
   }
 

@@ -102,14 +102,7 @@ class TransferStreamsIT {
         .run(streams);
     List<TransferResult> results = run.second().toCompletableFuture().get(60, TimeUnit.SECONDS);
     run.first().toCompletableFuture().get(10, TimeUnit.SECONDS);
-    assertEquals(requests.size(), results.size());
-    for (int i = 0; i < results.size(); i++) {
-      assertSame(requests.get(i), results.get(i).request(), "result " + i + " out of order");
-      assertTrue(results.get(i).completed(), results.get(i)::toString);
-      assertEquals(40_000, results.get(i).result().bytes());
-    }
-    assertRegion(local.segment(), spans(requests, data), guard, "requester region");
-    assertRegion(remote.segment(), List.of(), data, "source region untouched");
+    assertCompletedInOrderAndLanded(requests, results, data, guard);
   }
 
   @Test
@@ -294,14 +287,7 @@ class TransferStreamsIT {
     StreamSettings settings = StreamSettings.defaults().withMaxBatchTasks(256).withBatchWindow(Duration.ofMinutes(1))
         .withMaxInflightBytes(window);
     List<TransferResult> results = runFlow(requests, settings);
-    assertEquals(requests.size(), results.size());
-    for (int i = 0; i < results.size(); i++) {
-      assertSame(requests.get(i), results.get(i).request(), "result " + i + " out of order");
-      assertTrue(results.get(i).completed(), results.get(i)::toString);
-      assertEquals(100_000, results.get(i).result().bytes());
-    }
-    assertRegion(local.segment(), spans(requests, data), guard, "requester region");
-    assertRegion(remote.segment(), List.of(), data, "source region untouched");
+    assertCompletedInOrderAndLanded(requests, results, data, guard);
   }
 
   @Test
@@ -359,6 +345,23 @@ class TransferStreamsIT {
       assertTrue(batch.await(Duration.ofSeconds(30)).allCompleted());
       batch.free();
     }
+  }
+
+  /**
+   * Every request has its result, in request order, completed with all its bytes; the requester's
+   * region holds the source's bytes in each range and its guard everywhere else; the source is
+   * untouched.
+   */
+  private void assertCompletedInOrderAndLanded(List<TransferRequest> requests, List<TransferResult> results, long data,
+      long guard) {
+    assertEquals(requests.size(), results.size());
+    for (int i = 0; i < results.size(); i++) {
+      assertSame(requests.get(i), results.get(i).request(), "result " + i + " out of order");
+      assertTrue(results.get(i).completed(), results.get(i)::toString);
+      assertEquals(requests.get(i).lengthBytes(), results.get(i).result().bytes());
+    }
+    assertRegion(local.segment(), spans(requests, data), guard, "requester region");
+    assertRegion(remote.segment(), List.of(), data, "source region untouched");
   }
 
   /** Runs {@code requests} through the flow and collects every result. */

@@ -60,6 +60,17 @@ public final class LaneSelector {
     return laneOfSlice;
   }
 
+  /**
+   * The lane a single slice of {@code sliceBytes} takes: the lowest score, ties going to the first
+   * lane from {@code rotation} on. The same choice {@link #assign} makes for a one-slice plan.
+   */
+  public static int single(long[] chargedBytes, double[] bandwidthBytesPerSecond, long sliceBytes, int rotation) {
+    if (chargedBytes.length == 0 || bandwidthBytesPerSecond.length != chargedBytes.length) {
+      throw new IllegalArgumentException("need one bandwidth per lane and at least one lane");
+    }
+    return best(chargedBytes, bandwidthBytesPerSecond, sliceBytes, Math.floorMod(rotation, chargedBytes.length));
+  }
+
   private static int best(long[] charged, double[] bandwidth, long sliceBytes, int start) {
     int lanes = charged.length;
     int best = start;

@@ -23,14 +23,24 @@ public final class SlicePlanner {
   }
 
   public SlicePlan plan(Op op, long lengthBytes) {
+    long block = blockBytes(op, lengthBytes);
+    return new SlicePlan(lengthBytes, block, (int) Math.max(1, lengthBytes / block));
+  }
+
+  /**
+   * Whether {@code lengthBytes} makes one slice (shorter than two blocks): what {@link #plan} would
+   * say with {@code count() == 1}, without making the plan.
+   */
+  public boolean singleSlice(Op op, long lengthBytes) {
+    return lengthBytes / blockBytes(op, lengthBytes) <= 1;
+  }
+
+  private long blockBytes(Op op, long lengthBytes) {
     if (lengthBytes <= 0) {
       throw new IllegalArgumentException("length must be positive, got " + lengthBytes);
     }
     int cap = op == Op.READ ? maxReadSlices : maxWriteSlices;
     long adaptive = (lengthBytes + cap - 1) / cap;
-    long block = Math.max(baseBlockBytes, adaptive);
-    long full = lengthBytes / block;
-    int count = (int) Math.max(1, full);
-    return new SlicePlan(lengthBytes, block, count);
+    return Math.max(baseBlockBytes, adaptive);
   }
 }

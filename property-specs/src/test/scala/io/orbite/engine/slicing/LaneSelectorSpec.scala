@@ -83,6 +83,18 @@ class LaneSelectorSpec extends AnyFlatSpec with PropertySupport {
     }
   }
 
+  it should "choose for a lone slice with single() the lane assign() gives a one-slice plan" in {
+    val gen = for {
+      length <- Gen.oneOf(Gen.chooseNum(1L, MaxLength), Gen.chooseNum(1L, 1L << 20))
+      n <- genLaneCount
+      lanes <- genLanesOf(n)
+    } yield (length, lanes)
+    forAll(gen) { case (length, l) =>
+      val Seq(lane) = assign(new SlicePlan(length, length, 1), l)
+      LaneSelector.single(l.charged, l.bandwidth, length, l.rotation) shouldBe lane
+    }
+  }
+
   it should "put every slice on the best lane when there is only one slice or one lane" in {
     val gen = Gen.oneOf(
       for (plan <- genPlan; lanes <- genLanesOf(1)) yield (plan, lanes),

@@ -110,9 +110,17 @@ class SlicePlannerSpec extends AnyFlatSpec with PropertySupport {
     }
   }
 
+  it should "say a request is a single slice exactly when its plan has one slice" in {
+    // The TCP channel sends a single-slice task without making its plan: the two must agree.
+    forAll(genPlanInput) { in =>
+      in.planner.singleSlice(in.op, in.lengthBytes) shouldBe (in.plan.count() == 1)
+    }
+  }
+
   it should "refuse non-positive lengths and settings" in {
     forAll(genPlanInput, Gen.chooseNum(Long.MinValue, 0L)) { (in, bad) =>
       an[IllegalArgumentException] should be thrownBy in.planner.plan(in.op, bad)
+      an[IllegalArgumentException] should be thrownBy in.planner.singleSlice(in.op, bad)
       an[IllegalArgumentException] should be thrownBy new SlicePlanner(bad, in.maxReadSlices, in.maxWriteSlices)
       val badCap = math.max(Int.MinValue.toLong, bad).toInt
       an[IllegalArgumentException] should be thrownBy new SlicePlanner(in.baseBlockBytes, badCap, in.maxWriteSlices)

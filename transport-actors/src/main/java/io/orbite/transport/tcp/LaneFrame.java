@@ -7,45 +7,70 @@ import java.nio.ByteBuffer;
 
 /**
  * One wire request of a task, owned by the lane that carries it: a contiguous part of the task's
- * local range and the matching remote range. Mutable only by its lane's thread after enqueue.
+ * local range and the matching remote range. The range is named as the task's whole local
+ * registration and an offset into it, so a frame costs no segment object.
+ *
+ * <p>Frames are reused ({@link FramePool}): the dispatching thread fills one with {@link #set}
+ * before it queues it, and from then on only the lane that carries it touches it, until the lane
+ * has sent the frame's last receipt and given it back.
  */
 final class LaneFrame {
-  final ReceiptSink sink;
-  final int taskIndex;
-  final Op op;
-  final MemorySegment local;
-  final long regionId;
-  final long remoteOffset;
-  final long deadlineNanos;
+  ReceiptSink sink;
+  int taskIndex;
+  Op op;
+  /** The task's whole local registration; the frame covers {@link #localOffset} + {@link #length} of it. */
+  MemorySegment local;
+  long localOffset;
+  long length;
+  long regionId;
+  long remoteOffset;
+  long deadlineNanos;
   /** Assigned by the lane when the frame is queued for the wire. */
   long requestId;
   /** Where the frame's first byte sits in the lane's outgoing byte stream. */
   long streamStart;
-  /** Bytes of a READ payload already placed into {@link #local}. */
+  /** Bytes of a READ payload already placed into local memory. */
   long received;
-  /** A NIO view of {@link #local}, made once when the socket first touches the frame. */
+  /** A NIO view of the frame's local range, made only when the socket touches that memory directly. */
   ByteBuffer view;
   /** Whether this frame was already handed from a broken lane to another one (it is retried once). */
   boolean retried;
 
-  LaneFrame(ReceiptSink sink, int taskIndex, Op op, MemorySegment local, long regionId, long remoteOffset, long deadlineNanos) {
+  /** Fills this frame for a new request; every field is (re)set. */
+  LaneFrame set(ReceiptSink sink, int taskIndex, Op op, MemorySegment local, long localOffset, long length,
+      long regionId, long remoteOffset, long deadlineNanos) {
     this.sink = sink;
     this.taskIndex = taskIndex;
     this.op = op;
     this.local = local;
+    this.localOffset = localOffset;
+    this.length = length;
     this.regionId = regionId;
     this.remoteOffset = remoteOffset;
     this.deadlineNanos = deadlineNanos;
+    this.requestId = 0;
+    this.streamStart = 0;
+    this.received = 0;
+    this.view = null;
+    this.retried = false;
+    return this;
   }
 
   long length() {
-    return local.byteSize();
+    return length;
   }
 
   ByteBuffer view() {
     if (view == null) {
-      view = local.asByteBuffer();
+      view = local.asSlice(localOffset, length).asByteBuffer();
     }
     return view;
+  }
+
+  /** Drops what the frame refers to, so a pooled frame keeps no batch or memory reachable. */
+  void clear() {
+    sink = null;
+    local = null;
+    view = null;
   }
 }

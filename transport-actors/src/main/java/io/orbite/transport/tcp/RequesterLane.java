@@ -18,7 +18,7 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
-import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.ArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
@@ -67,8 +67,17 @@ final class RequesterLane implements Runnable {
     boolean retry(LaneFrame frame, RequesterLane from);
   }
 
-  private final ConcurrentLinkedQueue<LaneFrame> incoming = new ConcurrentLinkedQueue<>();
+  /** Frames queued for the lane, oldest first, guarded by itself: queueing one allocates nothing. */
+  private final ArrayDeque<LaneFrame> incoming = new ArrayDeque<>(256);
+  /** How many frames {@link #incoming} holds, readable without its lock; written under it. */
+  private volatile int incomingCount;
   private final AtomicLong chargedBytes = new AtomicLong();
+  /** Bytes of frames retired in this pass, uncharged from {@link #chargedBytes} once per pass. */
+  private long retiredBytes;
+  /** Where frames go back once this lane has sent their last receipt. */
+  private final FramePool pool;
+  /** Frames retired in this pass, given back to {@link #pool} after the pass's receipts are sent. */
+  private final ArrayList<LaneFrame> retired = new ArrayList<>();
   private volatile boolean sleeping;
   private volatile boolean running = true;
   /** Set as the lane thread leaves {@link #run}: it no longer touches any frame's memory. */
@@ -101,7 +110,8 @@ final class RequesterLane implements Runnable {
 
   RequesterLane(
       String name, SocketChannel channel, long peerEpoch, long maxPayloadBytes, int windowFrames, long windowBytes,
-      EngineCounters counters, FaultHooks hooks, Consumer<Throwable> onEnd) throws IOException {
+      FramePool pool, EngineCounters counters, FaultHooks hooks, Consumer<Throwable> onEnd) throws IOException {
+    this.pool = pool;
     this.counters = counters;
     this.laneBytes = counters.lane("tcp/" + name);
     this.hooks = hooks;
@@ -143,7 +153,10 @@ final class RequesterLane implements Runnable {
   /** Queues a frame; any thread. A lane that has ended fails it at once. */
   void enqueue(LaneFrame frame) {
     chargedBytes.addAndGet(frame.length());
-    incoming.add(frame);
+    synchronized (incoming) {
+      incoming.add(frame);
+      incomingCount = incoming.size();
+    }
     if (!running) {
       drainQueueAfterEnd();
     }
@@ -179,7 +192,7 @@ final class RequesterLane implements Runnable {
     try {
       while (running) {
         int work = takeIncoming() + sweep() + fillGather() + writeSome() + readSome();
-        receipts.flush();
+        endPass();
         if (work == 0) {
           idle();
         }
@@ -193,20 +206,45 @@ final class RequesterLane implements Runnable {
       running = false;
       closeQuietly();
       failEverything(cause);
-      receipts.flush();
+      endPass();
       ended = true;
       onEnd.accept(cause);
     }
   }
 
   private int takeIncoming() {
-    int n = 0;
-    LaneFrame f;
-    while ((f = incoming.poll()) != null) {
-      waiting.add(f);
-      n++;
+    if (incomingCount == 0) {
+      return 0;
     }
-    return n;
+    synchronized (incoming) {
+      int n = incoming.size();
+      LaneFrame f;
+      while ((f = incoming.poll()) != null) {
+        waiting.add(f);
+      }
+      incomingCount = 0;
+      return n;
+    }
+  }
+
+  /**
+   * Ends a pass: sends its receipts, then uncharges the lane for the frames it retired and gives
+   * those frames back to the pool (no receipt of theirs is still to come, and nothing here refers
+   * to them any more).
+   */
+  private void endPass() {
+    try {
+      receipts.flush();
+    } finally {
+      if (retiredBytes != 0) {
+        chargedBytes.addAndGet(-retiredBytes);
+        retiredBytes = 0;
+      }
+      if (!retired.isEmpty()) {
+        pool.giveBack(retired);
+        retired.clear();
+      }
+    }
   }
 
   /**
@@ -420,7 +458,7 @@ final class RequesterLane implements Runnable {
     int buffered = receiveEnd - receiveStart;
     if (buffered > 0) {
       int n = (int) Math.min(buffered, remaining);
-      MemorySegment.copy(receiveSegment, receiveStart, f.local, f.received, n);
+      MemorySegment.copy(receiveSegment, receiveStart, f.local, f.localOffset + f.received, n);
       receiveStart += n;
       f.received += n;
     } else if (remaining >= DIRECT_READ_BYTES || f.view != null) {
@@ -456,16 +494,20 @@ final class RequesterLane implements Runnable {
   private void retireHeadOk(LaneFrame f, RemoteEffect effect) {
     inflight.pollFirst();
     inflightBytes -= f.length();
-    chargedBytes.addAndGet(-f.length());
     receipts.ok(f.sink, f.taskIndex, f.length(), effect);
-    f.view = null;
+    retire(f);
   }
 
-  /** Hands a frame's receipt to its batch and uncharges the lane. */
+  /** Hands a frame's receipt to its batch; the lane is done with the frame. */
   private void finish(LaneFrame f, Receipt receipt) {
-    chargedBytes.addAndGet(-f.length());
     receipts.add(f.sink, receipt);
-    f.view = null;
+    retire(f);
+  }
+
+  /** Marks {@code f} done: uncharged and given back to the pool when the pass ends. */
+  private void retire(LaneFrame f) {
+    retiredBytes += f.length();
+    retired.add(f);
   }
 
   private void idle() throws IOException {
@@ -475,7 +517,7 @@ final class RequesterLane implements Runnable {
     }
     sleeping = true;
     try {
-      if (incoming.isEmpty() && running) {
+      if (incomingCount == 0 && running) {
         // The action form skips the selected-key set, whose insertions allocate on every wake. A
         // lane that holds no frame has no deadline to sweep: it sleeps until the socket, new work
         // (wake) or a close (wakeup) rouses it, so an idle engine's lanes cost no CPU.
@@ -544,8 +586,13 @@ final class RequesterLane implements Runnable {
   /** Fails frames queued after the lane ended; called by producers, synchronized among them. */
   private synchronized void drainQueueAfterEnd() {
     ReceiptBatcher late = new ReceiptBatcher();
-    LaneFrame f;
-    while ((f = incoming.poll()) != null) {
+    ArrayList<LaneFrame> left = new ArrayList<>();
+    synchronized (incoming) {
+      left.addAll(incoming);
+      incoming.clear();
+      incomingCount = 0;
+    }
+    for (LaneFrame f : left) {
       chargedBytes.addAndGet(-f.length());
       late.add(f.sink, Receipt.failed(f.taskIndex, ErrorKind.PEER_LOST, RemoteEffect.NONE, name + ": lane closed (never sent)"));
     }

@@ -147,12 +147,13 @@ final class TcpEndpoint {
     RequesterLane[] lanes = new RequesterLane[channels.size()];
     this.lanes = lanes;
     ActorRef<Command> self = ctx.getSelf();
+    FramePool frames = new FramePool();
     try {
       for (int i = 0; i < lanes.length; i++) {
         int index = i;
         lanes[i] = new RequesterLane("lane " + i + " to " + peer, channels.get(i), peer.epoch(),
             config.tcp().maxFramePayloadBytes(), config.tcp().laneWindowFrames(), config.tcp().laneWindowBytes(),
-            counters, hooks, cause -> self.tell(new LaneEnded(index, cause)));
+            frames, counters, hooks, cause -> self.tell(new LaneEnded(index, cause)));
       }
     } catch (IOException e) {
       channels.forEach(LaneConnector::closeQuietly);
@@ -165,7 +166,7 @@ final class TcpEndpoint {
     }
     SlicePlanner planner = new SlicePlanner(config.slicing().baseBlockBytes(), config.slicing().maxReadSlices(),
         config.slicing().maxWriteSlices());
-    TcpPeerChannel channel = new TcpPeerChannel(peer, lanes, planner, config.tcp().maxFramePayloadBytes(),
+    TcpPeerChannel channel = new TcpPeerChannel(peer, lanes, frames, planner, config.tcp().maxFramePayloadBytes(),
         () -> self.tell(Fenced.INSTANCE), counters.readRetries);
     if (config.tcp().retryReadOnOtherLane()) {
       for (RequesterLane lane : lanes) {

@@ -20,18 +20,22 @@ import java.util.Arrays;
 final class TcpPeerChannel implements PeerChannel {
   private final SegmentDescriptor peer;
   private final RequesterLane[] lanes;
+  private final FramePool frames;
   private final SlicePlanner planner;
   private final long maxFrameBytes;
   private final double[] bandwidth;
   private final boolean[] touched;
+  /** Each lane's charged bytes, read afresh for every task; guarded by this channel's monitor. */
+  private final long[] charged;
   private volatile boolean active = true;
   private volatile String fencedBecause;
   private final Runnable onFence;
   private int rotation;
   private final java.util.concurrent.atomic.LongAdder retries;
 
-  TcpPeerChannel(SegmentDescriptor peer, RequesterLane[] lanes, SlicePlanner planner, long maxFrameBytes,
-      Runnable onFence, java.util.concurrent.atomic.LongAdder retries) {
+  TcpPeerChannel(SegmentDescriptor peer, RequesterLane[] lanes, FramePool frames, SlicePlanner planner,
+      long maxFrameBytes, Runnable onFence, java.util.concurrent.atomic.LongAdder retries) {
+    this.frames = frames;
     this.peer = peer;
     this.retries = retries;
     this.onFence = onFence;
@@ -42,6 +46,7 @@ final class TcpPeerChannel implements PeerChannel {
     // Lanes of one peer share a link and start with equal estimates.
     Arrays.fill(bandwidth, 1.0);
     this.touched = new boolean[lanes.length];
+    this.charged = new long[lanes.length];
   }
 
   @Override
@@ -98,19 +103,27 @@ final class TcpPeerChannel implements PeerChannel {
           "no open lane to " + peer + " (never sent)"));
       return 1;
     }
-    SlicePlan plan = planner.plan(work.op(), work.lengthBytes());
-    long[] charged = new long[lanes.length];
     for (int i = 0; i < lanes.length; i++) {
       // A closed lane is made unattractive rather than removed, so lane indexes stay stable.
       charged[i] = lanes[i].running() ? lanes[i].chargedBytes() : Long.MAX_VALUE / 4;
     }
+    long length = work.lengthBytes();
+    if (length <= maxFrameBytes && planner.singleSlice(work.op(), length)) {
+      // One slice in one frame (every small task): the lane the plan would pick, with no plan made.
+      queue(LaneSelector.single(charged, bandwidth, length, rotation++), work, 0, length);
+      return 1;
+    }
+    SlicePlan plan = planner.plan(work.op(), length);
     int[] laneOfSlice = LaneSelector.assign(plan, charged, bandwidth, rotation++);
-    return FrameSplitter.split(plan, laneOfSlice, maxFrameBytes, (lane, offset, length) -> {
-      LaneFrame frame = new LaneFrame(work.sink(), work.taskIndex(), work.op(), work.local().asSlice(work.localOffset() + offset, length),
-          work.regionId(), work.remoteOffset() + offset, work.deadlineNanos());
-      lanes[lane].enqueue(frame);
-      touched[lane] = true;
-    });
+    return FrameSplitter.split(plan, laneOfSlice, maxFrameBytes, (lane, offset, part) -> queue(lane, work, offset, part));
+  }
+
+  /** Queues the frame of {@code work} at {@code offset} from its start on lane {@code lane}. */
+  private void queue(int lane, TaskWork work, long offset, long length) {
+    LaneFrame frame = frames.take().set(work.sink(), work.taskIndex(), work.op(), work.local(),
+        work.localOffset() + offset, length, work.regionId(), work.remoteOffset() + offset, work.deadlineNanos());
+    lanes[lane].enqueue(frame);
+    touched[lane] = true;
   }
 
   /**

@@ -101,14 +101,16 @@ final class BenchLoop {
 
   /**
    * The task rate: 4 KiB READs in batches of 1024, 4 batches in flight, cycling over the region,
-   * after a 1 s warm-up (the JIT compiles the submit and lane paths first; on two cores it would
-   * otherwise compete with the measured run). Its {@code touchedBytes} say which of the requester's bytes to check.
+   * after a 1 s warm-up and until the JIT has settled (the JIT compiles the submit and lane paths
+   * first; on two cores its compiler threads would otherwise compete with the measured run). Its
+   * {@code touchedBytes} say which of the requester's bytes to check.
    */
   static Run taskRate(PrintStream human, TransferEngine engine, RegisteredMemory local, RemoteSegment peer, long remote,
-      long regionBytes, double seconds) {
+      long regionBytes, double seconds) throws InterruptedException {
     long size = 4096;
     long slots = regionBytes / size;
     runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, 1.0, null);
+    Jit.settle();
     Progress progress = new Progress("tasks_4KiB", (long) (seconds * 10), "ds");
     long allocBefore = EngineMain.allocatedBytes();
     Run timed = runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, seconds, progress);

@@ -264,8 +264,13 @@ final class ShmLane implements Runnable {
 
   private void runPass(List<TaskWork> pass) {
     receipts.expect(pass.size());
-    Map<Long, List<TaskWork>> byRegion = pass.size() == 1 ? null : new LinkedHashMap<>();
     long now = System.nanoTime();
+    if (allLiveForOneRegion(pass, now)) {
+      // The common pass: nothing to fail up front and one peer allocation, so no grouping.
+      copyGroup(pass.get(0).regionId(), pass);
+      return;
+    }
+    Map<Long, List<TaskWork>> byRegion = pass.size() == 1 ? null : new LinkedHashMap<>();
     for (TaskWork w : pass) {
       if (fencedBecause != null) {
         fail(w, ErrorKind.EPOCH_MISMATCH, peer + " is fenced: " + fencedBecause + " (never copied)");
@@ -283,25 +288,46 @@ final class ShmLane implements Runnable {
       return;
     }
     for (Map.Entry<Long, List<TaskWork>> e : byRegion.entrySet()) {
-      List<TaskWork> tasks = e.getValue();
-      copied = 0;
-      inCopy = false;
-      try {
-        copyRegion(e.getKey(), tasks);
-      } catch (RuntimeException ex) {
-        // A broken invariant (a native call failing in a way the protocol does not expect): every
-        // task of this allocation not yet answered fails; a WRITE cut off inside its copy may have
-        // changed the peer's bytes (UNKNOWN).
-        LOG.error("{}: copying region {} failed: {}", name, e.getKey(), ex.toString(), ex);
-        for (int i = copied; i < tasks.size(); i++) {
-          TaskWork w = tasks.get(i);
-          RemoteEffect effect = i == copied && w.op() == Op.WRITE && inCopy ? RemoteEffect.UNKNOWN : RemoteEffect.NONE;
-          counters.shmTasksFailed.increment();
-          add(w.sink(), Receipt.failed(w.taskIndex(), ErrorKind.UNAVAILABLE, effect,
-              "SHM copy of region " + e.getKey() + " failed: " + ex.getMessage()));
-        }
-        unmap(e.getKey());
+      copyGroup(e.getKey(), e.getValue());
+    }
+  }
+
+  /**
+   * Whether every task of {@code pass} is for one peer allocation and none is to be failed before
+   * its copy (the lane is not fenced, no batch was cancelled, no deadline passed).
+   */
+  private boolean allLiveForOneRegion(List<TaskWork> pass, long now) {
+    if (fencedBecause != null) {
+      return false;
+    }
+    long region = pass.get(0).regionId();
+    for (TaskWork w : pass) {
+      if (w.regionId() != region || w.sink().cancelled() || now - w.deadlineNanos() > 0) {
+        return false;
       }
+    }
+    return true;
+  }
+
+  /** Copies the tasks of one peer allocation; a broken invariant fails those not yet answered. */
+  private void copyGroup(long regionId, List<TaskWork> tasks) {
+    copied = 0;
+    inCopy = false;
+    try {
+      copyRegion(regionId, tasks);
+    } catch (RuntimeException ex) {
+      // A broken invariant (a native call failing in a way the protocol does not expect): every
+      // task of this allocation not yet answered fails; a WRITE cut off inside its copy may have
+      // changed the peer's bytes (UNKNOWN).
+      LOG.error("{}: copying region {} failed: {}", name, regionId, ex.toString(), ex);
+      for (int i = copied; i < tasks.size(); i++) {
+        TaskWork w = tasks.get(i);
+        RemoteEffect effect = i == copied && w.op() == Op.WRITE && inCopy ? RemoteEffect.UNKNOWN : RemoteEffect.NONE;
+        counters.shmTasksFailed.increment();
+        add(w.sink(), Receipt.failed(w.taskIndex(), ErrorKind.UNAVAILABLE, effect,
+            "SHM copy of region " + regionId + " failed: " + ex.getMessage()));
+      }
+      unmap(regionId);
     }
   }
 
@@ -347,11 +373,15 @@ final class ShmLane implements Runnable {
       if (Libc.ofdTestLock(m.fd, Libc.F_WRLCK, ShmLocks.LIVENESS, 1, lockScratch) == Libc.F_UNLCK) {
         live = false;
       } else {
-        for (TaskWork w : tasks) {
-          inCopy = true;
-          copy(m, w);
-          inCopy = false;
-          copied++;
+        try {
+          for (TaskWork w : tasks) {
+            inCopy = true;
+            copy(m, w);
+            inCopy = false;
+            copied++;
+          }
+        } finally {
+          countCopied();
         }
       }
     } finally {
@@ -387,15 +417,31 @@ final class ShmLane implements Runnable {
     hooks.beforeSharedCopy(name);
     if (w.op() == Op.READ) {
       MemorySegment.copy(m.view, w.remoteOffset(), w.local(), w.localOffset(), w.lengthBytes());
-      counters.shmBytesRead.add(w.lengthBytes());
-      laneBytes.add(w.lengthBytes());
+      bytesRead += w.lengthBytes();
       receipts.ok(w.sink(), w.taskIndex(), w.lengthBytes(), RemoteEffect.NONE);
     } else {
       MemorySegment.copy(w.local(), w.localOffset(), m.view, w.remoteOffset(), w.lengthBytes());
-      counters.shmBytesWritten.add(w.lengthBytes());
-      laneBytes.add(w.lengthBytes());
+      bytesWritten += w.lengthBytes();
       receipts.ok(w.sink(), w.taskIndex(), w.lengthBytes(), RemoteEffect.APPLIED);
     }
+  }
+
+  /** Bytes copied since {@link #countCopied} last ran, counted once per group rather than per task. */
+  private long bytesRead;
+  private long bytesWritten;
+
+  private void countCopied() {
+    if (bytesRead != 0) {
+      counters.shmBytesRead.add(bytesRead);
+    }
+    if (bytesWritten != 0) {
+      counters.shmBytesWritten.add(bytesWritten);
+    }
+    if (bytesRead + bytesWritten != 0) {
+      laneBytes.add(bytesRead + bytesWritten);
+    }
+    bytesRead = 0;
+    bytesWritten = 0;
   }
 
   /** The mapping of {@code regionId}, mapping it now if needed (unmapping the least recently used past the cap). */

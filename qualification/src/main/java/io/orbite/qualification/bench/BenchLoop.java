@@ -101,7 +101,7 @@ final class BenchLoop {
 
   /**
    * The task rate: 4 KiB READs in batches of 1024, 4 batches in flight, cycling over the region,
-   * after a 1 s warm-up and until the JIT has settled (the JIT compiles the submit and lane paths
+   * after a 2 s warm-up and until the JIT has settled (the JIT compiles the submit and lane paths
    * first; on two cores its compiler threads would otherwise compete with the measured run). Its
    * {@code touchedBytes} say which of the requester's bytes to check.
    */
@@ -109,7 +109,7 @@ final class BenchLoop {
       long regionBytes, double seconds) throws InterruptedException {
     long size = 4096;
     long slots = regionBytes / size;
-    runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, 1.0, null);
+    runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, 2.0, null);
     Jit.settle();
     Progress progress = new Progress("tasks_4KiB", (long) (seconds * 10), "ds");
     long allocBefore = EngineMain.allocatedBytes();

@@ -4,14 +4,14 @@ import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 
 /** The JIT's activity, so that a bench can keep compilations out of its timed runs. */
-final class Jit {
+public final class Jit {
   private Jit() {}
 
   /**
    * Waits (untimed, at most 3 s) until the JIT's compiler threads have used less than 1 ms of CPU in
    * each of three 20 ms spells (a long C2 compilation shows as CPU before it ends).
    */
-  static void settle() throws InterruptedException {
+  public static void settle() throws InterruptedException {
     long deadline = System.nanoTime() + 3_000_000_000L;
     long last = compilerCpuNanos();
     int quietChecks = 0;
@@ -24,7 +24,7 @@ final class Jit {
   }
 
   /** Time the JIT compilers have spent so far (ms, as the JVM accounts it). */
-  static long millis() {
+  public static long millis() {
     CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
     return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : 0;
   }

@@ -7,11 +7,15 @@ import java.util.List;
  * The frames of one peer channel, reused so that a small task costs no frame object. A lane gives
  * a frame back only once it has sent the frame's last receipt and no longer refers to it; the
  * dispatching thread takes frames out. The two sides meet at one lock, taken once per lane pass
- * and once per {@link #MAX_POOLED}-or-fewer frames taken, not once per frame.
+ * that retired frames and once each time the dispatcher's side runs dry, not once per frame.
  */
 final class FramePool {
-  /** Frames kept for reuse at most; a burst beyond this is left to the collector. */
-  static final int MAX_POOLED = 8192;
+  /**
+   * Frames each side keeps at most ({@link #returned}, and so also {@link #ready}, which only ever
+   * takes {@link #returned}'s frames): a channel holds at most twice this many idle frames, about
+   * 80 B each, and frames of a burst beyond it are left to the collector.
+   */
+  static final int MAX_POOLED = 4096;
 
   /** Frames ready for the dispatcher; confined to the channel's monitor. */
   private ArrayDeque<LaneFrame> ready = new ArrayDeque<>();

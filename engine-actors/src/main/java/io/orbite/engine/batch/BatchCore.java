@@ -61,6 +61,9 @@ public final class BatchCore {
   /** UNQUIESCED tasks still held, readable by the quarantine ledger from any thread. */
   private final AtomicInteger heldTasks = new AtomicInteger();
   private ActorRef<BatchActor.Command> actor;
+  /** The actor's key in the owner view and the batch's detail line there, made at its first report. */
+  private String boardKey;
+  private String boardDetail;
 
   // Everything below is guarded by this object's monitor.
   /** Which allocation holds the batch now; a handle of an earlier one finds the batch freed. */
@@ -545,13 +548,17 @@ public final class BatchCore {
     }
     reportedState = state;
     reportedAtNanos = now;
-    counters.owners.publish(actor, "BatchActor", state, Map.of(
+    if (boardKey == null) {
+      boardKey = counters.owners.key(actor);
+      boardDetail = "capacity " + ledger.capacity();
+    }
+    counters.owners.publish(boardKey, "BatchActor", state, Map.of(
         "tasks", (long) ledger.size(),
         "pendingTasks", (long) ledger.pending(),
         "inflightBytes", ledger.pendingBytes(),
         "owedReceipts", ledger.owedReceipts(),
         "loans", (long) ledger.loansHeld(),
-        "heldTasks", (long) ledger.held()), "capacity " + ledger.capacity());
+        "heldTasks", (long) ledger.held()), boardDetail);
   }
 
   private TransferException freed(String call) {

@@ -91,7 +91,15 @@ public final class OwnerBoard {
 
   /** An owner reports its state and charges (replacing what it reported before). */
   public void publish(ActorRef<?> self, String kind, String state, Map<String, Long> charges, String detail) {
-    String key = key(self);
+    publish(key(self), kind, state, charges, detail);
+  }
+
+  /**
+   * {@link #publish(ActorRef, String, String, Map, String)} under a key the owner computed once with
+   * {@link #key} (an owner that publishes on every state change, as a pooled batch does on each lease
+   * and free, need not rebuild its actor path each time).
+   */
+  public void publish(String key, String kind, String state, Map<String, Long> charges, String detail) {
     long now = System.currentTimeMillis();
     owners.compute(key, (k, before) -> new Owner(k, kind, state, Map.copyOf(charges), detail == null ? "" : detail,
         before != null && before.state().equals(state) ? before.sinceMillis() : now));

@@ -49,6 +49,9 @@ public final class BatchCore {
   private static final Logger LOG = LoggerFactory.getLogger(BatchCore.class);
   /** The owner view is refreshed at most this often while tasks run, and at once on a state change. */
   private static final long REPORT_EVERY_NANOS = 50_000_000L;
+  /** The owner view's charges of a batch whose ledger is empty. */
+  private static final Map<String, Long> NO_CHARGES = Map.of("tasks", 0L, "pendingTasks", 0L, "inflightBytes", 0L,
+      "owedReceipts", 0L, "loans", 0L, "heldTasks", 0L);
 
   private final String name;
   private final AdmissionGate gate;
@@ -552,7 +555,9 @@ public final class BatchCore {
       boardKey = counters.owners.key(actor);
       boardDetail = "capacity " + ledger.capacity();
     }
-    counters.owners.publish(boardKey, "BatchActor", state, Map.of(
+    // A lease and a free find the ledger empty: their report shares one map of zeros.
+    counters.owners.publish(boardKey, "BatchActor", state, ledger.size() == 0 && ledger.loansHeld() == 0
+        && ledger.owedReceipts() == 0 ? NO_CHARGES : Map.of(
         "tasks", (long) ledger.size(),
         "pendingTasks", (long) ledger.pending(),
         "inflightBytes", ledger.pendingBytes(),

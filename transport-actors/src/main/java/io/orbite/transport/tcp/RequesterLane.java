@@ -228,18 +228,19 @@ final class RequesterLane implements Runnable {
   }
 
   /**
-   * Ends a pass: sends its receipts, then uncharges the lane for the frames it retired and gives
+   * Ends a pass: uncharges the lane for the frames it retired, sends their receipts, then gives
    * those frames back to the pool (no receipt of theirs is still to come, and nothing here refers
-   * to them any more).
+   * to them any more). The uncharge comes first: a caller that sees a task end and submits the
+   * next one must find this lane's charge without the finished frames, as lane choice expects.
    */
   private void endPass() {
+    if (retiredBytes != 0) {
+      chargedBytes.addAndGet(-retiredBytes);
+      retiredBytes = 0;
+    }
     try {
       receipts.flush();
     } finally {
-      if (retiredBytes != 0) {
-        chargedBytes.addAndGet(-retiredBytes);
-        retiredBytes = 0;
-      }
       if (!retired.isEmpty()) {
         pool.giveBack(retired);
         retired.clear();

@@ -160,6 +160,74 @@ class TcpTransferIT {
     assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, data, 0), "requester region: WRITEs only read it");
   }
 
+  /**
+   * One batch reused for 1000 rounds of 64 small and mid-sized tasks, READ and WRITE in turn: the
+   * lanes' frames are pooled and refilled for every round, so a frame that kept anything of its
+   * last request (its offsets, its length, its WRITE view, its batch) would land bytes in the
+   * wrong place or answer the wrong task. Every round checks its whole stripe of the destination,
+   * payload and guards, and the engine owes nothing afterwards.
+   */
+  @Test
+  void aReusedBatchOfSmallTasksLandsEveryRoundExactlyWhilePooledFramesAreRefilled() {
+    long stripe = 1L << 20;
+    int stripes = (int) (REGION / stripe);
+    int perRound = 64;
+    long[] small = {1, 100, 4096, 4099, 8192, 30_000};
+    long sourceSeed = random.nextLong();
+    Pattern.fill(remote.segment(), 0, REGION, sourceSeed, 0);
+    Batch batch = pair.requester.allocateBatch(perRound);
+    for (int round = 0; round < 1000; round++) {
+      Op op = round % 2 == 0 ? Op.READ : Op.WRITE;
+      long base = (round % stripes) * stripe;
+      // Lengths: the small ones cycling, one single-slice 100 KiB task and one 3-slice 200 KB one.
+      List<Task> tasks = new ArrayList<>(perRound);
+      long at = 0;
+      for (int i = 0; i < perRound; i++) {
+        long length = i == 7 ? 100 * 1024 : i == 40 ? 200_000 : small[(i + round) % small.length];
+        at += 1 + random.nextInt(300);
+        tasks.add(new Task(at, at, length));
+        at += length;
+      }
+      assertTrue(at < stripe, "round fits its stripe");
+      long guard = random.nextLong();
+      long data = random.nextLong();
+      RegisteredMemory dst = op == Op.READ ? local : remote;
+      Pattern.fill(dst.segment(), base, stripe, guard, 0);
+      if (op == Op.WRITE) {
+        Pattern.fill(local.segment(), base, stripe, data, 0);
+      }
+      List<TransferRequest> requests = new ArrayList<>(perRound);
+      List<Span> spans = new ArrayList<>(perRound);
+      for (Task t : tasks) {
+        requests.add(op == Op.READ
+            ? TransferRequest.read(local, base + t.localOffset(), peer, remote.regionId(), base + t.remoteOffset(), t.length())
+            : TransferRequest.write(local, base + t.localOffset(), peer, remote.regionId(), base + t.remoteOffset(), t.length()));
+        // READ: the source's pattern at its own offsets; WRITE: the stripe's data pattern (from 0).
+        spans.add(new Span(t.remoteOffset(), t.length(), op == Op.READ ? sourceSeed : data,
+            op == Op.READ ? base + t.remoteOffset() : t.localOffset()));
+      }
+      assertEquals(0, batch.submit(requests), "every round starts at task 0");
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      int n = round;
+      assertTrue(s.allCompleted(), () -> "round " + n + ": " + firstFailure(s));
+      for (TaskResult r : s.tasks()) {
+        assertEquals(tasks.get(r.index()).length(), r.bytes(), "round's task " + r.index() + " bytes");
+      }
+      long bad = RegionCheck.check(dst.segment().asSlice(base, stripe), spans, guard);
+      assertEquals(-1, bad, op + " round " + round + ": first wrong byte of its stripe at " + bad);
+      if (op == Op.WRITE) {
+        // Give the source its pattern back for the READ rounds that use this stripe later.
+        Pattern.fill(remote.segment(), base, stripe, sourceSeed, base);
+      }
+      batch.reset();
+    }
+    batch.free();
+    var owed = pair.requester.owed();
+    assertEquals(0, owed.tasksInFlight(), owed::toString);
+    assertEquals(0, owed.bytesInFlight(), owed::toString);
+    assertEquals(0, owed.batches(), owed::toString);
+  }
+
   private TransferRequest write(Task t) {
     return TransferRequest.write(local, t.localOffset(), peer, remote.regionId(), t.remoteOffset(), t.length());
   }

@@ -25,10 +25,14 @@ final class BenchLoop {
    *
    * @param touchedBytes how far into both regions the run reached (what must be verified)
    * @param failed tasks that did not complete
+   * @param allocatedBytes heap the whole process allocated during the run (0 when not measured)
+   * @param jitMillis time the JIT spent compiling during the run (0 when not measured)
+   * @param warmupSeconds the untimed warm-up before the run (0 when none)
    */
-  record Run(long bytes, long tasks, double seconds, long touchedBytes, int failed, long allocatedBytes) {
+  record Run(long bytes, long tasks, double seconds, long touchedBytes, int failed, long allocatedBytes,
+      long jitMillis, double warmupSeconds) {
     Run(long bytes, long tasks, double seconds, long touchedBytes, int failed) {
-      this(bytes, tasks, seconds, touchedBytes, failed, 0);
+      this(bytes, tasks, seconds, touchedBytes, failed, 0, 0, 0);
     }
 
     /** Heap bytes the whole process allocated per task during the run (0 when not measured). */
@@ -101,25 +105,46 @@ final class BenchLoop {
 
   /**
    * The task rate: 4 KiB READs in batches of 1024, 4 batches in flight, cycling over the region,
-   * after a 2 s warm-up and until the JIT has settled (the JIT compiles the submit and lane paths
-   * first; on two cores its compiler threads would otherwise compete with the measured run). Its
+   * after an untimed warm-up and once the JIT has settled. On two cores the JIT's compiler threads
+   * would otherwise compete with the measured run, and the lane's own loop reaches C2 late: with a
+   * 2 s warm-up, PrintCompilation showed the SHM lane's {@code copyGroup} and {@code runPass}
+   * still in C1 code through most of the timed run, behind a queue of per-batch methods. So the
+   * warm-up runs in spells of {@link #WARMUP_SPELL_SECONDS} until two spells in a row compile for at
+   * most {@link #WARMUP_QUIET_JIT_MS} (at least 2 s, at most {@link #WARMUP_MAX_SECONDS}). Its
    * {@code touchedBytes} say which of the requester's bytes to check.
    */
+  static final double WARMUP_SPELL_SECONDS = 0.5;
+  static final long WARMUP_QUIET_JIT_MS = 10;
+  static final double WARMUP_MAX_SECONDS = 12;
+
   static Run taskRate(PrintStream human, TransferEngine engine, RegisteredMemory local, RemoteSegment peer, long remote,
       long regionBytes, double seconds) throws InterruptedException {
     long size = 4096;
     long slots = regionBytes / size;
-    runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, 2.0, null);
+    long warmStart = System.nanoTime();
+    int quiet = 0;
+    while (quiet < 2 && System.nanoTime() - warmStart < (long) (WARMUP_MAX_SECONDS * 1e9)) {
+      long jitBefore = Jit.millis();
+      // With a Progress, as the timed run has: a branch first taken in the timed run would trap out of
+      // the compiled loop and recompile it there (PrintCompilation showed 250 ms of it).
+      Progress spell = new Progress("tasks_4KiB warm-up", (long) (WARMUP_SPELL_SECONDS * 10), "ds");
+      runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, WARMUP_SPELL_SECONDS, spell);
+      spell.done();
+      boolean warmEnough = System.nanoTime() - warmStart >= 2_000_000_000L;
+      quiet = warmEnough && Jit.millis() - jitBefore <= WARMUP_QUIET_JIT_MS ? quiet + 1 : 0;
+    }
+    double warmSeconds = (System.nanoTime() - warmStart) / 1e9;
     Jit.settle();
     Progress progress = new Progress("tasks_4KiB", (long) (seconds * 10), "ds");
     long allocBefore = EngineMain.allocatedBytes();
+    long jitBefore = Jit.millis();
     Run timed = runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, seconds, progress);
     Run r = new Run(timed.bytes(), timed.tasks(), timed.seconds(), timed.touchedBytes(), timed.failed(),
-        EngineMain.allocatedBytes() - allocBefore);
+        EngineMain.allocatedBytes() - allocBefore, Jit.millis() - jitBefore, warmSeconds);
     progress.done();
     human.printf(java.util.Locale.ROOT, "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024), %.0f B heap "
-        + "allocated per task by the whole requester process%n", "read_4KiB", r.tasks(), r.seconds(),
-        r.tasks() / r.seconds(), r.allocatedPerTask());
+        + "allocated per task by the whole requester process, %d ms of JIT compiling (after %.1f s of warm-up)%n",
+        "read_4KiB", r.tasks(), r.seconds(), r.tasks() / r.seconds(), r.allocatedPerTask(), r.jitMillis(), warmSeconds);
     return r;
   }
 }

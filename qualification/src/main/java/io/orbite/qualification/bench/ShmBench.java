@@ -117,6 +117,8 @@ public final class ShmBench {
         failures += BenchReport.verify(human, Op.READ, local, source, remote, small.touchedBytes(), sourceSeed, 0);
         figures.put("tasks_4KiB_per_s", small.tasks() / small.seconds());
         figures.put("alloc_requester_process_tasks_4KiB_bytes_per_task", small.allocatedPerTask());
+        figures.put("tasks_4KiB_jit_ms", (double) small.jitMillis());
+        figures.put("tasks_4KiB_warmup_s", small.warmupSeconds());
         ratios.put("tasks_4KiB_vs_memcpy", small.tasks() / small.seconds() / (memcpy4k * 1e9 / 4096));
       }
       long overTcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();

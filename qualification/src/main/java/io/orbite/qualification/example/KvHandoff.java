@@ -362,7 +362,10 @@ public final class KvHandoff {
       while (quiet < 2 && passes < WARMUP_MAX_PASSES
           && (passes == 0 || System.nanoTime() - warmStart < WARMUP_MAX_SECONDS * 1_000_000_000L)) {
         long jitBefore = Jit.millis();
-        Pass warm = Pass.run(passPlan, null);
+        // With a Progress, as the timed pass has, so that no branch is first taken in the timed pass.
+        Progress warmProgress = new Progress("warm-up pass " + (passes + 1), n, "blocks");
+        Pass warm = Pass.run(passPlan, warmProgress);
+        warmProgress.done();
         long jit = Jit.millis() - jitBefore;
         passes++;
         quiet = jit <= WARMUP_QUIET_JIT_MS ? quiet + 1 : 0;

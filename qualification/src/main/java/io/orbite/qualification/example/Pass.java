@@ -76,7 +76,7 @@ record Pass(
     return c;
   }
 
-  /** Pulls every block once; never throws for the stream's own failures (see {@link #problem}). */
+  /** Pulls every block once, reporting to {@code progress}; never throws for the stream's own failures (see {@link #problem}). */
   static Pass run(Plan plan, Progress progress) throws InterruptedException {
     int n = plan.reads().size();
     int[] requestOf = plan.requestOf();
@@ -115,9 +115,7 @@ record Pass(
           }
           doneCount[0]++;
           doneBytes[0] += result.result().bytes();
-          if (progress != null) {
-            progress.update(doneCount[0], doneBytes[0]);
-          }
+          progress.update(doneCount[0], doneBytes[0]);
         }), Keep.both())
         .run(plan.engine().system());
     // The stream must end by itself once every result is out (no take(n)): a flow that emits every

@@ -819,8 +819,7 @@ public final class TransferEngine implements AutoCloseable {
           .thenApply(reply -> switch (reply) {
             case SegmentTable.Opened o -> o.segment();
             case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
-          })
-          .thenCompose(this::withSharedChannel);
+          });
     });
   }
 
@@ -841,32 +840,8 @@ public final class TransferEngine implements AutoCloseable {
           .thenApply(reply -> switch (reply) {
             case SegmentTable.Opened o -> o.segment();
             case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
-          })
-          .thenCompose(this::withSharedChannel);
+          });
     });
-  }
-
-  /**
-   * Adds the SHM channel to a freshly opened segment when the peer exports memory through SHM: the
-   * SHM transport checks that the peer shares this host and proves it can open the peer's memory
-   * (on the blocking-I/O dispatcher); if it cannot, the segment is reached over TCP only.
-   */
-  private CompletionStage<RemoteSegment> withSharedChannel(RemoteSegment segment) {
-    if (segment.sharedExports() == null) {
-      return CompletableFuture.completedFuture(segment);
-    }
-    ActorRef<TransportCommand> shm = handles.transports().get(Transport.SHM);
-    if (shm == null) {
-      return CompletableFuture.completedFuture(segment.withoutSharedChannel("this engine has no SHM transport"));
-    }
-    return AskPattern.<TransportCommand, TransportCommand.OpenPeerReply>ask(shm,
-            replyTo -> new TransportCommand.OpenSharedPeer(segment.descriptor(), segment.sharedExports(), replyTo),
-            CONTROL_TIMEOUT, scheduler)
-        .handle((reply, failure) -> switch (reply) {
-          case TransportCommand.PeerOpened opened -> segment.withSharedChannel(opened.channel());
-          case TransportCommand.PeerOpenFailed refused -> segment.withoutSharedChannel(refused.detail());
-          case null -> segment.withoutSharedChannel("the SHM transport did not answer: " + failure);
-        });
   }
 
   /**

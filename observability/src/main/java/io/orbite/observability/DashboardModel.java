@@ -85,6 +85,7 @@ final class DashboardModel {
       m.put("epoch", Long.toHexString(p.peer().epoch()));
       m.put("state", p.state().name().toLowerCase());
       m.put("references", p.references());
+      m.put("shm", p.shared().name().toLowerCase());
       m.put("detail", p.detail());
       out.add(m);
     }

@@ -135,7 +135,8 @@ public final class EngineGuardian {
       ctx.watch(ref);
       transports.put(provider.kind(), ref);
     }
-    var segmentTable = ctx.spawn(SegmentTable.create(admission, transports.get(Transport.TCP), blockingIo,
+    var segmentTable = ctx.spawn(SegmentTable.create(admission, transports.get(Transport.TCP),
+        transports.get(Transport.SHM), blockingIo,
         Duration.ofMillis(config.timeouts().describeTimeoutMillis()), config.budgets().maxPeerSegments(), counters.owners),
         "segment-table");
     this.control = ctx.spawn(ControlService.create(listener, self, registryView, transports, counters,

@@ -26,10 +26,12 @@ import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
- * Owner of remote peer identities (endpoint, epoch): a bounded table (C9), one entry and one
- * transport endpoint per peer incarnation. Child of the EngineGuardian. {@code openSegment} always
- * asks the peer (Describe) for its current epoch, so a restarted peer is reached only through a
- * fresh open, under a fresh entry (C3).
+ * Owner of remote peer identities (endpoint, epoch): a bounded table (C9), one entry per peer
+ * incarnation, holding every channel to it: the TCP endpoint's and, for a same-host peer that
+ * exports memory, the SHM endpoint's. Each channel is charged against {@code budgets.maxEndpoints},
+ * counted by the entry's references and fenced with it when a newer epoch answers at its endpoint.
+ * Child of the EngineGuardian. {@code openSegment} always asks the peer (Describe) for its current
+ * epoch, so a restarted peer is reached only through a fresh open, under a fresh entry (C3).
  *
  * <p>Every {@link RemoteSegment} handed out is a counted reference to its entry, dropped by {@code
  * close()} or by the garbage collector (a {@link java.lang.ref.Cleaner} tells this actor). An entry,
@@ -74,6 +76,13 @@ public final class SegmentTable {
 
   private record PeerReady(SegmentDescriptor peer, TransportCommand.OpenPeerReply reply) implements Command {}
 
+  /** The endpoint charge for an entry's SHM channel was decided. */
+  private record SharedCharged(Entry entry, Admission.Decision decision) implements Command {}
+
+  /** The SHM transport answered an attach of {@code waiter}'s exports to {@code entry}. */
+  private record SharedAttached(Entry entry, Waiter waiter, boolean charged, TransportCommand.OpenPeerReply reply)
+      implements Command {}
+
   private record Waiter(OpenSegment open, Description description) {}
 
   /** A RemoteSegment referring to {@code channel}'s entry was closed or collected. */
@@ -82,10 +91,19 @@ public final class SegmentTable {
   /** List the table's entries. */
   public record GetPeers(ActorRef<List<PeerEntry>> replyTo) implements Command {}
 
-  /** One table entry: a channel to one peer incarnation and the RemoteSegments referring to it. */
+  /**
+   * One table entry: the channels to one peer incarnation and the RemoteSegments referring to it.
+   * Each channel holds one endpoint charge, returned when the entry is reclaimed (or, for the SHM
+   * channel, when it is found ended and dropped).
+   */
   private static final class Entry {
     final SegmentDescriptor peer;
     final PeerChannel channel;
+    /** The SHM channel to the peer's exported memory, or null (none yet, refused, or not same-host). */
+    PeerChannel shared;
+    /** An SHM charge or open is under way; these opens wait for it (each holds a reference). */
+    final List<Waiter> sharedWaiters = new ArrayList<>();
+    boolean sharedOpening;
     int references;
 
     Entry(SegmentDescriptor peer, PeerChannel channel) {
@@ -94,13 +112,24 @@ public final class SegmentTable {
     }
 
     boolean reclaimable() {
-      return references == 0 && (!channel.active() || channel.fencedBecause() != null);
+      return references == 0 && !sharedOpening && done(channel) && (shared == null || done(shared));
+    }
+
+    /** Endpoint charges the entry holds. */
+    int charges() {
+      return 1 + (shared != null ? 1 : 0);
+    }
+
+    private static boolean done(PeerChannel c) {
+      return !c.active() || c.fencedBecause() != null;
     }
   }
 
   private final ActorContext<Command> ctx;
   private final ActorRef<Admission.Command> admission;
   private final ActorRef<TransportCommand> transport;
+  /** The SHM transport, or null when this engine has none. */
+  private final ActorRef<TransportCommand> sharedTransport;
   private final Executor blockingIo;
   private final int describeTimeoutMillis;
   private final int capacity;
@@ -122,30 +151,29 @@ public final class SegmentTable {
       ActorContext<Command> ctx,
       ActorRef<Admission.Command> admission,
       ActorRef<TransportCommand> transport,
+      ActorRef<TransportCommand> sharedTransport,
       Executor blockingIo,
       int describeTimeoutMillis,
       int capacity) {
     this.ctx = ctx;
     this.admission = admission;
     this.transport = transport;
+    this.sharedTransport = sharedTransport;
     this.blockingIo = blockingIo;
     this.describeTimeoutMillis = describeTimeoutMillis;
     this.capacity = capacity;
   }
 
+  /**
+   * The table, reporting its state, its entry counts and every peer entry to {@code board}.
+   *
+   * @param transport the TCP transport, which opens every entry's first channel
+   * @param sharedTransport the SHM transport, or null: same-host peers are then reached over TCP only
+   */
   public static Behavior<Command> create(
       ActorRef<Admission.Command> admission,
       ActorRef<TransportCommand> transport,
-      Executor blockingIo,
-      Duration describeTimeout,
-      int capacity) {
-    return create(admission, transport, blockingIo, describeTimeout, capacity, new io.orbite.engine.view.OwnerBoard());
-  }
-
-  /** As above, reporting its state, its entry counts and every peer entry to {@code board}. */
-  public static Behavior<Command> create(
-      ActorRef<Admission.Command> admission,
-      ActorRef<TransportCommand> transport,
+      ActorRef<TransportCommand> sharedTransport,
       Executor blockingIo,
       Duration describeTimeout,
       int capacity,
@@ -153,7 +181,8 @@ public final class SegmentTable {
     return Behaviors.withTimers(timers -> Behaviors.setup(ctx -> {
       timers.startTimerWithFixedDelay(RefreshView.INSTANCE, VIEW_REFRESH);
       SegmentTable table =
-          new SegmentTable(ctx, admission, transport, blockingIo, (int) describeTimeout.toMillis(), capacity);
+          new SegmentTable(ctx, admission, transport, sharedTransport, blockingIo, (int) describeTimeout.toMillis(),
+              capacity);
       return io.orbite.engine.view.OwnerBoard.reporting(board, () -> table.report(board), table.active());
     }));
   }
@@ -199,6 +228,8 @@ public final class SegmentTable {
         .onMessage(Described.class, this::onDescribed)
         .onMessage(EndpointCharged.class, this::onEndpointCharged)
         .onMessage(PeerReady.class, this::onPeerReady)
+        .onMessage(SharedCharged.class, this::onSharedCharged)
+        .onMessage(SharedAttached.class, this::onSharedAttached)
         .onSignal(org.apache.pekko.actor.typed.PostStop.class, signal -> {
           stopped.set(true);
           return Behaviors.same();
@@ -242,7 +273,7 @@ public final class SegmentTable {
     }
     Entry existing = current.get(peer);
     if (existing != null && existing.channel.active()) {
-      d.open().replyTo().tell(new Opened(handOut(existing, d.description())));
+      reply(existing, new Waiter(d.open(), d.description()));
       return Behaviors.same();
     }
     if (existing != null) {
@@ -287,10 +318,11 @@ public final class SegmentTable {
   private Behavior<Command> onPeerReady(PeerReady m) {
     if (m.reply() instanceof TransportCommand.PeerOpened opened) {
       Entry entry = new Entry(m.peer(), opened.channel());
+      adoptSharedChannel(entry);
       entries.put(opened.channel(), entry);
       current.put(m.peer(), entry);
       for (Waiter w : opening.remove(m.peer())) {
-        w.open().replyTo().tell(new Opened(handOut(entry, w.description())));
+        reply(entry, w);
       }
     } else if (m.reply() instanceof TransportCommand.PeerOpenFailed failed) {
       admission.tell(new Admission.ReleaseEndpoint());
@@ -311,24 +343,159 @@ public final class SegmentTable {
       var e = it.next();
       SegmentDescriptor old = e.getKey();
       if (old.host().equals(peer.host()) && old.port() == peer.port() && old.epoch() != peer.epoch()) {
-        e.getValue().channel.fence("the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch()));
+        String reason = "the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch());
+        Entry replaced = e.getValue();
+        replaced.channel.fence(reason);
+        if (replaced.shared != null) {
+          replaced.shared.fence(reason);
+        }
         it.remove();
       }
     }
     retireReclaimable();
   }
 
-  /** A counted reference to {@code entry}, dropped when the RemoteSegment is closed or collected. */
-  private RemoteSegment handOut(Entry entry, Description description) {
+  /**
+   * Answers {@code w} with a segment of {@code entry}: at once when the peer exports no memory
+   * through SHM (or this engine has no SHM transport), else once its exports are attached to the
+   * entry's SHM channel, opening and charging that channel first when the entry has none. The
+   * reference is taken now, so that the entry is not reclaimed while the answer is under way.
+   */
+  private void reply(Entry entry, Waiter w) {
     entry.references++;
+    if (w.description().shared() == null) {
+      w.open().replyTo().tell(new Opened(segment(entry, w.description(), null, null)));
+      return;
+    }
+    if (sharedTransport == null) {
+      w.open().replyTo().tell(new Opened(segment(entry, w.description(), null, "this engine has no SHM transport")));
+      return;
+    }
+    if (entry.shared != null && !entry.shared.active() && entry.shared.fencedBecause() == null) {
+      // Its SHM endpoint has ended (its lane closed): drop it and its charge, and open afresh.
+      entry.shared = null;
+      admission.tell(new Admission.ReleaseEndpoint());
+    }
+    if (entry.shared != null && !entry.sharedOpening) {
+      attachShared(entry, w, false);
+      return;
+    }
+    entry.sharedWaiters.add(w);
+    if (!entry.sharedOpening) {
+      entry.sharedOpening = true;
+      ctx.ask(Admission.Decision.class, admission, Duration.ofSeconds(10), Admission.AcquireEndpoint::new,
+          (decision, failure) -> new SharedCharged(entry,
+              decision != null ? decision : new Admission.Decision("admission did not answer: " + failure, false)));
+    }
+  }
+
+  private void attachShared(Entry entry, Waiter w, boolean charged) {
+    ctx.ask(TransportCommand.OpenPeerReply.class, sharedTransport, Duration.ofSeconds(30),
+        replyTo -> new TransportCommand.OpenSharedPeer(entry.peer, w.description().shared(), replyTo),
+        (reply, failure) -> new SharedAttached(entry, w, charged, reply != null ? reply
+            : new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "the SHM transport did not answer: " + failure)));
+  }
+
+  private Behavior<Command> onSharedCharged(SharedCharged m) {
+    Entry entry = m.entry();
+    if (!m.decision().granted()) {
+      finishSharedOpen(entry, "SHM not used: " + m.decision().refusal());
+      return Behaviors.same();
+    }
+    if (entry.channel.fencedBecause() != null) {
+      // Fenced while the charge was decided: open no SHM channel to a replaced incarnation.
+      admission.tell(new Admission.ReleaseEndpoint());
+      finishSharedOpen(entry, "SHM not used: " + entry.channel.fencedBecause());
+      return Behaviors.same();
+    }
+    attachShared(entry, entry.sharedWaiters.removeFirst(), true);
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onSharedAttached(SharedAttached m) {
+    Entry entry = m.entry();
+    Waiter w = m.waiter();
+    switch (m.reply()) {
+      case TransportCommand.PeerOpened opened -> {
+        // The entry holds one SHM charge, for whichever channel the SHM transport now keeps for the
+        // incarnation (it replaces an endpoint that ended since the check in reply()). With none, a
+        // charged open is under way (reply() started it when it dropped the ended one) and sets it.
+        if (m.charged()) {
+          if (entry.shared != null) {
+            admission.tell(new Admission.ReleaseEndpoint());
+          }
+          entry.shared = opened.channel();
+        } else if (entry.shared != null) {
+          entry.shared = opened.channel();
+        }
+        String fenced = entry.channel.fencedBecause();
+        if (fenced != null) {
+          opened.channel().fence(fenced);
+        }
+        w.open().replyTo().tell(new Opened(segment(entry, w.description(), opened.channel(), null)));
+        if (m.charged()) {
+          entry.sharedOpening = false;
+          List<Waiter> waiting = List.copyOf(entry.sharedWaiters);
+          entry.sharedWaiters.clear();
+          for (Waiter next : waiting) {
+            attachShared(entry, next, false);
+          }
+        }
+      }
+      case TransportCommand.PeerOpenFailed failed -> {
+        w.open().replyTo().tell(new Opened(segment(entry, w.description(), null, failed.detail())));
+        if (m.charged()) {
+          admission.tell(new Admission.ReleaseEndpoint());
+          finishSharedOpen(entry, failed.detail());
+        }
+      }
+    }
+    retireReclaimable();
+    return Behaviors.same();
+  }
+
+  /** Answers every open waiting for the entry's SHM channel without one, saying why. */
+  private void finishSharedOpen(Entry entry, String why) {
+    entry.sharedOpening = false;
+    List<Waiter> waiting = List.copyOf(entry.sharedWaiters);
+    entry.sharedWaiters.clear();
+    for (Waiter w : waiting) {
+      w.open().replyTo().tell(new Opened(segment(entry, w.description(), null, why)));
+    }
+    retireReclaimable();
+  }
+
+  /**
+   * A new entry for an incarnation whose previous entry's TCP lanes all closed takes over that
+   * entry's live SHM channel and its charge (the SHM transport keeps one endpoint per incarnation).
+   */
+  private void adoptSharedChannel(Entry entry) {
+    for (Entry old : entries.values()) {
+      if (old.peer.equals(entry.peer) && old.shared != null && old.shared.active() && !old.sharedOpening) {
+        entry.shared = old.shared;
+        old.shared = null;
+        return;
+      }
+    }
+  }
+
+  /**
+   * The segment handed to one open: a counted reference to {@code entry} (taken by {@link #reply}),
+   * dropped when the RemoteSegment is closed or collected.
+   */
+  private RemoteSegment segment(Entry entry, Description description, PeerChannel shared, String sharedRefusal) {
     ActorRef<Command> self = ctx.getSelf();
     PeerChannel channel = entry.channel;
     java.util.concurrent.atomic.AtomicBoolean tableStopped = stopped;
-    return new RemoteSegment(entry.peer, description.regions(), channel, description.shared(), () -> {
+    RemoteSegment segment = new RemoteSegment(entry.peer, description.regions(), channel, description.shared(), () -> {
       if (!tableStopped.get()) {
         self.tell(new Released(channel));
       }
     });
+    if (shared != null) {
+      return segment.withSharedChannel(shared);
+    }
+    return sharedRefusal != null ? segment.withoutSharedChannel(sharedRefusal) : segment;
   }
 
   private Behavior<Command> onReleased(Released m) {
@@ -352,9 +519,17 @@ public final class SegmentTable {
       PeerEntry.State state = fenced != null ? PeerEntry.State.FENCED
           : e.channel.active() ? PeerEntry.State.ACTIVE : PeerEntry.State.CLOSED;
       String detail = fenced != null ? fenced : state == PeerEntry.State.CLOSED ? "every lane to it has closed" : "";
-      out.add(new PeerEntry(e.peer, state, e.references, detail));
+      out.add(new PeerEntry(e.peer, state, e.references, sharedState(e.shared), detail));
     }
     return List.copyOf(out);
+  }
+
+  private static PeerEntry.Shared sharedState(PeerChannel shared) {
+    if (shared == null) {
+      return PeerEntry.Shared.NONE;
+    }
+    return shared.fencedBecause() != null ? PeerEntry.Shared.FENCED
+        : shared.active() ? PeerEntry.Shared.ACTIVE : PeerEntry.Shared.CLOSED;
   }
 
   private static String key(InetSocketAddress address) {
@@ -376,7 +551,9 @@ public final class SegmentTable {
       if (e.reclaimable()) {
         it.remove();
         current.remove(e.peer, e);
-        admission.tell(new Admission.ReleaseEndpoint());
+        for (int i = 0; i < e.charges(); i++) {
+          admission.tell(new Admission.ReleaseEndpoint());
+        }
       }
     }
   }

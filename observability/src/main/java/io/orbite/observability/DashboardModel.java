@@ -2,6 +2,7 @@ package io.orbite.observability;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.orbite.engine.BuildInfo;
 import io.orbite.engine.PeerEntry;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.TransferEngine;
@@ -41,6 +42,8 @@ final class DashboardModel {
     m.put("endpoint", engine.localSegment().endpoint());
     m.put("epoch", Long.toHexString(engine.localSegment().epoch()));
     m.put("tickMillis", tickMillis);
+    BuildInfo b = BuildInfo.current();
+    m.put("build", Map.of("version", b.version(), "commit", b.shortCommit(), "jdk", b.runtimeJdk()));
     return m;
   }
 

@@ -1,5 +1,6 @@
 package io.orbite.observability;
 
+import io.orbite.engine.BuildInfo;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
 import io.orbite.engine.PeerEntry;
@@ -156,6 +157,10 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
 
   /** One sample (called every tick from one scheduler thread at a time). */
   synchronized void sample() {
+    // The build identity, as Prometheus's *_build_info convention has it: a gauge of 1 with labels.
+    BuildInfo build = BuildInfo.current();
+    gauge("orbite_build_info", "version", build.version(), "commit", build.shortCommit(), "jdk", build.runtimeJdk())
+        .update(1);
     long sourceRead = delta("source read", counters.sourceBytesRead.sum());
     long sourceWritten = delta("source write", counters.sourceBytesWritten.sum());
     counter("orbite_source_bytes", "op", "read").increment(sourceRead);

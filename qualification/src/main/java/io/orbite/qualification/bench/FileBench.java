@@ -11,13 +11,14 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.nativebind.uring.IoUring;
+import io.orbite.qualification.cli.ExitCodes;
 import io.orbite.qualification.verify.Pattern;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
-import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.FileStore;
 import java.nio.file.Files;
@@ -107,17 +108,17 @@ public final class FileBench {
     if (!IoUring.isAvailable()) {
       human.println("bench file: io_uring is unavailable (" + IoUring.unavailabilityCause().orElse("?")
           + "); the engine would use FileChannel and fio's io_uring engine would not run either");
-      return 2;
+      return ExitCodes.ENVIRONMENT;
     }
     Files.createDirectories(base);
     FileStore store = Files.getFileStore(base);
     if (store.type().equals("tmpfs") || store.type().equals("ramfs")) {
       human.println("bench file: " + base + " is on " + store.type() + ", not a disk; pass --dir on a disk");
-      return 2;
+      return ExitCodes.USAGE;
     }
     if (store.getUsableSpace() < FILE_BYTES + (512L << 20)) {
       human.println("bench file: " + base + " has " + (store.getUsableSpace() >> 20) + " MiB free; 1.5 GiB needed");
-      return 2;
+      return ExitCodes.ENVIRONMENT;
     }
     Path dir = Files.createTempDirectory(base, "orbite-bench-file-");
     Path file = dir.resolve("bench-1GiB.dat");
@@ -274,9 +275,13 @@ public final class FileBench {
     BenchReport.print(human, json, figures, ceilings, ratios);
     if (failures > 0) {
       human.println("RESULT: FAIL - " + failures + " failed task(s) or wrong byte(s)");
-      return 1;
+      return ExitCodes.FAILED;
     }
-    return 0;
+    if (!haveFio) {
+      human.println("RESULT: INCOMPLETE - every byte verified, but fio is not installed: no ceiling, no ratio");
+      return ExitCodes.ENVIRONMENT;
+    }
+    return ExitCodes.PASS;
   }
 
   /**

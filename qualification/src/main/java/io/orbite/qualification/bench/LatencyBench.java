@@ -10,6 +10,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.qualification.cli.ExitCodes;
 import io.orbite.qualification.harness.ChildLogs;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
@@ -111,9 +112,9 @@ public final class LatencyBench {
       RegisteredMemory local = requester.allocate(REGION_BYTES, Access.READ_WRITE);
       RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
       if (!peer.sharedReachable(remote)) {
-        human.println("RESULT: FAIL - the source's memory is not reachable through SHM: "
+        human.println("RESULT: ENVIRONMENT - the source's memory is not reachable through SHM: "
             + peer.unreachableBecause(Transport.SHM, remote));
-        return 1;
+        return ExitCodes.ENVIRONMENT;
       }
       // JIT warm-up, untimed: every pattern's path once, so the first figure of the run (TCP READ,
       // reused) is not measured while C2 compiles the submit, lane and receipt paths beside it.
@@ -187,10 +188,17 @@ public final class LatencyBench {
     BenchReport.print(human, json, figures, ceilings, ratios);
     if (failures > 0) {
       human.println("RESULT: FAIL - " + failures + " failed transfer(s) or wrong byte(s)");
-      return 1;
+      return ExitCodes.FAILED;
+    }
+    List<String> missing = java.util.stream.Stream.of("sockperf", "ucx_perftest")
+        .filter(tool -> !LatencyCeilings.installed(tool)).toList();
+    if (!missing.isEmpty()) {
+      human.println("RESULT: INCOMPLETE - every transfer's bytes verified, but " + String.join(" and ", missing)
+          + " not installed: those ceilings and ratios are missing");
+      return ExitCodes.ENVIRONMENT;
     }
     human.println("RESULT: PASS - every transfer's bytes verified");
-    return 0;
+    return ExitCodes.PASS;
   }
 
   /**

@@ -7,6 +7,7 @@ import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.Transport;
+import io.orbite.qualification.cli.ExitCodes;
 import io.orbite.qualification.cli.Progress;
 import io.orbite.qualification.harness.ChildLogs;
 import io.orbite.qualification.harness.EngineProcess;
@@ -73,9 +74,9 @@ public final class ShmBench {
       RegisteredMemory local = requester.allocate(REGION_BYTES, Access.READ_WRITE);
       RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
       if (!peer.sharedReachable(remote)) {
-        human.println("RESULT: FAIL - the source's memory is not reachable through SHM: "
+        human.println("RESULT: ENVIRONMENT - the source's memory is not reachable through SHM: "
             + peer.unreachableBecause(Transport.SHM, remote));
-        return 1;
+        return ExitCodes.ENVIRONMENT;
       }
       // The ceiling's buffers: private, off-heap, touched once so no page fault is measured.
       MemorySegment from = copyArena.allocate(workingSetBytes, 4096).fill((byte) 1);
@@ -133,9 +134,9 @@ public final class ShmBench {
     BenchReport.print(human, json, figures, ceilings, ratios);
     if (failures > 0) {
       human.println("RESULT: FAIL - " + failures + " failed task(s), wrong byte(s) or task(s) off SHM");
-      return 1;
+      return ExitCodes.FAILED;
     }
-    return 0;
+    return ExitCodes.PASS;
   }
 
   /**

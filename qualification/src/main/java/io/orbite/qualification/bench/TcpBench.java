@@ -6,6 +6,7 @@ import io.orbite.engine.Op;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
+import io.orbite.qualification.cli.ExitCodes;
 import io.orbite.qualification.cli.Progress;
 import io.orbite.qualification.harness.ChildLogs;
 import io.orbite.qualification.harness.EngineMain;
@@ -166,9 +167,13 @@ public final class TcpBench {
     BenchReport.print(human, json, figures, ceilings, ratios);
     if (failures > 0) {
       human.println("RESULT: FAIL - " + failures + " failed task(s) or wrong byte(s)");
-      return 1;
+      return ExitCodes.FAILED;
     }
-    return 0;
+    if (!haveIperf) {
+      human.println("RESULT: INCOMPLETE - every byte verified, but iperf3 is not installed: no ceiling, no ratio");
+      return ExitCodes.ENVIRONMENT;
+    }
+    return ExitCodes.PASS;
   }
 
   private void addIperf(List<Double> gbps, List<Double> cpu) throws java.io.IOException, InterruptedException {

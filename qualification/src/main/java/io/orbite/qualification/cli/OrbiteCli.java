@@ -1,5 +1,9 @@
 package io.orbite.qualification.cli;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import io.orbite.engine.BuildInfo;
 import io.orbite.qualification.bench.ShmBench;
 import io.orbite.qualification.bench.TcpBench;
 import io.orbite.qualification.demo.Demo;
@@ -16,14 +20,34 @@ public final class OrbiteCli {
     // Initialise logging on this thread before any actor system starts, so SLF4J does not have to
     // replay (and warn about) calls made by several threads during its initialisation.
     org.slf4j.LoggerFactory.getLogger(OrbiteCli.class);
+    System.exit(run(args));
+  }
+
+  /**
+   * Runs one command and returns its exit code ({@link ExitCodes}); a command that throws ends with
+   * {@link ExitCodes#USAGE} for a configuration error, else {@link ExitCodes#FAILED}, and says why.
+   */
+  public static int run(String[] args) {
     List<String> rest = args.length > 1 ? List.of(args).subList(1, args.length) : List.of();
-    int code = switch (args.length == 0 ? "help" : args[0]) {
-      case "demo" -> new Demo().run(rest);
-      case "bench" -> bench(rest);
-      case "example" -> example(rest);
-      default -> usage(args.length == 0 || args[0].equals("help") || args[0].startsWith("-") ? 0 : 2);
-    };
-    System.exit(code);
+    try {
+      return switch (args.length == 0 ? "help" : args[0]) {
+        case "demo" -> new Demo().run(rest);
+        case "bench" -> bench(rest);
+        case "example" -> example(rest);
+        case "version" -> version(rest);
+        default -> usage(args.length == 0 || args[0].equals("help") || args[0].startsWith("-")
+            ? ExitCodes.PASS : ExitCodes.USAGE);
+      };
+    } catch (Throwable t) {
+      var config = ExitCodes.configError(t);
+      if (config != null) {
+        System.err.println("orbite: configuration error: " + config.getMessage());
+      } else {
+        System.err.println("orbite: " + (args.length == 0 ? "" : args[0] + ": ") + "failed: " + t);
+        t.printStackTrace();
+      }
+      return ExitCodes.forFailure(t);
+    }
   }
 
   private static int bench(List<String> args) throws Exception {
@@ -38,7 +62,7 @@ public final class OrbiteCli {
     }
     if (args.isEmpty() || !(args.get(0).equals("tcp") || args.get(0).equals("shm"))) {
       System.err.println("bench: name a bench: tcp, shm, file, latency, idle");
-      return 2;
+      return ExitCodes.USAGE;
     }
     if (args.get(0).equals("shm")) {
       return new ShmBench().run(args.subList(1, args.size()));
@@ -49,9 +73,35 @@ public final class OrbiteCli {
   private static int example(List<String> args) {
     if (args.isEmpty() || !args.get(0).equals("kv-handoff")) {
       System.err.println("example: name an example: kv-handoff");
-      return 2;
+      return ExitCodes.USAGE;
     }
     return new KvHandoff().run(args.subList(1, args.size()));
+  }
+
+  /** {@code version [--json]}: the build identity ({@link BuildInfo}). */
+  static int version(List<String> args) {
+    boolean json = false;
+    for (String a : args) {
+      if (a.equals("--json")) {
+        json = true;
+      } else {
+        System.err.println("version: unknown option " + a + " (usage: ./orbite version [--json])");
+        return ExitCodes.USAGE;
+      }
+    }
+    BuildInfo b = BuildInfo.current();
+    if (json) {
+      try {
+        System.out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(b.asMap()));
+      } catch (JsonProcessingException e) {
+        throw new IllegalStateException(e);
+      }
+    } else {
+      System.out.printf("OrbiTE %s%n  commit       %s%s%n  commit time  %s%n  built        %s with JDK %s%n"
+              + "  running on   JDK %s%n", b.version(), b.commit(), b.dirty() ? " (working tree had changes)" : "",
+          b.commitTime(), b.buildTime(), b.buildJdk(), b.runtimeJdk());
+    }
+    return ExitCodes.PASS;
   }
 
   private static int usage(int code) {
@@ -71,8 +121,13 @@ public final class OrbiteCli {
           example kv-handoff [options]
                              prefill and decode processes hand off KV-cache blocks through a transfer stream,
                              every byte verified (--help for its options)
+          version [--json]   the build identity: version, git commit, build time, JDK
           test               the whole test suite (mvn verify)
-          build              build and write the class path""");
+          build              build and write the class path
+
+        exit codes: 0 pass; 1 a verification failed (a wrong byte, a failed task); 2 usage or
+        configuration error; 3 the environment lacks what the command needs (a JDK >= 22, Maven,
+        a bench's ceiling tool, io_uring, shared memory): the command says which""");
     return code;
   }
 }

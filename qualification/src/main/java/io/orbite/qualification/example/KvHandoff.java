@@ -13,6 +13,7 @@ import io.orbite.engine.streams.StreamSettings;
 import io.orbite.engine.streams.TransferResult;
 import io.orbite.engine.streams.TransferStreams;
 import io.orbite.qualification.bench.Jit;
+import io.orbite.qualification.cli.ExitCodes;
 import io.orbite.qualification.cli.Progress;
 import io.orbite.qualification.harness.ChildLogs;
 import io.orbite.qualification.verify.Pattern;
@@ -180,7 +181,8 @@ public final class KvHandoff {
   /**
    * What a run found.
    *
-   * @param exitCode 0 when every block arrived and every byte (blocks and guards) is right, else 1
+   * @param exitCode 0 when every block arrived and every byte (blocks and guards) is right; 2 for a
+   *     configuration error; else 1
    * @param blocks blocks published by the prefill side
    * @param verifiedBlocks blocks whose every byte was checked and right
    * @param bytes bytes of completed blocks
@@ -289,7 +291,7 @@ public final class KvHandoff {
     } catch (Exception e) {
       String why = e.getClass().getSimpleName() + ": " + e.getMessage();
       out.printf("RESULT: FAIL - the handoff could not run: %s (prefill log: %s)%n", why, logs.resolve("prefill.log"));
-      return new Outcome(1, 0, 0, 0, List.of(why), List.of(), prefillPid);
+      return new Outcome(ExitCodes.forFailure(e), 0, 0, 0, List.of(why), List.of(), prefillPid);
     }
   }
 

@@ -153,5 +153,8 @@ class MetricsScrapeIT {
     assertTrue(Http.sample(last, "orbite_owners", Map.of("engine", engineTag, "state", "active")) >= 6,
         "orbite_owners{state=active} counts the engine's owners");
     assertTrue(last.contains("orbite_task_latency_seconds_bucket"), "latency histogram");
+    io.orbite.engine.BuildInfo build = io.orbite.engine.BuildInfo.current();
+    assertEquals(1.0, Http.sample(last, "orbite_build_info", Map.of("engine", engineTag, "version", build.version(),
+        "commit", build.shortCommit(), "jdk", build.runtimeJdk())), "orbite_build_info names this build: " + build);
   }
 }

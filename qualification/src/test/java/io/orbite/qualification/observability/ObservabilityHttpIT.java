@@ -107,6 +107,9 @@ class ObservabilityHttpIT {
     }
     assertEquals("http-it", snap.get("engine").get("name").asText());
     assertEquals(Long.toHexString(engine.localSegment().epoch()), snap.get("engine").get("epoch").asText());
+    JsonNode build = snap.get("engine").get("build");
+    assertEquals(io.orbite.engine.BuildInfo.current().shortCommit(), build.get("commit").asText(), snap.toString());
+    assertEquals(io.orbite.engine.BuildInfo.current().version(), build.get("version").asText(), snap.toString());
     JsonNode guardian = null;
     for (JsonNode o : snap.get("owners")) {
       if (o.get("path").asText().equals("engine")) {

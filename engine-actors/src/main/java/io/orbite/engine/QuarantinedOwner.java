@@ -33,7 +33,13 @@ public record QuarantinedOwner(String owner, Kind kind, String reason, long task
      */
     LANE,
     /** A same-host peer's memory mapped by the SHM transport whose munmap failed: never used again. */
-    MAPPING
+    MAPPING,
+    /**
+     * One of the engine's owner actors (the Registry, Admission, the SegmentTable) that hit an
+     * unexpected exception or stopped: it answers UNAVAILABLE from then on, naming itself, and what
+     * it held (registrations, charges, peer entries) stays held for the process's life.
+     */
+    OWNER
   }
 
   @Override

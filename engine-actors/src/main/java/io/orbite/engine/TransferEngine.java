@@ -731,8 +731,12 @@ public final class TransferEngine implements AutoCloseable {
 
   private CompletionStage<RegisteredMemory> registerInternal(MemorySegment segment, Access access, Arena owned,
       SharedBacking backing) {
-    return AskPattern.<Registry.Command, Registry.RegisterReply>ask(handles.registry(),
-            replyTo -> new Registry.Register(segment, access, owned, backing, replyTo), CONTROL_TIMEOUT, scheduler)
+    String down = handles.supervision().unavailable(EngineGuardian.REGISTRY);
+    CompletionStage<Registry.RegisterReply> asked = down != null
+        ? CompletableFuture.completedFuture(new Registry.RegisterRefused(ErrorKind.UNAVAILABLE, down))
+        : AskPattern.<Registry.Command, Registry.RegisterReply>ask(handles.registry(),
+            replyTo -> new Registry.Register(segment, access, owned, backing, replyTo), CONTROL_TIMEOUT, scheduler);
+    return asked
         .thenApply(reply -> switch (reply) {
           case Registry.Registered r -> r.memory();
           case Registry.RegisterRefused r -> {
@@ -772,8 +776,12 @@ public final class TransferEngine implements AutoCloseable {
         return CompletableFuture.failedFuture(new TransferException(ErrorKind.INVALID_ARGUMENT, "unregister: memory is null"));
       }
       Duration wait = Duration.ofMillis(config.timeouts().destructionWindowMillis()).plus(CONTROL_TIMEOUT);
-      return AskPattern.<Registry.Command, Registry.UnregisterReply>ask(
-              handles.registry(), replyTo -> new Registry.Unregister(memory.regionId(), replyTo), wait, scheduler)
+      String down = handles.supervision().unavailable(EngineGuardian.REGISTRY);
+      CompletionStage<Registry.UnregisterReply> asked = down != null
+          ? CompletableFuture.completedFuture(new Registry.UnregisterFailed(ErrorKind.UNAVAILABLE, down))
+          : AskPattern.<Registry.Command, Registry.UnregisterReply>ask(
+              handles.registry(), replyTo -> new Registry.Unregister(memory.regionId(), replyTo), wait, scheduler);
+      return asked
           .thenApply(reply -> switch (reply) {
             case Registry.Unregistered u -> null;
             case Registry.UnregisterFailed f -> {
@@ -796,8 +804,13 @@ public final class TransferEngine implements AutoCloseable {
    *     ({@code "engine <name> closing|closed (peers)"})
    */
   public List<PeerEntry> peers() {
-    return Batch.join(whileOpen("peers", () -> AskPattern.<SegmentTable.Command, List<PeerEntry>>ask(
-        handles.segmentTable(), SegmentTable.GetPeers::new, CONTROL_TIMEOUT, scheduler)), CONTROL_TIMEOUT, "peers");
+    return Batch.join(whileOpen("peers", () -> {
+      String down = handles.supervision().unavailable(EngineGuardian.SEGMENT_TABLE);
+      return down != null
+          ? CompletableFuture.<List<PeerEntry>>failedFuture(new TransferException(ErrorKind.UNAVAILABLE, "peers: " + down))
+          : AskPattern.<SegmentTable.Command, List<PeerEntry>>ask(
+              handles.segmentTable(), SegmentTable.GetPeers::new, CONTROL_TIMEOUT, scheduler);
+    }), CONTROL_TIMEOUT, "peers");
   }
 
   /**
@@ -814,8 +827,7 @@ public final class TransferEngine implements AutoCloseable {
     return whileOpen("openSegment", () -> {
       Duration timeout = Duration.ofMillis(config.timeouts().describeTimeoutMillis() + config.tcp().connectTimeoutMillis())
           .plus(CONTROL_TIMEOUT);
-      return AskPattern.<SegmentTable.Command, SegmentTable.OpenReply>ask(
-              handles.segmentTable(), replyTo -> new SegmentTable.OpenSegment(endpoint, replyTo), timeout, scheduler)
+      return openAsk(new SegmentTable.OpenSegment(endpoint, null), timeout)
           .thenApply(reply -> switch (reply) {
             case SegmentTable.Opened o -> o.segment();
             case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
@@ -835,13 +847,23 @@ public final class TransferEngine implements AutoCloseable {
     return whileOpen("openSegment", () -> {
       Duration timeout = Duration.ofMillis(config.timeouts().describeTimeoutMillis() + config.tcp().connectTimeoutMillis())
           .plus(CONTROL_TIMEOUT);
-      return AskPattern.<SegmentTable.Command, SegmentTable.OpenReply>ask(handles.segmentTable(),
-              replyTo -> new SegmentTable.OpenSegment(expected.endpoint(), expected.epoch(), replyTo), timeout, scheduler)
+      return openAsk(new SegmentTable.OpenSegment(expected.endpoint(), expected.epoch(), null), timeout)
           .thenApply(reply -> switch (reply) {
             case SegmentTable.Opened o -> o.segment();
             case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
           });
     });
+  }
+
+  /** Asks the SegmentTable to open as {@code open} says (its reply address filled in), or refuses while it is down. */
+  private CompletionStage<SegmentTable.OpenReply> openAsk(SegmentTable.OpenSegment open, Duration timeout) {
+    String down = handles.supervision().unavailable(EngineGuardian.SEGMENT_TABLE);
+    if (down != null) {
+      return CompletableFuture.completedFuture(
+          new SegmentTable.OpenFailed(ErrorKind.UNAVAILABLE, "open " + open.endpoint() + ": " + down));
+    }
+    return AskPattern.<SegmentTable.Command, SegmentTable.OpenReply>ask(handles.segmentTable(),
+        replyTo -> new SegmentTable.OpenSegment(open.endpoint(), open.expectedEpoch(), replyTo), timeout, scheduler);
   }
 
   /**
@@ -1057,7 +1079,10 @@ public final class TransferEngine implements AutoCloseable {
           .thenCompose(closed -> AskPattern.<Registry.Command, Registry.SharedFenced>ask(handles.registry(),
               Registry.FenceShared::new, window.plus(CONTROL_TIMEOUT), scheduler))
           .thenAccept(shared -> {
-            if (shared.stillCopying() > 0) {
+            if (shared.stillCopying() < 0) {
+              LOG.error("engine {}: closeSource: the Registry is quarantined and could not fence the ranges shared "
+                  + "with same-host peers (owed() lists it)", identity());
+            } else if (shared.stillCopying() > 0) {
               LOG.warn("engine {}: closeSource: {} shared range(s) still being copied by a same-host peer after the "
                   + "destruction window; no new copy can start", identity(), shared.stillCopying());
             }

@@ -195,7 +195,9 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
       byState.merge(o.stateClass().label(), 1L, Long::sum);
       budgets(o);
     }
-    long quarantined = engine.quarantined().size();
+    // Quarantined owner actors are on the board already, in state "quarantined": count them once.
+    long quarantined = engine.quarantined().stream()
+        .filter(q -> q.kind() != io.orbite.engine.QuarantinedOwner.Kind.OWNER).count();
     byState.merge(OwnerBoard.StateClass.QUARANTINED.label(), quarantined, Long::sum);
     byState.forEach((state, n) -> gauge("orbite_owners", "state", state).update(n));
     Map<String, Long> peers = new HashMap<>();

@@ -38,6 +38,21 @@ public final class Admission {
   public record Fence(String reason) implements Command {}
 
   /** Granted when {@code refusal} is null; otherwise it says which budget is exhausted. */
+  /**
+   * How a quarantined Admission answers {@code m} (see {@code OwnerSupervision}): every charge is
+   * refused, marked fenced so that callers report UNAVAILABLE; usage is read from the gate itself;
+   * releases and fences need no answer (the gate is charged and released by callers directly).
+   */
+  public static void refuse(Command m, String why, AdmissionGate gate) {
+    switch (m) {
+      case AcquireBatch a -> a.replyTo().tell(new Decision(why, true));
+      case AdmitTasks a -> a.replyTo().tell(new Decision(why, true));
+      case AcquireEndpoint a -> a.replyTo().tell(new Decision(why, true));
+      case GetUsage g -> g.replyTo().tell(gate.usage());
+      default -> { }
+    }
+  }
+
   public record Decision(String refusal, boolean fenced) {
     public boolean granted() {
       return refusal == null;

@@ -52,7 +52,8 @@ public final class EngineGuardian {
       ActorRef<Admission.Command> admission,
       ActorRef<SegmentTable.Command> segmentTable,
       Map<Transport, ActorRef<TransportCommand>> transports,
-      AdmissionGate gate) {}
+      AdmissionGate gate,
+      OwnerSupervision supervision) {}
 
   /** Charge a batch slot and spawn its actor. */
   public record SpawnBatch(int capacity, ActorRef<SpawnBatchReply> replyTo) implements Command {}
@@ -103,6 +104,9 @@ public final class EngineGuardian {
   private final AdmissionGate gate;
   private final Handles handles;
   private final ActorRef<ControlService.Command> control;
+  private final OwnerSupervision supervision;
+  /** The supervised owners by actor, for the guardian's watch. */
+  private final Map<ActorRef<?>, String> owners = new java.util.HashMap<>();
   private long batchSequence;
   /** Side closes waiting for their transports: reply address to transports still to answer. */
   private final java.util.Map<ActorRef<SideClosed>, Integer> sideClosesLeft = new java.util.HashMap<>();
@@ -123,10 +127,15 @@ public final class EngineGuardian {
     this.quarantine = quarantine;
     counters.owners.root(ctx.getSelf());
     Executor blockingIo = ctx.getSystem().dispatchers().lookup(DispatcherSelector.fromConfig("orbite.blocking-io-dispatcher"));
-    var registry = ctx.spawn(Registry.create(registryView, config.budgets().maxRegistrations(),
-        Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine, counters.owners), "registry");
+    this.supervision = new OwnerSupervision(config.name() + "@" + self, quarantine, counters, hooks);
+    var registry = ctx.spawn(supervision.supervise(REGISTRY, Registry.Command.class,
+        Registry.create(registryView, config.budgets().maxRegistrations(),
+            Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine, counters.owners),
+        Registry::refuse), "registry");
     this.gate = new AdmissionGate(config.budgets());
-    var admission = ctx.spawn(Admission.create(gate, config.budgets(), counters.owners), "admission");
+    var admission = ctx.spawn(supervision.supervise(ADMISSION, Admission.Command.class,
+        Admission.create(gate, config.budgets(), counters.owners), (m, why) -> Admission.refuse(m, why, gate)),
+        "admission");
     TransportContext transportContext = new TransportContext(config, registryView, self.epoch(), blockingIo, counters,
         quarantine, hooks);
     Map<Transport, ActorRef<TransportCommand>> transports = new EnumMap<>(Transport.class);
@@ -135,14 +144,29 @@ public final class EngineGuardian {
       ctx.watch(ref);
       transports.put(provider.kind(), ref);
     }
-    var segmentTable = ctx.spawn(SegmentTable.create(admission, transports.get(Transport.TCP),
-        transports.get(Transport.SHM), blockingIo,
-        Duration.ofMillis(config.timeouts().describeTimeoutMillis()), config.budgets().maxPeerSegments(), counters.owners),
-        "segment-table");
+    var segmentTable = ctx.spawn(supervision.supervise(SEGMENT_TABLE, SegmentTable.Command.class,
+        SegmentTable.create(admission, transports.get(Transport.TCP), transports.get(Transport.SHM), blockingIo,
+            Duration.ofMillis(config.timeouts().describeTimeoutMillis()), config.budgets().maxPeerSegments(),
+            counters.owners),
+        SegmentTable::refuse), "segment-table");
+    // Watched, as the transports are: an owner that stops while the engine runs is marked quarantined.
+    ctx.watch(registry);
+    ctx.watch(admission);
+    ctx.watch(segmentTable);
+    owners.put(registry, REGISTRY);
+    owners.put(admission, ADMISSION);
+    owners.put(segmentTable, SEGMENT_TABLE);
     this.control = ctx.spawn(ControlService.create(listener, self, registryView, transports, counters,
         (int) config.timeouts().describeTimeoutMillis(), config.budgets().maxEndpoints()), "control-service");
-    this.handles = new Handles(self, registry, admission, segmentTable, Map.copyOf(transports), gate);
+    this.handles = new Handles(self, registry, admission, segmentTable, Map.copyOf(transports), gate, supervision);
   }
+
+  /** The supervised owners' names, as messages and {@code quarantined()} give them. */
+  public static final String REGISTRY = "Registry";
+
+  public static final String ADMISSION = "Admission";
+
+  public static final String SEGMENT_TABLE = "SegmentTable";
 
   /** What a start without a TCP transport provider says: the artifact to add. */
   public static final String MISSING_TCP = "no TCP transport on the class path: add the Maven dependency "
@@ -205,7 +229,14 @@ public final class EngineGuardian {
         .onMessage(TransportSideClosed.class, this::onTransportSideClosed)
         .onMessage(Shutdown.class, this::onShutdown)
         .onSignal(Terminated.class, t -> {
-          ctx.getLog().error("engine {}: transport supervisor {} stopped unexpectedly", handles.self(), t.getRef().path());
+          String owner = owners.get(t.getRef());
+          if (owner != null) {
+            ctx.getLog().error("engine {}: {} stopped unexpectedly: quarantined", handles.self(), owner);
+            supervision.stopped(owner, t.getRef().path().toString());
+          } else {
+            ctx.getLog().error("engine {}: transport supervisor {} stopped unexpectedly", handles.self(),
+                t.getRef().path());
+          }
           return Behaviors.same();
         })
         .build();

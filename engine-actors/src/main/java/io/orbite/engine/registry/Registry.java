@@ -69,6 +69,7 @@ public final class Registry {
   public record FenceShared(ActorRef<SharedFenced> replyTo) implements Command {}
 
   /** @param stillCopying shared ranges a peer was still copying when the window ended (0: all fenced) */
+  /** @param stillCopying ranges a peer was still copying at the window's end; -1: the Registry could not fence */
   public record SharedFenced(int fenced, int stillCopying) {}
 
   private record PendingFence(List<Registration> ranges, long deadlineNanos, ActorRef<SharedFenced> replyTo) {}
@@ -97,6 +98,20 @@ public final class Registry {
 
   private final RegistryView view;
   private final int maxRegistrations;
+  /**
+   * How a quarantined Registry answers {@code m} (see {@code OwnerSupervision}): UNAVAILABLE for a
+   * registration or unregistration; a FenceShared gets {@code stillCopying} -1, "could not fence"
+   * (its ranges are out of reach); ticks need no answer.
+   */
+  public static void refuse(Command m, String why) {
+    switch (m) {
+      case Register r -> r.replyTo().tell(new RegisterRefused(ErrorKind.UNAVAILABLE, why));
+      case Unregister u -> u.replyTo().tell(new UnregisterFailed(ErrorKind.UNAVAILABLE, why));
+      case FenceShared f -> f.replyTo().tell(new SharedFenced(0, -1));
+      default -> { }
+    }
+  }
+
   private final long destructionWindowNanos;
   private final TimerScheduler<Command> timers;
   private final QuarantineLedger quarantine;

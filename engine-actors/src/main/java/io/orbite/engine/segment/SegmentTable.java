@@ -92,6 +92,18 @@ public final class SegmentTable {
   public record GetPeers(ActorRef<List<PeerEntry>> replyTo) implements Command {}
 
   /**
+   * How a quarantined table answers {@code m} (see {@code OwnerSupervision}): an open fails
+   * UNAVAILABLE, the peer list is empty (its entries are out of reach); the rest needs no answer.
+   */
+  public static void refuse(Command m, String why) {
+    switch (m) {
+      case OpenSegment o -> o.replyTo().tell(new OpenFailed(ErrorKind.UNAVAILABLE, "open " + o.endpoint() + ": " + why));
+      case GetPeers g -> g.replyTo().tell(List.of());
+      default -> { }
+    }
+  }
+
+  /**
    * One table entry: the channels to one peer incarnation and the RemoteSegments referring to it.
    * Each channel holds one endpoint charge, returned when the entry is reclaimed (or, for the SHM
    * channel, when it is found ended and dropped).

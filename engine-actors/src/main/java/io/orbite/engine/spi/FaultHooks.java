@@ -29,4 +29,14 @@ public interface FaultHooks {
    * @param lane the copy lane's name, for example {@code shm lane to 127.0.0.1:4000@5e1f}
    */
   default void beforeSharedCopy(String lane) {}
+
+  /**
+   * Called by an engine owner actor (the Registry, Admission, the SegmentTable) before it handles
+   * each message. Throwing here is an unexpected exception inside that owner: it turns quarantined
+   * (see {@code OwnerSupervision}).
+   *
+   * @param owner the owner's name, for example {@code Registry}
+   * @param message the message it is about to handle
+   */
+  default void beforeOwnerMessage(String owner, Object message) {}
 }

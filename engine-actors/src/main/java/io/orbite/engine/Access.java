@@ -43,7 +43,11 @@ public enum Access {
    * @return 1 for READ, 2 for WRITE, 3 for READ_WRITE
    */
   public int code() {
-    return ordinal() + 1;
+    return switch (this) {
+      case READ -> 1;
+      case WRITE -> 2;
+      case READ_WRITE -> 3;
+    };
   }
 
   /**

@@ -145,7 +145,7 @@ final class ControlConnection implements Runnable {
 
   private boolean handOver(ByteBuffer hello) throws IOException {
     long code = FrameCodec.count(hello, 0);
-    Transport transport = code >= 0 && code < Transport.values().length ? Transport.values()[(int) code] : null;
+    Transport transport = Transport.fromCode(code);
     ActorRef<TransportCommand> target = transport == null ? null : transports.get(transport);
     if (target == null) {
       reject("HELLO for transport code " + code + ", which this engine does not serve");

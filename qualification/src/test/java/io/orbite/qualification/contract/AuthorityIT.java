@@ -17,7 +17,6 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
-import io.orbite.engine.Transport;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameHeader;
 import io.orbite.engine.wire.FrameType;
@@ -469,7 +468,7 @@ class AuthorityIT {
     static FrameHeader hello(Socket socket, long targetEpoch) throws IOException {
       ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
       long requesterEpoch = 0x7E57_0000_0000_0001L;
-      FrameCodec.encode(hello, 0, FrameType.HELLO, 0, 0, 77, targetEpoch, requesterEpoch, 0, Transport.TCP.ordinal());
+      FrameCodec.encode(hello, 0, FrameType.HELLO, 0, 0, 77, targetEpoch, requesterEpoch, 0, 1 /* TCP's wire code */);
       socket.getOutputStream().write(hello.array());
       socket.getOutputStream().flush();
       FrameHeader ack = readHeader(new DataInputStream(socket.getInputStream()));

@@ -1,7 +1,6 @@
 package io.orbite.qualification.contract;
 
 import io.orbite.engine.SegmentDescriptor;
-import io.orbite.engine.Transport;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameHeader;
 import io.orbite.engine.wire.FrameRejectedException;
@@ -107,7 +106,7 @@ final class RawLane implements AutoCloseable {
    * @return the HELLO_ACK header the peer answered with (the caller asserts its status)
    */
   FrameHeader hello(long targetEpoch, long requesterEpoch, int laneIndex) throws IOException, TimeoutException {
-    send(header(FrameType.HELLO, 0, 0, laneIndex + 1L, targetEpoch, requesterEpoch, laneIndex, Transport.TCP.ordinal()));
+    send(header(FrameType.HELLO, 0, 0, laneIndex + 1L, targetEpoch, requesterEpoch, laneIndex, 1 /* TCP's wire code */));
     return readHeader(Duration.ofSeconds(10));
   }
 

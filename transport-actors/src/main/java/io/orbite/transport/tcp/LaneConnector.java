@@ -34,7 +34,7 @@ final class LaneConnector {
       channel.socket().connect(new InetSocketAddress(peer.host(), peer.port()), tcp.connectTimeoutMillis());
       ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
       FrameCodec.encode(hello, 0, FrameType.HELLO, 0, 0, laneIndex + 1L, peer.epoch(), localEpoch, laneIndex,
-          Transport.TCP.ordinal());
+          Transport.TCP.code());
       while (hello.hasRemaining()) {
         channel.write(hello);
       }

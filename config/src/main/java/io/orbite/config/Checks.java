@@ -2,69 +2,80 @@ package io.orbite.config;
 
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
 
-/** Shared validation helpers, so that constructors and the JSON reader word their messages identically. */
+/**
+ * Shared validation helpers, so that constructors and the JSON reader word their messages
+ * identically.
+ */
 final class Checks {
-    /** Longest part of a rejected string value that is echoed in a message. */
-    private static final int MAX_ECHOED_CHARS = 80;
+  /** Longest part of a rejected string value that is echoed in a message. */
+  private static final int MAX_ECHOED_CHARS = 80;
 
-    private Checks() {}
+  private Checks() {}
 
-    /** Joins a parent path and a key: {@code $} + {@code tcp} is {@code tcp}; {@code tcp} + {@code lanes} is {@code tcp.lanes}. */
-    static String child(String parent, String key) {
-        return ConfigException.ROOT_PATH.equals(parent) ? key : parent + "." + key;
+  /**
+   * Joins a parent path and a key: {@code $} + {@code tcp} is {@code tcp}; {@code tcp} + {@code
+   * lanes} is {@code tcp.lanes}.
+   */
+  static String child(String parent, String key) {
+    return ConfigException.ROOT_PATH.equals(parent) ? key : parent + "." + key;
+  }
+
+  static ConfigException outOfRange(String path, long min, long max, String got) {
+    return new ConfigException(path, "must be " + min + ".." + max + ", got " + got);
+  }
+
+  static int requireRange(String path, int value, int min, int max) {
+    if (value < min || value > max) {
+      throw outOfRange(path, min, max, Integer.toString(value));
     }
+    return value;
+  }
 
-    static ConfigException outOfRange(String path, long min, long max, String got) {
-        return new ConfigException(path, "must be " + min + ".." + max + ", got " + got);
+  static long requireRange(String path, long value, long min, long max) {
+    if (value < min || value > max) {
+      throw outOfRange(path, min, max, Long.toString(value));
     }
+    return value;
+  }
 
-    static int requireRange(String path, int value, int min, int max) {
-        if (value < min || value > max) {
-            throw outOfRange(path, min, max, Integer.toString(value));
-        }
-        return value;
+  static long requirePowerOfTwo(String path, long value) {
+    if (Long.bitCount(value) != 1 || value < 0) {
+      throw new ConfigException(path, "must be a power of two, got " + value);
     }
+    return value;
+  }
 
-    static long requireRange(String path, long value, long min, long max) {
-        if (value < min || value > max) {
-            throw outOfRange(path, min, max, Long.toString(value));
-        }
-        return value;
+  /**
+   * A host name or interface address: 1..{@value ListenConfig#MAX_HOST_LENGTH} characters, no
+   * whitespace or control characters.
+   */
+  static String requireHost(String path, String host) {
+    requireNonNull(path, host);
+    if (host.isEmpty()
+        || host.length() > ListenConfig.MAX_HOST_LENGTH
+        || host.codePoints()
+            .anyMatch(c -> Character.isWhitespace(c) || Character.isISOControl(c))) {
+      throw new ConfigException(
+          path,
+          "must be 1.."
+              + ListenConfig.MAX_HOST_LENGTH
+              + " characters without whitespace, got "
+              + quote(host));
     }
+    return host;
+  }
 
-    static long requirePowerOfTwo(String path, long value) {
-        if (Long.bitCount(value) != 1 || value < 0) {
-            throw new ConfigException(path, "must be a power of two, got " + value);
-        }
-        return value;
+  static <T> T requireNonNull(String path, T value) {
+    if (value == null) {
+      throw new ConfigException(path, "must not be null");
     }
+    return value;
+  }
 
-    /**
-     * A host name or interface address: 1..{@value ListenConfig#MAX_HOST_LENGTH} characters, no whitespace or
-     * control characters.
-     */
-    static String requireHost(String path, String host) {
-        requireNonNull(path, host);
-        if (host.isEmpty() || host.length() > ListenConfig.MAX_HOST_LENGTH || host.codePoints().anyMatch(
-                c -> Character.isWhitespace(c) || Character.isISOControl(c))) {
-            throw new ConfigException(path, "must be 1.." + ListenConfig.MAX_HOST_LENGTH
-                    + " characters without whitespace, got " + quote(host));
-        }
-        return host;
-    }
-
-    static <T> T requireNonNull(String path, T value) {
-        if (value == null) {
-            throw new ConfigException(path, "must not be null");
-        }
-        return value;
-    }
-
-    /** The value as a JSON string literal, cut short if long, for echoing in messages. */
-    static String quote(String value) {
-        String shown = value.length() > MAX_ECHOED_CHARS
-                ? value.substring(0, MAX_ECHOED_CHARS) + "..."
-                : value;
-        return "\"" + new String(JsonStringEncoder.getInstance().quoteAsString(shown)) + "\"";
-    }
+  /** The value as a JSON string literal, cut short if long, for echoing in messages. */
+  static String quote(String value) {
+    String shown =
+        value.length() > MAX_ECHOED_CHARS ? value.substring(0, MAX_ECHOED_CHARS) + "..." : value;
+    return "\"" + new String(JsonStringEncoder.getInstance().quoteAsString(shown)) + "\"";
+  }
 }

@@ -10,99 +10,113 @@ import java.util.List;
 import java.util.function.Function;
 
 /**
- * Reads the keys of one JSON object (one configuration section) with type and range checks, tracking the
- * path for messages. A missing key yields the given default; a missing section reads as an empty object,
- * so every key in it takes its default.
+ * Reads the keys of one JSON object (one configuration section) with type and range checks,
+ * tracking the path for messages. A missing key yields the given default; a missing section reads
+ * as an empty object, so every key in it takes its default.
  *
- * <p>The keys a section may hold are the component names of its record, so the list of known keys cannot
- * drift from the schema. Unknown keys are reported before any value is read.
+ * <p>The keys a section may hold are the component names of its record, so the list of known keys
+ * cannot drift from the schema. Unknown keys are reported before any value is read.
  */
 final class ConfigReader {
-    private final ObjectNode object;
-    private final String path;
+  private final ObjectNode object;
+  private final String path;
 
-    private ConfigReader(ObjectNode object, String path, Class<? extends Record> schema) {
-        this.object = object;
-        this.path = path;
-        rejectUnknownKeys(schema);
-    }
+  private ConfigReader(ObjectNode object, String path, Class<? extends Record> schema) {
+    this.object = object;
+    this.path = path;
+    rejectUnknownKeys(schema);
+  }
 
-    /** A reader for the document root. */
-    static ConfigReader root(ObjectNode document, Class<? extends Record> schema) {
-        return new ConfigReader(document, ConfigException.ROOT_PATH, schema);
-    }
+  /** A reader for the document root. */
+  static ConfigReader root(ObjectNode document, Class<? extends Record> schema) {
+    return new ConfigReader(document, ConfigException.ROOT_PATH, schema);
+  }
 
-    /** Reads the nested object under {@code key} with {@code read}; an absent key reads as an empty object. */
-    <T extends Record> T section(String key, Class<T> schema, Function<ConfigReader, T> read) {
-        JsonNode value = object.get(key);
-        String keyPath = Checks.child(path, key);
-        if (value == null) {
-            return read.apply(new ConfigReader(JsonNodeFactory.instance.objectNode(), keyPath, schema));
-        }
-        if (!value.isObject()) {
-            throw wrongType(keyPath, "an object", value);
-        }
-        return read.apply(new ConfigReader((ObjectNode) value, keyPath, schema));
+  /**
+   * Reads the nested object under {@code key} with {@code read}; an absent key reads as an empty
+   * object.
+   */
+  <T extends Record> T section(String key, Class<T> schema, Function<ConfigReader, T> read) {
+    JsonNode value = object.get(key);
+    String keyPath = Checks.child(path, key);
+    if (value == null) {
+      return read.apply(new ConfigReader(JsonNodeFactory.instance.objectNode(), keyPath, schema));
     }
+    if (!value.isObject()) {
+      throw wrongType(keyPath, "an object", value);
+    }
+    return read.apply(new ConfigReader((ObjectNode) value, keyPath, schema));
+  }
 
-    /** The integer under {@code key}, or {@code fallback} when absent; must lie in {@code min..max}. */
-    int intValue(String key, int fallback, int min, int max) {
-        return (int) longValue(key, fallback, min, max);
-    }
+  /**
+   * The integer under {@code key}, or {@code fallback} when absent; must lie in {@code min..max}.
+   */
+  int intValue(String key, int fallback, int min, int max) {
+    return (int) longValue(key, fallback, min, max);
+  }
 
-    /** The integer under {@code key}, or {@code fallback} when absent; must lie in {@code min..max}. */
-    long longValue(String key, long fallback, long min, long max) {
-        JsonNode value = object.get(key);
-        if (value == null) {
-            return fallback;
-        }
-        String keyPath = Checks.child(path, key);
-        if (!value.isIntegralNumber()) {
-            throw wrongType(keyPath, "an integer", value);
-        }
-        BigInteger number = value.bigIntegerValue();
-        if (number.compareTo(BigInteger.valueOf(min)) < 0 || number.compareTo(BigInteger.valueOf(max)) > 0) {
-            throw Checks.outOfRange(keyPath, min, max, number.toString());
-        }
-        return number.longValueExact();
+  /**
+   * The integer under {@code key}, or {@code fallback} when absent; must lie in {@code min..max}.
+   */
+  long longValue(String key, long fallback, long min, long max) {
+    JsonNode value = object.get(key);
+    if (value == null) {
+      return fallback;
     }
+    String keyPath = Checks.child(path, key);
+    if (!value.isIntegralNumber()) {
+      throw wrongType(keyPath, "an integer", value);
+    }
+    BigInteger number = value.bigIntegerValue();
+    if (number.compareTo(BigInteger.valueOf(min)) < 0
+        || number.compareTo(BigInteger.valueOf(max)) > 0) {
+      throw Checks.outOfRange(keyPath, min, max, number.toString());
+    }
+    return number.longValueExact();
+  }
 
-    /** The boolean under {@code key}, or {@code fallback} when absent; only JSON {@code true}/{@code false}. */
-    boolean booleanValue(String key, boolean fallback) {
-        JsonNode value = object.get(key);
-        if (value == null) {
-            return fallback;
-        }
-        if (!value.isBoolean()) {
-            throw wrongType(Checks.child(path, key), "a boolean", value);
-        }
-        return value.booleanValue();
+  /**
+   * The boolean under {@code key}, or {@code fallback} when absent; only JSON {@code true}/{@code
+   * false}.
+   */
+  boolean booleanValue(String key, boolean fallback) {
+    JsonNode value = object.get(key);
+    if (value == null) {
+      return fallback;
     }
+    if (!value.isBoolean()) {
+      throw wrongType(Checks.child(path, key), "a boolean", value);
+    }
+    return value.booleanValue();
+  }
 
-    /** The string under {@code key}, or {@code fallback} when absent. Content checks are the record's job. */
-    String stringValue(String key, String fallback) {
-        JsonNode value = object.get(key);
-        if (value == null) {
-            return fallback;
-        }
-        if (!value.isTextual()) {
-            throw wrongType(Checks.child(path, key), "a string", value);
-        }
-        return value.textValue();
+  /**
+   * The string under {@code key}, or {@code fallback} when absent. Content checks are the record's
+   * job.
+   */
+  String stringValue(String key, String fallback) {
+    JsonNode value = object.get(key);
+    if (value == null) {
+      return fallback;
     }
+    if (!value.isTextual()) {
+      throw wrongType(Checks.child(path, key), "a string", value);
+    }
+    return value.textValue();
+  }
 
-    private void rejectUnknownKeys(Class<? extends Record> schema) {
-        List<String> known = Arrays.stream(schema.getRecordComponents()).map(c -> c.getName()).toList();
-        for (Iterator<String> keys = object.fieldNames(); keys.hasNext(); ) {
-            String key = keys.next();
-            if (!known.contains(key)) {
-                throw new ConfigException(Checks.child(path, key),
-                        "unknown key (known: " + String.join(", ", known) + ")");
-            }
-        }
+  private void rejectUnknownKeys(Class<? extends Record> schema) {
+    List<String> known = Arrays.stream(schema.getRecordComponents()).map(c -> c.getName()).toList();
+    for (Iterator<String> keys = object.fieldNames(); keys.hasNext(); ) {
+      String key = keys.next();
+      if (!known.contains(key)) {
+        throw new ConfigException(
+            Checks.child(path, key), "unknown key (known: " + String.join(", ", known) + ")");
+      }
     }
+  }
 
-    private static ConfigException wrongType(String path, String expected, JsonNode got) {
-        return new ConfigException(path, "expected " + expected + ", got " + ConfigJson.describe(got));
-    }
+  private static ConfigException wrongType(String path, String expected, JsonNode got) {
+    return new ConfigException(path, "expected " + expected + ", got " + ConfigJson.describe(got));
+  }
 }

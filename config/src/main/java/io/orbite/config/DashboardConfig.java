@@ -1,106 +1,112 @@
 package io.orbite.config;
 
 /**
- * The supervisor dashboard: a read-only web page and its JSON API. JSON section {@code observability.dashboard}.
+ * The supervisor dashboard: a read-only web page and its JSON API. JSON section {@code
+ * observability.dashboard}.
  *
  * @param enabled whether the endpoint is served. Default {@value #DEFAULT_ENABLED}: off.
- * @param host    interface address to bind. Default {@value #DEFAULT_HOST} (loopback only); 1..
- *                {@value ListenConfig#MAX_HOST_LENGTH} characters, no whitespace or control characters.
- * @param port    TCP port to bind. Default {@value #DEFAULT_PORT}; range {@value #MIN_PORT}..{@value #MAX_PORT};
- *                {@code 0} asks the operating system for an ephemeral port.
+ * @param host interface address to bind. Default {@value #DEFAULT_HOST} (loopback only); 1..
+ *     {@value ListenConfig#MAX_HOST_LENGTH} characters, no whitespace or control characters.
+ * @param port TCP port to bind. Default {@value #DEFAULT_PORT}; range {@value #MIN_PORT}..{@value
+ *     #MAX_PORT}; {@code 0} asks the operating system for an ephemeral port.
  */
 public record DashboardConfig(boolean enabled, String host, int port) {
-    /** Default {@link #enabled()}. */
-    public static final boolean DEFAULT_ENABLED = false;
-    /** Default {@link #host()}: loopback only. */
-    public static final String DEFAULT_HOST = "127.0.0.1";
-    /** Default {@link #port()}: an ephemeral port. */
-    public static final int DEFAULT_PORT = 0;
-    /** Smallest accepted {@link #port()}. */
-    public static final int MIN_PORT = 0;
-    /** Largest accepted {@link #port()}. */
-    public static final int MAX_PORT = 65535;
+  /** Default {@link #enabled()}. */
+  public static final boolean DEFAULT_ENABLED = false;
 
-    /** JSON path of this section, and the path prefix of its messages. */
-    static final String SECTION = "observability.dashboard";
+  /** Default {@link #host()}: loopback only. */
+  public static final String DEFAULT_HOST = "127.0.0.1";
 
-    /**
-     * Validates {@link #host()} and {@link #port()}; any {@link #enabled()} is accepted.
-     *
-     * @throws ConfigException naming {@code observability.dashboard.host} or {@code observability.dashboard.port} for
-     *                         the first invalid one
-     */
-    public DashboardConfig {
-        Checks.requireHost(SECTION + ".host", host);
-        Checks.requireRange(SECTION + ".port", port, MIN_PORT, MAX_PORT);
-    }
+  /** Default {@link #port()}: an ephemeral port. */
+  public static final int DEFAULT_PORT = 0;
 
-    /**
-     * All components at their defaults (off, loopback, ephemeral port).
-     *
-     * @return the dashboard settings an absent or empty {@code observability.dashboard} section reads as: not served,
-     *         and bound to {@value #DEFAULT_HOST} on an ephemeral port once enabled
-     */
-    public static DashboardConfig defaults() {
-        return new DashboardConfig(DEFAULT_ENABLED, DEFAULT_HOST, DEFAULT_PORT);
-    }
+  /** Smallest accepted {@link #port()}. */
+  public static final int MIN_PORT = 0;
 
-    /**
-     * Enabled on loopback at {@code port} (0: ephemeral).
-     *
-     * @param port TCP port to bind on {@value #DEFAULT_HOST}, {@value #MIN_PORT}..{@value #MAX_PORT}; {@code 0} asks
-     *             the operating system for an ephemeral port
-     * @return a configuration that serves the dashboard page, its JSON API and its live event stream on
-     *         {@value #DEFAULT_HOST} only
-     * @throws ConfigException naming {@code observability.dashboard.port} if {@code port} is outside
-     *                         {@value #MIN_PORT}..{@value #MAX_PORT}
-     */
-    public static DashboardConfig loopback(int port) {
-        return new DashboardConfig(true, DEFAULT_HOST, port);
-    }
+  /** Largest accepted {@link #port()}. */
+  public static final int MAX_PORT = 65535;
 
-    /**
-     * A copy with {@link #enabled()} replaced and every other component kept; any value is accepted.
-     *
-     * @param enabled whether the dashboard page, its JSON API and its live event stream is served; {@code false} binds
-     *                nothing
-     * @return a new {@code DashboardConfig}; this one is unchanged
-     */
-    public DashboardConfig withEnabled(boolean enabled) {
-        return new DashboardConfig(enabled, host, port);
-    }
+  /** JSON path of this section, and the path prefix of its messages. */
+  static final String SECTION = "observability.dashboard";
 
-    /**
-     * A copy with {@link #host()} replaced and every other component kept; the new value is checked as by the
-     * constructor.
-     *
-     * @param host interface address or host name the dashboard binds
-     * @return a new {@code DashboardConfig}; this one is unchanged
-     * @throws ConfigException naming {@code observability.dashboard.host} if it is {@code null}, empty, longer than
-     *                         {@value ListenConfig#MAX_HOST_LENGTH} characters, or contains whitespace or control
-     *                         characters
-     */
-    public DashboardConfig withHost(String host) {
-        return new DashboardConfig(enabled, host, port);
-    }
+  /**
+   * Validates {@link #host()} and {@link #port()}; any {@link #enabled()} is accepted.
+   *
+   * @throws ConfigException naming {@code observability.dashboard.host} or {@code
+   *     observability.dashboard.port} for the first invalid one
+   */
+  public DashboardConfig {
+    Checks.requireHost(SECTION + ".host", host);
+    Checks.requireRange(SECTION + ".port", port, MIN_PORT, MAX_PORT);
+  }
 
-    /**
-     * A copy with {@link #port()} replaced and every other component kept; the new value is checked as by the
-     * constructor.
-     *
-     * @param port TCP port the dashboard binds; {@code 0} asks the operating system for an ephemeral port
-     * @return a new {@code DashboardConfig}; this one is unchanged
-     * @throws ConfigException naming {@code observability.dashboard.port} if it is outside
-     *                         {@value #MIN_PORT}..{@value #MAX_PORT}
-     */
-    public DashboardConfig withPort(int port) {
-        return new DashboardConfig(enabled, host, port);
-    }
+  /**
+   * All components at their defaults (off, loopback, ephemeral port).
+   *
+   * @return the dashboard settings an absent or empty {@code observability.dashboard} section reads
+   *     as: not served, and bound to {@value #DEFAULT_HOST} on an ephemeral port once enabled
+   */
+  public static DashboardConfig defaults() {
+    return new DashboardConfig(DEFAULT_ENABLED, DEFAULT_HOST, DEFAULT_PORT);
+  }
 
-    static DashboardConfig read(ConfigReader r) {
-        return new DashboardConfig(
-                r.booleanValue("enabled", DEFAULT_ENABLED),
-                r.stringValue("host", DEFAULT_HOST),
-                r.intValue("port", DEFAULT_PORT, MIN_PORT, MAX_PORT));
-    }
+  /**
+   * Enabled on loopback at {@code port} (0: ephemeral).
+   *
+   * @param port TCP port to bind on {@value #DEFAULT_HOST}, {@value #MIN_PORT}..{@value #MAX_PORT};
+   *     {@code 0} asks the operating system for an ephemeral port
+   * @return a configuration that serves the dashboard page, its JSON API and its live event stream
+   *     on {@value #DEFAULT_HOST} only
+   * @throws ConfigException naming {@code observability.dashboard.port} if {@code port} is outside
+   *     {@value #MIN_PORT}..{@value #MAX_PORT}
+   */
+  public static DashboardConfig loopback(int port) {
+    return new DashboardConfig(true, DEFAULT_HOST, port);
+  }
+
+  /**
+   * A copy with {@link #enabled()} replaced and every other component kept; any value is accepted.
+   *
+   * @param enabled whether the dashboard page, its JSON API and its live event stream is served;
+   *     {@code false} binds nothing
+   * @return a new {@code DashboardConfig}; this one is unchanged
+   */
+  public DashboardConfig withEnabled(boolean enabled) {
+    return new DashboardConfig(enabled, host, port);
+  }
+
+  /**
+   * A copy with {@link #host()} replaced and every other component kept; the new value is checked
+   * as by the constructor.
+   *
+   * @param host interface address or host name the dashboard binds
+   * @return a new {@code DashboardConfig}; this one is unchanged
+   * @throws ConfigException naming {@code observability.dashboard.host} if it is {@code null},
+   *     empty, longer than {@value ListenConfig#MAX_HOST_LENGTH} characters, or contains whitespace
+   *     or control characters
+   */
+  public DashboardConfig withHost(String host) {
+    return new DashboardConfig(enabled, host, port);
+  }
+
+  /**
+   * A copy with {@link #port()} replaced and every other component kept; the new value is checked
+   * as by the constructor.
+   *
+   * @param port TCP port the dashboard binds; {@code 0} asks the operating system for an ephemeral
+   *     port
+   * @return a new {@code DashboardConfig}; this one is unchanged
+   * @throws ConfigException naming {@code observability.dashboard.port} if it is outside {@value
+   *     #MIN_PORT}..{@value #MAX_PORT}
+   */
+  public DashboardConfig withPort(int port) {
+    return new DashboardConfig(enabled, host, port);
+  }
+
+  static DashboardConfig read(ConfigReader r) {
+    return new DashboardConfig(
+        r.booleanValue("enabled", DEFAULT_ENABLED),
+        r.stringValue("host", DEFAULT_HOST),
+        r.intValue("port", DEFAULT_PORT, MIN_PORT, MAX_PORT));
+  }
 }

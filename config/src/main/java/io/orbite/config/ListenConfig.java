@@ -3,75 +3,80 @@ package io.orbite.config;
 /**
  * Where the engine accepts connections from peers. JSON section {@code listen}.
  *
- * @param host interface address or host name to bind. Default {@value #DEFAULT_HOST}; 1..{@value #MAX_HOST_LENGTH}
- *             characters, no whitespace or control characters.
- * @param port TCP port to bind. Default {@value #DEFAULT_PORT}; range {@value #MIN_PORT}..{@value #MAX_PORT};
- *             {@code 0} asks the operating system for an ephemeral port.
+ * @param host interface address or host name to bind. Default {@value #DEFAULT_HOST}; 1..{@value
+ *     #MAX_HOST_LENGTH} characters, no whitespace or control characters.
+ * @param port TCP port to bind. Default {@value #DEFAULT_PORT}; range {@value #MIN_PORT}..{@value
+ *     #MAX_PORT}; {@code 0} asks the operating system for an ephemeral port.
  */
 public record ListenConfig(String host, int port) {
-    /** JSON key of this section, and the path prefix of its messages. */
-    static final String SECTION = "listen";
+  /** JSON key of this section, and the path prefix of its messages. */
+  static final String SECTION = "listen";
 
-    /** Default {@link #host()}: loopback only. */
-    public static final String DEFAULT_HOST = "127.0.0.1";
-    /** Longest accepted {@link #host()}, in characters (the DNS name limit). */
-    public static final int MAX_HOST_LENGTH = 253;
+  /** Default {@link #host()}: loopback only. */
+  public static final String DEFAULT_HOST = "127.0.0.1";
 
-    /** Default {@link #port()}: {@code 0}, an ephemeral port. */
-    public static final int DEFAULT_PORT = 0;
-    /** Smallest accepted {@link #port()}; {@code 0} means ephemeral. */
-    public static final int MIN_PORT = 0;
-    /** Largest accepted {@link #port()}. */
-    public static final int MAX_PORT = 65535;
+  /** Longest accepted {@link #host()}, in characters (the DNS name limit). */
+  public static final int MAX_HOST_LENGTH = 253;
 
-    /**
-     * Validates every component.
-     *
-     * @throws ConfigException naming {@code listen.host} or {@code listen.port} for the first invalid one
-     */
-    public ListenConfig {
-        Checks.requireHost(SECTION + ".host", host);
-        Checks.requireRange(SECTION + ".port", port, MIN_PORT, MAX_PORT);
-    }
+  /** Default {@link #port()}: {@code 0}, an ephemeral port. */
+  public static final int DEFAULT_PORT = 0;
 
-    /**
-     * All components at their defaults.
-     *
-     * @return the settings an absent or empty {@code listen} section reads as: {@value #DEFAULT_HOST} (loopback only)
-     *         on an ephemeral port
-     */
-    public static ListenConfig defaults() {
-        return new ListenConfig(DEFAULT_HOST, DEFAULT_PORT);
-    }
+  /** Smallest accepted {@link #port()}; {@code 0} means ephemeral. */
+  public static final int MIN_PORT = 0;
 
-    /**
-     * A copy with {@link #host()} replaced and every other component kept; the new value is checked as by the
-     * constructor.
-     *
-     * @param host interface address or host name the engine binds for peer connections
-     * @return a new {@code ListenConfig}; this one is unchanged
-     * @throws ConfigException naming {@code listen.host} if it is {@code null}, empty, longer than
-     *                         {@value #MAX_HOST_LENGTH} characters, or contains whitespace or control characters
-     */
-    public ListenConfig withHost(String host) {
-        return new ListenConfig(host, port);
-    }
+  /** Largest accepted {@link #port()}. */
+  public static final int MAX_PORT = 65535;
 
-    /**
-     * A copy with {@link #port()} replaced and every other component kept; the new value is checked as by the
-     * constructor.
-     *
-     * @param port TCP port to bind for peer connections; {@code 0} asks the operating system for an ephemeral port
-     * @return a new {@code ListenConfig}; this one is unchanged
-     * @throws ConfigException naming {@code listen.port} if it is outside {@value #MIN_PORT}..{@value #MAX_PORT}
-     */
-    public ListenConfig withPort(int port) {
-        return new ListenConfig(host, port);
-    }
+  /**
+   * Validates every component.
+   *
+   * @throws ConfigException naming {@code listen.host} or {@code listen.port} for the first invalid
+   *     one
+   */
+  public ListenConfig {
+    Checks.requireHost(SECTION + ".host", host);
+    Checks.requireRange(SECTION + ".port", port, MIN_PORT, MAX_PORT);
+  }
 
-    static ListenConfig read(ConfigReader r) {
-        return new ListenConfig(
-                r.stringValue("host", DEFAULT_HOST),
-                r.intValue("port", DEFAULT_PORT, MIN_PORT, MAX_PORT));
-    }
+  /**
+   * All components at their defaults.
+   *
+   * @return the settings an absent or empty {@code listen} section reads as: {@value #DEFAULT_HOST}
+   *     (loopback only) on an ephemeral port
+   */
+  public static ListenConfig defaults() {
+    return new ListenConfig(DEFAULT_HOST, DEFAULT_PORT);
+  }
+
+  /**
+   * A copy with {@link #host()} replaced and every other component kept; the new value is checked
+   * as by the constructor.
+   *
+   * @param host interface address or host name the engine binds for peer connections
+   * @return a new {@code ListenConfig}; this one is unchanged
+   * @throws ConfigException naming {@code listen.host} if it is {@code null}, empty, longer than
+   *     {@value #MAX_HOST_LENGTH} characters, or contains whitespace or control characters
+   */
+  public ListenConfig withHost(String host) {
+    return new ListenConfig(host, port);
+  }
+
+  /**
+   * A copy with {@link #port()} replaced and every other component kept; the new value is checked
+   * as by the constructor.
+   *
+   * @param port TCP port to bind for peer connections; {@code 0} asks the operating system for an
+   *     ephemeral port
+   * @return a new {@code ListenConfig}; this one is unchanged
+   * @throws ConfigException naming {@code listen.port} if it is outside {@value #MIN_PORT}..{@value
+   *     #MAX_PORT}
+   */
+  public ListenConfig withPort(int port) {
+    return new ListenConfig(host, port);
+  }
+
+  static ListenConfig read(ConfigReader r) {
+    return new ListenConfig(
+        r.stringValue("host", DEFAULT_HOST), r.intValue("port", DEFAULT_PORT, MIN_PORT, MAX_PORT));
+  }
 }

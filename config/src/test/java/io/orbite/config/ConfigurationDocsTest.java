@@ -12,43 +12,49 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.FieldSource;
 
-/** Keeps docs/configuration.md in step with the code: every key's row, and the defaults document. */
+/**
+ * Keeps docs/configuration.md in step with the code: every key's row, and the defaults document.
+ */
 class ConfigurationDocsTest {
-    static final List<NumericKey> KEYS = NumericKey.ALL;
-    private static final Path DOC = Path.of("..", "docs", "configuration.md");
+  static final List<NumericKey> KEYS = NumericKey.ALL;
+  private static final Path DOC = Path.of("..", "docs", "configuration.md");
 
-    private static String doc() throws IOException {
-        assumeTrue(Files.isRegularFile(DOC), "docs/configuration.md is not next to this module");
-        return Files.readString(DOC);
-    }
+  private static String doc() throws IOException {
+    assumeTrue(Files.isRegularFile(DOC), "docs/configuration.md is not next to this module");
+    return Files.readString(DOC);
+  }
 
-    private static String row(String doc, String path) {
-        return doc.lines().filter(l -> l.startsWith("| `" + path + "` |")).findFirst()
-                .orElseThrow(() -> new AssertionError("no table row for " + path));
-    }
+  private static String row(String doc, String path) {
+    return doc.lines()
+        .filter(l -> l.startsWith("| `" + path + "` |"))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no table row for " + path));
+  }
 
-    @ParameterizedTest(name = "{0}")
-    @FieldSource("KEYS")
-    void everyNumericKeyHasARowWithItsDefaultAndRange(NumericKey key) throws IOException {
-        String row = row(doc(), key.path());
-        assertTrue(row.contains("| `" + key.defaultValue() + "`"), row);
-        assertTrue(row.contains("| " + key.min() + ".." + key.max()), row);
-    }
+  @ParameterizedTest(name = "{0}")
+  @FieldSource("KEYS")
+  void everyNumericKeyHasARowWithItsDefaultAndRange(NumericKey key) throws IOException {
+    String row = row(doc(), key.path());
+    assertTrue(row.contains("| `" + key.defaultValue() + "`"), row);
+    assertTrue(row.contains("| " + key.min() + ".." + key.max()), row);
+  }
 
-    @Test
-    void stringKeysHaveRows() throws IOException {
-        String doc = doc();
-        assertTrue(row(doc, "name").contains("`\"orbite\"`"));
-        assertTrue(row(doc, "listen.host").contains("`\"127.0.0.1\"`"));
-        assertTrue(row(doc, "file.engine").contains("`\"auto\"`"));
-    }
+  @Test
+  void stringKeysHaveRows() throws IOException {
+    String doc = doc();
+    assertTrue(row(doc, "name").contains("`\"orbite\"`"));
+    assertTrue(row(doc, "listen.host").contains("`\"127.0.0.1\"`"));
+    assertTrue(row(doc, "file.engine").contains("`\"auto\"`"));
+  }
 
-    @Test
-    void documentedDefaultsDocumentIsWhatToJsonWrites() throws IOException {
-        String doc = doc();
-        String marker = "```json\n";
-        int start = doc.indexOf(marker, doc.indexOf("## Complete document with the defaults")) + marker.length();
-        String block = doc.substring(start, doc.indexOf("\n```", start));
-        assertEquals(EngineConfig.defaults().toJson(), block);
-    }
+  @Test
+  void documentedDefaultsDocumentIsWhatToJsonWrites() throws IOException {
+    String doc = doc();
+    String marker = "```json\n";
+    int start =
+        doc.indexOf(marker, doc.indexOf("## Complete document with the defaults"))
+            + marker.length();
+    String block = doc.substring(start, doc.indexOf("\n```", start));
+    assertEquals(EngineConfig.defaults().toJson(), block);
+  }
 }

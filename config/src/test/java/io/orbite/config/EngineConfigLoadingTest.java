@@ -9,26 +9,31 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.FieldSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
-/** Successful loading through {@link EngineConfig#fromJson(String)} and the {@link EngineConfig#toJson()} round trip. */
+/**
+ * Successful loading through {@link EngineConfig#fromJson(String)} and the {@link
+ * EngineConfig#toJson()} round trip.
+ */
 class EngineConfigLoadingTest {
-    static final List<NumericKey> KEYS = NumericKey.ALL;
+  static final List<NumericKey> KEYS = NumericKey.ALL;
 
-    @ParameterizedTest
-    @ValueSource(strings = {"{}", " { } ", "\n\t{\r\n}\n", "{\"tcp\":{},\"budgets\":{}}"})
-    void emptyObjectsGiveTheDefaults(String json) {
-        assertEquals(EngineConfig.defaults(), EngineConfig.fromJson(json));
-    }
+  @ParameterizedTest
+  @ValueSource(strings = {"{}", " { } ", "\n\t{\r\n}\n", "{\"tcp\":{},\"budgets\":{}}"})
+  void emptyObjectsGiveTheDefaults(String json) {
+    assertEquals(EngineConfig.defaults(), EngineConfig.fromJson(json));
+  }
 
-    @Test
-    void partialDocumentChangesOnlyTheKeysItNames() {
-        EngineConfig config = EngineConfig.fromJson("{\"tcp\":{\"lanes\":4}}");
-        assertEquals(4, config.tcp().lanes());
-        assertEquals(EngineConfig.defaults().withTcp(TcpConfig.defaults().withLanes(4)), config);
-    }
+  @Test
+  void partialDocumentChangesOnlyTheKeysItNames() {
+    EngineConfig config = EngineConfig.fromJson("{\"tcp\":{\"lanes\":4}}");
+    assertEquals(4, config.tcp().lanes());
+    assertEquals(EngineConfig.defaults().withTcp(TcpConfig.defaults().withLanes(4)), config);
+  }
 
-    @Test
-    void partialDocumentAcrossSectionsIsMergedWithDefaults() {
-        EngineConfig config = EngineConfig.fromJson("""
+  @Test
+  void partialDocumentAcrossSectionsIsMergedWithDefaults() {
+    EngineConfig config =
+        EngineConfig.fromJson(
+            """
                 {
                   "name": "edge-7",
                   "listen": {"port": 7070},
@@ -36,36 +41,41 @@ class EngineConfigLoadingTest {
                   "timeouts": {"describeTimeoutMillis": 250}
                 }
                 """);
-        EngineConfig expected = EngineConfig.defaults()
-                .withName("edge-7")
-                .withListen(new ListenConfig("127.0.0.1", 7070))
-                .withSlicing(new SlicingConfig(1048576, 64, 8))
-                .withTimeouts(new TimeoutConfig(30000, 30000, 250));
-        assertEquals(expected, config);
-    }
+    EngineConfig expected =
+        EngineConfig.defaults()
+            .withName("edge-7")
+            .withListen(new ListenConfig("127.0.0.1", 7070))
+            .withSlicing(new SlicingConfig(1048576, 64, 8))
+            .withTimeouts(new TimeoutConfig(30000, 30000, 250));
+    assertEquals(expected, config);
+  }
 
-    @ParameterizedTest(name = "{0}")
-    @FieldSource("KEYS")
-    void eachKeyIsReadAtBothEndsOfItsRange(NumericKey key) {
-        assertEquals(key.min(), key.get().apply(EngineConfig.fromJson(key.document(Long.toString(key.min())))));
-        assertEquals(key.max(), key.get().apply(EngineConfig.fromJson(key.document(Long.toString(key.max())))));
-    }
+  @ParameterizedTest(name = "{0}")
+  @FieldSource("KEYS")
+  void eachKeyIsReadAtBothEndsOfItsRange(NumericKey key) {
+    assertEquals(
+        key.min(), key.get().apply(EngineConfig.fromJson(key.document(Long.toString(key.min())))));
+    assertEquals(
+        key.max(), key.get().apply(EngineConfig.fromJson(key.document(Long.toString(key.max())))));
+  }
 
-    @Test
-    void negativeZeroAndNoisyWhitespaceAreOrdinaryJson() {
-        assertEquals(0, EngineConfig.fromJson("{\"listen\":{\"port\":-0}}").listen().port());
-        assertEquals(3, EngineConfig.fromJson(" {\n \"tcp\" :\t{ \"lanes\" : 3 } } \n").tcp().lanes());
-    }
+  @Test
+  void negativeZeroAndNoisyWhitespaceAreOrdinaryJson() {
+    assertEquals(0, EngineConfig.fromJson("{\"listen\":{\"port\":-0}}").listen().port());
+    assertEquals(3, EngineConfig.fromJson(" {\n \"tcp\" :\t{ \"lanes\" : 3 } } \n").tcp().lanes());
+  }
 
-    @Test
-    void stringsAreUnescapedBeforeValidation() {
-        assertEquals("a-b", EngineConfig.fromJson("{\"name\":\"a\\u002db\"}").name());
-        assertEquals("::1", EngineConfig.fromJson("{\"listen\":{\"host\":\"::1\"}}").listen().host());
-    }
+  @Test
+  void stringsAreUnescapedBeforeValidation() {
+    assertEquals("a-b", EngineConfig.fromJson("{\"name\":\"a\\u002db\"}").name());
+    assertEquals("::1", EngineConfig.fromJson("{\"listen\":{\"host\":\"::1\"}}").listen().host());
+  }
 
-    @Test
-    void fullDocumentSetsEveryKey() {
-        EngineConfig config = EngineConfig.fromJson("""
+  @Test
+  void fullDocumentSetsEveryKey() {
+    EngineConfig config =
+        EngineConfig.fromJson(
+            """
                 {
                   "name": "full",
                   "listen": {"host": "10.0.0.1", "port": 9000},
@@ -86,44 +96,54 @@ class EngineConfigLoadingTest {
                                     "tickMillis": 60000}
                 }
                 """);
-        assertEquals(new EngineConfig("full",
-                new ListenConfig("10.0.0.1", 9000),
-                new TcpConfig(8, 65536, 4096, 1, 65536, 4294967296L, false),
-                new BudgetConfig(1, 1048576, 16777216, 1099511627776L, 4096, 1000000, 65536),
-                new SlicingConfig(67108864, 1024, 1),
-                new TimeoutConfig(86400000, 3600000, 600000),
-                new ShmConfig(true, 65536),
-                new FileConfig("channel", 64, 4096, 4096, 1, 256),
-                new ObservabilityConfig(new MetricsConfig(true, "0.0.0.0", 9100),
-                        new DashboardConfig(true, "::1", 65535), 60000)), config);
-    }
+    assertEquals(
+        new EngineConfig(
+            "full",
+            new ListenConfig("10.0.0.1", 9000),
+            new TcpConfig(8, 65536, 4096, 1, 65536, 4294967296L, false),
+            new BudgetConfig(1, 1048576, 16777216, 1099511627776L, 4096, 1000000, 65536),
+            new SlicingConfig(67108864, 1024, 1),
+            new TimeoutConfig(86400000, 3600000, 600000),
+            new ShmConfig(true, 65536),
+            new FileConfig("channel", 64, 4096, 4096, 1, 256),
+            new ObservabilityConfig(
+                new MetricsConfig(true, "0.0.0.0", 9100),
+                new DashboardConfig(true, "::1", 65535),
+                60000)),
+        config);
+  }
 
-    @Test
-    void defaultsSurviveTheRoundTrip() {
-        EngineConfig defaults = EngineConfig.defaults();
-        assertEquals(defaults, EngineConfig.fromJson(defaults.toJson()));
-    }
+  @Test
+  void defaultsSurviveTheRoundTrip() {
+    EngineConfig defaults = EngineConfig.defaults();
+    assertEquals(defaults, EngineConfig.fromJson(defaults.toJson()));
+  }
 
-    @Test
-    void nonDefaultValuesSurviveTheRoundTrip() {
-        EngineConfig config = new EngineConfig("rt.engine_1",
-                new ListenConfig("::1", 65535),
-                new TcpConfig(64, 268435456, 1073741824, 600000, 1, 4294967296L, true),
-                new BudgetConfig(1000000, 1, 1, 1099511627776L, 1, 1, 1),
-                new SlicingConfig(4096, 1, 1024),
-                new TimeoutConfig(1, 3600000, 1),
-                new ShmConfig(true, 1),
-                new FileConfig("io_uring", 1, 1, 1073741824, 65536, 1),
-                new ObservabilityConfig(new MetricsConfig(true, "localhost", 1),
-                        new DashboardConfig(false, "10.1.2.3", 0), 100));
-        String json = config.toJson();
-        assertEquals(config, EngineConfig.fromJson(json));
-        assertEquals(json, EngineConfig.fromJson(json).toJson(), "serialising is deterministic");
-    }
+  @Test
+  void nonDefaultValuesSurviveTheRoundTrip() {
+    EngineConfig config =
+        new EngineConfig(
+            "rt.engine_1",
+            new ListenConfig("::1", 65535),
+            new TcpConfig(64, 268435456, 1073741824, 600000, 1, 4294967296L, true),
+            new BudgetConfig(1000000, 1, 1, 1099511627776L, 1, 1, 1),
+            new SlicingConfig(4096, 1, 1024),
+            new TimeoutConfig(1, 3600000, 1),
+            new ShmConfig(true, 1),
+            new FileConfig("io_uring", 1, 1, 1073741824, 65536, 1),
+            new ObservabilityConfig(
+                new MetricsConfig(true, "localhost", 1),
+                new DashboardConfig(false, "10.1.2.3", 0),
+                100));
+    String json = config.toJson();
+    assertEquals(config, EngineConfig.fromJson(json));
+    assertEquals(json, EngineConfig.fromJson(json).toJson(), "serialising is deterministic");
+  }
 
-    @Test
-    void toJsonWritesEveryKeyPrettyPrintedInSchemaOrder() {
-        String expected = """
+  @Test
+  void toJsonWritesEveryKeyPrettyPrintedInSchemaOrder() {
+    String expected =
+        """
                 {
                   "name": "orbite",
                   "listen": {
@@ -184,14 +204,15 @@ class EngineConfigLoadingTest {
                     "tickMillis": 1000
                   }
                 }""";
-        assertEquals(expected, EngineConfig.defaults().toJson());
-    }
+    assertEquals(expected, EngineConfig.defaults().toJson());
+  }
 
-    @Test
-    void toJsonEscapesStringsSoTheyReadBack() {
-        EngineConfig config = EngineConfig.defaults().withListen(ListenConfig.defaults().withHost("h\"\\é"));
-        String json = config.toJson();
-        assertTrue(json.contains("\"h\\\"\\\\é\""), json);
-        assertEquals(config, EngineConfig.fromJson(json));
-    }
+  @Test
+  void toJsonEscapesStringsSoTheyReadBack() {
+    EngineConfig config =
+        EngineConfig.defaults().withListen(ListenConfig.defaults().withHost("h\"\\é"));
+    String json = config.toJson();
+    assertTrue(json.contains("\"h\\\"\\\\é\""), json);
+    assertEquals(config, EngineConfig.fromJson(json));
+  }
 }

@@ -5,134 +5,260 @@ import java.util.function.BiFunction;
 import java.util.function.Function;
 
 /**
- * One numeric key of the schema with the default and range the specification gives, written out as literals
- * (not taken from the production constants) so that a drifting constant makes tests fail.
+ * One numeric key of the schema with the default and range the specification gives, written out as
+ * literals (not taken from the production constants) so that a drifting constant makes tests fail.
  */
 record NumericKey(
-        String path,
-        long defaultValue,
-        long min,
-        long max,
-        Function<EngineConfig, Long> get,
-        BiFunction<EngineConfig, Long, EngineConfig> with) {
+    String path,
+    long defaultValue,
+    long min,
+    long max,
+    Function<EngineConfig, Long> get,
+    BiFunction<EngineConfig, Long, EngineConfig> with) {
 
-    /** The section key ({@code tcp} for {@code tcp.lanes}). */
-    String section() {
-        return path.substring(0, path.indexOf('.'));
+  /** The section key ({@code tcp} for {@code tcp.lanes}). */
+  String section() {
+    return path.substring(0, path.indexOf('.'));
+  }
+
+  /**
+   * The key inside its section ({@code lanes} for {@code tcp.lanes}, {@code metrics.port} for
+   * {@code observability.metrics.port}).
+   */
+  String key() {
+    return path.substring(path.indexOf('.') + 1);
+  }
+
+  /**
+   * A minimal document setting this key to {@code rawJsonValue}, for example {"tcp":{"lanes":0}} or
+   * {"observability":{"metrics":{"port":0}}}.
+   */
+  String document(String rawJsonValue) {
+    String[] parts = path.split("\\.");
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < parts.length - 1; i++) {
+      b.append("{\"").append(parts[i]).append("\":");
     }
+    b.append("{\"").append(parts[parts.length - 1]).append("\":").append(rawJsonValue).append('}');
+    b.append("}".repeat(parts.length - 1));
+    return b.toString();
+  }
 
-    /** The key inside its section ({@code lanes} for {@code tcp.lanes}, {@code metrics.port} for {@code observability.metrics.port}). */
-    String key() {
-        return path.substring(path.indexOf('.') + 1);
-    }
+  @Override
+  public String toString() {
+    return path;
+  }
 
-    /**
-     * A minimal document setting this key to {@code rawJsonValue}, for example {"tcp":{"lanes":0}} or
-     * {"observability":{"metrics":{"port":0}}}.
-     */
-    String document(String rawJsonValue) {
-        String[] parts = path.split("\\.");
-        StringBuilder b = new StringBuilder();
-        for (int i = 0; i < parts.length - 1; i++) {
-            b.append("{\"").append(parts[i]).append("\":");
-        }
-        b.append("{\"").append(parts[parts.length - 1]).append("\":").append(rawJsonValue).append('}');
-        b.append("}".repeat(parts.length - 1));
-        return b.toString();
-    }
-
-    @Override
-    public String toString() {
-        return path;
-    }
-
-    static final List<NumericKey> ALL = List.of(
-            new NumericKey("listen.port", 0, 0, 65535,
-                    c -> (long) c.listen().port(), (c, v) -> c.withListen(c.listen().withPort(Math.toIntExact(v)))),
-
-            new NumericKey("tcp.lanes", 2, 1, 64,
-                    c -> (long) c.tcp().lanes(), (c, v) -> c.withTcp(c.tcp().withLanes(Math.toIntExact(v)))),
-            new NumericKey("tcp.socketBufferBytes", 262144, 65536, 268435456,
-                    c -> (long) c.tcp().socketBufferBytes(),
-                    (c, v) -> c.withTcp(c.tcp().withSocketBufferBytes(Math.toIntExact(v)))),
-            new NumericKey("tcp.maxFramePayloadBytes", 16777216, 4096, 1073741824,
-                    c -> (long) c.tcp().maxFramePayloadBytes(),
-                    (c, v) -> c.withTcp(c.tcp().withMaxFramePayloadBytes(Math.toIntExact(v)))),
-            new NumericKey("tcp.connectTimeoutMillis", 5000, 1, 600000,
-                    c -> (long) c.tcp().connectTimeoutMillis(),
-                    (c, v) -> c.withTcp(c.tcp().withConnectTimeoutMillis(Math.toIntExact(v)))),
-            new NumericKey("tcp.laneWindowFrames", 1024, 1, 65536,
-                    c -> (long) c.tcp().laneWindowFrames(),
-                    (c, v) -> c.withTcp(c.tcp().withLaneWindowFrames(Math.toIntExact(v)))),
-            new NumericKey("tcp.laneWindowBytes", 67108864L, 1048576L, 4294967296L,
-                    c -> c.tcp().laneWindowBytes(), (c, v) -> c.withTcp(c.tcp().withLaneWindowBytes(v))),
-
-            new NumericKey("budgets.maxBatches", 256, 1, 1000000,
-                    c -> (long) c.budgets().maxBatches(),
-                    (c, v) -> c.withBudgets(c.budgets().withMaxBatches(Math.toIntExact(v)))),
-            new NumericKey("budgets.maxBatchCapacity", 65536, 1, 1048576,
-                    c -> (long) c.budgets().maxBatchCapacity(),
-                    (c, v) -> c.withBudgets(c.budgets().withMaxBatchCapacity(Math.toIntExact(v)))),
-            new NumericKey("budgets.maxTasksInFlight", 262144, 1, 16777216,
-                    c -> (long) c.budgets().maxTasksInFlight(),
-                    (c, v) -> c.withBudgets(c.budgets().withMaxTasksInFlight(Math.toIntExact(v)))),
-            new NumericKey("budgets.maxInflightBytes", 8589934592L, 1048576L, 1099511627776L,
-                    c -> c.budgets().maxInflightBytes(), (c, v) -> c.withBudgets(c.budgets().withMaxInflightBytes(v))),
-            new NumericKey("budgets.maxEndpoints", 64, 1, 4096,
-                    c -> (long) c.budgets().maxEndpoints(),
-                    (c, v) -> c.withBudgets(c.budgets().withMaxEndpoints(Math.toIntExact(v)))),
-            new NumericKey("budgets.maxRegistrations", 4096, 1, 1000000,
-                    c -> (long) c.budgets().maxRegistrations(),
-                    (c, v) -> c.withBudgets(c.budgets().withMaxRegistrations(Math.toIntExact(v)))),
-            new NumericKey("budgets.maxPeerSegments", 256, 1, 65536,
-                    c -> (long) c.budgets().maxPeerSegments(),
-                    (c, v) -> c.withBudgets(c.budgets().withMaxPeerSegments(Math.toIntExact(v)))),
-
-            new NumericKey("slicing.baseBlockBytes", 65536, 4096, 67108864,
-                    c -> c.slicing().baseBlockBytes(), (c, v) -> c.withSlicing(c.slicing().withBaseBlockBytes(v))),
-            new NumericKey("slicing.maxReadSlices", 64, 1, 1024,
-                    c -> (long) c.slicing().maxReadSlices(),
-                    (c, v) -> c.withSlicing(c.slicing().withMaxReadSlices(Math.toIntExact(v)))),
-            new NumericKey("slicing.maxWriteSlices", 32, 1, 1024,
-                    c -> (long) c.slicing().maxWriteSlices(),
-                    (c, v) -> c.withSlicing(c.slicing().withMaxWriteSlices(Math.toIntExact(v)))),
-
-            new NumericKey("timeouts.defaultDeadlineMillis", 30000, 1, 86400000,
-                    c -> c.timeouts().defaultDeadlineMillis(),
-                    (c, v) -> c.withTimeouts(c.timeouts().withDefaultDeadlineMillis(v))),
-            new NumericKey("timeouts.destructionWindowMillis", 30000, 1, 3600000,
-                    c -> c.timeouts().destructionWindowMillis(),
-                    (c, v) -> c.withTimeouts(c.timeouts().withDestructionWindowMillis(v))),
-            new NumericKey("timeouts.describeTimeoutMillis", 5000, 1, 600000,
-                    c -> c.timeouts().describeTimeoutMillis(),
-                    (c, v) -> c.withTimeouts(c.timeouts().withDescribeTimeoutMillis(v))),
-
-            new NumericKey("shm.maxMappings", 1024, 1, 65536,
-                    c -> (long) c.shm().maxMappings(),
-                    (c, v) -> c.withShm(c.shm().withMaxMappings(Math.toIntExact(v)))),
-            new NumericKey("file.lanes", 1, 1, 64,
-                    c -> (long) c.file().lanes(), (c, v) -> c.withFile(c.file().withLanes(Math.toIntExact(v)))),
-            new NumericKey("file.queueDepth", 64, 1, 4096,
-                    c -> (long) c.file().queueDepth(), (c, v) -> c.withFile(c.file().withQueueDepth(Math.toIntExact(v)))),
-            new NumericKey("file.maxChunkBytes", 1048576, 4096, 1073741824,
-                    c -> (long) c.file().maxChunkBytes(),
-                    (c, v) -> c.withFile(c.file().withMaxChunkBytes(Math.toIntExact(v)))),
-            new NumericKey("file.maxFileSegments", 64, 1, 65536,
-                    c -> (long) c.file().maxFileSegments(),
-                    (c, v) -> c.withFile(c.file().withMaxFileSegments(Math.toIntExact(v)))),
-            new NumericKey("file.channelThreads", 4, 1, 256,
-                    c -> (long) c.file().channelThreads(),
-                    (c, v) -> c.withFile(c.file().withChannelThreads(Math.toIntExact(v)))),
-
-            new NumericKey("observability.metrics.port", 0, 0, 65535,
-                    c -> (long) c.observability().metrics().port(),
-                    (c, v) -> c.withObservability(c.observability().withMetrics(
-                            c.observability().metrics().withPort(Math.toIntExact(v))))),
-            new NumericKey("observability.dashboard.port", 0, 0, 65535,
-                    c -> (long) c.observability().dashboard().port(),
-                    (c, v) -> c.withObservability(c.observability().withDashboard(
-                            c.observability().dashboard().withPort(Math.toIntExact(v))))),
-            new NumericKey("observability.tickMillis", 1000, 100, 60000,
-                    c -> (long) c.observability().tickMillis(),
-                    (c, v) -> c.withObservability(c.observability().withTickMillis(Math.toIntExact(v)))));
+  static final List<NumericKey> ALL =
+      List.of(
+          new NumericKey(
+              "listen.port",
+              0,
+              0,
+              65535,
+              c -> (long) c.listen().port(),
+              (c, v) -> c.withListen(c.listen().withPort(Math.toIntExact(v)))),
+          new NumericKey(
+              "tcp.lanes",
+              2,
+              1,
+              64,
+              c -> (long) c.tcp().lanes(),
+              (c, v) -> c.withTcp(c.tcp().withLanes(Math.toIntExact(v)))),
+          new NumericKey(
+              "tcp.socketBufferBytes",
+              262144,
+              65536,
+              268435456,
+              c -> (long) c.tcp().socketBufferBytes(),
+              (c, v) -> c.withTcp(c.tcp().withSocketBufferBytes(Math.toIntExact(v)))),
+          new NumericKey(
+              "tcp.maxFramePayloadBytes",
+              16777216,
+              4096,
+              1073741824,
+              c -> (long) c.tcp().maxFramePayloadBytes(),
+              (c, v) -> c.withTcp(c.tcp().withMaxFramePayloadBytes(Math.toIntExact(v)))),
+          new NumericKey(
+              "tcp.connectTimeoutMillis",
+              5000,
+              1,
+              600000,
+              c -> (long) c.tcp().connectTimeoutMillis(),
+              (c, v) -> c.withTcp(c.tcp().withConnectTimeoutMillis(Math.toIntExact(v)))),
+          new NumericKey(
+              "tcp.laneWindowFrames",
+              1024,
+              1,
+              65536,
+              c -> (long) c.tcp().laneWindowFrames(),
+              (c, v) -> c.withTcp(c.tcp().withLaneWindowFrames(Math.toIntExact(v)))),
+          new NumericKey(
+              "tcp.laneWindowBytes",
+              67108864L,
+              1048576L,
+              4294967296L,
+              c -> c.tcp().laneWindowBytes(),
+              (c, v) -> c.withTcp(c.tcp().withLaneWindowBytes(v))),
+          new NumericKey(
+              "budgets.maxBatches",
+              256,
+              1,
+              1000000,
+              c -> (long) c.budgets().maxBatches(),
+              (c, v) -> c.withBudgets(c.budgets().withMaxBatches(Math.toIntExact(v)))),
+          new NumericKey(
+              "budgets.maxBatchCapacity",
+              65536,
+              1,
+              1048576,
+              c -> (long) c.budgets().maxBatchCapacity(),
+              (c, v) -> c.withBudgets(c.budgets().withMaxBatchCapacity(Math.toIntExact(v)))),
+          new NumericKey(
+              "budgets.maxTasksInFlight",
+              262144,
+              1,
+              16777216,
+              c -> (long) c.budgets().maxTasksInFlight(),
+              (c, v) -> c.withBudgets(c.budgets().withMaxTasksInFlight(Math.toIntExact(v)))),
+          new NumericKey(
+              "budgets.maxInflightBytes",
+              8589934592L,
+              1048576L,
+              1099511627776L,
+              c -> c.budgets().maxInflightBytes(),
+              (c, v) -> c.withBudgets(c.budgets().withMaxInflightBytes(v))),
+          new NumericKey(
+              "budgets.maxEndpoints",
+              64,
+              1,
+              4096,
+              c -> (long) c.budgets().maxEndpoints(),
+              (c, v) -> c.withBudgets(c.budgets().withMaxEndpoints(Math.toIntExact(v)))),
+          new NumericKey(
+              "budgets.maxRegistrations",
+              4096,
+              1,
+              1000000,
+              c -> (long) c.budgets().maxRegistrations(),
+              (c, v) -> c.withBudgets(c.budgets().withMaxRegistrations(Math.toIntExact(v)))),
+          new NumericKey(
+              "budgets.maxPeerSegments",
+              256,
+              1,
+              65536,
+              c -> (long) c.budgets().maxPeerSegments(),
+              (c, v) -> c.withBudgets(c.budgets().withMaxPeerSegments(Math.toIntExact(v)))),
+          new NumericKey(
+              "slicing.baseBlockBytes",
+              65536,
+              4096,
+              67108864,
+              c -> c.slicing().baseBlockBytes(),
+              (c, v) -> c.withSlicing(c.slicing().withBaseBlockBytes(v))),
+          new NumericKey(
+              "slicing.maxReadSlices",
+              64,
+              1,
+              1024,
+              c -> (long) c.slicing().maxReadSlices(),
+              (c, v) -> c.withSlicing(c.slicing().withMaxReadSlices(Math.toIntExact(v)))),
+          new NumericKey(
+              "slicing.maxWriteSlices",
+              32,
+              1,
+              1024,
+              c -> (long) c.slicing().maxWriteSlices(),
+              (c, v) -> c.withSlicing(c.slicing().withMaxWriteSlices(Math.toIntExact(v)))),
+          new NumericKey(
+              "timeouts.defaultDeadlineMillis",
+              30000,
+              1,
+              86400000,
+              c -> c.timeouts().defaultDeadlineMillis(),
+              (c, v) -> c.withTimeouts(c.timeouts().withDefaultDeadlineMillis(v))),
+          new NumericKey(
+              "timeouts.destructionWindowMillis",
+              30000,
+              1,
+              3600000,
+              c -> c.timeouts().destructionWindowMillis(),
+              (c, v) -> c.withTimeouts(c.timeouts().withDestructionWindowMillis(v))),
+          new NumericKey(
+              "timeouts.describeTimeoutMillis",
+              5000,
+              1,
+              600000,
+              c -> c.timeouts().describeTimeoutMillis(),
+              (c, v) -> c.withTimeouts(c.timeouts().withDescribeTimeoutMillis(v))),
+          new NumericKey(
+              "shm.maxMappings",
+              1024,
+              1,
+              65536,
+              c -> (long) c.shm().maxMappings(),
+              (c, v) -> c.withShm(c.shm().withMaxMappings(Math.toIntExact(v)))),
+          new NumericKey(
+              "file.lanes",
+              1,
+              1,
+              64,
+              c -> (long) c.file().lanes(),
+              (c, v) -> c.withFile(c.file().withLanes(Math.toIntExact(v)))),
+          new NumericKey(
+              "file.queueDepth",
+              64,
+              1,
+              4096,
+              c -> (long) c.file().queueDepth(),
+              (c, v) -> c.withFile(c.file().withQueueDepth(Math.toIntExact(v)))),
+          new NumericKey(
+              "file.maxChunkBytes",
+              1048576,
+              4096,
+              1073741824,
+              c -> (long) c.file().maxChunkBytes(),
+              (c, v) -> c.withFile(c.file().withMaxChunkBytes(Math.toIntExact(v)))),
+          new NumericKey(
+              "file.maxFileSegments",
+              64,
+              1,
+              65536,
+              c -> (long) c.file().maxFileSegments(),
+              (c, v) -> c.withFile(c.file().withMaxFileSegments(Math.toIntExact(v)))),
+          new NumericKey(
+              "file.channelThreads",
+              4,
+              1,
+              256,
+              c -> (long) c.file().channelThreads(),
+              (c, v) -> c.withFile(c.file().withChannelThreads(Math.toIntExact(v)))),
+          new NumericKey(
+              "observability.metrics.port",
+              0,
+              0,
+              65535,
+              c -> (long) c.observability().metrics().port(),
+              (c, v) ->
+                  c.withObservability(
+                      c.observability()
+                          .withMetrics(c.observability().metrics().withPort(Math.toIntExact(v))))),
+          new NumericKey(
+              "observability.dashboard.port",
+              0,
+              0,
+              65535,
+              c -> (long) c.observability().dashboard().port(),
+              (c, v) ->
+                  c.withObservability(
+                      c.observability()
+                          .withDashboard(
+                              c.observability().dashboard().withPort(Math.toIntExact(v))))),
+          new NumericKey(
+              "observability.tickMillis",
+              1000,
+              100,
+              60000,
+              c -> (long) c.observability().tickMillis(),
+              (c, v) -> c.withObservability(c.observability().withTickMillis(Math.toIntExact(v)))));
 }

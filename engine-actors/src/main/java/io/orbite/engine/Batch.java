@@ -17,9 +17,13 @@ import java.util.concurrent.TimeoutException;
  */
 public final class Batch {
   private final BatchCore core;
+
   /** This handle's allocation of the core; once freed, the core may serve another allocation. */
   private final long lease;
-  /** The engine that made this batch: once it has closed, every call fails UNAVAILABLE naming it. */
+
+  /**
+   * The engine that made this batch: once it has closed, every call fails UNAVAILABLE naming it.
+   */
   private final TransferEngine engine;
 
   Batch(BatchCore core, long lease, TransferEngine engine) {
@@ -46,11 +50,11 @@ public final class Batch {
    *     most {@link #capacity()}
    * @return the task index of the first request
    * @throws TransferException nothing was submitted, and {@link TransferException#kind()} says why:
-   *     INVALID_ARGUMENT for a malformed request (the message names it: bad offset or length, a range
-   *     past its region, an unknown or closed segment or region, a freed batch); PERMISSION_DENIED
-   *     when a region does not grant the direction; RESOURCE_EXHAUSTED when the batch's capacity or
-   *     a budget (tasks, bytes in flight) would be exceeded; UNAVAILABLE when the engine or its
-   *     requester side is closing or closed
+   *     INVALID_ARGUMENT for a malformed request (the message names it: bad offset or length, a
+   *     range past its region, an unknown or closed segment or region, a freed batch);
+   *     PERMISSION_DENIED when a region does not grant the direction; RESOURCE_EXHAUSTED when the
+   *     batch's capacity or a budget (tasks, bytes in flight) would be exceeded; UNAVAILABLE when
+   *     the engine or its requester side is closing or closed
    */
   public int submit(List<TransferRequest> requests) {
     long submitted = System.nanoTime();
@@ -85,9 +89,9 @@ public final class Batch {
    *
    * @param timeout how long to wait
    * @return the status; {@link BatchStatus#done()} is false if the timeout passed first
-   * @throws TransferException INVALID_ARGUMENT if the batch was freed; UNAVAILABLE once the engine's
-   *     close has been confirmed ({@code "engine <name> closed (await)"}); CANCELLED if the waiting
-   *     thread is interrupted
+   * @throws TransferException INVALID_ARGUMENT if the batch was freed; UNAVAILABLE once the
+   *     engine's close has been confirmed ({@code "engine <name> closed (await)"}); CANCELLED if
+   *     the waiting thread is interrupted
    */
   public BatchStatus await(Duration timeout) {
     refuseIfClosed("await");
@@ -104,8 +108,8 @@ public final class Batch {
    * dispatcher, never on a transport's thread.
    *
    * @return a stage that completes with the status, or fails with a {@link TransferException}:
-   *     INVALID_ARGUMENT if the batch was freed, UNAVAILABLE if the engine's close was confirmed before
-   *     (or while) it waited
+   *     INVALID_ARGUMENT if the batch was freed, UNAVAILABLE if the engine's close was confirmed
+   *     before (or while) it waited
    */
   public CompletionStage<BatchStatus> completion() {
     TransferException closed = engine.closedAfterClose("completion");
@@ -121,8 +125,8 @@ public final class Batch {
    *
    * @return one result per task submitted since the last {@link #reset}, in submission order, and
    *     whether all are terminal
-   * @throws TransferException INVALID_ARGUMENT if the batch was freed; UNAVAILABLE once the engine's
-   *     close has been confirmed
+   * @throws TransferException INVALID_ARGUMENT if the batch was freed; UNAVAILABLE once the
+   *     engine's close has been confirmed
    */
   public BatchStatus status() {
     refuseIfClosed("status");
@@ -144,9 +148,9 @@ public final class Batch {
    * Forgets every finished task, so that the batch's whole capacity can be submitted again; task
    * indexes start from 0 again. This is how one batch serves many transfers, one after another.
    *
-   * @throws TransferException BATCH_BUSY while a task is pending or the batch is quarantined (nothing
-   *     changes); INVALID_ARGUMENT if the batch was freed; UNAVAILABLE once the engine's close has been
-   *     confirmed
+   * @throws TransferException BATCH_BUSY while a task is pending or the batch is quarantined
+   *     (nothing changes); INVALID_ARGUMENT if the batch was freed; UNAVAILABLE once the engine's
+   *     close has been confirmed
    */
   public void reset() {
     refuseIfClosed("reset");
@@ -156,9 +160,9 @@ public final class Batch {
   /**
    * Releases the batch; throws BATCH_BUSY while a task may still touch memory.
    *
-   * @throws TransferException BATCH_BUSY while a task is pending or the batch is quarantined (it stays
-   *     usable and can be freed later); INVALID_ARGUMENT if it was already freed; UNAVAILABLE once the
-   *     engine's close has been confirmed
+   * @throws TransferException BATCH_BUSY while a task is pending or the batch is quarantined (it
+   *     stays usable and can be freed later); INVALID_ARGUMENT if it was already freed; UNAVAILABLE
+   *     once the engine's close has been confirmed
    */
   public void free() {
     refuseIfClosed("free");
@@ -169,8 +173,8 @@ public final class Batch {
   /**
    * {@link #free} without blocking.
    *
-   * @return a stage that completes once the batch is released; it fails with the same
-   *     {@link TransferException}s as {@link #free}
+   * @return a stage that completes once the batch is released; it fails with the same {@link
+   *     TransferException}s as {@link #free}
    */
   public CompletionStage<Void> freeAsync() {
     try {
@@ -199,7 +203,8 @@ public final class Batch {
       if (cause instanceof TransferException te) {
         throw te;
       }
-      throw new TransferException(ErrorKind.UNAVAILABLE, what + ": " + TransferException.describe(cause), cause);
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE, what + ": " + TransferException.describe(cause), cause);
     } catch (TimeoutException e) {
       throw new TransferException(ErrorKind.TIMEOUT, what + ": no answer within " + timeout);
     } catch (InterruptedException e) {

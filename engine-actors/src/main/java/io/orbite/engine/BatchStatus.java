@@ -29,13 +29,16 @@ public record BatchStatus(List<TaskResult> tasks, boolean done) {
    * @return the number of tasks in state FAILED or UNQUIESCED (pending tasks are not counted)
    */
   public long failedCount() {
-    return tasks.stream().filter(t -> t.state() == TaskState.FAILED || t.state() == TaskState.UNQUIESCED).count();
+    return tasks.stream()
+        .filter(t -> t.state() == TaskState.FAILED || t.state() == TaskState.UNQUIESCED)
+        .count();
   }
 
   /**
    * Bytes of completed tasks.
    *
-   * @return the sum of every task's {@link TaskResult#bytes()} (0 for each task that did not complete)
+   * @return the sum of every task's {@link TaskResult#bytes()} (0 for each task that did not
+   *     complete)
    */
   public long completedBytes() {
     return tasks.stream().mapToLong(TaskResult::bytes).sum();
@@ -44,8 +47,8 @@ public record BatchStatus(List<TaskResult> tasks, boolean done) {
   /**
    * Whether the batch is done and every one of its tasks completed.
    *
-   * @return true when {@link #done()} and every task is COMPLETED; false while any task is pending or
-   *     after any task failed
+   * @return true when {@link #done()} and every task is COMPLETED; false while any task is pending
+   *     or after any task failed
    */
   public boolean allCompleted() {
     return done && tasks.stream().allMatch(TaskResult::completed);

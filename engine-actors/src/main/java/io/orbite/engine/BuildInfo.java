@@ -9,8 +9,8 @@ import java.util.Properties;
 
 /**
  * What this engine was built from and runs on: the identity {@code ./orbite version}, the dashboard
- * and the {@code orbite_build_info} metric report. The build writes it (Maven resource filtering and
- * the git-commit-id plugin); a value the build could not learn (a build from a source archive
+ * and the {@code orbite_build_info} metric report. The build writes it (Maven resource filtering
+ * and the git-commit-id plugin); a value the build could not learn (a build from a source archive
  * without {@code .git}) is {@code "unknown"}.
  *
  * @param version the engine's Maven version, for example {@code 0.1.0-SNAPSHOT}
@@ -22,7 +22,12 @@ import java.util.Properties;
  * @param runtimeJdk the JDK running it now (version and vendor)
  */
 public record BuildInfo(
-    String version, String commit, boolean dirty, String commitTime, String buildTime, String buildJdk,
+    String version,
+    String commit,
+    boolean dirty,
+    String commitTime,
+    String buildTime,
+    String buildJdk,
     String runtimeJdk) {
 
   private static final String RESOURCE = "build.properties";
@@ -73,11 +78,19 @@ public record BuildInfo(
         p.load(in);
       }
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot read " + RESOURCE + " beside " + BuildInfo.class.getName(), e);
+      throw new UncheckedIOException(
+          "cannot read " + RESOURCE + " beside " + BuildInfo.class.getName(), e);
     }
-    String runtime = Runtime.version() + " (" + System.getProperty("java.vendor", "unknown vendor") + ")";
-    return new BuildInfo(value(p, "version"), value(p, "commit"), Boolean.parseBoolean(value(p, "dirty")),
-        value(p, "commitTime"), value(p, "buildTime"), value(p, "buildJdk"), runtime);
+    String runtime =
+        Runtime.version() + " (" + System.getProperty("java.vendor", "unknown vendor") + ")";
+    return new BuildInfo(
+        value(p, "version"),
+        value(p, "commit"),
+        Boolean.parseBoolean(value(p, "dirty")),
+        value(p, "commitTime"),
+        value(p, "buildTime"),
+        value(p, "buildJdk"),
+        runtime);
   }
 
   /** A recorded value, or "unknown" when missing or left unfiltered ({@code ${...}}). */

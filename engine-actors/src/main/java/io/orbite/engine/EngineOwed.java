@@ -17,7 +17,8 @@ import java.util.List;
  *       the engine's admission gate, which answers without its actors.
  *   <li>{@link Phase#CLOSED}: the engine confirmed its close. Its budgets ended with its actors, so
  *       batches, tasks, bytes and endpoints are 0; {@code registrations} counts ranges whose memory
- *       is still retained because workers held loans on them at close, and {@code loans} those loans.
+ *       is still retained because workers held loans on them at close, and {@code loans} those
+ *       loans.
  * </ul>
  *
  * @param engine the engine's name and incarnation ({@code name@host:port@epoch})
@@ -56,18 +57,27 @@ public record EngineOwed(
     RUNNING,
     /** A close was requested and has not been confirmed (it is in progress, or it timed out). */
     CLOSING,
-    /** The engine confirmed its close: only memory retained under loans and quarantined owners remain. */
+    /**
+     * The engine confirmed its close: only memory retained under loans and quarantined owners
+     * remain.
+     */
     CLOSED
   }
 
   /**
-   * Whether nothing at all is charged: no batch, task, byte, endpoint, registration, loan or quarantined owner.
+   * Whether nothing at all is charged: no batch, task, byte, endpoint, registration, loan or
+   * quarantined owner.
    *
    * @return true when every figure is 0 and {@link #quarantined()} is empty, as after a clean close
    */
   public boolean isClear() {
-    return batches == 0 && tasksInFlight == 0 && bytesInFlight == 0 && endpoints == 0 && registrations == 0
-        && loans == 0 && quarantined.isEmpty();
+    return batches == 0
+        && tasksInFlight == 0
+        && bytesInFlight == 0
+        && endpoints == 0
+        && registrations == 0
+        && loans == 0
+        && quarantined.isEmpty();
   }
 
   /**
@@ -88,7 +98,8 @@ public record EngineOwed(
    */
   @Override
   public String toString() {
-    StringBuilder b = new StringBuilder("engine ").append(engine).append(" (").append(phase.name().toLowerCase());
+    StringBuilder b =
+        new StringBuilder("engine ").append(engine).append(" (").append(phase.name().toLowerCase());
     b.append("): ");
     if (isClear()) {
       return b.append(phase == Phase.CLOSED ? "closed, owes nothing" : "owes nothing").toString();
@@ -97,8 +108,12 @@ public record EngineOwed(
     parts.add(batches + " batch(es)");
     parts.add(tasksInFlight + " task(s) / " + bytesInFlight + " B in flight");
     parts.add(endpoints + " endpoint(s)");
-    parts.add(registrations + (phase == Phase.CLOSED ? " retained registration(s)" : " registration(s)") + " with "
-        + loans + " loan(s)");
+    parts.add(
+        registrations
+            + (phase == Phase.CLOSED ? " retained registration(s)" : " registration(s)")
+            + " with "
+            + loans
+            + " loan(s)");
     b.append(String.join(", ", parts));
     if (!quarantined.isEmpty()) {
       b.append("; ").append(quarantined.size()).append(" quarantined owner(s):");

@@ -6,11 +6,12 @@ package io.orbite.engine;
  * @param peer the incarnation (endpoint and epoch)
  * @param state where it stands
  * @param references how many {@link RemoteSegment}s still refer to it (not yet closed or collected)
- * @param shared its SHM channel (same-host peers that export memory), which holds an endpoint charge
- *     of its own
+ * @param shared its SHM channel (same-host peers that export memory), which holds an endpoint
+ *     charge of its own
  * @param detail why it is fenced or closed; empty while active
  */
-public record PeerEntry(SegmentDescriptor peer, State state, int references, Shared shared, String detail) {
+public record PeerEntry(
+    SegmentDescriptor peer, State state, int references, Shared shared, String detail) {
 
   /** Where an entry's SHM channel stands. */
   public enum Shared {
@@ -28,7 +29,10 @@ public record PeerEntry(SegmentDescriptor peer, State state, int references, Sha
   public enum State {
     /** Its endpoint's lanes are open; requests are accepted. */
     ACTIVE,
-    /** A newer incarnation answers at its endpoint: every request naming it is refused EPOCH_MISMATCH (C3). */
+    /**
+     * A newer incarnation answers at its endpoint: every request naming it is refused
+     * EPOCH_MISMATCH (C3).
+     */
     FENCED,
     /** Every lane to it has closed (the peer went away, or the requester side closed). */
     CLOSED

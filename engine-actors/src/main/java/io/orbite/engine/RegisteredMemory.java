@@ -4,9 +4,9 @@ import io.orbite.engine.registry.Registration;
 import java.lang.foreign.MemorySegment;
 
 /**
- * A range registered with the engine: local memory that transfers may use and that peers may
- * reach within its {@link Access}. Returned by {@link TransferEngine#allocate} (engine-owned) and
- * {@link TransferEngine#register} (caller-owned).
+ * A range registered with the engine: local memory that transfers may use and that peers may reach
+ * within its {@link Access}. Returned by {@link TransferEngine#allocate} (engine-owned) and {@link
+ * TransferEngine#register} (caller-owned).
  */
 public final class RegisteredMemory {
   private final Registration registration;
@@ -57,10 +57,11 @@ public final class RegisteredMemory {
   }
 
   /**
-   * Whether the engine allocated this memory ({@link TransferEngine#allocate}) and frees it when the
-   * range is unregistered or the engine closes.
+   * Whether the engine allocated this memory ({@link TransferEngine#allocate}) and frees it when
+   * the range is unregistered or the engine closes.
    *
-   * @return true for engine-owned memory, false for caller-owned memory from {@link TransferEngine#register}
+   * @return true for engine-owned memory, false for caller-owned memory from {@link
+   *     TransferEngine#register}
    */
   public boolean engineOwned() {
     return registration.engineOwned();

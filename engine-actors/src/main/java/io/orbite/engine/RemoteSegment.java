@@ -13,8 +13,8 @@ import java.util.stream.Collectors;
 
 /**
  * An opened peer: its identity (endpoint and epoch, as Describe answered) and the ranges it
- * published then. Requests name a region of it; the peer re-checks authority on every request,
- * so a snapshot never grants more than the live registration (C2).
+ * published then. Requests name a region of it; the peer re-checks authority on every request, so a
+ * snapshot never grants more than the live registration (C2).
  *
  * <p>Every opened peer has a TCP channel. A peer on the same host that exports memory through SHM,
  * and whose memory this engine proved it can open, also has an SHM channel; {@link #channelFor}
@@ -47,8 +47,10 @@ public final class RemoteSegment implements AutoCloseable {
   private final PeerChannel channel;
   private final SharedExports shared;
   private final Map<Long, SharedRegion> sharedById;
+
   /** The keys of {@link #sharedById}, sorted: looked up on every submission without boxing. */
   private final long[] sharedIds;
+
   private final PeerChannel sharedChannel;
   private final String sharedRefusal;
   private final Reference reference;
@@ -62,21 +64,32 @@ public final class RemoteSegment implements AutoCloseable {
    * @param regions the ranges it published
    * @param channel the channel requests to it run on
    */
-  public RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel) {
-    this(descriptor, regions, channel, null, () -> { });
+  public RemoteSegment(
+      SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel) {
+    this(descriptor, regions, channel, null, () -> {});
   }
 
   /**
    * A segment named {@code label} in messages (a file segment: {@code "file /path"}); a peer's
    * label is its descriptor. Not counted in the peer table (engine-internal).
    *
-   * @param descriptor the incarnation the segment belongs to (for a file segment, this engine's own)
+   * @param descriptor the incarnation the segment belongs to (for a file segment, this engine's
+   *     own)
    * @param regions the ranges requests may name
    * @param channel the channel requests to it run on
    * @param label what messages call the segment
    */
-  public RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel, String label) {
-    this(descriptor, regions, channel, null, null, "not a peer with shared memory", new Reference(() -> { }), label);
+  public RemoteSegment(
+      SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel, String label) {
+    this(
+        descriptor,
+        regions,
+        channel,
+        null,
+        null,
+        "not a peer with shared memory",
+        new Reference(() -> {}),
+        label);
   }
 
   /**
@@ -90,19 +103,40 @@ public final class RemoteSegment implements AutoCloseable {
    * @param release run exactly once when this reference is dropped (by {@link #close()} or after
    *     the segment and its derived copies became unreachable); it must not refer to the segment
    */
-  public RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel,
-      SharedExports shared, Runnable release) {
-    this(descriptor, regions, channel, shared, null,
-        shared == null ? "the peer exports no memory through SHM" : "SHM to the peer was not opened",
-        new Reference(release), descriptor.toString());
+  public RemoteSegment(
+      SegmentDescriptor descriptor,
+      List<RemoteRegion> regions,
+      PeerChannel channel,
+      SharedExports shared,
+      Runnable release) {
+    this(
+        descriptor,
+        regions,
+        channel,
+        shared,
+        null,
+        shared == null
+            ? "the peer exports no memory through SHM"
+            : "SHM to the peer was not opened",
+        new Reference(release),
+        descriptor.toString());
   }
 
-  private RemoteSegment(SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel,
-      SharedExports shared, PeerChannel sharedChannel, String sharedRefusal, Reference reference, String label) {
+  private RemoteSegment(
+      SegmentDescriptor descriptor,
+      List<RemoteRegion> regions,
+      PeerChannel channel,
+      SharedExports shared,
+      PeerChannel sharedChannel,
+      String sharedRefusal,
+      Reference reference,
+      String label) {
     this.label = label;
     this.descriptor = descriptor;
     this.regions = List.copyOf(regions);
-    this.byId = this.regions.stream().collect(Collectors.toMap(RemoteRegion::regionId, Function.identity()));
+    this.byId =
+        this.regions.stream()
+            .collect(Collectors.toMap(RemoteRegion::regionId, Function.identity()));
     this.channel = channel;
     this.shared = shared;
     this.sharedById = shared == null ? Map.of() : shared.byRegion();
@@ -119,7 +153,8 @@ public final class RemoteSegment implements AutoCloseable {
    * @return a copy that shares this segment's table reference (closing either closes both)
    */
   public RemoteSegment withSharedChannel(PeerChannel sharedChannel) {
-    return new RemoteSegment(descriptor, regions, channel, shared, sharedChannel, null, reference, label);
+    return new RemoteSegment(
+        descriptor, regions, channel, shared, sharedChannel, null, reference, label);
   }
 
   /**
@@ -161,8 +196,8 @@ public final class RemoteSegment implements AutoCloseable {
   }
 
   /**
-   * The ranges the peer published when it was described; a file segment has one,
-   * {@link TransferEngine#FILE_REGION_ID}.
+   * The ranges the peer published when it was described; a file segment has one, {@link
+   * TransferEngine#FILE_REGION_ID}.
    *
    * @return an unmodifiable list, in the order the Describe answer gave them
    */
@@ -190,7 +225,8 @@ public final class RemoteSegment implements AutoCloseable {
   }
 
   /**
-   * The channel of the segment's own transport (TCP to a peer, or the file transport) (engine-internal).
+   * The channel of the segment's own transport (TCP to a peer, or the file transport)
+   * (engine-internal).
    *
    * @return the channel, never null
    */
@@ -199,7 +235,8 @@ public final class RemoteSegment implements AutoCloseable {
   }
 
   /**
-   * What the peer's Describe answer said about its shared memory, or {@code null} (engine-internal).
+   * What the peer's Describe answer said about its shared memory, or {@code null}
+   * (engine-internal).
    *
    * @return the peer's SHM exports, or {@code null} when it exports none (and for a file segment)
    */
@@ -219,8 +256,8 @@ public final class RemoteSegment implements AutoCloseable {
 
   /**
    * The channel a request for {@code regionId} over {@code transport} runs on, or {@code null} when
-   * that transport cannot reach it (then {@link #unreachableBecause} says why). UNSPEC picks SHM for
-   * a region the peer exports to this host, otherwise TCP (engine-internal).
+   * that transport cannot reach it (then {@link #unreachableBecause} says why). UNSPEC picks SHM
+   * for a region the peer exports to this host, otherwise TCP (engine-internal).
    *
    * @param transport the transport the request names
    * @param regionId the region it names
@@ -248,13 +285,20 @@ public final class RemoteSegment implements AutoCloseable {
     if (sharedChannel == null) {
       return sharedRefusal;
     }
-    return "region " + regionId + " is not exported through SHM (only engine-allocated memory of an engine with "
+    return "region "
+        + regionId
+        + " is not exported through SHM (only engine-allocated memory of an engine with "
         + "shm.enabled is)";
   }
 
   @Override
   public String toString() {
-    return "RemoteSegment(" + label + ", " + regions.size() + " regions" + (sharedChannel != null ? ", SHM" : "")
+    return "RemoteSegment("
+        + label
+        + ", "
+        + regions.size()
+        + " regions"
+        + (sharedChannel != null ? ", SHM" : "")
         + ")";
   }
 }

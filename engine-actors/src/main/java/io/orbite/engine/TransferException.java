@@ -10,6 +10,7 @@ package io.orbite.engine;
 public final class TransferException extends RuntimeException {
   /** Why the call failed; see {@link #kind()}. */
   private final ErrorKind kind;
+
   /** What failed, without the kind prefix; see {@link #detail()}. */
   private final String detail;
 
@@ -26,7 +27,8 @@ public final class TransferException extends RuntimeException {
   }
 
   /**
-   * A failure of kind {@code kind} caused by {@code cause}; its message is {@code "<KIND>: <message>"}.
+   * A failure of kind {@code kind} caused by {@code cause}; its message is {@code "<KIND>:
+   * <message>"}.
    *
    * @param kind why the call failed
    * @param message what failed, without the kind (a leading kind prefix is removed)

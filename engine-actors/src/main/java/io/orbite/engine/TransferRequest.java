@@ -17,7 +17,8 @@ import java.util.Objects;
  * @param regionId the region of {@code remote} (one of its {@link RemoteSegment#regions()})
  * @param remoteOffset where in that region the range starts
  * @param lengthBytes how many bytes to copy; must be positive
- * @param transport which transport carries the task; {@link Transport#UNSPEC} lets the engine choose
+ * @param transport which transport carries the task; {@link Transport#UNSPEC} lets the engine
+ *     choose
  * @param priority the task's scheduling tier (carried on the task; no transport reorders by it yet)
  * @param deadline how long after submission the task may take; {@code null} means the engine's
  *     default deadline
@@ -58,9 +59,23 @@ public record TransferRequest(
    *     default deadline
    */
   public static TransferRequest read(
-      RegisteredMemory local, long localOffset, RemoteSegment remote, long regionId, long remoteOffset, long length) {
+      RegisteredMemory local,
+      long localOffset,
+      RemoteSegment remote,
+      long regionId,
+      long remoteOffset,
+      long length) {
     return new TransferRequest(
-        Op.READ, local, localOffset, remote, regionId, remoteOffset, length, Transport.UNSPEC, Priority.HIGH, null);
+        Op.READ,
+        local,
+        localOffset,
+        remote,
+        regionId,
+        remoteOffset,
+        length,
+        Transport.UNSPEC,
+        Priority.HIGH,
+        null);
   }
 
   /**
@@ -72,13 +87,27 @@ public record TransferRequest(
    * @param regionId the region of {@code remote} to write
    * @param remoteOffset where in that region the bytes land
    * @param length how many bytes to copy
-   * @return a WRITE request over {@link Transport#UNSPEC} at {@link Priority#HIGH} with the engine's
-   *     default deadline
+   * @return a WRITE request over {@link Transport#UNSPEC} at {@link Priority#HIGH} with the
+   *     engine's default deadline
    */
   public static TransferRequest write(
-      RegisteredMemory local, long localOffset, RemoteSegment remote, long regionId, long remoteOffset, long length) {
+      RegisteredMemory local,
+      long localOffset,
+      RemoteSegment remote,
+      long regionId,
+      long remoteOffset,
+      long length) {
     return new TransferRequest(
-        Op.WRITE, local, localOffset, remote, regionId, remoteOffset, length, Transport.UNSPEC, Priority.HIGH, null);
+        Op.WRITE,
+        local,
+        localOffset,
+        remote,
+        regionId,
+        remoteOffset,
+        length,
+        Transport.UNSPEC,
+        Priority.HIGH,
+        null);
   }
 
   /**
@@ -89,7 +118,17 @@ public record TransferRequest(
    * @throws NullPointerException if {@code value} is null
    */
   public TransferRequest withTransport(Transport value) {
-    return new TransferRequest(op, local, localOffset, remote, regionId, remoteOffset, lengthBytes, value, priority, deadline);
+    return new TransferRequest(
+        op,
+        local,
+        localOffset,
+        remote,
+        regionId,
+        remoteOffset,
+        lengthBytes,
+        value,
+        priority,
+        deadline);
   }
 
   /**
@@ -100,7 +139,17 @@ public record TransferRequest(
    * @throws NullPointerException if {@code value} is null
    */
   public TransferRequest withPriority(Priority value) {
-    return new TransferRequest(op, local, localOffset, remote, regionId, remoteOffset, lengthBytes, transport, value, deadline);
+    return new TransferRequest(
+        op,
+        local,
+        localOffset,
+        remote,
+        regionId,
+        remoteOffset,
+        lengthBytes,
+        transport,
+        value,
+        deadline);
   }
 
   /**
@@ -111,6 +160,16 @@ public record TransferRequest(
    * @return a copy that differs only in {@code deadline}
    */
   public TransferRequest withDeadline(Duration value) {
-    return new TransferRequest(op, local, localOffset, remote, regionId, remoteOffset, lengthBytes, transport, priority, value);
+    return new TransferRequest(
+        op,
+        local,
+        localOffset,
+        remote,
+        regionId,
+        remoteOffset,
+        lengthBytes,
+        transport,
+        priority,
+        value);
   }
 }

@@ -2,20 +2,24 @@ package io.orbite.engine;
 
 /**
  * Which transport carries a request; {@link #UNSPEC} lets the engine choose. Each has a fixed wire
- * code ({@link #code()}, carried by a data connection's HELLO): reordering or adding constants never
- * changes what travels.
+ * code ({@link #code()}, carried by a data connection's HELLO): reordering or adding constants
+ * never changes what travels.
  */
 public enum Transport {
   /**
-   * The engine chooses per request: SHM for a region the peer exports to this host (its memory proven
-   * openable), otherwise the segment's own transport (TCP to a peer, FILE for a file segment).
+   * The engine chooses per request: SHM for a region the peer exports to this host (its memory
+   * proven openable), otherwise the segment's own transport (TCP to a peer, FILE for a file
+   * segment).
    */
   UNSPEC(0),
-  /** TCP lanes to the peer; every segment opened with {@link TransferEngine#openSegment(String)} has them. */
+  /**
+   * TCP lanes to the peer; every segment opened with {@link TransferEngine#openSegment(String)} has
+   * them.
+   */
   TCP(1),
   /**
-   * Shared memory with a same-host peer, for regions it exports (engine-allocated memory of an engine with
-   * {@code shm.enabled}); refused UNAVAILABLE at submit for any other region or peer.
+   * Shared memory with a same-host peer, for regions it exports (engine-allocated memory of an
+   * engine with {@code shm.enabled}); refused UNAVAILABLE at submit for any other region or peer.
    */
   SHM(2),
   /** The file transport of a segment opened with {@link TransferEngine#openFileSegment}. */
@@ -30,8 +34,8 @@ public enum Transport {
   }
 
   /**
-   * The code this transport travels as (a HELLO's count field names the transport a data
-   * connection is for).
+   * The code this transport travels as (a HELLO's count field names the transport a data connection
+   * is for).
    *
    * @return 0 UNSPEC, 1 TCP, 2 SHM, 3 FILE, 4 RDMA
    */

@@ -26,7 +26,8 @@ class StartWithoutTransportTest {
 
   @BeforeAll
   static void noTransportIsOnTheClassPath() {
-    assertFalse(ServiceLoader.load(TransportProvider.class).iterator().hasNext(),
+    assertFalse(
+        ServiceLoader.load(TransportProvider.class).iterator().hasNext(),
         "this test needs a class path without orbite-transport-actors");
   }
 
@@ -35,10 +36,14 @@ class StartWithoutTransportTest {
     ActorSystem<Void> host = ActorSystem.create(Behaviors.empty(), "no-transport-host");
     try {
       int port = freePort();
-      EngineConfig config = EngineConfig.fromJson(
-          "{\"name\":\"no-transport\",\"listen\":{\"host\":\"127.0.0.1\",\"port\":" + port + "}}");
+      EngineConfig config =
+          EngineConfig.fromJson(
+              "{\"name\":\"no-transport\",\"listen\":{\"host\":\"127.0.0.1\",\"port\":"
+                  + port
+                  + "}}");
       long begun = System.nanoTime();
-      TransferException e = assertThrows(TransferException.class, () -> TransferEngine.spawn(host, config));
+      TransferException e =
+          assertThrows(TransferException.class, () -> TransferEngine.spawn(host, config));
       Duration took = Duration.ofNanos(System.nanoTime() - begun);
       assertTrue(took.compareTo(FAST) < 0, "spawn failed only after " + took);
       assertEquals(ErrorKind.UNAVAILABLE, e.kind(), e.getMessage());
@@ -54,14 +59,19 @@ class StartWithoutTransportTest {
   @Test
   void startFailsWithinASecondNamingTheTransportArtifact() throws Exception {
     int port = freePort();
-    EngineConfig config = EngineConfig.fromJson(
-        "{\"name\":\"no-transport-own\",\"listen\":{\"host\":\"127.0.0.1\",\"port\":" + port + "}}");
+    EngineConfig config =
+        EngineConfig.fromJson(
+            "{\"name\":\"no-transport-own\",\"listen\":{\"host\":\"127.0.0.1\",\"port\":"
+                + port
+                + "}}");
     long begun = System.nanoTime();
     TransferException e = assertThrows(TransferException.class, () -> TransferEngine.start(config));
     Duration took = Duration.ofNanos(System.nanoTime() - begun);
     assertTrue(took.compareTo(FAST) < 0, "start failed only after " + took);
     assertEquals(ErrorKind.UNAVAILABLE, e.kind(), e.getMessage());
-    assertTrue(e.getMessage().startsWith("UNAVAILABLE: start no-transport-own: no TCP transport"), e.getMessage());
+    assertTrue(
+        e.getMessage().startsWith("UNAVAILABLE: start no-transport-own: no TCP transport"),
+        e.getMessage());
     assertTrue(e.getMessage().contains("io.orbite:orbite-transport-actors"), e.getMessage());
     assertPortFree(port);
   }

@@ -4,8 +4,8 @@ import org.junit.jupiter.api.Assumptions;
 
 /**
  * What a test needs from the machine (a tool such as gcc or ip, a kernel feature such as io_uring)
- * and what happens when it is missing. Under CI ({@code CI=true}, as {@code .ci/run} runs) the
- * test fails with a message naming what is missing and how to get it: CI installs the tools, so a
+ * and what happens when it is missing. Under CI ({@code CI=true}, as {@code .ci/run} runs) the test
+ * fails with a message naming what is missing and how to get it: CI installs the tools, so a
  * missing one is a broken CI machine, not a reason to pass. Anywhere else the test is skipped, and
  * the reason is printed on stderr so that the skip is seen. Shared with the other modules' tests
  * through this module's test jar.
@@ -39,7 +39,9 @@ public final class Prerequisite {
   private static String callerTest() {
     for (StackTraceElement e : Thread.currentThread().getStackTrace()) {
       String c = e.getClassName();
-      if (!c.equals(Prerequisite.class.getName()) && !c.startsWith("java.") && (c.endsWith("Test") || c.endsWith("IT"))) {
+      if (!c.equals(Prerequisite.class.getName())
+          && !c.startsWith("java.")
+          && (c.endsWith("Test") || c.endsWith("IT"))) {
         return c.substring(c.lastIndexOf('.') + 1) + "." + e.getMethodName();
       }
     }

@@ -17,11 +17,13 @@ import org.apache.pekko.http.scaladsl.settings.ServerSettings;
  */
 public final class ClientErrorParsingHandler extends ParsingErrorHandler {
   @Override
-  public HttpResponse handle(StatusCode status, ErrorInfo error, LoggingAdapter log, ServerSettings settings) {
+  public HttpResponse handle(
+      StatusCode status, ErrorInfo error, LoggingAdapter log, ServerSettings settings) {
     int code = status.intValue();
     var answer = code >= 400 && code < 500 ? StatusCodes.get(code) : StatusCodes.BAD_REQUEST;
     log.debug("refused a malformed request ({}): {}", code, error.summary());
-    return HttpResponse.create().withStatus(answer)
+    return HttpResponse.create()
+        .withStatus(answer)
         .withEntity(HttpEntities.create(ContentTypes.TEXT_PLAIN_UTF8, error.summary() + "\n"));
   }
 }

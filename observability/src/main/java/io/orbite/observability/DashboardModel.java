@@ -21,7 +21,8 @@ final class DashboardModel {
   private final ThroughputHistory history;
   private final long tickMillis;
 
-  DashboardModel(TransferEngine engine, EngineMetrics metrics, ThroughputHistory history, long tickMillis) {
+  DashboardModel(
+      TransferEngine engine, EngineMetrics metrics, ThroughputHistory history, long tickMillis) {
     this.engine = engine;
     this.metrics = metrics;
     this.history = history;
@@ -43,7 +44,8 @@ final class DashboardModel {
     m.put("epoch", Long.toHexString(engine.localSegment().epoch()));
     m.put("tickMillis", tickMillis);
     BuildInfo b = BuildInfo.current();
-    m.put("build", Map.of("version", b.version(), "commit", b.shortCommit(), "jdk", b.runtimeJdk()));
+    m.put(
+        "build", Map.of("version", b.version(), "commit", b.shortCommit(), "jdk", b.runtimeJdk()));
     return m;
   }
 

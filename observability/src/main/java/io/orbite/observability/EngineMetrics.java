@@ -30,9 +30,9 @@ import kamon.tag.TagSet;
 /**
  * The {@code orbite_*} metrics of one engine, in Kamon, every series tagged {@code engine} with the
  * engine's {@code name@host:port@epoch}. Task counters and latencies are recorded as batches report
- * ended tasks; everything else is sampled each tick from the engine's cumulative counters (as deltas)
- * and its owner view (as gauges). {@link #close()} removes every series of the engine.
- * See docs/operations.md for the list.
+ * ended tasks; everything else is sampled each tick from the engine's cumulative counters (as
+ * deltas) and its owner view (as gauges). {@link #close()} removes every series of the engine. See
+ * docs/operations.md for the list.
  */
 final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable {
   private final TransferEngine engine;
@@ -40,8 +40,10 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
   private final String engineTag;
   private final ThroughputHistory history;
   private final Map<String, Instrument<?, ?>> instruments = new ConcurrentHashMap<>();
+
   /** Last sampled value of each cumulative source, by series key. */
   private final Map<String, Long> last = new HashMap<>();
+
   private final Map<Transport, LongAdder> transportBytes = new EnumMap<>(Transport.class);
   private final LongAdder otherTransportBytes = new LongAdder();
   private final Map<String, LongAdder> errorsByKind = new ConcurrentHashMap<>();
@@ -71,16 +73,21 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
   }
 
   private Counter counter(String name, String... kv) {
-    return instrument("c " + name + " " + String.join(",", kv), () -> Kamon.counter(name).withTags(tags(kv)));
+    return instrument(
+        "c " + name + " " + String.join(",", kv), () -> Kamon.counter(name).withTags(tags(kv)));
   }
 
   private Gauge gauge(String name, String... kv) {
-    return instrument("g " + name + " " + String.join(",", kv), () -> Kamon.gauge(name).withTags(tags(kv)));
+    return instrument(
+        "g " + name + " " + String.join(",", kv), () -> Kamon.gauge(name).withTags(tags(kv)));
   }
 
   private Histogram latency(String... kv) {
-    return instrument("h orbite_task_latency " + String.join(",", kv), () -> Kamon.histogram("orbite_task_latency",
-        MeasurementUnit.time().nanoseconds()).withTags(tags(kv)));
+    return instrument(
+        "h orbite_task_latency " + String.join(",", kv),
+        () ->
+            Kamon.histogram("orbite_task_latency", MeasurementUnit.time().nanoseconds())
+                .withTags(tags(kv)));
   }
 
   static String label(Enum<?> e) {
@@ -88,33 +95,49 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
   }
 
   /** The instruments one kind of ended task records into (its transport, op and outcome). */
-  private record TaskSeries(Counter tasks, Counter bytes, Histogram latency, Counter errors, LongAdder errorsByKind,
+  private record TaskSeries(
+      Counter tasks,
+      Counter bytes,
+      Histogram latency,
+      Counter errors,
+      LongAdder errorsByKind,
       LongAdder transportBytes) {}
 
   /**
    * The series of each (transport, op, state, error) combination, made on first use: a task's end
    * then costs no string or map lookup (it runs on the thread that applied its last receipt).
    */
-  private final AtomicReferenceArray<TaskSeries> series = new AtomicReferenceArray<>(
-          (Transport.values().length + 1) * Op.values().length * TaskState.values().length * (ErrorKind.values().length + 1));
+  private final AtomicReferenceArray<TaskSeries> series =
+      new AtomicReferenceArray<>(
+          (Transport.values().length + 1)
+              * Op.values().length
+              * TaskState.values().length
+              * (ErrorKind.values().length + 1));
 
   private TaskSeries series(Transport transport, Op op, TaskState state, ErrorKind error) {
-    int i = (((transport == null ? 0 : transport.ordinal() + 1) * Op.values().length + op.ordinal())
-        * TaskState.values().length + state.ordinal()) * (ErrorKind.values().length + 1)
-        + (error == null ? 0 : error.ordinal() + 1);
+    int i =
+        (((transport == null ? 0 : transport.ordinal() + 1) * Op.values().length + op.ordinal())
+                        * TaskState.values().length
+                    + state.ordinal())
+                * (ErrorKind.values().length + 1)
+            + (error == null ? 0 : error.ordinal() + 1);
     TaskSeries s = series.get(i);
     if (s == null) {
       String t = label(transport);
       String o = label(op);
-      String outcome = state == TaskState.COMPLETED ? "completed" : error != null ? label(error) : label(state);
+      String outcome =
+          state == TaskState.COMPLETED ? "completed" : error != null ? label(error) : label(state);
       boolean completed = state == TaskState.COMPLETED;
-      s = new TaskSeries(
-          counter("orbite_tasks", "transport", t, "op", o, "outcome", outcome),
-          counter("orbite_bytes", "transport", t, "op", o, "outcome", outcome),
-          latency("transport", t, "op", o, "outcome", completed ? "completed" : "failed"),
-          completed ? null : counter("orbite_errors", "kind", "task_" + outcome),
-          completed ? null : errorsByKind.computeIfAbsent("task_" + outcome, k -> new LongAdder()),
-          transport != null ? transportBytes.get(transport) : otherTransportBytes);
+      s =
+          new TaskSeries(
+              counter("orbite_tasks", "transport", t, "op", o, "outcome", outcome),
+              counter("orbite_bytes", "transport", t, "op", o, "outcome", outcome),
+              latency("transport", t, "op", o, "outcome", completed ? "completed" : "failed"),
+              completed ? null : counter("orbite_errors", "kind", "task_" + outcome),
+              completed
+                  ? null
+                  : errorsByKind.computeIfAbsent("task_" + outcome, k -> new LongAdder()),
+              transport != null ? transportBytes.get(transport) : otherTransportBytes);
       series.compareAndSet(i, null, s);
     }
     return s;
@@ -126,7 +149,12 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
    * call to {@code submit} to the moment the result is visible to {@code await} and {@code status}.
    */
   @Override
-  public void taskEnded(Transport transport, Op op, TaskState state, ErrorKind error, long lengthBytes,
+  public void taskEnded(
+      Transport transport,
+      Op op,
+      TaskState state,
+      ErrorKind error,
+      long lengthBytes,
       long elapsedNanos) {
     TaskSeries s = series(transport, op, state, error);
     s.tasks().increment();
@@ -159,16 +187,27 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
   synchronized void sample() {
     // The build identity, as Prometheus's *_build_info convention has it: a gauge of 1 with labels.
     BuildInfo build = BuildInfo.current();
-    gauge("orbite_build_info", "version", build.version(), "commit", build.shortCommit(), "jdk", build.runtimeJdk())
+    gauge(
+            "orbite_build_info",
+            "version",
+            build.version(),
+            "commit",
+            build.shortCommit(),
+            "jdk",
+            build.runtimeJdk())
         .update(1);
     long sourceRead = delta("source read", counters.sourceBytesRead.sum());
     long sourceWritten = delta("source write", counters.sourceBytesWritten.sum());
     counter("orbite_source_bytes", "op", "read").increment(sourceRead);
     counter("orbite_source_bytes", "op", "write").increment(sourceWritten);
-    counter("orbite_connections", "event", "opened").increment(delta("conn opened", counters.connectionsOpened.sum()));
-    counter("orbite_connections", "event", "accepted").increment(delta("conn accepted", counters.connectionsAccepted.sum()));
-    counter("orbite_connections", "event", "refused").increment(delta("conn refused", counters.connectionsRefused.sum()));
-    counter("orbite_shm_caller_copies").increment(delta("shm caller copies", counters.shmCopiedByCaller.sum()));
+    counter("orbite_connections", "event", "opened")
+        .increment(delta("conn opened", counters.connectionsOpened.sum()));
+    counter("orbite_connections", "event", "accepted")
+        .increment(delta("conn accepted", counters.connectionsAccepted.sum()));
+    counter("orbite_connections", "event", "refused")
+        .increment(delta("conn refused", counters.connectionsRefused.sum()));
+    counter("orbite_shm_caller_copies")
+        .increment(delta("shm caller copies", counters.shmCopiedByCaller.sum()));
     errorDelta("frames_rejected", counters.framesRejected);
     errorDelta("source_refusals", counters.sourceRefusals);
     errorDelta("connections_refused", counters.connectionsRefused);
@@ -180,11 +219,14 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
     errorDelta("owners_quarantined", counters.ownersQuarantined);
 
     Map<String, Long> laneRates = new HashMap<>();
-    counters.laneBytes().forEach((lane, bytes) -> {
-      long d = delta("lane " + lane, bytes);
-      counter("orbite_lane_bytes", "lane", lane).increment(d);
-      laneRates.put(lane, d);
-    });
+    counters
+        .laneBytes()
+        .forEach(
+            (lane, bytes) -> {
+              long d = delta("lane " + lane, bytes);
+              counter("orbite_lane_bytes", "lane", lane).increment(d);
+              laneRates.put(lane, d);
+            });
 
     OwnerBoard.Snapshot view = counters.owners.snapshot();
     Map<String, Long> byState = new HashMap<>();
@@ -196,8 +238,10 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
       budgets(o);
     }
     // Quarantined owner actors are on the board already, in state "quarantined": count them once.
-    long quarantined = engine.quarantined().stream()
-        .filter(q -> q.kind() != io.orbite.engine.QuarantinedOwner.Kind.OWNER).count();
+    long quarantined =
+        engine.quarantined().stream()
+            .filter(q -> q.kind() != io.orbite.engine.QuarantinedOwner.Kind.OWNER)
+            .count();
     byState.merge(OwnerBoard.StateClass.QUARANTINED.label(), quarantined, Long::sum);
     byState.forEach((state, n) -> gauge("orbite_owners", "state", state).update(n));
     Map<String, Long> peers = new HashMap<>();
@@ -208,31 +252,38 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
     peers.forEach((state, n) -> gauge("orbite_peers", "state", state).update(n));
 
     Map<String, Long> byTransport = new HashMap<>();
-    transportBytes.forEach((t, adder) -> byTransport.put(label(t), delta("tput " + t, adder.sum())));
+    transportBytes.forEach(
+        (t, adder) -> byTransport.put(label(t), delta("tput " + t, adder.sum())));
     history.add(System.currentTimeMillis(), byTransport, sourceRead + sourceWritten, laneRates);
   }
 
-  /** Budget gauges from the owners that hold budgets: {@code <charge>} and {@code <charge>Limit}. */
+  /**
+   * Budget gauges from the owners that hold budgets: {@code <charge>} and {@code <charge>Limit}.
+   */
   private void budgets(OwnerBoard.Owner o) {
-    String prefix = switch (o.kind()) {
-      case "Admission" -> "";
-      case "Registry" -> "";
-      case "SegmentTable" -> "peer_segments";
-      case "FileTransport" -> "file_segments";
-      case "TcpTransport" -> "source_lanes";
-      default -> null;
-    };
+    String prefix =
+        switch (o.kind()) {
+          case "Admission" -> "";
+          case "Registry" -> "";
+          case "SegmentTable" -> "peer_segments";
+          case "FileTransport" -> "file_segments";
+          case "TcpTransport" -> "source_lanes";
+          default -> null;
+        };
     if (prefix == null) {
       return;
     }
-    o.charges().forEach((name, value) -> {
-      if (name.endsWith("Limit")) {
-        String used = name.substring(0, name.length() - "Limit".length());
-        String budget = prefix.isEmpty() ? used : prefix;
-        gauge("orbite_budget_limit", "budget", budget).update(value);
-        gauge("orbite_budget_used", "budget", budget).update(o.charges().getOrDefault(used, 0L));
-      }
-    });
+    o.charges()
+        .forEach(
+            (name, value) -> {
+              if (name.endsWith("Limit")) {
+                String used = name.substring(0, name.length() - "Limit".length());
+                String budget = prefix.isEmpty() ? used : prefix;
+                gauge("orbite_budget_limit", "budget", budget).update(value);
+                gauge("orbite_budget_used", "budget", budget)
+                    .update(o.charges().getOrDefault(used, 0L));
+              }
+            });
   }
 
   /** Errors seen so far, by kind (task failures by error kind, protocol refusals...). */

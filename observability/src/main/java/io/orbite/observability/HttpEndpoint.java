@@ -31,30 +31,38 @@ final class HttpEndpoint implements AutoCloseable {
   }
 
   static Config limits(ActorSystem<?> system) {
-    return ConfigFactory.parseString(String.join("\n",
-        "pekko.http.server.max-connections = " + MAX_CONNECTIONS,
-        "pekko.http.server.idle-timeout = 60 s",
-        "pekko.http.server.request-timeout = 10 s",
-        "pekko.http.server.remote-address-attribute = off",
-        "pekko.http.server.server-header = orbite",
-        "pekko.http.server.parsing.max-uri-length = " + MAX_URI_LENGTH,
-        "pekko.http.server.parsing.max-method-length = 16",
-        "pekko.http.server.parsing.max-header-name-length = 64",
-        "pekko.http.server.parsing.max-header-count = " + MAX_HEADER_COUNT,
-        "pekko.http.server.parsing.max-header-value-length = " + MAX_HEADER_VALUE_LENGTH,
-        "pekko.http.server.parsing.max-content-length = " + MAX_CONTENT_LENGTH,
-        "pekko.http.server.parsing.max-chunk-size = " + MAX_CONTENT_LENGTH,
-        "pekko.http.server.parsing.error-handler = \"" + ClientErrorParsingHandler.class.getName() + "\""))
+    return ConfigFactory.parseString(
+            String.join(
+                "\n",
+                "pekko.http.server.max-connections = " + MAX_CONNECTIONS,
+                "pekko.http.server.idle-timeout = 60 s",
+                "pekko.http.server.request-timeout = 10 s",
+                "pekko.http.server.remote-address-attribute = off",
+                "pekko.http.server.server-header = orbite",
+                "pekko.http.server.parsing.max-uri-length = " + MAX_URI_LENGTH,
+                "pekko.http.server.parsing.max-method-length = 16",
+                "pekko.http.server.parsing.max-header-name-length = 64",
+                "pekko.http.server.parsing.max-header-count = " + MAX_HEADER_COUNT,
+                "pekko.http.server.parsing.max-header-value-length = " + MAX_HEADER_VALUE_LENGTH,
+                "pekko.http.server.parsing.max-content-length = " + MAX_CONTENT_LENGTH,
+                "pekko.http.server.parsing.max-chunk-size = " + MAX_CONTENT_LENGTH,
+                "pekko.http.server.parsing.error-handler = \""
+                    + ClientErrorParsingHandler.class.getName()
+                    + "\""))
         .withFallback(system.settings().config());
   }
 
   /** Binds {@code route} at {@code host:port}; fails naming the address when it cannot. */
-  static HttpEndpoint bind(ActorSystem<?> system, String what, String host, int port, Route route, String path) {
+  static HttpEndpoint bind(
+      ActorSystem<?> system, String what, String host, int port, Route route, String path) {
     try {
-      ServerBinding binding = Http.get(system).newServerAt(host, port)
-          .withSettings(ServerSettings.create(limits(system)))
-          .bind(route)
-          .toCompletableFuture().get(10, TimeUnit.SECONDS);
+      ServerBinding binding =
+          Http.get(system)
+              .newServerAt(host, port)
+              .withSettings(ServerSettings.create(limits(system)))
+              .bind(route)
+              .toCompletableFuture()
+              .get(10, TimeUnit.SECONDS);
       var local = binding.localAddress();
       String h = local.getAddress().getHostAddress();
       if (h.contains(":")) {
@@ -62,8 +70,12 @@ final class HttpEndpoint implements AutoCloseable {
       }
       return new HttpEndpoint(binding, "http://" + h + ":" + local.getPort() + path);
     } catch (Exception e) {
-      Throwable cause = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null ? e.getCause() : e;
-      throw new IllegalStateException(what + " cannot bind " + host + ":" + port + ": " + cause.getMessage(), cause);
+      Throwable cause =
+          e instanceof java.util.concurrent.ExecutionException && e.getCause() != null
+              ? e.getCause()
+              : e;
+      throw new IllegalStateException(
+          what + " cannot bind " + host + ":" + port + ": " + cause.getMessage(), cause);
     }
   }
 
@@ -76,7 +88,8 @@ final class HttpEndpoint implements AutoCloseable {
     try {
       binding.terminate(Duration.ofSeconds(2)).toCompletableFuture().get(5, TimeUnit.SECONDS);
     } catch (Exception e) {
-      // The engine is closing; an endpoint that does not unbind in time is left to the actor system.
+      // The engine is closing; an endpoint that does not unbind in time is left to the actor
+      // system.
     }
   }
 }

@@ -8,11 +8,11 @@ import kamon.prometheus.PrometheusReporter;
 /**
  * Kamon is one registry per JVM: it is initialised once (without the Kanela agent, with the tick
  * interval of the first engine that serves metrics), and its Prometheus reporter is kept here so
- * that each engine's scrape endpoint can read the latest scrape. Kamon's own embedded HTTP server is
- * never started; the engines serve {@code /metrics} themselves, bounded.
+ * that each engine's scrape endpoint can read the latest scrape. Kamon's own embedded HTTP server
+ * is never started; the engines serve {@code /metrics} themselves, bounded.
  *
- * <p>The reporter runs on a non-daemon thread Kamon names after it ({@code orbite-prometheus}), so it
- * is counted: every engine that serves metrics {@link #acquire acquires} it and {@link #release
+ * <p>The reporter runs on a non-daemon thread Kamon names after it ({@code orbite-prometheus}), so
+ * it is counted: every engine that serves metrics {@link #acquire acquires} it and {@link #release
  * releases} it when it closes, and the last release removes the reporter and ends that thread. A
  * JVM whose engines have all closed can then exit.
  */
@@ -37,7 +37,8 @@ final class KamonRuntime {
     if (!initialised) {
       init(tick);
     }
-    PrometheusReporter created = new PrometheusReporter(PrometheusReporter.DefaultConfigPath(), Kamon.config());
+    PrometheusReporter created =
+        new PrometheusReporter(PrometheusReporter.DefaultConfigPath(), Kamon.config());
     registration = Kamon.addReporter("orbite-prometheus", created);
     reporter = created;
   }
@@ -61,14 +62,17 @@ final class KamonRuntime {
   }
 
   private static void init(long tick) {
-    Config overrides = ConfigFactory.parseString(String.join("\n",
-        "kamon.metric.tick-interval = " + tick + " ms",
-        "kamon.init.hide-banner = true",
-        "kamon.prometheus.start-embedded-http-server = no",
-        "kamon.modules.prometheus-reporter.enabled = false",
-        // Task latencies: 10 us .. 30 s, in seconds.
-        "kamon.prometheus.buckets.custom { \"orbite_task_latency\" = "
-            + "[0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30] }"));
+    Config overrides =
+        ConfigFactory.parseString(
+            String.join(
+                "\n",
+                "kamon.metric.tick-interval = " + tick + " ms",
+                "kamon.init.hide-banner = true",
+                "kamon.prometheus.start-embedded-http-server = no",
+                "kamon.modules.prometheus-reporter.enabled = false",
+                // Task latencies: 10 us .. 30 s, in seconds.
+                "kamon.prometheus.buckets.custom { \"orbite_task_latency\" = "
+                    + "[0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30] }"));
     Kamon.initWithoutAttaching(overrides.withFallback(ConfigFactory.load()));
     initialised = true;
     tickMillis = tick;

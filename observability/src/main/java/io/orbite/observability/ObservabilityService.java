@@ -10,9 +10,9 @@ import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.actor.typed.ActorSystem;
 
 /**
- * Starts an engine's metrics (Kamon, sampled every {@code observability.tickMillis}), its Prometheus
- * endpoint and its dashboard, each only when enabled, on the engine's own ActorSystem. Registered as
- * an {@link ObservabilityProvider} service.
+ * Starts an engine's metrics (Kamon, sampled every {@code observability.tickMillis}), its
+ * Prometheus endpoint and its dashboard, each only when enabled, on the engine's own ActorSystem.
+ * Registered as an {@link ObservabilityProvider} service.
  */
 public final class ObservabilityService implements ObservabilityProvider {
   @Override
@@ -22,19 +22,38 @@ public final class ObservabilityService implements ObservabilityProvider {
     KamonRuntime.acquire(oc.tickMillis());
     ThroughputHistory history = new ThroughputHistory();
     EngineMetrics metrics = new EngineMetrics(engine, history);
-    Cancellable sampler = system.scheduler().scheduleAtFixedRate(Duration.ZERO, Duration.ofMillis(oc.tickMillis()),
-        metrics::sample, system.executionContext());
-    Routes routes = new Routes(new DashboardModel(engine, metrics, history, oc.tickMillis()), oc.tickMillis());
+    Cancellable sampler =
+        system
+            .scheduler()
+            .scheduleAtFixedRate(
+                Duration.ZERO,
+                Duration.ofMillis(oc.tickMillis()),
+                metrics::sample,
+                system.executionContext());
+    Routes routes =
+        new Routes(new DashboardModel(engine, metrics, history, oc.tickMillis()), oc.tickMillis());
     HttpEndpoint metricsEndpoint = null;
     HttpEndpoint dashboardEndpoint = null;
     try {
       if (oc.metrics().enabled()) {
-        metricsEndpoint = HttpEndpoint.bind(system, "observability.metrics", oc.metrics().host(), oc.metrics().port(),
-            routes.metrics(), "/metrics");
+        metricsEndpoint =
+            HttpEndpoint.bind(
+                system,
+                "observability.metrics",
+                oc.metrics().host(),
+                oc.metrics().port(),
+                routes.metrics(),
+                "/metrics");
       }
       if (oc.dashboard().enabled()) {
-        dashboardEndpoint = HttpEndpoint.bind(system, "observability.dashboard", oc.dashboard().host(),
-            oc.dashboard().port(), routes.dashboard(), "/");
+        dashboardEndpoint =
+            HttpEndpoint.bind(
+                system,
+                "observability.dashboard",
+                oc.dashboard().host(),
+                oc.dashboard().port(),
+                routes.dashboard(),
+                "/");
       }
     } catch (RuntimeException e) {
       if (metricsEndpoint != null) {
@@ -54,9 +73,14 @@ public final class ObservabilityService implements ObservabilityProvider {
     private final HttpEndpoint metricsEndpoint;
     private final HttpEndpoint dashboardEndpoint;
     private final Map<String, String> urls = new LinkedHashMap<>();
-    private final java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
+    private final java.util.concurrent.atomic.AtomicBoolean released =
+        new java.util.concurrent.atomic.AtomicBoolean();
 
-    Started(Cancellable sampler, EngineMetrics metrics, HttpEndpoint metricsEndpoint, HttpEndpoint dashboardEndpoint) {
+    Started(
+        Cancellable sampler,
+        EngineMetrics metrics,
+        HttpEndpoint metricsEndpoint,
+        HttpEndpoint dashboardEndpoint) {
       this.sampler = sampler;
       this.metrics = metrics;
       this.metricsEndpoint = metricsEndpoint;

@@ -9,10 +9,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.http.javadsl.marshalling.sse.EventStreamMarshalling;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpCharsets;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.MediaTypes;
-import org.apache.pekko.http.javadsl.model.HttpCharsets;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.model.sse.ServerSentEvent;
 import org.apache.pekko.http.javadsl.server.AllDirectives;
@@ -48,46 +48,83 @@ final class Routes extends AllDirectives {
 
   /** {@code GET /metrics}: the Prometheus text of the last tick. */
   Route metrics() {
-    return path("metrics", () -> get(() -> complete(HttpResponse.create().withEntity(
-        HttpEntities.create(MediaTypes.TEXT_PLAIN.toContentType(HttpCharsets.UTF_8), KamonRuntime.scrape())))));
+    return path(
+        "metrics",
+        () ->
+            get(
+                () ->
+                    complete(
+                        HttpResponse.create()
+                            .withEntity(
+                                HttpEntities.create(
+                                    MediaTypes.TEXT_PLAIN.toContentType(HttpCharsets.UTF_8),
+                                    KamonRuntime.scrape())))));
   }
 
   private Route json(Object document) {
-    return complete(HttpResponse.create().withEntity(HttpEntities.create(ContentTypes.APPLICATION_JSON,
-        DashboardModel.json(document))));
+    return complete(
+        HttpResponse.create()
+            .withEntity(
+                HttpEntities.create(ContentTypes.APPLICATION_JSON, DashboardModel.json(document))));
   }
 
   /** The page, its JSON API and its live stream. */
   Route dashboard() {
-    return get(() -> concat(
-        pathSingleSlash(() -> complete(HttpResponse.create().withEntity(
-            HttpEntities.create(ContentTypes.TEXT_HTML_UTF8, page)))),
-        pathPrefix("api", () -> concat(
-            path("snapshot", () -> extractRequest(r -> json(model.snapshot()))),
-            path("engine", () -> extractRequest(r -> json(model.engineInfo()))),
-            path("owners", () -> extractRequest(r -> {
-              OwnerBoard.Snapshot v = model.ownerSnapshot();
-              return json(java.util.Map.of("owners", model.owners(v), "retired", model.retired(v)));
-            })),
-            path("peers", () -> extractRequest(r -> json(model.peers(model.ownerSnapshot())))),
-            path("throughput", () -> extractRequest(r -> json(model.throughput()))),
-            path("errors", () -> extractRequest(r -> json(model.errors()))),
-            path("quarantined", () -> extractRequest(r -> json(model.quarantined()))),
-            path("events", () -> extractRequest(r -> events()))))));
+    return get(
+        () ->
+            concat(
+                pathSingleSlash(
+                    () ->
+                        complete(
+                            HttpResponse.create()
+                                .withEntity(
+                                    HttpEntities.create(ContentTypes.TEXT_HTML_UTF8, page)))),
+                pathPrefix(
+                    "api",
+                    () ->
+                        concat(
+                            path("snapshot", () -> extractRequest(r -> json(model.snapshot()))),
+                            path("engine", () -> extractRequest(r -> json(model.engineInfo()))),
+                            path(
+                                "owners",
+                                () ->
+                                    extractRequest(
+                                        r -> {
+                                          OwnerBoard.Snapshot v = model.ownerSnapshot();
+                                          return json(
+                                              java.util.Map.of(
+                                                  "owners",
+                                                  model.owners(v),
+                                                  "retired",
+                                                  model.retired(v)));
+                                        })),
+                            path(
+                                "peers",
+                                () ->
+                                    extractRequest(r -> json(model.peers(model.ownerSnapshot())))),
+                            path("throughput", () -> extractRequest(r -> json(model.throughput()))),
+                            path("errors", () -> extractRequest(r -> json(model.errors()))),
+                            path(
+                                "quarantined",
+                                () -> extractRequest(r -> json(model.quarantined()))),
+                            path("events", () -> extractRequest(r -> events()))))));
   }
 
   /** Server-sent events: a {@code snapshot} event at once and every tick. */
   private Route events() {
     if (streams.incrementAndGet() > MAX_EVENT_STREAMS) {
       streams.decrementAndGet();
-      return complete(StatusCodes.SERVICE_UNAVAILABLE, "too many live streams (" + MAX_EVENT_STREAMS + ")");
+      return complete(
+          StatusCodes.SERVICE_UNAVAILABLE, "too many live streams (" + MAX_EVENT_STREAMS + ")");
     }
-    Source<ServerSentEvent, NotUsed> source = Source.tick(Duration.ZERO, Duration.ofMillis(tickMillis), "tick")
-        .map(t -> ServerSentEvent.create(DashboardModel.json(model.snapshot()), "snapshot"))
-        .watchTermination((mat, done) -> {
-          done.whenComplete((d, f) -> streams.decrementAndGet());
-          return NotUsed.getInstance();
-        });
+    Source<ServerSentEvent, NotUsed> source =
+        Source.tick(Duration.ZERO, Duration.ofMillis(tickMillis), "tick")
+            .map(t -> ServerSentEvent.create(DashboardModel.json(model.snapshot()), "snapshot"))
+            .watchTermination(
+                (mat, done) -> {
+                  done.whenComplete((d, f) -> streams.decrementAndGet());
+                  return NotUsed.getInstance();
+                });
     return completeOK(source, EventStreamMarshalling.toEventStream());
   }
 }

@@ -22,7 +22,11 @@ final class ThroughputHistory {
    * @param sourceBytes bytes served to peers since the previous sample
    * @param laneBytes confirmed bytes since the previous sample, by lane
    */
-  record Point(long atMillis, Map<String, Long> requesterBytes, long sourceBytes, Map<String, Long> laneBytes) {
+  record Point(
+      long atMillis,
+      Map<String, Long> requesterBytes,
+      long sourceBytes,
+      Map<String, Long> laneBytes) {
     long total() {
       return requesterBytes.values().stream().mapToLong(Long::longValue).sum();
     }
@@ -30,8 +34,13 @@ final class ThroughputHistory {
 
   private final ArrayDeque<Point> points = new ArrayDeque<>();
 
-  synchronized void add(long atMillis, Map<String, Long> requesterBytes, long sourceBytes, Map<String, Long> laneBytes) {
-    points.addLast(new Point(atMillis, Map.copyOf(requesterBytes), sourceBytes, Map.copyOf(laneBytes)));
+  synchronized void add(
+      long atMillis,
+      Map<String, Long> requesterBytes,
+      long sourceBytes,
+      Map<String, Long> laneBytes) {
+    points.addLast(
+        new Point(atMillis, Map.copyOf(requesterBytes), sourceBytes, Map.copyOf(laneBytes)));
     while (points.size() > MAX_POINTS) {
       points.pollFirst();
     }

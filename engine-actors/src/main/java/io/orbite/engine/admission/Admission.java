@@ -7,9 +7,9 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
  * Owner of the engine's budgets (C9): batches, tasks and bytes in flight, endpoints, kept in an
- * {@link AdmissionGate} that callers, lanes and the guardian charge and release directly, on their own
- * threads, so the common path never waits on this mailbox. Child of the EngineGuardian. The actor
- * fences the gate, answers the charges and releases that still come as messages (the segment
+ * {@link AdmissionGate} that callers, lanes and the guardian charge and release directly, on their
+ * own threads, so the common path never waits on this mailbox. Child of the EngineGuardian. The
+ * actor fences the gate, answers the charges and releases that still come as messages (the segment
  * table's endpoints, {@code owed()}'s usage) and reports the gate to the owner view. Exhaustion is
  * answered at once (RESOURCE_EXHAUSTED) before the caller has any side effect; nothing queues here.
  *
@@ -49,7 +49,7 @@ public final class Admission {
       case AdmitTasks a -> a.replyTo().tell(new Decision(why, true));
       case AcquireEndpoint a -> a.replyTo().tell(new Decision(why, true));
       case GetUsage g -> g.replyTo().tell(gate.usage());
-      default -> { }
+      default -> {}
     }
   }
 
@@ -70,7 +70,9 @@ public final class Admission {
   /** How often the owner view is refreshed while charges bypass the mailbox. */
   private static final java.time.Duration REPORT_EVERY = java.time.Duration.ofSeconds(1);
 
-  private enum Refresh implements Command { INSTANCE }
+  private enum Refresh implements Command {
+    INSTANCE
+  }
 
   private final AdmissionGate gate;
   private final BudgetConfig limits;
@@ -90,12 +92,17 @@ public final class Admission {
    * its state and budgets (used and limit) are reported to {@code board} after every message and
    * every {@link #REPORT_EVERY}, since callers, lanes and the guardian charge the gate directly.
    */
-  public static Behavior<Command> create(AdmissionGate gate, BudgetConfig limits, io.orbite.engine.view.OwnerBoard board) {
-    return Behaviors.withTimers(timers -> Behaviors.setup(ctx -> {
-      timers.startTimerWithFixedDelay(Refresh.INSTANCE, REPORT_EVERY);
-      Admission admission = new Admission(gate, limits);
-      return io.orbite.engine.view.OwnerBoard.reporting(board, admission::report, admission.open());
-    }));
+  public static Behavior<Command> create(
+      AdmissionGate gate, BudgetConfig limits, io.orbite.engine.view.OwnerBoard board) {
+    return Behaviors.withTimers(
+        timers ->
+            Behaviors.setup(
+                ctx -> {
+                  timers.startTimerWithFixedDelay(Refresh.INSTANCE, REPORT_EVERY);
+                  Admission admission = new Admission(gate, limits);
+                  return io.orbite.engine.view.OwnerBoard.reporting(
+                      board, admission::report, admission.open());
+                }));
   }
 
   /** Names of the budget charges in reports; {@code <name>Limit} is the budget's limit. */
@@ -103,11 +110,26 @@ public final class Admission {
     Budgets.Usage u = gate.usage();
     String fencedBecause = gate.fencedBecause();
     String state = fencedBecause == null ? "open" : "fenced";
-    return new io.orbite.engine.view.OwnerBoard.Report("Admission", state, java.util.Map.of(
-        "batches", (long) u.batches(), "batchesLimit", (long) limits.maxBatches(),
-        "tasks", u.tasks(), "tasksLimit", (long) limits.maxTasksInFlight(),
-        "bytes", u.bytes(), "bytesLimit", limits.maxInflightBytes(),
-        "endpoints", (long) u.endpoints(), "endpointsLimit", (long) limits.maxEndpoints()),
+    return new io.orbite.engine.view.OwnerBoard.Report(
+        "Admission",
+        state,
+        java.util.Map.of(
+            "batches",
+            (long) u.batches(),
+            "batchesLimit",
+            (long) limits.maxBatches(),
+            "tasks",
+            u.tasks(),
+            "tasksLimit",
+            (long) limits.maxTasksInFlight(),
+            "bytes",
+            u.bytes(),
+            "bytesLimit",
+            limits.maxInflightBytes(),
+            "endpoints",
+            (long) u.endpoints(),
+            "endpointsLimit",
+            (long) limits.maxEndpoints()),
         fencedBecause == null ? "" : fencedBecause);
   }
 
@@ -118,29 +140,39 @@ public final class Admission {
    */
   private Behavior<Command> open() {
     return Behaviors.receive(Command.class)
-        .onMessage(Fence.class, m -> {
-          gate.fence(m.reason());
-          return Behaviors.same();
-        })
+        .onMessage(
+            Fence.class,
+            m -> {
+              gate.fence(m.reason());
+              return Behaviors.same();
+            })
         .onMessage(AcquireBatch.class, m -> reply(m.replyTo(), gate.tryBatch()))
         .onMessage(AdmitTasks.class, m -> reply(m.replyTo(), gate.tryTasks(m.tasks(), m.bytes())))
         .onMessage(AcquireEndpoint.class, m -> reply(m.replyTo(), gate.tryEndpoint()))
-        .onMessage(ReleaseBatch.class, m -> {
-          gate.releaseBatch();
-          return Behaviors.same();
-        })
-        .onMessage(ReleaseTasks.class, m -> {
-          gate.releaseTasks(m.tasks(), m.bytes());
-          return Behaviors.same();
-        })
-        .onMessage(ReleaseEndpoint.class, m -> {
-          gate.releaseEndpoint();
-          return Behaviors.same();
-        })
-        .onMessage(GetUsage.class, m -> {
-          m.replyTo().tell(gate.usage());
-          return Behaviors.same();
-        })
+        .onMessage(
+            ReleaseBatch.class,
+            m -> {
+              gate.releaseBatch();
+              return Behaviors.same();
+            })
+        .onMessage(
+            ReleaseTasks.class,
+            m -> {
+              gate.releaseTasks(m.tasks(), m.bytes());
+              return Behaviors.same();
+            })
+        .onMessage(
+            ReleaseEndpoint.class,
+            m -> {
+              gate.releaseEndpoint();
+              return Behaviors.same();
+            })
+        .onMessage(
+            GetUsage.class,
+            m -> {
+              m.replyTo().tell(gate.usage());
+              return Behaviors.same();
+            })
         .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .build();
   }

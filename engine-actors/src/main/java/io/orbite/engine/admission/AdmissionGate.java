@@ -14,7 +14,10 @@ import io.orbite.config.BudgetConfig;
 public final class AdmissionGate {
   private final Budgets budgets;
   private final TaskBudget taskBudget;
-  /** Why the gate refuses new charges; null while it admits. Written before the fence bit is set. */
+
+  /**
+   * Why the gate refuses new charges; null while it admits. Written before the fence bit is set.
+   */
   private volatile String fencedBecause;
 
   /** A gate with nothing charged, admitting up to {@code limits}. */
@@ -23,7 +26,10 @@ public final class AdmissionGate {
     this.taskBudget = budgets.taskBudget();
   }
 
-  /** Charges one batch slot; {@link Admission#GRANTED} or the refusal naming the budget or the fence. */
+  /**
+   * Charges one batch slot; {@link Admission#GRANTED} or the refusal naming the budget or the
+   * fence.
+   */
   public synchronized Admission.Decision tryBatch() {
     return taskBudget.fenced() ? fencedDecision() : Admission.decision(budgets.tryBatch());
   }
@@ -33,7 +39,10 @@ public final class AdmissionGate {
     budgets.releaseBatch();
   }
 
-  /** Charges {@code tasks} tasks and {@code bytes} in-flight bytes together, or neither; takes no lock. */
+  /**
+   * Charges {@code tasks} tasks and {@code bytes} in-flight bytes together, or neither; takes no
+   * lock.
+   */
   public Admission.Decision tryTasks(int tasks, long bytes) {
     String refusal = taskBudget.tryCharge(tasks, bytes);
     return refusal == TaskBudget.FENCED ? fencedDecision() : Admission.decision(refusal);
@@ -54,7 +63,10 @@ public final class AdmissionGate {
     budgets.releaseEndpoint();
   }
 
-  /** From now on every charge is refused (UNAVAILABLE); releases still count. The first reason stays. */
+  /**
+   * From now on every charge is refused (UNAVAILABLE); releases still count. The first reason
+   * stays.
+   */
   public synchronized void fence(String reason) {
     if (fencedBecause == null) {
       fencedBecause = reason;

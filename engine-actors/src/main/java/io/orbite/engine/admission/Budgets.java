@@ -3,9 +3,9 @@ package io.orbite.engine.admission;
 import io.orbite.config.BudgetConfig;
 
 /**
- * Budget arithmetic of the Admission gate: batches and endpoints as plain counters (the gate's
- * lock guards them), tasks and in-flight bytes as one lock-free word ({@link TaskBudget}). Every
- * refusal names the budget, what was asked and what is in use.
+ * Budget arithmetic of the Admission gate: batches and endpoints as plain counters (the gate's lock
+ * guards them), tasks and in-flight bytes as one lock-free word ({@link TaskBudget}). Every refusal
+ * names the budget, what was asked and what is in use.
  */
 public final class Budgets {
   private final BudgetConfig limits;

@@ -27,7 +27,8 @@ final class TaskBudget {
 
   TaskBudget(long maxTasks, long maxBytes) {
     if (maxTasks < 0 || maxTasks > TASK_MASK || maxBytes < 0) {
-      throw new IllegalArgumentException("task budget out of range: " + maxTasks + " tasks, " + maxBytes + " B");
+      throw new IllegalArgumentException(
+          "task budget out of range: " + maxTasks + " tasks, " + maxBytes + " B");
     }
     int shift = 0;
     while ((maxBytes >>> shift) > UNIT_MASK) {
@@ -69,7 +70,12 @@ final class TaskBudget {
         return "tasks in flight: " + t + " + " + tasks + " exceeds the budget of " + maxTasks;
       }
       if (units > maxUnits - u) {
-        return "in-flight bytes: " + (u << unitShift) + " + " + bytes + " exceeds the budget of " + maxBytes;
+        return "in-flight bytes: "
+            + (u << unitShift)
+            + " + "
+            + bytes
+            + " exceeds the budget of "
+            + maxBytes;
       }
       if (word.compareAndSet(w, w + ((long) tasks << TASK_SHIFT) + units)) {
         return null;
@@ -85,8 +91,16 @@ final class TaskBudget {
       long t = (w >>> TASK_SHIFT) & TASK_MASK;
       long u = w & UNIT_MASK;
       if (tasks < 0 || tasks > t || units > u) {
-        throw new IllegalStateException("admission released more than it charged: " + tasks + " of " + t
-            + " tasks, " + bytes + " of " + (u << unitShift) + " B");
+        throw new IllegalStateException(
+            "admission released more than it charged: "
+                + tasks
+                + " of "
+                + t
+                + " tasks, "
+                + bytes
+                + " of "
+                + (u << unitShift)
+                + " B");
       }
       if (word.compareAndSet(w, w - ((long) tasks << TASK_SHIFT) - units)) {
         return;

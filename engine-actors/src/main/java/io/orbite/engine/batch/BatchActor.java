@@ -17,14 +17,17 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * view's refresh, and the batch's end.
  *
  * <p>States: {@link #open}, {@link #quarantined} (some tasks are held past the destruction window;
- * {@code free} and {@code reset} answer BATCH_BUSY until their late receipts arrive, then it is open
- * again), and stopped once the engine retires the batch (it is freed and not kept for reuse, or the
- * engine closes). A batch kept for reuse stays open with nothing leased.
+ * {@code free} and {@code reset} answer BATCH_BUSY until their late receipts arrive, then it is
+ * open again), and stopped once the engine retires the batch (it is freed and not kept for reuse,
+ * or the engine closes). A batch kept for reuse stays open with nothing leased.
  */
 public final class BatchActor {
   public sealed interface Command {}
 
-  /** A task's deadline asks for the watchdog at {@code atNanos} ({@link System#nanoTime()}) at the latest. */
+  /**
+   * A task's deadline asks for the watchdog at {@code atNanos} ({@link System#nanoTime()}) at the
+   * latest.
+   */
   public record Arm(long atNanos) implements Command {}
 
   /** The core skipped an owner-view report: refresh it in a moment. */
@@ -61,40 +64,54 @@ public final class BatchActor {
     this.timers = timers;
   }
 
-  /** The owner of {@code core}'s lifecycle; the caller binds it to the core before the first lease. */
+  /**
+   * The owner of {@code core}'s lifecycle; the caller binds it to the core before the first lease.
+   */
   public static Behavior<Command> create(BatchCore core, OwnerBoard board) {
-    return OwnerBoard.retiredOnStop(board,
-        Behaviors.withTimers(timers -> Behaviors.setup((ActorContext<Command> ctx) ->
-            new BatchActor(core, timers).open())));
+    return OwnerBoard.retiredOnStop(
+        board,
+        Behaviors.withTimers(
+            timers ->
+                Behaviors.setup(
+                    (ActorContext<Command> ctx) -> new BatchActor(core, timers).open())));
   }
 
   private Behavior<Command> open() {
     return common().build();
   }
 
-  /** Some tasks' workers did not let go within the destruction window: their loans and charges stay. */
+  /**
+   * Some tasks' workers did not let go within the destruction window: their loans and charges stay.
+   */
   private Behavior<Command> quarantined() {
     return common().build();
   }
 
   private BehaviorBuilder<Command> common() {
     return Behaviors.receive(Command.class)
-        .onMessage(Arm.class, m -> {
-          arm(m.atNanos());
-          return Behaviors.same();
-        })
+        .onMessage(
+            Arm.class,
+            m -> {
+              arm(m.atNanos());
+              return Behaviors.same();
+            })
         .onMessageEquals(Watchdog.INSTANCE, this::onWatchdog)
-        .onMessageEquals(Refresh.INSTANCE, () -> {
-          if (!timers.isTimerActive(RefreshTick.INSTANCE)) {
-            timers.startSingleTimer(RefreshTick.INSTANCE, REFRESH_DELAY);
-          }
-          return Behaviors.same();
-        })
-        .onMessageEquals(RefreshTick.INSTANCE, () -> {
-          core.refreshReport();
-          return Behaviors.same();
-        })
-        .onMessageEquals(QuarantineEnded.INSTANCE, () -> core.quarantined() ? quarantined() : open())
+        .onMessageEquals(
+            Refresh.INSTANCE,
+            () -> {
+              if (!timers.isTimerActive(RefreshTick.INSTANCE)) {
+                timers.startSingleTimer(RefreshTick.INSTANCE, REFRESH_DELAY);
+              }
+              return Behaviors.same();
+            })
+        .onMessageEquals(
+            RefreshTick.INSTANCE,
+            () -> {
+              core.refreshReport();
+              return Behaviors.same();
+            })
+        .onMessageEquals(
+            QuarantineEnded.INSTANCE, () -> core.quarantined() ? quarantined() : open())
         .onMessageEquals(Retire.INSTANCE, Behaviors::stopped);
   }
 
@@ -103,7 +120,9 @@ public final class BatchActor {
    * watchdog that fires with nothing overdue just sets the next one, so receipts cost no rescan.
    */
   private void arm(long at) {
-    if (watchdogAtNanos != Long.MAX_VALUE && watchdogAtNanos - at <= 0 && timers.isTimerActive(Watchdog.INSTANCE)) {
+    if (watchdogAtNanos != Long.MAX_VALUE
+        && watchdogAtNanos - at <= 0
+        && timers.isTimerActive(Watchdog.INSTANCE)) {
       return;
     }
     watchdogAtNanos = at;

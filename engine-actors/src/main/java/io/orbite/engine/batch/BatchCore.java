@@ -11,8 +11,8 @@ import io.orbite.engine.registry.Registration;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.QuarantineLedger;
-import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.spi.ReceiptSink;
+import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.spi.TaskWork;
 import java.time.Duration;
 import java.time.Instant;
@@ -47,11 +47,27 @@ import org.slf4j.LoggerFactory;
  */
 public final class BatchCore {
   private static final Logger LOG = LoggerFactory.getLogger(BatchCore.class);
-  /** The owner view is refreshed at most this often while tasks run, and at once on a state change. */
+
+  /**
+   * The owner view is refreshed at most this often while tasks run, and at once on a state change.
+   */
   private static final long REPORT_EVERY_NANOS = 50_000_000L;
+
   /** The owner view's charges of a batch whose ledger is empty. */
-  private static final Map<String, Long> NO_CHARGES = Map.of("tasks", 0L, "pendingTasks", 0L, "inflightBytes", 0L,
-      "owedReceipts", 0L, "loans", 0L, "heldTasks", 0L);
+  private static final Map<String, Long> NO_CHARGES =
+      Map.of(
+          "tasks",
+          0L,
+          "pendingTasks",
+          0L,
+          "inflightBytes",
+          0L,
+          "owedReceipts",
+          0L,
+          "loans",
+          0L,
+          "heldTasks",
+          0L);
 
   private final String name;
   private final AdmissionGate gate;
@@ -61,27 +77,38 @@ public final class BatchCore {
   private final long defaultDeadlineNanos;
   private final long destructionWindowNanos;
   private final TaskLedger ledger;
+
   /** UNQUIESCED tasks still held, readable by the quarantine ledger from any thread. */
   private final AtomicInteger heldTasks = new AtomicInteger();
+
   private ActorRef<BatchActor.Command> actor;
-  /** The actor's key in the owner view and the batch's detail line there, made at its first report. */
+
+  /**
+   * The actor's key in the owner view and the batch's detail line there, made at its first report.
+   */
   private String boardKey;
+
   private String boardDetail;
 
   // Everything below is guarded by this object's monitor.
   /** Which allocation holds the batch now; a handle of an earlier one finds the batch freed. */
   private long lease;
+
   private boolean leased;
   private Sink sink;
   private final List<CompletableFuture<BatchStatus>> idleWaiters = new ArrayList<>();
   private int blockedAwaits;
+
   /** The earliest watchdog the actor was asked to arm, or MAX_VALUE. */
   private long watchdogAtNanos = Long.MAX_VALUE;
+
   private String reportedState = "";
   private long reportedAtNanos;
   private boolean refreshAsked;
+
   /** What the receipts being applied now ended, settled by {@link #afterChange}. */
   private int finished;
+
   private long finishedBytes;
   private int completed;
   private long completedBytes;
@@ -94,8 +121,15 @@ public final class BatchCore {
    * @param completions where {@link #completion} futures are completed, so that no caller's
    *     continuation ever runs on a lane thread
    */
-  public BatchCore(String name, int capacity, AdmissionGate gate, EngineCounters counters, Duration defaultDeadline,
-      Duration destructionWindow, QuarantineLedger quarantine, Executor completions) {
+  public BatchCore(
+      String name,
+      int capacity,
+      AdmissionGate gate,
+      EngineCounters counters,
+      Duration defaultDeadline,
+      Duration destructionWindow,
+      QuarantineLedger quarantine,
+      Executor completions) {
     this.name = name;
     this.gate = gate;
     this.counters = counters;
@@ -159,7 +193,10 @@ public final class BatchCore {
     return leased && lease == handleLease;
   }
 
-  /** Tasks the caller admitted: indexes {@code first ..}, each with its work, or null if it failed unsent. */
+  /**
+   * Tasks the caller admitted: indexes {@code first ..}, each with its work, or null if it failed
+   * unsent.
+   */
   public record Admitted(int first, TaskWork[] work, PeerChannel[] channels) {}
 
   /**
@@ -169,23 +206,34 @@ public final class BatchCore {
    *
    * @param total the requests' bytes, already validated
    * @param submittedNanos when the caller called submit: a task's latency is measured from there
-   * @throws TransferException INVALID_ARGUMENT if the lease ended; RESOURCE_EXHAUSTED for capacity or
-   *     a budget; UNAVAILABLE when the requester side is fenced
+   * @throws TransferException INVALID_ARGUMENT if the lease ended; RESOURCE_EXHAUSTED for capacity
+   *     or a budget; UNAVAILABLE when the requester side is fenced
    */
-  public Admitted admit(long handleLease, List<TransferRequest> requests, long total, long submittedNanos) {
+  public Admitted admit(
+      long handleLease, List<TransferRequest> requests, long total, long submittedNanos) {
     int n = requests.size();
     synchronized (this) {
       if (!holds(handleLease)) {
         throw freed("submit");
       }
       if (n > ledger.capacity() - ledger.size()) {
-        throw new TransferException(ErrorKind.RESOURCE_EXHAUSTED, "batch capacity " + ledger.capacity() + ": "
-            + ledger.size() + " tasks submitted, " + n + " more do not fit" + (ledger.pending() == 0 && ledger.held() == 0
-                ? " (reset() makes the room of finished tasks usable again)" : ""));
+        throw new TransferException(
+            ErrorKind.RESOURCE_EXHAUSTED,
+            "batch capacity "
+                + ledger.capacity()
+                + ": "
+                + ledger.size()
+                + " tasks submitted, "
+                + n
+                + " more do not fit"
+                + (ledger.pending() == 0 && ledger.held() == 0
+                    ? " (reset() makes the room of finished tasks usable again)"
+                    : ""));
       }
       Admission.Decision decision = gate.tryTasks(n, total);
       if (!decision.granted()) {
-        throw new TransferException(decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED,
+        throw new TransferException(
+            decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED,
             decision.refusal());
       }
       long now = System.nanoTime();
@@ -199,10 +247,15 @@ public final class BatchCore {
         TransferRequest r = requests.get(k);
         Registration local = r.local().registration();
         boolean loaned = local.tryLoan();
-        long deadline = now + (r.deadline() != null ? r.deadline().toNanos() : defaultDeadlineNanos);
-        int i = ledger.add(r.op(), r.lengthBytes(), loaned ? local : null, deadline, submittedNanos);
+        long deadline =
+            now + (r.deadline() != null ? r.deadline().toNanos() : defaultDeadlineNanos);
+        int i =
+            ledger.add(r.op(), r.lengthBytes(), loaned ? local : null, deadline, submittedNanos);
         if (!loaned) {
-          ledger.failUnsent(i, ErrorKind.INVALID_ARGUMENT, "local region " + local.regionId() + " was unregistered");
+          ledger.failUnsent(
+              i,
+              ErrorKind.INVALID_ARGUMENT,
+              "local region " + local.regionId() + " was unregistered");
           reportEnded(i);
           releasedTasks++;
           releasedBytes += r.lengthBytes();
@@ -212,14 +265,25 @@ public final class BatchCore {
         PeerChannel channel = r.remote().channelFor(r.transport(), r.regionId());
         ledger.handedTo(i, channel.transport());
         channels[k] = channel;
-        work[k] = new TaskWork(sink, i, r.op(), local.segment(), r.localOffset(),
-            r.regionId(), r.remoteOffset(), r.lengthBytes(), deadline, r.priority());
+        work[k] =
+            new TaskWork(
+                sink,
+                i,
+                r.op(),
+                local.segment(),
+                r.localOffset(),
+                r.regionId(),
+                r.remoteOffset(),
+                r.lengthBytes(),
+                deadline,
+                r.priority());
       }
       if (releasedTasks > 0) {
         counters.tasksFailed.add(releasedTasks);
         gate.releaseTasks(releasedTasks, releasedBytes);
       }
-      if (earliestDeadline != Long.MAX_VALUE && earliestDeadline + destructionWindowNanos - watchdogAtNanos < 0) {
+      if (earliestDeadline != Long.MAX_VALUE
+          && earliestDeadline + destructionWindowNanos - watchdogAtNanos < 0) {
         watchdogAtNanos = earliestDeadline + destructionWindowNanos;
         actor.tell(new BatchActor.Arm(watchdogAtNanos));
       }
@@ -255,9 +319,16 @@ public final class BatchCore {
         receipts = work.length == 1 ? channel.dispatchAlone(work[k]) : channel.dispatch(work[k]);
       } catch (RuntimeException e) {
         // A transport that breaks its contract: the task is failed as never sent.
-        LOG.error("batch {}: dispatch of task {} to {} failed: {}", name, work[k].taskIndex(), channel.transport(),
-            e.toString(), e);
-        failUnsent(work[k].taskIndex(), "the " + channel.transport() + " transport refused the task: " + e);
+        LOG.error(
+            "batch {}: dispatch of task {} to {} failed: {}",
+            name,
+            work[k].taskIndex(),
+            channel.transport(),
+            e.toString(),
+            e);
+        failUnsent(
+            work[k].taskIndex(),
+            "the " + channel.transport() + " transport refused the task: " + e);
         continue;
       }
       owed[k] = receipts;
@@ -301,24 +372,39 @@ public final class BatchCore {
   private void apply(Sink from, Receipts receipts) {
     synchronized (this) {
       if (from != sink) {
-        // A receipt for a generation that ended: the ledger had it drained, so a lane broke its word.
-        LOG.error("batch {}: {} receipt(s) for an earlier generation of the batch dropped: {}", name, receipts.size(),
+        // A receipt for a generation that ended: the ledger had it drained, so a lane broke its
+        // word.
+        LOG.error(
+            "batch {}: {} receipt(s) for an earlier generation of the batch dropped: {}",
+            name,
+            receipts.size(),
             receipts.size() > 0 ? receipts.get(0) : "none");
         return;
       }
       long now = System.nanoTime();
       for (int k = 0, n = receipts.size(); k < n; k++) {
         int i = receipts.taskIndex(k);
-        ended(i, ledger.apply(i, receipts.bytes(k), receipts.error(k), receipts.effect(k), receipts.detail(k), now));
+        ended(
+            i,
+            ledger.apply(
+                i,
+                receipts.bytes(k),
+                receipts.error(k),
+                receipts.effect(k),
+                receipts.detail(k),
+                now));
       }
       afterChange();
     }
   }
 
-  /** Accounts what a receipt (or receipt count) did to task {@code i}; {@link #afterChange} settles it. */
+  /**
+   * Accounts what a receipt (or receipt count) did to task {@code i}; {@link #afterChange} settles
+   * it.
+   */
   private void ended(int i, TaskLedger.Outcome outcome) {
     switch (outcome) {
-      case NONE -> { }
+      case NONE -> {}
       case FINISHED -> {
         reportEnded(i);
         finished++;
@@ -335,7 +421,10 @@ public final class BatchCore {
     }
   }
 
-  /** Returns the charges of tasks that ended, wakes waiters, refreshes the owner view. Under the monitor. */
+  /**
+   * Returns the charges of tasks that ended, wakes waiters, refreshes the owner view. Under the
+   * monitor.
+   */
   private void afterChange() {
     if (finished > 0) {
       gate.releaseTasks(finished, finishedBytes);
@@ -357,7 +446,8 @@ public final class BatchCore {
       heldTasks.set(ledger.held());
       if (ledger.held() == 0) {
         quarantine.leave(name);
-        LOG.info("batch {}: the workers of its UNQUIESCED tasks let go; no longer quarantined", name);
+        LOG.info(
+            "batch {}: the workers of its UNQUIESCED tasks let go; no longer quarantined", name);
         actor.tell(BatchActor.QuarantineEnded.INSTANCE);
       }
       report(true);
@@ -366,7 +456,12 @@ public final class BatchCore {
 
   /** Tells the task observers (metrics) that task {@code i} ended. */
   private void reportEnded(int i) {
-    counters.taskEnded(ledger.transport(i), ledger.op(i), ledger.state(i), ledger.error(i), ledger.length(i),
+    counters.taskEnded(
+        ledger.transport(i),
+        ledger.op(i),
+        ledger.state(i),
+        ledger.error(i),
+        ledger.length(i),
         ledger.elapsedNanos(i));
   }
 
@@ -392,7 +487,8 @@ public final class BatchCore {
    * @return the status then; not done if the time passed first
    * @throws InterruptedException if the waiting thread is interrupted
    */
-  public synchronized BatchStatus await(long handleLease, long timeoutNanos) throws InterruptedException {
+  public synchronized BatchStatus await(long handleLease, long timeoutNanos)
+      throws InterruptedException {
     if (!holds(handleLease)) {
       throw freed("await");
     }
@@ -412,7 +508,9 @@ public final class BatchCore {
     return status();
   }
 
-  /** A future completed (on the engine's dispatcher) once every task submitted so far is terminal. */
+  /**
+   * A future completed (on the engine's dispatcher) once every task submitted so far is terminal.
+   */
   public synchronized CompletableFuture<BatchStatus> completion(long handleLease) {
     if (!holds(handleLease)) {
       return CompletableFuture.failedFuture(freed("completion"));
@@ -448,8 +546,8 @@ public final class BatchCore {
    * Forgets the batch's finished tasks so that its whole capacity can be submitted again; task
    * indexes start from 0. Refused while a task may still touch memory.
    *
-   * @throws TransferException INVALID_ARGUMENT if the lease ended; BATCH_BUSY while a task is pending
-   *     or held
+   * @throws TransferException INVALID_ARGUMENT if the lease ended; BATCH_BUSY while a task is
+   *     pending or held
    */
   public synchronized void reset(long handleLease) {
     if (!holds(handleLease)) {
@@ -483,14 +581,30 @@ public final class BatchCore {
 
   private void refuseWhileBusy(String call) {
     if (ledger.held() > 0) {
-      throw new TransferException(ErrorKind.BATCH_BUSY, call + ": batch " + name + " is quarantined: " + ledger.held()
-          + " task(s) (" + ledger.heldBytes() + " B) whose workers did not let go within the destruction window; "
-          + "their memory and charges are retained"
-          + (ledger.pending() > 0 ? ", and " + ledger.pending() + " task(s) are still pending" : ""));
+      throw new TransferException(
+          ErrorKind.BATCH_BUSY,
+          call
+              + ": batch "
+              + name
+              + " is quarantined: "
+              + ledger.held()
+              + " task(s) ("
+              + ledger.heldBytes()
+              + " B) whose workers did not let go within the destruction window; "
+              + "their memory and charges are retained"
+              + (ledger.pending() > 0
+                  ? ", and " + ledger.pending() + " task(s) are still pending"
+                  : ""));
     }
     if (ledger.pending() > 0) {
-      throw new TransferException(ErrorKind.BATCH_BUSY, call + ": batch " + name + " has " + ledger.pending()
-          + " task(s) that may still touch memory");
+      throw new TransferException(
+          ErrorKind.BATCH_BUSY,
+          call
+              + ": batch "
+              + name
+              + " has "
+              + ledger.pending()
+              + " task(s) that may still touch memory");
     }
   }
 
@@ -505,23 +619,39 @@ public final class BatchCore {
    * @return when the watchdog should look again, or {@link Long#MAX_VALUE} if nothing is pending
    */
   synchronized long watchdog(long now) {
-    int n = ledger.quarantineOverdue(now, destructionWindowNanos,
-        "its worker did not let go of its memory within the destruction window (" + destructionWindowNanos / 1_000_000
-            + " ms) after its deadline; memory and charges retained");
+    int n =
+        ledger.quarantineOverdue(
+            now,
+            destructionWindowNanos,
+            "its worker did not let go of its memory within the destruction window ("
+                + destructionWindowNanos / 1_000_000
+                + " ms) after its deadline; memory and charges retained");
     if (n > 0) {
       heldTasks.set(ledger.held());
       counters.tasksFailed.add(n);
       counters.tasksUnquiesced.add(n);
-      LOG.error("batch {}: {} task(s) UNQUIESCED; the batch is quarantined ({} task(s), {} B retained)",
-          name, n, ledger.held(), ledger.heldBytes());
-      quarantine.enter(new QuarantinedOwner(name, QuarantinedOwner.Kind.BATCH,
-          ledger.held() + " task(s) whose workers did not let go within the destruction window after their deadline",
-          ledger.held(), ledger.heldBytes(), Instant.now()), () -> heldTasks.get() > 0);
+      LOG.error(
+          "batch {}: {} task(s) UNQUIESCED; the batch is quarantined ({} task(s), {} B retained)",
+          name,
+          n,
+          ledger.held(),
+          ledger.heldBytes());
+      quarantine.enter(
+          new QuarantinedOwner(
+              name,
+              QuarantinedOwner.Kind.BATCH,
+              ledger.held()
+                  + " task(s) whose workers did not let go within the destruction window after their deadline",
+              ledger.held(),
+              ledger.heldBytes(),
+              Instant.now()),
+          () -> heldTasks.get() > 0);
       notifyIfIdle();
       report(true);
     }
     long earliest = ledger.earliestPendingDeadline();
-    watchdogAtNanos = earliest == Long.MAX_VALUE ? Long.MAX_VALUE : earliest + destructionWindowNanos;
+    watchdogAtNanos =
+        earliest == Long.MAX_VALUE ? Long.MAX_VALUE : earliest + destructionWindowNanos;
     return watchdogAtNanos;
   }
 
@@ -556,17 +686,24 @@ public final class BatchCore {
       boardDetail = "capacity " + ledger.capacity();
     }
     // A lease and a free find the ledger empty: their report shares one map of zeros.
-    counters.owners.publish(boardKey, "BatchActor", state, ledger.size() == 0 && ledger.loansHeld() == 0
-        && ledger.owedReceipts() == 0 ? NO_CHARGES : Map.of(
-        "tasks", (long) ledger.size(),
-        "pendingTasks", (long) ledger.pending(),
-        "inflightBytes", ledger.pendingBytes(),
-        "owedReceipts", ledger.owedReceipts(),
-        "loans", (long) ledger.loansHeld(),
-        "heldTasks", (long) ledger.held()), boardDetail);
+    counters.owners.publish(
+        boardKey,
+        "BatchActor",
+        state,
+        ledger.size() == 0 && ledger.loansHeld() == 0 && ledger.owedReceipts() == 0
+            ? NO_CHARGES
+            : Map.of(
+                "tasks", (long) ledger.size(),
+                "pendingTasks", (long) ledger.pending(),
+                "inflightBytes", ledger.pendingBytes(),
+                "owedReceipts", ledger.owedReceipts(),
+                "loans", (long) ledger.loansHeld(),
+                "heldTasks", (long) ledger.held()),
+        boardDetail);
   }
 
   private TransferException freed(String call) {
-    return new TransferException(ErrorKind.INVALID_ARGUMENT, call + ": the batch was already freed");
+    return new TransferException(
+        ErrorKind.INVALID_ARGUMENT, call + ": the batch was already freed");
   }
 }

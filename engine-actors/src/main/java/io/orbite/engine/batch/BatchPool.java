@@ -7,14 +7,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Freed batches kept for the next {@code allocateBatch} of the same capacity, so that allocating
- * and freeing a batch costs no actor spawn and no ask. Bounded: at most {@link #MAX_POOLED}
- * batches of at most {@link #MAX_POOLED_CAPACITY} tasks each are kept; any other freed batch is
- * retired (its actor stops). A pooled batch holds no charge: its slot was given back at free.
- * Thread-safe.
+ * and freeing a batch costs no actor spawn and no ask. Bounded: at most {@link #MAX_POOLED} batches
+ * of at most {@link #MAX_POOLED_CAPACITY} tasks each are kept; any other freed batch is retired
+ * (its actor stops). A pooled batch holds no charge: its slot was given back at free. Thread-safe.
  */
 public final class BatchPool {
   /** How many freed batches are kept in all. */
   public static final int MAX_POOLED = 32;
+
   /** Larger batches are not kept: their ledgers are large, and they are allocated rarely. */
   public static final int MAX_POOLED_CAPACITY = 4096;
 

@@ -10,9 +10,9 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * Requester-side checks of a submission, run before anything is charged or sent. The source
- * checks authority again on every frame; this only refuses what is already known to be wrong,
- * naming the task and the field.
+ * Requester-side checks of a submission, run before anything is charged or sent. The source checks
+ * authority again on every frame; this only refuses what is already known to be wrong, naming the
+ * task and the field.
  */
 public final class RequestValidator {
   private RequestValidator() {}
@@ -41,7 +41,8 @@ public final class RequestValidator {
       throw invalid(i, "remote segment is null");
     }
     if (r.remote().isClosed()) {
-      throw invalid(i, "remote segment " + r.remote().label() + " was closed; open the segment again");
+      throw invalid(
+          i, "remote segment " + r.remote().label() + " was closed; open the segment again");
     }
     if (r.lengthBytes() <= 0) {
       throw invalid(i, "length must be positive, got " + r.lengthBytes());
@@ -51,8 +52,17 @@ public final class RequestValidator {
     }
     long localLength = r.local().lengthBytes();
     if (r.localOffset() < 0 || r.localOffset() > localLength - r.lengthBytes()) {
-      throw invalid(i, "local range [" + r.localOffset() + ", +" + r.lengthBytes() + ") is outside region "
-          + r.local().regionId() + " of " + localLength + " B");
+      throw invalid(
+          i,
+          "local range ["
+              + r.localOffset()
+              + ", +"
+              + r.lengthBytes()
+              + ") is outside region "
+              + r.local().regionId()
+              + " of "
+              + localLength
+              + " B");
     }
     if (!r.local().registration().visible()) {
       throw invalid(i, "local region " + r.local().regionId() + " is unregistered");
@@ -63,13 +73,32 @@ public final class RequestValidator {
     }
     long remoteLength = region.get().lengthBytes();
     if (r.remoteOffset() < 0 || r.remoteOffset() > remoteLength - r.lengthBytes()) {
-      throw invalid(i, "remote range [" + r.remoteOffset() + ", +" + r.lengthBytes() + ") is outside region "
-          + r.regionId() + " of " + remoteLength + " B at " + r.remote().label());
+      throw invalid(
+          i,
+          "remote range ["
+              + r.remoteOffset()
+              + ", +"
+              + r.lengthBytes()
+              + ") is outside region "
+              + r.regionId()
+              + " of "
+              + remoteLength
+              + " B at "
+              + r.remote().label());
     }
     if (!region.get().access().allows(r.op())) {
-      throw new TransferException(ErrorKind.PERMISSION_DENIED, "task " + i + ": region " + r.regionId() + " at "
-          + r.remote().label() + " grants " + region.get().access() + ", not remote "
-          + (r.op() == Op.READ ? "READ" : "WRITE"));
+      throw new TransferException(
+          ErrorKind.PERMISSION_DENIED,
+          "task "
+              + i
+              + ": region "
+              + r.regionId()
+              + " at "
+              + r.remote().label()
+              + " grants "
+              + region.get().access()
+              + ", not remote "
+              + (r.op() == Op.READ ? "READ" : "WRITE"));
     }
     PeerChannel channel = r.remote().channelFor(r.transport(), r.regionId());
     String fenced = r.remote().channel().fencedBecause();
@@ -77,17 +106,38 @@ public final class RequestValidator {
       fenced = channel.fencedBecause();
     }
     if (fenced != null) {
-      throw new TransferException(ErrorKind.EPOCH_MISMATCH, "task " + i + ": " + r.remote().label()
-          + " is fenced: " + fenced + "; open the segment again");
+      throw new TransferException(
+          ErrorKind.EPOCH_MISMATCH,
+          "task "
+              + i
+              + ": "
+              + r.remote().label()
+              + " is fenced: "
+              + fenced
+              + "; open the segment again");
     }
     if (channel == null) {
-      throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": transport " + r.transport()
-          + " is not available to " + r.remote().label() + ": "
-          + r.remote().unreachableBecause(r.transport(), r.regionId()));
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE,
+          "task "
+              + i
+              + ": transport "
+              + r.transport()
+              + " is not available to "
+              + r.remote().label()
+              + ": "
+              + r.remote().unreachableBecause(r.transport(), r.regionId()));
     }
     if (!channel.active()) {
-      throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": the " + channel.transport()
-          + " channel to " + r.remote().label() + " is closed");
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE,
+          "task "
+              + i
+              + ": the "
+              + channel.transport()
+              + " channel to "
+              + r.remote().label()
+              + " is closed");
     }
     return r.lengthBytes();
   }

@@ -13,11 +13,11 @@ import java.util.List;
 
 /**
  * The per-task drain ledger of one batch: how many receipts each task still owes, what they said,
- * and the local loan it holds. Plain data owned by the Batch actor; a task turns terminal only
- * when its last receipt arrives, so a failure is never reported while a worker may still touch
- * its memory (C5). A task whose receipts have not all arrived within the destruction window after
- * its deadline is reported UNQUIESCED: terminal for the caller, but it keeps its loan (and the
- * batch keeps its charge) until the late receipts prove its workers let go.
+ * and the local loan it holds. Plain data owned by the Batch actor; a task turns terminal only when
+ * its last receipt arrives, so a failure is never reported while a worker may still touch its
+ * memory (C5). A task whose receipts have not all arrived within the destruction window after its
+ * deadline is reported UNQUIESCED: terminal for the caller, but it keeps its loan (and the batch
+ * keeps its charge) until the late receipts prove its workers let go.
  */
 final class TaskLedger {
   private final Op[] op;
@@ -33,17 +33,29 @@ final class TaskLedger {
   private final long[] admittedNanos;
   private final long[] elapsedNanos;
   private final long[] deadlineNanos;
-  /** Whether the task's receipt count is known ({@link #owe}); until then it cannot turn terminal. */
+
+  /**
+   * Whether the task's receipt count is known ({@link #owe}); until then it cannot turn terminal.
+   */
   private final boolean[] sealed;
+
   /** The transport each task was handed to ({@code null}: it never reached one). */
   private final Transport[] transport;
+
   private int size;
   private int pending;
+
   /** UNQUIESCED tasks whose workers have not let go yet. */
   private int held;
+
   private long heldBytes;
-  /** Bytes of pending tasks, receipts still owed, and local loans held: the batch's charges, for the owner view. */
+
+  /**
+   * Bytes of pending tasks, receipts still owed, and local loans held: the batch's charges, for the
+   * owner view.
+   */
   private long pendingBytes;
+
   private long owedReceipts;
   private int loansHeld;
 
@@ -71,7 +83,9 @@ final class TaskLedger {
     NONE,
     /** The task turned terminal now: its loan was returned. */
     FINISHED,
-    /** An UNQUIESCED task's workers let go at last: its loan was returned, its outcome unchanged. */
+    /**
+     * An UNQUIESCED task's workers let go at last: its loan was returned, its outcome unchanged.
+     */
     LATE_DRAINED
   }
 
@@ -97,7 +111,12 @@ final class TaskLedger {
   }
 
   /** Adds a pending task and returns its index; the caller then sets its owed receipts. */
-  int add(Op taskOp, long taskLength, Registration localLoan, long taskDeadlineNanos, long submittedNanos) {
+  int add(
+      Op taskOp,
+      long taskLength,
+      Registration localLoan,
+      long taskDeadlineNanos,
+      long submittedNanos) {
     int i = size++;
     op[i] = taskOp;
     length[i] = taskLength;
@@ -163,7 +182,9 @@ final class TaskLedger {
     return n;
   }
 
-  /** Whether task {@code i} may still get receipts: its count is not known yet, or some are owed. */
+  /**
+   * Whether task {@code i} may still get receipts: its count is not known yet, or some are owed.
+   */
   private boolean owing(int i) {
     return !sealed[i] || owed[i] > 0;
   }
@@ -173,7 +194,9 @@ final class TaskLedger {
     return i >= 0 && i < size && state[i] == TaskState.UNQUIESCED && owing(i);
   }
 
-  /** A late receipt (or receipt count) left an UNQUIESCED task owing nothing: its workers let go. */
+  /**
+   * A late receipt (or receipt count) left an UNQUIESCED task owing nothing: its workers let go.
+   */
   private Outcome lateDrained(int i) {
     if (loan[i] != null) {
       loan[i].returnLoan();
@@ -205,13 +228,15 @@ final class TaskLedger {
   /** {@link #owe(int, int)}, with {@code now} the clock a task that ends here ends at. */
   Outcome owe(int i, int receipts, long now) {
     if (i < 0 || i >= size || sealed[i]) {
-      throw new IllegalStateException("receipt count for task " + i + " given twice (or for no task)");
+      throw new IllegalStateException(
+          "receipt count for task " + i + " given twice (or for no task)");
     }
     sealed[i] = true;
     owed[i] += receipts;
     owedReceipts += receipts;
     if (owed[i] < 0) {
-      throw new IllegalStateException("task " + i + " got " + (receipts - owed[i]) + " receipts, but owes " + receipts);
+      throw new IllegalStateException(
+          "task " + i + " got " + (receipts - owed[i]) + " receipts, but owes " + receipts);
     }
     if (owed[i] > 0) {
       return Outcome.NONE;
@@ -252,8 +277,11 @@ final class TaskLedger {
   Outcome apply(int i, long bytes, ErrorKind kind, RemoteEffect effect, String why, long now) {
     boolean late = isHeld(i);
     if (!late && (i < 0 || i >= size || state[i] != TaskState.PENDING || !owing(i))) {
-      throw new IllegalStateException("receipt for task " + i + " that owes nothing: "
-          + new Receipt(i, bytes, kind, effect, why));
+      throw new IllegalStateException(
+          "receipt for task "
+              + i
+              + " that owes nothing: "
+              + new Receipt(i, bytes, kind, effect, why));
     }
     owedReceipts--;
     owed[i]--;
@@ -284,7 +312,8 @@ final class TaskLedger {
    */
   void reset() {
     if (pending != 0 || held != 0) {
-      throw new IllegalStateException("reset of a ledger with " + pending + " pending and " + held + " held task(s)");
+      throw new IllegalStateException(
+          "reset of a ledger with " + pending + " pending and " + held + " held task(s)");
     }
     size = 0;
     owedReceipts = 0;
@@ -362,7 +391,14 @@ final class TaskLedger {
     }
     long bytes = state[i] == TaskState.COMPLETED ? length[i] : 0;
     boolean drained = terminal && !owing(i);
-    return new TaskResult(i, state[i], bytes, error[i], effect, drained, detail[i] == null ? "" : detail[i],
+    return new TaskResult(
+        i,
+        state[i],
+        bytes,
+        error[i],
+        effect,
+        drained,
+        detail[i] == null ? "" : detail[i],
         elapsedNanos[i]);
   }
 }

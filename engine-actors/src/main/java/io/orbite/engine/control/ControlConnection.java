@@ -1,21 +1,21 @@
 package io.orbite.engine.control;
 
+import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.registry.Registration;
 import io.orbite.engine.registry.RegistryView;
-import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.SharedBacking;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.wire.DescribeCodec;
-import io.orbite.engine.spi.SharedBacking;
 import io.orbite.engine.wire.Description;
-import io.orbite.engine.wire.SharedExports;
-import io.orbite.engine.wire.SharedHost;
-import io.orbite.engine.wire.SharedRegion;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
+import io.orbite.engine.wire.SharedExports;
+import io.orbite.engine.wire.SharedHost;
+import io.orbite.engine.wire.SharedRegion;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -31,10 +31,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Serves one accepted connection until it is handed to a transport or closed: reads the first
- * frame (refusing foreign bytes before the rest of a header arrives), answers DESCRIBE requests
- * from the published registry, and passes a HELLO's connection to the transport it names. Runs on
- * its own thread, started by the ControlService.
+ * Serves one accepted connection until it is handed to a transport or closed: reads the first frame
+ * (refusing foreign bytes before the rest of a header arrives), answers DESCRIBE requests from the
+ * published registry, and passes a HELLO's connection to the transport it names. Runs on its own
+ * thread, started by the ControlService.
  */
 final class ControlConnection implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(ControlConnection.class);
@@ -91,7 +91,10 @@ final class ControlConnection implements Runnable {
     } catch (FrameRejectedException e) {
       reject(e.getMessage());
     } catch (SocketTimeoutException e) {
-      LOG.debug("control connection {}: no frame within {} ms, closing", remote(), firstFrameTimeoutMillis);
+      LOG.debug(
+          "control connection {}: no frame within {} ms, closing",
+          remote(),
+          firstFrameTimeoutMillis);
     } catch (IOException e) {
       LOG.debug("control connection {}: {}", remote(), e.toString());
     } finally {
@@ -103,7 +106,8 @@ final class ControlConnection implements Runnable {
   }
 
   /** Reads one header; refuses a foreign magic from its first four bytes. Returns false on EOF. */
-  private boolean readHeader(InputStream in, byte[] header, ByteBuffer h) throws IOException, FrameRejectedException {
+  private boolean readHeader(InputStream in, byte[] header, ByteBuffer h)
+      throws IOException, FrameRejectedException {
     int got = 0;
     while (got < FrameCodec.HEADER_BYTES) {
       int want = got < 4 ? 4 - got : FrameCodec.HEADER_BYTES - got;
@@ -112,7 +116,8 @@ final class ControlConnection implements Runnable {
         if (got == 0) {
           return false;
         }
-        throw new FrameRejectedException(FrameRejectedException.Reason.TRUNCATED_HEADER,
+        throw new FrameRejectedException(
+            FrameRejectedException.Reason.TRUNCATED_HEADER,
             "connection closed after " + got + " of " + FrameCodec.HEADER_BYTES + " header bytes");
       }
       got += n;
@@ -130,14 +135,28 @@ final class ControlConnection implements Runnable {
       regions.add(new RemoteRegion(r.regionId(), r.lengthBytes(), r.access()));
       SharedBacking b = r.shared();
       if (sharedHost != null && b != null) {
-        exports.add(new SharedRegion(r.regionId(), b.fd(), b.inode(), b.offset(), r.lengthBytes(), r.access()));
+        exports.add(
+            new SharedRegion(
+                r.regionId(), b.fd(), b.inode(), b.offset(), r.lengthBytes(), r.access()));
       }
     }
     SharedExports shared = sharedHost == null ? null : new SharedExports(sharedHost, exports);
-    ByteBuffer payload = DescribeCodec.encode(new Description(self.host(), self.port(), self.epoch(), regions, shared));
+    ByteBuffer payload =
+        DescribeCodec.encode(
+            new Description(self.host(), self.port(), self.epoch(), regions, shared));
     byte[] frame = new byte[FrameCodec.HEADER_BYTES + payload.remaining()];
     ByteBuffer f = ByteBuffer.wrap(frame);
-    FrameCodec.encode(f, 0, FrameType.DESCRIBE_RESPONSE, 0, payload.remaining(), requestId, self.epoch(), 0, 0, 0);
+    FrameCodec.encode(
+        f,
+        0,
+        FrameType.DESCRIBE_RESPONSE,
+        0,
+        payload.remaining(),
+        requestId,
+        self.epoch(),
+        0,
+        0,
+        0);
     f.put(FrameCodec.HEADER_BYTES, payload, 0, payload.remaining());
     out.write(frame);
     out.flush();
@@ -152,7 +171,8 @@ final class ControlConnection implements Runnable {
       return false;
     }
     channel.socket().setSoTimeout(0);
-    ByteBuffer copy = ByteBuffer.allocate(FrameCodec.HEADER_BYTES).put(0, hello, 0, FrameCodec.HEADER_BYTES);
+    ByteBuffer copy =
+        ByteBuffer.allocate(FrameCodec.HEADER_BYTES).put(0, hello, 0, FrameCodec.HEADER_BYTES);
     target.tell(new TransportCommand.AdoptConnection(channel, copy));
     return true;
   }
@@ -177,5 +197,4 @@ final class ControlConnection implements Runnable {
       // Closing a broken socket has nothing left to report.
     }
   }
-
 }

@@ -21,11 +21,11 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 /**
  * Owner of the engine's single listener. Child of the EngineGuardian; its acceptor and
  * per-connection threads are plain threads it starts and stops (blocking accept never runs in a
- * mailbox). Connections answer Describe here; data-lane connections are handed to their
- * transport's supervisor.
+ * mailbox). Connections answer Describe here; data-lane connections are handed to their transport's
+ * supervisor.
  *
- * <p>States: {@link #serving}, {@link #stopping} (listener closed, waiting for the acceptor
- * thread to end), then stopped.
+ * <p>States: {@link #serving}, {@link #stopping} (listener closed, waiting for the acceptor thread
+ * to end), then stopped.
  */
 public final class ControlService {
   public sealed interface Command {}
@@ -58,31 +58,47 @@ public final class ControlService {
     this.maxUnclaimed = maxUnclaimed;
     this.listener = listener;
     ActorRef<Command> me = ctx.getSelf();
-    this.acceptor = Thread.ofPlatform().daemon().name("orbite-acceptor-" + self.port()).unstarted(() -> {
-      try {
-        while (true) {
-          SocketChannel channel = listener.accept();
-          counters.connectionsAccepted.increment();
-          if (unclaimed.size() >= maxUnclaimed) {
-            // C9: connections that have not yet said what they are (Describe or a lane) are
-            // bounded; beyond the bound a new one is closed at once.
-            counters.connectionsRefused.increment();
-            closeQuietly(channel);
-            continue;
-          }
-          channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
-          unclaimed.add(channel);
-          Thread.ofPlatform().daemon().name("orbite-control-" + self.port()).start(new ControlConnection(
-              channel, self, registry, transports, counters, firstFrameTimeoutMillis, unclaimed::remove));
-        }
-      } catch (ClosedChannelException e) {
-        // The listener was closed by Stop: the normal way out.
-      } catch (IOException e) {
-        ctx.getLog().error("listener on port {} failed: {}", self.port(), e.toString());
-      } finally {
-        me.tell(AcceptorEnded.INSTANCE);
-      }
-    });
+    this.acceptor =
+        Thread.ofPlatform()
+            .daemon()
+            .name("orbite-acceptor-" + self.port())
+            .unstarted(
+                () -> {
+                  try {
+                    while (true) {
+                      SocketChannel channel = listener.accept();
+                      counters.connectionsAccepted.increment();
+                      if (unclaimed.size() >= maxUnclaimed) {
+                        // C9: connections that have not yet said what they are (Describe or a lane)
+                        // are
+                        // bounded; beyond the bound a new one is closed at once.
+                        counters.connectionsRefused.increment();
+                        closeQuietly(channel);
+                        continue;
+                      }
+                      channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                      unclaimed.add(channel);
+                      Thread.ofPlatform()
+                          .daemon()
+                          .name("orbite-control-" + self.port())
+                          .start(
+                              new ControlConnection(
+                                  channel,
+                                  self,
+                                  registry,
+                                  transports,
+                                  counters,
+                                  firstFrameTimeoutMillis,
+                                  unclaimed::remove));
+                    }
+                  } catch (ClosedChannelException e) {
+                    // The listener was closed by Stop: the normal way out.
+                  } catch (IOException e) {
+                    ctx.getLog().error("listener on port {} failed: {}", self.port(), e.toString());
+                  } finally {
+                    me.tell(AcceptorEnded.INSTANCE);
+                  }
+                });
   }
 
   /**
@@ -97,15 +113,29 @@ public final class ControlService {
       EngineCounters counters,
       int firstFrameTimeoutMillis,
       int maxUnclaimed) {
-    return Behaviors.setup(ctx -> {
-      ControlService service = new ControlService(
-          ctx, listener, self, registry, Map.copyOf(transports), counters, firstFrameTimeoutMillis, maxUnclaimed);
-      service.acceptor.start();
-      return io.orbite.engine.view.OwnerBoard.reporting(counters.owners,
-          () -> new io.orbite.engine.view.OwnerBoard.Report("ControlService", service.state,
-              Map.of("unclaimedConnections", (long) service.unclaimed.size()), "listening on " + self.endpoint()),
-          service.serving());
-    });
+    return Behaviors.setup(
+        ctx -> {
+          ControlService service =
+              new ControlService(
+                  ctx,
+                  listener,
+                  self,
+                  registry,
+                  Map.copyOf(transports),
+                  counters,
+                  firstFrameTimeoutMillis,
+                  maxUnclaimed);
+          service.acceptor.start();
+          return io.orbite.engine.view.OwnerBoard.reporting(
+              counters.owners,
+              () ->
+                  new io.orbite.engine.view.OwnerBoard.Report(
+                      "ControlService",
+                      service.state,
+                      Map.of("unclaimedConnections", (long) service.unclaimed.size()),
+                      "listening on " + self.endpoint()),
+              service.serving());
+        });
   }
 
   private String state = "serving";
@@ -113,10 +143,13 @@ public final class ControlService {
   private Behavior<Command> serving() {
     return Behaviors.receive(Command.class)
         .onMessage(Stop.class, this::onStop)
-        .onMessageEquals(AcceptorEnded.INSTANCE, () -> {
-          ctx.getLog().warn("acceptor ended while serving; the engine no longer accepts connections");
-          return Behaviors.same();
-        })
+        .onMessageEquals(
+            AcceptorEnded.INSTANCE,
+            () -> {
+              ctx.getLog()
+                  .warn("acceptor ended while serving; the engine no longer accepts connections");
+              return Behaviors.same();
+            })
         .build();
   }
 
@@ -132,14 +165,18 @@ public final class ControlService {
   /** Listener closed; every Stop is answered once the acceptor thread has ended. */
   private Behavior<Command> stopping(java.util.List<ActorRef<Stopped>> waiters) {
     return Behaviors.receive(Command.class)
-        .onMessageEquals(AcceptorEnded.INSTANCE, () -> {
-          waiters.forEach(w -> w.tell(new Stopped()));
-          return stopped();
-        })
-        .onMessage(Stop.class, m -> {
-          waiters.add(m.replyTo());
-          return Behaviors.same();
-        })
+        .onMessageEquals(
+            AcceptorEnded.INSTANCE,
+            () -> {
+              waiters.forEach(w -> w.tell(new Stopped()));
+              return stopped();
+            })
+        .onMessage(
+            Stop.class,
+            m -> {
+              waiters.add(m.replyTo());
+              return Behaviors.same();
+            })
         .build();
   }
 
@@ -150,10 +187,12 @@ public final class ControlService {
   private Behavior<Command> stopped() {
     state = "stopped";
     return Behaviors.receive(Command.class)
-        .onMessage(Stop.class, m -> {
-          m.replyTo().tell(new Stopped());
-          return Behaviors.same();
-        })
+        .onMessage(
+            Stop.class,
+            m -> {
+              m.replyTo().tell(new Stopped());
+              return Behaviors.same();
+            })
         .onMessageEquals(AcceptorEnded.INSTANCE, Behaviors::same)
         .build();
   }

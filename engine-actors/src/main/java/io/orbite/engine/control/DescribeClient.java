@@ -17,8 +17,8 @@ import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 
 /**
- * Requester side of Describe: a short control connection that asks a source for its endpoint,
- * epoch and regions. Blocking; callers run it on the engine's blocking-I/O executor.
+ * Requester side of Describe: a short control connection that asks a source for its endpoint, epoch
+ * and regions. Blocking; callers run it on the engine's blocking-I/O executor.
  */
 public final class DescribeClient {
   /** The largest Describe payload accepted (a million regions is far above any budget). */
@@ -29,21 +29,25 @@ public final class DescribeClient {
   /** Parses {@code host:port}, naming what is wrong. */
   public static InetSocketAddress parseEndpoint(String endpoint) {
     if (endpoint == null || endpoint.isBlank()) {
-      throw new TransferException(ErrorKind.INVALID_ARGUMENT, "endpoint is empty; expected host:port");
+      throw new TransferException(
+          ErrorKind.INVALID_ARGUMENT, "endpoint is empty; expected host:port");
     }
     int colon = endpoint.lastIndexOf(':');
     if (colon <= 0 || colon == endpoint.length() - 1) {
-      throw new TransferException(ErrorKind.INVALID_ARGUMENT, "endpoint '" + endpoint + "': expected host:port");
+      throw new TransferException(
+          ErrorKind.INVALID_ARGUMENT, "endpoint '" + endpoint + "': expected host:port");
     }
     String host = endpoint.substring(0, colon);
     int port;
     try {
       port = Integer.parseInt(endpoint.substring(colon + 1));
     } catch (NumberFormatException e) {
-      throw new TransferException(ErrorKind.INVALID_ARGUMENT, "endpoint '" + endpoint + "': port is not a number");
+      throw new TransferException(
+          ErrorKind.INVALID_ARGUMENT, "endpoint '" + endpoint + "': port is not a number");
     }
     if (port < 1 || port > 65535) {
-      throw new TransferException(ErrorKind.INVALID_ARGUMENT, "endpoint '" + endpoint + "': port must be 1..65535");
+      throw new TransferException(
+          ErrorKind.INVALID_ARGUMENT, "endpoint '" + endpoint + "': port must be 1..65535");
     }
     if (host.startsWith("[") && host.endsWith("]")) {
       host = host.substring(1, host.length() - 1);
@@ -57,7 +61,8 @@ public final class DescribeClient {
     try (Socket socket = new Socket()) {
       socket.setTcpNoDelay(true);
       socket.setSoTimeout(timeoutMillis);
-      socket.connect(new InetSocketAddress(endpoint.getHostString(), endpoint.getPort()), timeoutMillis);
+      socket.connect(
+          new InetSocketAddress(endpoint.getHostString(), endpoint.getPort()), timeoutMillis);
       ByteBuffer request = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
       FrameCodec.encode(request, 0, FrameType.DESCRIBE_REQUEST, 0, 0, 1, 0, 0, 0, 0);
       OutputStream out = socket.getOutputStream();
@@ -69,28 +74,44 @@ public final class DescribeClient {
       ByteBuffer h = ByteBuffer.wrap(header);
       FrameCodec.check(h, 0, header.length, MAX_DESCRIBE_BYTES);
       if (FrameCodec.type(h, 0) != FrameType.DESCRIBE_RESPONSE || FrameCodec.requestId(h, 0) != 1) {
-        throw new TransferException(ErrorKind.PROTOCOL, "describe " + peer + ": answered with "
-            + FrameCodec.type(h, 0) + " for request " + FrameCodec.requestId(h, 0));
+        throw new TransferException(
+            ErrorKind.PROTOCOL,
+            "describe "
+                + peer
+                + ": answered with "
+                + FrameCodec.type(h, 0)
+                + " for request "
+                + FrameCodec.requestId(h, 0));
       }
       int status = FrameCodec.status(h, 0);
       if (status != 0) {
         ErrorKind kind = ErrorKind.fromCode(status);
-        throw new TransferException(kind == null ? ErrorKind.PROTOCOL : kind, "describe " + peer + " refused");
+        throw new TransferException(
+            kind == null ? ErrorKind.PROTOCOL : kind, "describe " + peer + " refused");
       }
       byte[] payload = new byte[(int) FrameCodec.payloadLength(h, 0)];
       in.readFully(payload);
       return DescribeCodec.decode(ByteBuffer.wrap(payload));
     } catch (SocketTimeoutException e) {
-      throw new TransferException(ErrorKind.TIMEOUT, "describe " + peer + ": no answer within " + timeoutMillis + " ms", e);
+      throw new TransferException(
+          ErrorKind.TIMEOUT, "describe " + peer + ": no answer within " + timeoutMillis + " ms", e);
     } catch (FrameRejectedException e) {
       throw new TransferException(ErrorKind.PROTOCOL, "describe " + peer + ": " + e.describe(), e);
     } catch (EOFException e) {
-      throw new TransferException(ErrorKind.PEER_LOST, "describe " + peer + ": connection closed mid-answer", e);
+      throw new TransferException(
+          ErrorKind.PEER_LOST, "describe " + peer + ": connection closed mid-answer", e);
     } catch (java.net.UnknownHostException e) {
-      throw new TransferException(ErrorKind.UNAVAILABLE, "describe " + peer + ": unknown host "
-          + endpoint.getHostString() + " (the name does not resolve)", e);
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE,
+          "describe "
+              + peer
+              + ": unknown host "
+              + endpoint.getHostString()
+              + " (the name does not resolve)",
+          e);
     } catch (IOException e) {
-      throw new TransferException(ErrorKind.UNAVAILABLE, "describe " + peer + ": " + TransferException.describe(e), e);
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE, "describe " + peer + ": " + TransferException.describe(e), e);
     }
   }
 }

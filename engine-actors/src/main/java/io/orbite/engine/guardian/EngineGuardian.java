@@ -45,7 +45,9 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 public final class EngineGuardian {
   public sealed interface Command {}
 
-  /** The engine's parts, for the public API facade; handed over once, when the guardian has set up. */
+  /**
+   * The engine's parts, for the public API facade; handed over once, when the guardian has set up.
+   */
   public record Handles(
       SegmentDescriptor self,
       ActorRef<Registry.Command> registry,
@@ -84,13 +86,13 @@ public final class EngineGuardian {
 
   public record SideClosed(Side side) {}
 
-  private record TransportSideClosed(ActorRef<SideClosed> replyTo, Side side, int left) implements Command {}
+  private record TransportSideClosed(ActorRef<SideClosed> replyTo, Side side, int left)
+      implements Command {}
 
   /** Stop serving, stop the transports, then stop the engine's actors. */
   public record Shutdown(ActorRef<ShutdownDone> replyTo) implements Command {}
 
   public record ShutdownDone() {}
-
 
   private record ControlStopped() implements Command {}
 
@@ -100,16 +102,24 @@ public final class EngineGuardian {
   private final EngineConfig config;
   private final EngineCounters counters;
   private final QuarantineLedger quarantine;
-  /** The budgets, charged here and by the batches directly; owned (fenced, reported) by Admission. */
+
+  /**
+   * The budgets, charged here and by the batches directly; owned (fenced, reported) by Admission.
+   */
   private final AdmissionGate gate;
+
   private final Handles handles;
   private final ActorRef<ControlService.Command> control;
   private final OwnerSupervision supervision;
+
   /** The supervised owners by actor, for the guardian's watch. */
   private final Map<ActorRef<?>, String> owners = new java.util.HashMap<>();
+
   private long batchSequence;
+
   /** Side closes waiting for their transports: reply address to transports still to answer. */
-  private final java.util.Map<ActorRef<SideClosed>, Integer> sideClosesLeft = new java.util.HashMap<>();
+  private final java.util.Map<ActorRef<SideClosed>, Integer> sideClosesLeft =
+      new java.util.HashMap<>();
 
   private EngineGuardian(
       ActorContext<Command> ctx,
@@ -126,39 +136,84 @@ public final class EngineGuardian {
     this.counters = counters;
     this.quarantine = quarantine;
     counters.owners.root(ctx.getSelf());
-    Executor blockingIo = ctx.getSystem().dispatchers().lookup(DispatcherSelector.fromConfig("orbite.blocking-io-dispatcher"));
-    this.supervision = new OwnerSupervision(config.name() + "@" + self, quarantine, counters, hooks);
-    var registry = ctx.spawn(supervision.supervise(REGISTRY, Registry.Command.class,
-        Registry.create(registryView, config.budgets().maxRegistrations(),
-            Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine, counters.owners),
-        Registry::refuse), "registry");
+    Executor blockingIo =
+        ctx.getSystem()
+            .dispatchers()
+            .lookup(DispatcherSelector.fromConfig("orbite.blocking-io-dispatcher"));
+    this.supervision =
+        new OwnerSupervision(config.name() + "@" + self, quarantine, counters, hooks);
+    var registry =
+        ctx.spawn(
+            supervision.supervise(
+                REGISTRY,
+                Registry.Command.class,
+                Registry.create(
+                    registryView,
+                    config.budgets().maxRegistrations(),
+                    Duration.ofMillis(config.timeouts().destructionWindowMillis()),
+                    quarantine,
+                    counters.owners),
+                Registry::refuse),
+            "registry");
     this.gate = new AdmissionGate(config.budgets());
-    var admission = ctx.spawn(supervision.supervise(ADMISSION, Admission.Command.class,
-        Admission.create(gate, config.budgets(), counters.owners), (m, why) -> Admission.refuse(m, why, gate)),
-        "admission");
-    TransportContext transportContext = new TransportContext(config, registryView, self.epoch(), blockingIo, counters,
-        quarantine, hooks);
+    var admission =
+        ctx.spawn(
+            supervision.supervise(
+                ADMISSION,
+                Admission.Command.class,
+                Admission.create(gate, config.budgets(), counters.owners),
+                (m, why) -> Admission.refuse(m, why, gate)),
+            "admission");
+    TransportContext transportContext =
+        new TransportContext(
+            config, registryView, self.epoch(), blockingIo, counters, quarantine, hooks);
     Map<Transport, ActorRef<TransportCommand>> transports = new EnumMap<>(Transport.class);
-    for (TransportProvider provider : providers) { // one per kind, TCP among them (transportProviders)
-      var ref = ctx.spawn(provider.create(transportContext), "transport-" + provider.kind().name().toLowerCase());
+    for (TransportProvider provider :
+        providers) { // one per kind, TCP among them (transportProviders)
+      var ref =
+          ctx.spawn(
+              provider.create(transportContext),
+              "transport-" + provider.kind().name().toLowerCase());
       ctx.watch(ref);
       transports.put(provider.kind(), ref);
     }
-    var segmentTable = ctx.spawn(supervision.supervise(SEGMENT_TABLE, SegmentTable.Command.class,
-        SegmentTable.create(admission, transports.get(Transport.TCP), transports.get(Transport.SHM), blockingIo,
-            Duration.ofMillis(config.timeouts().describeTimeoutMillis()), config.budgets().maxPeerSegments(),
-            counters.owners),
-        SegmentTable::refuse), "segment-table");
-    // Watched, as the transports are: an owner that stops while the engine runs is marked quarantined.
+    var segmentTable =
+        ctx.spawn(
+            supervision.supervise(
+                SEGMENT_TABLE,
+                SegmentTable.Command.class,
+                SegmentTable.create(
+                    admission,
+                    transports.get(Transport.TCP),
+                    transports.get(Transport.SHM),
+                    blockingIo,
+                    Duration.ofMillis(config.timeouts().describeTimeoutMillis()),
+                    config.budgets().maxPeerSegments(),
+                    counters.owners),
+                SegmentTable::refuse),
+            "segment-table");
+    // Watched, as the transports are: an owner that stops while the engine runs is marked
+    // quarantined.
     ctx.watch(registry);
     ctx.watch(admission);
     ctx.watch(segmentTable);
     owners.put(registry, REGISTRY);
     owners.put(admission, ADMISSION);
     owners.put(segmentTable, SEGMENT_TABLE);
-    this.control = ctx.spawn(ControlService.create(listener, self, registryView, transports, counters,
-        (int) config.timeouts().describeTimeoutMillis(), config.budgets().maxEndpoints()), "control-service");
-    this.handles = new Handles(self, registry, admission, segmentTable, Map.copyOf(transports), gate, supervision);
+    this.control =
+        ctx.spawn(
+            ControlService.create(
+                listener,
+                self,
+                registryView,
+                transports,
+                counters,
+                (int) config.timeouts().describeTimeoutMillis(),
+                config.budgets().maxEndpoints()),
+            "control-service");
+    this.handles =
+        new Handles(
+            self, registry, admission, segmentTable, Map.copyOf(transports), gate, supervision);
   }
 
   /** The supervised owners' names, as messages and {@code quarantined()} give them. */
@@ -169,8 +224,9 @@ public final class EngineGuardian {
   public static final String SEGMENT_TABLE = "SegmentTable";
 
   /** What a start without a TCP transport provider says: the artifact to add. */
-  public static final String MISSING_TCP = "no TCP transport on the class path: add the Maven dependency "
-      + "io.orbite:orbite-transport-actors (the engine needs it beside orbite-engine-actors)";
+  public static final String MISSING_TCP =
+      "no TCP transport on the class path: add the Maven dependency "
+          + "io.orbite:orbite-transport-actors (the engine needs it beside orbite-engine-actors)";
 
   /**
    * The transports this engine can run, found with {@link ServiceLoader} on the caller's thread (so
@@ -200,23 +256,45 @@ public final class EngineGuardian {
    *     cause if its setup fails (the guardian then stops)
    */
   public static Behavior<Command> create(
-      EngineConfig config, ServerSocketChannel listener, SegmentDescriptor self, RegistryView registryView,
-      EngineCounters counters, QuarantineLedger quarantine, FaultHooks hooks, List<TransportProvider> providers,
+      EngineConfig config,
+      ServerSocketChannel listener,
+      SegmentDescriptor self,
+      RegistryView registryView,
+      EngineCounters counters,
+      QuarantineLedger quarantine,
+      FaultHooks hooks,
+      List<TransportProvider> providers,
       java.util.concurrent.CompletableFuture<Handles> started) {
-    return Behaviors.setup(ctx -> {
-      EngineGuardian guardian;
-      try {
-        guardian = new EngineGuardian(ctx, config, listener, self, registryView, counters, quarantine, hooks, providers);
-      } catch (RuntimeException | Error e) {
-        started.completeExceptionally(e);
-        throw e;
-      }
-      started.complete(guardian.handles);
-      return io.orbite.engine.view.OwnerBoard.reporting(counters.owners,
-          () -> new io.orbite.engine.view.OwnerBoard.Report("EngineGuardian", guardian.state,
-              Map.of("batchesSpawned", guardian.batchSequence), config.name() + "@" + self),
-          guardian.running());
-    });
+    return Behaviors.setup(
+        ctx -> {
+          EngineGuardian guardian;
+          try {
+            guardian =
+                new EngineGuardian(
+                    ctx,
+                    config,
+                    listener,
+                    self,
+                    registryView,
+                    counters,
+                    quarantine,
+                    hooks,
+                    providers);
+          } catch (RuntimeException | Error e) {
+            started.completeExceptionally(e);
+            throw e;
+          }
+          started.complete(guardian.handles);
+          return io.orbite.engine.view.OwnerBoard.reporting(
+              counters.owners,
+              () ->
+                  new io.orbite.engine.view.OwnerBoard.Report(
+                      "EngineGuardian",
+                      guardian.state,
+                      Map.of("batchesSpawned", guardian.batchSequence),
+                      config.name() + "@" + self),
+              guardian.running());
+        });
   }
 
   private String state = "running";
@@ -228,17 +306,24 @@ public final class EngineGuardian {
         .onMessage(CloseSide.class, this::onCloseSide)
         .onMessage(TransportSideClosed.class, this::onTransportSideClosed)
         .onMessage(Shutdown.class, this::onShutdown)
-        .onSignal(Terminated.class, t -> {
-          String owner = owners.get(t.getRef());
-          if (owner != null) {
-            ctx.getLog().error("engine {}: {} stopped unexpectedly: quarantined", handles.self(), owner);
-            supervision.stopped(owner, t.getRef().path().toString());
-          } else {
-            ctx.getLog().error("engine {}: transport supervisor {} stopped unexpectedly", handles.self(),
-                t.getRef().path());
-          }
-          return Behaviors.same();
-        })
+        .onSignal(
+            Terminated.class,
+            t -> {
+              String owner = owners.get(t.getRef());
+              if (owner != null) {
+                ctx.getLog()
+                    .error(
+                        "engine {}: {} stopped unexpectedly: quarantined", handles.self(), owner);
+                supervision.stopped(owner, t.getRef().path().toString());
+              } else {
+                ctx.getLog()
+                    .error(
+                        "engine {}: transport supervisor {} stopped unexpectedly",
+                        handles.self(),
+                        t.getRef().path());
+              }
+              return Behaviors.same();
+            })
         .build();
   }
 
@@ -246,9 +331,15 @@ public final class EngineGuardian {
     if (m.side() == Side.REQUESTER) {
       // At once, and no message to Admission (it reports the gate's state): nothing to dead-letter.
       gate.fence("the requester side is closed");
-      handles.segmentTable().tell(new SegmentTable.Fence("the requester side of this engine is closed"));
+      handles
+          .segmentTable()
+          .tell(new SegmentTable.Fence("the requester side of this engine is closed"));
     } else {
-      ctx.ask(ControlService.Stopped.class, control, Duration.ofSeconds(30), ControlService.Stop::new,
+      ctx.ask(
+          ControlService.Stopped.class,
+          control,
+          Duration.ofSeconds(30),
+          ControlService.Stop::new,
           (ok, failure) -> new TransportSideClosed(null, Side.SOURCE, 0));
     }
     m.replyTo().tell(new SideClosed(m.side()));
@@ -257,11 +348,20 @@ public final class EngineGuardian {
 
   private Behavior<Command> onCloseSide(CloseSide m) {
     int transports = handles.transports().size();
-    handles.transports().values().forEach(ref -> ctx.ask(TransportCommand.SideClosed.class, ref, Duration.ofSeconds(60),
-        replyTo -> m.side() == Side.REQUESTER
-            ? new TransportCommand.CloseRequesterSide(replyTo)
-            : new TransportCommand.CloseSourceSide(replyTo),
-        (ok, failure) -> new TransportSideClosed(m.replyTo(), m.side(), 1)));
+    handles
+        .transports()
+        .values()
+        .forEach(
+            ref ->
+                ctx.ask(
+                    TransportCommand.SideClosed.class,
+                    ref,
+                    Duration.ofSeconds(60),
+                    replyTo ->
+                        m.side() == Side.REQUESTER
+                            ? new TransportCommand.CloseRequesterSide(replyTo)
+                            : new TransportCommand.CloseSourceSide(replyTo),
+                    (ok, failure) -> new TransportSideClosed(m.replyTo(), m.side(), 1)));
     if (transports == 0) {
       m.replyTo().tell(new SideClosed(m.side()));
     } else {
@@ -288,9 +388,16 @@ public final class EngineGuardian {
    */
   private Behavior<Command> onSpawnBatch(SpawnBatch m) {
     String name = "batch-" + (++batchSequence);
-    var core = new BatchCore(name, m.capacity(), gate, counters,
-        Duration.ofMillis(config.timeouts().defaultDeadlineMillis()),
-        Duration.ofMillis(config.timeouts().destructionWindowMillis()), quarantine, ctx.getExecutionContext());
+    var core =
+        new BatchCore(
+            name,
+            m.capacity(),
+            gate,
+            counters,
+            Duration.ofMillis(config.timeouts().defaultDeadlineMillis()),
+            Duration.ofMillis(config.timeouts().destructionWindowMillis()),
+            quarantine,
+            ctx.getExecutionContext());
     core.bind(ctx.spawn(BatchActor.create(core, counters.owners), name));
     m.replyTo().tell(new BatchSpawned(core));
     return Behaviors.same();
@@ -299,43 +406,71 @@ public final class EngineGuardian {
   private Behavior<Command> onShutdown(Shutdown m) {
     state = "stopping";
     gate.fence("engine is closing");
-    ctx.ask(ControlService.Stopped.class, control, Duration.ofSeconds(30), ControlService.Stop::new,
+    ctx.ask(
+        ControlService.Stopped.class,
+        control,
+        Duration.ofSeconds(30),
+        ControlService.Stop::new,
         (ok, failure) -> new ControlStopped());
-    return stopping(m.replyTo(), new HashSet<>(handles.transports().keySet().stream().map(Enum::name).toList()), false);
+    return stopping(
+        m.replyTo(),
+        new HashSet<>(handles.transports().keySet().stream().map(Enum::name).toList()),
+        false);
   }
 
-  private Behavior<Command> stopping(ActorRef<ShutdownDone> replyTo, Set<String> transportsLeft, boolean controlDone) {
+  private Behavior<Command> stopping(
+      ActorRef<ShutdownDone> replyTo, Set<String> transportsLeft, boolean controlDone) {
     if (controlDone && transportsLeft.isEmpty()) {
       replyTo.tell(new ShutdownDone());
       return Behaviors.stopped();
     }
     return Behaviors.receive(Command.class)
-        .onMessage(ControlStopped.class, m -> {
-          handles.transports().forEach((kind, ref) -> ctx.ask(TransportCommand.ShutdownDone.class, ref,
-              Duration.ofSeconds(60), TransportCommand.Shutdown::new, (ok, failure) -> new TransportStopped(kind.name())));
-          return stopping(replyTo, transportsLeft, true);
-        })
-        .onMessage(TransportStopped.class, m -> {
-          Set<String> left = new HashSet<>(transportsLeft);
-          left.remove(m.transport());
-          return stopping(replyTo, left, controlDone);
-        })
-        .onMessage(SpawnBatch.class, m -> {
-          m.replyTo().tell(new BatchRefused(new Admission.Decision("engine is closing", true)));
-          return Behaviors.same();
-        })
-        .onMessage(Shutdown.class, m -> {
-          m.replyTo().tell(new ShutdownDone());
-          return Behaviors.same();
-        })
-        .onMessage(FenceSide.class, m -> {
-          m.replyTo().tell(new SideClosed(m.side()));
-          return Behaviors.same();
-        })
-        .onMessage(CloseSide.class, m -> {
-          m.replyTo().tell(new SideClosed(m.side()));
-          return Behaviors.same();
-        })
+        .onMessage(
+            ControlStopped.class,
+            m -> {
+              handles
+                  .transports()
+                  .forEach(
+                      (kind, ref) ->
+                          ctx.ask(
+                              TransportCommand.ShutdownDone.class,
+                              ref,
+                              Duration.ofSeconds(60),
+                              TransportCommand.Shutdown::new,
+                              (ok, failure) -> new TransportStopped(kind.name())));
+              return stopping(replyTo, transportsLeft, true);
+            })
+        .onMessage(
+            TransportStopped.class,
+            m -> {
+              Set<String> left = new HashSet<>(transportsLeft);
+              left.remove(m.transport());
+              return stopping(replyTo, left, controlDone);
+            })
+        .onMessage(
+            SpawnBatch.class,
+            m -> {
+              m.replyTo().tell(new BatchRefused(new Admission.Decision("engine is closing", true)));
+              return Behaviors.same();
+            })
+        .onMessage(
+            Shutdown.class,
+            m -> {
+              m.replyTo().tell(new ShutdownDone());
+              return Behaviors.same();
+            })
+        .onMessage(
+            FenceSide.class,
+            m -> {
+              m.replyTo().tell(new SideClosed(m.side()));
+              return Behaviors.same();
+            })
+        .onMessage(
+            CloseSide.class,
+            m -> {
+              m.replyTo().tell(new SideClosed(m.side()));
+              return Behaviors.same();
+            })
         .onMessage(TransportSideClosed.class, m -> Behaviors.same())
         .onSignal(Terminated.class, t -> Behaviors.same())
         .build();

@@ -19,16 +19,19 @@ import org.slf4j.LoggerFactory;
  * Supervision of the engine's owner actors (the Registry, Admission, the SegmentTable): an
  * unexpected exception in one of them does not stop it, and does not restart it with its state
  * lost. The owner turns <em>quarantined</em>: what it held stays held (its registrations stay
- * mapped, its charges charged, for the process's life), it is listed by {@code quarantined()}
- * with the charges it last reported, every message still reaching it is answered UNAVAILABLE
- * naming it, and the facade refuses calls that need it at once, without a message
- * ({@link #unavailable}). The guardian also watches each of them, and an owner that stopped is
- * marked the same way ({@link #stopped}).
+ * mapped, its charges charged, for the process's life), it is listed by {@code quarantined()} with
+ * the charges it last reported, every message still reaching it is answered UNAVAILABLE naming it,
+ * and the facade refuses calls that need it at once, without a message ({@link #unavailable}). The
+ * guardian also watches each of them, and an owner that stopped is marked the same way ({@link
+ * #stopped}).
  */
 public final class OwnerSupervision {
   private static final Logger LOG = LoggerFactory.getLogger(OwnerSupervision.class);
 
-  /** Answers one message of a quarantined owner, when it expects an answer: UNAVAILABLE, saying {@code why}. */
+  /**
+   * Answers one message of a quarantined owner, when it expects an answer: UNAVAILABLE, saying
+   * {@code why}.
+   */
   @FunctionalInterface
   public interface Refusal<T> {
     void refuse(T message, String why);
@@ -39,10 +42,12 @@ public final class OwnerSupervision {
   private final OwnerBoard board;
   private final EngineCounters counters;
   private final FaultHooks hooks;
+
   /** Why each quarantined owner is down, by owner name. */
   private final Map<String, String> down = new ConcurrentHashMap<>();
 
-  public OwnerSupervision(String engine, QuarantineLedger ledger, EngineCounters counters, FaultHooks hooks) {
+  public OwnerSupervision(
+      String engine, QuarantineLedger ledger, EngineCounters counters, FaultHooks hooks) {
     this.engine = engine;
     this.ledger = ledger;
     this.board = counters.owners;
@@ -72,10 +77,12 @@ public final class OwnerSupervision {
   /**
    * {@code behavior} under supervision.
    *
-   * @param owner the owner's name in messages and in {@code quarantined()}, for example {@code Registry}
+   * @param owner the owner's name in messages and in {@code quarantined()}, for example {@code
+   *     Registry}
    * @param refusal how a message is answered once the owner is quarantined
    */
-  public <T> Behavior<T> supervise(String owner, Class<T> type, Behavior<T> behavior, Refusal<T> refusal) {
+  public <T> Behavior<T> supervise(
+      String owner, Class<T> type, Behavior<T> behavior, Refusal<T> refusal) {
     return Behaviors.intercept(() -> new Supervising<>(owner, type, refusal), behavior);
   }
 
@@ -88,9 +95,15 @@ public final class OwnerSupervision {
     if (down.putIfAbsent(owner, why) != null) {
       return;
     }
-    ledger.enter(new QuarantinedOwner(owner, QuarantinedOwner.Kind.OWNER,
-        why + "; it keeps what it held" + (charges.isEmpty() ? "" : ": " + charges),
-        charges.getOrDefault("tasks", 0L), charges.getOrDefault("bytes", 0L), Instant.now()), () -> true);
+    ledger.enter(
+        new QuarantinedOwner(
+            owner,
+            QuarantinedOwner.Kind.OWNER,
+            why + "; it keeps what it held" + (charges.isEmpty() ? "" : ": " + charges),
+            charges.getOrDefault("tasks", 0L),
+            charges.getOrDefault("bytes", 0L),
+            Instant.now()),
+        () -> true);
     counters.ownersQuarantined.increment();
   }
 
@@ -123,19 +136,28 @@ public final class OwnerSupervision {
       LOG.error("engine {}: {} quarantined: {}", engine, owner, why, e);
       String key = board.key(ctx.asJava().getSelf());
       Map<String, Long> charges = new java.util.TreeMap<>();
-      board.snapshot().owners().stream().filter(o -> o.path().equals(key)).findFirst().ifPresent(o ->
-          o.charges().forEach((name, value) -> {
-            if (!name.endsWith("Limit")) { // the configured limits are not held
-              charges.put(name, value);
-            }
-          }));
+      board.snapshot().owners().stream()
+          .filter(o -> o.path().equals(key))
+          .findFirst()
+          .ifPresent(
+              o ->
+                  o.charges()
+                      .forEach(
+                          (name, value) -> {
+                            if (!name.endsWith("Limit")) { // the configured limits are not held
+                              charges.put(name, value);
+                            }
+                          }));
       enter(owner, why, charges);
       board.publish(ctx.asJava().getSelf(), owner, "quarantined", charges, why);
       refuse(msg);
-      return Behaviors.receive(type).onAnyMessage(m -> {
-        refuse(m);
-        return Behaviors.same();
-      }).build();
+      return Behaviors.receive(type)
+          .onAnyMessage(
+              m -> {
+                refuse(m);
+                return Behaviors.same();
+              })
+          .build();
     }
 
     private void refuse(T m) {

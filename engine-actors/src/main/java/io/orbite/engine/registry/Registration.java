@@ -12,8 +12,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * return loans, which is safe from any thread (C1).
  *
  * <p>Loan protocol: a worker increments the loan count and then checks visibility; unregister
- * clears visibility and then waits for the count to reach zero. Both sides use volatile
- * accesses, so either the worker sees the range hidden, or unregister sees its loan.
+ * clears visibility and then waits for the count to reach zero. Both sides use volatile accesses,
+ * so either the worker sees the range hidden, or unregister sees its loan.
  */
 public final class Registration {
   private final long regionId;
@@ -33,7 +33,8 @@ public final class Registration {
    * @param shared the memfd behind engine-owned memory that the SHM transport exports; {@code null}
    *     for memory that is not shared (caller-owned memory never is)
    */
-  public Registration(long regionId, MemorySegment segment, Access access, Arena ownedArena, SharedBacking shared) {
+  public Registration(
+      long regionId, MemorySegment segment, Access access, Arena ownedArena, SharedBacking shared) {
     this.regionId = regionId;
     this.segment = segment;
     this.access = access;

@@ -25,8 +25,8 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  *
  * <p>A range becomes visible to peers when the registry publishes it in the {@link RegistryView};
  * unregister hides it at once, then waits (on a timer) until workers have returned every loan
- * before the memory is released. A range whose loans do not come back within the destruction
- * window stays retained: its memory is never freed and the caller is told UNQUIESCED.
+ * before the memory is released. A range whose loans do not come back within the destruction window
+ * stays retained: its memory is never freed and the caller is told UNQUIESCED.
  *
  * <p>States: {@link #active}.
  */
@@ -38,9 +38,15 @@ public final class Registry {
    * Register {@code segment}; {@code ownedArena} is non-null when the engine allocated it, {@code
    * shared} when that memory is a memfd exported to same-host peers.
    */
-  public record Register(MemorySegment segment, Access access, Arena ownedArena, SharedBacking shared,
-      ActorRef<RegisterReply> replyTo) implements Command {
-    public Register(MemorySegment segment, Access access, Arena ownedArena, ActorRef<RegisterReply> replyTo) {
+  public record Register(
+      MemorySegment segment,
+      Access access,
+      Arena ownedArena,
+      SharedBacking shared,
+      ActorRef<RegisterReply> replyTo)
+      implements Command {
+    public Register(
+        MemorySegment segment, Access access, Arena ownedArena, ActorRef<RegisterReply> replyTo) {
       this(segment, access, ownedArena, null, replyTo);
     }
   }
@@ -68,11 +74,18 @@ public final class Registry {
    */
   public record FenceShared(ActorRef<SharedFenced> replyTo) implements Command {}
 
-  /** @param stillCopying shared ranges a peer was still copying when the window ended (0: all fenced) */
-  /** @param stillCopying ranges a peer was still copying at the window's end; -1: the Registry could not fence */
+  /**
+   * @param stillCopying shared ranges a peer was still copying when the window ended (0: all
+   *     fenced)
+   */
+  /**
+   * @param stillCopying ranges a peer was still copying at the window's end; -1: the Registry could
+   *     not fence
+   */
   public record SharedFenced(int fenced, int stillCopying) {}
 
-  private record PendingFence(List<Registration> ranges, long deadlineNanos, ActorRef<SharedFenced> replyTo) {}
+  private record PendingFence(
+      List<Registration> ranges, long deadlineNanos, ActorRef<SharedFenced> replyTo) {}
 
   private enum LoanTick implements Command {
     INSTANCE
@@ -85,7 +98,8 @@ public final class Registry {
     final ActorRef<UnregisterReply> replyTo;
     boolean quarantined;
 
-    PendingRelease(Registration registration, long deadlineNanos, ActorRef<UnregisterReply> replyTo) {
+    PendingRelease(
+        Registration registration, long deadlineNanos, ActorRef<UnregisterReply> replyTo) {
       this.registration = registration;
       this.deadlineNanos = deadlineNanos;
       this.replyTo = replyTo;
@@ -93,11 +107,13 @@ public final class Registry {
   }
 
   private static final Duration LOAN_POLL = Duration.ofMillis(1);
+
   /** How often quarantined ranges are checked for a late return of their loans. */
   private static final Duration QUARANTINE_POLL = Duration.ofMillis(100);
 
   private final RegistryView view;
   private final int maxRegistrations;
+
   /**
    * How a quarantined Registry answers {@code m} (see {@code OwnerSupervision}): UNAVAILABLE for a
    * registration or unregistration; a FenceShared gets {@code stillCopying} -1, "could not fence"
@@ -108,7 +124,7 @@ public final class Registry {
       case Register r -> r.replyTo().tell(new RegisterRefused(ErrorKind.UNAVAILABLE, why));
       case Unregister u -> u.replyTo().tell(new UnregisterFailed(ErrorKind.UNAVAILABLE, why));
       case FenceShared f -> f.replyTo().tell(new SharedFenced(0, -1));
-      default -> { }
+      default -> {}
     }
   }
 
@@ -120,10 +136,17 @@ public final class Registry {
   private long nextRegionId = 1;
   private Duration currentPoll;
   private final List<PendingFence> fencing = new ArrayList<>();
-  /** Set by {@link FenceShared}: the source side is closed, no range is shared with peers any more. */
+
+  /**
+   * Set by {@link FenceShared}: the source side is closed, no range is shared with peers any more.
+   */
   private boolean sharedClosed;
 
-  private Registry(RegistryView view, int maxRegistrations, Duration destructionWindow, QuarantineLedger quarantine,
+  private Registry(
+      RegistryView view,
+      int maxRegistrations,
+      Duration destructionWindow,
+      QuarantineLedger quarantine,
       TimerScheduler<Command> timers) {
     this.view = view;
     this.quarantine = quarantine;
@@ -132,29 +155,58 @@ public final class Registry {
     this.timers = timers;
   }
 
-  public static Behavior<Command> create(RegistryView view, int maxRegistrations, Duration destructionWindow) {
+  public static Behavior<Command> create(
+      RegistryView view, int maxRegistrations, Duration destructionWindow) {
     return create(view, maxRegistrations, destructionWindow, new QuarantineLedger());
   }
 
-  /** @param quarantine where ranges whose loans outlive the destruction window are listed */
+  /**
+   * @param quarantine where ranges whose loans outlive the destruction window are listed
+   */
   public static Behavior<Command> create(
-      RegistryView view, int maxRegistrations, Duration destructionWindow, QuarantineLedger quarantine) {
-    return create(view, maxRegistrations, destructionWindow, quarantine, new io.orbite.engine.view.OwnerBoard());
+      RegistryView view,
+      int maxRegistrations,
+      Duration destructionWindow,
+      QuarantineLedger quarantine) {
+    return create(
+        view,
+        maxRegistrations,
+        destructionWindow,
+        quarantine,
+        new io.orbite.engine.view.OwnerBoard());
   }
 
-  /** As above, reporting its registrations and the ranges it is releasing to {@code board} after every change. */
-  public static Behavior<Command> create(RegistryView view, int maxRegistrations, Duration destructionWindow,
-      QuarantineLedger quarantine, io.orbite.engine.view.OwnerBoard board) {
-    return Behaviors.withTimers(timers -> {
-      Registry registry = new Registry(view, maxRegistrations, destructionWindow, quarantine, timers);
-      return io.orbite.engine.view.OwnerBoard.reporting(board, registry::report, registry.active());
-    });
+  /**
+   * As above, reporting its registrations and the ranges it is releasing to {@code board} after
+   * every change.
+   */
+  public static Behavior<Command> create(
+      RegistryView view,
+      int maxRegistrations,
+      Duration destructionWindow,
+      QuarantineLedger quarantine,
+      io.orbite.engine.view.OwnerBoard board) {
+    return Behaviors.withTimers(
+        timers -> {
+          Registry registry =
+              new Registry(view, maxRegistrations, destructionWindow, quarantine, timers);
+          return io.orbite.engine.view.OwnerBoard.reporting(
+              board, registry::report, registry.active());
+        });
   }
 
   private io.orbite.engine.view.OwnerBoard.Report report() {
-    return new io.orbite.engine.view.OwnerBoard.Report("Registry", "active", java.util.Map.of(
-        "registrations", (long) live.size(), "registrationsLimit", (long) maxRegistrations,
-        "releasing", (long) releasing.size()), "");
+    return new io.orbite.engine.view.OwnerBoard.Report(
+        "Registry",
+        "active",
+        java.util.Map.of(
+            "registrations",
+            (long) live.size(),
+            "registrationsLimit",
+            (long) maxRegistrations,
+            "releasing",
+            (long) releasing.size()),
+        "");
   }
 
   private Behavior<Command> active() {
@@ -187,12 +239,16 @@ public final class Registry {
 
   private Behavior<Command> onRegister(Register msg) {
     if (live.size() + releasing.size() >= maxRegistrations) {
-      msg.replyTo().tell(new RegisterRefused(
-          ErrorKind.RESOURCE_EXHAUSTED, "registrations: budget of " + maxRegistrations + " is in use"));
+      msg.replyTo()
+          .tell(
+              new RegisterRefused(
+                  ErrorKind.RESOURCE_EXHAUSTED,
+                  "registrations: budget of " + maxRegistrations + " is in use"));
       return Behaviors.same();
     }
-    Registration registration = new Registration(nextRegionId++, msg.segment(), msg.access(), msg.ownedArena(),
-        msg.shared());
+    Registration registration =
+        new Registration(
+            nextRegionId++, msg.segment(), msg.access(), msg.ownedArena(), msg.shared());
     if (sharedClosed) {
       // The source side is closed: a new range is never offered to same-host peers (nobody can
       // have mapped it yet, so its first fencing step succeeds).
@@ -207,66 +263,88 @@ public final class Registry {
   private Behavior<Command> onUnregister(Unregister msg) {
     Registration registration = live.remove(msg.regionId());
     if (registration == null) {
-      msg.replyTo().tell(new UnregisterFailed(
-          ErrorKind.INVALID_ARGUMENT, "region " + msg.regionId() + " is not registered (or already unregistered)"));
+      msg.replyTo()
+          .tell(
+              new UnregisterFailed(
+                  ErrorKind.INVALID_ARGUMENT,
+                  "region " + msg.regionId() + " is not registered (or already unregistered)"));
       return Behaviors.same();
     }
     registration.hide();
     view.publish(live);
-    releasing.add(new PendingRelease(registration, System.nanoTime() + destructionWindowNanos, msg.replyTo()));
+    releasing.add(
+        new PendingRelease(
+            registration, System.nanoTime() + destructionWindowNanos, msg.replyTo()));
     return onLoanTick();
   }
 
   private Behavior<Command> onFenceShared(FenceShared msg) {
     sharedClosed = true;
     List<Registration> shared = live.values().stream().filter(r -> r.shared() != null).toList();
-    fencing.add(new PendingFence(shared, System.nanoTime() + destructionWindowNanos, msg.replyTo()));
+    fencing.add(
+        new PendingFence(shared, System.nanoTime() + destructionWindowNanos, msg.replyTo()));
     return onLoanTick();
   }
 
   private Behavior<Command> onLoanTick() {
     long now = System.nanoTime();
-    fencing.removeIf(f -> {
-      // Every range gets its fencing step on every tick, so all of them withdraw liveness at once.
-      int copying = 0;
-      for (Registration r : f.ranges()) {
-        if (!r.fenceShared()) {
-          copying++;
-        }
-      }
-      if (copying == 0 || now - f.deadlineNanos() > 0) {
-        f.replyTo().tell(new SharedFenced(f.ranges().size() - copying, copying));
-        return true;
-      }
-      return false;
-    });
-    releasing.removeIf(p -> {
-      Registration r = p.registration;
-      // Shared memory is also fenced against same-host peers (their copies hold no local loan).
-      if (r.loans() == 0 && r.fenceShared()) {
-        r.release();
-        if (p.quarantined) {
-          quarantine.leave(owner(r));
-        } else {
-          p.replyTo.tell(new Unregistered(r.regionId()));
-        }
-        return true;
-      }
-      if (!p.quarantined && now - p.deadlineNanos > 0) {
-        // Workers still hold loans after the destruction window: the range is quarantined. Its
-        // memory stays mapped and charged, never freed under them; it is released if they let go.
-        p.quarantined = true;
-        String why = r.loans() + " loan(s) still held after the destruction window; memory retained";
-        quarantine.enter(new QuarantinedOwner(owner(r), QuarantinedOwner.Kind.REGISTRATION, why, 0,
-            r.segment().byteSize(), Instant.now()), () -> r.loans() > 0 && !r.released());
-        p.replyTo.tell(new UnregisterFailed(ErrorKind.UNQUIESCED, r + ": " + why));
-      }
-      return false;
-    });
+    fencing.removeIf(
+        f -> {
+          // Every range gets its fencing step on every tick, so all of them withdraw liveness at
+          // once.
+          int copying = 0;
+          for (Registration r : f.ranges()) {
+            if (!r.fenceShared()) {
+              copying++;
+            }
+          }
+          if (copying == 0 || now - f.deadlineNanos() > 0) {
+            f.replyTo().tell(new SharedFenced(f.ranges().size() - copying, copying));
+            return true;
+          }
+          return false;
+        });
+    releasing.removeIf(
+        p -> {
+          Registration r = p.registration;
+          // Shared memory is also fenced against same-host peers (their copies hold no local loan).
+          if (r.loans() == 0 && r.fenceShared()) {
+            r.release();
+            if (p.quarantined) {
+              quarantine.leave(owner(r));
+            } else {
+              p.replyTo.tell(new Unregistered(r.regionId()));
+            }
+            return true;
+          }
+          if (!p.quarantined && now - p.deadlineNanos > 0) {
+            // Workers still hold loans after the destruction window: the range is quarantined. Its
+            // memory stays mapped and charged, never freed under them; it is released if they let
+            // go.
+            p.quarantined = true;
+            String why =
+                r.loans() + " loan(s) still held after the destruction window; memory retained";
+            quarantine.enter(
+                new QuarantinedOwner(
+                    owner(r),
+                    QuarantinedOwner.Kind.REGISTRATION,
+                    why,
+                    0,
+                    r.segment().byteSize(),
+                    Instant.now()),
+                () -> r.loans() > 0 && !r.released());
+            p.replyTo.tell(new UnregisterFailed(ErrorKind.UNQUIESCED, r + ": " + why));
+          }
+          return false;
+        });
     Duration poll = null;
     if (!releasing.isEmpty() || !fencing.isEmpty()) {
-      // Poll fast while an unregister or a fence waits for its answer, slowly for quarantined ranges.
-      poll = !fencing.isEmpty() || releasing.stream().anyMatch(p -> !p.quarantined) ? LOAN_POLL : QUARANTINE_POLL;
+      // Poll fast while an unregister or a fence waits for its answer, slowly for quarantined
+      // ranges.
+      poll =
+          !fencing.isEmpty() || releasing.stream().anyMatch(p -> !p.quarantined)
+              ? LOAN_POLL
+              : QUARANTINE_POLL;
     }
     if (poll == null) {
       timers.cancel(LoanTick.INSTANCE);

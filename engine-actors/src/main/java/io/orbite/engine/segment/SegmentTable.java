@@ -34,18 +34,22 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * epoch, so a restarted peer is reached only through a fresh open, under a fresh entry (C3).
  *
  * <p>Every {@link RemoteSegment} handed out is a counted reference to its entry, dropped by {@code
- * close()} or by the garbage collector (a {@link java.lang.ref.Cleaner} tells this actor). An entry,
- * with its table slot and endpoint charge, is reclaimed only when no RemoteSegment refers to it and
- * its incarnation is fenced (replaced) or every lane to it has closed; a live, reachable entry is
- * never dropped from under its users.
+ * close()} or by the garbage collector (a {@link java.lang.ref.Cleaner} tells this actor). An
+ * entry, with its table slot and endpoint charge, is reclaimed only when no RemoteSegment refers to
+ * it and its incarnation is fenced (replaced) or every lane to it has closed; a live, reachable
+ * entry is never dropped from under its users.
  *
  * <p>States: {@link #active}, {@link #fenced} (the requester side is closed: no new opens).
  */
 public final class SegmentTable {
   public sealed interface Command {}
 
-  /** Re-reads its entries' channel states for the owner view (lanes end without telling the table). */
-  private enum RefreshView implements Command { INSTANCE }
+  /**
+   * Re-reads its entries' channel states for the owner view (lanes end without telling the table).
+   */
+  private enum RefreshView implements Command {
+    INSTANCE
+  }
 
   /** How often the table refreshes what the owner view shows of its peers. */
   private static final Duration VIEW_REFRESH = Duration.ofMillis(250);
@@ -54,7 +58,8 @@ public final class SegmentTable {
    * Open the peer at {@code endpoint}; with {@code expectedEpoch} non-null, only if it still runs
    * that incarnation (EPOCH_MISMATCH otherwise).
    */
-  public record OpenSegment(String endpoint, Long expectedEpoch, ActorRef<OpenReply> replyTo) implements Command {
+  public record OpenSegment(String endpoint, Long expectedEpoch, ActorRef<OpenReply> replyTo)
+      implements Command {
     public OpenSegment(String endpoint, ActorRef<OpenReply> replyTo) {
       this(endpoint, null, replyTo);
     }
@@ -69,18 +74,22 @@ public final class SegmentTable {
   /** Stop opening peers (closeRequester, C8); opens in progress still finish. */
   public record Fence(String reason) implements Command {}
 
-  private record Described(OpenSegment open, InetSocketAddress address, Description description, Throwable failure)
+  private record Described(
+      OpenSegment open, InetSocketAddress address, Description description, Throwable failure)
       implements Command {}
 
-  private record EndpointCharged(SegmentDescriptor peer, Admission.Decision decision) implements Command {}
+  private record EndpointCharged(SegmentDescriptor peer, Admission.Decision decision)
+      implements Command {}
 
-  private record PeerReady(SegmentDescriptor peer, TransportCommand.OpenPeerReply reply) implements Command {}
+  private record PeerReady(SegmentDescriptor peer, TransportCommand.OpenPeerReply reply)
+      implements Command {}
 
   /** The endpoint charge for an entry's SHM channel was decided. */
   private record SharedCharged(Entry entry, Admission.Decision decision) implements Command {}
 
   /** The SHM transport answered an attach of {@code waiter}'s exports to {@code entry}. */
-  private record SharedAttached(Entry entry, Waiter waiter, boolean charged, TransportCommand.OpenPeerReply reply)
+  private record SharedAttached(
+      Entry entry, Waiter waiter, boolean charged, TransportCommand.OpenPeerReply reply)
       implements Command {}
 
   private record Waiter(OpenSegment open, Description description) {}
@@ -97,9 +106,11 @@ public final class SegmentTable {
    */
   public static void refuse(Command m, String why) {
     switch (m) {
-      case OpenSegment o -> o.replyTo().tell(new OpenFailed(ErrorKind.UNAVAILABLE, "open " + o.endpoint() + ": " + why));
+      case OpenSegment o ->
+          o.replyTo()
+              .tell(new OpenFailed(ErrorKind.UNAVAILABLE, "open " + o.endpoint() + ": " + why));
       case GetPeers g -> g.replyTo().tell(List.of());
-      default -> { }
+      default -> {}
     }
   }
 
@@ -111,10 +122,15 @@ public final class SegmentTable {
   private static final class Entry {
     final SegmentDescriptor peer;
     final PeerChannel channel;
-    /** The SHM channel to the peer's exported memory, or null (none yet, refused, or not same-host). */
+
+    /**
+     * The SHM channel to the peer's exported memory, or null (none yet, refused, or not same-host).
+     */
     PeerChannel shared;
+
     /** An SHM charge or open is under way; these opens wait for it (each holds a reference). */
     final List<Waiter> sharedWaiters = new ArrayList<>();
+
     boolean sharedOpening;
     int references;
 
@@ -140,24 +156,32 @@ public final class SegmentTable {
   private final ActorContext<Command> ctx;
   private final ActorRef<Admission.Command> admission;
   private final ActorRef<TransportCommand> transport;
+
   /** The SHM transport, or null when this engine has none. */
   private final ActorRef<TransportCommand> sharedTransport;
+
   private final Executor blockingIo;
   private final int describeTimeoutMillis;
   private final int capacity;
+
   /** Every entry, by channel: current, fenced or closed ones still referenced. */
   private final Map<PeerChannel, Entry> entries = new IdentityHashMap<>();
+
   /** The entry through which each incarnation is reached now. */
   private final Map<SegmentDescriptor, Entry> current = new HashMap<>();
+
   private final Map<SegmentDescriptor, List<Waiter>> opening = new HashMap<>();
+
   /** The newest epoch each endpoint ({@code host:port}) answered with. */
-  private final Map<String, Long> latestEpoch = new java.util.LinkedHashMap<>(16, 0.75f, true) {
-    @Override
-    protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
-      // Bounded (C9): endpoints not seen for a while are forgotten; reopening them describes again.
-      return size() > 4 * capacity;
-    }
-  };
+  private final Map<String, Long> latestEpoch =
+      new java.util.LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+          // Bounded (C9): endpoints not seen for a while are forgotten; reopening them describes
+          // again.
+          return size() > 4 * capacity;
+        }
+      };
 
   private SegmentTable(
       ActorContext<Command> ctx,
@@ -180,7 +204,8 @@ public final class SegmentTable {
    * The table, reporting its state, its entry counts and every peer entry to {@code board}.
    *
    * @param transport the TCP transport, which opens every entry's first channel
-   * @param sharedTransport the SHM transport, or null: same-host peers are then reached over TCP only
+   * @param sharedTransport the SHM transport, or null: same-host peers are then reached over TCP
+   *     only
    */
   public static Behavior<Command> create(
       ActorRef<Admission.Command> admission,
@@ -190,18 +215,31 @@ public final class SegmentTable {
       Duration describeTimeout,
       int capacity,
       io.orbite.engine.view.OwnerBoard board) {
-    return Behaviors.withTimers(timers -> Behaviors.setup(ctx -> {
-      timers.startTimerWithFixedDelay(RefreshView.INSTANCE, VIEW_REFRESH);
-      SegmentTable table =
-          new SegmentTable(ctx, admission, transport, sharedTransport, blockingIo, (int) describeTimeout.toMillis(),
-              capacity);
-      return io.orbite.engine.view.OwnerBoard.reporting(board, () -> table.report(board), table.active());
-    }));
+    return Behaviors.withTimers(
+        timers ->
+            Behaviors.setup(
+                ctx -> {
+                  timers.startTimerWithFixedDelay(RefreshView.INSTANCE, VIEW_REFRESH);
+                  SegmentTable table =
+                      new SegmentTable(
+                          ctx,
+                          admission,
+                          transport,
+                          sharedTransport,
+                          blockingIo,
+                          (int) describeTimeout.toMillis(),
+                          capacity);
+                  return io.orbite.engine.view.OwnerBoard.reporting(
+                      board, () -> table.report(board), table.active());
+                }));
   }
 
   private String state = "active";
+
   /** Set once the table has stopped: a RemoteSegment dropped later has nothing to tell. */
-  private final java.util.concurrent.atomic.AtomicBoolean stopped = new java.util.concurrent.atomic.AtomicBoolean();
+  private final java.util.concurrent.atomic.AtomicBoolean stopped =
+      new java.util.concurrent.atomic.AtomicBoolean();
+
   private List<PeerEntry> reportedPeers = List.of();
 
   private io.orbite.engine.view.OwnerBoard.Report report(io.orbite.engine.view.OwnerBoard board) {
@@ -210,29 +248,46 @@ public final class SegmentTable {
       reportedPeers = peers;
       board.peers(peers);
     }
-    return new io.orbite.engine.view.OwnerBoard.Report("SegmentTable", state, Map.of(
-        "entries", (long) entries.size(), "entriesLimit", (long) capacity, "opening", (long) opening.size()), "");
+    return new io.orbite.engine.view.OwnerBoard.Report(
+        "SegmentTable",
+        state,
+        Map.of(
+            "entries",
+            (long) entries.size(),
+            "entriesLimit",
+            (long) capacity,
+            "opening",
+            (long) opening.size()),
+        "");
   }
 
   private Behavior<Command> active() {
-    return handling(Behaviors.receive(Command.class)
-        .onMessage(OpenSegment.class, this::onOpen)
-        .onMessage(Fence.class, m -> fenced(m.reason())));
+    return handling(
+        Behaviors.receive(Command.class)
+            .onMessage(OpenSegment.class, this::onOpen)
+            .onMessage(Fence.class, m -> fenced(m.reason())));
   }
 
   /** No new opens: the engine's requester side is closed. */
   private Behavior<Command> fenced(String reason) {
     state = "fenced";
-    return handling(Behaviors.receive(Command.class)
-        .onMessage(OpenSegment.class, m -> {
-          m.replyTo().tell(new OpenFailed(ErrorKind.UNAVAILABLE, "open " + m.endpoint() + ": " + reason));
-          return Behaviors.same();
-        })
-        .onMessage(Fence.class, m -> Behaviors.same()));
+    return handling(
+        Behaviors.receive(Command.class)
+            .onMessage(
+                OpenSegment.class,
+                m -> {
+                  m.replyTo()
+                      .tell(
+                          new OpenFailed(
+                              ErrorKind.UNAVAILABLE, "open " + m.endpoint() + ": " + reason));
+                  return Behaviors.same();
+                })
+            .onMessage(Fence.class, m -> Behaviors.same()));
   }
 
   /** The handlers every state shares: the steps of opens already under way. */
-  private Behavior<Command> handling(org.apache.pekko.actor.typed.javadsl.BehaviorBuilder<Command> builder) {
+  private Behavior<Command> handling(
+      org.apache.pekko.actor.typed.javadsl.BehaviorBuilder<Command> builder) {
     return builder
         .onMessage(Released.class, this::onReleased)
         .onMessage(GetPeers.class, this::onGetPeers)
@@ -242,10 +297,12 @@ public final class SegmentTable {
         .onMessage(PeerReady.class, this::onPeerReady)
         .onMessage(SharedCharged.class, this::onSharedCharged)
         .onMessage(SharedAttached.class, this::onSharedAttached)
-        .onSignal(org.apache.pekko.actor.typed.PostStop.class, signal -> {
-          stopped.set(true);
-          return Behaviors.same();
-        })
+        .onSignal(
+            org.apache.pekko.actor.typed.PostStop.class,
+            signal -> {
+              stopped.set(true);
+              return Behaviors.same();
+            })
         .build();
   }
 
@@ -260,27 +317,40 @@ public final class SegmentTable {
     Long latest = latestEpoch.get(key(address));
     if (m.expectedEpoch() != null && latest != null && latest.longValue() != m.expectedEpoch()) {
       // Already known to be replaced: refuse without touching the network (C3).
-      m.replyTo().tell(new OpenFailed(ErrorKind.EPOCH_MISMATCH, mismatch(m.endpoint(), m.expectedEpoch(), latest)));
+      m.replyTo()
+          .tell(
+              new OpenFailed(
+                  ErrorKind.EPOCH_MISMATCH, mismatch(m.endpoint(), m.expectedEpoch(), latest)));
       return Behaviors.same();
     }
     ctx.pipeToSelf(
-        CompletableFuture.supplyAsync(() -> DescribeClient.describe(address, describeTimeoutMillis), blockingIo),
+        CompletableFuture.supplyAsync(
+            () -> DescribeClient.describe(address, describeTimeoutMillis), blockingIo),
         (description, failure) -> new Described(m, address, description, failure));
     return Behaviors.same();
   }
 
   private Behavior<Command> onDescribed(Described d) {
     if (d.failure() != null) {
-      Throwable cause = d.failure() instanceof CompletionException ce && ce.getCause() != null ? ce.getCause() : d.failure();
+      Throwable cause =
+          d.failure() instanceof CompletionException ce && ce.getCause() != null
+              ? ce.getCause()
+              : d.failure();
       ErrorKind kind = cause instanceof TransferException te ? te.kind() : ErrorKind.UNAVAILABLE;
       d.open().replyTo().tell(new OpenFailed(kind, TransferException.describe(cause)));
       return Behaviors.same();
     }
-    SegmentDescriptor peer = new SegmentDescriptor(d.address().getHostString(), d.description().port(), d.description().epoch());
+    SegmentDescriptor peer =
+        new SegmentDescriptor(
+            d.address().getHostString(), d.description().port(), d.description().epoch());
     learnEpoch(peer);
     if (d.open().expectedEpoch() != null && d.open().expectedEpoch() != peer.epoch()) {
-      d.open().replyTo().tell(new OpenFailed(ErrorKind.EPOCH_MISMATCH,
-          mismatch(d.open().endpoint(), d.open().expectedEpoch(), peer.epoch())));
+      d.open()
+          .replyTo()
+          .tell(
+              new OpenFailed(
+                  ErrorKind.EPOCH_MISMATCH,
+                  mismatch(d.open().endpoint(), d.open().expectedEpoch(), peer.epoch())));
       return Behaviors.same();
     }
     Entry existing = current.get(peer);
@@ -300,17 +370,39 @@ public final class SegmentTable {
     }
     retireReclaimable();
     if (entries.size() + opening.size() >= capacity) {
-      long held = entries.values().stream().filter(e -> e.references > 0 && !e.channel.active()
-          || e.references > 0 && e.channel.fencedBecause() != null).count();
-      d.open().replyTo().tell(new OpenFailed(ErrorKind.RESOURCE_EXHAUSTED,
-          "peer segments: table of " + capacity + " entries is full (" + held + " of them fenced or closed but still "
-              + "referenced by RemoteSegments: close those); cannot open " + peer));
+      long held =
+          entries.values().stream()
+              .filter(
+                  e ->
+                      e.references > 0 && !e.channel.active()
+                          || e.references > 0 && e.channel.fencedBecause() != null)
+              .count();
+      d.open()
+          .replyTo()
+          .tell(
+              new OpenFailed(
+                  ErrorKind.RESOURCE_EXHAUSTED,
+                  "peer segments: table of "
+                      + capacity
+                      + " entries is full ("
+                      + held
+                      + " of them fenced or closed but still "
+                      + "referenced by RemoteSegments: close those); cannot open "
+                      + peer));
       return Behaviors.same();
     }
     opening.put(peer, new ArrayList<>(List.of(new Waiter(d.open(), d.description()))));
-    ctx.ask(Admission.Decision.class, admission, Duration.ofSeconds(10), Admission.AcquireEndpoint::new,
-        (decision, failure) -> new EndpointCharged(peer,
-            decision != null ? decision : new Admission.Decision("admission did not answer: " + failure, false)));
+    ctx.ask(
+        Admission.Decision.class,
+        admission,
+        Duration.ofSeconds(10),
+        Admission.AcquireEndpoint::new,
+        (decision, failure) ->
+            new EndpointCharged(
+                peer,
+                decision != null
+                    ? decision
+                    : new Admission.Decision("admission did not answer: " + failure, false)));
     return Behaviors.same();
   }
 
@@ -320,10 +412,18 @@ public final class SegmentTable {
       failWaiters(m.peer(), kind, m.decision().refusal());
       return Behaviors.same();
     }
-    ctx.ask(TransportCommand.OpenPeerReply.class, transport, Duration.ofMinutes(2),
+    ctx.ask(
+        TransportCommand.OpenPeerReply.class,
+        transport,
+        Duration.ofMinutes(2),
         replyTo -> new TransportCommand.OpenPeer(m.peer(), replyTo),
-        (reply, failure) -> new PeerReady(m.peer(), reply != null ? reply
-            : new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "transport did not answer: " + failure)));
+        (reply, failure) ->
+            new PeerReady(
+                m.peer(),
+                reply != null
+                    ? reply
+                    : new TransportCommand.PeerOpenFailed(
+                        ErrorKind.UNAVAILABLE, "transport did not answer: " + failure)));
     return Behaviors.same();
   }
 
@@ -344,8 +444,8 @@ public final class SegmentTable {
   }
 
   /**
-   * Records the epoch an endpoint answered with; every entry of another epoch at that endpoint is
-   * a replaced incarnation and is fenced: it refuses new work and its endpoint drains and retires.
+   * Records the epoch an endpoint answered with; every entry of another epoch at that endpoint is a
+   * replaced incarnation and is fenced: it refuses new work and its endpoint drains and retires.
    */
   private void learnEpoch(SegmentDescriptor peer) {
     String key = peer.host() + ":" + peer.port();
@@ -354,7 +454,9 @@ public final class SegmentTable {
     while (it.hasNext()) {
       var e = it.next();
       SegmentDescriptor old = e.getKey();
-      if (old.host().equals(peer.host()) && old.port() == peer.port() && old.epoch() != peer.epoch()) {
+      if (old.host().equals(peer.host())
+          && old.port() == peer.port()
+          && old.epoch() != peer.epoch()) {
         String reason = "the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch());
         Entry replaced = e.getValue();
         replaced.channel.fence(reason);
@@ -380,7 +482,11 @@ public final class SegmentTable {
       return;
     }
     if (sharedTransport == null) {
-      w.open().replyTo().tell(new Opened(segment(entry, w.description(), null, "this engine has no SHM transport")));
+      w.open()
+          .replyTo()
+          .tell(
+              new Opened(
+                  segment(entry, w.description(), null, "this engine has no SHM transport")));
       return;
     }
     if (entry.shared != null && !entry.shared.active() && entry.shared.fencedBecause() == null) {
@@ -395,17 +501,36 @@ public final class SegmentTable {
     entry.sharedWaiters.add(w);
     if (!entry.sharedOpening) {
       entry.sharedOpening = true;
-      ctx.ask(Admission.Decision.class, admission, Duration.ofSeconds(10), Admission.AcquireEndpoint::new,
-          (decision, failure) -> new SharedCharged(entry,
-              decision != null ? decision : new Admission.Decision("admission did not answer: " + failure, false)));
+      ctx.ask(
+          Admission.Decision.class,
+          admission,
+          Duration.ofSeconds(10),
+          Admission.AcquireEndpoint::new,
+          (decision, failure) ->
+              new SharedCharged(
+                  entry,
+                  decision != null
+                      ? decision
+                      : new Admission.Decision("admission did not answer: " + failure, false)));
     }
   }
 
   private void attachShared(Entry entry, Waiter w, boolean charged) {
-    ctx.ask(TransportCommand.OpenPeerReply.class, sharedTransport, Duration.ofSeconds(30),
-        replyTo -> new TransportCommand.OpenSharedPeer(entry.peer, w.description().shared(), replyTo),
-        (reply, failure) -> new SharedAttached(entry, w, charged, reply != null ? reply
-            : new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "the SHM transport did not answer: " + failure)));
+    ctx.ask(
+        TransportCommand.OpenPeerReply.class,
+        sharedTransport,
+        Duration.ofSeconds(30),
+        replyTo ->
+            new TransportCommand.OpenSharedPeer(entry.peer, w.description().shared(), replyTo),
+        (reply, failure) ->
+            new SharedAttached(
+                entry,
+                w,
+                charged,
+                reply != null
+                    ? reply
+                    : new TransportCommand.PeerOpenFailed(
+                        ErrorKind.UNAVAILABLE, "the SHM transport did not answer: " + failure)));
   }
 
   private Behavior<Command> onSharedCharged(SharedCharged m) {
@@ -444,7 +569,9 @@ public final class SegmentTable {
         if (fenced != null) {
           opened.channel().fence(fenced);
         }
-        w.open().replyTo().tell(new Opened(segment(entry, w.description(), opened.channel(), null)));
+        w.open()
+            .replyTo()
+            .tell(new Opened(segment(entry, w.description(), opened.channel(), null)));
         if (m.charged()) {
           entry.sharedOpening = false;
           List<Waiter> waiting = List.copyOf(entry.sharedWaiters);
@@ -483,7 +610,10 @@ public final class SegmentTable {
    */
   private void adoptSharedChannel(Entry entry) {
     for (Entry old : entries.values()) {
-      if (old.peer.equals(entry.peer) && old.shared != null && old.shared.active() && !old.sharedOpening) {
+      if (old.peer.equals(entry.peer)
+          && old.shared != null
+          && old.shared.active()
+          && !old.sharedOpening) {
         entry.shared = old.shared;
         old.shared = null;
         return;
@@ -495,15 +625,22 @@ public final class SegmentTable {
    * The segment handed to one open: a counted reference to {@code entry} (taken by {@link #reply}),
    * dropped when the RemoteSegment is closed or collected.
    */
-  private RemoteSegment segment(Entry entry, Description description, PeerChannel shared, String sharedRefusal) {
+  private RemoteSegment segment(
+      Entry entry, Description description, PeerChannel shared, String sharedRefusal) {
     ActorRef<Command> self = ctx.getSelf();
     PeerChannel channel = entry.channel;
     java.util.concurrent.atomic.AtomicBoolean tableStopped = stopped;
-    RemoteSegment segment = new RemoteSegment(entry.peer, description.regions(), channel, description.shared(), () -> {
-      if (!tableStopped.get()) {
-        self.tell(new Released(channel));
-      }
-    });
+    RemoteSegment segment =
+        new RemoteSegment(
+            entry.peer,
+            description.regions(),
+            channel,
+            description.shared(),
+            () -> {
+              if (!tableStopped.get()) {
+                self.tell(new Released(channel));
+              }
+            });
     if (shared != null) {
       return segment.withSharedChannel(shared);
     }
@@ -528,9 +665,14 @@ public final class SegmentTable {
     List<PeerEntry> out = new ArrayList<>();
     for (Entry e : entries.values()) {
       String fenced = e.channel.fencedBecause();
-      PeerEntry.State state = fenced != null ? PeerEntry.State.FENCED
-          : e.channel.active() ? PeerEntry.State.ACTIVE : PeerEntry.State.CLOSED;
-      String detail = fenced != null ? fenced : state == PeerEntry.State.CLOSED ? "every lane to it has closed" : "";
+      PeerEntry.State state =
+          fenced != null
+              ? PeerEntry.State.FENCED
+              : e.channel.active() ? PeerEntry.State.ACTIVE : PeerEntry.State.CLOSED;
+      String detail =
+          fenced != null
+              ? fenced
+              : state == PeerEntry.State.CLOSED ? "every lane to it has closed" : "";
       out.add(new PeerEntry(e.peer, state, e.references, sharedState(e.shared), detail));
     }
     return List.copyOf(out);
@@ -540,7 +682,8 @@ public final class SegmentTable {
     if (shared == null) {
       return PeerEntry.Shared.NONE;
     }
-    return shared.fencedBecause() != null ? PeerEntry.Shared.FENCED
+    return shared.fencedBecause() != null
+        ? PeerEntry.Shared.FENCED
         : shared.active() ? PeerEntry.Shared.ACTIVE : PeerEntry.Shared.CLOSED;
   }
 
@@ -549,7 +692,12 @@ public final class SegmentTable {
   }
 
   private static String mismatch(String endpoint, long expected, long actual) {
-    return "open " + endpoint + "@" + Long.toHexString(expected) + ": the peer now runs epoch " + Long.toHexString(actual);
+    return "open "
+        + endpoint
+        + "@"
+        + Long.toHexString(expected)
+        + ": the peer now runs epoch "
+        + Long.toHexString(actual);
   }
 
   /**

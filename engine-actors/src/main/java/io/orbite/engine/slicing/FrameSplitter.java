@@ -1,9 +1,9 @@
 package io.orbite.engine.slicing;
 
 /**
- * Turns slices and their lanes into wire frames: consecutive slices on the same lane are carried
- * by one frame, and no frame is longer than {@code maxFrameBytes} (a longer run is cut). Every
- * byte of the task is covered exactly once, in order.
+ * Turns slices and their lanes into wire frames: consecutive slices on the same lane are carried by
+ * one frame, and no frame is longer than {@code maxFrameBytes} (a longer run is cut). Every byte of
+ * the task is covered exactly once, in order.
  */
 public final class FrameSplitter {
   /** Receives each frame: its lane, its offset from the task's start and its length. */
@@ -15,7 +15,8 @@ public final class FrameSplitter {
   private FrameSplitter() {}
 
   /** Emits the frames of {@code plan} and returns how many there are. */
-  public static int split(SlicePlan plan, int[] laneOfSlice, long maxFrameBytes, FrameConsumer out) {
+  public static int split(
+      SlicePlan plan, int[] laneOfSlice, long maxFrameBytes, FrameConsumer out) {
     if (maxFrameBytes <= 0) {
       throw new IllegalArgumentException("maxFrameBytes must be positive");
     }

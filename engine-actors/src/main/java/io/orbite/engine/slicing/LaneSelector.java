@@ -19,7 +19,8 @@ public final class LaneSelector {
    * @param rotation a counter the caller advances per task, so ties and run order rotate
    * @return the lane of each slice of {@code plan}
    */
-  public static int[] assign(SlicePlan plan, long[] chargedBytes, double[] bandwidthBytesPerSecond, int rotation) {
+  public static int[] assign(
+      SlicePlan plan, long[] chargedBytes, double[] bandwidthBytesPerSecond, int rotation) {
     int lanes = chargedBytes.length;
     if (lanes == 0 || bandwidthBytesPerSecond.length != lanes) {
       throw new IllegalArgumentException("need one bandwidth per lane and at least one lane");
@@ -47,7 +48,8 @@ public final class LaneSelector {
       given += share[l];
     }
     if (given > plan.count()) {
-      throw new IllegalStateException("lane shares " + given + " exceed " + plan.count() + " slices");
+      throw new IllegalStateException(
+          "lane shares " + given + " exceed " + plan.count() + " slices");
     }
     share[best(chargedBytes, bandwidthBytesPerSecond, sliceBytes, start)] += plan.count() - given;
     int slice = 0;
@@ -64,11 +66,16 @@ public final class LaneSelector {
    * The lane a single slice of {@code sliceBytes} takes: the lowest score, ties going to the first
    * lane from {@code rotation} on. The same choice {@link #assign} makes for a one-slice plan.
    */
-  public static int single(long[] chargedBytes, double[] bandwidthBytesPerSecond, long sliceBytes, int rotation) {
+  public static int single(
+      long[] chargedBytes, double[] bandwidthBytesPerSecond, long sliceBytes, int rotation) {
     if (chargedBytes.length == 0 || bandwidthBytesPerSecond.length != chargedBytes.length) {
       throw new IllegalArgumentException("need one bandwidth per lane and at least one lane");
     }
-    return best(chargedBytes, bandwidthBytesPerSecond, sliceBytes, Math.floorMod(rotation, chargedBytes.length));
+    return best(
+        chargedBytes,
+        bandwidthBytesPerSecond,
+        sliceBytes,
+        Math.floorMod(rotation, chargedBytes.length));
   }
 
   private static int best(long[] charged, double[] bandwidth, long sliceBytes, int start) {

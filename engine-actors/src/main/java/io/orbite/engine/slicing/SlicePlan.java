@@ -7,7 +7,8 @@ package io.orbite.engine.slicing;
 public record SlicePlan(long lengthBytes, long blockBytes, int count) {
   public SlicePlan {
     if (lengthBytes <= 0 || blockBytes <= 0 || count < 1) {
-      throw new IllegalArgumentException("plan of " + lengthBytes + " B in " + count + " x " + blockBytes + " B");
+      throw new IllegalArgumentException(
+          "plan of " + lengthBytes + " B in " + count + " x " + blockBytes + " B");
     }
   }
 

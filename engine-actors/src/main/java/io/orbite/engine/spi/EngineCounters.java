@@ -19,27 +19,42 @@ import java.util.concurrent.atomic.LongAdder;
 public final class EngineCounters {
   /** Data-lane and control connections this engine opened to peers. */
   public final LongAdder connectionsOpened = new LongAdder();
+
   /** Connections this engine accepted. */
   public final LongAdder connectionsAccepted = new LongAdder();
+
   /** Accepted connections closed at once because too many were waiting for their first frame. */
   public final LongAdder connectionsRefused = new LongAdder();
+
   /** Frames refused for breaking the protocol (foreign magic, truncated, absurd length...). */
   public final LongAdder framesRejected = new LongAdder();
+
   /** Source side: bytes served to READs and applied from WRITEs. */
   public final LongAdder sourceBytesRead = new LongAdder();
+
   public final LongAdder sourceBytesWritten = new LongAdder();
+
   /** Source side: requests refused by the authority check. */
   public final LongAdder sourceRefusals = new LongAdder();
+
   /** Requester side: bytes of completed tasks. */
   public final LongAdder bytesCompleted = new LongAdder();
+
   public final LongAdder tasksCompleted = new LongAdder();
+
   /** Requester side: tasks that ended in any state but COMPLETED (UNQUIESCED ones included). */
   public final LongAdder tasksFailed = new LongAdder();
-  /** Requester side: tasks reported UNQUIESCED (their workers did not let go within the destruction window). */
+
+  /**
+   * Requester side: tasks reported UNQUIESCED (their workers did not let go within the destruction
+   * window).
+   */
   public final LongAdder tasksUnquiesced = new LongAdder();
+
   /**
    * Requester side: frames sent again on another lane after their lane broke (READs, and frames
-   * never sent), each once and only after the broken lane drained them (C5); tcp.retryReadOnOtherLane.
+   * never sent), each once and only after the broken lane drained them (C5);
+   * tcp.retryReadOnOtherLane.
    */
   public final LongAdder readRetries = new LongAdder();
 
@@ -47,6 +62,7 @@ public final class EngineCounters {
   public static final class TransportCounters {
     /** Tasks dispatched to this transport. */
     public final LongAdder tasksDispatched = new LongAdder();
+
     /** Bytes of the tasks dispatched to this transport. */
     public final LongAdder bytesDispatched = new LongAdder();
   }
@@ -59,42 +75,75 @@ public final class EngineCounters {
     }
   }
 
-  /** The counters of one transport (UNSPEC never dispatches: a task always runs on a chosen one). */
+  /**
+   * The counters of one transport (UNSPEC never dispatches: a task always runs on a chosen one).
+   */
   public TransportCounters of(Transport transport) {
     return byTransport.get(transport);
   }
 
-  /** SHM requester: bytes copied out of peers' mappings (READ) and into them (WRITE), of confirmed tasks. */
+  /**
+   * SHM requester: bytes copied out of peers' mappings (READ) and into them (WRITE), of confirmed
+   * tasks.
+   */
   public final LongAdder shmBytesRead = new LongAdder();
+
   public final LongAdder shmBytesWritten = new LongAdder();
+
   /** SHM requester: tasks that failed (refused by a fence, cancelled, expired, peer gone). */
   public final LongAdder shmTasksFailed = new LongAdder();
-  /** SHM requester: peer allocations mapped, unmapped, and quarantined after a failed munmap (never retried). */
+
+  /**
+   * SHM requester: peer allocations mapped, unmapped, and quarantined after a failed munmap (never
+   * retried).
+   */
   public final LongAdder shmMappingsOpened = new LongAdder();
+
   public final LongAdder shmMappingsClosed = new LongAdder();
   public final LongAdder shmMappingsQuarantined = new LongAdder();
-  /** SHM requester: opens of a peer's shared memory that could not be proven (the peer is reached over TCP). */
+
+  /**
+   * SHM requester: opens of a peer's shared memory that could not be proven (the peer is reached
+   * over TCP).
+   */
   public final LongAdder shmOpensRefused = new LongAdder();
-  /** SHM requester: mappings refused because their source unregistered them or died (a fence held). */
+
+  /**
+   * SHM requester: mappings refused because their source unregistered them or died (a fence held).
+   */
   public final LongAdder shmFenced = new LongAdder();
+
   /** SHM requester: small tasks copied on the submitting thread because their lane was idle. */
   public final LongAdder shmCopiedByCaller = new LongAdder();
+
   /**
    * Owners (file ring lanes) that could not prove their work stopped touching memory within the
    * destruction window and were quarantined: their native resources, loans and charges are kept.
    */
   public final LongAdder ownersQuarantined = new LongAdder();
 
-  /** Where this engine's owner actors report their states and charges (the dashboard and metrics read it). */
+  /**
+   * Where this engine's owner actors report their states and charges (the dashboard and metrics
+   * read it).
+   */
   public final OwnerBoard owners = new OwnerBoard();
 
-  /** Told of every task that ended through a batch (never blocks; called on the thread that ended it: a lane's, or the submitting caller's). */
+  /**
+   * Told of every task that ended through a batch (never blocks; called on the thread that ended
+   * it: a lane's, or the submitting caller's).
+   */
   public interface TaskObserver {
     /**
      * @param transport the transport that carried it, {@code null} when it never reached one
      * @param lengthBytes the task's length (the bytes moved when it completed)
      */
-    void taskEnded(Transport transport, Op op, TaskState state, ErrorKind error, long lengthBytes, long elapsedNanos);
+    void taskEnded(
+        Transport transport,
+        Op op,
+        TaskState state,
+        ErrorKind error,
+        long lengthBytes,
+        long elapsedNanos);
   }
 
   private final List<TaskObserver> observers = new CopyOnWriteArrayList<>();
@@ -108,7 +157,12 @@ public final class EngineCounters {
   }
 
   /** A batch reports a terminal task to the observers. */
-  public void taskEnded(Transport transport, Op op, TaskState state, ErrorKind error, long lengthBytes,
+  public void taskEnded(
+      Transport transport,
+      Op op,
+      TaskState state,
+      ErrorKind error,
+      long lengthBytes,
       long elapsedNanos) {
     for (TaskObserver o : observers) {
       o.taskEnded(transport, op, state, error, lengthBytes, elapsedNanos);
@@ -117,16 +171,22 @@ public final class EngineCounters {
 
   private final ConcurrentHashMap<String, LongAdder> lanes = new ConcurrentHashMap<>();
 
-  /** Most lanes counted by name; later lanes share the {@code "other"} counter, so churn cannot grow the map. */
+  /**
+   * Most lanes counted by name; later lanes share the {@code "other"} counter, so churn cannot grow
+   * the map.
+   */
   public static final int MAX_LANES = 1024;
 
-  /** The cumulative confirmed bytes of one lane (created on first use; kept for the engine's life). */
+  /**
+   * The cumulative confirmed bytes of one lane (created on first use; kept for the engine's life).
+   */
   public LongAdder lane(String name) {
     LongAdder mine = lanes.get(name);
     if (mine != null) {
       return mine;
     }
-    return lanes.size() >= MAX_LANES ? lanes.computeIfAbsent("other", n -> new LongAdder())
+    return lanes.size() >= MAX_LANES
+        ? lanes.computeIfAbsent("other", n -> new LongAdder())
         : lanes.computeIfAbsent(name, n -> new LongAdder());
   }
 

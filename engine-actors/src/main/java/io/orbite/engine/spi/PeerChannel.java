@@ -5,7 +5,8 @@ import io.orbite.engine.Transport;
 
 /**
  * The requester-side data plane to one peer incarnation, owned by a transport's endpoint actor.
- * Thread-safe; the engine calls it from submitting threads (several at once). It never blocks on I/O.
+ * Thread-safe; the engine calls it from submitting threads (several at once). It never blocks on
+ * I/O.
  */
 public interface PeerChannel {
   SegmentDescriptor peer();
@@ -21,8 +22,8 @@ public interface PeerChannel {
 
   /**
    * {@link #dispatch} for the only task of a submission. A transport may run it on the calling
-   * thread, now, when that is cheaper than a hand-off (a small copy to an idle lane), delivering its
-   * receipt before this returns; it must hold the same lock its lane holds while it touches the
+   * thread, now, when that is cheaper than a hand-off (a small copy to an idle lane), delivering
+   * its receipt before this returns; it must hold the same lock its lane holds while it touches the
    * task's memory, so that a drain or fence of the lane waits for it.
    *
    * @return how many receipts the task will produce
@@ -44,8 +45,8 @@ public interface PeerChannel {
   String fencedBecause();
 
   /**
-   * Fences the channel: no new work is accepted, queued work fails EPOCH_MISMATCH unsent, and
-   * the transport drains and retires the endpoint. Idempotent.
+   * Fences the channel: no new work is accepted, queued work fails EPOCH_MISMATCH unsent, and the
+   * transport drains and retires the endpoint. Idempotent.
    */
   void fence(String reason);
 }

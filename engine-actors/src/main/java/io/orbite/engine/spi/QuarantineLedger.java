@@ -20,7 +20,8 @@ public final class QuarantineLedger {
   /**
    * Lists an owner as quarantined (replacing an entry of the same name).
    *
-   * @param stillHeld true while the worker it waits for may still touch memory; read from any thread
+   * @param stillHeld true while the worker it waits for may still touch memory; read from any
+   *     thread
    */
   public void enter(QuarantinedOwner owner, BooleanSupplier stillHeld) {
     entries.put(owner.owner(), new Entry(owner, stillHeld));

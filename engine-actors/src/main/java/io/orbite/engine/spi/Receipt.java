@@ -7,7 +7,8 @@ import io.orbite.engine.RemoteEffect;
  * A lane's word on one frame of a task: confirmed ({@code error == null}, {@code bytes} moved) or
  * failed. A lane sends a failure receipt only once it no longer touches the frame's memory.
  */
-public record Receipt(int taskIndex, long bytes, ErrorKind error, RemoteEffect effect, String detail) {
+public record Receipt(
+    int taskIndex, long bytes, ErrorKind error, RemoteEffect effect, String detail) {
   public static Receipt ok(int taskIndex, long bytes, RemoteEffect effect) {
     return new Receipt(taskIndex, bytes, null, effect, "");
   }

@@ -16,8 +16,10 @@ import java.util.Map;
 public final class ReceiptBatcher {
   private final Map<ReceiptSink, Receipts> pending = new IdentityHashMap<>();
   private final ArrayDeque<Receipts> spare = new ArrayDeque<>();
+
   /** The sink of the last receipt added, and its block: a pass's frames mostly share one batch. */
   private ReceiptSink lastSink;
+
   private Receipts lastBlock;
   private int expected = 16;
 
@@ -32,7 +34,8 @@ public final class ReceiptBatcher {
   }
 
   /** Adds a failure of a frame of task {@code taskIndex} for {@code sink}. */
-  public void failed(ReceiptSink sink, int taskIndex, ErrorKind kind, RemoteEffect effect, String detail) {
+  public void failed(
+      ReceiptSink sink, int taskIndex, ErrorKind kind, RemoteEffect effect, String detail) {
     block(sink).failed(taskIndex, kind, effect, detail);
   }
 

@@ -6,9 +6,7 @@ package io.orbite.engine.spi;
  * this batch in one pass, never one call per byte range.
  */
 public interface ReceiptSink {
-  /**
-   * Applies {@code receipts}. The block is lent for this call only: the sender reuses it after.
-   */
+  /** Applies {@code receipts}. The block is lent for this call only: the sender reuses it after. */
   void deliver(Receipts receipts);
 
   /** Delivers one receipt (a failure found outside a lane pass). */

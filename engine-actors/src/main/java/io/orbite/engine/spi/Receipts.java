@@ -8,8 +8,8 @@ import java.util.List;
 /**
  * The receipts one lane pass collected for one batch, as parallel arrays: a lane confirms a frame
  * without allocating an object for it. A block is lent to {@link ReceiptSink#deliver} for the
- * length of that call only; its lender ({@link ReceiptBatcher}) clears and reuses it afterwards,
- * so a sink copies what it keeps and never holds on to the block.
+ * length of that call only; its lender ({@link ReceiptBatcher}) clears and reuses it afterwards, so
+ * a sink copies what it keeps and never holds on to the block.
  *
  * <p>Entry {@code k} is a lane's word on one frame: confirmed ({@link #error} null, {@link #bytes}
  * moved) or failed. A lane sends a failure only once it no longer touches the frame's memory.
@@ -32,7 +32,9 @@ public final class Receipts {
     detail = new String[c];
   }
 
-  /** A block holding {@code receipts}, for a sender that has them as objects (a rare failure path). */
+  /**
+   * A block holding {@code receipts}, for a sender that has them as objects (a rare failure path).
+   */
   public static Receipts of(List<Receipt> receipts) {
     Receipts out = new Receipts(receipts.size());
     for (Receipt r : receipts) {
@@ -63,7 +65,8 @@ public final class Receipts {
     put(r.taskIndex(), r.bytes(), r.error(), r.effect(), r.detail());
   }
 
-  private void put(int task, long movedBytes, ErrorKind kind, RemoteEffect remoteEffect, String why) {
+  private void put(
+      int task, long movedBytes, ErrorKind kind, RemoteEffect remoteEffect, String why) {
     if (size == taskIndex.length) {
       int c = size * 2;
       taskIndex = Arrays.copyOf(taskIndex, c);

@@ -14,11 +14,15 @@ public interface SharedMemory extends AutoCloseable {
   /**
    * Allocates {@code bytes} of zeroed memory in a fresh memfd, mapped shared read-write.
    *
-   * @throws io.orbite.engine.TransferException RESOURCE_EXHAUSTED or UNAVAILABLE, naming the call that failed
+   * @throws io.orbite.engine.TransferException RESOURCE_EXHAUSTED or UNAVAILABLE, naming the call
+   *     that failed
    */
   SharedAllocation allocate(long bytes, String label);
 
-  /** Withdraws the incarnation's liveness lock and closes the token: peers see this incarnation as ended. */
+  /**
+   * Withdraws the incarnation's liveness lock and closes the token: peers see this incarnation as
+   * ended.
+   */
   @Override
   void close();
 }

@@ -11,15 +11,20 @@ import org.apache.pekko.actor.typed.ActorRef;
  */
 public interface TransportCommand {
   /** Open (or reuse) the endpoint for one peer incarnation. Sent by the SegmentTable. */
-  record OpenPeer(SegmentDescriptor peer, ActorRef<OpenPeerReply> replyTo) implements TransportCommand {}
+  record OpenPeer(SegmentDescriptor peer, ActorRef<OpenPeerReply> replyTo)
+      implements TransportCommand {}
 
   /**
    * Open (or reuse) the SHM endpoint for one peer incarnation that published {@code exports} (the
-   * regions it exports and its host identity). Sent by the engine after a Describe; the SHM transport
-   * answers PeerOpenFailed when the peer is on another host or its memory cannot be opened from here.
+   * regions it exports and its host identity). Sent by the engine after a Describe; the SHM
+   * transport answers PeerOpenFailed when the peer is on another host or its memory cannot be
+   * opened from here.
    */
-  record OpenSharedPeer(SegmentDescriptor peer, io.orbite.engine.wire.SharedExports exports,
-      ActorRef<OpenPeerReply> replyTo) implements TransportCommand {}
+  record OpenSharedPeer(
+      SegmentDescriptor peer,
+      io.orbite.engine.wire.SharedExports exports,
+      ActorRef<OpenPeerReply> replyTo)
+      implements TransportCommand {}
 
   /** The answer to {@link OpenPeer}. */
   sealed interface OpenPeerReply {}
@@ -32,11 +37,12 @@ public interface TransportCommand {
    * An accepted connection whose first frame (a HELLO, in {@code hello}) opens a data lane of this
    * transport. Sent by the ControlService; the transport owns the socket from now on.
    */
-  record AdoptConnection(SocketChannel channel, java.nio.ByteBuffer hello) implements TransportCommand {}
+  record AdoptConnection(SocketChannel channel, java.nio.ByteBuffer hello)
+      implements TransportCommand {}
 
   /**
-   * Close the requester side (C8): refuse new peers, close every endpoint's lanes, answer when
-   * they have ended. The source side keeps serving.
+   * Close the requester side (C8): refuse new peers, close every endpoint's lanes, answer when they
+   * have ended. The source side keeps serving.
    */
   record CloseRequesterSide(ActorRef<SideClosed> replyTo) implements TransportCommand {}
 
@@ -50,10 +56,13 @@ public interface TransportCommand {
 
   /**
    * Open (or reuse) the file segment for {@code path} with {@code access} (READ: file to memory,
-   * WRITE: memory to file) for the engine {@code self}. Sent by {@code TransferEngine.openFileSegment}
-   * to the FILE transport.
+   * WRITE: memory to file) for the engine {@code self}. Sent by {@code
+   * TransferEngine.openFileSegment} to the FILE transport.
    */
-  record OpenFile(java.nio.file.Path path, io.orbite.engine.Access access, SegmentDescriptor self,
+  record OpenFile(
+      java.nio.file.Path path,
+      io.orbite.engine.Access access,
+      SegmentDescriptor self,
       ActorRef<OpenFileReply> replyTo)
       implements TransportCommand {}
 
@@ -64,7 +73,8 @@ public interface TransportCommand {
    * The file is open: {@code lengthBytes} is its size at open (Long.MAX_VALUE for a FIFO, whose
    * offsets the kernel ignores), {@code label} names it in messages.
    */
-  record FileOpened(PeerChannel channel, long lengthBytes, io.orbite.engine.Access access, String label)
+  record FileOpened(
+      PeerChannel channel, long lengthBytes, io.orbite.engine.Access access, String label)
       implements OpenFileReply {}
 
   record FileOpenFailed(ErrorKind kind, String detail) implements OpenFileReply {}

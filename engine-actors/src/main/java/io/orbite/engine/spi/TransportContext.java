@@ -12,8 +12,14 @@ import java.util.concurrent.Executor;
  * @param blockingIo an executor for blocking set-up work (connect, handshakes), never the default
  *     dispatcher
  * @param quarantine where owners that cannot prove their drain are listed (C5, C7)
- * @param hooks fault-injection points for qualification tests; {@link FaultHooks#NONE} in production
+ * @param hooks fault-injection points for qualification tests; {@link FaultHooks#NONE} in
+ *     production
  */
 public record TransportContext(
-    EngineConfig config, RegistryView registry, long localEpoch, Executor blockingIo, EngineCounters counters,
-    QuarantineLedger quarantine, FaultHooks hooks) {}
+    EngineConfig config,
+    RegistryView registry,
+    long localEpoch,
+    Executor blockingIo,
+    EngineCounters counters,
+    QuarantineLedger quarantine,
+    FaultHooks hooks) {}

@@ -14,7 +14,11 @@ import java.time.Duration;
  *     {@code budgets.maxInflightBytes}
  */
 public record StreamSettings(
-    Ordering ordering, int maxBatchTasks, Duration batchWindow, int maxInflightTasks, long maxInflightBytes) {
+    Ordering ordering,
+    int maxBatchTasks,
+    Duration batchWindow,
+    int maxInflightTasks,
+    long maxInflightBytes) {
 
   /** Order of results relative to requests. */
   public enum Ordering {
@@ -62,7 +66,8 @@ public record StreamSettings(
    * @throws IllegalArgumentException if {@code value} is null
    */
   public StreamSettings withOrdering(Ordering value) {
-    return new StreamSettings(value, maxBatchTasks, batchWindow, maxInflightTasks, maxInflightBytes);
+    return new StreamSettings(
+        value, maxBatchTasks, batchWindow, maxInflightTasks, maxInflightBytes);
   }
 
   /**
@@ -90,8 +95,8 @@ public record StreamSettings(
   /**
    * These settings with another bound on requests held.
    *
-   * @param value most requests admitted and not yet emitted; 0 for the engine's
-   *     {@code budgets.maxTasksInFlight}
+   * @param value most requests admitted and not yet emitted; 0 for the engine's {@code
+   *     budgets.maxTasksInFlight}
    * @return a copy that differs only in {@code maxInflightTasks}
    * @throws IllegalArgumentException if {@code value} is negative
    */
@@ -102,8 +107,8 @@ public record StreamSettings(
   /**
    * These settings with another bound on bytes held.
    *
-   * @param value most bytes admitted and not yet emitted; 0 for the engine's
-   *     {@code budgets.maxInflightBytes}
+   * @param value most bytes admitted and not yet emitted; 0 for the engine's {@code
+   *     budgets.maxInflightBytes}
    * @return a copy that differs only in {@code maxInflightBytes}
    * @throws IllegalArgumentException if {@code value} is negative
    */

@@ -26,25 +26,26 @@ import org.apache.pekko.stream.Attributes;
 import org.apache.pekko.stream.FlowShape;
 import org.apache.pekko.stream.Inlet;
 import org.apache.pekko.stream.Outlet;
+import org.apache.pekko.stream.stage.AbstractGraphStageWithMaterializedValue;
 import org.apache.pekko.stream.stage.AbstractInHandler;
 import org.apache.pekko.stream.stage.AbstractOutHandler;
 import org.apache.pekko.stream.stage.AsyncCallback;
 import org.apache.pekko.stream.stage.GraphStageLogic;
-import org.apache.pekko.stream.stage.AbstractGraphStageWithMaterializedValue;
 import org.apache.pekko.stream.stage.TimerGraphStageLogic;
 
 /**
- * The engine as a stream stage: requests are grouped into batches and submitted through the
- * public batch API; results leave in request order or as completed. Demand follows the engine's
- * budgets: the stage pulls only while the requests it holds (admitted and not yet emitted) stay
- * under its task and byte window, so a fast upstream is held back by backpressure, never queued.
+ * The engine as a stream stage: requests are grouped into batches and submitted through the public
+ * batch API; results leave in request order or as completed. Demand follows the engine's budgets:
+ * the stage pulls only while the requests it holds (admitted and not yet emitted) stay under its
+ * task and byte window, so a fast upstream is held back by backpressure, never queued.
  *
- * <p>Cancellation and upstream failure cancel the in-flight batches (unsent frames fail
- * CANCELLED) and the stage finishes only after every batch has drained (C5); the materialized
- * stage completes then. Task failures are results, not stream failures.
+ * <p>Cancellation and upstream failure cancel the in-flight batches (unsent frames fail CANCELLED)
+ * and the stage finishes only after every batch has drained (C5); the materialized stage completes
+ * then. Task failures are results, not stream failures.
  */
 final class TransferStage
-    extends AbstractGraphStageWithMaterializedValue<FlowShape<TransferRequest, TransferResult>, CompletionStage<Done>> {
+    extends AbstractGraphStageWithMaterializedValue<
+        FlowShape<TransferRequest, TransferResult>, CompletionStage<Done>> {
   private static final String RETRY_TIMER = "retry";
   private static final String WINDOW_TIMER = "window";
   private static final java.time.Duration RETRY_DELAY = java.time.Duration.ofMillis(2);
@@ -66,7 +67,8 @@ final class TransferStage
   }
 
   @Override
-  public Pair<GraphStageLogic, CompletionStage<Done>> createLogicAndMaterializedValuePair(Attributes attributes) {
+  public Pair<GraphStageLogic, CompletionStage<Done>> createLogicAndMaterializedValuePair(
+      Attributes attributes) {
     CompletableFuture<Done> drained = new CompletableFuture<>();
     return Pair.create(new Logic(drained), drained);
   }
@@ -84,8 +86,10 @@ final class TransferStage
     private final Set<Batch> inFlight = new HashSet<>();
     private final Map<Long, TransferResult> finished = new HashMap<>();
     private final ArrayDeque<TransferResult> ready = new ArrayDeque<>();
+
     /** A request pulled but not yet taken, because it does not fit the window yet. */
     private TransferRequest parked;
+
     private int heldTasks;
     private long heldBytes;
     private long nextSeq;
@@ -106,59 +110,73 @@ final class TransferStage
       // users hold part of them (then it is retried), never for its own size.
       int taskBudget = engine.config().budgets().maxTasksInFlight();
       long byteBudget = engine.config().budgets().maxInflightBytes();
-      this.maxTasks = settings.maxInflightTasks() > 0 ? Math.min(settings.maxInflightTasks(), taskBudget) : taskBudget;
-      this.maxBytes = settings.maxInflightBytes() > 0 ? Math.min(settings.maxInflightBytes(), byteBudget) : byteBudget;
-      this.maxBatchTasks = Math.min(settings.maxBatchTasks(),
-          Math.min(engine.config().budgets().maxBatchCapacity(), maxTasks));
-      this.onAllocated = createAsyncCallback(p -> {
-        inFlight.add(p.second());
-        if (cancelling) {
-          p.second().cancel();
-        }
-      });
+      this.maxTasks =
+          settings.maxInflightTasks() > 0
+              ? Math.min(settings.maxInflightTasks(), taskBudget)
+              : taskBudget;
+      this.maxBytes =
+          settings.maxInflightBytes() > 0
+              ? Math.min(settings.maxInflightBytes(), byteBudget)
+              : byteBudget;
+      this.maxBatchTasks =
+          Math.min(
+              settings.maxBatchTasks(),
+              Math.min(engine.config().budgets().maxBatchCapacity(), maxTasks));
+      this.onAllocated =
+          createAsyncCallback(
+              p -> {
+                inFlight.add(p.second());
+                if (cancelling) {
+                  p.second().cancel();
+                }
+              });
       this.onOutcome = createAsyncCallback(this::onOutcome);
 
-      setHandler(in, new AbstractInHandler() {
-        @Override
-        public void onPush() {
-          parked = grab(in);
-          admitParked();
-          submitWaiting();
-          emit();
-          maybePull();
-          maybeFinish();
-        }
+      setHandler(
+          in,
+          new AbstractInHandler() {
+            @Override
+            public void onPush() {
+              parked = grab(in);
+              admitParked();
+              submitWaiting();
+              emit();
+              maybePull();
+              maybeFinish();
+            }
 
-        @Override
-        public void onUpstreamFinish() {
-          admitParked();
-          closeGroup();
-          submitWaiting();
-          emit();
-          maybeFinish();
-        }
+            @Override
+            public void onUpstreamFinish() {
+              admitParked();
+              closeGroup();
+              submitWaiting();
+              emit();
+              maybeFinish();
+            }
 
-        @Override
-        public void onUpstreamFailure(Throwable cause) {
-          upstreamFailure = cause;
-          stopAfterDrain();
-        }
-      });
-      setHandler(out, new AbstractOutHandler() {
-        @Override
-        public void onPull() {
-          emit();
-          admitParked();
-          submitWaiting();
-          maybePull();
-          maybeFinish();
-        }
+            @Override
+            public void onUpstreamFailure(Throwable cause) {
+              upstreamFailure = cause;
+              stopAfterDrain();
+            }
+          });
+      setHandler(
+          out,
+          new AbstractOutHandler() {
+            @Override
+            public void onPull() {
+              emit();
+              admitParked();
+              submitWaiting();
+              maybePull();
+              maybeFinish();
+            }
 
-        @Override
-        public void onDownstreamFinish(Throwable cause) {
-          stopAfterDrain();
-        }
-      });
+            @Override
+            public void onDownstreamFinish(Throwable cause) {
+              stopAfterDrain();
+            }
+          });
     }
 
     @Override
@@ -200,8 +218,17 @@ final class TransferStage
         // Refuse a bad request on its own, so it cannot fail the valid requests of its group.
         RequestValidator.validate(List.of(r));
       } catch (TransferException e) {
-        record(held, new TaskResult(0, TaskState.FAILED, 0, e.kind(), RemoteEffect.NONE, true,
-            "refused at submit: " + e.detail(), 0));
+        record(
+            held,
+            new TaskResult(
+                0,
+                TaskState.FAILED,
+                0,
+                e.kind(),
+                RemoteEffect.NONE,
+                true,
+                "refused at submit: " + e.detail(),
+                0));
         return;
       }
       group.add(held);
@@ -240,28 +267,40 @@ final class TransferStage
       submissions++;
       List<TransferRequest> requests = held.stream().map(Held::request).toList();
       // Every group gets a batch of the same capacity, whatever its size, so that a freed batch is
-      // always reused from the engine's pool (it keeps batches by exact capacity): groups closed by a
+      // always reused from the engine's pool (it keeps batches by exact capacity): groups closed by
+      // a
       // full window vary in size, and a batch per size would mean a spawn and an ask per group.
-      engine.allocateBatchAsync(maxBatchTasks).thenCompose(batch -> {
-        onAllocated.invoke(Pair.create(held, batch));
-        return batch.submitAsync(requests)
-            .handle((first, failure) -> unwrap(failure))
-            .thenCompose(failure -> {
-              if (failure instanceof TransferException) {
-                // A refusal: nothing of the submission was admitted.
-                onOutcome.invoke(new Outcome(held, batch, null, failure));
-                return CompletableFuture.completedFuture(null);
-              }
-              // Accepted, or not known (no answer): either way, wait for the batch's own drain.
-              return batch.completion().handle((status, f) -> {
-                onOutcome.invoke(new Outcome(held, batch, status, f));
+      engine
+          .allocateBatchAsync(maxBatchTasks)
+          .thenCompose(
+              batch -> {
+                onAllocated.invoke(Pair.create(held, batch));
+                return batch
+                    .submitAsync(requests)
+                    .handle((first, failure) -> unwrap(failure))
+                    .thenCompose(
+                        failure -> {
+                          if (failure instanceof TransferException) {
+                            // A refusal: nothing of the submission was admitted.
+                            onOutcome.invoke(new Outcome(held, batch, null, failure));
+                            return CompletableFuture.completedFuture(null);
+                          }
+                          // Accepted, or not known (no answer): either way, wait for the batch's
+                          // own drain.
+                          return batch
+                              .completion()
+                              .handle(
+                                  (status, f) -> {
+                                    onOutcome.invoke(new Outcome(held, batch, status, f));
+                                    return null;
+                                  });
+                        });
+              })
+          .exceptionally(
+              failure -> {
+                onOutcome.invoke(new Outcome(held, null, null, failure));
                 return null;
               });
-            });
-      }).exceptionally(failure -> {
-        onOutcome.invoke(new Outcome(held, null, null, failure));
-        return null;
-      });
     }
 
     private void onOutcome(Outcome o) {
@@ -275,7 +314,10 @@ final class TransferStage
         }
       }
       if (o.failure() != null) {
-        Throwable cause = o.failure() instanceof CompletionException ce && ce.getCause() != null ? ce.getCause() : o.failure();
+        Throwable cause =
+            o.failure() instanceof CompletionException ce && ce.getCause() != null
+                ? ce.getCause()
+                : o.failure();
         ErrorKind kind = cause instanceof TransferException te ? te.kind() : ErrorKind.UNAVAILABLE;
         if (kind == ErrorKind.RESOURCE_EXHAUSTED && !cancelling && fitsWindow(o.group())) {
           // Budgets shared with other users are momentarily full: try the same group again soon.
@@ -287,14 +329,33 @@ final class TransferStage
           // The batch took the submission (or may have) and then could not be asked about its
           // drain: nothing can be claimed about these tasks' memory or the peer's bytes.
           for (Held h : o.group()) {
-            record(h, new TaskResult(0, TaskState.UNQUIESCED, 0, ErrorKind.UNQUIESCED,
-                h.request().op() == io.orbite.engine.Op.WRITE ? RemoteEffect.UNKNOWN : RemoteEffect.NONE, false,
-                "the batch's drain could not be observed: " + cause, 0));
+            record(
+                h,
+                new TaskResult(
+                    0,
+                    TaskState.UNQUIESCED,
+                    0,
+                    ErrorKind.UNQUIESCED,
+                    h.request().op() == io.orbite.engine.Op.WRITE
+                        ? RemoteEffect.UNKNOWN
+                        : RemoteEffect.NONE,
+                    false,
+                    "the batch's drain could not be observed: " + cause,
+                    0));
           }
         } else {
           for (Held h : o.group()) {
-            record(h, new TaskResult(0, TaskState.FAILED, 0, kind, RemoteEffect.NONE, true,
-                "refused at submit: " + TransferException.describe(cause), 0));
+            record(
+                h,
+                new TaskResult(
+                    0,
+                    TaskState.FAILED,
+                    0,
+                    kind,
+                    RemoteEffect.NONE,
+                    true,
+                    "refused at submit: " + TransferException.describe(cause),
+                    0));
           }
         }
       } else {
@@ -303,8 +364,17 @@ final class TransferStage
         }
         // A submission that never reached the batch has no task there: it moved nothing.
         for (int i = o.status().tasks().size(); i < o.group().size(); i++) {
-          record(o.group().get(i), new TaskResult(i, TaskState.FAILED, 0, ErrorKind.UNAVAILABLE, RemoteEffect.NONE, true,
-              "the batch did not take the submission", 0));
+          record(
+              o.group().get(i),
+              new TaskResult(
+                  i,
+                  TaskState.FAILED,
+                  0,
+                  ErrorKind.UNAVAILABLE,
+                  RemoteEffect.NONE,
+                  true,
+                  "the batch did not take the submission",
+                  0));
         }
       }
       emit();
@@ -315,7 +385,9 @@ final class TransferStage
     }
 
     private static Throwable unwrap(Throwable failure) {
-      return failure instanceof CompletionException ce && ce.getCause() != null ? ce.getCause() : failure;
+      return failure instanceof CompletionException ce && ce.getCause() != null
+          ? ce.getCause()
+          : failure;
     }
 
     private boolean fitsWindow(List<Held> held) {
@@ -360,7 +432,12 @@ final class TransferStage
     }
 
     private boolean nothingLeft() {
-      return parked == null && group.isEmpty() && toSubmit.isEmpty() && submissions == 0 && finished.isEmpty() && ready.isEmpty();
+      return parked == null
+          && group.isEmpty()
+          && toSubmit.isEmpty()
+          && submissions == 0
+          && finished.isEmpty()
+          && ready.isEmpty();
     }
 
     private void maybeFinish() {
@@ -400,8 +477,12 @@ final class TransferStage
     @Override
     public void postStop() {
       if (!drained.isDone()) {
-        drained.completeExceptionally(new TransferException(ErrorKind.UNQUIESCED,
-            "transfer stream stopped abruptly with " + submissions + " batch(es) not known to be drained"));
+        drained.completeExceptionally(
+            new TransferException(
+                ErrorKind.UNQUIESCED,
+                "transfer stream stopped abruptly with "
+                    + submissions
+                    + " batch(es) not known to be drained"));
       }
     }
   }

@@ -18,9 +18,9 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
  * The per-engine view of its resource owners: every owner actor pushes its state and charges here
- * when they change, and is moved to the retired list when it stops. Readers (metrics, the dashboard)
- * take {@link #snapshot()}s; nothing here reaches into an actor, and no lock is taken (concurrent
- * maps and deques only). Thread-safe.
+ * when they change, and is moved to the retired list when it stops. Readers (metrics, the
+ * dashboard) take {@link #snapshot()}s; nothing here reaches into an actor, and no lock is taken
+ * (concurrent maps and deques only). Thread-safe.
  */
 public final class OwnerBoard {
   /** How many retired owners are remembered (newest first). */
@@ -28,9 +28,15 @@ public final class OwnerBoard {
 
   /** The coarse state classes metrics count owners by. */
   public enum StateClass {
-    ACTIVE, DRAINING, FENCED, QUARANTINED;
+    ACTIVE,
+    DRAINING,
+    FENCED,
+    QUARANTINED;
 
-    /** {@code opening, active, serving, open, admitting, running} are ACTIVE; {@code draining, stopping, closing} DRAINING; {@code fenced, closed} FENCED. */
+    /**
+     * {@code opening, active, serving, open, admitting, running} are ACTIVE; {@code draining,
+     * stopping, closing} DRAINING; {@code fenced, closed} FENCED.
+     */
     public static StateClass of(String state) {
       return switch (state) {
         case "draining", "stopping", "closing" -> DRAINING;
@@ -48,14 +54,20 @@ public final class OwnerBoard {
   /**
    * One live owner.
    *
-   * @param path its place in the supervision tree, for example {@code engine/transport-tcp/endpoint-4000-1f}
+   * @param path its place in the supervision tree, for example {@code
+   *     engine/transport-tcp/endpoint-4000-1f}
    * @param kind the actor's class, for example {@code TcpEndpoint}
    * @param state its behaviour now, for example {@code active}
    * @param charges what it holds, by name (tasks, bytes, loans, lanes...)
    * @param detail a short explanation (why fenced, which peer...), may be empty
    * @param sinceMillis when it entered this state (epoch milliseconds)
    */
-  public record Owner(String path, String kind, String state, Map<String, Long> charges, String detail,
+  public record Owner(
+      String path,
+      String kind,
+      String state,
+      Map<String, Long> charges,
+      String detail,
       long sinceMillis) {
     public StateClass stateClass() {
       return StateClass.of(state);
@@ -66,7 +78,8 @@ public final class OwnerBoard {
   public record Retired(String path, String kind, String lastState, String detail, long atMillis) {}
 
   /** Everything the board knows at one instant (each part consistent on its own). */
-  public record Snapshot(long version, List<Owner> owners, List<Retired> retired, List<PeerEntry> peers) {}
+  public record Snapshot(
+      long version, List<Owner> owners, List<Retired> retired, List<PeerEntry> peers) {}
 
   private final ConcurrentHashMap<String, Owner> owners = new ConcurrentHashMap<>();
   private final ConcurrentLinkedDeque<Retired> retired = new ConcurrentLinkedDeque<>();
@@ -90,19 +103,29 @@ public final class OwnerBoard {
   }
 
   /** An owner reports its state and charges (replacing what it reported before). */
-  public void publish(ActorRef<?> self, String kind, String state, Map<String, Long> charges, String detail) {
+  public void publish(
+      ActorRef<?> self, String kind, String state, Map<String, Long> charges, String detail) {
     publish(key(self), kind, state, charges, detail);
   }
 
   /**
-   * {@link #publish(ActorRef, String, String, Map, String)} under a key the owner computed once with
-   * {@link #key} (an owner that publishes on every state change, as a pooled batch does on each lease
-   * and free, need not rebuild its actor path each time).
+   * {@link #publish(ActorRef, String, String, Map, String)} under a key the owner computed once
+   * with {@link #key} (an owner that publishes on every state change, as a pooled batch does on
+   * each lease and free, need not rebuild its actor path each time).
    */
-  public void publish(String key, String kind, String state, Map<String, Long> charges, String detail) {
+  public void publish(
+      String key, String kind, String state, Map<String, Long> charges, String detail) {
     long now = System.currentTimeMillis();
-    owners.compute(key, (k, before) -> new Owner(k, kind, state, Map.copyOf(charges), detail == null ? "" : detail,
-        before != null && before.state().equals(state) ? before.sinceMillis() : now));
+    owners.compute(
+        key,
+        (k, before) ->
+            new Owner(
+                k,
+                kind,
+                state,
+                Map.copyOf(charges),
+                detail == null ? "" : detail,
+                before != null && before.state().equals(state) ? before.sinceMillis() : now));
     version.incrementAndGet();
   }
 
@@ -110,7 +133,9 @@ public final class OwnerBoard {
   public void retire(ActorRef<?> self) {
     Owner last = owners.remove(key(self));
     if (last != null) {
-      retired.addFirst(new Retired(last.path(), last.kind(), last.state(), last.detail(), System.currentTimeMillis()));
+      retired.addFirst(
+          new Retired(
+              last.path(), last.kind(), last.state(), last.detail(), System.currentTimeMillis()));
       while (retired.size() > MAX_RETIRED) {
         retired.pollLast();
       }
@@ -144,8 +169,8 @@ public final class OwnerBoard {
    * starts and after every message that changed it, and is retired when it stops. {@code report}
    * reads only the actor's own fields.
    */
-  public static <T> Behavior<T> reporting(OwnerBoard board, java.util.function.Supplier<Report> report,
-      Behavior<T> behavior) {
+  public static <T> Behavior<T> reporting(
+      OwnerBoard board, java.util.function.Supplier<Report> report, Behavior<T> behavior) {
     return Behaviors.intercept(() -> new Reporting<>(board, report), behavior);
   }
 
@@ -188,7 +213,8 @@ public final class OwnerBoard {
     }
 
     @Override
-    public Behavior<T> aroundSignal(TypedActorContext<T> ctx, Signal signal, SignalTarget<T> target) {
+    public Behavior<T> aroundSignal(
+        TypedActorContext<T> ctx, Signal signal, SignalTarget<T> target) {
       if (signal instanceof PostStop) {
         // The owner's own PostStop runs first, so a reader that sees it retired sees it stopped.
         try {
@@ -232,7 +258,8 @@ public final class OwnerBoard {
     }
 
     @Override
-    public Behavior<T> aroundSignal(TypedActorContext<T> ctx, Signal signal, SignalTarget<T> target) {
+    public Behavior<T> aroundSignal(
+        TypedActorContext<T> ctx, Signal signal, SignalTarget<T> target) {
       if (signal instanceof PostStop) {
         board.retire(ctx.asJava().getSelf());
       }

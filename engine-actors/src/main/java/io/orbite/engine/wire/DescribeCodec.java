@@ -15,18 +15,21 @@ import java.util.Set;
 
 /**
  * Payload of a DESCRIBE_RESPONSE, big-endian: host (u16 length + UTF-8), port (u32), epoch (u64),
- * region count (u32), then per region id (u64), length (u64), access (u8); then the SHM part: a flag
- * (u8: 0 none, 1 present) and, when present, hostname (u16 length + UTF-8), boot id (u16 length +
- * UTF-8), pid (u32), token fd (u32), token inode (u64), export count (u32), then per export region id
- * (u64), fd (u32), inode (u64), offset (u64), length (u64), access (u8).
+ * region count (u32), then per region id (u64), length (u64), access (u8); then the SHM part: a
+ * flag (u8: 0 none, 1 present) and, when present, hostname (u16 length + UTF-8), boot id (u16
+ * length + UTF-8), pid (u32), token fd (u32), token inode (u64), export count (u32), then per
+ * export region id (u64), fd (u32), inode (u64), offset (u64), length (u64), access (u8).
  */
 public final class DescribeCodec {
   /** Bytes per encoded region. */
   public static final int REGION_BYTES = 17;
+
   /** Bytes per encoded SHM export. */
   public static final int EXPORT_BYTES = 37;
+
   /** The largest host name accepted (DNS limit). */
   public static final int MAX_HOST_BYTES = 253;
+
   /** The largest boot id accepted (the kernel's is a 36-character UUID). */
   public static final int MAX_BOOT_ID_BYTES = 64;
 
@@ -38,16 +41,33 @@ public final class DescribeCodec {
       throw new IllegalArgumentException("host name longer than " + MAX_HOST_BYTES + " bytes");
     }
     SharedExports shared = d.shared();
-    byte[] hostname = shared == null ? new byte[0] : shared.host().hostname().getBytes(StandardCharsets.UTF_8);
-    byte[] bootId = shared == null ? new byte[0] : shared.host().bootId().getBytes(StandardCharsets.UTF_8);
+    byte[] hostname =
+        shared == null ? new byte[0] : shared.host().hostname().getBytes(StandardCharsets.UTF_8);
+    byte[] bootId =
+        shared == null ? new byte[0] : shared.host().bootId().getBytes(StandardCharsets.UTF_8);
     if (hostname.length > MAX_HOST_BYTES || bootId.length > MAX_BOOT_ID_BYTES) {
       throw new IllegalArgumentException("shared host name or boot id too long");
     }
-    int sharedBytes = shared == null ? 0
-        : 2 + hostname.length + 2 + bootId.length + 4 + 4 + 8 + 4 + shared.regions().size() * EXPORT_BYTES;
-    ByteBuffer buf = ByteBuffer.allocate(
-        2 + host.length + 4 + 8 + 4 + d.regions().size() * REGION_BYTES + 1 + sharedBytes);
-    buf.putShort((short) host.length).put(host).putInt(d.port()).putLong(d.epoch()).putInt(d.regions().size());
+    int sharedBytes =
+        shared == null
+            ? 0
+            : 2
+                + hostname.length
+                + 2
+                + bootId.length
+                + 4
+                + 4
+                + 8
+                + 4
+                + shared.regions().size() * EXPORT_BYTES;
+    ByteBuffer buf =
+        ByteBuffer.allocate(
+            2 + host.length + 4 + 8 + 4 + d.regions().size() * REGION_BYTES + 1 + sharedBytes);
+    buf.putShort((short) host.length)
+        .put(host)
+        .putInt(d.port())
+        .putLong(d.epoch())
+        .putInt(d.regions().size());
     for (RemoteRegion r : d.regions()) {
       buf.putLong(r.regionId()).putLong(r.lengthBytes()).put((byte) r.access().code());
     }
@@ -55,10 +75,21 @@ public final class DescribeCodec {
       buf.put((byte) 0);
     } else {
       SharedHost h = shared.host();
-      buf.put((byte) 1).putShort((short) hostname.length).put(hostname).putShort((short) bootId.length).put(bootId)
-          .putInt(h.pid()).putInt(h.tokenFd()).putLong(h.tokenInode()).putInt(shared.regions().size());
+      buf.put((byte) 1)
+          .putShort((short) hostname.length)
+          .put(hostname)
+          .putShort((short) bootId.length)
+          .put(bootId)
+          .putInt(h.pid())
+          .putInt(h.tokenFd())
+          .putLong(h.tokenInode())
+          .putInt(shared.regions().size());
       for (SharedRegion e : shared.regions()) {
-        buf.putLong(e.regionId()).putInt(e.fd()).putLong(e.inode()).putLong(e.offset()).putLong(e.lengthBytes())
+        buf.putLong(e.regionId())
+            .putInt(e.fd())
+            .putLong(e.inode())
+            .putLong(e.offset())
+            .putLong(e.lengthBytes())
             .put((byte) e.access().code());
       }
     }
@@ -98,13 +129,15 @@ public final class DescribeCodec {
       if (buf.hasRemaining()) {
         throw rejected("describe: " + buf.remaining() + " bytes after the SHM part");
       }
-      return new Description(new String(host, StandardCharsets.UTF_8), port, epoch, regions, shared);
+      return new Description(
+          new String(host, StandardCharsets.UTF_8), port, epoch, regions, shared);
     } catch (BufferUnderflowException e) {
       throw rejected("describe: payload ends early");
     }
   }
 
-  private static SharedExports decodeShared(ByteBuffer buf, List<RemoteRegion> regions) throws FrameRejectedException {
+  private static SharedExports decodeShared(ByteBuffer buf, List<RemoteRegion> regions)
+      throws FrameRejectedException {
     int flag = buf.get();
     if (flag == 0) {
       return null;
@@ -137,10 +170,25 @@ public final class DescribeCodec {
       int access = buf.get();
       RemoteRegion region = published.get(id);
       // An export must describe exactly a published region, once.
-      if (region == null || !seen.add(id) || fd < 0 || offset < 0 || length != region.lengthBytes()
-          || access != region.access().code() || offset > Long.MAX_VALUE - length) {
-        throw rejected("describe: SHM export of region " + id + " (fd " + fd + ", offset " + offset + ", length "
-            + length + ", access " + access + ") does not match a published region");
+      if (region == null
+          || !seen.add(id)
+          || fd < 0
+          || offset < 0
+          || length != region.lengthBytes()
+          || access != region.access().code()
+          || offset > Long.MAX_VALUE - length) {
+        throw rejected(
+            "describe: SHM export of region "
+                + id
+                + " (fd "
+                + fd
+                + ", offset "
+                + offset
+                + ", length "
+                + length
+                + ", access "
+                + access
+                + ") does not match a published region");
       }
       exports.add(new SharedRegion(id, fd, inode, offset, length, region.access()));
     }
@@ -157,7 +205,8 @@ public final class DescribeCodec {
     try {
       return StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(bytes)).toString();
     } catch (java.nio.charset.CharacterCodingException e) {
-      // Compared byte for byte with this host's identity: a lossy decode could make two differ or match.
+      // Compared byte for byte with this host's identity: a lossy decode could make two differ or
+      // match.
       throw rejected("describe: " + what + " is not valid UTF-8");
     }
   }

@@ -9,7 +9,8 @@ import java.util.List;
  * @param shared what a same-host peer needs to map the source's exported allocations; {@code null}
  *     when the source exports nothing through SHM
  */
-public record Description(String host, int port, long epoch, List<RemoteRegion> regions, SharedExports shared) {
+public record Description(
+    String host, int port, long epoch, List<RemoteRegion> regions, SharedExports shared) {
   public Description {
     regions = List.copyOf(regions);
   }

@@ -21,8 +21,8 @@ import java.nio.ByteBuffer;
  * </pre>
  *
  * <p>{@link #check} validates a header before any payload is read: a foreign magic is refused as
- * soon as its first four bytes are seen, and lengths are checked against the receiver's cap.
- * All methods use absolute indexes and never move the buffer's position.
+ * soon as its first four bytes are seen, and lengths are checked against the receiver's cap. All
+ * methods use absolute indexes and never move the buffer's position.
  */
 public final class FrameCodec {
   public static final int MAGIC = 0x4F524254;
@@ -67,15 +67,25 @@ public final class FrameCodec {
   }
 
   public static void encode(ByteBuffer buf, int at, FrameHeader h) {
-    encode(buf, at, h.type(), h.status(), h.payloadLength(), h.requestId(), h.epoch(), h.regionId(), h.offset(), h.count());
+    encode(
+        buf,
+        at,
+        h.type(),
+        h.status(),
+        h.payloadLength(),
+        h.requestId(),
+        h.epoch(),
+        h.regionId(),
+        h.offset(),
+        h.count());
   }
 
   /**
    * Names the protocol a foreign peer speaks when its first four bytes are recognisable, as the
-   * start of a refusal ({@code "the peer speaks HTTP, not the OrbiTE protocol ...: "}); {@code "not the
-   * OrbiTE protocol: "} otherwise.
-   * Recognised: HTTP/1 responses ({@code HTTP}), HTTP/2 prefaces ({@code PRI }), TLS records
-   * (content type 20-23, major version 3) and SSH banners ({@code SSH-}).
+   * start of a refusal ({@code "the peer speaks HTTP, not the OrbiTE protocol ...: "}); {@code "not
+   * the OrbiTE protocol: "} otherwise. Recognised: HTTP/1 responses ({@code HTTP}), HTTP/2 prefaces
+   * ({@code PRI }), TLS records (content type 20-23, major version 3) and SSH banners ({@code
+   * SSH-}).
    */
   public static String foreignProtocol(int magic) {
     String name;
@@ -108,15 +118,18 @@ public final class FrameCodec {
     if (available >= 4) {
       int magic = buf.getInt(at + OFF_MAGIC);
       if (magic != MAGIC) {
-        throw new FrameRejectedException(Reason.FOREIGN_MAGIC, foreignProtocol(magic)
-            + String.format("magic 0x%08x, expected 0x%08x", magic, MAGIC));
+        throw new FrameRejectedException(
+            Reason.FOREIGN_MAGIC,
+            foreignProtocol(magic) + String.format("magic 0x%08x, expected 0x%08x", magic, MAGIC));
       }
     } else {
       // Judge a short prefix byte by byte so a foreign peer is refused as early as possible.
       for (int i = 0; i < available; i++) {
         byte expected = (byte) (MAGIC >>> (24 - 8 * i));
         if (buf.get(at + i) != expected) {
-          throw new FrameRejectedException(Reason.FOREIGN_MAGIC, "not the OrbiTE protocol: first bytes do not match magic 0x4f524254");
+          throw new FrameRejectedException(
+              Reason.FOREIGN_MAGIC,
+              "not the OrbiTE protocol: first bytes do not match magic 0x4f524254");
         }
       }
       return false;
@@ -126,16 +139,23 @@ public final class FrameCodec {
     }
     int version = buf.get(at + OFF_VERSION) & 0xff;
     if (version != VERSION) {
-      throw new FrameRejectedException(Reason.UNSUPPORTED_VERSION, "version " + version + ", expected " + VERSION);
+      throw new FrameRejectedException(
+          Reason.UNSUPPORTED_VERSION, "version " + version + ", expected " + VERSION);
     }
     FrameType type = FrameType.fromCode(buf.get(at + OFF_TYPE) & 0xff);
     if (type == null) {
-      throw new FrameRejectedException(Reason.UNKNOWN_TYPE, "type code " + (buf.get(at + OFF_TYPE) & 0xff));
+      throw new FrameRejectedException(
+          Reason.UNKNOWN_TYPE, "type code " + (buf.get(at + OFF_TYPE) & 0xff));
     }
     long payload = buf.getLong(at + OFF_PAYLOAD);
     if (payload < 0 || payload > maxPayloadBytes) {
       throw new FrameRejectedException(
-          Reason.ABSURD_LENGTH, type + " payload length " + Long.toUnsignedString(payload) + " exceeds cap " + maxPayloadBytes);
+          Reason.ABSURD_LENGTH,
+          type
+              + " payload length "
+              + Long.toUnsignedString(payload)
+              + " exceeds cap "
+              + maxPayloadBytes);
     }
     long count = buf.getLong(at + OFF_COUNT);
     int status = buf.getShort(at + OFF_STATUS) & 0xffff;
@@ -149,7 +169,8 @@ public final class FrameCodec {
         };
     if (!consistent) {
       throw new FrameRejectedException(
-          Reason.INCONSISTENT_LENGTH, type + " with status " + status + ", payload " + payload + ", count " + count);
+          Reason.INCONSISTENT_LENGTH,
+          type + " with status " + status + ", payload " + payload + ", count " + count);
     }
     return true;
   }
@@ -157,8 +178,14 @@ public final class FrameCodec {
   /** Decodes a header already accepted by {@link #check}. */
   public static FrameHeader decode(ByteBuffer buf, int at) {
     return new FrameHeader(
-        type(buf, at), status(buf, at), payloadLength(buf, at), requestId(buf, at), epoch(buf, at),
-        regionId(buf, at), offset(buf, at), count(buf, at));
+        type(buf, at),
+        status(buf, at),
+        payloadLength(buf, at),
+        requestId(buf, at),
+        epoch(buf, at),
+        regionId(buf, at),
+        offset(buf, at),
+        count(buf, at));
   }
 
   public static FrameType type(ByteBuffer buf, int at) {

@@ -2,8 +2,8 @@ package io.orbite.engine.wire;
 
 /**
  * A frame broke the protocol (foreign magic, unknown version or type, absurd or inconsistent
- * length, truncated header, or a response from another incarnation). The connection that carried
- * it must be closed; nothing of its payload has been read.
+ * length, truncated header, or a response from another incarnation). The connection that carried it
+ * must be closed; nothing of its payload has been read.
  */
 public final class FrameRejectedException extends Exception {
   /** Which rule the frame broke. */

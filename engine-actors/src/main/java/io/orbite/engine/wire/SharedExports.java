@@ -6,7 +6,9 @@ import java.util.Objects;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 
-/** The SHM part of a Describe answer: the source's host and token, and the allocations it exports. */
+/**
+ * The SHM part of a Describe answer: the source's host and token, and the allocations it exports.
+ */
 public record SharedExports(SharedHost host, List<SharedRegion> regions) {
   public SharedExports {
     Objects.requireNonNull(host, "host");
@@ -15,6 +17,7 @@ public record SharedExports(SharedHost host, List<SharedRegion> regions) {
 
   /** The exported allocations by region id. */
   public Map<Long, SharedRegion> byRegion() {
-    return regions.stream().collect(Collectors.toUnmodifiableMap(SharedRegion::regionId, Function.identity()));
+    return regions.stream()
+        .collect(Collectors.toUnmodifiableMap(SharedRegion::regionId, Function.identity()));
   }
 }

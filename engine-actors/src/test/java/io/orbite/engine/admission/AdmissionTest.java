@@ -3,18 +3,17 @@ package io.orbite.engine.admission;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.BudgetConfig;
+import org.apache.pekko.actor.testkit.typed.annotations.JUnit5TestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.JUnit5TestKitBuilder;
 import org.apache.pekko.actor.testkit.typed.javadsl.LogCapturingExtension;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestKitJUnit5Extension;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
-import org.apache.pekko.actor.testkit.typed.annotations.JUnit5TestKit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -23,10 +22,15 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(LogCapturingExtension.class)
 class AdmissionTest {
   @JUnit5TestKit
-  public ActorTestKit testKit = new JUnit5TestKitBuilder().withCustomConfig(ConfigFactory.load()).build();
+  public ActorTestKit testKit =
+      new JUnit5TestKitBuilder().withCustomConfig(ConfigFactory.load()).build();
 
-  private static final BudgetConfig SMALL = BudgetConfig.defaults().withMaxBatches(1).withMaxTasksInFlight(4)
-      .withMaxInflightBytes(1L << 20).withMaxEndpoints(1);
+  private static final BudgetConfig SMALL =
+      BudgetConfig.defaults()
+          .withMaxBatches(1)
+          .withMaxTasksInFlight(4)
+          .withMaxInflightBytes(1L << 20)
+          .withMaxEndpoints(1);
 
   @Test
   void tasksAndBytesAreChargedTogetherOrNotAtAll() {
@@ -37,7 +41,8 @@ class AdmissionTest {
     assertFalse(refused.fenced());
     assertNotNull(refused.refusal());
     assertTrue(refused.refusal().startsWith("tasks in flight"), refused.refusal());
-    assertEquals(new Budgets.Usage(0, 3, 1000, 0), b.usage(), "a refused charge leaves nothing behind");
+    assertEquals(
+        new Budgets.Usage(0, 3, 1000, 0), b.usage(), "a refused charge leaves nothing behind");
     refused = b.tryTasks(1, 1L << 20);
     assertTrue(refused.refusal().startsWith("in-flight bytes"), refused.refusal());
     assertEquals(3, b.usage().tasks());

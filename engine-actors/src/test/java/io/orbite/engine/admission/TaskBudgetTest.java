@@ -40,7 +40,8 @@ class TaskBudgetTest {
     assertNull(b.tryCharge(1, 1), "the last byte of the budget");
     String refusal = b.tryCharge(1, 1);
     assertNotNull(refusal);
-    assertTrue(refusal.contains((limit - 1) + " + 1 exceeds the budget of " + (limit - 1)), refusal);
+    assertTrue(
+        refusal.contains((limit - 1) + " + 1 exceeds the budget of " + (limit - 1)), refusal);
     assertEquals(limit - 1, b.bytes());
   }
 

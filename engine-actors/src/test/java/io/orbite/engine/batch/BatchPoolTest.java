@@ -31,14 +31,23 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(TestKitJUnit5Extension.class)
 class BatchPoolTest {
   @JUnit5TestKit
-  public ActorTestKit testKit = new JUnit5TestKitBuilder().withCustomConfig(ConfigFactory.load()).build();
+  public ActorTestKit testKit =
+      new JUnit5TestKitBuilder().withCustomConfig(ConfigFactory.load()).build();
 
   private final AdmissionGate gate = new AdmissionGate(BudgetConfig.defaults());
   private final EngineCounters counters = new EngineCounters();
 
   private BatchCore core(String name, int capacity, TestProbe<BatchActor.Command> actor) {
-    BatchCore c = new BatchCore(name, capacity, gate, counters, Duration.ofSeconds(30), Duration.ofSeconds(5),
-        new QuarantineLedger(), Runnable::run);
+    BatchCore c =
+        new BatchCore(
+            name,
+            capacity,
+            gate,
+            counters,
+            Duration.ofSeconds(30),
+            Duration.ofSeconds(5),
+            new QuarantineLedger(),
+            Runnable::run);
     c.bind(actor.ref());
     return c;
   }
@@ -62,7 +71,8 @@ class BatchPoolTest {
     assertEquals(ErrorKind.INVALID_ARGUMENT, old.kind());
     assertTrue(old.getMessage().contains("already freed"), old.getMessage());
     assertEquals(0, c.status(second).tasks().size());
-    assertEquals(0, gate.usage().batches(), "the pool holds no batch slot: the caller charged and freed it");
+    assertEquals(
+        0, gate.usage().batches(), "the pool holds no batch slot: the caller charged and freed it");
     actor.expectNoMessage(Duration.ofMillis(50));
   }
 
@@ -77,7 +87,8 @@ class BatchPoolTest {
     }
     assertEquals(BatchPool.MAX_POOLED, pool.size());
     pool.give(core("batch-extra", 2, extra));
-    assertEquals(BatchActor.Retire.INSTANCE, extra.receiveMessage(), "a full pool retires the batch");
+    assertEquals(
+        BatchActor.Retire.INSTANCE, extra.receiveMessage(), "a full pool retires the batch");
     pool.give(core("batch-large", BatchPool.MAX_POOLED_CAPACITY + 1, large));
     assertEquals(BatchActor.Retire.INSTANCE, large.receiveMessage(), "a large batch is never kept");
     assertEquals(BatchPool.MAX_POOLED, pool.size());
@@ -85,7 +96,8 @@ class BatchPoolTest {
 
     pool.close();
     for (int i = 0; i < BatchPool.MAX_POOLED; i++) {
-      assertEquals(BatchActor.Retire.INSTANCE, kept.receiveMessage(), "close retires every kept batch");
+      assertEquals(
+          BatchActor.Retire.INSTANCE, kept.receiveMessage(), "close retires every kept batch");
     }
     assertEquals(0, pool.size());
     assertNull(pool.take(2));

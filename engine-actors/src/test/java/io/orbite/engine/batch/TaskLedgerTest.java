@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
  */
 class TaskLedgerTest {
   private final Arena arena = Arena.ofAuto();
-  private final Registration region = new Registration(7, arena.allocate(4096), Access.READ_WRITE, null);
+  private final Registration region =
+      new Registration(7, arena.allocate(4096), Access.READ_WRITE, null);
 
   private int task(TaskLedger ledger) {
     assertTrue(region.tryLoan());
@@ -74,13 +75,17 @@ class TaskLedgerTest {
     int i = task(ledger);
     ledger.apply(Receipt.ok(i, 100, RemoteEffect.NONE));
     long late = System.nanoTime() + 10_000_000_000L;
-    assertEquals(1, ledger.quarantineOverdue(late, 0, "overdue"), "without its count it may still be worked on");
+    assertEquals(
+        1,
+        ledger.quarantineOverdue(late, 0, "overdue"),
+        "without its count it may still be worked on");
     assertEquals(TaskState.UNQUIESCED, ledger.result(i).state());
     assertEquals(1, ledger.held());
     assertEquals(1, region.loans());
     assertThrows(IllegalStateException.class, ledger::reset, "held tasks keep the ledger");
     assertEquals(TaskLedger.Outcome.LATE_DRAINED, ledger.owe(i, 1));
-    assertEquals(TaskState.UNQUIESCED, ledger.result(i).state(), "a reported outcome never changes");
+    assertEquals(
+        TaskState.UNQUIESCED, ledger.result(i).state(), "a reported outcome never changes");
     assertTrue(ledger.result(i).locallyDrained());
     assertEquals(0, ledger.held());
     assertEquals(0, region.loans());

@@ -14,12 +14,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import org.apache.pekko.actor.testkit.typed.annotations.JUnit5TestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.JUnit5TestKitBuilder;
 import org.apache.pekko.actor.testkit.typed.javadsl.LogCapturingExtension;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestKitJUnit5Extension;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
-import org.apache.pekko.actor.testkit.typed.annotations.JUnit5TestKit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -28,13 +28,18 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(LogCapturingExtension.class)
 class RegistryTest {
   @JUnit5TestKit
-  public ActorTestKit testKit = new JUnit5TestKitBuilder().withCustomConfig(ConfigFactory.load()).build();
+  public ActorTestKit testKit =
+      new JUnit5TestKitBuilder().withCustomConfig(ConfigFactory.load()).build();
 
-  private Registration register(org.apache.pekko.actor.typed.ActorRef<Registry.Command> registry, MemorySegment segment,
+  private Registration register(
+      org.apache.pekko.actor.typed.ActorRef<Registry.Command> registry,
+      MemorySegment segment,
       Arena owned) {
     TestProbe<Registry.RegisterReply> probe = testKit.createTestProbe();
     registry.tell(new Registry.Register(segment, Access.READ_WRITE, owned, probe.getRef()));
-    return assertInstanceOf(Registry.Registered.class, probe.receiveMessage()).memory().registration();
+    return assertInstanceOf(Registry.Registered.class, probe.receiveMessage())
+        .memory()
+        .registration();
   }
 
   @Test
@@ -82,7 +87,9 @@ class RegistryTest {
     assertTrue(r.tryLoan());
     TestProbe<Registry.UnregisterReply> probe = testKit.createTestProbe();
     registry.tell(new Registry.Unregister(r.regionId(), probe.getRef()));
-    var failed = assertInstanceOf(Registry.UnregisterFailed.class, probe.receiveMessage(Duration.ofSeconds(5)));
+    var failed =
+        assertInstanceOf(
+            Registry.UnregisterFailed.class, probe.receiveMessage(Duration.ofSeconds(5)));
     assertEquals(ErrorKind.UNQUIESCED, failed.kind());
     assertTrue(arena.scope().isAlive(), "never freed under a worker");
     assertEquals(42, segment.get(ValueLayout.JAVA_BYTE, 4095), "memory still mapped and readable");

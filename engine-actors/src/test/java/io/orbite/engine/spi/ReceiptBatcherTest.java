@@ -17,7 +17,10 @@ import org.junit.jupiter.api.Test;
  * receipts of the other batches.
  */
 class ReceiptBatcherTest {
-  /** A sink that copies what it is lent (the block is reused after the call) and can be made to throw. */
+  /**
+   * A sink that copies what it is lent (the block is reused after the call) and can be made to
+   * throw.
+   */
   private static final class Recording implements ReceiptSink {
     final List<List<Receipt>> calls = new ArrayList<>();
     Receipts lastBlock;
@@ -52,9 +55,13 @@ class ReceiptBatcherTest {
     batcher.failed(a, 1, ErrorKind.TIMEOUT, RemoteEffect.NONE, "late");
     batcher.ok(a, 2, 50, RemoteEffect.NONE);
     batcher.flush();
-    assertEquals(List.of(List.of(new Receipt(0, 100, null, RemoteEffect.NONE, ""),
-        new Receipt(1, 0, ErrorKind.TIMEOUT, RemoteEffect.NONE, "late"),
-        new Receipt(2, 50, null, RemoteEffect.NONE, ""))), a.calls);
+    assertEquals(
+        List.of(
+            List.of(
+                new Receipt(0, 100, null, RemoteEffect.NONE, ""),
+                new Receipt(1, 0, ErrorKind.TIMEOUT, RemoteEffect.NONE, "late"),
+                new Receipt(2, 50, null, RemoteEffect.NONE, ""))),
+        a.calls);
     assertEquals(List.of(List.of(new Receipt(5, 7, null, RemoteEffect.APPLIED, ""))), b.calls);
     assertTrue(batcher.isEmpty());
   }
@@ -73,7 +80,8 @@ class ReceiptBatcherTest {
     batcher.flush();
     assertSame(first, a.lastBlock, "the block is reused, not allocated again");
     assertEquals(List.of(new Receipt(3, 9, null, RemoteEffect.NONE, "")), a.calls.get(1));
-    assertThrows(IndexOutOfBoundsException.class, () -> first.error(1), "no stale entry is readable");
+    assertThrows(
+        IndexOutOfBoundsException.class, () -> first.error(1), "no stale entry is readable");
   }
 
   @Test
@@ -96,8 +104,13 @@ class ReceiptBatcherTest {
     IllegalStateException e = assertThrows(IllegalStateException.class, batcher::flush);
     assertTrue(e.getMessage().contains("owes nothing"), e.getMessage());
     for (int s = 0; s < fine.size(); s++) {
-      assertEquals(List.of(List.of(new Receipt(0, 2 + s, null, RemoteEffect.NONE, ""),
-          new Receipt(1, 4, null, RemoteEffect.NONE, ""))), fine.get(s).calls, "batch " + s + " got all of its receipts");
+      assertEquals(
+          List.of(
+              List.of(
+                  new Receipt(0, 2 + s, null, RemoteEffect.NONE, ""),
+                  new Receipt(1, 4, null, RemoteEffect.NONE, ""))),
+          fine.get(s).calls,
+          "batch " + s + " got all of its receipts");
     }
     assertTrue(batcher.isEmpty(), "nothing is delivered twice on the next flush");
     broken.explode = false;

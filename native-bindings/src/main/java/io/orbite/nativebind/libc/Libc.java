@@ -21,508 +21,627 @@ import java.util.Optional;
  *
  * <p>Every method checks {@link #isAvailable()} first and throws {@link NativeUnavailableException}
  * when libc could not be bound; a failed call throws {@link NativeCallException} with the call, its
- * arguments and the errno captured for that call. Temporary native memory (capture state, C strings,
- * structs) lives in a confined arena owned by the call. Thread-safe: there is no shared mutable state.
+ * arguments and the errno captured for that call. Temporary native memory (capture state, C
+ * strings, structs) lives in a confined arena owned by the call. Thread-safe: there is no shared
+ * mutable state.
  */
 public final class Libc {
-    // ---- protection (mmap prot) ----
-    public static final int PROT_NONE = 0x0;
-    public static final int PROT_READ = 0x1;
-    public static final int PROT_WRITE = 0x2;
-    public static final int PROT_EXEC = 0x4;
+  // ---- protection (mmap prot) ----
+  public static final int PROT_NONE = 0x0;
+  public static final int PROT_READ = 0x1;
+  public static final int PROT_WRITE = 0x2;
+  public static final int PROT_EXEC = 0x4;
 
-    // ---- mmap flags ----
-    public static final int MAP_SHARED = 0x01;
-    public static final int MAP_PRIVATE = 0x02;
-    public static final int MAP_FIXED = 0x10;
-    public static final int MAP_ANONYMOUS = 0x20;
-    public static final int MAP_LOCKED = 0x2000;
-    public static final int MAP_NORESERVE = 0x4000;
-    public static final int MAP_POPULATE = 0x8000;
-    public static final int MAP_HUGETLB = 0x40000;
+  // ---- mmap flags ----
+  public static final int MAP_SHARED = 0x01;
+  public static final int MAP_PRIVATE = 0x02;
+  public static final int MAP_FIXED = 0x10;
+  public static final int MAP_ANONYMOUS = 0x20;
+  public static final int MAP_LOCKED = 0x2000;
+  public static final int MAP_NORESERVE = 0x4000;
+  public static final int MAP_POPULATE = 0x8000;
+  public static final int MAP_HUGETLB = 0x40000;
 
-    // ---- memfd_create flags ----
-    public static final int MFD_CLOEXEC = 0x1;
-    public static final int MFD_ALLOW_SEALING = 0x2;
-    public static final int MFD_HUGETLB = 0x4;
+  // ---- memfd_create flags ----
+  public static final int MFD_CLOEXEC = 0x1;
+  public static final int MFD_ALLOW_SEALING = 0x2;
+  public static final int MFD_HUGETLB = 0x4;
 
-    // ---- open flags ----
-    public static final int O_RDONLY = 0;
-    public static final int O_WRONLY = 01;
-    public static final int O_RDWR = 02;
-    public static final int O_CREAT = 0100;
-    public static final int O_EXCL = 0200;
-    public static final int O_TRUNC = 01000;
-    public static final int O_CLOEXEC = 02000000;
+  // ---- open flags ----
+  public static final int O_RDONLY = 0;
+  public static final int O_WRONLY = 01;
+  public static final int O_RDWR = 02;
+  public static final int O_CREAT = 0100;
+  public static final int O_EXCL = 0200;
+  public static final int O_TRUNC = 01000;
+  public static final int O_CLOEXEC = 02000000;
 
-    // ---- fcntl commands and lock types ----
-    public static final int F_OFD_GETLK = 36;
-    public static final int F_OFD_SETLK = 37;
-    public static final int F_OFD_SETLKW = 38;
-    public static final short F_RDLCK = 0;
-    public static final short F_WRLCK = 1;
-    public static final short F_UNLCK = 2;
-    public static final short SEEK_SET = 0;
-    // ---- madvise advice ----
-    public static final int MADV_NORMAL = 0;
-    public static final int MADV_WILLNEED = 3;
-    public static final int MADV_DONTNEED = 4;
-    /** Linux 5.14+: populate (prefault) page tables readable. */
-    public static final int MADV_POPULATE_READ = 22;
-    /** Linux 5.14+: populate (prefault) page tables writable. */
-    public static final int MADV_POPULATE_WRITE = 23;
+  // ---- fcntl commands and lock types ----
+  public static final int F_OFD_GETLK = 36;
+  public static final int F_OFD_SETLK = 37;
+  public static final int F_OFD_SETLKW = 38;
+  public static final short F_RDLCK = 0;
+  public static final short F_WRLCK = 1;
+  public static final short F_UNLCK = 2;
+  public static final short SEEK_SET = 0;
+  // ---- madvise advice ----
+  public static final int MADV_NORMAL = 0;
+  public static final int MADV_WILLNEED = 3;
+  public static final int MADV_DONTNEED = 4;
 
-    /** Signals for {@link #kill}: stop, continue, kill (Linux x86_64 numbers). */
-    public static final int SIGKILL = 9;
-    public static final int SIGCONT = 18;
-    public static final int SIGSTOP = 19;
+  /** Linux 5.14+: populate (prefault) page tables readable. */
+  public static final int MADV_POPULATE_READ = 22;
 
-    /** Buffer given to gethostname: far above Linux's HOST_NAME_MAX (64). */
-    private static final int HOSTNAME_BUFFER = 256;
+  /** Linux 5.14+: populate (prefault) page tables writable. */
+  public static final int MADV_POPULATE_WRITE = 23;
 
-    private static final NativeBinder BINDER = NativeBinder.ofDefaultLookup("libc");
+  /** Signals for {@link #kill}: stop, continue, kill (Linux x86_64 numbers). */
+  public static final int SIGKILL = 9;
 
-    private static final MethodHandle GETPID =
-            BINDER.downcall("getpid", FunctionDescriptor.of(JAVA_INT));
-    private static final MethodHandle CLOSE =
-            BINDER.downcallWithErrno("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-    private static final MethodHandle KILL =
-            BINDER.downcallWithErrno("kill", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-    /** {@code int open(const char *path, int flags, ...)}: variadic from the third argument (mode). */
-    private static final MethodHandle OPEN =
-            BINDER.downcallWithErrno("open", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT),
-                    Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle MEMFD_CREATE =
-            BINDER.downcallWithErrno("memfd_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle FTRUNCATE =
-            BINDER.downcallWithErrno("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
-    private static final MethodHandle MMAP =
-            BINDER.downcallWithErrno("mmap",
-                    FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
-    private static final MethodHandle MUNMAP =
-            BINDER.downcallWithErrno("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
-    /** {@code int fcntl(int fd, int cmd, ...)}: variadic from the third argument (here a struct flock *). */
-    private static final MethodHandle FCNTL_PTR =
-            BINDER.downcallWithErrno("fcntl", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS),
-                    Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle GETHOSTNAME =
-            BINDER.downcallWithErrno("gethostname", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
-    /** {@code int fstat(int fd, struct stat *buf)}: exported by glibc since 2.33 (earlier only as __fxstat). */
-    private static final MethodHandle FSTAT =
-            BINDER.downcallWithErrno("fstat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
-    private static final MethodHandle MADVISE =
-            BINDER.downcallWithErrno("madvise", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+  public static final int SIGCONT = 18;
+  public static final int SIGSTOP = 19;
 
-    /** Probed once, after every handle above was built. */
-    private static final Availability AVAILABILITY = BINDER.availability();
+  /** Buffer given to gethostname: far above Linux's HOST_NAME_MAX (64). */
+  private static final int HOSTNAME_BUFFER = 256;
 
-    private Libc() {
+  private static final NativeBinder BINDER = NativeBinder.ofDefaultLookup("libc");
+
+  private static final MethodHandle GETPID =
+      BINDER.downcall("getpid", FunctionDescriptor.of(JAVA_INT));
+  private static final MethodHandle CLOSE =
+      BINDER.downcallWithErrno("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+  private static final MethodHandle KILL =
+      BINDER.downcallWithErrno("kill", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+
+  /**
+   * {@code int open(const char *path, int flags, ...)}: variadic from the third argument (mode).
+   */
+  private static final MethodHandle OPEN =
+      BINDER.downcallWithErrno(
+          "open",
+          FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT),
+          Linker.Option.firstVariadicArg(2));
+
+  private static final MethodHandle MEMFD_CREATE =
+      BINDER.downcallWithErrno("memfd_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+  private static final MethodHandle FTRUNCATE =
+      BINDER.downcallWithErrno("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
+  private static final MethodHandle MMAP =
+      BINDER.downcallWithErrno(
+          "mmap",
+          FunctionDescriptor.of(
+              ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
+  private static final MethodHandle MUNMAP =
+      BINDER.downcallWithErrno("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+
+  /**
+   * {@code int fcntl(int fd, int cmd, ...)}: variadic from the third argument (here a struct flock
+   * *).
+   */
+  private static final MethodHandle FCNTL_PTR =
+      BINDER.downcallWithErrno(
+          "fcntl",
+          FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS),
+          Linker.Option.firstVariadicArg(2));
+
+  private static final MethodHandle GETHOSTNAME =
+      BINDER.downcallWithErrno("gethostname", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+
+  /**
+   * {@code int fstat(int fd, struct stat *buf)}: exported by glibc since 2.33 (earlier only as
+   * __fxstat).
+   */
+  private static final MethodHandle FSTAT =
+      BINDER.downcallWithErrno("fstat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+
+  private static final MethodHandle MADVISE =
+      BINDER.downcallWithErrno(
+          "madvise", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+
+  /** Probed once, after every handle above was built. */
+  private static final Availability AVAILABILITY = BINDER.availability();
+
+  private Libc() {}
+
+  /** Whether libc was bound (every symbol found and linked) on this machine. */
+  public static boolean isAvailable() {
+    return AVAILABILITY.isAvailable();
+  }
+
+  /** Why libc is unavailable; empty when it is available. */
+  public static Optional<String> unavailabilityCause() {
+    return AVAILABILITY.cause();
+  }
+
+  /** The probe result (library name and cause). */
+  public static Availability availability() {
+    return AVAILABILITY;
+  }
+
+  /** {@code getpid()}: the calling process's id. Cannot fail. */
+  public static int getpid() {
+    AVAILABILITY.require("getpid");
+    try {
+      return (int) GETPID.invokeExact();
+    } catch (Throwable t) {
+      throw NativeBinder.unexpected("getpid", t);
     }
+  }
 
-    /** Whether libc was bound (every symbol found and linked) on this machine. */
-    public static boolean isAvailable() {
-        return AVAILABILITY.isAvailable();
+  /**
+   * {@code close(fd)}. Not retried on EINTR: on Linux the descriptor is released even then, and a
+   * retry could close a descriptor another thread just opened.
+   */
+  public static void close(int fd) {
+    AVAILABILITY.require("close");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      int r;
+      try {
+        r = (int) CLOSE.invokeExact(state, fd);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("close", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException("close", "fd=" + fd, ErrnoCapture.errno(state));
+      }
     }
+  }
 
-    /** Why libc is unavailable; empty when it is available. */
-    public static Optional<String> unavailabilityCause() {
-        return AVAILABILITY.cause();
+  /**
+   * {@code kill(pid, sig)}: sends a signal (the fault harness stops, continues and kills peers).
+   */
+  public static void kill(int pid, int sig) {
+    AVAILABILITY.require("kill");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      int r;
+      try {
+        r = (int) KILL.invokeExact(state, pid, sig);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("kill", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException(
+            "kill", "pid=" + pid + ", sig=" + sig, ErrnoCapture.errno(state));
+      }
     }
+  }
 
-    /** The probe result (library name and cause). */
-    public static Availability availability() {
-        return AVAILABILITY;
+  /** {@code open(path, flags)}: a new open file description; returns its descriptor. */
+  public static int open(String path, int flags) {
+    return open(path, flags, 0);
+  }
+
+  /** {@code open(path, flags, mode)}: a new open file description; returns its descriptor. */
+  public static int open(String path, int flags, int mode) {
+    AVAILABILITY.require("open");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      MemorySegment cPath = arena.allocateFrom(path);
+      int r;
+      try {
+        r = (int) OPEN.invokeExact(state, cPath, flags, mode);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("open", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException(
+            "open",
+            "path=\""
+                + path
+                + "\", flags="
+                + openFlags(flags)
+                + ", mode=0"
+                + Integer.toOctalString(mode),
+            ErrnoCapture.errno(state));
+      }
+      return r;
     }
+  }
 
-    /** {@code getpid()}: the calling process's id. Cannot fail. */
-    public static int getpid() {
-        AVAILABILITY.require("getpid");
-        try {
-            return (int) GETPID.invokeExact();
-        } catch (Throwable t) {
-            throw NativeBinder.unexpected("getpid", t);
-        }
+  /** {@code memfd_create(name, flags)}: an anonymous memory-backed file; returns its descriptor. */
+  public static int memfd_create(String name, int flags) {
+    AVAILABILITY.require("memfd_create");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      MemorySegment cName = arena.allocateFrom(name);
+      int r;
+      try {
+        r = (int) MEMFD_CREATE.invokeExact(state, cName, flags);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("memfd_create", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException(
+            "memfd_create",
+            "name=\"" + name + "\", flags=" + memfdFlags(flags),
+            ErrnoCapture.errno(state));
+      }
+      return r;
     }
+  }
 
-    /**
-     * {@code close(fd)}. Not retried on EINTR: on Linux the descriptor is released even then, and a
-     * retry could close a descriptor another thread just opened.
-     */
-    public static void close(int fd) {
-        AVAILABILITY.require("close");
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            int r;
-            try {
-                r = (int) CLOSE.invokeExact(state, fd);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("close", t);
-            }
-            if (r == -1) {
-                throw new NativeCallException("close", "fd=" + fd, ErrnoCapture.errno(state));
-            }
-        }
+  /** {@code ftruncate(fd, length)}: sets the file's size. */
+  public static void ftruncate(int fd, long length) {
+    AVAILABILITY.require("ftruncate");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      int r;
+      try {
+        r = (int) FTRUNCATE.invokeExact(state, fd, length);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("ftruncate", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException(
+            "ftruncate", "fd=" + fd + ", length=" + length, ErrnoCapture.errno(state));
+      }
     }
+  }
 
-    /** {@code kill(pid, sig)}: sends a signal (the fault harness stops, continues and kills peers). */
-    public static void kill(int pid, int sig) {
-        AVAILABILITY.require("kill");
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            int r;
-            try {
-                r = (int) KILL.invokeExact(state, pid, sig);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("kill", t);
-            }
-            if (r == -1) {
-                throw new NativeCallException("kill", "pid=" + pid + ", sig=" + sig, ErrnoCapture.errno(state));
-            }
-        }
+  /**
+   * {@code mmap(NULL, length, prot, flags, fd, offset)}: maps and returns a segment of exactly
+   * {@code length} bytes at the mapping's address.
+   *
+   * <p>The segment has the global scope: it stays accessible until {@link #munmap} and must not be
+   * touched afterwards (the JVM cannot detect that; an access to an unmapped range crashes the
+   * process). Owners of a mapping therefore unmap it exactly once, when no reader remains.
+   */
+  public static MemorySegment mmap(long length, int prot, int flags, int fd, long offset) {
+    AVAILABILITY.require("mmap");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      MemorySegment address;
+      try {
+        address =
+            (MemorySegment)
+                MMAP.invokeExact(state, MemorySegment.NULL, length, prot, flags, fd, offset);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("mmap", t);
+      }
+      if (address.address() == -1L) { // MAP_FAILED
+        throw new NativeCallException(
+            "mmap",
+            "length="
+                + length
+                + ", prot="
+                + protFlags(prot)
+                + ", flags="
+                + mapFlags(flags)
+                + ", fd="
+                + fd
+                + ", offset="
+                + offset,
+            ErrnoCapture.errno(state));
+      }
+      return address.reinterpret(length);
     }
+  }
 
-    /** {@code open(path, flags)}: a new open file description; returns its descriptor. */
-    public static int open(String path, int flags) {
-        return open(path, flags, 0);
+  /**
+   * {@code munmap(segment.address(), segment.byteSize())}: unmaps a segment returned by {@link
+   * #mmap}.
+   */
+  public static void munmap(MemorySegment segment) {
+    AVAILABILITY.require("munmap");
+    long length = segment.byteSize();
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      int r;
+      try {
+        r = (int) MUNMAP.invokeExact(state, segment, length);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("munmap", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException(
+            "munmap",
+            "address=0x" + Long.toHexString(segment.address()) + ", length=" + length,
+            ErrnoCapture.errno(state));
+      }
     }
+  }
 
-    /** {@code open(path, flags, mode)}: a new open file description; returns its descriptor. */
-    public static int open(String path, int flags, int mode) {
-        AVAILABILITY.require("open");
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            MemorySegment cPath = arena.allocateFrom(path);
-            int r;
-            try {
-                r = (int) OPEN.invokeExact(state, cPath, flags, mode);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("open", t);
-            }
-            if (r == -1) {
-                throw new NativeCallException("open",
-                        "path=\"" + path + "\", flags=" + openFlags(flags) + ", mode=0" + Integer.toOctalString(mode),
-                        ErrnoCapture.errno(state));
-            }
-            return r;
-        }
+  /**
+   * Takes, changes or releases an open-file-description lock on {@code [start, start+len)} of
+   * {@code fd} ({@code fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &flock)}, {@code l_whence =
+   * SEEK_SET}, {@code l_pid = 0}); {@code len == 0} means "to the end of the file, however it
+   * grows".
+   *
+   * <p>OFD locks belong to the open file description (one {@code open}/{@code memfd_create}), not
+   * to the process: two descriptions in one process conflict; descriptors dup'ed from one
+   * description share its locks; closing the last descriptor of a description releases them.
+   *
+   * @param type {@link #F_RDLCK}, {@link #F_WRLCK} or {@link #F_UNLCK}
+   * @param wait whether to block until the lock can be taken; if false a conflicting lock fails
+   *     with {@code EAGAIN}. A blocked wait that a signal interrupts fails with {@code EINTR} (not
+   *     retried here).
+   */
+  public static void ofdLock(int fd, short type, long start, long len, boolean wait) {
+    fcntlFlock(
+        fd,
+        wait ? F_OFD_SETLKW : F_OFD_SETLK,
+        wait ? "F_OFD_SETLKW" : "F_OFD_SETLK",
+        type,
+        start,
+        len);
+  }
+
+  /**
+   * Asks whether an open-file-description lock of {@code type} on {@code [start, start+len)} of
+   * {@code fd} could be taken now ({@code fcntl(fd, F_OFD_GETLK, &flock)}), without taking it.
+   *
+   * <p>Locks held through {@code fd}'s own description never conflict with it, so this reports only
+   * locks of other descriptions (other processes, or other {@code open}s in this one).
+   *
+   * @return the type of one conflicting lock ({@link #F_RDLCK} or {@link #F_WRLCK}), or {@link
+   *     #F_UNLCK} when nothing conflicts
+   */
+  public static short ofdTestLock(int fd, short type, long start, long len) {
+    return fcntlFlock(fd, F_OFD_GETLK, "F_OFD_GETLK", type, start, len);
+  }
+
+  /**
+   * {@code fcntl(fd, cmd, &flock)} over {@code [start, start+len)} from SEEK_SET; returns the
+   * flock's type after.
+   */
+  private static short fcntlFlock(
+      int fd, int cmd, String cmdName, short type, long start, long len) {
+    try (Arena arena = Arena.ofConfined()) {
+      return fcntlFlock(
+          fd, cmd, cmdName, type, start, len, ErrnoCapture.allocate(arena), Flock.allocate(arena));
     }
+  }
 
-    /** {@code memfd_create(name, flags)}: an anonymous memory-backed file; returns its descriptor. */
-    public static int memfd_create(String name, int flags) {
-        AVAILABILITY.require("memfd_create");
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            MemorySegment cName = arena.allocateFrom(name);
-            int r;
-            try {
-                r = (int) MEMFD_CREATE.invokeExact(state, cName, flags);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("memfd_create", t);
-            }
-            if (r == -1) {
-                throw new NativeCallException("memfd_create",
-                        "name=\"" + name + "\", flags=" + memfdFlags(flags), ErrnoCapture.errno(state));
-            }
-            return r;
-        }
+  private static short fcntlFlock(
+      int fd,
+      int cmd,
+      String cmdName,
+      short type,
+      long start,
+      long len,
+      MemorySegment state,
+      MemorySegment flock) {
+    AVAILABILITY.require("fcntl");
+    Flock.type(flock, type);
+    Flock.whence(flock, SEEK_SET);
+    Flock.start(flock, start);
+    Flock.len(flock, len);
+    Flock.pid(flock, 0);
+    int r;
+    try {
+      r = (int) FCNTL_PTR.invokeExact(state, fd, cmd, flock);
+    } catch (Throwable t) {
+      throw NativeBinder.unexpected("fcntl", t);
     }
-
-    /** {@code ftruncate(fd, length)}: sets the file's size. */
-    public static void ftruncate(int fd, long length) {
-        AVAILABILITY.require("ftruncate");
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            int r;
-            try {
-                r = (int) FTRUNCATE.invokeExact(state, fd, length);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("ftruncate", t);
-            }
-            if (r == -1) {
-                throw new NativeCallException("ftruncate", "fd=" + fd + ", length=" + length,
-                        ErrnoCapture.errno(state));
-            }
-        }
+    if (r == -1) {
+      throw new NativeCallException(
+          "fcntl",
+          "fd="
+              + fd
+              + ", cmd="
+              + cmdName
+              + ", l_type="
+              + lockTypeName(type)
+              + ", l_start="
+              + start
+              + ", l_len="
+              + len,
+          ErrnoCapture.errno(state));
     }
+    return Flock.type(flock);
+  }
 
-    /**
-     * {@code mmap(NULL, length, prot, flags, fd, offset)}: maps and returns a segment of exactly
-     * {@code length} bytes at the mapping's address.
-     *
-     * <p>The segment has the global scope: it stays accessible until {@link #munmap} and must not be
-     * touched afterwards (the JVM cannot detect that; an access to an unmapped range crashes the
-     * process). Owners of a mapping therefore unmap it exactly once, when no reader remains.
-     */
-    public static MemorySegment mmap(long length, int prot, int flags, int fd, long offset) {
-        AVAILABILITY.require("mmap");
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            MemorySegment address;
-            try {
-                address = (MemorySegment) MMAP.invokeExact(state, MemorySegment.NULL, length, prot, flags, fd, offset);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("mmap", t);
-            }
-            if (address.address() == -1L) { // MAP_FAILED
-                throw new NativeCallException("mmap",
-                        "length=" + length + ", prot=" + protFlags(prot) + ", flags=" + mapFlags(flags)
-                                + ", fd=" + fd + ", offset=" + offset,
-                        ErrnoCapture.errno(state));
-            }
-            return address.reinterpret(length);
-        }
+  /**
+   * The native memory one {@code fcntl} lock call needs (its {@code struct flock} and errno
+   * capture), allocated once and reused, so that a hot path pays no allocation per call. Not
+   * thread-safe: one thread at a time (the owner's lock) may use it. Freed by the garbage collector
+   * once unreachable.
+   */
+  public static final class LockScratch {
+    private final MemorySegment state;
+    private final MemorySegment flock;
+
+    public LockScratch() {
+      Arena arena = Arena.ofAuto();
+      this.state = ErrnoCapture.allocate(arena);
+      this.flock = Flock.allocate(arena);
     }
+  }
 
-    /** {@code munmap(segment.address(), segment.byteSize())}: unmaps a segment returned by {@link #mmap}. */
-    public static void munmap(MemorySegment segment) {
-        AVAILABILITY.require("munmap");
-        long length = segment.byteSize();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            int r;
-            try {
-                r = (int) MUNMAP.invokeExact(state, segment, length);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("munmap", t);
-            }
-            if (r == -1) {
-                throw new NativeCallException("munmap",
-                        "address=0x" + Long.toHexString(segment.address()) + ", length=" + length,
-                        ErrnoCapture.errno(state));
-            }
-        }
+  /** {@link #ofdLock(int, short, long, long, boolean)} through reused native memory. */
+  public static void ofdLock(
+      int fd, short type, long start, long len, boolean wait, LockScratch scratch) {
+    fcntlFlock(
+        fd,
+        wait ? F_OFD_SETLKW : F_OFD_SETLK,
+        wait ? "F_OFD_SETLKW" : "F_OFD_SETLK",
+        type,
+        start,
+        len,
+        scratch.state,
+        scratch.flock);
+  }
+
+  /** {@link #ofdTestLock(int, short, long, long)} through reused native memory. */
+  public static short ofdTestLock(int fd, short type, long start, long len, LockScratch scratch) {
+    return fcntlFlock(
+        fd, F_OFD_GETLK, "F_OFD_GETLK", type, start, len, scratch.state, scratch.flock);
+  }
+
+  /** {@code fstat(fd, &st)}: identity (device, inode) and size of an open file. */
+  public static FileStatus fstat(int fd) {
+    AVAILABILITY.require("fstat");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      MemorySegment st = Stat.allocate(arena);
+      int r;
+      try {
+        r = (int) FSTAT.invokeExact(state, fd, st);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("fstat", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException("fstat", "fd=" + fd, ErrnoCapture.errno(state));
+      }
+      return Stat.read(st);
     }
+  }
 
-    /**
-     * Takes, changes or releases an open-file-description lock on {@code [start, start+len)} of
-     * {@code fd} ({@code fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &flock)}, {@code l_whence = SEEK_SET},
-     * {@code l_pid = 0}); {@code len == 0} means "to the end of the file, however it grows".
-     *
-     * <p>OFD locks belong to the open file description (one {@code open}/{@code memfd_create}), not to
-     * the process: two descriptions in one process conflict; descriptors dup'ed from one description
-     * share its locks; closing the last descriptor of a description releases them.
-     *
-     * @param type {@link #F_RDLCK}, {@link #F_WRLCK} or {@link #F_UNLCK}
-     * @param wait whether to block until the lock can be taken; if false a conflicting lock fails
-     *             with {@code EAGAIN}. A blocked wait that a signal interrupts fails with {@code EINTR}
-     *             (not retried here).
-     */
-    public static void ofdLock(int fd, short type, long start, long len, boolean wait) {
-        fcntlFlock(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, wait ? "F_OFD_SETLKW" : "F_OFD_SETLK", type, start, len);
+  /**
+   * {@code madvise(segment.address(), segment.byteSize(), advice)}: advice about a mapped range
+   * (the address must be page aligned). Used to prefault a fresh shared mapping ({@link
+   * #MADV_POPULATE_WRITE}) so the first transfer does not pay its page faults.
+   */
+  public static void madvise(MemorySegment segment, int advice) {
+    AVAILABILITY.require("madvise");
+    long length = segment.byteSize();
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      int r;
+      try {
+        r = (int) MADVISE.invokeExact(state, segment, length, advice);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("madvise", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException(
+            "madvise",
+            "address=0x"
+                + Long.toHexString(segment.address())
+                + ", length="
+                + length
+                + ", advice="
+                + adviceName(advice),
+            ErrnoCapture.errno(state));
+      }
     }
+  }
 
-    /**
-     * Asks whether an open-file-description lock of {@code type} on {@code [start, start+len)} of {@code fd}
-     * could be taken now ({@code fcntl(fd, F_OFD_GETLK, &flock)}), without taking it.
-     *
-     * <p>Locks held through {@code fd}'s own description never conflict with it, so this reports only
-     * locks of other descriptions (other processes, or other {@code open}s in this one).
-     *
-     * @return the type of one conflicting lock ({@link #F_RDLCK} or {@link #F_WRLCK}), or {@link #F_UNLCK}
-     *         when nothing conflicts
-     */
-    public static short ofdTestLock(int fd, short type, long start, long len) {
-        return fcntlFlock(fd, F_OFD_GETLK, "F_OFD_GETLK", type, start, len);
+  private static String adviceName(int advice) {
+    return switch (advice) {
+      case MADV_NORMAL -> "MADV_NORMAL";
+      case MADV_WILLNEED -> "MADV_WILLNEED";
+      case MADV_DONTNEED -> "MADV_DONTNEED";
+      case MADV_POPULATE_READ -> "MADV_POPULATE_READ";
+      case MADV_POPULATE_WRITE -> "MADV_POPULATE_WRITE";
+      default -> Integer.toString(advice);
+    };
+  }
+
+  /** {@code gethostname()}: this host's name (of the calling UTS namespace). */
+  public static String gethostname() {
+    AVAILABILITY.require("gethostname");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      // One extra zero byte: the result stays NUL-terminated even if the name were truncated.
+      MemorySegment buffer = arena.allocate(HOSTNAME_BUFFER + 1L);
+      int r;
+      try {
+        r = (int) GETHOSTNAME.invokeExact(state, buffer, (long) HOSTNAME_BUFFER);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("gethostname", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException(
+            "gethostname", "len=" + HOSTNAME_BUFFER, ErrnoCapture.errno(state));
+      }
+      return buffer.getString(0);
     }
+  }
 
-    /** {@code fcntl(fd, cmd, &flock)} over {@code [start, start+len)} from SEEK_SET; returns the flock's type after. */
-    private static short fcntlFlock(int fd, int cmd, String cmdName, short type, long start, long len) {
-        try (Arena arena = Arena.ofConfined()) {
-            return fcntlFlock(fd, cmd, cmdName, type, start, len, ErrnoCapture.allocate(arena), Flock.allocate(arena));
-        }
-    }
+  /** {@code "F_RDLCK"}, {@code "F_WRLCK"}, {@code "F_UNLCK"}, or the number. */
+  public static String lockTypeName(short type) {
+    return switch (type) {
+      case F_RDLCK -> "F_RDLCK";
+      case F_WRLCK -> "F_WRLCK";
+      case F_UNLCK -> "F_UNLCK";
+      default -> Short.toString(type);
+    };
+  }
 
-    private static short fcntlFlock(int fd, int cmd, String cmdName, short type, long start, long len,
-            MemorySegment state, MemorySegment flock) {
-        AVAILABILITY.require("fcntl");
-        Flock.type(flock, type);
-        Flock.whence(flock, SEEK_SET);
-        Flock.start(flock, start);
-        Flock.len(flock, len);
-        Flock.pid(flock, 0);
-        int r;
-        try {
-            r = (int) FCNTL_PTR.invokeExact(state, fd, cmd, flock);
-        } catch (Throwable t) {
-            throw NativeBinder.unexpected("fcntl", t);
-        }
-        if (r == -1) {
-            throw new NativeCallException("fcntl",
-                    "fd=" + fd + ", cmd=" + cmdName + ", l_type=" + lockTypeName(type) + ", l_start=" + start
-                            + ", l_len=" + len,
-                    ErrnoCapture.errno(state));
-        }
-        return Flock.type(flock);
-    }
+  // ---- argument rendering (only on failure) ----
 
-    /**
-     * The native memory one {@code fcntl} lock call needs (its {@code struct flock} and errno
-     * capture), allocated once and reused, so that a hot path pays no allocation per call. Not
-     * thread-safe: one thread at a time (the owner's lock) may use it. Freed by the garbage
-     * collector once unreachable.
-     */
-    public static final class LockScratch {
-        private final MemorySegment state;
-        private final MemorySegment flock;
+  private static String protFlags(int prot) {
+    return prot == PROT_NONE
+        ? "PROT_NONE"
+        : render(
+            prot,
+            new int[] {PROT_READ, PROT_WRITE, PROT_EXEC},
+            new String[] {"PROT_READ", "PROT_WRITE", "PROT_EXEC"});
+  }
 
-        public LockScratch() {
-            Arena arena = Arena.ofAuto();
-            this.state = ErrnoCapture.allocate(arena);
-            this.flock = Flock.allocate(arena);
-        }
-    }
+  private static String mapFlags(int flags) {
+    return render(
+        flags,
+        new int[] {
+          MAP_SHARED,
+          MAP_PRIVATE,
+          MAP_FIXED,
+          MAP_ANONYMOUS,
+          MAP_LOCKED,
+          MAP_NORESERVE,
+          MAP_POPULATE,
+          MAP_HUGETLB
+        },
+        new String[] {
+          "MAP_SHARED",
+          "MAP_PRIVATE",
+          "MAP_FIXED",
+          "MAP_ANONYMOUS",
+          "MAP_LOCKED",
+          "MAP_NORESERVE",
+          "MAP_POPULATE",
+          "MAP_HUGETLB"
+        });
+  }
 
-    /** {@link #ofdLock(int, short, long, long, boolean)} through reused native memory. */
-    public static void ofdLock(int fd, short type, long start, long len, boolean wait, LockScratch scratch) {
-        fcntlFlock(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, wait ? "F_OFD_SETLKW" : "F_OFD_SETLK", type, start, len,
-                scratch.state, scratch.flock);
-    }
+  private static String memfdFlags(int flags) {
+    return render(
+        flags,
+        new int[] {MFD_CLOEXEC, MFD_ALLOW_SEALING, MFD_HUGETLB},
+        new String[] {"MFD_CLOEXEC", "MFD_ALLOW_SEALING", "MFD_HUGETLB"});
+  }
 
-    /** {@link #ofdTestLock(int, short, long, long)} through reused native memory. */
-    public static short ofdTestLock(int fd, short type, long start, long len, LockScratch scratch) {
-        return fcntlFlock(fd, F_OFD_GETLK, "F_OFD_GETLK", type, start, len, scratch.state, scratch.flock);
-    }
-
-    /** {@code fstat(fd, &st)}: identity (device, inode) and size of an open file. */
-    public static FileStatus fstat(int fd) {
-        AVAILABILITY.require("fstat");
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            MemorySegment st = Stat.allocate(arena);
-            int r;
-            try {
-                r = (int) FSTAT.invokeExact(state, fd, st);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("fstat", t);
-            }
-            if (r == -1) {
-                throw new NativeCallException("fstat", "fd=" + fd, ErrnoCapture.errno(state));
-            }
-            return Stat.read(st);
-        }
-    }
-
-    /**
-     * {@code madvise(segment.address(), segment.byteSize(), advice)}: advice about a mapped range (the
-     * address must be page aligned). Used to prefault a fresh shared mapping
-     * ({@link #MADV_POPULATE_WRITE}) so the first transfer does not pay its page faults.
-     */
-    public static void madvise(MemorySegment segment, int advice) {
-        AVAILABILITY.require("madvise");
-        long length = segment.byteSize();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            int r;
-            try {
-                r = (int) MADVISE.invokeExact(state, segment, length, advice);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("madvise", t);
-            }
-            if (r == -1) {
-                throw new NativeCallException("madvise",
-                        "address=0x" + Long.toHexString(segment.address()) + ", length=" + length
-                                + ", advice=" + adviceName(advice),
-                        ErrnoCapture.errno(state));
-            }
-        }
-    }
-
-    private static String adviceName(int advice) {
-        return switch (advice) {
-            case MADV_NORMAL -> "MADV_NORMAL";
-            case MADV_WILLNEED -> "MADV_WILLNEED";
-            case MADV_DONTNEED -> "MADV_DONTNEED";
-            case MADV_POPULATE_READ -> "MADV_POPULATE_READ";
-            case MADV_POPULATE_WRITE -> "MADV_POPULATE_WRITE";
-            default -> Integer.toString(advice);
+  private static String openFlags(int flags) {
+    String access =
+        switch (flags & 03) {
+          case O_RDONLY -> "O_RDONLY";
+          case O_WRONLY -> "O_WRONLY";
+          case O_RDWR -> "O_RDWR";
+          default -> "0x3";
         };
-    }
+    String rest =
+        render(
+            flags & ~03,
+            new int[] {O_CREAT, O_EXCL, O_TRUNC, O_CLOEXEC},
+            new String[] {"O_CREAT", "O_EXCL", "O_TRUNC", "O_CLOEXEC"});
+    return rest.equals("0") ? access : access + "|" + rest;
+  }
 
-    /** {@code gethostname()}: this host's name (of the calling UTS namespace). */
-    public static String gethostname() {
-        AVAILABILITY.require("gethostname");
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = ErrnoCapture.allocate(arena);
-            // One extra zero byte: the result stays NUL-terminated even if the name were truncated.
-            MemorySegment buffer = arena.allocate(HOSTNAME_BUFFER + 1L);
-            int r;
-            try {
-                r = (int) GETHOSTNAME.invokeExact(state, buffer, (long) HOSTNAME_BUFFER);
-            } catch (Throwable t) {
-                throw NativeBinder.unexpected("gethostname", t);
-            }
-            if (r == -1) {
-                throw new NativeCallException("gethostname", "len=" + HOSTNAME_BUFFER, ErrnoCapture.errno(state));
-            }
-            return buffer.getString(0);
+  /** Known bits by name, joined with '|', any remaining bits in hex; {@code "0"} for none. */
+  private static String render(int value, int[] bits, String[] names) {
+    if (value == 0) {
+      return "0";
+    }
+    StringBuilder sb = new StringBuilder();
+    int rest = value;
+    for (int i = 0; i < bits.length; i++) {
+      if ((rest & bits[i]) == bits[i]) {
+        if (!sb.isEmpty()) {
+          sb.append('|');
         }
+        sb.append(names[i]);
+        rest &= ~bits[i];
+      }
     }
-
-    /** {@code "F_RDLCK"}, {@code "F_WRLCK"}, {@code "F_UNLCK"}, or the number. */
-    public static String lockTypeName(short type) {
-        return switch (type) {
-            case F_RDLCK -> "F_RDLCK";
-            case F_WRLCK -> "F_WRLCK";
-            case F_UNLCK -> "F_UNLCK";
-            default -> Short.toString(type);
-        };
+    if (rest != 0) {
+      if (!sb.isEmpty()) {
+        sb.append('|');
+      }
+      sb.append("0x").append(Integer.toHexString(rest));
     }
-
-    // ---- argument rendering (only on failure) ----
-
-    private static String protFlags(int prot) {
-        return prot == PROT_NONE ? "PROT_NONE"
-                : render(prot, new int[] {PROT_READ, PROT_WRITE, PROT_EXEC},
-                        new String[] {"PROT_READ", "PROT_WRITE", "PROT_EXEC"});
-    }
-
-    private static String mapFlags(int flags) {
-        return render(flags,
-                new int[] {MAP_SHARED, MAP_PRIVATE, MAP_FIXED, MAP_ANONYMOUS, MAP_LOCKED, MAP_NORESERVE,
-                        MAP_POPULATE, MAP_HUGETLB},
-                new String[] {"MAP_SHARED", "MAP_PRIVATE", "MAP_FIXED", "MAP_ANONYMOUS", "MAP_LOCKED",
-                        "MAP_NORESERVE", "MAP_POPULATE", "MAP_HUGETLB"});
-    }
-
-    private static String memfdFlags(int flags) {
-        return render(flags, new int[] {MFD_CLOEXEC, MFD_ALLOW_SEALING, MFD_HUGETLB},
-                new String[] {"MFD_CLOEXEC", "MFD_ALLOW_SEALING", "MFD_HUGETLB"});
-    }
-
-    private static String openFlags(int flags) {
-        String access = switch (flags & 03) {
-            case O_RDONLY -> "O_RDONLY";
-            case O_WRONLY -> "O_WRONLY";
-            case O_RDWR -> "O_RDWR";
-            default -> "0x3";
-        };
-        String rest = render(flags & ~03, new int[] {O_CREAT, O_EXCL, O_TRUNC, O_CLOEXEC},
-                new String[] {"O_CREAT", "O_EXCL", "O_TRUNC", "O_CLOEXEC"});
-        return rest.equals("0") ? access : access + "|" + rest;
-    }
-
-    /** Known bits by name, joined with '|', any remaining bits in hex; {@code "0"} for none. */
-    private static String render(int value, int[] bits, String[] names) {
-        if (value == 0) {
-            return "0";
-        }
-        StringBuilder sb = new StringBuilder();
-        int rest = value;
-        for (int i = 0; i < bits.length; i++) {
-            if ((rest & bits[i]) == bits[i]) {
-                if (!sb.isEmpty()) {
-                    sb.append('|');
-                }
-                sb.append(names[i]);
-                rest &= ~bits[i];
-            }
-        }
-        if (rest != 0) {
-            if (!sb.isEmpty()) {
-                sb.append('|');
-            }
-            sb.append("0x").append(Integer.toHexString(rest));
-        }
-        return sb.toString();
-    }
+    return sb.toString();
+  }
 }

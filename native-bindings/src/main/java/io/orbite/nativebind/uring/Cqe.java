@@ -7,8 +7,9 @@ import java.lang.foreign.StructLayout;
 import java.lang.foreign.ValueLayout;
 
 /**
- * {@code struct io_uring_cqe}, the completion queue entry (rings set up without
- * {@code IORING_SETUP_CQE32}):
+ * {@code struct io_uring_cqe}, the completion queue entry (rings set up without {@code
+ * IORING_SETUP_CQE32}):
+ *
  * <pre>
  * __u64 user_data; // 0  the submission's user_data
  * __s32 res;       // 8  result: bytes moved, or -errno
@@ -17,17 +18,17 @@ import java.lang.foreign.ValueLayout;
  * </pre>
  */
 public final class Cqe {
-    public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            ValueLayout.JAVA_LONG.withName("user_data"),
-            ValueLayout.JAVA_INT.withName("res"),
-            ValueLayout.JAVA_INT.withName("flags")
-    ).withName("io_uring_cqe");
+  public static final StructLayout LAYOUT =
+      MemoryLayout.structLayout(
+              ValueLayout.JAVA_LONG.withName("user_data"),
+              ValueLayout.JAVA_INT.withName("res"),
+              ValueLayout.JAVA_INT.withName("flags"))
+          .withName("io_uring_cqe");
 
-    public static final long SIZE = LAYOUT.byteSize();
-    public static final long OFFSET_USER_DATA = LAYOUT.byteOffset(groupElement("user_data"));
-    public static final long OFFSET_RES = LAYOUT.byteOffset(groupElement("res"));
-    public static final long OFFSET_FLAGS = LAYOUT.byteOffset(groupElement("flags"));
+  public static final long SIZE = LAYOUT.byteSize();
+  public static final long OFFSET_USER_DATA = LAYOUT.byteOffset(groupElement("user_data"));
+  public static final long OFFSET_RES = LAYOUT.byteOffset(groupElement("res"));
+  public static final long OFFSET_FLAGS = LAYOUT.byteOffset(groupElement("flags"));
 
-    private Cqe() {
-    }
+  private Cqe() {}
 }

@@ -16,7 +16,9 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 
-/** The timed loop the TCP and SHM benches share: fixed-size tasks at the same offsets on both sides. */
+/**
+ * The timed loop the TCP and SHM benches share: fixed-size tasks at the same offsets on both sides.
+ */
 final class BenchLoop {
   private BenchLoop() {}
 
@@ -29,8 +31,15 @@ final class BenchLoop {
    * @param jitMillis time the JIT spent compiling during the run (0 when not measured)
    * @param warmupSeconds the untimed warm-up before the run (0 when none)
    */
-  record Run(long bytes, long tasks, double seconds, long touchedBytes, int failed, long allocatedBytes,
-      long jitMillis, double warmupSeconds) {
+  record Run(
+      long bytes,
+      long tasks,
+      double seconds,
+      long touchedBytes,
+      int failed,
+      long allocatedBytes,
+      long jitMillis,
+      double warmupSeconds) {
     Run(long bytes, long tasks, double seconds, long touchedBytes, int failed) {
       this(bytes, tasks, seconds, touchedBytes, failed, 0, 0, 0);
     }
@@ -46,14 +55,25 @@ final class BenchLoop {
   }
 
   /**
-   * Runs {@code op} tasks of {@code size} for {@code seconds}, {@code perBatch} per batch and {@code
-   * batchesInFlight} batches in flight all the time (a batch is awaited, checked and freed, oldest
-   * first, and a new one submitted at once), cycling through {@code slots} offsets; reports the
-   * first failed tasks on {@code human} and progress (tenths of a second) on {@code progress} if
-   * not null.
+   * Runs {@code op} tasks of {@code size} for {@code seconds}, {@code perBatch} per batch and
+   * {@code batchesInFlight} batches in flight all the time (a batch is awaited, checked and freed,
+   * oldest first, and a new one submitted at once), cycling through {@code slots} offsets; reports
+   * the first failed tasks on {@code human} and progress (tenths of a second) on {@code progress}
+   * if not null.
    */
-  static Run runFor(PrintStream human, TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer,
-      long remote, long size, int perBatch, int batchesInFlight, long slots, double seconds, Progress progress) {
+  static Run runFor(
+      PrintStream human,
+      TransferEngine engine,
+      Op op,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remote,
+      long size,
+      int perBatch,
+      int batchesInFlight,
+      long slots,
+      double seconds,
+      Progress progress) {
     long start = System.nanoTime();
     long deadline = start + (long) (seconds * 1e9);
     long bytes = 0;
@@ -69,9 +89,10 @@ final class BenchLoop {
         for (int i = 0; i < perBatch; i++) {
           long offset = (slot++ % slots) * size;
           touched = Math.max(touched, offset + size);
-          requests.add(op == Op.READ
-              ? TransferRequest.read(local, offset, peer, remote, offset, size)
-              : TransferRequest.write(local, offset, peer, remote, offset, size));
+          requests.add(
+              op == Op.READ
+                  ? TransferRequest.read(local, offset, peer, remote, offset, size)
+                  : TransferRequest.write(local, offset, peer, remote, offset, size));
         }
         Batch batch = engine.allocateBatch(perBatch);
         batch.submit(requests);
@@ -97,7 +118,8 @@ final class BenchLoop {
       }
       oldest.free();
       if (progress != null) {
-        progress.update(Math.min((long) (seconds * 10), (System.nanoTime() - start) / 100_000_000L), bytes);
+        progress.update(
+            Math.min((long) (seconds * 10), (System.nanoTime() - start) / 100_000_000L), bytes);
       }
     }
     return new Run(bytes, tasks, (System.nanoTime() - start) / 1e9, touched, failed);
@@ -107,28 +129,49 @@ final class BenchLoop {
    * The task rate: 4 KiB READs in batches of 1024, 4 batches in flight, cycling over the region,
    * after an untimed warm-up and once the JIT has settled. On two cores the JIT's compiler threads
    * would otherwise compete with the measured run, and the lane's own loop reaches C2 late: with a
-   * 2 s warm-up, PrintCompilation showed the SHM lane's {@code copyGroup} and {@code runPass}
-   * still in C1 code through most of the timed run, behind a queue of per-batch methods. So the
-   * warm-up runs in spells of {@link #WARMUP_SPELL_SECONDS} until two spells in a row compile for at
-   * most {@link #WARMUP_QUIET_JIT_MS} (at least 2 s, at most {@link #WARMUP_MAX_SECONDS}). Its
-   * {@code touchedBytes} say which of the requester's bytes to check.
+   * 2 s warm-up, PrintCompilation showed the SHM lane's {@code copyGroup} and {@code runPass} still
+   * in C1 code through most of the timed run, behind a queue of per-batch methods. So the warm-up
+   * runs in spells of {@link #WARMUP_SPELL_SECONDS} until two spells in a row compile for at most
+   * {@link #WARMUP_QUIET_JIT_MS} (at least 2 s, at most {@link #WARMUP_MAX_SECONDS}). Its {@code
+   * touchedBytes} say which of the requester's bytes to check.
    */
   static final double WARMUP_SPELL_SECONDS = 0.5;
+
   static final long WARMUP_QUIET_JIT_MS = 10;
   static final double WARMUP_MAX_SECONDS = 12;
 
-  static Run taskRate(PrintStream human, TransferEngine engine, RegisteredMemory local, RemoteSegment peer, long remote,
-      long regionBytes, double seconds) throws InterruptedException {
+  static Run taskRate(
+      PrintStream human,
+      TransferEngine engine,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remote,
+      long regionBytes,
+      double seconds)
+      throws InterruptedException {
     long size = 4096;
     long slots = regionBytes / size;
     long warmStart = System.nanoTime();
     int quiet = 0;
     while (quiet < 2 && System.nanoTime() - warmStart < (long) (WARMUP_MAX_SECONDS * 1e9)) {
       long jitBefore = Jit.millis();
-      // With a Progress, as the timed run has: a branch first taken in the timed run would trap out of
+      // With a Progress, as the timed run has: a branch first taken in the timed run would trap out
+      // of
       // the compiled loop and recompile it there (PrintCompilation showed 250 ms of it).
       Progress spell = new Progress("tasks_4KiB warm-up", (long) (WARMUP_SPELL_SECONDS * 10), "ds");
-      runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, WARMUP_SPELL_SECONDS, spell);
+      runFor(
+          human,
+          engine,
+          Op.READ,
+          local,
+          peer,
+          remote,
+          size,
+          1024,
+          4,
+          slots,
+          WARMUP_SPELL_SECONDS,
+          spell);
       spell.done();
       boolean warmEnough = System.nanoTime() - warmStart >= 2_000_000_000L;
       quiet = warmEnough && Jit.millis() - jitBefore <= WARMUP_QUIET_JIT_MS ? quiet + 1 : 0;
@@ -138,13 +181,31 @@ final class BenchLoop {
     Progress progress = new Progress("tasks_4KiB", (long) (seconds * 10), "ds");
     long allocBefore = EngineMain.allocatedBytes();
     long jitBefore = Jit.millis();
-    Run timed = runFor(human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, seconds, progress);
-    Run r = new Run(timed.bytes(), timed.tasks(), timed.seconds(), timed.touchedBytes(), timed.failed(),
-        EngineMain.allocatedBytes() - allocBefore, Jit.millis() - jitBefore, warmSeconds);
+    Run timed =
+        runFor(
+            human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, seconds, progress);
+    Run r =
+        new Run(
+            timed.bytes(),
+            timed.tasks(),
+            timed.seconds(),
+            timed.touchedBytes(),
+            timed.failed(),
+            EngineMain.allocatedBytes() - allocBefore,
+            Jit.millis() - jitBefore,
+            warmSeconds);
     progress.done();
-    human.printf(java.util.Locale.ROOT, "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024), %.0f B heap "
-        + "allocated per task by the whole requester process, %d ms of JIT compiling (after %.1f s of warm-up)%n",
-        "read_4KiB", r.tasks(), r.seconds(), r.tasks() / r.seconds(), r.allocatedPerTask(), r.jitMillis(), warmSeconds);
+    human.printf(
+        java.util.Locale.ROOT,
+        "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024), %.0f B heap "
+            + "allocated per task by the whole requester process, %d ms of JIT compiling (after %.1f s of warm-up)%n",
+        "read_4KiB",
+        r.tasks(),
+        r.seconds(),
+        r.tasks() / r.seconds(),
+        r.allocatedPerTask(),
+        r.jitMillis(),
+        warmSeconds);
     return r;
   }
 }

@@ -22,8 +22,13 @@ final class BenchReport {
   private BenchReport() {}
 
   /** Prints the table on {@code human} and, with {@code json}, one JSON object on stdout. */
-  static void print(PrintStream human, boolean json, Map<String, Double> figures, Map<String, Double> ceilings,
-      Map<String, Double> ratios) throws JsonProcessingException {
+  static void print(
+      PrintStream human,
+      boolean json,
+      Map<String, Double> figures,
+      Map<String, Double> ceilings,
+      Map<String, Double> ratios)
+      throws JsonProcessingException {
     human.println("figures:");
     figures.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
     human.println("ceilings (same run):");
@@ -50,8 +55,16 @@ final class BenchReport {
    *
    * @return 1 if a byte is wrong (and says which on {@code human}), else 0
    */
-  static int verify(PrintStream human, Op op, RegisteredMemory local, EngineProcess source, long remote, long touched,
-      long sourceSeed, long writeSeed) throws IOException {
+  static int verify(
+      PrintStream human,
+      Op op,
+      RegisteredMemory local,
+      EngineProcess source,
+      long remote,
+      long touched,
+      long sourceSeed,
+      long writeSeed)
+      throws IOException {
     if (op == Op.READ) {
       long bad = Pattern.verify(local.segment(), 0, touched, sourceSeed, 0);
       if (bad >= 0) {
@@ -60,7 +73,10 @@ final class BenchReport {
       }
       return 0;
     }
-    String answer = source.ask("VERIFY " + remote + " " + sourceSeed + " 1", List.of("0 " + touched + " " + writeSeed + " 0"));
+    String answer =
+        source.ask(
+            "VERIFY " + remote + " " + sourceSeed + " 1",
+            List.of("0 " + touched + " " + writeSeed + " 0"));
     if (!answer.equals("OK")) {
       human.println("  MISMATCH: source " + answer + " after WRITE");
       return 1;
@@ -69,7 +85,10 @@ final class BenchReport {
   }
 
   /** A clean run drops the child's log directory; after a failure it is kept, and said where. */
-  static void settleLogs(PrintStream human, io.orbite.qualification.harness.ChildLogs logs, EngineProcess source,
+  static void settleLogs(
+      PrintStream human,
+      io.orbite.qualification.harness.ChildLogs logs,
+      EngineProcess source,
       int failures) {
     if (failures == 0) {
       logs.passed();
@@ -78,7 +97,10 @@ final class BenchReport {
     }
   }
 
-  /** Prints the engine's dashboard and metrics URLs ({@code dashboard: http://...}), if it serves any. */
+  /**
+   * Prints the engine's dashboard and metrics URLs ({@code dashboard: http://...}), if it serves
+   * any.
+   */
   static void printUrls(PrintStream human, io.orbite.engine.TransferEngine engine) {
     engine.observabilityUrls().forEach((what, url) -> human.println(what + ": " + url));
   }

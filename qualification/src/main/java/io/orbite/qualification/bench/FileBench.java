@@ -35,8 +35,8 @@ import java.util.SplittableRandom;
 
 /**
  * {@code ./orbite bench file [--json] [--dir D] [--quick]}: file segments over io_uring on a 1 GiB
- * file on the real disk, beside {@code fio --ioengine=io_uring} with the same parameters, in the same
- * run, on the same file:
+ * file on the real disk, beside {@code fio --ioengine=io_uring} with the same parameters, in the
+ * same run, on the same file:
  *
  * <ul>
  *   <li>sequential WRITE and READ of the whole file in 1 MiB tasks, 16 in the kernel at once (fio
@@ -50,37 +50,42 @@ import java.util.SplittableRandom;
  * (flushed with {@code fdatasync} outside the timing before every timed run), so neither side pays
  * for the other's writeback. Both copy to and from page-aligned memory: the engine's registered
  * memory is page aligned, and fio is given {@code --mem_align=4096} because its default buffers for
- * buffered I/O are only malloc aligned, which on this machine kind halves the kernel's copy into them
- * (see docs/transports/file.md, "Bench method"). The engine gets untimed warm-up passes before the
- * first round, repeated until the JIT is quiet (fio is C and needs none); the pass count and the
- * JIT's time during each timed run are reported ({@code seq_warmup_passes}, {@code *_jit_ms}). Each
- * figure is the median of nine sequential or three random rounds (each round's own ratio is listed
- * too); within a round fio and the engine run back to back, taking turns at going first. Every byte the engine wrote and read is verified after each timed run
- * (outside the timing). Figures {@code *_lane_cpu_s_per_GB} are the CPU time of the ring lane threads
- * per GB moved (the duty cycle's own cost; buffered writes are copied by the kernel's io-wq worker,
- * not by the lane). {@code seqwrite_jvm_cpu_s_per_GB} is the CPU time of every JVM thread per GB
- * written: all the engine's work outside the kernel's copy, which competes with that copy for CPU.
+ * buffered I/O are only malloc aligned, which on this machine kind halves the kernel's copy into
+ * them (see docs/transports/file.md, "Bench method"). The engine gets untimed warm-up passes before
+ * the first round, repeated until the JIT is quiet (fio is C and needs none); the pass count and
+ * the JIT's time during each timed run are reported ({@code seq_warmup_passes}, {@code *_jit_ms}).
+ * Each figure is the median of nine sequential or three random rounds (each round's own ratio is
+ * listed too); within a round fio and the engine run back to back, taking turns at going first.
+ * Every byte the engine wrote and read is verified after each timed run (outside the timing).
+ * Figures {@code *_lane_cpu_s_per_GB} are the CPU time of the ring lane threads per GB moved (the
+ * duty cycle's own cost; buffered writes are copied by the kernel's io-wq worker, not by the lane).
+ * {@code seqwrite_jvm_cpu_s_per_GB} is the CPU time of every JVM thread per GB written: all the
+ * engine's work outside the kernel's copy, which competes with that copy for CPU.
  */
 public final class FileBench {
   private static final long FILE_BYTES = 1L << 30;
   private static final int SEQ_BLOCK = 1 << 20;
   private static final int SEQ_DEPTH = 16;
+
   /** fio's buffer working set for the sequential jobs: iodepth x bs, reused. */
   private static final long SEQ_WINDOW = (long) SEQ_DEPTH * SEQ_BLOCK;
+
   private static final int RAND_BLOCK = 4096;
   private static final int RAND_DEPTH = 32;
   private static final int RAND_BATCH = 4096;
   private static final long SEED = 0xF11EL;
   private static final Duration WAIT = Duration.ofMinutes(5);
+
   /**
-   * Untimed warm-up: each pass runs what a round runs (WRITE and READ through the window and the
-   * 1 GiB region, with their byte checks), and passes repeat until the JIT has been quiet for
-   * {@link #WARMUP_QUIET_PASSES} passes in a row (at most {@link #WARMUP_QUIET_MS} ms of compilation
-   * each), at least {@link #WARMUP_MIN_PASSES} and at most {@link #WARMUP_MAX_PASSES} times. Measured:
-   * the JIT kept compiling the engine's path for 20-30 one-GiB passes, at up to 70 % of a vCPU, and on
-   * 2 vCPUs that took the CPU the kernel's io-wq worker copies a buffered write with.
+   * Untimed warm-up: each pass runs what a round runs (WRITE and READ through the window and the 1
+   * GiB region, with their byte checks), and passes repeat until the JIT has been quiet for {@link
+   * #WARMUP_QUIET_PASSES} passes in a row (at most {@link #WARMUP_QUIET_MS} ms of compilation
+   * each), at least {@link #WARMUP_MIN_PASSES} and at most {@link #WARMUP_MAX_PASSES} times.
+   * Measured: the JIT kept compiling the engine's path for 20-30 one-GiB passes, at up to 70 % of a
+   * vCPU, and on 2 vCPUs that took the CPU the kernel's io-wq worker copies a buffered write with.
    */
   private static final int WARMUP_MIN_PASSES = 6;
+
   private static final int WARMUP_MAX_PASSES = 40;
   private static final int WARMUP_QUIET_PASSES = 2;
   private static final long WARMUP_QUIET_MS = 10;
@@ -104,48 +109,71 @@ public final class FileBench {
       randSeconds = 2;
     }
     int dirAt = args.indexOf("--dir");
-    Path base = dirAt >= 0 && dirAt + 1 < args.size() ? Path.of(args.get(dirAt + 1)) : Path.of("/var/tmp");
+    Path base =
+        dirAt >= 0 && dirAt + 1 < args.size() ? Path.of(args.get(dirAt + 1)) : Path.of("/var/tmp");
     if (!IoUring.isAvailable()) {
-      human.println("bench file: io_uring is unavailable (" + IoUring.unavailabilityCause().orElse("?")
-          + "); the engine would use FileChannel and fio's io_uring engine would not run either");
+      human.println(
+          "bench file: io_uring is unavailable ("
+              + IoUring.unavailabilityCause().orElse("?")
+              + "); the engine would use FileChannel and fio's io_uring engine would not run either");
       return ExitCodes.ENVIRONMENT;
     }
     Files.createDirectories(base);
     FileStore store = Files.getFileStore(base);
     if (store.type().equals("tmpfs") || store.type().equals("ramfs")) {
-      human.println("bench file: " + base + " is on " + store.type() + ", not a disk; pass --dir on a disk");
+      human.println(
+          "bench file: " + base + " is on " + store.type() + ", not a disk; pass --dir on a disk");
       return ExitCodes.USAGE;
     }
     if (store.getUsableSpace() < FILE_BYTES + (512L << 20)) {
-      human.println("bench file: " + base + " has " + (store.getUsableSpace() >> 20) + " MiB free; 1.5 GiB needed");
+      human.println(
+          "bench file: "
+              + base
+              + " has "
+              + (store.getUsableSpace() >> 20)
+              + " MiB free; 1.5 GiB needed");
       return ExitCodes.ENVIRONMENT;
     }
     Path dir = Files.createTempDirectory(base, "orbite-bench-file-");
     Path file = dir.resolve("bench-1GiB.dat");
-    human.printf(Locale.ROOT, "bench file: 1 GiB file %s (%s, %s), buffered I/O%n", file, store.type(), store.name());
-    human.println("method: the file is cached and clean (fdatasync, untimed) before every timed run of either side;"
-        + " both sides copy to/from page-aligned memory (engine: registered memory; fio: --mem_align=4096, its"
-        + " default malloc-aligned buffers halve the kernel's copy on this CPU); fio reuses iodepth x bs of"
-        + " buffers, and so does the engine for the ratio figures;"
-        + " the write ceiling is fio with --scramble_buffers=0 (the engine writes the caller's memory as it is;"
-        + " fio's default rewrites each buffer just before writing it, which caches it: seqwrite_1MiB_vs_fio_scrambling"
-        + " is against that);"
-        + " the engine gets untimed WRITE and READ passes until the JIT is quiet (" + WARMUP_MIN_PASSES + "-"
-        + WARMUP_MAX_PASSES + " passes; the count and the JIT's time during timed runs are reported);"
-        + " figures seqwrite/seqread_1MiB_GBps use a 16 MiB window of buffers like fio's iodepth x bs,"
-        + " *_from_1GiB/_into_1GiB move a different MiB of a 1 GiB region each time (no fio twin);"
-        + " random reads also run against fio with batched submission (--iodepth_batch_submit=32"
-        + " --iodepth_batch_complete_max=32), fio's default submits one I/O per system call");
+    human.printf(
+        Locale.ROOT,
+        "bench file: 1 GiB file %s (%s, %s), buffered I/O%n",
+        file,
+        store.type(),
+        store.name());
+    human.println(
+        "method: the file is cached and clean (fdatasync, untimed) before every timed run of either side;"
+            + " both sides copy to/from page-aligned memory (engine: registered memory; fio: --mem_align=4096, its"
+            + " default malloc-aligned buffers halve the kernel's copy on this CPU); fio reuses iodepth x bs of"
+            + " buffers, and so does the engine for the ratio figures;"
+            + " the write ceiling is fio with --scramble_buffers=0 (the engine writes the caller's memory as it is;"
+            + " fio's default rewrites each buffer just before writing it, which caches it: seqwrite_1MiB_vs_fio_scrambling"
+            + " is against that);"
+            + " the engine gets untimed WRITE and READ passes until the JIT is quiet ("
+            + WARMUP_MIN_PASSES
+            + "-"
+            + WARMUP_MAX_PASSES
+            + " passes; the count and the JIT's time during timed runs are reported);"
+            + " figures seqwrite/seqread_1MiB_GBps use a 16 MiB window of buffers like fio's iodepth x bs,"
+            + " *_from_1GiB/_into_1GiB move a different MiB of a 1 GiB region each time (no fio twin);"
+            + " random reads also run against fio with batched submission (--iodepth_batch_submit=32"
+            + " --iodepth_batch_complete_max=32), fio's default submits one I/O per system call");
     boolean haveFio = Fio.installed();
     if (!haveFio) {
-      human.println("warning: fio is not installed; the ceilings and ratios are missing (./orbite bench file installs it)");
+      human.println(
+          "warning: fio is not installed; the ceilings and ratios are missing (./orbite bench file installs it)");
     }
     Map<String, List<Double>> samples = new LinkedHashMap<>();
     try {
-      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-        ch.write(java.nio.ByteBuffer.wrap(new byte[1]), FILE_BYTES - 1); // sized; the first pass lays it out
+      try (FileChannel ch =
+          FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+        ch.write(
+            java.nio.ByteBuffer.wrap(new byte[1]),
+            FILE_BYTES - 1); // sized; the first pass lays it out
       }
-      try (TransferEngine engine = TransferEngine.start(engineConfig(SEQ_DEPTH, "bench-file-seq"))) {
+      try (TransferEngine engine =
+          TransferEngine.start(engineConfig(SEQ_DEPTH, "bench-file-seq"))) {
         RegisteredMemory src = engine.allocate(FILE_BYTES, Access.READ_WRITE);
         Pattern.fill(src.segment(), 0, FILE_BYTES, SEED, 0);
         RegisteredMemory dst = engine.allocate(FILE_BYTES, Access.READ_WRITE);
@@ -153,7 +181,8 @@ public final class FileBench {
         // The first pass lays the file out; all are untimed and let the JIT compile the data path.
         int passes = 0;
         int quiet = 0;
-        while (passes < WARMUP_MAX_PASSES && (passes < WARMUP_MIN_PASSES || quiet < WARMUP_QUIET_PASSES)) {
+        while (passes < WARMUP_MAX_PASSES
+            && (passes < WARMUP_MIN_PASSES || quiet < WARMUP_QUIET_PASSES)) {
           long jit0 = jitMillis();
           // The figures' own probes run here too, so the JIT compiles them before the first round.
           laneCpuNanos("bench-file-seq");
@@ -170,7 +199,8 @@ public final class FileBench {
           verifyMemory(dst.segment(), 0, FILE_BYTES, 0, "warm-up seqread into 1 GiB");
           sequential(engine, dst, seg, false, SEQ_WINDOW);
           if (haveFio && passes == 0) {
-            // Untimed: loads the classes that launching fio and reading its JSON need. Loading them in
+            // Untimed: loads the classes that launching fio and reading its JSON need. Loading them
+            // in
             // round 1 invalidated compiled engine code (class-hierarchy deoptimisation of Pekko's
             // mailbox loop, seen with -XX:+PrintCompilation) and the JIT recompiled it during the
             // round's timed write.
@@ -180,20 +210,31 @@ public final class FileBench {
           passes++;
           quiet = jitMillis() - jit0 <= WARMUP_QUIET_MS ? quiet + 1 : 0;
         }
-        human.printf(Locale.ROOT, "warm-up: %d passes%s%n", passes,
+        human.printf(
+            Locale.ROOT,
+            "warm-up: %d passes%s%n",
+            passes,
             quiet < WARMUP_QUIET_PASSES ? " (the JIT was still compiling at the limit)" : "");
         add(samples, "seq_warmup_passes", passes);
         for (int r = 1; r <= seqRounds; r++) {
-          human.printf(Locale.ROOT, "round %d of %d: sequential 1 MiB, depth %d%n", r, seqRounds, SEQ_DEPTH);
-          // fio and the engine take turns going first, so neither always runs right after the other.
+          human.printf(
+              Locale.ROOT, "round %d of %d: sequential 1 MiB, depth %d%n", r, seqRounds, SEQ_DEPTH);
+          // fio and the engine take turns going first, so neither always runs right after the
+          // other.
           boolean fioFirst = r % 2 == 1;
           writePair(samples, engine, seg, file, haveFio, fioFirst, true);
           flush(file);
-          add(samples, "seqwrite_1MiB_from_1GiB_GBps", sequential(engine, src, seg, true, FILE_BYTES));
+          add(
+              samples,
+              "seqwrite_1MiB_from_1GiB_GBps",
+              sequential(engine, src, seg, true, FILE_BYTES));
           verifyFile(file, FILE_BYTES);
           dst.segment().fill((byte) 0);
           flush(file);
-          add(samples, "seqread_1MiB_into_1GiB_GBps", sequential(engine, dst, seg, false, FILE_BYTES));
+          add(
+              samples,
+              "seqread_1MiB_into_1GiB_GBps",
+              sequential(engine, dst, seg, false, FILE_BYTES));
           verifyMemory(dst.segment(), 0, FILE_BYTES, 0, "seqread into 1 GiB");
           dst.segment().asSlice(0, SEQ_WINDOW).fill((byte) 0);
           if (haveFio && fioFirst) {
@@ -204,17 +245,25 @@ public final class FileBench {
           long jit0 = jitMillis();
           add(samples, "seqread_1MiB_GBps", sequential(engine, dst, seg, false, SEQ_WINDOW));
           add(samples, "seqread_jit_ms", jitMillis() - jit0);
-          add(samples, "seqread_lane_cpu_s_per_GB", (laneCpuNanos("bench-file-seq") - cpu0) / 1e9 / (FILE_BYTES / 1e9));
+          add(
+              samples,
+              "seqread_lane_cpu_s_per_GB",
+              (laneCpuNanos("bench-file-seq") - cpu0) / 1e9 / (FILE_BYTES / 1e9));
           verifyReadWindow(dst.segment());
           if (haveFio && !fioFirst) {
             fioRead(samples, file);
           }
         }
-        // Further rounds of the write pair alone: one timed write varies by up to +-20 % with the host's
+        // Further rounds of the write pair alone: one timed write varies by up to +-20 % with the
+        // host's
         // load, more than the read's margin over its target, so the write ratio gets more samples.
         for (int r = 1; r <= extraWriteRounds; r++) {
-          human.printf(Locale.ROOT, "write round %d of %d: sequential 1 MiB, depth %d%n", seqRounds + r,
-              seqRounds + extraWriteRounds, SEQ_DEPTH);
+          human.printf(
+              Locale.ROOT,
+              "write round %d of %d: sequential 1 MiB, depth %d%n",
+              seqRounds + r,
+              seqRounds + extraWriteRounds,
+              SEQ_DEPTH);
           writePair(samples, engine, seg, file, haveFio, (seqRounds + r) % 2 == 1, false);
         }
         // Untimed: the random reads check each block against the whole 1 GiB pattern, which the
@@ -222,12 +271,18 @@ public final class FileBench {
         sequential(engine, src, seg, true, FILE_BYTES);
         verifyFile(file, FILE_BYTES);
       }
-      try (TransferEngine engine = TransferEngine.start(engineConfig(RAND_DEPTH, "bench-file-rand"))) {
+      try (TransferEngine engine =
+          TransferEngine.start(engineConfig(RAND_DEPTH, "bench-file-rand"))) {
         RegisteredMemory dst = engine.allocate(2L * RAND_BATCH * RAND_BLOCK, Access.READ_WRITE);
         RemoteSegment seg = engine.openFileSegment(file, Access.READ, WAIT);
         randomReads(engine, dst, seg, 0, randSeconds); // untimed warm-up (JIT) of the random path
         for (int r = 1; r <= rounds; r++) {
-          human.printf(Locale.ROOT, "round %d of %d: random 4 KiB reads, depth %d, %d s%n", r, rounds, RAND_DEPTH,
+          human.printf(
+              Locale.ROOT,
+              "round %d of %d: random 4 KiB reads, depth %d, %d s%n",
+              r,
+              rounds,
+              RAND_DEPTH,
               randSeconds);
           flush(file);
           settleJit();
@@ -236,13 +291,26 @@ public final class FileBench {
           add(samples, "randread_jit_ms", jitMillis() - jit0);
           if (haveFio) {
             flush(file);
-            add(samples, "fio_randread_4KiB_qd32_iops", Fio.run(file, FILE_BYTES, "randread", "4k", RAND_DEPTH,
-                randSeconds).iops());
-            // fio submits one I/O per io_uring_enter by default; the engine's lane submits all it can
+            add(
+                samples,
+                "fio_randread_4KiB_qd32_iops",
+                Fio.run(file, FILE_BYTES, "randread", "4k", RAND_DEPTH, randSeconds).iops());
+            // fio submits one I/O per io_uring_enter by default; the engine's lane submits all it
+            // can
             // at once. The same job with batched submission and reaping is the stronger ceiling.
-            add(samples, "fio_randread_4KiB_qd32_batched_iops", Fio.run(file, FILE_BYTES, "randread", "4k",
-                RAND_DEPTH, randSeconds, "--iodepth_batch_submit=" + RAND_DEPTH,
-                "--iodepth_batch_complete_max=" + RAND_DEPTH).iops());
+            add(
+                samples,
+                "fio_randread_4KiB_qd32_batched_iops",
+                Fio.run(
+                        file,
+                        FILE_BYTES,
+                        "randread",
+                        "4k",
+                        RAND_DEPTH,
+                        randSeconds,
+                        "--iodepth_batch_submit=" + RAND_DEPTH,
+                        "--iodepth_batch_complete_max=" + RAND_DEPTH)
+                    .iops());
           }
         }
       }
@@ -254,31 +322,61 @@ public final class FileBench {
     Map<String, Double> ceilings = new LinkedHashMap<>();
     Map<String, Double> ratios = new LinkedHashMap<>();
     samples.forEach((k, v) -> (k.startsWith("fio_") ? ceilings : figures).put(k, median(v)));
-    samples.forEach((k, v) -> {
-      for (int i = 0; i < v.size() && v.size() > 1; i++) {
-        (k.startsWith("fio_") ? ceilings : figures).put(k + "_round" + (i + 1), v.get(i));
-      }
-    });
-    ratio(ratios, "seqwrite_1MiB_vs_fio", figures.get("seqwrite_1MiB_GBps"), ceilings.get("fio_seqwrite_1MiB_GBps"));
-    ratio(ratios, "seqwrite_1MiB_vs_fio_scrambling", figures.get("seqwrite_1MiB_GBps"),
+    samples.forEach(
+        (k, v) -> {
+          for (int i = 0; i < v.size() && v.size() > 1; i++) {
+            (k.startsWith("fio_") ? ceilings : figures).put(k + "_round" + (i + 1), v.get(i));
+          }
+        });
+    ratio(
+        ratios,
+        "seqwrite_1MiB_vs_fio",
+        figures.get("seqwrite_1MiB_GBps"),
+        ceilings.get("fio_seqwrite_1MiB_GBps"));
+    ratio(
+        ratios,
+        "seqwrite_1MiB_vs_fio_scrambling",
+        figures.get("seqwrite_1MiB_GBps"),
         ceilings.get("fio_seqwrite_1MiB_scrambling_GBps"));
-    ratio(ratios, "seqread_1MiB_vs_fio", figures.get("seqread_1MiB_GBps"), ceilings.get("fio_seqread_1MiB_GBps"));
-    ratio(ratios, "randread_4KiB_qd32_vs_fio", figures.get("randread_4KiB_qd32_iops"),
+    ratio(
+        ratios,
+        "seqread_1MiB_vs_fio",
+        figures.get("seqread_1MiB_GBps"),
+        ceilings.get("fio_seqread_1MiB_GBps"));
+    ratio(
+        ratios,
+        "randread_4KiB_qd32_vs_fio",
+        figures.get("randread_4KiB_qd32_iops"),
         ceilings.get("fio_randread_4KiB_qd32_iops"));
-    ratio(ratios, "randread_4KiB_qd32_vs_fio_batched", figures.get("randread_4KiB_qd32_iops"),
+    ratio(
+        ratios,
+        "randread_4KiB_qd32_vs_fio_batched",
+        figures.get("randread_4KiB_qd32_iops"),
         ceilings.get("fio_randread_4KiB_qd32_batched_iops"));
-    pairedRatios(ratios, samples, "seqwrite_1MiB_vs_fio", "seqwrite_1MiB_GBps", "fio_seqwrite_1MiB_GBps");
-    pairedRatios(ratios, samples, "seqwrite_1MiB_vs_fio_scrambling", "seqwrite_1MiB_GBps",
+    pairedRatios(
+        ratios, samples, "seqwrite_1MiB_vs_fio", "seqwrite_1MiB_GBps", "fio_seqwrite_1MiB_GBps");
+    pairedRatios(
+        ratios,
+        samples,
+        "seqwrite_1MiB_vs_fio_scrambling",
+        "seqwrite_1MiB_GBps",
         "fio_seqwrite_1MiB_scrambling_GBps");
-    pairedRatios(ratios, samples, "seqread_1MiB_vs_fio", "seqread_1MiB_GBps", "fio_seqread_1MiB_GBps");
-    pairedRatios(ratios, samples, "randread_4KiB_qd32_vs_fio", "randread_4KiB_qd32_iops", "fio_randread_4KiB_qd32_iops");
+    pairedRatios(
+        ratios, samples, "seqread_1MiB_vs_fio", "seqread_1MiB_GBps", "fio_seqread_1MiB_GBps");
+    pairedRatios(
+        ratios,
+        samples,
+        "randread_4KiB_qd32_vs_fio",
+        "randread_4KiB_qd32_iops",
+        "fio_randread_4KiB_qd32_iops");
     BenchReport.print(human, json, figures, ceilings, ratios);
     if (failures > 0) {
       human.println("RESULT: FAIL - " + failures + " failed task(s) or wrong byte(s)");
       return ExitCodes.FAILED;
     }
     if (!haveFio) {
-      human.println("RESULT: INCOMPLETE - every byte verified, but fio is not installed: no ceiling, no ratio");
+      human.println(
+          "RESULT: INCOMPLETE - every byte verified, but fio is not installed: no ceiling, no ratio");
       return ExitCodes.ENVIRONMENT;
     }
     return ExitCodes.PASS;
@@ -288,8 +386,15 @@ public final class FileBench {
    * One sequential WRITE of the whole file through the 16 MiB window by the engine and by fio, each
    * from a clean cache, the engine's checked byte for byte; {@code fioFirst} says who goes first.
    */
-  private void writePair(Map<String, List<Double>> samples, TransferEngine engine, RemoteSegment seg, Path file,
-      boolean haveFio, boolean fioFirst, boolean alsoScrambling) throws IOException, InterruptedException {
+  private void writePair(
+      Map<String, List<Double>> samples,
+      TransferEngine engine,
+      RemoteSegment seg,
+      Path file,
+      boolean haveFio,
+      boolean fioFirst,
+      boolean alsoScrambling)
+      throws IOException, InterruptedException {
     if (haveFio && fioFirst) {
       fioWrite(samples, file, alsoScrambling);
     }
@@ -314,8 +419,14 @@ public final class FileBench {
       add(samples, "seqwrite_iowq_waiting_for_cpu_pct", 100.0 * io.waitNanos() / nanos);
     }
     add(samples, "seqwrite_jit_ms", jitMillis() - jit0);
-    add(samples, "seqwrite_lane_cpu_s_per_GB", (laneCpuNanos("bench-file-seq") - cpu0) / 1e9 / (FILE_BYTES / 1e9));
-    add(samples, "seqwrite_jvm_cpu_s_per_GB", (jvmThreadsCpuNanos() - jvm0) / 1e9 / (FILE_BYTES / 1e9));
+    add(
+        samples,
+        "seqwrite_lane_cpu_s_per_GB",
+        (laneCpuNanos("bench-file-seq") - cpu0) / 1e9 / (FILE_BYTES / 1e9));
+    add(
+        samples,
+        "seqwrite_jvm_cpu_s_per_GB",
+        (jvmThreadsCpuNanos() - jvm0) / 1e9 / (FILE_BYTES / 1e9));
     verifyFile(file, SEQ_WINDOW);
     engine.unregister(src);
     if (haveFio && !fioFirst) {
@@ -325,49 +436,68 @@ public final class FileBench {
 
   /**
    * fio's sequential 1 MiB WRITE job at depth 16 over the whole file, from a clean cache, with
-   * {@code --scramble_buffers=0}: the ceiling of the write ratio. With {@code alsoScrambling} it runs
-   * again with fio's default, reported beside it. By default fio rewrites the start of every 512-byte
-   * block of a buffer just before writing it, which puts the buffer in the CPU's cache before the
-   * kernel copies it out; measured here over 16 interleaved pairs, that made fio's write 9 % faster
-   * (median 9.26 against 8.36 GB/s). The engine writes the caller's memory as it is, like fio with
-   * scrambling off (see docs/transports/file.md, "Bench method").
+   * {@code --scramble_buffers=0}: the ceiling of the write ratio. With {@code alsoScrambling} it
+   * runs again with fio's default, reported beside it. By default fio rewrites the start of every
+   * 512-byte block of a buffer just before writing it, which puts the buffer in the CPU's cache
+   * before the kernel copies it out; measured here over 16 interleaved pairs, that made fio's write
+   * 9 % faster (median 9.26 against 8.36 GB/s). The engine writes the caller's memory as it is,
+   * like fio with scrambling off (see docs/transports/file.md, "Bench method").
    */
   private static void fioWrite(Map<String, List<Double>> samples, Path file, boolean alsoScrambling)
       throws IOException, InterruptedException {
     flush(file);
-    add(samples, "fio_seqwrite_1MiB_GBps",
-        Fio.run(file, FILE_BYTES, "write", "1M", SEQ_DEPTH, 0, "--scramble_buffers=0").bytesPerSecond() / 1e9);
+    add(
+        samples,
+        "fio_seqwrite_1MiB_GBps",
+        Fio.run(file, FILE_BYTES, "write", "1M", SEQ_DEPTH, 0, "--scramble_buffers=0")
+                .bytesPerSecond()
+            / 1e9);
     if (alsoScrambling) {
       flush(file);
-      add(samples, "fio_seqwrite_1MiB_scrambling_GBps", Fio.run(file, FILE_BYTES, "write", "1M", SEQ_DEPTH, 0)
-          .bytesPerSecond() / 1e9);
+      add(
+          samples,
+          "fio_seqwrite_1MiB_scrambling_GBps",
+          Fio.run(file, FILE_BYTES, "write", "1M", SEQ_DEPTH, 0).bytesPerSecond() / 1e9);
     }
   }
 
   /** fio's sequential 1 MiB READ job at depth 16 over the whole (cached) file. */
-  private static void fioRead(Map<String, List<Double>> samples, Path file) throws IOException, InterruptedException {
-    add(samples, "fio_seqread_1MiB_GBps", Fio.run(file, FILE_BYTES, "read", "1M", SEQ_DEPTH, 0).bytesPerSecond() / 1e9);
+  private static void fioRead(Map<String, List<Double>> samples, Path file)
+      throws IOException, InterruptedException {
+    add(
+        samples,
+        "fio_seqread_1MiB_GBps",
+        Fio.run(file, FILE_BYTES, "read", "1M", SEQ_DEPTH, 0).bytesPerSecond() / 1e9);
   }
 
   private static EngineConfig engineConfig(int depth, String name) {
-    return EngineConfig.defaults().withName(name)
-        .withFile(FileConfig.defaults().withEngine("io_uring").withQueueDepth(depth).withMaxChunkBytes(SEQ_BLOCK));
+    return EngineConfig.defaults()
+        .withName(name)
+        .withFile(
+            FileConfig.defaults()
+                .withEngine("io_uring")
+                .withQueueDepth(depth)
+                .withMaxChunkBytes(SEQ_BLOCK));
   }
 
   /**
    * One pass over the whole file in 1 MiB tasks, one batch; returns GB/s. Task {@code i} moves file
    * MiB {@code i} from or to memory at {@code (i MiB) mod window}: a window of {@link #SEQ_WINDOW}
-   * reuses 16 buffers as fio does, {@link #FILE_BYTES} moves a different MiB of a 1 GiB region each time.
+   * reuses 16 buffers as fio does, {@link #FILE_BYTES} moves a different MiB of a 1 GiB region each
+   * time.
    */
-  private double sequential(TransferEngine engine, RegisteredMemory mem, RemoteSegment seg, boolean write,
-      long window) {
+  private double sequential(
+      TransferEngine engine, RegisteredMemory mem, RemoteSegment seg, boolean write, long window) {
     int tasks = (int) (FILE_BYTES / SEQ_BLOCK);
     List<TransferRequest> requests = new ArrayList<>(tasks);
     for (int i = 0; i < tasks; i++) {
       long at = (long) i * SEQ_BLOCK;
-      requests.add(write
-          ? TransferRequest.write(mem, at % window, seg, TransferEngine.FILE_REGION_ID, at, SEQ_BLOCK)
-          : TransferRequest.read(mem, at % window, seg, TransferEngine.FILE_REGION_ID, at, SEQ_BLOCK));
+      requests.add(
+          write
+              ? TransferRequest.write(
+                  mem, at % window, seg, TransferEngine.FILE_REGION_ID, at, SEQ_BLOCK)
+              : TransferRequest.read(
+                  mem, at % window, seg, TransferEngine.FILE_REGION_ID, at, SEQ_BLOCK));
     }
     Batch b = engine.allocateBatch(tasks);
     long t0 = System.nanoTime();
@@ -379,9 +509,12 @@ public final class FileBench {
     return FILE_BYTES / 1e9 / seconds;
   }
 
-  /** Random 4 KiB reads for {@code randSeconds}: two batches of 4096 alternate; returns tasks per second. */
-  private double randomReads(TransferEngine engine, RegisteredMemory dst, RemoteSegment seg, int round,
-      int seconds) {
+  /**
+   * Random 4 KiB reads for {@code randSeconds}: two batches of 4096 alternate; returns tasks per
+   * second.
+   */
+  private double randomReads(
+      TransferEngine engine, RegisteredMemory dst, RemoteSegment seg, int round, int seconds) {
     SplittableRandom random = new SplittableRandom(round);
     long blocks = FILE_BYTES / RAND_BLOCK;
     long[][] offsets = new long[2][RAND_BATCH];
@@ -408,8 +541,14 @@ public final class FileBench {
       List<TransferRequest> requests = new ArrayList<>(RAND_BATCH);
       for (int i = 0; i < RAND_BATCH; i++) {
         offsets[k][i] = random.nextLong(blocks) * RAND_BLOCK;
-        requests.add(TransferRequest.read(dst, ((long) k * RAND_BATCH + i) * RAND_BLOCK, seg,
-            TransferEngine.FILE_REGION_ID, offsets[k][i], RAND_BLOCK));
+        requests.add(
+            TransferRequest.read(
+                dst,
+                ((long) k * RAND_BATCH + i) * RAND_BLOCK,
+                seg,
+                TransferEngine.FILE_REGION_ID,
+                offsets[k][i],
+                RAND_BLOCK));
       }
       inFlight[k] = engine.allocateBatch(RAND_BATCH);
       inFlight[k].submit(requests);
@@ -419,7 +558,12 @@ public final class FileBench {
     for (int b = 0; b < 2; b++) {
       for (int i = 0; i < RAND_BATCH; i++) {
         if (offsets[b][i] != 0 || i == 0) {
-          verifyMemory(dst.segment(), ((long) b * RAND_BATCH + i) * RAND_BLOCK, RAND_BLOCK, offsets[b][i], "randread");
+          verifyMemory(
+              dst.segment(),
+              ((long) b * RAND_BATCH + i) * RAND_BLOCK,
+              RAND_BLOCK,
+              offsets[b][i],
+              "randread");
         }
       }
     }
@@ -427,8 +571,8 @@ public final class FileBench {
   }
 
   /**
-   * Writes the file's dirty pages back (fdatasync) and waits, outside any timing, so the next timed run
-   * of either side starts from the same state: every page cached and clean.
+   * Writes the file's dirty pages back (fdatasync) and waits, outside any timing, so the next timed
+   * run of either side starts from the same state: every page cached and clean.
    */
   private static void flush(Path file) throws IOException {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
@@ -439,8 +583,8 @@ public final class FileBench {
   /**
    * Waits until the JIT is quiet ({@link Jit#settle}). The bench's own work between timed runs
    * (starting fio, parsing its JSON, checking bytes) queues compilations that otherwise run during
-   * the next timed run: measured 40-120 ms of compiler time inside a 120 ms engine write, on 2 vCPUs
-   * that also carry the kernel's io-wq copy. fio is another process and never pays for it.
+   * the next timed run: measured 40-120 ms of compiler time inside a 120 ms engine write, on 2
+   * vCPUs that also carry the kernel's io-wq copy. fio is another process and never pays for it.
    */
   private static void settleJit() throws InterruptedException {
     Jit.settle();
@@ -463,7 +607,10 @@ public final class FileBench {
     return sum;
   }
 
-  /** CPU time so far of the ring lane threads of engine {@code engine} (pinned: one thread per lane). */
+  /**
+   * CPU time so far of the ring lane threads of engine {@code engine} (pinned: one thread per
+   * lane).
+   */
   private static long laneCpuNanos(String engine) {
     ThreadMXBean mx = ManagementFactory.getThreadMXBean();
     String prefix = engine + "-orbite.file-ring-dispatcher";
@@ -482,27 +629,33 @@ public final class FileBench {
       if (!t.completed()) {
         failures++;
         if (failures <= 5) {
-          human.println("  " + what + " task " + t.index() + " failed: " + t.errorKind() + " " + t.detail());
+          human.println(
+              "  " + what + " task " + t.index() + " failed: " + t.errorKind() + " " + t.detail());
         }
       }
     }
   }
 
-  /** Checks every byte of the file after a WRITE pass whose source was the first {@code window} bytes of the pattern. */
+  /**
+   * Checks every byte of the file after a WRITE pass whose source was the first {@code window}
+   * bytes of the pattern.
+   */
   private void verifyFile(Path file, long window) throws IOException {
-    try (FileChannel ch = FileChannel.open(file); Arena arena = Arena.ofConfined()) {
+    try (FileChannel ch = FileChannel.open(file);
+        Arena arena = Arena.ofConfined()) {
       MemorySegment m = ch.map(FileChannel.MapMode.READ_ONLY, 0, FILE_BYTES, arena);
       for (long at = 0; at < FILE_BYTES; at += window) {
-        verifyMemory(m, at, window, 0, "file after seqwrite from a " + (window >> 20) + " MiB window");
+        verifyMemory(
+            m, at, window, 0, "file after seqwrite from a " + (window >> 20) + " MiB window");
       }
     }
   }
 
   /**
-   * After a READ pass through the {@link #SEQ_WINDOW}: buffer {@code j} holds file MiB {@code k} for
-   * some {@code k = j (mod SEQ_DEPTH)}, normally the last one (tasks run in order, but two tasks that
-   * share a buffer may overlap, so any {@code k} of that class is accepted, checked byte for byte).
-   * Every byte of every task was checked by the pass into the 1 GiB region just before.
+   * After a READ pass through the {@link #SEQ_WINDOW}: buffer {@code j} holds file MiB {@code k}
+   * for some {@code k = j (mod SEQ_DEPTH)}, normally the last one (tasks run in order, but two
+   * tasks that share a buffer may overlap, so any {@code k} of that class is accepted, checked byte
+   * for byte). Every byte of every task was checked by the pass into the 1 GiB region just before.
    */
   private void verifyReadWindow(MemorySegment m) {
     int buffers = (int) (SEQ_WINDOW / SEQ_BLOCK);
@@ -514,7 +667,10 @@ public final class FileBench {
       }
       if (!found) {
         failures++;
-        human.println("  seqread through the window: buffer " + j + " holds no 1 MiB block of the file it read");
+        human.println(
+            "  seqread through the window: buffer "
+                + j
+                + " holds no 1 MiB block of the file it read");
       }
     }
   }
@@ -537,7 +693,8 @@ public final class FileBench {
     return s.get(s.size() / 2);
   }
 
-  private static void ratio(Map<String, Double> ratios, String name, Double figure, Double ceiling) {
+  private static void ratio(
+      Map<String, Double> ratios, String name, Double figure, Double ceiling) {
     if (figure != null && ceiling != null && ceiling > 0) {
       ratios.put(name, figure / ceiling);
     }
@@ -547,8 +704,12 @@ public final class FileBench {
    * Each round's own ratio ({@code <name>_round<i>}): fio and the engine ran back to back in it, so
    * these show how much of a ratio's spread is the host's load moving between rounds.
    */
-  private static void pairedRatios(Map<String, Double> ratios, Map<String, List<Double>> samples, String name,
-      String figure, String ceiling) {
+  private static void pairedRatios(
+      Map<String, Double> ratios,
+      Map<String, List<Double>> samples,
+      String name,
+      String figure,
+      String ceiling) {
     List<Double> f = samples.get(figure);
     List<Double> c = samples.get(ceiling);
     if (f == null || c == null || f.size() != c.size() || f.size() < 2) {

@@ -9,9 +9,9 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The file ceiling: {@code fio --ioengine=io_uring} on the bench's own file, with the parameters the
- * engine runs with (block size, queue depth, buffered I/O, no fsync). Bytes per second as fio reports
- * them ({@code bw_bytes}), and IOPS.
+ * The file ceiling: {@code fio --ioengine=io_uring} on the bench's own file, with the parameters
+ * the engine runs with (block size, queue depth, buffered I/O, no fsync). Bytes per second as fio
+ * reports them ({@code bw_bytes}), and IOPS.
  *
  * <p>{@code --mem_align=4096}: fio's buffers are page aligned, like the engine's registered memory.
  * Without it fio takes buffered-I/O buffers straight from malloc (16-byte aligned), and on this
@@ -42,11 +42,30 @@ final class Fio {
    * @param runtimeSeconds 0 for a run over the whole file, else a time-based run
    * @param extra further fio options (the batched random-read ceiling)
    */
-  static Result run(Path file, long sizeBytes, String rw, String blockSize, int iodepth, int runtimeSeconds,
-      String... extra) throws IOException, InterruptedException {
-    List<String> cmd = new ArrayList<>(List.of("fio", "--name=orbite-ceiling", "--filename=" + file,
-        "--size=" + sizeBytes, "--ioengine=io_uring", "--iodepth=" + iodepth, "--rw=" + rw, "--bs=" + blockSize,
-        "--direct=0", "--invalidate=0", "--mem_align=4096", "--output-format=json"));
+  static Result run(
+      Path file,
+      long sizeBytes,
+      String rw,
+      String blockSize,
+      int iodepth,
+      int runtimeSeconds,
+      String... extra)
+      throws IOException, InterruptedException {
+    List<String> cmd =
+        new ArrayList<>(
+            List.of(
+                "fio",
+                "--name=orbite-ceiling",
+                "--filename=" + file,
+                "--size=" + sizeBytes,
+                "--ioengine=io_uring",
+                "--iodepth=" + iodepth,
+                "--rw=" + rw,
+                "--bs=" + blockSize,
+                "--direct=0",
+                "--invalidate=0",
+                "--mem_align=4096",
+                "--output-format=json"));
     if (runtimeSeconds > 0) {
       cmd.add("--time_based");
       cmd.add("--runtime=" + runtimeSeconds);

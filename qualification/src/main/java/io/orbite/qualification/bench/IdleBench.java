@@ -27,14 +27,14 @@ import java.util.Map;
  * {@code ./orbite bench idle [--json] [--seconds S]}: what an idle engine costs. A source engine
  * process ({@code shm.enabled}) and a requester engine (this process), default configuration
  * otherwise; the requester opens the source, so its TCP lanes and its SHM lane run, and moves one
- * READ over each transport (bytes verified). Then both sit idle, 5 s untimed (the JIT settles), then
- * {@code S} seconds (default 10)
- * while their CPU time is read from {@code /proc/<pid>/stat} (user + system, all threads). Reported
- * as a percentage of one core per process; the requester's figure includes this JVM's own idle
- * threads (JIT, GC), as a serving process's would.
+ * READ over each transport (bytes verified). Then both sit idle, 5 s untimed (the JIT settles),
+ * then {@code S} seconds (default 10) while their CPU time is read from {@code /proc/<pid>/stat}
+ * (user + system, all threads). Reported as a percentage of one core per process; the requester's
+ * figure includes this JVM's own idle threads (JIT, GC), as a serving process's would.
  */
 public final class IdleBench {
   private static final long REGION = 1L << 20;
+
   /** Untimed idle time before the measured one. */
   private static final long SETTLE_MILLIS = 5_000;
 
@@ -45,9 +45,13 @@ public final class IdleBench {
     double seconds = at >= 0 && at + 1 < args.size() ? Double.parseDouble(args.get(at + 1)) : 10;
     Map<String, Double> figures = new LinkedHashMap<>();
     try (ChildLogs logs = ChildLogs.create("bench-idle");
-        EngineProcess source = EngineProcess.start("bench-idle-source", logs.dir(),
-            Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}"));
-        TransferEngine requester = TransferEngine.start(EngineConfig.fromEnv().withName("bench-idle-requester"))) {
+        EngineProcess source =
+            EngineProcess.start(
+                "bench-idle-source",
+                logs.dir(),
+                Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}"));
+        TransferEngine requester =
+            TransferEngine.start(EngineConfig.fromEnv().withName("bench-idle-requester"))) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       source.call("FILL " + remote + " 91");
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
@@ -56,7 +60,8 @@ public final class IdleBench {
       for (Transport t : List.of(Transport.TCP, Transport.SHM)) {
         Pattern.fill(local.segment(), 0, REGION, 92, 0);
         Batch batch = requester.allocateBatch(1);
-        batch.submit(List.of(TransferRequest.read(local, 0, peer, remote, 0, REGION).withTransport(t)));
+        batch.submit(
+            List.of(TransferRequest.read(local, 0, peer, remote, 0, REGION).withTransport(t)));
         BatchStatus s = batch.await(Duration.ofSeconds(30));
         batch.free();
         if (!s.allCompleted() || Pattern.verify(local.segment(), 0, REGION, 91, 0) != -1) {
@@ -64,9 +69,14 @@ public final class IdleBench {
           failures++;
         }
       }
-      human.printf(Locale.ROOT, "bench idle: source pid %d, requester pid %d; lanes up (TCP and SHM), idle 5 s, then measured for %.0f s%n",
-          source.pid(), ProcessHandle.current().pid(), seconds);
-      // Let the JIT finish with what the READs and the start made hot: a serving process idles long after.
+      human.printf(
+          Locale.ROOT,
+          "bench idle: source pid %d, requester pid %d; lanes up (TCP and SHM), idle 5 s, then measured for %.0f s%n",
+          source.pid(),
+          ProcessHandle.current().pid(),
+          seconds);
+      // Let the JIT finish with what the READs and the start made hot: a serving process idles long
+      // after.
       Thread.sleep(SETTLE_MILLIS);
       long self = ProcessHandle.current().pid();
       long wall0 = System.nanoTime();
@@ -85,19 +95,26 @@ public final class IdleBench {
       figures.put("idle_requester_cpu_pct_of_core", reqPct);
       figures.put("idle_source_cpu_pct_of_core", srcPct);
       figures.put("idle_seconds", wall);
-      human.printf(Locale.ROOT, "  requester %5.2f %% of one core, source %5.2f %% of one core, over %.1f s%n", reqPct,
-          srcPct, wall);
+      human.printf(
+          Locale.ROOT,
+          "  requester %5.2f %% of one core, source %5.2f %% of one core, over %.1f s%n",
+          reqPct,
+          srcPct,
+          wall);
       human.println("  the requester's busiest threads while idle (clock ticks of 10 ms):");
       threads1.entrySet().stream()
           .map(e -> Map.entry(e.getKey(), e.getValue() - threads0.getOrDefault(e.getKey(), 0L)))
           .filter(e -> e.getValue() > 0)
-          .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
+          .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+          .limit(8)
           .forEach(e -> human.printf(Locale.ROOT, "    %4d  %s%n", e.getValue(), e.getKey()));
       long threads = ManagementFactory.getThreadMXBean().getThreadCount();
       figures.put("requester_threads", (double) threads);
       BenchReport.print(human, json, figures, Map.of(), Map.of());
-      human.println(failures == 0 ? "RESULT: PASS - the READs before idling were verified byte for byte"
-          : "RESULT: FAIL - " + failures + " READ(s) before idling failed");
+      human.println(
+          failures == 0
+              ? "RESULT: PASS - the READs before idling were verified byte for byte"
+              : "RESULT: FAIL - " + failures + " READ(s) before idling failed");
       return failures == 0 ? 0 : 1;
     }
   }
@@ -120,7 +137,10 @@ public final class IdleBench {
     return out;
   }
 
-  /** utime + stime of every thread of {@code pid}, in clock ticks (fields 14 and 15 of /proc/pid/stat). */
+  /**
+   * utime + stime of every thread of {@code pid}, in clock ticks (fields 14 and 15 of
+   * /proc/pid/stat).
+   */
   static long cpuTicks(long pid) throws IOException {
     String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
     String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");

@@ -8,10 +8,10 @@ import java.nio.file.Path;
 
 /**
  * Scheduler time of this process's io_uring worker threads ({@code iou-wrk-*}), or of other threads
- * named by prefixes, from
- * {@code /proc/self/task/<tid>/schedstat}: nanoseconds on a CPU and nanoseconds runnable but waiting
- * for one. A buffered WRITE to ext4 is copied by such a worker, so its share of a timed run says how
- * much of that run the kernel's copy was going on, whatever the engine did around it.
+ * named by prefixes, from {@code /proc/self/task/<tid>/schedstat}: nanoseconds on a CPU and
+ * nanoseconds runnable but waiting for one. A buffered WRITE to ext4 is copied by such a worker, so
+ * its share of a timed run says how much of that run the kernel's copy was going on, whatever the
+ * engine did around it.
  */
 final class IoWorkers {
   private static final Path TASKS = Path.of("/proc/self/task");
@@ -31,8 +31,8 @@ final class IoWorkers {
   }
 
   /**
-   * The same totals for this process's threads whose name starts with one of {@code prefixes} (the JIT's
-   * compiler threads are "C1 CompilerThre" and "C2 CompilerThre"; they are not visible to
+   * The same totals for this process's threads whose name starts with one of {@code prefixes} (the
+   * JIT's compiler threads are "C1 CompilerThre" and "C2 CompilerThre"; they are not visible to
    * ThreadMXBean, and their CPU shows a compilation in progress, which the JIT's total compilation
    * time only counts once it ends).
    */

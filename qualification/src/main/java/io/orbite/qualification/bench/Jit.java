@@ -8,8 +8,8 @@ public final class Jit {
   private Jit() {}
 
   /**
-   * Waits (untimed, at most 3 s) until the JIT's compiler threads have used less than 1 ms of CPU in
-   * each of three 20 ms spells (a long C2 compilation shows as CPU before it ends).
+   * Waits (untimed, at most 3 s) until the JIT's compiler threads have used less than 1 ms of CPU
+   * in each of three 20 ms spells (a long C2 compilation shows as CPU before it ends).
    */
   public static void settle() throws InterruptedException {
     long deadline = System.nanoTime() + 3_000_000_000L;
@@ -26,11 +26,14 @@ public final class Jit {
   /** Time the JIT compilers have spent so far (ms, as the JVM accounts it). */
   public static long millis() {
     CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-    return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : 0;
+    return jit != null && jit.isCompilationTimeMonitoringSupported()
+        ? jit.getTotalCompilationTime()
+        : 0;
   }
 
   /** CPU time of the JIT's compiler threads (C1 and C2), which moves while a compilation runs. */
   private static long compilerCpuNanos() {
-    return IoWorkers.sample("C1 CompilerThre", "C2 CompilerThre").runNanos() + millis() * 1_000_000L;
+    return IoWorkers.sample("C1 CompilerThre", "C2 CompilerThre").runNanos()
+        + millis() * 1_000_000L;
   }
 }

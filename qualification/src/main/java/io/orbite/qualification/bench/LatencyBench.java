@@ -27,8 +27,8 @@ import java.util.Map;
 /**
  * {@code ./orbite bench latency}: the control path's cost. A source engine process ({@code
  * shm.enabled}, so the same source serves both transports) and a requester engine (this process),
- * both with the default configuration otherwise. One 1-task transfer at a time, READ and WRITE, 4 KiB
- * and 64 KiB, forced over TCP and over SHM, in two patterns:
+ * both with the default configuration otherwise. One 1-task transfer at a time, READ and WRITE, 4
+ * KiB and 64 KiB, forced over TCP and over SHM, in two patterns:
  *
  * <ul>
  *   <li><b>reused</b>: {@code submit} + {@code await} + {@code reset} on one batch of capacity 1,
@@ -38,9 +38,9 @@ import java.util.Map;
  * </ul>
  *
  * <p>Each transfer goes to a slot of its own, never reused within a figure, so every transfer's
- * bytes are checked afterwards: after READs the requester's slots hold the source's pattern and
- * the bytes after them are untouched; after WRITEs the source (asked over its harness, refilled
- * before each figure) holds each slot's written pattern and its own bytes everywhere else. Warm-up
+ * bytes are checked afterwards: after READs the requester's slots hold the source's pattern and the
+ * bytes after them are untouched; after WRITEs the source (asked over its harness, refilled before
+ * each figure) holds each slot's written pattern and its own bytes everywhere else. Warm-up
  * transfers (untimed) use slots after the timed ones and are checked too.
  *
  * <p>Ceilings in the same run, round trips: {@code sockperf ping-pong} over TCP at the same sizes
@@ -57,8 +57,10 @@ public final class LatencyBench {
   private PrintStream human = System.out;
   private int timed = 10_000;
   private int warmup = 1_000;
+
   /** Untimed transfers of each pattern before the first figure, for the JIT. */
   private int jitWarmup = 5_000;
+
   private int ceilingSeconds = 3;
 
   public int run(List<String> args) throws Exception {
@@ -83,8 +85,12 @@ public final class LatencyBench {
         ceilings.put("sockperf_rtt_" + NAMES[s] + "_p50_us", rtt.get("p50"));
         ceilings.put("sockperf_rtt_" + NAMES[s] + "_p99_us", rtt.get("p99"));
         ceilings.put("sockperf_rtt_" + NAMES[s] + "_p99.9_us", rtt.get("p99.9"));
-        human.printf(Locale.ROOT, "  sockperf ping-pong %-6s round trip p50 %8.2f us, p99 %8.2f us%n", NAMES[s],
-            rtt.get("p50"), rtt.get("p99"));
+        human.printf(
+            Locale.ROOT,
+            "  sockperf ping-pong %-6s round trip p50 %8.2f us, p99 %8.2f us%n",
+            NAMES[s],
+            rtt.get("p50"),
+            rtt.get("p99"));
       } else {
         human.println("  sockperf is not installed: its ceiling is missing");
       }
@@ -94,26 +100,36 @@ public final class LatencyBench {
         double shm = LatencyCeilings.ucxTagLatency("posix,self", (int) SIZES[s], n);
         ceilings.put("ucx_tcp_rtt_" + NAMES[s] + "_p50_us", tcp);
         ceilings.put("ucx_shm_rtt_" + NAMES[s] + "_p50_us", shm);
-        human.printf(Locale.ROOT, "  ucx_perftest tag_lat %-6s round trip p50: tcp %8.2f us, posix shm %8.2f us%n",
-            NAMES[s], tcp, shm);
+        human.printf(
+            Locale.ROOT,
+            "  ucx_perftest tag_lat %-6s round trip p50: tcp %8.2f us, posix shm %8.2f us%n",
+            NAMES[s],
+            tcp,
+            shm);
       } else {
         human.println("  ucx_perftest is not installed: its ceilings are missing");
       }
     }
 
     try (ChildLogs logs = ChildLogs.create("bench-latency");
-        EngineProcess source = EngineProcess.start("bench-latency-source", logs.dir(),
-            Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}"));
-        TransferEngine requester = TransferEngine.start(EngineConfig.fromEnv().withName("bench-latency-requester"))) {
-      human.printf("bench latency: source %s (pid %d), requester pid %d, %d timed transfers per figure after %d untimed%n",
+        EngineProcess source =
+            EngineProcess.start(
+                "bench-latency-source",
+                logs.dir(),
+                Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}"));
+        TransferEngine requester =
+            TransferEngine.start(EngineConfig.fromEnv().withName("bench-latency-requester"))) {
+      human.printf(
+          "bench latency: source %s (pid %d), requester pid %d, %d timed transfers per figure after %d untimed%n",
           source.endpoint(), source.pid(), ProcessHandle.current().pid(), timed, warmup);
       long remote = Long.parseLong(source.call("ALLOC " + REGION_BYTES + " READ_WRITE"));
       long sourceSeed = 0x1a7e5L;
       RegisteredMemory local = requester.allocate(REGION_BYTES, Access.READ_WRITE);
       RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
       if (!peer.sharedReachable(remote)) {
-        human.println("RESULT: ENVIRONMENT - the source's memory is not reachable through SHM: "
-            + peer.unreachableBecause(Transport.SHM, remote));
+        human.println(
+            "RESULT: ENVIRONMENT - the source's memory is not reachable through SHM: "
+                + peer.unreachableBecause(Transport.SHM, remote));
         return ExitCodes.ENVIRONMENT;
       }
       // JIT warm-up, untimed: every pattern's path once, so the first figure of the run (TCP READ,
@@ -122,7 +138,17 @@ public final class LatencyBench {
       for (Transport transport : List.of(Transport.TCP, Transport.SHM)) {
         for (Op op : Op.values()) {
           for (boolean fresh : new boolean[] {false, true}) {
-            failures += measure(requester, op, transport, local, peer, remote, SIZES[0], fresh, new long[jitWarmup]);
+            failures +=
+                measure(
+                    requester,
+                    op,
+                    transport,
+                    local,
+                    peer,
+                    remote,
+                    SIZES[0],
+                    fresh,
+                    new long[jitWarmup]);
           }
         }
       }
@@ -132,8 +158,13 @@ public final class LatencyBench {
           for (int s = 0; s < SIZES.length; s++) {
             for (boolean fresh : new boolean[] {false, true}) {
               seed++;
-              String name = transport.name().toLowerCase(Locale.ROOT) + "_" + op.name().toLowerCase(Locale.ROOT) + "_"
-                  + NAMES[s] + (fresh ? "_fresh_batch" : "");
+              String name =
+                  transport.name().toLowerCase(Locale.ROOT)
+                      + "_"
+                      + op.name().toLowerCase(Locale.ROOT)
+                      + "_"
+                      + NAMES[s]
+                      + (fresh ? "_fresh_batch" : "");
               long used = (timed + warmup) * SIZES[s];
               if (op == Op.READ) {
                 source.call("FILL " + remote + " " + sourceSeed);
@@ -144,23 +175,43 @@ public final class LatencyBench {
               }
               long[] nanos = new long[timed];
               Jit.settle();
-              int failed = measure(requester, op, transport, local, peer, remote, SIZES[s], fresh, nanos);
+              int failed =
+                  measure(requester, op, transport, local, peer, remote, SIZES[s], fresh, nanos);
               failures += failed;
               failures += verify(op, local, source, remote, used, SIZES[s], sourceSeed, seed, name);
               Arrays.sort(nanos);
-              double p50 = percentile(nanos, 50), p99 = percentile(nanos, 99), p999 = percentile(nanos, 99.9);
+              double p50 = percentile(nanos, 50),
+                  p99 = percentile(nanos, 99),
+                  p999 = percentile(nanos, 99.9);
               figures.put(name + "_p50_us", p50);
               figures.put(name + "_p99_us", p99);
               figures.put(name + "_p99.9_us", p999);
-              human.printf(Locale.ROOT, "  %-28s p50 %9.2f us  p99 %9.2f us  p99.9 %9.2f us  (%d transfers%s)%n", name,
-                  p50, p99, p999, timed, failed > 0 ? ", " + failed + " FAILED" : "");
+              human.printf(
+                  Locale.ROOT,
+                  "  %-28s p50 %9.2f us  p99 %9.2f us  p99.9 %9.2f us  (%d transfers%s)%n",
+                  name,
+                  p50,
+                  p99,
+                  p999,
+                  timed,
+                  failed > 0 ? ", " + failed + " FAILED" : "");
               String base = name.replace("_fresh_batch", "");
               String suffix = fresh ? "_fresh_batch" : "";
-              if (transport == Transport.TCP && ceilings.containsKey("sockperf_rtt_" + NAMES[s] + "_p50_us")) {
-                ratios.put(base + suffix + "_p50_vs_sockperf", p50 / ceilings.get("sockperf_rtt_" + NAMES[s] + "_p50_us"));
-                ratios.put(base + suffix + "_p99_vs_sockperf", p99 / ceilings.get("sockperf_rtt_" + NAMES[s] + "_p99_us"));
+              if (transport == Transport.TCP
+                  && ceilings.containsKey("sockperf_rtt_" + NAMES[s] + "_p50_us")) {
+                ratios.put(
+                    base + suffix + "_p50_vs_sockperf",
+                    p50 / ceilings.get("sockperf_rtt_" + NAMES[s] + "_p50_us"));
+                ratios.put(
+                    base + suffix + "_p99_vs_sockperf",
+                    p99 / ceilings.get("sockperf_rtt_" + NAMES[s] + "_p99_us"));
               }
-              String ucx = "ucx_" + (transport == Transport.TCP ? "tcp" : "shm") + "_rtt_" + NAMES[s] + "_p50_us";
+              String ucx =
+                  "ucx_"
+                      + (transport == Transport.TCP ? "tcp" : "shm")
+                      + "_rtt_"
+                      + NAMES[s]
+                      + "_p50_us";
               if (ceilings.containsKey(ucx)) {
                 ratios.put(base + suffix + "_p50_vs_ucx", p50 / ceilings.get(ucx));
               }
@@ -179,8 +230,14 @@ public final class LatencyBench {
       figures.put("tasks_over_tcp", (double) overTcp);
       figures.put("tasks_over_shm", (double) overShm);
       if (overShm != expected || overTcp != expected) {
-        human.println("  tasks went over the wrong transport: " + overTcp + " over TCP and " + overShm
-            + " over SHM, expected " + expected + " each");
+        human.println(
+            "  tasks went over the wrong transport: "
+                + overTcp
+                + " over TCP and "
+                + overShm
+                + " over SHM, expected "
+                + expected
+                + " each");
         failures++;
       }
       BenchReport.settleLogs(human, logs, source, failures);
@@ -190,11 +247,15 @@ public final class LatencyBench {
       human.println("RESULT: FAIL - " + failures + " failed transfer(s) or wrong byte(s)");
       return ExitCodes.FAILED;
     }
-    List<String> missing = java.util.stream.Stream.of("sockperf", "ucx_perftest")
-        .filter(tool -> !LatencyCeilings.installed(tool)).toList();
+    List<String> missing =
+        java.util.stream.Stream.of("sockperf", "ucx_perftest")
+            .filter(tool -> !LatencyCeilings.installed(tool))
+            .toList();
     if (!missing.isEmpty()) {
-      human.println("RESULT: INCOMPLETE - every transfer's bytes verified, but " + String.join(" and ", missing)
-          + " not installed: those ceilings and ratios are missing");
+      human.println(
+          "RESULT: INCOMPLETE - every transfer's bytes verified, but "
+              + String.join(" and ", missing)
+              + " not installed: those ceilings and ratios are missing");
       return ExitCodes.ENVIRONMENT;
     }
     human.println("RESULT: PASS - every transfer's bytes verified");
@@ -207,17 +268,27 @@ public final class LatencyBench {
    *
    * @return how many transfers did not complete
    */
-  private int measure(TransferEngine engine, Op op, Transport transport, RegisteredMemory local, RemoteSegment peer,
-      long remote, long size, boolean fresh, long[] nanos) {
+  private int measure(
+      TransferEngine engine,
+      Op op,
+      Transport transport,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remote,
+      long size,
+      boolean fresh,
+      long[] nanos) {
     int failed = 0;
     Batch reused = null;
     int total = warmup + nanos.length;
     for (int k = 0; k < total; k++) {
       int slot = k < warmup ? nanos.length + k : k - warmup;
       long offset = slot * size;
-      TransferRequest request = (op == Op.READ
-          ? TransferRequest.read(local, offset, peer, remote, offset, size)
-          : TransferRequest.write(local, offset, peer, remote, offset, size)).withTransport(transport);
+      TransferRequest request =
+          (op == Op.READ
+                  ? TransferRequest.read(local, offset, peer, remote, offset, size)
+                  : TransferRequest.write(local, offset, peer, remote, offset, size))
+              .withTransport(transport);
       List<TransferRequest> one = List.of(request);
       boolean done;
       long begun;
@@ -254,20 +325,38 @@ public final class LatencyBench {
     return failed;
   }
 
-  /** The byte check of one figure's slots, on the side the transfers wrote; 1 if a byte is wrong. */
-  private int verify(Op op, RegisteredMemory local, EngineProcess source, long remote, long used, long size,
-      long sourceSeed, long writeSeed, String name) throws Exception {
+  /**
+   * The byte check of one figure's slots, on the side the transfers wrote; 1 if a byte is wrong.
+   */
+  private int verify(
+      Op op,
+      RegisteredMemory local,
+      EngineProcess source,
+      long remote,
+      long used,
+      long size,
+      long sourceSeed,
+      long writeSeed,
+      String name)
+      throws Exception {
     if (op == Op.READ) {
-      // [0, used) holds the source's bytes; the slot after the last one still holds the guard pattern.
-      long bad = RegionCheck.check(local.segment().asSlice(0, used + size), List.of(new Span(0, used, sourceSeed, 0)),
-          writeSeed);
+      // [0, used) holds the source's bytes; the slot after the last one still holds the guard
+      // pattern.
+      long bad =
+          RegionCheck.check(
+              local.segment().asSlice(0, used + size),
+              List.of(new Span(0, used, sourceSeed, 0)),
+              writeSeed);
       if (bad >= 0) {
         human.println("  MISMATCH in " + name + ": requester byte " + bad);
         return 1;
       }
       return 0;
     }
-    String answer = source.ask("VERIFY " + remote + " " + sourceSeed + " 1", List.of("0 " + used + " " + writeSeed + " 0"));
+    String answer =
+        source.ask(
+            "VERIFY " + remote + " " + sourceSeed + " 1",
+            List.of("0 " + used + " " + writeSeed + " 0"));
     if (!answer.equals("OK")) {
       human.println("  MISMATCH in " + name + ": source " + answer);
       return 1;

@@ -29,19 +29,41 @@ final class LatencyCeilings {
     return false;
   }
 
-  /** sockperf round-trip percentiles (50, 99, 99.9) in µs for {@code bytes}-byte messages, for {@code seconds}. */
-  static Map<String, Double> sockperf(int bytes, int seconds) throws IOException, InterruptedException {
+  /**
+   * sockperf round-trip percentiles (50, 99, 99.9) in µs for {@code bytes}-byte messages, for
+   * {@code seconds}.
+   */
+  static Map<String, Double> sockperf(int bytes, int seconds)
+      throws IOException, InterruptedException {
     int port = freePort();
-    Process server = new ProcessBuilder(List.of("sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", String.valueOf(port)))
-        .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+    Process server =
+        new ProcessBuilder(
+                List.of("sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", String.valueOf(port)))
+            .redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+            .start();
     try {
       int size = Math.min(bytes, SOCKPERF_MAX_MESSAGE);
       for (int attempt = 0; ; attempt++) {
         if (attempt == 0) {
           awaitListening(port, server, "sockperf sr");
         }
-        Process client = new ProcessBuilder(List.of("sockperf", "pp", "--tcp", "-i", "127.0.0.1", "-p",
-            String.valueOf(port), "-m", String.valueOf(size), "-t", String.valueOf(seconds))).redirectErrorStream(true).start();
+        Process client =
+            new ProcessBuilder(
+                    List.of(
+                        "sockperf",
+                        "pp",
+                        "--tcp",
+                        "-i",
+                        "127.0.0.1",
+                        "-p",
+                        String.valueOf(port),
+                        "-m",
+                        String.valueOf(size),
+                        "-t",
+                        String.valueOf(seconds)))
+                .redirectErrorStream(true)
+                .start();
         String out = new String(client.getInputStream().readAllBytes());
         client.waitFor(seconds + 30L, TimeUnit.SECONDS);
         Map<String, Double> oneWay = new HashMap<>();
@@ -53,10 +75,17 @@ final class LatencyCeilings {
           }
         }
         if (oneWay.size() == 3) {
-          return Map.of("p50", 2 * oneWay.get("50.000"), "p99", 2 * oneWay.get("99.000"), "p99.9", 2 * oneWay.get("99.900"));
+          return Map.of(
+              "p50",
+              2 * oneWay.get("50.000"),
+              "p99",
+              2 * oneWay.get("99.000"),
+              "p99.9",
+              2 * oneWay.get("99.900"));
         }
         if (attempt == 4) {
-          throw new IOException("sockperf pp printed no percentiles: " + out.lines().reduce((a, b) -> b).orElse(""));
+          throw new IOException(
+              "sockperf pp printed no percentiles: " + out.lines().reduce((a, b) -> b).orElse(""));
         }
       }
     } finally {
@@ -71,10 +100,13 @@ final class LatencyCeilings {
    * ucx_perftest tag_lat median round trip in µs over {@code tls} ({@code "tcp"} or {@code
    * "posix,self"}) for {@code bytes}-byte messages, {@code iterations} ping-pongs.
    */
-  static double ucxTagLatency(String tls, int bytes, int iterations) throws IOException, InterruptedException {
+  static double ucxTagLatency(String tls, int bytes, int iterations)
+      throws IOException, InterruptedException {
     int port = freePort();
-    ProcessBuilder serverPb = new ProcessBuilder(List.of("ucx_perftest", "-p", String.valueOf(port)))
-        .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD);
+    ProcessBuilder serverPb =
+        new ProcessBuilder(List.of("ucx_perftest", "-p", String.valueOf(port)))
+            .redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD);
     serverPb.environment().put("UCX_TLS", tls);
     serverPb.environment().put("UCX_NET_DEVICES", "lo");
     Process server = serverPb.start();
@@ -83,8 +115,22 @@ final class LatencyCeilings {
         if (attempt == 0) {
           awaitListening(port, server, "ucx_perftest");
         }
-        List<String> cmd = new ArrayList<>(List.of("ucx_perftest", "127.0.0.1", "-p", String.valueOf(port), "-t", "tag_lat",
-            "-s", String.valueOf(bytes), "-n", String.valueOf(iterations), "-w", String.valueOf(iterations / 10 + 10), "-v"));
+        List<String> cmd =
+            new ArrayList<>(
+                List.of(
+                    "ucx_perftest",
+                    "127.0.0.1",
+                    "-p",
+                    String.valueOf(port),
+                    "-t",
+                    "tag_lat",
+                    "-s",
+                    String.valueOf(bytes),
+                    "-n",
+                    String.valueOf(iterations),
+                    "-w",
+                    String.valueOf(iterations / 10 + 10),
+                    "-v"));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD);
         pb.environment().put("UCX_TLS", tls);
         pb.environment().put("UCX_NET_DEVICES", "lo");

@@ -15,7 +15,6 @@ import io.orbite.qualification.verify.Pattern;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -23,14 +22,14 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * {@code ./orbite bench shm}: a source engine process that exports its memory through SHM
- * ({@code shm.enabled}) and a requester engine (this process) on the same host. READ and WRITE
- * throughput at 64 KiB, 1 MiB, 4 MiB and 64 MiB with many tasks in flight, each beside the ceiling
- * measured in the same run just before it: one thread copying the same sizes over the same working
- * set between two private off-heap buffers with {@link MemorySegment#copy} (the JVM's memcpy, which
- * on this machine kind is faster than glibc's memcpy called through FFM). Every run's bytes are
- * verified afterwards, and every task must have gone through SHM. {@code --json} prints one JSON
- * object in the shape of {@code bench tcp --json}.
+ * {@code ./orbite bench shm}: a source engine process that exports its memory through SHM ({@code
+ * shm.enabled}) and a requester engine (this process) on the same host. READ and WRITE throughput
+ * at 64 KiB, 1 MiB, 4 MiB and 64 MiB with many tasks in flight, each beside the ceiling measured in
+ * the same run just before it: one thread copying the same sizes over the same working set between
+ * two private off-heap buffers with {@link MemorySegment#copy} (the JVM's memcpy, which on this
+ * machine kind is faster than glibc's memcpy called through FFM). Every run's bytes are verified
+ * afterwards, and every task must have gone through SHM. {@code --json} prints one JSON object in
+ * the shape of {@code bench tcp --json}.
  */
 public final class ShmBench {
   private static final long REGION_BYTES = 1L << 30;
@@ -45,7 +44,10 @@ public final class ShmBench {
   public int run(List<String> args) throws Exception {
     boolean json = args.contains("--json");
     int sizesAt = args.indexOf("--sizes");
-    List<String> onlySizes = sizesAt >= 0 && sizesAt + 1 < args.size() ? List.of(args.get(sizesAt + 1).split(",")) : null;
+    List<String> onlySizes =
+        sizesAt >= 0 && sizesAt + 1 < args.size()
+            ? List.of(args.get(sizesAt + 1).split(","))
+            : null;
     int wsAt = args.indexOf("--working-set");
     if (wsAt >= 0 && wsAt + 1 < args.size()) {
       workingSetBytes = Math.min(REGION_BYTES, Long.parseLong(args.get(wsAt + 1)));
@@ -61,12 +63,21 @@ public final class ShmBench {
     Map<String, Double> ratios = new LinkedHashMap<>();
     int failures = 0;
     try (ChildLogs logs = ChildLogs.create("bench-shm");
-        EngineProcess source = EngineProcess.start("bench-shm-source", logs.dir(),
-            Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}"));
-        TransferEngine requester = TransferEngine.start(EngineConfig.fromEnv().withName("bench-shm-requester"));
+        EngineProcess source =
+            EngineProcess.start(
+                "bench-shm-source",
+                logs.dir(),
+                Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}"));
+        TransferEngine requester =
+            TransferEngine.start(EngineConfig.fromEnv().withName("bench-shm-requester"));
         Arena copyArena = Arena.ofConfined()) {
-      human.printf("bench shm: source %s (pid %d), requester pid %d, %.0f s per figure, working set %d MiB%n",
-          source.endpoint(), source.pid(), ProcessHandle.current().pid(), secondsPerFigure, workingSetBytes >> 20);
+      human.printf(
+          "bench shm: source %s (pid %d), requester pid %d, %.0f s per figure, working set %d MiB%n",
+          source.endpoint(),
+          source.pid(),
+          ProcessHandle.current().pid(),
+          secondsPerFigure,
+          workingSetBytes >> 20);
       BenchReport.printUrls(human, requester);
       long remote = Long.parseLong(source.call("ALLOC " + REGION_BYTES + " READ_WRITE"));
       long sourceSeed = 0x5eed5L;
@@ -74,8 +85,9 @@ public final class ShmBench {
       RegisteredMemory local = requester.allocate(REGION_BYTES, Access.READ_WRITE);
       RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
       if (!peer.sharedReachable(remote)) {
-        human.println("RESULT: ENVIRONMENT - the source's memory is not reachable through SHM: "
-            + peer.unreachableBecause(Transport.SHM, remote));
+        human.println(
+            "RESULT: ENVIRONMENT - the source's memory is not reachable through SHM: "
+                + peer.unreachableBecause(Transport.SHM, remote));
         return ExitCodes.ENVIRONMENT;
       }
       // The ceiling's buffers: private, off-heap, touched once so no page fault is measured.
@@ -101,9 +113,16 @@ public final class ShmBench {
           if (op == Op.WRITE) {
             writtenUpTo = Math.max(writtenUpTo, r.touchedBytes());
           }
-          failures += BenchReport.verify(human, op, local, source, remote, op == Op.WRITE ? writtenUpTo : r.touchedBytes(),
-              sourceSeed,
-              writeSeed);
+          failures +=
+              BenchReport.verify(
+                  human,
+                  op,
+                  local,
+                  source,
+                  remote,
+                  op == Op.WRITE ? writtenUpTo : r.touchedBytes(),
+                  sourceSeed,
+                  writeSeed);
         }
       }
       if (onlySizes == null || onlySizes.contains("4KiB")) {
@@ -113,17 +132,23 @@ public final class ShmBench {
         double memcpy4k = memcpy(from, to, 4096);
         ceilings.put("memcpy_1t_4KiB_GBps", memcpy4k);
         ceilings.put("memcpy_1t_4KiB_copies_per_s", memcpy4k * 1e9 / 4096);
-        BenchLoop.Run small = BenchLoop.taskRate(human, requester, local, peer, remote, workingSetBytes, secondsPerFigure);
+        BenchLoop.Run small =
+            BenchLoop.taskRate(
+                human, requester, local, peer, remote, workingSetBytes, secondsPerFigure);
         failures += small.failed();
-        failures += BenchReport.verify(human, Op.READ, local, source, remote, small.touchedBytes(), sourceSeed, 0);
+        failures +=
+            BenchReport.verify(
+                human, Op.READ, local, source, remote, small.touchedBytes(), sourceSeed, 0);
         figures.put("tasks_4KiB_per_s", small.tasks() / small.seconds());
         figures.put("alloc_requester_process_tasks_4KiB_bytes_per_task", small.allocatedPerTask());
         figures.put("tasks_4KiB_jit_ms", (double) small.jitMillis());
         figures.put("tasks_4KiB_warmup_s", small.warmupSeconds());
-        ratios.put("tasks_4KiB_vs_memcpy", small.tasks() / small.seconds() / (memcpy4k * 1e9 / 4096));
+        ratios.put(
+            "tasks_4KiB_vs_memcpy", small.tasks() / small.seconds() / (memcpy4k * 1e9 / 4096));
       }
       long overTcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();
-      figures.put("tasks_over_shm", (double) requester.counters().of(Transport.SHM).tasksDispatched.sum());
+      figures.put(
+          "tasks_over_shm", (double) requester.counters().of(Transport.SHM).tasksDispatched.sum());
       figures.put("tasks_over_tcp", (double) overTcp);
       if (overTcp != 0) {
         human.println("  " + overTcp + " task(s) went over TCP instead of SHM");
@@ -133,15 +158,17 @@ public final class ShmBench {
     }
     BenchReport.print(human, json, figures, ceilings, ratios);
     if (failures > 0) {
-      human.println("RESULT: FAIL - " + failures + " failed task(s), wrong byte(s) or task(s) off SHM");
+      human.println(
+          "RESULT: FAIL - " + failures + " failed task(s), wrong byte(s) or task(s) off SHM");
       return ExitCodes.FAILED;
     }
     return ExitCodes.PASS;
   }
 
   /**
-   * The ceiling: one thread copying {@code size} bytes at a time between two private buffers, at the
-   * same offsets the transfer uses (cycling over the working set), for as long as a figure runs.
+   * The ceiling: one thread copying {@code size} bytes at a time between two private buffers, at
+   * the same offsets the transfer uses (cycling over the working set), for as long as a figure
+   * runs.
    */
   private double memcpy(MemorySegment from, MemorySegment to, long size) {
     long slots = Math.max(1, workingSetBytes / size);
@@ -162,24 +189,69 @@ public final class ShmBench {
       }
     }
     double gbps = bytes / 1e9 / ((System.nanoTime() - start) / 1e9);
-    human.printf(Locale.ROOT, "  %-12s memcpy 1 thread, %s = %6.3f GB/s%n", "", size >= (1 << 20) ? (size >> 20) + " MiB"
-        : (size >> 10) + " KiB", gbps);
+    human.printf(
+        Locale.ROOT,
+        "  %-12s memcpy 1 thread, %s = %6.3f GB/s%n",
+        "",
+        size >= (1 << 20) ? (size >> 20) + " MiB" : (size >> 10) + " KiB",
+        gbps);
     return gbps;
   }
 
-  private BenchLoop.Run measure(TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer, long remote, long size,
+  private BenchLoop.Run measure(
+      TransferEngine engine,
+      Op op,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remote,
+      long size,
       String name) {
     int perBatch = (int) Math.max(1, Math.min(1024, (64L << 20) / size));
     int batchesInFlight = (int) Math.max(2, IN_FLIGHT_BYTES / (perBatch * size));
     long slots = Math.max(1, workingSetBytes / size);
-    BenchLoop.Run warm = BenchLoop.runFor(human, engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, 0.3, null);
+    BenchLoop.Run warm =
+        BenchLoop.runFor(
+            human,
+            engine,
+            op,
+            local,
+            peer,
+            remote,
+            size,
+            perBatch,
+            batchesInFlight,
+            slots,
+            0.3,
+            null);
     Progress progress = new Progress(name, (long) (secondsPerFigure * 10), "ds");
-    BenchLoop.Run r = BenchLoop.runFor(human, engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots, secondsPerFigure, progress);
+    BenchLoop.Run r =
+        BenchLoop.runFor(
+            human,
+            engine,
+            op,
+            local,
+            peer,
+            remote,
+            size,
+            perBatch,
+            batchesInFlight,
+            slots,
+            secondsPerFigure,
+            progress);
     progress.done();
-    human.printf(Locale.ROOT, "  %-12s %6d tasks %9.1f MiB in %5.2f s = %6.3f GB/s%n", name, r.tasks(), r.bytes() / 1048576.0,
-        r.seconds(), r.gbps());
-    return new BenchLoop.Run(r.bytes(), r.tasks(), r.seconds(), Math.max(warm.touchedBytes(), r.touchedBytes()), r.failed() + warm.failed());
+    human.printf(
+        Locale.ROOT,
+        "  %-12s %6d tasks %9.1f MiB in %5.2f s = %6.3f GB/s%n",
+        name,
+        r.tasks(),
+        r.bytes() / 1048576.0,
+        r.seconds(),
+        r.gbps());
+    return new BenchLoop.Run(
+        r.bytes(),
+        r.tasks(),
+        r.seconds(),
+        Math.max(warm.touchedBytes(), r.touchedBytes()),
+        r.failed() + warm.failed());
   }
-
-
 }

@@ -13,7 +13,6 @@ import io.orbite.qualification.harness.EngineMain;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import java.io.PrintStream;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -23,16 +22,17 @@ import java.util.Map;
 
 /**
  * {@code ./orbite bench tcp}: a source engine process and a requester engine (this process) on
- * loopback. READ and WRITE throughput at 64 KiB, 1 MiB, 4 MiB and 64 MiB with many tasks in
- * flight; 4 KiB tasks per second in batches of 1024; heap bytes allocated per MiB moved on both
- * sides; and, in the same run, interleaved, the iperf3 one-stream 1 MiB-write loopback ceiling.
- * Every measured run's bytes are verified afterwards. {@code --json} prints one JSON object.
+ * loopback. READ and WRITE throughput at 64 KiB, 1 MiB, 4 MiB and 64 MiB with many tasks in flight;
+ * 4 KiB tasks per second in batches of 1024; heap bytes allocated per MiB moved on both sides; and,
+ * in the same run, interleaved, the iperf3 one-stream 1 MiB-write loopback ceiling. Every measured
+ * run's bytes are verified afterwards. {@code --json} prints one JSON object.
  */
 public final class TcpBench {
   private static final long REGION_BYTES = 1L << 30;
   private static final long[] SIZES = {64L << 10, 1L << 20, 4L << 20, 64L << 20};
   private static final String[] NAMES = {"64KiB", "1MiB", "4MiB", "64MiB"};
   private static final long IN_FLIGHT_BYTES = 256L << 20;
+
   /** The data path: the TCP lane threads of either engine. */
   private static final String LANE_THREADS = "orbite-tcp-";
 
@@ -44,7 +44,10 @@ public final class TcpBench {
   public int run(List<String> args) throws Exception {
     boolean json = args.contains("--json");
     int sizesAt = args.indexOf("--sizes");
-    List<String> onlySizes = sizesAt >= 0 && sizesAt + 1 < args.size() ? List.of(args.get(sizesAt + 1).split(",")) : null;
+    List<String> onlySizes =
+        sizesAt >= 0 && sizesAt + 1 < args.size()
+            ? List.of(args.get(sizesAt + 1).split(","))
+            : null;
     boolean skipSmall = onlySizes != null && !onlySizes.contains("4KiB");
     int wsAt = args.indexOf("--working-set");
     if (wsAt >= 0 && wsAt + 1 < args.size()) {
@@ -64,14 +67,21 @@ public final class TcpBench {
     List<Double> iperfCpu = new ArrayList<>();
     boolean haveIperf = Iperf3.installed();
     if (!haveIperf) {
-      human.println("warning: iperf3 is not installed; the ceiling and ratios are missing (./orbite bench installs it)");
+      human.println(
+          "warning: iperf3 is not installed; the ceiling and ratios are missing (./orbite bench installs it)");
     }
     int failures = 0;
     try (ChildLogs logs = ChildLogs.create("bench-tcp");
         EngineProcess source = EngineProcess.start("bench-source", logs.dir(), Map.of());
-        TransferEngine requester = TransferEngine.start(EngineConfig.fromEnv().withName("bench-requester"))) {
-      human.printf("bench tcp: source %s (pid %d), requester pid %d, %d lanes, %.0f s per figure%n", source.endpoint(),
-          source.pid(), ProcessHandle.current().pid(), requester.config().tcp().lanes(), secondsPerFigure);
+        TransferEngine requester =
+            TransferEngine.start(EngineConfig.fromEnv().withName("bench-requester"))) {
+      human.printf(
+          "bench tcp: source %s (pid %d), requester pid %d, %d lanes, %.0f s per figure%n",
+          source.endpoint(),
+          source.pid(),
+          ProcessHandle.current().pid(),
+          requester.config().tcp().lanes(),
+          secondsPerFigure);
       BenchReport.printUrls(human, requester);
       long remote = Long.parseLong(source.call("ALLOC " + REGION_BYTES + " READ_WRITE"));
       long sourceSeed = 0x5eed5L;
@@ -96,26 +106,39 @@ public final class TcpBench {
           String name = op.name().toLowerCase(Locale.ROOT) + "_" + NAMES[s];
           boolean measureAllocation = SIZES[s] == (4L << 20);
           long srcAllocBefore = measureAllocation ? Long.parseLong(source.call("ALLOCATED")) : 0;
-          long srcLaneAllocBefore = measureAllocation ? Long.parseLong(source.call("ALLOCATED " + LANE_THREADS)) : 0;
+          long srcLaneAllocBefore =
+              measureAllocation ? Long.parseLong(source.call("ALLOCATED " + LANE_THREADS)) : 0;
           long cpuBefore = cpuNanos(source.pid());
           Run r = measure(requester, op, local, peer, remote, SIZES[s], name, measureAllocation);
-          figures.put("cpu_s_per_GB_" + name, (cpuNanos(source.pid()) - cpuBefore) / 1e9 / (r.bytes / 1e9));
+          figures.put(
+              "cpu_s_per_GB_" + name, (cpuNanos(source.pid()) - cpuBefore) / 1e9 / (r.bytes / 1e9));
           failures += r.failed;
           figures.put(name + "_GBps", r.gbps());
           if (measureAllocation) {
             long srcAlloc = Long.parseLong(source.call("ALLOCATED")) - srcAllocBefore;
-            long srcLaneAlloc = Long.parseLong(source.call("ALLOCATED " + LANE_THREADS)) - srcLaneAllocBefore;
+            long srcLaneAlloc =
+                Long.parseLong(source.call("ALLOCATED " + LANE_THREADS)) - srcLaneAllocBefore;
             double mib = r.bytes / 1048576.0;
-            figures.put("alloc_requester_lanes_" + name + "_bytes_per_MiB", r.laneAllocatedBytes / mib);
+            figures.put(
+                "alloc_requester_lanes_" + name + "_bytes_per_MiB", r.laneAllocatedBytes / mib);
             figures.put("alloc_source_lanes_" + name + "_bytes_per_MiB", srcLaneAlloc / mib);
-            figures.put("alloc_requester_process_" + name + "_bytes_per_MiB", r.allocatedBytes / mib);
+            figures.put(
+                "alloc_requester_process_" + name + "_bytes_per_MiB", r.allocatedBytes / mib);
             figures.put("alloc_source_process_" + name + "_bytes_per_MiB", srcAlloc / mib);
           }
           if (op == Op.WRITE) {
             writtenUpTo = Math.max(writtenUpTo, r.touchedBytes);
           }
-          failures += BenchReport.verify(human, op, local, source, remote, op == Op.WRITE ? writtenUpTo : r.touchedBytes,
-              sourceSeed, writeSeed);
+          failures +=
+              BenchReport.verify(
+                  human,
+                  op,
+                  local,
+                  source,
+                  remote,
+                  op == Op.WRITE ? writtenUpTo : r.touchedBytes,
+                  sourceSeed,
+                  writeSeed);
         }
         if (haveIperf) {
           addIperf(iperf, iperfCpu);
@@ -126,9 +149,13 @@ public final class TcpBench {
         }
       }
       if (!skipSmall) {
-        BenchLoop.Run small = BenchLoop.taskRate(human, requester, local, peer, remote, REGION_BYTES, secondsPerFigure);
+        BenchLoop.Run small =
+            BenchLoop.taskRate(
+                human, requester, local, peer, remote, REGION_BYTES, secondsPerFigure);
         failures += small.failed();
-        failures += BenchReport.verify(human, Op.READ, local, source, remote, small.touchedBytes(), sourceSeed, 0);
+        failures +=
+            BenchReport.verify(
+                human, Op.READ, local, source, remote, small.touchedBytes(), sourceSeed, 0);
         figures.put("tasks_4KiB_per_s", small.tasks() / small.seconds());
         figures.put("alloc_requester_process_tasks_4KiB_bytes_per_task", small.allocatedPerTask());
         figures.put("tasks_4KiB_jit_ms", (double) small.jitMillis());
@@ -147,7 +174,8 @@ public final class TcpBench {
       List<Double> sorted = new ArrayList<>(iperf);
       sorted.sort(Double::compare);
       int mid = sorted.size() / 2;
-      double ceiling = sorted.size() % 2 == 1 ? sorted.get(mid) : (sorted.get(mid - 1) + sorted.get(mid)) / 2;
+      double ceiling =
+          sorted.size() % 2 == 1 ? sorted.get(mid) : (sorted.get(mid - 1) + sorted.get(mid)) / 2;
       ceilings.put("iperf3_1stream_GBps", ceiling);
       List<Double> cpu = new ArrayList<>(iperfCpu);
       cpu.sort(Double::compare);
@@ -170,13 +198,15 @@ public final class TcpBench {
       return ExitCodes.FAILED;
     }
     if (!haveIperf) {
-      human.println("RESULT: INCOMPLETE - every byte verified, but iperf3 is not installed: no ceiling, no ratio");
+      human.println(
+          "RESULT: INCOMPLETE - every byte verified, but iperf3 is not installed: no ceiling, no ratio");
       return ExitCodes.ENVIRONMENT;
     }
     return ExitCodes.PASS;
   }
 
-  private void addIperf(List<Double> gbps, List<Double> cpu) throws java.io.IOException, InterruptedException {
+  private void addIperf(List<Double> gbps, List<Double> cpu)
+      throws java.io.IOException, InterruptedException {
     Iperf3.Result r = Iperf3.oneStream(iperfSeconds);
     gbps.add(r.gbps());
     cpu.add(r.cpuSecondsPerGB());
@@ -185,39 +215,91 @@ public final class TcpBench {
   /** CPU time of this process plus the source process, for CPU-per-byte figures. */
   private static long cpuNanos(long sourcePid) {
     long self = ProcessHandle.current().info().totalCpuDuration().map(Duration::toNanos).orElse(0L);
-    long other = ProcessHandle.of(sourcePid).flatMap(p -> p.info().totalCpuDuration()).map(Duration::toNanos).orElse(0L);
+    long other =
+        ProcessHandle.of(sourcePid)
+            .flatMap(p -> p.info().totalCpuDuration())
+            .map(Duration::toNanos)
+            .orElse(0L);
     return self + other;
   }
 
   private record Run(
-      long bytes, long tasks, double seconds, long touchedBytes, long allocatedBytes, long laneAllocatedBytes, int failed) {
+      long bytes,
+      long tasks,
+      double seconds,
+      long touchedBytes,
+      long allocatedBytes,
+      long laneAllocatedBytes,
+      int failed) {
     double gbps() {
       return bytes / 1e9 / seconds;
     }
   }
 
   /** Runs tasks of {@code size} at the same offsets on both sides, cycling through the region. */
-  private Run measure(TransferEngine engine, Op op, RegisteredMemory local, RemoteSegment peer, long remote, long size,
-      String name, boolean measureAllocation) {
+  private Run measure(
+      TransferEngine engine,
+      Op op,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remote,
+      long size,
+      String name,
+      boolean measureAllocation) {
     int perBatch = (int) Math.max(1, Math.min(1024, (64L << 20) / size));
     int batchesInFlight = (int) Math.max(2, IN_FLIGHT_BYTES / (perBatch * size));
     long slots = Math.max(1, workingSetBytes / size);
     // Warm up: one pass of batches, not measured (but its bytes are verified with the rest).
-    BenchLoop.Run warm = BenchLoop.runFor(human, engine, op, local, peer, remote, size, perBatch, batchesInFlight,
-        slots, 0.3, null);
+    BenchLoop.Run warm =
+        BenchLoop.runFor(
+            human,
+            engine,
+            op,
+            local,
+            peer,
+            remote,
+            size,
+            perBatch,
+            batchesInFlight,
+            slots,
+            0.3,
+            null);
     Progress progress = new Progress(name, (long) (secondsPerFigure * 10), "ds");
     long allocBefore = measureAllocation ? EngineMain.allocatedBytes() : 0;
     long laneAllocBefore = measureAllocation ? EngineMain.allocatedBytes(LANE_THREADS) : 0;
-    BenchLoop.Run r = BenchLoop.runFor(human, engine, op, local, peer, remote, size, perBatch, batchesInFlight, slots,
-        secondsPerFigure, progress);
+    BenchLoop.Run r =
+        BenchLoop.runFor(
+            human,
+            engine,
+            op,
+            local,
+            peer,
+            remote,
+            size,
+            perBatch,
+            batchesInFlight,
+            slots,
+            secondsPerFigure,
+            progress);
     long allocated = measureAllocation ? EngineMain.allocatedBytes() - allocBefore : 0;
-    long laneAllocated = measureAllocation ? EngineMain.allocatedBytes(LANE_THREADS) - laneAllocBefore : 0;
+    long laneAllocated =
+        measureAllocation ? EngineMain.allocatedBytes(LANE_THREADS) - laneAllocBefore : 0;
     progress.done();
-    human.printf(Locale.ROOT, "  %-12s %6d tasks %9.1f MiB in %5.2f s = %6.3f GB/s%n", name, r.tasks(), r.bytes() / 1048576.0,
-        r.seconds(), r.gbps());
-    return new Run(r.bytes(), r.tasks(), r.seconds(), Math.max(warm.touchedBytes(), r.touchedBytes()), allocated,
-        laneAllocated, r.failed() + warm.failed());
+    human.printf(
+        Locale.ROOT,
+        "  %-12s %6d tasks %9.1f MiB in %5.2f s = %6.3f GB/s%n",
+        name,
+        r.tasks(),
+        r.bytes() / 1048576.0,
+        r.seconds(),
+        r.gbps());
+    return new Run(
+        r.bytes(),
+        r.tasks(),
+        r.seconds(),
+        Math.max(warm.touchedBytes(), r.touchedBytes()),
+        allocated,
+        laneAllocated,
+        r.failed() + warm.failed());
   }
-
-
 }

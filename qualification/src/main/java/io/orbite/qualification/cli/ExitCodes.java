@@ -15,7 +15,9 @@ public final class ExitCodes {
   /** A verification failed: a wrong byte, a failed or missing task, or a run that broke. */
   public static final int FAILED = 1;
 
-  /** A usage or configuration error: an unknown command or option, a bad value, a bad ORBITE_CONF. */
+  /**
+   * A usage or configuration error: an unknown command or option, a bad value, a bad ORBITE_CONF.
+   */
   public static final int USAGE = 2;
 
   /**

@@ -11,7 +11,8 @@ import io.orbite.qualification.example.KvHandoff;
 import java.util.List;
 
 /**
- * The {@code ./orbite} command line: {@code demo}, {@code bench tcp|shm|file [--json]} and {@code example kv-handoff}.
+ * The {@code ./orbite} command line: {@code demo}, {@code bench tcp|shm|file [--json]} and {@code
+ * example kv-handoff}.
  */
 public final class OrbiteCli {
   private OrbiteCli() {}
@@ -35,8 +36,11 @@ public final class OrbiteCli {
         case "bench" -> bench(rest);
         case "example" -> example(rest);
         case "version" -> version(rest);
-        default -> usage(args.length == 0 || args[0].equals("help") || args[0].startsWith("-")
-            ? ExitCodes.PASS : ExitCodes.USAGE);
+        default ->
+            usage(
+                args.length == 0 || args[0].equals("help") || args[0].startsWith("-")
+                    ? ExitCodes.PASS
+                    : ExitCodes.USAGE);
       };
     } catch (Throwable t) {
       var config = ExitCodes.configError(t);
@@ -92,20 +96,31 @@ public final class OrbiteCli {
     BuildInfo b = BuildInfo.current();
     if (json) {
       try {
-        System.out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(b.asMap()));
+        System.out.println(
+            new ObjectMapper()
+                .enable(SerializationFeature.INDENT_OUTPUT)
+                .writeValueAsString(b.asMap()));
       } catch (JsonProcessingException e) {
         throw new IllegalStateException(e);
       }
     } else {
-      System.out.printf("OrbiTE %s%n  commit       %s%s%n  commit time  %s%n  built        %s with JDK %s%n"
-              + "  running on   JDK %s%n", b.version(), b.commit(), b.dirty() ? " (working tree had changes)" : "",
-          b.commitTime(), b.buildTime(), b.buildJdk(), b.runtimeJdk());
+      System.out.printf(
+          "OrbiTE %s%n  commit       %s%s%n  commit time  %s%n  built        %s with JDK %s%n"
+              + "  running on   JDK %s%n",
+          b.version(),
+          b.commit(),
+          b.dirty() ? " (working tree had changes)" : "",
+          b.commitTime(),
+          b.buildTime(),
+          b.buildJdk(),
+          b.runtimeJdk());
     }
     return ExitCodes.PASS;
   }
 
   private static int usage(int code) {
-    System.err.println("""
+    System.err.println(
+        """
         usage: ./orbite <command>
           demo               two engine processes on loopback: READ and WRITE of mixed sizes, every byte verified
           bench tcp [--json] TCP READ/WRITE throughput and 4 KiB task rate, beside the iperf3 loopback ceiling

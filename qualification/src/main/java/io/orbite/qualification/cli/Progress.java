@@ -9,8 +9,10 @@ import java.util.Locale;
  */
 public final class Progress {
   private static final long REDRAW_NANOS = 100_000_000L;
+
   /** Runs shorter than this never draw a bar. */
   private static final long QUIET_NANOS = 2_000_000_000L;
+
   private final PrintStream err = System.err;
   private final String label;
   private final long totalUnits;
@@ -26,7 +28,8 @@ public final class Progress {
     this.unit = unit;
     // Since JDK 22 System.console() exists even when not on a terminal; ask whether it is one.
     java.io.Console console = System.console();
-    this.enabled = (console != null && console.isTerminal()) || "1".equals(System.getenv("ORBITE_PROGRESS"));
+    this.enabled =
+        (console != null && console.isTerminal()) || "1".equals(System.getenv("ORBITE_PROGRESS"));
   }
 
   /** Reports {@code doneUnits} done and {@code bytes} moved so far. */
@@ -42,8 +45,17 @@ public final class Progress {
     int filled = (int) Math.min(width, doneUnits * width / totalUnits);
     double rate = bytes / secs / 1e9;
     double eta = doneUnits == 0 ? 0 : secs * (totalUnits - doneUnits) / doneUnits;
-    err.printf(Locale.ROOT, "\r  %-22s [%s%s] %d/%d %s  %.2f GB/s  ETA %.1fs   ", label, "#".repeat(filled),
-        "-".repeat(width - filled), doneUnits, totalUnits, unit, rate, eta);
+    err.printf(
+        Locale.ROOT,
+        "\r  %-22s [%s%s] %d/%d %s  %.2f GB/s  ETA %.1fs   ",
+        label,
+        "#".repeat(filled),
+        "-".repeat(width - filled),
+        doneUnits,
+        totalUnits,
+        unit,
+        rate,
+        eta);
     err.flush();
   }
 

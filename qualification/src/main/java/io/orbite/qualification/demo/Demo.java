@@ -16,7 +16,6 @@ import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
 import io.orbite.qualification.verify.Span;
 import java.io.PrintStream;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -27,11 +26,11 @@ import java.util.Map;
 import java.util.Random;
 
 /**
- * The main job: a source engine in a child process and a requester engine in this one, on
- * loopback. Both register memory with guard bytes around every task's range; READ and WRITE
- * rounds of mixed sizes (4 KiB to 16 MiB, unaligned offsets and odd lengths) run through the
- * batch API; afterwards every byte of both regions is checked (payload and guards). Prints
- * throughput and per-size latency; returns non-zero on any failed task or wrong byte.
+ * The main job: a source engine in a child process and a requester engine in this one, on loopback.
+ * Both register memory with guard bytes around every task's range; READ and WRITE rounds of mixed
+ * sizes (4 KiB to 16 MiB, unaligned offsets and odd lengths) run through the batch API; afterwards
+ * every byte of both regions is checked (payload and guards). Prints throughput and per-size
+ * latency; returns non-zero on any failed task or wrong byte.
  */
 public final class Demo {
   private static final String[] CLASSES = {"4KiB", "64KiB", "1MiB", "4MiB", "16MiB"};
@@ -56,7 +55,8 @@ public final class Demo {
       String a = args.get(i);
       if (a.equals("--serve")) {
         if (i + 1 >= args.size()) {
-          throw new IllegalArgumentException("--serve needs a number of seconds (1.." + MAX_SERVE_SECONDS + ")");
+          throw new IllegalArgumentException(
+              "--serve needs a number of seconds (1.." + MAX_SERVE_SECONDS + ")");
         }
         String v = args.get(++i);
         try {
@@ -65,26 +65,34 @@ public final class Demo {
           serve = 0;
         }
         if (serve < 1 || serve > MAX_SERVE_SECONDS) {
-          throw new IllegalArgumentException("--serve " + v + ": must be 1.." + MAX_SERVE_SECONDS + " seconds");
+          throw new IllegalArgumentException(
+              "--serve " + v + ": must be 1.." + MAX_SERVE_SECONDS + " seconds");
         }
       } else {
-        throw new IllegalArgumentException("demo: unknown argument " + a + " (known: --serve SECONDS)");
+        throw new IllegalArgumentException(
+            "demo: unknown argument " + a + " (known: --serve SECONDS)");
       }
     }
     return serve;
   }
 
-  /** {@code base} with both observability endpoints enabled on loopback (ephemeral ports) when serving. */
+  /**
+   * {@code base} with both observability endpoints enabled on loopback (ephemeral ports) when
+   * serving.
+   */
   static EngineConfig observed(EngineConfig base, boolean serve) {
     if (!serve) {
       return base;
     }
-    return base.withObservability(base.observability()
-        .withMetrics(base.observability().metrics().withEnabled(true))
-        .withDashboard(base.observability().dashboard().withEnabled(true)));
+    return base.withObservability(
+        base.observability()
+            .withMetrics(base.observability().metrics().withEnabled(true))
+            .withDashboard(base.observability().dashboard().withEnabled(true)));
   }
 
-  /** Prints each observability URL of one engine on its own line ({@code dashboard: http://...}). */
+  /**
+   * Prints each observability URL of one engine on its own line ({@code dashboard: http://...}).
+   */
   private void printUrls(String who, Map<String, String> urls) {
     if (urls.isEmpty()) {
       return;
@@ -121,15 +129,25 @@ public final class Demo {
       regionBytes = Math.max(regionBytes, Math.max(p.localOffset(), p.remoteOffset()) + p.length());
     }
     regionBytes += 4096 + 7;
-    out.printf(Locale.ROOT, "OrbiTE demo: %d tasks per round (4 KiB .. 16 MiB, unaligned), %d rounds of READ and WRITE, "
-        + "regions of %.1f MiB with guard bytes around every range%n", placements.size(), ROUNDS, regionBytes / 1048576.0);
-    Map<String, String> sourceEnv = serve > 0
-        ? Map.of(EngineConfig.ENV_VAR, observed(base, true).toJson()) : Map.of();
+    out.printf(
+        Locale.ROOT,
+        "OrbiTE demo: %d tasks per round (4 KiB .. 16 MiB, unaligned), %d rounds of READ and WRITE, "
+            + "regions of %.1f MiB with guard bytes around every range%n",
+        placements.size(),
+        ROUNDS,
+        regionBytes / 1048576.0);
+    Map<String, String> sourceEnv =
+        serve > 0 ? Map.of(EngineConfig.ENV_VAR, observed(base, true).toJson()) : Map.of();
     try (ChildLogs logs = ChildLogs.create("demo");
         EngineProcess source = EngineProcess.start("demo-source", logs.dir(), sourceEnv);
-        TransferEngine requester = TransferEngine.start(observed(base, serve > 0).withName("demo-requester"))) {
-      out.printf("source    %s (pid %d, separate process)%nrequester %s (pid %d)%n", source.endpoint(), source.pid(),
-          requester.localSegment().endpoint(), ProcessHandle.current().pid());
+        TransferEngine requester =
+            TransferEngine.start(observed(base, serve > 0).withName("demo-requester"))) {
+      out.printf(
+          "source    %s (pid %d, separate process)%nrequester %s (pid %d)%n",
+          source.endpoint(),
+          source.pid(),
+          requester.localSegment().endpoint(),
+          ProcessHandle.current().pid());
       printUrls("requester " + requester.localSegment().endpoint(), requester.observabilityUrls());
       printUrls("source " + source.endpoint(), parseUrls(source.call("URLS")));
       long remoteRegion = Long.parseLong(source.call("ALLOC " + regionBytes + " READ_WRITE"));
@@ -144,47 +162,87 @@ public final class Demo {
         Collections.shuffle(placements, random);
         long dataSeed = random.nextLong();
         long guardSeed = random.nextLong();
-        // READ: remote holds data, local holds guards; afterwards local = data in spans, guards elsewhere.
+        // READ: remote holds data, local holds guards; afterwards local = data in spans, guards
+        // elsewhere.
         source.call("FILL " + remoteRegion + " " + dataSeed);
         Pattern.fill(local.segment(), 0, regionBytes, guardSeed, 0);
-        Phase read = phase(requester, Op.READ, "READ  round " + round + "/" + ROUNDS, placements, local, peer, remoteRegion);
+        Phase read =
+            phase(
+                requester,
+                Op.READ,
+                "READ  round " + round + "/" + ROUNDS,
+                placements,
+                local,
+                peer,
+                remoteRegion);
         failures += read.failed();
         long bad = RegionCheck.check(local.segment(), spans(placements, true, dataSeed), guardSeed);
         failures += report(read, bad, "requester region (payload + guards)");
-        String remoteCheck = source.ask("VERIFY " + remoteRegion + " " + dataSeed + " 0", List.of());
-        failures += report(null, remoteCheck.equals("OK") ? -1 : parseMismatch(remoteCheck), "source region untouched by READ");
+        String remoteCheck =
+            source.ask("VERIFY " + remoteRegion + " " + dataSeed + " 0", List.of());
+        failures +=
+            report(
+                null,
+                remoteCheck.equals("OK") ? -1 : parseMismatch(remoteCheck),
+                "source region untouched by READ");
         collect(readLatency, placements, read.results());
-        // WRITE: local holds data, remote holds guards; afterwards remote = data in spans, guards elsewhere.
+        // WRITE: local holds data, remote holds guards; afterwards remote = data in spans, guards
+        // elsewhere.
         long writeSeed = random.nextLong();
         long remoteGuard = random.nextLong();
         Pattern.fill(local.segment(), 0, regionBytes, writeSeed, 0);
         source.call("FILL " + remoteRegion + " " + remoteGuard);
-        Phase write = phase(requester, Op.WRITE, "WRITE round " + round + "/" + ROUNDS, placements, local, peer, remoteRegion);
+        Phase write =
+            phase(
+                requester,
+                Op.WRITE,
+                "WRITE round " + round + "/" + ROUNDS,
+                placements,
+                local,
+                peer,
+                remoteRegion);
         failures += write.failed();
         List<String> lines = new ArrayList<>();
         for (Span s : spans(placements, false, writeSeed)) {
           lines.add(s.offset() + " " + s.length() + " " + s.seed() + " " + s.from());
         }
-        String answer = source.ask("VERIFY " + remoteRegion + " " + remoteGuard + " " + lines.size(), lines);
-        failures += report(write, answer.equals("OK") ? -1 : parseMismatch(answer), "source region (payload + guards)");
-        failures += report(null, Pattern.verify(local.segment(), 0, regionBytes, writeSeed, 0), "requester region untouched by WRITE");
+        String answer =
+            source.ask("VERIFY " + remoteRegion + " " + remoteGuard + " " + lines.size(), lines);
+        failures +=
+            report(
+                write,
+                answer.equals("OK") ? -1 : parseMismatch(answer),
+                "source region (payload + guards)");
+        failures +=
+            report(
+                null,
+                Pattern.verify(local.segment(), 0, regionBytes, writeSeed, 0),
+                "requester region untouched by WRITE");
         collect(writeLatency, placements, write.results());
         movedBytes += read.bytes() + write.bytes();
         movedSeconds += read.seconds() + write.seconds();
       }
       printLatency(readLatency, writeLatency);
-      out.printf(Locale.ROOT, "moved %.2f GB in %.2f s of transfer time: %.2f GB/s over TCP loopback%n",
-          movedBytes / 1e9, movedSeconds, movedBytes / 1e9 / movedSeconds);
+      out.printf(
+          Locale.ROOT,
+          "moved %.2f GB in %.2f s of transfer time: %.2f GB/s over TCP loopback%n",
+          movedBytes / 1e9,
+          movedSeconds,
+          movedBytes / 1e9 / movedSeconds);
       if (serve > 0) {
-        printUrls("requester " + requester.localSegment().endpoint(), requester.observabilityUrls());
+        printUrls(
+            "requester " + requester.localSegment().endpoint(), requester.observabilityUrls());
         printUrls("source " + source.endpoint(), parseUrls(source.call("URLS")));
-        out.printf("serving both engines' dashboards and metrics for %d s (Ctrl-C to stop)%n", serve);
+        out.printf(
+            "serving both engines' dashboards and metrics for %d s (Ctrl-C to stop)%n", serve);
         out.flush();
         Thread.sleep(Duration.ofSeconds(serve));
       }
       if (failures == 0) {
         logs.passed();
-        out.printf("RESULT: PASS - %d tasks, every payload and guard byte verified on both sides%n", placements.size() * ROUNDS * 2);
+        out.printf(
+            "RESULT: PASS - %d tasks, every payload and guard byte verified on both sides%n",
+            placements.size() * ROUNDS * 2);
         return 0;
       }
       out.printf("RESULT: FAIL - %d problem(s); source log: %s%n", failures, source.log());
@@ -192,34 +250,57 @@ public final class Demo {
     }
   }
 
-  private record Phase(String label, List<TaskResult> results, long bytes, double seconds, int failed) {}
+  private record Phase(
+      String label, List<TaskResult> results, long bytes, double seconds, int failed) {}
 
-  private Phase phase(TransferEngine engine, Op op, String label, List<Placement> placements, RegisteredMemory local,
-      RemoteSegment peer, long remoteRegion) {
+  private Phase phase(
+      TransferEngine engine,
+      Op op,
+      String label,
+      List<Placement> placements,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remoteRegion) {
     List<TransferRequest> requests = new ArrayList<>(placements.size());
     long total = 0;
     for (Placement p : placements) {
-      requests.add(op == Op.READ
-          ? TransferRequest.read(local, p.localOffset(), peer, remoteRegion, p.remoteOffset(), p.length())
-          : TransferRequest.write(local, p.localOffset(), peer, remoteRegion, p.remoteOffset(), p.length()));
+      requests.add(
+          op == Op.READ
+              ? TransferRequest.read(
+                  local, p.localOffset(), peer, remoteRegion, p.remoteOffset(), p.length())
+              : TransferRequest.write(
+                  local, p.localOffset(), peer, remoteRegion, p.remoteOffset(), p.length()));
       total += p.length();
     }
     Progress progress = new Progress(label, requests.size(), "tasks");
     long start = System.nanoTime();
-    List<TaskResult> results = TaskRunner.run(engine, requests, TASKS_PER_BATCH, BATCHES_IN_FLIGHT, progress);
+    List<TaskResult> results =
+        TaskRunner.run(engine, requests, TASKS_PER_BATCH, BATCHES_IN_FLIGHT, progress);
     double seconds = (System.nanoTime() - start) / 1e9;
     progress.done();
     int failed = 0;
     for (TaskResult r : results) {
       if (!r.completed()) {
         if (failed < 5) {
-          out.printf("  task %d (%s) %s: %s %s%n", r.index(), placements.get(r.index()).sizeClass(), r.state(), r.errorKind(), r.detail());
+          out.printf(
+              "  task %d (%s) %s: %s %s%n",
+              r.index(),
+              placements.get(r.index()).sizeClass(),
+              r.state(),
+              r.errorKind(),
+              r.detail());
         }
         failed++;
       }
     }
-    out.printf(Locale.ROOT, "%-18s %4d tasks %8.1f MiB in %6.3f s = %5.2f GB/s%n", label, results.size(),
-        total / 1048576.0, seconds, total / 1e9 / seconds);
+    out.printf(
+        Locale.ROOT,
+        "%-18s %4d tasks %8.1f MiB in %6.3f s = %5.2f GB/s%n",
+        label,
+        results.size(),
+        total / 1048576.0,
+        seconds,
+        total / 1e9 / seconds);
     return new Phase(label, results, total, seconds, failed);
   }
 
@@ -239,17 +320,21 @@ public final class Demo {
   private static List<Span> spans(List<Placement> placements, boolean localSide, long seed) {
     List<Span> spans = new ArrayList<>(placements.size());
     for (Placement p : placements) {
-      spans.add(localSide
-          ? new Span(p.localOffset(), p.length(), seed, p.remoteOffset())
-          : new Span(p.remoteOffset(), p.length(), seed, p.localOffset()));
+      spans.add(
+          localSide
+              ? new Span(p.localOffset(), p.length(), seed, p.remoteOffset())
+              : new Span(p.remoteOffset(), p.length(), seed, p.localOffset()));
     }
     return spans;
   }
 
-  private static void collect(Map<String, List<Long>> latency, List<Placement> placements, List<TaskResult> results) {
+  private static void collect(
+      Map<String, List<Long>> latency, List<Placement> placements, List<TaskResult> results) {
     for (TaskResult r : results) {
       if (r.completed()) {
-        latency.computeIfAbsent(placements.get(r.index()).sizeClass(), k -> new ArrayList<>()).add(r.elapsedNanos());
+        latency
+            .computeIfAbsent(placements.get(r.index()).sizeClass(), k -> new ArrayList<>())
+            .add(r.elapsedNanos());
       }
     }
   }
@@ -258,8 +343,14 @@ public final class Demo {
     out.println("per-size task latency (admission to confirmation, ms):");
     out.printf("  %-6s %9s %9s   %9s %9s%n", "size", "READ p50", "p99", "WRITE p50", "p99");
     for (String c : CLASSES) {
-      out.printf(Locale.ROOT, "  %-6s %9.3f %9.3f   %9.3f %9.3f%n", c, pct(read.get(c), 50), pct(read.get(c), 99),
-          pct(write.get(c), 50), pct(write.get(c), 99));
+      out.printf(
+          Locale.ROOT,
+          "  %-6s %9.3f %9.3f   %9.3f %9.3f%n",
+          c,
+          pct(read.get(c), 50),
+          pct(read.get(c), 99),
+          pct(write.get(c), 50),
+          pct(write.get(c), 99));
     }
   }
 

@@ -6,17 +6,18 @@ import java.util.List;
 import java.util.Random;
 
 /**
- * The prefill side's KV pool: one region, and where in it each block of each request sits. Everything follows from the parameters, so a run can be repeated.
+ * The prefill side's KV pool: one region, and where in it each block of each request sits.
+ * Everything follows from the parameters, so a run can be repeated.
  *
  * <ul>
- *   <li>Request {@code r} uses one page size for all its blocks, one of {@code page}, {@code page/2},
- *       {@code page/4}, {@code page/8} (2 MiB .. 256 KiB by default), picked by a hash of {@code r}:
- *       different requests (models, layers, tenants) use different page sizes.
+ *   <li>Request {@code r} uses one page size for all its blocks, one of {@code page}, {@code
+ *       page/2}, {@code page/4}, {@code page/8} (2 MiB .. 256 KiB by default), picked by a hash of
+ *       {@code r}: different requests (models, layers, tenants) use different page sizes.
  *   <li>Every block but the last is a full page; the last is partly filled (a prompt rarely ends on
  *       a page boundary), so its length is usually odd.
- *   <li>Blocks sit in the pool in a shuffled order, 4 KiB aligned, with the pool's free space spread
- *       evenly between them, so one request's blocks are scattered over the pool as in a paged KV
- *       cache.
+ *   <li>Blocks sit in the pool in a shuffled order, 4 KiB aligned, with the pool's free space
+ *       spread evenly between them, so one request's blocks are scattered over the pool as in a
+ *       paged KV cache.
  *   <li>Block {@code b} of request {@code r} holds pattern {@link #contentSeed(int, int)} from
  *       position 0, independent of where it sits.
  * </ul>
@@ -27,9 +28,11 @@ import java.util.Random;
  * @param poolBytes the smallest pool; it grows to hold every block when needed
  * @param seed the seed of sizes, placement and contents
  */
-public record KvPlan(int requests, int blocksPerRequest, long pageBytes, long poolBytes, long seed) {
+public record KvPlan(
+    int requests, int blocksPerRequest, long pageBytes, long poolBytes, long seed) {
   /** Smallest accepted {@link #pageBytes()}: 4 KiB (so the smallest page is 512 bytes). */
   public static final long MIN_PAGE_BYTES = 4096;
+
   /** Where blocks start in the pool: page aligned. */
   public static final long ALIGN = 4096;
 
@@ -38,7 +41,8 @@ public record KvPlan(int requests, int blocksPerRequest, long pageBytes, long po
       throw new IllegalArgumentException("requests and blocks per request must be >= 1");
     }
     if (pageBytes < MIN_PAGE_BYTES || Long.bitCount(pageBytes) != 1) {
-      throw new IllegalArgumentException("page size must be a power of two >= " + MIN_PAGE_BYTES + " B, got " + pageBytes);
+      throw new IllegalArgumentException(
+          "page size must be a power of two >= " + MIN_PAGE_BYTES + " B, got " + pageBytes);
     }
     if (poolBytes < 0) {
       throw new IllegalArgumentException("pool size must be >= 0");
@@ -123,7 +127,10 @@ public record KvPlan(int requests, int blocksPerRequest, long pageBytes, long po
     return out;
   }
 
-  /** The block the {@code --corrupt-one-block} hook damages: a middle request, a middle block, a middle byte. */
+  /**
+   * The block the {@code --corrupt-one-block} hook damages: a middle request, a middle block, a
+   * middle byte.
+   */
   public Corruption corruption() {
     int r = (requests - 1) / 2;
     int b = blocksPerRequest / 2;
@@ -132,7 +139,11 @@ public record KvPlan(int requests, int blocksPerRequest, long pageBytes, long po
 
   /** A 64-bit mix of {@code (seed, a, b)} (SplitMix64 finaliser). */
   static long mix(long seed, long a, long b) {
-    long x = seed * 0x9E3779B97F4A7C15L + a * 0xC2B2AE3D27D4EB4FL + b * 0x165667B19E3779F9L + 0x27D4EB2F165667C5L;
+    long x =
+        seed * 0x9E3779B97F4A7C15L
+            + a * 0xC2B2AE3D27D4EB4FL
+            + b * 0x165667B19E3779F9L
+            + 0x27D4EB2F165667C5L;
     x = (x ^ (x >>> 30)) * 0xBF58476D1CE4E5B9L;
     x = (x ^ (x >>> 27)) * 0x94D049BB133111EBL;
     return x ^ (x >>> 31);
@@ -140,7 +151,16 @@ public record KvPlan(int requests, int blocksPerRequest, long pageBytes, long po
 
   /** The command line arguments that give this plan to {@link PrefillMain}. */
   List<String> toArgs() {
-    return List.of("--requests", Integer.toString(requests), "--blocks", Integer.toString(blocksPerRequest),
-        "--page-bytes", Long.toString(pageBytes), "--pool-bytes", Long.toString(poolBytes), "--seed", Long.toString(seed));
+    return List.of(
+        "--requests",
+        Integer.toString(requests),
+        "--blocks",
+        Integer.toString(blocksPerRequest),
+        "--page-bytes",
+        Long.toString(pageBytes),
+        "--pool-bytes",
+        Long.toString(poolBytes),
+        "--seed",
+        Long.toString(seed));
   }
 }

@@ -76,11 +76,15 @@ record Pass(
     return c;
   }
 
-  /** Pulls every block once, reporting to {@code progress}; never throws for the stream's own failures (see {@link #problem}). */
+  /**
+   * Pulls every block once, reporting to {@code progress}; never throws for the stream's own
+   * failures (see {@link #problem}).
+   */
   static Pass run(Plan plan, Progress progress) throws InterruptedException {
     int n = plan.reads().size();
     int[] requestOf = plan.requestOf();
-    // Written by the stream's callbacks, read here: atomics, so a pass given up on is read safely too.
+    // Written by the stream's callbacks, read here: atomics, so a pass given up on is read safely
+    // too.
     AtomicIntegerArray remaining = new AtomicIntegerArray(plan.requestCount());
     for (int i = 0; i < n; i++) {
       remaining.incrementAndGet(requestOf[i]);
@@ -95,29 +99,36 @@ record Pass(
     long[] doneBytes = new long[1];
     int[] doneCount = new int[1];
     long start = System.nanoTime();
-    // The map stage runs when the transfer stage pulls, so its time is when the block enters the flow.
-    // Both it and the sink run inside one fused stream island: no two of these callbacks run at once.
-    Pair<CompletionStage<Done>, CompletionStage<Done>> running = Source.from(IntStream.range(0, n).boxed().toList())
-        .map(i -> {
-          firstIn.compareAndSet(requestOf[i], -1, System.nanoTime());
-          return plan.reads().get(i);
-        })
-        .viaMat(TransferStreams.flow(plan.engine(), plan.settings()), Keep.right())
-        .toMat(Sink.foreach(result -> {
-          long now = System.nanoTime();
-          Integer i = plan.byLocalOffset().get(result.request().localOffset());
-          if (i == null || !results.compareAndSet(i, null, result)) {
-            duplicates.incrementAndGet();
-            return;
-          }
-          if (remaining.decrementAndGet(requestOf[i]) == 0) {
-            lastOut.set(requestOf[i], now);
-          }
-          doneCount[0]++;
-          doneBytes[0] += result.result().bytes();
-          progress.update(doneCount[0], doneBytes[0]);
-        }), Keep.both())
-        .run(plan.engine().system());
+    // The map stage runs when the transfer stage pulls, so its time is when the block enters the
+    // flow.
+    // Both it and the sink run inside one fused stream island: no two of these callbacks run at
+    // once.
+    Pair<CompletionStage<Done>, CompletionStage<Done>> running =
+        Source.from(IntStream.range(0, n).boxed().toList())
+            .map(
+                i -> {
+                  firstIn.compareAndSet(requestOf[i], -1, System.nanoTime());
+                  return plan.reads().get(i);
+                })
+            .viaMat(TransferStreams.flow(plan.engine(), plan.settings()), Keep.right())
+            .toMat(
+                Sink.foreach(
+                    result -> {
+                      long now = System.nanoTime();
+                      Integer i = plan.byLocalOffset().get(result.request().localOffset());
+                      if (i == null || !results.compareAndSet(i, null, result)) {
+                        duplicates.incrementAndGet();
+                        return;
+                      }
+                      if (remaining.decrementAndGet(requestOf[i]) == 0) {
+                        lastOut.set(requestOf[i], now);
+                      }
+                      doneCount[0]++;
+                      doneBytes[0] += result.result().bytes();
+                      progress.update(doneCount[0], doneBytes[0]);
+                    }),
+                Keep.both())
+            .run(plan.engine().system());
     // The stream must end by itself once every result is out (no take(n)): a flow that emits every
     // result but never completes is reported as a failure here, not papered over.
     long timeoutMs = plan.timeout().toMillis();
@@ -125,8 +136,14 @@ record Pass(
     try {
       running.second().toCompletableFuture().get(timeoutMs, TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {
-      problem = "the transfer stream did not finish within " + plan.timeout().toSeconds() + " s ("
-          + (n - total(remaining)) + " of " + n + " results arrived)";
+      problem =
+          "the transfer stream did not finish within "
+              + plan.timeout().toSeconds()
+              + " s ("
+              + (n - total(remaining))
+              + " of "
+              + n
+              + " results arrived)";
     } catch (ExecutionException e) {
       problem = "the transfer stream failed: " + e.getCause();
     }
@@ -136,7 +153,8 @@ record Pass(
       try {
         running.first().toCompletableFuture().get(30, TimeUnit.SECONDS);
       } catch (TimeoutException e) {
-        problem = "the transfer stage did not report its batches drained within 30 s of the last result";
+        problem =
+            "the transfer stage did not report its batches drained within 30 s of the last result";
       } catch (ExecutionException e) {
         problem = "the transfer stage failed to drain: " + e.getCause();
       }

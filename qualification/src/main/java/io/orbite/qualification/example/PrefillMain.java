@@ -17,12 +17,13 @@ import java.time.Duration;
 import java.util.List;
 
 /**
- * The prefill process of the KV-cache handoff example: an engine that "produces" the KV blocks of
- * a set of requests in one registered pool region (remote READ only) and publishes where each block
+ * The prefill process of the KV-cache handoff example: an engine that "produces" the KV blocks of a
+ * set of requests in one registered pool region (remote READ only) and publishes where each block
  * is, then serves the decode side's reads until told to quit. Started by {@link PrefillProcess}.
  *
  * <p>Arguments: {@code --requests N --blocks B --page-bytes P --pool-bytes Q --seed S
- * [--corrupt-one-block]} (see {@link KvPlan}). Logs go to stderr; stdout carries only this protocol:
+ * [--corrupt-one-block]} (see {@link KvPlan}). Logs go to stderr; stdout carries only this
+ * protocol:
  *
  * <pre>
  * READY &lt;endpoint&gt; &lt;epoch-hex&gt;
@@ -47,7 +48,8 @@ public final class PrefillMain {
 
   public static void main(String[] args) throws Exception {
     org.slf4j.LoggerFactory.getLogger(PrefillMain.class);
-    PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
+    PrintStream out =
+        new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
     System.setOut(System.err); // stdout is the protocol; anything else printed goes to the log
     int requests = 0;
     int blocks = 0;
@@ -71,7 +73,11 @@ public final class PrefillMain {
     TransferEngine engine = TransferEngine.start(EngineConfig.fromEnv().withName("prefill"));
     int code = 0;
     try {
-      out.println("READY " + engine.localSegment().endpoint() + " " + Long.toHexString(engine.localSegment().epoch()));
+      out.println(
+          "READY "
+              + engine.localSegment().endpoint()
+              + " "
+              + Long.toHexString(engine.localSegment().epoch()));
       RegisteredMemory kv = engine.allocate(plan.regionBytes(), Access.READ);
       out.println("REGION " + kv.regionId() + " " + kv.lengthBytes());
       List<KvBlock> placed = plan.blocks(kv.regionId());
@@ -84,12 +90,17 @@ public final class PrefillMain {
       }
       if (corrupt) {
         KvPlan.Corruption c = plan.corruption();
-        KvBlock victim = placed.stream().filter(b -> b.request() == c.request() && b.block() == c.block()).findFirst()
-            .orElseThrow();
+        KvBlock victim =
+            placed.stream()
+                .filter(b -> b.request() == c.request() && b.block() == c.block())
+                .findFirst()
+                .orElseThrow();
         long at = victim.offset() + c.byteInBlock();
         byte was = kv.segment().get(ValueLayout.JAVA_BYTE, at);
         kv.segment().set(ValueLayout.JAVA_BYTE, at, (byte) ~was);
-        System.err.printf("prefill: test hook: inverted byte %d of %s (pool offset %d)%n", c.byteInBlock(), c.name(), at);
+        System.err.printf(
+            "prefill: test hook: inverted byte %d of %s (pool offset %d)%n",
+            c.byteInBlock(), c.name(), at);
       }
       out.println("PUBLISHED " + placed.size() + " " + bytes);
       serve(engine, out);
@@ -106,7 +117,8 @@ public final class PrefillMain {
 
   /** Answers commands until QUIT or the end of input (the decode side went away). */
   private static void serve(TransferEngine engine, PrintStream out) throws java.io.IOException {
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     String line;
     while ((line = in.readLine()) != null) {
       String command = line.trim();
@@ -116,14 +128,20 @@ public final class PrefillMain {
           out.println("OK");
           return;
         }
-        case "" -> { }
+        case "" -> {}
         default -> out.println("ERR unknown command " + command);
       }
     }
   }
 
   static String counters(EngineCounters c) {
-    return "sourceBytesRead=" + c.sourceBytesRead.sum() + " sourceRefusals=" + c.sourceRefusals.sum()
-        + " connectionsAccepted=" + c.connectionsAccepted.sum() + " framesRejected=" + c.framesRejected.sum();
+    return "sourceBytesRead="
+        + c.sourceBytesRead.sum()
+        + " sourceRefusals="
+        + c.sourceRefusals.sum()
+        + " connectionsAccepted="
+        + c.connectionsAccepted.sum()
+        + " framesRejected="
+        + c.framesRejected.sum();
   }
 }

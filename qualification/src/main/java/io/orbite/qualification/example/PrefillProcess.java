@@ -16,9 +16,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The decode side's handle on the prefill process: a child JVM running {@link PrefillMain},
- * started from this JVM's java, flags and class path (the launcher's {@code ORBITE_JAVA},
- * {@code ORBITE_JVM_FLAGS}, {@code ORBITE_CLASSPATH} when set). Reads the published block locations;
+ * The decode side's handle on the prefill process: a child JVM running {@link PrefillMain}, started
+ * from this JVM's java, flags and class path (the launcher's {@code ORBITE_JAVA}, {@code
+ * ORBITE_JVM_FLAGS}, {@code ORBITE_CLASSPATH} when set). Reads the published block locations;
  * closing it asks the child to quit and kills it if it does not. Its stderr goes to a log file.
  */
 final class PrefillProcess implements AutoCloseable {
@@ -32,8 +32,13 @@ final class PrefillProcess implements AutoCloseable {
   private final long regionBytes;
   private final List<KvBlock> blocks;
   private final long publishedBytes;
-  /** Kills the child if this JVM exits while it runs (it also exits by itself when its stdin closes). */
+
+  /**
+   * Kills the child if this JVM exits while it runs (it also exits by itself when its stdin
+   * closes).
+   */
   private final Thread killOnExit;
+
   private volatile boolean publishedInTime;
 
   private PrefillProcess(Process process, Path log, Duration publishWithin) throws IOException {
@@ -42,13 +47,18 @@ final class PrefillProcess implements AutoCloseable {
     this.killOnExit = new Thread(process::destroyForcibly, "prefill-" + process.pid() + "-reaper");
     Runtime.getRuntime().addShutdownHook(killOnExit);
     // A child that never publishes must not hold this process in readLine forever.
-    CompletableFuture.runAsync(() -> {
-      if (!publishedInTime) {
-        process.destroyForcibly();
-      }
-    }, CompletableFuture.delayedExecutor(publishWithin.toMillis(), TimeUnit.MILLISECONDS));
-    this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-    this.in = new PrintWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8), true);
+    CompletableFuture.runAsync(
+        () -> {
+          if (!publishedInTime) {
+            process.destroyForcibly();
+          }
+        },
+        CompletableFuture.delayedExecutor(publishWithin.toMillis(), TimeUnit.MILLISECONDS));
+    this.out =
+        new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+    this.in =
+        new PrintWriter(
+            new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8), true);
     try {
       String[] ready = expect("READY", 3);
       this.endpoint = ready[1];
@@ -63,7 +73,8 @@ final class PrefillProcess implements AutoCloseable {
       }
       String[] published = words(line, "PUBLISHED", 3);
       if (Integer.parseInt(published[1]) != list.size()) {
-        throw new IOException("prefill published " + published[1] + " blocks but listed " + list.size());
+        throw new IOException(
+            "prefill published " + published[1] + " blocks but listed " + list.size());
       }
       this.blocks = List.copyOf(list);
       this.publishedBytes = Long.parseLong(published[2]);
@@ -71,12 +82,15 @@ final class PrefillProcess implements AutoCloseable {
     } catch (IOException | RuntimeException e) {
       process.destroyForcibly();
       removeHook();
-      throw e instanceof IOException io ? io : new IOException("prefill process: " + e.getMessage() + "; see " + log, e);
+      throw e instanceof IOException io
+          ? io
+          : new IOException("prefill process: " + e.getMessage() + "; see " + log, e);
     }
   }
 
   /** Starts the prefill process for {@code plan} and waits until it has published every block. */
-  static PrefillProcess start(KvPlan plan, boolean corruptOneBlock, Path logDir) throws IOException {
+  static PrefillProcess start(KvPlan plan, boolean corruptOneBlock, Path logDir)
+      throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(EngineProcess.javaBinary());
     cmd.addAll(EngineProcess.jvmFlags());
@@ -105,7 +119,8 @@ final class PrefillProcess implements AutoCloseable {
     }
     String[] t = line.trim().split("\\s+");
     if (!t[0].equals(tag) || t.length != words) {
-      throw new IOException("prefill process said '" + line + "' where '" + tag + "' was due; see " + log);
+      throw new IOException(
+          "prefill process said '" + line + "' where '" + tag + "' was due; see " + log);
     }
     return t;
   }
@@ -148,7 +163,8 @@ final class PrefillProcess implements AutoCloseable {
     in.println(command);
     String answer = out.readLine();
     if (answer == null) {
-      throw new IOException("prefill process " + pid() + " ended during '" + command + "'; see " + log);
+      throw new IOException(
+          "prefill process " + pid() + " ended during '" + command + "'; see " + log);
     }
     if (answer.equals("OK") || answer.startsWith("OK ")) {
       return answer.length() > 3 ? answer.substring(3) : "";
@@ -156,7 +172,9 @@ final class PrefillProcess implements AutoCloseable {
     throw new IOException("prefill process answered '" + answer + "' to '" + command + "'");
   }
 
-  /** Asks the child to quit; kills it if it has not ended within 30 s. The child is gone afterwards. */
+  /**
+   * Asks the child to quit; kills it if it has not ended within 30 s. The child is gone afterwards.
+   */
   @Override
   public void close() {
     removeHook();

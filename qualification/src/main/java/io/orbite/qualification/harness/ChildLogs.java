@@ -7,8 +7,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * A fresh directory under {@code java.io.tmpdir} for the logs of a run's child processes. Closing it
- * deletes it and its files if the run said it {@link #passed()}; otherwise (a failure, or an
+ * A fresh directory under {@code java.io.tmpdir} for the logs of a run's child processes. Closing
+ * it deletes it and its files if the run said it {@link #passed()}; otherwise (a failure, or an
  * exception) the directory is kept, so the logs a failure message names are still there. Open it as
  * the first resource of a try-with-resources, so the children stop before it closes.
  */
@@ -25,8 +25,10 @@ public final class ChildLogs implements AutoCloseable {
     try {
       return new ChildLogs(Files.createTempDirectory("orbite-" + name + "-"));
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot create a directory for child-process logs in "
-          + System.getProperty("java.io.tmpdir"), e);
+      throw new UncheckedIOException(
+          "cannot create a directory for child-process logs in "
+              + System.getProperty("java.io.tmpdir"),
+          e);
     }
   }
 

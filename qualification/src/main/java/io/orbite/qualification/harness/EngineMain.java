@@ -59,14 +59,21 @@ public final class EngineMain {
   private static void serve(String[] args) throws Exception {
     org.slf4j.LoggerFactory.getLogger(EngineMain.class);
     EngineConfig config = EngineConfig.fromEnv().withName(args.length > 0 ? args[0] : "engine");
-    PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+    PrintStream out =
+        new PrintStream(
+            new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
     // Logs go to stderr; stdout carries only the protocol.
     System.setOut(System.err);
     TransferEngine engine = TransferEngine.start(config);
     Map<Long, RegisteredMemory> regions = new HashMap<>();
     io.orbite.engine.RemoteSegment[] peer = new io.orbite.engine.RemoteSegment[1];
-    out.println("READY " + engine.localSegment().endpoint() + " " + Long.toHexString(engine.localSegment().epoch()));
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    out.println(
+        "READY "
+            + engine.localSegment().endpoint()
+            + " "
+            + Long.toHexString(engine.localSegment().epoch()));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     String line;
     while ((line = in.readLine()) != null) {
       String[] t = line.trim().split("\\s+");
@@ -78,7 +85,8 @@ public final class EngineMain {
             out.println("OK " + m.regionId());
           }
           case "EXTERN" -> {
-            java.lang.foreign.MemorySegment own = java.lang.foreign.Arena.global().allocate(Long.parseLong(t[1]), 64);
+            java.lang.foreign.MemorySegment own =
+                java.lang.foreign.Arena.global().allocate(Long.parseLong(t[1]), 64);
             RegisteredMemory m = engine.register(own, Access.valueOf(t[2]));
             regions.put(m.regionId(), m);
             out.println("OK " + m.regionId());
@@ -95,19 +103,30 @@ public final class EngineMain {
             List<Span> spans = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
               String[] s = in.readLine().trim().split("\\s+");
-              spans.add(new Span(Long.parseLong(s[0]), Long.parseLong(s[1]), Long.parseLong(s[2]), Long.parseLong(s[3])));
+              spans.add(
+                  new Span(
+                      Long.parseLong(s[0]),
+                      Long.parseLong(s[1]),
+                      Long.parseLong(s[2]),
+                      Long.parseLong(s[3])));
             }
             long bad = RegionCheck.check(m.segment(), spans, guardSeed);
             out.println(bad < 0 ? "OK" : "MISMATCH " + bad);
           }
           case "ONEOF" -> {
             RegisteredMemory m = region(regions, t[1]);
-            out.println(oneOf(m.segment(), Long.parseLong(t[2]), Long.parseLong(t[3]), Long.parseLong(t[4]),
-                Long.parseLong(t[5])));
+            out.println(
+                oneOf(
+                    m.segment(),
+                    Long.parseLong(t[2]),
+                    Long.parseLong(t[3]),
+                    Long.parseLong(t[4]),
+                    Long.parseLong(t[5])));
           }
           case "LOANS" -> out.println("OK " + region(regions, t[1]).registration().loans());
-          case "CLOSE_SOURCE" -> out.println("OK " + engine.closeSource(Duration.ofSeconds(30)).toString()
-              .replace('\n', ' '));
+          case "CLOSE_SOURCE" ->
+              out.println(
+                  "OK " + engine.closeSource(Duration.ofSeconds(30)).toString().replace('\n', ' '));
           case "UNREGISTER" -> {
             engine.unregister(regions.remove(Long.parseLong(t[1])));
             out.println("OK");
@@ -116,28 +135,44 @@ public final class EngineMain {
             peer[0] = engine.openSegment(t[1], Duration.ofSeconds(30));
             out.println("OK " + Long.toHexString(peer[0].descriptor().epoch()));
           }
-          case "READ" -> out.println(readChecked(engine, peer[0], region(regions, t[1]), Long.parseLong(t[2]),
-              Long.parseLong(t[3]), Integer.parseInt(t[4]), Long.parseLong(t[5])));
+          case "READ" ->
+              out.println(
+                  readChecked(
+                      engine,
+                      peer[0],
+                      region(regions, t[1]),
+                      Long.parseLong(t[2]),
+                      Long.parseLong(t[3]),
+                      Integer.parseInt(t[4]),
+                      Long.parseLong(t[5])));
           case "LOOP" -> {
             RegisteredMemory local = region(regions, t[1]);
             io.orbite.engine.RemoteSegment target = peer[0];
             long remoteRegion = Long.parseLong(t[2]);
             long length = Long.parseLong(t[3]);
-            Thread.ofPlatform().daemon().name("read-loop").start(() -> {
-              while (true) {
-                readOnce(engine, target, local, remoteRegion, length, 8);
-              }
-            });
+            Thread.ofPlatform()
+                .daemon()
+                .name("read-loop")
+                .start(
+                    () -> {
+                      while (true) {
+                        readOnce(engine, target, local, remoteRegion, length, 8);
+                      }
+                    });
             out.println("OK");
           }
           case "URLS" -> {
-            // The observability endpoints this engine serves: "OK" then name=url pairs (none when off).
+            // The observability endpoints this engine serves: "OK" then name=url pairs (none when
+            // off).
             StringBuilder b = new StringBuilder("OK");
-            engine.observabilityUrls().forEach((name, url) -> b.append(' ').append(name).append('=').append(url));
+            engine
+                .observabilityUrls()
+                .forEach((name, url) -> b.append(' ').append(name).append('=').append(url));
             out.println(b);
           }
           case "COUNTERS" -> out.println("OK " + counters(engine.counters()));
-          case "ALLOCATED" -> out.println("OK " + (t.length > 1 ? allocatedBytes(t[1]) : allocatedBytes()));
+          case "ALLOCATED" ->
+              out.println("OK " + (t.length > 1 ? allocatedBytes(t[1]) : allocatedBytes()));
           case "QUIT" -> {
             engine.close(Duration.ofSeconds(30));
             out.println("OK");
@@ -153,11 +188,18 @@ public final class EngineMain {
   }
 
   /** {@code n} READs of {@code length} bytes into {@code local}; returns the batch's status. */
-  private static io.orbite.engine.BatchStatus readOnce(TransferEngine engine, io.orbite.engine.RemoteSegment peer,
-      RegisteredMemory local, long remoteRegion, long length, int n) {
+  private static io.orbite.engine.BatchStatus readOnce(
+      TransferEngine engine,
+      io.orbite.engine.RemoteSegment peer,
+      RegisteredMemory local,
+      long remoteRegion,
+      long length,
+      int n) {
     List<io.orbite.engine.TransferRequest> reads = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
-      reads.add(io.orbite.engine.TransferRequest.read(local, i * length, peer, remoteRegion, i * length, length));
+      reads.add(
+          io.orbite.engine.TransferRequest.read(
+              local, i * length, peer, remoteRegion, i * length, length));
     }
     io.orbite.engine.Batch batch = engine.allocateBatch(n);
     try {
@@ -168,21 +210,31 @@ public final class EngineMain {
     }
   }
 
-  private static String readChecked(TransferEngine engine, io.orbite.engine.RemoteSegment peer, RegisteredMemory local,
-      long remoteRegion, long length, int n, long seed) {
+  private static String readChecked(
+      TransferEngine engine,
+      io.orbite.engine.RemoteSegment peer,
+      RegisteredMemory local,
+      long remoteRegion,
+      long length,
+      int n,
+      long seed) {
     io.orbite.engine.BatchStatus status = readOnce(engine, peer, local, remoteRegion, length, n);
     if (!status.allCompleted()) {
-      return "ERR not every READ completed: " + status.tasks().stream().filter(r -> !r.completed()).findFirst().orElseThrow();
+      return "ERR not every READ completed: "
+          + status.tasks().stream().filter(r -> !r.completed()).findFirst().orElseThrow();
     }
     long bad = Pattern.verify(local.segment(), 0, n * length, seed, 0);
     return bad < 0 ? "OK " + status.completedBytes() : "MISMATCH " + bad;
   }
 
   /** The ONEOF check: see the class comment. */
-  private static String oneOf(java.lang.foreign.MemorySegment m, long guard, long data, long offset, long length) {
+  private static String oneOf(
+      java.lang.foreign.MemorySegment m, long guard, long data, long offset, long length) {
     long bad = Pattern.verify(m, 0, offset, guard, 0);
     if (bad < 0) {
-      bad = Pattern.verify(m, offset + length, m.byteSize() - offset - length, guard, offset + length);
+      bad =
+          Pattern.verify(
+              m, offset + length, m.byteSize() - offset - length, guard, offset + length);
     }
     if (bad >= 0) {
       return "MISMATCH " + bad;
@@ -209,20 +261,42 @@ public final class EngineMain {
   }
 
   static String counters(EngineCounters c) {
-    return "connectionsOpened=" + c.connectionsOpened.sum() + " connectionsAccepted=" + c.connectionsAccepted.sum()
-        + " framesRejected=" + c.framesRejected.sum() + " sourceBytesRead=" + c.sourceBytesRead.sum()
-        + " sourceBytesWritten=" + c.sourceBytesWritten.sum() + " sourceRefusals=" + c.sourceRefusals.sum()
-        + " bytesCompleted=" + c.bytesCompleted.sum() + " tasksCompleted=" + c.tasksCompleted.sum()
-        + " tasksFailed=" + c.tasksFailed.sum()
-        + " tcpTasksDispatched=" + c.of(io.orbite.engine.Transport.TCP).tasksDispatched.sum()
-        + " shmTasksDispatched=" + c.of(io.orbite.engine.Transport.SHM).tasksDispatched.sum()
-        + " shmBytesRead=" + c.shmBytesRead.sum() + " shmBytesWritten=" + c.shmBytesWritten.sum()
-        + " shmOpensRefused=" + c.shmOpensRefused.sum() + " shmMappingsOpened=" + c.shmMappingsOpened.sum();
+    return "connectionsOpened="
+        + c.connectionsOpened.sum()
+        + " connectionsAccepted="
+        + c.connectionsAccepted.sum()
+        + " framesRejected="
+        + c.framesRejected.sum()
+        + " sourceBytesRead="
+        + c.sourceBytesRead.sum()
+        + " sourceBytesWritten="
+        + c.sourceBytesWritten.sum()
+        + " sourceRefusals="
+        + c.sourceRefusals.sum()
+        + " bytesCompleted="
+        + c.bytesCompleted.sum()
+        + " tasksCompleted="
+        + c.tasksCompleted.sum()
+        + " tasksFailed="
+        + c.tasksFailed.sum()
+        + " tcpTasksDispatched="
+        + c.of(io.orbite.engine.Transport.TCP).tasksDispatched.sum()
+        + " shmTasksDispatched="
+        + c.of(io.orbite.engine.Transport.SHM).tasksDispatched.sum()
+        + " shmBytesRead="
+        + c.shmBytesRead.sum()
+        + " shmBytesWritten="
+        + c.shmBytesWritten.sum()
+        + " shmOpensRefused="
+        + c.shmOpensRefused.sum()
+        + " shmMappingsOpened="
+        + c.shmMappingsOpened.sum();
   }
 
   /** Heap bytes allocated by every thread of this JVM so far (HotSpot's allocation counters). */
   public static long allocatedBytes() {
-    return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getTotalThreadAllocatedBytes();
+    return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean())
+        .getTotalThreadAllocatedBytes();
   }
 
   /** Heap bytes allocated so far by the live threads whose name starts with {@code prefix}. */

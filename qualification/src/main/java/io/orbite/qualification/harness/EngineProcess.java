@@ -29,16 +29,25 @@ public final class EngineProcess implements AutoCloseable {
   private final java.util.Map<String, String> env;
   private final int generation;
 
-  private EngineProcess(Process process, Path log, String name, Path logDir, java.util.Map<String, String> env,
-      int generation) throws IOException {
+  private EngineProcess(
+      Process process,
+      Path log,
+      String name,
+      Path logDir,
+      java.util.Map<String, String> env,
+      int generation)
+      throws IOException {
     this.process = process;
     this.log = log;
     this.name = name;
     this.logDir = logDir;
     this.env = java.util.Map.copyOf(env);
     this.generation = generation;
-    this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-    this.in = new PrintWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8), true);
+    this.out =
+        new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+    this.in =
+        new PrintWriter(
+            new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8), true);
     String ready = out.readLine();
     if (ready == null || !ready.startsWith("READY ")) {
       process.destroyForcibly();
@@ -54,34 +63,45 @@ public final class EngineProcess implements AutoCloseable {
    *
    * @param env extra environment, e.g. {@code ORBITE_CONF}
    */
-  public static EngineProcess start(String name, Path logDir, java.util.Map<String, String> env) throws IOException {
+  public static EngineProcess start(String name, Path logDir, java.util.Map<String, String> env)
+      throws IOException {
     return launch(name, logDir, env, 1);
   }
 
-  /** Starts an engine process that listens on {@code port} (so a replacement can take the same endpoint). */
-  public static EngineProcess startAt(String name, Path logDir, int port, java.util.Map<String, String> env)
-      throws IOException {
+  /**
+   * Starts an engine process that listens on {@code port} (so a replacement can take the same
+   * endpoint).
+   */
+  public static EngineProcess startAt(
+      String name, Path logDir, int port, java.util.Map<String, String> env) throws IOException {
     java.util.Map<String, String> withPort = new java.util.HashMap<>(env);
     withPort.put("ORBITE_CONF", withListenPort(env.get("ORBITE_CONF"), port));
     return launch(name, logDir, withPort, 1);
   }
 
   /**
-   * Starts an engine process under a launcher command, e.g. {@code ip netns exec <ns>} to put it in a
-   * network namespace of its own; the engine's java command line follows {@code wrapper}.
+   * Starts an engine process under a launcher command, e.g. {@code ip netns exec <ns>} to put it in
+   * a network namespace of its own; the engine's java command line follows {@code wrapper}.
    */
-  public static EngineProcess startWrapped(String name, Path logDir, java.util.Map<String, String> env,
-      List<String> wrapper) throws IOException {
+  public static EngineProcess startWrapped(
+      String name, Path logDir, java.util.Map<String, String> env, List<String> wrapper)
+      throws IOException {
     return launch(name, logDir, env, 1, wrapper);
   }
 
-  private static EngineProcess launch(String name, Path logDir, java.util.Map<String, String> env, int generation)
+  private static EngineProcess launch(
+      String name, Path logDir, java.util.Map<String, String> env, int generation)
       throws IOException {
     return launch(name, logDir, env, generation, List.of());
   }
 
-  private static EngineProcess launch(String name, Path logDir, java.util.Map<String, String> env, int generation,
-      List<String> wrapper) throws IOException {
+  private static EngineProcess launch(
+      String name,
+      Path logDir,
+      java.util.Map<String, String> env,
+      int generation,
+      List<String> wrapper)
+      throws IOException {
     List<String> cmd = new ArrayList<>(wrapper);
     cmd.add(javaBinary());
     cmd.addAll(jvmFlags());
@@ -99,12 +119,14 @@ public final class EngineProcess implements AutoCloseable {
   /** {@code conf} (a JSON document or null) with {@code listen.port} set to {@code port}. */
   private static String withListenPort(String conf, int port) throws IOException {
     var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
-    var root = conf == null || conf.isBlank()
-        ? mapper.createObjectNode()
-        : (com.fasterxml.jackson.databind.node.ObjectNode) mapper.readTree(conf);
-    var listen = root.has("listen")
-        ? (com.fasterxml.jackson.databind.node.ObjectNode) root.get("listen")
-        : root.putObject("listen");
+    var root =
+        conf == null || conf.isBlank()
+            ? mapper.createObjectNode()
+            : (com.fasterxml.jackson.databind.node.ObjectNode) mapper.readTree(conf);
+    var listen =
+        root.has("listen")
+            ? (com.fasterxml.jackson.databind.node.ObjectNode) root.get("listen")
+            : root.putObject("listen");
     listen.put("port", port);
     return mapper.writeValueAsString(root);
   }
@@ -122,13 +144,15 @@ public final class EngineProcess implements AutoCloseable {
 
   /** SIGSTOP: the process freezes with its sockets open (a stalled peer). */
   public void stop() {
-    io.orbite.nativebind.libc.Libc.kill((int) process.pid(), io.orbite.nativebind.libc.Libc.SIGSTOP);
+    io.orbite.nativebind.libc.Libc.kill(
+        (int) process.pid(), io.orbite.nativebind.libc.Libc.SIGSTOP);
     // The signal is delivered asynchronously: return only once every thread has stopped, so that
     // nothing the caller does next can still be served by the process.
     long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
     while (!allThreadsStopped()) {
       if (System.nanoTime() - deadline > 0) {
-        throw new IllegalStateException("engine process " + pid() + " did not stop within 10 s of SIGSTOP");
+        throw new IllegalStateException(
+            "engine process " + pid() + " did not stop within 10 s of SIGSTOP");
       }
       Thread.onSpinWait();
     }
@@ -159,7 +183,8 @@ public final class EngineProcess implements AutoCloseable {
 
   /** SIGCONT: a stopped process runs again. */
   public void resume() {
-    io.orbite.nativebind.libc.Libc.kill((int) process.pid(), io.orbite.nativebind.libc.Libc.SIGCONT);
+    io.orbite.nativebind.libc.Libc.kill(
+        (int) process.pid(), io.orbite.nativebind.libc.Libc.SIGCONT);
   }
 
   /** Which incarnation this is: 1 for the first start, then one more per {@link #restart()}. */
@@ -177,13 +202,18 @@ public final class EngineProcess implements AutoCloseable {
     if (fromLauncher != null && !fromLauncher.isBlank()) {
       return fromLauncher;
     }
-    return ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    return ProcessHandle.current()
+        .info()
+        .command()
+        .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
   }
 
   /** The class path for child engines: the launcher's, else this JVM's. */
   public static String classPath() {
     String fromLauncher = System.getenv("ORBITE_CLASSPATH");
-    return fromLauncher != null && !fromLauncher.isBlank() ? fromLauncher : System.getProperty("java.class.path");
+    return fromLauncher != null && !fromLauncher.isBlank()
+        ? fromLauncher
+        : System.getProperty("java.class.path");
   }
 
   /** JVM flags for child engines: the launcher's, else native access (and Unsafe on 23+). */
@@ -223,7 +253,8 @@ public final class EngineProcess implements AutoCloseable {
     }
     String answer = out.readLine();
     if (answer == null) {
-      throw new IOException("engine process " + pid() + " ended during '" + command + "'; see " + log);
+      throw new IOException(
+          "engine process " + pid() + " ended during '" + command + "'; see " + log);
     }
     if (answer.equals("OK")) {
       return "";
@@ -241,7 +272,8 @@ public final class EngineProcess implements AutoCloseable {
     in.flush();
     String answer = out.readLine();
     if (answer == null) {
-      throw new IOException("engine process " + pid() + " ended during '" + command + "'; see " + log);
+      throw new IOException(
+          "engine process " + pid() + " ended during '" + command + "'; see " + log);
     }
     return answer;
   }

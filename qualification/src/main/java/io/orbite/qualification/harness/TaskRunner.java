@@ -12,15 +12,19 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * Pushes a list of requests through the public batch API: {@code tasksPerBatch} tasks per batch,
- * at most {@code batchesInFlight} batches outstanding, every batch freed after it drains. Returns
- * one result per request, in request order.
+ * Pushes a list of requests through the public batch API: {@code tasksPerBatch} tasks per batch, at
+ * most {@code batchesInFlight} batches outstanding, every batch freed after it drains. Returns one
+ * result per request, in request order.
  */
 public final class TaskRunner {
   private TaskRunner() {}
 
   public static List<TaskResult> run(
-      TransferEngine engine, List<TransferRequest> requests, int tasksPerBatch, int batchesInFlight, Progress progress) {
+      TransferEngine engine,
+      List<TransferRequest> requests,
+      int tasksPerBatch,
+      int batchesInFlight,
+      Progress progress) {
     record Outstanding(Batch batch, int first, CompletableFuture<BatchStatus> done) {}
     List<TaskResult> results = new ArrayList<>(requests.size());
     ArrayDeque<Outstanding> outstanding = new ArrayDeque<>();
@@ -38,8 +42,16 @@ public final class TaskRunner {
       Outstanding o = outstanding.poll();
       BatchStatus status = o.done().join();
       for (TaskResult r : status.tasks()) {
-        results.add(new TaskResult(o.first() + r.index(), r.state(), r.bytes(), r.errorKind(), r.remoteEffect(),
-            r.locallyDrained(), r.detail(), r.elapsedNanos()));
+        results.add(
+            new TaskResult(
+                o.first() + r.index(),
+                r.state(),
+                r.bytes(),
+                r.errorKind(),
+                r.remoteEffect(),
+                r.locallyDrained(),
+                r.detail(),
+                r.elapsedNanos()));
         bytes += r.bytes();
       }
       o.batch().free();

@@ -6,14 +6,15 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
- * Deterministic test bytes. The byte at position {@code p} of pattern {@code seed} is byte {@code
- * p & 7} (little-endian) of a 64-bit mix of {@code (seed, p >>> 3)}, so any range of any pattern
- * can be produced or checked independently of how it is chunked, at memory speed. Each thread
- * keeps one scratch buffer.
+ * Deterministic test bytes. The byte at position {@code p} of pattern {@code seed} is byte {@code p
+ * & 7} (little-endian) of a 64-bit mix of {@code (seed, p >>> 3)}, so any range of any pattern can
+ * be produced or checked independently of how it is chunked, at memory speed. Each thread keeps one
+ * scratch buffer.
  */
 public final class Pattern {
   private static final int CHUNK = 1 << 20;
-  private static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+  private static final ValueLayout.OfLong LE_LONG =
+      ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
   private static final ThreadLocal<MemorySegment> SCRATCH =
       ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CHUNK + 16, 8));
 
@@ -52,7 +53,8 @@ public final class Pattern {
     for (long done = 0; done < length; done += CHUNK) {
       int n = (int) Math.min(CHUNK, length - done);
       int shift = generate(scratch, seed, from + done, n);
-      long at = MemorySegment.mismatch(seg, offset + done, offset + done + n, scratch, shift, shift + n);
+      long at =
+          MemorySegment.mismatch(seg, offset + done, offset + done + n, scratch, shift, shift + n);
       if (at >= 0) {
         return offset + done + at;
       }

@@ -12,7 +12,9 @@ import java.util.List;
 public final class RegionCheck {
   private RegionCheck() {}
 
-  /** @return the index of the first wrong byte, or -1 if every byte of the region is right */
+  /**
+   * @return the index of the first wrong byte, or -1 if every byte of the region is right
+   */
   public static long check(MemorySegment region, List<Span> spans, long guardSeed) {
     List<Span> sorted = new ArrayList<>(spans);
     sorted.sort(Comparator.comparingLong(Span::offset));

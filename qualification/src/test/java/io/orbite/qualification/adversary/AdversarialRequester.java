@@ -32,19 +32,28 @@ final class AdversarialRequester implements AutoCloseable {
   }
 
   /**
-   * Opens lane {@code laneIndex} to the engine at {@code host:port} of epoch {@code engineEpoch} and
-   * returns it once the engine accepted it.
+   * Opens lane {@code laneIndex} to the engine at {@code host:port} of epoch {@code engineEpoch}
+   * and returns it once the engine accepted it.
    */
-  static AdversarialRequester open(String host, int port, long engineEpoch, long myEpoch, int laneIndex)
-      throws IOException {
+  static AdversarialRequester open(
+      String host, int port, long engineEpoch, long myEpoch, int laneIndex) throws IOException {
     Socket s = new Socket();
     s.setTcpNoDelay(true);
     // Small buffers: a READ whose response is not read fills them quickly, and the source blocks.
     s.setReceiveBufferSize(64 * 1024);
     s.connect(new InetSocketAddress(host, port), 5_000);
     AdversarialRequester lane = new AdversarialRequester(s, engineEpoch);
-    lane.out.write(new Wire.Header(Wire.Type.HELLO, Wire.OK, 0, laneIndex + 1L, engineEpoch, myEpoch, laneIndex,
-        Wire.TRANSPORT_TCP).encode());
+    lane.out.write(
+        new Wire.Header(
+                Wire.Type.HELLO,
+                Wire.OK,
+                0,
+                laneIndex + 1L,
+                engineEpoch,
+                myEpoch,
+                laneIndex,
+                Wire.TRANSPORT_TCP)
+            .encode());
     lane.out.flush();
     s.setSoTimeout(10_000);
     Wire.Header ack = Wire.Header.read(lane.in);
@@ -55,11 +64,16 @@ final class AdversarialRequester implements AutoCloseable {
     return lane;
   }
 
-  /** Sends a WRITE header for {@code count} bytes and only the first {@code sent} of them (pattern {@code seed}). */
+  /**
+   * Sends a WRITE header for {@code count} bytes and only the first {@code sent} of them (pattern
+   * {@code seed}).
+   */
   long writePart(long regionId, long offset, long count, long sent, long seed) throws IOException {
     long id = nextRequestId++;
-    out.write(new Wire.Header(Wire.Type.WRITE_REQUEST, Wire.OK, count, id, engineEpoch, regionId, offset, count)
-        .encode());
+    out.write(
+        new Wire.Header(
+                Wire.Type.WRITE_REQUEST, Wire.OK, count, id, engineEpoch, regionId, offset, count)
+            .encode());
     byte[] chunk = new byte[1 << 20];
     for (long done = 0; done < sent; ) {
       int n = (int) Math.min(chunk.length, sent - done);
@@ -74,7 +88,10 @@ final class AdversarialRequester implements AutoCloseable {
   /** Sends a READ request. */
   long read(long regionId, long offset, long count) throws IOException {
     long id = nextRequestId++;
-    out.write(new Wire.Header(Wire.Type.READ_REQUEST, Wire.OK, 0, id, engineEpoch, regionId, offset, count).encode());
+    out.write(
+        new Wire.Header(
+                Wire.Type.READ_REQUEST, Wire.OK, 0, id, engineEpoch, regionId, offset, count)
+            .encode());
     out.flush();
     return id;
   }

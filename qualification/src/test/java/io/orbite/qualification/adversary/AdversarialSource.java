@@ -26,9 +26,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A source that speaks the engine's wire protocol from this test's own code ({@link Wire}), on
  * 127.0.0.1, one thread per connection. It serves Describe (one READ_WRITE region, {@link
  * #REGION_ID}), accepts lanes whose HELLO names its epoch, and answers data frames as its {@link
- * Script} says: correctly, late, partly, never, or falsely. It refuses what a correct source refuses
- * (another epoch, an unknown region, a range outside the region) with the documented status codes.
- * Everything it receives, applies and sends goes into its {@link Ledger}.
+ * Script} says: correctly, late, partly, never, or falsely. It refuses what a correct source
+ * refuses (another epoch, an unknown region, a range outside the region) with the documented status
+ * codes. Everything it receives, applies and sends goes into its {@link Ledger}.
  *
  * <p>{@link #kill()} resets every connection and closes the listener, as a process death would;
  * {@link #restart} then starts the next incarnation at the same port with a fresh epoch, the same
@@ -37,8 +37,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class AdversarialSource implements AutoCloseable {
   static final long REGION_ID = 0x5A11L;
   private static final int CHUNK = 1 << 20;
+
   /** How long a late send waits to see whether the requester already closed the lane. */
   private static final int CLOSE_PROBE_MILLIS = 2_000;
+
   /** How long {@link Script.Reply.ApplyThenReset} keeps reading what the requester already sent. */
   private static final int DRAIN_QUIET_MILLIS = 300;
 
@@ -56,8 +58,15 @@ final class AdversarialSource implements AutoCloseable {
   private volatile long helloAckEpoch;
   private volatile boolean killed;
 
-  private AdversarialSource(Ledger ledger, MemorySegment region, Script script, int incarnation, int port,
-      AtomicInteger connections, AtomicInteger framesOverall) throws IOException {
+  private AdversarialSource(
+      Ledger ledger,
+      MemorySegment region,
+      Script script,
+      int incarnation,
+      int port,
+      AtomicInteger connections,
+      AtomicInteger framesOverall)
+      throws IOException {
     this.ledger = ledger;
     this.region = region;
     this.script = script;
@@ -75,23 +84,33 @@ final class AdversarialSource implements AutoCloseable {
     try {
       server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
     } catch (IOException bindFailed) {
-      throw new IOException("adversarial source: bind 127.0.0.1:" + port + ": " + bindFailed.getMessage(), bindFailed);
+      throw new IOException(
+          "adversarial source: bind 127.0.0.1:" + port + ": " + bindFailed.getMessage(),
+          bindFailed);
     }
-    this.acceptor = Thread.ofPlatform().daemon().name("adversary-accept-" + port() + "-" + incarnation)
-        .start(this::acceptLoop);
+    this.acceptor =
+        Thread.ofPlatform()
+            .daemon()
+            .name("adversary-accept-" + port() + "-" + incarnation)
+            .start(this::acceptLoop);
   }
 
   /** A peer with a region of {@code regionBytes} holding pattern {@code seed} at every position. */
   static AdversarialSource start(long regionBytes, long seed, Script script) throws IOException {
     MemorySegment region = Arena.ofAuto().allocate(regionBytes, 64);
     Pattern.fill(region, 0, regionBytes, seed, 0);
-    return new AdversarialSource(new Ledger(), region, script, 1, 0, new AtomicInteger(), new AtomicInteger());
+    return new AdversarialSource(
+        new Ledger(), region, script, 1, 0, new AtomicInteger(), new AtomicInteger());
   }
 
-  /** The next incarnation at the same port: fresh epoch, same region and ledger. Kills this one first. */
+  /**
+   * The next incarnation at the same port: fresh epoch, same region and ledger. Kills this one
+   * first.
+   */
   AdversarialSource restart(Script next) throws IOException {
     kill();
-    return new AdversarialSource(ledger, region, next, incarnation + 1, port(), connections, framesOverall);
+    return new AdversarialSource(
+        ledger, region, next, incarnation + 1, port(), connections, framesOverall);
   }
 
   /** Answer every HELLO that names this incarnation with status 0 but naming {@code otherEpoch}. */
@@ -167,7 +186,8 @@ final class AdversarialSource implements AutoCloseable {
         reset(s);
         return;
       }
-      threads.add(Thread.ofPlatform().daemon().name("adversary-conn-" + id).start(() -> serve(s, id)));
+      threads.add(
+          Thread.ofPlatform().daemon().name("adversary-conn-" + id).start(() -> serve(s, id)));
     }
   }
 
@@ -220,10 +240,15 @@ final class AdversarialSource implements AutoCloseable {
       if (h.type() != Wire.Type.DESCRIBE_REQUEST) {
         throw new Wire.Violation(h.type() + " on a Describe connection");
       }
-      byte[] payload = Wire.describePayload("127.0.0.1", port(), epoch,
-          List.of(new Wire.Region(REGION_ID, region.byteSize(), Wire.ACCESS_READ_WRITE)));
-      Wire.Header answer = new Wire.Header(Wire.Type.DESCRIBE_RESPONSE, Wire.OK, payload.length, h.requestId(), epoch,
-          0, 0, 0);
+      byte[] payload =
+          Wire.describePayload(
+              "127.0.0.1",
+              port(),
+              epoch,
+              List.of(new Wire.Region(REGION_ID, region.byteSize(), Wire.ACCESS_READ_WRITE)));
+      Wire.Header answer =
+          new Wire.Header(
+              Wire.Type.DESCRIBE_RESPONSE, Wire.OK, payload.length, h.requestId(), epoch, 0, 0, 0);
       out.write(Wire.concat(answer.encode(), payload));
       out.flush();
       h = Wire.Header.read(in);
@@ -232,10 +257,13 @@ final class AdversarialSource implements AutoCloseable {
 
   /** Answers a HELLO; true when the lane is accepted. */
   private boolean hello(Wire.Header h, int connection, OutputStream out) throws IOException {
-    int status = h.epoch() == epoch && h.count() == Wire.TRANSPORT_TCP ? Wire.OK : Wire.EPOCH_MISMATCH;
-    ledger.hello(new Ledger.Hello(incarnation, connection, h.epoch(), h.regionId(), h.offset(), status));
+    int status =
+        h.epoch() == epoch && h.count() == Wire.TRANSPORT_TCP ? Wire.OK : Wire.EPOCH_MISMATCH;
+    ledger.hello(
+        new Ledger.Hello(incarnation, connection, h.epoch(), h.regionId(), h.offset(), status));
     long named = status == Wire.OK ? helloAckEpoch : epoch;
-    out.write(new Wire.Header(Wire.Type.HELLO_ACK, status, 0, h.requestId(), named, 0, 0, 0).encode());
+    out.write(
+        new Wire.Header(Wire.Type.HELLO_ACK, status, 0, h.requestId(), named, 0, 0, 0).encode());
     out.flush();
     return status == Wire.OK;
   }
@@ -252,12 +280,15 @@ final class AdversarialSource implements AutoCloseable {
       if (h.type() != Wire.Type.READ_REQUEST && h.type() != Wire.Type.WRITE_REQUEST) {
         throw new Wire.Violation(h.type() + " on a data lane");
       }
-      if (h.type() == Wire.Type.READ_REQUEST ? h.payloadLength() != 0 : h.payloadLength() != h.count()) {
+      if (h.type() == Wire.Type.READ_REQUEST
+          ? h.payloadLength() != 0
+          : h.payloadLength() != h.count()) {
         throw new Wire.Violation(h + ": payload length breaks the frame's rule");
       }
       ledger.received(new Ledger.Received(incarnation, connection, laneIndex, h));
-      Script.Request request = new Script.Request(incarnation, connection, laneIndex, onLane++,
-          framesOverall.getAndIncrement(), h);
+      Script.Request request =
+          new Script.Request(
+              incarnation, connection, laneIndex, onLane++, framesOverall.getAndIncrement(), h);
       int refusal = refusal(h);
       if (refusal != Wire.OK) {
         if (h.type() == Wire.Type.WRITE_REQUEST) {
@@ -266,9 +297,10 @@ final class AdversarialSource implements AutoCloseable {
         respond(out, connection, h, refusal, epoch, false);
         continue;
       }
-      String end = h.type() == Wire.Type.READ_REQUEST
-          ? read(s, in, out, connection, h, script.on(request))
-          : write(s, in, out, connection, laneIndex, h, script.on(request));
+      String end =
+          h.type() == Wire.Type.READ_REQUEST
+              ? read(s, in, out, connection, h, script.on(request))
+              : write(s, in, out, connection, laneIndex, h, script.on(request));
       if (end != null) {
         return end;
       }
@@ -290,12 +322,13 @@ final class AdversarialSource implements AutoCloseable {
   }
 
   /** Answers a READ as scripted; returns how the lane ended, or null to go on. */
-  private String read(Socket s, InputStream in, OutputStream out, int connection, Wire.Header h,
-      Script.Reply reply) throws IOException, InterruptedException {
+  private String read(
+      Socket s, InputStream in, OutputStream out, int connection, Wire.Header h, Script.Reply reply)
+      throws IOException, InterruptedException {
     switch (reply) {
       case Script.Reply.Serve x -> respond(out, connection, h, Wire.OK, epoch, true);
       case Script.Reply.WrongEpoch w -> respond(out, connection, h, Wire.OK, w.epoch(), true);
-      case Script.Reply.Silent x -> { }
+      case Script.Reply.Silent x -> {}
       case Script.Reply.Hold hold -> {
         await(hold.release());
         return lateSend(s, in, out, connection, h, 0);
@@ -304,8 +337,15 @@ final class AdversarialSource implements AutoCloseable {
         out.write(responseHeader(h, Wire.OK, epoch).encode());
         sendPayload(out, h.offset(), p.bytes());
         out.flush();
-        ledger.answered(new Ledger.Answered(incarnation, connection, h.requestId(), Wire.Type.READ_RESPONSE, Wire.OK,
-            epoch, p.bytes()));
+        ledger.answered(
+            new Ledger.Answered(
+                incarnation,
+                connection,
+                h.requestId(),
+                Wire.Type.READ_RESPONSE,
+                Wire.OK,
+                epoch,
+                p.bytes()));
         await(p.release());
         return lateSend(s, in, out, connection, h, p.bytes());
       }
@@ -313,8 +353,15 @@ final class AdversarialSource implements AutoCloseable {
         out.write(responseHeader(h, Wire.OK, epoch).encode());
         sendPayload(out, h.offset(), c.bytes());
         out.flush();
-        ledger.answered(new Ledger.Answered(incarnation, connection, h.requestId(), Wire.Type.READ_RESPONSE, Wire.OK,
-            epoch, c.bytes()));
+        ledger.answered(
+            new Ledger.Answered(
+                incarnation,
+                connection,
+                h.requestId(),
+                Wire.Type.READ_RESPONSE,
+                Wire.OK,
+                epoch,
+                c.bytes()));
         reset(s);
         return "reset by the script mid-payload";
       }
@@ -324,8 +371,15 @@ final class AdversarialSource implements AutoCloseable {
   }
 
   /** Answers a WRITE as scripted; returns how the lane ended, or null to go on. */
-  private String write(Socket s, InputStream in, OutputStream out, int connection, long laneIndex,
-      Wire.Header h, Script.Reply reply) throws IOException, InterruptedException {
+  private String write(
+      Socket s,
+      InputStream in,
+      OutputStream out,
+      int connection,
+      long laneIndex,
+      Wire.Header h,
+      Script.Reply reply)
+      throws IOException, InterruptedException {
     switch (reply) {
       case Script.Reply.Serve x -> {
         apply(in, connection, h);
@@ -350,7 +404,8 @@ final class AdversarialSource implements AutoCloseable {
           error = e.toString();
         }
         ledger.lateSend(new Ledger.LateSend(connection, h.requestId(), closedFirst, 0, error));
-        return closedFirst ? "requester closed before the held acknowledgement"
+        return closedFirst
+            ? "requester closed before the held acknowledgement"
             : "late acknowledgement on a lane still open";
       }
       case Script.Reply.ApplyThenReset x -> {
@@ -372,14 +427,16 @@ final class AdversarialSource implements AutoCloseable {
       while (done < h.count()) {
         int n = in.read(chunk, 0, (int) Math.min(chunk.length, h.count() - done));
         if (n < 0) {
-          throw new java.io.EOFException("end of stream after " + done + " of " + h.count() + " WRITE payload bytes");
+          throw new java.io.EOFException(
+              "end of stream after " + done + " of " + h.count() + " WRITE payload bytes");
         }
         MemorySegment.copy(chunk, 0, region, ValueLayout.JAVA_BYTE, h.offset() + done, n);
         done += n;
       }
     } finally {
       if (done > 0) {
-        ledger.applied(new Ledger.Applied(incarnation, connection, h.requestId(), h.offset(), done));
+        ledger.applied(
+            new Ledger.Applied(incarnation, connection, h.requestId(), h.offset(), done));
       }
     }
   }
@@ -400,7 +457,8 @@ final class AdversarialSource implements AutoCloseable {
    * Reads the frames the requester already sent behind the current one, until the lane is quiet,
    * recording each as received and applying none (their payloads are thrown away).
    */
-  private void drainUnapplied(Socket s, InputStream in, int connection, long laneIndex) throws IOException {
+  private void drainUnapplied(Socket s, InputStream in, int connection, long laneIndex)
+      throws IOException {
     s.setSoTimeout(DRAIN_QUIET_MILLIS);
     try {
       while (true) {
@@ -422,11 +480,19 @@ final class AdversarialSource implements AutoCloseable {
   private Wire.Header responseHeader(Wire.Header h, int status, long named) {
     boolean read = h.type() == Wire.Type.READ_REQUEST;
     long payload = read && status == Wire.OK ? h.count() : 0;
-    return new Wire.Header(read ? Wire.Type.READ_RESPONSE : Wire.Type.WRITE_ACK, status, payload, h.requestId(), named,
-        0, 0, h.count());
+    return new Wire.Header(
+        read ? Wire.Type.READ_RESPONSE : Wire.Type.WRITE_ACK,
+        status,
+        payload,
+        h.requestId(),
+        named,
+        0,
+        0,
+        h.count());
   }
 
-  private void respond(OutputStream out, int connection, Wire.Header h, int status, long named, boolean withPayload)
+  private void respond(
+      OutputStream out, int connection, Wire.Header h, int status, long named, boolean withPayload)
       throws IOException {
     Wire.Header r = responseHeader(h, status, named);
     out.write(r.encode());
@@ -436,7 +502,8 @@ final class AdversarialSource implements AutoCloseable {
       sent = h.count();
     }
     out.flush();
-    ledger.answered(new Ledger.Answered(incarnation, connection, h.requestId(), r.type(), status, named, sent));
+    ledger.answered(
+        new Ledger.Answered(incarnation, connection, h.requestId(), r.type(), status, named, sent));
   }
 
   /** Writes region bytes {@code [offset, offset + length)}. */
@@ -454,7 +521,8 @@ final class AdversarialSource implements AutoCloseable {
    * Sends a held READ response (from payload byte {@code from} on) after its release, first looking
    * whether the requester has already closed the lane, and records the outcome.
    */
-  private String lateSend(Socket s, InputStream in, OutputStream out, int connection, Wire.Header h, long from) {
+  private String lateSend(
+      Socket s, InputStream in, OutputStream out, int connection, Wire.Header h, long from) {
     boolean closedFirst;
     try {
       closedFirst = peerClosed(s, in);
@@ -504,7 +572,8 @@ final class AdversarialSource implements AutoCloseable {
     }
   }
 
-  private static void await(java.util.concurrent.CountDownLatch release) throws InterruptedException {
+  private static void await(java.util.concurrent.CountDownLatch release)
+      throws InterruptedException {
     // Bounded, so that a failed test never leaves the peer's thread behind for good.
     release.await(5, TimeUnit.MINUTES);
   }

@@ -21,12 +21,16 @@ import org.junit.jupiter.api.Test;
  */
 class AdversaryIndependenceTest {
   private static final Path SOURCES = Path.of("src/test/java/io/orbite/qualification/adversary");
+
   /** A class (or member) of the forbidden packages, imported or written out in full. */
-  private static final Pattern USE = Pattern.compile("io\\.orbite\\.(engine\\.wire|transport)\\.[A-Za-z_*][\\w.*]*");
+  private static final Pattern USE =
+      Pattern.compile("io\\.orbite\\.(engine\\.wire|transport)\\.[A-Za-z_*][\\w.*]*");
 
   @Test
   void noAdversarySourceUsesTheEnginesWireCodeOrATransportsInternals() throws IOException {
-    assertTrue(Files.isDirectory(SOURCES), "run from the qualification module: " + SOURCES.toAbsolutePath());
+    assertTrue(
+        Files.isDirectory(SOURCES),
+        "run from the qualification module: " + SOURCES.toAbsolutePath());
     List<String> offending = new ArrayList<>();
     int files = 0;
     try (Stream<Path> all = Files.list(SOURCES)) {

@@ -16,7 +16,9 @@ import java.util.List;
 final class Bytes {
   private Bytes() {}
 
-  /** Every byte of {@code region}: the spans hold their patterns, everything else the guard pattern. */
+  /**
+   * Every byte of {@code region}: the spans hold their patterns, everything else the guard pattern.
+   */
   static void assertRegion(MemorySegment region, List<Span> spans, long guardSeed, String what) {
     long bad = RegionCheck.check(region, spans, guardSeed);
     assertEquals(-1, bad, () -> what + ": first wrong byte at " + bad + " of " + region.byteSize());
@@ -27,12 +29,20 @@ final class Bytes {
    * fromA}) or pattern {@code b} (from {@code fromB}) at its position: what a range that may have
    * been partly written holds.
    */
-  static void assertEachByteIsOneOf(MemorySegment region, long offset, long length, long a, long fromA, long b,
-      long fromB, String what) {
+  static void assertEachByteIsOneOf(
+      MemorySegment region,
+      long offset,
+      long length,
+      long a,
+      long fromA,
+      long b,
+      long fromB,
+      String what) {
     for (long i = 0; i < length; i++) {
       byte v = region.get(ValueLayout.JAVA_BYTE, offset + i);
       if (v != Pattern.at(a, fromA + i) && v != Pattern.at(b, fromB + i)) {
-        throw new AssertionError(what + ": byte " + (offset + i) + " is neither pattern " + a + " nor " + b);
+        throw new AssertionError(
+            what + ": byte " + (offset + i) + " is neither pattern " + a + " nor " + b);
       }
     }
   }
@@ -54,9 +64,11 @@ final class Bytes {
    * Asserts that {@code region} stays equal to {@code snapshot} for the whole of {@code period}:
    * bytes that must never arrive are given that long to arrive.
    */
-  static void assertStaysUnchanged(MemorySegment region, MemorySegment snapshot, Duration period, String what) {
+  static void assertStaysUnchanged(
+      MemorySegment region, MemorySegment snapshot, Duration period, String what) {
     boolean changed = Await.until(period, () -> region.mismatch(snapshot) >= 0);
     long at = region.mismatch(snapshot);
-    assertEquals(-1, at, () -> what + ": byte " + at + " changed" + (changed ? " during the watch" : ""));
+    assertEquals(
+        -1, at, () -> what + ": byte " + at + " changed" + (changed ? " during the watch" : ""));
   }
 }

@@ -16,7 +16,13 @@ import java.util.function.Predicate;
  */
 final class Ledger {
   /** A HELLO as received, and the status it was answered with. */
-  record Hello(int incarnation, int connection, long namedEpoch, long requesterEpoch, long laneIndex, int status) {}
+  record Hello(
+      int incarnation,
+      int connection,
+      long namedEpoch,
+      long requesterEpoch,
+      long laneIndex,
+      int status) {}
 
   /** A data frame as read off a lane ({@code connection} is unique per accepted socket). */
   record Received(int incarnation, int connection, long laneIndex, Wire.Header header) {
@@ -28,8 +34,17 @@ final class Ledger {
   /** Bytes {@code [offset, offset + length)} of a WRITE put into the peer's region. */
   record Applied(int incarnation, int connection, long requestId, long offset, long length) {}
 
-  /** A response written to a lane: its status, the epoch it named and how many payload bytes went out. */
-  record Answered(int incarnation, int connection, long requestId, Wire.Type type, int status, long epoch,
+  /**
+   * A response written to a lane: its status, the epoch it named and how many payload bytes went
+   * out.
+   */
+  record Answered(
+      int incarnation,
+      int connection,
+      long requestId,
+      Wire.Type type,
+      int status,
+      long epoch,
       long payloadBytes) {}
 
   /**
@@ -37,7 +52,8 @@ final class Ledger {
    * (end of stream or reset seen before sending), how many bytes the socket took, and the error, if
    * writing failed.
    */
-  record LateSend(int connection, long requestId, boolean peerClosedFirst, long bytesWritten, String error) {}
+  record LateSend(
+      int connection, long requestId, boolean peerClosedFirst, long bytesWritten, String error) {}
 
   /** How a lane ended, as the peer saw it. */
   record LaneEnd(int incarnation, int connection, String how) {}
@@ -114,7 +130,8 @@ final class Ledger {
   /** WRITE frames received whose remote range overlaps {@code [offset, offset + length)}. */
   List<Received> writesInto(long offset, long length) {
     return received(Wire.Type.WRITE_REQUEST).stream()
-        .filter(r -> r.header().offset() < offset + length && offset < r.end()).toList();
+        .filter(r -> r.header().offset() < offset + length && offset < r.end())
+        .toList();
   }
 
   /** Bytes applied into {@code [offset, offset + length)}, counting a byte applied twice twice. */
@@ -133,8 +150,10 @@ final class Ledger {
     for (Answered a : answered) {
       if (a.type() == Wire.Type.WRITE_ACK && a.status() == Wire.OK) {
         for (Received r : received) {
-          if (r.connection() == a.connection() && r.header().requestId() == a.requestId()
-              && r.header().type() == Wire.Type.WRITE_REQUEST && r.header().offset() < offset + length
+          if (r.connection() == a.connection()
+              && r.header().requestId() == a.requestId()
+              && r.header().type() == Wire.Type.WRITE_REQUEST
+              && r.header().offset() < offset + length
               && offset < r.end()) {
             return true;
           }
@@ -152,12 +171,21 @@ final class Ledger {
     Map<List<Long>, List<Received>> seen = new HashMap<>();
     for (Received r : received(Wire.Type.WRITE_REQUEST)) {
       Wire.Header h = r.header();
-      seen.computeIfAbsent(List.of(h.regionId(), h.offset(), h.count()), k -> new ArrayList<>()).add(r);
+      seen.computeIfAbsent(List.of(h.regionId(), h.offset(), h.count()), k -> new ArrayList<>())
+          .add(r);
     }
     for (List<Received> same : seen.values()) {
       if (same.size() > 1) {
-        return "WRITE of region " + same.getFirst().header().regionId() + " [" + same.getFirst().header().offset()
-            + ", +" + same.getFirst().header().count() + ") reached the peer " + same.size() + " times: " + same;
+        return "WRITE of region "
+            + same.getFirst().header().regionId()
+            + " ["
+            + same.getFirst().header().offset()
+            + ", +"
+            + same.getFirst().header().count()
+            + ") reached the peer "
+            + same.size()
+            + " times: "
+            + same;
       }
     }
     return null;
@@ -203,8 +231,20 @@ final class Ledger {
 
   @Override
   public String toString() {
-    return "Ledger{hellos=" + hellos.size() + ", received=" + received.size() + ", applied=" + applied.size()
-        + ", answered=" + answered.size() + ", lateSends=" + lateSends + ", laneEnds=" + laneEnds + ", problems="
-        + problems + "}";
+    return "Ledger{hellos="
+        + hellos.size()
+        + ", received="
+        + received.size()
+        + ", applied="
+        + applied.size()
+        + ", answered="
+        + answered.size()
+        + ", lateSends="
+        + lateSends
+        + ", laneEnds="
+        + laneEnds
+        + ", problems="
+        + problems
+        + "}";
   }
 }

@@ -30,8 +30,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * C6, judged by an adversarial source's ledger: a WRITE that may have changed the peer's bytes
- * without an acknowledgement reports {@code UNKNOWN} (never COMPLETED, never NONE) and is never sent
- * again, across a dropped acknowledgement, a lane that breaks with READ retry on, and a source
+ * without an acknowledgement reports {@code UNKNOWN} (never COMPLETED, never NONE) and is never
+ * sent again, across a dropped acknowledgement, a lane that breaks with READ retry on, and a source
  * restart. The ledger records every WRITE frame that reached the peer, applied or not, so a replay
  * is caught even when the first copy never landed. Both regions are checked in full.
  */
@@ -42,17 +42,23 @@ class NoReplayIT {
   private static final long TASK = 64 * 1024;
 
   @Test
-  void aWriteWhoseAcknowledgementIsDroppedAfterItWasAppliedIsUnknownAndAppliedOnce() throws Exception {
+  void aWriteWhoseAcknowledgementIsDroppedAfterItWasAppliedIsUnknownAndAppliedOnce()
+      throws Exception {
     Script script = r -> r.write() ? new Script.Reply.DropAck() : new Script.Reply.Serve();
     try (AdversarialSource peer = AdversarialSource.start(REGION, PEER_SEED, script);
-        TransferEngine engine = TransferEngine.start(EngineConfig.defaults().withName("dropped-ack"))) {
+        TransferEngine engine =
+            TransferEngine.start(EngineConfig.defaults().withName("dropped-ack"))) {
       RegisteredMemory local = guarded(engine);
       RemoteSegment segment = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));
-      TaskResult t = one(engine, TransferRequest.write(local, 100, segment, AdversarialSource.REGION_ID, 200, TASK)
-          .withDeadline(Duration.ofMillis(500)));
+      TaskResult t =
+          one(
+              engine,
+              TransferRequest.write(local, 100, segment, AdversarialSource.REGION_ID, 200, TASK)
+                  .withDeadline(Duration.ofMillis(500)));
       assertEquals(TaskState.FAILED, t.state(), t::toString);
       assertEquals(ErrorKind.TIMEOUT, t.errorKind(), t::toString);
-      assertEquals(RemoteEffect.UNKNOWN, t.remoteEffect(), () -> "applied but not acknowledged: " + t);
+      assertEquals(
+          RemoteEffect.UNKNOWN, t.remoteEffect(), () -> "applied but not acknowledged: " + t);
       assertEquals(0, t.bytes());
       assertTrue(t.locallyDrained());
 
@@ -60,28 +66,38 @@ class NoReplayIT {
       assertEquals(1, ledger.received(Wire.Type.WRITE_REQUEST).size(), ledger::toString);
       assertEquals(TASK, ledger.bytesAppliedInto(200, TASK), "applied once, in full");
       assertNull(ledger.firstReplayedWrite());
-      assertRegion(peer.region(), List.of(new Span(200, TASK, LOCAL_SEED, 100)), PEER_SEED, "peer region");
-      assertRegion(local.segment(), List.of(), LOCAL_SEED, "requester region (a WRITE only reads it)");
+      assertRegion(
+          peer.region(), List.of(new Span(200, TASK, LOCAL_SEED, 100)), PEER_SEED, "peer region");
+      assertRegion(
+          local.segment(), List.of(), LOCAL_SEED, "requester region (a WRITE only reads it)");
       assertEquals(List.of(), ledger.problems());
     }
   }
 
   @Test
-  void aLaneThatBreaksAfterApplyingAWriteNeverSendsItOrAnySentWriteAgainWhileReadsAreRetried() throws Exception {
+  void aLaneThatBreaksAfterApplyingAWriteNeverSendsItOrAnySentWriteAgainWhileReadsAreRetried()
+      throws Exception {
     AtomicBoolean broke = new AtomicBoolean();
     // The first WRITE to arrive is applied; then the peer reads what else is already on that lane
     // (recorded, not applied) and resets it. Everything else is served.
-    Script script = r -> r.write() && broke.compareAndSet(false, true)
-        ? new Script.Reply.ApplyThenReset() : new Script.Reply.Serve();
-    EngineConfig config = EngineConfig.defaults().withName("lane-break")
-        .withTcp(TcpConfig.defaults().withRetryReadOnOtherLane(true));
+    Script script =
+        r ->
+            r.write() && broke.compareAndSet(false, true)
+                ? new Script.Reply.ApplyThenReset()
+                : new Script.Reply.Serve();
+    EngineConfig config =
+        EngineConfig.defaults()
+            .withName("lane-break")
+            .withTcp(TcpConfig.defaults().withRetryReadOnOtherLane(true));
     try (AdversarialSource peer = AdversarialSource.start(REGION, PEER_SEED, script);
         TransferEngine engine = TransferEngine.start(config)) {
       RegisteredMemory local = guarded(engine);
       RemoteSegment segment = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));
       // 32 WRITEs from local [0, 2 MiB) to remote [0, 2 MiB), 32 READs from remote [4, 6) MiB into
-      // local [4, 6) MiB, in groups of WRITE, READ, READ, WRITE: one-slice tasks go to the lane with
-      // the fewest bytes charged (ties by a rotation per task), so this puts both kinds on both lanes.
+      // local [4, 6) MiB, in groups of WRITE, READ, READ, WRITE: one-slice tasks go to the lane
+      // with
+      // the fewest bytes charged (ties by a rotation per task), so this puts both kinds on both
+      // lanes.
       List<TransferRequest> requests = new ArrayList<>();
       int writes = 0;
       int reads = 0;
@@ -89,10 +105,12 @@ class NoReplayIT {
         for (boolean write : new boolean[] {true, false, false, true}) {
           if (write) {
             long at = writes++ * TASK;
-            requests.add(TransferRequest.write(local, at, segment, AdversarialSource.REGION_ID, at, TASK));
+            requests.add(
+                TransferRequest.write(local, at, segment, AdversarialSource.REGION_ID, at, TASK));
           } else {
             long at = (4L << 20) + reads++ * TASK;
-            requests.add(TransferRequest.read(local, at, segment, AdversarialSource.REGION_ID, at, TASK));
+            requests.add(
+                TransferRequest.read(local, at, segment, AdversarialSource.REGION_ID, at, TASK));
           }
         }
       }
@@ -101,7 +119,9 @@ class NoReplayIT {
       assertTrue(broke.get(), "the script broke a lane");
       assertNull(ledger.firstReplayedWrite(), "a WRITE reached the peer twice");
       assertNull(ledger.firstByteAppliedTwice());
-      assertTrue(engine.counters().readRetries.sum() >= 1, "READs of the broken lane were retried on the other");
+      assertTrue(
+          engine.counters().readRetries.sum() >= 1,
+          "READs of the broken lane were retried on the other");
 
       List<Span> peerSpans = new ArrayList<>();
       List<Span> localSpans = new ArrayList<>();
@@ -110,16 +130,20 @@ class NoReplayIT {
         assertTrue(t.locallyDrained(), t::toString);
         long remote = r.remoteOffset();
         if (r.op() == io.orbite.engine.Op.READ) {
-          assertEquals(TaskState.COMPLETED, t.state(), () -> "a READ of the broken lane is retried: " + t);
+          assertEquals(
+              TaskState.COMPLETED, t.state(), () -> "a READ of the broken lane is retried: " + t);
           localSpans.add(new Span(r.localOffset(), TASK, PEER_SEED, remote));
           continue;
         }
         WriteVerdict.check(ledger, t, r, LOCAL_SEED).ifPresent(peerSpans::add);
       }
-      long unknown = s.tasks().stream().filter(t -> t.remoteEffect() == RemoteEffect.UNKNOWN).count();
+      long unknown =
+          s.tasks().stream().filter(t -> t.remoteEffect() == RemoteEffect.UNKNOWN).count();
       assertTrue(unknown >= 1, () -> "the WRITE applied before the reset is UNKNOWN: " + s);
-      assertRegion(peer.region(), peerSpans, PEER_SEED, "peer region: exactly the WRITEs it applied");
-      assertRegion(local.segment(), localSpans, LOCAL_SEED, "requester region: the READs, nothing else");
+      assertRegion(
+          peer.region(), peerSpans, PEER_SEED, "peer region: exactly the WRITEs it applied");
+      assertRegion(
+          local.segment(), localSpans, LOCAL_SEED, "requester region: the READs, nothing else");
       assertEquals(List.of(), ledger.problems());
     }
   }
@@ -130,24 +154,41 @@ class NoReplayIT {
     AtomicBoolean cutOnce = new AtomicBoolean();
     // The first READ frame gets its header and 20 KiB of payload, then its lane is reset; the
     // frame sent again (on the other lane) is served.
-    Script script = r -> r.read() && cutOnce.compareAndSet(false, true)
-        ? new Script.Reply.CutMidPayload(cut) : new Script.Reply.Serve();
+    Script script =
+        r ->
+            r.read() && cutOnce.compareAndSet(false, true)
+                ? new Script.Reply.CutMidPayload(cut)
+                : new Script.Reply.Serve();
     try (AdversarialSource peer = AdversarialSource.start(REGION, PEER_SEED, script);
-        TransferEngine engine = TransferEngine.start(EngineConfig.defaults().withName("cut-read"))) {
+        TransferEngine engine =
+            TransferEngine.start(EngineConfig.defaults().withName("cut-read"))) {
       RegisteredMemory local = guarded(engine);
       RemoteSegment segment = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));
-      TaskResult t = one(engine, TransferRequest.read(local, 300, segment, AdversarialSource.REGION_ID, 500, TASK));
+      TaskResult t =
+          one(
+              engine,
+              TransferRequest.read(local, 300, segment, AdversarialSource.REGION_ID, 500, TASK));
       assertEquals(TaskState.COMPLETED, t.state(), t::toString);
       assertEquals(TASK, t.bytes());
       assertEquals(1, engine.counters().readRetries.sum(), "sent once more, not twice");
 
       List<Ledger.Received> frames = peer.ledger().received(Wire.Type.READ_REQUEST);
       assertEquals(2, frames.size(), frames::toString);
-      assertTrue(frames.get(0).connection() != frames.get(1).connection(), () -> "on the other lane: " + frames);
-      assertEquals(frames.get(0).header().offset(), frames.get(1).header().offset(), "the same frame, from its start");
+      assertTrue(
+          frames.get(0).connection() != frames.get(1).connection(),
+          () -> "on the other lane: " + frames);
+      assertEquals(
+          frames.get(0).header().offset(),
+          frames.get(1).header().offset(),
+          "the same frame, from its start");
       assertEquals(frames.get(0).header().count(), frames.get(1).header().count());
-      // The second lane's answer covers the first lane's partial bytes: the range holds exactly the peer's.
-      assertRegion(local.segment(), List.of(new Span(300, TASK, PEER_SEED, 500)), LOCAL_SEED, "requester region");
+      // The second lane's answer covers the first lane's partial bytes: the range holds exactly the
+      // peer's.
+      assertRegion(
+          local.segment(),
+          List.of(new Span(300, TASK, PEER_SEED, 500)),
+          LOCAL_SEED,
+          "requester region");
       assertRegion(peer.region(), List.of(), PEER_SEED, "peer region (READs change nothing there)");
       assertEquals(List.of(), peer.ledger().problems());
     }
@@ -158,14 +199,19 @@ class NoReplayIT {
     Script first = r -> r.write() ? new Script.Reply.DropAck() : new Script.Reply.Serve();
     AdversarialSource peer = AdversarialSource.start(REGION, PEER_SEED, first);
     AdversarialSource next = null;
-    try (TransferEngine engine = TransferEngine.start(EngineConfig.defaults().withName("source-restart"))) {
+    try (TransferEngine engine =
+        TransferEngine.start(EngineConfig.defaults().withName("source-restart"))) {
       RegisteredMemory local = guarded(engine);
       RemoteSegment old = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));
       Batch batch = engine.allocateBatch(1);
-      batch.submit(List.of(TransferRequest.write(local, 0, old, AdversarialSource.REGION_ID, 0, TASK)));
-      assertTrue(Await.until(Duration.ofSeconds(10), () -> peer.ledger().bytesAppliedInto(0, TASK) == TASK),
+      batch.submit(
+          List.of(TransferRequest.write(local, 0, old, AdversarialSource.REGION_ID, 0, TASK)));
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(10), () -> peer.ledger().bytesAppliedInto(0, TASK) == TASK),
           "the peer applied the WRITE");
-      // The source dies with the WRITE applied and unacknowledged; a new incarnation takes the port.
+      // The source dies with the WRITE applied and unacknowledged; a new incarnation takes the
+      // port.
       next = peer.restart(Script.SERVE);
       long oldEpoch = peer.epoch();
       BatchStatus s = batch.await(Duration.ofSeconds(30));
@@ -173,7 +219,8 @@ class NoReplayIT {
       TaskResult t = s.tasks().getFirst();
       assertEquals(TaskState.FAILED, t.state(), t::toString);
       assertEquals(ErrorKind.PEER_LOST, t.errorKind(), t::toString);
-      assertEquals(RemoteEffect.UNKNOWN, t.remoteEffect(), () -> "applied by the dead incarnation: " + t);
+      assertEquals(
+          RemoteEffect.UNKNOWN, t.remoteEffect(), () -> "applied by the dead incarnation: " + t);
       assertTrue(t.locallyDrained());
 
       // The replacement is reached only through a fresh open; the old segment is refused.
@@ -181,17 +228,22 @@ class NoReplayIT {
       assertEquals(next.epoch(), fresh.descriptor().epoch());
       Batch stale = engine.allocateBatch(1);
       try {
-        stale.submit(List.of(TransferRequest.write(local, 0, old, AdversarialSource.REGION_ID, 0, TASK)));
+        stale.submit(
+            List.of(TransferRequest.write(local, 0, old, AdversarialSource.REGION_ID, 0, TASK)));
         TaskResult r = stale.await(Duration.ofSeconds(30)).tasks().getFirst();
         assertEquals(TaskState.FAILED, r.state(), r::toString);
         assertEquals(RemoteEffect.NONE, r.remoteEffect(), r::toString);
       } catch (TransferException refused) {
-        assertTrue(refused.kind() == ErrorKind.EPOCH_MISMATCH || refused.kind() == ErrorKind.UNAVAILABLE,
+        assertTrue(
+            refused.kind() == ErrorKind.EPOCH_MISMATCH || refused.kind() == ErrorKind.UNAVAILABLE,
             refused::getMessage);
       }
       stale.free();
-      TaskResult ok = one(engine,
-          TransferRequest.write(local, TASK, fresh, AdversarialSource.REGION_ID, 2 * TASK, TASK));
+      TaskResult ok =
+          one(
+              engine,
+              TransferRequest.write(
+                  local, TASK, fresh, AdversarialSource.REGION_ID, 2 * TASK, TASK));
       assertEquals(TaskState.COMPLETED, ok.state(), ok::toString);
       assertEquals(RemoteEffect.APPLIED, ok.remoteEffect());
 
@@ -200,7 +252,9 @@ class NoReplayIT {
       assertNull(ledger.firstByteAppliedTwice());
       for (Ledger.Received r : ledger.received()) {
         if (r.incarnation() == 2) {
-          assertEquals(next.epoch(), r.header().epoch(),
+          assertEquals(
+              next.epoch(),
+              r.header().epoch(),
               () -> "a frame for the dead incarnation reached its replacement: " + r);
         }
       }
@@ -209,9 +263,13 @@ class NoReplayIT {
           assertTrue(h.namedEpoch() != oldEpoch || h.status() == Wire.EPOCH_MISMATCH, h::toString);
         }
       }
-      assertEquals(TASK, ledger.bytesAppliedInto(0, TASK), "the dead incarnation applied the WRITE once");
-      assertRegion(peer.region(), List.of(new Span(0, TASK, LOCAL_SEED, 0), new Span(2 * TASK, TASK, LOCAL_SEED, TASK)),
-          PEER_SEED, "peer region (both incarnations' memory)");
+      assertEquals(
+          TASK, ledger.bytesAppliedInto(0, TASK), "the dead incarnation applied the WRITE once");
+      assertRegion(
+          peer.region(),
+          List.of(new Span(0, TASK, LOCAL_SEED, 0), new Span(2 * TASK, TASK, LOCAL_SEED, TASK)),
+          PEER_SEED,
+          "peer region (both incarnations' memory)");
       assertRegion(local.segment(), List.of(), LOCAL_SEED, "requester region");
       assertEquals(List.of(), ledger.problems());
     } finally {

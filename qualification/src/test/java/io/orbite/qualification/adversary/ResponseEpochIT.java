@@ -39,10 +39,13 @@ class ResponseEpochIT {
   @Test
   void aHelloAcceptedInAnotherEpochsNameOpensNoLane() throws Exception {
     try (AdversarialSource peer = AdversarialSource.start(REGION, PEER_SEED, Script.SERVE);
-        TransferEngine engine = TransferEngine.start(EngineConfig.defaults().withName("hello-epoch"))) {
+        TransferEngine engine =
+            TransferEngine.start(EngineConfig.defaults().withName("hello-epoch"))) {
       peer.acceptHellosAs(peer.epoch() ^ 0x5555);
-      TransferException e = assertThrows(TransferException.class,
-          () -> engine.openSegment(peer.endpoint(), Duration.ofSeconds(10)));
+      TransferException e =
+          assertThrows(
+              TransferException.class,
+              () -> engine.openSegment(peer.endpoint(), Duration.ofSeconds(10)));
       assertEquals(ErrorKind.PROTOCOL, e.kind(), e::getMessage);
       assertTrue(e.getMessage().contains(Long.toHexString(peer.epoch() ^ 0x5555)), e::getMessage);
       assertEquals(List.of(), peer.ledger().received(), "no data frame was sent");
@@ -56,28 +59,44 @@ class ResponseEpochIT {
     long other = 0x0BADL;
     Script script = r -> new Script.Reply.WrongEpoch(other);
     try (AdversarialSource peer = AdversarialSource.start(REGION, PEER_SEED, script);
-        TransferEngine engine = TransferEngine.start(EngineConfig.defaults().withName("response-epoch"))) {
+        TransferEngine engine =
+            TransferEngine.start(EngineConfig.defaults().withName("response-epoch"))) {
       RegisteredMemory local = engine.allocate(REGION, Access.READ_WRITE);
       Pattern.fill(local.segment(), 0, REGION, LOCAL_SEED, 0);
       RemoteSegment segment = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));
 
-      TaskResult read = one(engine, TransferRequest.read(local, 10, segment, AdversarialSource.REGION_ID, 20, TASK));
+      TaskResult read =
+          one(
+              engine,
+              TransferRequest.read(local, 10, segment, AdversarialSource.REGION_ID, 20, TASK));
       assertEquals(TaskState.FAILED, read.state(), read::toString);
       assertEquals(ErrorKind.PROTOCOL, read.errorKind(), read::toString);
       assertEquals(RemoteEffect.NONE, read.remoteEffect());
       assertEquals(0, read.bytes());
       assertTrue(read.locallyDrained());
       assertTrue(read.detail().contains(Long.toHexString(other)), read::detail);
-      assertRegion(local.segment(), List.of(), LOCAL_SEED, "requester region: nothing of the foreign READ response");
+      assertRegion(
+          local.segment(),
+          List.of(),
+          LOCAL_SEED,
+          "requester region: nothing of the foreign READ response");
 
       RemoteSegment again = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));
-      TaskResult write = one(engine, TransferRequest.write(local, 500_000, again, AdversarialSource.REGION_ID, 300_000,
-          TASK));
+      TaskResult write =
+          one(
+              engine,
+              TransferRequest.write(
+                  local, 500_000, again, AdversarialSource.REGION_ID, 300_000, TASK));
       assertEquals(TaskState.FAILED, write.state(), write::toString);
       assertEquals(ErrorKind.PROTOCOL, write.errorKind(), write::toString);
-      assertEquals(RemoteEffect.UNKNOWN, write.remoteEffect(), () -> "the peer applied it: " + write);
+      assertEquals(
+          RemoteEffect.UNKNOWN, write.remoteEffect(), () -> "the peer applied it: " + write);
       assertEquals(TASK, peer.ledger().bytesAppliedInto(300_000, TASK));
-      assertRegion(peer.region(), List.of(new Span(300_000, TASK, LOCAL_SEED, 500_000)), PEER_SEED, "peer region");
+      assertRegion(
+          peer.region(),
+          List.of(new Span(300_000, TASK, LOCAL_SEED, 500_000)),
+          PEER_SEED,
+          "peer region");
       assertRegion(local.segment(), List.of(), LOCAL_SEED, "requester region");
       assertEquals(List.of(), peer.ledger().problems());
     }

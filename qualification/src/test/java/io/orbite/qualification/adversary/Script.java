@@ -20,9 +20,15 @@ interface Script {
    * @param connection the accepted socket (unique for the peer's lifetime, across restarts)
    * @param laneIndex the lane index the requester's HELLO named
    * @param frameOnLane 0 for the first data frame on this connection, then 1, 2, ...
-   * @param frameOverall 0 for the first data frame this peer (all incarnations) received, then 1, 2, ...
+   * @param frameOverall 0 for the first data frame this peer (all incarnations) received, then 1,
+   *     2, ...
    */
-  record Request(int incarnation, int connection, long laneIndex, int frameOnLane, int frameOverall,
+  record Request(
+      int incarnation,
+      int connection,
+      long laneIndex,
+      int frameOnLane,
+      int frameOverall,
       Wire.Header header) {
     boolean read() {
       return header.type() == Wire.Type.READ_REQUEST;
@@ -33,7 +39,10 @@ interface Script {
     }
   }
 
-  /** What to do with one frame. Requests the source would refuse (epoch, region, range) are refused first. */
+  /**
+   * What to do with one frame. Requests the source would refuse (epoch, region, range) are refused
+   * first.
+   */
   sealed interface Reply {
     /** Serve it correctly: a READ's bytes from the region, a WRITE applied and acknowledged. */
     record Serve() implements Reply {}
@@ -44,7 +53,10 @@ interface Script {
      */
     record Hold(CountDownLatch release) implements Reply {}
 
-    /** READ: send the header and the first {@code bytes} of the payload, then the rest after {@code release}. */
+    /**
+     * READ: send the header and the first {@code bytes} of the payload, then the rest after {@code
+     * release}.
+     */
     record Partial(long bytes, CountDownLatch release) implements Reply {}
 
     /** Never answer. A WRITE's payload is read and thrown away, not applied. */
@@ -54,12 +66,14 @@ interface Script {
     record DropAck() implements Reply {}
 
     /**
-     * WRITE: apply the payload, read (and record, unapplied) whatever else the requester has already
-     * sent on this lane, then reset the connection without an acknowledgement.
+     * WRITE: apply the payload, read (and record, unapplied) whatever else the requester has
+     * already sent on this lane, then reset the connection without an acknowledgement.
      */
     record ApplyThenReset() implements Reply {}
 
-    /** READ: send the header and the first {@code bytes} of the payload, then reset the connection. */
+    /**
+     * READ: send the header and the first {@code bytes} of the payload, then reset the connection.
+     */
     record CutMidPayload(long bytes) implements Reply {}
 
     /** Serve it, but name {@code epoch} in the response header instead of this incarnation's. */

@@ -11,7 +11,8 @@ import java.util.List;
  * The engine's wire format as docs/architecture.md ("Wire protocol summary") and
  * docs/transports/tcp.md document it, written here from those tables and not from the engine's own
  * codec, so that a test facing the engine does not share its mistakes: a 56-byte big-endian header,
- * eight frame types, status codes that are the documented error-kind codes, and the Describe payload.
+ * eight frame types, status codes that are the documented error-kind codes, and the Describe
+ * payload.
  */
 final class Wire {
   static final int MAGIC = 0x4F524254;
@@ -20,6 +21,7 @@ final class Wire {
 
   /** Status codes (docs/architecture.md, "Error codes on the wire"). */
   static final int OK = 0;
+
   static final int INVALID_ARGUMENT = 1;
   static final int PERMISSION_DENIED = 2;
   static final int EPOCH_MISMATCH = 4;
@@ -74,12 +76,27 @@ final class Wire {
    * @param offset data frames: offset in the region; HELLO: the lane index
    * @param count data frames: bytes to move; HELLO: the transport code
    */
-  record Header(Type type, int status, long payloadLength, long requestId, long epoch, long regionId, long offset,
+  record Header(
+      Type type,
+      int status,
+      long payloadLength,
+      long requestId,
+      long epoch,
+      long regionId,
+      long offset,
       long count) {
     byte[] encode() {
       ByteBuffer b = ByteBuffer.allocate(HEADER_BYTES);
-      b.putInt(MAGIC).put((byte) VERSION).put((byte) type.code).putShort((short) status).putLong(payloadLength)
-          .putLong(requestId).putLong(epoch).putLong(regionId).putLong(offset).putLong(count);
+      b.putInt(MAGIC)
+          .put((byte) VERSION)
+          .put((byte) type.code)
+          .putShort((short) status)
+          .putLong(payloadLength)
+          .putLong(requestId)
+          .putLong(epoch)
+          .putLong(regionId)
+          .putLong(offset)
+          .putLong(count);
       return b.array();
     }
 
@@ -93,7 +110,8 @@ final class Wire {
           if (got == 0) {
             return null;
           }
-          throw new EOFException("end of stream after " + got + " of " + HEADER_BYTES + " header bytes");
+          throw new EOFException(
+              "end of stream after " + got + " of " + HEADER_BYTES + " header bytes");
         }
         got += n;
       }
@@ -115,7 +133,14 @@ final class Wire {
       if (type == null) {
         throw new Violation("frame type " + code);
       }
-      return new Header(type, b.getShort() & 0xffff, b.getLong(), b.getLong(), b.getLong(), b.getLong(), b.getLong(),
+      return new Header(
+          type,
+          b.getShort() & 0xffff,
+          b.getLong(),
+          b.getLong(),
+          b.getLong(),
+          b.getLong(),
+          b.getLong(),
           b.getLong());
     }
   }

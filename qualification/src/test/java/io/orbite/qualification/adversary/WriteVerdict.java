@@ -11,8 +11,8 @@ import java.util.Optional;
 
 /**
  * One WRITE task's report judged against the adversary's ledger (C4, C6): a COMPLETED WRITE was
- * applied exactly once and acknowledged; a failed one was never acknowledged, and is UNKNOWN if
- * any frame of it reached the peer; none is applied in part (the tests' WRITEs are one frame).
+ * applied exactly once and acknowledged; a failed one was never acknowledged, and is UNKNOWN if any
+ * frame of it reached the peer; none is applied in part (the tests' WRITEs are one frame).
  */
 final class WriteVerdict {
   private WriteVerdict() {}
@@ -28,13 +28,16 @@ final class WriteVerdict {
     if (t.completed()) {
       assertEquals(RemoteEffect.APPLIED, t.remoteEffect(), t::toString);
       assertEquals(length, applied, () -> "a COMPLETED WRITE was applied exactly once: " + t);
-      assertTrue(ledger.ackedInto(remote, length), () -> "a COMPLETED WRITE was acknowledged: " + t);
+      assertTrue(
+          ledger.ackedInto(remote, length), () -> "a COMPLETED WRITE was acknowledged: " + t);
     } else {
       assertEquals(0, t.bytes(), t::toString);
-      assertTrue(!ledger.ackedInto(remote, length),
+      assertTrue(
+          !ledger.ackedInto(remote, length),
           () -> "an acknowledged WRITE reported failed: " + t + ledger.historyOf(remote, length));
       if (!ledger.writesInto(remote, length).isEmpty()) {
-        assertEquals(RemoteEffect.UNKNOWN, t.remoteEffect(), () -> "reached the peer unacknowledged: " + t);
+        assertEquals(
+            RemoteEffect.UNKNOWN, t.remoteEffect(), () -> "reached the peer unacknowledged: " + t);
       }
     }
     if (applied == 0) {

@@ -94,76 +94,150 @@ class AuthorityIT {
 
   @Test
   void readOrWriteBeyondTheRemoteRegionEndIsRefusedAtSubmitAndMovesNothing() {
-    assertRefusedAtSubmit(List.of(TransferRequest.read(local, 0, remote, srcRead.regionId(), SRC_LEN - 100, 200)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "remote range", "outside region " + srcRead.regionId());
-    assertRefusedAtSubmit(List.of(TransferRequest.write(local, 0, remote, srcWrite.regionId(), SRC_LEN - 100, 200)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "remote range", "outside region " + srcWrite.regionId());
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.read(local, 0, remote, srcRead.regionId(), SRC_LEN - 100, 200)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "remote range",
+        "outside region " + srcRead.regionId());
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.write(local, 0, remote, srcWrite.regionId(), SRC_LEN - 100, 200)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "remote range",
+        "outside region " + srcWrite.regionId());
     // One byte past the end, starting exactly at the end.
-    assertRefusedAtSubmit(List.of(TransferRequest.read(local, 0, remote, srcRw.regionId(), SRC_LEN, 1)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "remote range", "outside region " + srcRw.regionId());
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.read(local, 0, remote, srcRw.regionId(), SRC_LEN, 1)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "remote range",
+        "outside region " + srcRw.regionId());
     // An offset so large that offset + length overflows.
-    assertRefusedAtSubmit(List.of(TransferRequest.write(local, 0, remote, srcRw.regionId(), Long.MAX_VALUE - 10, 100)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "remote range", "outside region " + srcRw.regionId());
+    assertRefusedAtSubmit(
+        List.of(
+            TransferRequest.write(local, 0, remote, srcRw.regionId(), Long.MAX_VALUE - 10, 100)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "remote range",
+        "outside region " + srcRw.regionId());
   }
 
   @Test
   void negativeRemoteOffsetIsRefusedAtSubmitAndMovesNothing() {
-    assertRefusedAtSubmit(List.of(TransferRequest.read(local, 0, remote, srcRead.regionId(), -1, 100)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "remote range", "outside region");
-    assertRefusedAtSubmit(List.of(TransferRequest.write(local, 0, remote, srcWrite.regionId(), -4096, 100)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "remote range", "outside region");
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.read(local, 0, remote, srcRead.regionId(), -1, 100)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "remote range",
+        "outside region");
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.write(local, 0, remote, srcWrite.regionId(), -4096, 100)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "remote range",
+        "outside region");
   }
 
   @Test
   void localRangeOutsideTheLocalRegionIsRefusedAtSubmitAndMovesNothing() {
-    assertRefusedAtSubmit(List.of(TransferRequest.read(local, LOCAL_LEN - 10, remote, srcRead.regionId(), 0, 11)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "local range", "outside region " + local.regionId());
-    assertRefusedAtSubmit(List.of(TransferRequest.write(local, LOCAL_LEN - 10, remote, srcWrite.regionId(), 0, 11)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "local range", "outside region " + local.regionId());
-    assertRefusedAtSubmit(List.of(TransferRequest.read(local, -1, remote, srcRead.regionId(), 0, 10)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "local range", "outside region " + local.regionId());
-    assertRefusedAtSubmit(List.of(TransferRequest.write(local, 0, remote, srcWrite.regionId(), 0, LOCAL_LEN + 1)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "local range", "outside region " + local.regionId());
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.read(local, LOCAL_LEN - 10, remote, srcRead.regionId(), 0, 11)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "local range",
+        "outside region " + local.regionId());
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.write(local, LOCAL_LEN - 10, remote, srcWrite.regionId(), 0, 11)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "local range",
+        "outside region " + local.regionId());
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.read(local, -1, remote, srcRead.regionId(), 0, 10)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "local range",
+        "outside region " + local.regionId());
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.write(local, 0, remote, srcWrite.regionId(), 0, LOCAL_LEN + 1)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "local range",
+        "outside region " + local.regionId());
   }
 
   @Test
   void zeroAndNegativeLengthsAreRefusedAtSubmitAndMoveNothing() {
-    assertRefusedAtSubmit(List.of(TransferRequest.read(local, 0, remote, srcRead.regionId(), 0, 0)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "length must be positive");
-    assertRefusedAtSubmit(List.of(TransferRequest.write(local, 0, remote, srcWrite.regionId(), 0, 0)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "length must be positive");
-    assertRefusedAtSubmit(List.of(TransferRequest.read(local, 0, remote, srcRead.regionId(), 0, -5)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "length must be positive");
-    assertRefusedAtSubmit(List.of(TransferRequest.write(local, 0, remote, srcWrite.regionId(), 0, -5)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "length must be positive");
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.read(local, 0, remote, srcRead.regionId(), 0, 0)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "length must be positive");
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.write(local, 0, remote, srcWrite.regionId(), 0, 0)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "length must be positive");
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.read(local, 0, remote, srcRead.regionId(), 0, -5)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "length must be positive");
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.write(local, 0, remote, srcWrite.regionId(), 0, -5)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "length must be positive");
   }
 
   @Test
   void writeIntoReadOnlyRegionIsRefusedWithPermissionDeniedAndMovesNothing() {
-    assertRefusedAtSubmit(List.of(TransferRequest.write(local, 0, remote, srcRead.regionId(), 0, 4096)),
-        ErrorKind.PERMISSION_DENIED, "task 0", "region " + srcRead.regionId(), "not remote WRITE");
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.write(local, 0, remote, srcRead.regionId(), 0, 4096)),
+        ErrorKind.PERMISSION_DENIED,
+        "task 0",
+        "region " + srcRead.regionId(),
+        "not remote WRITE");
   }
 
   @Test
   void readFromWriteOnlyRegionIsRefusedWithPermissionDeniedAndMovesNothing() {
-    assertRefusedAtSubmit(List.of(TransferRequest.read(local, 0, remote, srcWrite.regionId(), 0, 4096)),
-        ErrorKind.PERMISSION_DENIED, "task 0", "region " + srcWrite.regionId(), "not remote READ");
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.read(local, 0, remote, srcWrite.regionId(), 0, 4096)),
+        ErrorKind.PERMISSION_DENIED,
+        "task 0",
+        "region " + srcWrite.regionId(),
+        "not remote READ");
   }
 
   @Test
   void regionIdTheSourceNeverPublishedIsRefusedWithInvalidArgumentAndMovesNothing() {
-    assertRefusedAtSubmit(List.of(TransferRequest.read(local, 0, remote, UNKNOWN_REGION, 0, 4096)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "region " + UNKNOWN_REGION, "not published");
-    assertRefusedAtSubmit(List.of(TransferRequest.write(local, 0, remote, UNKNOWN_REGION, 0, 4096)),
-        ErrorKind.INVALID_ARGUMENT, "task 0", "region " + UNKNOWN_REGION, "not published");
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.read(local, 0, remote, UNKNOWN_REGION, 0, 4096)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "region " + UNKNOWN_REGION,
+        "not published");
+    assertRefusedAtSubmit(
+        List.of(TransferRequest.write(local, 0, remote, UNKNOWN_REGION, 0, 4096)),
+        ErrorKind.INVALID_ARGUMENT,
+        "task 0",
+        "region " + UNKNOWN_REGION,
+        "not published");
   }
 
   @Test
   void regionRegisteredAfterTheSegmentWasOpenedIsNotPublishedInThatSnapshot() {
-    RegisteredMemory late = EnginePair.guarded(pair.source, 64 * 1024, Access.READ_WRITE, SEED_VICTIM);
+    RegisteredMemory late =
+        EnginePair.guarded(pair.source, 64 * 1024, Access.READ_WRITE, SEED_VICTIM);
     try {
-      assertRefusedAtSubmit(List.of(TransferRequest.write(local, 0, remote, late.regionId(), 0, 4096)),
-          ErrorKind.INVALID_ARGUMENT, "task 0", "region " + late.regionId(), "not published");
+      assertRefusedAtSubmit(
+          List.of(TransferRequest.write(local, 0, remote, late.regionId(), 0, 4096)),
+          ErrorKind.INVALID_ARGUMENT,
+          "task 0",
+          "region " + late.regionId(),
+          "not published");
       assertRegion(late.segment(), List.of(), SEED_VICTIM, "late source region");
     } finally {
       pair.source.unregister(late);
@@ -172,19 +246,27 @@ class AuthorityIT {
 
   @Test
   void oneInvalidRequestRefusesTheWholeSubmitAndNoValidRequestMovesBytes() {
-    List<TransferRequest> requests = List.of(
-        TransferRequest.read(local, 0, remote, srcRead.regionId(), 0, 16 * 1024),
-        TransferRequest.write(local, 32 * 1024, remote, srcWrite.regionId(), 8 * 1024, 16 * 1024),
-        TransferRequest.write(local, 64 * 1024, remote, srcRw.regionId(), 0, 16 * 1024),
-        TransferRequest.read(local, 96 * 1024, remote, srcRw.regionId(), SRC_LEN - 10, 20), // invalid: task 3
-        TransferRequest.read(local, 128 * 1024, remote, srcRw.regionId(), 0, 16 * 1024));
-    assertRefusedAtSubmit(requests, ErrorKind.INVALID_ARGUMENT, "task 3", "remote range", "outside region");
+    List<TransferRequest> requests =
+        List.of(
+            TransferRequest.read(local, 0, remote, srcRead.regionId(), 0, 16 * 1024),
+            TransferRequest.write(
+                local, 32 * 1024, remote, srcWrite.regionId(), 8 * 1024, 16 * 1024),
+            TransferRequest.write(local, 64 * 1024, remote, srcRw.regionId(), 0, 16 * 1024),
+            TransferRequest.read(
+                local, 96 * 1024, remote, srcRw.regionId(), SRC_LEN - 10, 20), // invalid: task 3
+            TransferRequest.read(local, 128 * 1024, remote, srcRw.regionId(), 0, 16 * 1024));
+    assertRefusedAtSubmit(
+        requests, ErrorKind.INVALID_ARGUMENT, "task 3", "remote range", "outside region");
 
-    List<TransferRequest> wrongDirectionLast = List.of(
-        TransferRequest.read(local, 0, remote, srcRead.regionId(), 0, 16 * 1024),
-        TransferRequest.write(local, 32 * 1024, remote, srcWrite.regionId(), 8 * 1024, 16 * 1024),
-        TransferRequest.write(local, 64 * 1024, remote, srcRead.regionId(), 0, 16 * 1024)); // task 2: read-only
-    assertRefusedAtSubmit(wrongDirectionLast, ErrorKind.PERMISSION_DENIED, "task 2", "not remote WRITE");
+    List<TransferRequest> wrongDirectionLast =
+        List.of(
+            TransferRequest.read(local, 0, remote, srcRead.regionId(), 0, 16 * 1024),
+            TransferRequest.write(
+                local, 32 * 1024, remote, srcWrite.regionId(), 8 * 1024, 16 * 1024),
+            TransferRequest.write(
+                local, 64 * 1024, remote, srcRead.regionId(), 0, 16 * 1024)); // task 2: read-only
+    assertRefusedAtSubmit(
+        wrongDirectionLast, ErrorKind.PERMISSION_DENIED, "task 2", "not remote WRITE");
   }
 
   // ---------------------------------------------------------------- source-side refusals
@@ -198,7 +280,9 @@ class AuthorityIT {
       Pattern.fill(victimMemory, 0, victimLen, SEED_VICTIM, 0);
       RegisteredMemory victim = pair.source.register(victimMemory, Access.READ_WRITE);
       RemoteSegment withVictim = pair.open();
-      assertTrue(withVictim.region(victim.regionId()).isPresent(), "the reopened segment must publish the victim");
+      assertTrue(
+          withVictim.region(victim.regionId()).isPresent(),
+          "the reopened segment must publish the victim");
       pair.source.unregister(victim);
 
       long readBefore = pair.source.counters().sourceBytesRead.sum();
@@ -207,28 +291,42 @@ class AuthorityIT {
 
       Batch batch = pair.requester.allocateBatch(4);
       try {
-        batch.submit(List.of(
-            TransferRequest.read(local, 8 * 1024, withVictim, victim.regionId(), 4096, 64 * 1024),
-            TransferRequest.write(local, 96 * 1024, withVictim, victim.regionId(), 0, 100 * 1024)));
+        batch.submit(
+            List.of(
+                TransferRequest.read(
+                    local, 8 * 1024, withVictim, victim.regionId(), 4096, 64 * 1024),
+                TransferRequest.write(
+                    local, 96 * 1024, withVictim, victim.regionId(), 0, 100 * 1024)));
         BatchStatus status = batch.await(AWAIT);
         assertTrue(status.done(), () -> "both tasks must end within " + AWAIT + ": " + status);
         assertEquals(2, status.tasks().size(), status::toString);
         for (TaskResult t : status.tasks()) {
-          assertAll("task " + t.index() + " against an unregistered region: " + t,
+          assertAll(
+              "task " + t.index() + " against an unregistered region: " + t,
               () -> assertEquals(TaskState.FAILED, t.state(), "state"),
               () -> assertEquals(ErrorKind.PERMISSION_DENIED, t.errorKind(), "errorKind"),
               () -> assertEquals(0, t.bytes(), "bytes of a failed task"),
-              () -> assertEquals(RemoteEffect.NONE, t.remoteEffect(), "remoteEffect of a refused task"),
+              () ->
+                  assertEquals(
+                      RemoteEffect.NONE, t.remoteEffect(), "remoteEffect of a refused task"),
               () -> assertTrue(t.locallyDrained(), "locallyDrained"));
         }
       } finally {
         batch.free();
       }
-      assertEquals(readBefore, pair.source.counters().sourceBytesRead.sum(), "source must serve no READ byte");
-      assertEquals(writtenBefore, pair.source.counters().sourceBytesWritten.sum(), "source must apply no WRITE byte");
-      assertTrue(pair.source.counters().sourceRefusals.sum() >= refusalsBefore + 2,
+      assertEquals(
+          readBefore,
+          pair.source.counters().sourceBytesRead.sum(),
+          "source must serve no READ byte");
+      assertEquals(
+          writtenBefore,
+          pair.source.counters().sourceBytesWritten.sum(),
+          "source must apply no WRITE byte");
+      assertTrue(
+          pair.source.counters().sourceRefusals.sum() >= refusalsBefore + 2,
           "the source must count its refusals (at least one frame per task)");
-      assertRegion(victimMemory, List.of(), SEED_VICTIM, "unregistered source region (caller memory)");
+      assertRegion(
+          victimMemory, List.of(), SEED_VICTIM, "unregistered source region (caller memory)");
       assertEverythingUntouched("after source-side refusals");
     }
   }
@@ -236,33 +334,56 @@ class AuthorityIT {
   // ---------------------------------------------------------------- raw-frame refusals
 
   @Test
-  void rawFramesBeyondTheRegionEndAreRefusedWithInvalidArgumentAndTheLaneStaysUsable() throws Exception {
+  void rawFramesBeyondTheRegionEndAreRefusedWithInvalidArgumentAndTheLaneStaysUsable()
+      throws Exception {
     try (RawLane lane = RawLane.open(pair, pair.source.localSegment().epoch())) {
       long epoch = sourceEpoch();
       long refusalsBefore = pair.source.counters().sourceRefusals.sum();
       long writtenBefore = pair.source.counters().sourceBytesWritten.sum();
-      assertReadRefused(lane.read(11, epoch, srcRead.regionId(), SRC_LEN - 100, 200), 11, ErrorKind.INVALID_ARGUMENT);
-      assertReadRefused(lane.read(12, epoch, srcRead.regionId(), SRC_LEN, 1), 12, ErrorKind.INVALID_ARGUMENT);
-      assertReadRefused(lane.read(13, epoch, srcRead.regionId(), -1, 16), 13, ErrorKind.INVALID_ARGUMENT);
-      assertReadRefused(lane.read(14, epoch, srcRead.regionId(), Long.MAX_VALUE - 8, 64), 14, ErrorKind.INVALID_ARGUMENT);
-      assertWriteRefused(lane.write(15, epoch, srcWrite.regionId(), SRC_LEN - 100, payload(200)), 15,
+      assertReadRefused(
+          lane.read(11, epoch, srcRead.regionId(), SRC_LEN - 100, 200),
+          11,
           ErrorKind.INVALID_ARGUMENT);
-      assertWriteRefused(lane.write(16, epoch, srcRw.regionId(), -8, payload(64)), 16, ErrorKind.INVALID_ARGUMENT);
-      assertEquals(refusalsBefore + 6, pair.source.counters().sourceRefusals.sum(), "every refused frame is counted");
-      assertEquals(writtenBefore, pair.source.counters().sourceBytesWritten.sum(), "no WRITE byte applied");
+      assertReadRefused(
+          lane.read(12, epoch, srcRead.regionId(), SRC_LEN, 1), 12, ErrorKind.INVALID_ARGUMENT);
+      assertReadRefused(
+          lane.read(13, epoch, srcRead.regionId(), -1, 16), 13, ErrorKind.INVALID_ARGUMENT);
+      assertReadRefused(
+          lane.read(14, epoch, srcRead.regionId(), Long.MAX_VALUE - 8, 64),
+          14,
+          ErrorKind.INVALID_ARGUMENT);
+      assertWriteRefused(
+          lane.write(15, epoch, srcWrite.regionId(), SRC_LEN - 100, payload(200)),
+          15,
+          ErrorKind.INVALID_ARGUMENT);
+      assertWriteRefused(
+          lane.write(16, epoch, srcRw.regionId(), -8, payload(64)), 16, ErrorKind.INVALID_ARGUMENT);
+      assertEquals(
+          refusalsBefore + 6,
+          pair.source.counters().sourceRefusals.sum(),
+          "every refused frame is counted");
+      assertEquals(
+          writtenBefore, pair.source.counters().sourceBytesWritten.sum(), "no WRITE byte applied");
       assertLaneStillServes(lane);
     }
     assertEverythingUntouched("after raw out-of-bounds frames");
   }
 
   @Test
-  void rawFramesInTheWrongDirectionAreRefusedWithPermissionDeniedAndTheLaneStaysUsable() throws Exception {
+  void rawFramesInTheWrongDirectionAreRefusedWithPermissionDeniedAndTheLaneStaysUsable()
+      throws Exception {
     try (RawLane lane = RawLane.open(pair, sourceEpoch())) {
       long epoch = sourceEpoch();
-      assertReadRefused(lane.read(21, epoch, srcWrite.regionId(), 0, 4096), 21, ErrorKind.PERMISSION_DENIED);
-      assertWriteRefused(lane.write(22, epoch, srcRead.regionId(), 0, payload(4096)), 22, ErrorKind.PERMISSION_DENIED);
+      assertReadRefused(
+          lane.read(21, epoch, srcWrite.regionId(), 0, 4096), 21, ErrorKind.PERMISSION_DENIED);
+      assertWriteRefused(
+          lane.write(22, epoch, srcRead.regionId(), 0, payload(4096)),
+          22,
+          ErrorKind.PERMISSION_DENIED);
       // A large refused WRITE: its payload must be drained from the socket, not parsed as frames.
-      assertWriteRefused(lane.write(23, epoch, srcRead.regionId(), 0, payload(SRC_LEN)), 23,
+      assertWriteRefused(
+          lane.write(23, epoch, srcRead.regionId(), 0, payload(SRC_LEN)),
+          23,
           ErrorKind.PERMISSION_DENIED);
       assertLaneStillServes(lane);
     }
@@ -270,11 +391,14 @@ class AuthorityIT {
   }
 
   @Test
-  void rawFramesForAnUnknownRegionAreRefusedWithPermissionDeniedAndTheLaneStaysUsable() throws Exception {
+  void rawFramesForAnUnknownRegionAreRefusedWithPermissionDeniedAndTheLaneStaysUsable()
+      throws Exception {
     try (RawLane lane = RawLane.open(pair, sourceEpoch())) {
       long epoch = sourceEpoch();
-      assertReadRefused(lane.read(31, epoch, UNKNOWN_REGION, 0, 4096), 31, ErrorKind.PERMISSION_DENIED);
-      assertWriteRefused(lane.write(32, epoch, UNKNOWN_REGION, 0, payload(4096)), 32, ErrorKind.PERMISSION_DENIED);
+      assertReadRefused(
+          lane.read(31, epoch, UNKNOWN_REGION, 0, 4096), 31, ErrorKind.PERMISSION_DENIED);
+      assertWriteRefused(
+          lane.write(32, epoch, UNKNOWN_REGION, 0, payload(4096)), 32, ErrorKind.PERMISSION_DENIED);
       assertReadRefused(lane.read(33, epoch, 0, 0, 4096), 33, ErrorKind.PERMISSION_DENIED);
       assertLaneStillServes(lane);
     }
@@ -285,10 +409,15 @@ class AuthorityIT {
   void rawFramesWithAStaleEpochAreRefusedWithEpochMismatchAndTheLaneStaysUsable() throws Exception {
     try (RawLane lane = RawLane.open(pair, sourceEpoch())) {
       long stale = sourceEpoch() + 1;
-      assertReadRefused(lane.read(41, stale, srcRead.regionId(), 0, 4096), 41, ErrorKind.EPOCH_MISMATCH);
+      assertReadRefused(
+          lane.read(41, stale, srcRead.regionId(), 0, 4096), 41, ErrorKind.EPOCH_MISMATCH);
       assertReadRefused(lane.read(42, 0, srcRw.regionId(), 0, 4096), 42, ErrorKind.EPOCH_MISMATCH);
-      assertWriteRefused(lane.write(43, stale, srcWrite.regionId(), 0, payload(4096)), 43, ErrorKind.EPOCH_MISMATCH);
-      assertWriteRefused(lane.write(44, stale, srcRw.regionId(), 0, payload(4096)), 44, ErrorKind.EPOCH_MISMATCH);
+      assertWriteRefused(
+          lane.write(43, stale, srcWrite.regionId(), 0, payload(4096)),
+          43,
+          ErrorKind.EPOCH_MISMATCH);
+      assertWriteRefused(
+          lane.write(44, stale, srcRw.regionId(), 0, payload(4096)), 44, ErrorKind.EPOCH_MISMATCH);
       assertLaneStillServes(lane);
     }
     assertEverythingUntouched("after raw stale-epoch frames");
@@ -300,16 +429,23 @@ class AuthorityIT {
     int length = 5_000;
     try (RawLane lane = RawLane.open(pair, sourceEpoch())) {
       long epoch = sourceEpoch();
-      assertWriteRefused(lane.write(51, epoch, srcRead.regionId(), at, payload(length)), 51,
+      assertWriteRefused(
+          lane.write(51, epoch, srcRead.regionId(), at, payload(length)),
+          51,
           ErrorKind.PERMISSION_DENIED);
       FrameHeader ack = lane.write(52, epoch, srcRw.regionId(), at, payload(length));
       assertEquals(FrameType.WRITE_ACK, ack.type(), ack::toString);
       assertEquals(52, ack.requestId(), ack::toString);
-      assertEquals(0, ack.status(), () -> "a valid WRITE must be acknowledged with status 0: " + ack);
-      assertRegion(srcRw.segment(), List.of(new Span(at, length, SEED_RAW_PAYLOAD, 0)), SEED_SRC_RW,
+      assertEquals(
+          0, ack.status(), () -> "a valid WRITE must be acknowledged with status 0: " + ack);
+      assertRegion(
+          srcRw.segment(),
+          List.of(new Span(at, length, SEED_RAW_PAYLOAD, 0)),
+          SEED_SRC_RW,
           "source READ_WRITE region after one valid raw WRITE");
     } finally {
-      Pattern.fill(srcRw.segment(), 0, SRC_LEN, SEED_SRC_RW, 0); // restore the guard for the other tests
+      Pattern.fill(
+          srcRw.segment(), 0, SRC_LEN, SEED_SRC_RW, 0); // restore the guard for the other tests
     }
     assertEverythingUntouched("after restoring the raw WRITE target");
   }
@@ -320,8 +456,14 @@ class AuthorityIT {
     try (Socket socket = connect(pair)) {
       FrameHeader ack = RawLane.hello(socket, wrong);
       assertEquals(FrameType.HELLO_ACK, ack.type(), ack::toString);
-      assertEquals(ErrorKind.EPOCH_MISMATCH.code(), ack.status(),
-          () -> "HELLO for epoch " + Long.toHexString(wrong) + " must be refused with EPOCH_MISMATCH: " + ack);
+      assertEquals(
+          ErrorKind.EPOCH_MISMATCH.code(),
+          ack.status(),
+          () ->
+              "HELLO for epoch "
+                  + Long.toHexString(wrong)
+                  + " must be refused with EPOCH_MISMATCH: "
+                  + ack);
       assertEquals(sourceEpoch(), ack.epoch(), "the refusal names the live epoch");
       assertEquals(-1, socket.getInputStream().read(), "the source must close a lane it refused");
     }
@@ -335,27 +477,37 @@ class AuthorityIT {
   }
 
   /** Submit must throw; nothing is admitted; after the lanes drained no region changed. */
-  private void assertRefusedAtSubmit(List<TransferRequest> requests, ErrorKind kind, String... fragments) {
+  private void assertRefusedAtSubmit(
+      List<TransferRequest> requests, ErrorKind kind, String... fragments) {
     long readBefore = pair.source.counters().sourceBytesRead.sum();
     long writtenBefore = pair.source.counters().sourceBytesWritten.sum();
     Batch batch = pair.requester.allocateBatch(16);
     try {
-      TransferException e = assertThrows(TransferException.class, () -> batch.submit(requests),
-          () -> "submit must be refused with " + kind + ": " + requests);
+      TransferException e =
+          assertThrows(
+              TransferException.class,
+              () -> batch.submit(requests),
+              () -> "submit must be refused with " + kind + ": " + requests);
       assertEquals(kind, e.kind(), e::getMessage);
       for (String fragment : fragments) {
-        assertTrue(e.getMessage().contains(fragment),
+        assertTrue(
+            e.getMessage().contains(fragment),
             () -> "refusal message must name '" + fragment + "': " + e.getMessage());
       }
       BatchStatus status = batch.status();
-      assertEquals(0, status.tasks().size(), () -> "a refused submit must admit no task: " + status);
+      assertEquals(
+          0, status.tasks().size(), () -> "a refused submit must admit no task: " + status);
     } finally {
       batch.free();
     }
-    assertEquals(writtenBefore, pair.source.counters().sourceBytesWritten.sum(),
+    assertEquals(
+        writtenBefore,
+        pair.source.counters().sourceBytesWritten.sum(),
         "a refused submit must not make the source apply any WRITE byte");
     drainLanes();
-    assertEquals(readBefore + SRC_LEN, pair.source.counters().sourceBytesRead.sum(),
+    assertEquals(
+        readBefore + SRC_LEN,
+        pair.source.counters().sourceBytesRead.sum(),
         "the source must serve only the sentinel READ, nothing of the refused submit");
     assertEverythingUntouched("after refused submit " + requests.size() + " request(s)");
   }
@@ -365,19 +517,25 @@ class AuthorityIT {
     Pattern.fill(sentinel.segment(), 0, SENTINEL_LEN, SEED_SENTINEL, 0);
     Batch batch = pair.requester.allocateBatch(1);
     try {
-      batch.submit(List.of(TransferRequest.read(sentinel, SENTINEL_AT, remote, srcRw.regionId(), 0, SRC_LEN)));
+      batch.submit(
+          List.of(
+              TransferRequest.read(sentinel, SENTINEL_AT, remote, srcRw.regionId(), 0, SRC_LEN)));
       BatchStatus status = batch.await(AWAIT);
       assertTrue(status.allCompleted(), () -> "sentinel READ must complete: " + status);
       assertEquals(SRC_LEN, status.completedBytes(), status::toString);
     } finally {
       batch.free();
     }
-    assertRegion(sentinel.segment(), List.of(new Span(SENTINEL_AT, SRC_LEN, SEED_SRC_RW, 0)), SEED_SENTINEL,
+    assertRegion(
+        sentinel.segment(),
+        List.of(new Span(SENTINEL_AT, SRC_LEN, SEED_SRC_RW, 0)),
+        SEED_SENTINEL,
         "sentinel region after a full READ of the source READ_WRITE region");
   }
 
   private void assertEverythingUntouched(String when) {
-    assertAll("every region holds its guard pattern " + when,
+    assertAll(
+        "every region holds its guard pattern " + when,
         () -> assertRegion(srcRead.segment(), List.of(), SEED_SRC_READ, "source READ region"),
         () -> assertRegion(srcWrite.segment(), List.of(), SEED_SRC_WRITE, "source WRITE region"),
         () -> assertRegion(srcRw.segment(), List.of(), SEED_SRC_RW, "source READ_WRITE region"),
@@ -397,7 +555,8 @@ class AuthorityIT {
 
   private void assertReadRefused(RawLane.Response response, long requestId, ErrorKind kind) {
     FrameHeader h = response.header();
-    assertAll("READ_RESPONSE to request " + requestId + ": " + h,
+    assertAll(
+        "READ_RESPONSE to request " + requestId + ": " + h,
         () -> assertEquals(FrameType.READ_RESPONSE, h.type(), "type"),
         () -> assertEquals(requestId, h.requestId(), "requestId echoed"),
         () -> assertEquals(kind.code(), h.status(), "status must be " + kind),
@@ -407,7 +566,8 @@ class AuthorityIT {
   }
 
   private void assertWriteRefused(FrameHeader h, long requestId, ErrorKind kind) {
-    assertAll("WRITE_ACK to request " + requestId + ": " + h,
+    assertAll(
+        "WRITE_ACK to request " + requestId + ": " + h,
         () -> assertEquals(FrameType.WRITE_ACK, h.type(), "type"),
         () -> assertEquals(requestId, h.requestId(), "requestId echoed"),
         () -> assertNotEquals(0, h.status(), "a refused WRITE must not be acknowledged as applied"),
@@ -422,16 +582,19 @@ class AuthorityIT {
     FrameHeader h = response.header();
     assertEquals(FrameType.READ_RESPONSE, h.type(), h::toString);
     assertEquals(99, h.requestId(), h::toString);
-    assertEquals(0, h.status(), () -> "the lane must still serve a valid READ after refusals: " + h);
+    assertEquals(
+        0, h.status(), () -> "the lane must still serve a valid READ after refusals: " + h);
     assertEquals(count, h.payloadLength(), h::toString);
-    long bad = Pattern.verify(MemorySegment.ofArray(response.payload()), 0, count, SEED_SRC_READ, offset);
+    long bad =
+        Pattern.verify(MemorySegment.ofArray(response.payload()), 0, count, SEED_SRC_READ, offset);
     assertEquals(-1, bad, () -> "valid READ payload differs from the source bytes at " + bad);
   }
 
   private static Socket connect(EnginePair pair) throws IOException {
     Socket socket = new Socket();
     socket.setTcpNoDelay(true);
-    socket.connect(new InetSocketAddress(pair.source.localSegment().host(), pair.source.localSegment().port()),
+    socket.connect(
+        new InetSocketAddress(pair.source.localSegment().host(), pair.source.localSegment().port()),
         SOCKET_TIMEOUT_MILLIS);
     socket.setSoTimeout(SOCKET_TIMEOUT_MILLIS);
     return socket;
@@ -468,7 +631,17 @@ class AuthorityIT {
     static FrameHeader hello(Socket socket, long targetEpoch) throws IOException {
       ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
       long requesterEpoch = 0x7E57_0000_0000_0001L;
-      FrameCodec.encode(hello, 0, FrameType.HELLO, 0, 0, 77, targetEpoch, requesterEpoch, 0, 1 /* TCP's wire code */);
+      FrameCodec.encode(
+          hello,
+          0,
+          FrameType.HELLO,
+          0,
+          0,
+          77,
+          targetEpoch,
+          requesterEpoch,
+          0,
+          1 /* TCP's wire code */);
       socket.getOutputStream().write(hello.array());
       socket.getOutputStream().flush();
       FrameHeader ack = readHeader(new DataInputStream(socket.getInputStream()));
@@ -476,9 +649,11 @@ class AuthorityIT {
       return ack;
     }
 
-    Response read(long requestId, long epoch, long regionId, long offset, long count) throws IOException {
+    Response read(long requestId, long epoch, long regionId, long offset, long count)
+        throws IOException {
       ByteBuffer frame = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
-      FrameCodec.encode(frame, 0, FrameType.READ_REQUEST, 0, 0, requestId, epoch, regionId, offset, count);
+      FrameCodec.encode(
+          frame, 0, FrameType.READ_REQUEST, 0, 0, requestId, epoch, regionId, offset, count);
       out.write(frame.array());
       out.flush();
       FrameHeader h = readHeader(in);
@@ -487,9 +662,19 @@ class AuthorityIT {
       return new Response(h, payload);
     }
 
-    FrameHeader write(long requestId, long epoch, long regionId, long offset, byte[] payload) throws IOException {
+    FrameHeader write(long requestId, long epoch, long regionId, long offset, byte[] payload)
+        throws IOException {
       ByteBuffer frame = ByteBuffer.allocate(FrameCodec.HEADER_BYTES + payload.length);
-      FrameCodec.encode(frame, 0, FrameType.WRITE_REQUEST, 0, payload.length, requestId, epoch, regionId, offset,
+      FrameCodec.encode(
+          frame,
+          0,
+          FrameType.WRITE_REQUEST,
+          0,
+          payload.length,
+          requestId,
+          epoch,
+          regionId,
+          offset,
           payload.length);
       frame.put(FrameCodec.HEADER_BYTES, payload);
       out.write(frame.array());
@@ -508,7 +693,8 @@ class AuthorityIT {
       try {
         FrameCodec.check(h, 0, header.length, 64L << 20);
       } catch (io.orbite.engine.wire.FrameRejectedException e) {
-        throw new AssertionError("the source answered with a frame that breaks the protocol: " + e.getMessage(), e);
+        throw new AssertionError(
+            "the source answered with a frame that breaks the protocol: " + e.getMessage(), e);
       }
       return FrameCodec.decode(h, 0);
     }

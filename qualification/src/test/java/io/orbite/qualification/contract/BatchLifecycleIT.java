@@ -42,7 +42,8 @@ import org.junit.jupiter.api.Timeout;
  * regions involved in full, not only the statuses.
  */
 @Timeout(60)
-@SuppressWarnings("try") // tests close their StallingPeer early, on purpose, inside try-with-resources
+@SuppressWarnings(
+    "try") // tests close their StallingPeer early, on purpose, inside try-with-resources
 class BatchLifecycleIT {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final Duration CANCEL_WAIT = Duration.ofSeconds(3);
@@ -55,9 +56,11 @@ class BatchLifecycleIT {
 
   @BeforeAll
   static void startRequester() {
-    requester = TransferEngine.start(EngineConfig.defaults()
-        .withName("lifecycle-requester")
-        .withTcp(TcpConfig.defaults().withLanes(1).withLaneWindowFrames(1)));
+    requester =
+        TransferEngine.start(
+            EngineConfig.defaults()
+                .withName("lifecycle-requester")
+                .withTcp(TcpConfig.defaults().withLanes(1).withLaneWindowFrames(1)));
   }
 
   @AfterAll
@@ -74,18 +77,27 @@ class BatchLifecycleIT {
     try (StallingPeer peer = StallingPeer.start(PEER_BYTES)) {
       RemoteSegment remote = requester.openSegment(peer.endpoint(), WAIT);
       Batch batch = requester.allocateBatch(4);
-      batch.submit(List.of(TransferRequest.read(local, 101, remote, StallingPeer.REGION_ID, 333, TASK_BYTES)));
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, 101, remote, StallingPeer.REGION_ID, 333, TASK_BYTES)));
       awaitRequests(peer, 1);
 
-      TransferException busy = assertThrows(TransferException.class, batch::free,
-          "free() of a batch whose READ is on the wire unanswered must refuse");
-      assertEquals(ErrorKind.BATCH_BUSY, busy.kind(), "free() of a busy batch: " + busy.getMessage());
+      TransferException busy =
+          assertThrows(
+              TransferException.class,
+              batch::free,
+              "free() of a batch whose READ is on the wire unanswered must refuse");
+      assertEquals(
+          ErrorKind.BATCH_BUSY, busy.kind(), "free() of a busy batch: " + busy.getMessage());
 
       BatchStatus status = batch.status();
-      assertFalse(status.done(), "the batch must still report a pending task after the refused free()");
+      assertFalse(
+          status.done(), "the batch must still report a pending task after the refused free()");
       TaskResult t = status.tasks().get(0);
       assertEquals(TaskState.PENDING, t.state(), "task after refused free(): " + t);
-      assertFalse(t.locallyDrained(), "a PENDING READ may still land bytes: locallyDrained must be false: " + t);
+      assertFalse(
+          t.locallyDrained(),
+          "a PENDING READ may still land bytes: locallyDrained must be false: " + t);
       assertEquals(0, t.bytes(), "a pending task confirms no bytes: " + t);
       // The batch is still usable: a refused free() did not stop it.
       assertFalse(batch.await(Duration.ofMillis(50)).done(), "await after the refused free()");
@@ -112,30 +124,53 @@ class BatchLifecycleIT {
       Batch batch = requester.allocateBatch(tasks);
       List<TransferRequest> reads = new ArrayList<>();
       for (int i = 0; i < tasks; i++) {
-        reads.add(TransferRequest.read(local, 7 + i * (TASK_BYTES + 13L), remote, StallingPeer.REGION_ID,
-            3 + i * (TASK_BYTES + 5L), TASK_BYTES));
+        reads.add(
+            TransferRequest.read(
+                local,
+                7 + i * (TASK_BYTES + 13L),
+                remote,
+                StallingPeer.REGION_ID,
+                3 + i * (TASK_BYTES + 5L),
+                TASK_BYTES));
       }
       batch.submit(reads);
       awaitRequests(peer, 1);
-      assertEquals(1, peer.requests().size(), "with laneWindowFrames=1 and one lane only one frame may be on the wire");
+      assertEquals(
+          1,
+          peer.requests().size(),
+          "with laneWindowFrames=1 and one lane only one frame may be on the wire");
 
       batch.cancel();
 
-      boolean unsentEnded = awaitCondition(CANCEL_WAIT, () -> {
-        List<TaskResult> ts = batch.status().tasks();
-        return ts.subList(1, tasks).stream().allMatch(t -> t.state().isTerminal());
-      });
+      boolean unsentEnded =
+          awaitCondition(
+              CANCEL_WAIT,
+              () -> {
+                List<TaskResult> ts = batch.status().tasks();
+                return ts.subList(1, tasks).stream().allMatch(t -> t.state().isTerminal());
+              });
       BatchStatus status = batch.status();
-      assertTrue(unsentEnded, "cancel(): the " + (tasks - 1) + " frames waiting behind a full window were never sent and"
-          + " must fail CANCELLED without waiting for the window to open; still pending after " + CANCEL_WAIT + ": " + status);
+      assertTrue(
+          unsentEnded,
+          "cancel(): the "
+              + (tasks - 1)
+              + " frames waiting behind a full window were never sent and"
+              + " must fail CANCELLED without waiting for the window to open; still pending after "
+              + CANCEL_WAIT
+              + ": "
+              + status);
       TaskResult first = status.tasks().get(0);
-      assertEquals(TaskState.PENDING, first.state(), "the frame on the wire is not cancelled, it stays pending: " + first);
+      assertEquals(
+          TaskState.PENDING,
+          first.state(),
+          "the frame on the wire is not cancelled, it stays pending: " + first);
       assertFalse(first.locallyDrained(), "the sent READ may still land: " + first);
       for (TaskResult t : status.tasks().subList(1, tasks)) {
         assertEquals(TaskState.FAILED, t.state(), "unsent task after cancel: " + t);
         assertEquals(ErrorKind.CANCELLED, t.errorKind(), "unsent task after cancel: " + t);
         assertEquals(0, t.bytes(), "a cancelled task confirms no bytes: " + t);
-        assertEquals(RemoteEffect.NONE, t.remoteEffect(), "a cancelled READ never touched the peer: " + t);
+        assertEquals(
+            RemoteEffect.NONE, t.remoteEffect(), "a cancelled READ never touched the peer: " + t);
         assertTrue(t.locallyDrained(), "a cancelled unsent task is drained: " + t);
       }
       assertEquals(1, peer.requests().size(), "cancelled frames must never reach the wire");
@@ -158,7 +193,10 @@ class BatchLifecycleIT {
     try (StallingPeer peer = StallingPeer.start(PEER_BYTES)) {
       RemoteSegment remote = requester.openSegment(peer.endpoint(), WAIT);
       Batch batch = requester.allocateBatch(2);
-      batch.submit(List.of(TransferRequest.read(local, 4099, remote, StallingPeer.REGION_ID, 12345, TASK_BYTES)));
+      batch.submit(
+          List.of(
+              TransferRequest.read(
+                  local, 4099, remote, StallingPeer.REGION_ID, 12345, TASK_BYTES)));
       StallingPeer.Request sent = awaitRequests(peer, 1).get(0);
       assertEquals(FrameType.READ_REQUEST, sent.header().type(), "frame on the wire");
       assertEquals(12345, sent.header().offset(), "READ offset on the wire");
@@ -189,13 +227,25 @@ class BatchLifecycleIT {
     try (StallingPeer peer = StallingPeer.start(PEER_BYTES)) {
       RemoteSegment remote = requester.openSegment(peer.endpoint(), WAIT);
       Batch batch = requester.allocateBatch(2);
-      batch.submit(List.of(TransferRequest.write(local, localOffset, remote, StallingPeer.REGION_ID, 65, TASK_BYTES)));
+      batch.submit(
+          List.of(
+              TransferRequest.write(
+                  local, localOffset, remote, StallingPeer.REGION_ID, 65, TASK_BYTES)));
       StallingPeer.Request sent = awaitRequests(peer, 1).get(0);
       assertEquals(FrameType.WRITE_REQUEST, sent.header().type(), "frame on the wire");
       assertEquals(TASK_BYTES, sent.payload().length, "the WRITE's whole payload reached the peer");
-      assertEquals(-1, Pattern.verify(MemorySegment.ofArray(sent.payload()), 0, TASK_BYTES, guard, localOffset),
-          "the WRITE payload on the wire must be the local bytes [" + localOffset + ", +" + TASK_BYTES + ")");
-      assertEquals(TaskState.PENDING, batch.status().tasks().get(0).state(), "an unacknowledged WRITE is pending");
+      assertEquals(
+          -1,
+          Pattern.verify(MemorySegment.ofArray(sent.payload()), 0, TASK_BYTES, guard, localOffset),
+          "the WRITE payload on the wire must be the local bytes ["
+              + localOffset
+              + ", +"
+              + TASK_BYTES
+              + ")");
+      assertEquals(
+          TaskState.PENDING,
+          batch.status().tasks().get(0).state(),
+          "an unacknowledged WRITE is pending");
 
       peer.close();
       BatchStatus status = batch.await(WAIT);
@@ -203,8 +253,11 @@ class BatchLifecycleIT {
       TaskResult t = status.tasks().get(0);
       assertEquals(TaskState.FAILED, t.state(), "WRITE after peer loss: " + t);
       assertEquals(ErrorKind.PEER_LOST, t.errorKind(), "WRITE after peer loss: " + t);
-      assertEquals(RemoteEffect.UNKNOWN, t.remoteEffect(),
-          "a WRITE whose bytes reached the socket without an acknowledgement has an UNKNOWN remote effect (C6): " + t);
+      assertEquals(
+          RemoteEffect.UNKNOWN,
+          t.remoteEffect(),
+          "a WRITE whose bytes reached the socket without an acknowledgement has an UNKNOWN remote effect (C6): "
+              + t);
       assertTrue(t.locallyDrained(), "a failed task is reported only after local drain (C5): " + t);
       assertEquals(0, t.bytes(), "a failed task confirms no bytes: " + t);
       assertEquals(1, peer.requests().size(), "the WRITE must not be replayed (C6)");
@@ -223,18 +276,22 @@ class BatchLifecycleIT {
     try (StallingPeer peer = StallingPeer.start(PEER_BYTES)) {
       RemoteSegment remote = requester.openSegment(peer.endpoint(), WAIT);
       Batch batch = requester.allocateBatch(1);
-      batch.submit(List.of(TransferRequest.read(local, 0, remote, StallingPeer.REGION_ID, 0, TASK_BYTES)));
+      batch.submit(
+          List.of(TransferRequest.read(local, 0, remote, StallingPeer.REGION_ID, 0, TASK_BYTES)));
       awaitRequests(peer, 1);
 
       long start = System.nanoTime();
       BatchStatus status = batch.await(shortWait);
       long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
       assertFalse(status.done(), "await on a batch whose READ is never answered: " + status);
-      assertEquals(TaskState.PENDING, status.tasks().get(0).state(), "task after a timed-out await");
+      assertEquals(
+          TaskState.PENDING, status.tasks().get(0).state(), "task after a timed-out await");
       assertFalse(status.tasks().get(0).locallyDrained(), "task after a timed-out await");
-      assertTrue(elapsedMillis >= shortWait.toMillis() * 9 / 10,
+      assertTrue(
+          elapsedMillis >= shortWait.toMillis() * 9 / 10,
           "await(" + shortWait + ") returned 'not done' after only " + elapsedMillis + " ms");
-      assertTrue(elapsedMillis < shortWait.toMillis() + 5_000,
+      assertTrue(
+          elapsedMillis < shortWait.toMillis() + 5_000,
           "await(" + shortWait + ") took " + elapsedMillis + " ms");
       assertLocalUnchanged(local, guard, "while the READ is pending");
 
@@ -253,8 +310,10 @@ class BatchLifecycleIT {
     long localGuard = 0x7007;
     long regionBytes = 8L << 20;
     try (EnginePair pair = new EnginePair()) {
-      RegisteredMemory src = EnginePair.guarded(pair.source, regionBytes, Access.READ_WRITE, sourceGuard);
-      RegisteredMemory local = EnginePair.guarded(pair.requester, regionBytes, Access.READ_WRITE, localGuard);
+      RegisteredMemory src =
+          EnginePair.guarded(pair.source, regionBytes, Access.READ_WRITE, sourceGuard);
+      RegisteredMemory local =
+          EnginePair.guarded(pair.requester, regionBytes, Access.READ_WRITE, localGuard);
       RemoteSegment remote = pair.open();
       long[] lengths = {4096, 1, 65_535, 65_537, (1 << 20) + 3, 333_333};
       List<TransferRequest> requests = new ArrayList<>();
@@ -263,12 +322,14 @@ class BatchLifecycleIT {
       long localAt = 5;
       long remoteAt = 11;
       for (long len : lengths) {
-        // READ: remote [remoteAt, +len) holds the source guard there; it lands in local [localAt, +len).
+        // READ: remote [remoteAt, +len) holds the source guard there; it lands in local [localAt,
+        // +len).
         requests.add(TransferRequest.read(local, localAt, remote, src.regionId(), remoteAt, len));
         localSpans.add(new Span(localAt, len, sourceGuard, remoteAt));
         localAt += len + 17;
         remoteAt += len + 29;
-        // WRITE: local [localAt, +len) holds the local guard there; it lands in remote [remoteAt, +len).
+        // WRITE: local [localAt, +len) holds the local guard there; it lands in remote [remoteAt,
+        // +len).
         requests.add(TransferRequest.write(local, localAt, remote, src.regionId(), remoteAt, len));
         remoteSpans.add(new Span(remoteAt, len, localGuard, localAt));
         localAt += len + 3;
@@ -279,7 +340,8 @@ class BatchLifecycleIT {
       Batch batch = pair.requester.allocateBatch(requests.size());
       batch.submit(requests);
       BatchStatus status = batch.await(Duration.ofSeconds(20));
-      assertTrue(status.done(), "await must report done for a batch against a live source: " + status);
+      assertTrue(
+          status.done(), "await must report done for a batch against a live source: " + status);
       assertEquals(requests.size(), status.tasks().size(), "one result per task");
       for (TaskResult t : status.tasks()) {
         TransferRequest r = requests.get(t.index());
@@ -287,15 +349,23 @@ class BatchLifecycleIT {
         assertEquals(r.lengthBytes(), t.bytes(), "completed bytes == length: " + t);
         assertNull(t.errorKind(), "task " + t);
         assertTrue(t.locallyDrained(), "task " + t);
-        assertEquals(r.op() == Op.READ ? RemoteEffect.NONE : RemoteEffect.APPLIED, t.remoteEffect(),
+        assertEquals(
+            r.op() == Op.READ ? RemoteEffect.NONE : RemoteEffect.APPLIED,
+            t.remoteEffect(),
             r.op() + " remote effect: " + t);
       }
       assertTrue(status.allCompleted(), "allCompleted");
 
       long badLocal = RegionCheck.check(local.segment(), localSpans, localGuard);
-      assertEquals(-1, badLocal, "requester region: READ payloads and every guard byte (first wrong byte shown)");
+      assertEquals(
+          -1,
+          badLocal,
+          "requester region: READ payloads and every guard byte (first wrong byte shown)");
       long badRemote = RegionCheck.check(src.segment(), remoteSpans, sourceGuard);
-      assertEquals(-1, badRemote, "source region: WRITE payloads and every guard byte (first wrong byte shown)");
+      assertEquals(
+          -1,
+          badRemote,
+          "source region: WRITE payloads and every guard byte (first wrong byte shown)");
 
       batch.free();
       // Freed: the engine can charge a new batch and still moves exact bytes.
@@ -303,20 +373,31 @@ class BatchLifecycleIT {
       next.submit(List.of(TransferRequest.read(local, 0, remote, src.regionId(), 0, 1)));
       assertTrue(next.await(Duration.ofSeconds(10)).allCompleted(), "a batch after free()");
       next.free();
-      assertEquals(Pattern.at(sourceGuard, 0), local.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0),
+      assertEquals(
+          Pattern.at(sourceGuard, 0),
+          local.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0),
           "the 1-byte READ after free() landed the source's byte 0");
     }
   }
 
   /** Waits until the peer has received {@code n} data requests (payloads included). */
   private static List<StallingPeer.Request> awaitRequests(StallingPeer peer, int n) {
-    assertTrue(awaitCondition(WAIT, () -> peer.requests().size() >= n),
-        "the fake source received " + peer.requests().size() + " of " + n + " data requests within " + WAIT);
+    assertTrue(
+        awaitCondition(WAIT, () -> peer.requests().size() >= n),
+        "the fake source received "
+            + peer.requests().size()
+            + " of "
+            + n
+            + " data requests within "
+            + WAIT);
     return peer.requests();
   }
 
   private static void assertLocalUnchanged(RegisteredMemory local, long guard, String when) {
     long bad = RegionCheck.check(local.segment(), List.of(), guard);
-    assertEquals(-1, bad, "requester region must be unchanged in full " + when + " (first wrong byte shown)");
+    assertEquals(
+        -1,
+        bad,
+        "requester region must be unchanged in full " + when + " (first wrong byte shown)");
   }
 }

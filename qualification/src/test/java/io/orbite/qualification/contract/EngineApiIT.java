@@ -21,7 +21,6 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.qualification.verify.Pattern;
-import io.orbite.qualification.verify.RegionCheck;
 import io.orbite.qualification.verify.Span;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -77,12 +76,20 @@ class EngineApiIT {
 
   @Test
   void allocateOfZeroOrNegativeBytesIsInvalidArgumentAndAPositiveAllocationIsZeroed() {
-    assertRefused(() -> pair.requester.allocate(0, Access.READ_WRITE), ErrorKind.INVALID_ARGUMENT, "bytes must be positive");
-    assertRefused(() -> pair.requester.allocate(-1, Access.READ_WRITE), ErrorKind.INVALID_ARGUMENT,
+    assertRefused(
+        () -> pair.requester.allocate(0, Access.READ_WRITE),
+        ErrorKind.INVALID_ARGUMENT,
         "bytes must be positive");
-    assertRefused(() -> pair.requester.allocate(Long.MIN_VALUE, Access.READ), ErrorKind.INVALID_ARGUMENT,
+    assertRefused(
+        () -> pair.requester.allocate(-1, Access.READ_WRITE),
+        ErrorKind.INVALID_ARGUMENT,
         "bytes must be positive");
-    assertRefused(() -> pair.requester.allocate(4096, null), ErrorKind.INVALID_ARGUMENT, "access is null");
+    assertRefused(
+        () -> pair.requester.allocate(Long.MIN_VALUE, Access.READ),
+        ErrorKind.INVALID_ARGUMENT,
+        "bytes must be positive");
+    assertRefused(
+        () -> pair.requester.allocate(4096, null), ErrorKind.INVALID_ARGUMENT, "access is null");
 
     RegisteredMemory m = pair.requester.allocate(100_003, Access.READ_WRITE);
     try {
@@ -91,7 +98,9 @@ class EngineApiIT {
       assertEquals(0, m.segment().address() % 64, "engine memory is 64-byte aligned");
       try (Arena arena = Arena.ofConfined()) {
         MemorySegment zeros = arena.allocate(100_003);
-        assertEquals(-1, MemorySegment.mismatch(m.segment(), 0, 100_003, zeros, 0, 100_003),
+        assertEquals(
+            -1,
+            MemorySegment.mismatch(m.segment(), 0, 100_003, zeros, 0, 100_003),
             "allocated memory must be zeroed");
       }
     } finally {
@@ -103,14 +112,22 @@ class EngineApiIT {
   void registerOfAHeapSegmentIsInvalidArgumentAndLeavesTheArrayAlone() {
     byte[] heap = new byte[16];
     Pattern.fill(MemorySegment.ofArray(heap), 0, 16, SEED_CALLER, 0);
-    assertRefused(() -> pair.requester.register(MemorySegment.ofArray(heap), Access.READ_WRITE),
-        ErrorKind.INVALID_ARGUMENT, "heap segments cannot be registered");
-    assertRegion(MemorySegment.ofArray(heap), List.of(), SEED_CALLER, "heap array after a refused register");
+    assertRefused(
+        () -> pair.requester.register(MemorySegment.ofArray(heap), Access.READ_WRITE),
+        ErrorKind.INVALID_ARGUMENT,
+        "heap segments cannot be registered");
+    assertRegion(
+        MemorySegment.ofArray(heap), List.of(), SEED_CALLER, "heap array after a refused register");
     try (Arena arena = Arena.ofConfined()) {
-      assertRefused(() -> pair.requester.register(arena.allocate(64).asSlice(0, 0), Access.READ),
-          ErrorKind.INVALID_ARGUMENT, "empty");
+      assertRefused(
+          () -> pair.requester.register(arena.allocate(64).asSlice(0, 0), Access.READ),
+          ErrorKind.INVALID_ARGUMENT,
+          "empty");
     }
-    assertRefused(() -> pair.requester.register(null, Access.READ), ErrorKind.INVALID_ARGUMENT, "must not be null");
+    assertRefused(
+        () -> pair.requester.register(null, Access.READ),
+        ErrorKind.INVALID_ARGUMENT,
+        "must not be null");
   }
 
   @Test
@@ -121,34 +138,50 @@ class EngineApiIT {
       Pattern.fill(mine, 0, len, SEED_CALLER, 0);
       RegisteredMemory registered = pair.requester.register(mine, Access.READ_WRITE);
       assertFalse(registered.engineOwned(), "caller memory is not engine-owned");
-      assertEquals(mine.address(), registered.segment().address(), "the engine uses the caller's memory in place");
+      assertEquals(
+          mine.address(),
+          registered.segment().address(),
+          "the engine uses the caller's memory in place");
 
       Batch batch = pair.requester.allocateBatch(2);
       try {
-        batch.submit(List.of(
-            TransferRequest.read(registered, 1000, remote, src.regionId(), 3000, 100 * KIB),
-            TransferRequest.write(registered, 150 * KIB, remote, src.regionId(), 300 * KIB, 50 * KIB)));
+        batch.submit(
+            List.of(
+                TransferRequest.read(registered, 1000, remote, src.regionId(), 3000, 100 * KIB),
+                TransferRequest.write(
+                    registered, 150 * KIB, remote, src.regionId(), 300 * KIB, 50 * KIB)));
         assertAllCompleted(batch, 2, 150 * KIB);
       } finally {
         batch.free();
       }
       List<Span> mineSpans = List.of(new Span(1000, 100 * KIB, SEED_SRC, 3000));
       assertRegion(mine, mineSpans, SEED_CALLER, "caller memory after a READ into it");
-      assertRegion(src.segment(), List.of(new Span(300 * KIB, 50 * KIB, SEED_CALLER, 150 * KIB)), SEED_SRC,
+      assertRegion(
+          src.segment(),
+          List.of(new Span(300 * KIB, 50 * KIB, SEED_CALLER, 150 * KIB)),
+          SEED_SRC,
           "source region after a WRITE from caller memory");
 
       pair.requester.unregister(registered);
       // Still the caller's: readable, and exactly as the transfer left it.
       assertRegion(mine, mineSpans, SEED_CALLER, "caller memory after unregister");
-      assertRefused(() -> {
-        Batch after = pair.requester.allocateBatch(1);
-        try {
-          after.submit(List.of(TransferRequest.read(registered, 0, remote, src.regionId(), 0, 4096)));
-        } finally {
-          after.free();
-        }
-      }, ErrorKind.INVALID_ARGUMENT, "unregistered");
-      assertRegion(mine, mineSpans, SEED_CALLER, "caller memory after a refused use of its old registration");
+      assertRefused(
+          () -> {
+            Batch after = pair.requester.allocateBatch(1);
+            try {
+              after.submit(
+                  List.of(TransferRequest.read(registered, 0, remote, src.regionId(), 0, 4096)));
+            } finally {
+              after.free();
+            }
+          },
+          ErrorKind.INVALID_ARGUMENT,
+          "unregistered");
+      assertRegion(
+          mine,
+          mineSpans,
+          SEED_CALLER,
+          "caller memory after a refused use of its old registration");
     } finally {
       Pattern.fill(src.segment(), 0, SRC_LEN, SEED_SRC, 0);
     }
@@ -156,10 +189,17 @@ class EngineApiIT {
 
   @Test
   void malformedEndpointsAreInvalidArgument() {
-    for (String endpoint : new String[] {"nonsense", "host:", "host:70000", ":1234", "host:0", "host:port", ""}) {
-      TransferException e = assertThrows(TransferException.class, () -> pair.requester.openSegment(endpoint, OPEN),
-          () -> "openSegment(\"" + endpoint + "\") must be refused");
-      assertEquals(ErrorKind.INVALID_ARGUMENT, e.kind(), () -> "openSegment(\"" + endpoint + "\"): " + e.getMessage());
+    for (String endpoint :
+        new String[] {"nonsense", "host:", "host:70000", ":1234", "host:0", "host:port", ""}) {
+      TransferException e =
+          assertThrows(
+              TransferException.class,
+              () -> pair.requester.openSegment(endpoint, OPEN),
+              () -> "openSegment(\"" + endpoint + "\") must be refused");
+      assertEquals(
+          ErrorKind.INVALID_ARGUMENT,
+          e.kind(),
+          () -> "openSegment(\"" + endpoint + "\"): " + e.getMessage());
     }
     assertRegion(src.segment(), List.of(), SEED_SRC, "source region");
   }
@@ -171,20 +211,28 @@ class EngineApiIT {
       port = probe.getLocalPort();
     }
     String endpoint = "127.0.0.1:" + port;
-    TransferException e = assertThrows(TransferException.class, () -> pair.requester.openSegment(endpoint, OPEN),
-        "nothing listens at " + endpoint);
+    TransferException e =
+        assertThrows(
+            TransferException.class,
+            () -> pair.requester.openSegment(endpoint, OPEN),
+            "nothing listens at " + endpoint);
     assertEquals(ErrorKind.UNAVAILABLE, e.kind(), e::getMessage);
-    assertTrue(e.getMessage().contains(String.valueOf(port)), () -> "the failure names the peer: " + e.getMessage());
+    assertTrue(
+        e.getMessage().contains(String.valueOf(port)),
+        () -> "the failure names the peer: " + e.getMessage());
     // The failed open left the engine usable.
     readAndCheck(pair.requester, remote);
   }
 
   @Test
   void unregisterTwiceIsInvalidArgumentTheSecondTime() {
-    RegisteredMemory m = EnginePair.guarded(pair.requester, 64 * KIB, Access.READ_WRITE, SEED_LOCAL);
+    RegisteredMemory m =
+        EnginePair.guarded(pair.requester, 64 * KIB, Access.READ_WRITE, SEED_LOCAL);
     pair.requester.unregister(m);
-    assertRefused(() -> pair.requester.unregister(m), ErrorKind.INVALID_ARGUMENT, "region " + m.regionId());
-    assertRefused(() -> pair.requester.unregister(null), ErrorKind.INVALID_ARGUMENT, "memory is null");
+    assertRefused(
+        () -> pair.requester.unregister(m), ErrorKind.INVALID_ARGUMENT, "region " + m.regionId());
+    assertRefused(
+        () -> pair.requester.unregister(null), ErrorKind.INVALID_ARGUMENT, "memory is null");
     readAndCheck(pair.requester, remote);
   }
 
@@ -192,7 +240,8 @@ class EngineApiIT {
   void engineSpawnedInAHostSystemTransfersAndItsCloseLeavesTheHostRunning() {
     ActorSystem<Void> host = ActorSystem.create(Behaviors.empty(), "host");
     try {
-      TransferEngine hosted = TransferEngine.spawn(host, EngineConfig.defaults().withName("hosted-one"));
+      TransferEngine hosted =
+          TransferEngine.spawn(host, EngineConfig.defaults().withName("hosted-one"));
       assertSame(host, hosted.system(), "a spawned engine runs in the host's system");
       try {
         RemoteSegment seg = hosted.openSegment(pair.source.localSegment().endpoint(), OPEN);
@@ -200,18 +249,21 @@ class EngineApiIT {
       } finally {
         hosted.close(Duration.ofSeconds(20));
       }
-      assertFalse(host.getWhenTerminated().toCompletableFuture().isDone(),
+      assertFalse(
+          host.getWhenTerminated().toCompletableFuture().isDone(),
           "closing a spawned engine must leave the host system running");
 
       // The host is not merely alive but usable: a second engine spawns in it and transfers.
-      TransferEngine again = TransferEngine.spawn(host, EngineConfig.defaults().withName("hosted-two"));
+      TransferEngine again =
+          TransferEngine.spawn(host, EngineConfig.defaults().withName("hosted-two"));
       try {
         RemoteSegment seg = again.openSegment(pair.source.localSegment().endpoint(), OPEN);
         readAndCheck(again, seg);
       } finally {
         again.close(Duration.ofSeconds(20));
       }
-      assertFalse(host.getWhenTerminated().toCompletableFuture().isDone(),
+      assertFalse(
+          host.getWhenTerminated().toCompletableFuture().isDone(),
           "closing the second spawned engine must leave the host system running");
     } finally {
       host.terminate();
@@ -221,18 +273,23 @@ class EngineApiIT {
 
   /**
    * A freed batch answers a second free at once, from its handle, as INVALID_ARGUMENT ("already
-   * freed"). The second free runs on another thread with a 5 s deadline so that a regression
-   * (an ask that is never answered) fails the test instead of blocking it.
+   * freed"). The second free runs on another thread with a 5 s deadline so that a regression (an
+   * ask that is never answered) fails the test instead of blocking it.
    */
   @Test
   void freeOfAFinishedBatchWorksAndASecondFreeIsRefusedPromptlyAsAlreadyFreed() throws Exception {
-    RegisteredMemory local = EnginePair.guarded(pair.requester, 128 * KIB, Access.READ_WRITE, SEED_LOCAL);
+    RegisteredMemory local =
+        EnginePair.guarded(pair.requester, 128 * KIB, Access.READ_WRITE, SEED_LOCAL);
     try {
       Batch batch = pair.requester.allocateBatch(1);
-      batch.submit(List.of(TransferRequest.read(local, 512, remote, src.regionId(), 1024, 64 * KIB)));
+      batch.submit(
+          List.of(TransferRequest.read(local, 512, remote, src.regionId(), 1024, 64 * KIB)));
       assertAllCompleted(batch, 1, 64 * KIB);
       batch.free();
-      assertRegion(local.segment(), List.of(new Span(512, 64 * KIB, SEED_SRC, 1024)), SEED_LOCAL,
+      assertRegion(
+          local.segment(),
+          List.of(new Span(512, 64 * KIB, SEED_SRC, 1024)),
+          SEED_LOCAL,
           "requester region after the freed batch's READ");
 
       CompletableFuture<Void> second = CompletableFuture.runAsync(batch::free);
@@ -241,14 +298,20 @@ class EngineApiIT {
         fail("a second free() of the same batch was silently accepted");
       } catch (ExecutionException e) {
         Throwable cause = unwrap(e);
-        assertInstanceOf(TransferException.class, cause, () -> "a second free must throw TransferException: " + cause);
+        assertInstanceOf(
+            TransferException.class,
+            cause,
+            () -> "a second free must throw TransferException: " + cause);
         TransferException te = (TransferException) cause;
         assertEquals(ErrorKind.INVALID_ARGUMENT, te.kind(), te::getMessage);
         assertTrue(te.getMessage().contains("already freed"), te::getMessage);
       } catch (TimeoutException e) {
         fail("a second free() issued after the first one returned was not answered within 5 s");
       }
-      assertRegion(local.segment(), List.of(new Span(512, 64 * KIB, SEED_SRC, 1024)), SEED_LOCAL,
+      assertRegion(
+          local.segment(),
+          List.of(new Span(512, 64 * KIB, SEED_SRC, 1024)),
+          SEED_LOCAL,
           "requester region after a second free");
       assertRegion(src.segment(), List.of(), SEED_SRC, "source region");
     } finally {
@@ -262,10 +325,12 @@ class EngineApiIT {
    */
   @Test
   void aSecondFreeRacingTheFirstIsAnsweredPromptlyWithATransferException() throws Exception {
-    RegisteredMemory local = EnginePair.guarded(pair.requester, 128 * KIB, Access.READ_WRITE, SEED_LOCAL);
+    RegisteredMemory local =
+        EnginePair.guarded(pair.requester, 128 * KIB, Access.READ_WRITE, SEED_LOCAL);
     try {
       Batch batch = pair.requester.allocateBatch(1);
-      batch.submit(List.of(TransferRequest.read(local, 2048, remote, src.regionId(), 333, 32 * KIB)));
+      batch.submit(
+          List.of(TransferRequest.read(local, 2048, remote, src.regionId(), 333, 32 * KIB)));
       assertAllCompleted(batch, 1, 32 * KIB);
       CompletableFuture<Void> first = batch.freeAsync().toCompletableFuture();
       CompletableFuture<Void> second = batch.freeAsync().toCompletableFuture();
@@ -275,13 +340,21 @@ class EngineApiIT {
         fail("a second free() of the same batch was accepted");
       } catch (ExecutionException e) {
         Throwable cause = unwrap(e);
-        assertInstanceOf(TransferException.class, cause,
-            () -> "a second freeAsync of the same batch must fail with a TransferException, got " + cause);
+        assertInstanceOf(
+            TransferException.class,
+            cause,
+            () ->
+                "a second freeAsync of the same batch must fail with a TransferException, got "
+                    + cause);
       } catch (TimeoutException e) {
-        fail("a second free() queued behind the first must be answered at once with a TransferException, "
-            + "not left waiting 5 s");
+        fail(
+            "a second free() queued behind the first must be answered at once with a TransferException, "
+                + "not left waiting 5 s");
       }
-      assertRegion(local.segment(), List.of(new Span(2048, 32 * KIB, SEED_SRC, 333)), SEED_LOCAL,
+      assertRegion(
+          local.segment(),
+          List.of(new Span(2048, 32 * KIB, SEED_SRC, 333)),
+          SEED_LOCAL,
           "requester region after the batch's READ and two frees");
       assertRegion(src.segment(), List.of(), SEED_SRC, "source region");
     } finally {
@@ -291,18 +364,25 @@ class EngineApiIT {
 
   // ---------------------------------------------------------------- helpers
 
-  /** READs 64 KiB of the source into a fresh guarded region of {@code engine} and checks both sides. */
+  /**
+   * READs 64 KiB of the source into a fresh guarded region of {@code engine} and checks both sides.
+   */
   private void readAndCheck(TransferEngine engine, RemoteSegment segment) {
     RegisteredMemory local = EnginePair.guarded(engine, 96 * KIB, Access.READ_WRITE, SEED_LOCAL);
     try {
       Batch batch = engine.allocateBatch(1);
       try {
-        batch.submit(List.of(TransferRequest.read(local, 4 * KIB, segment, src.regionId(), 7 * KIB, 64 * KIB)));
+        batch.submit(
+            List.of(
+                TransferRequest.read(local, 4 * KIB, segment, src.regionId(), 7 * KIB, 64 * KIB)));
         assertAllCompleted(batch, 1, 64 * KIB);
       } finally {
         batch.free();
       }
-      assertRegion(local.segment(), List.of(new Span(4 * KIB, 64 * KIB, SEED_SRC, 7 * KIB)), SEED_LOCAL,
+      assertRegion(
+          local.segment(),
+          List.of(new Span(4 * KIB, 64 * KIB, SEED_SRC, 7 * KIB)),
+          SEED_LOCAL,
           "requester region after a 64 KiB READ");
       assertRegion(src.segment(), List.of(), SEED_SRC, "source region after a READ");
     } finally {
@@ -316,17 +396,20 @@ class EngineApiIT {
   }
 
   private static void assertRefused(Executable call, ErrorKind kind, String fragment) {
-    TransferException e = assertThrows(TransferException.class, call, "must be refused with " + kind);
+    TransferException e =
+        assertThrows(TransferException.class, call, "must be refused with " + kind);
     assertEquals(kind, e.kind(), e::getMessage);
-    assertTrue(e.getMessage().contains(fragment), () -> "refusal must name '" + fragment + "': " + e.getMessage());
+    assertTrue(
+        e.getMessage().contains(fragment),
+        () -> "refusal must name '" + fragment + "': " + e.getMessage());
   }
 
   private static void assertAllCompleted(Batch batch, int tasks, long bytes) {
     BatchStatus status = batch.await(AWAIT);
-    assertAll("batch " + status,
+    assertAll(
+        "batch " + status,
         () -> assertTrue(status.allCompleted(), "every task completed within " + AWAIT),
         () -> assertEquals(tasks, status.tasks().size(), "tasks"),
         () -> assertEquals(bytes, status.completedBytes(), "completed bytes"));
   }
-
 }

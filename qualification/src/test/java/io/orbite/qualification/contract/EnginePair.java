@@ -43,12 +43,17 @@ final class EnginePair implements AutoCloseable {
     return m;
   }
 
-  /** Asserts that every byte of {@code region} is right: spans hold their data, the rest its guards. */
-  static void assertRegion(java.lang.foreign.MemorySegment region, java.util.List<io.orbite.qualification.verify.Span> spans,
-      long guardSeed, String what) {
+  /**
+   * Asserts that every byte of {@code region} is right: spans hold their data, the rest its guards.
+   */
+  static void assertRegion(
+      java.lang.foreign.MemorySegment region,
+      java.util.List<io.orbite.qualification.verify.Span> spans,
+      long guardSeed,
+      String what) {
     long bad = io.orbite.qualification.verify.RegionCheck.check(region, spans, guardSeed);
-    org.junit.jupiter.api.Assertions.assertEquals(-1, bad,
-        () -> what + ": first wrong byte at " + bad + " of " + region.byteSize());
+    org.junit.jupiter.api.Assertions.assertEquals(
+        -1, bad, () -> what + ": first wrong byte at " + bad + " of " + region.byteSize());
   }
 
   @Override

@@ -31,10 +31,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * C3 with real processes: a source is SIGKILLed and replaced at the same endpoint by a fresh
- * incarnation, for three generations. Each stale RemoteSegment is refused EPOCH_MISMATCH, both
- * when reopened by its old identity and when used for data, with zero bytes moved and no new data
- * connection; a fresh open works, and the surviving requester's registration, identity and
- * counters simply continue.
+ * incarnation, for three generations. Each stale RemoteSegment is refused EPOCH_MISMATCH, both when
+ * reopened by its old identity and when used for data, with zero bytes moved and no new data
+ * connection; a fresh open works, and the surviving requester's registration, identity and counters
+ * simply continue.
  */
 class EpochFencingIT {
   private static final long REGION = 4L << 20;
@@ -47,7 +47,8 @@ class EpochFencingIT {
     try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       port = s.getLocalPort();
     }
-    try (TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("survivor"))) {
+    try (TransferEngine requester =
+        TransferEngine.start(EngineConfig.defaults().withName("survivor"))) {
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       long localRegion = local.regionId();
       var identity = requester.localSegment();
@@ -59,7 +60,8 @@ class EpochFencingIT {
           RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
           assertEquals(source.epoch(), peer.descriptor().epoch());
           for (int round = 0; round < 3; round++) {
-            readAndWriteRound(requester, source, local, peer, remoteRegion, generation * 10L + round);
+            readAndWriteRound(
+                requester, source, local, peer, remoteRegion, generation * 10L + round);
           }
           // Every segment of an earlier generation is refused, by identity and for data.
           for (RemoteSegment old : stale) {
@@ -70,7 +72,10 @@ class EpochFencingIT {
             long oldEpoch = source.epoch();
             source.kill();
             source = source.restart();
-            assertEquals(peer.descriptor().endpoint(), source.endpoint(), "replacement at the same endpoint");
+            assertEquals(
+                peer.descriptor().endpoint(),
+                source.endpoint(),
+                "replacement at the same endpoint");
             assertNotEquals(oldEpoch, source.epoch(), "fresh epoch");
           }
         }
@@ -78,8 +83,10 @@ class EpochFencingIT {
         source.kill();
         source = source.restart();
         RemoteSegment last = stale.get(stale.size() - 1);
-        TransferException e = assertThrows(TransferException.class,
-            () -> requester.openSegment(last.descriptor(), Duration.ofSeconds(10)));
+        TransferException e =
+            assertThrows(
+                TransferException.class,
+                () -> requester.openSegment(last.descriptor(), Duration.ofSeconds(10)));
         assertEquals(ErrorKind.EPOCH_MISMATCH, e.kind(), e::getMessage);
         for (RemoteSegment old : stale) {
           assertStaleRefused(requester, local, old, source);
@@ -94,8 +101,14 @@ class EpochFencingIT {
   }
 
   /** One READ round and one WRITE round, each with both regions checked in full. */
-  private static void readAndWriteRound(TransferEngine requester, EngineProcess source, RegisteredMemory local,
-      RemoteSegment peer, long remoteRegion, long seed) throws Exception {
+  private static void readAndWriteRound(
+      TransferEngine requester,
+      EngineProcess source,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remoteRegion,
+      long seed)
+      throws Exception {
     long data = seed * 2;
     long guard = seed * 2 + 1;
     source.call("FILL " + remoteRegion + " " + data);
@@ -110,7 +123,10 @@ class EpochFencingIT {
     }
     run(requester, reads);
     assertRegion(local.segment(), spans, guard, "requester after READ");
-    assertEquals("OK", source.ask("VERIFY " + remoteRegion + " " + data + " 0", List.of()), "source untouched by READ");
+    assertEquals(
+        "OK",
+        source.ask("VERIFY " + remoteRegion + " " + data + " 0", List.of()),
+        "source untouched by READ");
 
     long written = seed * 3 + 7;
     Pattern.fill(local.segment(), 0, REGION, written, 0);
@@ -124,9 +140,12 @@ class EpochFencingIT {
       lines.add(ro + " " + CHUNK + " " + written + " " + lo);
     }
     run(requester, writes);
-    assertEquals("OK", source.ask("VERIFY " + remoteRegion + " " + guard + " " + lines.size(), lines),
+    assertEquals(
+        "OK",
+        source.ask("VERIFY " + remoteRegion + " " + guard + " " + lines.size(), lines),
         "source after WRITE: payload and guards");
-    assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, written, 0), "requester untouched by WRITE");
+    assertEquals(
+        -1, Pattern.verify(local.segment(), 0, REGION, written, 0), "requester untouched by WRITE");
   }
 
   private static void run(TransferEngine requester, List<TransferRequest> requests) {
@@ -141,24 +160,37 @@ class EpochFencingIT {
    * A stale segment: reopening it by identity and submitting on it both fail EPOCH_MISMATCH; no
    * byte moves on either side and no data connection is opened.
    */
-  private static void assertStaleRefused(TransferEngine requester, RegisteredMemory local, RemoteSegment stale,
-      EngineProcess current) throws Exception {
+  private static void assertStaleRefused(
+      TransferEngine requester, RegisteredMemory local, RemoteSegment stale, EngineProcess current)
+      throws Exception {
     long guard = 0x5a1e;
     Pattern.fill(local.segment(), 0, REGION, guard, 0);
     long lanesBefore = requester.counters().connectionsOpened.sum();
-    TransferException reopen = assertThrows(TransferException.class,
-        () -> requester.openSegment(stale.descriptor(), Duration.ofSeconds(10)));
+    TransferException reopen =
+        assertThrows(
+            TransferException.class,
+            () -> requester.openSegment(stale.descriptor(), Duration.ofSeconds(10)));
     assertEquals(ErrorKind.EPOCH_MISMATCH, reopen.kind(), reopen::getMessage);
     long regionId = stale.regions().get(0).regionId();
     Batch batch = requester.allocateBatch(2);
-    TransferException submit = assertThrows(TransferException.class, () -> batch.submit(List.of(
-        TransferRequest.read(local, 0, stale, regionId, 0, 4096),
-        TransferRequest.write(local, 8192, stale, regionId, 0, 4096))));
+    TransferException submit =
+        assertThrows(
+            TransferException.class,
+            () ->
+                batch.submit(
+                    List.of(
+                        TransferRequest.read(local, 0, stale, regionId, 0, 4096),
+                        TransferRequest.write(local, 8192, stale, regionId, 0, 4096))));
     assertEquals(ErrorKind.EPOCH_MISMATCH, submit.kind(), submit::getMessage);
-    assertEquals(0, batch.status().tasks().size(), "nothing admitted: zero bytes, no remote effect, nothing to drain");
+    assertEquals(
+        0,
+        batch.status().tasks().size(),
+        "nothing admitted: zero bytes, no remote effect, nothing to drain");
     batch.free();
-    assertEquals(lanesBefore, requester.counters().connectionsOpened.sum(), "no new data connection");
-    assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "requester region untouched");
+    assertEquals(
+        lanesBefore, requester.counters().connectionsOpened.sum(), "no new data connection");
+    assertEquals(
+        -1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "requester region untouched");
     assertTrue(current.alive());
   }
 }

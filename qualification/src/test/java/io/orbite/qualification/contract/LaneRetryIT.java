@@ -53,17 +53,20 @@ class LaneRetryIT {
   private static BatchStatus readAndWrite(boolean retry) {
     BreakOnce hook = new BreakOnce();
     EngineConfig d = EngineConfig.defaults();
-    EngineConfig requesterConfig = d.withName("retrying").withTcp(d.tcp().withRetryReadOnOtherLane(retry));
+    EngineConfig requesterConfig =
+        d.withName("retrying").withTcp(d.tcp().withRetryReadOnOtherLane(retry));
     try (TransferEngine source = TransferEngine.start(d.withName("retry-source"));
         TransferEngine requester = TransferEngine.start(requesterConfig, hook)) {
       RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, 51);
       RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, 52);
       Pattern.fill(local.segment(), WRITE_AT, WRITE, 53, 0);
-      RemoteSegment peer = requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
       Batch batch = requester.allocateBatch(2);
-      batch.submit(List.of(
-          TransferRequest.read(local, READ_AT, peer, remote.regionId(), 1000, READ),
-          TransferRequest.write(local, WRITE_AT, peer, remote.regionId(), WRITE_AT, WRITE)));
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, READ_AT, peer, remote.regionId(), 1000, READ),
+              TransferRequest.write(local, WRITE_AT, peer, remote.regionId(), WRITE_AT, WRITE)));
       BatchStatus status = batch.await(Duration.ofSeconds(60));
       batch.free();
       assertTrue(hook.fired.get(), "the hook broke a lane");
@@ -75,7 +78,8 @@ class LaneRetryIT {
       if (retry) {
         assertEquals(TaskState.COMPLETED, read.state(), read::toString);
         assertEquals(READ, read.bytes());
-        assertTrue(requester.counters().readRetries.sum() >= 1, "the READ's frames were sent again");
+        assertTrue(
+            requester.counters().readRetries.sum() >= 1, "the READ's frames were sent again");
       } else {
         assertEquals(ErrorKind.PEER_LOST, read.errorKind(), read::toString);
         assertEquals(0, read.bytes(), "a failed task's bytes are never counted");
@@ -90,8 +94,12 @@ class LaneRetryIT {
       localSpans.add(new Span(WRITE_AT, WRITE, 53, 0));
       if (!read.completed()) {
         // A failed READ may have landed in part before the break: check the guards around it only.
-        assertEquals(-1, Pattern.verify(local.segment(), 0, READ_AT, 52, 0), "guard before the READ");
-        assertEquals(-1, Pattern.verify(local.segment(), READ_AT + READ, WRITE_AT - READ_AT - READ, 52, READ_AT + READ),
+        assertEquals(
+            -1, Pattern.verify(local.segment(), 0, READ_AT, 52, 0), "guard before the READ");
+        assertEquals(
+            -1,
+            Pattern.verify(
+                local.segment(), READ_AT + READ, WRITE_AT - READ_AT - READ, 52, READ_AT + READ),
             "guard after the READ");
         assertEquals(-1, Pattern.verify(local.segment(), WRITE_AT, WRITE, 53, 0));
       } else {
@@ -103,12 +111,21 @@ class LaneRetryIT {
       assertTrue(applied <= WRITE, "the WRITE was applied at most once: " + applied + " B");
       if (write.completed()) {
         assertEquals(RemoteEffect.APPLIED, write.remoteEffect());
-        EnginePair.assertRegion(remote.segment(), List.of(new Span(WRITE_AT, WRITE, 53, 0)), 51, "the source's region");
+        EnginePair.assertRegion(
+            remote.segment(), List.of(new Span(WRITE_AT, WRITE, 53, 0)), 51, "the source's region");
       } else {
         assertTrue(write.remoteEffect() != RemoteEffect.APPLIED, write::toString);
-        assertEquals(-1, Pattern.verify(remote.segment(), 0, WRITE_AT, 51, 0), "source before the WRITE");
-        assertEquals(-1, Pattern.verify(remote.segment(), WRITE_AT + WRITE, REGION - WRITE_AT - WRITE, 51,
-            WRITE_AT + WRITE), "source after the WRITE");
+        assertEquals(
+            -1, Pattern.verify(remote.segment(), 0, WRITE_AT, 51, 0), "source before the WRITE");
+        assertEquals(
+            -1,
+            Pattern.verify(
+                remote.segment(),
+                WRITE_AT + WRITE,
+                REGION - WRITE_AT - WRITE,
+                51,
+                WRITE_AT + WRITE),
+            "source after the WRITE");
       }
       return status;
     }

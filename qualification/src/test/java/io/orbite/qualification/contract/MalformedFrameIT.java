@@ -45,10 +45,10 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * C10: bytes that break the protocol close the connection that carried them, are counted, and
- * never reach registered memory; other connections are not disturbed. A well-behaved requester
- * keeps moving verified READ and WRITE batches against the attacked source for the whole class;
- * each attack must be followed by at least one more fully verified round.
+ * C10: bytes that break the protocol close the connection that carried them, are counted, and never
+ * reach registered memory; other connections are not disturbed. A well-behaved requester keeps
+ * moving verified READ and WRITE batches against the attacked source for the whole class; each
+ * attack must be followed by at least one more fully verified round.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(60)
@@ -58,14 +58,19 @@ class MalformedFrameIT {
   private static final long TRAFFIC_BYTES = 40L << 20;
   private static final long TARGET_BYTES = 1L << 20;
   private static final long TARGET_GUARD = 0xBADC0DEL;
-  private static final byte[] HTTP = "GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] HTTP =
+      "GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
 
   private EnginePair pair;
+
   /** Source region the background traffic uses. */
   private RegisteredMemory trafficRemote;
+
   private RegisteredMemory trafficLocal;
+
   /** Source region only attacks aim at; it must keep its guard pattern for the whole class. */
   private RegisteredMemory target;
+
   private Thread traffic;
   private final AtomicBoolean stop = new AtomicBoolean();
   private final AtomicLong rounds = new AtomicLong();
@@ -76,17 +81,22 @@ class MalformedFrameIT {
   @BeforeAll
   void startSourceAndTraffic() {
     // A long first-frame timeout: a close seen within CLOSE_WAIT is the refusal, not that timer.
-    EngineConfig sourceConfig = EngineConfig.defaults()
-        .withTimeouts(TimeoutConfig.defaults().withDescribeTimeoutMillis(60_000));
+    EngineConfig sourceConfig =
+        EngineConfig.defaults()
+            .withTimeouts(TimeoutConfig.defaults().withDescribeTimeoutMillis(60_000));
     pair = new EnginePair(sourceConfig, EngineConfig.defaults());
     trafficRemote = pair.source.allocate(TRAFFIC_BYTES, Access.READ_WRITE);
     trafficLocal = pair.requester.allocate(TRAFFIC_BYTES, Access.READ_WRITE);
     target = EnginePair.guarded(pair.source, TARGET_BYTES, Access.READ_WRITE, TARGET_GUARD);
     RemoteSegment remote = pair.open();
-    traffic = Thread.ofPlatform().daemon().name("malformed-it-traffic").start(() -> trafficLoop(remote));
-    assertTrue(awaitCondition(ROUND_WAIT, () -> rounds.get() >= 1 || trafficFailure.get() != null),
+    traffic =
+        Thread.ofPlatform().daemon().name("malformed-it-traffic").start(() -> trafficLoop(remote));
+    assertTrue(
+        awaitCondition(ROUND_WAIT, () -> rounds.get() >= 1 || trafficFailure.get() != null),
         "background traffic never completed a first round");
-    assertNull(trafficFailure.get(), () -> "background traffic failed before any attack: " + trafficFailure.get());
+    assertNull(
+        trafficFailure.get(),
+        () -> "background traffic failed before any attack: " + trafficFailure.get());
   }
 
   @AfterAll
@@ -98,8 +108,13 @@ class MalformedFrameIT {
     try {
       assertFalse(traffic != null && traffic.isAlive(), "background traffic did not stop");
       assertNull(trafficFailure.get(), () -> "background traffic: " + trafficFailure.get());
-      assertTrue(rounds.get() >= attacks + 1L,
-          "background traffic completed " + rounds.get() + " verified rounds during " + attacks + " attacks");
+      assertTrue(
+          rounds.get() >= attacks + 1L,
+          "background traffic completed "
+              + rounds.get()
+              + " verified rounds during "
+              + attacks
+              + " attacks");
     } finally {
       if (pair != null) {
         pair.close();
@@ -112,13 +127,17 @@ class MalformedFrameIT {
     rejectedBefore = pair.source.counters().framesRejected.sum();
   }
 
-  /** After every attack: the target region is intact and the traffic still completes verified rounds. */
+  /**
+   * After every attack: the target region is intact and the traffic still completes verified
+   * rounds.
+   */
   @AfterEach
   void trafficSurvivesAttack() {
     attacks++;
     assertTargetUnchanged("after the attack");
     long before = rounds.get();
-    assertTrue(awaitCondition(ROUND_WAIT, () -> rounds.get() > before || trafficFailure.get() != null),
+    assertTrue(
+        awaitCondition(ROUND_WAIT, () -> rounds.get() > before || trafficFailure.get() != null),
         "background traffic completed no round within " + ROUND_WAIT + " after the attack");
     assertNull(trafficFailure.get(), () -> "background traffic failed: " + trafficFailure.get());
   }
@@ -183,9 +202,18 @@ class MalformedFrameIT {
   void writeRequestAsFirstFrameIsRefusedBeforeItsPayload() throws Exception {
     SegmentDescriptor src = pair.source.localSegment();
     byte[] payload = patternBytes(4096, 0x1234);
-    byte[] frame = RawLane.concat(
-        RawLane.header(FrameType.WRITE_REQUEST, 0, payload.length, 1, src.epoch(), target.regionId(), 64, payload.length),
-        payload);
+    byte[] frame =
+        RawLane.concat(
+            RawLane.header(
+                FrameType.WRITE_REQUEST,
+                0,
+                payload.length,
+                1,
+                src.epoch(),
+                target.regionId(),
+                64,
+                payload.length),
+            payload);
     try (RawLane lane = RawLane.connect(src)) {
       lane.send(frame);
       assertClosedAndCounted(lane, "a WRITE_REQUEST without a HELLO");
@@ -221,7 +249,9 @@ class MalformedFrameIT {
     long offset = 4097;
     int count = 4099;
     try (RawLane lane = helloLane(src)) {
-      lane.send(RawLane.header(FrameType.READ_REQUEST, 0, 0, 1, src.epoch(), target.regionId(), offset, count));
+      lane.send(
+          RawLane.header(
+              FrameType.READ_REQUEST, 0, 0, 1, src.epoch(), target.regionId(), offset, count));
       assertReadAnswer(lane, 1, offset, count);
       lane.send(HTTP);
       assertClosedAndCounted(lane, "foreign magic after an answered READ on a data lane");
@@ -235,12 +265,17 @@ class MalformedFrameIT {
     int count = 8191;
     try (RawLane lane = helloLane(src)) {
       // One write: the READ and the garbage arrive together; the READ was whole and valid.
-      lane.send(RawLane.concat(
-          RawLane.header(FrameType.READ_REQUEST, 0, 0, 1, src.epoch(), target.regionId(), offset, count), HTTP));
+      lane.send(
+          RawLane.concat(
+              RawLane.header(
+                  FrameType.READ_REQUEST, 0, 0, 1, src.epoch(), target.regionId(), offset, count),
+              HTTP));
       try {
         assertReadAnswer(lane, 1, offset, count);
       } catch (java.io.IOException | java.util.concurrent.TimeoutException e) {
-        fail("a valid READ received before the foreign bytes must be answered before the lane is closed: " + e);
+        fail(
+            "a valid READ received before the foreign bytes must be answered before the lane is closed: "
+                + e);
       }
       assertClosedAndCounted(lane, "foreign magic right behind a valid READ on a data lane");
     }
@@ -255,7 +290,8 @@ class MalformedFrameIT {
     }
   }
 
-  // ---------------------------------------------------------------- a requester facing a bad source
+  // ---------------------------------------------------------------- a requester facing a bad
+  // source
 
   @Test
   void requesterRefusesForeignBytesAnsweringItsReadAndLandsNothing() throws Exception {
@@ -264,25 +300,56 @@ class MalformedFrameIT {
 
   @Test
   void requesterRefusesReadResponseForAnotherRequestAndLandsNothing() throws Exception {
-    badSource(request -> RawLane.concat(
-        RawLane.header(FrameType.READ_RESPONSE, 0, request.count(), request.requestId() + 100, request.epoch(), 0, 0,
-            request.count()),
-        patternBytes((int) request.count(), 0x5555)), "READ_RESPONSE naming another request id");
+    badSource(
+        request ->
+            RawLane.concat(
+                RawLane.header(
+                    FrameType.READ_RESPONSE,
+                    0,
+                    request.count(),
+                    request.requestId() + 100,
+                    request.epoch(),
+                    0,
+                    0,
+                    request.count()),
+                patternBytes((int) request.count(), 0x5555)),
+        "READ_RESPONSE naming another request id");
   }
 
   @Test
   void requesterRefusesReadResponseOfWrongLengthAndLandsNothing() throws Exception {
-    badSource(request -> RawLane.concat(
-        RawLane.header(FrameType.READ_RESPONSE, 0, request.count() + 1, request.requestId(), request.epoch(), 0, 0,
-            request.count() + 1),
-        patternBytes((int) request.count() + 1, 0x6666)), "READ_RESPONSE one byte longer than requested");
+    badSource(
+        request ->
+            RawLane.concat(
+                RawLane.header(
+                    FrameType.READ_RESPONSE,
+                    0,
+                    request.count() + 1,
+                    request.requestId(),
+                    request.epoch(),
+                    0,
+                    0,
+                    request.count() + 1),
+                patternBytes((int) request.count() + 1, 0x6666)),
+        "READ_RESPONSE one byte longer than requested");
   }
 
   @Test
   void requesterRefusesReadResponseWithAbsurdLengthAndLandsNothing() throws Exception {
-    badSource(request -> RawLane.concat(
-        RawLane.header(FrameType.READ_RESPONSE, 0, 1L << 40, request.requestId(), request.epoch(), 0, 0, 1L << 40),
-        patternBytes(8192, 0x7777)), "READ_RESPONSE of 2^40 bytes");
+    badSource(
+        request ->
+            RawLane.concat(
+                RawLane.header(
+                    FrameType.READ_RESPONSE,
+                    0,
+                    1L << 40,
+                    request.requestId(),
+                    request.epoch(),
+                    0,
+                    0,
+                    1L << 40),
+                patternBytes(8192, 0x7777)),
+        "READ_RESPONSE of 2^40 bytes");
   }
 
   // ---------------------------------------------------------------- attacks and checks
@@ -305,13 +372,25 @@ class MalformedFrameIT {
     }
   }
 
-  /** Sends a malformed WRITE header plus a few KiB of payload on a data lane aimed inside the target. */
+  /**
+   * Sends a malformed WRITE header plus a few KiB of payload on a data lane aimed inside the
+   * target.
+   */
   private void attackWrite(long payloadLength, long count, String what) throws Exception {
     SegmentDescriptor src = pair.source.localSegment();
     byte[] payload = patternBytes(8192, 0xFEED);
-    byte[] frame = RawLane.concat(
-        RawLane.header(FrameType.WRITE_REQUEST, 0, payloadLength, 1, src.epoch(), target.regionId(), 1000, count),
-        payload);
+    byte[] frame =
+        RawLane.concat(
+            RawLane.header(
+                FrameType.WRITE_REQUEST,
+                0,
+                payloadLength,
+                1,
+                src.epoch(),
+                target.regionId(),
+                1000,
+                count),
+            payload);
     try (RawLane lane = helloLane(src)) {
       lane.send(frame);
       assertClosedAndCounted(lane, what);
@@ -320,30 +399,44 @@ class MalformedFrameIT {
   }
 
   /** Reads a READ_RESPONSE and checks its payload is the target's guard bytes at {@code offset}. */
-  private void assertReadAnswer(RawLane lane, long requestId, long offset, int count) throws Exception {
+  private void assertReadAnswer(RawLane lane, long requestId, long offset, int count)
+      throws Exception {
     FrameHeader h = lane.readHeader(CLOSE_WAIT);
     assertEquals(FrameType.READ_RESPONSE, h.type(), "answer to a valid READ: " + h);
     assertEquals(0, h.status(), "status of a valid READ: " + h);
     assertEquals(requestId, h.requestId(), "request id echoed: " + h);
     assertEquals(count, h.payloadLength(), "READ payload length: " + h);
     byte[] bytes = lane.readExactly(count, CLOSE_WAIT);
-    assertEquals(-1, Pattern.verify(MemorySegment.ofArray(bytes), 0, count, TARGET_GUARD, offset),
+    assertEquals(
+        -1,
+        Pattern.verify(MemorySegment.ofArray(bytes), 0, count, TARGET_GUARD, offset),
         "READ payload must be the target region's bytes [" + offset + ", +" + count + ")");
   }
 
   private void assertClosedAndCounted(RawLane lane, String what) {
     RawLane.CloseResult closed = lane.awaitClosed(CLOSE_WAIT);
-    assertTrue(closed.closed(), "the source must close the connection after " + what + ": " + closed.how());
+    assertTrue(
+        closed.closed(),
+        "the source must close the connection after " + what + ": " + closed.how());
     assertEquals(0, closed.bytesBeforeClose(), "the source must not answer " + what);
-    assertTrue(awaitCondition(CLOSE_WAIT, () -> pair.source.counters().framesRejected.sum() > rejectedBefore),
+    assertTrue(
+        awaitCondition(
+            CLOSE_WAIT, () -> pair.source.counters().framesRejected.sum() > rejectedBefore),
         "framesRejected must count " + what);
-    assertEquals(rejectedBefore + 1, pair.source.counters().framesRejected.sum(),
+    assertEquals(
+        rejectedBefore + 1,
+        pair.source.counters().framesRejected.sum(),
         "framesRejected must count " + what + " exactly once");
   }
 
   private void assertTargetUnchanged(String when) {
     long bad = RegionCheck.check(target.segment(), List.of(), TARGET_GUARD);
-    assertEquals(-1, bad, "the attacked source region must be unchanged in full " + when + " (first wrong byte shown)");
+    assertEquals(
+        -1,
+        bad,
+        "the attacked source region must be unchanged in full "
+            + when
+            + " (first wrong byte shown)");
   }
 
   /**
@@ -353,18 +446,21 @@ class MalformedFrameIT {
    */
   private void badSource(StallingPeer.Responder answer, String what) throws Exception {
     long guard = 0xC0FFEE;
-    RegisteredMemory local = EnginePair.guarded(pair.requester, 256 * 1024, Access.READ_WRITE, guard);
+    RegisteredMemory local =
+        EnginePair.guarded(pair.requester, 256 * 1024, Access.READ_WRITE, guard);
     try (StallingPeer fake = StallingPeer.answering(1 << 20, answer)) {
       RemoteSegment remote = pair.requester.openSegment(fake.endpoint(), Duration.ofSeconds(10));
       Batch batch = pair.requester.allocateBatch(2);
-      batch.submit(List.of(
-          TransferRequest.read(local, 3, remote, StallingPeer.REGION_ID, 5, 64 * 1024 + 1),
-          TransferRequest.read(local, 100_003, remote, StallingPeer.REGION_ID, 100_000, 4096)));
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, 3, remote, StallingPeer.REGION_ID, 5, 64 * 1024 + 1),
+              TransferRequest.read(local, 100_003, remote, StallingPeer.REGION_ID, 100_000, 4096)));
       BatchStatus status = batch.await(Duration.ofSeconds(10));
       assertTrue(status.done(), "tasks answered with " + what + " must end: " + status);
       for (TaskResult t : status.tasks()) {
         assertEquals(TaskState.FAILED, t.state(), what + ": " + t);
-        assertTrue(t.errorKind() == ErrorKind.PROTOCOL || t.errorKind() == ErrorKind.PEER_LOST,
+        assertTrue(
+            t.errorKind() == ErrorKind.PROTOCOL || t.errorKind() == ErrorKind.PEER_LOST,
             what + ": expected PROTOCOL or PEER_LOST: " + t);
         assertTrue(t.locallyDrained(), what + ": " + t);
         assertEquals(0, t.bytes(), what + ": " + t);
@@ -373,8 +469,12 @@ class MalformedFrameIT {
       assertTrue(fake.requests().size() >= 1, "the fake source saw the READ it answered badly");
       assertEquals(List.of(), fake.problems(), "fake source problems");
       long bad = RegionCheck.check(local.segment(), List.of(), guard);
-      assertEquals(-1, bad, "requester region must be unchanged in full after " + what
-          + ": a malformed answer is refused before any payload byte lands (first wrong byte shown)");
+      assertEquals(
+          -1,
+          bad,
+          "requester region must be unchanged in full after "
+              + what
+              + ": a malformed answer is refused before any payload byte lands (first wrong byte shown)");
       batch.free();
     } finally {
       pair.requester.unregister(local);
@@ -432,7 +532,8 @@ class MalformedFrameIT {
     }
     for (TaskResult t : status.tasks()) {
       if (t.bytes() != requests.get(t.index()).lengthBytes()) {
-        throw new AssertionError(what + ": task confirmed " + t.bytes() + " B of " + requests.get(t.index()) + ": " + t);
+        throw new AssertionError(
+            what + ": task confirmed " + t.bytes() + " B of " + requests.get(t.index()) + ": " + t);
       }
     }
     batch.free();
@@ -483,21 +584,31 @@ class MalformedFrameIT {
       return at;
     }
 
-    List<TransferRequest> requests(boolean read, RegisteredMemory localMem, RemoteSegment remote, long regionId) {
+    List<TransferRequest> requests(
+        boolean read, RegisteredMemory localMem, RemoteSegment remote, long regionId) {
       List<TransferRequest> out = new ArrayList<>();
       for (int i = 0; i < length.length; i++) {
-        out.add(read
-            ? TransferRequest.read(localMem, local[i], remote, regionId, this.remote[i], length[i])
-            : TransferRequest.write(localMem, local[i], remote, regionId, this.remote[i], length[i]));
+        out.add(
+            read
+                ? TransferRequest.read(
+                    localMem, local[i], remote, regionId, this.remote[i], length[i])
+                : TransferRequest.write(
+                    localMem, local[i], remote, regionId, this.remote[i], length[i]));
       }
       return out;
     }
 
-    /** What the destination should hold: READ lands source bytes locally, WRITE lands local bytes remotely. */
+    /**
+     * What the destination should hold: READ lands source bytes locally, WRITE lands local bytes
+     * remotely.
+     */
     List<Span> spans(boolean read, long seed) {
       List<Span> out = new ArrayList<>();
       for (int i = 0; i < length.length; i++) {
-        out.add(read ? new Span(local[i], length[i], seed, remote[i]) : new Span(remote[i], length[i], seed, local[i]));
+        out.add(
+            read
+                ? new Span(local[i], length[i], seed, remote[i])
+                : new Span(remote[i], length[i], seed, local[i]));
       }
       return out;
     }

@@ -34,11 +34,11 @@ import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Supervision of the engine's owners: an unexpected exception inside the Registry, the
- * SegmentTable or Admission (injected through {@link FaultHooks#beforeOwnerMessage}) turns that
- * owner quarantined. Calls that need it fail UNAVAILABLE naming it within 100 ms, not after an
- * ask's timeout; it is listed by {@code quarantined()} with the charges it held, which stay held;
- * and the rest of the engine keeps moving bytes, checked with their guards.
+ * Supervision of the engine's owners: an unexpected exception inside the Registry, the SegmentTable
+ * or Admission (injected through {@link FaultHooks#beforeOwnerMessage}) turns that owner
+ * quarantined. Calls that need it fail UNAVAILABLE naming it within 100 ms, not after an ask's
+ * timeout; it is listed by {@code quarantined()} with the charges it held, which stay held; and the
+ * rest of the engine keeps moving bytes, checked with their guards.
  */
 class OwnerSupervisionIT {
   private static final Duration PROMPT = Duration.ofMillis(100);
@@ -66,7 +66,8 @@ class OwnerSupervisionIT {
       @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     ThrowingOwner hook = new ThrowingOwner();
     try (EngineProcess source = EngineProcess.start("supervision-source", logs, Map.of());
-        TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("supervised"), hook)) {
+        TransferEngine requester =
+            TransferEngine.start(EngineConfig.defaults().withName("supervised"), hook)) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       source.call("FILL " + remote + " 41");
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
@@ -77,33 +78,55 @@ class OwnerSupervisionIT {
       List<Span> landed = new java.util.ArrayList<>();
       assertRead(requester, local, peer, remote, 0, guard, landed, "before any failure");
 
-      // The Registry fails on the next registration: that call and every later one are refused at once.
+      // The Registry fails on the next registration: that call and every later one are refused at
+      // once.
       hook.arm("Registry");
-      TransferException first = refusedPromptly(() -> requester.allocate(1L << 20, Access.READ_WRITE));
-      assertTrue(first.getMessage().contains("Registry") && first.getMessage().contains("quarantined")
-          && first.getMessage().contains("injected invariant failure"), first.getMessage());
-      TransferException again = refusedPromptly(() -> requester.allocate(1L << 20, Access.READ_WRITE));
-      assertTrue(again.getMessage().contains("Registry") && again.getMessage().contains("quarantined"),
+      TransferException first =
+          refusedPromptly(() -> requester.allocate(1L << 20, Access.READ_WRITE));
+      assertTrue(
+          first.getMessage().contains("Registry")
+              && first.getMessage().contains("quarantined")
+              && first.getMessage().contains("injected invariant failure"),
+          first.getMessage());
+      TransferException again =
+          refusedPromptly(() -> requester.allocate(1L << 20, Access.READ_WRITE));
+      assertTrue(
+          again.getMessage().contains("Registry") && again.getMessage().contains("quarantined"),
           again.getMessage());
       refusedPromptly(() -> requester.unregister(second));
       QuarantinedOwner registry = quarantined(requester, "Registry");
       assertEquals(QuarantinedOwner.Kind.OWNER, registry.kind());
-      assertTrue(registry.reason().contains("registrations=2"), () -> "listed with what it held: " + registry);
+      assertTrue(
+          registry.reason().contains("registrations=2"),
+          () -> "listed with what it held: " + registry);
 
       // The registrations it held stay usable: READ and WRITE move verified bytes.
-      assertRead(requester, local, peer, remote, TASK, guard, landed, "with the Registry quarantined");
+      assertRead(
+          requester, local, peer, remote, TASK, guard, landed, "with the Registry quarantined");
       assertWrite(requester, local, source, peer, remote, landed);
 
-      // The SegmentTable fails on the next open: refused at once; the segment already open still works.
+      // The SegmentTable fails on the next open: refused at once; the segment already open still
+      // works.
       hook.arm("SegmentTable");
-      TransferException open = refusedPromptly(() -> requester.openSegment(source.endpoint(), Duration.ofSeconds(10)));
-      assertTrue(open.getMessage().contains("SegmentTable") && open.getMessage().contains("quarantined"),
+      TransferException open =
+          refusedPromptly(() -> requester.openSegment(source.endpoint(), Duration.ofSeconds(10)));
+      assertTrue(
+          open.getMessage().contains("SegmentTable") && open.getMessage().contains("quarantined"),
           open.getMessage());
       refusedPromptly(() -> requester.openSegment(source.endpoint(), Duration.ofSeconds(10)));
       refusedPromptly(requester::peers);
-      assertTrue(quarantined(requester, "SegmentTable").reason().contains("entries=1"),
+      assertTrue(
+          quarantined(requester, "SegmentTable").reason().contains("entries=1"),
           () -> requester.quarantined().toString());
-      assertRead(requester, local, peer, remote, 2 * TASK, guard, landed, "with the SegmentTable quarantined");
+      assertRead(
+          requester,
+          local,
+          peer,
+          remote,
+          2 * TASK,
+          guard,
+          landed,
+          "with the SegmentTable quarantined");
 
       // The engine closes, and says what it could not give back.
       EngineOwed owed = requester.close(Duration.ofSeconds(20));
@@ -113,31 +136,39 @@ class OwnerSupervisionIT {
   }
 
   @Test
-  void aFailedAdmissionRefusesEndpointChargesAsUnavailable(@TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs)
-      throws Exception {
+  void aFailedAdmissionRefusesEndpointChargesAsUnavailable(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     ThrowingOwner hook = new ThrowingOwner();
     try (EngineProcess source = EngineProcess.start("supervision-source-2", logs, Map.of());
-        TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("supervised-2"), hook)) {
+        TransferEngine requester =
+            TransferEngine.start(EngineConfig.defaults().withName("supervised-2"), hook)) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       source.call("FILL " + remote + " 51");
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       hook.arm("Admission");
       // The open's endpoint charge reaches the failing Admission (or its once-a-second report tick
       // does first): either way the open is refused UNAVAILABLE naming it, and nothing is charged.
-      TransferException e = assertThrows(TransferException.class,
-          () -> requester.openSegment(source.endpoint(), Duration.ofSeconds(10)));
+      TransferException e =
+          assertThrows(
+              TransferException.class,
+              () -> requester.openSegment(source.endpoint(), Duration.ofSeconds(10)));
       assertEquals(ErrorKind.UNAVAILABLE, e.kind(), e::getMessage);
-      assertTrue(e.getMessage().contains("Admission") && e.getMessage().contains("quarantined"), e.getMessage());
+      assertTrue(
+          e.getMessage().contains("Admission") && e.getMessage().contains("quarantined"),
+          e.getMessage());
       assertEquals(0, requester.owed().endpoints(), requester.owed()::toString);
       assertEquals(QuarantinedOwner.Kind.OWNER, quarantined(requester, "Admission").kind());
       // Batches and tasks are charged on the callers' threads, not by Admission: they still run,
       // here over a file segment of this engine (no peer needed).
       Path file = logs.resolve("supervised.dat");
       java.nio.file.Files.write(file, new byte[(int) TASK]);
-      RemoteSegment seg = requester.openFileSegment(file, Access.READ_WRITE, Duration.ofSeconds(10));
+      RemoteSegment seg =
+          requester.openFileSegment(file, Access.READ_WRITE, Duration.ofSeconds(10));
       Pattern.fill(local.segment(), 0, REGION, 52, 0);
       Batch b = requester.allocateBatch(1);
-      b.submit(List.of(TransferRequest.write(local, 0, seg, seg.regions().getFirst().regionId(), 0, TASK)));
+      b.submit(
+          List.of(
+              TransferRequest.write(local, 0, seg, seg.regions().getFirst().regionId(), 0, TASK)));
       TaskResult w = b.await(Duration.ofSeconds(30)).tasks().getFirst();
       assertEquals(TaskState.COMPLETED, w.state(), w::toString);
       b.free();
@@ -154,12 +185,16 @@ class OwnerSupervisionIT {
     TransferException e = assertThrows(TransferException.class, call);
     long elapsed = System.nanoTime() - start;
     assertEquals(ErrorKind.UNAVAILABLE, e.kind(), e::getMessage);
-    assertTrue(elapsed <= PROMPT.toNanos(), () -> "refused after " + elapsed / 1_000_000 + " ms: " + e.getMessage());
+    assertTrue(
+        elapsed <= PROMPT.toNanos(),
+        () -> "refused after " + elapsed / 1_000_000 + " ms: " + e.getMessage());
     return e;
   }
 
   private static QuarantinedOwner quarantined(TransferEngine engine, String owner) {
-    return engine.quarantined().stream().filter(q -> q.owner().equals(owner)).findFirst()
+    return engine.quarantined().stream()
+        .filter(q -> q.owner().equals(owner))
+        .findFirst()
         .orElseThrow(() -> new AssertionError(owner + " not listed: " + engine.quarantined()));
   }
 
@@ -167,8 +202,15 @@ class OwnerSupervisionIT {
    * READs {@code [at, +TASK)} of the source into the same offset, adds it to {@code landed}, and
    * checks the whole local region: every span landed so far, and the guard pattern everywhere else.
    */
-  private static void assertRead(TransferEngine requester, RegisteredMemory local, RemoteSegment peer, long remote,
-      long at, long guard, List<Span> landed, String when) {
+  private static void assertRead(
+      TransferEngine requester,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remote,
+      long at,
+      long guard,
+      List<Span> landed,
+      String when) {
     Batch b = requester.allocateBatch(1);
     b.submit(List.of(TransferRequest.read(local, at, peer, remote, at, TASK)));
     BatchStatus s = b.await(Duration.ofSeconds(30));
@@ -179,9 +221,18 @@ class OwnerSupervisionIT {
     assertEquals(-1, RegionCheck.check(local.segment(), landed, guard), when);
   }
 
-  /** WRITEs a fresh pattern from the local region's last TASK bytes (added to {@code landed}) and checks the source. */
-  private static void assertWrite(TransferEngine requester, RegisteredMemory local, EngineProcess source,
-      RemoteSegment peer, long remote, List<Span> landed) throws Exception {
+  /**
+   * WRITEs a fresh pattern from the local region's last TASK bytes (added to {@code landed}) and
+   * checks the source.
+   */
+  private static void assertWrite(
+      TransferEngine requester,
+      RegisteredMemory local,
+      EngineProcess source,
+      RemoteSegment peer,
+      long remote,
+      List<Span> landed)
+      throws Exception {
     long at = REGION - TASK;
     Pattern.fill(local.segment(), at, TASK, 43, 0);
     landed.add(new Span(at, TASK, 43, 0));
@@ -190,7 +241,9 @@ class OwnerSupervisionIT {
     TaskResult w = b.await(Duration.ofSeconds(30)).tasks().getFirst();
     b.free();
     assertEquals(TaskState.COMPLETED, w.state(), w::toString);
-    assertEquals("OK", source.ask("VERIFY " + remote + " 41 1", List.of(at + " " + TASK + " 43 0")),
+    assertEquals(
+        "OK",
+        source.ask("VERIFY " + remote + " 41 1", List.of(at + " " + TASK + " 43 0")),
         "the source holds the WRITE's bytes and its own pattern around them");
   }
 }

@@ -29,9 +29,10 @@ import org.junit.jupiter.api.Test;
 /**
  * C5 and C7 past the destruction window: a test hook holds a requester lane while it owns a READ's
  * memory. The task cannot be shown drained, so after its deadline plus the window it is reported
- * UNQUIESCED, its batch is quarantined (free() answers BATCH_BUSY), its loan keeps the memory mapped
- * (read back afterwards, byte for byte) and its charges stay. The engine lists the owner, and every
- * close reports it. If the worker lets go, the owner proves its drain late and leaves quarantine.
+ * UNQUIESCED, its batch is quarantined (free() answers BATCH_BUSY), its loan keeps the memory
+ * mapped (read back afterwards, byte for byte) and its charges stay. The engine lists the owner,
+ * and every close reports it. If the worker lets go, the owner proves its drain late and leaves
+ * quarantine.
  */
 class QuarantineIT {
   private static final long REGION = 4L << 20;
@@ -40,16 +41,24 @@ class QuarantineIT {
 
   private static EngineConfig requesterConfig() {
     EngineConfig d = EngineConfig.defaults();
-    return d.withName("holder").withTimeouts(d.timeouts().withDestructionWindowMillis(WINDOW_MILLIS));
+    return d.withName("holder")
+        .withTimeouts(d.timeouts().withDestructionWindowMillis(WINDOW_MILLIS));
   }
 
   /** Submits one 1 MiB READ with a short deadline and waits until its lane is held. */
-  private static Batch readHeld(TransferEngine requester, HeldWorker hook, RegisteredMemory local,
-      RemoteSegment peer, long remoteRegion) throws InterruptedException {
+  private static Batch readHeld(
+      TransferEngine requester,
+      HeldWorker hook,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remoteRegion)
+      throws InterruptedException {
     Batch batch = requester.allocateBatch(2);
     hook.arm();
-    batch.submit(List.of(TransferRequest.read(local, 4096 + 7, peer, remoteRegion, 8192 + 3, TASK)
-        .withDeadline(Duration.ofMillis(500))));
+    batch.submit(
+        List.of(
+            TransferRequest.read(local, 4096 + 7, peer, remoteRegion, 8192 + 3, TASK)
+                .withDeadline(Duration.ofMillis(500))));
     hook.awaitHeld(Duration.ofSeconds(20));
     return batch;
   }
@@ -75,10 +84,15 @@ class QuarantineIT {
     assertRetained(local, guardSeed, remoteSeed, true);
   }
 
-  private static void assertRetained(RegisteredMemory local, long guardSeed, long remoteSeed, boolean held) {
+  private static void assertRetained(
+      RegisteredMemory local, long guardSeed, long remoteSeed, boolean held) {
     long start = 4096 + 7;
-    assertEquals(-1, Pattern.verify(local.segment(), 0, start, guardSeed, 0), "guard before the task");
-    assertEquals(-1, Pattern.verify(local.segment(), start + TASK, REGION - start - TASK, guardSeed, start + TASK),
+    assertEquals(
+        -1, Pattern.verify(local.segment(), 0, start, guardSeed, 0), "guard before the task");
+    assertEquals(
+        -1,
+        Pattern.verify(
+            local.segment(), start + TASK, REGION - start - TASK, guardSeed, start + TASK),
         "guard after the task");
     long unlanded = 0;
     for (long p = start; p < start + TASK; p++) {
@@ -98,12 +112,14 @@ class QuarantineIT {
   @Test
   void aHeldWorkerQuarantinesItsBatchAndEveryCloseReportsIt() throws Exception {
     HeldWorker hook = new HeldWorker();
-    TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("quarantine-source"));
+    TransferEngine source =
+        TransferEngine.start(EngineConfig.defaults().withName("quarantine-source"));
     TransferEngine requester = TransferEngine.start(requesterConfig(), hook);
     try {
       RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, 31);
       RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, 32);
-      RemoteSegment peer = requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
 
       Batch batch = readHeld(requester, hook, local, peer, remote.regionId());
       awaitUnquiesced(batch);
@@ -116,14 +132,23 @@ class QuarantineIT {
       assertEquals(1, owed.tasksInFlight(), () -> "the held task keeps its charge: " + owed);
       assertEquals(TASK, owed.bytesInFlight(), owed::toString);
       assertEquals(1, owed.loans(), () -> "the held task keeps its loan: " + owed);
-      assertTrue(owed.quarantined().stream().anyMatch(q -> q.kind() == QuarantinedOwner.Kind.BATCH
-          && q.tasks() == 1 && q.bytes() == TASK), owed::toString);
+      assertTrue(
+          owed.quarantined().stream()
+              .anyMatch(
+                  q ->
+                      q.kind() == QuarantinedOwner.Kind.BATCH
+                          && q.tasks() == 1
+                          && q.bytes() == TASK),
+          owed::toString);
       assertEquals(owed.quarantined(), requester.quarantined());
 
       // Unregister hides the range but cannot free it under the held worker.
-      TransferException unquiesced = assertThrows(TransferException.class, () -> requester.unregister(local));
+      TransferException unquiesced =
+          assertThrows(TransferException.class, () -> requester.unregister(local));
       assertEquals(ErrorKind.UNQUIESCED, unquiesced.kind(), unquiesced::getMessage);
-      assertTrue(requester.quarantined().stream().anyMatch(q -> q.kind() == QuarantinedOwner.Kind.REGISTRATION),
+      assertTrue(
+          requester.quarantined().stream()
+              .anyMatch(q -> q.kind() == QuarantinedOwner.Kind.REGISTRATION),
           () -> requester.quarantined().toString());
       // Still mapped: every byte reads back. The task's slices on other lanes may have landed; the
       // held one did not, and nothing outside the task moved.
@@ -131,20 +156,33 @@ class QuarantineIT {
 
       EngineOwed first = requester.close(Duration.ofSeconds(30));
       assertEquals(EngineOwed.Phase.CLOSED, first.phase());
-      assertTrue(first.quarantined().stream().anyMatch(q -> q.kind() == QuarantinedOwner.Kind.BATCH), first::toString);
-      assertTrue(first.quarantined().stream().anyMatch(q -> q.kind() == QuarantinedOwner.Kind.ENDPOINT),
+      assertTrue(
+          first.quarantined().stream().anyMatch(q -> q.kind() == QuarantinedOwner.Kind.BATCH),
+          first::toString);
+      assertTrue(
+          first.quarantined().stream().anyMatch(q -> q.kind() == QuarantinedOwner.Kind.ENDPOINT),
           () -> "the held lane's endpoint could not drain when the engine closed: " + first);
-      assertTrue(first.loans() >= 1 && first.registrations() >= 1, () -> "memory under the loan retained: " + first);
+      assertTrue(
+          first.loans() >= 1 && first.registrations() >= 1,
+          () -> "memory under the loan retained: " + first);
       assertFalse(first.isClear(), first::toString);
       EngineOwed second = requester.close(Duration.ofSeconds(30));
-      assertEquals(first.quarantined(), second.quarantined(), "a second close reports the same owners");
+      assertEquals(
+          first.quarantined(), second.quarantined(), "a second close reports the same owners");
       assertRetained(local, 32, 31);
 
-      // The worker lets go: its endpoint proves its drain (the lane thread ends) and leaves quarantine.
+      // The worker lets go: its endpoint proves its drain (the lane thread ends) and leaves
+      // quarantine.
       hook.release();
-      assertTrue(Await.until(Duration.ofSeconds(20), () -> requester.quarantined().stream()
-          .noneMatch(q -> q.kind() == QuarantinedOwner.Kind.ENDPOINT)), () -> requester.quarantined().toString());
-      assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, 31, 0), "the source's memory untouched");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(20),
+              () ->
+                  requester.quarantined().stream()
+                      .noneMatch(q -> q.kind() == QuarantinedOwner.Kind.ENDPOINT)),
+          () -> requester.quarantined().toString());
+      assertEquals(
+          -1, Pattern.verify(remote.segment(), 0, REGION, 31, 0), "the source's memory untouched");
     } finally {
       hook.release();
       requester.close(Duration.ofSeconds(30));
@@ -155,18 +193,21 @@ class QuarantineIT {
   @Test
   void aWorkerThatLetsGoLateTakesItsBatchOutOfQuarantine() throws Exception {
     HeldWorker hook = new HeldWorker();
-    try (TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("late-source"));
+    try (TransferEngine source =
+            TransferEngine.start(EngineConfig.defaults().withName("late-source"));
         TransferEngine requester = TransferEngine.start(requesterConfig(), hook)) {
       RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, 41);
       RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, 42);
-      RemoteSegment peer = requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
 
       Batch batch = readHeld(requester, hook, local, peer, remote.regionId());
       awaitUnquiesced(batch);
       assertEquals(ErrorKind.BATCH_BUSY, assertThrows(TransferException.class, batch::free).kind());
 
       hook.release();
-      assertTrue(Await.until(Duration.ofSeconds(20), () -> requester.quarantined().isEmpty()),
+      assertTrue(
+          Await.until(Duration.ofSeconds(20), () -> requester.quarantined().isEmpty()),
           () -> requester.quarantined().toString());
       TaskResult after = batch.status().tasks().get(0);
       assertEquals(TaskState.UNQUIESCED, after.state(), "a reported outcome never changes");
@@ -175,7 +216,10 @@ class QuarantineIT {
       EngineOwed owed = requester.owed();
       assertTrue(owed.isIdle() && owed.batches() == 0, () -> "every charge returned: " + owed);
       // The held slice finished landing after the task was reported; the guards never moved.
-      assertEquals(-1, Pattern.verify(local.segment(), 4096 + 7, TASK, 41, 8192 + 3), "the READ landed late, whole");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), 4096 + 7, TASK, 41, 8192 + 3),
+          "the READ landed late, whole");
       assertRetained(local, 42, 41, false);
 
       // The batch and the engine keep working.
@@ -184,7 +228,8 @@ class QuarantineIT {
       assertTrue(next.await(Duration.ofSeconds(30)).allCompleted());
       next.free();
       assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, 41, 0), "the peer's bytes");
-      assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, 41, 0), "the source's memory untouched");
+      assertEquals(
+          -1, Pattern.verify(remote.segment(), 0, REGION, 41, 0), "the source's memory untouched");
     }
   }
 }

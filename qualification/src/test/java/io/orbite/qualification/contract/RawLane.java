@@ -53,7 +53,14 @@ final class RawLane implements AutoCloseable {
 
   /** A 56-byte header built with {@link FrameCodec#encode}, as a byte array. */
   static byte[] header(
-      FrameType type, int status, long payloadLength, long requestId, long epoch, long regionId, long offset, long count) {
+      FrameType type,
+      int status,
+      long payloadLength,
+      long requestId,
+      long epoch,
+      long regionId,
+      long offset,
+      long count) {
     ByteBuffer b = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
     FrameCodec.encode(b, 0, type, status, payloadLength, requestId, epoch, regionId, offset, count);
     return b.array();
@@ -86,7 +93,13 @@ final class RawLane implements AutoCloseable {
       if (channel.write(buf) == 0) {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
-          throw new IOException("send: " + buf.remaining() + " of " + bytes.length + " bytes not accepted within " + timeout);
+          throw new IOException(
+              "send: "
+                  + buf.remaining()
+                  + " of "
+                  + bytes.length
+                  + " bytes not accepted within "
+                  + timeout);
         }
         key.interestOps(SelectionKey.OP_WRITE);
         selector.select(Math.max(1, left / 1_000_000));
@@ -105,12 +118,25 @@ final class RawLane implements AutoCloseable {
    *
    * @return the HELLO_ACK header the peer answered with (the caller asserts its status)
    */
-  FrameHeader hello(long targetEpoch, long requesterEpoch, int laneIndex) throws IOException, TimeoutException {
-    send(header(FrameType.HELLO, 0, 0, laneIndex + 1L, targetEpoch, requesterEpoch, laneIndex, 1 /* TCP's wire code */));
+  FrameHeader hello(long targetEpoch, long requesterEpoch, int laneIndex)
+      throws IOException, TimeoutException {
+    send(
+        header(
+            FrameType.HELLO,
+            0,
+            0,
+            laneIndex + 1L,
+            targetEpoch,
+            requesterEpoch,
+            laneIndex,
+            1 /* TCP's wire code */));
     return readHeader(Duration.ofSeconds(10));
   }
 
-  /** Reads one header and checks it with {@link FrameCodec#check} (no payload allowed beyond {@code 1 GiB}). */
+  /**
+   * Reads one header and checks it with {@link FrameCodec#check} (no payload allowed beyond {@code
+   * 1 GiB}).
+   */
   FrameHeader readHeader(Duration timeout) throws IOException, TimeoutException {
     ByteBuffer h = ByteBuffer.wrap(readExactly(FrameCodec.HEADER_BYTES, timeout));
     try {
@@ -121,7 +147,10 @@ final class RawLane implements AutoCloseable {
     return FrameCodec.decode(h, 0);
   }
 
-  /** Reads exactly {@code n} bytes, or throws: EOFException if the peer closed first, TimeoutException. */
+  /**
+   * Reads exactly {@code n} bytes, or throws: EOFException if the peer closed first,
+   * TimeoutException.
+   */
   byte[] readExactly(int n, Duration timeout) throws IOException, TimeoutException {
     ByteBuffer buf = ByteBuffer.allocate(n);
     long deadline = System.nanoTime() + timeout.toNanos();
@@ -133,7 +162,8 @@ final class RawLane implements AutoCloseable {
       if (got == 0) {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
-          throw new TimeoutException("only " + buf.position() + " of " + n + " bytes within " + timeout);
+          throw new TimeoutException(
+              "only " + buf.position() + " of " + n + " bytes within " + timeout);
         }
         waitReadable(left);
       }

@@ -19,9 +19,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * C11 from the source's side, for three requester generations: each requester process reads
- * (checked byte for byte) and is SIGKILLed in the middle of a stream of READs. The surviving
- * source releases every loan the dead requester's lanes held (its owed figures return to zero),
- * its memory is untouched, and it serves the next generation.
+ * (checked byte for byte) and is SIGKILLed in the middle of a stream of READs. The surviving source
+ * releases every loan the dead requester's lanes held (its owed figures return to zero), its memory
+ * is untouched, and it serves the next generation.
  */
 class RequesterDeathIT {
   private static final long REGION = 64L << 20;
@@ -30,7 +30,8 @@ class RequesterDeathIT {
   @Test
   void theSurvivingSourceReleasesEachDeadRequestersLoansAndServesItsReplacement(
       @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
-    try (TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("surviving-source"))) {
+    try (TransferEngine source =
+        TransferEngine.start(EngineConfig.defaults().withName("surviving-source"))) {
       RegisteredMemory served = source.allocate(REGION, Access.READ);
       long seed = 77;
       Pattern.fill(served.segment(), 0, REGION, seed, 0);
@@ -40,17 +41,29 @@ class RequesterDeathIT {
         for (int generation = 1; generation <= 3; generation++) {
           long local = Long.parseLong(requester.call("ALLOC " + REGION + " READ_WRITE"));
           requester.call("OPEN " + source.localSegment().endpoint());
-          String answer = requester.call("READ " + local + " " + served.regionId() + " " + LENGTH + " 8 " + seed);
-          assertEquals(String.valueOf(8 * LENGTH), answer, "generation " + generation + " reads every byte right");
+          String answer =
+              requester.call(
+                  "READ " + local + " " + served.regionId() + " " + LENGTH + " 8 " + seed);
+          assertEquals(
+              String.valueOf(8 * LENGTH),
+              answer,
+              "generation " + generation + " reads every byte right");
           requester.call("LOOP " + local + " " + served.regionId() + " " + LENGTH);
           long before = source.counters().sourceBytesRead.sum();
-          assertTrue(Await.until(Duration.ofSeconds(20),
-              () -> source.counters().sourceBytesRead.sum() > before + 4 * LENGTH), "the requester is reading");
+          assertTrue(
+              Await.until(
+                  Duration.ofSeconds(20),
+                  () -> source.counters().sourceBytesRead.sum() > before + 4 * LENGTH),
+              "the requester is reading");
           requester.kill();
-          assertTrue(Await.until(Duration.ofSeconds(20), () -> source.owed().loans() == 0),
+          assertTrue(
+              Await.until(Duration.ofSeconds(20), () -> source.owed().loans() == 0),
               () -> "the source still holds loans of the dead requester: " + source.owed());
           assertTrue(source.owed().isIdle(), () -> source.owed().toString());
-          assertEquals(-1, Pattern.verify(served.segment(), 0, REGION, seed, 0), "the source's memory is untouched");
+          assertEquals(
+              -1,
+              Pattern.verify(served.segment(), 0, REGION, seed, 0),
+              "the source's memory is untouched");
           requester = requester.restart();
         }
         assertTrue(served.registration().visible(), "the survivor keeps its registration");

@@ -70,7 +70,11 @@ final class StallingPeer implements AutoCloseable {
     this.epoch = e;
     this.server = ServerSocketChannel.open();
     server.bind(new InetSocketAddress("127.0.0.1", 0));
-    this.acceptor = Thread.ofPlatform().daemon().name("stalling-peer-acceptor-" + port()).start(this::acceptLoop);
+    this.acceptor =
+        Thread.ofPlatform()
+            .daemon()
+            .name("stalling-peer-acceptor-" + port())
+            .start(this::acceptLoop);
   }
 
   /** A peer that never answers a data request. */
@@ -127,7 +131,11 @@ final class StallingPeer implements AutoCloseable {
           closeQuietly(ch);
           return;
         }
-        threads.add(Thread.ofPlatform().daemon().name("stalling-peer-conn-" + port()).start(() -> serve(ch)));
+        threads.add(
+            Thread.ofPlatform()
+                .daemon()
+                .name("stalling-peer-conn-" + port())
+                .start(() -> serve(ch)));
       }
     } catch (ClosedChannelException e) {
       // close() closed the server: the normal way out.
@@ -152,11 +160,26 @@ final class StallingPeer implements AutoCloseable {
         FrameHeader f = FrameCodec.decode(h, 0);
         if (!dataLane && f.type() == FrameType.DESCRIBE_REQUEST) {
           describes.incrementAndGet();
-          ByteBuffer payload = DescribeCodec.encode(new Description("127.0.0.1", port(), epoch,
-              List.of(new RemoteRegion(REGION_ID, regionBytes, Access.READ_WRITE))));
+          ByteBuffer payload =
+              DescribeCodec.encode(
+                  new Description(
+                      "127.0.0.1",
+                      port(),
+                      epoch,
+                      List.of(new RemoteRegion(REGION_ID, regionBytes, Access.READ_WRITE))));
           byte[] response = new byte[FrameCodec.HEADER_BYTES + payload.remaining()];
           ByteBuffer r = ByteBuffer.wrap(response);
-          FrameCodec.encode(r, 0, FrameType.DESCRIBE_RESPONSE, 0, payload.remaining(), f.requestId(), epoch, 0, 0, 0);
+          FrameCodec.encode(
+              r,
+              0,
+              FrameType.DESCRIBE_RESPONSE,
+              0,
+              payload.remaining(),
+              f.requestId(),
+              epoch,
+              0,
+              0,
+              0);
           r.put(FrameCodec.HEADER_BYTES, payload, 0, payload.remaining());
           out.write(response);
           out.flush();
@@ -169,7 +192,8 @@ final class StallingPeer implements AutoCloseable {
             return;
           }
           dataLane = true;
-        } else if (dataLane && (f.type() == FrameType.READ_REQUEST || f.type() == FrameType.WRITE_REQUEST)) {
+        } else if (dataLane
+            && (f.type() == FrameType.READ_REQUEST || f.type() == FrameType.WRITE_REQUEST)) {
           byte[] payload = new byte[(int) f.payloadLength()];
           in.readFully(payload);
           requests.add(new Request(f, payload));

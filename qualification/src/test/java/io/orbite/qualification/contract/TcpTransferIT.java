@@ -28,10 +28,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 /**
- * READ and WRITE over TCP between two engines (C4 completion, C12 guards, C15 slicing): every
- * test checks the whole of both regions afterwards: each task's destination range holds exactly
- * the bytes of its source range, every other destination byte still holds its guard pattern, and
- * the side the bytes came from is untouched.
+ * READ and WRITE over TCP between two engines (C4 completion, C12 guards, C15 slicing): every test
+ * checks the whole of both regions afterwards: each task's destination range holds exactly the
+ * bytes of its source range, every other destination byte still holds its guard pattern, and the
+ * side the bytes came from is untouched.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TcpTransferIT {
@@ -114,15 +114,19 @@ class TcpTransferIT {
         List<TransferRequest> requests = new ArrayList<>();
         for (int i = b; i < tasks.size(); i += batches) {
           Task t = tasks.get(i);
-          requests.add(TransferRequest.read(local, t.localOffset(), peer, remote.regionId(), t.remoteOffset(), t.length()));
+          requests.add(
+              TransferRequest.read(
+                  local, t.localOffset(), peer, remote.regionId(), t.remoteOffset(), t.length()));
         }
-        done.add(threads.submit(() -> {
-          Batch batch = pair.requester.allocateBatch(requests.size());
-          batch.submit(requests);
-          BatchStatus s = batch.await(Duration.ofSeconds(60));
-          batch.free();
-          return s;
-        }));
+        done.add(
+            threads.submit(
+                () -> {
+                  Batch batch = pair.requester.allocateBatch(requests.size());
+                  batch.submit(requests);
+                  BatchStatus s = batch.await(Duration.ofSeconds(60));
+                  batch.free();
+                  return s;
+                }));
       }
       for (Future<BatchStatus> f : done) {
         BatchStatus s = f.get();
@@ -135,8 +139,14 @@ class TcpTransferIT {
     for (Task t : tasks) {
       spans.add(new Span(t.localOffset(), t.length(), data, t.remoteOffset()));
     }
-    assertEquals(-1, RegionCheck.check(local.segment(), spans, guardLocal), "requester region after concurrent READs");
-    assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source region must be untouched by READs");
+    assertEquals(
+        -1,
+        RegionCheck.check(local.segment(), spans, guardLocal),
+        "requester region after concurrent READs");
+    assertEquals(
+        -1,
+        Pattern.verify(remote.segment(), 0, REGION, data, 0),
+        "source region must be untouched by READs");
   }
 
   @Test
@@ -155,17 +165,26 @@ class TcpTransferIT {
     assertTrue(s.allCompleted(), () -> firstFailure(s));
     assertEquals(10, s.tasks().size());
     batch.free();
-    List<Span> spans = tasks.stream().map(t -> new Span(t.remoteOffset(), t.length(), data, t.localOffset())).toList();
-    assertEquals(-1, RegionCheck.check(remote.segment(), spans, guard), "source region: the ten WRITEs, guards elsewhere");
-    assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, data, 0), "requester region: WRITEs only read it");
+    List<Span> spans =
+        tasks.stream()
+            .map(t -> new Span(t.remoteOffset(), t.length(), data, t.localOffset()))
+            .toList();
+    assertEquals(
+        -1,
+        RegionCheck.check(remote.segment(), spans, guard),
+        "source region: the ten WRITEs, guards elsewhere");
+    assertEquals(
+        -1,
+        Pattern.verify(local.segment(), 0, REGION, data, 0),
+        "requester region: WRITEs only read it");
   }
 
   /**
    * One batch reused for 1000 rounds of 64 small and mid-sized tasks, READ and WRITE in turn: the
    * lanes' frames are pooled and refilled for every round, so a frame that kept anything of its
-   * last request (its offsets, its length, its WRITE view, its batch) would land bytes in the
-   * wrong place or answer the wrong task. Every round checks its whole stripe of the destination,
-   * payload and guards, and the engine owes nothing afterwards.
+   * last request (its offsets, its length, its WRITE view, its batch) would land bytes in the wrong
+   * place or answer the wrong task. Every round checks its whole stripe of the destination, payload
+   * and guards, and the engine owes nothing afterwards.
    */
   @Test
   void aReusedBatchOfSmallTasksLandsEveryRoundExactlyWhilePooledFramesAreRefilled() {
@@ -199,19 +218,37 @@ class TcpTransferIT {
       List<TransferRequest> requests = new ArrayList<>(perRound);
       List<Span> spans = new ArrayList<>(perRound);
       for (Task t : tasks) {
-        requests.add(op == Op.READ
-            ? TransferRequest.read(local, base + t.localOffset(), peer, remote.regionId(), base + t.remoteOffset(), t.length())
-            : TransferRequest.write(local, base + t.localOffset(), peer, remote.regionId(), base + t.remoteOffset(), t.length()));
+        requests.add(
+            op == Op.READ
+                ? TransferRequest.read(
+                    local,
+                    base + t.localOffset(),
+                    peer,
+                    remote.regionId(),
+                    base + t.remoteOffset(),
+                    t.length())
+                : TransferRequest.write(
+                    local,
+                    base + t.localOffset(),
+                    peer,
+                    remote.regionId(),
+                    base + t.remoteOffset(),
+                    t.length()));
         // READ: the source's pattern at its own offsets; WRITE: the stripe's data pattern (from 0).
-        spans.add(new Span(t.remoteOffset(), t.length(), op == Op.READ ? sourceSeed : data,
-            op == Op.READ ? base + t.remoteOffset() : t.localOffset()));
+        spans.add(
+            new Span(
+                t.remoteOffset(),
+                t.length(),
+                op == Op.READ ? sourceSeed : data,
+                op == Op.READ ? base + t.remoteOffset() : t.localOffset()));
       }
       assertEquals(0, batch.submit(requests), "every round starts at task 0");
       BatchStatus s = batch.await(Duration.ofSeconds(30));
       int n = round;
       assertTrue(s.allCompleted(), () -> "round " + n + ": " + firstFailure(s));
       for (TaskResult r : s.tasks()) {
-        assertEquals(tasks.get(r.index()).length(), r.bytes(), "round's task " + r.index() + " bytes");
+        assertEquals(
+            tasks.get(r.index()).length(), r.bytes(), "round's task " + r.index() + " bytes");
       }
       long bad = RegionCheck.check(dst.segment().asSlice(base, stripe), spans, guard);
       assertEquals(-1, bad, op + " round " + round + ": first wrong byte of its stripe at " + bad);
@@ -229,10 +266,14 @@ class TcpTransferIT {
   }
 
   private TransferRequest write(Task t) {
-    return TransferRequest.write(local, t.localOffset(), peer, remote.regionId(), t.remoteOffset(), t.length());
+    return TransferRequest.write(
+        local, t.localOffset(), peer, remote.regionId(), t.remoteOffset(), t.length());
   }
 
-  /** Lays {@code n} tasks out with unaligned guard gaps on both sides, lengths cycling through {@code lengths}. */
+  /**
+   * Lays {@code n} tasks out with unaligned guard gaps on both sides, lengths cycling through
+   * {@code lengths}.
+   */
   private List<Task> layout(int n, long[] lengths) {
     List<Task> tasks = new ArrayList<>(n);
     long l = 0;
@@ -260,9 +301,12 @@ class TcpTransferIT {
     List<TransferRequest> requests = new ArrayList<>();
     List<Span> spans = new ArrayList<>();
     for (Task t : tasks) {
-      requests.add(op == Op.READ
-          ? TransferRequest.read(local, t.localOffset(), peer, remote.regionId(), t.remoteOffset(), t.length())
-          : TransferRequest.write(local, t.localOffset(), peer, remote.regionId(), t.remoteOffset(), t.length()));
+      requests.add(
+          op == Op.READ
+              ? TransferRequest.read(
+                  local, t.localOffset(), peer, remote.regionId(), t.remoteOffset(), t.length())
+              : TransferRequest.write(
+                  local, t.localOffset(), peer, remote.regionId(), t.remoteOffset(), t.length()));
       long dstOffset = op == Op.READ ? t.localOffset() : t.remoteOffset();
       long srcOffset = op == Op.READ ? t.remoteOffset() : t.localOffset();
       spans.add(new Span(dstOffset, t.length(), srcSeed, srcOffset));
@@ -274,15 +318,24 @@ class TcpTransferIT {
     assertTrue(status.done(), "batch drained");
     for (TaskResult r : status.tasks()) {
       assertTrue(r.completed(), () -> "task " + r);
-      assertEquals(tasks.get(r.index()).length(), r.bytes(), "confirmed bytes of task " + r.index());
+      assertEquals(
+          tasks.get(r.index()).length(), r.bytes(), "confirmed bytes of task " + r.index());
       assertEquals(op == Op.WRITE ? RemoteEffect.APPLIED : RemoteEffect.NONE, r.remoteEffect());
       assertTrue(r.locallyDrained());
     }
-    assertEquals(-1, RegionCheck.check(dst.segment(), spans, dstGuard), op + ": destination payload and guards");
-    assertEquals(-1, Pattern.verify(src.segment(), 0, REGION, srcSeed, 0), op + ": source region untouched");
+    assertEquals(
+        -1,
+        RegionCheck.check(dst.segment(), spans, dstGuard),
+        op + ": destination payload and guards");
+    assertEquals(
+        -1, Pattern.verify(src.segment(), 0, REGION, srcSeed, 0), op + ": source region untouched");
   }
 
   private static String firstFailure(BatchStatus s) {
-    return s.tasks().stream().filter(t -> !t.completed()).findFirst().map(TaskResult::toString).orElse("none");
+    return s.tasks().stream()
+        .filter(t -> !t.completed())
+        .findFirst()
+        .map(TaskResult::toString)
+        .orElse("none");
   }
 }

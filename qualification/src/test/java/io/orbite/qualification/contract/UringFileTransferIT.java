@@ -11,7 +11,8 @@ import org.junit.jupiter.api.BeforeEach;
 class UringFileTransferIT extends FileTransferContract {
   @BeforeEach
   void needsIoUring() {
-    Prerequisite.require(IoUring.isAvailable(), "io_uring unavailable: " + IoUring.unavailabilityCause().orElse(""));
+    Prerequisite.require(
+        IoUring.isAvailable(), "io_uring unavailable: " + IoUring.unavailabilityCause().orElse(""));
   }
 
   @Override

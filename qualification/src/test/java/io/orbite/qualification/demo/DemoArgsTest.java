@@ -9,7 +9,10 @@ import io.orbite.config.EngineConfig;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** {@code ./orbite demo --serve SECONDS}: the argument is checked, and serving enables both endpoints on loopback. */
+/**
+ * {@code ./orbite demo --serve SECONDS}: the argument is checked, and serving enables both
+ * endpoints on loopback.
+ */
 class DemoArgsTest {
   @Test
   void serveTakesSecondsInRange() {
@@ -20,20 +23,28 @@ class DemoArgsTest {
 
   @Test
   void badServeArgumentsAreNamed() {
-    assertTrue(assertThrows(IllegalArgumentException.class, () -> Demo.serveSeconds(List.of("--serve")))
-        .getMessage().contains("needs a number of seconds"));
+    assertTrue(
+        assertThrows(IllegalArgumentException.class, () -> Demo.serveSeconds(List.of("--serve")))
+            .getMessage()
+            .contains("needs a number of seconds"));
     for (String bad : List.of("0", "-5", "abc", "86401")) {
-      String m = assertThrows(IllegalArgumentException.class, () -> Demo.serveSeconds(List.of("--serve", bad))).getMessage();
+      String m =
+          assertThrows(
+                  IllegalArgumentException.class, () -> Demo.serveSeconds(List.of("--serve", bad)))
+              .getMessage();
       assertEquals("--serve " + bad + ": must be 1..86400 seconds", m);
     }
-    assertTrue(assertThrows(IllegalArgumentException.class, () -> Demo.serveSeconds(List.of("--bogus")))
-        .getMessage().contains("unknown argument --bogus"));
+    assertTrue(
+        assertThrows(IllegalArgumentException.class, () -> Demo.serveSeconds(List.of("--bogus")))
+            .getMessage()
+            .contains("unknown argument --bogus"));
   }
 
   @Test
   void servingEnablesBothEndpointsOnLoopbackOnly() {
     EngineConfig served = Demo.observed(EngineConfig.defaults(), true);
-    assertTrue(served.observability().metrics().enabled() && served.observability().dashboard().enabled());
+    assertTrue(
+        served.observability().metrics().enabled() && served.observability().dashboard().enabled());
     assertEquals("127.0.0.1", served.observability().metrics().host());
     assertEquals("127.0.0.1", served.observability().dashboard().host());
     assertFalse(Demo.observed(EngineConfig.defaults(), false).observability().anyEnabled());

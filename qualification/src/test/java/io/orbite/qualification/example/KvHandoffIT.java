@@ -23,8 +23,23 @@ import org.junit.jupiter.api.io.TempDir;
 class KvHandoffIT {
   /** 12 requests x 3 blocks of 8..64 KiB pages in a small pool. */
   private static List<String> small(String... more) {
-    List<String> args = new java.util.ArrayList<>(List.of("--requests", "12", "--blocks", "3", "--page-kib", "64",
-        "--pool-mib", "2", "--batch-tasks", "4", "--inflight-mib", "1", "--timeout-s", "60"));
+    List<String> args =
+        new java.util.ArrayList<>(
+            List.of(
+                "--requests",
+                "12",
+                "--blocks",
+                "3",
+                "--page-kib",
+                "64",
+                "--pool-mib",
+                "2",
+                "--batch-tasks",
+                "4",
+                "--inflight-mib",
+                "1",
+                "--timeout-s",
+                "60"));
     args.addAll(List.of(more));
     return args;
   }
@@ -46,21 +61,27 @@ class KvHandoffIT {
     // Both sides are gone: the decode engine is closed by execute, the prefill process has exited.
     long pid = outcome.prefillPid();
     assertTrue(pid > 0, "the prefill process was started");
-    assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "prefill process " + pid + " still runs");
-    assertTrue(decodeThreadsGone(Duration.ofSeconds(10)), () -> "decode engine threads still run: " + decodeThreads());
+    assertFalse(
+        ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false),
+        "prefill process " + pid + " still runs");
+    assertTrue(
+        decodeThreadsGone(Duration.ofSeconds(10)),
+        () -> "decode engine threads still run: " + decodeThreads());
     return new Run(outcome, output);
   }
 
   /** The decode engine's actor system names its threads after it ("decode-..."). */
   private static List<String> decodeThreads() {
-    return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
-        .filter(n -> n.startsWith("decode-")).toList();
+    return Thread.getAllStackTraces().keySet().stream()
+        .filter(Thread::isAlive)
+        .map(Thread::getName)
+        .filter(n -> n.startsWith("decode-"))
+        .toList();
   }
 
   private static boolean decodeThreadsGone(Duration within) {
     return io.orbite.qualification.Await.until(within, () -> decodeThreads().isEmpty());
   }
-
 
   @Test
   @Timeout(120)
@@ -71,8 +92,12 @@ class KvHandoffIT {
     assertEquals(36, o.blocks());
     assertEquals(36, o.verifiedBlocks());
     assertTrue(o.problems().isEmpty(), () -> o.problems().toString());
-    assertTrue(run.output().matches("(?s).*warm-up  every block pulled ([1-9]|1[0-2]) time\\(s\\), untimed, until the JIT was "
-        + "quiet.*"), run.output());
+    assertTrue(
+        run.output()
+            .matches(
+                "(?s).*warm-up  every block pulled ([1-9]|1[0-2]) time\\(s\\), untimed, until the JIT was "
+                    + "quiet.*"),
+        run.output());
     assertTrue(run.output().contains("RESULT: PASS"), run.output());
   }
 
@@ -99,22 +124,34 @@ class KvHandoffIT {
     assertEquals(35, o.verifiedBlocks(), "every other block is right");
     assertEquals(1, o.problems().size(), () -> o.problems().toString());
     String line = o.problems().get(0);
-    assertTrue(line.startsWith("MISMATCH " + damaged.name() + ": first bad byte is byte " + damaged.byteInBlock() + " of "),
+    assertTrue(
+        line.startsWith(
+            "MISMATCH "
+                + damaged.name()
+                + ": first bad byte is byte "
+                + damaged.byteInBlock()
+                + " of "),
         line);
     assertTrue(run.output().contains("RESULT: FAIL"), run.output());
   }
 
   @Test
   void optionsAreParsedAndBadOnesRefused() {
-    KvHandoff.Options o = KvHandoff.Options.parse(List.of("--requests", "7", "--ordering=as-completed"));
+    KvHandoff.Options o =
+        KvHandoff.Options.parse(List.of("--requests", "7", "--ordering=as-completed"));
     assertEquals(7, o.requests());
     assertEquals(StreamSettings.Ordering.AS_COMPLETED, o.ordering());
     assertEquals(Duration.ofSeconds(300), o.timeout());
     assertEquals(64, KvHandoff.Options.parse(List.of()).requests());
     assertTrue(KvHandoff.Options.parse(List.of()).warmup());
     assertFalse(KvHandoff.Options.parse(List.of("--no-warmup")).warmup());
-    for (List<String> bad : List.of(List.of("--requests", "0"), List.of("--ordering", "sideways"), List.of("--requests"),
-        List.of("--page-kib", "3"), List.of("--frobnicate", "1"))) {
+    for (List<String> bad :
+        List.of(
+            List.of("--requests", "0"),
+            List.of("--ordering", "sideways"),
+            List.of("--requests"),
+            List.of("--page-kib", "3"),
+            List.of("--frobnicate", "1"))) {
       try {
         KvHandoff.Options.parse(bad);
         org.junit.jupiter.api.Assertions.fail("accepted " + bad);
@@ -122,7 +159,10 @@ class KvHandoffIT {
         // refused, as it should be
       }
     }
-    assertEquals(2, new KvHandoff(new PrintStream(new ByteArrayOutputStream())).run(List.of("--requests", "-1")));
+    assertEquals(
+        2,
+        new KvHandoff(new PrintStream(new ByteArrayOutputStream()))
+            .run(List.of("--requests", "-1")));
   }
 
   @Test
@@ -145,7 +185,10 @@ class KvHandoffIT {
     // Larger than the pool: the pool grows to hold every block, no more.
     KvPlan big = new KvPlan(100, 3, 2L << 20, 1L << 20, 1);
     assertEquals(big.neededBytes(), big.regionBytes());
-    KvBlock last = big.blocks(1).stream().max(java.util.Comparator.comparingLong(KvBlock::offset)).orElseThrow();
+    KvBlock last =
+        big.blocks(1).stream()
+            .max(java.util.Comparator.comparingLong(KvBlock::offset))
+            .orElseThrow();
     assertTrue(last.offset() + last.length() <= big.regionBytes());
   }
 }

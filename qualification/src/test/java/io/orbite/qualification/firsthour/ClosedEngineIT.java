@@ -49,14 +49,25 @@ class ClosedEngineIT {
   private static final long SEED = 0xC105_ED01L;
 
   /** Still answer after close: reports of what is owed, and fixed facts of the engine. */
-  private static final Set<String> ENGINE_ANSWERS_AFTER_CLOSE = Set.of("close", "closeAsync", "owed", "owedAsync",
-      "quarantined", "config", "localSegment", "counters", "system", "observabilityUrls", "ownerView");
-  private static final Set<String> BATCH_ANSWERS_AFTER_CLOSE = Set.of("capacity");
-  private static final Set<String> OBJECT_METHODS = Set.of("equals", "hashCode", "toString", "getClass", "notify",
-      "notifyAll", "wait");
+  private static final Set<String> ENGINE_ANSWERS_AFTER_CLOSE =
+      Set.of(
+          "close",
+          "closeAsync",
+          "owed",
+          "owedAsync",
+          "quarantined",
+          "config",
+          "localSegment",
+          "counters",
+          "system",
+          "observabilityUrls",
+          "ownerView");
 
-  @TempDir
-  Path dir;
+  private static final Set<String> BATCH_ANSWERS_AFTER_CLOSE = Set.of("capacity");
+  private static final Set<String> OBJECT_METHODS =
+      Set.of("equals", "hashCode", "toString", "getClass", "notify", "notifyAll", "wait");
+
+  @TempDir Path dir;
 
   @Test
   void everyPublicCallOnAClosedEngineFailsAtOnceNamingIt() throws Exception {
@@ -64,15 +75,21 @@ class ClosedEngineIT {
     try {
       RegisteredMemory remoteRegion = source.allocate(64 * 1024, Access.READ_WRITE);
       Pattern.fill(remoteRegion.segment(), 0, 64 * 1024, SEED, 0);
-      TransferEngine engine = TransferEngine.start(EngineConfig.defaults().withName("closed-engine"));
+      TransferEngine engine =
+          TransferEngine.start(EngineConfig.defaults().withName("closed-engine"));
       RegisteredMemory local = engine.allocate(64 * 1024, Access.READ_WRITE);
-      RemoteSegment remote = engine.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+      RemoteSegment remote =
+          engine.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
       Batch batch = engine.allocateBatch(4);
       // A real transfer first, its bytes checked, so the engine being closed is one that worked.
-      batch.submit(List.of(TransferRequest.read(local, 0, remote, remoteRegion.regionId(), 0, 64 * 1024)));
+      batch.submit(
+          List.of(TransferRequest.read(local, 0, remote, remoteRegion.regionId(), 0, 64 * 1024)));
       BatchStatus status = batch.await(Duration.ofSeconds(10));
       assertTrue(status.allCompleted(), status::toString);
-      assertEquals(-1, Pattern.verify(local.segment(), 0, 64 * 1024, SEED, 0), "bytes read before the close");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), 0, 64 * 1024, SEED, 0),
+          "bytes read before the close");
       Batch unfreed = engine.allocateBatch(2);
 
       assertTrue(engine.close(Duration.ofSeconds(20)).isClear(), "clean close");
@@ -82,22 +99,39 @@ class ClosedEngineIT {
         MemorySegment range = arena.allocate(4096);
         Arguments args = new Arguments(local, remote, source.localSegment(), file, range);
         List<String> checked = new ArrayList<>();
-        checked.addAll(checkAll(engine, TransferEngine.class, ENGINE_ANSWERS_AFTER_CLOSE, args, "closed-engine"));
-        checked.addAll(checkAll(unfreed, Batch.class, BATCH_ANSWERS_AFTER_CLOSE, args, "closed-engine"));
-        checked.addAll(checkAll(batch, Batch.class, BATCH_ANSWERS_AFTER_CLOSE, args, "closed-engine"));
+        checked.addAll(
+            checkAll(
+                engine, TransferEngine.class, ENGINE_ANSWERS_AFTER_CLOSE, args, "closed-engine"));
+        checked.addAll(
+            checkAll(unfreed, Batch.class, BATCH_ANSWERS_AFTER_CLOSE, args, "closed-engine"));
+        checked.addAll(
+            checkAll(batch, Batch.class, BATCH_ANSWERS_AFTER_CLOSE, args, "closed-engine"));
         assertTrue(checked.size() > 30, "refused calls checked: " + checked);
-        assertTrue(checked.containsAll(List.of("TransferEngine.allocate", "TransferEngine.allocateBatch",
-            "TransferEngine.openSegment", "TransferEngine.register", "Batch.submit", "Batch.await")), checked::toString);
+        assertTrue(
+            checked.containsAll(
+                List.of(
+                    "TransferEngine.allocate",
+                    "TransferEngine.allocateBatch",
+                    "TransferEngine.openSegment",
+                    "TransferEngine.register",
+                    "Batch.submit",
+                    "Batch.await")),
+            checked::toString);
       }
 
       // What still answers, answers at once.
       long begun = System.nanoTime();
       var owed = engine.owed();
       engine.close(Duration.ofSeconds(5));
-      assertTrue(Duration.ofNanos(System.nanoTime() - begun).compareTo(PROMPT) < 0, "owed and close answer at once");
+      assertTrue(
+          Duration.ofNanos(System.nanoTime() - begun).compareTo(PROMPT) < 0,
+          "owed and close answer at once");
       assertTrue(owed.isClear(), owed::toString);
       assertEquals(64 * 1024, remoteRegion.lengthBytes());
-      assertEquals(-1, Pattern.verify(remoteRegion.segment(), 0, 64 * 1024, SEED, 0), "the source region is intact");
+      assertEquals(
+          -1,
+          Pattern.verify(remoteRegion.segment(), 0, 64 * 1024, SEED, 0),
+          "the source region is intact");
     } finally {
       source.close(Duration.ofSeconds(20));
     }
@@ -105,20 +139,29 @@ class ClosedEngineIT {
 
   @Test
   void aCallWhileTheCloseIsUnderWayFailsAtOnceToo() throws Exception {
-    TransferEngine engine = TransferEngine.start(EngineConfig.defaults().withName("closing-engine"));
+    TransferEngine engine =
+        TransferEngine.start(EngineConfig.defaults().withName("closing-engine"));
     CompletionStage<?> closing = engine.closeAsync(Duration.ofSeconds(20));
     long begun = System.nanoTime();
     TransferException e = refusal(() -> engine.allocateBatch(1));
     Duration took = Duration.ofNanos(System.nanoTime() - begun);
     assertTrue(took.compareTo(PROMPT) < 0, "refused after " + took);
     assertEquals(ErrorKind.UNAVAILABLE, e.kind());
-    assertTrue(e.getMessage().matches("UNAVAILABLE: engine closing-engine clos(ing|ed) \\(allocateBatch\\)"),
+    assertTrue(
+        e.getMessage()
+            .matches("UNAVAILABLE: engine closing-engine clos(ing|ed) \\(allocateBatch\\)"),
         e.getMessage());
     closing.toCompletableFuture().get(30, TimeUnit.SECONDS);
   }
 
-  /** The values passed to each parameter type; a type with none fails the test, naming the method. */
-  private record Arguments(RegisteredMemory memory, RemoteSegment remote, SegmentDescriptor peer, Path file,
+  /**
+   * The values passed to each parameter type; a type with none fails the test, naming the method.
+   */
+  private record Arguments(
+      RegisteredMemory memory,
+      RemoteSegment remote,
+      SegmentDescriptor peer,
+      Path file,
       MemorySegment range) {
     Object of(Class<?> type, Method m) {
       if (type == long.class) {
@@ -146,14 +189,19 @@ class ClosedEngineIT {
     }
   }
 
-  /** Calls every public instance method of {@code type} on {@code target} not in {@code answers}; returns their names. */
-  private static List<String> checkAll(Object target, Class<?> type, Set<String> answers, Arguments args,
-      String engineName) {
+  /**
+   * Calls every public instance method of {@code type} on {@code target} not in {@code answers};
+   * returns their names.
+   */
+  private static List<String> checkAll(
+      Object target, Class<?> type, Set<String> answers, Arguments args, String engineName) {
     List<String> refused = new ArrayList<>();
-    List<Method> methods = Arrays.stream(type.getMethods())
-        .filter(m -> !Modifier.isStatic(m.getModifiers()) && !OBJECT_METHODS.contains(m.getName()))
-        .sorted(Comparator.comparing(Method::toString))
-        .toList();
+    List<Method> methods =
+        Arrays.stream(type.getMethods())
+            .filter(
+                m -> !Modifier.isStatic(m.getModifiers()) && !OBJECT_METHODS.contains(m.getName()))
+            .sorted(Comparator.comparing(Method::toString))
+            .toList();
     for (Method m : methods) {
       if (answers.contains(m.getName())) {
         continue;
@@ -161,26 +209,39 @@ class ClosedEngineIT {
       Object[] values = Arrays.stream(m.getParameterTypes()).map(t -> args.of(t, m)).toArray();
       String call = type.getSimpleName() + "." + m.getName();
       long begun = System.nanoTime();
-      TransferException e = refusal(() -> {
-        Object result = m.invoke(target, values);
-        if (result instanceof CompletionStage<?> stage) {
-          try {
-            stage.toCompletableFuture().get(PROMPT.toMillis() * 5, TimeUnit.MILLISECONDS);
-          } catch (ExecutionException x) {
-            throw x.getCause();
-          } catch (TimeoutException x) {
-            fail(call + " returned a stage that did not fail within " + PROMPT.multipliedBy(5));
-          }
-        }
-        return result;
-      });
+      TransferException e =
+          refusal(
+              () -> {
+                Object result = m.invoke(target, values);
+                if (result instanceof CompletionStage<?> stage) {
+                  try {
+                    stage.toCompletableFuture().get(PROMPT.toMillis() * 5, TimeUnit.MILLISECONDS);
+                  } catch (ExecutionException x) {
+                    throw x.getCause();
+                  } catch (TimeoutException x) {
+                    fail(
+                        call
+                            + " returned a stage that did not fail within "
+                            + PROMPT.multipliedBy(5));
+                  }
+                }
+                return result;
+              });
       Duration took = Duration.ofNanos(System.nanoTime() - begun);
       String message = e.getMessage();
       assertTrue(took.compareTo(PROMPT) < 0, call + " failed only after " + took + ": " + message);
       assertEquals(ErrorKind.UNAVAILABLE, e.kind(), call + ": " + message);
-      String expected = "UNAVAILABLE: engine " + engineName + " closed (" + m.getName().replace("Async", "") + ")";
+      String expected =
+          "UNAVAILABLE: engine "
+              + engineName
+              + " closed ("
+              + m.getName().replace("Async", "")
+              + ")";
       assertEquals(expected, message, call);
-      assertFalse(message.contains("pekko") || message.contains("Recipient") || message.contains("Exception"),
+      assertFalse(
+          message.contains("pekko")
+              || message.contains("Recipient")
+              || message.contains("Exception"),
           call + " leaks internals: " + message);
       refused.add(call);
     }

@@ -24,13 +24,12 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Every exit code of the README's table, from the command that gives it: the CLI's own JVM where the
- * code is {@code System.exit}'s (a child JVM), the launcher script for a missing JDK, and {@code
- * OrbiteCli.run} in this JVM for the usage errors and {@code version}.
+ * Every exit code of the README's table, from the command that gives it: the CLI's own JVM where
+ * the code is {@code System.exit}'s (a child JVM), the launcher script for a missing JDK, and
+ * {@code OrbiteCli.run} in this JVM for the usage errors and {@code version}.
  */
 class ExitCodesIT {
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   /** A CLI JVM's outcome: its exit code and what it printed (stdout and stderr together). */
   private record Ran(int code, String output) {}
@@ -52,7 +51,9 @@ class ExitCodesIT {
     // The tests run from a git checkout: the build knew its commit.
     assertTrue(v.get("commit").asText().matches("[0-9a-f]{40}"), v::toString);
     assertTrue(v.get("dirty").isBoolean(), v::toString);
-    assertTrue(v.get("build_time").asText().matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d.*"), v::toString);
+    assertTrue(
+        v.get("build_time").asText().matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d.*"),
+        v::toString);
     assertTrue(v.get("commit_time").asText().matches("\\d{4}-\\d\\d-\\d\\dT.*"), v::toString);
     assertFalse(v.get("build_jdk").asText().equals("unknown"), v::toString);
     assertTrue(v.get("runtime_jdk").asText().startsWith(Runtime.version().toString()), v::toString);
@@ -61,14 +62,15 @@ class ExitCodesIT {
 
   @Test
   void usageErrorsExitTwo() {
-    for (String[] args : List.of(
-        new String[] {"frobnicate"},
-        new String[] {"bench"},
-        new String[] {"bench", "sideways"},
-        new String[] {"example", "nothing"},
-        new String[] {"version", "--yaml"},
-        new String[] {"example", "kv-handoff", "--requests", "0"},
-        new String[] {"demo", "--serve", "-5"})) {
+    for (String[] args :
+        List.of(
+            new String[] {"frobnicate"},
+            new String[] {"bench"},
+            new String[] {"bench", "sideways"},
+            new String[] {"example", "nothing"},
+            new String[] {"version", "--yaml"},
+            new String[] {"example", "kv-handoff", "--requests", "0"},
+            new String[] {"demo", "--serve", "-5"})) {
       assertEquals(ExitCodes.USAGE, quietly(args), () -> "exit code of " + String.join(" ", args));
     }
     assertEquals(ExitCodes.PASS, quietly(new String[] {"help"}));
@@ -79,14 +81,28 @@ class ExitCodesIT {
   void aBadConfigurationExitsTwoNamingTheKey() throws Exception {
     Ran r = cli(Map.of("ORBITE_CONF", "{\"tcp\":{\"lanse\":2}}"), "demo");
     assertEquals(ExitCodes.USAGE, r.code(), r::output);
-    assertTrue(r.output().contains("configuration error") && r.output().contains("lanse"), r::output);
+    assertTrue(
+        r.output().contains("configuration error") && r.output().contains("lanse"), r::output);
   }
 
   @Test
   @Timeout(300)
   void aWrongByteExitsOne() throws Exception {
-    Ran r = cli(Map.of(), "example", "kv-handoff", "--requests", "3", "--blocks", "2", "--page-kib", "64",
-        "--pool-mib", "16", "--no-warmup", "--corrupt-one-block");
+    Ran r =
+        cli(
+            Map.of(),
+            "example",
+            "kv-handoff",
+            "--requests",
+            "3",
+            "--blocks",
+            "2",
+            "--page-kib",
+            "64",
+            "--pool-mib",
+            "16",
+            "--no-warmup",
+            "--corrupt-one-block");
     assertEquals(ExitCodes.FAILED, r.code(), r::output);
     assertTrue(r.output().contains("RESULT: FAIL") && r.output().contains("MISMATCH"), r::output);
   }
@@ -97,7 +113,8 @@ class ExitCodesIT {
     Path launcher = Path.of("..", "orbite").toAbsolutePath().normalize();
     assertTrue(Files.isExecutable(launcher), launcher::toString);
     Path noJdks = Files.createDirectories(dir.resolve("no-jdks"));
-    ProcessBuilder pb = new ProcessBuilder("bash", launcher.toString(), "version").redirectErrorStream(true);
+    ProcessBuilder pb =
+        new ProcessBuilder("bash", launcher.toString(), "version").redirectErrorStream(true);
     pb.environment().remove("JAVA_HOME");
     pb.environment().put("ORBITE_JVM_DIR", noJdks.toString());
     Process p = pb.start();
@@ -121,7 +138,9 @@ class ExitCodesIT {
     }
   }
 
-  /** Runs the CLI in a JVM of its own, as {@code ./orbite} does, so its System.exit code is seen. */
+  /**
+   * Runs the CLI in a JVM of its own, as {@code ./orbite} does, so its System.exit code is seen.
+   */
   private Ran cli(Map<String, String> env, String... args) throws Exception {
     List<String> cmd = new ArrayList<>();
     cmd.add(EngineProcess.javaBinary());
@@ -129,7 +148,8 @@ class ExitCodesIT {
     cmd.addAll(List.of("-cp", EngineProcess.classPath(), OrbiteCli.class.getName()));
     cmd.addAll(List.of(args));
     Path log = dir.resolve("cli-" + System.nanoTime() + ".log");
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+    ProcessBuilder pb =
+        new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
     pb.environment().remove("ORBITE_CONF");
     pb.environment().putAll(env);
     Process p = pb.start();

@@ -20,8 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
  * actor systems terminated: nothing the engine started keeps it alive.
  */
 class JvmExitIT {
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   @Test
   void aJvmWithObservabilityExitsByItselfAfterCloseAndTerminate() throws Exception {
@@ -32,7 +31,8 @@ class JvmExitIT {
     Path log = dir.resolve("observed-app.log");
     Process child = new ProcessBuilder(cmd).redirectError(log.toFile()).start();
     List<String> out = new ArrayList<>();
-    try (BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
+    try (BufferedReader r =
+        new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
       String line;
       while ((line = r.readLine()) != null) {
         out.add(line);
@@ -42,13 +42,21 @@ class JvmExitIT {
       }
     }
     try {
-      assertTrue(out.contains("CLOSED"), () -> "the child did not reach the end of main: " + out + "\n" + tail(log));
+      assertTrue(
+          out.contains("CLOSED"),
+          () -> "the child did not reach the end of main: " + out + "\n" + tail(log));
       assertTrue(out.stream().anyMatch(l -> l.startsWith("VERIFIED")), out::toString);
       boolean exited = child.waitFor(10, TimeUnit.SECONDS);
       // Threads still ending (a dispatcher finishing its system's termination) are listed too; they
       // only matter, as the likely culprits, when the JVM does not exit.
-      assertTrue(exited, () -> "the JVM was still running 10 s after main returned; non-daemon threads when it "
-          + "returned: " + out.stream().filter(l -> l.startsWith("NON-DAEMON")).toList() + "\n" + tail(log));
+      assertTrue(
+          exited,
+          () ->
+              "the JVM was still running 10 s after main returned; non-daemon threads when it "
+                  + "returned: "
+                  + out.stream().filter(l -> l.startsWith("NON-DAEMON")).toList()
+                  + "\n"
+                  + tail(log));
       assertEquals(0, child.exitValue(), () -> tail(log));
     } finally {
       child.destroyForcibly();

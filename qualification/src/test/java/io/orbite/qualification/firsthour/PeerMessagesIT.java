@@ -18,9 +18,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 /**
- * What {@code openSegment} says when the endpoint is wrong, as a newcomer gets it wrong: a name that
- * does not resolve, a port where a web server answers (the engine's own dashboard, a real Pekko HTTP
- * server), a port where nothing listens. Each message has one kind prefix and says what is wrong.
+ * What {@code openSegment} says when the endpoint is wrong, as a newcomer gets it wrong: a name
+ * that does not resolve, a port where a web server answers (the engine's own dashboard, a real
+ * Pekko HTTP server), a port where nothing listens. Each message has one kind prefix and says what
+ * is wrong.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class PeerMessagesIT {
@@ -29,7 +30,10 @@ class PeerMessagesIT {
 
   @BeforeAll
   void start() {
-    engine = TransferEngine.start(EngineConfig.fromJson("""
+    engine =
+        TransferEngine.start(
+            EngineConfig.fromJson(
+                """
         {"name":"peer-messages","observability":{"dashboard":{"enabled":true,"host":"127.0.0.1","port":0}}}"""));
   }
 
@@ -40,21 +44,31 @@ class PeerMessagesIT {
 
   @Test
   void anUnknownHostIsCalledOne() {
-    TransferException e = assertThrows(TransferException.class,
-        () -> engine.openSegment("no-such-host.invalid:7000", OPEN));
+    TransferException e =
+        assertThrows(
+            TransferException.class, () -> engine.openSegment("no-such-host.invalid:7000", OPEN));
     assertEquals(ErrorKind.UNAVAILABLE, e.kind(), e.getMessage());
-    assertEquals("UNAVAILABLE: describe no-such-host.invalid:7000: unknown host no-such-host.invalid "
-        + "(the name does not resolve)", e.getMessage());
+    assertEquals(
+        "UNAVAILABLE: describe no-such-host.invalid:7000: unknown host no-such-host.invalid "
+            + "(the name does not resolve)",
+        e.getMessage());
   }
 
   @Test
   void anHttpServerIsNamed() {
     URI dashboard = URI.create(engine.observabilityUrls().get("dashboard"));
     String endpoint = dashboard.getHost() + ":" + dashboard.getPort();
-    TransferException e = assertThrows(TransferException.class, () -> engine.openSegment(endpoint, OPEN));
+    TransferException e =
+        assertThrows(TransferException.class, () -> engine.openSegment(endpoint, OPEN));
     assertEquals(ErrorKind.PROTOCOL, e.kind(), e.getMessage());
-    assertTrue(e.getMessage().startsWith("PROTOCOL: describe " + endpoint + ": the peer speaks HTTP, not the "
-        + "OrbiTE protocol"), e.getMessage());
+    assertTrue(
+        e.getMessage()
+            .startsWith(
+                "PROTOCOL: describe "
+                    + endpoint
+                    + ": the peer speaks HTTP, not the "
+                    + "OrbiTE protocol"),
+        e.getMessage());
     assertTrue(e.getMessage().contains("magic 0x48545450"), e.getMessage());
     assertOnePrefix(e);
   }
@@ -66,19 +80,24 @@ class PeerMessagesIT {
       port = s.getLocalPort();
     }
     int closed = port;
-    TransferException e = assertThrows(TransferException.class,
-        () -> engine.openSegment("127.0.0.1:" + closed, OPEN));
-    assertEquals("UNAVAILABLE: describe 127.0.0.1:" + closed + ": Connection refused", e.getMessage());
+    TransferException e =
+        assertThrows(
+            TransferException.class, () -> engine.openSegment("127.0.0.1:" + closed, OPEN));
+    assertEquals(
+        "UNAVAILABLE: describe 127.0.0.1:" + closed + ": Connection refused", e.getMessage());
   }
 
   @Test
   void aMalformedEndpointHasOnePrefix() {
-    TransferException e = assertThrows(TransferException.class, () -> engine.openSegment("127.0.0.1", OPEN));
+    TransferException e =
+        assertThrows(TransferException.class, () -> engine.openSegment("127.0.0.1", OPEN));
     assertEquals("INVALID_ARGUMENT: endpoint '127.0.0.1': expected host:port", e.getMessage());
   }
 
   private static void assertOnePrefix(TransferException e) {
     String rest = e.getMessage().substring(e.kind().name().length() + 2);
-    assertFalse(Arrays.stream(ErrorKind.values()).anyMatch(k -> rest.startsWith(k.name() + ":")), e.getMessage());
+    assertFalse(
+        Arrays.stream(ErrorKind.values()).anyMatch(k -> rest.startsWith(k.name() + ":")),
+        e.getMessage());
   }
 }

@@ -35,38 +35,45 @@ import javax.tools.ToolProvider;
  * </ul>
  */
 final class GuideSnippets {
-  static final List<String> STANDARD_IMPORTS = List.of(
-      "io.orbite.config.*",
-      "io.orbite.engine.*",
-      "io.orbite.engine.streams.*",
-      "java.lang.foreign.*",
-      "java.time.Duration",
-      "java.util.ArrayList",
-      "java.util.List",
-      "java.util.concurrent.CompletableFuture",
-      "java.util.concurrent.CompletionStage",
-      "java.util.concurrent.TimeUnit",
-      "com.typesafe.config.Config",
-      "com.typesafe.config.ConfigFactory",
-      "org.apache.pekko.Done",
-      "org.apache.pekko.NotUsed",
-      "org.apache.pekko.japi.Pair",
-      "org.apache.pekko.actor.CoordinatedShutdown",
-      "org.apache.pekko.actor.typed.ActorSystem",
-      "org.apache.pekko.actor.typed.javadsl.Adapter",
-      "org.apache.pekko.actor.typed.javadsl.Behaviors",
-      "org.apache.pekko.stream.KillSwitches",
-      "org.apache.pekko.stream.UniqueKillSwitch",
-      "org.apache.pekko.stream.javadsl.*");
+  static final List<String> STANDARD_IMPORTS =
+      List.of(
+          "io.orbite.config.*",
+          "io.orbite.engine.*",
+          "io.orbite.engine.streams.*",
+          "java.lang.foreign.*",
+          "java.time.Duration",
+          "java.util.ArrayList",
+          "java.util.List",
+          "java.util.concurrent.CompletableFuture",
+          "java.util.concurrent.CompletionStage",
+          "java.util.concurrent.TimeUnit",
+          "com.typesafe.config.Config",
+          "com.typesafe.config.ConfigFactory",
+          "org.apache.pekko.Done",
+          "org.apache.pekko.NotUsed",
+          "org.apache.pekko.japi.Pair",
+          "org.apache.pekko.actor.CoordinatedShutdown",
+          "org.apache.pekko.actor.typed.ActorSystem",
+          "org.apache.pekko.actor.typed.javadsl.Adapter",
+          "org.apache.pekko.actor.typed.javadsl.Behaviors",
+          "org.apache.pekko.stream.KillSwitches",
+          "org.apache.pekko.stream.UniqueKillSwitch",
+          "org.apache.pekko.stream.javadsl.*");
 
-  static final String RUN_SIGNATURE = "void run(ActorSystem<?> system, TransferEngine engine, RemoteSegment remote, "
-      + "long regionId, RegisteredMemory local) throws Exception";
+  static final String RUN_SIGNATURE =
+      "void run(ActorSystem<?> system, TransferEngine engine, RemoteSegment remote, "
+          + "long regionId, RegisteredMemory local) throws Exception";
 
-  private static final Pattern BLOCK = Pattern.compile("(?m)^```java[ \\t]*\\n(.*?)^```[ \\t]*$", Pattern.DOTALL);
-  private static final Pattern TOP_LEVEL_TYPE = Pattern.compile(
-      "(?m)^(?:(?:public|final|abstract|sealed)\\s+)*(?:class|record|interface|enum)\\s+([A-Za-z_$][A-Za-z0-9_$]*)");
+  private static final Pattern BLOCK =
+      Pattern.compile("(?m)^```java[ \\t]*\\n(.*?)^```[ \\t]*$", Pattern.DOTALL);
+  private static final Pattern TOP_LEVEL_TYPE =
+      Pattern.compile(
+          "(?m)^(?:(?:public|final|abstract|sealed)\\s+)*(?:class|record|interface|enum)\\s+([A-Za-z_$][A-Za-z0-9_$]*)");
 
-  /** One {@code ```java} block: where it starts in the guide (1-based line of its first code line) and its text. */
+  /**
+   * One {@code ```java} block: where it starts in the guide (1-based line of its first code line)
+   * and its text.
+   */
   record Snippet(String guide, int index, int line, String code) {
     boolean wholeUnit() {
       return TOP_LEVEL_TYPE.matcher(code).find();
@@ -104,8 +111,11 @@ final class GuideSnippets {
         b.append(String.join("\n", lines)).append('\n');
         return new Unit(className(), b.toString(), prefix, 0);
       }
-      b.append("@SuppressWarnings(\"unused\")\nfinal class ").append(wrapperName()).append(" {\n  ")
-          .append(RUN_SIGNATURE).append(" {\n");
+      b.append("@SuppressWarnings(\"unused\")\nfinal class ")
+          .append(wrapperName())
+          .append(" {\n  ")
+          .append(RUN_SIGNATURE)
+          .append(" {\n");
       prefix += 3;
       b.append(String.join("\n", lines)).append("\n  }\n}\n");
       return new Unit(wrapperName(), b.toString(), prefix, imports.size());
@@ -120,7 +130,10 @@ final class GuideSnippets {
 
   private GuideSnippets() {}
 
-  /** The guides directory: {@code docs/guides} in the first ancestor of the working directory that has it. */
+  /**
+   * The guides directory: {@code docs/guides} in the first ancestor of the working directory that
+   * has it.
+   */
   static Path guidesDir() {
     Path dir = Path.of("").toAbsolutePath();
     while (dir != null) {
@@ -169,18 +182,29 @@ final class GuideSnippets {
     for (Snippet s : snippets) {
       Unit u = s.unit();
       built.add(u);
-      units.add(new SimpleJavaFileObject(URI.create("string:///" + u.className() + ".java"), JavaFileObject.Kind.SOURCE) {
-        @Override
-        public CharSequence getCharContent(boolean ignoreEncodingErrors) {
-          return u.source();
-        }
-      });
+      units.add(
+          new SimpleJavaFileObject(
+              URI.create("string:///" + u.className() + ".java"), JavaFileObject.Kind.SOURCE) {
+            @Override
+            public CharSequence getCharContent(boolean ignoreEncodingErrors) {
+              return u.source();
+            }
+          });
     }
     DiagnosticCollector<JavaFileObject> diagnostics = new DiagnosticCollector<>();
-    List<String> options = List.of("-classpath", classPath(), "-d", out.toString(), "-proc:none", "-Xlint:none",
-        "--release", String.valueOf(Math.min(Runtime.version().feature(), 22)));
+    List<String> options =
+        List.of(
+            "-classpath",
+            classPath(),
+            "-d",
+            out.toString(),
+            "-proc:none",
+            "-Xlint:none",
+            "--release",
+            String.valueOf(Math.min(Runtime.version().feature(), 22)));
     boolean ok;
-    try (StandardJavaFileManager files = javac.getStandardFileManager(diagnostics, Locale.ROOT, StandardCharsets.UTF_8)) {
+    try (StandardJavaFileManager files =
+        javac.getStandardFileManager(diagnostics, Locale.ROOT, StandardCharsets.UTF_8)) {
       ok = javac.getTask(null, files, diagnostics, options, null, units).call();
     }
     if (ok) {
@@ -192,7 +216,8 @@ final class GuideSnippets {
         .collect(Collectors.joining("\n\n"));
   }
 
-  private static String describe(Diagnostic<? extends JavaFileObject> d, List<Snippet> snippets, List<Unit> built) {
+  private static String describe(
+      Diagnostic<? extends JavaFileObject> d, List<Snippet> snippets, List<Unit> built) {
     String where = "(unknown snippet)";
     String unitText = "";
     if (d.getSource() != null) {
@@ -203,7 +228,15 @@ final class GuideSnippets {
           Snippet s = snippets.get(i);
           long inUnit = d.getLineNumber();
           long guideLine = inUnit - u.prefixLines() + u.hoisted() + s.line() - 1;
-          where = s.guide() + " line " + guideLine + " (snippet " + s.index() + ", starting at line " + s.line() + ")";
+          where =
+              s.guide()
+                  + " line "
+                  + guideLine
+                  + " (snippet "
+                  + s.index()
+                  + ", starting at line "
+                  + s.line()
+                  + ")";
           unitText = numbered(u.source());
         }
       }

@@ -54,13 +54,13 @@ class GuideSnippetsTest {
   private static final long SEED_LOCAL = 0x6D1D_0002L;
 
   private static final Duration STREAM_DEADLINE = Duration.ofSeconds(15);
-  private static final String STAGE_HANG = "The stream never completed: the transfer stage (engine-actors "
-      + "streams/TransferStage.java) did not finish after its last result, so neither its materialized drain stage nor "
-      + "Sink.seq/writeSink completed. (One known cause: onPull() pushing the last results without calling "
-      + "maybeFinish() afterwards.)";
+  private static final String STAGE_HANG =
+      "The stream never completed: the transfer stage (engine-actors "
+          + "streams/TransferStage.java) did not finish after its last result, so neither its materialized drain stage nor "
+          + "Sink.seq/writeSink completed. (One known cause: onPull() pushing the last results without calling "
+          + "maybeFinish() afterwards.)";
 
-  @TempDir
-  Path out;
+  @TempDir Path out;
 
   @Test
   void everyJavaSnippetOfTheStreamsGuideCompiles() throws Exception {
@@ -72,14 +72,20 @@ class GuideSnippetsTest {
     compileGuide("embedding.md", 5);
   }
 
-  /** The checker itself: a snippet that does not compile fails with a diagnostic naming its guide line. */
+  /**
+   * The checker itself: a snippet that does not compile fails with a diagnostic naming its guide
+   * line.
+   */
   @Test
   void aSnippetThatDoesNotCompileIsReportedWithItsGuideLine() throws Exception {
     Path guide = out.resolve("broken.md");
-    Files.writeString(guide, "# t\n\ntext\n\n```java\nint ok = 1;\nString s = ok;\n```\n\n```text\nnot java\n```\n");
+    Files.writeString(
+        guide,
+        "# t\n\ntext\n\n```java\nint ok = 1;\nString s = ok;\n```\n\n```text\nnot java\n```\n");
     List<GuideSnippets.Snippet> snippets = GuideSnippets.extract(guide);
     assertEquals(1, snippets.size(), "only ```java blocks are extracted");
-    String errors = GuideSnippets.compile(snippets, Files.createDirectories(out.resolve("broken-classes")));
+    String errors =
+        GuideSnippets.compile(snippets, Files.createDirectories(out.resolve("broken-classes")));
     assertTrue(errors.contains("broken.md line 7"), errors);
   }
 
@@ -88,15 +94,18 @@ class GuideSnippetsTest {
     ClassLoader guide = compileGuide("streams.md", 6);
     Class<?> reader = guide.loadClass("BlockReader");
     Class<?> writer = guide.loadClass("BlockWriter");
-    TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("guide-stream-source"));
+    TransferEngine source =
+        TransferEngine.start(EngineConfig.defaults().withName("guide-stream-source"));
     try {
-      TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("guide-stream-requester"));
+      TransferEngine requester =
+          TransferEngine.start(EngineConfig.defaults().withName("guide-stream-requester"));
       try {
         long srcLen = 1024 * KIB;
         long localLen = 1024 * KIB;
         RegisteredMemory src = guarded(source, srcLen, SEED_SRC);
         RegisteredMemory local = guarded(requester, localLen, SEED_LOCAL);
-        RemoteSegment remote = requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+        RemoteSegment remote =
+            requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
 
         // 40 unaligned, scattered reads of 12 KiB + 3 B: results in request order, bytes exact.
         long len = 12 * KIB + 3;
@@ -109,11 +118,22 @@ class GuideSnippetsTest {
           spans.add(new Span(localOff, len, SEED_SRC, remoteOff));
         }
         @SuppressWarnings("unchecked")
-        List<TransferResult> results = (List<TransferResult>) invokeWithin(STREAM_DEADLINE, STAGE_HANG, reader, "readAll",
-            requester.system(), requester, reads);
+        List<TransferResult> results =
+            (List<TransferResult>)
+                invokeWithin(
+                    STREAM_DEADLINE,
+                    STAGE_HANG,
+                    reader,
+                    "readAll",
+                    requester.system(),
+                    requester,
+                    reads);
         assertEquals(reads.size(), results.size(), "one result per read");
         for (int i = 0; i < reads.size(); i++) {
-          assertSame(reads.get(i), results.get(i).request(), "IN_ORDER: result " + i + " is for request " + i);
+          assertSame(
+              reads.get(i),
+              results.get(i).request(),
+              "IN_ORDER: result " + i + " is for request " + i);
         }
         assertEquals(List.of(), invoke(reader, "failures", results), "every read completed");
         assertRegion(local.segment(), spans, SEED_LOCAL, "requester region after readAll");
@@ -122,18 +142,39 @@ class GuideSnippetsTest {
         // writeBlocks: 24 blocks of 8 KiB from the (now partly overwritten) local region.
         long block = 8 * KIB;
         int blocks = 24;
-        byte[] expected = local.segment().asSlice(0, blocks * block).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-        invokeWithin(STREAM_DEADLINE, STAGE_HANG, writer, "writeBlocks", requester.system(), requester, remote,
-            src.regionId(), local, blocks, block);
-        assertArrayEquals(expected,
-            src.segment().asSlice(0, blocks * block).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE),
+        byte[] expected =
+            local
+                .segment()
+                .asSlice(0, blocks * block)
+                .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        invokeWithin(
+            STREAM_DEADLINE,
+            STAGE_HANG,
+            writer,
+            "writeBlocks",
+            requester.system(),
+            requester,
+            remote,
+            src.regionId(),
+            local,
+            blocks,
+            block);
+        assertArrayEquals(
+            expected,
+            src.segment()
+                .asSlice(0, blocks * block)
+                .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE),
             "source region's first 192 KiB after writeBlocks");
-        assertEquals(-1, Pattern.verify(src.segment(), blocks * block, srcLen - blocks * block, SEED_SRC,
-            blocks * block), "source bytes after the written blocks are untouched");
+        assertEquals(
+            -1,
+            Pattern.verify(
+                src.segment(), blocks * block, srcLen - blocks * block, SEED_SRC, blocks * block),
+            "source bytes after the written blocks are untouched");
         assertRegion(local.segment(), spans, SEED_LOCAL, "requester region after writeBlocks");
 
         EngineOwed owed = requester.owed();
-        assertTrue(owed.isIdle() && owed.batches() == 0, () -> "the streams freed every batch: " + owed);
+        assertTrue(
+            owed.isIdle() && owed.batches() == 0, () -> "the streams freed every batch: " + owed);
       } finally {
         requester.close(Duration.ofSeconds(20));
       }
@@ -146,7 +187,8 @@ class GuideSnippetsTest {
   void theEmbeddingGuidesFetcherFetchesExactBytesAndItsEngineClosesWithTheHost() throws Exception {
     ClassLoader guide = compileGuide("embedding.md", 5);
     Class<?> fetcher = guide.loadClass("EmbeddedFetcher");
-    TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("guide-embed-source"));
+    TransferEngine source =
+        TransferEngine.start(EngineConfig.defaults().withName("guide-embed-source"));
     ActorSystem<Void> app = ActorSystem.create(Behaviors.empty(), "guide-app");
     try {
       long srcLen = 512 * KIB;
@@ -156,34 +198,65 @@ class GuideSnippetsTest {
 
       int length = (int) (100 * KIB + 5);
       long offset = 4093;
-      byte[] bytes = (byte[]) invoke(fetcher, "fetch", engine, source.localSegment().endpoint(), src.regionId(),
-          offset, length);
+      byte[] bytes =
+          (byte[])
+              invoke(
+                  fetcher,
+                  "fetch",
+                  engine,
+                  source.localSegment().endpoint(),
+                  src.regionId(),
+                  offset,
+                  length);
       assertEquals(length, bytes.length);
-      assertEquals(-1, Pattern.verify(MemorySegment.ofArray(bytes), 0, length, SEED_SRC, offset),
+      assertEquals(
+          -1,
+          Pattern.verify(MemorySegment.ofArray(bytes), 0, length, SEED_SRC, offset),
           "fetched bytes are the source's");
       assertRegion(src.segment(), List.of(), SEED_SRC, "source region after fetch");
       EngineOwed owed = engine.owed();
-      assertTrue(owed.isIdle() && owed.batches() == 0 && owed.registrations() == 0,
+      assertTrue(
+          owed.isIdle() && owed.batches() == 0 && owed.registrations() == 0,
           () -> "fetch freed its batch and buffer: " + owed);
 
-      // A peer region that does not exist: fetch throws a TransferException, and frees what it took.
-      Throwable refused = assertThrows(InvocationTargetException.class,
-          () -> invoke(fetcher, "fetch", engine, source.localSegment().endpoint(), 999_999L, 0L, 64)).getCause();
-      assertTrue(refused instanceof io.orbite.engine.TransferException, () -> "fetch failure: " + refused);
-      assertEquals(0, engine.owed().registrations(), "the buffer was unregistered after the failure");
+      // A peer region that does not exist: fetch throws a TransferException, and frees what it
+      // took.
+      Throwable refused =
+          assertThrows(
+                  InvocationTargetException.class,
+                  () ->
+                      invoke(
+                          fetcher,
+                          "fetch",
+                          engine,
+                          source.localSegment().endpoint(),
+                          999_999L,
+                          0L,
+                          64))
+              .getCause();
+      assertTrue(
+          refused instanceof io.orbite.engine.TransferException, () -> "fetch failure: " + refused);
+      assertEquals(
+          0, engine.owed().registrations(), "the buffer was unregistered after the failure");
 
       int port = engine.localSegment().port();
-      CoordinatedShutdown.get(Adapter.toClassic(app)).runAll(CoordinatedShutdown.unknownReason())
-          .toCompletableFuture().get(30, TimeUnit.SECONDS);
-      assertThrows(ConnectException.class, () -> {
-        try (Socket s = new Socket()) {
-          s.connect(new InetSocketAddress("127.0.0.1", port), 2_000);
-        }
-      }, "the fetcher's engine closed with its host");
+      CoordinatedShutdown.get(Adapter.toClassic(app))
+          .runAll(CoordinatedShutdown.unknownReason())
+          .toCompletableFuture()
+          .get(30, TimeUnit.SECONDS);
+      assertThrows(
+          ConnectException.class,
+          () -> {
+            try (Socket s = new Socket()) {
+              s.connect(new InetSocketAddress("127.0.0.1", port), 2_000);
+            }
+          },
+          "the fetcher's engine closed with its host");
       EngineOwed after = engine.owed();
       assertEquals(EngineOwed.Phase.CLOSED, after.phase(), after::toString);
       assertTrue(after.isClear(), after::toString);
-      assertEquals(EngineOwed.Phase.RUNNING, source.owed().phase(), "the source engine is not affected");
+      assertEquals(
+          EngineOwed.Phase.RUNNING, source.owed().phase(), "the source engine is not affected");
     } finally {
       app.terminate();
       source.close(Duration.ofSeconds(20));
@@ -191,35 +264,49 @@ class GuideSnippetsTest {
   }
 
   /**
-   * The embedding guide parses the configuration before it creates the actor system: run as its
-   * own JVM with a bad {@code ORBITE_CONF}, its spawning snippet fails naming the key and the JVM
-   * exits (created first, the system's threads would keep it running for ever).
+   * The embedding guide parses the configuration before it creates the actor system: run as its own
+   * JVM with a bad {@code ORBITE_CONF}, its spawning snippet fails naming the key and the JVM exits
+   * (created first, the system's threads would keep it running for ever).
    */
   @Test
   void theEmbeddingGuidesSpawnSnippetExitsOnABadConfiguration() throws Exception {
     compileGuide("embedding.md", 5);
-    List<GuideSnippets.Snippet> snippets = GuideSnippets.extract(GuideSnippets.guidesDir().resolve("embedding.md"));
-    GuideSnippets.Snippet spawning = snippets.stream()
-        .filter(x -> !x.wholeUnit() && x.code().contains("EngineConfig.fromEnv()"))
-        .findFirst().orElseThrow(() -> new AssertionError("embedding.md has no snippet that reads ORBITE_CONF"));
+    List<GuideSnippets.Snippet> snippets =
+        GuideSnippets.extract(GuideSnippets.guidesDir().resolve("embedding.md"));
+    GuideSnippets.Snippet spawning =
+        snippets.stream()
+            .filter(x -> !x.wholeUnit() && x.code().contains("EngineConfig.fromEnv()"))
+            .findFirst()
+            .orElseThrow(
+                () -> new AssertionError("embedding.md has no snippet that reads ORBITE_CONF"));
     Path classes = out.resolve("embedding_md");
     List<String> cmd = new ArrayList<>();
     cmd.add(io.orbite.qualification.harness.EngineProcess.javaBinary());
     cmd.addAll(io.orbite.qualification.harness.EngineProcess.jvmFlags());
-    cmd.addAll(List.of("-cp", classes + java.io.File.pathSeparator
-        + io.orbite.qualification.harness.EngineProcess.classPath(), RunSnippet.class.getName(), spawning.wrapperName()));
+    cmd.addAll(
+        List.of(
+            "-cp",
+            classes
+                + java.io.File.pathSeparator
+                + io.orbite.qualification.harness.EngineProcess.classPath(),
+            RunSnippet.class.getName(),
+            spawning.wrapperName()));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.environment().put("ORBITE_CONF", "{\"tcp\":{\"lanez\":4}}");
     Process child = pb.start();
-    CompletableFuture<String> output = CompletableFuture.supplyAsync(() -> {
-      try {
-        return new String(child.getInputStream().readAllBytes());
-      } catch (java.io.IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
-    });
+    CompletableFuture<String> output =
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                return new String(child.getInputStream().readAllBytes());
+              } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+              }
+            });
     try {
-      assertTrue(child.waitFor(10, TimeUnit.SECONDS), "the JVM did not exit within 10 s of a bad ORBITE_CONF");
+      assertTrue(
+          child.waitFor(10, TimeUnit.SECONDS),
+          "the JVM did not exit within 10 s of a bad ORBITE_CONF");
       String said = output.get(5, TimeUnit.SECONDS);
       assertTrue(child.exitValue() != 0, said);
       assertTrue(said.contains("ConfigException") && said.contains("tcp.lanez: unknown key"), said);
@@ -242,41 +329,56 @@ class GuideSnippetsTest {
     String version = modulePomValue(root.resolve("pom.xml"), "version");
     for (String module : List.of("engine-actors", "transport-actors", "observability")) {
       String artifact = modulePomValue(root.resolve(module).resolve("pom.xml"), "artifactId");
-      assertTrue(text.contains("<artifactId>" + artifact + "</artifactId>"), "README names " + artifact);
+      assertTrue(
+          text.contains("<artifactId>" + artifact + "</artifactId>"), "README names " + artifact);
     }
-    assertTrue(text.contains("<version>" + version + "</version>") && text.contains("<groupId>io.orbite</groupId>"),
+    assertTrue(
+        text.contains("<version>" + version + "</version>")
+            && text.contains("<groupId>io.orbite</groupId>"),
         "README's coordinates carry the project's group and version " + version);
 
     List<GuideSnippets.Snippet> snippets = GuideSnippets.extract(readme);
-    assertEquals(List.of("PrefillServer", "DecodeClient"),
-        snippets.stream().map(GuideSnippets.Snippet::className).toList(), "README's java blocks");
+    assertEquals(
+        List.of("PrefillServer", "DecodeClient"),
+        snippets.stream().map(GuideSnippets.Snippet::className).toList(),
+        "README's java blocks");
     Path classes = Files.createDirectories(out.resolve("readme"));
     String errors = GuideSnippets.compile(snippets, classes);
     if (!errors.isEmpty()) {
       fail("README: snippets do not compile\n" + errors);
     }
-    String classPath = classes + java.io.File.pathSeparator + io.orbite.qualification.harness.EngineProcess.classPath();
+    String classPath =
+        classes
+            + java.io.File.pathSeparator
+            + io.orbite.qualification.harness.EngineProcess.classPath();
     Process prefill = child(classPath, out.resolve("prefill.log"), "PrefillServer");
     try {
-      var published = new java.io.BufferedReader(new java.io.InputStreamReader(prefill.getInputStream()));
-      CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
-        try {
-          return published.readLine();
-        } catch (java.io.IOException e) {
-          throw new java.io.UncheckedIOException(e);
-        }
-      });
+      var published =
+          new java.io.BufferedReader(new java.io.InputStreamReader(prefill.getInputStream()));
+      CompletableFuture<String> line =
+          CompletableFuture.supplyAsync(
+              () -> {
+                try {
+                  return published.readLine();
+                } catch (java.io.IOException e) {
+                  throw new java.io.UncheckedIOException(e);
+                }
+              });
       String announcement = line.get(60, TimeUnit.SECONDS);
-      assertTrue(announcement != null && announcement.startsWith("PUBLISHED "),
+      assertTrue(
+          announcement != null && announcement.startsWith("PUBLISHED "),
           () -> "prefill said " + announcement + "\n" + readQuietly(out.resolve("prefill.log")));
       String[] parts = announcement.split(" ");
-      Process decode = child(classPath, out.resolve("decode.log"), "DecodeClient", parts[1], parts[2]);
+      Process decode =
+          child(classPath, out.resolve("decode.log"), "DecodeClient", parts[1], parts[2]);
       String said = new String(decode.getInputStream().readAllBytes());
       assertTrue(decode.waitFor(60, TimeUnit.SECONDS), "decode exits");
-      assertEquals(0, decode.exitValue(), () -> said + "\n" + readQuietly(out.resolve("decode.log")));
+      assertEquals(
+          0, decode.exitValue(), () -> said + "\n" + readQuietly(out.resolve("decode.log")));
       assertTrue(said.startsWith("VERIFIED 64 blocks, ") && said.trim().endsWith("over SHM"), said);
       prefill.getOutputStream().close();
-      assertTrue(prefill.waitFor(10, TimeUnit.SECONDS), "prefill exits within 10 s of its stdin closing");
+      assertTrue(
+          prefill.waitFor(10, TimeUnit.SECONDS), "prefill exits within 10 s of its stdin closing");
       assertEquals(0, prefill.exitValue(), () -> readQuietly(out.resolve("prefill.log")));
     } finally {
       prefill.destroyForcibly();
@@ -285,7 +387,8 @@ class GuideSnippetsTest {
 
   // ---------------------------------------------------------------- helpers
 
-  private static Process child(String classPath, Path log, String main, String... args) throws java.io.IOException {
+  private static Process child(String classPath, Path log, String main, String... args)
+      throws java.io.IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(io.orbite.qualification.harness.EngineProcess.javaBinary());
     cmd.addAll(io.orbite.qualification.harness.EngineProcess.jvmFlags());
@@ -302,7 +405,9 @@ class GuideSnippetsTest {
     }
   }
 
-  /** The first {@code <tag>} of a module's pom that is its own (after its {@code <parent>} block). */
+  /**
+   * The first {@code <tag>} of a module's pom that is its own (after its {@code <parent>} block).
+   */
   private static String modulePomValue(Path pom, String tag) throws java.io.IOException {
     String xml = Files.readString(pom);
     int parentEnd = xml.indexOf("</parent>");
@@ -318,12 +423,20 @@ class GuideSnippetsTest {
     return own.substring(from + tag.length() + 2, to);
   }
 
-  /** Compiles one guide's snippets (expecting {@code expected} of them) and returns a loader for the classes. */
+  /**
+   * Compiles one guide's snippets (expecting {@code expected} of them) and returns a loader for the
+   * classes.
+   */
   private ClassLoader compileGuide(String name, int expected) throws Exception {
     Path guide = GuideSnippets.guidesDir().resolve(name);
     List<GuideSnippets.Snippet> snippets = GuideSnippets.extract(guide);
-    assertEquals(expected, snippets.size(), () -> name + ": ```java blocks found at lines "
-        + snippets.stream().map(GuideSnippets.Snippet::line).toList());
+    assertEquals(
+        expected,
+        snippets.size(),
+        () ->
+            name
+                + ": ```java blocks found at lines "
+                + snippets.stream().map(GuideSnippets.Snippet::line).toList());
     Path classes = Files.createDirectories(out.resolve(name.replace('.', '_')));
     String errors = GuideSnippets.compile(snippets, classes);
     if (!errors.isEmpty()) {
@@ -332,21 +445,30 @@ class GuideSnippetsTest {
     return new URLClassLoader(new URL[] {classes.toUri().toURL()}, getClass().getClassLoader());
   }
 
-  /** Runs {@link #invoke} on another thread and fails with {@code bug} if it has not returned within {@code deadline}. */
-  private static Object invokeWithin(Duration deadline, String bug, Class<?> type, String method, Object... args)
+  /**
+   * Runs {@link #invoke} on another thread and fails with {@code bug} if it has not returned within
+   * {@code deadline}.
+   */
+  private static Object invokeWithin(
+      Duration deadline, String bug, Class<?> type, String method, Object... args)
       throws Exception {
     CompletableFuture<Object> call = new CompletableFuture<>();
-    Thread.ofPlatform().daemon().name("guide-" + method).start(() -> {
-      try {
-        call.complete(invoke(type, method, args));
-      } catch (Throwable t) {
-        call.completeExceptionally(t);
-      }
-    });
+    Thread.ofPlatform()
+        .daemon()
+        .name("guide-" + method)
+        .start(
+            () -> {
+              try {
+                call.complete(invoke(type, method, args));
+              } catch (Throwable t) {
+                call.completeExceptionally(t);
+              }
+            });
     try {
       return call.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {
-      throw new AssertionError(type.getSimpleName() + "." + method + " did not return within " + deadline + ". " + bug);
+      throw new AssertionError(
+          type.getSimpleName() + "." + method + " did not return within " + deadline + ". " + bug);
     } catch (ExecutionException e) {
       if (e.getCause() instanceof Exception x) {
         throw x;
@@ -356,10 +478,14 @@ class GuideSnippetsTest {
   }
 
   private static Object invoke(Class<?> type, String method, Object... args) throws Exception {
-    Method m = Arrays.stream(type.getMethods())
-        .filter(x -> x.getName().equals(method) && x.getParameterCount() == args.length)
-        .findFirst()
-        .orElseThrow(() -> new AssertionError(type.getName() + " has no public method " + method + "/" + args.length));
+    Method m =
+        Arrays.stream(type.getMethods())
+            .filter(x -> x.getName().equals(method) && x.getParameterCount() == args.length)
+            .findFirst()
+            .orElseThrow(
+                () ->
+                    new AssertionError(
+                        type.getName() + " has no public method " + method + "/" + args.length));
     return m.invoke(null, args);
   }
 
@@ -369,7 +495,8 @@ class GuideSnippetsTest {
     return m;
   }
 
-  private static void assertRegion(MemorySegment region, List<Span> spans, long guardSeed, String what) {
+  private static void assertRegion(
+      MemorySegment region, List<Span> spans, long guardSeed, String what) {
     long bad = RegionCheck.check(region, spans, guardSeed);
     assertEquals(-1, bad, () -> what + ": first wrong byte at " + bad + " of " + region.byteSize());
   }

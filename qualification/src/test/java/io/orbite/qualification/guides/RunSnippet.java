@@ -14,10 +14,11 @@ final class RunSnippet {
 
   public static void main(String[] args) throws Throwable {
     Class<?> type = Class.forName(args[0]);
-    Method run = java.util.Arrays.stream(type.getDeclaredMethods())
-        .filter(m -> m.getName().equals("run"))
-        .findFirst()
-        .orElseThrow(() -> new IllegalArgumentException(args[0] + " has no run method"));
+    Method run =
+        java.util.Arrays.stream(type.getDeclaredMethods())
+            .filter(m -> m.getName().equals("run"))
+            .findFirst()
+            .orElseThrow(() -> new IllegalArgumentException(args[0] + " has no run method"));
     var ctor = type.getDeclaredConstructor();
     ctor.setAccessible(true);
     run.setAccessible(true);

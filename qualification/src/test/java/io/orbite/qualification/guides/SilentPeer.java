@@ -23,8 +23,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * A fake source on 127.0.0.1 for the embedding tests: it describes one READ_WRITE region ({@link
- * #REGION_ID}), accepts data lanes (HELLO answered with HELLO_ACK status 0), reads data requests and
- * never answers them, keeping the connections open until {@link #close()}. The contract package
+ * #REGION_ID}), accepts data lanes (HELLO answered with HELLO_ACK status 0), reads data requests
+ * and never answers them, keeping the connections open until {@link #close()}. The contract package
  * has a richer one ({@code StallingPeer}), package-private there.
  */
 final class SilentPeer implements AutoCloseable {
@@ -87,10 +87,25 @@ final class SilentPeer implements AutoCloseable {
         FrameHeader f = FrameCodec.decode(h, 0);
         switch (f.type()) {
           case DESCRIBE_REQUEST -> {
-            ByteBuffer payload = DescribeCodec.encode(new Description("127.0.0.1", port(), EPOCH,
-                List.of(new RemoteRegion(REGION_ID, regionBytes, Access.READ_WRITE))));
+            ByteBuffer payload =
+                DescribeCodec.encode(
+                    new Description(
+                        "127.0.0.1",
+                        port(),
+                        EPOCH,
+                        List.of(new RemoteRegion(REGION_ID, regionBytes, Access.READ_WRITE))));
             ByteBuffer r = ByteBuffer.allocate(FrameCodec.HEADER_BYTES + payload.remaining());
-            FrameCodec.encode(r, 0, FrameType.DESCRIBE_RESPONSE, 0, payload.remaining(), f.requestId(), EPOCH, 0, 0, 0);
+            FrameCodec.encode(
+                r,
+                0,
+                FrameType.DESCRIBE_RESPONSE,
+                0,
+                payload.remaining(),
+                f.requestId(),
+                EPOCH,
+                0,
+                0,
+                0);
             r.put(FrameCodec.HEADER_BYTES, payload, 0, payload.remaining());
             out.write(r.array());
             out.flush();

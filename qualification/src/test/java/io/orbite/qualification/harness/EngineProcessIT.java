@@ -25,7 +25,8 @@ import org.junit.jupiter.api.io.TempDir;
 class EngineProcessIT {
   private static Description describe(String endpoint, int timeoutMillis) {
     String[] hostPort = endpoint.split(":");
-    return DescribeClient.describe(InetSocketAddress.createUnresolved(hostPort[0], Integer.parseInt(hostPort[1])),
+    return DescribeClient.describe(
+        InetSocketAddress.createUnresolved(hostPort[0], Integer.parseInt(hostPort[1])),
         timeoutMillis);
   }
 
@@ -41,7 +42,8 @@ class EngineProcessIT {
     try (EngineProcess engine = EngineProcess.start("frozen", logs, Map.of())) {
       assertEquals(engine.epoch(), describe(engine.endpoint(), 5000).epoch());
       engine.stop();
-      TransferException e = assertThrows(TransferException.class, () -> describe(engine.endpoint(), 500));
+      TransferException e =
+          assertThrows(TransferException.class, () -> describe(engine.endpoint(), 500));
       assertEquals(ErrorKind.TIMEOUT, e.kind(), e::getMessage);
       engine.resume();
       assertEquals(engine.epoch(), describe(engine.endpoint(), 5000).epoch());

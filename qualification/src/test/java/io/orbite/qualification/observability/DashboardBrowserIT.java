@@ -71,24 +71,38 @@ class DashboardBrowserIT {
   }
 
   private static void requireBrowser() {
-    Prerequisite.require(Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER), CHROMIUM + " or "
-        + CHROMEDRIVER + " missing (apt-get install chromium chromium-driver; .ci/run and ./orbite test install them "
-        + "as root)");
+    Prerequisite.require(
+        Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER),
+        CHROMIUM
+            + " or "
+            + CHROMEDRIVER
+            + " missing (apt-get install chromium chromium-driver; .ci/run and ./orbite test install them "
+            + "as root)");
   }
 
   private WebDriver chromium() {
     ChromeOptions options = new ChromeOptions();
     options.setBinary(CHROMIUM.toFile());
-    options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-        "--window-size=1400,1000", "--no-first-run", "--disable-extensions");
-    ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(CHROMEDRIVER.toFile())
-        .usingAnyFreePort().build();
+    options.addArguments(
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        "--no-first-run",
+        "--disable-extensions");
+    ChromeDriverService service =
+        new ChromeDriverService.Builder()
+            .usingDriverExecutable(CHROMEDRIVER.toFile())
+            .usingAnyFreePort()
+            .build();
     return new ChromeDriver(service, options);
   }
 
   private void until(String what, java.util.function.Function<WebDriver, Boolean> condition) {
     new WebDriverWait(browser, Duration.ofSeconds(30), Duration.ofMillis(100))
-        .withMessage(() -> what + "; page text: " + browser.findElement(By.tagName("body")).getText())
+        .withMessage(
+            () -> what + "; page text: " + browser.findElement(By.tagName("body")).getText())
         .until(condition);
   }
 
@@ -97,8 +111,12 @@ class DashboardBrowserIT {
    * redraws on every update, so an element found in one call may be gone by the next.
    */
   private String attribute(String css, String name) {
-    Object v = ((org.openqa.selenium.JavascriptExecutor) browser).executeScript(
-        "const e = document.querySelector(arguments[0]); return e ? e.getAttribute(arguments[1]) : null;", css, name);
+    Object v =
+        ((org.openqa.selenium.JavascriptExecutor) browser)
+            .executeScript(
+                "const e = document.querySelector(arguments[0]); return e ? e.getAttribute(arguments[1]) : null;",
+                css,
+                name);
     return v == null ? null : v.toString();
   }
 
@@ -115,7 +133,8 @@ class DashboardBrowserIT {
   private void screenshot(String name) throws Exception {
     Files.createDirectories(SHOTS);
     byte[] png = ((org.openqa.selenium.TakesScreenshot) browser).getScreenshotAs(OutputType.BYTES);
-    assertTrue(png.length > 1000 && png[1] == 'P' && png[2] == 'N' && png[3] == 'G', "a PNG screenshot");
+    assertTrue(
+        png.length > 1000 && png[1] == 'P' && png[2] == 'N' && png[3] == 'G', "a PNG screenshot");
     Files.write(SHOTS.resolve(name), png);
   }
 
@@ -126,22 +145,39 @@ class DashboardBrowserIT {
     long remote = Long.parseLong(peer.call("ALLOC " + REGION + " READ_WRITE"));
     peer.call("FILL " + remote + " " + SOURCE_SEED);
     EngineConfig config = EngineConfig.defaults().withName("dashboard-it");
-    engine = TransferEngine.start(config.withObservability(config.observability()
-        .withDashboard(DashboardConfig.defaults().withEnabled(true)).withTickMillis(200)));
+    engine =
+        TransferEngine.start(
+            config.withObservability(
+                config
+                    .observability()
+                    .withDashboard(DashboardConfig.defaults().withEnabled(true))
+                    .withTickMillis(200)));
     String url = engine.observabilityUrls().get("dashboard");
     assertTrue(url != null && url.startsWith("http://127.0.0.1:"), "dashboard on loopback: " + url);
 
     browser = chromium();
     browser.get(url);
-    until("the engine's owners drawn", d -> count("#tree li[data-kind=EngineGuardian]") == 1
-        && count("#tree li[data-kind=Admission][data-state=open]") == 1
-        && count("#tree li[data-kind=Registry]") == 1 && count("#tree li[data-kind=TcpTransport]") == 1);
+    until(
+        "the engine's owners drawn",
+        d ->
+            count("#tree li[data-kind=EngineGuardian]") == 1
+                && count("#tree li[data-kind=Admission][data-state=open]") == 1
+                && count("#tree li[data-kind=Registry]") == 1
+                && count("#tree li[data-kind=TcpTransport]") == 1);
 
     RemoteSegment segment = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));
     String epochHex = Long.toHexString(peer.epoch());
-    until("the peer active with its epoch, and its endpoint owner",
-        d -> count("#peers tr[data-endpoint='" + peer.endpoint() + "'][data-epoch='" + epochHex + "'][data-state=active]") == 1
-            && count("#tree li[data-kind=TcpEndpoint][data-state=active]") == 1);
+    until(
+        "the peer active with its epoch, and its endpoint owner",
+        d ->
+            count(
+                        "#peers tr[data-endpoint='"
+                            + peer.endpoint()
+                            + "'][data-epoch='"
+                            + epochHex
+                            + "'][data-state=active]")
+                    == 1
+                && count("#tree li[data-kind=TcpEndpoint][data-state=active]") == 1);
 
     // A batch: its owner appears as soon as it is allocated.
     RegisteredMemory local = engine.allocate(REGION, Access.READ_WRITE);
@@ -167,7 +203,10 @@ class DashboardBrowserIT {
       for (TaskResult t : batch.await(Duration.ofSeconds(60)).tasks()) {
         assertTrue(t.completed(), t.toString());
       }
-      assertEquals(-1, RegionCheck.check(local.segment(), spans, GUARD_SEED), "every byte read and every guard");
+      assertEquals(
+          -1,
+          RegionCheck.check(local.segment(), spans, GUARD_SEED),
+          "every byte read and every guard");
       Pattern.fill(local.segment(), 0, REGION, GUARD_SEED, 0);
       rounds++;
       if (rounds % 4 == 0) {
@@ -176,30 +215,48 @@ class DashboardBrowserIT {
       }
     }
     assertTrue(moved > 0);
-    until("throughput moved on the chart",
-        d -> windowBytes() > 0);
+    until("throughput moved on the chart", d -> windowBytes() > 0);
     screenshot("1-transfer.png");
 
-    // Free the batch: the engine keeps it for the next allocation of its capacity, so its owner stays
+    // Free the batch: the engine keeps it for the next allocation of its capacity, so its owner
+    // stays
     // in the tree as pooled. A batch of a capacity too large to keep is retired when freed.
     String lastBatch = attribute("#tree li[data-kind=BatchActor]", "data-path");
     batch.free();
-    until("the freed batch is shown pooled", d -> count("#tree li[data-kind=BatchActor]") == 1
-        && count("#tree li[data-kind=BatchActor][data-state=pooled][data-path='" + lastBatch + "']") == 1);
+    until(
+        "the freed batch is shown pooled",
+        d ->
+            count("#tree li[data-kind=BatchActor]") == 1
+                && count(
+                        "#tree li[data-kind=BatchActor][data-state=pooled][data-path='"
+                            + lastBatch
+                            + "']")
+                    == 1);
     Batch large = engine.allocateBatch(io.orbite.engine.batch.BatchPool.MAX_POOLED_CAPACITY + 1);
     until("the large batch appears", d -> count("#tree li[data-kind=BatchActor]") == 2);
-    String largePath = engine.ownerView().owners().stream()
-        .filter(o -> o.kind().equals("BatchActor") && !o.path().equals(lastBatch)).findFirst().orElseThrow().path();
+    String largePath =
+        engine.ownerView().owners().stream()
+            .filter(o -> o.kind().equals("BatchActor") && !o.path().equals(lastBatch))
+            .findFirst()
+            .orElseThrow()
+            .path();
     large.free();
-    until("the large batch leaves the tree and is retired", d -> count("#tree li[data-kind=BatchActor]") == 1
-        && count("#retired tr[data-path='" + largePath + "']") == 1);
+    until(
+        "the large batch leaves the tree and is retired",
+        d ->
+            count("#tree li[data-kind=BatchActor]") == 1
+                && count("#retired tr[data-path='" + largePath + "']") == 1);
 
     // Kill the peer's process: its endpoint is retired and the peer is no longer active.
     peer.kill();
-    until("the endpoint retired and the peer closed or fenced", d -> count("#tree li[data-kind=TcpEndpoint]") == 0
-        && count("#retired tr[data-path*='endpoint-']") >= 1
-        && count("#peers tr[data-endpoint='" + peer.endpoint() + "'][data-state=active]") == 0
-        && count("#peers tr[data-endpoint='" + peer.endpoint() + "']") == 1);
+    until(
+        "the endpoint retired and the peer closed or fenced",
+        d ->
+            count("#tree li[data-kind=TcpEndpoint]") == 0
+                && count("#retired tr[data-path*='endpoint-']") >= 1
+                && count("#peers tr[data-endpoint='" + peer.endpoint() + "'][data-state=active]")
+                    == 0
+                && count("#peers tr[data-endpoint='" + peer.endpoint() + "']") == 1);
     screenshot("2-peer-killed.png");
     assertTrue(Files.size(SHOTS.resolve("2-peer-killed.png")) > 1000);
   }

@@ -18,13 +18,15 @@ import java.util.regex.Matcher;
 
 /** HTTP helpers for the observability tests: GETs, raw requests, and reading Prometheus text. */
 final class Http {
-  private static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  private static final HttpClient CLIENT =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   private Http() {}
 
   static HttpResponse<String> get(String url) {
     try {
-      return CLIENT.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).GET().build(),
+      return CLIENT.send(
+          HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).GET().build(),
           HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
       throw new AssertionError("GET " + url + " failed: " + e, e);
@@ -34,7 +36,10 @@ final class Http {
     }
   }
 
-  /** Sends {@code raw} bytes as they are and returns the status code of the answer (-1: no status line). */
+  /**
+   * Sends {@code raw} bytes as they are and returns the status code of the answer (-1: no status
+   * line).
+   */
   static int raw(String url, byte[] raw) {
     URI u = URI.create(url);
     try (Socket s = new Socket()) {
@@ -81,7 +86,9 @@ final class Http {
       Map<String, String> have = new HashMap<>();
       if (brace >= 0) {
         String body = line.substring(brace + 1, line.lastIndexOf('}'));
-        Matcher m = java.util.regex.Pattern.compile("([a-zA-Z_][a-zA-Z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\"").matcher(body);
+        Matcher m =
+            java.util.regex.Pattern.compile("([a-zA-Z_][a-zA-Z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\"")
+                .matcher(body);
         while (m.find()) {
           have.put(m.group(1), m.group(2));
         }

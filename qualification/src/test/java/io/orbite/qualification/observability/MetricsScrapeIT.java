@@ -47,8 +47,13 @@ class MetricsScrapeIT {
   void start() {
     source = TransferEngine.start(EngineConfig.defaults().withName("scrape-source"));
     EngineConfig config = EngineConfig.defaults().withName("scrape-requester");
-    requester = TransferEngine.start(config.withObservability(config.observability()
-        .withMetrics(MetricsConfig.defaults().withEnabled(true)).withTickMillis(200)));
+    requester =
+        TransferEngine.start(
+            config.withObservability(
+                config
+                    .observability()
+                    .withMetrics(MetricsConfig.defaults().withEnabled(true))
+                    .withTickMillis(200)));
     metricsUrl = requester.observabilityUrls().get("metrics");
     engineTag = "scrape-requester@" + requester.localSegment();
   }
@@ -70,13 +75,19 @@ class MetricsScrapeIT {
   }
 
   private long bytes(String scrape, String op) {
-    return (long) Http.sample(scrape, "orbite_bytes_total",
-        Map.of("engine", engineTag, "transport", "tcp", "op", op, "outcome", "completed"));
+    return (long)
+        Http.sample(
+            scrape,
+            "orbite_bytes_total",
+            Map.of("engine", engineTag, "transport", "tcp", "op", op, "outcome", "completed"));
   }
 
   private long tasks(String scrape, String op) {
-    return (long) Http.sample(scrape, "orbite_tasks_total",
-        Map.of("engine", engineTag, "transport", "tcp", "op", op, "outcome", "completed"));
+    return (long)
+        Http.sample(
+            scrape,
+            "orbite_tasks_total",
+            Map.of("engine", engineTag, "transport", "tcp", "op", op, "outcome", "completed"));
   }
 
   private long laneBytes(String scrape) {
@@ -85,13 +96,17 @@ class MetricsScrapeIT {
 
   @Test
   void countersMoveByTheBytesTransferred() {
-    assertTrue(metricsUrl != null && metricsUrl.startsWith("http://127.0.0.1:") && metricsUrl.endsWith("/metrics"),
+    assertTrue(
+        metricsUrl != null
+            && metricsUrl.startsWith("http://127.0.0.1:")
+            && metricsUrl.endsWith("/metrics"),
         "metrics URL on loopback: " + metricsUrl);
     RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
     Pattern.fill(remote.segment(), 0, REGION, SOURCE_SEED, 0);
     RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
     Pattern.fill(local.segment(), 0, REGION, LOCAL_GUARD, 0);
-    RemoteSegment segment = requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+    RemoteSegment segment =
+        requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
     long regionId = segment.regions().getFirst().regionId();
 
     // Everything sampled so far has reached the scrape: wait until two scrapes agree after a tick.
@@ -117,20 +132,27 @@ class MetricsScrapeIT {
     batch.submit(reads);
     // During the transfer: the counter never shows more than has been completed.
     long during = bytes(scrape(), "read") - readBefore;
-    assertTrue(during >= 0 && during <= total, "during the transfer the counter moved by " + during);
+    assertTrue(
+        during >= 0 && during <= total, "during the transfer the counter moved by " + during);
     BatchStatus status = batch.await(Duration.ofSeconds(60));
     for (TaskResult t : status.tasks()) {
       assertTrue(t.completed(), t.toString());
     }
-    assertEquals(-1, RegionCheck.check(local.segment(), spans, LOCAL_GUARD), "every read byte and guard");
+    assertEquals(
+        -1, RegionCheck.check(local.segment(), spans, LOCAL_GUARD), "every read byte and guard");
     batch.free();
     long expected = total;
-    assertTrue(Await.until(Duration.ofSeconds(10), () -> bytes(scrape(), "read") - readBefore >= expected));
+    assertTrue(
+        Await.until(
+            Duration.ofSeconds(10), () -> bytes(scrape(), "read") - readBefore >= expected));
     String after = scrape();
     assertEquals(total, bytes(after, "read") - readBefore, "orbite_bytes_total read completed");
-    assertEquals(sizes.length, tasks(after, "read") - readTasksBefore, "orbite_tasks_total read completed");
-    assertTrue(Await.until(Duration.ofSeconds(10), () -> laneBytes(scrape()) - lanesBefore >= expected));
-    assertEquals(total, laneBytes(scrape()) - lanesBefore, "orbite_lane_bytes_total over the TCP lanes");
+    assertEquals(
+        sizes.length, tasks(after, "read") - readTasksBefore, "orbite_tasks_total read completed");
+    assertTrue(
+        Await.until(Duration.ofSeconds(10), () -> laneBytes(scrape()) - lanesBefore >= expected));
+    assertEquals(
+        total, laneBytes(scrape()) - lanesBefore, "orbite_lane_bytes_total over the TCP lanes");
 
     // WRITE: the requester's pattern into the source's region, then the same check.
     Pattern.fill(local.segment(), 0, REGION, WRITE_SEED, 0);
@@ -139,22 +161,45 @@ class MetricsScrapeIT {
     long writeTotal = 5L * (1 << 20) + 77;
     Batch writes = requester.allocateBatch(1);
     writes.submit(List.of(TransferRequest.write(local, 3, segment, regionId, 1001, writeTotal)));
-    assertFalse(writes.await(Duration.ofSeconds(60)).tasks().stream().anyMatch(t -> !t.completed()));
-    assertEquals(-1, RegionCheck.check(remote.segment(), List.of(new Span(1001, writeTotal, WRITE_SEED, 3)),
-        SOURCE_GUARD), "every written byte and guard at the source");
+    assertFalse(
+        writes.await(Duration.ofSeconds(60)).tasks().stream().anyMatch(t -> !t.completed()));
+    assertEquals(
+        -1,
+        RegionCheck.check(
+            remote.segment(), List.of(new Span(1001, writeTotal, WRITE_SEED, 3)), SOURCE_GUARD),
+        "every written byte and guard at the source");
     writes.free();
-    assertTrue(Await.until(Duration.ofSeconds(10), () -> bytes(scrape(), "write") - writeBefore >= writeTotal));
-    assertEquals(writeTotal, bytes(scrape(), "write") - writeBefore, "orbite_bytes_total write completed");
+    assertTrue(
+        Await.until(
+            Duration.ofSeconds(10), () -> bytes(scrape(), "write") - writeBefore >= writeTotal));
+    assertEquals(
+        writeTotal, bytes(scrape(), "write") - writeBefore, "orbite_bytes_total write completed");
 
     // The budget gauges and owner counts are there, named as documented.
     String last = scrape();
-    assertTrue(Http.sample(last, "orbite_budget_limit", Map.of("engine", engineTag, "budget", "batches"))
-        == requester.config().budgets().maxBatches(), "orbite_budget_limit{budget=batches}");
-    assertTrue(Http.sample(last, "orbite_owners", Map.of("engine", engineTag, "state", "active")) >= 6,
+    assertTrue(
+        Http.sample(last, "orbite_budget_limit", Map.of("engine", engineTag, "budget", "batches"))
+            == requester.config().budgets().maxBatches(),
+        "orbite_budget_limit{budget=batches}");
+    assertTrue(
+        Http.sample(last, "orbite_owners", Map.of("engine", engineTag, "state", "active")) >= 6,
         "orbite_owners{state=active} counts the engine's owners");
     assertTrue(last.contains("orbite_task_latency_seconds_bucket"), "latency histogram");
     io.orbite.engine.BuildInfo build = io.orbite.engine.BuildInfo.current();
-    assertEquals(1.0, Http.sample(last, "orbite_build_info", Map.of("engine", engineTag, "version", build.version(),
-        "commit", build.shortCommit(), "jdk", build.runtimeJdk())), "orbite_build_info names this build: " + build);
+    assertEquals(
+        1.0,
+        Http.sample(
+            last,
+            "orbite_build_info",
+            Map.of(
+                "engine",
+                engineTag,
+                "version",
+                build.version(),
+                "commit",
+                build.shortCommit(),
+                "jdk",
+                build.runtimeJdk())),
+        "orbite_build_info names this build: " + build);
   }
 }

@@ -19,8 +19,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Both endpoints off by default; when on, bound to loopback; malformed and oversized requests get
- * a 4xx and the engine keeps serving (scrapes, JSON API and transfers after them); the JSON API's
+ * Both endpoints off by default; when on, bound to loopback; malformed and oversized requests get a
+ * 4xx and the engine keeps serving (scrapes, JSON API and transfers after them); the JSON API's
  * documents have the documented fields; a port in use fails the start naming it.
  */
 class ObservabilityHttpIT {
@@ -31,9 +31,14 @@ class ObservabilityHttpIT {
   @BeforeAll
   static void start() {
     EngineConfig config = EngineConfig.defaults().withName("http-it");
-    engine = TransferEngine.start(config.withObservability(config.observability()
-        .withMetrics(MetricsConfig.defaults().withEnabled(true))
-        .withDashboard(DashboardConfig.defaults().withEnabled(true)).withTickMillis(100)));
+    engine =
+        TransferEngine.start(
+            config.withObservability(
+                config
+                    .observability()
+                    .withMetrics(MetricsConfig.defaults().withEnabled(true))
+                    .withDashboard(DashboardConfig.defaults().withEnabled(true))
+                    .withTickMillis(100)));
     metrics = engine.observabilityUrls().get("metrics");
     dashboard = engine.observabilityUrls().get("dashboard");
   }
@@ -63,7 +68,8 @@ class ObservabilityHttpIT {
 
   @Test
   void defaultsServeNothing() {
-    TransferEngine plain = TransferEngine.start(EngineConfig.defaults().withName("no-observability"));
+    TransferEngine plain =
+        TransferEngine.start(EngineConfig.defaults().withName("no-observability"));
     try {
       assertEquals(java.util.Map.of(), plain.observabilityUrls());
     } finally {
@@ -83,61 +89,109 @@ class ObservabilityHttpIT {
       String path = base.endsWith("/metrics") ? "/metrics" : "/api/snapshot";
       for (byte[] request : badRequests(path)) {
         int status = Http.raw(base, request);
-        String first = new String(request, 0, Math.min(60, request.length), StandardCharsets.ISO_8859_1);
-        assertTrue(status >= 400 && status < 500, base + ": " + first.replace("\r\n", "\\r\\n") + " -> " + status);
-        assertEquals(200, Http.get(base.endsWith("/metrics") ? metrics : dashboard + "api/snapshot").statusCode(),
+        String first =
+            new String(request, 0, Math.min(60, request.length), StandardCharsets.ISO_8859_1);
+        assertTrue(
+            status >= 400 && status < 500,
+            base + ": " + first.replace("\r\n", "\\r\\n") + " -> " + status);
+        assertEquals(
+            200,
+            Http.get(base.endsWith("/metrics") ? metrics : dashboard + "api/snapshot").statusCode(),
             "still serving after " + first);
       }
     }
-    assertEquals(405, Http.raw(dashboard, ascii("DELETE /api/snapshot HTTP/1.1\r\nHost: x\r\n\r\n")),
+    assertEquals(
+        405,
+        Http.raw(dashboard, ascii("DELETE /api/snapshot HTTP/1.1\r\nHost: x\r\n\r\n")),
         "read-only: no method but GET");
     // The scrape is what the reporter published at its last tick: an engine started less than a
     // tick ago may not have one yet (Kamon's tick is the first metrics engine's in this JVM).
-    assertTrue(io.orbite.qualification.Await.until(Duration.ofSeconds(5),
-        () -> Http.get(metrics).body().contains("orbite_owners")), "scrapes still work");
+    assertTrue(
+        io.orbite.qualification.Await.until(
+            Duration.ofSeconds(5), () -> Http.get(metrics).body().contains("orbite_owners")),
+        "scrapes still work");
   }
 
   @Test
   void jsonApiHasTheDocumentedFields() throws Exception {
     ObjectMapper json = new ObjectMapper();
     JsonNode snap = json.readTree(Http.get(dashboard + "api/snapshot").body());
-    for (String field : List.of("engine", "atMillis", "version", "owners", "retired", "peers", "quarantined", "errors",
-        "throughput")) {
+    for (String field :
+        List.of(
+            "engine",
+            "atMillis",
+            "version",
+            "owners",
+            "retired",
+            "peers",
+            "quarantined",
+            "errors",
+            "throughput")) {
       assertTrue(snap.has(field), "snapshot has " + field + ": " + snap);
     }
     assertEquals("http-it", snap.get("engine").get("name").asText());
-    assertEquals(Long.toHexString(engine.localSegment().epoch()), snap.get("engine").get("epoch").asText());
+    assertEquals(
+        Long.toHexString(engine.localSegment().epoch()), snap.get("engine").get("epoch").asText());
     JsonNode build = snap.get("engine").get("build");
-    assertEquals(io.orbite.engine.BuildInfo.current().shortCommit(), build.get("commit").asText(), snap.toString());
-    assertEquals(io.orbite.engine.BuildInfo.current().version(), build.get("version").asText(), snap.toString());
+    assertEquals(
+        io.orbite.engine.BuildInfo.current().shortCommit(),
+        build.get("commit").asText(),
+        snap.toString());
+    assertEquals(
+        io.orbite.engine.BuildInfo.current().version(),
+        build.get("version").asText(),
+        snap.toString());
     JsonNode guardian = null;
     for (JsonNode o : snap.get("owners")) {
       if (o.get("path").asText().equals("engine")) {
         guardian = o;
       }
-      for (String field : List.of("path", "parent", "name", "kind", "state", "stateClass", "charges", "detail",
-          "sinceMillis")) {
+      for (String field :
+          List.of(
+              "path",
+              "parent",
+              "name",
+              "kind",
+              "state",
+              "stateClass",
+              "charges",
+              "detail",
+              "sinceMillis")) {
         assertTrue(o.has(field), "owner has " + field + ": " + o);
       }
     }
-    assertTrue(guardian != null && guardian.get("kind").asText().equals("EngineGuardian"), snap.toString());
+    assertTrue(
+        guardian != null && guardian.get("kind").asText().equals("EngineGuardian"),
+        snap.toString());
     for (String api : List.of("engine", "owners", "peers", "throughput", "errors", "quarantined")) {
       var r = Http.get(dashboard + "api/" + api);
       assertEquals(200, r.statusCode(), api);
-      assertTrue(r.headers().firstValue("content-type").orElse("").startsWith("application/json"), api);
+      assertTrue(
+          r.headers().firstValue("content-type").orElse("").startsWith("application/json"), api);
       json.readTree(r.body());
     }
     var page = Http.get(dashboard);
-    assertTrue(page.body().contains("api/events") && page.body().contains("Supervision tree"), "the page");
+    assertTrue(
+        page.body().contains("api/events") && page.body().contains("Supervision tree"), "the page");
   }
 
   @Test
   void aPortInUseFailsTheStartNamingIt() {
     int port = Integer.parseInt(metrics.replaceAll(".*:(\\d+)/metrics", "$1"));
     EngineConfig config = EngineConfig.defaults().withName("port-clash");
-    TransferException e = assertThrows(TransferException.class, () -> TransferEngine.start(config.withObservability(
-        config.observability().withMetrics(MetricsConfig.defaults().withEnabled(true).withPort(port)))));
-    assertTrue(e.getMessage().contains("observability.metrics") && e.getMessage().contains(":" + port), e.getMessage());
+    TransferException e =
+        assertThrows(
+            TransferException.class,
+            () ->
+                TransferEngine.start(
+                    config.withObservability(
+                        config
+                            .observability()
+                            .withMetrics(
+                                MetricsConfig.defaults().withEnabled(true).withPort(port)))));
+    assertTrue(
+        e.getMessage().contains("observability.metrics") && e.getMessage().contains(":" + port),
+        e.getMessage());
     assertEquals(200, Http.get(metrics).statusCode(), "the first engine keeps serving");
   }
 }

@@ -36,9 +36,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Fencing of SHM mappings through OFD locks (C1, C3, C11): a mapping of an allocation its source
- * unregistered is refused and dropped; a mapping of a source that was killed is never used again, in
- * particular never to reach the replacement incarnation at the same endpoint (EPOCH_MISMATCH, zero
- * bytes, the destination untouched), while a fresh open reaches the replacement through SHM.
+ * unregistered is refused and dropped; a mapping of a source that was killed is never used again,
+ * in particular never to reach the replacement incarnation at the same endpoint (EPOCH_MISMATCH,
+ * zero bytes, the destination untouched), while a fresh open reaches the replacement through SHM.
  */
 class ShmFencingIT {
   private static final long REGION = 8L << 20;
@@ -48,7 +48,8 @@ class ShmFencingIT {
   void aMappingIsRefusedAfterTheSourceUnregistersAndIsNeverUsedAgain(
       @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     try (EngineProcess source = EngineProcess.start("shm-unreg-source", logs, ShmPeer.SHM_SOURCE);
-        TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("shm-unreg-requester"))) {
+        TransferEngine requester =
+            TransferEngine.start(EngineConfig.defaults().withName("shm-unreg-requester"))) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       source.call("FILL " + remote + " 11");
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
@@ -66,8 +67,12 @@ class ShmFencingIT {
       long guard = 13;
       Pattern.fill(local.segment(), 0, REGION, guard, 0);
       long fencedBefore = requester.counters().shmFenced.sum();
-      TaskResult read = runOne(requester, TransferRequest.read(local, 0, peer, remote, 0, TASK).withTransport(Transport.SHM));
-      TaskResult write = runOne(requester, TransferRequest.write(local, TASK, peer, remote, TASK, TASK));
+      TaskResult read =
+          runOne(
+              requester,
+              TransferRequest.read(local, 0, peer, remote, 0, TASK).withTransport(Transport.SHM));
+      TaskResult write =
+          runOne(requester, TransferRequest.write(local, TASK, peer, remote, TASK, TASK));
       for (TaskResult r : List.of(read, write)) {
         assertEquals(TaskState.FAILED, r.state(), r::toString);
         assertEquals(ErrorKind.PERMISSION_DENIED, r.errorKind(), r::toString);
@@ -75,11 +80,18 @@ class ShmFencingIT {
         assertEquals(0, r.bytes());
         assertTrue(r.locallyDrained());
       }
-      assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "no byte moved after the unregister");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), 0, REGION, guard, 0),
+          "no byte moved after the unregister");
       assertTrue(requester.counters().shmFenced.sum() > fencedBefore, "the fence was seen");
-      assertEquals(1, requester.counters().shmMappingsClosed.sum(), "the dead mapping was unmapped");
+      assertEquals(
+          1, requester.counters().shmMappingsClosed.sum(), "the dead mapping was unmapped");
       assertEquals(1, requester.counters().shmMappingsOpened.sum(), "and never mapped again");
-      assertEquals(0, ShmPeer.counters(source).get("sourceBytesRead"), "nothing was served over TCP instead");
+      assertEquals(
+          0,
+          ShmPeer.counters(source).get("sourceBytesRead"),
+          "nothing was served over TCP instead");
     }
   }
 
@@ -87,7 +99,8 @@ class ShmFencingIT {
   void afterCloseSourceNoSameHostPeerCopiesAnyMore(
       @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     try (EngineProcess source = EngineProcess.start("shm-closed-source", logs, ShmPeer.SHM_SOURCE);
-        TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("shm-closed-requester"))) {
+        TransferEngine requester =
+            TransferEngine.start(EngineConfig.defaults().withName("shm-closed-requester"))) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       source.call("FILL " + remote + " 21");
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
@@ -96,21 +109,34 @@ class ShmFencingIT {
       Pattern.fill(local.segment(), 0, REGION, 22, 0);
       TaskResult first = runOne(requester, TransferRequest.read(local, 0, peer, remote, 0, TASK));
       assertEquals(TaskState.COMPLETED, first.state(), first::toString);
-      assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, 21, 0), "the READ before closeSource landed");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), 0, TASK, 21, 0),
+          "the READ before closeSource landed");
 
       source.call("CLOSE_SOURCE");
       Pattern.fill(local.segment(), 0, REGION, 23, 0);
-      TaskResult read = runOne(requester, TransferRequest.read(local, 0, peer, remote, 0, TASK).withTransport(Transport.SHM));
-      TaskResult write = runOne(requester,
-          TransferRequest.write(local, TASK, peer, remote, TASK, TASK).withTransport(Transport.SHM));
+      TaskResult read =
+          runOne(
+              requester,
+              TransferRequest.read(local, 0, peer, remote, 0, TASK).withTransport(Transport.SHM));
+      TaskResult write =
+          runOne(
+              requester,
+              TransferRequest.write(local, TASK, peer, remote, TASK, TASK)
+                  .withTransport(Transport.SHM));
       for (TaskResult r : List.of(read, write)) {
         assertEquals(TaskState.FAILED, r.state(), r::toString);
         assertEquals(RemoteEffect.NONE, r.remoteEffect(), r::toString);
         assertEquals(0, r.bytes());
         assertTrue(r.locallyDrained());
       }
-      assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, 23, 0), "no byte moved after closeSource");
-      assertEquals("OK", source.ask("VERIFY " + remote + " 21 0", List.of()), "the source's memory is untouched");
+      assertEquals(
+          -1, Pattern.verify(local.segment(), 0, REGION, 23, 0), "no byte moved after closeSource");
+      assertEquals(
+          "OK",
+          source.ask("VERIFY " + remote + " 21 0", List.of()),
+          "the source's memory is untouched");
     }
   }
 
@@ -121,9 +147,11 @@ class ShmFencingIT {
     try (ServerSocket probe = new ServerSocket(0)) {
       port = probe.getLocalPort();
     }
-    try (TransferEngine requester = TransferEngine.start(EngineConfig.defaults().withName("shm-kill-requester"))) {
+    try (TransferEngine requester =
+        TransferEngine.start(EngineConfig.defaults().withName("shm-kill-requester"))) {
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
-      EngineProcess first = EngineProcess.startAt("shm-kill-source", logs, port, ShmPeer.SHM_SOURCE);
+      EngineProcess first =
+          EngineProcess.startAt("shm-kill-source", logs, port, ShmPeer.SHM_SOURCE);
       EngineProcess second = null;
       try {
         long remote = Long.parseLong(first.call("ALLOC " + REGION + " READ_WRITE"));
@@ -142,14 +170,21 @@ class ShmFencingIT {
         assertEquals(remote, replacement, "the replacement publishes the same region id");
         second.call("FILL " + replacement + " 23");
 
-        // Through the old segment: refused EPOCH_MISMATCH, whether the lane has noticed the death yet or not.
+        // Through the old segment: refused EPOCH_MISMATCH, whether the lane has noticed the death
+        // yet or not.
         long guard = 24;
         Pattern.fill(local.segment(), 0, REGION, guard, 0);
         refusedAsStale(requester, TransferRequest.read(local, 0, old, remote, 0, TASK));
         refusedAsStale(requester, TransferRequest.write(local, TASK, old, remote, TASK, TASK));
-        assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "no byte of either incarnation landed");
-        ShmPeer.assertRemoteRegion(second, replacement, 23, List.of(), "the replacement's memory is untouched");
-        assertTrue(Await.until(Duration.ofSeconds(10), () -> requester.counters().shmMappingsClosed.sum() == 1),
+        assertEquals(
+            -1,
+            Pattern.verify(local.segment(), 0, REGION, guard, 0),
+            "no byte of either incarnation landed");
+        ShmPeer.assertRemoteRegion(
+            second, replacement, 23, List.of(), "the replacement's memory is untouched");
+        assertTrue(
+            Await.until(
+                Duration.ofSeconds(10), () -> requester.counters().shmMappingsClosed.sum() == 1),
             "the dead incarnation's mapping is unmapped");
 
         // A fresh open reaches the replacement, through SHM again.
@@ -157,10 +192,13 @@ class ShmFencingIT {
         assertEquals(second.epoch(), fresh.descriptor().epoch());
         assertTrue(fresh.sharedReachable(replacement));
         long shmBefore = requester.counters().of(Transport.SHM).tasksDispatched.sum();
-        TaskResult after = runOne(requester, TransferRequest.read(local, 0, fresh, replacement, 0, TASK));
+        TaskResult after =
+            runOne(requester, TransferRequest.read(local, 0, fresh, replacement, 0, TASK));
         assertEquals(TaskState.COMPLETED, after.state(), after::toString);
         assertEquals(shmBefore + 1, requester.counters().of(Transport.SHM).tasksDispatched.sum());
-        assertEquals(-1, RegionCheck.check(local.segment(), List.of(new Span(0, TASK, 23, 0)), guard),
+        assertEquals(
+            -1,
+            RegionCheck.check(local.segment(), List.of(new Span(0, TASK, 23, 0)), guard),
             "the replacement's bytes landed, guards intact");
         // And the old segment stays refused now that the table knows the new epoch.
         refusedAsStale(requester, TransferRequest.read(local, TASK, old, remote, 0, TASK));
@@ -192,20 +230,29 @@ class ShmFencingIT {
     config = config.withBudgets(config.budgets().withMaxEndpoints(3));
     try (TransferEngine requester = TransferEngine.start(config, hook)) {
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
-      EngineProcess first = EngineProcess.startAt("shm-table-source", logs, port, ShmPeer.SHM_SOURCE);
+      EngineProcess first =
+          EngineProcess.startAt("shm-table-source", logs, port, ShmPeer.SHM_SOURCE);
       EngineProcess second = null;
       try {
         long remote = Long.parseLong(first.call("ALLOC " + REGION + " READ_WRITE"));
         first.call("FILL " + remote + " 31");
         RemoteSegment old = requester.openSegment(first.endpoint(), Duration.ofSeconds(10));
         assertTrue(old.sharedReachable(remote), "SHM chosen for the same-host source");
-        assertEquals(2, requester.owed().endpoints(), "the TCP and the SHM channel are charged: " + requester.owed());
-        assertEquals(PeerEntry.Shared.ACTIVE, requester.peers().getFirst().shared(), requester.peers()::toString);
+        assertEquals(
+            2,
+            requester.owed().endpoints(),
+            "the TCP and the SHM channel are charged: " + requester.owed());
+        assertEquals(
+            PeerEntry.Shared.ACTIVE,
+            requester.peers().getFirst().shared(),
+            requester.peers()::toString);
         long guard = 32;
         Pattern.fill(local.segment(), 0, REGION, guard, 0);
         TaskResult before = runOne(requester, TransferRequest.read(local, 0, old, remote, 0, TASK));
         assertEquals(TaskState.COMPLETED, before.state(), before::toString);
-        assertEquals(-1, RegionCheck.check(local.segment(), List.of(new Span(0, TASK, 31, 0)), guard),
+        assertEquals(
+            -1,
+            RegionCheck.check(local.segment(), List.of(new Span(0, TASK, 31, 0)), guard),
             "the READ before the restart landed, guards intact");
         Pattern.fill(local.segment(), 0, REGION, guard, 0);
 
@@ -214,10 +261,15 @@ class ShmFencingIT {
         Batch queued = requester.allocateBatch(1);
         try {
           hook.arm();
-          held.submit(List.of(TransferRequest.read(local, 0, old, remote, 0, TASK).withTransport(Transport.SHM)));
+          held.submit(
+              List.of(
+                  TransferRequest.read(local, 0, old, remote, 0, TASK)
+                      .withTransport(Transport.SHM)));
           hook.awaitHeld(Duration.ofSeconds(20));
-          queued.submit(List.of(
-              TransferRequest.read(local, 2 * TASK, old, remote, 2 * TASK, TASK).withTransport(Transport.SHM)));
+          queued.submit(
+              List.of(
+                  TransferRequest.read(local, 2 * TASK, old, remote, 2 * TASK, TASK)
+                      .withTransport(Transport.SHM)));
 
           first.kill();
           second = first.restart();
@@ -225,8 +277,10 @@ class ShmFencingIT {
           assertEquals(remote, replacement, "the replacement publishes the same region id");
           second.call("FILL " + replacement + " 33");
 
-          // The fresh open fences the old entry, both channels, while the lane is still held. Its own
-          // SHM channel would be a fourth endpoint: refused by the budget, so it is reached over TCP.
+          // The fresh open fences the old entry, both channels, while the lane is still held. Its
+          // own
+          // SHM channel would be a fourth endpoint: refused by the budget, so it is reached over
+          // TCP.
           RemoteSegment fresh = requester.openSegment(second.endpoint(), Duration.ofSeconds(10));
           assertEquals(second.epoch(), fresh.descriptor().epoch());
           assertFalse(fresh.sharedReachable(replacement), "no SHM beyond budgets.maxEndpoints");
@@ -234,11 +288,20 @@ class ShmFencingIT {
           assertTrue(refusal.contains("endpoints: budget of 3"), refusal);
           assertEquals(3, requester.owed().endpoints(), requester.owed()::toString);
           long oldEpoch = first.epoch();
-          PeerEntry fenced = requester.peers().stream().filter(p -> p.peer().epoch() == oldEpoch).findFirst()
-              .orElseThrow();
+          PeerEntry fenced =
+              requester.peers().stream()
+                  .filter(p -> p.peer().epoch() == oldEpoch)
+                  .findFirst()
+                  .orElseThrow();
           assertEquals(PeerEntry.State.FENCED, fenced.state(), fenced::toString);
-          assertEquals(PeerEntry.Shared.FENCED, fenced.shared(), () -> "fenced by the table, the lane held: " + fenced);
-          assertEquals(TaskState.PENDING, queued.status().tasks().getFirst().state(), "still queued behind the hold");
+          assertEquals(
+              PeerEntry.Shared.FENCED,
+              fenced.shared(),
+              () -> "fenced by the table, the lane held: " + fenced);
+          assertEquals(
+              TaskState.PENDING,
+              queued.status().tasks().getFirst().state(),
+              "still queued behind the hold");
 
           hook.release();
           String newEpoch = "now runs epoch " + Long.toHexString(second.epoch());
@@ -249,33 +312,54 @@ class ShmFencingIT {
           assertEquals(0, q.bytes());
           assertEquals(RemoteEffect.NONE, q.remoteEffect());
           TaskResult h = held.await(Duration.ofSeconds(30)).tasks().getFirst();
-          // The held copy had begun under the old incarnation's locks: it lands whole or not at all.
-          List<Span> landed = h.state() == TaskState.COMPLETED ? List.of(new Span(0, TASK, 31, 0)) : List.of();
+          // The held copy had begun under the old incarnation's locks: it lands whole or not at
+          // all.
+          List<Span> landed =
+              h.state() == TaskState.COMPLETED ? List.of(new Span(0, TASK, 31, 0)) : List.of();
           assertTrue(h.state() == TaskState.COMPLETED || h.bytes() == 0, h::toString);
-          assertEquals(-1, RegionCheck.check(local.segment(), landed, guard),
+          assertEquals(
+              -1,
+              RegionCheck.check(local.segment(), landed, guard),
               "the queued READ moved nothing; the held one whole or nothing: " + h);
 
-          for (TransferRequest stale : List.of(
-              TransferRequest.read(local, 4 * TASK, old, remote, 0, TASK).withTransport(Transport.SHM),
-              TransferRequest.write(local, TASK, old, remote, TASK, TASK).withTransport(Transport.SHM))) {
+          for (TransferRequest stale :
+              List.of(
+                  TransferRequest.read(local, 4 * TASK, old, remote, 0, TASK)
+                      .withTransport(Transport.SHM),
+                  TransferRequest.write(local, TASK, old, remote, TASK, TASK)
+                      .withTransport(Transport.SHM))) {
             String why = staleRefusal(requester, stale);
             assertTrue(why.contains(newEpoch), why);
           }
-          assertEquals(-1, RegionCheck.check(local.segment(), landed, guard), "nothing moved by the stale requests");
-          ShmPeer.assertRemoteRegion(second, replacement, 33, List.of(), "the replacement's memory is untouched");
+          assertEquals(
+              -1,
+              RegionCheck.check(local.segment(), landed, guard),
+              "nothing moved by the stale requests");
+          ShmPeer.assertRemoteRegion(
+              second, replacement, 33, List.of(), "the replacement's memory is untouched");
 
           // Closing the old segment reclaims its entry and both of its charges; SHM then fits.
           old.close();
           fresh.close();
-          assertTrue(Await.until(Duration.ofSeconds(10), () -> requester.owed().endpoints() == 1),
-              () -> "the old entry's two charges returned: " + requester.owed() + " " + requester.peers());
+          assertTrue(
+              Await.until(Duration.ofSeconds(10), () -> requester.owed().endpoints() == 1),
+              () ->
+                  "the old entry's two charges returned: "
+                      + requester.owed()
+                      + " "
+                      + requester.peers());
           RemoteSegment again = requester.openSegment(second.endpoint(), Duration.ofSeconds(10));
-          assertTrue(again.sharedReachable(replacement), () -> again.unreachableBecause(Transport.SHM, replacement));
+          assertTrue(
+              again.sharedReachable(replacement),
+              () -> again.unreachableBecause(Transport.SHM, replacement));
           assertEquals(2, requester.owed().endpoints(), requester.owed()::toString);
           Pattern.fill(local.segment(), 0, REGION, guard, 0);
-          TaskResult after = runOne(requester, TransferRequest.read(local, 0, again, replacement, 0, TASK));
+          TaskResult after =
+              runOne(requester, TransferRequest.read(local, 0, again, replacement, 0, TASK));
           assertEquals(TaskState.COMPLETED, after.state(), after::toString);
-          assertEquals(-1, RegionCheck.check(local.segment(), List.of(new Span(0, TASK, 33, 0)), guard),
+          assertEquals(
+              -1,
+              RegionCheck.check(local.segment(), List.of(new Span(0, TASK, 33, 0)), guard),
               "the replacement's bytes landed over SHM, guards intact");
           again.close();
         } finally {
@@ -316,12 +400,18 @@ class ShmFencingIT {
     }
   }
 
-  /** The request fails EPOCH_MISMATCH: refused at submit, or failed with zero bytes and no remote effect. */
+  /**
+   * The request fails EPOCH_MISMATCH: refused at submit, or failed with zero bytes and no remote
+   * effect.
+   */
   private static void refusedAsStale(TransferEngine requester, TransferRequest request) {
     staleRefusal(requester, request);
   }
 
-  /** Frees {@code batch} once it has drained; a batch still busy stays for the engine's close to report. */
+  /**
+   * Frees {@code batch} once it has drained; a batch still busy stays for the engine's close to
+   * report.
+   */
   private static void freeAfterDrain(Batch batch) {
     if (batch.await(Duration.ofSeconds(30)).done()) {
       batch.free();

@@ -35,11 +35,11 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * C5 over SHM: a copy thread held (by a fault hook) just before it copies a task, past the task's
- * deadline and the destruction window. The engine cannot stop a memcpy, so it must never report
- * the task FAILED and drained while the copy may still come: the task is UNQUIESCED, not drained,
- * its loan and charges kept, {@code free()} answers BATCH_BUSY. When the copy is let go late, the
- * bytes land (the report had said they might), and only then does the task read drained. Both
- * regions are checked in full, the source's in its own process.
+ * deadline and the destruction window. The engine cannot stop a memcpy, so it must never report the
+ * task FAILED and drained while the copy may still come: the task is UNQUIESCED, not drained, its
+ * loan and charges kept, {@code free()} answers BATCH_BUSY. When the copy is let go late, the bytes
+ * land (the report had said they might), and only then does the task read drained. Both regions are
+ * checked in full, the source's in its own process.
  */
 class ShmHeldCopyIT {
   private static final long REGION = 4L << 20;
@@ -62,11 +62,17 @@ class ShmHeldCopyIT {
 
   @FunctionalInterface
   private interface Make {
-    TransferRequest make(RegisteredMemory local, long localOffset, RemoteSegment peer, long regionId,
-        long remoteOffset, long length);
+    TransferRequest make(
+        RegisteredMemory local,
+        long localOffset,
+        RemoteSegment peer,
+        long regionId,
+        long remoteOffset,
+        long length);
   }
 
-  private static void run(Path logs, Make make, long sourceSeed, long localSeed, boolean read) throws Exception {
+  private static void run(Path logs, Make make, long sourceSeed, long localSeed, boolean read)
+      throws Exception {
     HeldWorker hook = HeldWorker.atSharedCopy();
     EngineConfig config = EngineConfig.defaults().withName("shm-held");
     config = config.withTimeouts(config.timeouts().withDestructionWindowMillis(WINDOW_MILLIS));
@@ -81,52 +87,80 @@ class ShmHeldCopyIT {
       try {
         Batch batch = requester.allocateBatch(1);
         hook.arm();
-        batch.submit(List.of(make.make(local, LOCAL_AT, peer, remote, REMOTE_AT, TASK)
-            .withTransport(Transport.SHM).withDeadline(Duration.ofMillis(300))));
+        batch.submit(
+            List.of(
+                make.make(local, LOCAL_AT, peer, remote, REMOTE_AT, TASK)
+                    .withTransport(Transport.SHM)
+                    .withDeadline(Duration.ofMillis(300))));
         hook.awaitHeld(Duration.ofSeconds(20));
 
-        // While the copy is held, no report may say the memory is free: sample until the batch gives up.
+        // While the copy is held, no report may say the memory is free: sample until the batch
+        // gives up.
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         BatchStatus s;
         do {
           s = batch.status();
           TaskResult t = s.tasks().getFirst();
           assertFalse(t.locallyDrained(), () -> "reported drained while its copy is held: " + t);
-          assertTrue(t.state() == TaskState.PENDING || t.state() == TaskState.UNQUIESCED, t::toString);
+          assertTrue(
+              t.state() == TaskState.PENDING || t.state() == TaskState.UNQUIESCED, t::toString);
         } while (!s.done() && System.nanoTime() < deadline);
         TaskResult t = s.tasks().getFirst();
         assertEquals(TaskState.UNQUIESCED, t.state(), t::toString);
         assertEquals(ErrorKind.UNQUIESCED, t.errorKind(), t::toString);
         assertEquals(0, t.bytes());
-        assertEquals(read ? RemoteEffect.NONE : RemoteEffect.UNKNOWN, t.remoteEffect(), t::toString);
-        assertEquals(ErrorKind.BATCH_BUSY, assertThrows(TransferException.class, batch::free).kind());
-        assertTrue(requester.quarantined().stream().anyMatch(q -> q.kind() == QuarantinedOwner.Kind.BATCH),
+        assertEquals(
+            read ? RemoteEffect.NONE : RemoteEffect.UNKNOWN, t.remoteEffect(), t::toString);
+        assertEquals(
+            ErrorKind.BATCH_BUSY, assertThrows(TransferException.class, batch::free).kind());
+        assertTrue(
+            requester.quarantined().stream().anyMatch(q -> q.kind() == QuarantinedOwner.Kind.BATCH),
             requester.quarantined()::toString);
         assertTrue(local.registration().loans() >= 1, "the held task keeps its loan");
         // Nothing was copied yet, either way.
-        assertEquals(-1, RegionCheck.check(local.segment(), List.of(), localSeed), "requester region while held");
-        ShmPeer.assertRemoteRegion(source, remote, sourceSeed, List.of(), "source region while held");
+        assertEquals(
+            -1,
+            RegionCheck.check(local.segment(), List.of(), localSeed),
+            "requester region while held");
+        ShmPeer.assertRemoteRegion(
+            source, remote, sourceSeed, List.of(), "source region while held");
 
         hook.release();
-        assertTrue(Await.until(Duration.ofSeconds(20), () -> batch.status().tasks().getFirst().locallyDrained()),
+        assertTrue(
+            Await.until(
+                Duration.ofSeconds(20), () -> batch.status().tasks().getFirst().locallyDrained()),
             "the late receipt proves the drain");
         TaskResult late = batch.status().tasks().getFirst();
-        assertEquals(TaskState.UNQUIESCED, late.state(), "a reported outcome never changes: " + late);
+        assertEquals(
+            TaskState.UNQUIESCED, late.state(), "a reported outcome never changes: " + late);
         assertEquals(0, late.bytes());
         // The copy that was held has run: its bytes landed, and nothing outside its range moved.
         if (read) {
-          assertEquals(-1, RegionCheck.check(local.segment(), List.of(new Span(LOCAL_AT, TASK, sourceSeed, REMOTE_AT)),
-              localSeed), "requester region after the late copy");
-          ShmPeer.assertRemoteRegion(source, remote, sourceSeed, List.of(), "source region (a READ changes nothing)");
+          assertEquals(
+              -1,
+              RegionCheck.check(
+                  local.segment(),
+                  List.of(new Span(LOCAL_AT, TASK, sourceSeed, REMOTE_AT)),
+                  localSeed),
+              "requester region after the late copy");
+          ShmPeer.assertRemoteRegion(
+              source, remote, sourceSeed, List.of(), "source region (a READ changes nothing)");
         } else {
-          assertEquals(-1, RegionCheck.check(local.segment(), List.of(), localSeed),
+          assertEquals(
+              -1,
+              RegionCheck.check(local.segment(), List.of(), localSeed),
               "requester region (a WRITE reads it)");
-          ShmPeer.assertRemoteRegion(source, remote, sourceSeed,
+          ShmPeer.assertRemoteRegion(
+              source,
+              remote,
+              sourceSeed,
               List.of(new Span(REMOTE_AT, TASK, localSeed, LOCAL_AT)),
               "source region after the late copy");
         }
         batch.free();
-        assertTrue(Await.until(Duration.ofSeconds(10), () -> requester.owed().isIdle()), requester.owed()::toString);
+        assertTrue(
+            Await.until(Duration.ofSeconds(10), () -> requester.owed().isIdle()),
+            requester.owed()::toString);
         assertEquals(0, local.registration().loans());
       } finally {
         hook.release(); // a failed check must not leave the copy thread held through the close

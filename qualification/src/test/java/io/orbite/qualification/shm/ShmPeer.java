@@ -16,14 +16,20 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-/** Helpers for SHM tests whose source is an engine process: its configuration, counters and byte checks. */
+/**
+ * Helpers for SHM tests whose source is an engine process: its configuration, counters and byte
+ * checks.
+ */
 final class ShmPeer {
   /** ORBITE_CONF of a source that exports its allocations through SHM. */
-  static final Map<String, String> SHM_SOURCE = Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}");
+  static final Map<String, String> SHM_SOURCE =
+      Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}");
 
   private ShmPeer() {}
 
-  /** A source allocation, a local region of the same size, and the source opened from the requester. */
+  /**
+   * A source allocation, a local region of the same size, and the source opened from the requester.
+   */
   record Opened(long remote, RegisteredMemory local, RemoteSegment peer) {}
 
   /**
@@ -31,7 +37,8 @@ final class ShmPeer {
    * requester filled with {@code localSeed}'s, and opens the source, asserting that its allocation
    * is reached over SHM.
    */
-  static Opened open(EngineProcess source, TransferEngine requester, long bytes, long sourceSeed, long localSeed)
+  static Opened open(
+      EngineProcess source, TransferEngine requester, long bytes, long sourceSeed, long localSeed)
       throws IOException {
     long remote = Long.parseLong(source.call("ALLOC " + bytes + " READ_WRITE"));
     source.call("FILL " + remote + " " + sourceSeed);
@@ -52,11 +59,17 @@ final class ShmPeer {
     return out;
   }
 
-  /** Asserts that the process's region holds {@code spans} and its guard pattern everywhere else. */
-  static void assertRemoteRegion(EngineProcess p, long regionId, long guardSeed, List<Span> spans, String what)
+  /**
+   * Asserts that the process's region holds {@code spans} and its guard pattern everywhere else.
+   */
+  static void assertRemoteRegion(
+      EngineProcess p, long regionId, long guardSeed, List<Span> spans, String what)
       throws IOException {
-    List<String> lines = spans.stream()
-        .map(s -> s.offset() + " " + s.length() + " " + s.seed() + " " + s.from()).toList();
-    assertEquals("OK", p.ask("VERIFY " + regionId + " " + guardSeed + " " + spans.size(), lines), what);
+    List<String> lines =
+        spans.stream()
+            .map(s -> s.offset() + " " + s.length() + " " + s.seed() + " " + s.from())
+            .toList();
+    assertEquals(
+        "OK", p.ask("VERIFY " + regionId + " " + guardSeed + " " + spans.size(), lines), what);
   }
 }

@@ -39,8 +39,9 @@ import org.junit.jupiter.api.io.TempDir;
  * READ and WRITE over SHM between this JVM (the requester) and a source engine process on the same
  * host that exports its allocations (C4, C12): after every batch both regions are checked in full,
  * payload and guard bytes. Transport selection is proven by the per-transport counters: UNSPEC goes
- * through SHM to engine-allocated memory of a same-host peer and through TCP to caller-owned memory;
- * an explicit SHM request that SHM cannot serve is refused UNAVAILABLE before anything is charged.
+ * through SHM to engine-allocated memory of a same-host peer and through TCP to caller-owned
+ * memory; an explicit SHM request that SHM cannot serve is refused UNAVAILABLE before anything is
+ * charged.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ShmTransferIT {
@@ -82,12 +83,13 @@ class ShmTransferIT {
 
   private record Task(long localOffset, long remoteOffset, long length) {}
 
-  private static final List<Task> MIXED = List.of(
-      new Task(4093, 7, 4096 + 5),
-      new Task(9_000, 9_001, 1),
-      new Task(100_003, 65_537, (1L << 20) + 13),
-      new Task(2_000_001, 3_000_017, 10L << 20),
-      new Task(20_000_000, 19_999_999, 65_536));
+  private static final List<Task> MIXED =
+      List.of(
+          new Task(4093, 7, 4096 + 5),
+          new Task(9_000, 9_001, 1),
+          new Task(100_003, 65_537, (1L << 20) + 13),
+          new Task(2_000_001, 3_000_017, 10L << 20),
+          new Task(20_000_000, 19_999_999, 65_536));
 
   @Test
   void shmReadsOfMixedSizesAtUnalignedOffsetsMoveExactlyTheirBytes() throws Exception {
@@ -108,11 +110,21 @@ class ShmTransferIT {
     runAndCheck(Op.READ, Transport.UNSPEC, remote, MIXED, Transport.SHM);
     runAndCheck(Op.WRITE, Transport.UNSPEC, remote, MIXED, Transport.SHM);
     long total = MIXED.stream().mapToLong(Task::length).sum();
-    assertEquals(total, requester.counters().shmBytesRead.sum() - readBefore, "READ bytes copied through SHM");
-    assertEquals(total, requester.counters().shmBytesWritten.sum() - writtenBefore, "WRITE bytes copied through SHM");
+    assertEquals(
+        total,
+        requester.counters().shmBytesRead.sum() - readBefore,
+        "READ bytes copied through SHM");
+    assertEquals(
+        total,
+        requester.counters().shmBytesWritten.sum() - writtenBefore,
+        "WRITE bytes copied through SHM");
     Map<String, Long> after = ShmPeer.counters(source);
-    assertEquals(before.get("sourceBytesRead"), after.get("sourceBytesRead"), "the source's TCP lanes served no READ");
-    assertEquals(before.get("sourceBytesWritten"), after.get("sourceBytesWritten"), "nor any WRITE");
+    assertEquals(
+        before.get("sourceBytesRead"),
+        after.get("sourceBytesRead"),
+        "the source's TCP lanes served no READ");
+    assertEquals(
+        before.get("sourceBytesWritten"), after.get("sourceBytesWritten"), "nor any WRITE");
   }
 
   @Test
@@ -125,23 +137,31 @@ class ShmTransferIT {
 
   @Test
   void explicitShmToAPeerThatExportsNothingFailsUnavailableBeforeAnyByteMoves() {
-    try (TransferEngine plain = TransferEngine.start(EngineConfig.defaults().withName("plain-source"))) {
+    try (TransferEngine plain =
+        TransferEngine.start(EngineConfig.defaults().withName("plain-source"))) {
       RegisteredMemory theirs = plain.allocate(1 << 20, Access.READ_WRITE);
-      RemoteSegment plainPeer = requester.openSegment(plain.localSegment().endpoint(), Duration.ofSeconds(10));
-      assertTrue(plainPeer.sharedExports() == null, "a source without shm.enabled publishes no SHM part");
+      RemoteSegment plainPeer =
+          requester.openSegment(plain.localSegment().endpoint(), Duration.ofSeconds(10));
+      assertTrue(
+          plainPeer.sharedExports() == null, "a source without shm.enabled publishes no SHM part");
       refusedBeforeAnyByteMoves(plainPeer, theirs.regionId(), "exports no memory through SHM");
     }
   }
 
-  /** An explicit SHM READ and WRITE are refused at submit: UNAVAILABLE, nothing charged, local bytes untouched. */
+  /**
+   * An explicit SHM READ and WRITE are refused at submit: UNAVAILABLE, nothing charged, local bytes
+   * untouched.
+   */
   private void refusedBeforeAnyByteMoves(RemoteSegment target, long regionId, String why) {
     long guard = random.nextLong();
     Pattern.fill(local.segment(), 0, REGION, guard, 0);
     long shmBefore = requester.counters().of(Transport.SHM).tasksDispatched.sum();
     for (Op op : Op.values()) {
-      TransferRequest r = (op == Op.READ
-          ? TransferRequest.read(local, 0, target, regionId, 0, 4096)
-          : TransferRequest.write(local, 0, target, regionId, 0, 4096)).withTransport(Transport.SHM);
+      TransferRequest r =
+          (op == Op.READ
+                  ? TransferRequest.read(local, 0, target, regionId, 0, 4096)
+                  : TransferRequest.write(local, 0, target, regionId, 0, 4096))
+              .withTransport(Transport.SHM);
       Batch batch = requester.allocateBatch(1);
       TransferException e = assertThrows(TransferException.class, () -> batch.submit(List.of(r)));
       assertEquals(ErrorKind.UNAVAILABLE, e.kind(), e.getMessage());
@@ -149,16 +169,21 @@ class ShmTransferIT {
       assertTrue(e.getMessage().contains("transport SHM"), e.getMessage());
       batch.free();
     }
-    assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "local region untouched");
-    assertEquals(shmBefore, requester.counters().of(Transport.SHM).tasksDispatched.sum(), "nothing dispatched");
+    assertEquals(
+        -1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "local region untouched");
+    assertEquals(
+        shmBefore,
+        requester.counters().of(Transport.SHM).tasksDispatched.sum(),
+        "nothing dispatched");
     assertEquals(0, requester.owed().tasksInFlight(), "nothing charged");
   }
 
   /**
-   * Runs {@code tasks} as one batch over {@code transport} and checks both regions in full, and that
-   * every task was dispatched to {@code expected}.
+   * Runs {@code tasks} as one batch over {@code transport} and checks both regions in full, and
+   * that every task was dispatched to {@code expected}.
    */
-  private void runAndCheck(Op op, Transport transport, long remoteRegion, List<Task> tasks, Transport expected)
+  private void runAndCheck(
+      Op op, Transport transport, long remoteRegion, List<Task> tasks, Transport expected)
       throws Exception {
     long srcSeed = random.nextLong();
     long dstGuard = random.nextLong();
@@ -172,13 +197,17 @@ class ShmTransferIT {
     List<TransferRequest> requests = new ArrayList<>();
     List<Span> spans = new ArrayList<>();
     for (Task t : tasks) {
-      TransferRequest r = op == Op.READ
-          ? TransferRequest.read(local, t.localOffset(), peer, remoteRegion, t.remoteOffset(), t.length())
-          : TransferRequest.write(local, t.localOffset(), peer, remoteRegion, t.remoteOffset(), t.length());
+      TransferRequest r =
+          op == Op.READ
+              ? TransferRequest.read(
+                  local, t.localOffset(), peer, remoteRegion, t.remoteOffset(), t.length())
+              : TransferRequest.write(
+                  local, t.localOffset(), peer, remoteRegion, t.remoteOffset(), t.length());
       requests.add(r.withTransport(transport));
-      spans.add(op == Op.READ
-          ? new Span(t.localOffset(), t.length(), srcSeed, t.remoteOffset())
-          : new Span(t.remoteOffset(), t.length(), srcSeed, t.localOffset()));
+      spans.add(
+          op == Op.READ
+              ? new Span(t.localOffset(), t.length(), srcSeed, t.remoteOffset())
+              : new Span(t.remoteOffset(), t.length(), srcSeed, t.localOffset()));
     }
     long expectedBefore = requester.counters().of(expected).tasksDispatched.sum();
     Transport other = expected == Transport.SHM ? Transport.TCP : Transport.SHM;
@@ -190,19 +219,33 @@ class ShmTransferIT {
     assertTrue(status.done(), "batch drained");
     for (TaskResult r : status.tasks()) {
       assertTrue(r.completed(), () -> "task " + r);
-      assertEquals(tasks.get(r.index()).length(), r.bytes(), "confirmed bytes of task " + r.index());
+      assertEquals(
+          tasks.get(r.index()).length(), r.bytes(), "confirmed bytes of task " + r.index());
       assertEquals(op == Op.WRITE ? RemoteEffect.APPLIED : RemoteEffect.NONE, r.remoteEffect());
       assertTrue(r.locallyDrained());
     }
-    assertEquals(tasks.size(), requester.counters().of(expected).tasksDispatched.sum() - expectedBefore,
+    assertEquals(
+        tasks.size(),
+        requester.counters().of(expected).tasksDispatched.sum() - expectedBefore,
         "every task went through " + expected);
-    assertEquals(otherBefore, requester.counters().of(other).tasksDispatched.sum(), "no task went through " + other);
+    assertEquals(
+        otherBefore,
+        requester.counters().of(other).tasksDispatched.sum(),
+        "no task went through " + other);
     if (op == Op.READ) {
-      assertEquals(-1, RegionCheck.check(local.segment(), spans, dstGuard), "READ: local payload and guards");
-      ShmPeer.assertRemoteRegion(source, remoteRegion, srcSeed, List.of(), "READ: source region untouched");
+      assertEquals(
+          -1,
+          RegionCheck.check(local.segment(), spans, dstGuard),
+          "READ: local payload and guards");
+      ShmPeer.assertRemoteRegion(
+          source, remoteRegion, srcSeed, List.of(), "READ: source region untouched");
     } else {
-      ShmPeer.assertRemoteRegion(source, remoteRegion, dstGuard, spans, "WRITE: remote payload and guards");
-      assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, srcSeed, 0), "WRITE: local region untouched");
+      ShmPeer.assertRemoteRegion(
+          source, remoteRegion, dstGuard, spans, "WRITE: remote payload and guards");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), 0, REGION, srcSeed, 0),
+          "WRITE: local region untouched");
     }
   }
 }

@@ -18,127 +18,134 @@ import org.slf4j.LoggerFactory;
  * <p>Thread-safe: the table retires it on the transport's actor, lanes acquire and release it.
  */
 public final class FileHandle {
-    private static final Logger LOG = LoggerFactory.getLogger(FileHandle.class);
+  private static final Logger LOG = LoggerFactory.getLogger(FileHandle.class);
 
-    private final Path path;
-    private final Access access;
-    private final Object fileKey;
-    private final boolean stream;
-    private final long lengthBytes;
-    private final int fd;
-    private final FileChannel channel;
-    private final AtomicInteger openHandles;
-    private int uses;
-    private boolean retired;
-    private boolean closed;
-    private String retiredBecause;
+  private final Path path;
+  private final Access access;
+  private final Object fileKey;
+  private final boolean stream;
+  private final long lengthBytes;
+  private final int fd;
+  private final FileChannel channel;
+  private final AtomicInteger openHandles;
+  private int uses;
+  private boolean retired;
+  private boolean closed;
+  private String retiredBecause;
 
-    FileHandle(Path path, Access access, Object fileKey, boolean stream, long lengthBytes, int fd, FileChannel channel,
-               AtomicInteger openHandles) {
-        this.path = path;
-        this.access = access;
-        this.fileKey = fileKey;
-        this.stream = stream;
-        this.lengthBytes = lengthBytes;
-        this.fd = fd;
-        this.channel = channel;
-        this.openHandles = openHandles;
+  FileHandle(
+      Path path,
+      Access access,
+      Object fileKey,
+      boolean stream,
+      long lengthBytes,
+      int fd,
+      FileChannel channel,
+      AtomicInteger openHandles) {
+    this.path = path;
+    this.access = access;
+    this.fileKey = fileKey;
+    this.stream = stream;
+    this.lengthBytes = lengthBytes;
+    this.fd = fd;
+    this.channel = channel;
+    this.openHandles = openHandles;
+  }
+
+  /** The path it was opened at (it may name another file by now). */
+  public Path path() {
+    return path;
+  }
+
+  /** What it was opened for. */
+  public Access access() {
+    return access;
+  }
+
+  /** The file's identity (device and inode) at open. */
+  Object fileKey() {
+    return fileKey;
+  }
+
+  /** Whether it is a FIFO: offsets are ignored and reads wait for a writer's data. */
+  public boolean stream() {
+    return stream;
+  }
+
+  /** The file's size at open ({@code Long.MAX_VALUE} for a FIFO). */
+  long lengthBytes() {
+    return lengthBytes;
+  }
+
+  /** The descriptor (io_uring lanes); -1 for a FileChannel handle. */
+  public int fd() {
+    return fd;
+  }
+
+  /** The channel (FileChannel lanes); null for a descriptor handle. */
+  public FileChannel channel() {
+    return channel;
+  }
+
+  /** Takes a use for one operation; false (and nothing taken) once retired. */
+  synchronized boolean acquire() {
+    if (retired) {
+      return false;
     }
+    uses++;
+    return true;
+  }
 
-    /** The path it was opened at (it may name another file by now). */
-    public Path path() {
-        return path;
+  /** Returns a use; closes the file if it is retired and this was the last one. */
+  synchronized void release() {
+    uses--;
+    if (retired && uses == 0) {
+      closeNow();
     }
+  }
 
-    /** What it was opened for. */
-    public Access access() {
-        return access;
+  /** Refuses new uses from now on; closes at once if none is out. Idempotent. */
+  synchronized void retire(String because) {
+    if (!retired) {
+      retired = true;
+      retiredBecause = because;
     }
+    if (uses == 0) {
+      closeNow();
+    }
+  }
 
-    /** The file's identity (device and inode) at open. */
-    Object fileKey() {
-        return fileKey;
-    }
+  synchronized boolean retired() {
+    return retired;
+  }
 
-    /** Whether it is a FIFO: offsets are ignored and reads wait for a writer's data. */
-    public boolean stream() {
-        return stream;
-    }
+  synchronized String retiredBecause() {
+    return retiredBecause;
+  }
 
-    /** The file's size at open ({@code Long.MAX_VALUE} for a FIFO). */
-    long lengthBytes() {
-        return lengthBytes;
-    }
+  synchronized int uses() {
+    return uses;
+  }
 
-    /** The descriptor (io_uring lanes); -1 for a FileChannel handle. */
-    public int fd() {
-        return fd;
+  private void closeNow() {
+    if (closed) {
+      return;
     }
+    closed = true;
+    openHandles.decrementAndGet();
+    try {
+      if (channel != null) {
+        channel.close();
+      } else {
+        Libc.close(fd);
+      }
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("closing file segment {} failed: {}", path, e.toString());
+    }
+  }
 
-    /** The channel (FileChannel lanes); null for a descriptor handle. */
-    public FileChannel channel() {
-        return channel;
-    }
-
-    /** Takes a use for one operation; false (and nothing taken) once retired. */
-    synchronized boolean acquire() {
-        if (retired) {
-            return false;
-        }
-        uses++;
-        return true;
-    }
-
-    /** Returns a use; closes the file if it is retired and this was the last one. */
-    synchronized void release() {
-        uses--;
-        if (retired && uses == 0) {
-            closeNow();
-        }
-    }
-
-    /** Refuses new uses from now on; closes at once if none is out. Idempotent. */
-    synchronized void retire(String because) {
-        if (!retired) {
-            retired = true;
-            retiredBecause = because;
-        }
-        if (uses == 0) {
-            closeNow();
-        }
-    }
-
-    synchronized boolean retired() {
-        return retired;
-    }
-
-    synchronized String retiredBecause() {
-        return retiredBecause;
-    }
-
-    synchronized int uses() {
-        return uses;
-    }
-
-    private void closeNow() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        openHandles.decrementAndGet();
-        try {
-            if (channel != null) {
-                channel.close();
-            } else {
-                Libc.close(fd);
-            }
-        } catch (IOException | RuntimeException e) {
-            LOG.warn("closing file segment {} failed: {}", path, e.toString());
-        }
-    }
-
-    @Override
-    public String toString() {
-        return "file " + path;
-    }
+  @Override
+  public String toString() {
+    return "file " + path;
+  }
 }

@@ -9,21 +9,20 @@ import java.util.function.UnaryOperator;
  * a chosen operation, to prove quarantine against a real kernel). Production code never sets it.
  */
 public final class FileIoFaults {
-    private static volatile UnaryOperator<FileIo> decorator = UnaryOperator.identity();
+  private static volatile UnaryOperator<FileIo> decorator = UnaryOperator.identity();
 
-    private FileIoFaults() {
-    }
+  private FileIoFaults() {}
 
-    /** Decorates every FileIo created from now on; {@link #clear()} undoes it. */
-    public static void install(UnaryOperator<FileIo> value) {
-        decorator = Objects.requireNonNull(value, "decorator");
-    }
+  /** Decorates every FileIo created from now on; {@link #clear()} undoes it. */
+  public static void install(UnaryOperator<FileIo> value) {
+    decorator = Objects.requireNonNull(value, "decorator");
+  }
 
-    public static void clear() {
-        decorator = UnaryOperator.identity();
-    }
+  public static void clear() {
+    decorator = UnaryOperator.identity();
+  }
 
-    static FileIo apply(FileIo io) {
-        return decorator.apply(io);
-    }
+  static FileIo apply(FileIo io) {
+    return decorator.apply(io);
+  }
 }

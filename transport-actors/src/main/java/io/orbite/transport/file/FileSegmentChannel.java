@@ -15,95 +15,108 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The data plane of one open file: cuts each task into chunks of at most {@code file.maxChunkBytes}
- * and queues them on the ring lanes, round robin, skipping quarantined lanes. One receipt per chunk.
- * Thread-safe; submitting threads call it.
+ * and queues them on the ring lanes, round robin, skipping quarantined lanes. One receipt per
+ * chunk. Thread-safe; submitting threads call it.
  */
 final class FileSegmentChannel implements PeerChannel {
-    private final SegmentDescriptor self;
-    private final FileHandle file;
-    private final List<LaneHandle> lanes;
-    private final long maxChunkBytes;
-    private final AtomicInteger next = new AtomicInteger();
+  private final SegmentDescriptor self;
+  private final FileHandle file;
+  private final List<LaneHandle> lanes;
+  private final long maxChunkBytes;
+  private final AtomicInteger next = new AtomicInteger();
 
-    FileSegmentChannel(SegmentDescriptor self, FileHandle file, List<LaneHandle> lanes, long maxChunkBytes) {
-        this.self = self;
-        this.file = file;
-        this.lanes = lanes;
-        this.maxChunkBytes = maxChunkBytes;
-    }
+  FileSegmentChannel(
+      SegmentDescriptor self, FileHandle file, List<LaneHandle> lanes, long maxChunkBytes) {
+    this.self = self;
+    this.file = file;
+    this.lanes = lanes;
+    this.maxChunkBytes = maxChunkBytes;
+  }
 
-    FileHandle file() {
-        return file;
-    }
+  FileHandle file() {
+    return file;
+  }
 
-    @Override
-    public SegmentDescriptor peer() {
-        return self;
-    }
+  @Override
+  public SegmentDescriptor peer() {
+    return self;
+  }
 
-    @Override
-    public Transport transport() {
-        return Transport.FILE;
-    }
+  @Override
+  public Transport transport() {
+    return Transport.FILE;
+  }
 
-    @Override
-    public int dispatch(TaskWork work) {
-        boolean write = work.op() == Op.WRITE;
-        long length = work.lengthBytes();
-        int chunks = (int) ((length + maxChunkBytes - 1) / maxChunkBytes);
-        List<Receipt> refused = new ArrayList<>();
-        for (int c = 0; c < chunks; c++) {
-            long at = c * maxChunkBytes;
-            long n = Math.min(maxChunkBytes, length - at);
-            LaneHandle lane = pickLane();
-            String refusal = lane == null ? "every file ring lane is quarantined or closing"
-                    : !file.acquire() ? file + " was " + file.retiredBecause() + "; open the segment again" : null;
-            if (refusal != null) {
-                refused.add(Receipt.failed(work.taskIndex(), ErrorKind.UNAVAILABLE, RemoteEffect.NONE, refusal));
-                continue;
-            }
-            lane.queue.add(new FileOp(work.sink(), work.taskIndex(), write, file, work.local().asSlice(work.localOffset() + at, n),
-                    work.remoteOffset() + at, work.deadlineNanos()));
-        }
-        if (!refused.isEmpty()) {
-            // Delivered as a message to the batch, so it arrives after the batch recorded what is owed.
-            work.sink().deliver(Receipts.of(refused));
-        }
-        return chunks;
+  @Override
+  public int dispatch(TaskWork work) {
+    boolean write = work.op() == Op.WRITE;
+    long length = work.lengthBytes();
+    int chunks = (int) ((length + maxChunkBytes - 1) / maxChunkBytes);
+    List<Receipt> refused = new ArrayList<>();
+    for (int c = 0; c < chunks; c++) {
+      long at = c * maxChunkBytes;
+      long n = Math.min(maxChunkBytes, length - at);
+      LaneHandle lane = pickLane();
+      String refusal =
+          lane == null
+              ? "every file ring lane is quarantined or closing"
+              : !file.acquire()
+                  ? file + " was " + file.retiredBecause() + "; open the segment again"
+                  : null;
+      if (refusal != null) {
+        refused.add(
+            Receipt.failed(work.taskIndex(), ErrorKind.UNAVAILABLE, RemoteEffect.NONE, refusal));
+        continue;
+      }
+      lane.queue.add(
+          new FileOp(
+              work.sink(),
+              work.taskIndex(),
+              write,
+              file,
+              work.local().asSlice(work.localOffset() + at, n),
+              work.remoteOffset() + at,
+              work.deadlineNanos()));
     }
+    if (!refused.isEmpty()) {
+      // Delivered as a message to the batch, so it arrives after the batch recorded what is owed.
+      work.sink().deliver(Receipts.of(refused));
+    }
+    return chunks;
+  }
 
-    private LaneHandle pickLane() {
-        int size = lanes.size();
-        for (int i = 0; i < size; i++) {
-            LaneHandle lane = lanes.get(Math.floorMod(next.getAndIncrement(), size));
-            if (!lane.quarantined && !lane.closing) {
-                return lane;
-            }
-        }
-        return null;
+  private LaneHandle pickLane() {
+    int size = lanes.size();
+    for (int i = 0; i < size; i++) {
+      LaneHandle lane = lanes.get(Math.floorMod(next.getAndIncrement(), size));
+      if (!lane.quarantined && !lane.closing) {
+        return lane;
+      }
     }
+    return null;
+  }
 
-    @Override
-    public void flush() {
-        for (LaneHandle lane : lanes) {
-            if (!lane.queue.isEmpty()) {
-                lane.wake();
-            }
-        }
+  @Override
+  public void flush() {
+    for (LaneHandle lane : lanes) {
+      if (!lane.queue.isEmpty()) {
+        lane.wake();
+      }
     }
+  }
 
-    @Override
-    public boolean active() {
-        return !file.retired();
-    }
+  @Override
+  public boolean active() {
+    return !file.retired();
+  }
 
-    @Override
-    public String fencedBecause() {
-        return null;
-    }
+  @Override
+  public String fencedBecause() {
+    return null;
+  }
 
-    @Override
-    public void fence(String reason) {
-        file.retire(reason);
-    }
+  @Override
+  public void fence(String reason) {
+    file.retire(reason);
+  }
 }

@@ -24,327 +24,448 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
  * The file transport's supervisor (named {@code transport-file}): owns the per-engine file table
- * (one entry per path, at most {@code file.maxFileSegments} open files) and the ring lanes, which it
- * spawns on first use on the {@code orbite.file-ring-dispatcher} (pinned: one thread per lane).
+ * (one entry per path, at most {@code file.maxFileSegments} open files) and the ring lanes, which
+ * it spawns on first use on the {@code orbite.file-ring-dispatcher} (pinned: one thread per lane).
  *
- * <p>An open runs on the blocking-I/O dispatcher (a FIFO's open waits for its writer). Opens of
- * one path are handled one at a time. A path whose entry still names the same file (device and
- * inode) and was opened with enough access reuses the entry; otherwise the old entry is retired (it
- * closes once the operations admitted through it end) and the file is opened afresh.
+ * <p>An open runs on the blocking-I/O dispatcher (a FIFO's open waits for its writer). Opens of one
+ * path are handled one at a time. A path whose entry still names the same file (device and inode)
+ * and was opened with enough access reuses the entry; otherwise the old entry is retired (it closes
+ * once the operations admitted through it end) and the file is opened afresh.
  *
  * <p>States: {@link #serving}, {@link #closing} (lanes draining), {@link #closed} (every open
  * refused UNAVAILABLE). CloseRequesterSide and Shutdown both close the lanes and retire the table;
  * the source side has nothing to close.
  */
 public final class FileTransport {
-    private record Entry(FileHandle handle, FileSegmentChannel channel) {}
+  private record Entry(FileHandle handle, FileSegmentChannel channel) {}
 
-    private record Checked(TransportCommand.OpenFile request, Path key, Object fileKey, FileOpener.Refused refused)
-            implements TransportCommand {}
+  private record Checked(
+      TransportCommand.OpenFile request, Path key, Object fileKey, FileOpener.Refused refused)
+      implements TransportCommand {}
 
-    private record Opened(TransportCommand.OpenFile request, Path key, FileHandle handle, FileOpener.Refused refused)
-            implements TransportCommand {}
+  private record Opened(
+      TransportCommand.OpenFile request, Path key, FileHandle handle, FileOpener.Refused refused)
+      implements TransportCommand {}
 
-    private record LaneClosed(RingLane.Closed closed) implements TransportCommand {}
+  private record LaneClosed(RingLane.Closed closed) implements TransportCommand {}
 
-    private final ActorContext<TransportCommand> ctx;
-    private final TransportContext context;
-    private final FileConfig config;
-    private final Map<Path, Entry> table = new HashMap<>();
-    /** Paths with an open or check in progress, and the requests waiting behind it. */
-    private final Map<Path, List<TransportCommand.OpenFile>> busy = new HashMap<>();
-    private final AtomicInteger openHandles = new AtomicInteger();
-    private List<LaneHandle> lanes;
-    private boolean uring;
+  private final ActorContext<TransportCommand> ctx;
+  private final TransportContext context;
+  private final FileConfig config;
+  private final Map<Path, Entry> table = new HashMap<>();
 
-    private FileTransport(ActorContext<TransportCommand> ctx, TransportContext context) {
-        this.ctx = ctx;
-        this.context = context;
-        this.config = context.config().file();
-    }
+  /** Paths with an open or check in progress, and the requests waiting behind it. */
+  private final Map<Path, List<TransportCommand.OpenFile>> busy = new HashMap<>();
 
-    public static Behavior<TransportCommand> create(TransportContext context) {
-        return Behaviors.setup(ctx -> {
-            FileTransport transport = new FileTransport(ctx, context);
-            return io.orbite.engine.view.OwnerBoard.reporting(context.counters().owners,
-                    () -> new io.orbite.engine.view.OwnerBoard.Report("FileTransport", transport.state, java.util.Map.of(
-                            "files", (long) transport.table.size(),
-                            "filesLimit", (long) context.config().file().maxFileSegments()), ""),
-                    transport.serving());
+  private final AtomicInteger openHandles = new AtomicInteger();
+  private List<LaneHandle> lanes;
+  private boolean uring;
+
+  private FileTransport(ActorContext<TransportCommand> ctx, TransportContext context) {
+    this.ctx = ctx;
+    this.context = context;
+    this.config = context.config().file();
+  }
+
+  public static Behavior<TransportCommand> create(TransportContext context) {
+    return Behaviors.setup(
+        ctx -> {
+          FileTransport transport = new FileTransport(ctx, context);
+          return io.orbite.engine.view.OwnerBoard.reporting(
+              context.counters().owners,
+              () ->
+                  new io.orbite.engine.view.OwnerBoard.Report(
+                      "FileTransport",
+                      transport.state,
+                      java.util.Map.of(
+                          "files", (long) transport.table.size(),
+                          "filesLimit", (long) context.config().file().maxFileSegments()),
+                      ""),
+              transport.serving());
         });
+  }
+
+  private String state = "serving";
+
+  private Behavior<TransportCommand> serving() {
+    return Behaviors.receive(TransportCommand.class)
+        .onMessage(TransportCommand.OpenFile.class, this::onOpenFile)
+        .onMessage(Checked.class, this::onChecked)
+        .onMessage(Opened.class, this::onOpened)
+        .onMessage(
+            TransportCommand.OpenPeer.class,
+            m -> {
+              m.replyTo()
+                  .tell(
+                      new TransportCommand.PeerOpenFailed(
+                          ErrorKind.UNAVAILABLE, "the file transport does not open peers"));
+              return Behaviors.same();
+            })
+        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
+        .onMessage(
+            TransportCommand.CloseSourceSide.class,
+            m -> {
+              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.CloseRequesterSide.class,
+            m -> startClosing(List.of(m.replyTo()), List.of()))
+        .onMessage(
+            TransportCommand.Shutdown.class, m -> startClosing(List.of(), List.of(m.replyTo())))
+        .build();
+  }
+
+  private Behavior<TransportCommand> onAdopt(TransportCommand.AdoptConnection m) {
+    try {
+      m.channel().close();
+    } catch (IOException ignored) {
+      // a connection the file transport never wanted; nothing depends on its close
     }
+    return Behaviors.same();
+  }
 
-    private String state = "serving";
-
-    private Behavior<TransportCommand> serving() {
-        return Behaviors.receive(TransportCommand.class)
-                .onMessage(TransportCommand.OpenFile.class, this::onOpenFile)
-                .onMessage(Checked.class, this::onChecked)
-                .onMessage(Opened.class, this::onOpened)
-                .onMessage(TransportCommand.OpenPeer.class, m -> {
-                    m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE,
-                            "the file transport does not open peers"));
-                    return Behaviors.same();
-                })
-                .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
-                .onMessage(TransportCommand.CloseSourceSide.class, m -> {
-                    m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-                    return Behaviors.same();
-                })
-                .onMessage(TransportCommand.CloseRequesterSide.class,
-                        m -> startClosing(List.of(m.replyTo()), List.of()))
-                .onMessage(TransportCommand.Shutdown.class, m -> startClosing(List.of(), List.of(m.replyTo())))
-                .build();
+  private Behavior<TransportCommand> onOpenFile(TransportCommand.OpenFile m) {
+    String lanesProblem = ensureLanes();
+    if (lanesProblem != null) {
+      m.replyTo()
+          .tell(
+              new TransportCommand.FileOpenFailed(
+                  ErrorKind.UNAVAILABLE, "openFileSegment " + m.path() + ": " + lanesProblem));
+      return Behaviors.same();
     }
-
-    private Behavior<TransportCommand> onAdopt(TransportCommand.AdoptConnection m) {
-        try {
-            m.channel().close();
-        } catch (IOException ignored) {
-            // a connection the file transport never wanted; nothing depends on its close
-        }
-        return Behaviors.same();
+    Path key = m.path().toAbsolutePath().normalize();
+    List<TransportCommand.OpenFile> waiting = busy.get(key);
+    if (waiting != null) {
+      waiting.add(m);
+      return Behaviors.same();
     }
-
-    private Behavior<TransportCommand> onOpenFile(TransportCommand.OpenFile m) {
-        String lanesProblem = ensureLanes();
-        if (lanesProblem != null) {
-            m.replyTo().tell(new TransportCommand.FileOpenFailed(ErrorKind.UNAVAILABLE,
-                    "openFileSegment " + m.path() + ": " + lanesProblem));
-            return Behaviors.same();
-        }
-        Path key = m.path().toAbsolutePath().normalize();
-        List<TransportCommand.OpenFile> waiting = busy.get(key);
-        if (waiting != null) {
-            waiting.add(m);
-            return Behaviors.same();
-        }
-        busy.put(key, new ArrayList<>());
-        Entry existing = table.get(key);
-        if (existing != null) {
-            ctx.pipeToSelf(CompletableFuture.supplyAsync(() -> {
+    busy.put(key, new ArrayList<>());
+    Entry existing = table.get(key);
+    if (existing != null) {
+      ctx.pipeToSelf(
+          CompletableFuture.supplyAsync(
+              () -> {
                 try {
-                    return new Checked(m, key, FileOpener.fileKey(key), null);
+                  return new Checked(m, key, FileOpener.fileKey(key), null);
                 } catch (FileOpener.Refused r) {
-                    return new Checked(m, key, null, r);
+                  return new Checked(m, key, null, r);
                 }
-            }, context.blockingIo()), (checked, failure) -> checked != null ? checked
-                    : new Checked(m, key, null, new FileOpener.Refused(ErrorKind.UNAVAILABLE, failure.toString())));
-        } else {
-            openFresh(m, key);
-        }
-        return Behaviors.same();
+              },
+              context.blockingIo()),
+          (checked, failure) ->
+              checked != null
+                  ? checked
+                  : new Checked(
+                      m,
+                      key,
+                      null,
+                      new FileOpener.Refused(ErrorKind.UNAVAILABLE, failure.toString())));
+    } else {
+      openFresh(m, key);
     }
+    return Behaviors.same();
+  }
 
-    private Behavior<TransportCommand> onChecked(Checked c) {
-        Entry existing = table.get(c.key());
-        if (existing != null) {
-            boolean sameFile = c.fileKey() != null && Objects.equals(c.fileKey(), existing.handle().fileKey());
-            boolean covers = existing.handle().access() == Access.READ_WRITE
-                    || existing.handle().access() == c.request().access();
-            if (sameFile && covers && !existing.handle().retired()) {
-                reply(c.request(), existing);
-                return done(c.key());
-            }
-            table.remove(c.key());
-            existing.handle().retire(!sameFile ? "replaced: the path now names another file"
-                    : "reopened with other access");
-        }
-        if (c.refused() != null) {
-            c.request().replyTo().tell(new TransportCommand.FileOpenFailed(c.refused().kind, c.refused().getMessage()));
-            return done(c.key());
-        }
-        Access wanted = existing != null && existing.handle().access() != c.request().access()
-                ? Access.READ_WRITE : c.request().access();
-        openFresh(new TransportCommand.OpenFile(c.request().path(), wanted, c.request().self(), c.request().replyTo()),
-                c.key());
-        return Behaviors.same();
+  private Behavior<TransportCommand> onChecked(Checked c) {
+    Entry existing = table.get(c.key());
+    if (existing != null) {
+      boolean sameFile =
+          c.fileKey() != null && Objects.equals(c.fileKey(), existing.handle().fileKey());
+      boolean covers =
+          existing.handle().access() == Access.READ_WRITE
+              || existing.handle().access() == c.request().access();
+      if (sameFile && covers && !existing.handle().retired()) {
+        reply(c.request(), existing);
+        return done(c.key());
+      }
+      table.remove(c.key());
+      existing
+          .handle()
+          .retire(
+              !sameFile
+                  ? "replaced: the path now names another file"
+                  : "reopened with other access");
     }
+    if (c.refused() != null) {
+      c.request()
+          .replyTo()
+          .tell(new TransportCommand.FileOpenFailed(c.refused().kind, c.refused().getMessage()));
+      return done(c.key());
+    }
+    Access wanted =
+        existing != null && existing.handle().access() != c.request().access()
+            ? Access.READ_WRITE
+            : c.request().access();
+    openFresh(
+        new TransportCommand.OpenFile(
+            c.request().path(), wanted, c.request().self(), c.request().replyTo()),
+        c.key());
+    return Behaviors.same();
+  }
 
-    private void openFresh(TransportCommand.OpenFile m, Path key) {
-        int max = config.maxFileSegments();
-        if (openHandles.incrementAndGet() > max) {
-            openHandles.decrementAndGet();
-            m.replyTo().tell(new TransportCommand.FileOpenFailed(ErrorKind.RESOURCE_EXHAUSTED, "openFileSegment "
-                    + m.path() + ": the file table is full (file.maxFileSegments = " + max + " open files: "
-                    + table.keySet() + ")"));
-            done(key);
-            return;
-        }
-        boolean useUring = uring;
-        ctx.pipeToSelf(CompletableFuture.supplyAsync(() -> {
-            try {
-                return new Opened(m, key, FileOpener.open(key, m.access(), useUring, openHandles), null);
-            } catch (FileOpener.Refused r) {
+  private void openFresh(TransportCommand.OpenFile m, Path key) {
+    int max = config.maxFileSegments();
+    if (openHandles.incrementAndGet() > max) {
+      openHandles.decrementAndGet();
+      m.replyTo()
+          .tell(
+              new TransportCommand.FileOpenFailed(
+                  ErrorKind.RESOURCE_EXHAUSTED,
+                  "openFileSegment "
+                      + m.path()
+                      + ": the file table is full (file.maxFileSegments = "
+                      + max
+                      + " open files: "
+                      + table.keySet()
+                      + ")"));
+      done(key);
+      return;
+    }
+    boolean useUring = uring;
+    ctx.pipeToSelf(
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                return new Opened(
+                    m, key, FileOpener.open(key, m.access(), useUring, openHandles), null);
+              } catch (FileOpener.Refused r) {
                 return new Opened(m, key, null, r);
-            }
-        }, context.blockingIo()), (opened, failure) -> opened != null ? opened
-                : new Opened(m, key, null, new FileOpener.Refused(ErrorKind.UNAVAILABLE, failure.toString())));
-    }
+              }
+            },
+            context.blockingIo()),
+        (opened, failure) ->
+            opened != null
+                ? opened
+                : new Opened(
+                    m,
+                    key,
+                    null,
+                    new FileOpener.Refused(ErrorKind.UNAVAILABLE, failure.toString())));
+  }
 
-    private Behavior<TransportCommand> onOpened(Opened o) {
-        if (o.refused() != null) {
-            openHandles.decrementAndGet();
-            o.request().replyTo().tell(new TransportCommand.FileOpenFailed(o.refused().kind, o.refused().getMessage()));
-            return done(o.key());
-        }
-        Entry entry = new Entry(o.handle(), new FileSegmentChannel(o.request().self(), o.handle(), lanes,
-                config.maxChunkBytes()));
-        table.put(o.key(), entry);
-        reply(o.request(), entry);
-        return done(o.key());
+  private Behavior<TransportCommand> onOpened(Opened o) {
+    if (o.refused() != null) {
+      openHandles.decrementAndGet();
+      o.request()
+          .replyTo()
+          .tell(new TransportCommand.FileOpenFailed(o.refused().kind, o.refused().getMessage()));
+      return done(o.key());
     }
+    Entry entry =
+        new Entry(
+            o.handle(),
+            new FileSegmentChannel(o.request().self(), o.handle(), lanes, config.maxChunkBytes()));
+    table.put(o.key(), entry);
+    reply(o.request(), entry);
+    return done(o.key());
+  }
 
-    private void reply(TransportCommand.OpenFile request, Entry entry) {
-        request.replyTo().tell(new TransportCommand.FileOpened(entry.channel(), entry.handle().lengthBytes(),
-                request.access(), "file " + entry.handle().path()));
+  private void reply(TransportCommand.OpenFile request, Entry entry) {
+    request
+        .replyTo()
+        .tell(
+            new TransportCommand.FileOpened(
+                entry.channel(),
+                entry.handle().lengthBytes(),
+                request.access(),
+                "file " + entry.handle().path()));
+  }
+
+  /** Ends the work on {@code key}; requests that waited behind it are handled now, in order. */
+  private Behavior<TransportCommand> done(Path key) {
+    List<TransportCommand.OpenFile> waiting = busy.remove(key);
+    if (waiting != null) {
+      waiting.forEach(ctx.getSelf()::tell);
     }
+    return Behaviors.same();
+  }
 
-    /** Ends the work on {@code key}; requests that waited behind it are handled now, in order. */
-    private Behavior<TransportCommand> done(Path key) {
-        List<TransportCommand.OpenFile> waiting = busy.remove(key);
-        if (waiting != null) {
-            waiting.forEach(ctx.getSelf()::tell);
-        }
-        return Behaviors.same();
+  /** Spawns the lanes on first use; returns why they cannot run, or null. */
+  private String ensureLanes() {
+    if (lanes != null) {
+      return null;
     }
-
-    /** Spawns the lanes on first use; returns why they cannot run, or null. */
-    private String ensureLanes() {
-        if (lanes != null) {
-            return null;
-        }
-        String engine = config.engine();
-        if (engine.equals("io_uring") && !IoUring.isAvailable()) {
-            return "file.engine is io_uring but io_uring is unavailable: " + IoUring.unavailabilityCause().orElse("?");
-        }
-        uring = !engine.equals("channel") && IoUring.isAvailable();
-        if (engine.equals("auto") && !uring) {
-            ctx.getLog().info("file transport: io_uring unavailable ({}); using FileChannel positioned I/O",
-                    IoUring.unavailabilityCause().orElse("?"));
-        }
-        List<LaneHandle> made = new ArrayList<>();
-        for (int i = 0; i < config.lanes(); i++) {
-            LaneHandle handle = new LaneHandle("file-" + i);
-            FileIo io;
-            try {
-                io = uring ? new UringFileIo(config.queueDepth())
-                        : new ChannelFileIo(config.queueDepth(), config.channelThreads(), handle.name);
-            } catch (RuntimeException e) {
-                made.forEach(h -> h.lane.tell(new RingLane.Close(ctx.getSystem().ignoreRef())));
-                return "cannot set up ring lane " + i + ": " + e.getMessage();
-            }
-            ActorRef<RingLane.Command> lane = ctx.spawn(RingLane.create(handle, FileIoFaults.apply(io),
-                            context.counters(), Duration.ofMillis(context.config().timeouts().destructionWindowMillis()),
-                            context.quarantine()),
-                    "ring-lane-" + i, DispatcherSelector.fromConfig("orbite.file-ring-dispatcher"));
-            handle.lane = lane;
-            made.add(handle);
-        }
-        lanes = List.copyOf(made);
-        ctx.getLog().debug("file transport: {} {} lane(s), queue depth {}", lanes.size(),
-                uring ? "io_uring" : "FileChannel", config.queueDepth());
-        return null;
+    String engine = config.engine();
+    if (engine.equals("io_uring") && !IoUring.isAvailable()) {
+      return "file.engine is io_uring but io_uring is unavailable: "
+          + IoUring.unavailabilityCause().orElse("?");
     }
-
-    private Behavior<TransportCommand> startClosing(List<ActorRef<TransportCommand.SideClosed>> sideWaiters,
-                                                    List<ActorRef<TransportCommand.ShutdownDone>> shutdownWaiters) {
-        int left = 0;
-        if (lanes != null) {
-            ActorRef<RingLane.Closed> adapter = ctx.messageAdapter(RingLane.Closed.class, LaneClosed::new);
-            for (LaneHandle lane : lanes) {
-                lane.lane.tell(new RingLane.Close(adapter));
-                left++;
-            }
-        }
-        return closing(left, new ArrayList<>(sideWaiters), new ArrayList<>(shutdownWaiters));
+    uring = !engine.equals("channel") && IoUring.isAvailable();
+    if (engine.equals("auto") && !uring) {
+      ctx.getLog()
+          .info(
+              "file transport: io_uring unavailable ({}); using FileChannel positioned I/O",
+              IoUring.unavailabilityCause().orElse("?"));
     }
-
-    private Behavior<TransportCommand> closing(int lanesLeft, List<ActorRef<TransportCommand.SideClosed>> sideWaiters,
-                                               List<ActorRef<TransportCommand.ShutdownDone>> shutdownWaiters) {
-        state = "closing";
-        if (lanesLeft == 0) {
-            table.values().forEach(e -> e.handle().retire("closed with the engine's requester side"));
-            table.clear();
-            sideWaiters.forEach(w -> w.tell(new TransportCommand.SideClosed("FILE")));
-            shutdownWaiters.forEach(w -> w.tell(new TransportCommand.ShutdownDone("FILE")));
-            return closed();
-        }
-        return Behaviors.receive(TransportCommand.class)
-                .onMessage(LaneClosed.class, m -> {
-                    if (m.closed().quarantined()) {
-                        ctx.getLog().error("file transport: lane {} is quarantined; its ring and the memory its "
-                                + "stuck operation uses stay retained", m.closed().lane());
-                    }
-                    return closing(lanesLeft - 1, sideWaiters, shutdownWaiters);
-                })
-                .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
-                .onMessage(Checked.class, m -> refuseOpen(m.request()))
-                .onMessage(Opened.class, m -> {
-                    if (m.handle() != null) {
-                        m.handle().retire("opened while the engine was closing");
-                    } else {
-                        openHandles.decrementAndGet();
-                    }
-                    return refuseOpen(m.request());
-                })
-                .onMessage(TransportCommand.CloseSourceSide.class, m -> {
-                    m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-                    return Behaviors.same();
-                })
-                .onMessage(TransportCommand.CloseRequesterSide.class, m -> {
-                    sideWaiters.add(m.replyTo());
-                    return Behaviors.same();
-                })
-                .onMessage(TransportCommand.Shutdown.class, m -> {
-                    shutdownWaiters.add(m.replyTo());
-                    return Behaviors.same();
-                })
-                .onMessage(TransportCommand.OpenPeer.class, m -> {
-                    m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "closing"));
-                    return Behaviors.same();
-                })
-                .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
-                .build();
+    List<LaneHandle> made = new ArrayList<>();
+    for (int i = 0; i < config.lanes(); i++) {
+      LaneHandle handle = new LaneHandle("file-" + i);
+      FileIo io;
+      try {
+        io =
+            uring
+                ? new UringFileIo(config.queueDepth())
+                : new ChannelFileIo(config.queueDepth(), config.channelThreads(), handle.name);
+      } catch (RuntimeException e) {
+        made.forEach(h -> h.lane.tell(new RingLane.Close(ctx.getSystem().ignoreRef())));
+        return "cannot set up ring lane " + i + ": " + e.getMessage();
+      }
+      ActorRef<RingLane.Command> lane =
+          ctx.spawn(
+              RingLane.create(
+                  handle,
+                  FileIoFaults.apply(io),
+                  context.counters(),
+                  Duration.ofMillis(context.config().timeouts().destructionWindowMillis()),
+                  context.quarantine()),
+              "ring-lane-" + i,
+              DispatcherSelector.fromConfig("orbite.file-ring-dispatcher"));
+      handle.lane = lane;
+      made.add(handle);
     }
+    lanes = List.copyOf(made);
+    ctx.getLog()
+        .debug(
+            "file transport: {} {} lane(s), queue depth {}",
+            lanes.size(),
+            uring ? "io_uring" : "FileChannel",
+            config.queueDepth());
+    return null;
+  }
 
-    private Behavior<TransportCommand> refuseOpen(TransportCommand.OpenFile m) {
-        m.replyTo().tell(new TransportCommand.FileOpenFailed(ErrorKind.UNAVAILABLE,
+  private Behavior<TransportCommand> startClosing(
+      List<ActorRef<TransportCommand.SideClosed>> sideWaiters,
+      List<ActorRef<TransportCommand.ShutdownDone>> shutdownWaiters) {
+    int left = 0;
+    if (lanes != null) {
+      ActorRef<RingLane.Closed> adapter =
+          ctx.messageAdapter(RingLane.Closed.class, LaneClosed::new);
+      for (LaneHandle lane : lanes) {
+        lane.lane.tell(new RingLane.Close(adapter));
+        left++;
+      }
+    }
+    return closing(left, new ArrayList<>(sideWaiters), new ArrayList<>(shutdownWaiters));
+  }
+
+  private Behavior<TransportCommand> closing(
+      int lanesLeft,
+      List<ActorRef<TransportCommand.SideClosed>> sideWaiters,
+      List<ActorRef<TransportCommand.ShutdownDone>> shutdownWaiters) {
+    state = "closing";
+    if (lanesLeft == 0) {
+      table.values().forEach(e -> e.handle().retire("closed with the engine's requester side"));
+      table.clear();
+      sideWaiters.forEach(w -> w.tell(new TransportCommand.SideClosed("FILE")));
+      shutdownWaiters.forEach(w -> w.tell(new TransportCommand.ShutdownDone("FILE")));
+      return closed();
+    }
+    return Behaviors.receive(TransportCommand.class)
+        .onMessage(
+            LaneClosed.class,
+            m -> {
+              if (m.closed().quarantined()) {
+                ctx.getLog()
+                    .error(
+                        "file transport: lane {} is quarantined; its ring and the memory its "
+                            + "stuck operation uses stay retained",
+                        m.closed().lane());
+              }
+              return closing(lanesLeft - 1, sideWaiters, shutdownWaiters);
+            })
+        .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
+        .onMessage(Checked.class, m -> refuseOpen(m.request()))
+        .onMessage(
+            Opened.class,
+            m -> {
+              if (m.handle() != null) {
+                m.handle().retire("opened while the engine was closing");
+              } else {
+                openHandles.decrementAndGet();
+              }
+              return refuseOpen(m.request());
+            })
+        .onMessage(
+            TransportCommand.CloseSourceSide.class,
+            m -> {
+              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.CloseRequesterSide.class,
+            m -> {
+              sideWaiters.add(m.replyTo());
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.Shutdown.class,
+            m -> {
+              shutdownWaiters.add(m.replyTo());
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.OpenPeer.class,
+            m -> {
+              m.replyTo()
+                  .tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "closing"));
+              return Behaviors.same();
+            })
+        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
+        .build();
+  }
+
+  private Behavior<TransportCommand> refuseOpen(TransportCommand.OpenFile m) {
+    m.replyTo()
+        .tell(
+            new TransportCommand.FileOpenFailed(
+                ErrorKind.UNAVAILABLE,
                 "openFileSegment " + m.path() + ": the file transport is closed"));
-        return Behaviors.same();
-    }
+    return Behaviors.same();
+  }
 
-    private Behavior<TransportCommand> closed() {
-        state = "closed";
-        return Behaviors.receive(TransportCommand.class)
-                .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
-                .onMessage(Checked.class, m -> refuseOpen(m.request()))
-                .onMessage(Opened.class, m -> {
-                    if (m.handle() != null) {
-                        m.handle().retire("opened while the engine was closing");
-                    } else {
-                        openHandles.decrementAndGet();
-                    }
-                    return refuseOpen(m.request());
-                })
-                .onMessage(LaneClosed.class, m -> Behaviors.same())
-                .onMessage(TransportCommand.CloseSourceSide.class, m -> {
-                    m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-                    return Behaviors.same();
-                })
-                .onMessage(TransportCommand.CloseRequesterSide.class, m -> {
-                    m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-                    return Behaviors.same();
-                })
-                .onMessage(TransportCommand.Shutdown.class, m -> {
-                    m.replyTo().tell(new TransportCommand.ShutdownDone("FILE"));
-                    return Behaviors.same();
-                })
-                .onMessage(TransportCommand.OpenPeer.class, m -> {
-                    m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "closed"));
-                    return Behaviors.same();
-                })
-                .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
-                .build();
-    }
+  private Behavior<TransportCommand> closed() {
+    state = "closed";
+    return Behaviors.receive(TransportCommand.class)
+        .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
+        .onMessage(Checked.class, m -> refuseOpen(m.request()))
+        .onMessage(
+            Opened.class,
+            m -> {
+              if (m.handle() != null) {
+                m.handle().retire("opened while the engine was closing");
+              } else {
+                openHandles.decrementAndGet();
+              }
+              return refuseOpen(m.request());
+            })
+        .onMessage(LaneClosed.class, m -> Behaviors.same())
+        .onMessage(
+            TransportCommand.CloseSourceSide.class,
+            m -> {
+              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.CloseRequesterSide.class,
+            m -> {
+              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.Shutdown.class,
+            m -> {
+              m.replyTo().tell(new TransportCommand.ShutdownDone("FILE"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.OpenPeer.class,
+            m -> {
+              m.replyTo()
+                  .tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "closed"));
+              return Behaviors.same();
+            })
+        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
+        .build();
+  }
 }

@@ -11,13 +11,13 @@ import org.apache.pekko.actor.typed.Behavior;
  * available: where io_uring is not, file segments use FileChannel positioned I/O.
  */
 public final class FileTransportProvider implements TransportProvider {
-    @Override
-    public Transport kind() {
-        return Transport.FILE;
-    }
+  @Override
+  public Transport kind() {
+    return Transport.FILE;
+  }
 
-    @Override
-    public Behavior<TransportCommand> create(TransportContext context) {
-        return FileTransport.create(context);
-    }
+  @Override
+  public Behavior<TransportCommand> create(TransportContext context) {
+    return FileTransport.create(context);
+  }
 }

@@ -9,22 +9,22 @@ import org.apache.pekko.actor.typed.ActorRef;
  * says a wake-up is already on its way, and whether it is quarantined (then it takes no new work).
  */
 final class LaneHandle {
-    final String name;
-    final ConcurrentLinkedQueue<FileOp> queue = new ConcurrentLinkedQueue<>();
-    final AtomicBoolean scheduled = new AtomicBoolean();
-    volatile boolean quarantined;
-    volatile boolean closing;
-    volatile ActorRef<RingLane.Command> lane;
+  final String name;
+  final ConcurrentLinkedQueue<FileOp> queue = new ConcurrentLinkedQueue<>();
+  final AtomicBoolean scheduled = new AtomicBoolean();
+  volatile boolean quarantined;
+  volatile boolean closing;
+  volatile ActorRef<RingLane.Command> lane;
 
-    LaneHandle(String name) {
-        this.name = name;
-    }
+  LaneHandle(String name) {
+    this.name = name;
+  }
 
-    /** Wakes the lane unless it is already scheduled to run its duty cycle. */
-    void wake() {
-        ActorRef<RingLane.Command> ref = lane;
-        if (ref != null && scheduled.compareAndSet(false, true)) {
-            ref.tell(RingLane.Wake.INSTANCE);
-        }
+  /** Wakes the lane unless it is already scheduled to run its duty cycle. */
+  void wake() {
+    ActorRef<RingLane.Command> ref = lane;
+    if (ref != null && scheduled.compareAndSet(false, true)) {
+      ref.tell(RingLane.Wake.INSTANCE);
     }
+  }
 }

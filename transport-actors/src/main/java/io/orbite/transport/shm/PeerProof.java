@@ -13,12 +13,12 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * Proves, before SHM is chosen for a peer, that this process can reach the peer's shared memory: the
- * peer reports this host's identity (boot id and host name), its incarnation token opens through
- * {@code /proc/<pid>/fd/<fd>} as the published inode, holds the peer's epoch, and is still locked live,
- * and every exported allocation opens as its published inode with the access it grants. A peer in
- * another PID namespace or container fails one of these, and is then reached over TCP. Blocking
- * (opens files); runs on the blocking-I/O executor.
+ * Proves, before SHM is chosen for a peer, that this process can reach the peer's shared memory:
+ * the peer reports this host's identity (boot id and host name), its incarnation token opens
+ * through {@code /proc/<pid>/fd/<fd>} as the published inode, holds the peer's epoch, and is still
+ * locked live, and every exported allocation opens as its published inode with the access it
+ * grants. A peer in another PID namespace or container fails one of these, and is then reached over
+ * TCP. Blocking (opens files); runs on the blocking-I/O executor.
  */
 final class PeerProof {
   /** The proof failed: SHM cannot reach this peer; {@code getMessage()} says why. */
@@ -36,21 +36,40 @@ final class PeerProof {
   static int prove(SegmentDescriptor peer, SharedExports exports, HostIdentity local) {
     SharedHost h = exports.host();
     if (!h.bootId().equals(local.bootId()) || !h.hostname().equals(local.hostname())) {
-      throw new Refused("SHM: " + peer + " runs on another host (" + h.hostname() + ", boot " + h.bootId()
-          + "; this is " + local.hostname() + ", boot " + local.bootId() + ")");
+      throw new Refused(
+          "SHM: "
+              + peer
+              + " runs on another host ("
+              + h.hostname()
+              + ", boot "
+              + h.bootId()
+              + "; this is "
+              + local.hostname()
+              + ", boot "
+              + local.bootId()
+              + ")");
     }
     String tokenPath = procPath(h.pid(), h.tokenFd());
     int token;
     try {
       token = Libc.open(tokenPath, Libc.O_RDONLY | Libc.O_CLOEXEC);
     } catch (NativeCallException e) {
-      throw new Refused("SHM: cannot open the incarnation token of " + peer + ": " + e.getMessage());
+      throw new Refused(
+          "SHM: cannot open the incarnation token of " + peer + ": " + e.getMessage());
     }
     try {
       FileStatus st = Libc.fstat(token);
       if (st.inode() != h.tokenInode()) {
-        throw new Refused("SHM: " + tokenPath + " is inode " + st.inode() + ", not the token " + h.tokenInode()
-            + " that " + peer + " published (another process or namespace)");
+        throw new Refused(
+            "SHM: "
+                + tokenPath
+                + " is inode "
+                + st.inode()
+                + ", not the token "
+                + h.tokenInode()
+                + " that "
+                + peer
+                + " published (another process or namespace)");
       }
       MemorySegment page = Libc.mmap(ShmLocks.PAGE, Libc.PROT_READ, Libc.MAP_SHARED, token, 0);
       long epoch;
@@ -60,11 +79,17 @@ final class PeerProof {
         Libc.munmap(page);
       }
       if (epoch != peer.epoch()) {
-        throw new Refused("SHM: the token at " + tokenPath + " holds epoch " + Long.toHexString(epoch) + ", not "
-            + Long.toHexString(peer.epoch()));
+        throw new Refused(
+            "SHM: the token at "
+                + tokenPath
+                + " holds epoch "
+                + Long.toHexString(epoch)
+                + ", not "
+                + Long.toHexString(peer.epoch()));
       }
       if (Libc.ofdTestLock(token, Libc.F_WRLCK, ShmLocks.LIVENESS, 1) == Libc.F_UNLCK) {
-        throw new Refused("SHM: the incarnation " + peer + " has ended (its token is no longer locked live)");
+        throw new Refused(
+            "SHM: the incarnation " + peer + " has ended (its token is no longer locked live)");
       }
       for (SharedRegion region : exports.regions()) {
         int fd = openRegion(h, region);
@@ -80,7 +105,9 @@ final class PeerProof {
     }
   }
 
-  /** Opens one exported allocation with the access it grants and checks it is the published file. */
+  /**
+   * Opens one exported allocation with the access it grants and checks it is the published file.
+   */
   static int openRegion(SharedHost h, SharedRegion region) {
     String path = procPath(h.pid(), region.fd());
     int flags = (region.access() == Access.READ ? Libc.O_RDONLY : Libc.O_RDWR) | Libc.O_CLOEXEC;
@@ -88,8 +115,20 @@ final class PeerProof {
     try {
       FileStatus st = Libc.fstat(fd);
       if (st.inode() != region.inode() || st.sizeBytes() < region.offset() + region.lengthBytes()) {
-        throw new Refused("SHM: " + path + " (inode " + st.inode() + ", " + st.sizeBytes() + " B) is not region "
-            + region.regionId() + " (inode " + region.inode() + ", " + region.lengthBytes() + " B)");
+        throw new Refused(
+            "SHM: "
+                + path
+                + " (inode "
+                + st.inode()
+                + ", "
+                + st.sizeBytes()
+                + " B) is not region "
+                + region.regionId()
+                + " (inode "
+                + region.inode()
+                + ", "
+                + region.lengthBytes()
+                + " B)");
       }
       return fd;
     } catch (RuntimeException e) {

@@ -8,8 +8,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The memfd behind one exported allocation, on the source side: holds the allocation's liveness lock
- * from creation until the Registry fences it on unregister.
+ * The memfd behind one exported allocation, on the source side: holds the allocation's liveness
+ * lock from creation until the Registry fences it on unregister.
  */
 final class ShmBacking implements SharedBacking {
   private static final Logger LOG = LoggerFactory.getLogger(ShmBacking.class);
@@ -40,9 +40,9 @@ final class ShmBacking implements SharedBacking {
   }
 
   /**
-   * First withdraws liveness (a requester that locks activity afterwards sees the allocation dead and
-   * copies nothing), then tries to take the activity lock exclusively: EAGAIN means a requester is
-   * still inside a copy it started before the withdrawal, and the Registry polls again.
+   * First withdraws liveness (a requester that locks activity afterwards sees the allocation dead
+   * and copies nothing), then tries to take the activity lock exclusively: EAGAIN means a requester
+   * is still inside a copy it started before the withdrawal, and the Registry polls again.
    */
   @Override
   public synchronized boolean tryFence() {
@@ -59,7 +59,8 @@ final class ShmBacking implements SharedBacking {
       return true;
     } catch (NativeCallException e) {
       if (!e.is(Errno.EAGAIN)) {
-        // Cannot prove requesters are out: stay unfenced, so the Registry retains the memory (UNQUIESCED).
+        // Cannot prove requesters are out: stay unfenced, so the Registry retains the memory
+        // (UNQUIESCED).
         LOG.warn("SHM allocation fd {}: fence failed: {}", fd, e.getMessage());
       }
       return false;

@@ -1,8 +1,8 @@
 package io.orbite.transport.shm;
 
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.TransferException;
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.TransferException;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
@@ -22,20 +22,24 @@ import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
- * Owner of the SHM path to one peer incarnation: the proof that its memory opens from here, the copy
- * lane (a thread of its own) with the mappings it holds, and the channel batches dispatch to. Child
- * of the ShmTransport.
+ * Owner of the SHM path to one peer incarnation: the proof that its memory opens from here, the
+ * copy lane (a thread of its own) with the mappings it holds, and the channel batches dispatch to.
+ * Child of the ShmTransport.
  *
  * <p>States: {@link #opening} (proving the peer on the blocking-I/O executor) → {@link #active} →
  * {@link #draining} (closed: the lane fails what is queued, unmaps, ends) or {@link #fenced} (the
- * peer's incarnation ended: the same, failing work EPOCH_MISMATCH) → stopped. A lifecycle only moves
- * forward; a peer opened again after this endpoint stopped gets a fresh one.
+ * peer's incarnation ended: the same, failing work EPOCH_MISMATCH) → stopped. A lifecycle only
+ * moves forward; a peer opened again after this endpoint stopped gets a fresh one.
  */
 final class ShmEndpoint {
   sealed interface Command {}
 
-  /** Answer with the channel once proven (at once if it is), adding the allocations {@code exports} lists. */
-  record Attach(SharedExports exports, ActorRef<TransportCommand.OpenPeerReply> replyTo) implements Command {}
+  /**
+   * Answer with the channel once proven (at once if it is), adding the allocations {@code exports}
+   * lists.
+   */
+  record Attach(SharedExports exports, ActorRef<TransportCommand.OpenPeerReply> replyTo)
+      implements Command {}
 
   /** Close the lane; reply when its thread has ended. */
   record Close(ActorRef<Closed> replyTo) implements Command {}
@@ -56,8 +60,14 @@ final class ShmEndpoint {
   private final QuarantineLedger quarantine;
   private final FaultHooks hooks;
 
-  private ShmEndpoint(ActorContext<Command> ctx, SegmentDescriptor peer, SharedExports exports, int maxMappings,
-      EngineCounters counters, QuarantineLedger quarantine, FaultHooks hooks) {
+  private ShmEndpoint(
+      ActorContext<Command> ctx,
+      SegmentDescriptor peer,
+      SharedExports exports,
+      int maxMappings,
+      EngineCounters counters,
+      QuarantineLedger quarantine,
+      FaultHooks hooks) {
     this.ctx = ctx;
     this.quarantine = quarantine;
     this.hooks = hooks;
@@ -67,52 +77,96 @@ final class ShmEndpoint {
     this.counters = counters;
   }
 
-  static Behavior<Command> create(SegmentDescriptor peer, SharedExports exports, HostIdentity local, int maxMappings,
-      Executor blockingIo, EngineCounters counters, QuarantineLedger quarantine, FaultHooks hooks) {
-    return Behaviors.setup(ctx -> {
-      ShmEndpoint endpoint = new ShmEndpoint(ctx, peer, exports, maxMappings, counters, quarantine, hooks);
-      ctx.pipeToSelf(CompletableFuture.supplyAsync(() -> PeerProof.prove(peer, exports, local), blockingIo),
-          Proven::new);
-      return io.orbite.engine.view.OwnerBoard.reporting(counters.owners,
-          () -> new io.orbite.engine.view.OwnerBoard.Report("ShmEndpoint", endpoint.state, java.util.Map.of(), "peer " + peer
-              + (endpoint.why.isEmpty() ? "" : ": " + endpoint.why)),
-          endpoint.opening(new ArrayList<>(), new ArrayList<>(), ShmPeerChannel.exportTable(exports)));
-    });
+  static Behavior<Command> create(
+      SegmentDescriptor peer,
+      SharedExports exports,
+      HostIdentity local,
+      int maxMappings,
+      Executor blockingIo,
+      EngineCounters counters,
+      QuarantineLedger quarantine,
+      FaultHooks hooks) {
+    return Behaviors.setup(
+        ctx -> {
+          ShmEndpoint endpoint =
+              new ShmEndpoint(ctx, peer, exports, maxMappings, counters, quarantine, hooks);
+          ctx.pipeToSelf(
+              CompletableFuture.supplyAsync(
+                  () -> PeerProof.prove(peer, exports, local), blockingIo),
+              Proven::new);
+          return io.orbite.engine.view.OwnerBoard.reporting(
+              counters.owners,
+              () ->
+                  new io.orbite.engine.view.OwnerBoard.Report(
+                      "ShmEndpoint",
+                      endpoint.state,
+                      java.util.Map.of(),
+                      "peer " + peer + (endpoint.why.isEmpty() ? "" : ": " + endpoint.why)),
+              endpoint.opening(
+                  new ArrayList<>(), new ArrayList<>(), ShmPeerChannel.exportTable(exports)));
+        });
   }
 
   private String state = "opening";
   private String why = "";
 
-  private Behavior<Command> opening(List<ActorRef<TransportCommand.OpenPeerReply>> waiters,
-      List<ActorRef<Closed>> closers, Map<Long, SharedRegion> table) {
+  private Behavior<Command> opening(
+      List<ActorRef<TransportCommand.OpenPeerReply>> waiters,
+      List<ActorRef<Closed>> closers,
+      Map<Long, SharedRegion> table) {
     return Behaviors.receive(Command.class)
-        .onMessage(Attach.class, m -> {
-          table.putAll(m.exports().byRegion());
-          waiters.add(m.replyTo());
-          return Behaviors.same();
-        })
-        .onMessage(Close.class, m -> {
-          closers.add(m.replyTo());
-          return Behaviors.same();
-        })
+        .onMessage(
+            Attach.class,
+            m -> {
+              table.putAll(m.exports().byRegion());
+              waiters.add(m.replyTo());
+              return Behaviors.same();
+            })
+        .onMessage(
+            Close.class,
+            m -> {
+              closers.add(m.replyTo());
+              return Behaviors.same();
+            })
         .onMessage(Proven.class, m -> onProven(m, waiters, closers, table))
         .build();
   }
 
-  private Behavior<Command> onProven(Proven m, List<ActorRef<TransportCommand.OpenPeerReply>> waiters,
-      List<ActorRef<Closed>> closers, Map<Long, SharedRegion> table) {
+  private Behavior<Command> onProven(
+      Proven m,
+      List<ActorRef<TransportCommand.OpenPeerReply>> waiters,
+      List<ActorRef<Closed>> closers,
+      Map<Long, SharedRegion> table) {
     if (m.failure() != null) {
-      Throwable cause = m.failure() instanceof CompletionException ce && ce.getCause() != null ? ce.getCause() : m.failure();
+      Throwable cause =
+          m.failure() instanceof CompletionException ce && ce.getCause() != null
+              ? ce.getCause()
+              : m.failure();
       counters.shmOpensRefused.increment();
       ctx.getLog().info("SHM to {} not used: {}", peer, cause.getMessage());
-      waiters.forEach(w -> w.tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, TransferException.describe(cause))));
+      waiters.forEach(
+          w ->
+              w.tell(
+                  new TransportCommand.PeerOpenFailed(
+                      ErrorKind.UNAVAILABLE, TransferException.describe(cause))));
       closers.forEach(c -> c.tell(new Closed(peer)));
       return Behaviors.stopped();
     }
     ActorRef<Command> self = ctx.getSelf();
-    ShmLane lane = new ShmLane("shm lane to " + peer, peer, exports.host(), m.tokenFd(), table, maxMappings, counters,
-        quarantine, hooks, reason -> self.tell(new Fenced(reason)), cause -> self.tell(new LaneEnded(cause)));
-    ShmPeerChannel channel = new ShmPeerChannel(peer, lane, table, () -> { });
+    ShmLane lane =
+        new ShmLane(
+            "shm lane to " + peer,
+            peer,
+            exports.host(),
+            m.tokenFd(),
+            table,
+            maxMappings,
+            counters,
+            quarantine,
+            hooks,
+            reason -> self.tell(new Fenced(reason)),
+            cause -> self.tell(new LaneEnded(cause)));
+    ShmPeerChannel channel = new ShmPeerChannel(peer, lane, table, () -> {});
     Thread.ofPlatform().daemon().name("orbite-" + lane.name()).start(lane);
     waiters.forEach(w -> w.tell(new TransportCommand.PeerOpened(channel)));
     if (!closers.isEmpty()) {
@@ -124,27 +178,39 @@ final class ShmEndpoint {
   private Behavior<Command> active(ShmPeerChannel channel, ShmLane lane) {
     state = "active";
     return Behaviors.receive(Command.class)
-        .onMessage(Attach.class, m -> {
-          channel.addExports(m.exports());
-          m.replyTo().tell(channel.active()
-              ? new TransportCommand.PeerOpened(channel)
-              : new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "the SHM lane to " + peer + " has ended"));
-          return Behaviors.same();
-        })
-        .onMessage(Fenced.class, m -> {
-          channel.deactivate();
-          return fenced(m.reason(), new ArrayList<>());
-        })
-        .onMessage(LaneEnded.class, m -> {
-          ctx.getLog().info("{} ended{}", lane.name(), m.cause() == null ? "" : ": " + m.cause());
-          channel.deactivate();
-          return Behaviors.stopped();
-        })
-        .onMessage(Close.class, m -> startDraining(channel, lane, new ArrayList<>(List.of(m.replyTo()))))
+        .onMessage(
+            Attach.class,
+            m -> {
+              channel.addExports(m.exports());
+              m.replyTo()
+                  .tell(
+                      channel.active()
+                          ? new TransportCommand.PeerOpened(channel)
+                          : new TransportCommand.PeerOpenFailed(
+                              ErrorKind.UNAVAILABLE, "the SHM lane to " + peer + " has ended"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            Fenced.class,
+            m -> {
+              channel.deactivate();
+              return fenced(m.reason(), new ArrayList<>());
+            })
+        .onMessage(
+            LaneEnded.class,
+            m -> {
+              ctx.getLog()
+                  .info("{} ended{}", lane.name(), m.cause() == null ? "" : ": " + m.cause());
+              channel.deactivate();
+              return Behaviors.stopped();
+            })
+        .onMessage(
+            Close.class, m -> startDraining(channel, lane, new ArrayList<>(List.of(m.replyTo()))))
         .build();
   }
 
-  private Behavior<Command> startDraining(ShmPeerChannel channel, ShmLane lane, List<ActorRef<Closed>> closers) {
+  private Behavior<Command> startDraining(
+      ShmPeerChannel channel, ShmLane lane, List<ActorRef<Closed>> closers) {
     channel.deactivate();
     lane.close();
     return draining(closers);
@@ -153,19 +219,28 @@ final class ShmEndpoint {
   private Behavior<Command> draining(List<ActorRef<Closed>> closers) {
     state = "draining";
     return Behaviors.receive(Command.class)
-        .onMessage(LaneEnded.class, m -> {
-          closers.forEach(c -> c.tell(new Closed(peer)));
-          return Behaviors.stopped();
-        })
+        .onMessage(
+            LaneEnded.class,
+            m -> {
+              closers.forEach(c -> c.tell(new Closed(peer)));
+              return Behaviors.stopped();
+            })
         .onMessage(Fenced.class, m -> Behaviors.same())
-        .onMessage(Close.class, m -> {
-          closers.add(m.replyTo());
-          return Behaviors.same();
-        })
-        .onMessage(Attach.class, m -> {
-          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "SHM endpoint " + peer + " is closing"));
-          return Behaviors.same();
-        })
+        .onMessage(
+            Close.class,
+            m -> {
+              closers.add(m.replyTo());
+              return Behaviors.same();
+            })
+        .onMessage(
+            Attach.class,
+            m -> {
+              m.replyTo()
+                  .tell(
+                      new TransportCommand.PeerOpenFailed(
+                          ErrorKind.UNAVAILABLE, "SHM endpoint " + peer + " is closing"));
+              return Behaviors.same();
+            })
         .build();
   }
 
@@ -174,20 +249,29 @@ final class ShmEndpoint {
     state = "fenced";
     why = reason;
     return Behaviors.receive(Command.class)
-        .onMessage(LaneEnded.class, m -> {
-          closers.forEach(c -> c.tell(new Closed(peer)));
-          return Behaviors.stopped();
-        })
+        .onMessage(
+            LaneEnded.class,
+            m -> {
+              closers.forEach(c -> c.tell(new Closed(peer)));
+              return Behaviors.stopped();
+            })
         .onMessage(Fenced.class, m -> Behaviors.same())
-        .onMessage(Close.class, m -> {
-          closers.add(m.replyTo());
-          return Behaviors.same();
-        })
-        .onMessage(Attach.class, m -> {
-          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.EPOCH_MISMATCH, "SHM endpoint " + peer
-              + " is fenced: " + reason));
-          return Behaviors.same();
-        })
+        .onMessage(
+            Close.class,
+            m -> {
+              closers.add(m.replyTo());
+              return Behaviors.same();
+            })
+        .onMessage(
+            Attach.class,
+            m -> {
+              m.replyTo()
+                  .tell(
+                      new TransportCommand.PeerOpenFailed(
+                          ErrorKind.EPOCH_MISMATCH,
+                          "SHM endpoint " + peer + " is fenced: " + reason));
+              return Behaviors.same();
+            })
         .build();
   }
 }

@@ -34,29 +34,32 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The copy thread of one SHM endpoint (one peer incarnation): the data path, off every actor. A duty
- * cycle takes the queued tasks, groups them by peer allocation, and for each allocation maps it (once;
- * kept mapped up to {@code shm.maxMappings}, least recently used unmapped first), takes the activity
- * lock, checks the allocation is still live, copies with {@link MemorySegment#copy}, and unlocks. It
- * delivers one receipt per task, in one call per batch per pass. With nothing queued it waits
- * through {@link LaneIdle} (a short spin, yields, then parks of up to 100 ms; a dispatch unparks it
- * at once), and every 100 ms it checks the peer's incarnation token; once the peer has ended it
- * fences: every task fails EPOCH_MISMATCH with zero bytes, every mapping is unmapped, and the lane
- * ends. A small task submitted alone may instead be copied by its caller ({@link #copyHere}).
- * Whichever thread copies holds {@link #owner}.
+ * The copy thread of one SHM endpoint (one peer incarnation): the data path, off every actor. A
+ * duty cycle takes the queued tasks, groups them by peer allocation, and for each allocation maps
+ * it (once; kept mapped up to {@code shm.maxMappings}, least recently used unmapped first), takes
+ * the activity lock, checks the allocation is still live, copies with {@link MemorySegment#copy},
+ * and unlocks. It delivers one receipt per task, in one call per batch per pass. With nothing
+ * queued it waits through {@link LaneIdle} (a short spin, yields, then parks of up to 100 ms; a
+ * dispatch unparks it at once), and every 100 ms it checks the peer's incarnation token; once the
+ * peer has ended it fences: every task fails EPOCH_MISMATCH with zero bytes, every mapping is
+ * unmapped, and the lane ends. A small task submitted alone may instead be copied by its caller
+ * ({@link #copyHere}). Whichever thread copies holds {@link #owner}.
  *
  * <p>A mapping whose munmap fails is quarantined: kept (with its descriptor) for the life of the
  * process, counted, never used or retried (C7).
  */
 final class ShmLane implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(ShmLane.class);
+
   /** Most tasks taken per pass, so receipts flow while a long queue drains. */
   private static final int MAX_PASS = 1024;
+
   /**
    * Tasks of at most this many bytes are copied on the caller's thread when the lane is idle: a
    * copy of this size takes a few microseconds, less than handing it to the lane thread.
    */
   static final long COPY_HERE_MAX_BYTES = 64 * 1024;
+
   /** How often an idle lane checks that the peer's incarnation still lives. */
   private static final long LIVENESS_CHECK_NANOS = 100_000_000L;
 
@@ -68,18 +71,25 @@ final class ShmLane implements Runnable {
   private final EngineCounters counters;
   private final QuarantineLedger quarantine;
   private final FaultHooks hooks;
+
   /** Confirmed bytes of this lane, for per-lane throughput. */
   private final java.util.concurrent.atomic.LongAdder laneBytes;
+
   private final Consumer<String> onFenced;
   private final Consumer<Throwable> onEnd;
   private final Object intake = new Object();
+
   /**
-   * Tasks queued for the lane, oldest first, guarded by {@link #intake}: an array deque, so queueing
-   * a task allocates nothing. The lane takes a whole pass's tasks under one lock.
+   * Tasks queued for the lane, oldest first, guarded by {@link #intake}: an array deque, so
+   * queueing a task allocates nothing. The lane takes a whole pass's tasks under one lock.
    */
   private final ArrayDeque<TaskWork> queue = new ArrayDeque<>(256);
-  /** How many tasks {@link #queue} holds, readable without the lock. Written under {@link #intake}. */
+
+  /**
+   * How many tasks {@link #queue} holds, readable without the lock. Written under {@link #intake}.
+   */
   private volatile int queuedTasks;
+
   /**
    * Held by whichever thread touches the peer's mappings: the lane thread for each pass, its
    * liveness checks and its shut-down, or a caller copying one small task itself. So an unmap or a
@@ -88,10 +98,13 @@ final class ShmLane implements Runnable {
    * (mappings, pending receipts, the pass's progress) is guarded by it.
    */
   private final ReentrantLock owner = new ReentrantLock();
+
   /** The native memory of the lock calls, reused by every copy (guarded by {@link #owner}). */
   private final Libc.LockScratch lockScratch = new Libc.LockScratch();
+
   /** Peer allocations mapped, least recently used first. Guarded by {@link #owner}. */
   private final LinkedHashMap<Long, ShmMapping> mappings = new LinkedHashMap<>(16, 0.75f, true);
+
   private final List<ShmMapping> quarantined = new ArrayList<>();
   private final ReceiptBatcher receipts = new ReceiptBatcher();
   private int tokenFd;
@@ -100,9 +113,18 @@ final class ShmLane implements Runnable {
   private volatile String fencedBecause;
   private volatile Thread thread;
 
-  ShmLane(String name, SegmentDescriptor peer, SharedHost host, int tokenFd, Map<Long, SharedRegion> exports,
-      int maxMappings, EngineCounters counters, QuarantineLedger quarantine, FaultHooks hooks,
-      Consumer<String> onFenced, Consumer<Throwable> onEnd) {
+  ShmLane(
+      String name,
+      SegmentDescriptor peer,
+      SharedHost host,
+      int tokenFd,
+      Map<Long, SharedRegion> exports,
+      int maxMappings,
+      EngineCounters counters,
+      QuarantineLedger quarantine,
+      FaultHooks hooks,
+      Consumer<String> onFenced,
+      Consumer<Throwable> onEnd) {
     this.quarantine = quarantine;
     this.hooks = hooks;
     this.name = name;
@@ -204,7 +226,10 @@ final class ShmLane implements Runnable {
     wake();
   }
 
-  /** The peer's incarnation ended (or was replaced): stop as {@link #close}, failing work EPOCH_MISMATCH. */
+  /**
+   * The peer's incarnation ended (or was replaced): stop as {@link #close}, failing work
+   * EPOCH_MISMATCH.
+   */
   void fence(String reason) {
     if (fencedBecause == null) {
       fencedBecause = reason;
@@ -228,7 +253,8 @@ final class ShmLane implements Runnable {
             owner.lock();
             try {
               if (!peerAlive()) {
-                fenceFromLane("the incarnation " + peer + " has ended (its token is no longer locked live)");
+                fenceFromLane(
+                    "the incarnation " + peer + " has ended (its token is no longer locked live)");
                 break;
               }
             } finally {
@@ -273,7 +299,8 @@ final class ShmLane implements Runnable {
     Map<Long, List<TaskWork>> byRegion = pass.size() == 1 ? null : new LinkedHashMap<>();
     for (TaskWork w : pass) {
       if (fencedBecause != null) {
-        fail(w, ErrorKind.EPOCH_MISMATCH, peer + " is fenced: " + fencedBecause + " (never copied)");
+        fail(
+            w, ErrorKind.EPOCH_MISMATCH, peer + " is fenced: " + fencedBecause + " (never copied)");
       } else if (w.sink().cancelled()) {
         fail(w, ErrorKind.CANCELLED, "batch cancelled before the copy");
       } else if (now - w.deadlineNanos() > 0) {
@@ -322,10 +349,16 @@ final class ShmLane implements Runnable {
       LOG.error("{}: copying region {} failed: {}", name, regionId, ex.toString(), ex);
       for (int i = copied; i < tasks.size(); i++) {
         TaskWork w = tasks.get(i);
-        RemoteEffect effect = i == copied && w.op() == Op.WRITE && inCopy ? RemoteEffect.UNKNOWN : RemoteEffect.NONE;
+        RemoteEffect effect =
+            i == copied && w.op() == Op.WRITE && inCopy ? RemoteEffect.UNKNOWN : RemoteEffect.NONE;
         counters.shmTasksFailed.increment();
-        add(w.sink(), Receipt.failed(w.taskIndex(), ErrorKind.UNAVAILABLE, effect,
-            "SHM copy of region " + regionId + " failed: " + ex.getMessage()));
+        add(
+            w.sink(),
+            Receipt.failed(
+                w.taskIndex(),
+                ErrorKind.UNAVAILABLE,
+                effect,
+                "SHM copy of region " + regionId + " failed: " + ex.getMessage()));
       }
       unmap(regionId);
     }
@@ -333,13 +366,17 @@ final class ShmLane implements Runnable {
 
   /** Tasks of the current allocation already answered (copyRegion's progress). */
   private int copied;
+
   /** Whether the task at {@link #copied} is inside its copy. */
   private boolean inCopy;
 
   /** Copies every task of one peer allocation under one activity lock. */
   private void copyRegion(long regionId, List<TaskWork> tasks) {
     if (fencedBecause != null) {
-      failAll(tasks, ErrorKind.EPOCH_MISMATCH, peer + " is fenced: " + fencedBecause + " (never copied)");
+      failAll(
+          tasks,
+          ErrorKind.EPOCH_MISMATCH,
+          peer + " is fenced: " + fencedBecause + " (never copied)");
       return;
     }
     ShmMapping m;
@@ -347,8 +384,10 @@ final class ShmLane implements Runnable {
       m = mapping(regionId);
     } catch (RuntimeException e) {
       ErrorKind kind = classifyGone();
-      String detail = kind == ErrorKind.EPOCH_MISMATCH ? fencedBecause
-          : "region " + regionId + " of " + peer + " cannot be mapped: " + e.getMessage();
+      String detail =
+          kind == ErrorKind.EPOCH_MISMATCH
+              ? fencedBecause
+              : "region " + regionId + " of " + peer + " cannot be mapped: " + e.getMessage();
       failAll(tasks, kind, detail);
       return;
     }
@@ -362,8 +401,12 @@ final class ShmLane implements Runnable {
       counters.shmFenced.increment();
       unmap(regionId);
       ErrorKind kind = classifyGone();
-      failAll(tasks, kind, kind == ErrorKind.EPOCH_MISMATCH ? fencedBecause
-          : "region " + regionId + " of " + peer + " was unregistered (fenced)");
+      failAll(
+          tasks,
+          kind,
+          kind == ErrorKind.EPOCH_MISMATCH
+              ? fencedBecause
+              : "region " + regionId + " of " + peer + " was unregistered (fenced)");
       return;
     }
     boolean live = true;
@@ -391,8 +434,16 @@ final class ShmLane implements Runnable {
       counters.shmFenced.increment();
       unmap(regionId);
       ErrorKind kind = classifyGone();
-      failAll(tasks, kind, kind == ErrorKind.EPOCH_MISMATCH ? fencedBecause
-          : "region " + regionId + " of " + peer + " is no longer registered (its liveness lock is gone)");
+      failAll(
+          tasks,
+          kind,
+          kind == ErrorKind.EPOCH_MISMATCH
+              ? fencedBecause
+              : "region "
+                  + regionId
+                  + " of "
+                  + peer
+                  + " is no longer registered (its liveness lock is gone)");
     }
   }
 
@@ -410,8 +461,18 @@ final class ShmLane implements Runnable {
       return;
     }
     if (w.remoteOffset() < 0 || w.remoteOffset() > r.lengthBytes() - w.lengthBytes()) {
-      fail(w, ErrorKind.INVALID_ARGUMENT, "range [" + w.remoteOffset() + ", +" + w.lengthBytes()
-          + ") is outside region " + r.regionId() + " of " + r.lengthBytes() + " B");
+      fail(
+          w,
+          ErrorKind.INVALID_ARGUMENT,
+          "range ["
+              + w.remoteOffset()
+              + ", +"
+              + w.lengthBytes()
+              + ") is outside region "
+              + r.regionId()
+              + " of "
+              + r.lengthBytes()
+              + " B");
       return;
     }
     hooks.beforeSharedCopy(name);
@@ -426,8 +487,11 @@ final class ShmLane implements Runnable {
     }
   }
 
-  /** Bytes copied since {@link #countCopied} last ran, counted once per group rather than per task. */
+  /**
+   * Bytes copied since {@link #countCopied} last ran, counted once per group rather than per task.
+   */
   private long bytesRead;
+
   private long bytesWritten;
 
   private void countCopied() {
@@ -444,7 +508,10 @@ final class ShmLane implements Runnable {
     bytesWritten = 0;
   }
 
-  /** The mapping of {@code regionId}, mapping it now if needed (unmapping the least recently used past the cap). */
+  /**
+   * The mapping of {@code regionId}, mapping it now if needed (unmapping the least recently used
+   * past the cap).
+   */
   private ShmMapping mapping(long regionId) {
     ShmMapping m = mappings.get(regionId);
     if (m != null) {
@@ -470,7 +537,8 @@ final class ShmLane implements Runnable {
    *
    * <p>A process that dies releases its locks one file at a time, so an allocation's lock can be
    * gone a moment before the token's: the token is looked at again for up to {@link
-   * #DEATH_SETTLE_NANOS} before the allocation is called unregistered. Either way nothing was copied.
+   * #DEATH_SETTLE_NANOS} before the allocation is called unregistered. Either way nothing was
+   * copied.
    */
   private ErrorKind classifyGone() {
     if (fencedBecause != null) {
@@ -479,7 +547,8 @@ final class ShmLane implements Runnable {
     long until = System.nanoTime() + DEATH_SETTLE_NANOS;
     do {
       if (!peerAlive()) {
-        fenceFromLane("the incarnation " + peer + " has ended (its token is no longer locked live)");
+        fenceFromLane(
+            "the incarnation " + peer + " has ended (its token is no longer locked live)");
         return ErrorKind.EPOCH_MISMATCH;
       }
       LockSupport.parkNanos(100_000L);
@@ -492,7 +561,8 @@ final class ShmLane implements Runnable {
 
   private boolean peerAlive() {
     try {
-      return Libc.ofdTestLock(tokenFd, Libc.F_WRLCK, ShmLocks.LIVENESS, 1, lockScratch) != Libc.F_UNLCK;
+      return Libc.ofdTestLock(tokenFd, Libc.F_WRLCK, ShmLocks.LIVENESS, 1, lockScratch)
+          != Libc.F_UNLCK;
     } catch (NativeCallException e) {
       return false;
     }
@@ -523,10 +593,20 @@ final class ShmLane implements Runnable {
       quarantined.add(m);
       counters.shmMappingsQuarantined.increment();
       // Sticky: a mapping whose munmap failed is never used, retried or reported released.
-      quarantine.enter(new QuarantinedOwner(name + ": mapping of region " + regionId, QuarantinedOwner.Kind.MAPPING,
-          "munmap failed: " + e.getMessage(), 0, m.mapped.byteSize(), Instant.now()), () -> true);
-      LOG.error("{}: munmap of region {} failed; mapping quarantined for the life of the process: {}",
-          name, regionId, e.getMessage());
+      quarantine.enter(
+          new QuarantinedOwner(
+              name + ": mapping of region " + regionId,
+              QuarantinedOwner.Kind.MAPPING,
+              "munmap failed: " + e.getMessage(),
+              0,
+              m.mapped.byteSize(),
+              Instant.now()),
+          () -> true);
+      LOG.error(
+          "{}: munmap of region {} failed; mapping quarantined for the life of the process: {}",
+          name,
+          regionId,
+          e.getMessage());
       return;
     }
     Libc.close(m.fd);
@@ -551,8 +631,10 @@ final class ShmLane implements Runnable {
       accepting = false;
     }
     ErrorKind kind = fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST;
-    String detail = fencedBecause != null ? peer + " is fenced: " + fencedBecause + " (never copied)"
-        : "the SHM endpoint to " + peer + " closed (never copied)";
+    String detail =
+        fencedBecause != null
+            ? peer + " is fenced: " + fencedBecause + " (never copied)"
+            : "the SHM endpoint to " + peer + " closed (never copied)";
     List<TaskWork> left = new ArrayList<>();
     take(left, Integer.MAX_VALUE);
     for (TaskWork w : left) {

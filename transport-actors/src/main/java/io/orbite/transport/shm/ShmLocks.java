@@ -1,14 +1,14 @@
 package io.orbite.transport.shm;
 
 /**
- * Where the SHM transport's OFD locks live in a memfd. Locks are byte ranges of the file, not of its
- * data: they are placed far beyond any allocation's end (fcntl accepts ranges past EOF), so they never
- * interfere with the bytes themselves.
+ * Where the SHM transport's OFD locks live in a memfd. Locks are byte ranges of the file, not of
+ * its data: they are placed far beyond any allocation's end (fcntl accepts ranges past EOF), so
+ * they never interfere with the bytes themselves.
  *
  * <ul>
  *   <li>{@link #LIVENESS}: the source holds a read lock here through its own open file description
- *       for as long as the allocation (or, on the token, the engine incarnation) is live. It goes away
- *       when the source unregisters the allocation (it unlocks) or dies (the kernel closes its
+ *       for as long as the allocation (or, on the token, the engine incarnation) is live. It goes
+ *       away when the source unregisters the allocation (it unlocks) or dies (the kernel closes its
  *       descriptors). Requesters only test it ({@code F_OFD_GETLK}), never lock it, so they cannot
  *       disturb one another's view.
  *   <li>{@link #ACTIVITY}: a requester holds a read lock here while it copies; the source's

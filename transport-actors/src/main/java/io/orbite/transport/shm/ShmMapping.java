@@ -15,8 +15,10 @@ import java.lang.foreign.MemorySegment;
 final class ShmMapping {
   final SharedRegion region;
   final int fd;
+
   /** The mapping as returned by mmap (unmapped with this very segment). */
   final MemorySegment mapped;
+
   /** What copies use: read-only for a READ-only grant, so a bug cannot write through it. */
   final MemorySegment view;
 
@@ -30,21 +32,28 @@ final class ShmMapping {
   /** Opens and maps {@code region} of the peer {@code host}; the caller owns the result. */
   static ShmMapping open(SharedHost host, SharedRegion region) {
     if (region.offset() % ShmLocks.PAGE != 0) {
-      throw new PeerProof.Refused("SHM: region " + region.regionId() + " starts at offset " + region.offset()
-          + ", not page aligned");
+      throw new PeerProof.Refused(
+          "SHM: region "
+              + region.regionId()
+              + " starts at offset "
+              + region.offset()
+              + ", not page aligned");
     }
     int fd = PeerProof.openRegion(host, region);
     try {
-      int prot = switch (region.access()) {
-        case READ -> Libc.PROT_READ;
-        case WRITE -> Libc.PROT_WRITE;
-        case READ_WRITE -> Libc.PROT_READ | Libc.PROT_WRITE;
-      };
-      MemorySegment mapped = Libc.mmap(region.lengthBytes(), prot, Libc.MAP_SHARED, fd, region.offset());
+      int prot =
+          switch (region.access()) {
+            case READ -> Libc.PROT_READ;
+            case WRITE -> Libc.PROT_WRITE;
+            case READ_WRITE -> Libc.PROT_READ | Libc.PROT_WRITE;
+          };
+      MemorySegment mapped =
+          Libc.mmap(region.lengthBytes(), prot, Libc.MAP_SHARED, fd, region.offset());
       try {
         // Prefault the page tables now, so the first transfer copies at memory speed. Advisory:
         // kernels before 5.14 refuse it (EINVAL) and the pages fault in on first touch instead.
-        Libc.madvise(mapped.reinterpret(ShmLocks.pageAligned(region.lengthBytes())),
+        Libc.madvise(
+            mapped.reinterpret(ShmLocks.pageAligned(region.lengthBytes())),
             (prot & Libc.PROT_WRITE) != 0 ? Libc.MADV_POPULATE_WRITE : Libc.MADV_POPULATE_READ);
       } catch (NativeCallException ignored) {
         // Only a missed optimisation.

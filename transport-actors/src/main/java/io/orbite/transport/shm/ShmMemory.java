@@ -16,8 +16,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The source side of SHM for one engine incarnation. Owns the incarnation token: a one-page memfd that
- * holds the epoch (so a requester that opened it through /proc can tell it reached this very
+ * The source side of SHM for one engine incarnation. Owns the incarnation token: a one-page memfd
+ * that holds the epoch (so a requester that opened it through /proc can tell it reached this very
  * incarnation) and on which this process keeps a liveness read lock until {@link #close}. Allocates
  * engine memory in fresh memfds, each with its own liveness lock ({@link ShmBacking}).
  */
@@ -38,7 +38,8 @@ final class ShmMemory implements SharedMemory {
     try {
       fd = Libc.memfd_create("orbite-" + engineName + "-token", Libc.MFD_CLOEXEC);
       Libc.ftruncate(fd, ShmLocks.PAGE);
-      MemorySegment page = Libc.mmap(ShmLocks.PAGE, Libc.PROT_READ | Libc.PROT_WRITE, Libc.MAP_SHARED, fd, 0);
+      MemorySegment page =
+          Libc.mmap(ShmLocks.PAGE, Libc.PROT_READ | Libc.PROT_WRITE, Libc.MAP_SHARED, fd, 0);
       try {
         page.set(ValueLayout.JAVA_LONG, 0, epoch);
       } finally {
@@ -47,12 +48,14 @@ final class ShmMemory implements SharedMemory {
       Libc.ofdLock(fd, Libc.F_RDLCK, ShmLocks.LIVENESS, 1, false);
       long inode = Libc.fstat(fd).inode();
       HostIdentity id = HostIdentity.current();
-      return new ShmMemory(fd, new SharedHost(id.hostname(), id.bootId(), Libc.getpid(), fd, inode));
+      return new ShmMemory(
+          fd, new SharedHost(id.hostname(), id.bootId(), Libc.getpid(), fd, inode));
     } catch (RuntimeException e) {
       if (fd >= 0) {
         Libc.close(fd);
       }
-      throw new TransferException(ErrorKind.UNAVAILABLE, "shm: cannot create the incarnation token: " + e.getMessage(), e);
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE, "shm: cannot create the incarnation token: " + e.getMessage(), e);
     }
   }
 
@@ -75,9 +78,11 @@ final class ShmMemory implements SharedMemory {
       Arena arena = Arena.ofShared();
       MemorySegment whole = mapping;
       int owned = fd;
-      // Closing the arena (the Registry's release) unmaps the memory and closes the memfd, which also
+      // Closing the arena (the Registry's release) unmaps the memory and closes the memfd, which
+      // also
       // drops every lock this process holds on it.
-      MemorySegment segment = mapping.reinterpret(arena, s -> release(whole, owned)).asSlice(0, bytes);
+      MemorySegment segment =
+          mapping.reinterpret(arena, s -> release(whole, owned)).asSlice(0, bytes);
       return new SharedAllocation(segment, arena, new ShmBacking(fd, inode));
     } catch (NativeCallException e) {
       if (mapping != null) {
@@ -86,10 +91,16 @@ final class ShmMemory implements SharedMemory {
       if (fd >= 0) {
         Libc.close(fd);
       }
-      boolean exhausted = e.is(Errno.ENOMEM) || e.is(Errno.ENOSPC) || e.is(Errno.EMFILE) || e.is(Errno.ENFILE)
-          || e.is(Errno.EFBIG);
-      throw new TransferException(exhausted ? ErrorKind.RESOURCE_EXHAUSTED : ErrorKind.UNAVAILABLE,
-          "allocate " + bytes + " B in a memfd: " + e.getMessage(), e);
+      boolean exhausted =
+          e.is(Errno.ENOMEM)
+              || e.is(Errno.ENOSPC)
+              || e.is(Errno.EMFILE)
+              || e.is(Errno.ENFILE)
+              || e.is(Errno.EFBIG);
+      throw new TransferException(
+          exhausted ? ErrorKind.RESOURCE_EXHAUSTED : ErrorKind.UNAVAILABLE,
+          "allocate " + bytes + " B in a memfd: " + e.getMessage(),
+          e);
     }
   }
 

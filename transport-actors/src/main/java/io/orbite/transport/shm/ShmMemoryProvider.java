@@ -4,7 +4,10 @@ import io.orbite.engine.spi.SharedMemory;
 import io.orbite.engine.spi.SharedMemoryProvider;
 import java.util.Optional;
 
-/** Plugs the SHM source side (memfd allocations) into the engine through {@link java.util.ServiceLoader}. */
+/**
+ * Plugs the SHM source side (memfd allocations) into the engine through {@link
+ * java.util.ServiceLoader}.
+ */
 public final class ShmMemoryProvider implements SharedMemoryProvider {
   @Override
   public Optional<String> unavailabilityCause() {

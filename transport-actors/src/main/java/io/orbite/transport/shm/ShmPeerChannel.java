@@ -15,20 +15,25 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Requester data plane to one peer incarnation over SHM: a small task submitted alone is copied at
  * once on the caller's thread when the endpoint's copy lane is idle ({@link ShmLane#copyHere}); any
- * other task is
- * handed to the lane, which copies it whole (memory needs no slicing into frames: one task, one
- * receipt). Owned by an ShmEndpoint actor. Thread-safe; never blocks on I/O.
+ * other task is handed to the lane, which copies it whole (memory needs no slicing into frames: one
+ * task, one receipt). Owned by an ShmEndpoint actor. Thread-safe; never blocks on I/O.
  */
 final class ShmPeerChannel implements PeerChannel {
   private final SegmentDescriptor peer;
   private final ShmLane lane;
-  /** Every allocation the peer incarnation exported in any Describe answer (region ids are never reused). */
+
+  /**
+   * Every allocation the peer incarnation exported in any Describe answer (region ids are never
+   * reused).
+   */
   private final Map<Long, SharedRegion> exports;
+
   private final Runnable onFence;
   private volatile boolean active = true;
   private volatile String fencedBecause;
 
-  ShmPeerChannel(SegmentDescriptor peer, ShmLane lane, Map<Long, SharedRegion> exports, Runnable onFence) {
+  ShmPeerChannel(
+      SegmentDescriptor peer, ShmLane lane, Map<Long, SharedRegion> exports, Runnable onFence) {
     this.peer = peer;
     this.lane = lane;
     this.exports = exports;
@@ -94,16 +99,26 @@ final class ShmPeerChannel implements PeerChannel {
   private int dispatch(TaskWork work, boolean alone) {
     String fenced = fencedBecause();
     if (fenced != null) {
-      work.sink().deliver(Receipt.failed(work.taskIndex(), ErrorKind.EPOCH_MISMATCH, RemoteEffect.NONE,
-          peer + " is fenced: " + fenced + " (never copied)"));
+      work.sink()
+          .deliver(
+              Receipt.failed(
+                  work.taskIndex(),
+                  ErrorKind.EPOCH_MISMATCH,
+                  RemoteEffect.NONE,
+                  peer + " is fenced: " + fenced + " (never copied)"));
       return 1;
     }
     if (alone && active && lane.copyHere(work)) {
       return 1;
     }
     if (!active || !lane.enqueue(work)) {
-      work.sink().deliver(Receipt.failed(work.taskIndex(), ErrorKind.PEER_LOST, RemoteEffect.NONE,
-          "the SHM endpoint to " + peer + " is closed (never copied)"));
+      work.sink()
+          .deliver(
+              Receipt.failed(
+                  work.taskIndex(),
+                  ErrorKind.PEER_LOST,
+                  RemoteEffect.NONE,
+                  "the SHM endpoint to " + peer + " is closed (never copied)"));
     }
     return 1;
   }

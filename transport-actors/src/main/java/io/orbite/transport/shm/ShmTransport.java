@@ -17,8 +17,8 @@ import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
- * Supervisor of the SHM transport. Child of the EngineGuardian. Requester side: one ShmEndpoint child
- * per same-host peer incarnation whose memory was proven openable, at most {@code
+ * Supervisor of the SHM transport. Child of the EngineGuardian. Requester side: one ShmEndpoint
+ * child per same-host peer incarnation whose memory was proven openable, at most {@code
  * budgets.maxPeerSegments} (C9). The source side has no actor of its own: exported memory is the
  * Registry's (memfds with liveness locks), and peers copy it themselves.
  *
@@ -33,64 +33,91 @@ final class ShmTransport {
   private final Map<SegmentDescriptor, ActorRef<ShmEndpoint.Command>> endpoints = new HashMap<>();
   private final List<ActorRef<TransportCommand.SideClosed>> requesterClosers = new ArrayList<>();
 
-  private ShmTransport(ActorContext<TransportCommand> ctx, TransportContext context, HostIdentity local) {
+  private ShmTransport(
+      ActorContext<TransportCommand> ctx, TransportContext context, HostIdentity local) {
     this.ctx = ctx;
     this.context = context;
     this.local = local;
   }
 
   static Behavior<TransportCommand> create(TransportContext context, HostIdentity local) {
-    return Behaviors.setup(ctx -> {
-      ShmTransport transport = new ShmTransport(ctx, context, local);
-      return io.orbite.engine.view.OwnerBoard.reporting(context.counters().owners,
-          () -> new io.orbite.engine.view.OwnerBoard.Report("ShmTransport", transport.state,
-              java.util.Map.of("endpoints", (long) transport.endpoints.size()), ""),
-          transport.serving(true));
-    });
+    return Behaviors.setup(
+        ctx -> {
+          ShmTransport transport = new ShmTransport(ctx, context, local);
+          return io.orbite.engine.view.OwnerBoard.reporting(
+              context.counters().owners,
+              () ->
+                  new io.orbite.engine.view.OwnerBoard.Report(
+                      "ShmTransport",
+                      transport.state,
+                      java.util.Map.of("endpoints", (long) transport.endpoints.size()),
+                      ""),
+              transport.serving(true));
+        });
   }
 
   private String state = "serving";
 
   private Behavior<TransportCommand> serving(boolean requesterOpen) {
     return Behaviors.receive(TransportCommand.class)
-        .onMessage(TransportCommand.OpenSharedPeer.class, m -> {
-          if (!requesterOpen) {
-            m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE,
-                "the requester side of this engine is closed"));
-            return Behaviors.same();
-          }
-          return onOpenShared(m);
-        })
-        .onMessage(TransportCommand.OpenPeer.class, m -> {
-          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE,
-              "SHM opens a peer only from its Describe exports"));
-          return Behaviors.same();
-        })
-        .onMessage(TransportCommand.AdoptConnection.class, m -> {
-          closeQuietly(m.channel());
-          return Behaviors.same();
-        })
+        .onMessage(
+            TransportCommand.OpenSharedPeer.class,
+            m -> {
+              if (!requesterOpen) {
+                m.replyTo()
+                    .tell(
+                        new TransportCommand.PeerOpenFailed(
+                            ErrorKind.UNAVAILABLE, "the requester side of this engine is closed"));
+                return Behaviors.same();
+              }
+              return onOpenShared(m);
+            })
+        .onMessage(
+            TransportCommand.OpenPeer.class,
+            m -> {
+              m.replyTo()
+                  .tell(
+                      new TransportCommand.PeerOpenFailed(
+                          ErrorKind.UNAVAILABLE,
+                          "SHM opens a peer only from its Describe exports"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.AdoptConnection.class,
+            m -> {
+              closeQuietly(m.channel());
+              return Behaviors.same();
+            })
         .onMessage(EndpointClosed.class, m -> Behaviors.same())
-        .onMessage(TransportCommand.CloseRequesterSide.class, m -> {
-          requesterClosers.add(m.replyTo());
-          closeEndpoints();
-          answerRequesterClosers();
-          return serving(false);
-        })
-        .onMessage(TransportCommand.CloseSourceSide.class, m -> {
-          // Nothing runs here on the source side; exported memory is fenced by unregister and close.
-          m.replyTo().tell(new TransportCommand.SideClosed("SHM"));
-          return Behaviors.same();
-        })
-        .onMessage(TransportCommand.Shutdown.class, m -> {
-          closeEndpoints();
-          return stopping(new ArrayList<>(List.of(m.replyTo())));
-        })
-        .onSignal(Terminated.class, t -> {
-          endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
-          answerRequesterClosers();
-          return Behaviors.same();
-        })
+        .onMessage(
+            TransportCommand.CloseRequesterSide.class,
+            m -> {
+              requesterClosers.add(m.replyTo());
+              closeEndpoints();
+              answerRequesterClosers();
+              return serving(false);
+            })
+        .onMessage(
+            TransportCommand.CloseSourceSide.class,
+            m -> {
+              // Nothing runs here on the source side; exported memory is fenced by unregister and
+              // close.
+              m.replyTo().tell(new TransportCommand.SideClosed("SHM"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.Shutdown.class,
+            m -> {
+              closeEndpoints();
+              return stopping(new ArrayList<>(List.of(m.replyTo())));
+            })
+        .onSignal(
+            Terminated.class,
+            t -> {
+              endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
+              answerRequesterClosers();
+              return Behaviors.same();
+            })
         .build();
   }
 
@@ -99,12 +126,25 @@ final class ShmTransport {
     if (endpoint == null) {
       int cap = context.config().budgets().maxPeerSegments();
       if (endpoints.size() >= cap) {
-        m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.RESOURCE_EXHAUSTED,
-            "SHM endpoints: " + cap + " peer incarnations are open"));
+        m.replyTo()
+            .tell(
+                new TransportCommand.PeerOpenFailed(
+                    ErrorKind.RESOURCE_EXHAUSTED,
+                    "SHM endpoints: " + cap + " peer incarnations are open"));
         return Behaviors.same();
       }
-      endpoint = ctx.spawn(ShmEndpoint.create(m.peer(), m.exports(), local, context.config().shm().maxMappings(),
-          context.blockingIo(), context.counters(), context.quarantine(), context.hooks()), "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()));
+      endpoint =
+          ctx.spawn(
+              ShmEndpoint.create(
+                  m.peer(),
+                  m.exports(),
+                  local,
+                  context.config().shm().maxMappings(),
+                  context.blockingIo(),
+                  context.counters(),
+                  context.quarantine(),
+                  context.hooks()),
+              "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()));
       ctx.watch(endpoint);
       endpoints.put(m.peer(), endpoint);
     }
@@ -113,7 +153,8 @@ final class ShmTransport {
   }
 
   private void closeEndpoints() {
-    ActorRef<ShmEndpoint.Closed> adapter = ctx.messageAdapter(ShmEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
+    ActorRef<ShmEndpoint.Closed> adapter =
+        ctx.messageAdapter(ShmEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
     endpoints.values().forEach(e -> e.tell(new ShmEndpoint.Close(adapter)));
   }
 
@@ -125,7 +166,8 @@ final class ShmTransport {
   }
 
   /** Every endpoint closing; each Shutdown is answered when they all have stopped. */
-  private Behavior<TransportCommand> stopping(List<ActorRef<TransportCommand.ShutdownDone>> replyTo) {
+  private Behavior<TransportCommand> stopping(
+      List<ActorRef<TransportCommand.ShutdownDone>> replyTo) {
     state = "stopping";
     answerRequesterClosers();
     if (endpoints.isEmpty()) {
@@ -133,35 +175,55 @@ final class ShmTransport {
       return Behaviors.stopped();
     }
     return Behaviors.receive(TransportCommand.class)
-        .onSignal(Terminated.class, t -> {
-          endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
-          return stopping(replyTo);
-        })
+        .onSignal(
+            Terminated.class,
+            t -> {
+              endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
+              return stopping(replyTo);
+            })
         .onMessage(EndpointClosed.class, m -> Behaviors.same())
-        .onMessage(TransportCommand.Shutdown.class, m -> {
-          replyTo.add(m.replyTo());
-          return Behaviors.same();
-        })
-        .onMessage(TransportCommand.OpenSharedPeer.class, m -> {
-          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "SHM transport is stopping"));
-          return Behaviors.same();
-        })
-        .onMessage(TransportCommand.OpenPeer.class, m -> {
-          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "SHM transport is stopping"));
-          return Behaviors.same();
-        })
-        .onMessage(TransportCommand.AdoptConnection.class, m -> {
-          closeQuietly(m.channel());
-          return Behaviors.same();
-        })
-        .onMessage(TransportCommand.CloseRequesterSide.class, m -> {
-          requesterClosers.add(m.replyTo());
-          return stopping(replyTo);
-        })
-        .onMessage(TransportCommand.CloseSourceSide.class, m -> {
-          m.replyTo().tell(new TransportCommand.SideClosed("SHM"));
-          return Behaviors.same();
-        })
+        .onMessage(
+            TransportCommand.Shutdown.class,
+            m -> {
+              replyTo.add(m.replyTo());
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.OpenSharedPeer.class,
+            m -> {
+              m.replyTo()
+                  .tell(
+                      new TransportCommand.PeerOpenFailed(
+                          ErrorKind.UNAVAILABLE, "SHM transport is stopping"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.OpenPeer.class,
+            m -> {
+              m.replyTo()
+                  .tell(
+                      new TransportCommand.PeerOpenFailed(
+                          ErrorKind.UNAVAILABLE, "SHM transport is stopping"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.AdoptConnection.class,
+            m -> {
+              closeQuietly(m.channel());
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.CloseRequesterSide.class,
+            m -> {
+              requesterClosers.add(m.replyTo());
+              return stopping(replyTo);
+            })
+        .onMessage(
+            TransportCommand.CloseSourceSide.class,
+            m -> {
+              m.replyTo().tell(new TransportCommand.SideClosed("SHM"));
+              return Behaviors.same();
+            })
         .build();
   }
 

@@ -7,8 +7,8 @@ import io.orbite.engine.registry.RegistryView;
 
 /**
  * The source-side authority check of every data frame (C2, C3): the frame's epoch must be this
- * engine's, and the range must lie inside a live registration that grants the direction. A
- * granted check holds a loan on the registration that the caller must return.
+ * engine's, and the range must lie inside a live registration that grants the direction. A granted
+ * check holds a loan on the registration that the caller must return.
  */
 final class Authority {
   private final RegistryView registry;

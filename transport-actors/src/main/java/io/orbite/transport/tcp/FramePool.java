@@ -4,8 +4,8 @@ import java.util.ArrayDeque;
 import java.util.List;
 
 /**
- * The frames of one peer channel, reused so that a small task costs no frame object. A lane gives
- * a frame back only once it has sent the frame's last receipt and no longer refers to it; the
+ * The frames of one peer channel, reused so that a small task costs no frame object. A lane gives a
+ * frame back only once it has sent the frame's last receipt and no longer refers to it; the
  * dispatching thread takes frames out. The two sides meet at one lock, taken once per lane pass
  * that retired frames and once each time the dispatcher's side runs dry, not once per frame.
  */
@@ -19,6 +19,7 @@ final class FramePool {
 
   /** Frames ready for the dispatcher; confined to the channel's monitor. */
   private ArrayDeque<LaneFrame> ready = new ArrayDeque<>();
+
   /** Frames lanes gave back since the dispatcher last looked; guarded by {@code this}. */
   private ArrayDeque<LaneFrame> returned = new ArrayDeque<>();
 
@@ -36,7 +37,9 @@ final class FramePool {
     return f != null ? f : new LaneFrame();
   }
 
-  /** Takes back {@code frames}, which their lane is done with; they are cleared here. Lane thread. */
+  /**
+   * Takes back {@code frames}, which their lane is done with; they are cleared here. Lane thread.
+   */
   void giveBack(List<LaneFrame> frames) {
     for (LaneFrame f : frames) {
       f.clear();

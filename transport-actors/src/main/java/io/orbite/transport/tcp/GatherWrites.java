@@ -18,12 +18,15 @@ final class GatherWrites {
   private GatherWrites() {}
 
   /** One write call over {@code buffers[start, end)}; returns the bytes written. */
-  static long writeSome(SocketChannel channel, ByteBuffer[] buffers, int start, int end) throws IOException {
+  static long writeSome(SocketChannel channel, ByteBuffer[] buffers, int start, int end)
+      throws IOException {
     int last = start;
     long offered = 0;
     while (last < end && offered < CALL_BYTES) {
       offered += buffers[last++].remaining();
     }
-    return last - start == 1 ? channel.write(buffers[start]) : channel.write(buffers, start, last - start);
+    return last - start == 1
+        ? channel.write(buffers[start])
+        : channel.write(buffers, start, last - start);
   }
 }

@@ -24,16 +24,28 @@ import java.nio.channels.SocketChannel;
 final class LaneConnector {
   private LaneConnector() {}
 
-  static SocketChannel connect(SegmentDescriptor peer, int laneIndex, long localEpoch, TcpConfig tcp) {
+  static SocketChannel connect(
+      SegmentDescriptor peer, int laneIndex, long localEpoch, TcpConfig tcp) {
     SocketChannel channel = null;
     try {
       channel = SocketChannel.open();
       channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
       channel.setOption(StandardSocketOptions.SO_SNDBUF, tcp.socketBufferBytes());
       channel.setOption(StandardSocketOptions.SO_RCVBUF, tcp.socketBufferBytes());
-      channel.socket().connect(new InetSocketAddress(peer.host(), peer.port()), tcp.connectTimeoutMillis());
+      channel
+          .socket()
+          .connect(new InetSocketAddress(peer.host(), peer.port()), tcp.connectTimeoutMillis());
       ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
-      FrameCodec.encode(hello, 0, FrameType.HELLO, 0, 0, laneIndex + 1L, peer.epoch(), localEpoch, laneIndex,
+      FrameCodec.encode(
+          hello,
+          0,
+          FrameType.HELLO,
+          0,
+          0,
+          laneIndex + 1L,
+          peer.epoch(),
+          localEpoch,
+          laneIndex,
           Transport.TCP.code());
       while (hello.hasRemaining()) {
         channel.write(hello);
@@ -44,38 +56,79 @@ final class LaneConnector {
       ByteBuffer a = ByteBuffer.wrap(ack);
       FrameCodec.check(a, 0, ack.length, 0);
       if (FrameCodec.type(a, 0) != FrameType.HELLO_ACK) {
-        throw new TransferException(ErrorKind.PROTOCOL, "lane " + laneIndex + " to " + peer + ": answered "
-            + FrameCodec.type(a, 0) + " to HELLO");
+        throw new TransferException(
+            ErrorKind.PROTOCOL,
+            "lane "
+                + laneIndex
+                + " to "
+                + peer
+                + ": answered "
+                + FrameCodec.type(a, 0)
+                + " to HELLO");
       }
       int status = FrameCodec.status(a, 0);
       if (status != 0) {
         ErrorKind kind = ErrorKind.fromCode(status);
-        throw new TransferException(kind == null ? ErrorKind.PROTOCOL : kind, "lane " + laneIndex + " to " + peer
-            + " refused" + (kind == ErrorKind.EPOCH_MISMATCH
-                ? ": the peer now runs epoch " + Long.toHexString(FrameCodec.epoch(a, 0)) : ""));
+        throw new TransferException(
+            kind == null ? ErrorKind.PROTOCOL : kind,
+            "lane "
+                + laneIndex
+                + " to "
+                + peer
+                + " refused"
+                + (kind == ErrorKind.EPOCH_MISMATCH
+                    ? ": the peer now runs epoch " + Long.toHexString(FrameCodec.epoch(a, 0))
+                    : ""));
       }
       if (FrameCodec.epoch(a, 0) != peer.epoch()) {
         // An acceptance must come from the incarnation the HELLO named.
-        throw new TransferException(ErrorKind.PROTOCOL, "lane " + laneIndex + " to " + peer + ": HELLO for epoch "
-            + Long.toHexString(peer.epoch()) + " accepted by epoch " + Long.toHexString(FrameCodec.epoch(a, 0)));
+        throw new TransferException(
+            ErrorKind.PROTOCOL,
+            "lane "
+                + laneIndex
+                + " to "
+                + peer
+                + ": HELLO for epoch "
+                + Long.toHexString(peer.epoch())
+                + " accepted by epoch "
+                + Long.toHexString(FrameCodec.epoch(a, 0)));
       }
       channel.socket().setSoTimeout(0);
       return channel;
     } catch (SocketTimeoutException e) {
       closeQuietly(channel);
-      throw new TransferException(ErrorKind.TIMEOUT, "lane " + laneIndex + " to " + peer + ": no answer within "
-          + tcp.connectTimeoutMillis() + " ms", e);
+      throw new TransferException(
+          ErrorKind.TIMEOUT,
+          "lane "
+              + laneIndex
+              + " to "
+              + peer
+              + ": no answer within "
+              + tcp.connectTimeoutMillis()
+              + " ms",
+          e);
     } catch (FrameRejectedException e) {
       closeQuietly(channel);
-      throw new TransferException(ErrorKind.PROTOCOL, "lane " + laneIndex + " to " + peer + ": " + e.describe(), e);
+      throw new TransferException(
+          ErrorKind.PROTOCOL, "lane " + laneIndex + " to " + peer + ": " + e.describe(), e);
     } catch (java.nio.channels.UnresolvedAddressException e) {
       closeQuietly(channel);
-      throw new TransferException(ErrorKind.UNAVAILABLE, "lane " + laneIndex + " to " + peer + ": unknown host "
-          + peer.host() + " (the name does not resolve)", e);
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE,
+          "lane "
+              + laneIndex
+              + " to "
+              + peer
+              + ": unknown host "
+              + peer.host()
+              + " (the name does not resolve)",
+          e);
     } catch (IOException e) {
       closeQuietly(channel);
-      throw new TransferException(ErrorKind.UNAVAILABLE, "lane " + laneIndex + " to " + peer + ": "
-          + TransferException.describe(e), e);
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE,
+          "lane " + laneIndex + " to " + peer + ": " + TransferException.describe(e),
+          e);
     } catch (RuntimeException e) {
       closeQuietly(channel);
       throw e;

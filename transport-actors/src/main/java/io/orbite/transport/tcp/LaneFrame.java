@@ -18,27 +18,49 @@ final class LaneFrame {
   ReceiptSink sink;
   int taskIndex;
   Op op;
-  /** The task's whole local registration; the frame covers {@link #localOffset} + {@link #length} of it. */
+
+  /**
+   * The task's whole local registration; the frame covers {@link #localOffset} + {@link #length} of
+   * it.
+   */
   MemorySegment local;
+
   long localOffset;
   long length;
   long regionId;
   long remoteOffset;
   long deadlineNanos;
+
   /** Assigned by the lane when the frame is queued for the wire. */
   long requestId;
+
   /** Where the frame's first byte sits in the lane's outgoing byte stream. */
   long streamStart;
+
   /** Bytes of a READ payload already placed into local memory. */
   long received;
-  /** A NIO view of the frame's local range, made only when the socket touches that memory directly. */
+
+  /**
+   * A NIO view of the frame's local range, made only when the socket touches that memory directly.
+   */
   ByteBuffer view;
-  /** Whether this frame was already handed from a broken lane to another one (it is retried once). */
+
+  /**
+   * Whether this frame was already handed from a broken lane to another one (it is retried once).
+   */
   boolean retried;
 
   /** Fills this frame for a new request; every field is (re)set. */
-  LaneFrame set(ReceiptSink sink, int taskIndex, Op op, MemorySegment local, long localOffset, long length,
-      long regionId, long remoteOffset, long deadlineNanos) {
+  LaneFrame set(
+      ReceiptSink sink,
+      int taskIndex,
+      Op op,
+      MemorySegment local,
+      long localOffset,
+      long length,
+      long regionId,
+      long remoteOffset,
+      long deadlineNanos) {
     this.sink = sink;
     this.taskIndex = taskIndex;
     this.op = op;

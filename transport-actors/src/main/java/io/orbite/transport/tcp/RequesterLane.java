@@ -24,11 +24,11 @@ import java.util.function.Consumer;
 
 /**
  * The requester end of one persistent data lane: one socket, owned by one thread, running a duty
- * cycle (take queued frames, write requests, read responses, hand receipts to batches, sleep in
- * the selector when there is nothing to do). Requests are pipelined up to a window; responses come
- * back in order. Payload moves between the socket and the task's off-heap memory with no heap
- * copy: WRITE payloads are written straight from it, READ payloads of a frame whose response is
- * large are read straight into it, small ones are batched through one off-heap receive buffer.
+ * cycle (take queued frames, write requests, read responses, hand receipts to batches, sleep in the
+ * selector when there is nothing to do). Requests are pipelined up to a window; responses come back
+ * in order. Payload moves between the socket and the task's off-heap memory with no heap copy:
+ * WRITE payloads are written straight from it, READ payloads of a frame whose response is large are
+ * read straight into it, small ones are batched through one off-heap receive buffer.
  *
  * <p>The lane is the only thread that touches its frames' memory, so when it fails a frame it has
  * already stopped touching it: every failure receipt is sent after local drain (C5).
@@ -36,11 +36,13 @@ import java.util.function.Consumer;
 final class RequesterLane implements Runnable {
   /** Frames whose READ payload is at least this big are read straight into local memory. */
   static final int DIRECT_READ_BYTES = 32 * 1024;
+
   private static final int RECEIVE_BUFFER_BYTES = 256 * 1024;
   private static final int MAX_GATHER = 1024;
   private static final long MAX_GATHER_BYTES = 16L << 20;
   private static final long SELECT_MILLIS = 50;
-  private static final java.util.function.Consumer<SelectionKey> IGNORE_KEY = k -> { };
+  private static final java.util.function.Consumer<SelectionKey> IGNORE_KEY = k -> {};
+
   /** How often a busy lane looks for cancelled and expired frames. */
   private static final long SWEEP_NANOS = 1_000_000L;
 
@@ -56,30 +58,47 @@ final class RequesterLane implements Runnable {
   private final EngineCounters counters;
   private final FaultHooks hooks;
   private long lastSweepNanos;
+
   /** Takes frames of this lane, once it broke, to send them on another lane; null: no retries. */
   private volatile Retrier retrier;
+
   /** Set by {@link #close}: the lane is closed on purpose, its frames are not retried elsewhere. */
   private volatile boolean closing;
 
-  /** Sends a frame of a broken lane on another lane of the same peer incarnation, if one is open. */
+  /**
+   * Sends a frame of a broken lane on another lane of the same peer incarnation, if one is open.
+   */
   interface Retrier {
-    /** @return whether another lane took the frame (it then owes the frame's receipt) */
+    /**
+     * @return whether another lane took the frame (it then owes the frame's receipt)
+     */
     boolean retry(LaneFrame frame, RequesterLane from);
   }
 
-  /** Frames queued for the lane, oldest first, guarded by itself: queueing one allocates nothing. */
+  /**
+   * Frames queued for the lane, oldest first, guarded by itself: queueing one allocates nothing.
+   */
   private final ArrayDeque<LaneFrame> incoming = new ArrayDeque<>(256);
+
   /** How many frames {@link #incoming} holds, readable without its lock; written under it. */
   private volatile int incomingCount;
+
   private final AtomicLong chargedBytes = new AtomicLong();
+
   /** Bytes of frames retired in this pass, uncharged from {@link #chargedBytes} once per pass. */
   private long retiredBytes;
+
   /** Where frames go back once this lane has sent their last receipt. */
   private final FramePool pool;
-  /** Frames retired in this pass, given back to {@link #pool} after the pass's receipts are sent. */
+
+  /**
+   * Frames retired in this pass, given back to {@link #pool} after the pass's receipts are sent.
+   */
   private final ArrayList<LaneFrame> retired = new ArrayList<>();
+
   private volatile boolean sleeping;
   private volatile boolean running = true;
+
   /** Set as the lane thread leaves {@link #run}: it no longer touches any frame's memory. */
   private volatile boolean ended;
 
@@ -100,6 +119,7 @@ final class RequesterLane implements Runnable {
   private final MemorySegment receiveSegment = MemorySegment.ofBuffer(receive);
   private int receiveStart;
   private int receiveEnd;
+
   /** The frame whose READ payload is being received, or null while a header is expected. */
   private LaneFrame payloadFrame;
 
@@ -109,8 +129,17 @@ final class RequesterLane implements Runnable {
   private final java.util.concurrent.atomic.LongAdder laneBytes;
 
   RequesterLane(
-      String name, SocketChannel channel, long peerEpoch, long maxPayloadBytes, int windowFrames, long windowBytes,
-      FramePool pool, EngineCounters counters, FaultHooks hooks, Consumer<Throwable> onEnd) throws IOException {
+      String name,
+      SocketChannel channel,
+      long peerEpoch,
+      long maxPayloadBytes,
+      int windowFrames,
+      long windowBytes,
+      FramePool pool,
+      EngineCounters counters,
+      FaultHooks hooks,
+      Consumer<Throwable> onEnd)
+      throws IOException {
     this.pool = pool;
     this.counters = counters;
     this.laneBytes = counters.lane("tcp/" + name);
@@ -230,8 +259,8 @@ final class RequesterLane implements Runnable {
   /**
    * Ends a pass: uncharges the lane for the frames it retired, sends their receipts, then gives
    * those frames back to the pool (no receipt of theirs is still to come, and nothing here refers
-   * to them any more). The uncharge comes first: a caller that sees a task end and submits the
-   * next one must find this lane's charge without the finished frames, as lane choice expects.
+   * to them any more). The uncharge comes first: a caller that sees a task end and submits the next
+   * one must find this lane's charge without the finished frames, as lane choice expects.
    */
   private void endPass() {
     if (retiredBytes != 0) {
@@ -265,18 +294,35 @@ final class RequesterLane implements Runnable {
       LaneFrame f = it.next();
       if (f.sink.cancelled()) {
         it.remove();
-        finish(f, Receipt.failed(f.taskIndex, ErrorKind.CANCELLED, RemoteEffect.NONE, "cancelled before it was sent"));
+        finish(
+            f,
+            Receipt.failed(
+                f.taskIndex,
+                ErrorKind.CANCELLED,
+                RemoteEffect.NONE,
+                "cancelled before it was sent"));
         failed++;
       } else if (now - f.deadlineNanos > 0) {
         it.remove();
-        finish(f, Receipt.failed(f.taskIndex, ErrorKind.TIMEOUT, RemoteEffect.NONE, "deadline passed before it was sent"));
+        finish(
+            f,
+            Receipt.failed(
+                f.taskIndex,
+                ErrorKind.TIMEOUT,
+                RemoteEffect.NONE,
+                "deadline passed before it was sent"));
         failed++;
       }
     }
     for (LaneFrame f : inflight) {
       if (now - f.deadlineNanos > 0) {
-        throw new LaneDeadlineException(name + ": request " + f.requestId + " of task " + f.taskIndex
-            + " passed its deadline on the wire; closing the lane to drain it");
+        throw new LaneDeadlineException(
+            name
+                + ": request "
+                + f.requestId
+                + " of task "
+                + f.taskIndex
+                + " passed its deadline on the wire; closing the lane to drain it");
       }
     }
     return failed;
@@ -306,11 +352,23 @@ final class RequesterLane implements Runnable {
         && gatherBytes < MAX_GATHER_BYTES) {
       LaneFrame f = waiting.poll();
       if (f.sink.cancelled()) {
-        finish(f, Receipt.failed(f.taskIndex, ErrorKind.CANCELLED, RemoteEffect.NONE, "cancelled before it was sent"));
+        finish(
+            f,
+            Receipt.failed(
+                f.taskIndex,
+                ErrorKind.CANCELLED,
+                RemoteEffect.NONE,
+                "cancelled before it was sent"));
         continue;
       }
       if (now - f.deadlineNanos > 0) {
-        finish(f, Receipt.failed(f.taskIndex, ErrorKind.TIMEOUT, RemoteEffect.NONE, "deadline passed before it was sent"));
+        finish(
+            f,
+            Receipt.failed(
+                f.taskIndex,
+                ErrorKind.TIMEOUT,
+                RemoteEffect.NONE,
+                "deadline passed before it was sent"));
         continue;
       }
       f.requestId = nextRequestId++;
@@ -318,8 +376,17 @@ final class RequesterLane implements Runnable {
       nextHeaderSlot = (nextHeaderSlot + 1) % headerSlots.length;
       boolean write = f.op == Op.WRITE;
       long payload = write ? f.length() : 0;
-      FrameCodec.encode(header, 0, write ? FrameType.WRITE_REQUEST : FrameType.READ_REQUEST, 0, payload,
-          f.requestId, peerEpoch, f.regionId, f.remoteOffset, f.length());
+      FrameCodec.encode(
+          header,
+          0,
+          write ? FrameType.WRITE_REQUEST : FrameType.READ_REQUEST,
+          0,
+          payload,
+          f.requestId,
+          peerEpoch,
+          f.regionId,
+          f.remoteOffset,
+          f.length());
       header.clear();
       gather[gatherEnd++] = header;
       f.streamStart = streamQueued;
@@ -414,28 +481,49 @@ final class RequesterLane implements Runnable {
     LaneFrame f = inflight.peekFirst();
     FrameType type = FrameCodec.type(receive, at);
     if (f == null) {
-      throw new FrameRejectedException(FrameRejectedException.Reason.UNEXPECTED_TYPE, "unsolicited " + type);
+      throw new FrameRejectedException(
+          FrameRejectedException.Reason.UNEXPECTED_TYPE, "unsolicited " + type);
     }
     FrameType expected = f.op == Op.READ ? FrameType.READ_RESPONSE : FrameType.WRITE_ACK;
     long id = FrameCodec.requestId(receive, at);
     if (type != expected || id != f.requestId) {
-      throw new FrameRejectedException(FrameRejectedException.Reason.UNEXPECTED_TYPE,
+      throw new FrameRejectedException(
+          FrameRejectedException.Reason.UNEXPECTED_TYPE,
           "expected " + expected + " for request " + f.requestId + ", got " + type + " for " + id);
     }
     // Every response on a lane comes from the incarnation its HELLO named: a source answers even a
     // refusal with its own epoch, so another one here means the bytes are not that peer's.
     long epoch = FrameCodec.epoch(receive, at);
     if (epoch != peerEpoch) {
-      throw new FrameRejectedException(FrameRejectedException.Reason.WRONG_EPOCH, type + " for request " + id
-          + " names epoch " + Long.toHexString(epoch) + ", but this lane is to epoch " + Long.toHexString(peerEpoch));
+      throw new FrameRejectedException(
+          FrameRejectedException.Reason.WRONG_EPOCH,
+          type
+              + " for request "
+              + id
+              + " names epoch "
+              + Long.toHexString(epoch)
+              + ", but this lane is to epoch "
+              + Long.toHexString(peerEpoch));
     }
     int status = FrameCodec.status(receive, at);
     receiveStart += FrameCodec.HEADER_BYTES;
     if (status != 0) {
       ErrorKind kind = ErrorKind.fromCode(status);
-      retireHead(f, Receipt.failed(f.taskIndex, kind == null ? ErrorKind.PROTOCOL : kind, RemoteEffect.NONE,
-          (f.op == Op.READ ? "READ" : "WRITE") + " of region " + f.regionId + " [" + f.remoteOffset + ", +"
-              + f.length() + ") refused by the source: " + (kind == null ? "status " + status : kind)));
+      retireHead(
+          f,
+          Receipt.failed(
+              f.taskIndex,
+              kind == null ? ErrorKind.PROTOCOL : kind,
+              RemoteEffect.NONE,
+              (f.op == Op.READ ? "READ" : "WRITE")
+                  + " of region "
+                  + f.regionId
+                  + " ["
+                  + f.remoteOffset
+                  + ", +"
+                  + f.length()
+                  + ") refused by the source: "
+                  + (kind == null ? "status " + status : kind)));
       return;
     }
     if (f.op == Op.WRITE) {
@@ -444,8 +532,13 @@ final class RequesterLane implements Runnable {
       return;
     }
     if (FrameCodec.count(receive, at) != f.length()) {
-      throw new FrameRejectedException(FrameRejectedException.Reason.INCONSISTENT_LENGTH,
-          "READ response of " + FrameCodec.count(receive, at) + " B for a request of " + f.length() + " B");
+      throw new FrameRejectedException(
+          FrameRejectedException.Reason.INCONSISTENT_LENGTH,
+          "READ response of "
+              + FrameCodec.count(receive, at)
+              + " B for a request of "
+              + f.length()
+              + " B");
     }
     f.received = 0;
     payloadFrame = f;
@@ -531,14 +624,15 @@ final class RequesterLane implements Runnable {
   }
 
   /**
-   * Fails every frame this lane holds. Only the lane thread, after the socket is closed, so no
-   * byte of these frames moves any more (C5). If the connection broke (not a deliberate close, a
+   * Fails every frame this lane holds. Only the lane thread, after the socket is closed, so no byte
+   * of these frames moves any more (C5). If the connection broke (not a deliberate close, a
    * deadline or a protocol error), READ frames and frames never sent are first offered, once, to
    * another open lane of the same peer; a WRITE that may have reached the socket never is (C6).
    */
   private void failEverything(Throwable cause) {
     String why = cause == null ? "lane closed" : cause.getMessage();
-    ErrorKind kind = cause instanceof FrameRejectedException ? ErrorKind.PROTOCOL : ErrorKind.PEER_LOST;
+    ErrorKind kind =
+        cause instanceof FrameRejectedException ? ErrorKind.PROTOCOL : ErrorKind.PEER_LOST;
     boolean broke = cause instanceof IOException && !closing;
     long now = System.nanoTime();
     for (LaneFrame f : inflight) {
@@ -552,8 +646,12 @@ final class RequesterLane implements Runnable {
       if (broke && frameKind == ErrorKind.PEER_LOST && (f.op == Op.READ || !sent) && handOver(f)) {
         continue;
       }
-      // A frame admitted to the window whose bytes had not reached the socket says so, as a queued one does.
-      finish(f, Receipt.failed(f.taskIndex, frameKind, effect, name + ": " + why + (sent ? "" : " (never sent)")));
+      // A frame admitted to the window whose bytes had not reached the socket says so, as a queued
+      // one does.
+      finish(
+          f,
+          Receipt.failed(
+              f.taskIndex, frameKind, effect, name + ": " + why + (sent ? "" : " (never sent)")));
     }
     inflight.clear();
     inflightBytes = 0;
@@ -562,7 +660,13 @@ final class RequesterLane implements Runnable {
       if (broke && now - f.deadlineNanos <= 0 && handOver(f)) {
         continue;
       }
-      finish(f, Receipt.failed(f.taskIndex, ErrorKind.PEER_LOST, RemoteEffect.NONE, name + ": " + why + " (never sent)"));
+      finish(
+          f,
+          Receipt.failed(
+              f.taskIndex,
+              ErrorKind.PEER_LOST,
+              RemoteEffect.NONE,
+              name + ": " + why + " (never sent)"));
     }
     waiting.clear();
     payloadFrame = null;
@@ -595,7 +699,13 @@ final class RequesterLane implements Runnable {
     }
     for (LaneFrame f : left) {
       chargedBytes.addAndGet(-f.length());
-      late.add(f.sink, Receipt.failed(f.taskIndex, ErrorKind.PEER_LOST, RemoteEffect.NONE, name + ": lane closed (never sent)"));
+      late.add(
+          f.sink,
+          Receipt.failed(
+              f.taskIndex,
+              ErrorKind.PEER_LOST,
+              RemoteEffect.NONE,
+              name + ": lane closed (never sent)"));
     }
     late.flush();
   }

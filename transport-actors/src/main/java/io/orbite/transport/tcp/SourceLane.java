@@ -20,10 +20,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The source end of one data lane: one accepted socket, one thread, blocking I/O. Requests are
- * served in arrival order. Every READ and WRITE passes the {@link Authority} check before a byte
- * of registered memory is touched; READ responses buffered from one read of the socket leave in
- * one gathering write straight from registered memory, WRITE payloads are read straight into it.
- * A frame that breaks the protocol closes this lane only.
+ * served in arrival order. Every READ and WRITE passes the {@link Authority} check before a byte of
+ * registered memory is touched; READ responses buffered from one read of the socket leave in one
+ * gathering write straight from registered memory, WRITE payloads are read straight into it. A
+ * frame that breaks the protocol closes this lane only.
  */
 final class SourceLane implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(SourceLane.class);
@@ -40,6 +40,7 @@ final class SourceLane implements Runnable {
   private final long maxPayloadBytes;
   private final EngineCounters counters;
   private final Consumer<SourceLane> onEnd;
+
   /** Non-zero when the transport has no room for this lane: the HELLO is refused with it. */
   private final int refusal;
 
@@ -58,8 +59,15 @@ final class SourceLane implements Runnable {
   private final ByteBuffer discard = ByteBuffer.allocateDirect(64 * 1024);
 
   SourceLane(
-      String name, SocketChannel channel, ByteBuffer hello, Authority authority, long localEpoch, long maxPayloadBytes,
-      EngineCounters counters, int refusal, Consumer<SourceLane> onEnd) {
+      String name,
+      SocketChannel channel,
+      ByteBuffer hello,
+      Authority authority,
+      long localEpoch,
+      long maxPayloadBytes,
+      EngineCounters counters,
+      int refusal,
+      Consumer<SourceLane> onEnd) {
     this.refusal = refusal;
     this.name = name;
     this.channel = channel;
@@ -120,12 +128,26 @@ final class SourceLane implements Runnable {
     long epoch = FrameCodec.epoch(hello, 0);
     int status = epoch != localEpoch ? ErrorKind.EPOCH_MISMATCH.code() : refusal;
     ByteBuffer ack = headerSlots[0];
-    FrameCodec.encode(ack, 0, FrameType.HELLO_ACK, status, 0, FrameCodec.requestId(hello, 0), localEpoch, 0, 0, 0);
+    FrameCodec.encode(
+        ack,
+        0,
+        FrameType.HELLO_ACK,
+        status,
+        0,
+        FrameCodec.requestId(hello, 0),
+        localEpoch,
+        0,
+        0,
+        0);
     ack.clear();
     writeFully(ack);
     if (status != 0) {
-      LOG.info("{}: refused a lane for epoch {} (this engine is {}): {}", name, Long.toHexString(epoch),
-          Long.toHexString(localEpoch), ErrorKind.fromCode(status));
+      LOG.info(
+          "{}: refused a lane for epoch {} (this engine is {}): {}",
+          name,
+          Long.toHexString(epoch),
+          Long.toHexString(localEpoch),
+          ErrorKind.fromCode(status));
       return false;
     }
     return true;
@@ -150,8 +172,9 @@ final class SourceLane implements Runnable {
       switch (type) {
         case READ_REQUEST -> serveRead();
         case WRITE_REQUEST -> serveWrite();
-        default -> throw new FrameRejectedException(FrameRejectedException.Reason.UNEXPECTED_TYPE,
-            type + " on a data lane");
+        default ->
+            throw new FrameRejectedException(
+                FrameRejectedException.Reason.UNEXPECTED_TYPE, type + " on a data lane");
       }
     }
   }
@@ -167,8 +190,13 @@ final class SourceLane implements Runnable {
     int n = channel.read(receive);
     if (n < 0) {
       if (buffered > 0) {
-        throw new FrameRejectedException(FrameRejectedException.Reason.TRUNCATED_HEADER,
-            "connection closed after " + buffered + " of " + FrameCodec.HEADER_BYTES + " header bytes");
+        throw new FrameRejectedException(
+            FrameRejectedException.Reason.TRUNCATED_HEADER,
+            "connection closed after "
+                + buffered
+                + " of "
+                + FrameCodec.HEADER_BYTES
+                + " header bytes");
       }
       return false;
     }
@@ -180,8 +208,14 @@ final class SourceLane implements Runnable {
     int at = receiveStart;
     long id = FrameCodec.requestId(receive, at);
     long count = FrameCodec.count(receive, at);
-    int status = authority.check(Op.READ, FrameCodec.epoch(receive, at), FrameCodec.regionId(receive, at),
-        FrameCodec.offset(receive, at), count, loan);
+    int status =
+        authority.check(
+            Op.READ,
+            FrameCodec.epoch(receive, at),
+            FrameCodec.regionId(receive, at),
+            FrameCodec.offset(receive, at),
+            count,
+            loan);
     receiveStart += FrameCodec.HEADER_BYTES;
     if (gatherCount + 2 > MAX_GATHER || headersUsed == HEADER_SLOTS) {
       flush();
@@ -213,8 +247,14 @@ final class SourceLane implements Runnable {
     long id = FrameCodec.requestId(receive, at);
     long count = FrameCodec.count(receive, at);
     long offset = FrameCodec.offset(receive, at);
-    int status = authority.check(Op.WRITE, FrameCodec.epoch(receive, at), FrameCodec.regionId(receive, at),
-        offset, count, loan);
+    int status =
+        authority.check(
+            Op.WRITE,
+            FrameCodec.epoch(receive, at),
+            FrameCodec.regionId(receive, at),
+            offset,
+            count,
+            loan);
     receiveStart += FrameCodec.HEADER_BYTES;
     if (status == 0) {
       Registration r = loan[0];

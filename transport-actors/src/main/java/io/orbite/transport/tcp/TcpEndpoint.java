@@ -70,12 +70,17 @@ final class TcpEndpoint {
   private final QuarantineLedger quarantine;
   private final FaultHooks hooks;
   private RequesterLane[] lanes = new RequesterLane[0];
+
   /** What this endpoint reports to the owner view: its state and how many lane threads run. */
   private String state = "opening";
+
   private int lanesUp;
   private String why = "";
 
-  private TcpEndpoint(ActorContext<Command> ctx, TimerScheduler<Command> timers, SegmentDescriptor peer,
+  private TcpEndpoint(
+      ActorContext<Command> ctx,
+      TimerScheduler<Command> timers,
+      SegmentDescriptor peer,
       TransportContext context) {
     this.ctx = ctx;
     this.timers = timers;
@@ -88,13 +93,19 @@ final class TcpEndpoint {
   }
 
   static Behavior<Command> create(SegmentDescriptor peer, TransportContext context) {
-    return Behaviors.withTimers(timers -> Behaviors.setup(ctx -> {
-      TcpEndpoint endpoint = new TcpEndpoint(ctx, timers, peer, context);
-      ctx.pipeToSelf(CompletableFuture.supplyAsync(endpoint::connectAll, context.blockingIo()),
-          (channels, failure) -> new Connected(channels, failure));
-      return io.orbite.engine.view.OwnerBoard.reporting(context.counters().owners, endpoint::report,
-          endpoint.opening(new ArrayList<>(), new ArrayList<>()));
-    }));
+    return Behaviors.withTimers(
+        timers ->
+            Behaviors.setup(
+                ctx -> {
+                  TcpEndpoint endpoint = new TcpEndpoint(ctx, timers, peer, context);
+                  ctx.pipeToSelf(
+                      CompletableFuture.supplyAsync(endpoint::connectAll, context.blockingIo()),
+                      (channels, failure) -> new Connected(channels, failure));
+                  return io.orbite.engine.view.OwnerBoard.reporting(
+                      context.counters().owners,
+                      endpoint::report,
+                      endpoint.opening(new ArrayList<>(), new ArrayList<>()));
+                }));
   }
 
   private io.orbite.engine.view.OwnerBoard.Report report() {
@@ -102,8 +113,11 @@ final class TcpEndpoint {
     for (RequesterLane lane : lanes) {
       inflight += lane.chargedBytes();
     }
-    return new io.orbite.engine.view.OwnerBoard.Report("TcpEndpoint", state, java.util.Map.of(
-        "lanes", (long) lanesUp, "inflightBytes", inflight), "peer " + peer + (why.isEmpty() ? "" : ": " + why));
+    return new io.orbite.engine.view.OwnerBoard.Report(
+        "TcpEndpoint",
+        state,
+        java.util.Map.of("lanes", (long) lanesUp, "inflightBytes", inflight),
+        "peer " + peer + (why.isEmpty() ? "" : ": " + why));
   }
 
   private List<SocketChannel> connectAll() {
@@ -120,26 +134,38 @@ final class TcpEndpoint {
     }
   }
 
-  private Behavior<Command> opening(List<ActorRef<TransportCommand.OpenPeerReply>> waiters, List<ActorRef<Closed>> closers) {
+  private Behavior<Command> opening(
+      List<ActorRef<TransportCommand.OpenPeerReply>> waiters, List<ActorRef<Closed>> closers) {
     return Behaviors.receive(Command.class)
-        .onMessage(Attach.class, m -> {
-          waiters.add(m.replyTo());
-          return Behaviors.same();
-        })
-        .onMessage(Close.class, m -> {
-          closers.add(m.replyTo());
-          return Behaviors.same();
-        })
+        .onMessage(
+            Attach.class,
+            m -> {
+              waiters.add(m.replyTo());
+              return Behaviors.same();
+            })
+        .onMessage(
+            Close.class,
+            m -> {
+              closers.add(m.replyTo());
+              return Behaviors.same();
+            })
         .onMessage(Connected.class, m -> onConnected(m, waiters, closers))
         .build();
   }
 
   private Behavior<Command> onConnected(
-      Connected m, List<ActorRef<TransportCommand.OpenPeerReply>> waiters, List<ActorRef<Closed>> closers) {
+      Connected m,
+      List<ActorRef<TransportCommand.OpenPeerReply>> waiters,
+      List<ActorRef<Closed>> closers) {
     if (m.failure() != null) {
-      Throwable cause = m.failure() instanceof CompletionException ce && ce.getCause() != null ? ce.getCause() : m.failure();
+      Throwable cause =
+          m.failure() instanceof CompletionException ce && ce.getCause() != null
+              ? ce.getCause()
+              : m.failure();
       ErrorKind kind = cause instanceof TransferException te ? te.kind() : ErrorKind.UNAVAILABLE;
-      waiters.forEach(w -> w.tell(new TransportCommand.PeerOpenFailed(kind, TransferException.describe(cause))));
+      waiters.forEach(
+          w ->
+              w.tell(new TransportCommand.PeerOpenFailed(kind, TransferException.describe(cause))));
       closers.forEach(c -> c.tell(new Closed(peer)));
       return Behaviors.stopped();
     }
@@ -151,23 +177,47 @@ final class TcpEndpoint {
     try {
       for (int i = 0; i < lanes.length; i++) {
         int index = i;
-        lanes[i] = new RequesterLane("lane " + i + " to " + peer, channels.get(i), peer.epoch(),
-            config.tcp().maxFramePayloadBytes(), config.tcp().laneWindowFrames(), config.tcp().laneWindowBytes(),
-            frames, counters, hooks, cause -> self.tell(new LaneEnded(index, cause)));
+        lanes[i] =
+            new RequesterLane(
+                "lane " + i + " to " + peer,
+                channels.get(i),
+                peer.epoch(),
+                config.tcp().maxFramePayloadBytes(),
+                config.tcp().laneWindowFrames(),
+                config.tcp().laneWindowBytes(),
+                frames,
+                counters,
+                hooks,
+                cause -> self.tell(new LaneEnded(index, cause)));
       }
     } catch (IOException e) {
       channels.forEach(LaneConnector::closeQuietly);
-      waiters.forEach(w -> w.tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "lanes to " + peer + ": " + TransferException.describe(e))));
+      waiters.forEach(
+          w ->
+              w.tell(
+                  new TransportCommand.PeerOpenFailed(
+                      ErrorKind.UNAVAILABLE,
+                      "lanes to " + peer + ": " + TransferException.describe(e))));
       closers.forEach(c -> c.tell(new Closed(peer)));
       return Behaviors.stopped();
     }
     for (RequesterLane lane : lanes) {
       Thread.ofPlatform().daemon().name("orbite-tcp-" + lane.name()).start(lane);
     }
-    SlicePlanner planner = new SlicePlanner(config.slicing().baseBlockBytes(), config.slicing().maxReadSlices(),
-        config.slicing().maxWriteSlices());
-    TcpPeerChannel channel = new TcpPeerChannel(peer, lanes, frames, planner, config.tcp().maxFramePayloadBytes(),
-        () -> self.tell(Fenced.INSTANCE), counters.readRetries);
+    SlicePlanner planner =
+        new SlicePlanner(
+            config.slicing().baseBlockBytes(),
+            config.slicing().maxReadSlices(),
+            config.slicing().maxWriteSlices());
+    TcpPeerChannel channel =
+        new TcpPeerChannel(
+            peer,
+            lanes,
+            frames,
+            planner,
+            config.tcp().maxFramePayloadBytes(),
+            () -> self.tell(Fenced.INSTANCE),
+            counters.readRetries);
     if (config.tcp().retryReadOnOtherLane()) {
       for (RequesterLane lane : lanes) {
         lane.retryOn(channel::retry);
@@ -180,37 +230,58 @@ final class TcpEndpoint {
     return active(channel, lanes, lanes.length);
   }
 
-  private Behavior<Command> active(TcpPeerChannel channel, RequesterLane[] lanes, int lanesRunning) {
+  private Behavior<Command> active(
+      TcpPeerChannel channel, RequesterLane[] lanes, int lanesRunning) {
     state = "active";
     lanesUp = lanesRunning;
     return Behaviors.receive(Command.class)
-        .onMessage(Attach.class, m -> {
-          m.replyTo().tell(channel.active()
-              ? new TransportCommand.PeerOpened(channel)
-              : new TransportCommand.PeerOpenFailed(ErrorKind.PEER_LOST, "every lane to " + peer + " has closed"));
-          return Behaviors.same();
-        })
-        .onMessage(LaneEnded.class, m -> {
-          ctx.getLog().info("{} ended{}", lanes[m.lane()].name(), m.cause() == null ? "" : ": " + m.cause());
-          if (lanesRunning == 1) {
-            // No lane left: this endpoint is done; a later open of the peer gets a fresh one.
-            channel.deactivate();
-            return Behaviors.stopped();
-          }
-          return active(channel, lanes, lanesRunning - 1);
-        })
-        .onMessage(Close.class, m -> startDraining(channel, lanes, lanesRunning, new ArrayList<>(List.of(m.replyTo()))))
-        .onMessageEquals(Fenced.INSTANCE, () -> {
-          ctx.getLog().info("endpoint {} fenced: {}; draining its lanes", peer, channel.fencedBecause());
-          state = "fenced";
-          why = String.valueOf(channel.fencedBecause());
-          return startDraining(channel, lanes, lanesRunning, new ArrayList<>());
-        })
+        .onMessage(
+            Attach.class,
+            m -> {
+              m.replyTo()
+                  .tell(
+                      channel.active()
+                          ? new TransportCommand.PeerOpened(channel)
+                          : new TransportCommand.PeerOpenFailed(
+                              ErrorKind.PEER_LOST, "every lane to " + peer + " has closed"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            LaneEnded.class,
+            m -> {
+              ctx.getLog()
+                  .info(
+                      "{} ended{}",
+                      lanes[m.lane()].name(),
+                      m.cause() == null ? "" : ": " + m.cause());
+              if (lanesRunning == 1) {
+                // No lane left: this endpoint is done; a later open of the peer gets a fresh one.
+                channel.deactivate();
+                return Behaviors.stopped();
+              }
+              return active(channel, lanes, lanesRunning - 1);
+            })
+        .onMessage(
+            Close.class,
+            m -> startDraining(channel, lanes, lanesRunning, new ArrayList<>(List.of(m.replyTo()))))
+        .onMessageEquals(
+            Fenced.INSTANCE,
+            () -> {
+              ctx.getLog()
+                  .info(
+                      "endpoint {} fenced: {}; draining its lanes", peer, channel.fencedBecause());
+              state = "fenced";
+              why = String.valueOf(channel.fencedBecause());
+              return startDraining(channel, lanes, lanesRunning, new ArrayList<>());
+            })
         .build();
   }
 
   private Behavior<Command> startDraining(
-      TcpPeerChannel channel, RequesterLane[] lanes, int lanesRunning, List<ActorRef<Closed>> closers) {
+      TcpPeerChannel channel,
+      RequesterLane[] lanes,
+      int lanesRunning,
+      List<ActorRef<Closed>> closers) {
     channel.deactivate();
     if (!state.equals("fenced")) {
       state = "draining";
@@ -218,7 +289,8 @@ final class TcpEndpoint {
     for (RequesterLane lane : lanes) {
       lane.close();
     }
-    timers.startSingleTimer(DrainOverdue.INSTANCE, Duration.ofMillis(config.timeouts().destructionWindowMillis()));
+    timers.startSingleTimer(
+        DrainOverdue.INSTANCE, Duration.ofMillis(config.timeouts().destructionWindowMillis()));
     return draining(lanesRunning, closers);
   }
 
@@ -232,14 +304,21 @@ final class TcpEndpoint {
         .onMessage(LaneEnded.class, m -> draining(lanesRunning - 1, closers))
         .onMessageEquals(DrainOverdue.INSTANCE, () -> quarantine(lanesRunning, closers))
         .onMessageEquals(Fenced.INSTANCE, Behaviors::same)
-        .onMessage(Close.class, m -> {
-          closers.add(m.replyTo());
-          return Behaviors.same();
-        })
-        .onMessage(Attach.class, m -> {
-          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "endpoint " + peer + " is closing"));
-          return Behaviors.same();
-        })
+        .onMessage(
+            Close.class,
+            m -> {
+              closers.add(m.replyTo());
+              return Behaviors.same();
+            })
+        .onMessage(
+            Attach.class,
+            m -> {
+              m.replyTo()
+                  .tell(
+                      new TransportCommand.PeerOpenFailed(
+                          ErrorKind.UNAVAILABLE, "endpoint " + peer + " is closing"));
+              return Behaviors.same();
+            })
         .build();
   }
 
@@ -258,12 +337,25 @@ final class TcpEndpoint {
     }
     RequesterLane[] held = lanes;
     String owner = "endpoint " + peer;
-    quarantine.enter(new QuarantinedOwner(owner, QuarantinedOwner.Kind.ENDPOINT,
-            stuck.size() + " lane thread(s) still running " + config.timeouts().destructionWindowMillis()
-                + " ms after their sockets were closed: " + String.join(", ", stuck), 0, 0, Instant.now()),
+    quarantine.enter(
+        new QuarantinedOwner(
+            owner,
+            QuarantinedOwner.Kind.ENDPOINT,
+            stuck.size()
+                + " lane thread(s) still running "
+                + config.timeouts().destructionWindowMillis()
+                + " ms after their sockets were closed: "
+                + String.join(", ", stuck),
+            0,
+            0,
+            Instant.now()),
         () -> java.util.Arrays.stream(held).anyMatch(l -> !l.ended()));
-    ctx.getLog().error("{} quarantined: {} lane thread(s) did not end within the destruction window: {}",
-        owner, stuck.size(), stuck);
+    ctx.getLog()
+        .error(
+            "{} quarantined: {} lane thread(s) did not end within the destruction window: {}",
+            owner,
+            stuck.size(),
+            stuck);
     closers.forEach(c -> c.tell(new Closed(peer)));
     return quarantined(lanesRunning, owner);
   }
@@ -278,14 +370,21 @@ final class TcpEndpoint {
     }
     return Behaviors.receive(Command.class)
         .onMessage(LaneEnded.class, m -> quarantined(lanesRunning - 1, owner))
-        .onMessage(Close.class, m -> {
-          m.replyTo().tell(new Closed(peer));
-          return Behaviors.same();
-        })
-        .onMessage(Attach.class, m -> {
-          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "endpoint " + peer + " is quarantined"));
-          return Behaviors.same();
-        })
+        .onMessage(
+            Close.class,
+            m -> {
+              m.replyTo().tell(new Closed(peer));
+              return Behaviors.same();
+            })
+        .onMessage(
+            Attach.class,
+            m -> {
+              m.replyTo()
+                  .tell(
+                      new TransportCommand.PeerOpenFailed(
+                          ErrorKind.UNAVAILABLE, "endpoint " + peer + " is quarantined"));
+              return Behaviors.same();
+            })
         .onMessageEquals(Fenced.INSTANCE, Behaviors::same)
         .onMessageEquals(DrainOverdue.INSTANCE, Behaviors::same)
         .build();

@@ -25,16 +25,24 @@ final class TcpPeerChannel implements PeerChannel {
   private final long maxFrameBytes;
   private final double[] bandwidth;
   private final boolean[] touched;
+
   /** Each lane's charged bytes, read afresh for every task; guarded by this channel's monitor. */
   private final long[] charged;
+
   private volatile boolean active = true;
   private volatile String fencedBecause;
   private final Runnable onFence;
   private int rotation;
   private final java.util.concurrent.atomic.LongAdder retries;
 
-  TcpPeerChannel(SegmentDescriptor peer, RequesterLane[] lanes, FramePool frames, SlicePlanner planner,
-      long maxFrameBytes, Runnable onFence, java.util.concurrent.atomic.LongAdder retries) {
+  TcpPeerChannel(
+      SegmentDescriptor peer,
+      RequesterLane[] lanes,
+      FramePool frames,
+      SlicePlanner planner,
+      long maxFrameBytes,
+      Runnable onFence,
+      java.util.concurrent.atomic.LongAdder retries) {
     this.frames = frames;
     this.peer = peer;
     this.retries = retries;
@@ -94,13 +102,23 @@ final class TcpPeerChannel implements PeerChannel {
   public synchronized int dispatch(TaskWork work) {
     String fenced = fencedBecause;
     if (fenced != null) {
-      work.sink().deliver(Receipt.failed(work.taskIndex(), ErrorKind.EPOCH_MISMATCH, RemoteEffect.NONE,
-          peer + " is fenced: " + fenced + " (never sent)"));
+      work.sink()
+          .deliver(
+              Receipt.failed(
+                  work.taskIndex(),
+                  ErrorKind.EPOCH_MISMATCH,
+                  RemoteEffect.NONE,
+                  peer + " is fenced: " + fenced + " (never sent)"));
       return 1;
     }
     if (!active()) {
-      work.sink().deliver(Receipt.failed(work.taskIndex(), ErrorKind.PEER_LOST, RemoteEffect.NONE,
-          "no open lane to " + peer + " (never sent)"));
+      work.sink()
+          .deliver(
+              Receipt.failed(
+                  work.taskIndex(),
+                  ErrorKind.PEER_LOST,
+                  RemoteEffect.NONE,
+                  "no open lane to " + peer + " (never sent)"));
       return 1;
     }
     for (int i = 0; i < lanes.length; i++) {
@@ -115,13 +133,25 @@ final class TcpPeerChannel implements PeerChannel {
     }
     SlicePlan plan = planner.plan(work.op(), length);
     int[] laneOfSlice = LaneSelector.assign(plan, charged, bandwidth, rotation++);
-    return FrameSplitter.split(plan, laneOfSlice, maxFrameBytes, (lane, offset, part) -> queue(lane, work, offset, part));
+    return FrameSplitter.split(
+        plan, laneOfSlice, maxFrameBytes, (lane, offset, part) -> queue(lane, work, offset, part));
   }
 
   /** Queues the frame of {@code work} at {@code offset} from its start on lane {@code lane}. */
   private void queue(int lane, TaskWork work, long offset, long length) {
-    LaneFrame frame = frames.take().set(work.sink(), work.taskIndex(), work.op(), work.local(),
-        work.localOffset() + offset, length, work.regionId(), work.remoteOffset() + offset, work.deadlineNanos());
+    LaneFrame frame =
+        frames
+            .take()
+            .set(
+                work.sink(),
+                work.taskIndex(),
+                work.op(),
+                work.local(),
+                work.localOffset() + offset,
+                length,
+                work.regionId(),
+                work.remoteOffset() + offset,
+                work.deadlineNanos());
     lanes[lane].enqueue(frame);
     touched[lane] = true;
   }
@@ -136,7 +166,9 @@ final class TcpPeerChannel implements PeerChannel {
     }
     RequesterLane best = null;
     for (RequesterLane lane : lanes) {
-      if (lane != from && lane.running() && (best == null || lane.chargedBytes() < best.chargedBytes())) {
+      if (lane != from
+          && lane.running()
+          && (best == null || lane.chargedBytes() < best.chargedBytes())) {
         best = lane;
       }
     }

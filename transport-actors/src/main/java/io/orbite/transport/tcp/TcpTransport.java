@@ -7,8 +7,8 @@ import io.orbite.engine.wire.FrameCodec;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -33,8 +33,10 @@ final class TcpTransport {
   private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
   private final Authority authority;
+
   /** At most this many source lanes at once: budgets.maxEndpoints x tcp.lanes. */
   private final int maxSourceLanes;
+
   private final Map<SegmentDescriptor, ActorRef<TcpEndpoint.Command>> endpoints = new HashMap<>();
   private final Set<SourceLane> sourceLanes = new HashSet<>();
   private long laneSequence;
@@ -44,23 +46,35 @@ final class TcpTransport {
     this.ctx = ctx;
     this.context = context;
     this.authority = new Authority(context.registry(), context.localEpoch());
-    this.maxSourceLanes = context.config().budgets().maxEndpoints() * context.config().tcp().lanes();
+    this.maxSourceLanes =
+        context.config().budgets().maxEndpoints() * context.config().tcp().lanes();
   }
 
   static Behavior<TransportCommand> create(TransportContext context) {
-    return Behaviors.setup(ctx -> {
-      TcpTransport transport = new TcpTransport(ctx, context);
-      return io.orbite.engine.view.OwnerBoard.reporting(context.counters().owners, transport::report,
-          transport.serving(new Sides(true, true)));
-    });
+    return Behaviors.setup(
+        ctx -> {
+          TcpTransport transport = new TcpTransport(ctx, context);
+          return io.orbite.engine.view.OwnerBoard.reporting(
+              context.counters().owners,
+              transport::report,
+              transport.serving(new Sides(true, true)));
+        });
   }
 
   private String state = "serving";
 
   private io.orbite.engine.view.OwnerBoard.Report report() {
-    return new io.orbite.engine.view.OwnerBoard.Report("TcpTransport", state, java.util.Map.of(
-        "endpoints", (long) endpoints.size(), "sourceLanes", (long) sourceLanes.size(),
-        "sourceLanesLimit", (long) maxSourceLanes), "");
+    return new io.orbite.engine.view.OwnerBoard.Report(
+        "TcpTransport",
+        state,
+        java.util.Map.of(
+            "endpoints",
+            (long) endpoints.size(),
+            "sourceLanes",
+            (long) sourceLanes.size(),
+            "sourceLanesLimit",
+            (long) maxSourceLanes),
+        "");
   }
 
   /** Which directions are still open (C8): each only ever closes. */
@@ -71,52 +85,69 @@ final class TcpTransport {
 
   private Behavior<TransportCommand> serving(Sides sides) {
     return Behaviors.receive(TransportCommand.class)
-        .onMessage(TransportCommand.OpenPeer.class, m -> {
-          if (!sides.requester()) {
-            m.replyTo().tell(new TransportCommand.PeerOpenFailed(io.orbite.engine.ErrorKind.UNAVAILABLE,
-                "the requester side of this engine is closed"));
-            return Behaviors.same();
-          }
-          return onOpenPeer(m);
-        })
-        .onMessage(TransportCommand.AdoptConnection.class, m -> {
-          if (!sides.source()) {
-            closeQuietly(m.channel());
-            return Behaviors.same();
-          }
-          return onAdopt(m);
-        })
-        .onMessage(SourceLaneEnded.class, m -> {
-          sourceLanes.remove(m.lane());
-          answerSideClosers();
-          return Behaviors.same();
-        })
-        .onMessage(EndpointClosed.class, m -> {
-          // Closed, or quarantined (it then lives on, listed in the engine's quarantine).
-          endpoints.remove(m.peer());
-          answerSideClosers();
-          return Behaviors.same();
-        })
-        .onMessage(TransportCommand.CloseRequesterSide.class, m -> {
-          requesterClosers.add(m.replyTo());
-          ActorRef<TcpEndpoint.Closed> closedAdapter =
-              ctx.messageAdapter(TcpEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
-          endpoints.values().forEach(e -> e.tell(new TcpEndpoint.Close(closedAdapter)));
-          answerSideClosers();
-          return serving(new Sides(false, sides.source()));
-        })
-        .onMessage(TransportCommand.CloseSourceSide.class, m -> {
-          sourceClosers.add(m.replyTo());
-          sourceLanes.forEach(SourceLane::close);
-          answerSideClosers();
-          return serving(new Sides(sides.requester(), false));
-        })
+        .onMessage(
+            TransportCommand.OpenPeer.class,
+            m -> {
+              if (!sides.requester()) {
+                m.replyTo()
+                    .tell(
+                        new TransportCommand.PeerOpenFailed(
+                            io.orbite.engine.ErrorKind.UNAVAILABLE,
+                            "the requester side of this engine is closed"));
+                return Behaviors.same();
+              }
+              return onOpenPeer(m);
+            })
+        .onMessage(
+            TransportCommand.AdoptConnection.class,
+            m -> {
+              if (!sides.source()) {
+                closeQuietly(m.channel());
+                return Behaviors.same();
+              }
+              return onAdopt(m);
+            })
+        .onMessage(
+            SourceLaneEnded.class,
+            m -> {
+              sourceLanes.remove(m.lane());
+              answerSideClosers();
+              return Behaviors.same();
+            })
+        .onMessage(
+            EndpointClosed.class,
+            m -> {
+              // Closed, or quarantined (it then lives on, listed in the engine's quarantine).
+              endpoints.remove(m.peer());
+              answerSideClosers();
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.CloseRequesterSide.class,
+            m -> {
+              requesterClosers.add(m.replyTo());
+              ActorRef<TcpEndpoint.Closed> closedAdapter =
+                  ctx.messageAdapter(TcpEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
+              endpoints.values().forEach(e -> e.tell(new TcpEndpoint.Close(closedAdapter)));
+              answerSideClosers();
+              return serving(new Sides(false, sides.source()));
+            })
+        .onMessage(
+            TransportCommand.CloseSourceSide.class,
+            m -> {
+              sourceClosers.add(m.replyTo());
+              sourceLanes.forEach(SourceLane::close);
+              answerSideClosers();
+              return serving(new Sides(sides.requester(), false));
+            })
         .onMessage(TransportCommand.Shutdown.class, this::onShutdown)
-        .onSignal(Terminated.class, t -> {
-          onEndpointStopped(t);
-          answerSideClosers();
-          return Behaviors.same();
-        })
+        .onSignal(
+            Terminated.class,
+            t -> {
+              onEndpointStopped(t);
+              answerSideClosers();
+              return Behaviors.same();
+            })
         .build();
   }
 
@@ -144,8 +175,15 @@ final class TcpTransport {
     ActorRef<TcpEndpoint.Command> endpoint = endpoints.get(m.peer());
     if (endpoint == null) {
       // The sequence keeps names unique: a quarantined endpoint may outlive its entry here.
-      endpoint = ctx.spawn(TcpEndpoint.create(m.peer(), context),
-          "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()) + "-" + (++endpointSequence));
+      endpoint =
+          ctx.spawn(
+              TcpEndpoint.create(m.peer(), context),
+              "endpoint-"
+                  + m.peer().port()
+                  + "-"
+                  + Long.toHexString(m.peer().epoch())
+                  + "-"
+                  + (++endpointSequence));
       ctx.watch(endpoint);
       endpoints.put(m.peer(), endpoint);
     }
@@ -155,20 +193,41 @@ final class TcpTransport {
 
   private Behavior<TransportCommand> onAdopt(TransportCommand.AdoptConnection m) {
     ActorRef<TransportCommand> self = ctx.getSelf();
-    String name = "source lane " + (++laneSequence) + " (lane " + FrameCodec.offset(m.hello(), 0) + " of "
-        + Long.toHexString(FrameCodec.regionId(m.hello(), 0)) + ")";
+    String name =
+        "source lane "
+            + (++laneSequence)
+            + " (lane "
+            + FrameCodec.offset(m.hello(), 0)
+            + " of "
+            + Long.toHexString(FrameCodec.regionId(m.hello(), 0))
+            + ")";
     try {
-      m.channel().setOption(java.net.StandardSocketOptions.SO_SNDBUF, context.config().tcp().socketBufferBytes());
-      m.channel().setOption(java.net.StandardSocketOptions.SO_RCVBUF, context.config().tcp().socketBufferBytes());
+      m.channel()
+          .setOption(
+              java.net.StandardSocketOptions.SO_SNDBUF, context.config().tcp().socketBufferBytes());
+      m.channel()
+          .setOption(
+              java.net.StandardSocketOptions.SO_RCVBUF, context.config().tcp().socketBufferBytes());
     } catch (IOException e) {
       ctx.getLog().debug("{}: socket options: {}", name, e.toString());
     }
     // C9: source lanes are bounded like the requester's endpoints. A lane over the bound is still
     // answered (HELLO_ACK RESOURCE_EXHAUSTED) and closed, so the peer learns why.
-    int refusal = sourceLanes.size() >= maxSourceLanes ? io.orbite.engine.ErrorKind.RESOURCE_EXHAUSTED.code() : 0;
-    SourceLane lane = new SourceLane(name, m.channel(), m.hello(), authority, context.localEpoch(),
-        context.config().tcp().maxFramePayloadBytes(), context.counters(), refusal,
-        l -> self.tell(new SourceLaneEnded(l)));
+    int refusal =
+        sourceLanes.size() >= maxSourceLanes
+            ? io.orbite.engine.ErrorKind.RESOURCE_EXHAUSTED.code()
+            : 0;
+    SourceLane lane =
+        new SourceLane(
+            name,
+            m.channel(),
+            m.hello(),
+            authority,
+            context.localEpoch(),
+            context.config().tcp().maxFramePayloadBytes(),
+            context.counters(),
+            refusal,
+            l -> self.tell(new SourceLaneEnded(l)));
     sourceLanes.add(lane);
     Thread.ofPlatform().daemon().name("orbite-tcp-" + name).start(lane);
     return Behaviors.same();
@@ -189,49 +248,69 @@ final class TcpTransport {
   }
 
   /** Every endpoint and source lane closing; each Shutdown is answered when they all have. */
-  private Behavior<TransportCommand> stopping(List<ActorRef<TransportCommand.ShutdownDone>> replyTo) {
+  private Behavior<TransportCommand> stopping(
+      List<ActorRef<TransportCommand.ShutdownDone>> replyTo) {
     answerSideClosers();
     if (endpoints.isEmpty() && sourceLanes.isEmpty()) {
       replyTo.forEach(r -> r.tell(new TransportCommand.ShutdownDone("TCP")));
       return Behaviors.stopped();
     }
     return Behaviors.receive(TransportCommand.class)
-        .onMessage(SourceLaneEnded.class, m -> {
-          sourceLanes.remove(m.lane());
-          return stopping(replyTo);
-        })
-        .onMessage(EndpointClosed.class, m -> {
-          endpoints.remove(m.peer());
-          return stopping(replyTo);
-        })
-        .onSignal(Terminated.class, t -> {
-          onEndpointStopped(t);
-          return stopping(replyTo);
-        })
-        .onMessage(TransportCommand.AdoptConnection.class, m -> {
-          try {
-            m.channel().close();
-          } catch (IOException ignored) {
-            // Refusing a connection while stopping: nothing else to do.
-          }
-          return Behaviors.same();
-        })
-        .onMessage(TransportCommand.OpenPeer.class, m -> {
-          m.replyTo().tell(new TransportCommand.PeerOpenFailed(io.orbite.engine.ErrorKind.UNAVAILABLE, "TCP transport is stopping"));
-          return Behaviors.same();
-        })
-        .onMessage(TransportCommand.Shutdown.class, m -> {
-          replyTo.add(m.replyTo());
-          return Behaviors.same();
-        })
-        .onMessage(TransportCommand.CloseRequesterSide.class, m -> {
-          requesterClosers.add(m.replyTo());
-          return stopping(replyTo);
-        })
-        .onMessage(TransportCommand.CloseSourceSide.class, m -> {
-          sourceClosers.add(m.replyTo());
-          return stopping(replyTo);
-        })
+        .onMessage(
+            SourceLaneEnded.class,
+            m -> {
+              sourceLanes.remove(m.lane());
+              return stopping(replyTo);
+            })
+        .onMessage(
+            EndpointClosed.class,
+            m -> {
+              endpoints.remove(m.peer());
+              return stopping(replyTo);
+            })
+        .onSignal(
+            Terminated.class,
+            t -> {
+              onEndpointStopped(t);
+              return stopping(replyTo);
+            })
+        .onMessage(
+            TransportCommand.AdoptConnection.class,
+            m -> {
+              try {
+                m.channel().close();
+              } catch (IOException ignored) {
+                // Refusing a connection while stopping: nothing else to do.
+              }
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.OpenPeer.class,
+            m -> {
+              m.replyTo()
+                  .tell(
+                      new TransportCommand.PeerOpenFailed(
+                          io.orbite.engine.ErrorKind.UNAVAILABLE, "TCP transport is stopping"));
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.Shutdown.class,
+            m -> {
+              replyTo.add(m.replyTo());
+              return Behaviors.same();
+            })
+        .onMessage(
+            TransportCommand.CloseRequesterSide.class,
+            m -> {
+              requesterClosers.add(m.replyTo());
+              return stopping(replyTo);
+            })
+        .onMessage(
+            TransportCommand.CloseSourceSide.class,
+            m -> {
+              sourceClosers.add(m.replyTo());
+              return stopping(replyTo);
+            })
         .build();
   }
 }

@@ -19,15 +19,16 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class FramePoolTest {
-  private static final ReceiptSink SINK = new ReceiptSink() {
-    @Override
-    public void deliver(Receipts receipts) {}
+  private static final ReceiptSink SINK =
+      new ReceiptSink() {
+        @Override
+        public void deliver(Receipts receipts) {}
 
-    @Override
-    public boolean cancelled() {
-      return false;
-    }
-  };
+        @Override
+        public boolean cancelled() {
+          return false;
+        }
+      };
 
   @Test
   void givenBackFramesAreReusedAndHoldNothingOfTheirLastTask() {
@@ -65,7 +66,8 @@ class FramePoolTest {
         assertTrue(!f.retried);
         assertEquals(16, f.view().remaining(), "the view covers exactly the frame's range");
       }
-      assertEquals(Set.copyOf(first), Set.copyOf(reused), "the three given back are the three taken");
+      assertEquals(
+          Set.copyOf(first), Set.copyOf(reused), "the three given back are the three taken");
       assertNotSame(first.get(0), pool.take(), "an empty pool makes a new frame");
     }
   }

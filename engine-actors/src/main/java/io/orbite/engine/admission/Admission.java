@@ -37,7 +37,6 @@ public final class Admission {
   /** Stop admitting: later charges are refused as UNAVAILABLE. */
   public record Fence(String reason) implements Command {}
 
-  /** Granted when {@code refusal} is null; otherwise it says which budget is exhausted. */
   /**
    * How a quarantined Admission answers {@code m} (see {@code OwnerSupervision}): every charge is
    * refused, marked fenced so that callers report UNAVAILABLE; usage is read from the gate itself;
@@ -45,26 +44,59 @@ public final class Admission {
    */
   public static void refuse(Command m, String why, AdmissionGate gate) {
     switch (m) {
-      case AcquireBatch a -> a.replyTo().tell(new Decision(why, true));
-      case AdmitTasks a -> a.replyTo().tell(new Decision(why, true));
-      case AcquireEndpoint a -> a.replyTo().tell(new Decision(why, true));
+      case AcquireBatch a -> a.replyTo().tell(new Decision.Unavailable(why));
+      case AdmitTasks a -> a.replyTo().tell(new Decision.Unavailable(why));
+      case AcquireEndpoint a -> a.replyTo().tell(new Decision.Unavailable(why));
       case GetUsage g -> g.replyTo().tell(gate.usage());
       default -> {}
     }
   }
 
-  public record Decision(String refusal, boolean fenced) {
-    public boolean granted() {
-      return refusal == null;
+  /**
+   * What a charge got: {@link Granted}; {@link Exhausted}, a budget is in use (callers report
+   * RESOURCE_EXHAUSTED); or {@link Unavailable}, nothing is admitted now (the requester side is
+   * closed, the engine is closing, or Admission cannot answer: callers report UNAVAILABLE).
+   */
+  public sealed interface Decision {
+    /** The charge went through. */
+    record Granted() implements Decision {}
+
+    /** A budget is exhausted; {@code detail} names it, what was asked and what is in use. */
+    record Exhausted(String detail) implements Decision {}
+
+    /** Nothing is admitted now; {@code detail} says why. */
+    record Unavailable(String detail) implements Decision {}
+
+    default boolean granted() {
+      return this instanceof Granted;
+    }
+
+    /** Why the charge was refused, or null when it was granted. */
+    default String refusal() {
+      return switch (this) {
+        case Granted g -> null;
+        case Exhausted e -> e.detail();
+        case Unavailable u -> u.detail();
+      };
+    }
+
+    /**
+     * Whether the refusal is {@link Unavailable} (reported UNAVAILABLE, not RESOURCE_EXHAUSTED).
+     */
+    default boolean fenced() {
+      return this instanceof Unavailable;
     }
   }
 
   /** The decision for a charge that went through. */
-  static final Decision GRANTED = new Decision(null, false);
+  static final Decision GRANTED = new Decision.Granted();
 
-  /** {@link #GRANTED} for a null refusal, else a refusal (not fenced) naming the budget. */
+  /**
+   * {@link #GRANTED} for a null refusal from the budget arithmetic, else {@link
+   * Decision.Exhausted}.
+   */
   static Decision decision(String refusal) {
-    return refusal == null ? GRANTED : new Decision(refusal, false);
+    return refusal == null ? GRANTED : new Decision.Exhausted(refusal);
   }
 
   /** How often the owner view is refreshed while charges bypass the mailbox. */

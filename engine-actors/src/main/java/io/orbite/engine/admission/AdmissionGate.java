@@ -85,6 +85,7 @@ public final class AdmissionGate {
   }
 
   private Admission.Decision fencedDecision() {
-    return new Admission.Decision("engine is not accepting requester work: " + fencedBecause, true);
+    return new Admission.Decision.Unavailable(
+        "engine is not accepting requester work: " + fencedBecause);
   }
 }

@@ -450,7 +450,8 @@ public final class EngineGuardian {
         .onMessage(
             SpawnBatch.class,
             m -> {
-              m.replyTo().tell(new BatchRefused(new Admission.Decision("engine is closing", true)));
+              m.replyTo()
+                  .tell(new BatchRefused(new Admission.Decision.Unavailable("engine is closing")));
               return Behaviors.same();
             })
         .onMessage(

@@ -402,7 +402,7 @@ public final class SegmentTable {
                 peer,
                 decision != null
                     ? decision
-                    : new Admission.Decision("admission did not answer: " + failure, false)));
+                    : new Admission.Decision.Unavailable("admission did not answer: " + failure)));
     return Behaviors.same();
   }
 
@@ -511,7 +511,8 @@ public final class SegmentTable {
                   entry,
                   decision != null
                       ? decision
-                      : new Admission.Decision("admission did not answer: " + failure, false)));
+                      : new Admission.Decision.Unavailable(
+                          "admission did not answer: " + failure)));
     }
   }
 

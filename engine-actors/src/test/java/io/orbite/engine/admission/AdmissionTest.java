@@ -2,6 +2,7 @@ package io.orbite.engine.admission;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -37,6 +38,7 @@ class AdmissionTest {
     AdmissionGate b = new AdmissionGate(SMALL);
     assertTrue(b.tryTasks(3, 1000).granted());
     Admission.Decision refused = b.tryTasks(2, 10);
+    assertInstanceOf(Admission.Decision.Exhausted.class, refused);
     assertFalse(refused.granted());
     assertFalse(refused.fenced());
     assertNotNull(refused.refusal());
@@ -64,6 +66,7 @@ class AdmissionTest {
     assertTrue(probe.receiveMessage().granted());
     admission.tell(new Admission.AcquireBatch(probe.getRef()));
     Admission.Decision second = probe.receiveMessage();
+    assertInstanceOf(Admission.Decision.Exhausted.class, second);
     assertFalse(second.granted());
     assertFalse(second.fenced());
     admission.tell(new Admission.ReleaseBatch());
@@ -72,6 +75,8 @@ class AdmissionTest {
     admission.tell(new Admission.Fence("closing"));
     admission.tell(new Admission.AdmitTasks(1, 1, probe.getRef()));
     Admission.Decision fenced = probe.receiveMessage();
+    assertInstanceOf(Admission.Decision.Unavailable.class, fenced);
+    assertEquals("engine is not accepting requester work: closing", fenced.refusal());
     assertFalse(fenced.granted());
     assertTrue(fenced.fenced());
     TestProbe<Budgets.Usage> usage = testKit.createTestProbe();

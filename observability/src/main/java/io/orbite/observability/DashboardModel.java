@@ -58,7 +58,7 @@ final class DashboardModel {
       m.put("parent", slash < 0 ? null : o.path().substring(0, slash));
       m.put("name", slash < 0 ? o.path() : o.path().substring(slash + 1));
       m.put("kind", o.kind());
-      m.put("state", o.state());
+      m.put("state", o.state().label());
       m.put("stateClass", o.stateClass().label());
       m.put("charges", new java.util.TreeMap<>(o.charges()));
       m.put("detail", o.detail());
@@ -74,7 +74,7 @@ final class DashboardModel {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("path", r.path());
       m.put("kind", r.kind());
-      m.put("lastState", r.lastState());
+      m.put("lastState", r.lastState().label());
       m.put("detail", r.detail());
       m.put("atMillis", r.atMillis());
       out.add(m);

@@ -141,7 +141,10 @@ public final class Admission {
   private io.orbite.engine.view.OwnerBoard.Report report() {
     Budgets.Usage u = gate.usage();
     String fencedBecause = gate.fencedBecause();
-    String state = fencedBecause == null ? "open" : "fenced";
+    io.orbite.engine.view.OwnerState state =
+        fencedBecause == null
+            ? io.orbite.engine.view.OwnerState.OPEN
+            : io.orbite.engine.view.OwnerState.FENCED;
     return new io.orbite.engine.view.OwnerBoard.Report(
         "Admission",
         state,

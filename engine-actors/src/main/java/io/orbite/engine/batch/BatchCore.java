@@ -102,7 +102,7 @@ public final class BatchCore {
   /** The earliest watchdog the actor was asked to arm, or MAX_VALUE. */
   private long watchdogAtNanos = Long.MAX_VALUE;
 
-  private String reportedState = "";
+  private io.orbite.engine.view.OwnerState reportedState;
   private long reportedAtNanos;
   private boolean refreshAsked;
 
@@ -670,9 +670,14 @@ public final class BatchCore {
     if (actor == null) {
       return;
     }
-    String state = !leased ? "pooled" : ledger.held() > 0 ? "quarantined" : "open";
+    io.orbite.engine.view.OwnerState state =
+        !leased
+            ? io.orbite.engine.view.OwnerState.POOLED
+            : ledger.held() > 0
+                ? io.orbite.engine.view.OwnerState.QUARANTINED
+                : io.orbite.engine.view.OwnerState.OPEN;
     long now = System.nanoTime();
-    if (!force && state.equals(reportedState) && now - reportedAtNanos < REPORT_EVERY_NANOS) {
+    if (!force && state == reportedState && now - reportedAtNanos < REPORT_EVERY_NANOS) {
       if (!refreshAsked) {
         refreshAsked = true;
         actor.tell(BatchActor.Refresh.INSTANCE);

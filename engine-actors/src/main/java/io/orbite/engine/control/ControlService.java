@@ -5,6 +5,7 @@ import io.orbite.engine.Transport;
 import io.orbite.engine.registry.RegistryView;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.view.OwnerState;
 import java.io.IOException;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ClosedChannelException;
@@ -138,7 +139,7 @@ public final class ControlService {
         });
   }
 
-  private String state = "serving";
+  private OwnerState state = OwnerState.SERVING;
 
   private Behavior<Command> serving() {
     return Behaviors.receive(Command.class)
@@ -156,7 +157,7 @@ public final class ControlService {
   private Behavior<Command> onStop(Stop m) {
     closeQuietly(listener);
     unclaimed.forEach(ControlService::closeQuietly);
-    state = "stopping";
+    state = OwnerState.STOPPING;
     // The acceptor thread always ends by telling AcceptorEnded: wait for it even if the thread has
     // already gone, so that message is never left to dead letters.
     return stopping(new java.util.ArrayList<>(java.util.List.of(m.replyTo())));
@@ -185,7 +186,7 @@ public final class ControlService {
    * source side closed first, then the whole engine) is answered at once instead of dead-lettered.
    */
   private Behavior<Command> stopped() {
-    state = "stopped";
+    state = OwnerState.STOPPED;
     return Behaviors.receive(Command.class)
         .onMessage(
             Stop.class,

@@ -17,6 +17,7 @@ import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.spi.TransportProvider;
+import io.orbite.engine.view.OwnerState;
 import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
 import java.util.EnumMap;
@@ -297,7 +298,7 @@ public final class EngineGuardian {
         });
   }
 
-  private String state = "running";
+  private OwnerState state = OwnerState.RUNNING;
 
   private Behavior<Command> running() {
     return Behaviors.receive(Command.class)
@@ -404,7 +405,7 @@ public final class EngineGuardian {
   }
 
   private Behavior<Command> onShutdown(Shutdown m) {
-    state = "stopping";
+    state = OwnerState.STOPPING;
     gate.fence("engine is closing");
     ctx.ask(
         ControlService.Stopped.class,

@@ -149,7 +149,12 @@ public final class OwnerSupervision {
                             }
                           }));
       enter(owner, why, charges);
-      board.publish(ctx.asJava().getSelf(), owner, "quarantined", charges, why);
+      board.publish(
+          ctx.asJava().getSelf(),
+          owner,
+          io.orbite.engine.view.OwnerState.QUARANTINED,
+          charges,
+          why);
       refuse(msg);
       return Behaviors.receive(type)
           .onAnyMessage(

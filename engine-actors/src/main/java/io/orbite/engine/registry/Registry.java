@@ -198,7 +198,7 @@ public final class Registry {
   private io.orbite.engine.view.OwnerBoard.Report report() {
     return new io.orbite.engine.view.OwnerBoard.Report(
         "Registry",
-        "active",
+        io.orbite.engine.view.OwnerState.ACTIVE,
         java.util.Map.of(
             "registrations",
             (long) live.size(),

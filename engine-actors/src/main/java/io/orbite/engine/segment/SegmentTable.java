@@ -9,6 +9,7 @@ import io.orbite.engine.admission.Admission;
 import io.orbite.engine.control.DescribeClient;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.view.OwnerState;
 import io.orbite.engine.wire.Description;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -234,7 +235,7 @@ public final class SegmentTable {
                 }));
   }
 
-  private String state = "active";
+  private OwnerState state = OwnerState.ACTIVE;
 
   /** Set once the table has stopped: a RemoteSegment dropped later has nothing to tell. */
   private final java.util.concurrent.atomic.AtomicBoolean stopped =
@@ -270,7 +271,7 @@ public final class SegmentTable {
 
   /** No new opens: the engine's requester side is closed. */
   private Behavior<Command> fenced(String reason) {
-    state = "fenced";
+    state = OwnerState.FENCED;
     return handling(
         Behaviors.receive(Command.class)
             .onMessage(

@@ -26,25 +26,12 @@ public final class OwnerBoard {
   /** How many retired owners are remembered (newest first). */
   public static final int MAX_RETIRED = 64;
 
-  /** The coarse state classes metrics count owners by. */
+  /** The coarse state classes metrics count owners by (each {@link OwnerState} is in one). */
   public enum StateClass {
     ACTIVE,
     DRAINING,
     FENCED,
     QUARANTINED;
-
-    /**
-     * {@code opening, active, serving, open, admitting, running} are ACTIVE; {@code draining,
-     * stopping, closing} DRAINING; {@code fenced, closed} FENCED.
-     */
-    public static StateClass of(String state) {
-      return switch (state) {
-        case "draining", "stopping", "closing" -> DRAINING;
-        case "fenced", "closed" -> FENCED;
-        case "quarantined" -> QUARANTINED;
-        default -> ACTIVE;
-      };
-    }
 
     public String label() {
       return name().toLowerCase();
@@ -57,7 +44,7 @@ public final class OwnerBoard {
    * @param path its place in the supervision tree, for example {@code
    *     engine/transport-tcp/endpoint-4000-1f}
    * @param kind the actor's class, for example {@code TcpEndpoint}
-   * @param state its behaviour now, for example {@code active}
+   * @param state its behaviour now
    * @param charges what it holds, by name (tasks, bytes, loans, lanes...)
    * @param detail a short explanation (why fenced, which peer...), may be empty
    * @param sinceMillis when it entered this state (epoch milliseconds)
@@ -65,17 +52,18 @@ public final class OwnerBoard {
   public record Owner(
       String path,
       String kind,
-      String state,
+      OwnerState state,
       Map<String, Long> charges,
       String detail,
       long sinceMillis) {
     public StateClass stateClass() {
-      return StateClass.of(state);
+      return state.stateClass();
     }
   }
 
   /** An owner that stopped, with the last state it reported. */
-  public record Retired(String path, String kind, String lastState, String detail, long atMillis) {}
+  public record Retired(
+      String path, String kind, OwnerState lastState, String detail, long atMillis) {}
 
   /** Everything the board knows at one instant (each part consistent on its own). */
   public record Snapshot(
@@ -104,17 +92,17 @@ public final class OwnerBoard {
 
   /** An owner reports its state and charges (replacing what it reported before). */
   public void publish(
-      ActorRef<?> self, String kind, String state, Map<String, Long> charges, String detail) {
+      ActorRef<?> self, String kind, OwnerState state, Map<String, Long> charges, String detail) {
     publish(key(self), kind, state, charges, detail);
   }
 
   /**
-   * {@link #publish(ActorRef, String, String, Map, String)} under a key the owner computed once
+   * {@link #publish(ActorRef, String, OwnerState, Map, String)} under a key the owner computed once
    * with {@link #key} (an owner that publishes on every state change, as a pooled batch does on
    * each lease and free, need not rebuild its actor path each time).
    */
   public void publish(
-      String key, String kind, String state, Map<String, Long> charges, String detail) {
+      String key, String kind, OwnerState state, Map<String, Long> charges, String detail) {
     long now = System.currentTimeMillis();
     owners.compute(
         key,
@@ -125,7 +113,7 @@ public final class OwnerBoard {
                 state,
                 Map.copyOf(charges),
                 detail == null ? "" : detail,
-                before != null && before.state().equals(state) ? before.sinceMillis() : now));
+                before != null && before.state() == state ? before.sinceMillis() : now));
     version.incrementAndGet();
   }
 
@@ -162,7 +150,7 @@ public final class OwnerBoard {
   }
 
   /** What an owner says about itself. */
-  public record Report(String kind, String state, Map<String, Long> charges, String detail) {}
+  public record Report(String kind, OwnerState state, Map<String, Long> charges, String detail) {}
 
   /**
    * Wraps an owner's behaviour so that, on its own thread, it reports {@code report.get()} when it

@@ -109,7 +109,10 @@ class OwnerSupervisionTest {
     assertEquals(1, counters.ownersQuarantined.sum());
     assertTrue(
         counters.owners.snapshot().owners().stream()
-            .anyMatch(o -> o.kind().equals("Registry") && o.state().equals("quarantined")),
+            .anyMatch(
+                o ->
+                    o.kind().equals("Registry")
+                        && o.state() == io.orbite.engine.view.OwnerState.QUARANTINED),
         () -> counters.owners.snapshot().owners().toString());
 
     // What it held stays held: visible, mapped, not released, also once the actor has stopped.

@@ -5,6 +5,7 @@ import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.view.OwnerState;
 import io.orbite.nativebind.uring.IoUring;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -85,7 +86,7 @@ public final class FileTransport {
         });
   }
 
-  private String state = "serving";
+  private OwnerState state = OwnerState.SERVING;
 
   private Behavior<TransportCommand> serving() {
     return Behaviors.receive(TransportCommand.class)
@@ -353,7 +354,7 @@ public final class FileTransport {
       int lanesLeft,
       List<ActorRef<TransportCommand.SideClosed>> sideWaiters,
       List<ActorRef<TransportCommand.ShutdownDone>> shutdownWaiters) {
-    state = "closing";
+    state = OwnerState.CLOSING;
     if (lanesLeft == 0) {
       table.values().forEach(e -> e.handle().retire("closed with the engine's requester side"));
       table.clear();
@@ -425,7 +426,7 @@ public final class FileTransport {
   }
 
   private Behavior<TransportCommand> closed() {
-    state = "closed";
+    state = OwnerState.CLOSED;
     return Behaviors.receive(TransportCommand.class)
         .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
         .onMessage(Checked.class, m -> refuseOpen(m.request()))

@@ -8,6 +8,7 @@ import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.view.OwnerState;
 import io.orbite.nativebind.Errno;
 import java.time.Duration;
 import java.time.Instant;
@@ -84,7 +85,7 @@ final class RingLane {
   private final ReceiptBatcher outgoing = new ReceiptBatcher();
   private final List<ActorRef<Closed>> closeWaiters = new ArrayList<>();
   private int inflight;
-  private String state = "running";
+  private OwnerState state = OwnerState.RUNNING;
   private boolean closing;
   private boolean quarantined;
   private final QuarantineLedger quarantine;
@@ -151,12 +152,12 @@ final class RingLane {
   }
 
   private Behavior<Command> draining(TimerScheduler<Command> timers) {
-    state = "draining";
+    state = OwnerState.DRAINING;
     return running(timers);
   }
 
   private Behavior<Command> quarantined(TimerScheduler<Command> timers) {
-    state = "quarantined";
+    state = OwnerState.QUARANTINED;
     return Behaviors.receive(Command.class)
         .onMessageEquals(
             Wake.INSTANCE,

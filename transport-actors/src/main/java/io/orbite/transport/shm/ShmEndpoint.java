@@ -7,6 +7,7 @@ import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.view.OwnerState;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedRegion;
 import io.orbite.nativebind.HostIdentity;
@@ -107,7 +108,7 @@ final class ShmEndpoint {
         });
   }
 
-  private String state = "opening";
+  private OwnerState state = OwnerState.OPENING;
   private String why = "";
 
   private Behavior<Command> opening(
@@ -176,7 +177,7 @@ final class ShmEndpoint {
   }
 
   private Behavior<Command> active(ShmPeerChannel channel, ShmLane lane) {
-    state = "active";
+    state = OwnerState.ACTIVE;
     return Behaviors.receive(Command.class)
         .onMessage(
             Attach.class,
@@ -217,7 +218,7 @@ final class ShmEndpoint {
   }
 
   private Behavior<Command> draining(List<ActorRef<Closed>> closers) {
-    state = "draining";
+    state = OwnerState.DRAINING;
     return Behaviors.receive(Command.class)
         .onMessage(
             LaneEnded.class,
@@ -246,7 +247,7 @@ final class ShmEndpoint {
 
   /** The peer's incarnation ended: the lane is failing its work EPOCH_MISMATCH and unmapping. */
   private Behavior<Command> fenced(String reason, List<ActorRef<Closed>> closers) {
-    state = "fenced";
+    state = OwnerState.FENCED;
     why = reason;
     return Behaviors.receive(Command.class)
         .onMessage(

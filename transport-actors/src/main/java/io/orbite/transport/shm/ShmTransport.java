@@ -4,6 +4,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.view.OwnerState;
 import io.orbite.nativebind.HostIdentity;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -56,7 +57,7 @@ final class ShmTransport {
         });
   }
 
-  private String state = "serving";
+  private OwnerState state = OwnerState.SERVING;
 
   private Behavior<TransportCommand> serving(boolean requesterOpen) {
     return Behaviors.receive(TransportCommand.class)
@@ -168,7 +169,7 @@ final class ShmTransport {
   /** Every endpoint closing; each Shutdown is answered when they all have stopped. */
   private Behavior<TransportCommand> stopping(
       List<ActorRef<TransportCommand.ShutdownDone>> replyTo) {
-    state = "stopping";
+    state = OwnerState.STOPPING;
     answerRequesterClosers();
     if (endpoints.isEmpty()) {
       replyTo.forEach(r -> r.tell(new TransportCommand.ShutdownDone("SHM")));

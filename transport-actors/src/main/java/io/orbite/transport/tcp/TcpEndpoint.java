@@ -11,6 +11,7 @@ import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.view.OwnerState;
 import java.io.IOException;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
@@ -72,7 +73,7 @@ final class TcpEndpoint {
   private RequesterLane[] lanes = new RequesterLane[0];
 
   /** What this endpoint reports to the owner view: its state and how many lane threads run. */
-  private String state = "opening";
+  private OwnerState state = OwnerState.OPENING;
 
   private int lanesUp;
   private String why = "";
@@ -232,7 +233,7 @@ final class TcpEndpoint {
 
   private Behavior<Command> active(
       TcpPeerChannel channel, RequesterLane[] lanes, int lanesRunning) {
-    state = "active";
+    state = OwnerState.ACTIVE;
     lanesUp = lanesRunning;
     return Behaviors.receive(Command.class)
         .onMessage(
@@ -270,7 +271,7 @@ final class TcpEndpoint {
               ctx.getLog()
                   .info(
                       "endpoint {} fenced: {}; draining its lanes", peer, channel.fencedBecause());
-              state = "fenced";
+              state = OwnerState.FENCED;
               why = String.valueOf(channel.fencedBecause());
               return startDraining(channel, lanes, lanesRunning, new ArrayList<>());
             })
@@ -283,8 +284,8 @@ final class TcpEndpoint {
       int lanesRunning,
       List<ActorRef<Closed>> closers) {
     channel.deactivate();
-    if (!state.equals("fenced")) {
-      state = "draining";
+    if (state != OwnerState.FENCED) {
+      state = OwnerState.DRAINING;
     }
     for (RequesterLane lane : lanes) {
       lane.close();
@@ -361,7 +362,7 @@ final class TcpEndpoint {
   }
 
   private Behavior<Command> quarantined(int lanesRunning, String owner) {
-    state = "quarantined";
+    state = OwnerState.QUARANTINED;
     lanesUp = lanesRunning;
     if (lanesRunning == 0) {
       quarantine.leave(owner);

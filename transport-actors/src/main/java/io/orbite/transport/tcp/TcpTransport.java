@@ -3,6 +3,7 @@ package io.orbite.transport.tcp;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.view.OwnerState;
 import io.orbite.engine.wire.FrameCodec;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -61,7 +62,7 @@ final class TcpTransport {
         });
   }
 
-  private String state = "serving";
+  private OwnerState state = OwnerState.SERVING;
 
   private io.orbite.engine.view.OwnerBoard.Report report() {
     return new io.orbite.engine.view.OwnerBoard.Report(
@@ -239,7 +240,7 @@ final class TcpTransport {
   }
 
   private Behavior<TransportCommand> onShutdown(TransportCommand.Shutdown m) {
-    state = "stopping";
+    state = OwnerState.STOPPING;
     sourceLanes.forEach(SourceLane::close);
     ActorRef<TcpEndpoint.Closed> closedAdapter =
         ctx.messageAdapter(TcpEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));

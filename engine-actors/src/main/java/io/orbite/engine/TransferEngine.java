@@ -17,14 +17,8 @@ import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.SharedAllocation;
 import io.orbite.engine.spi.SharedBacking;
 import io.orbite.engine.spi.SharedMemory;
-import io.orbite.engine.spi.SharedMemoryProvider;
-import io.orbite.engine.spi.TransportProvider;
-import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.InetSocketAddress;
-import java.nio.channels.ServerSocketChannel;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -58,7 +52,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class TransferEngine implements AutoCloseable {
   private static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
-  private static final SecureRandom EPOCHS = new SecureRandom();
   private static final Logger LOG = LoggerFactory.getLogger(TransferEngine.class);
 
   /**
@@ -128,17 +121,17 @@ public final class TransferEngine implements AutoCloseable {
       ActorSystem<?> system,
       boolean ownsSystem,
       ActorRef<EngineGuardian.Command> guardian,
-      Parts parts) {
+      EngineBootstrap parts) {
     this.config = config;
-    this.quarantine = parts.quarantine;
-    this.shared = parts.shared;
+    this.quarantine = parts.quarantine();
+    this.shared = parts.shared();
     this.system = system;
     this.ownsSystem = ownsSystem;
     this.guardian = guardian;
-    this.counters = parts.counters;
-    this.view = parts.view;
+    this.counters = parts.counters();
+    this.view = parts.view();
     this.scheduler = system.scheduler();
-    this.handles = Batch.join(parts.started, CONTROL_TIMEOUT, "start " + config.name());
+    this.handles = Batch.join(parts.started(), CONTROL_TIMEOUT, "start " + config.name());
   }
 
   /**
@@ -164,7 +157,7 @@ public final class TransferEngine implements AutoCloseable {
    * @throws TransferException as {@link #start(EngineConfig)} does
    */
   public static TransferEngine start(EngineConfig config, FaultHooks hooks) {
-    Parts parts = prepare(config, hooks);
+    EngineBootstrap parts = EngineBootstrap.prepare(config, hooks);
     ActorSystem<EngineGuardian.Command> system;
     TransferEngine engine;
     try {
@@ -204,14 +197,14 @@ public final class TransferEngine implements AutoCloseable {
    *     when observability is enabled but cannot start
    */
   public static TransferEngine spawn(ActorSystem<?> host, EngineConfig config) {
-    Parts parts = prepare(config, FaultHooks.NONE);
+    EngineBootstrap parts = EngineBootstrap.prepare(config, FaultHooks.NONE);
     ActorRef<EngineGuardian.Command> guardian;
     TransferEngine engine;
     try {
       guardian =
           host.systemActorOf(
               parts.guardian(config),
-              "orbite-" + config.name() + "-" + Long.toHexString(parts.self.epoch()),
+              "orbite-" + config.name() + "-" + Long.toHexString(parts.self().epoch()),
               Props.empty());
       engine = new TransferEngine(config, host, false, guardian, parts);
     } catch (RuntimeException e) {
@@ -634,103 +627,6 @@ public final class TransferEngine implements AutoCloseable {
     }
     return new EngineOwed(
         identity(), EngineOwed.Phase.CLOSED, true, 0, 0, 0, 0, retained, loans, quarantine.list());
-  }
-
-  private record Parts(
-      ServerSocketChannel listener,
-      SegmentDescriptor self,
-      RegistryView view,
-      EngineCounters counters,
-      QuarantineLedger quarantine,
-      FaultHooks hooks,
-      SharedMemory shared,
-      List<TransportProvider> providers,
-      CompletableFuture<EngineGuardian.Handles> started) {
-    org.apache.pekko.actor.typed.Behavior<EngineGuardian.Command> guardian(EngineConfig config) {
-      return EngineGuardian.create(
-          config, listener, self, view, counters, quarantine, hooks, providers, started);
-    }
-
-    /**
-     * The start failed: release what {@link #prepare} took (the listener may already be closed).
-     */
-    void abandon() {
-      try {
-        listener.close();
-      } catch (IOException ignored) {
-        // Nothing more to release.
-      }
-      if (shared != null) {
-        shared.close();
-      }
-    }
-  }
-
-  /**
-   * The incarnation's shared memory when {@code shm.enabled}: a provider must be on the class path
-   * and usable on this machine, else the engine does not start (UNAVAILABLE naming why).
-   */
-  private static SharedMemory openShared(EngineConfig config, long epoch) {
-    if (!config.shm().enabled()) {
-      return null;
-    }
-    for (SharedMemoryProvider provider : java.util.ServiceLoader.load(SharedMemoryProvider.class)) {
-      var cause = provider.unavailabilityCause();
-      if (cause.isPresent()) {
-        throw new TransferException(
-            ErrorKind.UNAVAILABLE,
-            "shm.enabled: shared memory is unavailable here: " + cause.get());
-      }
-      return provider.open(config.name(), epoch);
-    }
-    throw new TransferException(
-        ErrorKind.UNAVAILABLE,
-        "shm.enabled: no shared-memory provider on the class path (orbite-transport-actors missing?)");
-  }
-
-  private static Parts prepare(EngineConfig config, FaultHooks hooks) {
-    java.util.Objects.requireNonNull(config, "config");
-    List<TransportProvider> providers;
-    try {
-      providers = EngineGuardian.transportProviders();
-    } catch (IllegalStateException e) {
-      throw new TransferException(
-          ErrorKind.UNAVAILABLE, "start " + config.name() + ": " + e.getMessage());
-    }
-    long epoch;
-    do {
-      epoch = EPOCHS.nextLong();
-    } while (epoch == 0);
-    SharedMemory shared = openShared(config, epoch);
-    ServerSocketChannel listener;
-    try {
-      listener = ServerSocketChannel.open();
-      listener.bind(new InetSocketAddress(config.listen().host(), config.listen().port()), 1024);
-    } catch (IOException e) {
-      if (shared != null) {
-        shared.close();
-      }
-      throw new TransferException(
-          ErrorKind.UNAVAILABLE,
-          "listen " + config.listen().host() + ":" + config.listen().port() + ": " + e.getMessage(),
-          e);
-    }
-    int port = ((InetSocketAddress) listener.socket().getLocalSocketAddress()).getPort();
-    String host = config.listen().host().equals("0.0.0.0") ? "127.0.0.1" : config.listen().host();
-    RegistryView view = new RegistryView();
-    if (shared != null) {
-      view.publishSharedHost(shared.host());
-    }
-    return new Parts(
-        listener,
-        new SegmentDescriptor(host, port, epoch),
-        view,
-        new EngineCounters(),
-        new QuarantineLedger(),
-        java.util.Objects.requireNonNull(hooks, "hooks"),
-        shared,
-        providers,
-        new CompletableFuture<>());
   }
 
   /**

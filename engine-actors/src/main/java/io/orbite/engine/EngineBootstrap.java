@@ -1,0 +1,121 @@
+package io.orbite.engine;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.guardian.EngineGuardian;
+import io.orbite.engine.registry.RegistryView;
+import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.FaultHooks;
+import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.SharedMemory;
+import io.orbite.engine.spi.SharedMemoryProvider;
+import io.orbite.engine.spi.TransportProvider;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.security.SecureRandom;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * What an engine start takes before any actor exists, on the caller's thread: the transport
+ * providers (found by ServiceLoader; none for TCP fails the start), a fresh epoch, the bound
+ * listener, this incarnation's shared memory when {@code shm.enabled}, and the shared parts the
+ * guardian and the facade both hold (registry view, counters, quarantine ledger). {@link #abandon}
+ * gives them back when the start fails after this.
+ */
+record EngineBootstrap(
+    ServerSocketChannel listener,
+    SegmentDescriptor self,
+    RegistryView view,
+    EngineCounters counters,
+    QuarantineLedger quarantine,
+    FaultHooks hooks,
+    SharedMemory shared,
+    List<TransportProvider> providers,
+    CompletableFuture<EngineGuardian.Handles> started) {
+  org.apache.pekko.actor.typed.Behavior<EngineGuardian.Command> guardian(EngineConfig config) {
+    return EngineGuardian.create(
+        config, listener, self, view, counters, quarantine, hooks, providers, started);
+  }
+
+  /** The start failed: release what {@link #prepare} took (the listener may already be closed). */
+  void abandon() {
+    try {
+      listener.close();
+    } catch (IOException ignored) {
+      // Nothing more to release.
+    }
+    if (shared != null) {
+      shared.close();
+    }
+  }
+
+  private static final SecureRandom EPOCHS = new SecureRandom();
+
+  /**
+   * The incarnation's shared memory when {@code shm.enabled}: a provider must be on the class path
+   * and usable on this machine, else the engine does not start (UNAVAILABLE naming why).
+   */
+  private static SharedMemory openShared(EngineConfig config, long epoch) {
+    if (!config.shm().enabled()) {
+      return null;
+    }
+    for (SharedMemoryProvider provider : java.util.ServiceLoader.load(SharedMemoryProvider.class)) {
+      var cause = provider.unavailabilityCause();
+      if (cause.isPresent()) {
+        throw new TransferException(
+            ErrorKind.UNAVAILABLE,
+            "shm.enabled: shared memory is unavailable here: " + cause.get());
+      }
+      return provider.open(config.name(), epoch);
+    }
+    throw new TransferException(
+        ErrorKind.UNAVAILABLE,
+        "shm.enabled: no shared-memory provider on the class path (orbite-transport-actors missing?)");
+  }
+
+  static EngineBootstrap prepare(EngineConfig config, FaultHooks hooks) {
+    java.util.Objects.requireNonNull(config, "config");
+    List<TransportProvider> providers;
+    try {
+      providers = EngineGuardian.transportProviders();
+    } catch (IllegalStateException e) {
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE, "start " + config.name() + ": " + e.getMessage());
+    }
+    long epoch;
+    do {
+      epoch = EPOCHS.nextLong();
+    } while (epoch == 0);
+    SharedMemory shared = openShared(config, epoch);
+    ServerSocketChannel listener;
+    try {
+      listener = ServerSocketChannel.open();
+      listener.bind(new InetSocketAddress(config.listen().host(), config.listen().port()), 1024);
+    } catch (IOException e) {
+      if (shared != null) {
+        shared.close();
+      }
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE,
+          "listen " + config.listen().host() + ":" + config.listen().port() + ": " + e.getMessage(),
+          e);
+    }
+    int port = ((InetSocketAddress) listener.socket().getLocalSocketAddress()).getPort();
+    String host = config.listen().host().equals("0.0.0.0") ? "127.0.0.1" : config.listen().host();
+    RegistryView view = new RegistryView();
+    if (shared != null) {
+      view.publishSharedHost(shared.host());
+    }
+    return new EngineBootstrap(
+        listener,
+        new SegmentDescriptor(host, port, epoch),
+        view,
+        new EngineCounters(),
+        new QuarantineLedger(),
+        java.util.Objects.requireNonNull(hooks, "hooks"),
+        shared,
+        providers,
+        new CompletableFuture<>());
+  }
+}

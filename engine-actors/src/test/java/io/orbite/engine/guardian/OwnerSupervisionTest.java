@@ -38,6 +38,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
  */
 @ExtendWith(TestKitJUnit5Extension.class)
 class OwnerSupervisionTest {
+  static {
+    // Initialise SLF4J on this thread before actors log from theirs (no replay warning).
+    org.slf4j.LoggerFactory.getLogger(OwnerSupervisionTest.class);
+  }
+
   @JUnit5TestKit
   public ActorTestKit testKit =
       new JUnit5TestKitBuilder().withCustomConfig(ConfigFactory.load()).build();

@@ -906,7 +906,7 @@ public final class TransferEngine implements AutoCloseable {
                       config.timeouts().describeTimeoutMillis()
                           + config.tcp().connectTimeoutMillis())
                   .plus(CONTROL_TIMEOUT);
-          return openAsk(new SegmentTable.OpenSegment(endpoint, null), timeout)
+          return openAsk(endpoint, null, timeout)
               .thenApply(
                   reply ->
                       switch (reply) {
@@ -934,9 +934,7 @@ public final class TransferEngine implements AutoCloseable {
                       config.timeouts().describeTimeoutMillis()
                           + config.tcp().connectTimeoutMillis())
                   .plus(CONTROL_TIMEOUT);
-          return openAsk(
-                  new SegmentTable.OpenSegment(expected.endpoint(), expected.epoch(), null),
-                  timeout)
+          return openAsk(expected.endpoint(), expected.epoch(), timeout)
               .thenApply(
                   reply ->
                       switch (reply) {
@@ -948,20 +946,19 @@ public final class TransferEngine implements AutoCloseable {
   }
 
   /**
-   * Asks the SegmentTable to open as {@code open} says (its reply address filled in), or refuses
-   * while it is down.
+   * Asks the SegmentTable to open {@code endpoint} (only its incarnation {@code expectedEpoch} when
+   * not null), or refuses while the table is quarantined.
    */
   private CompletionStage<SegmentTable.OpenReply> openAsk(
-      SegmentTable.OpenSegment open, Duration timeout) {
+      String endpoint, Long expectedEpoch, Duration timeout) {
     String down = handles.supervision().unavailable(EngineGuardian.SEGMENT_TABLE);
     if (down != null) {
       return CompletableFuture.completedFuture(
-          new SegmentTable.OpenFailed(
-              ErrorKind.UNAVAILABLE, "open " + open.endpoint() + ": " + down));
+          new SegmentTable.OpenFailed(ErrorKind.UNAVAILABLE, "open " + endpoint + ": " + down));
     }
     return AskPattern.<SegmentTable.Command, SegmentTable.OpenReply>ask(
         handles.segmentTable(),
-        replyTo -> new SegmentTable.OpenSegment(open.endpoint(), open.expectedEpoch(), replyTo),
+        replyTo -> new SegmentTable.OpenSegment(endpoint, expectedEpoch, replyTo),
         timeout,
         scheduler);
   }

@@ -35,12 +35,7 @@ public final class ExitCodes {
    * @return {@link #USAGE} or {@link #FAILED}
    */
   public static int forFailure(Throwable failure) {
-    for (Throwable t = failure; t != null; t = t.getCause()) {
-      if (t instanceof ConfigException) {
-        return USAGE;
-      }
-    }
-    return FAILED;
+    return configError(failure) != null ? USAGE : FAILED;
   }
 
   /** The first configuration error among {@code failure}'s causes, or null. */

@@ -91,13 +91,10 @@ final class PrefillProcess implements AutoCloseable {
   /** Starts the prefill process for {@code plan} and waits until it has published every block. */
   static PrefillProcess start(KvPlan plan, boolean corruptOneBlock, Path logDir)
       throws IOException {
-    List<String> cmd = new ArrayList<>();
-    cmd.add(EngineProcess.javaBinary());
-    cmd.addAll(EngineProcess.jvmFlags());
-    cmd.add("-cp");
-    cmd.add(EngineProcess.classPath());
-    cmd.add(PrefillMain.class.getName());
-    cmd.addAll(plan.toArgs());
+    List<String> cmd =
+        new ArrayList<>(
+            EngineProcess.javaCommand(
+                EngineProcess.classPath(), PrefillMain.class.getName(), plan.toArgs()));
     if (corruptOneBlock) {
       cmd.add("--corrupt-one-block");
     }

@@ -103,12 +103,7 @@ public final class EngineProcess implements AutoCloseable {
       List<String> wrapper)
       throws IOException {
     List<String> cmd = new ArrayList<>(wrapper);
-    cmd.add(javaBinary());
-    cmd.addAll(jvmFlags());
-    cmd.add("-cp");
-    cmd.add(classPath());
-    cmd.add(EngineMain.class.getName());
-    cmd.add(name);
+    cmd.addAll(javaCommand(classPath(), EngineMain.class.getName(), List.of(name)));
     java.nio.file.Files.createDirectories(logDir);
     Path log = logDir.resolve(name + (generation > 1 ? "-gen" + generation : "") + ".log");
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(log.toFile());
@@ -206,6 +201,19 @@ public final class EngineProcess implements AutoCloseable {
         .info()
         .command()
         .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+  }
+
+  /**
+   * The command that runs {@code mainClass} with {@code args} in a child JVM: {@link #javaBinary},
+   * {@link #jvmFlags} and {@code classPath}.
+   */
+  public static List<String> javaCommand(String classPath, String mainClass, List<String> args) {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(javaBinary());
+    cmd.addAll(jvmFlags());
+    cmd.addAll(List.of("-cp", classPath, mainClass));
+    cmd.addAll(args);
+    return cmd;
   }
 
   /** The class path for child engines: the launcher's, else this JVM's. */

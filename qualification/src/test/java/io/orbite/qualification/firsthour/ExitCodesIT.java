@@ -15,7 +15,6 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -142,11 +141,9 @@ class ExitCodesIT {
    * Runs the CLI in a JVM of its own, as {@code ./orbite} does, so its System.exit code is seen.
    */
   private Ran cli(Map<String, String> env, String... args) throws Exception {
-    List<String> cmd = new ArrayList<>();
-    cmd.add(EngineProcess.javaBinary());
-    cmd.addAll(EngineProcess.jvmFlags());
-    cmd.addAll(List.of("-cp", EngineProcess.classPath(), OrbiteCli.class.getName()));
-    cmd.addAll(List.of(args));
+    List<String> cmd =
+        EngineProcess.javaCommand(
+            EngineProcess.classPath(), OrbiteCli.class.getName(), List.of(args));
     Path log = dir.resolve("cli-" + System.nanoTime() + ".log");
     ProcessBuilder pb =
         new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());

@@ -24,10 +24,9 @@ class JvmExitIT {
 
   @Test
   void aJvmWithObservabilityExitsByItselfAfterCloseAndTerminate() throws Exception {
-    List<String> cmd = new ArrayList<>();
-    cmd.add(EngineProcess.javaBinary());
-    cmd.addAll(EngineProcess.jvmFlags());
-    cmd.addAll(List.of("-cp", EngineProcess.classPath(), ObservedApp.class.getName()));
+    List<String> cmd =
+        EngineProcess.javaCommand(
+            EngineProcess.classPath(), ObservedApp.class.getName(), List.of());
     Path log = dir.resolve("observed-app.log");
     Process child = new ProcessBuilder(cmd).redirectError(log.toFile()).start();
     List<String> out = new ArrayList<>();

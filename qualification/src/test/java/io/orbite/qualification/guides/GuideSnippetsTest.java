@@ -280,17 +280,13 @@ class GuideSnippetsTest {
             .orElseThrow(
                 () -> new AssertionError("embedding.md has no snippet that reads ORBITE_CONF"));
     Path classes = out.resolve("embedding_md");
-    List<String> cmd = new ArrayList<>();
-    cmd.add(io.orbite.qualification.harness.EngineProcess.javaBinary());
-    cmd.addAll(io.orbite.qualification.harness.EngineProcess.jvmFlags());
-    cmd.addAll(
-        List.of(
-            "-cp",
+    List<String> cmd =
+        io.orbite.qualification.harness.EngineProcess.javaCommand(
             classes
                 + java.io.File.pathSeparator
                 + io.orbite.qualification.harness.EngineProcess.classPath(),
             RunSnippet.class.getName(),
-            spawning.wrapperName()));
+            List.of(spawning.wrapperName()));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.environment().put("ORBITE_CONF", "{\"tcp\":{\"lanez\":4}}");
     Process child = pb.start();
@@ -389,11 +385,8 @@ class GuideSnippetsTest {
 
   private static Process child(String classPath, Path log, String main, String... args)
       throws java.io.IOException {
-    List<String> cmd = new ArrayList<>();
-    cmd.add(io.orbite.qualification.harness.EngineProcess.javaBinary());
-    cmd.addAll(io.orbite.qualification.harness.EngineProcess.jvmFlags());
-    cmd.addAll(List.of("-cp", classPath, main));
-    cmd.addAll(List.of(args));
+    List<String> cmd =
+        io.orbite.qualification.harness.EngineProcess.javaCommand(classPath, main, List.of(args));
     return new ProcessBuilder(cmd).redirectError(log.toFile()).start();
   }
 

@@ -29,9 +29,13 @@ public final class EngineCounters {
   /** Frames refused for breaking the protocol (foreign magic, truncated, absurd length...). */
   public final LongAdder framesRejected = new LongAdder();
 
-  /** Source side: bytes served to READs and applied from WRITEs. */
+  /** Source side: bytes queued to READ responses. */
   public final LongAdder sourceBytesRead = new LongAdder();
 
+  /**
+   * Source side: bytes WRITEs put into registered memory, the landed prefix of a payload torn by a
+   * broken connection included (whether or not it was acknowledged).
+   */
   public final LongAdder sourceBytesWritten = new LongAdder();
 
   /** Source side: requests refused by the authority check. */

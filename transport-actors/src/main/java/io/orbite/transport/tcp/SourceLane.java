@@ -263,7 +263,6 @@ final class SourceLane implements Runnable {
       } finally {
         r.returnLoan();
       }
-      counters.sourceBytesWritten.add(count);
     } else {
       counters.sourceRefusals.increment();
       discardPayload(count);
@@ -277,7 +276,11 @@ final class SourceLane implements Runnable {
     gather[gatherCount++] = header;
   }
 
-  /** Moves a WRITE payload into registered memory: the buffered part by copy, the rest by read. */
+  /**
+   * Moves a WRITE payload into registered memory: the buffered part by copy, the rest by read.
+   * Every byte that lands is counted in {@code sourceBytesWritten}, a torn payload's landed prefix
+   * too: the counter says what this source's memory received, not what was acknowledged.
+   */
   private void receivePayload(MemorySegment target) throws IOException {
     long length = target.byteSize();
     int buffered = receiveEnd - receiveStart;
@@ -285,15 +288,20 @@ final class SourceLane implements Runnable {
     MemorySegment.copy(receiveSegment, receiveStart, target, 0, fromBuffer);
     receiveStart += fromBuffer;
     if (fromBuffer == length) {
+      counters.sourceBytesWritten.add(length);
       return;
     }
-    flush();
     ByteBuffer view = target.asByteBuffer();
     view.position(fromBuffer);
-    while (view.hasRemaining()) {
-      if (channel.read(view) < 0) {
-        throw new EOFException("peer closed mid-WRITE payload");
+    try {
+      flush();
+      while (view.hasRemaining()) {
+        if (channel.read(view) < 0) {
+          throw new EOFException("peer closed mid-WRITE payload");
+        }
       }
+    } finally {
+      counters.sourceBytesWritten.add(view.position());
     }
   }
 

@@ -1,120 +1,83 @@
 package io.orbite.engine;
 
+import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.admission.Admission;
-import io.orbite.engine.admission.Budgets;
 import io.orbite.engine.batch.BatchCore;
 import io.orbite.engine.batch.BatchPool;
 import io.orbite.engine.guardian.EngineGuardian;
-import io.orbite.engine.registry.Registration;
+import io.orbite.engine.guardian.EngineLifecycle;
 import io.orbite.engine.registry.Registry;
-import io.orbite.engine.registry.RegistryView;
 import io.orbite.engine.segment.SegmentTable;
 import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
-import io.orbite.engine.spi.SharedAllocation;
-import io.orbite.engine.spi.SharedBacking;
 import io.orbite.engine.spi.SharedMemory;
-import java.lang.foreign.Arena;
+import io.orbite.engine.spi.TransportCommand;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
-import org.apache.pekko.Done;
-import org.apache.pekko.actor.Cancellable;
-import org.apache.pekko.actor.CoordinatedShutdown;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
-import org.apache.pekko.actor.typed.Scheduler;
-import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The public face of one engine incarnation. Start one with its own ActorSystem ({@link #start}) or
- * inside an application's ({@link #spawn}). Every blocking method has a CompletionStage form.
- * Thread-safe.
+ * The public face of one engine incarnation: a thin API over the messages of its actors. Start one
+ * with its own ActorSystem ({@link #start}) or inside an application's ({@link #spawn}). Every
+ * blocking method has a CompletionStage form, and fails with a {@link TransferException} (its stage
+ * with the same). Thread-safe.
  *
- * <p>Either way the engine joins its system's {@link CoordinatedShutdown}: a task in phase {@code
- * service-requests-done} closes it when the system shuts down, and if that close is not confirmed
- * in time it logs at ERROR what the engine still {@link #owed() owes} and lets the shutdown go on.
- * Closing the engine earlier removes the task.
+ * <p>The engine's guardian owns its lifecycle ({@code RUNNING → CLOSING → CLOSED}) and what it
+ * owes; once a close has begun every operation fails UNAVAILABLE at once ({@code "engine <name>
+ * closing|closed (<call>)"}). Either way of starting joins the system's {@code
+ * CoordinatedShutdown}: a task in phase {@code service-requests-done} closes the engine when the
+ * system shuts down, and logs at ERROR what it still {@link #owed() owes} if that close is not
+ * confirmed in time.
  */
 public final class TransferEngine implements AutoCloseable {
-  private static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
   private static final Logger LOG = LoggerFactory.getLogger(TransferEngine.class);
+  private static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
 
-  /**
-   * How long a close waits for the guardian: its control service (30 s) and transports (60 s) plus
-   * slack.
-   */
+  /** How long a close waits for the guardian: control service (30 s), transports (60 s), slack. */
   private static final Duration SHUTDOWN_LIMIT = Duration.ofSeconds(120);
 
-  /**
-   * How long the blocking {@link #owed()} waits for {@link #owedAsync()} (which reads no mailbox).
-   */
-  private static final Duration OWED_TIMEOUT = Duration.ofSeconds(5);
-
-  /**
-   * How long closeRequester waits, after its lanes ended, for their receipts to reach the batches.
-   */
-  private static final Duration RECEIPTS_AFTER_CLOSE = Duration.ofSeconds(5);
-
-  /**
-   * How long a confirmed close waits for the Registry to have stopped (it frees memory on stop).
-   */
-  private static final Duration REGISTRY_STOP_WAIT = Duration.ofSeconds(5);
+  /** The region id of a file segment's one region (the whole file). */
+  public static final long FILE_REGION_ID = 1;
 
   private final EngineConfig config;
   private final ActorSystem<?> system;
   private final boolean ownsSystem;
   private final ActorRef<EngineGuardian.Command> guardian;
   private final EngineGuardian.Handles handles;
+  private final EngineLifecycle lifecycle;
   private final EngineCounters counters;
-  private final Scheduler scheduler;
-  private final RegistryView view;
   private final QuarantineLedger quarantine;
-
-  /** Source-side shared memory (memfd allocations, incarnation token); null unless shm.enabled. */
   private final SharedMemory shared;
+  private final EngineServices services;
+  private final BatchPool batchPool = new BatchPool();
 
-  private volatile boolean closed;
-
-  /**
-   * The engine's own shutdown (guardian drained and stopped), shared by every closer; null while
-   * running.
-   */
+  /** The engine's close, shared by every closer; null while running. */
   private final AtomicReference<CompletableFuture<Void>> shutdown = new AtomicReference<>();
 
-  /** Set once the guardian confirmed its shutdown and the Registry has stopped. */
-  private volatile boolean shutdownConfirmed;
-
-  /**
-   * Registrations visible when the close began (and later reads while closing), to report retained
-   * memory.
-   */
-  private final Map<Long, Registration> atClose = new ConcurrentHashMap<>();
-
-  /** Ranges whose unregister answered UNQUIESCED: hidden, but retained while workers hold loans. */
-  private final Map<Long, Registration> unquiesced = new ConcurrentHashMap<>();
-
-  /** This engine's CoordinatedShutdown task; cancelled once the engine has closed. */
-  private volatile Cancellable shutdownTask;
-
-  /**
-   * Metrics and dashboard endpoints, when {@code observability} enables any; closed first on close.
-   */
-  private volatile io.orbite.engine.spi.ObservabilityProvider.Served served;
+  /** Stages waiting on actors with no timeout of their own; failed if the engine closes first. */
+  private final Set<CompletableFuture<?>> untilClosed = ConcurrentHashMap.newKeySet();
 
   private TransferEngine(
       EngineConfig config,
@@ -123,19 +86,19 @@ public final class TransferEngine implements AutoCloseable {
       ActorRef<EngineGuardian.Command> guardian,
       EngineBootstrap parts) {
     this.config = config;
-    this.quarantine = parts.quarantine();
-    this.shared = parts.shared();
     this.system = system;
     this.ownsSystem = ownsSystem;
     this.guardian = guardian;
     this.counters = parts.counters();
-    this.view = parts.view();
-    this.scheduler = system.scheduler();
+    this.quarantine = parts.quarantine();
+    this.shared = parts.shared();
     this.handles = Batch.join(parts.started(), CONTROL_TIMEOUT, "start " + config.name());
+    this.lifecycle = handles.lifecycle();
+    this.services = new EngineServices(this, lifecycle.identity());
   }
 
   /**
-   * Starts an engine in an ActorSystem of its own, named after {@code config.name()}. Terminating
+   * Starts an engine in an ActorSystem of its own, named after {@code config.name()}; terminating
    * that system (or running its CoordinatedShutdown) closes the engine first.
    *
    * @param config the engine's configuration
@@ -147,9 +110,8 @@ public final class TransferEngine implements AutoCloseable {
   }
 
   /**
-   * {@link #start(EngineConfig)} with fault-injection hooks in the workers' data path. For
-   * qualification tests that must hold a worker or break one connection; never needed in
-   * production.
+   * {@link #start(EngineConfig)} with fault-injection hooks in the workers' data path, for
+   * qualification tests that must hold a worker or break a connection; never needed in production.
    *
    * @param config the engine's configuration
    * @param hooks the hooks the workers call ({@link FaultHooks#NONE} for none); not null
@@ -159,9 +121,8 @@ public final class TransferEngine implements AutoCloseable {
   public static TransferEngine start(EngineConfig config, FaultHooks hooks) {
     EngineBootstrap parts = EngineBootstrap.prepare(config, hooks);
     ActorSystem<EngineGuardian.Command> system;
-    TransferEngine engine;
     try {
-      com.typesafe.config.Config loaded = ConfigFactory.load();
+      Config loaded = ConfigFactory.load();
       system =
           ActorSystem.create(
               parts.guardian(config),
@@ -172,23 +133,19 @@ public final class TransferEngine implements AutoCloseable {
       throw e;
     }
     try {
-      engine = new TransferEngine(config, system, true, system, parts);
+      return new TransferEngine(config, system, true, system, parts).startServices();
     } catch (RuntimeException e) {
       system.terminate();
       parts.abandon();
       throw e;
     }
-    engine.joinCoordinatedShutdown();
-    engine.serveObservability();
-    return engine;
   }
 
   /**
-   * Starts an engine as a system actor of {@code host}; closing the engine leaves the host running.
-   * The engine adds a task to the host's CoordinatedShutdown (phase {@code service-requests-done})
-   * that closes it when the host shuts down; closing the engine earlier removes that task.
+   * Starts an engine as a system actor of {@code host}; closing the engine leaves the host running,
+   * and the host's CoordinatedShutdown closes the engine (phase {@code service-requests-done}).
    *
-   * @param host the application's actor system; it keeps running when the engine closes
+   * @param host the application's actor system
    * @param config the engine's configuration
    * @return the running engine, listening at {@link #localSegment()}
    * @throws TransferException UNAVAILABLE at once when no TCP transport is on the class path (the
@@ -198,73 +155,34 @@ public final class TransferEngine implements AutoCloseable {
    */
   public static TransferEngine spawn(ActorSystem<?> host, EngineConfig config) {
     EngineBootstrap parts = EngineBootstrap.prepare(config, FaultHooks.NONE);
-    ActorRef<EngineGuardian.Command> guardian;
-    TransferEngine engine;
     try {
-      guardian =
-          host.systemActorOf(
-              parts.guardian(config),
-              "orbite-" + config.name() + "-" + Long.toHexString(parts.self().epoch()),
-              Props.empty());
-      engine = new TransferEngine(config, host, false, guardian, parts);
+      String name = "orbite-" + config.name() + "-" + Long.toHexString(parts.self().epoch());
+      var guardian = host.systemActorOf(parts.guardian(config), name, Props.empty());
+      return new TransferEngine(config, host, false, guardian, parts).startServices();
     } catch (RuntimeException e) {
       parts.abandon();
       throw e;
     }
-    engine.joinCoordinatedShutdown();
-    engine.serveObservability();
-    return engine;
+  }
+
+  private TransferEngine startServices() {
+    services.joinCoordinatedShutdown();
+    services.serveObservability();
+    return this;
   }
 
   /**
-   * Starts the metrics and dashboard endpoints {@code observability} enables, through the first
-   * {@link io.orbite.engine.spi.ObservabilityProvider} on the class path. If none is there, or it
-   * cannot bind, the engine is closed and the start fails naming why.
-   */
-  private void serveObservability() {
-    if (!config.observability().anyEnabled()) {
-      return;
-    }
-    try {
-      var provider =
-          java.util.ServiceLoader.load(io.orbite.engine.spi.ObservabilityProvider.class)
-              .findFirst()
-              .orElseThrow(
-                  () ->
-                      new TransferException(
-                          ErrorKind.INVALID_ARGUMENT,
-                          "observability is enabled in the "
-                              + "configuration, but no observability provider is on the class path (orbite-observability missing?)"));
-      served = provider.start(this);
-      served.urls().forEach((name, url) -> LOG.info("engine {}: {} at {}", identity(), name, url));
-    } catch (RuntimeException e) {
-      try {
-        close(Duration.ofSeconds(30));
-      } catch (RuntimeException closing) {
-        e.addSuppressed(closing);
-      }
-      throw e instanceof TransferException
-          ? e
-          : new TransferException(
-              ErrorKind.INVALID_ARGUMENT, "observability could not start: " + e.getMessage());
-    }
-  }
-
-  /**
-   * The observability endpoints this engine serves, by name ({@code "metrics"}, {@code
-   * "dashboard"}): empty unless {@code observability} enables them; empty again once the engine
-   * closes.
+   * The observability endpoints by name ({@code "metrics"}, {@code "dashboard"}): empty unless
+   * {@code observability} enables them, and once the engine closes.
    *
    * @return a map from endpoint name to its URL
    */
   public Map<String, String> observabilityUrls() {
-    var s = served;
-    return s == null || closed ? Map.of() : s.urls();
+    return shutdown.get() != null ? Map.of() : services.urls();
   }
 
   /**
-   * The owner view: what every owner actor last reported, retired owners and peers (read-only).
-   * Still answers after the engine closed.
+   * What every owner actor last reported, retired owners and peers; still answers after close.
    *
    * @return a snapshot of the owner board
    */
@@ -272,365 +190,28 @@ public final class TransferEngine implements AutoCloseable {
     return counters.owners.snapshot();
   }
 
-  /** Adds this engine's close to its system's CoordinatedShutdown (phase service-requests-done). */
-  private void joinCoordinatedShutdown() {
-    String phase = CoordinatedShutdown.PhaseServiceRequestsDone();
-    String taskName =
-        "orbite-close-" + config.name() + "-" + Long.toHexString(handles.self().epoch());
-    try {
-      CoordinatedShutdown cs = CoordinatedShutdown.get(Adapter.toClassic(system));
-      shutdownTask =
-          cs.addCancellableTask(phase, taskName, () -> closeForCoordinatedShutdown(cs, phase));
-    } catch (RuntimeException e) {
-      // The system is already shutting down (or has no such phase): the engine still works and
-      // closes with close(); nothing runs it at system shutdown.
-      LOG.warn(
-          "engine {}: could not join CoordinatedShutdown ({}): {}",
-          identity(),
-          taskName,
-          e.toString());
-    }
-    if (shutdown.get() != null && shutdownTask != null) {
-      shutdownTask.cancel();
-    }
-  }
-
   /**
-   * The CoordinatedShutdown task: close within the engine's destruction window capped by the phase
-   * timeout; if the close is not confirmed in time, log at ERROR what the engine still owes. Always
-   * completes with Done, so the system's shutdown never waits on the engine beyond that.
-   */
-  private CompletionStage<Done> closeForCoordinatedShutdown(CoordinatedShutdown cs, String phase) {
-    try {
-      long phaseMillis = Math.max(1, cs.timeout(phase).toMillis());
-      long closeMillis =
-          Math.max(1, Math.min(config.timeouts().destructionWindowMillis(), phaseMillis * 8 / 10));
-      String reason = cs.getShutdownReason().map(Object::toString).orElse("no reason given");
-      if (shutdown.get() == null) {
-        // What is outstanding as the close begins (read concurrently, so it never delays the
-        // close).
-        owedAsync()
-            .thenAccept(
-                owed -> {
-                  if (owed.isIdle()) {
-                    LOG.info("CoordinatedShutdown ({}) is closing an engine: {}", reason, owed);
-                  } else {
-                    LOG.warn(
-                        "CoordinatedShutdown ({}) is closing an engine with work outstanding: {}",
-                        reason,
-                        owed);
-                  }
-                });
-      }
-      CompletableFuture<Void> down = shutdownEngine();
-      return down.copy()
-          .orTimeout(closeMillis, TimeUnit.MILLISECONDS)
-          .handle(
-              (ok, failure) -> {
-                if (failure == null) {
-                  LOG.info("engine {}: closed by CoordinatedShutdown ({})", identity(), reason);
-                  return CompletableFuture.completedFuture(Done.getInstance());
-                }
-                Throwable cause = unwrap(failure);
-                String why =
-                    cause instanceof TimeoutException
-                        ? "its close was not confirmed within " + closeMillis + " ms"
-                        : "its close failed: " + cause;
-                return owedAsync()
-                    .handle(
-                        (owed, f) -> {
-                          LOG.error(
-                              "CoordinatedShutdown phase {} ({}) goes on without engine {}: {}; what it still owes: {}",
-                              phase,
-                              reason,
-                              identity(),
-                              why,
-                              owed != null ? owed : "unknown (" + f + ")");
-                          return Done.getInstance();
-                        });
-              })
-          .thenCompose(stage -> stage);
-    } catch (RuntimeException e) {
-      LOG.error("engine {}: CoordinatedShutdown task failed: {}", identity(), e.toString(), e);
-      return CompletableFuture.completedFuture(Done.getInstance());
-    }
-  }
-
-  /**
-   * Shuts the engine's actors down once, however many callers ask: fences admission, stops serving
-   * and the transports, then waits for the Registry to have stopped (it frees what no worker
-   * holds). Does not touch the ActorSystem. Completes when the guardian confirmed, or fails after
-   * {@link #SHUTDOWN_LIMIT}.
-   */
-  private CompletableFuture<Void> shutdownEngine() {
-    CompletableFuture<Void> mine = new CompletableFuture<>();
-    if (!shutdown.compareAndSet(null, mine)) {
-      return shutdown.get();
-    }
-    closed = true;
-    batchPool.close();
-    var s = served;
-    if (s != null) {
-      try {
-        s.close();
-      } catch (RuntimeException e) {
-        LOG.warn(
-            "engine {}: stopping the observability endpoints failed: {}", identity(), e.toString());
-      }
-    }
-    atClose.putAll(view.snapshot());
-    CompletionStage<EngineGuardian.ShutdownDone> asked;
-    try {
-      asked =
-          system.whenTerminated().isCompleted()
-              ? CompletableFuture.failedFuture(
-                  new TransferException(
-                      ErrorKind.UNAVAILABLE,
-                      "the actor system "
-                          + system.name()
-                          + " has terminated without the engine's close"))
-              : AskPattern.ask(guardian, EngineGuardian.Shutdown::new, SHUTDOWN_LIMIT, scheduler);
-    } catch (RuntimeException e) {
-      asked = CompletableFuture.failedFuture(e);
-    }
-    asked
-        .thenCompose(
-            done -> {
-              atClose.putAll(view.snapshot());
-              return registryStopped(System.nanoTime() + REGISTRY_STOP_WAIT.toNanos());
-            })
-        .whenComplete(
-            (v, failure) -> {
-              if (failure != null) {
-                mine.completeExceptionally(unwrap(failure));
-                return;
-              }
-              shutdownConfirmed = true;
-              failUntilClosed();
-              if (shared != null) {
-                // The Registry has stopped: withdraw the incarnation's liveness lock, so same-host
-                // peers holding mappings see it ended (EPOCH_MISMATCH) instead of using them.
-                shared.close();
-              }
-              Cancellable task = shutdownTask;
-              if (task != null) {
-                task.cancel();
-              }
-              mine.complete(null);
-            });
-    return mine;
-  }
-
-  /**
-   * Completes once the Registry has stopped: nothing is visible any more and every range known at
-   * close is released or still on loan (then it stays retained). Gives up quietly at the deadline.
-   */
-  private CompletableFuture<Void> registryStopped(long deadlineNanos) {
-    CompletableFuture<Void> done = new CompletableFuture<>();
-    pollRegistryStopped(deadlineNanos, done);
-    return done;
-  }
-
-  /** One poll of {@link #registryStopped}, scheduled afresh each time (no nested completions). */
-  private void pollRegistryStopped(long deadlineNanos, CompletableFuture<Void> done) {
-    boolean stopped =
-        view.snapshot().isEmpty()
-            && atClose.values().stream().allMatch(r -> r.released() || r.loans() > 0);
-    if (stopped || System.nanoTime() - deadlineNanos > 0) {
-      done.complete(null);
-    } else {
-      CompletableFuture.delayedExecutor(2, TimeUnit.MILLISECONDS)
-          .execute(() -> pollRegistryStopped(deadlineNanos, done));
-    }
-  }
-
-  /**
-   * UNAVAILABLE naming this engine once a close has begun ({@code "engine <name> closing"}) or has
-   * been confirmed ({@code "engine <name> closed"}); null while the engine runs. Every operation
-   * checks it before it asks an actor, so a call on a closed engine fails at once instead of asking
-   * actors that have stopped.
-   */
-  TransferException closedError(String call) {
-    if (shutdown.get() == null) {
-      return null;
-    }
-    return new TransferException(
-        ErrorKind.UNAVAILABLE,
-        "engine "
-            + config.name()
-            + (shutdownConfirmed ? " closed" : " closing")
-            + " ("
-            + call
-            + ")");
-  }
-
-  /**
-   * {@link #closedError} once the close has been confirmed; null while the engine runs or closes. A
-   * batch still answers {@code await}, {@code status} and {@code completion} while its engine
-   * closes, so that callers learn what happened to the tasks they submitted; after the close it
-   * cannot.
-   */
-  TransferException closedAfterClose(String call) {
-    return shutdownConfirmed ? closedError(call) : null;
-  }
-
-  /** Stages waiting on actors with no timeout of their own; failed if the engine closes first. */
-  private final java.util.Set<CompletableFuture<?>> untilClosed = ConcurrentHashMap.newKeySet();
-
-  /**
-   * {@code stage}, failed with {@link #closedError} if the engine's close is confirmed before it
-   * completes (the actor it waits on stopped without answering). Held only while pending.
-   */
-  <T> CompletionStage<T> untilClosed(CompletionStage<T> stage, String call) {
-    CompletableFuture<T> result = new CompletableFuture<>();
-    untilClosed.add(result);
-    stage.whenComplete(
-        (value, failure) -> {
-          if (failure == null) {
-            result.complete(value);
-          } else {
-            result.completeExceptionally(unwrap(failure));
-          }
-        });
-    result.whenComplete((value, failure) -> untilClosed.remove(result));
-    if (shutdownConfirmed) {
-      result.completeExceptionally(closedError(call));
-    }
-    return result;
-  }
-
-  /** The close was confirmed: whatever still waits on an actor will never be answered. */
-  private void failUntilClosed() {
-    for (CompletableFuture<?> pending : List.copyOf(untilClosed)) {
-      pending.completeExceptionally(closedError("completion"));
-    }
-  }
-
-  /**
-   * Runs {@code body} unless the engine is closing or closed (then fails at once with {@link
-   * #closedError}). A failure that arrives after a close began, because an actor stopped under the
-   * call, is reported the same way, with the original as its cause.
-   */
-  private <T> CompletionStage<T> whileOpen(
-      String call, java.util.function.Supplier<CompletionStage<T>> body) {
-    TransferException refused = closedError(call);
-    if (refused != null) {
-      return CompletableFuture.failedFuture(refused);
-    }
-    return body.get()
-        .exceptionallyCompose(
-            failure -> {
-              Throwable cause = unwrap(failure);
-              TransferException closing = closedError(call);
-              boolean own =
-                  cause instanceof TransferException te
-                      && te.kind() != ErrorKind.UNAVAILABLE
-                      && te.kind() != ErrorKind.TIMEOUT;
-              if (closing != null && !own) {
-                closing.initCause(cause);
-                return CompletableFuture.failedFuture(closing);
-              }
-              return CompletableFuture.failedFuture(cause);
-            });
-  }
-
-  /** {@code name@host:port@epoch}, as logs and {@link EngineOwed} name the engine. */
-  private String identity() {
-    return config.name() + "@" + handles.self();
-  }
-
-  private static Throwable unwrap(Throwable t) {
-    while ((t instanceof java.util.concurrent.CompletionException
-            || t instanceof java.util.concurrent.ExecutionException)
-        && t.getCause() != null) {
-      t = t.getCause();
-    }
-    return t;
-  }
-
-  /**
-   * What the engine still has charged; see {@link EngineOwed}. Never throws; works after close.
+   * What the engine still has charged ({@link EngineOwed}), read at once from objects the guardian
+   * publishes, never from a mailbox: current while the engine runs and closes, and after a
+   * confirmed close what it retains. Never throws.
    *
-   * @return the figures, as {@link #owedAsync()} completes with them
+   * @return the figures, in phase RUNNING, CLOSING or CLOSED
    */
   public EngineOwed owed() {
-    return Batch.join(owedAsync(), OWED_TIMEOUT.plusSeconds(5), "owed");
+    return lifecycle.owed();
   }
 
   /**
-   * What the engine still has charged. Never fails and never waits: the budget figures are read
-   * from the engine's admission gate (an object, not a mailbox), so they are current while the
-   * engine runs and while it closes ({@link EngineOwed#live()} is true); after a confirmed close it
-   * reports what is retained.
+   * {@link #owed()} as a stage, completed at once.
    *
-   * @return a stage that completes with the figures, in phase RUNNING, CLOSING or CLOSED
+   * @return a completed stage with the figures
    */
   public CompletionStage<EngineOwed> owedAsync() {
-    return owedNow();
+    return CompletableFuture.completedFuture(lifecycle.owed());
   }
 
   /**
-   * What is owed, read now: the budgets from the engine's AdmissionGate, the rest from the views.
-   */
-  private CompletableFuture<EngineOwed> owedNow() {
-    if (shutdownConfirmed) {
-      return CompletableFuture.completedFuture(closedOwed());
-    }
-    // The gate is an object, not a mailbox: it answers while the engine closes and after.
-    Budgets.Usage u = handles.gate().usage();
-    Map<Long, Registration> visible = view.snapshot();
-    EngineOwed.Phase phase =
-        shutdown.get() == null ? EngineOwed.Phase.RUNNING : EngineOwed.Phase.CLOSING;
-    int registrations;
-    long loans;
-    if (phase == EngineOwed.Phase.RUNNING) {
-      unquiesced.values().removeIf(Registration::released);
-      registrations = visible.size() + unquiesced.size();
-      loans =
-          visible.values().stream().mapToLong(Registration::loans).sum()
-              + unquiesced.values().stream().mapToLong(Registration::loans).sum();
-    } else {
-      atClose.putAll(unquiesced);
-      // Closing: the Registry may already have hidden everything; count what is not yet released.
-      atClose.putAll(visible);
-      registrations = (int) atClose.values().stream().filter(r -> !r.released()).count();
-      loans =
-          atClose.values().stream().filter(r -> !r.released()).mapToLong(Registration::loans).sum();
-    }
-    return CompletableFuture.completedFuture(
-        new EngineOwed(
-            identity(),
-            phase,
-            true,
-            u.batches(),
-            u.tasks(),
-            u.bytes(),
-            u.endpoints(),
-            registrations,
-            loans,
-            quarantine.list()));
-  }
-
-  /**
-   * After a confirmed close the budgets ended with the engine; only memory retained under loans
-   * remains.
-   */
-  private EngineOwed closedOwed() {
-    atClose.putAll(unquiesced);
-    int retained = 0;
-    long loans = 0;
-    for (Registration r : atClose.values()) {
-      if (!r.released()) {
-        retained++;
-        loans += r.loans();
-      }
-    }
-    return new EngineOwed(
-        identity(), EngineOwed.Phase.CLOSED, true, 0, 0, 0, 0, retained, loans, quarantine.list());
-  }
-
-  /**
-   * The configuration the engine was started with. Still answers after the engine closed.
+   * The configuration the engine was started with; still answers after close.
    *
    * @return the configuration
    */
@@ -639,8 +220,7 @@ public final class TransferEngine implements AutoCloseable {
   }
 
   /**
-   * This incarnation's endpoint and epoch, to publish to peers. Still answers after the engine
-   * closed.
+   * This incarnation's endpoint and epoch, to publish to peers; still answers after close.
    *
    * @return the descriptor peers open with {@link #openSegment(SegmentDescriptor)}
    */
@@ -649,7 +229,7 @@ public final class TransferEngine implements AutoCloseable {
   }
 
   /**
-   * Cumulative counters of this incarnation. Still answers after the engine closed.
+   * Cumulative counters of this incarnation; still answers after close.
    *
    * @return the live counters
    */
@@ -667,66 +247,36 @@ public final class TransferEngine implements AutoCloseable {
   }
 
   /**
-   * Allocates {@code bytes} of zeroed, 64-byte aligned off-heap memory owned by the engine. With
-   * {@code shm.enabled} the memory is a memfd (page aligned) that same-host peers may map.
+   * Allocates {@code bytes} of zeroed, 64-byte aligned off-heap memory owned by the engine; with
+   * {@code shm.enabled} a memfd (page aligned) that same-host peers may map.
    *
    * @param bytes the size of the range; positive
    * @param access what peers may do with it
-   * @return the registered range, visible to peers at once
-   * @throws TransferException INVALID_ARGUMENT for {@code bytes <= 0} or a null {@code access};
-   *     RESOURCE_EXHAUSTED when the memory cannot be allocated or {@code budgets.maxRegistrations}
-   *     is in use (with {@code shm.enabled}, a memfd that cannot be made fails RESOURCE_EXHAUSTED
-   *     or UNAVAILABLE); UNAVAILABLE, at once, when a close of the engine has begun ({@code "engine
-   *     <name> closing|closed (allocate)"})
-   */
-  public RegisteredMemory allocate(long bytes, Access access) {
-    return Batch.join(allocateAsync(bytes, access), CONTROL_TIMEOUT, "allocate");
-  }
-
-  /**
-   * {@link #allocate} without blocking; the stage fails with the same {@link TransferException}.
-   *
-   * @param bytes the size of the range; positive
-   * @param access what peers may do with it
-   * @return a stage that completes with the registered range
+   * @return a stage with the registered range, visible to peers at once; it fails INVALID_ARGUMENT
+   *     for {@code bytes <= 0} or a null {@code access}, RESOURCE_EXHAUSTED when the memory cannot
+   *     be allocated or {@code budgets.maxRegistrations} is in use (a memfd that cannot be made:
+   *     RESOURCE_EXHAUSTED or UNAVAILABLE), UNAVAILABLE when the Registry is quarantined or a close
+   *     has begun
    */
   public CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access) {
     return whileOpen(
         "allocate",
         () -> {
-          if (bytes <= 0) {
-            return CompletableFuture.failedFuture(
-                new TransferException(
-                    ErrorKind.INVALID_ARGUMENT, "allocate: bytes must be positive, got " + bytes));
-          }
-          if (access == null) {
-            return CompletableFuture.failedFuture(
-                new TransferException(ErrorKind.INVALID_ARGUMENT, "allocate: access is null"));
-          }
-          if (shared != null) {
-            SharedAllocation allocation;
-            try {
-              allocation = shared.allocate(bytes, config.name());
-            } catch (TransferException e) {
-              return CompletableFuture.failedFuture(e);
-            }
-            return registerInternal(
-                allocation.segment(), access, allocation.arena(), allocation.backing());
-          }
-          Arena arena = Arena.ofShared();
-          MemorySegment segment;
-          try {
-            segment = arena.allocate(bytes, 64);
-          } catch (OutOfMemoryError | IllegalArgumentException e) {
-            arena.close();
-            return CompletableFuture.failedFuture(
-                new TransferException(
-                    ErrorKind.RESOURCE_EXHAUSTED,
-                    "allocate " + bytes + " B: " + e.getMessage(),
-                    e));
-          }
-          return registerInternal(segment, access, arena, null);
+          refuseIfDown("allocate", EngineGuardian.REGISTRY);
+          LocalMemory m = LocalMemory.allocate(shared, config.name(), bytes, access);
+          return ask("allocate", null, handles.registry(), CONTROL_TIMEOUT, m::register, m::answer);
         });
+  }
+
+  /**
+   * Blocking form of {@link #allocateAsync}.
+   *
+   * @param bytes the size of the range; positive
+   * @param access what peers may do with it
+   * @return the registered range
+   */
+  public RegisteredMemory allocate(long bytes, Access access) {
+    return Batch.join(allocateAsync(bytes, access), CONTROL_TIMEOUT, "allocate");
   }
 
   /**
@@ -734,69 +284,34 @@ public final class TransferEngine implements AutoCloseable {
    *
    * @param range the native memory to register; the engine never frees it
    * @param access what peers may do with it
-   * @return the registered range, visible to peers at once
-   * @throws TransferException INVALID_ARGUMENT for a null range or access, a heap segment or an
-   *     empty range; RESOURCE_EXHAUSTED when {@code budgets.maxRegistrations} is in use;
-   *     UNAVAILABLE, at once, when a close of the engine has begun ({@code "engine <name>
-   *     closing|closed (register)"})
-   */
-  public RegisteredMemory register(MemorySegment range, Access access) {
-    return Batch.join(registerAsync(range, access), CONTROL_TIMEOUT, "register");
-  }
-
-  /**
-   * {@link #register} without blocking; the stage fails with the same {@link TransferException}.
-   *
-   * @param range the native memory to register
-   * @param access what peers may do with it
-   * @return a stage that completes with the registered range
+   * @return a stage with the registered range, visible to peers at once; it fails INVALID_ARGUMENT
+   *     for a null range or access, a heap segment or an empty range, RESOURCE_EXHAUSTED when
+   *     {@code budgets.maxRegistrations} is in use, UNAVAILABLE as {@link #allocateAsync} does
    */
   public CompletionStage<RegisteredMemory> registerAsync(MemorySegment range, Access access) {
     return whileOpen(
         "register",
         () -> {
-          if (range == null || access == null) {
-            return CompletableFuture.failedFuture(
-                new TransferException(
-                    ErrorKind.INVALID_ARGUMENT, "register: range and access must not be null"));
-          }
-          if (!range.isNative()) {
-            return CompletableFuture.failedFuture(
-                new TransferException(
-                    ErrorKind.INVALID_ARGUMENT,
-                    "register: heap segments cannot be registered; use off-heap (native) memory"));
-          }
-          if (range.byteSize() == 0) {
-            return CompletableFuture.failedFuture(
-                new TransferException(ErrorKind.INVALID_ARGUMENT, "register: range is empty"));
-          }
-          return registerInternal(range, access, null, null);
+          LocalMemory m = LocalMemory.callers(range, access);
+          return ask(
+              "register",
+              EngineGuardian.REGISTRY,
+              handles.registry(),
+              CONTROL_TIMEOUT,
+              m::register,
+              m::answer);
         });
   }
 
-  private CompletionStage<RegisteredMemory> registerInternal(
-      MemorySegment segment, Access access, Arena owned, SharedBacking backing) {
-    String down = handles.supervision().unavailable(EngineGuardian.REGISTRY);
-    CompletionStage<Registry.RegisterReply> asked =
-        down != null
-            ? CompletableFuture.completedFuture(
-                new Registry.RegisterRefused(ErrorKind.UNAVAILABLE, down))
-            : AskPattern.<Registry.Command, Registry.RegisterReply>ask(
-                handles.registry(),
-                replyTo -> new Registry.Register(segment, access, owned, backing, replyTo),
-                CONTROL_TIMEOUT,
-                scheduler);
-    return asked.thenApply(
-        reply ->
-            switch (reply) {
-              case Registry.Registered r -> r.memory();
-              case Registry.RegisterRefused r -> {
-                if (owned != null) {
-                  owned.close();
-                }
-                throw new TransferException(r.kind(), "register: " + r.detail());
-              }
-            });
+  /**
+   * Blocking form of {@link #registerAsync}.
+   *
+   * @param range the native memory to register
+   * @param access what peers may do with it
+   * @return the registered range
+   */
+  public RegisteredMemory register(MemorySegment range, Access access) {
+    return Batch.join(registerAsync(range, access), CONTROL_TIMEOUT, "register");
   }
 
   /**
@@ -804,84 +319,62 @@ public final class TransferEngine implements AutoCloseable {
    * it (engine-owned memory is freed).
    *
    * @param memory the range to unregister
-   * @throws TransferException INVALID_ARGUMENT for null or a range that is not (or no longer)
-   *     registered; UNQUIESCED when its loans did not come back within the destruction window (the
-   *     range stays hidden and retained, and is listed by {@link #quarantined()}); UNAVAILABLE, at
-   *     once, when a close of the engine has begun ({@code "engine <name> closing|closed
-   *     (unregister)"})
+   * @return a stage that completes once the range is released; it fails INVALID_ARGUMENT for null
+   *     or a range that is not (or no longer) registered, UNQUIESCED when its loans did not come
+   *     back within the destruction window (the range stays hidden and retained, and is listed by
+   *     {@link #quarantined()}), UNAVAILABLE as {@link #allocateAsync} does
    */
-  public void unregister(RegisteredMemory memory) {
-    Batch.join(
-        unregisterAsync(memory),
-        Duration.ofMillis(config.timeouts().destructionWindowMillis()).plus(CONTROL_TIMEOUT),
-        "unregister");
+  public CompletionStage<Void> unregisterAsync(RegisteredMemory memory) {
+    if (memory == null) {
+      return CompletableFuture.failedFuture(
+          new TransferException(ErrorKind.INVALID_ARGUMENT, "unregister: memory is null"));
+    }
+    return ask(
+        "unregister",
+        EngineGuardian.REGISTRY,
+        handles.registry(),
+        unregisterWait(),
+        (ActorRef<Registry.UnregisterReply> to) -> new Registry.Unregister(memory.regionId(), to),
+        reply -> {
+          if (reply instanceof Registry.UnregisterFailed f) {
+            if (f.kind() == ErrorKind.UNQUIESCED) {
+              lifecycle.retainUnquiesced(memory.regionId(), memory.registration());
+            }
+            throw new TransferException(f.kind(), "unregister: " + f.detail());
+          }
+          return null;
+        });
   }
 
   /**
-   * {@link #unregister} without blocking; the stage fails with the same {@link TransferException}.
+   * Blocking form of {@link #unregisterAsync}.
    *
    * @param memory the range to unregister
-   * @return a stage that completes once the range is released
    */
-  public CompletionStage<Void> unregisterAsync(RegisteredMemory memory) {
-    return whileOpen(
-        "unregister",
-        () -> {
-          if (memory == null) {
-            return CompletableFuture.failedFuture(
-                new TransferException(ErrorKind.INVALID_ARGUMENT, "unregister: memory is null"));
-          }
-          Duration wait =
-              Duration.ofMillis(config.timeouts().destructionWindowMillis()).plus(CONTROL_TIMEOUT);
-          String down = handles.supervision().unavailable(EngineGuardian.REGISTRY);
-          CompletionStage<Registry.UnregisterReply> asked =
-              down != null
-                  ? CompletableFuture.completedFuture(
-                      new Registry.UnregisterFailed(ErrorKind.UNAVAILABLE, down))
-                  : AskPattern.<Registry.Command, Registry.UnregisterReply>ask(
-                      handles.registry(),
-                      replyTo -> new Registry.Unregister(memory.regionId(), replyTo),
-                      wait,
-                      scheduler);
-          return asked.thenApply(
-              reply ->
-                  switch (reply) {
-                    case Registry.Unregistered u -> null;
-                    case Registry.UnregisterFailed f -> {
-                      if (f.kind() == ErrorKind.UNQUIESCED) {
-                        // Hidden but retained under a worker's loan: still owed until the loan
-                        // comes back.
-                        unquiesced.put(memory.regionId(), memory.registration());
-                      }
-                      throw new TransferException(f.kind(), "unregister: " + f.detail());
-                    }
-                  });
-        });
+  public void unregister(RegisteredMemory memory) {
+    Batch.join(unregisterAsync(memory), unregisterWait(), "unregister");
+  }
+
+  private Duration unregisterWait() {
+    return Duration.ofMillis(config.timeouts().destructionWindowMillis()).plus(CONTROL_TIMEOUT);
   }
 
   /**
    * The segment table (C9): every peer incarnation this engine opened that is still active or still
    * referenced by a {@link RemoteSegment}, with its state and reference count.
    *
-   * @return one entry per incarnation in the table
-   * @throws TransferException UNAVAILABLE, at once, when a close of the engine has begun ({@code
-   *     "engine <name> closing|closed (peers)"})
+   * @return one entry per incarnation; UNAVAILABLE when the table is quarantined or a close has
+   *     begun
    */
   public List<PeerEntry> peers() {
     return Batch.join(
-        whileOpen(
+        ask(
             "peers",
-            () -> {
-              String down = handles.supervision().unavailable(EngineGuardian.SEGMENT_TABLE);
-              return down != null
-                  ? CompletableFuture.<List<PeerEntry>>failedFuture(
-                      new TransferException(ErrorKind.UNAVAILABLE, "peers: " + down))
-                  : AskPattern.<SegmentTable.Command, List<PeerEntry>>ask(
-                      handles.segmentTable(),
-                      SegmentTable.GetPeers::new,
-                      CONTROL_TIMEOUT,
-                      scheduler);
-            }),
+            EngineGuardian.SEGMENT_TABLE,
+            handles.segmentTable(),
+            CONTROL_TIMEOUT,
+            SegmentTable.GetPeers::new,
+            Function.identity()),
         CONTROL_TIMEOUT,
         "peers");
   }
@@ -890,87 +383,50 @@ public final class TransferEngine implements AutoCloseable {
    * Describes the peer at {@code endpoint} ({@code host:port}) and opens its current incarnation.
    *
    * @param endpoint the peer's {@code host:port}
-   * @return a stage that completes with the segment, a new reference to the peer's table entry
-   *     (close it when done); it fails with a {@link TransferException}: INVALID_ARGUMENT for a
-   *     malformed endpoint; UNAVAILABLE, TIMEOUT, PEER_LOST or PROTOCOL when Describe or the
-   *     connection fails; RESOURCE_EXHAUSTED when the peer table or {@code budgets.maxEndpoints} is
-   *     full; UNAVAILABLE when the requester side is closed, or at once when a close of the engine
-   *     has begun
+   * @return a stage with the segment, a new reference to the peer's table entry (close it when
+   *     done); it fails INVALID_ARGUMENT for a malformed endpoint; UNAVAILABLE, TIMEOUT, PEER_LOST
+   *     or PROTOCOL when Describe or the connection fails; RESOURCE_EXHAUSTED when the peer table
+   *     or {@code budgets.maxEndpoints} is full; UNAVAILABLE when the requester side is closed, the
+   *     table is quarantined or a close has begun
    */
   public CompletionStage<RemoteSegment> openSegment(String endpoint) {
-    return whileOpen(
-        "openSegment",
-        () -> {
-          Duration timeout =
-              Duration.ofMillis(
-                      config.timeouts().describeTimeoutMillis()
-                          + config.tcp().connectTimeoutMillis())
-                  .plus(CONTROL_TIMEOUT);
-          return openAsk(endpoint, null, timeout)
-              .thenApply(
-                  reply ->
-                      switch (reply) {
-                        case SegmentTable.Opened o -> o.segment();
-                        case SegmentTable.OpenFailed f ->
-                            throw new TransferException(f.kind(), f.detail());
-                      });
-        });
+    return open(endpoint, null);
   }
 
   /**
    * Opens exactly the incarnation {@code expected} names: EPOCH_MISMATCH if a different epoch now
-   * answers at its endpoint (without any network round trip when the engine already knows).
+   * answers at its endpoint (without a network round trip when the engine already knows).
    *
    * @param expected the incarnation to open
-   * @return a stage that completes with the segment; it fails EPOCH_MISMATCH as above, or as {@link
+   * @return a stage with the segment; it fails EPOCH_MISMATCH as above, or as {@link
    *     #openSegment(String)} does
    */
   public CompletionStage<RemoteSegment> openSegment(SegmentDescriptor expected) {
-    return whileOpen(
-        "openSegment",
-        () -> {
-          Duration timeout =
-              Duration.ofMillis(
-                      config.timeouts().describeTimeoutMillis()
-                          + config.tcp().connectTimeoutMillis())
-                  .plus(CONTROL_TIMEOUT);
-          return openAsk(expected.endpoint(), expected.epoch(), timeout)
-              .thenApply(
-                  reply ->
-                      switch (reply) {
-                        case SegmentTable.Opened o -> o.segment();
-                        case SegmentTable.OpenFailed f ->
-                            throw new TransferException(f.kind(), f.detail());
-                      });
-        });
+    return open(expected.endpoint(), expected.epoch());
   }
 
-  /**
-   * Asks the SegmentTable to open {@code endpoint} (only its incarnation {@code expectedEpoch} when
-   * not null), or refuses while the table is quarantined.
-   */
-  private CompletionStage<SegmentTable.OpenReply> openAsk(
-      String endpoint, Long expectedEpoch, Duration timeout) {
-    String down = handles.supervision().unavailable(EngineGuardian.SEGMENT_TABLE);
-    if (down != null) {
-      return CompletableFuture.completedFuture(
-          new SegmentTable.OpenFailed(ErrorKind.UNAVAILABLE, "open " + endpoint + ": " + down));
-    }
-    return AskPattern.<SegmentTable.Command, SegmentTable.OpenReply>ask(
+  private CompletionStage<RemoteSegment> open(String endpoint, Long epoch) {
+    return ask(
+        "openSegment",
+        EngineGuardian.SEGMENT_TABLE,
         handles.segmentTable(),
-        replyTo -> new SegmentTable.OpenSegment(endpoint, expectedEpoch, replyTo),
-        timeout,
-        scheduler);
+        Duration.ofMillis(
+                config.timeouts().describeTimeoutMillis() + config.tcp().connectTimeoutMillis())
+            .plus(CONTROL_TIMEOUT),
+        (ActorRef<SegmentTable.OpenReply> to) -> new SegmentTable.OpenSegment(endpoint, epoch, to),
+        reply ->
+            switch (reply) {
+              case SegmentTable.Opened o -> o.segment();
+              case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
+            });
   }
 
   /**
    * Blocking form of {@link #openSegment(SegmentDescriptor)}.
    *
    * @param expected the incarnation to open
-   * @param timeout how long to wait for the open
+   * @param timeout how long to wait; TIMEOUT after it
    * @return the segment
-   * @throws TransferException what the stage fails with; TIMEOUT if it does not complete within
-   *     {@code timeout}
    */
   public RemoteSegment openSegment(SegmentDescriptor expected, Duration timeout) {
     return Batch.join(openSegment(expected), timeout, "openSegment " + expected);
@@ -980,111 +436,78 @@ public final class TransferEngine implements AutoCloseable {
    * Blocking form of {@link #openSegment(String)}.
    *
    * @param endpoint the peer's {@code host:port}
-   * @param timeout how long to wait for the open
+   * @param timeout how long to wait; TIMEOUT after it
    * @return the segment
-   * @throws TransferException what the stage fails with; TIMEOUT if it does not complete within
-   *     {@code timeout}
    */
   public RemoteSegment openSegment(String endpoint, Duration timeout) {
     return Batch.join(openSegment(endpoint), timeout, "openSegment " + endpoint);
   }
 
-  /** The region id of a file segment's one region (the whole file). */
-  public static final long FILE_REGION_ID = 1;
-
   /**
    * Opens the file at {@code path} as a segment of one region ({@link #FILE_REGION_ID}) covering
-   * the file's bytes at open: {@code Access.READ} lets READ tasks copy file bytes into registered
-   * memory, {@code Access.WRITE} lets WRITE tasks copy registered memory into the file (never past
-   * its size), {@code READ_WRITE} both. Requests use it like a peer's segment, through ordinary
-   * batches. The engine keeps one entry per path in a bounded table ({@code file.maxFileSegments});
-   * the file is opened once, so work admitted through the segment keeps using that file even if the
-   * path is later replaced (a later open of the replaced path opens the new file). Fails
-   * INVALID_ARGUMENT for a missing path, a directory or another non-file, PERMISSION_DENIED for a
-   * file that may not be opened as asked (a read-only file for WRITE), RESOURCE_EXHAUSTED when the
-   * table is full, UNAVAILABLE when the engine has no file transport or is closing.
+   * its bytes at open; requests use it like a peer's segment. {@code READ} lets READ tasks copy
+   * file bytes into registered memory, {@code WRITE} lets WRITE tasks copy into the file (never
+   * past its size). The file is opened once, so admitted work keeps using it even if the path is
+   * replaced; the table is bounded by {@code file.maxFileSegments}.
    *
    * @param path the file to open
    * @param access which directions requests may use on it
-   * @return a stage that completes with the file segment, labelled {@code "file <path>"}; it fails
-   *     with the {@link TransferException}s above
+   * @return a stage with the segment, labelled {@code "file <path>"}; it fails INVALID_ARGUMENT for
+   *     a missing path, a directory or another non-file, PERMISSION_DENIED for a file that may not
+   *     be opened as asked, RESOURCE_EXHAUSTED when the table is full, UNAVAILABLE when there is no
+   *     file transport or a close has begun
    */
-  public CompletionStage<RemoteSegment> openFileSegment(java.nio.file.Path path, Access access) {
-    return whileOpen(
+  public CompletionStage<RemoteSegment> openFileSegment(Path path, Access access) {
+    var transport = handles.transports().get(Transport.FILE);
+    if (path == null || access == null || transport == null) {
+      return CompletableFuture.failedFuture(
+          path == null || access == null
+              ? new TransferException(
+                  ErrorKind.INVALID_ARGUMENT, "openFileSegment: path and access must not be null")
+              : new TransferException(
+                  ErrorKind.UNAVAILABLE,
+                  "openFileSegment " + path + ": no file transport on the class path"));
+    }
+    return ask(
         "openFileSegment",
-        () -> {
-          if (path == null || access == null) {
-            return CompletableFuture.failedFuture(
-                new TransferException(
-                    ErrorKind.INVALID_ARGUMENT,
-                    "openFileSegment: path and access must not be null"));
-          }
-          var transport = handles.transports().get(Transport.FILE);
-          if (transport == null) {
-            return CompletableFuture.failedFuture(
-                new TransferException(
-                    ErrorKind.UNAVAILABLE,
-                    "openFileSegment " + path + ": no file transport on the class path"));
-          }
-          return AskPattern
-              .<io.orbite.engine.spi.TransportCommand,
-                  io.orbite.engine.spi.TransportCommand.OpenFileReply>
-                  ask(
-                      transport,
-                      replyTo ->
-                          new io.orbite.engine.spi.TransportCommand.OpenFile(
-                              path, access, handles.self(), replyTo),
-                      CONTROL_TIMEOUT,
-                      scheduler)
-              .thenApply(
-                  reply ->
-                      switch (reply) {
-                        case io.orbite.engine.spi.TransportCommand.FileOpened o ->
-                            new RemoteSegment(
-                                handles.self(),
-                                java.util.List.of(
-                                    new RemoteRegion(FILE_REGION_ID, o.lengthBytes(), o.access())),
-                                o.channel(),
-                                o.label());
-                        case io.orbite.engine.spi.TransportCommand.FileOpenFailed f ->
-                            throw new TransferException(f.kind(), f.detail());
-                      });
-        });
+        null,
+        transport,
+        CONTROL_TIMEOUT,
+        (ActorRef<TransportCommand.OpenFileReply> to) ->
+            new TransportCommand.OpenFile(path, access, handles.self(), to),
+        reply ->
+            switch (reply) {
+              case TransportCommand.FileOpened o ->
+                  new RemoteSegment(
+                      handles.self(),
+                      List.of(new RemoteRegion(FILE_REGION_ID, o.lengthBytes(), o.access())),
+                      o.channel(),
+                      o.label());
+              case TransportCommand.FileOpenFailed f ->
+                  throw new TransferException(f.kind(), f.detail());
+            });
   }
 
   /**
-   * Blocking form of {@link #openFileSegment(java.nio.file.Path, Access)}.
+   * Blocking form of {@link #openFileSegment(Path, Access)}.
    *
    * @param path the file to open
    * @param access which directions requests may use on it
-   * @param timeout how long to wait for the open
+   * @param timeout how long to wait; TIMEOUT after it
    * @return the file segment
-   * @throws TransferException what the stage fails with; TIMEOUT if it does not complete within
-   *     {@code timeout}
    */
-  public RemoteSegment openFileSegment(java.nio.file.Path path, Access access, Duration timeout) {
+  public RemoteSegment openFileSegment(Path path, Access access, Duration timeout) {
     return Batch.join(openFileSegment(path, access), timeout, "openFileSegment " + path);
   }
 
   /**
-   * Charges a batch slot and creates a batch of at most {@code capacity} tasks.
+   * Charges a batch slot (on the caller's thread) and creates a batch of at most {@code capacity}
+   * tasks, reusing a freed one of that capacity without an ask when there is one.
    *
    * @param capacity how many tasks the batch may hold in all, 1 to {@code budgets.maxBatchCapacity}
-   * @return the batch; free it when done
-   * @throws TransferException INVALID_ARGUMENT for a capacity out of range; RESOURCE_EXHAUSTED when
-   *     {@code budgets.maxBatches} batches are held; UNAVAILABLE when the requester side is closed,
-   *     or at once when a close of the engine has begun
-   */
-  public Batch allocateBatch(int capacity) {
-    return Batch.join(allocateBatchAsync(capacity), CONTROL_TIMEOUT, "allocateBatch");
-  }
-
-  /**
-   * {@link #allocateBatch} without blocking; the stage fails with the same {@link
-   * TransferException}.
-   *
-   * @param capacity how many tasks the batch may hold in all
-   * @return a stage that completes with the batch
+   * @return a stage with the batch (free it when done); it fails INVALID_ARGUMENT for a capacity
+   *     out of range, RESOURCE_EXHAUSTED when {@code budgets.maxBatches} batches are held,
+   *     UNAVAILABLE when the requester side is closed or a close has begun
    */
   public CompletionStage<Batch> allocateBatchAsync(int capacity) {
     return whileOpen(
@@ -1092,29 +515,20 @@ public final class TransferEngine implements AutoCloseable {
         () -> {
           int max = config.budgets().maxBatchCapacity();
           if (capacity < 1 || capacity > max) {
-            return CompletableFuture.failedFuture(
-                new TransferException(
-                    ErrorKind.INVALID_ARGUMENT,
-                    "allocateBatch: capacity must be 1.." + max + ", got " + capacity));
+            throw new TransferException(
+                ErrorKind.INVALID_ARGUMENT,
+                "allocateBatch: capacity must be 1.." + max + ", got " + capacity);
           }
-          // The slot is charged on the caller's thread; a batch freed earlier is reused without an
-          // ask.
-          Admission.Decision decision = handles.gate().tryBatch();
-          if (!decision.granted()) {
-            return CompletableFuture.failedFuture(
-                new TransferException(
-                    decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED,
-                    "allocateBatch: " + decision.refusal()));
-          }
+          refuse(handles.gate().tryBatch());
           BatchCore pooled = batchPool.take(capacity);
           if (pooled != null) {
             return CompletableFuture.completedFuture(new Batch(pooled, pooled.lease(), this));
           }
           return AskPattern.<EngineGuardian.Command, EngineGuardian.SpawnBatchReply>ask(
                   guardian,
-                  replyTo -> new EngineGuardian.SpawnBatch(capacity, replyTo),
+                  to -> new EngineGuardian.SpawnBatch(capacity, to),
                   CONTROL_TIMEOUT,
-                  scheduler)
+                  system.scheduler())
               .handle(
                   (reply, failure) -> {
                     if (reply instanceof EngineGuardian.BatchSpawned s) {
@@ -1122,236 +536,144 @@ public final class TransferEngine implements AutoCloseable {
                     }
                     handles.gate().releaseBatch();
                     if (reply instanceof EngineGuardian.BatchRefused r) {
-                      throw new TransferException(
-                          r.decision().fenced()
-                              ? ErrorKind.UNAVAILABLE
-                              : ErrorKind.RESOURCE_EXHAUSTED,
-                          "allocateBatch: " + r.decision().refusal());
+                      refuse(r.decision());
                     }
-                    throw new java.util.concurrent.CompletionException(failure);
+                    throw new CompletionException(failure);
                   });
         });
   }
 
-  /** Freed batches kept for reuse by {@link #allocateBatch}. */
-  private final BatchPool batchPool = new BatchPool();
+  /** Throws the refusal of a budget decision that did not grant. */
+  private static void refuse(Admission.Decision decision) {
+    if (!decision.granted()) {
+      throw new TransferException(
+          decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED,
+          "allocateBatch: " + decision.refusal());
+    }
+  }
+
+  /**
+   * Blocking form of {@link #allocateBatchAsync}.
+   *
+   * @param capacity how many tasks the batch may hold in all
+   * @return the batch
+   */
+  public Batch allocateBatch(int capacity) {
+    return Batch.join(allocateBatchAsync(capacity), CONTROL_TIMEOUT, "allocateBatch");
+  }
 
   /** A batch was freed: keep it for the next allocation of its capacity, or retire it. */
   void recycle(BatchCore core) {
     if (shutdown.get() != null) {
       core.retire();
-      return;
+    } else {
+      batchPool.give(core);
     }
-    batchPool.give(core);
   }
 
   /**
    * Closes the requester side (C8): new batches, submissions and opens are refused at once
-   * (UNAVAILABLE); work already admitted may finish within {@code timeout}; then every lane to a
-   * peer is closed, so whatever is still in flight fails after local drain. The engine keeps
-   * serving peers as a source. Returns what is still owed afterwards; can be called again.
+   * (UNAVAILABLE); admitted work may finish within {@code timeout}; then every lane to a peer is
+   * closed, so whatever is still in flight fails after local drain. The engine keeps serving peers.
+   * Can be called again.
    *
    * @param timeout how long admitted work may take to finish before the lanes are closed
-   * @return what the engine still has charged afterwards
-   * @throws TransferException UNAVAILABLE, at once, when a close of the engine has begun ({@code
-   *     "engine <name> closing|closed (closeRequester)"})
+   * @return a stage with what the engine still has charged afterwards
    */
-  public EngineOwed closeRequester(Duration timeout) {
-    return Batch.join(
-        closeRequesterAsync(timeout), timeout.plus(CONTROL_TIMEOUT), "closeRequester");
+  public CompletionStage<EngineOwed> closeRequesterAsync(Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    return ask(
+        "closeRequester",
+        null,
+        guardian,
+        timeout.plus(SHUTDOWN_LIMIT),
+        (ActorRef<EngineGuardian.SideClosed> to) -> new EngineGuardian.CloseRequester(deadline, to),
+        closed -> lifecycle.owed());
   }
 
   /**
-   * {@link #closeRequester} without blocking; the stage fails with the same {@link
-   * TransferException}.
+   * Blocking form of {@link #closeRequesterAsync}.
    *
    * @param timeout how long admitted work may take to finish before the lanes are closed
-   * @return a stage that completes with what the engine still has charged afterwards
+   * @return what the engine still has charged afterwards
    */
-  public CompletionStage<EngineOwed> closeRequesterAsync(Duration timeout) {
-    return whileOpen(
-        "closeRequester",
-        () -> {
-          long deadline = System.nanoTime() + timeout.toNanos();
-          return AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(
-                  guardian,
-                  replyTo -> new EngineGuardian.FenceSide(EngineGuardian.Side.REQUESTER, replyTo),
-                  CONTROL_TIMEOUT,
-                  scheduler)
-              .thenCompose(fenced -> untilNoTaskInFlight(deadline))
-              .thenCompose(
-                  drained ->
-                      AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(
-                          guardian,
-                          replyTo ->
-                              new EngineGuardian.CloseSide(EngineGuardian.Side.REQUESTER, replyTo),
-                          SHUTDOWN_LIMIT,
-                          scheduler))
-              // The lanes have ended, but their last receipts may still be in the batches'
-              // mailboxes:
-              // report once those have been applied. A task still in flight after that is held by a
-              // worker that did not let go; the report shows it, and its batch's watchdog
-              // quarantines it.
-              .thenCompose(
-                  closed -> untilNoTaskInFlight(System.nanoTime() + RECEIPTS_AFTER_CLOSE.toNanos()))
-              .thenCompose(receipted -> owedAsync());
-        });
+  public EngineOwed closeRequester(Duration timeout) {
+    return Batch.join(closeRequesterAsync(timeout), timeout.plus(SHUTDOWN_LIMIT), "closeRequester");
   }
 
   /**
    * Closes the source side (C8): the listener closes, so peers can neither describe nor connect;
    * every source lane is closed and its loans come back once its thread has ended; every range
-   * shared with same-host peers (SHM) is fenced, so no peer starts a copy into or out of it any
-   * more. The engine keeps working as a requester. Returns what is still owed afterwards; can be
-   * called again.
+   * shared with same-host peers (SHM) is fenced, so no peer starts a copy into or out of it. The
+   * engine keeps working as a requester. Can be called again.
    *
-   * @param timeout how long the source lanes may take to close
-   * @return what the engine still has charged afterwards
-   * @throws TransferException UNAVAILABLE, at once, when a close of the engine has begun ({@code
-   *     "engine <name> closing|closed (closeSource)"})
-   */
-  public EngineOwed closeSource(Duration timeout) {
-    return Batch.join(closeSourceAsync(timeout), timeout.plus(CONTROL_TIMEOUT), "closeSource");
-  }
-
-  /**
-   * {@link #closeSource} without blocking; the stage fails with the same {@link TransferException}.
-   *
-   * @param timeout how long the source lanes may take to close
-   * @return a stage that completes with what the engine still has charged afterwards
+   * @param timeout how long the source side may take to close
+   * @return a stage with what the engine still has charged afterwards
    */
   public CompletionStage<EngineOwed> closeSourceAsync(Duration timeout) {
-    return whileOpen(
+    return ask(
         "closeSource",
-        () -> {
-          Duration window = Duration.ofMillis(config.timeouts().destructionWindowMillis());
-          return AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(
-                  guardian,
-                  replyTo -> new EngineGuardian.FenceSide(EngineGuardian.Side.SOURCE, replyTo),
-                  CONTROL_TIMEOUT,
-                  scheduler)
-              .thenCompose(
-                  fenced ->
-                      AskPattern.<EngineGuardian.Command, EngineGuardian.SideClosed>ask(
-                          guardian,
-                          replyTo ->
-                              new EngineGuardian.CloseSide(EngineGuardian.Side.SOURCE, replyTo),
-                          timeout.plus(CONTROL_TIMEOUT),
-                          scheduler))
-              // Same-host peers copy through shared memory without any lane: fence them out too.
-              .thenCompose(
-                  closed ->
-                      AskPattern.<Registry.Command, Registry.SharedFenced>ask(
-                          handles.registry(),
-                          Registry.FenceShared::new,
-                          window.plus(CONTROL_TIMEOUT),
-                          scheduler))
-              .thenAccept(
-                  shared -> {
-                    if (shared.stillCopying() < 0) {
-                      LOG.error(
-                          "engine {}: closeSource: the Registry is quarantined and could not fence the ranges shared "
-                              + "with same-host peers (owed() lists it)",
-                          identity());
-                    } else if (shared.stillCopying() > 0) {
-                      LOG.warn(
-                          "engine {}: closeSource: {} shared range(s) still being copied by a same-host peer after the "
-                              + "destruction window; no new copy can start",
-                          identity(),
-                          shared.stillCopying());
-                    }
-                  })
-              .thenCompose(done -> owedAsync());
-        });
-  }
-
-  /** Completes once no task is in flight, or at {@code deadlineNanos}, whichever comes first. */
-  private CompletionStage<Void> untilNoTaskInFlight(long deadlineNanos) {
-    CompletableFuture<Void> done = new CompletableFuture<>();
-    pollTasksInFlight(deadlineNanos, done);
-    return done;
+        null,
+        guardian,
+        timeout.plus(SHUTDOWN_LIMIT),
+        EngineGuardian.CloseSource::new,
+        closed -> lifecycle.owed());
   }
 
   /**
-   * One poll of {@link #untilNoTaskInFlight}; the next one is scheduled afresh rather than chained,
-   * so a long wait does not nest thousands of completions (which overflowed the stack and left the
-   * close unanswered).
-   */
-  private void pollTasksInFlight(long deadlineNanos, CompletableFuture<Void> done) {
-    owedAsync()
-        .whenComplete(
-            (owed, failure) -> {
-              if (failure != null
-                  || owed.tasksInFlight() == 0
-                  || System.nanoTime() - deadlineNanos > 0) {
-                done.complete(null);
-              } else {
-                CompletableFuture.delayedExecutor(2, TimeUnit.MILLISECONDS)
-                    .execute(() -> pollTasksInFlight(deadlineNanos, done));
-              }
-            });
-  }
-
-  /**
-   * Stops serving and requesting, closes transports and, if the engine owns it, its ActorSystem.
-   * Returns what is still owed afterwards: after a clean close nothing; otherwise the memory kept
-   * under loans and every quarantined owner ({@link EngineOwed#quarantined()}). Can be called
-   * again; a later call reports the same way what is still retained.
+   * Blocking form of {@link #closeSourceAsync}.
    *
-   * @param timeout how long the engine may take to confirm its close
-   * @return what is still owed, in phase CLOSED once the close is confirmed
-   * @throws TransferException TIMEOUT if the close is not confirmed within {@code timeout}
+   * @param timeout how long the source side may take to close
+   * @return what the engine still has charged afterwards
    */
-  public EngineOwed close(Duration timeout) {
-    return Batch.join(closeAsync(timeout), timeout.plusSeconds(5), "close");
+  public EngineOwed closeSource(Duration timeout) {
+    return Batch.join(closeSourceAsync(timeout), timeout.plus(SHUTDOWN_LIMIT), "closeSource");
   }
 
   /**
-   * Closes the engine (see {@link #close(Duration)}); idempotent: once a close has begun, by this
-   * method or by CoordinatedShutdown, a later call completes at once with what is still owed. Fails
-   * with TIMEOUT if the engine does not confirm its close within {@code timeout}; {@link #owed()}
-   * then says what it still holds.
+   * Closes the engine: stops serving and requesting, closes the transports and, if the engine owns
+   * it, its ActorSystem. Idempotent: once a close has begun (here or by CoordinatedShutdown), a
+   * later call completes at once with what is owed.
    *
-   * @param timeout how long the engine may take to confirm its close
-   * @return a stage that completes with what is still owed after the close
+   * @param timeout how long the engine may take to confirm its close; TIMEOUT after it, and {@link
+   *     #owed()} then says what it still holds
+   * @return a stage with what is still owed: after a clean close nothing; otherwise the memory kept
+   *     under loans and every quarantined owner
    */
   public CompletionStage<EngineOwed> closeAsync(Duration timeout) {
-    if (closed) {
+    if (shutdown.get() != null) {
       return owedAsync();
     }
-    return shutdownEngine()
+    return shutdown()
         .copy()
         .orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS)
         .exceptionallyCompose(
-            failure -> {
-              Throwable cause = unwrap(failure);
-              return CompletableFuture.failedFuture(
-                  cause instanceof TimeoutException
-                      ? new TransferException(
-                          ErrorKind.TIMEOUT,
-                          "close: the engine did not confirm its close within " + timeout)
-                      : cause);
-            })
+            failure ->
+                CompletableFuture.failedFuture(
+                    unwrap(failure) instanceof TimeoutException
+                        ? new TransferException(
+                            ErrorKind.TIMEOUT,
+                            "close: the engine did not confirm its close within " + timeout)
+                        : unwrap(failure)))
         .thenCompose(
             done -> {
               if (!ownsSystem) {
-                return CompletableFuture.<Void>completedFuture(null);
+                return CompletableFuture.completedFuture(done);
               }
               system.terminate();
-              return system.getWhenTerminated().thenApply(d -> (Void) null);
+              return system.getWhenTerminated().thenApply(terminated -> done);
             })
-        .thenCompose(done -> owedAsync());
+        .thenApply(done -> lifecycle.owed());
   }
 
   /**
-   * The owners that could not prove their drain within the destruction window and keep what they
-   * hold (C5, C7); see {@link QuarantinedOwner}. Empty on a healthy engine; still answers after
-   * close.
+   * Blocking form of {@link #closeAsync}.
    *
-   * @return the quarantined owners, each with what it retains
+   * @param timeout how long the engine may take to confirm its close
+   * @return what is still owed, in phase CLOSED once the close is confirmed
    */
-  public List<QuarantinedOwner> quarantined() {
-    return quarantine.list();
+  public EngineOwed close(Duration timeout) {
+    return Batch.join(closeAsync(timeout), timeout.plusSeconds(5), "close");
   }
 
   /** {@link #close(Duration)} with 30 s; what is still owed afterwards is logged, not returned. */
@@ -1361,5 +683,166 @@ public final class TransferEngine implements AutoCloseable {
     if (!owed.isClear()) {
       LOG.warn("closed with resources retained: {}", owed);
     }
+  }
+
+  /**
+   * The owners that could not prove their drain within the destruction window and keep what they
+   * hold (C5, C7); empty on a healthy engine; still answers after close.
+   *
+   * @return the quarantined owners, each with what it retains
+   */
+  public List<QuarantinedOwner> quarantined() {
+    return quarantine.list();
+  }
+
+  /**
+   * The engine's close, once however many callers ask: the guardian fences admission, stops
+   * serving, the transports and the owners, and confirms once the Registry has stopped. Then the
+   * incarnation's shared-memory lock is withdrawn, so same-host peers see it ended.
+   */
+  CompletableFuture<Void> shutdown() {
+    CompletableFuture<Void> mine = new CompletableFuture<>();
+    if (!shutdown.compareAndSet(null, mine)) {
+      return shutdown.get();
+    }
+    lifecycle.beginClose();
+    batchPool.close();
+    services.stopServing();
+    CompletionStage<EngineGuardian.ShutdownDone> asked =
+        system.whenTerminated().isCompleted()
+            ? CompletableFuture.failedFuture(
+                new TransferException(
+                    ErrorKind.UNAVAILABLE,
+                    "the actor system " + system.name() + " has terminated without the close"))
+            : AskPattern.ask(
+                guardian, EngineGuardian.Shutdown::new, SHUTDOWN_LIMIT, system.scheduler());
+    asked.whenComplete(
+        (done, failure) -> {
+          if (failure != null) {
+            mine.completeExceptionally(unwrap(failure));
+            return;
+          }
+          List.copyOf(untilClosed).forEach(p -> p.completeExceptionally(closedError("completion")));
+          if (shared != null) {
+            shared.close();
+          }
+          services.close();
+          mine.complete(null);
+        });
+    return mine;
+  }
+
+  /**
+   * UNAVAILABLE naming this engine once a close has begun ({@code "engine <name> closing"}) or has
+   * been confirmed ({@code "engine <name> closed"}); null while the engine runs.
+   */
+  TransferException closedError(String call) {
+    EngineOwed.Phase phase = lifecycle.phase();
+    return phase == EngineOwed.Phase.RUNNING && shutdown.get() == null
+        ? null
+        : new TransferException(
+            ErrorKind.UNAVAILABLE,
+            "engine "
+                + config.name()
+                + (phase == EngineOwed.Phase.CLOSED ? " closed" : " closing")
+                + " ("
+                + call
+                + ")");
+  }
+
+  /**
+   * {@link #closedError} once the close is confirmed; null while the engine runs or closes (a batch
+   * still answers {@code await} and {@code status} then, so callers learn what happened).
+   */
+  TransferException closedAfterClose(String call) {
+    return lifecycle.phase() == EngineOwed.Phase.CLOSED ? closedError(call) : null;
+  }
+
+  /** {@code stage}, failed with {@link #closedError} if the close is confirmed before it ends. */
+  <T> CompletionStage<T> untilClosed(CompletionStage<T> stage, String call) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    untilClosed.add(result);
+    stage.whenComplete(
+        (value, failure) -> {
+          if (failure == null) {
+            result.complete(value);
+          } else {
+            result.completeExceptionally(unwrap(failure));
+          }
+        });
+    result.whenComplete((value, failure) -> untilClosed.remove(result));
+    if (lifecycle.phase() == EngineOwed.Phase.CLOSED) {
+      result.completeExceptionally(closedError(call));
+    }
+    return result;
+  }
+
+  /** Fails UNAVAILABLE naming {@code owner} when the guardian marked it quarantined. */
+  private void refuseIfDown(String call, String owner) {
+    String down = owner == null ? null : handles.supervision().unavailable(owner);
+    if (down != null) {
+      throw new TransferException(ErrorKind.UNAVAILABLE, call + ": " + down);
+    }
+  }
+
+  /**
+   * The one ask of the facade: unless the engine is closing or {@code owner} (when not null) is
+   * quarantined, sends the message {@code message} builds to {@code to} and maps the reply with
+   * {@code answer} (which may throw the refusal it carries).
+   */
+  private <C, R, T> CompletionStage<T> ask(
+      String call,
+      String owner,
+      ActorRef<C> to,
+      Duration timeout,
+      Function<ActorRef<R>, C> message,
+      Function<R, T> answer) {
+    return whileOpen(
+        call,
+        () -> {
+          refuseIfDown(call, owner);
+          return AskPattern.<C, R>ask(to, message::apply, timeout, system.scheduler())
+              .thenApply(answer);
+        });
+  }
+
+  /**
+   * Runs {@code body} unless a close has begun (then fails at once with {@link #closedError}); a
+   * TransferException it throws fails the stage. A failure that arrives after a close began,
+   * because an actor stopped under the call, is reported as the close, with the original as cause.
+   */
+  private <T> CompletionStage<T> whileOpen(String call, Supplier<CompletionStage<T>> body) {
+    TransferException refused = closedError(call);
+    if (refused != null) {
+      return CompletableFuture.failedFuture(refused);
+    }
+    CompletionStage<T> stage;
+    try {
+      stage = body.get();
+    } catch (TransferException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return stage.exceptionallyCompose(
+        failure -> {
+          Throwable cause = unwrap(failure);
+          TransferException closing = closedError(call);
+          boolean own =
+              cause instanceof TransferException te
+                  && te.kind() != ErrorKind.UNAVAILABLE
+                  && te.kind() != ErrorKind.TIMEOUT;
+          if (closing != null && !own) {
+            closing.initCause(cause);
+            return CompletableFuture.failedFuture(closing);
+          }
+          return CompletableFuture.failedFuture(cause);
+        });
+  }
+
+  static Throwable unwrap(Throwable t) {
+    while ((t instanceof CompletionException || t instanceof ExecutionException)
+        && t.getCause() != null) {
+      t = t.getCause();
+    }
+    return t;
   }
 }

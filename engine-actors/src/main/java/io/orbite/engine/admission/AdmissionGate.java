@@ -1,6 +1,8 @@
 package io.orbite.engine.admission;
 
 import io.orbite.config.BudgetConfig;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 
 /**
  * The engine's budgets (C9) as one shared object, so a charge costs no ask to the Admission actor.
@@ -19,6 +21,9 @@ public final class AdmissionGate {
    * Why the gate refuses new charges; null while it admits. Written before the fence bit is set.
    */
   private volatile String fencedBecause;
+
+  /** What {@link #whenDrained} handed out; null until someone waits. */
+  private volatile CompletableFuture<Void> drained;
 
   /** A gate with nothing charged, admitting up to {@code limits}. */
   public AdmissionGate(BudgetConfig limits) {
@@ -50,7 +55,33 @@ public final class AdmissionGate {
 
   /** Gives back what {@link #tryTasks} charged; takes no lock. */
   public void releaseTasks(int tasks, long bytes) {
-    taskBudget.release(tasks, bytes);
+    if (taskBudget.release(tasks, bytes)) {
+      CompletableFuture<Void> waiting = drained;
+      if (waiting != null) {
+        waiting.complete(null);
+      }
+    }
+  }
+
+  /**
+   * Completes once the gate is fenced and no task is charged any more (at once if that is so now).
+   * A fenced gate admits nothing, so once it completes it stays true. Costs the releasing thread
+   * nothing until the gate is fenced.
+   */
+  public CompletionStage<Void> whenDrained() {
+    CompletableFuture<Void> waiting;
+    synchronized (this) {
+      waiting = drained;
+      if (waiting == null) {
+        waiting = new CompletableFuture<>();
+        drained = waiting;
+      }
+    }
+    // Written before this read, so a release that empties the budget after it sees the future.
+    if (taskBudget.fenced() && taskBudget.tasks() == 0) {
+      waiting.complete(null);
+    }
+    return waiting;
   }
 
   /** Charges one peer endpoint. */

@@ -83,8 +83,11 @@ final class TaskBudget {
     }
   }
 
-  /** Gives back what {@link #tryCharge} charged; more than is charged is a broken invariant. */
-  void release(int tasks, long bytes) {
+  /**
+   * Gives back what {@link #tryCharge} charged; more than is charged is a broken invariant. True
+   * when this release left a fenced budget with no task: nothing can be charged again.
+   */
+  boolean release(int tasks, long bytes) {
     long units = units(bytes);
     while (true) {
       long w = word.get();
@@ -102,8 +105,9 @@ final class TaskBudget {
                 + (u << unitShift)
                 + " B");
       }
-      if (word.compareAndSet(w, w - ((long) tasks << TASK_SHIFT) - units)) {
-        return;
+      long next = w - ((long) tasks << TASK_SHIFT) - units;
+      if (word.compareAndSet(w, next)) {
+        return (next & FENCE) != 0 && ((next >>> TASK_SHIFT) & TASK_MASK) == 0;
       }
     }
   }

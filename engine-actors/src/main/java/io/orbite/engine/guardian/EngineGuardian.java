@@ -27,6 +27,7 @@ import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
@@ -40,23 +41,28 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * one BatchActor per batch. Runs as the guardian of the engine's own ActorSystem or as a system
  * actor under a host application's system.
  *
- * <p>States: {@link #running}, {@link #stopping} (control service and transports draining), then
- * stopped.
+ * <p>The guardian owns the engine's lifecycle and publishes it in {@link EngineLifecycle}: {@link
+ * #running} (it also orchestrates the directional closes, C8: {@link CloseRequester}, {@link
+ * CloseSource}), {@link #stopping} (control service, then transports), {@link #awaitingRegistry}
+ * (the owners were stopped; the close is confirmed when the Registry has terminated), then stopped.
+ * It never polls: it waits on the admission gate's drain signal and on its children's Terminated.
  */
 public final class EngineGuardian {
   public sealed interface Command {}
 
   /**
    * The engine's parts, for the public API facade; handed over once, when the guardian has set up.
+   * The actors are there for requests only (register, open, peers); every lifecycle message goes
+   * through the guardian.
    */
   public record Handles(
       SegmentDescriptor self,
       ActorRef<Registry.Command> registry,
-      ActorRef<Admission.Command> admission,
       ActorRef<SegmentTable.Command> segmentTable,
       Map<Transport, ActorRef<TransportCommand>> transports,
       AdmissionGate gate,
-      OwnerSupervision supervision) {}
+      OwnerSupervision supervision,
+      EngineLifecycle lifecycle) {}
 
   /** Charge a batch slot and spawn its actor. */
   public record SpawnBatch(int capacity, ActorRef<SpawnBatchReply> replyTo) implements Command {}
@@ -77,27 +83,51 @@ public final class EngineGuardian {
   }
 
   /**
-   * Fence one direction: REQUESTER refuses new batches, tasks and opens; SOURCE stops accepting
-   * connections. Answered at once.
+   * Close the requester side (C8): refuse new batches, tasks and opens at once, let admitted work
+   * finish until {@code deadlineNanos}, close every requester lane, then wait (at most {@link
+   * #RECEIPTS_AFTER_CLOSE}) for the lanes' last receipts to reach their batches.
    */
-  public record FenceSide(Side side, ActorRef<SideClosed> replyTo) implements Command {}
-
-  /** Close one direction's lanes in every transport; answered when their threads have ended. */
-  public record CloseSide(Side side, ActorRef<SideClosed> replyTo) implements Command {}
-
-  public record SideClosed(Side side) {}
-
-  private record TransportSideClosed(ActorRef<SideClosed> replyTo, Side side, int left)
+  public record CloseRequester(long deadlineNanos, ActorRef<SideClosed> replyTo)
       implements Command {}
 
-  /** Stop serving, stop the transports, then stop the engine's actors. */
+  /**
+   * Close the source side (C8): stop the listener, close every source lane, then fence every range
+   * shared with same-host peers.
+   */
+  public record CloseSource(ActorRef<SideClosed> replyTo) implements Command {}
+
+  /**
+   * A side closed. For SOURCE, {@code sharedStillCopying} is the number of shared ranges a
+   * same-host peer was still copying when the destruction window ended, or -1 when the Registry is
+   * quarantined and could not fence them; 0 for REQUESTER.
+   */
+  public record SideClosed(Side side, int sharedStillCopying) {}
+
+  /** Stop serving, stop the transports, then stop the engine's owners and confirm. */
   public record Shutdown(ActorRef<ShutdownDone> replyTo) implements Command {}
 
   public record ShutdownDone() {}
 
+  /** A step of a side close: the requester's admitted work drained (or its deadline passed). */
+  private record RequesterDrained(ActorRef<SideClosed> replyTo, boolean lanesClosed)
+      implements Command {}
+
+  /** A step of a side close: the listener stopped. */
+  private record ListenerStopped(ActorRef<SideClosed> replyTo) implements Command {}
+
+  /** A step of a side close: one transport (or, with {@code left} 0, none) answered. */
+  private record TransportSideClosed(ActorRef<SideClosed> replyTo, Side side, int left)
+      implements Command {}
+
+  /** A step of a source close: the Registry fenced the shared ranges. */
+  private record SharedFenced(ActorRef<SideClosed> replyTo, int stillCopying) implements Command {}
+
   private record ControlStopped() implements Command {}
 
   private record TransportStopped(String transport) implements Command {}
+
+  /** How long a requester close waits, after its lanes ended, for their receipts to be applied. */
+  public static final Duration RECEIPTS_AFTER_CLOSE = Duration.ofSeconds(5);
 
   private final ActorContext<Command> ctx;
   private final EngineConfig config;
@@ -110,6 +140,7 @@ public final class EngineGuardian {
   private final AdmissionGate gate;
 
   private final Handles handles;
+  private final ActorRef<Admission.Command> admission;
   private final ActorRef<ControlService.Command> control;
   private final OwnerSupervision supervision;
 
@@ -117,6 +148,12 @@ public final class EngineGuardian {
   private final Map<ActorRef<?>, String> owners = new java.util.HashMap<>();
 
   private long batchSequence;
+
+  /** Set once the Registry has terminated: nothing is visible any more, and memory is released. */
+  private boolean registryStopped;
+
+  /** Side closes under way, by reply address; a shutdown answers them all at once. */
+  private final Map<ActorRef<SideClosed>, Side> sideCloses = new java.util.HashMap<>();
 
   /** Side closes waiting for their transports: reply address to transports still to answer. */
   private final java.util.Map<ActorRef<SideClosed>, Integer> sideClosesLeft =
@@ -157,7 +194,7 @@ public final class EngineGuardian {
                 Registry::refuse),
             "registry");
     this.gate = new AdmissionGate(config.budgets());
-    var admission =
+    this.admission =
         ctx.spawn(
             supervision.supervise(
                 ADMISSION,
@@ -214,7 +251,13 @@ public final class EngineGuardian {
             "control-service");
     this.handles =
         new Handles(
-            self, registry, admission, segmentTable, Map.copyOf(transports), gate, supervision);
+            self,
+            registry,
+            segmentTable,
+            Map.copyOf(transports),
+            gate,
+            supervision,
+            new EngineLifecycle(config.name() + "@" + self, gate, registryView, quarantine));
   }
 
   /** The supervised owners' names, as messages and {@code quarantined()} give them. */
@@ -303,9 +346,12 @@ public final class EngineGuardian {
   private Behavior<Command> running() {
     return Behaviors.receive(Command.class)
         .onMessage(SpawnBatch.class, this::onSpawnBatch)
-        .onMessage(FenceSide.class, this::onFenceSide)
-        .onMessage(CloseSide.class, this::onCloseSide)
+        .onMessage(CloseRequester.class, this::onCloseRequester)
+        .onMessage(CloseSource.class, this::onCloseSource)
+        .onMessage(RequesterDrained.class, this::onRequesterDrained)
+        .onMessage(ListenerStopped.class, m -> closeTransports(Side.SOURCE, m.replyTo()))
         .onMessage(TransportSideClosed.class, this::onTransportSideClosed)
+        .onMessage(SharedFenced.class, this::onSharedFenced)
         .onMessage(Shutdown.class, this::onShutdown)
         .onSignal(
             Terminated.class,
@@ -316,6 +362,7 @@ public final class EngineGuardian {
                     .error(
                         "engine {}: {} stopped unexpectedly: quarantined", handles.self(), owner);
                 supervision.stopped(owner, t.getRef().path().toString());
+                registryStopped |= t.getRef().equals(handles.registry());
               } else {
                 ctx.getLog()
                     .error(
@@ -328,26 +375,52 @@ public final class EngineGuardian {
         .build();
   }
 
-  private Behavior<Command> onFenceSide(FenceSide m) {
-    if (m.side() == Side.REQUESTER) {
-      // At once, and no message to Admission (it reports the gate's state): nothing to dead-letter.
-      gate.fence("the requester side is closed");
-      handles
-          .segmentTable()
-          .tell(new SegmentTable.Fence("the requester side of this engine is closed"));
-    } else {
-      ctx.ask(
-          ControlService.Stopped.class,
-          control,
-          Duration.ofSeconds(30),
-          ControlService.Stop::new,
-          (ok, failure) -> new TransportSideClosed(null, Side.SOURCE, 0));
-    }
-    m.replyTo().tell(new SideClosed(m.side()));
+  private Behavior<Command> onCloseRequester(CloseRequester m) {
+    sideCloses.put(m.replyTo(), Side.REQUESTER);
+    // At once, and no message to Admission (it reports the gate's state): nothing to dead-letter.
+    gate.fence("the requester side is closed");
+    handles
+        .segmentTable()
+        .tell(new SegmentTable.Fence("the requester side of this engine is closed"));
+    ctx.pipeToSelf(
+        drainedBy(m.deadlineNanos()), (ok, failure) -> new RequesterDrained(m.replyTo(), false));
     return Behaviors.same();
   }
 
-  private Behavior<Command> onCloseSide(CloseSide m) {
+  /**
+   * Completes when no task is charged any more (the gate is fenced) or at {@code deadlineNanos},
+   * whichever comes first; waits on the gate's own signal, never polls.
+   */
+  private java.util.concurrent.CompletableFuture<Void> drainedBy(long deadlineNanos) {
+    return gate.whenDrained()
+        .toCompletableFuture()
+        .copy()
+        .completeOnTimeout(
+            null, Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
+  }
+
+  private Behavior<Command> onRequesterDrained(RequesterDrained m) {
+    if (!m.lanesClosed()) {
+      return closeTransports(Side.REQUESTER, m.replyTo());
+    }
+    sideCloses.remove(m.replyTo());
+    m.replyTo().tell(new SideClosed(Side.REQUESTER, 0));
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onCloseSource(CloseSource m) {
+    sideCloses.put(m.replyTo(), Side.SOURCE);
+    ctx.ask(
+        ControlService.Stopped.class,
+        control,
+        Duration.ofSeconds(30),
+        ControlService.Stop::new,
+        (ok, failure) -> new ListenerStopped(m.replyTo()));
+    return Behaviors.same();
+  }
+
+  /** Closes one direction's lanes in every transport; each answers when its threads have ended. */
+  private Behavior<Command> closeTransports(Side side, ActorRef<SideClosed> replyTo) {
     int transports = handles.transports().size();
     handles
         .transports()
@@ -358,28 +431,59 @@ public final class EngineGuardian {
                     TransportCommand.SideClosed.class,
                     ref,
                     Duration.ofSeconds(60),
-                    replyTo ->
-                        m.side() == Side.REQUESTER
-                            ? new TransportCommand.CloseRequesterSide(replyTo)
-                            : new TransportCommand.CloseSourceSide(replyTo),
-                    (ok, failure) -> new TransportSideClosed(m.replyTo(), m.side(), 1)));
-    if (transports == 0) {
-      m.replyTo().tell(new SideClosed(m.side()));
+                    to ->
+                        side == Side.REQUESTER
+                            ? new TransportCommand.CloseRequesterSide(to)
+                            : new TransportCommand.CloseSourceSide(to),
+                    (ok, failure) -> new TransportSideClosed(replyTo, side, 1)));
+    sideClosesLeft.put(replyTo, transports);
+    return transports == 0
+        ? onTransportSideClosed(new TransportSideClosed(replyTo, side, 0))
+        : Behaviors.same();
+  }
+
+  private Behavior<Command> onTransportSideClosed(TransportSideClosed m) {
+    int left = sideClosesLeft.merge(m.replyTo(), -m.left(), Integer::sum);
+    if (left > 0) {
+      return Behaviors.same();
+    }
+    sideClosesLeft.remove(m.replyTo());
+    if (m.side() == Side.REQUESTER) {
+      // The lanes have ended, but their last receipts may still be in the batches' mailboxes. A
+      // task still in flight after this wait is held by a worker that did not let go; its batch's
+      // watchdog quarantines it.
+      ctx.pipeToSelf(
+          drainedBy(System.nanoTime() + RECEIPTS_AFTER_CLOSE.toNanos()),
+          (ok, failure) -> new RequesterDrained(m.replyTo(), true));
     } else {
-      sideClosesLeft.put(m.replyTo(), transports);
+      // Same-host peers copy through shared memory without any lane: fence them out too.
+      ctx.ask(
+          Registry.SharedFenced.class,
+          handles.registry(),
+          Duration.ofMillis(config.timeouts().destructionWindowMillis()).plusSeconds(30),
+          Registry.FenceShared::new,
+          (ok, failure) -> new SharedFenced(m.replyTo(), ok == null ? -1 : ok.stillCopying()));
     }
     return Behaviors.same();
   }
 
-  private Behavior<Command> onTransportSideClosed(TransportSideClosed m) {
-    if (m.replyTo() == null) {
-      return Behaviors.same();
+  private Behavior<Command> onSharedFenced(SharedFenced m) {
+    if (m.stillCopying() < 0) {
+      ctx.getLog()
+          .error(
+              "engine {}: closeSource: the Registry is quarantined and could not fence the ranges"
+                  + " shared with same-host peers (owed() lists it)",
+              handles.lifecycle().identity());
+    } else if (m.stillCopying() > 0) {
+      ctx.getLog()
+          .warn(
+              "engine {}: closeSource: {} shared range(s) still being copied by a same-host peer"
+                  + " after the destruction window; no new copy can start",
+              handles.lifecycle().identity(),
+              m.stillCopying());
     }
-    int left = sideClosesLeft.merge(m.replyTo(), -m.left(), Integer::sum);
-    if (left <= 0) {
-      sideClosesLeft.remove(m.replyTo());
-      m.replyTo().tell(new SideClosed(m.side()));
-    }
+    sideCloses.remove(m.replyTo());
+    m.replyTo().tell(new SideClosed(Side.SOURCE, m.stillCopying()));
     return Behaviors.same();
   }
 
@@ -406,24 +510,37 @@ public final class EngineGuardian {
 
   private Behavior<Command> onShutdown(Shutdown m) {
     state = OwnerState.STOPPING;
+    handles.lifecycle().beginClose();
     gate.fence("engine is closing");
+    // A side close under way is overtaken: the whole engine closes now.
+    sideCloses.forEach((replyTo, side) -> replyTo.tell(new SideClosed(side, 0)));
+    sideCloses.clear();
     ctx.ask(
         ControlService.Stopped.class,
         control,
         Duration.ofSeconds(30),
         ControlService.Stop::new,
         (ok, failure) -> new ControlStopped());
+    List<ActorRef<ShutdownDone>> waiting = new java.util.ArrayList<>();
+    waiting.add(m.replyTo());
     return stopping(
-        m.replyTo(),
+        waiting,
         new HashSet<>(handles.transports().keySet().stream().map(Enum::name).toList()),
         false);
   }
 
+  /**
+   * Closing: the control service stops, then every transport; then the owners are stopped, and the
+   * close is confirmed once the Registry has terminated (it releases what no worker holds as it
+   * stops). Every side close and batch request is answered at once.
+   */
   private Behavior<Command> stopping(
-      ActorRef<ShutdownDone> replyTo, Set<String> transportsLeft, boolean controlDone) {
+      List<ActorRef<ShutdownDone>> waiting, Set<String> transportsLeft, boolean controlDone) {
     if (controlDone && transportsLeft.isEmpty()) {
-      replyTo.tell(new ShutdownDone());
-      return Behaviors.stopped();
+      ctx.stop(handles.segmentTable());
+      ctx.stop(admission);
+      ctx.stop(handles.registry());
+      return registryStopped ? confirmed(waiting) : awaitingRegistry(waiting);
     }
     return Behaviors.receive(Command.class)
         .onMessage(
@@ -439,42 +556,67 @@ public final class EngineGuardian {
                               Duration.ofSeconds(60),
                               TransportCommand.Shutdown::new,
                               (ok, failure) -> new TransportStopped(kind.name())));
-              return stopping(replyTo, transportsLeft, true);
+              return stopping(waiting, transportsLeft, true);
             })
         .onMessage(
             TransportStopped.class,
             m -> {
               Set<String> left = new HashSet<>(transportsLeft);
               left.remove(m.transport());
-              return stopping(replyTo, left, controlDone);
-            })
-        .onMessage(
-            SpawnBatch.class,
-            m -> {
-              m.replyTo()
-                  .tell(new BatchRefused(new Admission.Decision.Unavailable("engine is closing")));
-              return Behaviors.same();
+              return stopping(waiting, left, controlDone);
             })
         .onMessage(
             Shutdown.class,
             m -> {
-              m.replyTo().tell(new ShutdownDone());
+              waiting.add(m.replyTo());
               return Behaviors.same();
             })
-        .onMessage(
-            FenceSide.class,
-            m -> {
-              m.replyTo().tell(new SideClosed(m.side()));
+        .onSignal(
+            Terminated.class,
+            t -> {
+              registryStopped |= t.getRef().equals(handles.registry());
               return Behaviors.same();
             })
-        .onMessage(
-            CloseSide.class,
-            m -> {
-              m.replyTo().tell(new SideClosed(m.side()));
-              return Behaviors.same();
-            })
-        .onMessage(TransportSideClosed.class, m -> Behaviors.same())
-        .onSignal(Terminated.class, t -> Behaviors.same())
+        .onAnyMessage(this::answerWhileClosing)
         .build();
+  }
+
+  /** The owners are stopping: waits for the Registry's end. */
+  private Behavior<Command> awaitingRegistry(List<ActorRef<ShutdownDone>> waiting) {
+    return Behaviors.receive(Command.class)
+        .onMessage(
+            Shutdown.class,
+            m -> {
+              waiting.add(m.replyTo());
+              return Behaviors.same();
+            })
+        .onSignal(
+            Terminated.class,
+            t -> t.getRef().equals(handles.registry()) ? confirmed(waiting) : Behaviors.same())
+        .onAnyMessage(this::answerWhileClosing)
+        .build();
+  }
+
+  /** The Registry has stopped: the close is confirmed, and the guardian stops (the batches too). */
+  private Behavior<Command> confirmed(List<ActorRef<ShutdownDone>> waiting) {
+    registryStopped = true;
+    handles.lifecycle().closed();
+    waiting.forEach(w -> w.tell(new ShutdownDone()));
+    return Behaviors.stopped();
+  }
+
+  /** Requests that come while the engine closes get their answer at once. */
+  private Behavior<Command> answerWhileClosing(Command m) {
+    switch (m) {
+      case SpawnBatch b ->
+          b.replyTo()
+              .tell(new BatchRefused(new Admission.Decision.Unavailable("engine is closing")));
+      case CloseRequester c -> c.replyTo().tell(new SideClosed(Side.REQUESTER, 0));
+      case CloseSource c -> c.replyTo().tell(new SideClosed(Side.SOURCE, 0));
+      default -> {
+        // A step of a side close that the shutdown overtook, or a late answer: nothing waits on it.
+      }
+    }
+    return Behaviors.same();
   }
 }

@@ -2,6 +2,7 @@ package io.orbite.engine.batch;
 
 import io.orbite.engine.view.OwnerBoard;
 import java.time.Duration;
+import java.util.function.LongSupplier;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
@@ -57,23 +58,35 @@ public final class BatchActor {
 
   private final BatchCore core;
   private final TimerScheduler<Command> timers;
+  private final LongSupplier nanoClock;
   private long watchdogAtNanos = Long.MAX_VALUE;
 
-  private BatchActor(BatchCore core, TimerScheduler<Command> timers) {
+  private BatchActor(BatchCore core, TimerScheduler<Command> timers, LongSupplier nanoClock) {
     this.core = core;
     this.timers = timers;
+    this.nanoClock = nanoClock;
   }
 
   /**
    * The owner of {@code core}'s lifecycle; the caller binds it to the core before the first lease.
    */
   public static Behavior<Command> create(BatchCore core, OwnerBoard board) {
+    return create(core, board, System::nanoTime);
+  }
+
+  /**
+   * {@link #create(BatchCore, OwnerBoard)} reading the time from {@code nanoClock} instead of
+   * {@link System#nanoTime()}: a test moves it on together with its ManualTime scheduler, so the
+   * watchdog finds a task overdue without the test waiting a real destruction window.
+   */
+  static Behavior<Command> create(BatchCore core, OwnerBoard board, LongSupplier nanoClock) {
     return OwnerBoard.retiredOnStop(
         board,
         Behaviors.withTimers(
             timers ->
                 Behaviors.setup(
-                    (ActorContext<Command> ctx) -> new BatchActor(core, timers).open())));
+                    (ActorContext<Command> ctx) ->
+                        new BatchActor(core, timers, nanoClock).open())));
   }
 
   private Behavior<Command> open() {
@@ -126,13 +139,13 @@ public final class BatchActor {
       return;
     }
     watchdogAtNanos = at;
-    long delay = Math.max(1_000_000L, at - System.nanoTime() + 1_000_000L);
+    long delay = Math.max(1_000_000L, at - nanoClock.getAsLong() + 1_000_000L);
     timers.startSingleTimer(Watchdog.INSTANCE, Duration.ofNanos(delay));
   }
 
   private Behavior<Command> onWatchdog() {
     watchdogAtNanos = Long.MAX_VALUE;
-    long next = core.watchdog(System.nanoTime());
+    long next = core.watchdog(nanoClock.getAsLong());
     if (next != Long.MAX_VALUE) {
       arm(next);
     }

@@ -1,0 +1,412 @@
+package io.orbite.engine.segment;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.ConfigFactory;
+import io.orbite.engine.Access;
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.PeerEntry;
+import io.orbite.engine.RemoteRegion;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.Transport;
+import io.orbite.engine.admission.Admission;
+import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.TaskWork;
+import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.wire.DescribeCodec;
+import io.orbite.engine.wire.Description;
+import io.orbite.engine.wire.FrameCodec;
+import io.orbite.engine.wire.FrameType;
+import io.orbite.engine.wire.SharedExports;
+import io.orbite.engine.wire.SharedHost;
+import io.orbite.engine.wire.SharedRegion;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.actor.testkit.typed.annotations.JUnit5TestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.JUnit5TestKitBuilder;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestKitJUnit5Extension;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The segment table's entries (C3 epoch fencing, C9 bounded endpoints): a newer epoch at an
+ * endpoint fences the replaced incarnation's TCP and SHM channels, the entry stays (FENCED, with
+ * its endpoint charges) while a RemoteSegment refers to it, and it is reclaimed, each charge
+ * returned to Admission, once no reference is left and its channels are fenced or closed; an SHM
+ * channel that ended is shown CLOSED and replaced, with its charge, by the next open. Describe is
+ * answered by a loopback server of the test's own; Admission and the transports are TestProbes.
+ */
+@ExtendWith(TestKitJUnit5Extension.class)
+class SegmentTableTest {
+  static {
+    // Initialise SLF4J on this thread before actors log from theirs (no replay warning).
+    org.slf4j.LoggerFactory.getLogger(SegmentTableTest.class);
+  }
+
+  @JUnit5TestKit
+  public ActorTestKit testKit =
+      new JUnit5TestKitBuilder().withCustomConfig(ConfigFactory.load()).build();
+
+  private static final long REGION = 3;
+  private static final long OLD_EPOCH = 0x1111L;
+  private static final long NEW_EPOCH = 0x2222L;
+  private static final SharedExports EXPORTS =
+      new SharedExports(
+          new SharedHost("this-host", "boot-1", 4242, 7, 77),
+          List.of(new SharedRegion(REGION, 9, 99, 0, 4096, Access.READ_WRITE)));
+
+  private final ExecutorService blockingIo = Executors.newCachedThreadPool();
+  private DescribeServer server;
+  private TestProbe<Admission.Command> admission;
+  private TestProbe<TransportCommand> tcp;
+  private TestProbe<TransportCommand> shm;
+  private TestProbe<SegmentTable.OpenReply> replies;
+  private TestProbe<List<PeerEntry>> peers;
+  private ActorRef<SegmentTable.Command> table;
+
+  @BeforeEach
+  void start() throws IOException {
+    server = new DescribeServer();
+    admission = testKit.createTestProbe();
+    tcp = testKit.createTestProbe();
+    shm = testKit.createTestProbe();
+    replies = testKit.createTestProbe();
+    peers = testKit.createTestProbe();
+    table =
+        testKit.spawn(
+            SegmentTable.create(
+                admission.getRef(),
+                tcp.getRef(),
+                shm.getRef(),
+                blockingIo,
+                Duration.ofSeconds(5),
+                8,
+                new OwnerBoard()));
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    server.close();
+    blockingIo.shutdownNow();
+  }
+
+  /** Answers every DESCRIBE_REQUEST with {@link #answer}, one connection at a time. */
+  private static final class DescribeServer implements AutoCloseable {
+    final ServerSocket socket = new ServerSocket(0, 8, InetAddress.getLoopbackAddress());
+    final AtomicReference<Description> answer = new AtomicReference<>();
+
+    DescribeServer() throws IOException {
+      Thread.ofPlatform().daemon().name("test-describe-server").start(this::serve);
+    }
+
+    int port() {
+      return socket.getLocalPort();
+    }
+
+    String endpoint() {
+      return "127.0.0.1:" + port();
+    }
+
+    void describe(long epoch, SharedExports shared) {
+      answer.set(
+          new Description(
+              "127.0.0.1",
+              port(),
+              epoch,
+              List.of(new RemoteRegion(REGION, 4096, Access.READ_WRITE)),
+              shared));
+    }
+
+    private void serve() {
+      while (!socket.isClosed()) {
+        try (Socket s = socket.accept()) {
+          new DataInputStream(s.getInputStream()).readFully(new byte[FrameCodec.HEADER_BYTES]);
+          Description d = answer.get();
+          ByteBuffer payload = DescribeCodec.encode(d);
+          ByteBuffer frame = ByteBuffer.allocate(FrameCodec.HEADER_BYTES + payload.remaining());
+          FrameCodec.encode(
+              frame, 0, FrameType.DESCRIBE_RESPONSE, 0, payload.remaining(), 1, d.epoch(), 0, 0, 0);
+          frame.put(FrameCodec.HEADER_BYTES, payload, 0, payload.remaining());
+          OutputStream out = s.getOutputStream();
+          out.write(frame.array());
+          out.flush();
+        } catch (IOException e) {
+          // Closed by the test, or a connection that went away: serve the next one.
+        }
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      socket.close();
+    }
+  }
+
+  /** A transport's channel whose state the test sets: open, lanes ended, or fenced. */
+  private static final class FakeChannel implements PeerChannel {
+    final SegmentDescriptor peer;
+    final Transport transport;
+    volatile boolean active = true;
+    volatile String fenced;
+
+    FakeChannel(SegmentDescriptor peer, Transport transport) {
+      this.peer = peer;
+      this.transport = transport;
+    }
+
+    @Override
+    public SegmentDescriptor peer() {
+      return peer;
+    }
+
+    @Override
+    public Transport transport() {
+      return transport;
+    }
+
+    @Override
+    public int dispatch(TaskWork work) {
+      throw new AssertionError("no task is dispatched in this test");
+    }
+
+    @Override
+    public void flush() {}
+
+    @Override
+    public boolean active() {
+      return active;
+    }
+
+    @Override
+    public String fencedBecause() {
+      return fenced;
+    }
+
+    @Override
+    public void fence(String reason) {
+      if (fenced == null) {
+        fenced = reason;
+      }
+    }
+  }
+
+  private SegmentDescriptor descriptor(long epoch) {
+    return new SegmentDescriptor("127.0.0.1", server.port(), epoch);
+  }
+
+  private void grantEndpoint() {
+    admission
+        .expectMessageClass(Admission.AcquireEndpoint.class)
+        .replyTo()
+        .tell(new Admission.Decision.Granted());
+  }
+
+  /** Answers the TCP transport's OpenPeer for {@code epoch} with a fresh channel. */
+  private FakeChannel openTcp(long epoch) {
+    TransportCommand.OpenPeer open = tcp.expectMessageClass(TransportCommand.OpenPeer.class);
+    assertEquals(descriptor(epoch), open.peer());
+    FakeChannel channel = new FakeChannel(open.peer(), Transport.TCP);
+    open.replyTo().tell(new TransportCommand.PeerOpened(channel));
+    return channel;
+  }
+
+  /** Answers the SHM transport's OpenSharedPeer for {@code epoch} with a fresh channel. */
+  private FakeChannel openShm(long epoch) {
+    TransportCommand.OpenSharedPeer open =
+        shm.expectMessageClass(TransportCommand.OpenSharedPeer.class);
+    assertEquals(descriptor(epoch), open.peer());
+    assertEquals(EXPORTS, open.exports());
+    FakeChannel channel = new FakeChannel(open.peer(), Transport.SHM);
+    open.replyTo().tell(new TransportCommand.PeerOpened(channel));
+    return channel;
+  }
+
+  private RemoteSegment opened() {
+    return assertInstanceOf(SegmentTable.Opened.class, replies.receiveMessage()).segment();
+  }
+
+  private void open() {
+    table.tell(new SegmentTable.OpenSegment(server.endpoint(), replies.getRef()));
+  }
+
+  private List<PeerEntry> peerList() {
+    table.tell(new SegmentTable.GetPeers(peers.getRef()));
+    return peers.receiveMessage();
+  }
+
+  /**
+   * No endpoint charge changed hands. Deterministic, not a guess at timing: the table sent the
+   * answer to the GetPeers just before this after everything it had done until then, and a charge
+   * it sent meanwhile would already be queued here.
+   */
+  private void noChargeMoved() {
+    admission.expectNoMessage(Duration.ofMillis(50));
+  }
+
+  @Test
+  void aNewEpochFencesTheOldIncarnationsChannelsWhichKeepTheirChargesUntilUnreferenced() {
+    server.describe(OLD_EPOCH, EXPORTS);
+    open();
+    grantEndpoint();
+    FakeChannel oldTcp = openTcp(OLD_EPOCH);
+    grantEndpoint();
+    FakeChannel oldShm = openShm(OLD_EPOCH);
+    RemoteSegment old = opened();
+    assertEquals(descriptor(OLD_EPOCH), old.descriptor());
+    assertSame(oldShm, old.channelFor(Transport.UNSPEC, REGION), "an exported region goes by SHM");
+    assertSame(oldTcp, old.channelFor(Transport.TCP, REGION));
+    assertEquals(
+        List.of(
+            new PeerEntry(
+                descriptor(OLD_EPOCH), PeerEntry.State.ACTIVE, 1, PeerEntry.Shared.ACTIVE, "")),
+        peerList());
+
+    // The peer restarted: the next open learns the new epoch and fences both old channels.
+    server.describe(NEW_EPOCH, null);
+    open();
+    grantEndpoint();
+    FakeChannel newTcp = openTcp(NEW_EPOCH);
+    RemoteSegment fresh = opened();
+    assertEquals(descriptor(NEW_EPOCH), fresh.descriptor());
+    String reason = "the peer at " + server.endpoint() + " now runs epoch 2222";
+    assertEquals(reason, oldTcp.fencedBecause());
+    assertEquals(reason, oldShm.fencedBecause(), "the SHM channel is fenced with its entry");
+    assertNull(newTcp.fencedBecause());
+    shm.expectNoMessage(Duration.ofMillis(50));
+
+    // Still referenced: listed FENCED, both endpoint charges held.
+    List<PeerEntry> listed = peerList();
+    assertEquals(2, listed.size(), listed::toString);
+    assertTrue(
+        listed.contains(
+            new PeerEntry(
+                descriptor(OLD_EPOCH), PeerEntry.State.FENCED, 1, PeerEntry.Shared.FENCED, reason)),
+        listed::toString);
+    assertTrue(
+        listed.contains(
+            new PeerEntry(
+                descriptor(NEW_EPOCH), PeerEntry.State.ACTIVE, 1, PeerEntry.Shared.NONE, "")),
+        listed::toString);
+    noChargeMoved();
+
+    // The old incarnation is refused without a Describe (C3).
+    table.tell(new SegmentTable.OpenSegment(server.endpoint(), OLD_EPOCH, replies.getRef()));
+    SegmentTable.OpenFailed stale =
+        assertInstanceOf(SegmentTable.OpenFailed.class, replies.receiveMessage());
+    assertEquals(ErrorKind.EPOCH_MISMATCH, stale.kind());
+
+    // Its last reference closed: reclaimed, returning the TCP and the SHM charge.
+    old.close();
+    admission.expectMessageClass(Admission.ReleaseEndpoint.class);
+    admission.expectMessageClass(Admission.ReleaseEndpoint.class);
+    assertEquals(
+        List.of(
+            new PeerEntry(
+                descriptor(NEW_EPOCH), PeerEntry.State.ACTIVE, 1, PeerEntry.Shared.NONE, "")),
+        peerList());
+    noChargeMoved();
+  }
+
+  @Test
+  void anEntryIsReclaimedOnlyOnceEveryReferenceClosedAndItsLanesEnded() {
+    server.describe(OLD_EPOCH, null);
+    open();
+    grantEndpoint();
+    FakeChannel channel = openTcp(OLD_EPOCH);
+    RemoteSegment first = opened();
+
+    // Unreferenced but live: kept, charge held, reused by the next opens without a new charge.
+    first.close();
+    assertEquals(
+        List.of(
+            new PeerEntry(
+                descriptor(OLD_EPOCH), PeerEntry.State.ACTIVE, 0, PeerEntry.Shared.NONE, "")),
+        peerList());
+    noChargeMoved();
+    open();
+    RemoteSegment second = opened();
+    open();
+    RemoteSegment third = opened();
+    assertSame(channel, second.channel());
+    assertSame(channel, third.channel());
+    tcp.expectNoMessage(Duration.ofMillis(50));
+    noChargeMoved();
+
+    // Every lane ended: CLOSED, still held by its two references.
+    channel.active = false;
+    second.close();
+    assertEquals(
+        List.of(
+            new PeerEntry(
+                descriptor(OLD_EPOCH),
+                PeerEntry.State.CLOSED,
+                1,
+                PeerEntry.Shared.NONE,
+                "every lane to it has closed")),
+        peerList());
+    noChargeMoved();
+
+    third.close();
+    admission.expectMessageClass(Admission.ReleaseEndpoint.class);
+    assertEquals(List.of(), peerList());
+    noChargeMoved();
+  }
+
+  @Test
+  void anEndedShmChannelIsShownClosedAndReplacedWithItsChargeByTheNextOpen() {
+    server.describe(OLD_EPOCH, EXPORTS);
+    open();
+    grantEndpoint();
+    FakeChannel tcpChannel = openTcp(OLD_EPOCH);
+    grantEndpoint();
+    FakeChannel ended = openShm(OLD_EPOCH);
+    RemoteSegment first = opened();
+
+    ended.active = false;
+    assertEquals(
+        List.of(
+            new PeerEntry(
+                descriptor(OLD_EPOCH), PeerEntry.State.ACTIVE, 1, PeerEntry.Shared.CLOSED, "")),
+        peerList());
+    noChargeMoved();
+
+    // The next open drops the ended channel and its charge, charges anew and opens a fresh one.
+    open();
+    admission.expectMessageClass(Admission.ReleaseEndpoint.class);
+    grantEndpoint();
+    FakeChannel fresh = openShm(OLD_EPOCH);
+    RemoteSegment second = opened();
+    assertSame(fresh, second.channelFor(Transport.UNSPEC, REGION));
+    assertSame(tcpChannel, second.channel(), "the same entry, over the same TCP channel");
+    tcp.expectNoMessage(Duration.ofMillis(50));
+    assertEquals(
+        List.of(
+            new PeerEntry(
+                descriptor(OLD_EPOCH), PeerEntry.State.ACTIVE, 2, PeerEntry.Shared.ACTIVE, "")),
+        peerList());
+    noChargeMoved();
+    first.close();
+    second.close();
+  }
+}

@@ -2,13 +2,12 @@ package io.orbite.engine;
 
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.guardian.EngineGuardian;
-import io.orbite.engine.registry.RegistryView;
-import io.orbite.engine.spi.EngineCounters;
-import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.SharedMemory;
 import io.orbite.engine.spi.SharedMemoryProvider;
 import io.orbite.engine.spi.TransportProvider;
+import io.orbite.engine.view.OwnerBoard;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
@@ -28,6 +27,7 @@ record EngineBootstrap(
     SegmentDescriptor self,
     RegistryView view,
     EngineCounters counters,
+    OwnerBoard owners,
     QuarantineLedger quarantine,
     FaultHooks hooks,
     SharedMemory shared,
@@ -35,7 +35,7 @@ record EngineBootstrap(
     CompletableFuture<EngineGuardian.Handles> started) {
   org.apache.pekko.actor.typed.Behavior<EngineGuardian.Command> guardian(EngineConfig config) {
     return EngineGuardian.create(
-        config, listener, self, view, counters, quarantine, hooks, providers, started);
+        config, listener, self, view, counters, owners, quarantine, hooks, providers, started);
   }
 
   /** The start failed: release what {@link #prepare} took (the listener may already be closed). */
@@ -112,6 +112,7 @@ record EngineBootstrap(
         new SegmentDescriptor(host, port, epoch),
         view,
         new EngineCounters(),
+        new OwnerBoard(),
         new QuarantineLedger(),
         java.util.Objects.requireNonNull(hooks, "hooks"),
         shared,

@@ -10,11 +10,12 @@ import io.orbite.engine.guardian.EngineGuardian;
 import io.orbite.engine.guardian.EngineLifecycle;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.segment.SegmentTable;
-import io.orbite.engine.spi.EngineCounters;
-import io.orbite.engine.spi.FaultHooks;
+import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.SharedMemory;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.view.OwnerBoard;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -68,6 +69,7 @@ public final class TransferEngine implements AutoCloseable {
   private final EngineGuardian.Handles handles;
   private final EngineLifecycle lifecycle;
   private final EngineCounters counters;
+  private final OwnerBoard owners;
   private final QuarantineLedger quarantine;
   private final SharedMemory shared;
   private final EngineServices services;
@@ -90,6 +92,7 @@ public final class TransferEngine implements AutoCloseable {
     this.ownsSystem = ownsSystem;
     this.guardian = guardian;
     this.counters = parts.counters();
+    this.owners = parts.owners();
     this.quarantine = parts.quarantine();
     this.shared = parts.shared();
     this.handles = Batch.join(parts.started(), CONTROL_TIMEOUT, "start " + config.name());
@@ -186,8 +189,8 @@ public final class TransferEngine implements AutoCloseable {
    *
    * @return a snapshot of the owner board
    */
-  public io.orbite.engine.view.OwnerBoard.Snapshot ownerView() {
-    return counters.owners.snapshot();
+  public io.orbite.engine.OwnerView ownerView() {
+    return owners.snapshot();
   }
 
   /**
@@ -325,9 +328,11 @@ public final class TransferEngine implements AutoCloseable {
    *     {@link #quarantined()}), UNAVAILABLE as {@link #allocateAsync} does
    */
   public CompletionStage<Void> unregisterAsync(RegisteredMemory memory) {
-    if (memory == null) {
-      return CompletableFuture.failedFuture(
-          new TransferException(ErrorKind.INVALID_ARGUMENT, "unregister: memory is null"));
+    Registration registration;
+    try {
+      registration = Registration.of(memory, "unregister: memory");
+    } catch (TransferException e) {
+      return CompletableFuture.failedFuture(e);
     }
     return ask(
         "unregister",
@@ -338,7 +343,7 @@ public final class TransferEngine implements AutoCloseable {
         reply -> {
           if (reply instanceof Registry.UnregisterFailed f) {
             if (f.kind() == ErrorKind.UNQUIESCED) {
-              lifecycle.retainUnquiesced(memory.regionId(), memory.registration());
+              lifecycle.retainUnquiesced(registration.regionId(), registration);
             }
             throw new TransferException(f.kind(), "unregister: " + f.detail());
           }
@@ -478,7 +483,7 @@ public final class TransferEngine implements AutoCloseable {
         reply ->
             switch (reply) {
               case TransportCommand.FileOpened o ->
-                  new RemoteSegment(
+                  new PeerSegment(
                       handles.self(),
                       List.of(new RemoteRegion(FILE_REGION_ID, o.lengthBytes(), o.access())),
                       o.channel(),

@@ -2,6 +2,7 @@ package io.orbite.nativebind;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.orbite.nativebind.testkit.Prerequisite;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

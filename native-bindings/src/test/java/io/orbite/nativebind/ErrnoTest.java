@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.orbite.nativebind.testkit.Prerequisite;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;

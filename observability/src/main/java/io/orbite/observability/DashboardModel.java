@@ -3,10 +3,10 @@ package io.orbite.observability;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.orbite.engine.BuildInfo;
+import io.orbite.engine.OwnerView;
 import io.orbite.engine.PeerEntry;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.TransferEngine;
-import io.orbite.engine.view.OwnerBoard;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -49,9 +49,9 @@ final class DashboardModel {
     return m;
   }
 
-  List<Map<String, Object>> owners(OwnerBoard.Snapshot view) {
+  List<Map<String, Object>> owners(OwnerView view) {
     List<Map<String, Object>> out = new ArrayList<>();
-    for (OwnerBoard.Owner o : view.owners()) {
+    for (OwnerView.Owner o : view.owners()) {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("path", o.path());
       int slash = o.path().lastIndexOf('/');
@@ -68,9 +68,9 @@ final class DashboardModel {
     return out;
   }
 
-  List<Map<String, Object>> retired(OwnerBoard.Snapshot view) {
+  List<Map<String, Object>> retired(OwnerView view) {
     List<Map<String, Object>> out = new ArrayList<>();
-    for (OwnerBoard.Retired r : view.retired()) {
+    for (OwnerView.Retired r : view.retired()) {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("path", r.path());
       m.put("kind", r.kind());
@@ -82,7 +82,7 @@ final class DashboardModel {
     return out;
   }
 
-  List<Map<String, Object>> peers(OwnerBoard.Snapshot view) {
+  List<Map<String, Object>> peers(OwnerView view) {
     List<Map<String, Object>> out = new ArrayList<>();
     for (PeerEntry p : view.peers()) {
       Map<String, Object> m = new LinkedHashMap<>();
@@ -133,13 +133,13 @@ final class DashboardModel {
     return metrics.errors();
   }
 
-  OwnerBoard.Snapshot ownerSnapshot() {
+  OwnerView ownerSnapshot() {
     return engine.ownerView();
   }
 
   /** Everything the page draws, in one document (also each live update). */
   Map<String, Object> snapshot() {
-    OwnerBoard.Snapshot view = engine.ownerView();
+    OwnerView view = engine.ownerView();
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("engine", engineInfo());
     m.put("atMillis", System.currentTimeMillis());

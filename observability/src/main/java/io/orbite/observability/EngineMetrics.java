@@ -1,14 +1,14 @@
 package io.orbite.observability;
 
 import io.orbite.engine.BuildInfo;
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
+import io.orbite.engine.OwnerView;
 import io.orbite.engine.PeerEntry;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.Transport;
-import io.orbite.engine.spi.EngineCounters;
-import io.orbite.engine.view.OwnerBoard;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
@@ -228,12 +228,12 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
               laneRates.put(lane, d);
             });
 
-    OwnerBoard.Snapshot view = counters.owners.snapshot();
+    OwnerView view = engine.ownerView();
     Map<String, Long> byState = new HashMap<>();
-    for (OwnerBoard.StateClass c : OwnerBoard.StateClass.values()) {
+    for (OwnerView.StateClass c : OwnerView.StateClass.values()) {
       byState.put(c.label(), 0L);
     }
-    for (OwnerBoard.Owner o : view.owners()) {
+    for (OwnerView.Owner o : view.owners()) {
       byState.merge(o.stateClass().label(), 1L, Long::sum);
       budgets(o);
     }
@@ -242,7 +242,7 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
         engine.quarantined().stream()
             .filter(q -> q.kind() != io.orbite.engine.QuarantinedOwner.Kind.OWNER)
             .count();
-    byState.merge(OwnerBoard.StateClass.QUARANTINED.label(), quarantined, Long::sum);
+    byState.merge(OwnerView.StateClass.QUARANTINED.label(), quarantined, Long::sum);
     byState.forEach((state, n) -> gauge("orbite_owners", "state", state).update(n));
     Map<String, Long> peers = new HashMap<>();
     for (PeerEntry.State s : PeerEntry.State.values()) {
@@ -260,7 +260,7 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
   /**
    * Budget gauges from the owners that hold budgets: {@code <charge>} and {@code <charge>Limit}.
    */
-  private void budgets(OwnerBoard.Owner o) {
+  private void budgets(OwnerView.Owner o) {
     String prefix =
         switch (o.kind()) {
           case "Admission" -> "";

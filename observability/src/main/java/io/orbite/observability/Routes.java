@@ -1,6 +1,6 @@
 package io.orbite.observability;
 
-import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.OwnerView;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -90,7 +90,7 @@ final class Routes extends AllDirectives {
                                 () ->
                                     extractRequest(
                                         r -> {
-                                          OwnerBoard.Snapshot v = model.ownerSnapshot();
+                                          OwnerView v = model.ownerSnapshot();
                                           return json(
                                               java.util.Map.of(
                                                   "owners",

@@ -10,7 +10,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * {@link AdmissionGate} that callers, lanes and the guardian charge and release directly, on their
  * own threads, so the common path never waits on this mailbox. Child of the EngineGuardian. The
  * actor fences the gate, answers the charges and releases that still come as messages (the segment
- * table's endpoints, {@code owed()}'s usage) and reports the gate to the owner view. Exhaustion is
+ * table's endpoints; {@code GetUsage} for a test) and reports the gate to the owner view; {@code
+ * owed()} reads the gate itself. Exhaustion is
  * answered at once (RESOURCE_EXHAUSTED) before the caller has any side effect; nothing queues here.
  *
  * <p>States, reported as the gate's: {@code open} (admits) and {@code fenced} (refuses every new
@@ -141,10 +142,10 @@ public final class Admission {
   private io.orbite.engine.view.OwnerBoard.Report report() {
     Budgets.Usage u = gate.usage();
     String fencedBecause = gate.fencedBecause();
-    io.orbite.engine.view.OwnerState state =
+    io.orbite.engine.OwnerState state =
         fencedBecause == null
-            ? io.orbite.engine.view.OwnerState.OPEN
-            : io.orbite.engine.view.OwnerState.FENCED;
+            ? io.orbite.engine.OwnerState.OPEN
+            : io.orbite.engine.OwnerState.FENCED;
     return new io.orbite.engine.view.OwnerBoard.Report(
         "Admission",
         state,

@@ -1,19 +1,21 @@
 package io.orbite.engine.batch;
 
 import io.orbite.engine.BatchStatus;
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.admission.AdmissionGate;
-import io.orbite.engine.registry.Registration;
-import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.ReceiptSink;
 import io.orbite.engine.spi.Receipts;
+import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.TaskWork;
+import io.orbite.engine.view.OwnerBoard;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -72,6 +74,7 @@ public final class BatchCore {
   private final String name;
   private final AdmissionGate gate;
   private final EngineCounters counters;
+  private final OwnerBoard board;
   private final QuarantineLedger quarantine;
   private final Executor completions;
   private final long defaultDeadlineNanos;
@@ -102,7 +105,7 @@ public final class BatchCore {
   /** The earliest watchdog the actor was asked to arm, or MAX_VALUE. */
   private long watchdogAtNanos = Long.MAX_VALUE;
 
-  private io.orbite.engine.view.OwnerState reportedState;
+  private io.orbite.engine.OwnerState reportedState;
   private long reportedAtNanos;
   private boolean refreshAsked;
 
@@ -126,6 +129,7 @@ public final class BatchCore {
       int capacity,
       AdmissionGate gate,
       EngineCounters counters,
+      OwnerBoard board,
       Duration defaultDeadline,
       Duration destructionWindow,
       QuarantineLedger quarantine,
@@ -133,6 +137,7 @@ public final class BatchCore {
     this.name = name;
     this.gate = gate;
     this.counters = counters;
+    this.board = board;
     this.quarantine = quarantine;
     this.completions = completions;
     this.defaultDeadlineNanos = defaultDeadline.toNanos();
@@ -245,7 +250,7 @@ public final class BatchCore {
       long earliestDeadline = Long.MAX_VALUE;
       for (int k = 0; k < n; k++) {
         TransferRequest r = requests.get(k);
-        Registration local = r.local().registration();
+        Registration local = (Registration) r.local(); // checked by RequestValidator
         boolean loaned = local.tryLoan();
         long deadline =
             now + (r.deadline() != null ? r.deadline().toNanos() : defaultDeadlineNanos);
@@ -262,7 +267,7 @@ public final class BatchCore {
           continue;
         }
         earliestDeadline = Math.min(earliestDeadline, deadline);
-        PeerChannel channel = r.remote().channelFor(r.transport(), r.regionId());
+        PeerChannel channel = ((PeerSegment) r.remote()).channelFor(r.transport(), r.regionId());
         ledger.handedTo(i, channel.transport());
         channels[k] = channel;
         work[k] =
@@ -670,12 +675,12 @@ public final class BatchCore {
     if (actor == null) {
       return;
     }
-    io.orbite.engine.view.OwnerState state =
+    io.orbite.engine.OwnerState state =
         !leased
-            ? io.orbite.engine.view.OwnerState.POOLED
+            ? io.orbite.engine.OwnerState.POOLED
             : ledger.held() > 0
-                ? io.orbite.engine.view.OwnerState.QUARANTINED
-                : io.orbite.engine.view.OwnerState.OPEN;
+                ? io.orbite.engine.OwnerState.QUARANTINED
+                : io.orbite.engine.OwnerState.OPEN;
     long now = System.nanoTime();
     if (!force && state == reportedState && now - reportedAtNanos < REPORT_EVERY_NANOS) {
       if (!refreshAsked) {
@@ -687,11 +692,11 @@ public final class BatchCore {
     reportedState = state;
     reportedAtNanos = now;
     if (boardKey == null) {
-      boardKey = counters.owners.key(actor);
+      boardKey = board.key(actor);
       boardDetail = "capacity " + ledger.capacity();
     }
     // A lease and a free find the ledger empty: their report shares one map of zeros.
-    counters.owners.publish(
+    board.publish(
         boardKey,
         "BatchActor",
         state,

@@ -6,6 +6,8 @@ import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.PeerSegment;
+import io.orbite.engine.spi.Registration;
 import java.util.List;
 import java.util.Optional;
 
@@ -40,6 +42,11 @@ public final class RequestValidator {
     if (r.remote() == null) {
       throw invalid(i, "remote segment is null");
     }
+    if (!(r.remote() instanceof PeerSegment remote)) {
+      throw invalid(
+          i,
+          "remote segment is not one an OrbiTE engine opened: " + r.remote().getClass().getName());
+    }
     if (r.remote().isClosed()) {
       throw invalid(
           i, "remote segment " + r.remote().label() + " was closed; open the segment again");
@@ -64,7 +71,13 @@ public final class RequestValidator {
               + localLength
               + " B");
     }
-    if (!r.local().registration().visible()) {
+    if (!(r.local() instanceof Registration local)) {
+      throw invalid(
+          i,
+          "local memory is not a range an OrbiTE engine registered: "
+              + r.local().getClass().getName());
+    }
+    if (!local.visible()) {
       throw invalid(i, "local region " + r.local().regionId() + " is unregistered");
     }
     Optional<RemoteRegion> region = r.remote().region(r.regionId());
@@ -100,8 +113,8 @@ public final class RequestValidator {
               + ", not remote "
               + (r.op() == Op.READ ? "READ" : "WRITE"));
     }
-    PeerChannel channel = r.remote().channelFor(r.transport(), r.regionId());
-    String fenced = r.remote().channel().fencedBecause();
+    PeerChannel channel = remote.channelFor(r.transport(), r.regionId());
+    String fenced = remote.channel().fencedBecause();
     if (fenced == null && channel != null) {
       fenced = channel.fencedBecause();
     }
@@ -126,7 +139,7 @@ public final class RequestValidator {
               + " is not available to "
               + r.remote().label()
               + ": "
-              + r.remote().unreachableBecause(r.transport(), r.regionId()));
+              + remote.unreachableBecause(r.transport(), r.regionId()));
     }
     if (!channel.active()) {
       throw new TransferException(

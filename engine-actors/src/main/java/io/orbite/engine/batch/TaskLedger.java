@@ -6,8 +6,8 @@ import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.Transport;
-import io.orbite.engine.registry.Registration;
 import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.Registration;
 import java.util.Arrays;
 import java.util.List;
 

@@ -1,11 +1,11 @@
 package io.orbite.engine.control;
 
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
-import io.orbite.engine.registry.Registration;
-import io.orbite.engine.registry.RegistryView;
-import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.Registration;
+import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.SharedBacking;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.wire.DescribeCodec;

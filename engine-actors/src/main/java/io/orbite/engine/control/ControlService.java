@@ -1,11 +1,11 @@
 package io.orbite.engine.control;
 
+import io.orbite.engine.EngineCounters;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
-import io.orbite.engine.registry.RegistryView;
-import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
-import io.orbite.engine.view.OwnerState;
 import java.io.IOException;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ClosedChannelException;
@@ -112,6 +112,7 @@ public final class ControlService {
       RegistryView registry,
       Map<Transport, ActorRef<TransportCommand>> transports,
       EngineCounters counters,
+      io.orbite.engine.view.OwnerBoard board,
       int firstFrameTimeoutMillis,
       int maxUnclaimed) {
     return Behaviors.setup(
@@ -128,7 +129,7 @@ public final class ControlService {
                   maxUnclaimed);
           service.acceptor.start();
           return io.orbite.engine.view.OwnerBoard.reporting(
-              counters.owners,
+              board,
               () ->
                   new io.orbite.engine.view.OwnerBoard.Report(
                       "ControlService",

@@ -1,6 +1,9 @@
 package io.orbite.engine.guardian;
 
 import io.orbite.config.EngineConfig;
+import io.orbite.engine.EngineCounters;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.admission.Admission;
@@ -9,15 +12,13 @@ import io.orbite.engine.batch.BatchActor;
 import io.orbite.engine.batch.BatchCore;
 import io.orbite.engine.control.ControlService;
 import io.orbite.engine.registry.Registry;
-import io.orbite.engine.registry.RegistryView;
 import io.orbite.engine.segment.SegmentTable;
-import io.orbite.engine.spi.EngineCounters;
-import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.spi.TransportProvider;
-import io.orbite.engine.view.OwnerState;
+import io.orbite.engine.view.OwnerBoard;
 import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
 import java.util.EnumMap;
@@ -132,6 +133,7 @@ public final class EngineGuardian {
   private final ActorContext<Command> ctx;
   private final EngineConfig config;
   private final EngineCounters counters;
+  private final OwnerBoard board;
   private final QuarantineLedger quarantine;
 
   /**
@@ -166,20 +168,22 @@ public final class EngineGuardian {
       SegmentDescriptor self,
       RegistryView registryView,
       EngineCounters counters,
+      OwnerBoard board,
       QuarantineLedger quarantine,
       FaultHooks hooks,
       List<TransportProvider> providers) {
     this.ctx = ctx;
     this.config = config;
     this.counters = counters;
+    this.board = board;
     this.quarantine = quarantine;
-    counters.owners.root(ctx.getSelf());
+    board.root(ctx.getSelf());
     Executor blockingIo =
         ctx.getSystem()
             .dispatchers()
             .lookup(DispatcherSelector.fromConfig("orbite.blocking-io-dispatcher"));
     this.supervision =
-        new OwnerSupervision(config.name() + "@" + self, quarantine, counters, hooks);
+        new OwnerSupervision(config.name() + "@" + self, quarantine, counters, board, hooks);
     var registry =
         ctx.spawn(
             supervision.supervise(
@@ -190,7 +194,7 @@ public final class EngineGuardian {
                     config.budgets().maxRegistrations(),
                     Duration.ofMillis(config.timeouts().destructionWindowMillis()),
                     quarantine,
-                    counters.owners),
+                    board),
                 Registry::refuse),
             "registry");
     this.gate = new AdmissionGate(config.budgets());
@@ -199,12 +203,12 @@ public final class EngineGuardian {
             supervision.supervise(
                 ADMISSION,
                 Admission.Command.class,
-                Admission.create(gate, config.budgets(), counters.owners),
+                Admission.create(gate, config.budgets(), board),
                 (m, why) -> Admission.refuse(m, why, gate)),
             "admission");
     TransportContext transportContext =
         new TransportContext(
-            config, registryView, self.epoch(), blockingIo, counters, quarantine, hooks);
+            config, registryView, self.epoch(), blockingIo, counters, board, quarantine, hooks);
     Map<Transport, ActorRef<TransportCommand>> transports = new EnumMap<>(Transport.class);
     for (TransportProvider provider :
         providers) { // one per kind, TCP among them (transportProviders)
@@ -227,7 +231,7 @@ public final class EngineGuardian {
                     blockingIo,
                     Duration.ofMillis(config.timeouts().describeTimeoutMillis()),
                     config.budgets().maxPeerSegments(),
-                    counters.owners),
+                    board),
                 SegmentTable::refuse),
             "segment-table");
     // Watched, as the transports are: an owner that stops while the engine runs is marked
@@ -246,6 +250,7 @@ public final class EngineGuardian {
                 registryView,
                 transports,
                 counters,
+                board,
                 (int) config.timeouts().describeTimeoutMillis(),
                 config.budgets().maxEndpoints()),
             "control-service");
@@ -305,6 +310,7 @@ public final class EngineGuardian {
       SegmentDescriptor self,
       RegistryView registryView,
       EngineCounters counters,
+      OwnerBoard board,
       QuarantineLedger quarantine,
       FaultHooks hooks,
       List<TransportProvider> providers,
@@ -321,6 +327,7 @@ public final class EngineGuardian {
                     self,
                     registryView,
                     counters,
+                    board,
                     quarantine,
                     hooks,
                     providers);
@@ -330,7 +337,7 @@ public final class EngineGuardian {
           }
           started.complete(guardian.handles);
           return io.orbite.engine.view.OwnerBoard.reporting(
-              counters.owners,
+              board,
               () ->
                   new io.orbite.engine.view.OwnerBoard.Report(
                       "EngineGuardian",
@@ -449,7 +456,7 @@ public final class EngineGuardian {
     }
     sideClosesLeft.remove(m.replyTo());
     if (m.side() == Side.REQUESTER) {
-      // The lanes have ended, but their last receipts may still be in the batches' mailboxes. A
+      // The lanes have ended, but their last receipts may still be on their way to the batches. A
       // task still in flight after this wait is held by a worker that did not let go; its batch's
       // watchdog quarantines it.
       ctx.pipeToSelf(
@@ -499,11 +506,12 @@ public final class EngineGuardian {
             m.capacity(),
             gate,
             counters,
+            board,
             Duration.ofMillis(config.timeouts().defaultDeadlineMillis()),
             Duration.ofMillis(config.timeouts().destructionWindowMillis()),
             quarantine,
             ctx.getExecutionContext());
-    core.bind(ctx.spawn(BatchActor.create(core, counters.owners), name));
+    core.bind(ctx.spawn(BatchActor.create(core, board), name));
     m.replyTo().tell(new BatchSpawned(core));
     return Behaviors.same();
   }

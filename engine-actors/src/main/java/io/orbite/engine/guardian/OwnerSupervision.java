@@ -1,8 +1,8 @@
 package io.orbite.engine.guardian;
 
+import io.orbite.engine.EngineCounters;
+import io.orbite.engine.FaultHooks;
 import io.orbite.engine.QuarantinedOwner;
-import io.orbite.engine.spi.EngineCounters;
-import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.view.OwnerBoard;
 import java.time.Instant;
@@ -47,10 +47,14 @@ public final class OwnerSupervision {
   private final Map<String, String> down = new ConcurrentHashMap<>();
 
   public OwnerSupervision(
-      String engine, QuarantineLedger ledger, EngineCounters counters, FaultHooks hooks) {
+      String engine,
+      QuarantineLedger ledger,
+      EngineCounters counters,
+      OwnerBoard board,
+      FaultHooks hooks) {
     this.engine = engine;
     this.ledger = ledger;
-    this.board = counters.owners;
+    this.board = board;
     this.counters = counters;
     this.hooks = hooks;
   }
@@ -150,11 +154,7 @@ public final class OwnerSupervision {
                           }));
       enter(owner, why, charges);
       board.publish(
-          ctx.asJava().getSelf(),
-          owner,
-          io.orbite.engine.view.OwnerState.QUARANTINED,
-          charges,
-          why);
+          ctx.asJava().getSelf(), owner, io.orbite.engine.OwnerState.QUARANTINED, charges, why);
       refuse(msg);
       return Behaviors.receive(type)
           .onAnyMessage(

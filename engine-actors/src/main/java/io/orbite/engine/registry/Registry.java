@@ -3,8 +3,9 @@ package io.orbite.engine.registry;
 import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
-import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.Registration;
+import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.SharedBacking;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -53,7 +54,7 @@ public final class Registry {
 
   public sealed interface RegisterReply {}
 
-  public record Registered(RegisteredMemory memory) implements RegisterReply {}
+  public record Registered(Registration memory) implements RegisterReply {}
 
   public record RegisterRefused(ErrorKind kind, String detail) implements RegisterReply {}
 
@@ -75,12 +76,9 @@ public final class Registry {
   public record FenceShared(ActorRef<SharedFenced> replyTo) implements Command {}
 
   /**
-   * @param stillCopying shared ranges a peer was still copying when the window ended (0: all
-   *     fenced)
-   */
-  /**
-   * @param stillCopying ranges a peer was still copying at the window's end; -1: the Registry could
-   *     not fence
+   * @param fenced the shared ranges fenced
+   * @param stillCopying ranges a peer was still copying at the window's end (0: all fenced); -1:
+   *     the Registry could not fence them
    */
   public record SharedFenced(int fenced, int stillCopying) {}
 
@@ -198,7 +196,7 @@ public final class Registry {
   private io.orbite.engine.view.OwnerBoard.Report report() {
     return new io.orbite.engine.view.OwnerBoard.Report(
         "Registry",
-        io.orbite.engine.view.OwnerState.ACTIVE,
+        io.orbite.engine.OwnerState.ACTIVE,
         java.util.Map.of(
             "registrations",
             (long) live.size(),
@@ -256,7 +254,7 @@ public final class Registry {
     }
     live.put(registration.regionId(), registration);
     view.publish(live);
-    msg.replyTo().tell(new Registered(new RegisteredMemory(registration)));
+    msg.replyTo().tell(new Registered(registration));
     return Behaviors.same();
   }
 

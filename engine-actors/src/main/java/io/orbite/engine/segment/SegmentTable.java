@@ -1,6 +1,7 @@
 package io.orbite.engine.segment;
 
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.PeerEntry;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.SegmentDescriptor;
@@ -8,8 +9,8 @@ import io.orbite.engine.TransferException;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.control.DescribeClient;
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.TransportCommand;
-import io.orbite.engine.view.OwnerState;
 import io.orbite.engine.wire.Description;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -632,8 +633,8 @@ public final class SegmentTable {
     ActorRef<Command> self = ctx.getSelf();
     PeerChannel channel = entry.channel;
     java.util.concurrent.atomic.AtomicBoolean tableStopped = stopped;
-    RemoteSegment segment =
-        new RemoteSegment(
+    PeerSegment segment =
+        new PeerSegment(
             entry.peer,
             description.regions(),
             channel,

@@ -1,7 +1,9 @@
 package io.orbite.engine.spi;
 
 import io.orbite.config.EngineConfig;
-import io.orbite.engine.registry.RegistryView;
+import io.orbite.engine.EngineCounters;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.view.OwnerBoard;
 import java.util.concurrent.Executor;
 
 /**
@@ -21,5 +23,6 @@ public record TransportContext(
     long localEpoch,
     Executor blockingIo,
     EngineCounters counters,
+    OwnerBoard owners,
     QuarantineLedger quarantine,
     FaultHooks hooks) {}

@@ -1,5 +1,9 @@
 package io.orbite.engine.view;
 
+import io.orbite.engine.OwnerState;
+import io.orbite.engine.OwnerView;
+import io.orbite.engine.OwnerView.Owner;
+import io.orbite.engine.OwnerView.Retired;
 import io.orbite.engine.PeerEntry;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -25,49 +29,6 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 public final class OwnerBoard {
   /** How many retired owners are remembered (newest first). */
   public static final int MAX_RETIRED = 64;
-
-  /** The coarse state classes metrics count owners by (each {@link OwnerState} is in one). */
-  public enum StateClass {
-    ACTIVE,
-    DRAINING,
-    FENCED,
-    QUARANTINED;
-
-    public String label() {
-      return name().toLowerCase();
-    }
-  }
-
-  /**
-   * One live owner.
-   *
-   * @param path its place in the supervision tree, for example {@code
-   *     engine/transport-tcp/endpoint-4000-1f}
-   * @param kind the actor's class, for example {@code TcpEndpoint}
-   * @param state its behaviour now
-   * @param charges what it holds, by name (tasks, bytes, loans, lanes...)
-   * @param detail a short explanation (why fenced, which peer...), may be empty
-   * @param sinceMillis when it entered this state (epoch milliseconds)
-   */
-  public record Owner(
-      String path,
-      String kind,
-      OwnerState state,
-      Map<String, Long> charges,
-      String detail,
-      long sinceMillis) {
-    public StateClass stateClass() {
-      return state.stateClass();
-    }
-  }
-
-  /** An owner that stopped, with the last state it reported. */
-  public record Retired(
-      String path, String kind, OwnerState lastState, String detail, long atMillis) {}
-
-  /** Everything the board knows at one instant (each part consistent on its own). */
-  public record Snapshot(
-      long version, List<Owner> owners, List<Retired> retired, List<PeerEntry> peers) {}
 
   private final ConcurrentHashMap<String, Owner> owners = new ConcurrentHashMap<>();
   private final ConcurrentLinkedDeque<Retired> retired = new ConcurrentLinkedDeque<>();
@@ -142,11 +103,11 @@ public final class OwnerBoard {
     return version.get();
   }
 
-  public Snapshot snapshot() {
+  public OwnerView snapshot() {
     long v = version.get();
     List<Owner> live = new ArrayList<>(owners.values());
     live.sort(Comparator.comparing(Owner::path));
-    return new Snapshot(v, List.copyOf(live), List.copyOf(retired), peers);
+    return new OwnerView(v, live, List.copyOf(retired), peers);
   }
 
   /** What an owner says about itself. */

@@ -8,7 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.BudgetConfig;
 import io.orbite.engine.Access;
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
@@ -22,14 +24,14 @@ import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.admission.Budgets;
-import io.orbite.engine.registry.Registration;
-import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.Receipts;
+import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.TaskWork;
-import io.orbite.engine.view.OwnerState;
+import io.orbite.engine.view.OwnerBoard;
 import java.lang.foreign.Arena;
 import java.time.Duration;
 import java.util.List;
@@ -68,13 +70,14 @@ class BatchActorTest {
   private static final long REGION = 9;
 
   private final EngineCounters counters = new EngineCounters();
+  private final OwnerBoard board = new OwnerBoard();
   private final QuarantineLedger quarantine = new QuarantineLedger();
   private final AdmissionGate gate = new AdmissionGate(BudgetConfig.defaults());
   private final Registration local =
       new Registration(7, Arena.ofAuto().allocate(8192), Access.READ_WRITE, null);
   private final RecordingChannel channel = new RecordingChannel();
   private final RemoteSegment peer =
-      new RemoteSegment(
+      new PeerSegment(
           new SegmentDescriptor("127.0.0.1", 4000, 0x5e1fL),
           List.of(new RemoteRegion(REGION, 1 << 20, Access.READ_WRITE)),
           channel);
@@ -125,7 +128,8 @@ class BatchActorTest {
   }
 
   private BatchCore core(String name) {
-    return new BatchCore(name, 2, gate, counters, DEADLINE, WINDOW, quarantine, Runnable::run);
+    return new BatchCore(
+        name, 2, gate, counters, board, DEADLINE, WINDOW, quarantine, Runnable::run);
   }
 
   /** Moves the actor's clock and then the scheduler by {@code d}: timers due by then fire. */
@@ -139,8 +143,8 @@ class BatchActorTest {
   }
 
   private OwnerState boardState(ActorRef<?> actor) {
-    String key = counters.owners.key(actor);
-    return counters.owners.snapshot().owners().stream()
+    String key = board.key(actor);
+    return board.snapshot().owners().stream()
         .filter(o -> o.path().equals(key))
         .findFirst()
         .orElseThrow(() -> new AssertionError("no owner " + key + " in the owner view"))
@@ -151,11 +155,11 @@ class BatchActorTest {
   void aTaskWhoseReceiptNeverComesEndsUnquiescedAndQuarantinesTheBatchUntilItsLateReceipt() {
     BatchCore core = core("batch-1");
     ActorRef<BatchActor.Command> actor =
-        testKit.spawn(BatchActor.create(core, counters.owners, this::clock), "batch-1");
+        testKit.spawn(BatchActor.create(core, board, this::clock), "batch-1");
     core.bind(actor);
     assertTrue(gate.tryBatch().granted());
     long lease = core.lease();
-    RegisteredMemory memory = new RegisteredMemory(local);
+    RegisteredMemory memory = local;
     core.dispatch(
         core.admit(
             lease,
@@ -241,16 +245,14 @@ class BatchActorTest {
   void theWatchdogIsArmedAWindowAfterTheDeadlineAndLeavesATaskPendingUntilThen() {
     BatchCore core = core("batch-2");
     BehaviorTestKit<BatchActor.Command> kit =
-        BehaviorTestKit.create(BatchActor.create(core, counters.owners, this::clock), "batch-2");
+        BehaviorTestKit.create(BatchActor.create(core, board, this::clock), "batch-2");
     core.bind(kit.getRef());
     assertTrue(gate.tryBatch().granted());
     long lease = core.lease();
     core.dispatch(
         core.admit(
             lease,
-            List.of(
-                TransferRequest.read(new RegisteredMemory(local), 0, peer, REGION, 0, 512)
-                    .withDeadline(DEADLINE)),
+            List.of(TransferRequest.read(local, 0, peer, REGION, 0, 512).withDeadline(DEADLINE)),
             512,
             System.nanoTime()));
 

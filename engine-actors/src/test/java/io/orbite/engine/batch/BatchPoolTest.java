@@ -9,11 +9,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.BudgetConfig;
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.admission.AdmissionGate;
-import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.view.OwnerBoard;
 import java.time.Duration;
 import org.apache.pekko.actor.testkit.typed.annotations.JUnit5TestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -36,6 +37,7 @@ class BatchPoolTest {
 
   private final AdmissionGate gate = new AdmissionGate(BudgetConfig.defaults());
   private final EngineCounters counters = new EngineCounters();
+  private final OwnerBoard board = new OwnerBoard();
 
   private BatchCore core(String name, int capacity, TestProbe<BatchActor.Command> actor) {
     BatchCore c =
@@ -44,6 +46,7 @@ class BatchPoolTest {
             capacity,
             gate,
             counters,
+            board,
             Duration.ofSeconds(30),
             Duration.ofSeconds(5),
             new QuarantineLedger(),

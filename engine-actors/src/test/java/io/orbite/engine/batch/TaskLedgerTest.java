@@ -10,8 +10,8 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.TaskState;
-import io.orbite.engine.registry.Registration;
 import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.Registration;
 import java.lang.foreign.Arena;
 import org.junit.jupiter.api.Test;
 

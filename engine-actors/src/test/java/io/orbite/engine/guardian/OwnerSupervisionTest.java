@@ -9,14 +9,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import io.orbite.engine.Access;
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.FaultHooks;
 import io.orbite.engine.QuarantinedOwner;
-import io.orbite.engine.registry.Registration;
 import io.orbite.engine.registry.Registry;
-import io.orbite.engine.registry.RegistryView;
-import io.orbite.engine.spi.EngineCounters;
-import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.Registration;
+import io.orbite.engine.spi.RegistryView;
+import io.orbite.engine.view.OwnerBoard;
 import java.lang.foreign.Arena;
 import java.time.Duration;
 import java.util.List;
@@ -61,14 +62,16 @@ class OwnerSupervisionTest {
         };
     QuarantineLedger ledger = new QuarantineLedger();
     EngineCounters counters = new EngineCounters();
-    OwnerSupervision supervision = new OwnerSupervision("test@here", ledger, counters, hooks);
+    OwnerBoard board = new OwnerBoard();
+    OwnerSupervision supervision =
+        new OwnerSupervision("test@here", ledger, counters, board, hooks);
     RegistryView view = new RegistryView();
     ActorRef<Registry.Command> registry =
         testKit.spawn(
             supervision.supervise(
                 "Registry",
                 Registry.Command.class,
-                Registry.create(view, 8, Duration.ofSeconds(5), ledger, counters.owners),
+                Registry.create(view, 8, Duration.ofSeconds(5), ledger, board),
                 Registry::refuse));
 
     Arena arena = Arena.ofShared();
@@ -76,9 +79,7 @@ class OwnerSupervisionTest {
     registry.tell(
         new Registry.Register(arena.allocate(4096), Access.READ_WRITE, arena, replies.getRef()));
     Registration held =
-        assertInstanceOf(Registry.Registered.class, replies.receiveMessage())
-            .memory()
-            .registration();
+        assertInstanceOf(Registry.Registered.class, replies.receiveMessage()).memory();
     assertNull(supervision.unavailable("Registry"));
 
     armed.set(true);
@@ -113,12 +114,12 @@ class OwnerSupervisionTest {
     assertFalse(q.reason().contains("Limit"), "limits are not held: " + q);
     assertEquals(1, counters.ownersQuarantined.sum());
     assertTrue(
-        counters.owners.snapshot().owners().stream()
+        board.snapshot().owners().stream()
             .anyMatch(
                 o ->
                     o.kind().equals("Registry")
-                        && o.state() == io.orbite.engine.view.OwnerState.QUARANTINED),
-        () -> counters.owners.snapshot().owners().toString());
+                        && o.state() == io.orbite.engine.OwnerState.QUARANTINED),
+        () -> board.snapshot().owners().toString());
 
     // What it held stays held: visible, mapped, not released, also once the actor has stopped.
     testKit.stop(registry);

@@ -10,6 +10,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.typesafe.config.ConfigFactory;
 import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.spi.Registration;
+import io.orbite.engine.spi.RegistryView;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -37,9 +39,7 @@ class RegistryTest {
       Arena owned) {
     TestProbe<Registry.RegisterReply> probe = testKit.createTestProbe();
     registry.tell(new Registry.Register(segment, Access.READ_WRITE, owned, probe.getRef()));
-    return assertInstanceOf(Registry.Registered.class, probe.receiveMessage())
-        .memory()
-        .registration();
+    return assertInstanceOf(Registry.Registered.class, probe.receiveMessage()).memory();
   }
 
   @Test

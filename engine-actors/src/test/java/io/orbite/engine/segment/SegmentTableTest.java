@@ -11,11 +11,11 @@ import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.PeerEntry;
 import io.orbite.engine.RemoteRegion;
-import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.TaskWork;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.view.OwnerBoard;
@@ -242,8 +242,10 @@ class SegmentTableTest {
     return channel;
   }
 
-  private RemoteSegment opened() {
-    return assertInstanceOf(SegmentTable.Opened.class, replies.receiveMessage()).segment();
+  private PeerSegment opened() {
+    return assertInstanceOf(
+        PeerSegment.class,
+        assertInstanceOf(SegmentTable.Opened.class, replies.receiveMessage()).segment());
   }
 
   private void open() {
@@ -272,7 +274,7 @@ class SegmentTableTest {
     FakeChannel oldTcp = openTcp(OLD_EPOCH);
     grantEndpoint();
     FakeChannel oldShm = openShm(OLD_EPOCH);
-    RemoteSegment old = opened();
+    PeerSegment old = opened();
     assertEquals(descriptor(OLD_EPOCH), old.descriptor());
     assertSame(oldShm, old.channelFor(Transport.UNSPEC, REGION), "an exported region goes by SHM");
     assertSame(oldTcp, old.channelFor(Transport.TCP, REGION));
@@ -287,7 +289,7 @@ class SegmentTableTest {
     open();
     grantEndpoint();
     FakeChannel newTcp = openTcp(NEW_EPOCH);
-    RemoteSegment fresh = opened();
+    PeerSegment fresh = opened();
     assertEquals(descriptor(NEW_EPOCH), fresh.descriptor());
     String reason = "the peer at " + server.endpoint() + " now runs epoch 2222";
     assertEquals(reason, oldTcp.fencedBecause());
@@ -334,7 +336,7 @@ class SegmentTableTest {
     open();
     grantEndpoint();
     FakeChannel channel = openTcp(OLD_EPOCH);
-    RemoteSegment first = opened();
+    PeerSegment first = opened();
 
     // Unreferenced but live: kept, charge held, reused by the next opens without a new charge.
     first.close();
@@ -345,9 +347,9 @@ class SegmentTableTest {
         peerList());
     noChargeMoved();
     open();
-    RemoteSegment second = opened();
+    PeerSegment second = opened();
     open();
-    RemoteSegment third = opened();
+    PeerSegment third = opened();
     assertSame(channel, second.channel());
     assertSame(channel, third.channel());
     tcp.expectNoMessage(Duration.ofMillis(50));
@@ -381,7 +383,7 @@ class SegmentTableTest {
     FakeChannel tcpChannel = openTcp(OLD_EPOCH);
     grantEndpoint();
     FakeChannel ended = openShm(OLD_EPOCH);
-    RemoteSegment first = opened();
+    PeerSegment first = opened();
 
     ended.active = false;
     assertEquals(
@@ -396,7 +398,7 @@ class SegmentTableTest {
     admission.expectMessageClass(Admission.ReleaseEndpoint.class);
     grantEndpoint();
     FakeChannel fresh = openShm(OLD_EPOCH);
-    RemoteSegment second = opened();
+    PeerSegment second = opened();
     assertSame(fresh, second.channelFor(Transport.UNSPEC, REGION));
     assertSame(tcpChannel, second.channel(), "the same entry, over the same TCP channel");
     tcp.expectNoMessage(Duration.ofMillis(50));

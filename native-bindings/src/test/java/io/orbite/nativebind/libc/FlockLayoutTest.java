@@ -3,7 +3,7 @@ package io.orbite.nativebind.libc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.orbite.nativebind.CHeaderProbe;
-import io.orbite.nativebind.Prerequisite;
+import io.orbite.nativebind.testkit.Prerequisite;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;

@@ -3,7 +3,7 @@ package io.orbite.nativebind.uring;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.orbite.nativebind.CHeaderProbe;
-import io.orbite.nativebind.Prerequisite;
+import io.orbite.nativebind.testkit.Prerequisite;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.nativebind.Errno;
 import io.orbite.nativebind.NativeCallException;
-import io.orbite.nativebind.Prerequisite;
 import io.orbite.nativebind.libc.Libc;
+import io.orbite.nativebind.testkit.Prerequisite;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -1,7 +1,7 @@
 package io.orbite.engine.batch
 
 import io.orbite.engine.{Access, ErrorKind, Op, PropertySupport, RemoteEffect, TaskState}
-import io.orbite.engine.registry.Registration
+import io.orbite.engine.spi.Registration
 import org.scalacheck.Gen
 import org.scalatest.flatspec.AnyFlatSpec
 

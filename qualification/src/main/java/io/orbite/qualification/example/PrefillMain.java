@@ -2,9 +2,9 @@ package io.orbite.qualification.example;
 
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.TransferEngine;
-import io.orbite.engine.spi.EngineCounters;
 import io.orbite.qualification.verify.Pattern;
 import java.io.BufferedReader;
 import java.io.FileDescriptor;

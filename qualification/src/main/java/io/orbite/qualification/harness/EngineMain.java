@@ -2,9 +2,9 @@ package io.orbite.qualification.harness;
 
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.TransferEngine;
-import io.orbite.engine.spi.EngineCounters;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
 import io.orbite.qualification.verify.Span;
@@ -33,7 +33,7 @@ import java.util.Map;
  *                                                  the guard pattern; inside, each byte the guard's or
  *                                                  the data pattern's (a WRITE that may have landed in
  *                                                  part); n = bytes inside that differ from the guard)
- * LOANS regionId                -> OK n          (loans workers hold on the region now)
+ * LOANS                         -> OK n          (loans workers hold on the engine's memory now: owed())
  * UNREGISTER regionId           -> OK
  * COUNTERS                      -> OK key=value ...
  * ALLOCATED [threadPrefix]     -> OK bytes      (heap bytes allocated so far by all threads, or by
@@ -123,7 +123,7 @@ public final class EngineMain {
                     Long.parseLong(t[4]),
                     Long.parseLong(t[5])));
           }
-          case "LOANS" -> out.println("OK " + region(regions, t[1]).registration().loans());
+          case "LOANS" -> out.println("OK " + engine.owed().loans());
           case "CLOSE_SOURCE" ->
               out.println(
                   "OK " + engine.closeSource(Duration.ofSeconds(30)).toString().replace('\n', ' '));

@@ -18,6 +18,7 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.spi.Registration;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.Span;
@@ -100,7 +101,7 @@ class ShutdownInFlightIT {
       assertEquals(0, owed.bytesInFlight(), owed::toString);
       assertEquals(0, owed.loans(), owed::toString);
       assertEquals(List.of(), owed.quarantined(), owed::toString);
-      assertEquals(0, local.registration().loans(), "no worker holds the requester's memory");
+      assertEquals(0, ((Registration) local).loans(), "no worker holds the requester's memory");
 
       List<TaskResult> results = new ArrayList<>(first.status().tasks());
       second.status().tasks().forEach(results::add);
@@ -253,7 +254,7 @@ class ShutdownInFlightIT {
 
       EngineOwed owed = source.closeSource(Duration.ofSeconds(10));
       assertEquals(0, owed.loans(), owed::toString);
-      assertEquals(0, served.registration().loans(), "no source lane holds the served memory");
+      assertEquals(0, ((Registration) served).loans(), "no source lane holds the served memory");
       assertEquals(List.of(), owed.quarantined(), owed::toString);
 
       BatchStatus s = batch.await(Duration.ofSeconds(30));
@@ -333,12 +334,12 @@ class ShutdownInFlightIT {
         // Both source lanes now hold a loan: one blocked reading the WRITE's payload, one blocked
         // writing a READ response nobody reads.
         assertTrue(
-            Await.until(Duration.ofSeconds(20), () -> served.registration().loans() == 2),
-            () -> "both source lanes took their loans: " + served.registration().loans());
+            Await.until(Duration.ofSeconds(20), () -> ((Registration) served).loans() == 2),
+            () -> "both source lanes took their loans: " + ((Registration) served).loans());
 
         EngineOwed owed = engine.closeSource(Duration.ofSeconds(10));
         assertEquals(0, owed.loans(), owed::toString);
-        assertEquals(0, served.registration().loans(), "no source lane holds the memory");
+        assertEquals(0, ((Registration) served).loans(), "no source lane holds the memory");
         assertEquals(List.of(), owed.quarantined(), owed::toString);
 
         // The engine closed both lanes: the writer sees its lane end without an acknowledgement,

@@ -20,6 +20,7 @@ import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.spi.PeerSegment;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.Span;
 import java.lang.foreign.Arena;
@@ -427,7 +428,7 @@ class BudgetIT {
       // Wait for the requester to notice: a READ to P1 is refused at submit (channel closed) or
       // fails.
       long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-      while (toP1.channel().active()) {
+      while (((PeerSegment) toP1).channel().active()) {
         assertTrue(
             System.nanoTime() < deadline,
             "the requester did not notice within 10 s that P1 closed");

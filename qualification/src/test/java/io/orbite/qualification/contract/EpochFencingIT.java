@@ -16,6 +16,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.spi.Registration;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.Span;
@@ -96,7 +97,7 @@ class EpochFencingIT {
       }
       assertEquals(identity, requester.localSegment(), "the survivor's identity continues");
       assertEquals(localRegion, local.regionId(), "the survivor's registration continues");
-      assertTrue(local.registration().visible());
+      assertTrue(((Registration) local).visible());
     }
   }
 

@@ -14,6 +14,7 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.spi.Registration;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
@@ -131,7 +132,7 @@ class PeerDeathIT {
       assertTrue(
           Await.until(Duration.ofSeconds(15), () -> requester.owed().isIdle()),
           () -> "still owed: " + requester.owed());
-      assertTrue(local.registration().visible(), "the survivor keeps its registration");
+      assertTrue(((Registration) local).visible(), "the survivor keeps its registration");
     }
   }
 }

@@ -7,6 +7,7 @@ import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.TransferEngine;
+import io.orbite.engine.spi.Registration;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
@@ -66,7 +67,7 @@ class RequesterDeathIT {
               "the source's memory is untouched");
           requester = requester.restart();
         }
-        assertTrue(served.registration().visible(), "the survivor keeps its registration");
+        assertTrue(((Registration) served).visible(), "the survivor keeps its registration");
       } finally {
         requester.close();
       }

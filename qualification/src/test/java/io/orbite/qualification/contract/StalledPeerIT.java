@@ -82,7 +82,7 @@ class StalledPeerIT {
       // outside the WRITE's range its own pattern; inside, each byte its own or the requester's (a
       // WRITE cut off on the wire may land in part: a prefix of each of its frames).
       assertTrue(
-          Await.until(Duration.ofSeconds(20), () -> "0".equals(call(source, "LOANS " + remote))),
+          Await.until(Duration.ofSeconds(20), () -> "0".equals(call(source, "LOANS"))),
           "the thawed source's lanes let go of the region");
       String check =
           source.ask("ONEOF " + remote + " 5 6 " + (12 << 20) + " " + (1 << 20), List.of());

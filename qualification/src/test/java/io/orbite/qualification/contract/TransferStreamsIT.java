@@ -11,6 +11,7 @@ import io.orbite.engine.Access;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.spi.Registration;
 import io.orbite.engine.streams.StreamSettings;
 import io.orbite.engine.streams.TransferResult;
 import io.orbite.engine.streams.TransferStreams;
@@ -476,7 +477,7 @@ class TransferStreamsIT {
    */
   private CompletableFuture<Long> loansWhenDone(CompletionStage<?> stage) {
     CompletableFuture<Long> loans = new CompletableFuture<>();
-    stage.whenComplete((v, failure) -> loans.complete(local.registration().loans()));
+    stage.whenComplete((v, failure) -> loans.complete(((Registration) local).loans()));
     return loans;
   }
 

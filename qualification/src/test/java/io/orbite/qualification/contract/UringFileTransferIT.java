@@ -1,6 +1,6 @@
 package io.orbite.qualification.contract;
 
-import io.orbite.nativebind.Prerequisite;
+import io.orbite.nativebind.testkit.Prerequisite;
 import io.orbite.nativebind.uring.IoUring;
 import org.junit.jupiter.api.BeforeEach;
 

@@ -24,6 +24,7 @@ import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.spi.Registration;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
 import io.orbite.qualification.verify.Span;
@@ -149,7 +150,7 @@ class EmbeddingIT {
       assertEquals(EngineOwed.Phase.CLOSED, after.phase(), after::toString);
       assertTrue(after.isClear(), () -> "a cleanly closed engine owes nothing: " + after);
       assertTrue(
-          local.registration().released(), "the close freed the engine-owned memory nobody held");
+          ((Registration) local).released(), "the close freed the engine-owned memory nobody held");
       long t0 = System.nanoTime();
       engine.close(Duration.ofSeconds(5));
       assertTrue(
@@ -358,7 +359,7 @@ class EmbeddingIT {
         after.phase(),
         () -> "terminating the system ran the engine's close: " + after);
     assertTrue(after.isClear(), after::toString);
-    assertTrue(m.registration().released(), "the close freed the engine-owned memory");
+    assertTrue(((Registration) m).released(), "the close freed the engine-owned memory");
     long t0 = System.nanoTime();
     engine.close(Duration.ofSeconds(5));
     assertTrue(

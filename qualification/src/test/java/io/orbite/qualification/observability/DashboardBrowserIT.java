@@ -12,7 +12,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
-import io.orbite.nativebind.Prerequisite;
+import io.orbite.nativebind.testkit.Prerequisite;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;

@@ -18,6 +18,7 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.Registration;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
@@ -102,7 +103,7 @@ class ShmCallerCopyIT {
           -1,
           Pattern.verify(local.segment(), 0, REGION, 43, 0),
           "no byte landed after the unregister");
-      assertEquals(0, local.registration().loans(), "no loan kept");
+      assertEquals(0, ((Registration) local).loans(), "no loan kept");
       batch.free();
       assertTrue(requester.owed().isIdle(), requester.owed()::toString);
     }
@@ -205,7 +206,7 @@ class ShmCallerCopyIT {
             "the peer's death was seen: " + results.getLast());
         assertEquals(
             -1, Pattern.verify(local.segment(), 0, REGION, 52, 0), "every slot back to its guard");
-        assertEquals(0, local.registration().loans(), "every loan returned");
+        assertEquals(0, ((Registration) local).loans(), "every loan returned");
         assertTrue(
             Await.until(Duration.ofSeconds(10), () -> requester.owed().isIdle()),
             requester.owed()::toString);
@@ -275,7 +276,7 @@ class ShmCallerCopyIT {
       var owed = requester.owed();
       assertEquals(0, owed.batches(), owed::toString);
       assertTrue(owed.isIdle(), owed::toString);
-      assertEquals(0, local.registration().loans());
+      assertEquals(0, ((Registration) local).loans());
       ShmPeer.assertRemoteRegion(
           source, remote, 61, List.of(), "READs change nothing at the source");
     }

@@ -20,6 +20,7 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.Registration;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.contract.HeldWorker;
 import io.orbite.qualification.harness.EngineProcess;
@@ -116,7 +117,7 @@ class ShmHeldCopyIT {
         assertTrue(
             requester.quarantined().stream().anyMatch(q -> q.kind() == QuarantinedOwner.Kind.BATCH),
             requester.quarantined()::toString);
-        assertTrue(local.registration().loans() >= 1, "the held task keeps its loan");
+        assertTrue(((Registration) local).loans() >= 1, "the held task keeps its loan");
         // Nothing was copied yet, either way.
         assertEquals(
             -1,
@@ -161,7 +162,7 @@ class ShmHeldCopyIT {
         assertTrue(
             Await.until(Duration.ofSeconds(10), () -> requester.owed().isIdle()),
             requester.owed()::toString);
-        assertEquals(0, local.registration().loans());
+        assertEquals(0, ((Registration) local).loans());
       } finally {
         hook.release(); // a failed check must not leave the copy thread held through the close
       }

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.orbite.nativebind.Prerequisite;
+import io.orbite.nativebind.testkit.Prerequisite;
 import io.orbite.qualification.harness.EngineProcess;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

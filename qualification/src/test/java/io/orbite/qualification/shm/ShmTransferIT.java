@@ -18,6 +18,7 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.PeerSegment;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
@@ -143,7 +144,8 @@ class ShmTransferIT {
       RemoteSegment plainPeer =
           requester.openSegment(plain.localSegment().endpoint(), Duration.ofSeconds(10));
       assertTrue(
-          plainPeer.sharedExports() == null, "a source without shm.enabled publishes no SHM part");
+          ((PeerSegment) plainPeer).sharedExports() == null,
+          "a source without shm.enabled publishes no SHM part");
       refusedBeforeAnyByteMoves(plainPeer, theirs.regionId(), "exports no memory through SHM");
     }
   }

@@ -3,9 +3,9 @@ package io.orbite.transport.file;
 import io.orbite.config.FileConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
-import io.orbite.engine.view.OwnerState;
 import io.orbite.nativebind.uring.IoUring;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -73,7 +73,7 @@ public final class FileTransport {
         ctx -> {
           FileTransport transport = new FileTransport(ctx, context);
           return io.orbite.engine.view.OwnerBoard.reporting(
-              context.counters().owners,
+              context.owners(),
               () ->
                   new io.orbite.engine.view.OwnerBoard.Report(
                       "FileTransport",
@@ -318,6 +318,7 @@ public final class FileTransport {
                   handle,
                   FileIoFaults.apply(io),
                   context.counters(),
+                  context.owners(),
                   Duration.ofMillis(context.config().timeouts().destructionWindowMillis()),
                   context.quarantine()),
               "ring-lane-" + i,

@@ -1,14 +1,14 @@
 package io.orbite.transport.file;
 
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteEffect;
-import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.view.OwnerBoard;
-import io.orbite.engine.view.OwnerState;
 import io.orbite.nativebind.Errno;
 import java.time.Duration;
 import java.time.Instant;
@@ -116,6 +116,7 @@ final class RingLane {
       LaneHandle handle,
       FileIo io,
       EngineCounters counters,
+      OwnerBoard owners,
       Duration destructionWindow,
       QuarantineLedger quarantine) {
     return Behaviors.setup(
@@ -125,7 +126,7 @@ final class RingLane {
                   RingLane lane =
                       new RingLane(ctx, handle, io, counters, destructionWindow, quarantine);
                   return OwnerBoard.reporting(
-                      counters.owners,
+                      owners,
                       () ->
                           new OwnerBoard.Report(
                               "RingLane",

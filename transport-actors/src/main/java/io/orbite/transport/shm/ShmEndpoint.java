@@ -1,13 +1,13 @@
 package io.orbite.transport.shm;
 
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
-import io.orbite.engine.spi.EngineCounters;
-import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
-import io.orbite.engine.view.OwnerState;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedRegion;
 import io.orbite.nativebind.HostIdentity;
@@ -85,6 +85,7 @@ final class ShmEndpoint {
       int maxMappings,
       Executor blockingIo,
       EngineCounters counters,
+      io.orbite.engine.view.OwnerBoard owners,
       QuarantineLedger quarantine,
       FaultHooks hooks) {
     return Behaviors.setup(
@@ -96,7 +97,7 @@ final class ShmEndpoint {
                   () -> PeerProof.prove(peer, exports, local), blockingIo),
               Proven::new);
           return io.orbite.engine.view.OwnerBoard.reporting(
-              counters.owners,
+              owners,
               () ->
                   new io.orbite.engine.view.OwnerBoard.Report(
                       "ShmEndpoint",

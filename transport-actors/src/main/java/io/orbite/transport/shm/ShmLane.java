@@ -1,12 +1,12 @@
 package io.orbite.transport.shm;
 
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Op;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
-import io.orbite.engine.spi.EngineCounters;
-import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptBatcher;

@@ -1,10 +1,10 @@
 package io.orbite.transport.shm;
 
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
-import io.orbite.engine.view.OwnerState;
 import io.orbite.nativebind.HostIdentity;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -46,7 +46,7 @@ final class ShmTransport {
         ctx -> {
           ShmTransport transport = new ShmTransport(ctx, context, local);
           return io.orbite.engine.view.OwnerBoard.reporting(
-              context.counters().owners,
+              context.owners(),
               () ->
                   new io.orbite.engine.view.OwnerBoard.Report(
                       "ShmTransport",
@@ -143,6 +143,7 @@ final class ShmTransport {
                   context.config().shm().maxMappings(),
                   context.blockingIo(),
                   context.counters(),
+                  context.owners(),
                   context.quarantine(),
                   context.hooks()),
               "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()));

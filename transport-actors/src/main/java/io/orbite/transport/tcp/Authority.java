@@ -2,8 +2,8 @@ package io.orbite.transport.tcp;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
-import io.orbite.engine.registry.Registration;
-import io.orbite.engine.registry.RegistryView;
+import io.orbite.engine.spi.Registration;
+import io.orbite.engine.spi.RegistryView;
 
 /**
  * The source-side authority check of every data frame (C2, C3): the frame's epoch must be this

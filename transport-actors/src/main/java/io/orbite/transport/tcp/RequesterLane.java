@@ -1,10 +1,10 @@
 package io.orbite.transport.tcp;
 
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
-import io.orbite.engine.spi.EngineCounters;
-import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.wire.FrameCodec;

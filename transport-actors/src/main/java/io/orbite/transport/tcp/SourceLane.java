@@ -1,9 +1,9 @@
 package io.orbite.transport.tcp;
 
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
-import io.orbite.engine.registry.Registration;
-import io.orbite.engine.spi.EngineCounters;
+import io.orbite.engine.spi.Registration;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;

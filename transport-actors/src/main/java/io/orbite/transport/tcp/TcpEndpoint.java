@@ -1,17 +1,17 @@
 package io.orbite.transport.tcp;
 
 import io.orbite.config.EngineConfig;
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.slicing.SlicePlanner;
-import io.orbite.engine.spi.EngineCounters;
-import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
-import io.orbite.engine.view.OwnerState;
 import java.io.IOException;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
@@ -103,7 +103,7 @@ final class TcpEndpoint {
                       CompletableFuture.supplyAsync(endpoint::connectAll, context.blockingIo()),
                       (channels, failure) -> new Connected(channels, failure));
                   return io.orbite.engine.view.OwnerBoard.reporting(
-                      context.counters().owners,
+                      context.owners(),
                       endpoint::report,
                       endpoint.opening(new ArrayList<>(), new ArrayList<>()));
                 }));

@@ -1,9 +1,9 @@
 package io.orbite.transport.tcp;
 
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
-import io.orbite.engine.view.OwnerState;
 import io.orbite.engine.wire.FrameCodec;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -56,9 +56,7 @@ final class TcpTransport {
         ctx -> {
           TcpTransport transport = new TcpTransport(ctx, context);
           return io.orbite.engine.view.OwnerBoard.reporting(
-              context.counters().owners,
-              transport::report,
-              transport.serving(new Sides(true, true)));
+              context.owners(), transport::report, transport.serving(new Sides(true, true)));
         });
   }
 

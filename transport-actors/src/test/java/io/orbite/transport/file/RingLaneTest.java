@@ -7,14 +7,15 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.typesafe.config.ConfigFactory;
 import io.orbite.engine.Access;
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteEffect;
-import io.orbite.engine.spi.EngineCounters;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptSink;
 import io.orbite.engine.spi.Receipts;
+import io.orbite.engine.view.OwnerBoard;
 import io.orbite.nativebind.libc.Libc;
 import io.orbite.nativebind.uring.IoUring;
 import java.lang.foreign.Arena;
@@ -155,7 +156,7 @@ class RingLaneTest {
     LaneHandle handle = new LaneHandle("file-test");
     handle.lane =
         testKit.spawn(
-            RingLane.create(handle, io, counters, WINDOW, quarantine),
+            RingLane.create(handle, io, counters, new OwnerBoard(), WINDOW, quarantine),
             "ring-lane-test",
             DispatcherSelector.fromConfig("orbite.file-ring-dispatcher"));
     return handle;

@@ -10,9 +10,11 @@ import io.orbite.config.EngineConfig;
 import io.orbite.config.TcpConfig;
 import io.orbite.config.TimeoutConfig;
 import io.orbite.engine.Access;
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
-import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.SegmentDescriptor;
@@ -23,15 +25,14 @@ import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.admission.Budgets;
 import io.orbite.engine.batch.BatchActor;
 import io.orbite.engine.batch.BatchCore;
-import io.orbite.engine.registry.Registration;
-import io.orbite.engine.registry.RegistryView;
-import io.orbite.engine.spi.EngineCounters;
-import io.orbite.engine.spi.FaultHooks;
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.Registration;
+import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
-import io.orbite.engine.view.OwnerState;
+import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
 import java.io.DataInputStream;
@@ -81,6 +82,7 @@ class TcpEndpointTest {
   private static final long REGION = 4;
 
   private final EngineCounters counters = new EngineCounters();
+  private final OwnerBoard board = new OwnerBoard();
   private final QuarantineLedger quarantine = new QuarantineLedger();
   private final ExecutorService blockingIo = Executors.newCachedThreadPool();
   private final CountDownLatch releaseLane = new CountDownLatch(1);
@@ -183,7 +185,7 @@ class TcpEndpointTest {
             .withTimeouts(TimeoutConfig.defaults().withDestructionWindowMillis(WINDOW.toMillis()));
     TransportContext context =
         new TransportContext(
-            config, new RegistryView(), 0x10caL, blockingIo, counters, quarantine, hooks);
+            config, new RegistryView(), 0x10caL, blockingIo, counters, board, quarantine, hooks);
     return testKit.spawn(TcpEndpoint.create(peer.descriptor(), context));
   }
 
@@ -197,14 +199,14 @@ class TcpEndpointTest {
    * Waits until the owner view shows the endpoint in {@code state}: its last message is handled.
    */
   private void awaitState(ActorRef<?> endpoint, OwnerState state) {
-    String key = counters.owners.key(endpoint);
+    String key = board.key(endpoint);
     heldLanes.awaitAssert(
         Duration.ofSeconds(10),
         () -> {
           assertTrue(
-              counters.owners.snapshot().owners().stream()
+              board.snapshot().owners().stream()
                   .anyMatch(o -> o.path().equals(key) && o.state() == state),
-              () -> counters.owners.snapshot().owners().toString());
+              () -> board.snapshot().owners().toString());
           return null;
         });
   }
@@ -218,7 +220,15 @@ class TcpEndpointTest {
     AdmissionGate gate = new AdmissionGate(BudgetConfig.defaults());
     BatchCore batch =
         new BatchCore(
-            "batch-1", 1, gate, counters, Duration.ofMinutes(1), WINDOW, quarantine, Runnable::run);
+            "batch-1",
+            1,
+            gate,
+            counters,
+            board,
+            Duration.ofMinutes(1),
+            WINDOW,
+            quarantine,
+            Runnable::run);
     TestProbe<BatchActor.Command> batchOwner = testKit.createTestProbe();
     batch.bind(batchOwner.getRef());
     assertTrue(gate.tryBatch().granted());
@@ -226,14 +236,14 @@ class TcpEndpointTest {
     Registration local =
         new Registration(1, Arena.ofAuto().allocate(8192), Access.READ_WRITE, null);
     RemoteSegment segment =
-        new RemoteSegment(
+        new PeerSegment(
             peer.descriptor(),
             List.of(new RemoteRegion(REGION, 1 << 20, Access.READ_WRITE)),
             channel);
     batch.dispatch(
         batch.admit(
             lease,
-            List.of(TransferRequest.read(new RegisteredMemory(local), 0, segment, REGION, 0, 4096)),
+            List.of(TransferRequest.read(local, 0, segment, REGION, 0, 4096)),
             4096,
             System.nanoTime()));
     String lane = heldLanes.receiveMessage(Duration.ofSeconds(10));
@@ -302,8 +312,8 @@ class TcpEndpointTest {
     manualTime.timePasses(WINDOW.multipliedBy(2));
     assertEquals(List.of(), quarantine.list());
     assertTrue(
-        counters.owners.snapshot().retired().stream()
+        board.snapshot().retired().stream()
             .anyMatch(r -> r.kind().equals("TcpEndpoint") && r.lastState() == OwnerState.DRAINING),
-        () -> counters.owners.snapshot().retired().toString());
+        () -> board.snapshot().retired().toString());
   }
 }

@@ -1,7 +1,9 @@
-package io.orbite.engine.registry;
+package io.orbite.engine.spi;
 
 import io.orbite.engine.Access;
-import io.orbite.engine.spi.SharedBacking;
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.TransferException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;
@@ -15,7 +17,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * clears visibility and then waits for the count to reach zero. Both sides use volatile accesses,
  * so either the worker sees the range hidden, or unregister sees its loan.
  */
-public final class Registration {
+public final class Registration implements RegisteredMemory {
   private final long regionId;
   private final MemorySegment segment;
   private final Access access;
@@ -24,6 +26,22 @@ public final class Registration {
   private final AtomicLong loans = new AtomicLong();
   private volatile boolean visible = true;
   private volatile boolean released;
+
+  /**
+   * The registration behind {@code memory}: every {@link RegisteredMemory} an engine hands out is
+   * one. Fails INVALID_ARGUMENT, naming {@code what}, for null or memory some other code made.
+   */
+  public static Registration of(RegisteredMemory memory, String what) {
+    if (memory instanceof Registration r) {
+      return r;
+    }
+    throw new TransferException(
+        ErrorKind.INVALID_ARGUMENT,
+        what
+            + (memory == null
+                ? " is null"
+                : " is not memory an OrbiTE engine registered: " + memory.getClass().getName()));
+  }
 
   public Registration(long regionId, MemorySegment segment, Access access, Arena ownedArena) {
     this(regionId, segment, access, ownedArena, null);
@@ -49,9 +67,10 @@ public final class Registration {
 
   /**
    * One non-blocking step of fencing same-host peers out of this range before it is released: true
-   * once no peer can copy into or out of it any more (at once for memory that is not shared).
+   * once no peer can copy into or out of it any more (at once for memory that is not shared). Only
+   * the Registry calls this.
    */
-  boolean fenceShared() {
+  public boolean fenceShared() {
     return shared == null || shared.tryFence();
   }
 
@@ -114,12 +133,13 @@ public final class Registration {
     return offset >= 0 && length > 0 && offset <= segment.byteSize() - length;
   }
 
-  void hide() {
+  /** Hides the range: no new loan is granted. Only the Registry calls this (LayeringArchTest). */
+  public void hide() {
     visible = false;
   }
 
   /** Frees engine-owned memory. Only the Registry calls this, after the last loan came back. */
-  void release() {
+  public void release() {
     if (released) {
       return;
     }

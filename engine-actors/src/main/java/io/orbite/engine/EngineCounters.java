@@ -1,10 +1,5 @@
-package io.orbite.engine.spi;
+package io.orbite.engine;
 
-import io.orbite.engine.ErrorKind;
-import io.orbite.engine.Op;
-import io.orbite.engine.TaskState;
-import io.orbite.engine.Transport;
-import io.orbite.engine.view.OwnerBoard;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -17,6 +12,11 @@ import java.util.concurrent.atomic.LongAdder;
  * they carry no authority to release anything.
  */
 public final class EngineCounters {
+  /**
+   * Counters all at zero; the engine makes one per incarnation ({@link TransferEngine#counters()}).
+   */
+  public EngineCounters() {}
+
   /** Data-lane and control connections this engine opened to peers. */
   public final LongAdder connectionsOpened = new LongAdder();
 
@@ -44,6 +44,7 @@ public final class EngineCounters {
   /** Requester side: bytes of completed tasks. */
   public final LongAdder bytesCompleted = new LongAdder();
 
+  /** Requester side: tasks that ended COMPLETED. */
   public final LongAdder tasksCompleted = new LongAdder();
 
   /** Requester side: tasks that ended in any state but COMPLETED (UNQUIESCED ones included). */
@@ -64,6 +65,9 @@ public final class EngineCounters {
 
   /** Requester side, per transport: what the engine handed to that transport. */
   public static final class TransportCounters {
+    /** Zero counters; one per transport, made by {@link EngineCounters}. */
+    public TransportCounters() {}
+
     /** Tasks dispatched to this transport. */
     public final LongAdder tasksDispatched = new LongAdder();
 
@@ -81,6 +85,9 @@ public final class EngineCounters {
 
   /**
    * The counters of one transport (UNSPEC never dispatches: a task always runs on a chosen one).
+   *
+   * @param transport the transport
+   * @return its counters
    */
   public TransportCounters of(Transport transport) {
     return byTransport.get(transport);
@@ -92,6 +99,7 @@ public final class EngineCounters {
    */
   public final LongAdder shmBytesRead = new LongAdder();
 
+  /** SHM requester: bytes copied into peers' mappings (WRITE), of confirmed tasks. */
   public final LongAdder shmBytesWritten = new LongAdder();
 
   /** SHM requester: tasks that failed (refused by a fence, cancelled, expired, peer gone). */
@@ -103,7 +111,10 @@ public final class EngineCounters {
    */
   public final LongAdder shmMappingsOpened = new LongAdder();
 
+  /** SHM requester: peer allocations unmapped. */
   public final LongAdder shmMappingsClosed = new LongAdder();
+
+  /** SHM requester: peer allocations kept mapped after a failed munmap (never retried). */
   public final LongAdder shmMappingsQuarantined = new LongAdder();
 
   /**
@@ -127,19 +138,19 @@ public final class EngineCounters {
   public final LongAdder ownersQuarantined = new LongAdder();
 
   /**
-   * Where this engine's owner actors report their states and charges (the dashboard and metrics
-   * read it).
-   */
-  public final OwnerBoard owners = new OwnerBoard();
-
-  /**
    * Told of every task that ended through a batch (never blocks; called on the thread that ended
    * it: a lane's, or the submitting caller's).
    */
   public interface TaskObserver {
     /**
+     * One task ended.
+     *
      * @param transport the transport that carried it, {@code null} when it never reached one
+     * @param op READ or WRITE
+     * @param state its terminal state
+     * @param error its error kind, {@code null} when it completed
      * @param lengthBytes the task's length (the bytes moved when it completed)
+     * @param elapsedNanos from submit to the moment its result became visible
      */
     void taskEnded(
         Transport transport,
@@ -152,15 +163,35 @@ public final class EngineCounters {
 
   private final List<TaskObserver> observers = new CopyOnWriteArrayList<>();
 
+  /**
+   * Adds an observer of ended tasks (the metrics' latency histogram is one).
+   *
+   * @param observer told of every task that ends from now on
+   */
   public void addObserver(TaskObserver observer) {
     observers.add(observer);
   }
 
+  /**
+   * Removes an observer added with {@link #addObserver}.
+   *
+   * @param observer the observer to remove
+   */
   public void removeObserver(TaskObserver observer) {
     observers.remove(observer);
   }
 
-  /** A batch reports a terminal task to the observers. */
+  /**
+   * A batch reports a terminal task to the observers (the engine calls this; an application only
+   * observes).
+   *
+   * @param transport the transport that carried it, {@code null} when it never reached one
+   * @param op READ or WRITE
+   * @param state its terminal state
+   * @param error its error kind, {@code null} when it completed
+   * @param lengthBytes the task's length
+   * @param elapsedNanos from submit to the moment its result became visible
+   */
   public void taskEnded(
       Transport transport,
       Op op,
@@ -183,6 +214,9 @@ public final class EngineCounters {
 
   /**
    * The cumulative confirmed bytes of one lane (created on first use; kept for the engine's life).
+   *
+   * @param name the lane's name, for example {@code "tcp/lane 0 to 127.0.0.1:4000@1f"}
+   * @return its counter
    */
   public LongAdder lane(String name) {
     LongAdder mine = lanes.get(name);
@@ -194,7 +228,11 @@ public final class EngineCounters {
         : lanes.computeIfAbsent(name, n -> new LongAdder());
   }
 
-  /** Every lane's cumulative confirmed bytes, by lane name. */
+  /**
+   * Every lane's cumulative confirmed bytes, by lane name.
+   *
+   * @return a sorted copy
+   */
   public Map<String, Long> laneBytes() {
     Map<String, Long> out = new java.util.TreeMap<>();
     lanes.forEach((k, v) -> out.put(k, v.sum()));

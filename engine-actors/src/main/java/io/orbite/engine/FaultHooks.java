@@ -1,4 +1,4 @@
-package io.orbite.engine.spi;
+package io.orbite.engine;
 
 import java.io.IOException;
 
@@ -18,6 +18,7 @@ public interface FaultHooks {
    * connection (as a reset would).
    *
    * @param lane the lane's name, for example {@code lane 1 to 127.0.0.1:4000@5e1f}
+   * @throws IOException to break the lane's connection, as a reset would
    */
   default void beforeReadPayload(String lane) throws IOException {}
 

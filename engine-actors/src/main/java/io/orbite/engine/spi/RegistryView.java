@@ -1,4 +1,4 @@
-package io.orbite.engine.registry;
+package io.orbite.engine.spi;
 
 import java.util.Map;
 
@@ -32,7 +32,7 @@ public final class RegistryView {
     return visible;
   }
 
-  void publish(Map<Long, Registration> next) {
+  public void publish(Map<Long, Registration> next) {
     visible = Map.copyOf(next);
   }
 }

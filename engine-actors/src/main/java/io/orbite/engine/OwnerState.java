@@ -1,51 +1,59 @@
-package io.orbite.engine.view;
+package io.orbite.engine;
 
 /**
  * Where an owner actor stands, as the owner view, the dashboard and the metrics show it: one value
- * per behaviour an owner can be in, each in one coarse {@link OwnerBoard.StateClass}.
+ * per behaviour an owner can be in, each in one coarse {@link OwnerView.StateClass}.
  */
 public enum OwnerState {
   /** Setting up: connecting lanes, proving a peer's memory. */
-  OPENING(OwnerBoard.StateClass.ACTIVE),
+  OPENING(OwnerView.StateClass.ACTIVE),
   /** Doing its work (an endpoint, the segment table). */
-  ACTIVE(OwnerBoard.StateClass.ACTIVE),
+  ACTIVE(OwnerView.StateClass.ACTIVE),
   /** A transport or the control service accepting work. */
-  SERVING(OwnerBoard.StateClass.ACTIVE),
+  SERVING(OwnerView.StateClass.ACTIVE),
   /** Admitting (Admission), or a leased batch. */
-  OPEN(OwnerBoard.StateClass.ACTIVE),
+  OPEN(OwnerView.StateClass.ACTIVE),
   /** The guardian or a ring lane running. */
-  RUNNING(OwnerBoard.StateClass.ACTIVE),
+  RUNNING(OwnerView.StateClass.ACTIVE),
   /** A freed batch kept for reuse. */
-  POOLED(OwnerBoard.StateClass.ACTIVE),
+  POOLED(OwnerView.StateClass.ACTIVE),
   /** Letting its in-flight work finish before it ends. */
-  DRAINING(OwnerBoard.StateClass.DRAINING),
+  DRAINING(OwnerView.StateClass.DRAINING),
   /** Stopping its children. */
-  STOPPING(OwnerBoard.StateClass.DRAINING),
+  STOPPING(OwnerView.StateClass.DRAINING),
   /** Closing its lanes or files. */
-  CLOSING(OwnerBoard.StateClass.DRAINING),
+  CLOSING(OwnerView.StateClass.DRAINING),
   /** Refusing new work: its peer incarnation was replaced, or its side of the engine is closed. */
-  FENCED(OwnerBoard.StateClass.FENCED),
+  FENCED(OwnerView.StateClass.FENCED),
   /** Closed: nothing more runs through it. */
-  CLOSED(OwnerBoard.StateClass.FENCED),
+  CLOSED(OwnerView.StateClass.FENCED),
   /** Stopped serving (the control service after closeSource). */
-  STOPPED(OwnerBoard.StateClass.FENCED),
+  STOPPED(OwnerView.StateClass.FENCED),
   /**
    * Could not prove its workers let go, or hit an unexpected exception: what it holds stays held.
    */
-  QUARANTINED(OwnerBoard.StateClass.QUARANTINED);
+  QUARANTINED(OwnerView.StateClass.QUARANTINED);
 
-  private final OwnerBoard.StateClass stateClass;
+  private final OwnerView.StateClass stateClass;
 
-  OwnerState(OwnerBoard.StateClass stateClass) {
+  OwnerState(OwnerView.StateClass stateClass) {
     this.stateClass = stateClass;
   }
 
-  /** The coarse class metrics count it in. */
-  public OwnerBoard.StateClass stateClass() {
+  /**
+   * The coarse class metrics count it in.
+   *
+   * @return its class
+   */
+  public OwnerView.StateClass stateClass() {
     return stateClass;
   }
 
-  /** Its name in lower case, as the dashboard and the metrics' labels show it ({@code fenced}). */
+  /**
+   * Its name in lower case, as the dashboard and the metrics' labels show it.
+   *
+   * @return for example {@code "fenced"}
+   */
   public String label() {
     return name().toLowerCase(java.util.Locale.ROOT);
   }

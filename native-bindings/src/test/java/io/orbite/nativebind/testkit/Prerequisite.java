@@ -1,4 +1,4 @@
-package io.orbite.nativebind;
+package io.orbite.nativebind.testkit;
 
 import org.junit.jupiter.api.Assumptions;
 

@@ -1,20 +1,39 @@
 package io.orbite.qualification.arch;
 
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.members;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.tngtech.archunit.base.DescribedPredicate;
+import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.domain.JavaCodeUnit;
+import com.tngtech.archunit.core.domain.JavaField;
+import com.tngtech.archunit.core.domain.JavaMember;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.lang.ArchCondition;
+import com.tngtech.archunit.lang.ConditionEvents;
+import com.tngtech.archunit.lang.SimpleConditionEvent;
+import io.orbite.engine.registry.Registry;
+import io.orbite.engine.segment.SegmentTable;
+import io.orbite.engine.spi.Registration;
+import io.orbite.engine.spi.RegistryView;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The module layering, checked on the compiled product classes (tests excluded). These are the
- * rules that hold today; the ones issue 15 still has to make true (the API exposing no internal
- * type, the transports reaching the engine through the API and the SPI only) are listed in
- * docs/architecture.md, "Modules as built".
+ * The module layering, checked on the compiled product classes (tests excluded), beside what the
+ * compiler checks from module-info.java (and {@link ModuleBoundaryTest} from a consumer's side):
+ * the API exposes no internal type; transports reach the engine only through the API and the SPI;
+ * native-bindings knows no actors; nothing in the product depends on qualification; only the
+ * guardian sends lifecycle messages to the Registry and the SegmentTable, and only the Registry
+ * drives a registration's lifecycle. See docs/architecture.md, "Modules as built".
  */
 class LayeringArchTest {
   /** The packages of the engine's owner actors, which only the engine itself reaches. */
@@ -24,6 +43,40 @@ class LayeringArchTest {
     "io.orbite.engine.control..",
     "io.orbite.engine.guardian..",
     "io.orbite.engine.segment.."
+  };
+
+  /** The API packages: exported to every module. */
+  private static final String[] API = {
+    "io.orbite.config..", "io.orbite.engine", "io.orbite.engine.streams.."
+  };
+
+  /**
+   * The SPI: what a transport (or observability) may use of the engine beside its API, exported
+   * only to those modules.
+   */
+  private static final String[] SPI = {
+    "io.orbite.engine.spi..",
+    "io.orbite.engine.wire..",
+    "io.orbite.engine.slicing..",
+    "io.orbite.engine.view.."
+  };
+
+  /** Every package of the product that is not API. */
+  private static final String[] INTERNAL = {
+    "io.orbite.engine.admission..",
+    "io.orbite.engine.batch..",
+    "io.orbite.engine.control..",
+    "io.orbite.engine.guardian..",
+    "io.orbite.engine.registry..",
+    "io.orbite.engine.segment..",
+    "io.orbite.engine.slicing..",
+    "io.orbite.engine.spi..",
+    "io.orbite.engine.view..",
+    "io.orbite.engine.wire..",
+    "io.orbite.transport..",
+    "io.orbite.nativebind..",
+    "io.orbite.observability..",
+    "io.orbite.qualification.."
   };
 
   private static JavaClasses product;
@@ -124,6 +177,95 @@ class LayeringArchTest {
                 "io.orbite.engine.wire..",
                 "io.orbite.transport.."))
         .because("metrics and the dashboard read snapshots; they never reach into an owner")
+        .check(product);
+  }
+
+  @Test
+  void theApiExposesNoInternalType() {
+    DescribedPredicate<JavaClass> internal = JavaClass.Predicates.resideInAnyPackage(INTERNAL);
+    ArchCondition<JavaMember> exposeNoInternalType =
+        new ArchCondition<>("expose no internal type in its signature") {
+          @Override
+          public void check(JavaMember member, ConditionEvents events) {
+            Set<JavaClass> involved = new HashSet<>();
+            switch (member) {
+              case JavaField f -> involved.addAll(f.getType().getAllInvolvedRawTypes());
+              case JavaCodeUnit c -> {
+                involved.addAll(c.getReturnType().getAllInvolvedRawTypes());
+                c.getParameterTypes().forEach(t -> involved.addAll(t.getAllInvolvedRawTypes()));
+              }
+              default -> {}
+            }
+            for (JavaClass t : involved) {
+              if (internal.test(t)) {
+                events.add(
+                    SimpleConditionEvent.violated(
+                        member, member.getFullName() + " exposes " + t.getName()));
+              }
+            }
+          }
+        };
+    members()
+        .that()
+        .areDeclaredInClassesThat()
+        .resideInAnyPackage("io.orbite.engine", "io.orbite.engine.streams..", "io.orbite.config..")
+        .and()
+        .areDeclaredInClassesThat()
+        .arePublic()
+        .and()
+        .arePublic()
+        .should(exposeNoInternalType)
+        .because(
+            "an application on the module path cannot name an internal type, so the API must not hand one out")
+        .check(product);
+  }
+
+  @Test
+  void transportsReachTheEngineOnlyThroughTheApiAndTheSpi() {
+    classes()
+        .that()
+        .resideInAPackage("io.orbite.transport..")
+        .should()
+        .onlyDependOnClassesThat(
+            JavaClass.Predicates.resideOutsideOfPackage("io.orbite.engine..")
+                .or(JavaClass.Predicates.resideInAnyPackage(concat(API, SPI))))
+        .because(
+            "a transport is a plug-in: it sees the engine's API and the SPI it implements, never an owner")
+        .check(product);
+  }
+
+  @Test
+  void onlyTheGuardianSendsLifecycleMessagesToTheRegistryAndTheSegmentTable() {
+    noClasses()
+        .that()
+        .resideOutsideOfPackages("io.orbite.engine.guardian..", "io.orbite.engine.registry..")
+        .should()
+        .callConstructor(Registry.FenceShared.class, ActorRef.class)
+        .because("the guardian orchestrates the directional close (C8)")
+        .check(product);
+    noClasses()
+        .that()
+        .resideOutsideOfPackages("io.orbite.engine.guardian..", "io.orbite.engine.segment..")
+        .should()
+        .callConstructor(SegmentTable.Fence.class, String.class)
+        .because("the guardian orchestrates the directional close (C8)")
+        .check(product);
+  }
+
+  @Test
+  void onlyTheRegistryDrivesARegistrationsLifecycle() {
+    noClasses()
+        .that()
+        .resideOutsideOfPackage("io.orbite.engine.registry..")
+        .should()
+        .callMethod(Registration.class, "hide")
+        .orShould()
+        .callMethod(Registration.class, "release")
+        .orShould()
+        .callMethod(Registration.class, "fenceShared")
+        .orShould()
+        .callMethod(RegistryView.class, "publish", java.util.Map.class)
+        .because("workers only take and return loans; the Registry owns the range (C1)")
         .check(product);
   }
 }

@@ -58,7 +58,7 @@ public final class Batch {
    */
   public int submit(List<TransferRequest> requests) {
     long submitted = System.nanoTime();
-    TransferException closed = engine.closedError("submit");
+    TransferException closed = engine.calls.closedError("submit");
     if (closed != null) {
       throw closed;
     }
@@ -112,12 +112,12 @@ public final class Batch {
    *     before (or while) it waited
    */
   public CompletionStage<BatchStatus> completion() {
-    TransferException closed = engine.closedAfterClose("completion");
+    TransferException closed = engine.calls.closedAfterClose("completion");
     if (closed != null) {
       return CompletableFuture.failedFuture(closed);
     }
     CompletableFuture<BatchStatus> f = core.completion(lease);
-    return f.isDone() ? f : engine.untilClosed(f, "completion");
+    return f.isDone() ? f : engine.calls.untilClosed(f, "completion");
   }
 
   /**
@@ -186,7 +186,7 @@ public final class Batch {
   }
 
   private void refuseIfClosed(String call) {
-    TransferException closed = engine.closedAfterClose(call);
+    TransferException closed = engine.calls.closedAfterClose(call);
     if (closed != null) {
       throw closed;
     }

@@ -95,7 +95,7 @@ final class EngineServices {
                 if (failure == null) {
                   LOG.info("engine {}: closed by CoordinatedShutdown ({})", identity, reason);
                 } else {
-                  Throwable cause = TransferEngine.unwrap(failure);
+                  Throwable cause = CallGate.unwrap(failure);
                   LOG.error(
                       "CoordinatedShutdown phase {} ({}) goes on without engine {}: {}; what it"
                           + " still owes: {}",

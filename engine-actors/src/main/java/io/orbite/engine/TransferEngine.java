@@ -21,17 +21,12 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
-import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
@@ -52,7 +47,7 @@ import org.slf4j.LoggerFactory;
  * system shuts down, and logs at ERROR what it still {@link #owed() owes} if that close is not
  * confirmed in time.
  */
-public final class TransferEngine implements AutoCloseable {
+public final class TransferEngine implements Engine {
   private static final Logger LOG = LoggerFactory.getLogger(TransferEngine.class);
   private static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
 
@@ -75,11 +70,8 @@ public final class TransferEngine implements AutoCloseable {
   private final EngineServices services;
   private final BatchPool batchPool = new BatchPool();
 
-  /** The engine's close, shared by every closer; null while running. */
-  private final AtomicReference<CompletableFuture<Void>> shutdown = new AtomicReference<>();
-
-  /** Stages waiting on actors with no timeout of their own; failed if the engine closes first. */
-  private final Set<CompletableFuture<?>> untilClosed = ConcurrentHashMap.newKeySet();
+  /** Whether a close has begun, checked by every call (the batches' too). */
+  final CallGate calls;
 
   private TransferEngine(
       EngineConfig config,
@@ -98,6 +90,7 @@ public final class TransferEngine implements AutoCloseable {
     this.handles = Batch.join(parts.started(), CONTROL_TIMEOUT, "start " + config.name());
     this.lifecycle = handles.lifecycle();
     this.services = new EngineServices(this, lifecycle.identity());
+    this.calls = new CallGate(config.name(), lifecycle);
   }
 
   /**
@@ -174,95 +167,49 @@ public final class TransferEngine implements AutoCloseable {
     return this;
   }
 
-  /**
-   * The observability endpoints by name ({@code "metrics"}, {@code "dashboard"}): empty unless
-   * {@code observability} enables them, and once the engine closes.
-   *
-   * @return a map from endpoint name to its URL
-   */
+  @Override
   public Map<String, String> observabilityUrls() {
-    return shutdown.get() != null ? Map.of() : services.urls();
+    return calls.close() != null ? Map.of() : services.urls();
   }
 
-  /**
-   * What every owner actor last reported, retired owners and peers; still answers after close.
-   *
-   * @return a snapshot of the owner board
-   */
+  @Override
   public io.orbite.engine.OwnerView ownerView() {
     return owners.snapshot();
   }
 
-  /**
-   * What the engine still has charged ({@link EngineOwed}), read at once from objects the guardian
-   * publishes, never from a mailbox: current while the engine runs and closes, and after a
-   * confirmed close what it retains. Never throws.
-   *
-   * @return the figures, in phase RUNNING, CLOSING or CLOSED
-   */
+  @Override
   public EngineOwed owed() {
     return lifecycle.owed();
   }
 
-  /**
-   * {@link #owed()} as a stage, completed at once.
-   *
-   * @return a completed stage with the figures
-   */
+  @Override
   public CompletionStage<EngineOwed> owedAsync() {
     return CompletableFuture.completedFuture(lifecycle.owed());
   }
 
-  /**
-   * The configuration the engine was started with; still answers after close.
-   *
-   * @return the configuration
-   */
+  @Override
   public EngineConfig config() {
     return config;
   }
 
-  /**
-   * This incarnation's endpoint and epoch, to publish to peers; still answers after close.
-   *
-   * @return the descriptor peers open with {@link #openSegment(SegmentDescriptor)}
-   */
+  @Override
   public SegmentDescriptor localSegment() {
     return handles.self();
   }
 
-  /**
-   * Cumulative counters of this incarnation; still answers after close.
-   *
-   * @return the live counters
-   */
+  @Override
   public EngineCounters counters() {
     return counters;
   }
 
-  /**
-   * The actor system the engine runs in (its own, or the host's).
-   *
-   * @return the system; after a close of an engine started with {@link #start} it has terminated
-   */
+  @Override
   public ActorSystem<?> system() {
     return system;
   }
 
-  /**
-   * Allocates {@code bytes} of zeroed, 64-byte aligned off-heap memory owned by the engine; with
-   * {@code shm.enabled} a memfd (page aligned) that same-host peers may map.
-   *
-   * @param bytes the size of the range; positive
-   * @param access what peers may do with it
-   * @return a stage with the registered range, visible to peers at once; it fails INVALID_ARGUMENT
-   *     for {@code bytes <= 0} or a null {@code access}, RESOURCE_EXHAUSTED when the memory cannot
-   *     be allocated or {@code budgets.maxRegistrations} is in use (a memfd that cannot be made:
-   *     RESOURCE_EXHAUSTED or UNAVAILABLE), UNAVAILABLE when the Registry is quarantined or a close
-   *     has begun
-   */
+  @Override
   public CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access) {
-    return whileOpen(
+    return calls.whileOpen(
         "allocate",
         () -> {
           refuseIfDown("allocate", EngineGuardian.REGISTRY);
@@ -271,28 +218,9 @@ public final class TransferEngine implements AutoCloseable {
         });
   }
 
-  /**
-   * Blocking form of {@link #allocateAsync}.
-   *
-   * @param bytes the size of the range; positive
-   * @param access what peers may do with it
-   * @return the registered range
-   */
-  public RegisteredMemory allocate(long bytes, Access access) {
-    return Batch.join(allocateAsync(bytes, access), CONTROL_TIMEOUT, "allocate");
-  }
-
-  /**
-   * Registers caller-owned native memory; the caller keeps it alive until unregister completes.
-   *
-   * @param range the native memory to register; the engine never frees it
-   * @param access what peers may do with it
-   * @return a stage with the registered range, visible to peers at once; it fails INVALID_ARGUMENT
-   *     for a null range or access, a heap segment or an empty range, RESOURCE_EXHAUSTED when
-   *     {@code budgets.maxRegistrations} is in use, UNAVAILABLE as {@link #allocateAsync} does
-   */
+  @Override
   public CompletionStage<RegisteredMemory> registerAsync(MemorySegment range, Access access) {
-    return whileOpen(
+    return calls.whileOpen(
         "register",
         () -> {
           LocalMemory m = LocalMemory.callers(range, access);
@@ -306,27 +234,7 @@ public final class TransferEngine implements AutoCloseable {
         });
   }
 
-  /**
-   * Blocking form of {@link #registerAsync}.
-   *
-   * @param range the native memory to register
-   * @param access what peers may do with it
-   * @return the registered range
-   */
-  public RegisteredMemory register(MemorySegment range, Access access) {
-    return Batch.join(registerAsync(range, access), CONTROL_TIMEOUT, "register");
-  }
-
-  /**
-   * Hides the range from peers at once, waits for admitted work to return its loans, then releases
-   * it (engine-owned memory is freed).
-   *
-   * @param memory the range to unregister
-   * @return a stage that completes once the range is released; it fails INVALID_ARGUMENT for null
-   *     or a range that is not (or no longer) registered, UNQUIESCED when its loans did not come
-   *     back within the destruction window (the range stays hidden and retained, and is listed by
-   *     {@link #quarantined()}), UNAVAILABLE as {@link #allocateAsync} does
-   */
+  @Override
   public CompletionStage<Void> unregisterAsync(RegisteredMemory memory) {
     Registration registration;
     try {
@@ -351,26 +259,11 @@ public final class TransferEngine implements AutoCloseable {
         });
   }
 
-  /**
-   * Blocking form of {@link #unregisterAsync}.
-   *
-   * @param memory the range to unregister
-   */
-  public void unregister(RegisteredMemory memory) {
-    Batch.join(unregisterAsync(memory), unregisterWait(), "unregister");
-  }
-
   private Duration unregisterWait() {
     return Duration.ofMillis(config.timeouts().destructionWindowMillis()).plus(CONTROL_TIMEOUT);
   }
 
-  /**
-   * The segment table (C9): every peer incarnation this engine opened that is still active or still
-   * referenced by a {@link RemoteSegment}, with its state and reference count.
-   *
-   * @return one entry per incarnation; UNAVAILABLE when the table is quarantined or a close has
-   *     begun
-   */
+  @Override
   public List<PeerEntry> peers() {
     return Batch.join(
         ask(
@@ -384,28 +277,12 @@ public final class TransferEngine implements AutoCloseable {
         "peers");
   }
 
-  /**
-   * Describes the peer at {@code endpoint} ({@code host:port}) and opens its current incarnation.
-   *
-   * @param endpoint the peer's {@code host:port}
-   * @return a stage with the segment, a new reference to the peer's table entry (close it when
-   *     done); it fails INVALID_ARGUMENT for a malformed endpoint; UNAVAILABLE, TIMEOUT, PEER_LOST
-   *     or PROTOCOL when Describe or the connection fails; RESOURCE_EXHAUSTED when the peer table
-   *     or {@code budgets.maxEndpoints} is full; UNAVAILABLE when the requester side is closed, the
-   *     table is quarantined or a close has begun
-   */
+  @Override
   public CompletionStage<RemoteSegment> openSegment(String endpoint) {
     return open(endpoint, null);
   }
 
-  /**
-   * Opens exactly the incarnation {@code expected} names: EPOCH_MISMATCH if a different epoch now
-   * answers at its endpoint (without a network round trip when the engine already knows).
-   *
-   * @param expected the incarnation to open
-   * @return a stage with the segment; it fails EPOCH_MISMATCH as above, or as {@link
-   *     #openSegment(String)} does
-   */
+  @Override
   public CompletionStage<RemoteSegment> openSegment(SegmentDescriptor expected) {
     return open(expected.endpoint(), expected.epoch());
   }
@@ -426,42 +303,7 @@ public final class TransferEngine implements AutoCloseable {
             });
   }
 
-  /**
-   * Blocking form of {@link #openSegment(SegmentDescriptor)}.
-   *
-   * @param expected the incarnation to open
-   * @param timeout how long to wait; TIMEOUT after it
-   * @return the segment
-   */
-  public RemoteSegment openSegment(SegmentDescriptor expected, Duration timeout) {
-    return Batch.join(openSegment(expected), timeout, "openSegment " + expected);
-  }
-
-  /**
-   * Blocking form of {@link #openSegment(String)}.
-   *
-   * @param endpoint the peer's {@code host:port}
-   * @param timeout how long to wait; TIMEOUT after it
-   * @return the segment
-   */
-  public RemoteSegment openSegment(String endpoint, Duration timeout) {
-    return Batch.join(openSegment(endpoint), timeout, "openSegment " + endpoint);
-  }
-
-  /**
-   * Opens the file at {@code path} as a segment of one region ({@link #FILE_REGION_ID}) covering
-   * its bytes at open; requests use it like a peer's segment. {@code READ} lets READ tasks copy
-   * file bytes into registered memory, {@code WRITE} lets WRITE tasks copy into the file (never
-   * past its size). The file is opened once, so admitted work keeps using it even if the path is
-   * replaced; the table is bounded by {@code file.maxFileSegments}.
-   *
-   * @param path the file to open
-   * @param access which directions requests may use on it
-   * @return a stage with the segment, labelled {@code "file <path>"}; it fails INVALID_ARGUMENT for
-   *     a missing path, a directory or another non-file, PERMISSION_DENIED for a file that may not
-   *     be opened as asked, RESOURCE_EXHAUSTED when the table is full, UNAVAILABLE when there is no
-   *     file transport or a close has begun
-   */
+  @Override
   public CompletionStage<RemoteSegment> openFileSegment(Path path, Access access) {
     var transport = handles.transports().get(Transport.FILE);
     if (path == null || access == null || transport == null) {
@@ -493,29 +335,9 @@ public final class TransferEngine implements AutoCloseable {
             });
   }
 
-  /**
-   * Blocking form of {@link #openFileSegment(Path, Access)}.
-   *
-   * @param path the file to open
-   * @param access which directions requests may use on it
-   * @param timeout how long to wait; TIMEOUT after it
-   * @return the file segment
-   */
-  public RemoteSegment openFileSegment(Path path, Access access, Duration timeout) {
-    return Batch.join(openFileSegment(path, access), timeout, "openFileSegment " + path);
-  }
-
-  /**
-   * Charges a batch slot (on the caller's thread) and creates a batch of at most {@code capacity}
-   * tasks, reusing a freed one of that capacity without an ask when there is one.
-   *
-   * @param capacity how many tasks the batch may hold in all, 1 to {@code budgets.maxBatchCapacity}
-   * @return a stage with the batch (free it when done); it fails INVALID_ARGUMENT for a capacity
-   *     out of range, RESOURCE_EXHAUSTED when {@code budgets.maxBatches} batches are held,
-   *     UNAVAILABLE when the requester side is closed or a close has begun
-   */
+  @Override
   public CompletionStage<Batch> allocateBatchAsync(int capacity) {
-    return whileOpen(
+    return calls.whileOpen(
         "allocateBatch",
         () -> {
           int max = config.budgets().maxBatchCapacity();
@@ -557,34 +379,16 @@ public final class TransferEngine implements AutoCloseable {
     }
   }
 
-  /**
-   * Blocking form of {@link #allocateBatchAsync}.
-   *
-   * @param capacity how many tasks the batch may hold in all
-   * @return the batch
-   */
-  public Batch allocateBatch(int capacity) {
-    return Batch.join(allocateBatchAsync(capacity), CONTROL_TIMEOUT, "allocateBatch");
-  }
-
   /** A batch was freed: keep it for the next allocation of its capacity, or retire it. */
   void recycle(BatchCore core) {
-    if (shutdown.get() != null) {
+    if (calls.close() != null) {
       core.retire();
     } else {
       batchPool.give(core);
     }
   }
 
-  /**
-   * Closes the requester side (C8): new batches, submissions and opens are refused at once
-   * (UNAVAILABLE); admitted work may finish within {@code timeout}; then every lane to a peer is
-   * closed, so whatever is still in flight fails after local drain. The engine keeps serving peers.
-   * Can be called again.
-   *
-   * @param timeout how long admitted work may take to finish before the lanes are closed
-   * @return a stage with what the engine still has charged afterwards
-   */
+  @Override
   public CompletionStage<EngineOwed> closeRequesterAsync(Duration timeout) {
     long deadline = System.nanoTime() + timeout.toNanos();
     return ask(
@@ -596,25 +400,7 @@ public final class TransferEngine implements AutoCloseable {
         closed -> lifecycle.owed());
   }
 
-  /**
-   * Blocking form of {@link #closeRequesterAsync}.
-   *
-   * @param timeout how long admitted work may take to finish before the lanes are closed
-   * @return what the engine still has charged afterwards
-   */
-  public EngineOwed closeRequester(Duration timeout) {
-    return Batch.join(closeRequesterAsync(timeout), timeout.plus(SHUTDOWN_LIMIT), "closeRequester");
-  }
-
-  /**
-   * Closes the source side (C8): the listener closes, so peers can neither describe nor connect;
-   * every source lane is closed and its loans come back once its thread has ended; every range
-   * shared with same-host peers (SHM) is fenced, so no peer starts a copy into or out of it. The
-   * engine keeps working as a requester. Can be called again.
-   *
-   * @param timeout how long the source side may take to close
-   * @return a stage with what the engine still has charged afterwards
-   */
+  @Override
   public CompletionStage<EngineOwed> closeSourceAsync(Duration timeout) {
     return ask(
         "closeSource",
@@ -625,28 +411,9 @@ public final class TransferEngine implements AutoCloseable {
         closed -> lifecycle.owed());
   }
 
-  /**
-   * Blocking form of {@link #closeSourceAsync}.
-   *
-   * @param timeout how long the source side may take to close
-   * @return what the engine still has charged afterwards
-   */
-  public EngineOwed closeSource(Duration timeout) {
-    return Batch.join(closeSourceAsync(timeout), timeout.plus(SHUTDOWN_LIMIT), "closeSource");
-  }
-
-  /**
-   * Closes the engine: stops serving and requesting, closes the transports and, if the engine owns
-   * it, its ActorSystem. Idempotent: once a close has begun (here or by CoordinatedShutdown), a
-   * later call completes at once with what is owed.
-   *
-   * @param timeout how long the engine may take to confirm its close; TIMEOUT after it, and {@link
-   *     #owed()} then says what it still holds
-   * @return a stage with what is still owed: after a clean close nothing; otherwise the memory kept
-   *     under loans and every quarantined owner
-   */
+  @Override
   public CompletionStage<EngineOwed> closeAsync(Duration timeout) {
-    if (shutdown.get() != null) {
+    if (calls.close() != null) {
       return owedAsync();
     }
     return shutdown()
@@ -655,11 +422,11 @@ public final class TransferEngine implements AutoCloseable {
         .exceptionallyCompose(
             failure ->
                 CompletableFuture.failedFuture(
-                    unwrap(failure) instanceof TimeoutException
+                    CallGate.unwrap(failure) instanceof TimeoutException
                         ? new TransferException(
                             ErrorKind.TIMEOUT,
                             "close: the engine did not confirm its close within " + timeout)
-                        : unwrap(failure)))
+                        : CallGate.unwrap(failure)))
         .thenCompose(
             done -> {
               if (!ownsSystem) {
@@ -671,17 +438,6 @@ public final class TransferEngine implements AutoCloseable {
         .thenApply(done -> lifecycle.owed());
   }
 
-  /**
-   * Blocking form of {@link #closeAsync}.
-   *
-   * @param timeout how long the engine may take to confirm its close
-   * @return what is still owed, in phase CLOSED once the close is confirmed
-   */
-  public EngineOwed close(Duration timeout) {
-    return Batch.join(closeAsync(timeout), timeout.plusSeconds(5), "close");
-  }
-
-  /** {@link #close(Duration)} with 30 s; what is still owed afterwards is logged, not returned. */
   @Override
   public void close() {
     EngineOwed owed = close(Duration.ofSeconds(30));
@@ -690,12 +446,7 @@ public final class TransferEngine implements AutoCloseable {
     }
   }
 
-  /**
-   * The owners that could not prove their drain within the destruction window and keep what they
-   * hold (C5, C7); empty on a healthy engine; still answers after close.
-   *
-   * @return the quarantined owners, each with what it retains
-   */
+  @Override
   public List<QuarantinedOwner> quarantined() {
     return quarantine.list();
   }
@@ -707,10 +458,9 @@ public final class TransferEngine implements AutoCloseable {
    */
   CompletableFuture<Void> shutdown() {
     CompletableFuture<Void> mine = new CompletableFuture<>();
-    if (!shutdown.compareAndSet(null, mine)) {
-      return shutdown.get();
+    if (!calls.beginClose(mine)) {
+      return calls.close();
     }
-    lifecycle.beginClose();
     batchPool.close();
     services.stopServing();
     CompletionStage<EngineGuardian.ShutdownDone> asked =
@@ -724,10 +474,10 @@ public final class TransferEngine implements AutoCloseable {
     asked.whenComplete(
         (done, failure) -> {
           if (failure != null) {
-            mine.completeExceptionally(unwrap(failure));
+            mine.completeExceptionally(CallGate.unwrap(failure));
             return;
           }
-          List.copyOf(untilClosed).forEach(p -> p.completeExceptionally(closedError("completion")));
+          calls.closed();
           if (shared != null) {
             shared.close();
           }
@@ -735,51 +485,6 @@ public final class TransferEngine implements AutoCloseable {
           mine.complete(null);
         });
     return mine;
-  }
-
-  /**
-   * UNAVAILABLE naming this engine once a close has begun ({@code "engine <name> closing"}) or has
-   * been confirmed ({@code "engine <name> closed"}); null while the engine runs.
-   */
-  TransferException closedError(String call) {
-    EngineOwed.Phase phase = lifecycle.phase();
-    return phase == EngineOwed.Phase.RUNNING && shutdown.get() == null
-        ? null
-        : new TransferException(
-            ErrorKind.UNAVAILABLE,
-            "engine "
-                + config.name()
-                + (phase == EngineOwed.Phase.CLOSED ? " closed" : " closing")
-                + " ("
-                + call
-                + ")");
-  }
-
-  /**
-   * {@link #closedError} once the close is confirmed; null while the engine runs or closes (a batch
-   * still answers {@code await} and {@code status} then, so callers learn what happened).
-   */
-  TransferException closedAfterClose(String call) {
-    return lifecycle.phase() == EngineOwed.Phase.CLOSED ? closedError(call) : null;
-  }
-
-  /** {@code stage}, failed with {@link #closedError} if the close is confirmed before it ends. */
-  <T> CompletionStage<T> untilClosed(CompletionStage<T> stage, String call) {
-    CompletableFuture<T> result = new CompletableFuture<>();
-    untilClosed.add(result);
-    stage.whenComplete(
-        (value, failure) -> {
-          if (failure == null) {
-            result.complete(value);
-          } else {
-            result.completeExceptionally(unwrap(failure));
-          }
-        });
-    result.whenComplete((value, failure) -> untilClosed.remove(result));
-    if (lifecycle.phase() == EngineOwed.Phase.CLOSED) {
-      result.completeExceptionally(closedError(call));
-    }
-    return result;
   }
 
   /** Fails UNAVAILABLE naming {@code owner} when the guardian marked it quarantined. */
@@ -802,52 +507,12 @@ public final class TransferEngine implements AutoCloseable {
       Duration timeout,
       Function<ActorRef<R>, C> message,
       Function<R, T> answer) {
-    return whileOpen(
+    return calls.whileOpen(
         call,
         () -> {
           refuseIfDown(call, owner);
           return AskPattern.<C, R>ask(to, message::apply, timeout, system.scheduler())
               .thenApply(answer);
         });
-  }
-
-  /**
-   * Runs {@code body} unless a close has begun (then fails at once with {@link #closedError}); a
-   * TransferException it throws fails the stage. A failure that arrives after a close began,
-   * because an actor stopped under the call, is reported as the close, with the original as cause.
-   */
-  private <T> CompletionStage<T> whileOpen(String call, Supplier<CompletionStage<T>> body) {
-    TransferException refused = closedError(call);
-    if (refused != null) {
-      return CompletableFuture.failedFuture(refused);
-    }
-    CompletionStage<T> stage;
-    try {
-      stage = body.get();
-    } catch (TransferException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-    return stage.exceptionallyCompose(
-        failure -> {
-          Throwable cause = unwrap(failure);
-          TransferException closing = closedError(call);
-          boolean own =
-              cause instanceof TransferException te
-                  && te.kind() != ErrorKind.UNAVAILABLE
-                  && te.kind() != ErrorKind.TIMEOUT;
-          if (closing != null && !own) {
-            closing.initCause(cause);
-            return CompletableFuture.failedFuture(closing);
-          }
-          return CompletableFuture.failedFuture(cause);
-        });
-  }
-
-  static Throwable unwrap(Throwable t) {
-    while ((t instanceof CompletionException || t instanceof ExecutionException)
-        && t.getCause() != null) {
-      t = t.getCause();
-    }
-    return t;
   }
 }

@@ -108,7 +108,7 @@ class ModuleBoundaryTest {
             """,
             """
             static long run() {
-              try (TransferEngine e = TransferEngine.start(EngineConfig.defaults())) {
+              try (Engine e = TransferEngine.start(EngineConfig.defaults())) {
                 RegisteredMemory m = e.allocate(4096, Access.READ_WRITE);
                 RemoteSegment peer = e.openSegment(e.localSegment(), Duration.ofSeconds(5));
                 Batch b = e.allocateBatch(1);

@@ -1,0 +1,349 @@
+package io.orbite.engine;
+
+import io.orbite.config.EngineConfig;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.actor.typed.ActorSystem;
+
+/**
+ * What an application calls on an engine incarnation: memory, peers, batches, directional close and
+ * close, and what the engine owes. {@link TransferEngine} is the engine ({@link
+ * TransferEngine#start}, {@link TransferEngine#spawn}); code that only uses an engine can hold this
+ * interface. Every blocking method is a default method over its CompletionStage form, waiting at
+ * most the time it names and failing with what the stage fails with (a {@link TransferException};
+ * TIMEOUT when the wait ends first). Thread-safe.
+ *
+ * <p>Once a close has begun, every operation fails UNAVAILABLE at once, naming the engine and the
+ * call ({@code "engine <name> closing|closed (<call>)"}); {@link #owed()}, {@link #config()},
+ * {@link #localSegment()}, {@link #counters()}, {@link #ownerView()} and {@link #quarantined()}
+ * still answer.
+ */
+public interface Engine extends AutoCloseable {
+  /**
+   * The observability endpoints by name ({@code "metrics"}, {@code "dashboard"}): empty unless
+   * {@code observability} enables them, and once the engine closes.
+   *
+   * @return a map from endpoint name to its URL
+   */
+  Map<String, String> observabilityUrls();
+
+  /**
+   * What every owner actor last reported, retired owners and peers; still answers after close.
+   *
+   * @return a snapshot of the owner board
+   */
+  io.orbite.engine.OwnerView ownerView();
+
+  /**
+   * What the engine still has charged ({@link EngineOwed}), read at once from objects the guardian
+   * publishes, never from a mailbox: current while the engine runs and closes, and after a
+   * confirmed close what it retains. Never throws.
+   *
+   * @return the figures, in phase RUNNING, CLOSING or CLOSED
+   */
+  EngineOwed owed();
+
+  /**
+   * {@link #owed()} as a stage, completed at once.
+   *
+   * @return a completed stage with the figures
+   */
+  CompletionStage<EngineOwed> owedAsync();
+
+  /**
+   * The configuration the engine was started with; still answers after close.
+   *
+   * @return the configuration
+   */
+  EngineConfig config();
+
+  /**
+   * This incarnation's endpoint and epoch, to publish to peers; still answers after close.
+   *
+   * @return the descriptor peers open with {@link #openSegment(SegmentDescriptor)}
+   */
+  SegmentDescriptor localSegment();
+
+  /**
+   * Cumulative counters of this incarnation; still answers after close.
+   *
+   * @return the live counters
+   */
+  EngineCounters counters();
+
+  /**
+   * The actor system the engine runs in (its own, or the host's).
+   *
+   * @return the system; after a close of an engine started with {@link TransferEngine#start} it has
+   *     terminated
+   */
+  ActorSystem<?> system();
+
+  /**
+   * Allocates {@code bytes} of zeroed, 64-byte aligned off-heap memory owned by the engine; with
+   * {@code shm.enabled} a memfd (page aligned) that same-host peers may map.
+   *
+   * @param bytes the size of the range; positive
+   * @param access what peers may do with it
+   * @return a stage with the registered range, visible to peers at once; it fails INVALID_ARGUMENT
+   *     for {@code bytes <= 0} or a null {@code access}, RESOURCE_EXHAUSTED when the memory cannot
+   *     be allocated or {@code budgets.maxRegistrations} is in use (a memfd that cannot be made:
+   *     RESOURCE_EXHAUSTED or UNAVAILABLE), UNAVAILABLE when the Registry is quarantined or a close
+   *     has begun
+   */
+  CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access);
+
+  /**
+   * Blocking form of {@link #allocateAsync}.
+   *
+   * @param bytes the size of the range; positive
+   * @param access what peers may do with it
+   * @return the registered range
+   */
+  default RegisteredMemory allocate(long bytes, Access access) {
+    return Batch.join(allocateAsync(bytes, access), control(), "allocate");
+  }
+
+  /**
+   * Registers caller-owned native memory; the caller keeps it alive until unregister completes.
+   *
+   * @param range the native memory to register; the engine never frees it
+   * @param access what peers may do with it
+   * @return a stage with the registered range, visible to peers at once; it fails INVALID_ARGUMENT
+   *     for a null range or access, a heap segment or an empty range, RESOURCE_EXHAUSTED when
+   *     {@code budgets.maxRegistrations} is in use, UNAVAILABLE as {@link #allocateAsync} does
+   */
+  CompletionStage<RegisteredMemory> registerAsync(MemorySegment range, Access access);
+
+  /**
+   * Blocking form of {@link #registerAsync}.
+   *
+   * @param range the native memory to register
+   * @param access what peers may do with it
+   * @return the registered range
+   */
+  default RegisteredMemory register(MemorySegment range, Access access) {
+    return Batch.join(registerAsync(range, access), control(), "register");
+  }
+
+  /**
+   * Hides the range from peers at once, waits for admitted work to return its loans, then releases
+   * it (engine-owned memory is freed).
+   *
+   * @param memory the range to unregister
+   * @return a stage that completes once the range is released; it fails INVALID_ARGUMENT for null
+   *     or a range that is not (or no longer) registered, UNQUIESCED when its loans did not come
+   *     back within the destruction window (the range stays hidden and retained, and is listed by
+   *     {@link #quarantined()}), UNAVAILABLE as {@link #allocateAsync} does
+   */
+  CompletionStage<Void> unregisterAsync(RegisteredMemory memory);
+
+  /**
+   * Blocking form of {@link #unregisterAsync}.
+   *
+   * @param memory the range to unregister
+   */
+  default void unregister(RegisteredMemory memory) {
+    Batch.join(
+        unregisterAsync(memory),
+        Duration.ofMillis(config().timeouts().destructionWindowMillis()).plus(control()),
+        "unregister");
+  }
+
+  /**
+   * The segment table (C9): every peer incarnation this engine opened that is still active or still
+   * referenced by a {@link RemoteSegment}, with its state and reference count.
+   *
+   * @return one entry per incarnation; UNAVAILABLE when the table is quarantined or a close has
+   *     begun
+   */
+  List<PeerEntry> peers();
+
+  /**
+   * Describes the peer at {@code endpoint} ({@code host:port}) and opens its current incarnation.
+   *
+   * @param endpoint the peer's {@code host:port}
+   * @return a stage with the segment, a new reference to the peer's table entry (close it when
+   *     done); it fails INVALID_ARGUMENT for a malformed endpoint; UNAVAILABLE, TIMEOUT, PEER_LOST
+   *     or PROTOCOL when Describe or the connection fails; RESOURCE_EXHAUSTED when the peer table
+   *     or {@code budgets.maxEndpoints} is full; UNAVAILABLE when the requester side is closed, the
+   *     table is quarantined or a close has begun
+   */
+  CompletionStage<RemoteSegment> openSegment(String endpoint);
+
+  /**
+   * Opens exactly the incarnation {@code expected} names: EPOCH_MISMATCH if a different epoch now
+   * answers at its endpoint (without a network round trip when the engine already knows).
+   *
+   * @param expected the incarnation to open
+   * @return a stage with the segment; it fails EPOCH_MISMATCH as above, or as {@link
+   *     #openSegment(String)} does
+   */
+  CompletionStage<RemoteSegment> openSegment(SegmentDescriptor expected);
+
+  /**
+   * Blocking form of {@link #openSegment(SegmentDescriptor)}.
+   *
+   * @param expected the incarnation to open
+   * @param timeout how long to wait; TIMEOUT after it
+   * @return the segment
+   */
+  default RemoteSegment openSegment(SegmentDescriptor expected, Duration timeout) {
+    return Batch.join(openSegment(expected), timeout, "openSegment " + expected);
+  }
+
+  /**
+   * Blocking form of {@link #openSegment(String)}.
+   *
+   * @param endpoint the peer's {@code host:port}
+   * @param timeout how long to wait; TIMEOUT after it
+   * @return the segment
+   */
+  default RemoteSegment openSegment(String endpoint, Duration timeout) {
+    return Batch.join(openSegment(endpoint), timeout, "openSegment " + endpoint);
+  }
+
+  /**
+   * Opens the file at {@code path} as a segment of one region ({@link
+   * TransferEngine#FILE_REGION_ID}) covering its bytes at open; requests use it like a peer's
+   * segment. {@code READ} lets READ tasks copy file bytes into registered memory, {@code WRITE}
+   * lets WRITE tasks copy into the file (never past its size). The file is opened once, so admitted
+   * work keeps using it even if the path is replaced; the table is bounded by {@code
+   * file.maxFileSegments}.
+   *
+   * @param path the file to open
+   * @param access which directions requests may use on it
+   * @return a stage with the segment, labelled {@code "file <path>"}; it fails INVALID_ARGUMENT for
+   *     a missing path, a directory or another non-file, PERMISSION_DENIED for a file that may not
+   *     be opened as asked, RESOURCE_EXHAUSTED when the table is full, UNAVAILABLE when there is no
+   *     file transport or a close has begun
+   */
+  CompletionStage<RemoteSegment> openFileSegment(Path path, Access access);
+
+  /**
+   * Blocking form of {@link #openFileSegment(Path, Access)}.
+   *
+   * @param path the file to open
+   * @param access which directions requests may use on it
+   * @param timeout how long to wait; TIMEOUT after it
+   * @return the file segment
+   */
+  default RemoteSegment openFileSegment(Path path, Access access, Duration timeout) {
+    return Batch.join(openFileSegment(path, access), timeout, "openFileSegment " + path);
+  }
+
+  /**
+   * Charges a batch slot (on the caller's thread) and creates a batch of at most {@code capacity}
+   * tasks, reusing a freed one of that capacity without an ask when there is one.
+   *
+   * @param capacity how many tasks the batch may hold in all, 1 to {@code budgets.maxBatchCapacity}
+   * @return a stage with the batch (free it when done); it fails INVALID_ARGUMENT for a capacity
+   *     out of range, RESOURCE_EXHAUSTED when {@code budgets.maxBatches} batches are held,
+   *     UNAVAILABLE when the requester side is closed or a close has begun
+   */
+  CompletionStage<Batch> allocateBatchAsync(int capacity);
+
+  /**
+   * Blocking form of {@link #allocateBatchAsync}.
+   *
+   * @param capacity how many tasks the batch may hold in all
+   * @return the batch
+   */
+  default Batch allocateBatch(int capacity) {
+    return Batch.join(allocateBatchAsync(capacity), control(), "allocateBatch");
+  }
+
+  /**
+   * Closes the requester side (C8): new batches, submissions and opens are refused at once
+   * (UNAVAILABLE); admitted work may finish within {@code timeout}; then every lane to a peer is
+   * closed, so whatever is still in flight fails after local drain. The engine keeps serving peers.
+   * Can be called again.
+   *
+   * @param timeout how long admitted work may take to finish before the lanes are closed
+   * @return a stage with what the engine still has charged afterwards
+   */
+  CompletionStage<EngineOwed> closeRequesterAsync(Duration timeout);
+
+  /**
+   * Blocking form of {@link #closeRequesterAsync}.
+   *
+   * @param timeout how long admitted work may take to finish before the lanes are closed
+   * @return what the engine still has charged afterwards
+   */
+  default EngineOwed closeRequester(Duration timeout) {
+    return Batch.join(
+        closeRequesterAsync(timeout), timeout.plus(sideCloseLimit()), "closeRequester");
+  }
+
+  /**
+   * Closes the source side (C8): the listener closes, so peers can neither describe nor connect;
+   * every source lane is closed and its loans come back once its thread has ended; every range
+   * shared with same-host peers (SHM) is fenced, so no peer starts a copy into or out of it. The
+   * engine keeps working as a requester. Can be called again.
+   *
+   * @param timeout how long the source side may take to close
+   * @return a stage with what the engine still has charged afterwards
+   */
+  CompletionStage<EngineOwed> closeSourceAsync(Duration timeout);
+
+  /**
+   * Blocking form of {@link #closeSourceAsync}.
+   *
+   * @param timeout how long the source side may take to close
+   * @return what the engine still has charged afterwards
+   */
+  default EngineOwed closeSource(Duration timeout) {
+    return Batch.join(closeSourceAsync(timeout), timeout.plus(sideCloseLimit()), "closeSource");
+  }
+
+  /**
+   * Closes the engine: stops serving and requesting, closes the transports and, if the engine owns
+   * it, its ActorSystem. Idempotent: once a close has begun (here or by CoordinatedShutdown), a
+   * later call completes at once with what is owed.
+   *
+   * @param timeout how long the engine may take to confirm its close; TIMEOUT after it, and {@link
+   *     #owed()} then says what it still holds
+   * @return a stage with what is still owed: after a clean close nothing; otherwise the memory kept
+   *     under loans and every quarantined owner
+   */
+  CompletionStage<EngineOwed> closeAsync(Duration timeout);
+
+  /**
+   * Blocking form of {@link #closeAsync}.
+   *
+   * @param timeout how long the engine may take to confirm its close
+   * @return what is still owed, in phase CLOSED once the close is confirmed
+   */
+  default EngineOwed close(Duration timeout) {
+    return Batch.join(closeAsync(timeout), timeout.plusSeconds(5), "close");
+  }
+
+  /**
+   * The owners that could not prove their drain within the destruction window and keep what they
+   * hold (C5, C7); empty on a healthy engine; still answers after close.
+   *
+   * @return the quarantined owners, each with what it retains
+   */
+  List<QuarantinedOwner> quarantined();
+
+  /** How long a blocking control call waits for its stage. */
+  private static Duration control() {
+    return Duration.ofSeconds(30);
+  }
+
+  /**
+   * How long a blocking side close waits beyond its own timeout: the control service (30 s) and the
+   * transports (60 s) may each take their limit, plus slack.
+   */
+  private static Duration sideCloseLimit() {
+    return Duration.ofSeconds(120);
+  }
+
+  /** {@link #close(Duration)} with 30 s; what is still owed afterwards is logged, not returned. */
+  @Override
+  void close();
+}

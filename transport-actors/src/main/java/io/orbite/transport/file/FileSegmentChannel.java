@@ -89,7 +89,7 @@ final class FileSegmentChannel implements PeerChannel {
     int size = lanes.size();
     for (int i = 0; i < size; i++) {
       LaneHandle lane = lanes.get(Math.floorMod(next.getAndIncrement(), size));
-      if (!lane.quarantined && !lane.closing) {
+      if (lane.lifecycle.running()) {
         return lane;
       }
     }

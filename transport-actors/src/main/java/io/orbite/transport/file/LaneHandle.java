@@ -1,19 +1,22 @@
 package io.orbite.transport.file;
 
+import io.orbite.transport.LaneLifecycle;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.actor.typed.ActorRef;
 
 /**
  * What channels share with one ring lane: its queue of operations not yet started, the flag that
- * says a wake-up is already on its way, and whether it is quarantined (then it takes no new work).
+ * says a wake-up is already on its way, and its lifecycle (only a running lane takes new work).
  */
 final class LaneHandle {
   final String name;
   final ConcurrentLinkedQueue<FileOp> queue = new ConcurrentLinkedQueue<>();
   final AtomicBoolean scheduled = new AtomicBoolean();
-  volatile boolean quarantined;
-  volatile boolean closing;
+
+  /** The lane's lifecycle: only a RUNNING lane is given new work. */
+  final LaneLifecycle lifecycle = new LaneLifecycle();
+
   volatile ActorRef<RingLane.Command> lane;
 
   LaneHandle(String name) {

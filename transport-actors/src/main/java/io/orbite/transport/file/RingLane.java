@@ -10,6 +10,7 @@ import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.nativebind.Errno;
+import io.orbite.transport.LaneLifecycle;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -86,8 +87,6 @@ final class RingLane {
   private final List<ActorRef<Closed>> closeWaiters = new ArrayList<>();
   private int inflight;
   private OwnerState state = OwnerState.RUNNING;
-  private boolean closing;
-  private boolean quarantined;
   private final QuarantineLedger quarantine;
 
   private RingLane(
@@ -144,17 +143,30 @@ final class RingLane {
         .onMessage(
             Close.class,
             m -> {
-              closing = true;
-              handle.closing = true;
+              handle.lifecycle.moveTo(LaneLifecycle.State.CLOSING);
               closeWaiters.add(m.replyTo());
-              return cycle(timers);
+              ctx.getSelf().tell(Poll.INSTANCE);
+              return draining(timers);
             })
         .build();
   }
 
+  /**
+   * Closing: nothing new starts (queued work fails UNAVAILABLE), in-flight work is cancelled and
+   * waited for, then the ring is closed and the lane stops; or it is quarantined.
+   */
   private Behavior<Command> draining(TimerScheduler<Command> timers) {
     state = OwnerState.DRAINING;
-    return running(timers);
+    return Behaviors.receive(Command.class)
+        .onMessageEquals(Wake.INSTANCE, () -> cycle(timers))
+        .onMessageEquals(Poll.INSTANCE, () -> cycle(timers))
+        .onMessage(
+            Close.class,
+            m -> {
+              closeWaiters.add(m.replyTo());
+              return Behaviors.same();
+            })
+        .build();
   }
 
   private Behavior<Command> quarantined(TimerScheduler<Command> timers) {
@@ -211,8 +223,10 @@ final class RingLane {
     int want = ringFull && !handle.queue.isEmpty() ? batchWant : 1;
     io.poll(idleWait ? MAX_WAIT_NANOS : 0, want, this::onCompletion);
     deliver();
+    boolean closing = handle.lifecycle.state() == LaneLifecycle.State.CLOSING;
     if (closing && inflight == 0 && handle.queue.isEmpty()) {
       io.close();
+      handle.lifecycle.moveTo(LaneLifecycle.State.CLOSED);
       closeWaiters.forEach(w -> w.tell(new Closed(handle.name, false)));
       return Behaviors.stopped();
     }
@@ -224,7 +238,7 @@ final class RingLane {
         ctx.getSelf().tell(Poll.INSTANCE);
       }
     }
-    return closing ? draining(timers) : Behaviors.same();
+    return Behaviors.same();
   }
 
   /** Starts queued operations while the ring has room. */
@@ -235,7 +249,7 @@ final class RingLane {
       if (op == null) {
         break;
       }
-      if (closing) {
+      if (!handle.lifecycle.running()) {
         fail(
             op,
             ErrorKind.UNAVAILABLE,
@@ -274,7 +288,7 @@ final class RingLane {
       if (!op.cancelRequested) {
         ErrorKind kind = null;
         String why = null;
-        if (closing) {
+        if (!handle.lifecycle.running()) {
           kind = ErrorKind.UNAVAILABLE;
           why = "the file transport is closing";
         } else if (op.sink.cancelled()) {
@@ -299,8 +313,7 @@ final class RingLane {
   }
 
   private Behavior<Command> quarantine(FileOp stuck, long now, TimerScheduler<Command> timers) {
-    quarantined = true;
-    handle.quarantined = true;
+    handle.lifecycle.moveTo(LaneLifecycle.State.QUARANTINED);
     counters.ownersQuarantined.increment();
     // Sticky: the ring and what its kernel operations may still write are kept for the process's
     // life.
@@ -354,7 +367,7 @@ final class RingLane {
               result);
       return;
     }
-    if (quarantined
+    if (handle.lifecycle.state() == LaneLifecycle.State.QUARANTINED
         && op.cancelRequested
         && System.nanoTime() - op.cancelRequestedNanos > destructionWindowNanos) {
       // Quarantine is sticky (C7): a late completion does not release what was retained.

@@ -18,6 +18,7 @@ import io.orbite.nativebind.Errno;
 import io.orbite.nativebind.NativeCallException;
 import io.orbite.nativebind.libc.Libc;
 import io.orbite.transport.LaneIdle;
+import io.orbite.transport.LaneLifecycle;
 import java.lang.foreign.MemorySegment;
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -108,8 +109,14 @@ final class ShmLane implements Runnable {
   private final List<ShmMapping> quarantined = new ArrayList<>();
   private final ReceiptBatcher receipts = new ReceiptBatcher();
   private int tokenFd;
-  private volatile boolean accepting = true;
-  private volatile boolean closing;
+
+  /**
+   * RUNNING; CLOSING once closed or fenced (the loop ends, no copy starts, tasks still queued are
+   * failed unsent); CLOSED once the loop has ended and {@link #shutDown} took the intake lock:
+   * nothing more is queued, and no copy runs.
+   */
+  private final LaneLifecycle lifecycle = new LaneLifecycle();
+
   private volatile String fencedBecause;
   private volatile Thread thread;
 
@@ -143,8 +150,9 @@ final class ShmLane implements Runnable {
     return name;
   }
 
+  /** Whether the lane still queues work (until it has shut down). */
   boolean running() {
-    return accepting;
+    return !lifecycle.state().terminal();
   }
 
   String fencedBecause() {
@@ -154,7 +162,7 @@ final class ShmLane implements Runnable {
   /** Queues a task; false when the lane no longer accepts work (the caller fails it, unsent). */
   boolean enqueue(TaskWork work) {
     synchronized (intake) {
-      if (!accepting) {
+      if (lifecycle.state().terminal()) {
         return false;
       }
       queue.add(work);
@@ -183,14 +191,17 @@ final class ShmLane implements Runnable {
    * returns. Otherwise does nothing and returns false, and the caller queues the task.
    */
   boolean copyHere(TaskWork work) {
-    if (work.lengthBytes() > COPY_HERE_MAX_BYTES || closing || queued() || thread == null) {
+    if (work.lengthBytes() > COPY_HERE_MAX_BYTES
+        || !lifecycle.running()
+        || queued()
+        || thread == null) {
       return false;
     }
     if (!owner.tryLock()) {
       return false;
     }
     try {
-      if (closing || !accepting || queued()) {
+      if (!lifecycle.running() || queued()) {
         return false;
       }
       counters.shmCopiedByCaller.increment();
@@ -222,7 +233,7 @@ final class ShmLane implements Runnable {
 
   /** Stop: queued tasks fail unsent, mappings are unmapped, then the thread ends. */
   void close() {
-    closing = true;
+    lifecycle.moveTo(LaneLifecycle.State.CLOSING);
     wake();
   }
 
@@ -245,7 +256,7 @@ final class ShmLane implements Runnable {
       List<TaskWork> pass = new ArrayList<>();
       IdleStrategy idle = LaneIdle.strategy(LIVENESS_CHECK_NANOS);
       long nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
-      while (!closing) {
+      while (lifecycle.running()) {
         take(pass, MAX_PASS);
         if (pass.isEmpty()) {
           if (System.nanoTime() - nextCheck > 0) {
@@ -574,7 +585,7 @@ final class ShmLane implements Runnable {
       LOG.info("{}: fenced: {}", name, reason);
       onFenced.accept(reason);
     }
-    closing = true;
+    lifecycle.moveTo(LaneLifecycle.State.CLOSING);
     if (Thread.currentThread() != thread) {
       // Found by a caller's copy: the parked lane thread must shut down now, not at its next check.
       wake();
@@ -628,7 +639,7 @@ final class ShmLane implements Runnable {
   /** Refuse new work, fail what is queued (unsent), unmap everything, close the token. */
   private void shutDown() {
     synchronized (intake) {
-      accepting = false;
+      lifecycle.moveTo(LaneLifecycle.State.CLOSED);
     }
     ErrorKind kind = fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST;
     String detail =

@@ -10,6 +10,7 @@ import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
+import io.orbite.transport.LaneLifecycle;
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -62,8 +63,12 @@ final class RequesterLane implements Runnable {
   /** Takes frames of this lane, once it broke, to send them on another lane; null: no retries. */
   private volatile Retrier retrier;
 
-  /** Set by {@link #close}: the lane is closed on purpose, its frames are not retried elsewhere. */
-  private volatile boolean closing;
+  /**
+   * RUNNING, then DRAINING (the connection broke: READs and unsent frames may go to another lane)
+   * or CLOSING ({@link #close}: on purpose, nothing is retried), then CLOSED once the lane thread
+   * left {@link #run} and no longer touches any frame's memory.
+   */
+  private final LaneLifecycle lifecycle = new LaneLifecycle();
 
   /**
    * Sends a frame of a broken lane on another lane of the same peer incarnation, if one is open.
@@ -97,10 +102,6 @@ final class RequesterLane implements Runnable {
   private final ArrayList<LaneFrame> retired = new ArrayList<>();
 
   private volatile boolean sleeping;
-  private volatile boolean running = true;
-
-  /** Set as the lane thread leaves {@link #run}: it no longer touches any frame's memory. */
-  private volatile boolean ended;
 
   private final ArrayDeque<LaneFrame> waiting = new ArrayDeque<>();
   private final ArrayDeque<LaneFrame> inflight = new ArrayDeque<>();
@@ -166,12 +167,12 @@ final class RequesterLane implements Runnable {
   }
 
   boolean running() {
-    return running;
+    return lifecycle.running();
   }
 
   /** Whether the lane thread has left its loop for good (it holds no frame's memory any more). */
   boolean ended() {
-    return ended;
+    return lifecycle.state() == LaneLifecycle.State.CLOSED;
   }
 
   /** In-flight bytes charged to this lane, for lane selection. */
@@ -186,7 +187,7 @@ final class RequesterLane implements Runnable {
       incoming.add(frame);
       incomingCount = incoming.size();
     }
-    if (!running) {
+    if (!lifecycle.running()) {
       drainQueueAfterEnd();
     }
   }
@@ -205,8 +206,7 @@ final class RequesterLane implements Runnable {
 
   /** Closes the socket; the lane fails what it holds and ends. Any thread. */
   void close() {
-    closing = true;
-    running = false;
+    lifecycle.moveTo(LaneLifecycle.State.CLOSING);
     try {
       channel.close();
     } catch (IOException ignored) {
@@ -219,7 +219,7 @@ final class RequesterLane implements Runnable {
   public void run() {
     Throwable cause = null;
     try {
-      while (running) {
+      while (lifecycle.running()) {
         int work = takeIncoming() + sweep() + fillGather() + writeSome() + readSome();
         endPass();
         if (work == 0) {
@@ -232,11 +232,12 @@ final class RequesterLane implements Runnable {
         counters.framesRejected.increment();
       }
     } finally {
-      running = false;
+      // Stays CLOSING after a close; otherwise the lane broke (or met a deadline or bad frame).
+      lifecycle.moveTo(LaneLifecycle.State.DRAINING);
       closeQuietly();
       failEverything(cause);
       endPass();
-      ended = true;
+      lifecycle.moveTo(LaneLifecycle.State.CLOSED);
       onEnd.accept(cause);
     }
   }
@@ -611,7 +612,7 @@ final class RequesterLane implements Runnable {
     }
     sleeping = true;
     try {
-      if (incomingCount == 0 && running) {
+      if (incomingCount == 0 && lifecycle.running()) {
         // The action form skips the selected-key set, whose insertions allocate on every wake. A
         // lane that holds no frame has no deadline to sweep: it sleeps until the socket, new work
         // (wake) or a close (wakeup) rouses it, so an idle engine's lanes cost no CPU.
@@ -633,7 +634,8 @@ final class RequesterLane implements Runnable {
     String why = cause == null ? "lane closed" : cause.getMessage();
     ErrorKind kind =
         cause instanceof FrameRejectedException ? ErrorKind.PROTOCOL : ErrorKind.PEER_LOST;
-    boolean broke = cause instanceof IOException && !closing;
+    boolean broke =
+        cause instanceof IOException && lifecycle.state() == LaneLifecycle.State.DRAINING;
     long now = System.nanoTime();
     for (LaneFrame f : inflight) {
       RemoteEffect effect = RemoteEffect.NONE;

@@ -18,6 +18,7 @@ import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.nativebind.libc.Libc;
 import io.orbite.nativebind.uring.IoUring;
+import io.orbite.transport.LaneLifecycle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -209,7 +210,8 @@ class RingLaneTest {
     closed.expectTerminated(lane.lane);
     assertEquals(List.of(), quarantine.list());
     assertEquals(0, counters.ownersQuarantined.sum());
-    assertFalse(lane.quarantined);
+    assertEquals(
+        LaneLifecycle.State.CLOSED, lane.lifecycle.state(), "the lane closed, not quarantined");
     receipts.expectNoMessage(Duration.ofMillis(50));
   }
 
@@ -241,7 +243,7 @@ class RingLaneTest {
     assertTrue(q.reason().startsWith("READ of 64 B at offset 0 of file "), q::toString);
     assertTrue(
         q.reason().endsWith("its completion never came; the ring stays mapped"), q::toString);
-    assertTrue(lane.quarantined);
+    assertEquals(LaneLifecycle.State.QUARANTINED, lane.lifecycle.state());
     assertEquals(1, counters.ownersQuarantined.sum());
     assertFalse(withheld.isEmpty(), "the cancelled READ did complete, and was withheld");
 

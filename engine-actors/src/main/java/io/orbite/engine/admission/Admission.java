@@ -11,8 +11,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * own threads, so the common path never waits on this mailbox. Child of the EngineGuardian. The
  * actor fences the gate, answers the charges and releases that still come as messages (the segment
  * table's endpoints; {@code GetUsage} for a test) and reports the gate to the owner view; {@code
- * owed()} reads the gate itself. Exhaustion is
- * answered at once (RESOURCE_EXHAUSTED) before the caller has any side effect; nothing queues here.
+ * owed()} reads the gate itself. Exhaustion is answered at once (RESOURCE_EXHAUSTED) before the
+ * caller has any side effect; nothing queues here.
  *
  * <p>States, reported as the gate's: {@code open} (admits) and {@code fenced} (refuses every new
  * charge, still takes releases), entered when the engine stops accepting requester work (the

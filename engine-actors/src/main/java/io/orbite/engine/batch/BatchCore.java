@@ -160,6 +160,8 @@ public final class BatchCore {
     }
   }
 
+  private volatile boolean retired;
+
   /** The actor that owns this batch's lifecycle; set once, before the first lease. */
   public void bind(ActorRef<BatchActor.Command> owner) {
     this.actor = owner;
@@ -167,7 +169,13 @@ public final class BatchCore {
 
   /** Stops the batch's actor: the batch was freed and is not kept for reuse. */
   public void retire() {
+    retired = true;
     actor.tell(BatchActor.Retire.INSTANCE);
+  }
+
+  /** Whether {@link #retire} was called: its actor's stop is then expected. */
+  public boolean retired() {
+    return retired;
   }
 
   public String name() {

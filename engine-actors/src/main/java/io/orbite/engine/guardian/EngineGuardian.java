@@ -2,6 +2,7 @@ package io.orbite.engine.guardian;
 
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.EngineCounters;
+import io.orbite.engine.ErrorKind;
 import io.orbite.engine.FaultHooks;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
@@ -146,6 +147,9 @@ public final class EngineGuardian {
   private final ActorRef<ControlService.Command> control;
   private final OwnerSupervision supervision;
 
+  /** The batches' owners, watched: one that stops without being retired is quarantined. */
+  private final Map<ActorRef<?>, BatchCore> batches = new java.util.HashMap<>();
+
   /** The supervised owners by actor, for the guardian's watch. */
   private final Map<ActorRef<?>, String> owners = new java.util.HashMap<>();
 
@@ -212,11 +216,17 @@ public final class EngineGuardian {
     Map<Transport, ActorRef<TransportCommand>> transports = new EnumMap<>(Transport.class);
     for (TransportProvider provider :
         providers) { // one per kind, TCP among them (transportProviders)
+      String owner = "transport-" + provider.kind().name().toLowerCase(java.util.Locale.ROOT);
       var ref =
           ctx.spawn(
-              provider.create(transportContext),
-              "transport-" + provider.kind().name().toLowerCase());
+              supervision.supervise(
+                  owner,
+                  TransportCommand.class,
+                  provider.create(transportContext),
+                  (msg, why) -> refuseTransport(msg, owner, why)),
+              owner);
       ctx.watch(ref);
+      owners.put(ref, owner);
       transports.put(provider.kind(), ref);
     }
     var segmentTable =
@@ -244,16 +254,24 @@ public final class EngineGuardian {
     owners.put(segmentTable, SEGMENT_TABLE);
     this.control =
         ctx.spawn(
-            ControlService.create(
-                listener,
-                self,
-                registryView,
-                transports,
-                counters,
-                board,
-                (int) config.timeouts().describeTimeoutMillis(),
-                config.budgets().maxEndpoints()),
+            supervision.supervise(
+                CONTROL_SERVICE,
+                ControlService.Command.class,
+                ControlService.create(
+                    listener,
+                    self,
+                    registryView,
+                    transports,
+                    counters,
+                    board,
+                    (int) config.timeouts().describeTimeoutMillis(),
+                    config.budgets().maxEndpoints()),
+                // A Stop is not answered: the listener of a quarantined service stays as it was,
+                // and the guardian no longer asks (stopControl).
+                (msg, why) -> {}),
             "control-service");
+    ctx.watch(control);
+    owners.put(control, CONTROL_SERVICE);
     this.handles =
         new Handles(
             self,
@@ -265,12 +283,46 @@ public final class EngineGuardian {
             new EngineLifecycle(config.name() + "@" + self, gate, registryView, quarantine));
   }
 
+  /**
+   * How a quarantined transport supervisor answers: opens fail UNAVAILABLE saying why, a
+   * handed-over connection is closed, closes and shutdowns are answered (what it held stays listed
+   * in {@code quarantined()}), and its own private messages are dropped.
+   */
+  private static void refuseTransport(TransportCommand msg, String owner, String why) {
+    switch (msg) {
+      case TransportCommand.OpenPeer m ->
+          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
+      case TransportCommand.OpenSharedPeer m ->
+          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
+      case TransportCommand.OpenFile m ->
+          m.replyTo().tell(new TransportCommand.FileOpenFailed(ErrorKind.UNAVAILABLE, why));
+      case TransportCommand.AdoptConnection m -> {
+        try {
+          m.channel().close();
+        } catch (java.io.IOException ignored) {
+          // Refused either way: the peer sees the connection end.
+        }
+      }
+      case TransportCommand.CloseRequesterSide m ->
+          m.replyTo().tell(new TransportCommand.SideClosed(owner));
+      case TransportCommand.CloseSourceSide m ->
+          m.replyTo().tell(new TransportCommand.SideClosed(owner));
+      case TransportCommand.Shutdown m ->
+          m.replyTo().tell(new TransportCommand.ShutdownDone(owner));
+      default -> {
+        // A transport's own message: nothing waits on it.
+      }
+    }
+  }
+
   /** The supervised owners' names, as messages and {@code quarantined()} give them. */
   public static final String REGISTRY = "Registry";
 
   public static final String ADMISSION = "Admission";
 
   public static final String SEGMENT_TABLE = "SegmentTable";
+
+  public static final String CONTROL_SERVICE = "ControlService";
 
   /** What a start without a TCP transport provider says: the artifact to add. */
   public static final String MISSING_TCP =
@@ -364,7 +416,17 @@ public final class EngineGuardian {
             Terminated.class,
             t -> {
               String owner = owners.get(t.getRef());
-              if (owner != null) {
+              BatchCore batch = batches.remove(t.getRef());
+              if (batch != null) {
+                if (!batch.retired()) {
+                  ctx.getLog()
+                      .error(
+                          "engine {}: {} stopped unexpectedly: quarantined",
+                          handles.self(),
+                          batch.name());
+                  supervision.stopped(batch.name(), t.getRef().path().toString());
+                }
+              } else if (owner != null) {
                 ctx.getLog()
                     .error(
                         "engine {}: {} stopped unexpectedly: quarantined", handles.self(), owner);
@@ -417,13 +479,27 @@ public final class EngineGuardian {
 
   private Behavior<Command> onCloseSource(CloseSource m) {
     sideCloses.put(m.replyTo(), Side.SOURCE);
+    stopControl(() -> new ListenerStopped(m.replyTo()));
+    return Behaviors.same();
+  }
+
+  /**
+   * Stops the control service, then tells itself {@code next}; at once when the service is
+   * quarantined (its listener stays as it was, listed by {@code quarantined()}).
+   */
+  private void stopControl(java.util.function.Supplier<Command> next) {
+    String down = supervision.unavailable(CONTROL_SERVICE);
+    if (down != null) {
+      ctx.getLog().error("engine {}: not stopping the listener: {}", handles.self(), down);
+      ctx.getSelf().tell(next.get());
+      return;
+    }
     ctx.ask(
         ControlService.Stopped.class,
         control,
         Duration.ofSeconds(30),
         ControlService.Stop::new,
-        (ok, failure) -> new ListenerStopped(m.replyTo()));
-    return Behaviors.same();
+        (ok, failure) -> next.get());
   }
 
   /** Closes one direction's lanes in every transport; each answers when its threads have ended. */
@@ -511,7 +587,17 @@ public final class EngineGuardian {
             Duration.ofMillis(config.timeouts().destructionWindowMillis()),
             quarantine,
             ctx.getExecutionContext());
-    core.bind(ctx.spawn(BatchActor.create(core, board), name));
+    ActorRef<BatchActor.Command> actor =
+        ctx.spawn(
+            supervision.supervise(
+                name,
+                BatchActor.Command.class,
+                BatchActor.create(core, board),
+                (msg, why) -> {}), // every message to a batch's owner is a tell
+            name);
+    core.bind(actor);
+    ctx.watch(actor);
+    batches.put(actor, core);
     m.replyTo().tell(new BatchSpawned(core));
     return Behaviors.same();
   }
@@ -523,12 +609,7 @@ public final class EngineGuardian {
     // A side close under way is overtaken: the whole engine closes now.
     sideCloses.forEach((replyTo, side) -> replyTo.tell(new SideClosed(side, 0)));
     sideCloses.clear();
-    ctx.ask(
-        ControlService.Stopped.class,
-        control,
-        Duration.ofSeconds(30),
-        ControlService.Stop::new,
-        (ok, failure) -> new ControlStopped());
+    stopControl(ControlStopped::new);
     List<ActorRef<ShutdownDone>> waiting = new java.util.ArrayList<>();
     waiting.add(m.replyTo());
     return stopping(

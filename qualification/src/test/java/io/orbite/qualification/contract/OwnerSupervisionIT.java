@@ -19,6 +19,7 @@ import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
+import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
@@ -55,7 +56,9 @@ class OwnerSupervisionIT {
 
     @Override
     public void beforeOwnerMessage(String owner, Object message) {
-      if (armed.compareAndSet(owner, null)) {
+      // By value: an owner's name may be built at run time (transport-tcp), not a constant.
+      String want = armed.get();
+      if (owner.equals(want) && armed.compareAndSet(want, null)) {
         throw new IllegalStateException("injected invariant failure in " + owner);
       }
     }
@@ -176,6 +179,64 @@ class OwnerSupervisionIT {
       for (int i = 0; i < written.length; i++) {
         assertEquals(Pattern.at(52, i), written[i], "file byte " + i);
       }
+    }
+  }
+
+  @Test
+  void aFailedTransportSupervisorOrBatchOwnerIsQuarantinedAndTheRestKeepsMovingBytes(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
+    ThrowingOwner hook = new ThrowingOwner();
+    try (TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("tcp-src"));
+        TransferEngine requester =
+            TransferEngine.start(EngineConfig.defaults().withName("supervised-3"), hook)) {
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      Pattern.fill(local.segment(), 0, REGION, 61, 0);
+      // The TCP transport's supervisor throws: the open that needs it fails UNAVAILABLE naming it
+      // (its refusal answers the SegmentTable at once), and it is listed with what it held.
+      hook.arm("transport-tcp");
+      TransferException open =
+          assertThrows(
+              TransferException.class,
+              () -> requester.openSegment(source.localSegment(), Duration.ofSeconds(10)));
+      assertEquals(ErrorKind.UNAVAILABLE, open.kind(), open::getMessage);
+      assertTrue(
+          open.getMessage().contains("transport-tcp") && open.getMessage().contains("quarantined"),
+          open.getMessage());
+      assertEquals(QuarantinedOwner.Kind.OWNER, quarantined(requester, "transport-tcp").kind());
+      assertEquals(0, requester.owed().endpoints(), requester.owed()::toString);
+
+      // The first batch's owner throws on its first message (the watchdog's Arm at submit): the
+      // batch is listed, and its task, which runs on the caller's and the lane's threads, still
+      // moves exactly its bytes, here into a file segment (the file transport is untouched).
+      Path file = logs.resolve("supervised-3.dat");
+      java.nio.file.Files.write(file, new byte[(int) (2 * TASK)]);
+      RemoteSegment seg =
+          requester.openFileSegment(file, Access.READ_WRITE, Duration.ofSeconds(10));
+      hook.arm("batch-1");
+      Batch b = requester.allocateBatch(1);
+      b.submit(
+          List.of(
+              TransferRequest.write(
+                  local, 0, seg, seg.regions().getFirst().regionId(), TASK / 2, TASK)));
+      TaskResult w = b.await(Duration.ofSeconds(30)).tasks().getFirst();
+      assertEquals(TaskState.COMPLETED, w.state(), w::toString);
+      assertTrue(
+          Await.until(Duration.ofSeconds(5), () -> requester.quarantined().size() == 2),
+          () -> "the batch owner is listed: " + requester.quarantined());
+      assertEquals(QuarantinedOwner.Kind.OWNER, quarantined(requester, "batch-1").kind());
+      b.free();
+      byte[] written = java.nio.file.Files.readAllBytes(file);
+      for (int i = 0; i < written.length; i++) {
+        byte expected = i < TASK / 2 || i >= TASK / 2 + TASK ? 0 : Pattern.at(61, i - TASK / 2);
+        assertEquals(expected, written[i], "file byte " + i);
+      }
+      EngineOwed owed = requester.close(Duration.ofSeconds(30));
+      assertTrue(
+          owed.quarantined().stream()
+              .map(QuarantinedOwner::owner)
+              .toList()
+              .containsAll(List.of("transport-tcp", "batch-1")),
+          owed::toString);
     }
   }
 

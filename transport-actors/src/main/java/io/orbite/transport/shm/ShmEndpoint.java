@@ -87,7 +87,8 @@ final class ShmEndpoint {
       EngineCounters counters,
       io.orbite.engine.view.OwnerBoard owners,
       QuarantineLedger quarantine,
-      FaultHooks hooks) {
+      FaultHooks hooks,
+      ActorRef<TransportCommand.OpenPeerReply> first) {
     return Behaviors.setup(
         ctx -> {
           ShmEndpoint endpoint =
@@ -104,8 +105,12 @@ final class ShmEndpoint {
                       endpoint.state,
                       java.util.Map.of(),
                       "peer " + peer + (endpoint.why.isEmpty() ? "" : ": " + endpoint.why)),
+              // The first open waits from the start: an Attach told after the spawn could arrive
+              // after a quick refusal had already stopped the endpoint, and never be answered.
               endpoint.opening(
-                  new ArrayList<>(), new ArrayList<>(), ShmPeerChannel.exportTable(exports)));
+                  new ArrayList<>(List.of(first)),
+                  new ArrayList<>(),
+                  ShmPeerChannel.exportTable(exports)));
         });
   }
 

@@ -145,10 +145,12 @@ final class ShmTransport {
                   context.counters(),
                   context.owners(),
                   context.quarantine(),
-                  context.hooks()),
+                  context.hooks(),
+                  m.replyTo()),
               "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()));
       ctx.watch(endpoint);
       endpoints.put(m.peer(), endpoint);
+      return Behaviors.same();
     }
     endpoint.tell(new ShmEndpoint.Attach(m.exports(), m.replyTo()));
     return Behaviors.same();

@@ -1,0 +1,79 @@
+package io.orbite.transport.shm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.ConfigFactory;
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.EngineCounters;
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.RegistryView;
+import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.wire.SharedExports;
+import io.orbite.engine.wire.SharedHost;
+import io.orbite.nativebind.HostIdentity;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The SHM transport answers every open, a refused one included (C10: a clear error, never a
+ * timeout). A peer that reports another host is refused by the proof at once, on the blocking-I/O
+ * executor; the endpoint used to be spawned and then told the open, so a refusal that came first
+ * stopped the endpoint before the open reached it, and the open waited out the SegmentTable's 30 s
+ * ask (seen as a flaky {@code ShmOtherHostIT}). Each of many fresh opens must be refused promptly.
+ */
+class ShmTransportTest {
+  private static final ActorTestKit testKit = ActorTestKit.create(ConfigFactory.load());
+  private static final ExecutorService blockingIo = Executors.newFixedThreadPool(2);
+
+  @AfterAll
+  static void shutDown() {
+    testKit.shutdownTestKit();
+    blockingIo.shutdownNow();
+  }
+
+  @Test
+  void everyOpenOfAPeerOnAnotherHostIsRefusedAtOnceNeverLeftUnanswered() {
+    HostIdentity local = new HostIdentity("this-host", "00000000-0000-0000-0000-000000000001");
+    TransportContext context =
+        new TransportContext(
+            EngineConfig.defaults(),
+            new RegistryView(),
+            0x10caL,
+            blockingIo,
+            new EngineCounters(),
+            new OwnerBoard(),
+            new QuarantineLedger(),
+            FaultHooks.NONE);
+    ActorRef<TransportCommand> shm = testKit.spawn(ShmTransport.create(context, local));
+    SharedExports elsewhere =
+        new SharedExports(
+            new SharedHost("another-host", "00000000-0000-0000-0000-000000000002", 4242, 7, 1),
+            List.of());
+    TestProbe<TransportCommand.OpenPeerReply> replies = testKit.createTestProbe();
+    for (int i = 1; i <= 300; i++) {
+      SegmentDescriptor peer = new SegmentDescriptor("127.0.0.1", 4000, i);
+      shm.tell(new TransportCommand.OpenSharedPeer(peer, elsewhere, replies.getRef()));
+      TransportCommand.PeerOpenFailed refused =
+          assertInstanceOf(
+              TransportCommand.PeerOpenFailed.class,
+              replies.receiveMessage(Duration.ofSeconds(3)),
+              "open " + i);
+      assertEquals(ErrorKind.UNAVAILABLE, refused.kind());
+      assertTrue(refused.detail().contains("another host"), refused.detail());
+    }
+  }
+}

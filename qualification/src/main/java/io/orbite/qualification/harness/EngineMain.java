@@ -3,8 +3,10 @@ package io.orbite.qualification.harness;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.EngineCounters;
+import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferException;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
 import io.orbite.qualification.verify.Span;
@@ -182,6 +184,12 @@ public final class EngineMain {
         }
       } catch (RuntimeException e) {
         out.println("ERR " + e.getMessage().replace('\n', ' '));
+        if (e instanceof TransferException te && te.kind() == ErrorKind.TIMEOUT) {
+          // For the log a failing test keeps: which owner was still at work when the call gave up.
+          System.err.println("TIMEOUT of '" + line + "'; the owners now:");
+          engine.ownerView().owners().forEach(o -> System.err.println("  " + o));
+          System.err.println("  peers: " + engine.ownerView().peers());
+        }
       }
     }
     engine.close(Duration.ofSeconds(30));

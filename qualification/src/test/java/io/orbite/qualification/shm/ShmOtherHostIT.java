@@ -130,6 +130,18 @@ class ShmOtherHostIT {
       assertEquals(TASKS * TASK, c2.get("shmBytesRead") - c1.get("shmBytesRead"));
       assertEquals(
           0, ShmPeer.counters(sameHost).get("sourceBytesRead"), "its TCP lanes served nothing");
+    } catch (IOException | AssertionError e) {
+      // Seen twice in full-suite runs: an OPEN with no answer in 30 s. Say what the engines logged
+      // (on a TIMEOUT the requester logs its owners), since the CI machine keeps no files.
+      engines.forEach(EngineProcess::close);
+      StringBuilder logged = new StringBuilder(String.valueOf(e.getMessage()));
+      try (var files = java.nio.file.Files.list(logs)) {
+        for (Path f : files.sorted().toList()) {
+          logged.append("\n--- ").append(f.getFileName()).append(":\n");
+          logged.append(java.nio.file.Files.readString(f));
+        }
+      }
+      throw new AssertionError(logged.toString(), e);
     } finally {
       engines.forEach(EngineProcess::close);
       run("ip", "netns", "del", nsA);

@@ -105,7 +105,7 @@ public interface Engine extends AutoCloseable {
    * @return the registered range
    */
   default RegisteredMemory allocate(long bytes, Access access) {
-    return Batch.join(allocateAsync(bytes, access), control(), "allocate");
+    return Batch.join(allocateAsync(bytes, access), CallTimeouts.CONTROL, "allocate");
   }
 
   /**
@@ -127,7 +127,7 @@ public interface Engine extends AutoCloseable {
    * @return the registered range
    */
   default RegisteredMemory register(MemorySegment range, Access access) {
-    return Batch.join(registerAsync(range, access), control(), "register");
+    return Batch.join(registerAsync(range, access), CallTimeouts.CONTROL, "register");
   }
 
   /**
@@ -148,10 +148,7 @@ public interface Engine extends AutoCloseable {
    * @param memory the range to unregister
    */
   default void unregister(RegisteredMemory memory) {
-    Batch.join(
-        unregisterAsync(memory),
-        Duration.ofMillis(config().timeouts().destructionWindowMillis()).plus(control()),
-        "unregister");
+    Batch.join(unregisterAsync(memory), CallTimeouts.unregister(config()), "unregister");
   }
 
   /**
@@ -254,7 +251,7 @@ public interface Engine extends AutoCloseable {
    * @return the batch
    */
   default Batch allocateBatch(int capacity) {
-    return Batch.join(allocateBatchAsync(capacity), control(), "allocateBatch");
+    return Batch.join(allocateBatchAsync(capacity), CallTimeouts.CONTROL, "allocateBatch");
   }
 
   /**
@@ -276,7 +273,7 @@ public interface Engine extends AutoCloseable {
    */
   default EngineOwed closeRequester(Duration timeout) {
     return Batch.join(
-        closeRequesterAsync(timeout), timeout.plus(sideCloseLimit()), "closeRequester");
+        closeRequesterAsync(timeout), timeout.plus(CallTimeouts.CLOSE_LIMIT), "closeRequester");
   }
 
   /**
@@ -297,7 +294,8 @@ public interface Engine extends AutoCloseable {
    * @return what the engine still has charged afterwards
    */
   default EngineOwed closeSource(Duration timeout) {
-    return Batch.join(closeSourceAsync(timeout), timeout.plus(sideCloseLimit()), "closeSource");
+    return Batch.join(
+        closeSourceAsync(timeout), timeout.plus(CallTimeouts.CLOSE_LIMIT), "closeSource");
   }
 
   /**
@@ -329,19 +327,6 @@ public interface Engine extends AutoCloseable {
    * @return the quarantined owners, each with what it retains
    */
   List<QuarantinedOwner> quarantined();
-
-  /** How long a blocking control call waits for its stage. */
-  private static Duration control() {
-    return Duration.ofSeconds(30);
-  }
-
-  /**
-   * How long a blocking side close waits beyond its own timeout: the control service (30 s) and the
-   * transports (60 s) may each take their limit, plus slack.
-   */
-  private static Duration sideCloseLimit() {
-    return Duration.ofSeconds(120);
-  }
 
   /** {@link #close(Duration)} with 30 s; what is still owed afterwards is logged, not returned. */
   @Override

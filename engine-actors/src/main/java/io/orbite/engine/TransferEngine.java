@@ -49,10 +49,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class TransferEngine implements Engine {
   private static final Logger LOG = LoggerFactory.getLogger(TransferEngine.class);
-  private static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
-
-  /** How long a close waits for the guardian: control service (30 s), transports (60 s), slack. */
-  private static final Duration SHUTDOWN_LIMIT = Duration.ofSeconds(120);
 
   /** The region id of a file segment's one region (the whole file). */
   public static final long FILE_REGION_ID = 1;
@@ -87,7 +83,7 @@ public final class TransferEngine implements Engine {
     this.owners = parts.owners();
     this.quarantine = parts.quarantine();
     this.shared = parts.shared();
-    this.handles = Batch.join(parts.started(), CONTROL_TIMEOUT, "start " + config.name());
+    this.handles = Batch.join(parts.started(), CallTimeouts.CONTROL, "start " + config.name());
     this.lifecycle = handles.lifecycle();
     this.services = new EngineServices(this, lifecycle.identity());
     this.calls = new CallGate(config.name(), lifecycle);
@@ -214,7 +210,8 @@ public final class TransferEngine implements Engine {
         () -> {
           refuseIfDown("allocate", EngineGuardian.REGISTRY);
           LocalMemory m = LocalMemory.allocate(shared, config.name(), bytes, access);
-          return ask("allocate", null, handles.registry(), CONTROL_TIMEOUT, m::register, m::answer);
+          return ask(
+              "allocate", null, handles.registry(), CallTimeouts.CONTROL, m::register, m::answer);
         });
   }
 
@@ -228,7 +225,7 @@ public final class TransferEngine implements Engine {
               "register",
               EngineGuardian.REGISTRY,
               handles.registry(),
-              CONTROL_TIMEOUT,
+              CallTimeouts.CONTROL,
               m::register,
               m::answer);
         });
@@ -246,7 +243,7 @@ public final class TransferEngine implements Engine {
         "unregister",
         EngineGuardian.REGISTRY,
         handles.registry(),
-        unregisterWait(),
+        CallTimeouts.unregister(config),
         (ActorRef<Registry.UnregisterReply> to) -> new Registry.Unregister(memory.regionId(), to),
         reply -> {
           if (reply instanceof Registry.UnregisterFailed f) {
@@ -259,10 +256,6 @@ public final class TransferEngine implements Engine {
         });
   }
 
-  private Duration unregisterWait() {
-    return Duration.ofMillis(config.timeouts().destructionWindowMillis()).plus(CONTROL_TIMEOUT);
-  }
-
   @Override
   public List<PeerEntry> peers() {
     return Batch.join(
@@ -270,10 +263,10 @@ public final class TransferEngine implements Engine {
             "peers",
             EngineGuardian.SEGMENT_TABLE,
             handles.segmentTable(),
-            CONTROL_TIMEOUT,
+            CallTimeouts.CONTROL,
             SegmentTable.GetPeers::new,
             Function.identity()),
-        CONTROL_TIMEOUT,
+        CallTimeouts.CONTROL,
         "peers");
   }
 
@@ -294,7 +287,7 @@ public final class TransferEngine implements Engine {
         handles.segmentTable(),
         Duration.ofMillis(
                 config.timeouts().describeTimeoutMillis() + config.tcp().connectTimeoutMillis())
-            .plus(CONTROL_TIMEOUT),
+            .plus(CallTimeouts.CONTROL),
         (ActorRef<SegmentTable.OpenReply> to) -> new SegmentTable.OpenSegment(endpoint, epoch, to),
         reply ->
             switch (reply) {
@@ -319,7 +312,7 @@ public final class TransferEngine implements Engine {
         "openFileSegment",
         null,
         transport,
-        CONTROL_TIMEOUT,
+        CallTimeouts.CONTROL,
         (ActorRef<TransportCommand.OpenFileReply> to) ->
             new TransportCommand.OpenFile(path, access, handles.self(), to),
         reply ->
@@ -354,7 +347,7 @@ public final class TransferEngine implements Engine {
           return AskPattern.<EngineGuardian.Command, EngineGuardian.SpawnBatchReply>ask(
                   guardian,
                   to -> new EngineGuardian.SpawnBatch(capacity, to),
-                  CONTROL_TIMEOUT,
+                  CallTimeouts.CONTROL,
                   system.scheduler())
               .handle(
                   (reply, failure) -> {
@@ -395,7 +388,7 @@ public final class TransferEngine implements Engine {
         "closeRequester",
         null,
         guardian,
-        timeout.plus(SHUTDOWN_LIMIT),
+        timeout.plus(CallTimeouts.CLOSE_LIMIT),
         (ActorRef<EngineGuardian.SideClosed> to) -> new EngineGuardian.CloseRequester(deadline, to),
         closed -> lifecycle.owed());
   }
@@ -406,7 +399,7 @@ public final class TransferEngine implements Engine {
         "closeSource",
         null,
         guardian,
-        timeout.plus(SHUTDOWN_LIMIT),
+        timeout.plus(CallTimeouts.CLOSE_LIMIT),
         EngineGuardian.CloseSource::new,
         closed -> lifecycle.owed());
   }
@@ -470,7 +463,10 @@ public final class TransferEngine implements Engine {
                     ErrorKind.UNAVAILABLE,
                     "the actor system " + system.name() + " has terminated without the close"))
             : AskPattern.ask(
-                guardian, EngineGuardian.Shutdown::new, SHUTDOWN_LIMIT, system.scheduler());
+                guardian,
+                EngineGuardian.Shutdown::new,
+                CallTimeouts.CLOSE_LIMIT,
+                system.scheduler());
     asked.whenComplete(
         (done, failure) -> {
           if (failure != null) {

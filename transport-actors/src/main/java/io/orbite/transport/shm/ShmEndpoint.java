@@ -47,6 +47,9 @@ final class ShmEndpoint {
 
   record Closed(SegmentDescriptor peer) {}
 
+  /** Told to the transport: the proof refused SHM to this peer; drop the endpoint and close it. */
+  record Refused(SegmentDescriptor peer, ActorRef<Command> endpoint) {}
+
   private record Proven(Integer tokenFd, Throwable failure) implements Command {}
 
   private record LaneEnded(Throwable cause) implements Command {}
@@ -60,6 +63,7 @@ final class ShmEndpoint {
   private final EngineCounters counters;
   private final QuarantineLedger quarantine;
   private final FaultHooks hooks;
+  private final ActorRef<Refused> refusedTo;
 
   private ShmEndpoint(
       ActorContext<Command> ctx,
@@ -68,8 +72,10 @@ final class ShmEndpoint {
       int maxMappings,
       EngineCounters counters,
       QuarantineLedger quarantine,
-      FaultHooks hooks) {
+      FaultHooks hooks,
+      ActorRef<Refused> refusedTo) {
     this.ctx = ctx;
+    this.refusedTo = refusedTo;
     this.quarantine = quarantine;
     this.hooks = hooks;
     this.peer = peer;
@@ -88,11 +94,13 @@ final class ShmEndpoint {
       io.orbite.engine.view.OwnerBoard owners,
       QuarantineLedger quarantine,
       FaultHooks hooks,
-      ActorRef<TransportCommand.OpenPeerReply> first) {
+      ActorRef<TransportCommand.OpenPeerReply> first,
+      ActorRef<Refused> refusedTo) {
     return Behaviors.setup(
         ctx -> {
           ShmEndpoint endpoint =
-              new ShmEndpoint(ctx, peer, exports, maxMappings, counters, quarantine, hooks);
+              new ShmEndpoint(
+                  ctx, peer, exports, maxMappings, counters, quarantine, hooks, refusedTo);
           ctx.pipeToSelf(
               CompletableFuture.supplyAsync(
                   () -> PeerProof.prove(peer, exports, local), blockingIo),
@@ -151,13 +159,15 @@ final class ShmEndpoint {
               : m.failure();
       counters.shmOpensRefused.increment();
       ctx.getLog().info("SHM to {} not used: {}", peer, cause.getMessage());
+      String detail = TransferException.describe(cause);
       waiters.forEach(
-          w ->
-              w.tell(
-                  new TransportCommand.PeerOpenFailed(
-                      ErrorKind.UNAVAILABLE, TransferException.describe(cause))));
-      closers.forEach(c -> c.tell(new Closed(peer)));
-      return Behaviors.stopped();
+          w -> w.tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, detail)));
+      if (!closers.isEmpty()) {
+        closers.forEach(c -> c.tell(new Closed(peer)));
+        return Behaviors.stopped();
+      }
+      refusedTo.tell(new Refused(peer, ctx.getSelf()));
+      return refused(detail);
     }
     ActorRef<Command> self = ctx.getSelf();
     ShmLane lane =
@@ -180,6 +190,31 @@ final class ShmEndpoint {
       return startDraining(channel, lane, closers);
     }
     return active(channel, lane);
+  }
+
+  /**
+   * The proof refused SHM: every open that still reaches this endpoint (the transport may have sent
+   * one before it learned of the refusal) gets the same refusal, until the transport, having
+   * dropped it, closes it.
+   */
+  private Behavior<Command> refused(String detail) {
+    state = OwnerState.CLOSED;
+    why = detail;
+    return Behaviors.receive(Command.class)
+        .onMessage(
+            Attach.class,
+            m -> {
+              m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, detail));
+              return Behaviors.same();
+            })
+        .onMessage(
+            Close.class,
+            m -> {
+              m.replyTo().tell(new Closed(peer));
+              return Behaviors.stopped();
+            })
+        .onAnyMessage(m -> Behaviors.same())
+        .build();
   }
 
   private Behavior<Command> active(ShmPeerChannel channel, ShmLane lane) {

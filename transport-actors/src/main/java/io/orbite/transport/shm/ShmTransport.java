@@ -28,6 +28,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 final class ShmTransport {
   private record EndpointClosed(SegmentDescriptor peer) implements TransportCommand {}
 
+  private record EndpointRefused(ShmEndpoint.Refused refused) implements TransportCommand {}
+
   private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
   private final HostIdentity local;
@@ -91,6 +93,14 @@ final class ShmTransport {
             })
         .onMessage(EndpointClosed.class, m -> Behaviors.same())
         .onMessage(
+            EndpointRefused.class,
+            m -> {
+              // Dropped first, so no later open is sent to it; then closed.
+              endpoints.remove(m.refused().peer(), m.refused().endpoint());
+              m.refused().endpoint().tell(new ShmEndpoint.Close(ctx.getSystem().ignoreRef()));
+              return Behaviors.same();
+            })
+        .onMessage(
             TransportCommand.CloseRequesterSide.class,
             m -> {
               requesterClosers.add(m.replyTo());
@@ -146,7 +156,8 @@ final class ShmTransport {
                   context.owners(),
                   context.quarantine(),
                   context.hooks(),
-                  m.replyTo()),
+                  m.replyTo(),
+                  ctx.messageAdapter(ShmEndpoint.Refused.class, EndpointRefused::new)),
               "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()));
       ctx.watch(endpoint);
       endpoints.put(m.peer(), endpoint);
@@ -186,6 +197,7 @@ final class ShmTransport {
               return stopping(replyTo);
             })
         .onMessage(EndpointClosed.class, m -> Behaviors.same())
+        .onMessage(EndpointRefused.class, m -> Behaviors.same()) // closeEndpoints closes it
         .onMessage(
             TransportCommand.Shutdown.class,
             m -> {

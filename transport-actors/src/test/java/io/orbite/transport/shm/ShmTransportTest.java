@@ -33,7 +33,8 @@ import org.junit.jupiter.api.Test;
  * timeout). A peer that reports another host is refused by the proof at once, on the blocking-I/O
  * executor; the endpoint used to be spawned and then told the open, so a refusal that came first
  * stopped the endpoint before the open reached it, and the open waited out the SegmentTable's 30 s
- * ask (seen as a flaky {@code ShmOtherHostIT}). Each of many fresh opens must be refused promptly.
+ * ask (seen as a flaky {@code ShmOtherHostIT}); an open sent just after a refusal went to the
+ * stopped endpoint the same way. Each of many opens, two at a time, must be refused promptly.
  */
 class ShmTransportTest {
   private static final ActorTestKit testKit = ActorTestKit.create(ConfigFactory.load());
@@ -66,14 +67,18 @@ class ShmTransportTest {
     TestProbe<TransportCommand.OpenPeerReply> replies = testKit.createTestProbe();
     for (int i = 1; i <= 300; i++) {
       SegmentDescriptor peer = new SegmentDescriptor("127.0.0.1", 4000, i);
+      // Twice at once: the second may reach the endpoint after its refusal, or a fresh one.
       shm.tell(new TransportCommand.OpenSharedPeer(peer, elsewhere, replies.getRef()));
-      TransportCommand.PeerOpenFailed refused =
-          assertInstanceOf(
-              TransportCommand.PeerOpenFailed.class,
-              replies.receiveMessage(Duration.ofSeconds(3)),
-              "open " + i);
-      assertEquals(ErrorKind.UNAVAILABLE, refused.kind());
-      assertTrue(refused.detail().contains("another host"), refused.detail());
+      shm.tell(new TransportCommand.OpenSharedPeer(peer, elsewhere, replies.getRef()));
+      for (int k = 1; k <= 2; k++) {
+        TransportCommand.PeerOpenFailed refused =
+            assertInstanceOf(
+                TransportCommand.PeerOpenFailed.class,
+                replies.receiveMessage(Duration.ofSeconds(3)),
+                "open " + i + "." + k);
+        assertEquals(ErrorKind.UNAVAILABLE, refused.kind());
+        assertTrue(refused.detail().contains("another host"), refused.detail());
+      }
     }
   }
 }

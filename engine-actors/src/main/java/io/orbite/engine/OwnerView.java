@@ -49,7 +49,7 @@ public record OwnerView(
    * One live owner.
    *
    * @param path its place in the supervision tree, for example {@code
-   *     engine/transport-tcp/endpoint-4000-1f}
+   *     engine/transport-tcp/endpoint-4000-1f-1}
    * @param kind the actor's class, for example {@code TcpEndpoint}
    * @param state its behaviour now
    * @param charges what it holds, by name (tasks, bytes, loans, lanes...)

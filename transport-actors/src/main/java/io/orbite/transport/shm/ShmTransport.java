@@ -35,6 +35,7 @@ final class ShmTransport {
   private final HostIdentity local;
   private final Map<SegmentDescriptor, ActorRef<ShmEndpoint.Command>> endpoints = new HashMap<>();
   private final List<ActorRef<TransportCommand.SideClosed>> requesterClosers = new ArrayList<>();
+  private long endpointSequence;
 
   private ShmTransport(
       ActorContext<TransportCommand> ctx, TransportContext context, HostIdentity local) {
@@ -144,6 +145,9 @@ final class ShmTransport {
                     "SHM endpoints: " + cap + " peer incarnations are open"));
         return Behaviors.same();
       }
+      // The sequence keeps names unique: a refused endpoint is dropped from the map at once but
+      // stops later, and a name is reserved until its owner has stopped; an open of the same peer
+      // in between used to reuse the name, which threw and stopped this transport.
       endpoint =
           ctx.spawn(
               ShmEndpoint.create(
@@ -158,7 +162,12 @@ final class ShmTransport {
                   context.hooks(),
                   m.replyTo(),
                   ctx.messageAdapter(ShmEndpoint.Refused.class, EndpointRefused::new)),
-              "endpoint-" + m.peer().port() + "-" + Long.toHexString(m.peer().epoch()));
+              "endpoint-"
+                  + m.peer().port()
+                  + "-"
+                  + Long.toHexString(m.peer().epoch())
+                  + "-"
+                  + (++endpointSequence));
       ctx.watch(endpoint);
       endpoints.put(m.peer(), endpoint);
       return Behaviors.same();

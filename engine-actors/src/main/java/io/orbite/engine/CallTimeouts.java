@@ -19,6 +19,13 @@ final class CallTimeouts {
 
   private CallTimeouts() {}
 
+  /** An open describes the peer and may first connect to it. */
+  static Duration open(EngineConfig config) {
+    return Duration.ofMillis(
+            config.timeouts().describeTimeoutMillis() + config.tcp().connectTimeoutMillis())
+        .plus(CONTROL);
+  }
+
   /** An unregister waits for the range's loans for up to the destruction window. */
   static Duration unregister(EngineConfig config) {
     return Duration.ofMillis(config.timeouts().destructionWindowMillis()).plus(CONTROL);

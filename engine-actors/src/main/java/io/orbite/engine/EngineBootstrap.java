@@ -1,5 +1,7 @@
 package io.orbite.engine;
 
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.guardian.EngineGuardian;
 import io.orbite.engine.spi.QuarantineLedger;
@@ -14,13 +16,16 @@ import java.nio.channels.ServerSocketChannel;
 import java.security.SecureRandom;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Props;
 
 /**
  * What an engine start takes before any actor exists, on the caller's thread: the transport
  * providers (found by ServiceLoader; none for TCP fails the start), a fresh epoch, the bound
  * listener, this incarnation's shared memory when {@code shm.enabled}, and the shared parts the
  * guardian and the facade both hold (registry view, counters, quarantine ledger). {@link #abandon}
- * gives them back when the start fails after this.
+ * gives them back when the start fails after this. {@link #startOwn} and {@link #spawnIn} are the
+ * two ways of starting, behind {@link TransferEngine#start} and {@link TransferEngine#spawn}.
  */
 record EngineBootstrap(
     ServerSocketChannel listener,
@@ -47,6 +52,43 @@ record EngineBootstrap(
     }
     if (shared != null) {
       shared.close();
+    }
+  }
+
+  /** An engine in an ActorSystem of its own, named after {@code config.name()}. */
+  static TransferEngine startOwn(EngineConfig config, FaultHooks hooks) {
+    EngineBootstrap parts = prepare(config, hooks);
+    ActorSystem<EngineGuardian.Command> system;
+    try {
+      Config loaded = ConfigFactory.load();
+      system =
+          ActorSystem.create(
+              parts.guardian(config),
+              config.name(),
+              loaded.getConfig("orbite.engine-system").withFallback(loaded));
+    } catch (RuntimeException e) {
+      parts.abandon();
+      throw e;
+    }
+    try {
+      return new TransferEngine(config, system, true, system, parts).startServices();
+    } catch (RuntimeException e) {
+      system.terminate();
+      parts.abandon();
+      throw e;
+    }
+  }
+
+  /** An engine whose guardian is a system actor of {@code host}. */
+  static TransferEngine spawnIn(ActorSystem<?> host, EngineConfig config) {
+    EngineBootstrap parts = prepare(config, FaultHooks.NONE);
+    try {
+      String name = "orbite-" + config.name() + "-" + Long.toHexString(parts.self().epoch());
+      var guardian = host.systemActorOf(parts.guardian(config), name, Props.empty());
+      return new TransferEngine(config, host, false, guardian, parts).startServices();
+    } catch (RuntimeException e) {
+      parts.abandon();
+      throw e;
     }
   }
 

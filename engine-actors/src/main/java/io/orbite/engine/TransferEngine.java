@@ -1,35 +1,23 @@
 package io.orbite.engine;
 
-import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import io.orbite.config.EngineConfig;
-import io.orbite.engine.admission.Admission;
 import io.orbite.engine.batch.BatchCore;
-import io.orbite.engine.batch.BatchPool;
 import io.orbite.engine.guardian.EngineGuardian;
 import io.orbite.engine.guardian.EngineLifecycle;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.segment.SegmentTable;
-import io.orbite.engine.spi.PeerSegment;
-import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Registration;
-import io.orbite.engine.spi.SharedMemory;
 import io.orbite.engine.spi.TransportCommand;
-import io.orbite.engine.view.OwnerBoard;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -55,21 +43,17 @@ public final class TransferEngine implements Engine {
 
   private final EngineConfig config;
   private final ActorSystem<?> system;
-  private final boolean ownsSystem;
-  private final ActorRef<EngineGuardian.Command> guardian;
   private final EngineGuardian.Handles handles;
   private final EngineLifecycle lifecycle;
-  private final EngineCounters counters;
-  private final OwnerBoard owners;
-  private final QuarantineLedger quarantine;
-  private final SharedMemory shared;
+  private final EngineBootstrap parts;
   private final EngineServices services;
-  private final BatchPool batchPool = new BatchPool();
+  private final BatchAllocator batches;
+  private final EngineClose closing;
 
   /** Whether a close has begun, checked by every call (the batches' too). */
   final CallGate calls;
 
-  private TransferEngine(
+  TransferEngine(
       EngineConfig config,
       ActorSystem<?> system,
       boolean ownsSystem,
@@ -77,16 +61,17 @@ public final class TransferEngine implements Engine {
       EngineBootstrap parts) {
     this.config = config;
     this.system = system;
-    this.ownsSystem = ownsSystem;
-    this.guardian = guardian;
-    this.counters = parts.counters();
-    this.owners = parts.owners();
-    this.quarantine = parts.quarantine();
-    this.shared = parts.shared();
+    this.parts = parts;
     this.handles = Batch.join(parts.started(), CallTimeouts.CONTROL, "start " + config.name());
     this.lifecycle = handles.lifecycle();
     this.services = new EngineServices(this, lifecycle.identity());
     this.calls = new CallGate(config.name(), lifecycle);
+    this.batches =
+        new BatchAllocator(
+            config.budgets().maxBatchCapacity(), handles.gate(), guardian, system.scheduler());
+    this.closing =
+        new EngineClose(
+            calls, lifecycle, batches, services, system, ownsSystem, guardian, parts.shared());
   }
 
   /**
@@ -111,26 +96,7 @@ public final class TransferEngine implements Engine {
    * @throws TransferException as {@link #start(EngineConfig)} does
    */
   public static TransferEngine start(EngineConfig config, FaultHooks hooks) {
-    EngineBootstrap parts = EngineBootstrap.prepare(config, hooks);
-    ActorSystem<EngineGuardian.Command> system;
-    try {
-      Config loaded = ConfigFactory.load();
-      system =
-          ActorSystem.create(
-              parts.guardian(config),
-              config.name(),
-              loaded.getConfig("orbite.engine-system").withFallback(loaded));
-    } catch (RuntimeException e) {
-      parts.abandon();
-      throw e;
-    }
-    try {
-      return new TransferEngine(config, system, true, system, parts).startServices();
-    } catch (RuntimeException e) {
-      system.terminate();
-      parts.abandon();
-      throw e;
-    }
+    return EngineBootstrap.startOwn(config, hooks);
   }
 
   /**
@@ -146,18 +112,11 @@ public final class TransferEngine implements Engine {
    *     when observability is enabled but cannot start
    */
   public static TransferEngine spawn(ActorSystem<?> host, EngineConfig config) {
-    EngineBootstrap parts = EngineBootstrap.prepare(config, FaultHooks.NONE);
-    try {
-      String name = "orbite-" + config.name() + "-" + Long.toHexString(parts.self().epoch());
-      var guardian = host.systemActorOf(parts.guardian(config), name, Props.empty());
-      return new TransferEngine(config, host, false, guardian, parts).startServices();
-    } catch (RuntimeException e) {
-      parts.abandon();
-      throw e;
-    }
+    return EngineBootstrap.spawnIn(host, config);
   }
 
-  private TransferEngine startServices() {
+  /** Joins CoordinatedShutdown and serves observability; a failure closes the engine. */
+  TransferEngine startServices() {
     services.joinCoordinatedShutdown();
     services.serveObservability();
     return this;
@@ -170,7 +129,7 @@ public final class TransferEngine implements Engine {
 
   @Override
   public io.orbite.engine.OwnerView ownerView() {
-    return owners.snapshot();
+    return parts.owners().snapshot();
   }
 
   @Override
@@ -195,7 +154,7 @@ public final class TransferEngine implements Engine {
 
   @Override
   public EngineCounters counters() {
-    return counters;
+    return parts.counters();
   }
 
   @Override
@@ -209,7 +168,7 @@ public final class TransferEngine implements Engine {
         "allocate",
         () -> {
           refuseIfDown("allocate", EngineGuardian.REGISTRY);
-          LocalMemory m = LocalMemory.allocate(shared, config.name(), bytes, access);
+          LocalMemory m = LocalMemory.allocate(parts.shared(), config.name(), bytes, access);
           return ask(
               "allocate", null, handles.registry(), CallTimeouts.CONTROL, m::register, m::answer);
         });
@@ -285,9 +244,7 @@ public final class TransferEngine implements Engine {
         "openSegment",
         EngineGuardian.SEGMENT_TABLE,
         handles.segmentTable(),
-        Duration.ofMillis(
-                config.timeouts().describeTimeoutMillis() + config.tcp().connectTimeoutMillis())
-            .plus(CallTimeouts.CONTROL),
+        CallTimeouts.open(config),
         (ActorRef<SegmentTable.OpenReply> to) -> new SegmentTable.OpenSegment(endpoint, epoch, to),
         reply ->
             switch (reply) {
@@ -317,12 +274,7 @@ public final class TransferEngine implements Engine {
             new TransportCommand.OpenFile(path, access, handles.self(), to),
         reply ->
             switch (reply) {
-              case TransportCommand.FileOpened o ->
-                  new PeerSegment(
-                      handles.self(),
-                      List.of(new RemoteRegion(FILE_REGION_ID, o.lengthBytes(), o.access())),
-                      o.channel(),
-                      o.label());
+              case TransportCommand.FileOpened o -> o.segment(handles.self());
               case TransportCommand.FileOpenFailed f ->
                   throw new TransferException(f.kind(), f.detail());
             });
@@ -330,105 +282,27 @@ public final class TransferEngine implements Engine {
 
   @Override
   public CompletionStage<Batch> allocateBatchAsync(int capacity) {
-    return calls.whileOpen(
-        "allocateBatch",
-        () -> {
-          int max = config.budgets().maxBatchCapacity();
-          if (capacity < 1 || capacity > max) {
-            throw new TransferException(
-                ErrorKind.INVALID_ARGUMENT,
-                "allocateBatch: capacity must be 1.." + max + ", got " + capacity);
-          }
-          refuse(handles.gate().tryBatch());
-          BatchCore pooled = batchPool.take(capacity);
-          if (pooled != null) {
-            return CompletableFuture.completedFuture(new Batch(pooled, pooled.lease(), this));
-          }
-          return AskPattern.<EngineGuardian.Command, EngineGuardian.SpawnBatchReply>ask(
-                  guardian,
-                  to -> new EngineGuardian.SpawnBatch(capacity, to),
-                  CallTimeouts.CONTROL,
-                  system.scheduler())
-              .handle(
-                  (reply, failure) -> {
-                    if (reply instanceof EngineGuardian.BatchSpawned s) {
-                      return new Batch(s.core(), s.core().lease(), this);
-                    }
-                    handles.gate().releaseBatch();
-                    if (reply instanceof EngineGuardian.BatchRefused r) {
-                      refuse(r.decision());
-                    }
-                    throw new CompletionException(failure);
-                  });
-        });
+    return calls.whileOpen("allocateBatch", () -> batches.allocate(capacity, this));
   }
 
-  /** Throws the refusal of a budget decision that did not grant. */
-  private static void refuse(Admission.Decision decision) {
-    if (!decision.granted()) {
-      throw new TransferException(
-          decision.fenced() ? ErrorKind.UNAVAILABLE : ErrorKind.RESOURCE_EXHAUSTED,
-          "allocateBatch: " + decision.refusal());
-    }
-  }
-
-  /** A batch was freed: keep it for the next allocation of its capacity, or retire it. */
+  /** A batch was freed: pooled for reuse, or retired once a close has begun. */
   void recycle(BatchCore core) {
-    if (calls.close() != null) {
-      core.retire();
-    } else {
-      batchPool.give(core);
-    }
+    batches.recycle(core, calls.close() != null);
   }
 
   @Override
   public CompletionStage<EngineOwed> closeRequesterAsync(Duration timeout) {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    return ask(
-        "closeRequester",
-        null,
-        guardian,
-        timeout.plus(CallTimeouts.CLOSE_LIMIT),
-        (ActorRef<EngineGuardian.SideClosed> to) -> new EngineGuardian.CloseRequester(deadline, to),
-        closed -> lifecycle.owed());
+    return closing.closeSide(EngineGuardian.Side.REQUESTER, timeout);
   }
 
   @Override
   public CompletionStage<EngineOwed> closeSourceAsync(Duration timeout) {
-    return ask(
-        "closeSource",
-        null,
-        guardian,
-        timeout.plus(CallTimeouts.CLOSE_LIMIT),
-        EngineGuardian.CloseSource::new,
-        closed -> lifecycle.owed());
+    return closing.closeSide(EngineGuardian.Side.SOURCE, timeout);
   }
 
   @Override
   public CompletionStage<EngineOwed> closeAsync(Duration timeout) {
-    if (calls.close() != null) {
-      return owedAsync();
-    }
-    return shutdown()
-        .copy()
-        .orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS)
-        .exceptionallyCompose(
-            failure ->
-                CompletableFuture.failedFuture(
-                    CallGate.unwrap(failure) instanceof TimeoutException
-                        ? new TransferException(
-                            ErrorKind.TIMEOUT,
-                            "close: the engine did not confirm its close within " + timeout)
-                        : CallGate.unwrap(failure)))
-        .thenCompose(
-            done -> {
-              if (!ownsSystem) {
-                return CompletableFuture.completedFuture(done);
-              }
-              system.terminate();
-              return system.getWhenTerminated().thenApply(terminated -> done);
-            })
-        .thenApply(done -> lifecycle.owed());
+    return closing.close(timeout);
   }
 
   @Override
@@ -441,46 +315,12 @@ public final class TransferEngine implements Engine {
 
   @Override
   public List<QuarantinedOwner> quarantined() {
-    return quarantine.list();
+    return parts.quarantine().list();
   }
 
-  /**
-   * The engine's close, once however many callers ask: the guardian fences admission, stops
-   * serving, the transports and the owners, and confirms once the Registry has stopped. Then the
-   * incarnation's shared-memory lock is withdrawn, so same-host peers see it ended.
-   */
+  /** The engine's close, begun once however many callers ask (see {@link EngineClose}). */
   CompletableFuture<Void> shutdown() {
-    CompletableFuture<Void> mine = new CompletableFuture<>();
-    if (!calls.beginClose(mine)) {
-      return calls.close();
-    }
-    batchPool.close();
-    services.stopServing();
-    CompletionStage<EngineGuardian.ShutdownDone> asked =
-        system.whenTerminated().isCompleted()
-            ? CompletableFuture.failedFuture(
-                new TransferException(
-                    ErrorKind.UNAVAILABLE,
-                    "the actor system " + system.name() + " has terminated without the close"))
-            : AskPattern.ask(
-                guardian,
-                EngineGuardian.Shutdown::new,
-                CallTimeouts.CLOSE_LIMIT,
-                system.scheduler());
-    asked.whenComplete(
-        (done, failure) -> {
-          if (failure != null) {
-            mine.completeExceptionally(CallGate.unwrap(failure));
-            return;
-          }
-          calls.closed();
-          if (shared != null) {
-            shared.close();
-          }
-          services.close();
-          mine.complete(null);
-        });
-    return mine;
+    return closing.shutdown();
   }
 
   /** Fails UNAVAILABLE naming {@code owner} when the guardian marked it quarantined. */

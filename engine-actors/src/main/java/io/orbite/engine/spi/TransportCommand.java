@@ -1,8 +1,12 @@
 package io.orbite.engine.spi;
 
+import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.TransferEngine;
 import java.nio.channels.SocketChannel;
+import java.util.List;
 import org.apache.pekko.actor.typed.ActorRef;
 
 /**
@@ -61,7 +65,7 @@ public interface TransportCommand {
    */
   record OpenFile(
       java.nio.file.Path path,
-      io.orbite.engine.Access access,
+      Access access,
       SegmentDescriptor self,
       ActorRef<OpenFileReply> replyTo)
       implements TransportCommand {}
@@ -73,9 +77,20 @@ public interface TransportCommand {
    * The file is open: {@code lengthBytes} is its size at open (Long.MAX_VALUE for a FIFO, whose
    * offsets the kernel ignores), {@code label} names it in messages.
    */
-  record FileOpened(
-      PeerChannel channel, long lengthBytes, io.orbite.engine.Access access, String label)
-      implements OpenFileReply {}
+  record FileOpened(PeerChannel channel, long lengthBytes, Access access, String label)
+      implements OpenFileReply {
+    /**
+     * The segment a caller uses: the file as one region ({@link TransferEngine#FILE_REGION_ID}),
+     * served through {@code channel}, under this engine's own descriptor {@code self}.
+     */
+    public PeerSegment segment(SegmentDescriptor self) {
+      return new PeerSegment(
+          self,
+          List.of(new RemoteRegion(TransferEngine.FILE_REGION_ID, lengthBytes, access)),
+          channel,
+          label);
+    }
+  }
 
   record FileOpenFailed(ErrorKind kind, String detail) implements OpenFileReply {}
 

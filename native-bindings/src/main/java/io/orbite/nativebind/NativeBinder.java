@@ -151,6 +151,53 @@ public final class NativeBinder {
     return link(symbol, descriptor, true, all);
   }
 
+  /**
+   * A downcall handle with {@code errno} captured for an optional export (such as {@code
+   * ibv_reg_dmabuf_mr}, absent from older libraries), or empty when the library lacks it. Its
+   * absence is not a problem: the library stays available.
+   */
+  public Optional<MethodHandle> optionalDowncallWithErrno(
+      String symbol, FunctionDescriptor descriptor) {
+    if (linker == null) {
+      return Optional.empty();
+    }
+    try {
+      Optional<MemorySegment> address = lookup.find(symbol);
+      if (address.isEmpty()) {
+        return Optional.empty();
+      }
+      return Optional.of(
+          linker.downcallHandle(
+              address.get(), descriptor, Linker.Option.captureCallState("errno")));
+    } catch (Throwable t) {
+      return Optional.empty();
+    }
+  }
+
+  /**
+   * A handle for calling a function pointer of type {@code descriptor} that the library hands out
+   * (an ops table entry): its first argument is the pointer; {@code errno} captured, as {@link
+   * #downcallWithErrno}, when {@code capturesErrno}. A throwing stand-in when the linker is
+   * unusable.
+   */
+  public MethodHandle pointerDowncall(
+      String name, FunctionDescriptor descriptor, boolean capturesErrno) {
+    if (linker == null) {
+      MethodHandle standIn = standIn(name, descriptor, capturesErrno, problems.getFirst());
+      return MethodHandles.dropArguments(standIn, 0, MemorySegment.class);
+    }
+    try {
+      return capturesErrno
+          ? linker.downcallHandle(descriptor, Linker.Option.captureCallState("errno"))
+          : linker.downcallHandle(descriptor);
+    } catch (Throwable t) {
+      String problem = "cannot link " + name + ": " + describe(t);
+      problems.add(problem);
+      MethodHandle standIn = standIn(name, descriptor, capturesErrno, problem);
+      return MethodHandles.dropArguments(standIn, 0, MemorySegment.class);
+    }
+  }
+
   private MethodHandle link(
       String symbol,
       FunctionDescriptor descriptor,

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodType;
@@ -26,6 +27,30 @@ class NativeBinderTest {
     assertTrue(availability.cause().isEmpty());
     assertEquals(ProcessHandle.current().pid(), (long) (int) getpid.invokeExact());
     availability.require("getpid"); // does not throw
+  }
+
+  @Test
+  void anOptionalExportIsFoundOrAbsentWithoutMakingTheLibraryUnavailable() throws Throwable {
+    NativeBinder binder = NativeBinder.ofDefaultLookup("libc-test");
+    MethodHandle getpid =
+        binder.optionalDowncallWithErrno("getpid", FunctionDescriptor.of(JAVA_INT)).orElseThrow();
+    assertTrue(
+        binder.optionalDowncallWithErrno(MISSING, FunctionDescriptor.of(JAVA_INT)).isEmpty());
+    assertTrue(binder.availability().isAvailable(), binder.availability().toString());
+    try (Arena arena = Arena.ofConfined()) {
+      assertEquals(
+          ProcessHandle.current().pid(),
+          (long) (int) getpid.invokeExact(ErrnoCapture.allocate(arena)));
+    }
+  }
+
+  @Test
+  void aPointerDowncallCallsTheFunctionItIsHanded() throws Throwable {
+    NativeBinder binder = NativeBinder.ofDefaultLookup("libc-test");
+    MethodHandle call = binder.pointerDowncall("getpid", FunctionDescriptor.of(JAVA_INT), false);
+    MemorySegment getpid = Linker.nativeLinker().defaultLookup().find("getpid").orElseThrow();
+    assertEquals(ProcessHandle.current().pid(), (long) (int) call.invokeExact(getpid));
+    assertTrue(binder.availability().isAvailable());
   }
 
   @Test

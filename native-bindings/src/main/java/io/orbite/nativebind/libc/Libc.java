@@ -57,6 +57,9 @@ public final class Libc {
   public static final int O_CLOEXEC = 02000000;
 
   // ---- fcntl commands and lock types ----
+  public static final int F_GETFL = 3;
+  public static final int F_SETFL = 4;
+  public static final int O_NONBLOCK = 04000;
   public static final int F_OFD_GETLK = 36;
   public static final int F_OFD_SETLK = 37;
   public static final int F_OFD_SETLKW = 38;
@@ -124,6 +127,13 @@ public final class Libc {
           FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS),
           Linker.Option.firstVariadicArg(2));
 
+  /** {@code int fcntl(int fd, int cmd, ...)} with an int third argument (F_GETFL, F_SETFL). */
+  private static final MethodHandle FCNTL_INT =
+      BINDER.downcallWithErrno(
+          "fcntl",
+          FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT),
+          Linker.Option.firstVariadicArg(2));
+
   private static final MethodHandle GETHOSTNAME =
       BINDER.downcallWithErrno("gethostname", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
 
@@ -184,6 +194,29 @@ public final class Libc {
       }
       if (r == -1) {
         throw new NativeCallException("close", "fd=" + fd, ErrnoCapture.errno(state));
+      }
+    }
+  }
+
+  /**
+   * Sets {@code O_NONBLOCK} on {@code fd} ({@code fcntl} F_GETFL, then F_SETFL), so a read that
+   * would wait fails EAGAIN instead (the verbs completion channel and async event descriptors).
+   */
+  public static void setNonBlocking(int fd) {
+    AVAILABILITY.require("fcntl");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      int flags;
+      int r;
+      try {
+        flags = (int) FCNTL_INT.invokeExact(state, fd, F_GETFL, 0);
+        r = flags == -1 ? -1 : (int) FCNTL_INT.invokeExact(state, fd, F_SETFL, flags | O_NONBLOCK);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("fcntl", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException(
+            "fcntl", "fd=" + fd + " O_NONBLOCK", ErrnoCapture.errno(state));
       }
     }
   }

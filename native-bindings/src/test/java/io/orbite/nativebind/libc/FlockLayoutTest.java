@@ -100,6 +100,9 @@ class FlockLayoutTest {
     ours.put("O_EXCL", (long) Libc.O_EXCL);
     ours.put("O_TRUNC", (long) Libc.O_TRUNC);
     ours.put("O_CLOEXEC", (long) Libc.O_CLOEXEC);
+    ours.put("F_GETFL", (long) Libc.F_GETFL);
+    ours.put("F_SETFL", (long) Libc.F_SETFL);
+    ours.put("O_NONBLOCK", (long) Libc.O_NONBLOCK);
     ours.put("F_OFD_GETLK", (long) Libc.F_OFD_GETLK);
     ours.put("F_OFD_SETLK", (long) Libc.F_OFD_SETLK);
     ours.put("F_OFD_SETLKW", (long) Libc.F_OFD_SETLKW);

@@ -72,6 +72,34 @@ class LibcTest {
   }
 
   @Test
+  void setNonBlockingSetsONonblockOnTheDescriptorAndNamesABadOne() throws Exception {
+    Process cat = new ProcessBuilder("cat").start(); // a pipe to read from that stays empty
+    try {
+      int fd = Libc.open("/proc/" + cat.pid() + "/fd/1", Libc.O_RDONLY | Libc.O_CLOEXEC);
+      try {
+        Libc.setNonBlocking(fd);
+        int flags =
+            Integer.parseInt(
+                Files.readAllLines(Path.of("/proc/self/fdinfo/" + fd)).stream()
+                    .filter(l -> l.startsWith("flags:"))
+                    .findFirst()
+                    .orElseThrow()
+                    .substring("flags:".length())
+                    .trim(),
+                8);
+        assertEquals(
+            Libc.O_NONBLOCK, flags & Libc.O_NONBLOCK, "flags " + Integer.toOctalString(flags));
+      } finally {
+        Libc.close(fd);
+      }
+    } finally {
+      cat.destroyForcibly().waitFor();
+    }
+    NativeCallException e = assertThrows(NativeCallException.class, () -> Libc.setNonBlocking(-1));
+    assertEquals("fcntl(fd=-1 O_NONBLOCK) failed: EBADF (9)", e.getMessage());
+  }
+
+  @Test
   void closeOfMinusOneThrowsNativeCallExceptionNamingCloseFdAndEbadf() {
     NativeCallException e = assertThrows(NativeCallException.class, () -> Libc.close(-1));
     assertEquals("close(fd=-1) failed: EBADF (9)", e.getMessage());

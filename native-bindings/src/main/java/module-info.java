@@ -16,4 +16,7 @@ module io.orbite.nativebind {
   exports io.orbite.nativebind.verbs to
       io.orbite.transport,
       io.orbite.qualification;
+  exports io.orbite.nativebind.verbs.soft to
+      io.orbite.transport,
+      io.orbite.qualification;
 }

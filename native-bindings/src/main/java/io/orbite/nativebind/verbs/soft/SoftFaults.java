@@ -1,0 +1,288 @@
+package io.orbite.nativebind.verbs.soft;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * The fault table of one {@link SoftVerbs}: a test hook, given only to {@link
+ * SoftVerbs#create(SoftFabric, SoftFaults)} and never built from configuration. {@link #NONE} (for
+ * production) holds nothing and refuses every fault. A table serves one provider; its entries take
+ * effect at once, from any thread.
+ *
+ * <ul>
+ *   <li>{@link #withholdCqe}: the next successful completion of that QP with that WR id is never
+ *       delivered (the operation itself happens; its send-queue slot is freed); later ones are.
+ *   <li>{@link #failDestroy}/{@link #failNextDestroy}: a destroy of that object (or the next of
+ *       that kind) answers the errno and leaves the object alive with all its resources; once only,
+ *       or sticky (every later destroy of that object fails) until {@link #clearDestroyFaults}.
+ *   <li>{@link #failPostSend}: the next {@code postSend} on that QP posts WRs {@code 0..k-1} and
+ *       answers the errno with bad index {@code k}: nothing from {@code k} on is posted.
+ *   <li>{@link #interruptCopy}: the WRITE or READ of that WR id moves exactly its first {@code
+ *       bytes} bytes (a WRITE into the target, a READ into the local SGEs), then the QP goes to ERR
+ *       as a modify to ERR would: that WR and every later one complete {@code WC_WR_FLUSH_ERR}.
+ *   <li>{@link #setPortState}: the port shows the state; every open context of the device gets
+ *       {@code EVENT_PORT_ERR} or {@code EVENT_PORT_ACTIVE}. While a port is DOWN, each WR that a
+ *       QP of that port starts completes {@code WC_RETRY_EXC_ERR} and the QP goes to ERR (rest
+ *       flushed); its responder refuses connections and requests for such QPs.
+ *   <li>{@link #dropWire}: the QP's connection is closed: the WR in flight (or the next one to be
+ *       sent) completes {@code WC_RETRY_EXC_ERR}, the rest are flushed.
+ *   <li>{@link #stallWire}: the QP's requests are held before they leave (no bytes move, no
+ *       completion) until {@link #releaseWire}, then they proceed in order.
+ * </ul>
+ */
+public final class SoftFaults {
+  /** The objects whose destroy can be failed. */
+  public enum Kind {
+    /** {@code destroyQp}. */
+    QP,
+    /** {@code destroyCq}. */
+    CQ,
+    /** {@code destroyCompChannel}. */
+    COMP_CHANNEL,
+    /** {@code deallocPd}. */
+    PD,
+    /** {@code deregMr}. */
+    MR,
+    /** {@code deallocMw}. */
+    MW
+  }
+
+  /** What the table asks of the provider it serves. */
+  interface Actions {
+    void setPortState(String device, int port, int state);
+
+    void dropWire(int qpNum);
+
+    void wireReleased();
+  }
+
+  /** The empty table for production: it refuses every fault. */
+  public static final SoftFaults NONE = new SoftFaults(false);
+
+  private static final long ANY = -1;
+
+  private static final class DestroyRule {
+    final Kind kind;
+    long handle;
+    final int errno;
+    final boolean sticky;
+
+    DestroyRule(Kind kind, long handle, int errno, boolean sticky) {
+      this.kind = kind;
+      this.handle = handle;
+      this.errno = errno;
+      this.sticky = sticky;
+    }
+  }
+
+  private record WrKey(int qpNum, long wrId) {}
+
+  private final boolean mutable;
+  private final Set<WrKey> withheld = new HashSet<>();
+  private final List<DestroyRule> destroyRules = new ArrayList<>();
+  private final Map<Integer, int[]> postSendFailures = new HashMap<>();
+  private final Map<WrKey, Integer> interrupts = new HashMap<>();
+  private final Set<Integer> stalled = new HashSet<>();
+  private Actions actions;
+
+  private SoftFaults(boolean mutable) {
+    this.mutable = mutable;
+  }
+
+  /**
+   * An empty table to arm.
+   *
+   * @return the table, for one {@link SoftVerbs#create(SoftFabric, SoftFaults)}
+   */
+  public static SoftFaults create() {
+    return new SoftFaults(true);
+  }
+
+  /**
+   * Withholds the next successful completion of a WR (send or receive).
+   *
+   * @param qpNum the QP's number
+   * @param wrId the WR's id
+   */
+  public synchronized void withholdCqe(int qpNum, long wrId) {
+    checkMutable();
+    withheld.add(new WrKey(qpNum, wrId));
+  }
+
+  /**
+   * Fails the destroy of one object.
+   *
+   * @param kind its kind
+   * @param handle its handle
+   * @param errno what the destroy answers (EIO, EBUSY)
+   * @param sticky every destroy of it fails, not only the next one
+   */
+  public synchronized void failDestroy(Kind kind, long handle, int errno, boolean sticky) {
+    checkMutable();
+    destroyRules.add(new DestroyRule(Objects.requireNonNull(kind), handle, errno, sticky));
+  }
+
+  /**
+   * Fails the next destroy of any object of a kind.
+   *
+   * @param kind the kind
+   * @param errno what the destroy answers (EIO, EBUSY)
+   * @param sticky every later destroy of the object it hit fails too
+   */
+  public synchronized void failNextDestroy(Kind kind, int errno, boolean sticky) {
+    failDestroy(kind, ANY, errno, sticky);
+  }
+
+  /** Forgets every destroy fault, sticky ones included. */
+  public synchronized void clearDestroyFaults() {
+    destroyRules.clear();
+  }
+
+  /**
+   * Fails the next {@code postSend} on a QP part-way.
+   *
+   * @param qpNum the QP's number
+   * @param index the bad index: WRs before it are posted, none from it on
+   * @param errno what the post answers
+   */
+  public synchronized void failPostSend(int qpNum, int index, int errno) {
+    checkMutable();
+    if (index < 0 || errno <= 0) {
+      throw new IllegalArgumentException("index " + index + ", errno " + errno);
+    }
+    postSendFailures.put(qpNum, new int[] {index, errno});
+  }
+
+  /**
+   * Interrupts a WRITE's or READ's copy part-way; the QP then goes to ERR.
+   *
+   * @param qpNum the QP's number
+   * @param wrId the WR's id
+   * @param bytes how many bytes of the message land
+   */
+  public synchronized void interruptCopy(int qpNum, long wrId, int bytes) {
+    checkMutable();
+    if (bytes < 0) {
+      throw new IllegalArgumentException("bytes " + bytes);
+    }
+    interrupts.put(new WrKey(qpNum, wrId), bytes);
+  }
+
+  /**
+   * Sets a port's state and raises the matching async event.
+   *
+   * @param device the device's name
+   * @param port the port, from 1
+   * @param state {@code PORT_ACTIVE} or {@code PORT_DOWN}
+   */
+  public void setPortState(String device, int port, int state) {
+    bound().setPortState(device, port, state);
+  }
+
+  /**
+   * Closes a QP's connection.
+   *
+   * @param qpNum the QP's number
+   */
+  public void dropWire(int qpNum) {
+    bound().dropWire(qpNum);
+  }
+
+  /**
+   * Holds a QP's requests until {@link #releaseWire}.
+   *
+   * @param qpNum the QP's number
+   */
+  public void stallWire(int qpNum) {
+    synchronized (this) {
+      checkMutable();
+      stalled.add(qpNum);
+    }
+  }
+
+  /**
+   * Lets a QP's held requests go, in order.
+   *
+   * @param qpNum the QP's number
+   */
+  public void releaseWire(int qpNum) {
+    Actions a;
+    synchronized (this) {
+      stalled.remove(qpNum);
+      a = actions;
+    }
+    if (a != null) {
+      a.wireReleased();
+    }
+  }
+
+  synchronized void attach(Actions provider) {
+    if (!mutable) {
+      return;
+    }
+    if (actions != null) {
+      throw new IllegalStateException("this fault table already serves a provider");
+    }
+    actions = provider;
+  }
+
+  synchronized boolean takeWithheld(int qpNum, long wrId) {
+    return !withheld.isEmpty() && withheld.remove(new WrKey(qpNum, wrId));
+  }
+
+  /** The errno a destroy of that object must fail with, or 0. */
+  synchronized int destroyFailure(Kind kind, long handle) {
+    Iterator<DestroyRule> it = destroyRules.iterator();
+    while (it.hasNext()) {
+      DestroyRule r = it.next();
+      if (r.kind == kind && (r.handle == handle || r.handle == ANY)) {
+        if (r.sticky) {
+          r.handle = handle;
+        } else {
+          it.remove();
+        }
+        return r.errno;
+      }
+    }
+    return 0;
+  }
+
+  /** {index, errno} of the post-send failure armed for QP {@code qpNum}, taken; or null. */
+  synchronized int[] takePostSendFailure(int qpNum) {
+    return postSendFailures.isEmpty() ? null : postSendFailures.remove(qpNum);
+  }
+
+  /** The byte count after which that WR's copy is interrupted, taken; or -1. */
+  synchronized int takeInterrupt(int qpNum, long wrId) {
+    Integer b = interrupts.isEmpty() ? null : interrupts.remove(new WrKey(qpNum, wrId));
+    return b == null ? -1 : b;
+  }
+
+  synchronized boolean stalled(int qpNum) {
+    return !stalled.isEmpty() && stalled.contains(qpNum);
+  }
+
+  private Actions bound() {
+    Actions a;
+    synchronized (this) {
+      checkMutable();
+      a = actions;
+    }
+    if (a == null) {
+      throw new IllegalStateException("this fault table serves no provider yet");
+    }
+    return a;
+  }
+
+  private void checkMutable() {
+    if (!mutable) {
+      throw new UnsupportedOperationException("SoftFaults.NONE holds no faults");
+    }
+  }
+}

@@ -1,0 +1,1179 @@
+package io.orbite.nativebind.verbs.soft;
+
+import static io.orbite.nativebind.verbs.soft.SoftLocalEnd.read;
+import static io.orbite.nativebind.verbs.soft.SoftLocalEnd.sge;
+import static io.orbite.nativebind.verbs.soft.SoftLocalEnd.write;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.orbite.nativebind.Errno;
+import io.orbite.nativebind.verbs.Ibv;
+import io.orbite.nativebind.verbs.Verbs;
+import io.orbite.nativebind.verbs.VerbsResult;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What every pair of RC ends must show, byte for byte and completion for completion: the local end
+ * is a {@link SoftVerbs}, the far end a {@link ConformancePeer} that the subclass opens (in this
+ * JVM, in another process, in another namespace). Every transfer checks the whole target buffer:
+ * the payload exact and the guard bytes around it untouched. The fault tests drive the local end's
+ * {@link SoftFaults}.
+ */
+abstract class VerbsConformance extends ConformanceSupport {
+  private static final int EINVAL = Errno.EINVAL.number();
+  private static final int EBUSY = Errno.EBUSY.number();
+  private static final int EIO = Errno.EIO.number();
+  private static final int SIGNALED = Ibv.SEND_SIGNALED;
+
+  // ------------------------------------------------------------------ devices, ports, GIDs
+
+  @Test
+  void theDeviceTableAnswersItsAttributesPortsAndAGidThatNamesTheResponder() throws IOException {
+    List<Verbs.Device> devices = local.verbs.getDeviceList().value();
+    assertEquals(1, devices.size());
+    assertEquals("soft0", devices.get(0).name());
+    assertEquals("soft", local.verbs.provider());
+    Verbs.DeviceAttr attr = local.verbs.queryDevice(local.context).value();
+    assertEquals(SoftFabric.defaultAttr(devices.get(0).guid(), 1), attr);
+    assertEquals(devices.get(0).guid(), attr.nodeGuid());
+    Verbs.PortAttr port = local.verbs.queryPort(local.context, 1).value();
+    assertEquals(Ibv.PORT_ACTIVE, port.state());
+    assertEquals(SoftFabric.WIDTH_4X, port.activeWidth());
+    assertEquals(SoftFabric.SPEED_EDR, port.activeSpeed());
+    assertEquals(Ibv.LINK_LAYER_ETHERNET, port.linkLayer());
+    assertEquals(EINVAL, local.verbs.queryPort(local.context, 2).errno());
+    assertEquals(EINVAL, local.verbs.queryPort(local.context, 0).errno());
+    assertEquals(EINVAL, local.verbs.queryGid(local.context, 1, 1).errno());
+
+    byte[] raw = local.gid().bytes();
+    InetSocketAddress at = SoftGid.decode(local.gid()).orElseThrow();
+    assertEquals(localAddress(), at.getAddress().getHostAddress());
+    assertEquals(((raw[0] & 0xff) << 8) | (raw[1] & 0xff), at.getPort());
+    assertNotEquals(0, at.getPort());
+    for (int i = 2; i < 10; i++) {
+      assertEquals(0, raw[i], "GID byte " + i);
+    }
+    assertEquals((byte) 0xff, raw[10]);
+    assertEquals((byte) 0xff, raw[11]);
+    assertArrayEquals(at.getAddress().getAddress(), slice(raw, 12, 4));
+    try (Socket s = new Socket()) {
+      s.connect(at, 5000);
+      assertTrue(s.isConnected(), "the responder listens where the GID says");
+    }
+  }
+
+  @Test
+  void eachDeviceIsARailWithItsOwnResponderAndPorts() {
+    SoftFabric fabric =
+        SoftFabric.of(
+            List.of(
+                SoftFabric.DeviceSpec.of("soft0", localAddress(), 11),
+                SoftFabric.DeviceSpec.of(
+                    "soft1",
+                    localAddress(),
+                    12,
+                    List.of(
+                        SoftFabric.PortSpec.active(),
+                        new SoftFabric.PortSpec(
+                            Ibv.PORT_DOWN,
+                            SoftFabric.WIDTH_4X,
+                            SoftFabric.SPEED_EDR,
+                            Ibv.MTU_1024)))));
+    SoftVerbs v = SoftVerbs.create(fabric);
+    List<Verbs.Device> devices = v.getDeviceList().value();
+    assertEquals(List.of("soft0", "soft1"), devices.stream().map(Verbs.Device::name).toList());
+    assertEquals(List.of(11L, 12L), devices.stream().map(Verbs.Device::guid).toList());
+    Verbs.Context c0 = v.openDevice(devices.get(0)).value();
+    Verbs.Context c1 = v.openDevice(devices.get(1)).value();
+    assertEquals(2, v.queryDevice(c1).value().physPortCnt());
+    assertEquals(Ibv.PORT_ACTIVE, v.queryPort(c1, 1).value().state());
+    assertEquals(Ibv.PORT_DOWN, v.queryPort(c1, 2).value().state());
+    assertEquals(Ibv.MTU_1024, v.queryPort(c1, 2).value().activeMtu());
+    Verbs.Gid g0 = v.queryGid(c0, 1, 0).value();
+    Verbs.Gid g1 = v.queryGid(c1, 2, 0).value();
+    assertEquals(g1, v.queryGid(c1, 1, 0).value(), "index 0 of every port");
+    assertNotEquals(
+        SoftGid.decode(g0).orElseThrow().getPort(), SoftGid.decode(g1).orElseThrow().getPort());
+    assertOk(v.closeDevice(c0));
+    assertOk(v.closeDevice(c1));
+  }
+
+  // ------------------------------------------------------------------ READ, WRITE, SEND
+
+  @Test
+  void aWriteLandsExactlyItsBytesBetweenGuards() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(4096, REMOTE_RW, GUARD);
+    Verbs.Mr src = local.buffer(4096, LOCAL, (byte) 0);
+    byte[] a = pattern(1000, 1);
+    byte[] b = pattern(500, 2);
+    local.put(src, 100, a);
+    local.put(src, 2000, b);
+    local.post(
+        p.qp(),
+        Verbs.SendWr.rdma(
+            7,
+            Ibv.WR_RDMA_WRITE,
+            SIGNALED,
+            List.of(sge(src, 100, 1000), sge(src, 2000, 500)),
+            dst.addr() + 777,
+            dst.rkey()));
+    Verbs.Wc wc = local.await(p.cq(), 1).get(0);
+    assertEquals(7, wc.wrId());
+    assertEquals(OK, wc.status());
+    assertEquals(Ibv.WC_RDMA_WRITE, wc.opcode());
+    assertEquals(p.qp().qpNum(), wc.qpNum());
+    assertArrayEquals(guarded(4096, 777, concat(a, b)), peer.read(dst));
+  }
+
+  @Test
+  void aReadBringsExactlyItsBytesBetweenGuards() {
+    Pair p = pair();
+    ConformancePeer.Buffer src = peer.register(4096, REMOTE_RW, GUARD);
+    byte[] remote = pattern(4096, 3);
+    peer.write(src, 0, remote);
+    Verbs.Mr dst = local.buffer(4096, LOCAL, GUARD);
+    local.post(
+        p.qp(),
+        Verbs.SendWr.rdma(
+            1,
+            Ibv.WR_RDMA_READ,
+            SIGNALED,
+            List.of(sge(dst, 100, 700), sge(dst, 3000, 800)),
+            src.addr() + 300,
+            src.rkey()));
+    Verbs.Wc wc = local.await(p.cq(), 1).get(0);
+    assertEquals(OK, wc.status());
+    assertEquals(Ibv.WC_RDMA_READ, wc.opcode());
+    assertEquals(1500, wc.byteLen());
+    byte[] expected = guarded(4096, 100, slice(remote, 300, 700));
+    System.arraycopy(remote, 1000, expected, 3000, 800);
+    assertArrayEquals(expected, local.bytes(dst));
+    assertArrayEquals(remote, peer.read(src), "a READ leaves the source as it was");
+  }
+
+  @Test
+  void aSendScattersIntoTheHeadReceiveAndReceivesCompleteInOrder() {
+    Pair p = pair();
+    ConformancePeer.Buffer rb = peer.register(4096, LOCAL, GUARD);
+    peer.postRecv(p.peerQpn(), 11, rb, 100, 600);
+    peer.postRecv(p.peerQpn(), 12, rb, 1000, 600);
+    Verbs.Mr src = local.buffer(1024, LOCAL, (byte) 0);
+    byte[] a = pattern(300, 4);
+    byte[] b = pattern(200, 5);
+    local.put(src, 0, a);
+    local.put(src, 500, b);
+    local.post(
+        p.qp(),
+        Verbs.SendWr.send(1, SIGNALED, List.of(sge(src, 0, 300), sge(src, 500, 200))),
+        new Verbs.SendWr(
+            2, Ibv.WR_SEND_WITH_IMM, SIGNALED, List.of(sge(src, 0, 300)), 0, 0, 0x1234abcd, null));
+    List<Verbs.Wc> sent = local.await(p.cq(), 2);
+    assertEquals(List.of(wc(1, OK), wc(2, OK)), summary(sent));
+    assertEquals(Ibv.WC_SEND, sent.get(0).opcode());
+    List<Verbs.Wc> got = peer.recvCompletions(p.peerQpn(), 2);
+    assertEquals(List.of(wc(11, OK), wc(12, OK)), summary(got));
+    assertEquals(Ibv.WC_RECV, got.get(0).opcode());
+    assertEquals(500, got.get(0).byteLen());
+    assertEquals(p.qp().qpNum(), got.get(0).srcQp());
+    assertEquals(p.peerQpn(), got.get(0).qpNum());
+    assertEquals(0, got.get(0).wcFlags());
+    assertEquals(300, got.get(1).byteLen());
+    assertEquals(Ibv.WC_WITH_IMM, got.get(1).wcFlags());
+    assertEquals(0x1234abcd, got.get(1).immOrInvalidated());
+    byte[] expected = guarded(4096, 100, concat(a, b));
+    System.arraycopy(a, 0, expected, 1000, 300);
+    assertArrayEquals(expected, peer.read(rb));
+  }
+
+  @Test
+  void aWriteWithImmediateLandsItsBytesAndConsumesAReceiveWithoutWritingIt() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(1024, REMOTE_RW, GUARD);
+    ConformancePeer.Buffer rb = peer.register(64, LOCAL, GUARD);
+    peer.postRecv(p.peerQpn(), 21, rb, 0, 64);
+    Verbs.Mr src = local.buffer(256, LOCAL, (byte) 0);
+    byte[] payload = pattern(256, 6);
+    local.put(src, 0, payload);
+    local.post(
+        p.qp(),
+        new Verbs.SendWr(
+            1,
+            Ibv.WR_RDMA_WRITE_WITH_IMM,
+            SIGNALED,
+            List.of(sge(src, 0, 256)),
+            dst.addr() + 64,
+            dst.rkey(),
+            77,
+            null));
+    assertEquals(List.of(wc(1, OK)), summary(local.await(p.cq(), 1)));
+    Verbs.Wc r = peer.recvCompletions(p.peerQpn(), 1).get(0);
+    assertEquals(21, r.wrId());
+    assertEquals(Ibv.WC_RECV_RDMA_WITH_IMM, r.opcode());
+    assertEquals(Ibv.WC_WITH_IMM, r.wcFlags());
+    assertEquals(77, r.immOrInvalidated());
+    assertEquals(256, r.byteLen());
+    assertArrayEquals(guarded(1024, 64, payload), peer.read(dst));
+    assertArrayEquals(guards(64), peer.read(rb));
+  }
+
+  @Test
+  void inlineDataIsTakenAtPostTimeAndBoundedByMaxInlineData() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(256, REMOTE_RW, GUARD);
+    Verbs.Mr src = local.buffer(128, LOCAL, (byte) 0);
+    byte[] posted = pattern(32, 7);
+    local.put(src, 0, posted);
+    local.faults.stallWire(p.qp().qpNum());
+    local.post(
+        p.qp(), write(1, SIGNALED | Ibv.SEND_INLINE, sge(src, 0, 32), dst.addr() + 8, dst.rkey()));
+    local.put(src, 0, pattern(32, 99));
+    local.faults.releaseWire(p.qp().qpNum());
+    assertEquals(List.of(wc(1, OK)), summary(local.await(p.cq(), 1)));
+    assertArrayEquals(guarded(256, 8, posted), peer.read(dst));
+    Verbs.PostResult r =
+        local.verbs.postSend(
+            p.qp(),
+            List.of(write(2, SIGNALED | Ibv.SEND_INLINE, sge(src, 0, 65), dst.addr(), dst.rkey())));
+    assertPostFailed(r, Errno.EINVAL, 0);
+  }
+
+  @Test
+  void aSendLargerThanTheReceiveFailsBothEndsAndWritesNothing() {
+    Pair p = pair();
+    ConformancePeer.Buffer rb = peer.register(1024, LOCAL, GUARD);
+    peer.postRecv(p.peerQpn(), 11, rb, 200, 100);
+    peer.postRecv(p.peerQpn(), 12, rb, 400, 100);
+    Verbs.Mr src = local.buffer(256, LOCAL, (byte) 1);
+    local.post(
+        p.qp(),
+        Verbs.SendWr.send(1, SIGNALED, List.of(sge(src, 0, 200))),
+        Verbs.SendWr.send(2, SIGNALED, List.of(sge(src, 0, 50))));
+    assertEquals(
+        List.of(wc(1, Ibv.WC_REM_INV_REQ_ERR), wc(2, FLUSH)), summary(local.await(p.cq(), 2)));
+    assertEquals(
+        List.of(wc(11, Ibv.WC_LOC_LEN_ERR), wc(12, FLUSH)),
+        summary(peer.recvCompletions(p.peerQpn(), 2)));
+    assertArrayEquals(guards(1024), peer.read(rb));
+    assertEquals(Ibv.QPS_ERR, local.state(p.qp()));
+    assertEquals(Ibv.QPS_ERR, peer.qpState(p.peerQpn()));
+  }
+
+  @Test
+  void aSendWithNoReceiveIsRetriedRnrRetryTimesThenFails() {
+    Pair p = pair(64, false, 256, 2);
+    ConformancePeer.Buffer rb = peer.register(256, LOCAL, GUARD);
+    Verbs.Mr src = local.buffer(64, LOCAL, (byte) 1);
+    local.post(p.qp(), Verbs.SendWr.send(1, SIGNALED, List.of(sge(src, 0, 64))));
+    assertEquals(List.of(wc(1, Ibv.WC_RNR_RETRY_EXC_ERR)), summary(local.await(p.cq(), 1)));
+    assertEquals(Ibv.QPS_ERR, local.state(p.qp()));
+    assertEquals(Ibv.QPS_RTS, peer.qpState(p.peerQpn()), "RNR is no error at the responder");
+    assertArrayEquals(guards(256), peer.read(rb));
+  }
+
+  @Test
+  void aSendWaitsOutRnrUntilAReceiveIsPosted() {
+    Pair p = pair();
+    ConformancePeer.Buffer rb = peer.register(256, LOCAL, GUARD);
+    Verbs.Mr src = local.buffer(64, LOCAL, (byte) 0);
+    byte[] payload = pattern(64, 8);
+    local.put(src, 0, payload);
+    local.post(p.qp(), Verbs.SendWr.send(1, SIGNALED, List.of(sge(src, 0, 64))));
+    peer.postRecv(p.peerQpn(), 11, rb, 16, 64);
+    assertEquals(List.of(wc(1, OK)), summary(local.await(p.cq(), 1)));
+    assertEquals(List.of(wc(11, OK)), summary(peer.recvCompletions(p.peerQpn(), 1)));
+    assertArrayEquals(guarded(256, 16, payload), peer.read(rb));
+  }
+
+  // ------------------------------------------------------------------ memory and keys
+
+  @Test
+  void keysAreDistinctAndNonZeroAndLocalSgesMustLieInTheirMr() {
+    Set<Integer> keys = new HashSet<>();
+    for (int i = 0; i < 50; i++) {
+      Verbs.Mr mr = local.buffer(64, LOCAL, (byte) 0);
+      assertNotEquals(0, mr.lkey());
+      assertNotEquals(0, mr.rkey());
+      assertTrue(keys.add(mr.lkey()) && keys.add(mr.rkey()), "a key handed out twice");
+    }
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(256, REMOTE_RW, GUARD);
+    Verbs.Mr src = local.buffer(128, LOCAL, (byte) 1);
+    local.post(
+        p.qp(),
+        write(1, SIGNALED, new Verbs.Sge(src.addr() + 1, 128, src.lkey()), dst.addr(), dst.rkey()),
+        write(2, SIGNALED, sge(src, 0, 16), dst.addr(), dst.rkey()));
+    assertEquals(
+        List.of(wc(1, Ibv.WC_LOC_PROT_ERR), wc(2, FLUSH)), summary(local.await(p.cq(), 2)));
+    assertArrayEquals(guards(256), peer.read(dst));
+    Verbs.Pd other = local.newPd();
+    Verbs.Mr foreign = local.buffer(other, 64, LOCAL, (byte) 1);
+    Pair q = pair();
+    local.post(q.qp(), write(1, SIGNALED, sge(foreign, 0, 16), dst.addr(), dst.rkey()));
+    assertEquals(
+        List.of(wc(1, Ibv.WC_LOC_PROT_ERR)),
+        summary(local.await(q.cq(), 1)),
+        "an MR of another PD");
+    assertArrayEquals(guards(256), peer.read(dst));
+  }
+
+  @Test
+  void anMrRkeyNeedsItsRemoteRightAndTheWholeRangeInside() {
+    ConformancePeer.Buffer ro = peer.register(256, LOCAL | Ibv.ACCESS_REMOTE_READ, GUARD);
+    Pair p = pair();
+    assertEquals(OK, readStatus(p, 128, ro.addr(), ro.rkey()));
+    assertEquals(Ibv.WC_REM_ACCESS_ERR, writeStatus(p, pattern(16, 1), ro.addr(), ro.rkey()));
+    assertArrayEquals(guards(256), peer.read(ro));
+    ConformancePeer.Buffer rw = peer.register(256, REMOTE_RW, GUARD);
+    Pair q = pair();
+    assertEquals(Ibv.WC_REM_ACCESS_ERR, writeStatus(q, pattern(16, 2), rw.addr() + 241, rw.rkey()));
+    assertArrayEquals(guards(256), peer.read(rw), "one byte past the MR: nothing written");
+  }
+
+  @Test
+  void aDeregisteredMrsKeysStopWorkingAtOnce() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(256, REMOTE_RW, GUARD);
+    byte[] first = pattern(32, 3);
+    assertEquals(OK, writeStatus(p, first, dst.addr(), dst.rkey()));
+    peer.deregister(dst);
+    assertEquals(Ibv.WC_REM_ACCESS_ERR, writeStatus(p, pattern(32, 4), dst.addr(), dst.rkey()));
+    assertArrayEquals(guarded(256, 0, first), peer.read(dst));
+
+    Pair q = pair();
+    ConformancePeer.Buffer dst2 = peer.register(256, REMOTE_RW, GUARD);
+    Verbs.Mr src = local.buffer(64, LOCAL, (byte) 3);
+    assertOk(local.verbs.deregMr(src));
+    local.post(q.qp(), write(1, SIGNALED, sge(src, 0, 64), dst2.addr(), dst2.rkey()));
+    assertEquals(List.of(wc(1, Ibv.WC_LOC_PROT_ERR)), summary(local.await(q.cq(), 1)));
+    assertArrayEquals(guards(256), peer.read(dst2));
+  }
+
+  // ------------------------------------------------------------------ memory windows
+
+  /** A fresh pair whose peer QP has a type-2 MW over [1024, 1536) of {@code rb}. */
+  record Window(Pair pair, int rkey) {}
+
+  Window windowOn(ConformancePeer.Buffer rb, int access) {
+    Pair p = pair();
+    return new Window(p, peer.bindMw(p.peerQpn(), rb, 1024, 512, access));
+  }
+
+  @Test
+  void aWindowAuthorizesExactlyItsRangeAndDirection() {
+    ConformancePeer.Buffer rb = peer.register(4096, LOCAL | Ibv.ACCESS_MW_BIND, GUARD);
+    long base = rb.addr();
+    Window w = windowOn(rb, Ibv.ACCESS_REMOTE_WRITE);
+    byte[] whole = pattern(512, 9);
+    assertEquals(OK, writeStatus(w.pair(), whole, base + 1024, w.rkey()));
+    byte[] expected = guarded(4096, 1024, whole);
+    assertArrayEquals(expected, peer.read(rb));
+
+    w = windowOn(rb, Ibv.ACCESS_REMOTE_WRITE);
+    assertEquals(
+        Ibv.WC_REM_ACCESS_ERR, writeStatus(w.pair(), pattern(16, 1), base + 1023, w.rkey()));
+    assertArrayEquals(expected, peer.read(rb), "one byte before: nothing written");
+    assertEquals(Ibv.QPS_ERR, local.state(w.pair().qp()));
+    assertEquals(Ibv.QPS_ERR, peer.qpState(w.pair().peerQpn()));
+
+    w = windowOn(rb, Ibv.ACCESS_REMOTE_WRITE);
+    assertEquals(
+        Ibv.WC_REM_ACCESS_ERR, writeStatus(w.pair(), pattern(16, 2), base + 1536 - 15, w.rkey()));
+    assertArrayEquals(expected, peer.read(rb), "one byte after: nothing written");
+
+    w = windowOn(rb, Ibv.ACCESS_REMOTE_WRITE);
+    assertEquals(Ibv.WC_REM_ACCESS_ERR, readStatus(w.pair(), 64, base + 1024, w.rkey()));
+
+    w = windowOn(rb, Ibv.ACCESS_REMOTE_READ);
+    Verbs.Mr dst = local.buffer(1024, LOCAL, GUARD);
+    local.post(w.pair().qp(), read(1, SIGNALED, sge(dst, 256, 512), base + 1024, w.rkey()));
+    assertEquals(List.of(wc(1, OK)), summary(local.await(w.pair().cq(), 1)));
+    assertArrayEquals(guarded(1024, 256, whole), local.bytes(dst));
+
+    w = windowOn(rb, Ibv.ACCESS_REMOTE_READ);
+    assertEquals(
+        Ibv.WC_REM_ACCESS_ERR, writeStatus(w.pair(), pattern(16, 3), base + 1024, w.rkey()));
+    assertArrayEquals(expected, peer.read(rb), "a read window refuses writes");
+
+    Pair p = pair();
+    assertEquals(
+        Ibv.WC_REM_ACCESS_ERR,
+        writeStatus(p, pattern(16, 4), base + 1024, rb.rkey()),
+        "the MR itself grants no remote right");
+    assertArrayEquals(expected, peer.read(rb));
+  }
+
+  @Test
+  void aRefusedAccessErrsTheRequesterFlushesTheRestAndTouchesNothing() {
+    ConformancePeer.Buffer rb = peer.register(4096, LOCAL | Ibv.ACCESS_MW_BIND, GUARD);
+    Window w = windowOn(rb, Ibv.ACCESS_REMOTE_WRITE);
+    writeFrom(w.pair(), 1, pattern(16, 1), rb.addr() + 1023, w.rkey(), SIGNALED);
+    writeFrom(w.pair(), 2, pattern(16, 2), rb.addr() + 1024, w.rkey(), SIGNALED);
+    writeFrom(w.pair(), 3, pattern(16, 3), rb.addr() + 1100, w.rkey(), 0);
+    assertEquals(
+        List.of(wc(1, Ibv.WC_REM_ACCESS_ERR), wc(2, FLUSH), wc(3, FLUSH)),
+        summary(local.await(w.pair().cq(), 3)));
+    assertArrayEquals(guards(4096), peer.read(rb));
+    assertEquals(Ibv.QPS_ERR, local.state(w.pair().qp()));
+  }
+
+  @Test
+  void aWindowServesOnlyTheQpConnectedToTheOneItWasBoundOn() {
+    ConformancePeer.Buffer rb = peer.register(4096, LOCAL | Ibv.ACCESS_MW_BIND, GUARD);
+    Window w = windowOn(rb, Ibv.ACCESS_REMOTE_WRITE);
+    Pair other = pair();
+    assertEquals(
+        Ibv.WC_REM_ACCESS_ERR, writeStatus(other, pattern(64, 1), rb.addr() + 1024, w.rkey()));
+    assertArrayEquals(guards(4096), peer.read(rb));
+    byte[] payload = pattern(64, 2);
+    assertEquals(OK, writeStatus(w.pair(), payload, rb.addr() + 1024, w.rkey()));
+    assertArrayEquals(guarded(4096, 1024, payload), peer.read(rb));
+  }
+
+  @Test
+  void aLocallyInvalidatedWindowRefusesAccess() {
+    ConformancePeer.Buffer rb = peer.register(4096, LOCAL | Ibv.ACCESS_MW_BIND, GUARD);
+    Window w = windowOn(rb, Ibv.ACCESS_REMOTE_WRITE);
+    byte[] first = pattern(64, 1);
+    assertEquals(OK, writeStatus(w.pair(), first, rb.addr() + 1024, w.rkey()));
+    assertEquals(OK, peer.localInvalidate(w.pair().peerQpn(), w.rkey()));
+    assertEquals(
+        Ibv.WC_REM_ACCESS_ERR, writeStatus(w.pair(), pattern(64, 2), rb.addr() + 1024, w.rkey()));
+    assertArrayEquals(guarded(4096, 1024, first), peer.read(rb));
+  }
+
+  @Test
+  void aSendWithInvalidateInvalidatesTheNamedWindowAtTheReceiver() {
+    ConformancePeer.Buffer rb = peer.register(4096, LOCAL | Ibv.ACCESS_MW_BIND, GUARD);
+    ConformancePeer.Buffer inbox = peer.register(256, LOCAL, GUARD);
+    Window w = windowOn(rb, Ibv.ACCESS_REMOTE_WRITE);
+    peer.postRecv(w.pair().peerQpn(), 31, inbox, 0, 128);
+    Verbs.Mr src = local.buffer(64, LOCAL, (byte) 0);
+    byte[] payload = pattern(64, 5);
+    local.put(src, 0, payload);
+    local.post(
+        w.pair().qp(),
+        new Verbs.SendWr(
+            1, Ibv.WR_SEND_WITH_INV, SIGNALED, List.of(sge(src, 0, 64)), 0, 0, w.rkey(), null));
+    assertEquals(List.of(wc(1, OK)), summary(local.await(w.pair().cq(), 1)));
+    Verbs.Wc r = peer.recvCompletions(w.pair().peerQpn(), 1).get(0);
+    assertEquals(31, r.wrId());
+    assertEquals(OK, r.status());
+    assertEquals(Ibv.WC_WITH_INV, r.wcFlags());
+    assertEquals(w.rkey(), r.immOrInvalidated());
+    assertEquals(64, r.byteLen());
+    assertArrayEquals(guarded(256, 0, payload), peer.read(inbox));
+    writeFrom(w.pair(), 2, pattern(64, 6), rb.addr() + 1024, w.rkey(), SIGNALED);
+    assertEquals(List.of(wc(2, Ibv.WC_REM_ACCESS_ERR)), summary(local.await(w.pair().cq(), 1)));
+    assertArrayEquals(guards(4096), peer.read(rb));
+  }
+
+  @Test
+  void aLocalBindAndInvalidateCompleteAndASecondInvalidateFails() {
+    Pair p = pair();
+    Verbs.Mr mr = local.buffer(4096, LOCAL | Ibv.ACCESS_MW_BIND, GUARD);
+    Verbs.Mw mw = local.mw();
+    int rkey = Ibv.incRkey(mw.rkey());
+    Verbs.Mr src = local.buffer(16, LOCAL, (byte) 0);
+    ConformancePeer.Buffer dst = peer.register(64, REMOTE_RW, GUARD);
+    local.post(
+        p.qp(),
+        Verbs.SendWr.bindMw(
+            1,
+            SIGNALED,
+            new Verbs.MwBind(mw, rkey, mr, mr.addr() + 64, 128, Ibv.ACCESS_REMOTE_WRITE)));
+    assertEquals(List.of(wc(1, OK)), summary(local.await(p.cq(), 1)));
+    assertEquals(EBUSY, local.verbs.deregMr(mr), "an MR with a bound MW");
+    local.post(
+        p.qp(),
+        new Verbs.SendWr(2, Ibv.WR_LOCAL_INV, SIGNALED, List.of(), 0, 0, rkey, null),
+        new Verbs.SendWr(3, Ibv.WR_LOCAL_INV, SIGNALED, List.of(), 0, 0, rkey, null),
+        write(4, SIGNALED, sge(src, 0, 16), dst.addr(), dst.rkey()));
+    List<Verbs.Wc> got = local.await(p.cq(), 3);
+    assertEquals(List.of(wc(2, OK), wc(3, Ibv.WC_MW_BIND_ERR), wc(4, FLUSH)), summary(got));
+    assertEquals(Ibv.WC_LOCAL_INV, got.get(0).opcode());
+    assertArrayEquals(guards(64), peer.read(dst));
+    assertOk(local.verbs.deregMr(mr));
+  }
+
+  @Test
+  void aBindThatBreaksARuleFailsMwBindErrAndErrsTheQp() {
+    Verbs.Mr noBind = local.buffer(4096, LOCAL, GUARD);
+    Verbs.Mr mr = local.buffer(4096, LOCAL | Ibv.ACCESS_MW_BIND, GUARD);
+    Verbs.Mw mw = local.mw();
+    int good = Ibv.incRkey(mw.rkey());
+    List<Verbs.MwBind> broken =
+        List.of(
+            new Verbs.MwBind(mw, good, noBind, noBind.addr(), 128, Ibv.ACCESS_REMOTE_WRITE),
+            new Verbs.MwBind(mw, good ^ 0x100, mr, mr.addr(), 128, Ibv.ACCESS_REMOTE_WRITE),
+            new Verbs.MwBind(mw, good, mr, mr.addr() + 4096 - 64, 128, Ibv.ACCESS_REMOTE_WRITE));
+    for (Verbs.MwBind bind : broken) {
+      Pair p = pair();
+      local.post(
+          p.qp(), Verbs.SendWr.bindMw(1, SIGNALED, bind), Verbs.SendWr.bindMw(2, SIGNALED, bind));
+      assertEquals(
+          List.of(wc(1, Ibv.WC_MW_BIND_ERR), wc(2, FLUSH)), summary(local.await(p.cq(), 2)));
+      assertEquals(Ibv.QPS_ERR, local.state(p.qp()));
+    }
+    assertOk(local.verbs.deregMr(mr));
+    Verbs.Mr mr2 = local.buffer(4096, LOCAL | Ibv.ACCESS_MW_BIND, GUARD);
+    Pair p = pair();
+    local.post(
+        p.qp(),
+        Verbs.SendWr.bindMw(
+            1, SIGNALED, new Verbs.MwBind(mw, good, mr2, mr2.addr(), 128, Ibv.ACCESS_REMOTE_READ)));
+    assertEquals(List.of(wc(1, OK)), summary(local.await(p.cq(), 1)));
+    assertEquals(EBUSY, local.verbs.deregMr(mr2));
+    assertOk(local.verbs.deallocMw(mw));
+    assertOk(local.verbs.deregMr(mr2));
+  }
+
+  // ------------------------------------------------------------------ queues and completions
+
+  @Test
+  void errFlushesEverySendThenEveryReceiveInOrderAndPostsInErrFlush() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(1024, REMOTE_RW, GUARD);
+    Verbs.Mr inbox = local.buffer(1024, LOCAL, GUARD);
+    local.faults.stallWire(p.qp().qpNum());
+    for (int i = 1; i <= 3; i++) {
+      writeFrom(p, i, pattern(64, i), dst.addr() + 64L * i, dst.rkey(), SIGNALED);
+    }
+    assertTrue(postRecv(p.qp(), 11, inbox, 0).posted());
+    assertTrue(postRecv(p.qp(), 12, inbox, 64).posted());
+    assertOk(local.verbs.modifyQp(p.qp(), Verbs.QpAttr.state(Ibv.QPS_ERR), Ibv.QP_STATE));
+    assertEquals(
+        List.of(wc(1, FLUSH), wc(2, FLUSH), wc(3, FLUSH), wc(11, FLUSH), wc(12, FLUSH)),
+        summary(local.await(p.cq(), 5)));
+    local.faults.releaseWire(p.qp().qpNum());
+    writeFrom(p, 4, pattern(64, 4), dst.addr(), dst.rkey(), 0);
+    assertTrue(postRecv(p.qp(), 13, inbox, 128).posted());
+    assertEquals(List.of(wc(4, FLUSH), wc(13, FLUSH)), summary(local.await(p.cq(), 2)));
+    assertArrayEquals(guards(1024), peer.read(dst));
+    assertArrayEquals(guards(1024), local.bytes(inbox));
+  }
+
+  private Verbs.PostResult postRecv(Verbs.Qp qp, long wrId, Verbs.Mr mr, int offset) {
+    return local.verbs.postRecv(qp, List.of(new Verbs.RecvWr(wrId, List.of(sge(mr, offset, 64)))));
+  }
+
+  @Test
+  void aFullSendQueueRefusesEnomemAtTheFirstWrThatDoesNotFit() {
+    Pair p = pair(4, false, 256, 7);
+    ConformancePeer.Buffer dst = peer.register(1024, REMOTE_RW, GUARD);
+    Verbs.Mr src = local.buffer(1024, LOCAL, (byte) 0);
+    byte[] payload = pattern(1024, 10);
+    local.put(src, 0, payload);
+    local.faults.stallWire(p.qp().qpNum());
+    List<Verbs.SendWr> six = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      six.add(write(i, SIGNALED, sge(src, 64 * i, 64), dst.addr() + 64L * i, dst.rkey()));
+    }
+    assertPostFailed(local.verbs.postSend(p.qp(), six), Errno.ENOMEM, 4);
+    assertArrayEquals(guards(1024), peer.read(dst), "stalled: nothing moved yet");
+    local.faults.releaseWire(p.qp().qpNum());
+    assertEquals(
+        List.of(wc(0, OK), wc(1, OK), wc(2, OK), wc(3, OK)), summary(local.await(p.cq(), 4)));
+    assertArrayEquals(guarded(1024, 0, slice(payload, 0, 256)), peer.read(dst));
+    List<Verbs.SendWr> four = new ArrayList<>();
+    for (int i = 4; i < 8; i++) {
+      four.add(write(i, SIGNALED, sge(src, 64 * i, 64), dst.addr() + 64L * i, dst.rkey()));
+    }
+    assertEquals(Verbs.PostResult.ALL, local.verbs.postSend(p.qp(), four), "the slots are free");
+    assertEquals(4, local.await(p.cq(), 4).size());
+    assertArrayEquals(guarded(1024, 0, slice(payload, 0, 512)), peer.read(dst));
+  }
+
+  @Test
+  void tooManySgesIsEinvalAtThatWrAndTheEarlierOnesArePosted() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(512, REMOTE_RW, GUARD);
+    Verbs.Mr src = local.buffer(512, LOCAL, (byte) 0);
+    byte[] payload = pattern(512, 11);
+    local.put(src, 0, payload);
+    List<Verbs.Sge> five = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      five.add(sge(src, 100 + 8 * i, 8));
+    }
+    Verbs.PostResult r =
+        local.verbs.postSend(
+            p.qp(),
+            List.of(
+                write(0, SIGNALED, sge(src, 0, 64), dst.addr(), dst.rkey()),
+                Verbs.SendWr.rdma(
+                    1, Ibv.WR_RDMA_WRITE, SIGNALED, five, dst.addr() + 100, dst.rkey()),
+                write(2, SIGNALED, sge(src, 200, 64), dst.addr() + 200, dst.rkey())));
+    assertPostFailed(r, Errno.EINVAL, 1);
+    assertEquals(List.of(wc(0, OK)), summary(local.await(p.cq(), 1)));
+    assertArrayEquals(guarded(512, 0, slice(payload, 0, 64)), peer.read(dst));
+    Verbs.Mr inbox = local.buffer(512, LOCAL, GUARD);
+    List<Verbs.Sge> fiveIn = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      fiveIn.add(sge(inbox, 8 * i, 8));
+    }
+    assertPostFailed(
+        local.verbs.postRecv(p.qp(), List.of(new Verbs.RecvWr(1, fiveIn))), Errno.EINVAL, 0);
+  }
+
+  @Test
+  void sendCompletionsComeInPostOrderAcrossWritesReadsAndSends() {
+    int n = 99;
+    Pair p = pair(256, true, 1024, 7);
+    ConformancePeer.Buffer dst = peer.register(64 * n, REMOTE_RW, GUARD);
+    ConformancePeer.Buffer src = peer.register(64 * n, REMOTE_RW, GUARD);
+    ConformancePeer.Buffer inbox = peer.register(64 * n, LOCAL, GUARD);
+    byte[] remote = pattern(64 * n, 12);
+    peer.write(src, 0, remote);
+    Verbs.Mr out = local.buffer(64 * n, LOCAL, (byte) 0);
+    byte[] payload = pattern(64 * n, 13);
+    local.put(out, 0, payload);
+    Verbs.Mr in = local.buffer(64 * n, LOCAL, GUARD);
+    byte[] expectDst = guards(64 * n);
+    byte[] expectInbox = guards(64 * n);
+    byte[] expectIn = guards(64 * n);
+    List<Verbs.SendWr> wrs = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      int at = 64 * i;
+      switch (i % 3) {
+        case 0 -> {
+          wrs.add(write(i, 0, sge(out, at, 64), dst.addr() + at, dst.rkey()));
+          System.arraycopy(payload, at, expectDst, at, 64);
+        }
+        case 1 -> {
+          wrs.add(read(i, 0, sge(in, at, 64), src.addr() + at, src.rkey()));
+          System.arraycopy(remote, at, expectIn, at, 64);
+        }
+        default -> {
+          peer.postRecv(p.peerQpn(), i, inbox, at, 64);
+          wrs.add(Verbs.SendWr.send(i, 0, List.of(sge(out, at, 64))));
+          System.arraycopy(payload, at, expectInbox, at, 64);
+        }
+      }
+    }
+    for (int from = 0; from < n; from += 10) {
+      local.post(p.qp(), wrs.subList(from, Math.min(n, from + 10)).toArray(Verbs.SendWr[]::new));
+    }
+    List<Verbs.Wc> got = local.await(p.cq(), n);
+    List<String> expected = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      expected.add(wc(i, OK));
+    }
+    assertEquals(expected, summary(got));
+    assertArrayEquals(expectDst, peer.read(dst));
+    assertArrayEquals(expectIn, local.bytes(in));
+    assertArrayEquals(expectInbox, peer.read(inbox));
+    assertArrayEquals(remote, peer.read(src));
+  }
+
+  @Test
+  void onlySignaledWrsCompleteUnlessSqSigAllButAnErrorAlwaysDoes() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(1024, REMOTE_RW, GUARD);
+    byte[] expected = guards(1024);
+    for (int i = 0; i < 10; i++) {
+      byte[] payload = pattern(64, 20 + i);
+      writeFrom(p, i, payload, dst.addr() + 64L * i, dst.rkey(), i % 2 == 1 ? SIGNALED : 0);
+      System.arraycopy(payload, 0, expected, 64 * i, 64);
+    }
+    assertEquals(
+        List.of(wc(1, OK), wc(3, OK), wc(5, OK), wc(7, OK), wc(9, OK)),
+        summary(local.await(p.cq(), 5)));
+    assertArrayEquals(expected, peer.read(dst));
+    writeFrom(p, 20, pattern(64, 1), dst.addr(), dst.rkey() ^ 0x100, 0);
+    assertEquals(List.of(wc(20, Ibv.WC_REM_ACCESS_ERR)), summary(local.await(p.cq(), 1)));
+    assertArrayEquals(expected, peer.read(dst));
+
+    Pair all = pair(64, true, 256, 7);
+    ConformancePeer.Buffer dst2 = peer.register(256, REMOTE_RW, GUARD);
+    for (int i = 0; i < 3; i++) {
+      writeFrom(all, i, pattern(64, i), dst2.addr() + 64L * i, dst2.rkey(), 0);
+    }
+    assertEquals(List.of(wc(0, OK), wc(1, OK), wc(2, OK)), summary(local.await(all.cq(), 3)));
+  }
+
+  @Test
+  void aCqOverflowErrsTheCqAndTheQpsUsingIt() {
+    Pair p = pair(64, false, 2, 7);
+    ConformancePeer.Buffer dst = peer.register(256, REMOTE_RW, GUARD);
+    byte[] expected = guards(256);
+    for (int i = 1; i <= 3; i++) {
+      byte[] payload = pattern(64, i);
+      writeFrom(p, i, payload, dst.addr() + 64L * i, dst.rkey(), SIGNALED);
+      System.arraycopy(payload, 0, expected, 64 * i, 64);
+    }
+    Verbs.AsyncEvent cqErr = awaitAsyncEvent();
+    assertEquals(new Verbs.AsyncEvent(Ibv.EVENT_CQ_ERR, p.cq().handle()), cqErr);
+    assertEquals(new Verbs.AsyncEvent(Ibv.EVENT_QP_FATAL, p.qp().handle()), awaitAsyncEvent());
+    Verbs.Wc[] out = new Verbs.Wc[4];
+    assertEquals(2, local.verbs.pollCq(p.cq(), out));
+    assertEquals(List.of(wc(1, OK), wc(2, OK)), summary(List.of(out[0], out[1])));
+    assertEquals(-Errno.EOVERFLOW.number(), local.verbs.pollCq(p.cq(), out));
+    assertEquals(-Errno.EOVERFLOW.number(), local.verbs.pollCq(p.cq(), out));
+    assertEquals(Ibv.QPS_ERR, local.state(p.qp()));
+    assertArrayEquals(expected, peer.read(dst), "the third WRITE happened; its CQE was lost");
+  }
+
+  private Verbs.AsyncEvent awaitAsyncEvent() {
+    long deadline = System.nanoTime() + SoftLocalEnd.WAIT_NANOS;
+    while (true) {
+      VerbsResult<Verbs.AsyncEvent> e = local.verbs.getAsyncEvent(local.context);
+      if (e.ok()) {
+        local.verbs.ackAsyncEvent(e.value());
+        return e.value();
+      }
+      assertEquals(Errno.EAGAIN.number(), e.errno());
+      assertTrue(System.nanoTime() < deadline, "no async event in 5 s");
+      SoftLocalEnd.pause();
+    }
+  }
+
+  @Test
+  void aCompletionChannelQueuesOneEventPerArmingAndHoldsTheCqUntilAcked() {
+    Verbs.CompChannel ch = local.channel();
+    assertEquals(-1, ch.fd());
+    Verbs.Cq cq = local.cq(16, ch);
+    Pair p = pairOn(cq, 64, false, 7);
+    ConformancePeer.Buffer dst = peer.register(256, REMOTE_RW, GUARD);
+    assertEquals(Errno.EAGAIN.number(), local.verbs.getCqEvent(ch).errno());
+    assertOk(local.verbs.reqNotifyCq(cq, false));
+    byte[] payload = pattern(64, 1);
+    assertEquals(OK, writeStatus(p, payload, dst.addr(), dst.rkey()));
+    assertEquals(cq.handle(), local.verbs.getCqEvent(ch).value().handle());
+    assertEquals(Errno.EAGAIN.number(), local.verbs.getCqEvent(ch).errno());
+    assertEquals(OK, writeStatus(p, payload, dst.addr() + 64, dst.rkey()));
+    assertEquals(Errno.EAGAIN.number(), local.verbs.getCqEvent(ch).errno(), "armed once only");
+    assertArrayEquals(guarded(256, 0, concat(payload, payload)), peer.read(dst));
+    assertOk(local.verbs.destroyQp(p.qp()));
+    assertEquals(EBUSY, local.verbs.destroyCq(cq), "an unacknowledged event");
+    assertEquals(EBUSY, local.verbs.destroyCompChannel(ch), "a CQ on the channel");
+    local.verbs.ackCqEvents(cq, 1);
+    assertOk(local.verbs.destroyCq(cq));
+    assertOk(local.verbs.destroyCompChannel(ch));
+  }
+
+  // ------------------------------------------------------------------ QP state machine
+
+  @Test
+  void theQpStateMachineRefusesIllegalTransitionsAndPostsInTheWrongState() {
+    Verbs.Cq cq = local.cq(16);
+    Verbs.Qp qp = local.rawQp(SoftLocalEnd.caps(cq, 8, false));
+    Verbs.Mr mr = local.buffer(256, LOCAL, GUARD);
+    List<Verbs.SendWr> one = List.of(write(1, SIGNALED, sge(mr, 0, 8), mr.addr(), mr.rkey()));
+    List<Verbs.RecvWr> recv = List.of(new Verbs.RecvWr(5, List.of(sge(mr, 0, 64))));
+    Verbs.Gid gid = peer.gid();
+    assertEquals(Ibv.QPS_RESET, local.state(qp));
+    assertPostFailed(local.verbs.postSend(qp, one), Errno.EINVAL, 0);
+    assertPostFailed(local.verbs.postRecv(qp, recv), Errno.EINVAL, 0);
+    assertEquals(EINVAL, modify(qp, SoftLocalEnd.rtrAttr(gid, 1), SoftLocalEnd.RTR_MASK));
+    assertEquals(EINVAL, modify(qp, SoftLocalEnd.rtsAttr(7), SoftLocalEnd.RTS_MASK));
+    assertEquals(EINVAL, modify(qp, Verbs.QpAttr.state(Ibv.QPS_INIT), Ibv.QP_STATE), "no port");
+    assertEquals(EINVAL, modify(qp, Verbs.QpAttr.state(Ibv.QPS_SQD), Ibv.QP_STATE));
+    assertEquals(Ibv.QPS_RESET, local.state(qp));
+
+    SoftLocalEnd.toInit(local.verbs, qp);
+    assertEquals(Ibv.QPS_INIT, local.state(qp));
+    assertPostFailed(local.verbs.postSend(qp, one), Errno.EINVAL, 0);
+    assertEquals(Verbs.PostResult.ALL, local.verbs.postRecv(qp, recv), "receives post in INIT");
+    assertEquals(EINVAL, modify(qp, SoftLocalEnd.rtsAttr(7), SoftLocalEnd.RTS_MASK));
+    assertEquals(
+        EINVAL,
+        modify(qp, SoftLocalEnd.rtrAttr(gid, 1), Ibv.QP_STATE | Ibv.QP_DEST_QPN),
+        "RTR without an AV");
+    assertEquals(
+        EINVAL,
+        modify(qp, SoftLocalEnd.rtrAttr(Verbs.Gid.ZERO, 1), SoftLocalEnd.RTR_MASK),
+        "RTR to a GID that names no responder");
+    assertOk(modify(qp, SoftLocalEnd.rtrAttr(gid, 0x4242), SoftLocalEnd.RTR_MASK));
+    assertEquals(Ibv.QPS_RTR, local.state(qp));
+    assertPostFailed(local.verbs.postSend(qp, one), Errno.EINVAL, 0);
+    assertEquals(EINVAL, modify(qp, Verbs.QpAttr.state(Ibv.QPS_INIT), Ibv.QP_STATE));
+    assertOk(modify(qp, SoftLocalEnd.rtsAttr(3), SoftLocalEnd.RTS_MASK));
+    assertEquals(EINVAL, modify(qp, SoftLocalEnd.rtrAttr(gid, 1), SoftLocalEnd.RTR_MASK));
+    assertOk(modify(qp, SoftLocalEnd.rtsAttr(5), Ibv.QP_STATE | Ibv.QP_RNR_RETRY));
+    Verbs.QpAttr q = local.verbs.queryQp(qp, Ibv.QP_STATE).value();
+    assertEquals(Ibv.QPS_RTS, q.qpState());
+    assertEquals(0x4242, q.destQpNum());
+    assertEquals(gid, q.av().dgid());
+    assertEquals(5, q.rnrRetry());
+    assertEquals(17, q.timeout());
+
+    assertOk(modify(qp, Verbs.QpAttr.state(Ibv.QPS_ERR), Ibv.QP_STATE));
+    assertEquals(List.of(wc(5, FLUSH)), summary(local.await(cq, 1)), "the INIT receive flushed");
+    assertEquals(EINVAL, modify(qp, SoftLocalEnd.rtsAttr(7), SoftLocalEnd.RTS_MASK));
+    assertEquals(EINVAL, modify(qp, Verbs.QpAttr.state(Ibv.QPS_INIT), Ibv.QP_STATE));
+    assertOk(modify(qp, Verbs.QpAttr.state(Ibv.QPS_RESET), Ibv.QP_STATE));
+    assertEquals(Ibv.QPS_RESET, local.state(qp));
+    SoftLocalEnd.toInit(local.verbs, qp);
+    assertEquals(Ibv.QPS_INIT, local.state(qp));
+  }
+
+  private int modify(Verbs.Qp qp, Verbs.QpAttr attr, int mask) {
+    return local.verbs.modifyQp(qp, attr, mask);
+  }
+
+  // ------------------------------------------------------------------ destroy order
+
+  @Test
+  void destroysRefuseEbusyInTheWrongOrderAndDeadHandlesAreEinval() {
+    Verbs verbs = local.verbs;
+    Verbs.Context c2 = verbs.openDevice(verbs.getDeviceList().value().get(0)).value();
+    try (Arena arena = Arena.ofShared()) {
+      Verbs.Pd pd = verbs.allocPd(c2).value();
+      Verbs.Mr mr = verbs.regMr(pd, arena.allocate(4096), LOCAL | Ibv.ACCESS_MW_BIND).value();
+      Verbs.Mw mw = verbs.allocMw(pd, Ibv.MW_TYPE_2).value();
+      Verbs.CompChannel ch = verbs.createCompChannel(c2).value();
+      Verbs.Cq cq = verbs.createCq(c2, 8, ch, 0).value();
+      Verbs.Qp qp = verbs.createQp(pd, SoftLocalEnd.caps(cq, 8, false)).value();
+      SoftLocalEnd.toInit(verbs, qp);
+      int peerQpn = peer.createQp();
+      SoftLocalEnd.toRts(verbs, qp, peer.gid(), peerQpn, 7);
+      int rkey = Ibv.incRkey(mw.rkey());
+      assertTrue(
+          verbs
+              .postSend(
+                  qp,
+                  List.of(
+                      Verbs.SendWr.bindMw(
+                          1,
+                          SIGNALED,
+                          new Verbs.MwBind(mw, rkey, mr, mr.addr(), 64, Ibv.ACCESS_REMOTE_WRITE))))
+              .posted());
+      assertEquals(List.of(wc(1, OK)), summary(SoftLocalEnd.await(verbs, cq, 1)));
+
+      assertEquals(EBUSY, verbs.closeDevice(c2), "PDs, CQs and a channel on the context");
+      assertEquals(EBUSY, verbs.deallocPd(pd), "an MR, an MW and a QP on the PD");
+      assertEquals(EBUSY, verbs.destroyCq(cq), "a QP using the CQ");
+      assertEquals(EBUSY, verbs.destroyCompChannel(ch), "a CQ on the channel");
+      assertEquals(EBUSY, verbs.deregMr(mr), "an MW bound to the MR");
+
+      assertOk(verbs.destroyQp(qp));
+      assertEquals(EINVAL, verbs.destroyQp(qp));
+      assertEquals(EINVAL, verbs.modifyQp(qp, Verbs.QpAttr.state(Ibv.QPS_ERR), Ibv.QP_STATE));
+      assertEquals(EINVAL, verbs.queryQp(qp, 0).errno());
+      assertEquals(new Verbs.PostResult(EINVAL, 0), verbs.postSend(qp, List.of()));
+      assertEquals(EBUSY, verbs.deallocPd(pd), "the MR and the MW");
+      assertOk(verbs.destroyCq(cq));
+      assertEquals(-EINVAL, verbs.pollCq(cq, new Verbs.Wc[1]));
+      assertEquals(EINVAL, verbs.reqNotifyCq(cq, false));
+      assertEquals(EINVAL, verbs.destroyCq(cq));
+      assertOk(verbs.destroyCompChannel(ch));
+      assertEquals(EINVAL, verbs.getCqEvent(ch).errno());
+      assertEquals(EINVAL, verbs.destroyCompChannel(ch));
+      assertOk(verbs.deregMr(mr), "destroying the QP unbound the MW bound on it");
+      assertEquals(EINVAL, verbs.deregMr(mr));
+      assertOk(verbs.deallocMw(mw));
+      assertEquals(EINVAL, verbs.deallocMw(mw));
+      assertOk(verbs.deallocPd(pd));
+      assertEquals(EINVAL, verbs.deallocPd(pd));
+      assertEquals(EINVAL, verbs.regMr(pd, arena.allocate(64), LOCAL).errno());
+      assertEquals(EINVAL, verbs.allocMw(pd, Ibv.MW_TYPE_2).errno());
+    }
+    assertOk(verbs.closeDevice(c2));
+    assertEquals(EINVAL, verbs.queryDevice(c2).errno());
+    assertEquals(EINVAL, verbs.allocPd(c2).errno());
+    assertEquals(EINVAL, verbs.closeDevice(c2));
+    assertTrue(verbs.queryDevice(local.context).ok(), "the other context stays open");
+    assertEquals(EINVAL, verbs.createQp(local.pd, null).errno(), "null is refused, not thrown");
+    assertEquals(
+        Errno.EOPNOTSUPP.number(), verbs.regDmabufMr(local.pd, 0, 4096, 0, 3, LOCAL).errno());
+  }
+
+  // ------------------------------------------------------------------ lost connections
+
+  @Test
+  void aLostConnectionFailsTheWrInFlightRetryExceededAndFlushesTheRest() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(1024, REMOTE_RW, GUARD);
+    byte[] first = pattern(64, 1);
+    assertEquals(OK, writeStatus(p, first, dst.addr(), dst.rkey()));
+    peer.destroyQp(p.peerQpn());
+    for (int i = 2; i <= 4; i++) {
+      writeFrom(p, i, pattern(64, i), dst.addr() + 64L * i, dst.rkey(), SIGNALED);
+    }
+    assertEquals(
+        List.of(wc(2, Ibv.WC_RETRY_EXC_ERR), wc(3, FLUSH), wc(4, FLUSH)),
+        summary(local.await(p.cq(), 3)));
+    assertEquals(Ibv.QPS_ERR, local.state(p.qp()));
+    assertArrayEquals(guarded(1024, 0, first), peer.read(dst));
+
+    Pair q = pair();
+    peer.destroyQp(q.peerQpn());
+    assertEquals(
+        Ibv.WC_RETRY_EXC_ERR,
+        writeStatus(q, first, dst.addr() + 512, dst.rkey()),
+        "a peer QP gone before the first post");
+    assertArrayEquals(guarded(1024, 0, first), peer.read(dst));
+  }
+
+  @Test
+  void theResponderServesOnlyAnRtrOrRtsQpConnectedBackToTheSender() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(256, REMOTE_RW, GUARD);
+    Verbs.Cq cq = local.cq(16);
+    Verbs.Qp stranger = local.qp(SoftLocalEnd.caps(cq, 8, false));
+    SoftLocalEnd.toRts(local.verbs, stranger, peer.gid(), p.peerQpn(), 7);
+    Verbs.Mr src = local.buffer(64, LOCAL, (byte) 1);
+    local.post(stranger, write(1, SIGNALED, sge(src, 0, 64), dst.addr(), dst.rkey()));
+    assertEquals(
+        List.of(wc(1, Ibv.WC_RETRY_EXC_ERR)),
+        summary(local.await(cq, 1)),
+        "the peer QP is connected to another QP");
+    int notReady = peer.createQp();
+    Verbs.Qp early = local.qp(SoftLocalEnd.caps(cq, 8, false));
+    SoftLocalEnd.toRts(local.verbs, early, peer.gid(), notReady, 7);
+    local.post(early, write(2, SIGNALED, sge(src, 0, 64), dst.addr(), dst.rkey()));
+    assertEquals(
+        List.of(wc(2, Ibv.WC_RETRY_EXC_ERR)), summary(local.await(cq, 1)), "the peer QP is INIT");
+    assertArrayEquals(guards(256), peer.read(dst));
+    assertEquals(
+        OK, writeStatus(p, pattern(64, 2), dst.addr(), dst.rkey()), "the pair still works");
+  }
+
+  @Test
+  void aSendWithInvalidateOfAKeyThatIsNoWindowOfTheTargetFailsRemOpErr() {
+    Pair p = pair();
+    ConformancePeer.Buffer inbox = peer.register(256, LOCAL, GUARD);
+    peer.postRecv(p.peerQpn(), 41, inbox, 0, 128);
+    Verbs.Mr src = local.buffer(64, LOCAL, (byte) 1);
+    local.post(
+        p.qp(),
+        new Verbs.SendWr(
+            1, Ibv.WR_SEND_WITH_INV, SIGNALED, List.of(sge(src, 0, 64)), 0, 0, inbox.rkey(), null));
+    assertEquals(List.of(wc(1, Ibv.WC_REM_OP_ERR)), summary(local.await(p.cq(), 1)));
+    assertEquals(List.of(wc(41, FLUSH)), summary(peer.recvCompletions(p.peerQpn(), 1)));
+    assertEquals(Ibv.QPS_ERR, peer.qpState(p.peerQpn()));
+    assertArrayEquals(guards(256), peer.read(inbox));
+  }
+
+  // ------------------------------------------------------------------ faults
+
+  @Test
+  void faultWithheldCqeIsNeverDeliveredButItsWriteHappens() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(512, REMOTE_RW, GUARD);
+    local.faults.withholdCqe(p.qp().qpNum(), 2);
+    byte[] expected = guards(512);
+    for (int i = 1; i <= 4; i++) {
+      byte[] payload = pattern(64, i);
+      writeFrom(p, i, payload, dst.addr() + 64L * i, dst.rkey(), SIGNALED);
+      System.arraycopy(payload, 0, expected, 64 * i, 64);
+    }
+    assertEquals(List.of(wc(1, OK), wc(3, OK), wc(4, OK)), summary(local.await(p.cq(), 3)));
+    assertArrayEquals(expected, peer.read(dst));
+    writeFrom(p, 2, pattern(64, 9), dst.addr() + 320, dst.rkey(), SIGNALED);
+    assertEquals(List.of(wc(2, OK)), summary(local.await(p.cq(), 1)), "withheld once only");
+  }
+
+  @Test
+  void faultFailedDestroysLeaveEachObjectAliveWithItsResources() {
+    SoftFaults f = local.faults;
+    Verbs verbs = local.verbs;
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(1024, REMOTE_RW, GUARD);
+
+    f.failDestroy(SoftFaults.Kind.QP, p.qp().handle(), EBUSY, true);
+    assertEquals(EBUSY, verbs.destroyQp(p.qp()));
+    assertEquals(EBUSY, verbs.destroyQp(p.qp()), "sticky");
+    assertTrue(softThreads().contains("soft-qp-" + p.qp().qpNum()), "its thread lives on");
+    byte[] a = pattern(64, 1);
+    assertEquals(OK, writeStatus(p, a, dst.addr(), dst.rkey()), "the QP still works");
+    f.clearDestroyFaults();
+    assertOk(verbs.destroyQp(p.qp()));
+
+    Verbs.Cq cq = local.cq(4);
+    f.failNextDestroy(SoftFaults.Kind.CQ, EIO, false);
+    assertEquals(EIO, verbs.destroyCq(cq));
+    assertEquals(0, verbs.pollCq(cq, new Verbs.Wc[1]), "the CQ is alive");
+    assertOk(verbs.destroyCq(cq));
+    assertEquals(-EINVAL, verbs.pollCq(cq, new Verbs.Wc[1]));
+
+    Verbs.CompChannel ch = local.channel();
+    f.failDestroy(SoftFaults.Kind.COMP_CHANNEL, ch.handle(), EIO, false);
+    assertEquals(EIO, verbs.destroyCompChannel(ch));
+    Verbs.Cq onIt = verbs.createCq(local.context, 4, ch, 0).value();
+    assertOk(verbs.destroyCq(onIt));
+    assertOk(verbs.destroyCompChannel(ch));
+
+    Verbs.Pd pd = local.newPd();
+    f.failNextDestroy(SoftFaults.Kind.PD, EBUSY, true);
+    assertEquals(EBUSY, verbs.deallocPd(pd));
+    try (Arena arena = Arena.ofShared()) {
+      Verbs.Mr onPd = verbs.regMr(pd, arena.allocate(64), LOCAL).value();
+      assertOk(verbs.deregMr(onPd));
+    }
+    assertEquals(EBUSY, verbs.deallocPd(pd), "sticky, bound to that PD");
+    f.clearDestroyFaults();
+    assertOk(verbs.deallocPd(pd));
+
+    Pair q = pair();
+    Verbs.Mr src = local.buffer(64, LOCAL, (byte) 0);
+    byte[] b = pattern(64, 2);
+    local.put(src, 0, b);
+    f.failDestroy(SoftFaults.Kind.MR, src.handle(), EIO, false);
+    assertEquals(EIO, verbs.deregMr(src));
+    local.post(q.qp(), write(1, SIGNALED, sge(src, 0, 64), dst.addr() + 64, dst.rkey()));
+    assertEquals(List.of(wc(1, OK)), summary(local.await(q.cq(), 1)), "its lkey still works");
+    assertOk(verbs.deregMr(src));
+
+    Verbs.Mw mw = local.mw();
+    Verbs.Mr bindable = local.buffer(64, LOCAL | Ibv.ACCESS_MW_BIND, GUARD);
+    f.failDestroy(SoftFaults.Kind.MW, mw.handle(), EIO, false);
+    assertEquals(EIO, verbs.deallocMw(mw));
+    local.post(
+        q.qp(),
+        Verbs.SendWr.bindMw(
+            2,
+            SIGNALED,
+            new Verbs.MwBind(
+                mw,
+                Ibv.incRkey(mw.rkey()),
+                bindable,
+                bindable.addr(),
+                64,
+                Ibv.ACCESS_REMOTE_READ)));
+    assertEquals(List.of(wc(2, OK)), summary(local.await(q.cq(), 1)), "the MW still binds");
+    assertOk(verbs.deallocMw(mw));
+    assertArrayEquals(guarded(1024, 0, concat(a, b)), peer.read(dst));
+  }
+
+  @Test
+  void faultPostSendFailsAtIndexKAndNothingFromKOnIsExecuted() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(1024, REMOTE_RW, GUARD);
+    Verbs.Mr src = local.buffer(1024, LOCAL, (byte) 0);
+    byte[] payload = pattern(1024, 5);
+    local.put(src, 0, payload);
+    local.faults.failPostSend(p.qp().qpNum(), 2, Errno.ENOMEM.number());
+    List<Verbs.SendWr> four = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      four.add(write(i, SIGNALED, sge(src, 64 * i, 64), dst.addr() + 64L * i, dst.rkey()));
+    }
+    assertPostFailed(local.verbs.postSend(p.qp(), four), Errno.ENOMEM, 2);
+    local.post(p.qp(), write(9, SIGNALED, sge(src, 576, 64), dst.addr() + 576, dst.rkey()));
+    assertEquals(List.of(wc(0, OK), wc(1, OK), wc(9, OK)), summary(local.await(p.cq(), 3)));
+    byte[] expected = guarded(1024, 0, slice(payload, 0, 128));
+    System.arraycopy(payload, 576, expected, 576, 64);
+    assertArrayEquals(expected, peer.read(dst), "WRs 2 and 3 never ran");
+  }
+
+  @Test
+  void faultInterruptedWriteLandsExactlyItsFirstBytesThenTheQpFlushes() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(4096, REMOTE_RW, GUARD);
+    local.faults.interruptCopy(p.qp().qpNum(), 1, 300);
+    byte[] payload = pattern(1000, 6);
+    writeFrom(p, 1, payload, dst.addr() + 100, dst.rkey(), SIGNALED);
+    writeFrom(p, 2, pattern(64, 7), dst.addr() + 2000, dst.rkey(), SIGNALED);
+    assertEquals(List.of(wc(1, FLUSH), wc(2, FLUSH)), summary(local.await(p.cq(), 2)));
+    assertArrayEquals(guarded(4096, 100, slice(payload, 0, 300)), peer.read(dst));
+    assertEquals(Ibv.QPS_ERR, local.state(p.qp()));
+  }
+
+  @Test
+  void faultInterruptedReadLandsExactlyItsFirstBytesThenTheQpFlushes() {
+    Pair p = pair();
+    ConformancePeer.Buffer src = peer.register(4096, REMOTE_RW, GUARD);
+    byte[] remote = pattern(4096, 8);
+    peer.write(src, 0, remote);
+    Verbs.Mr dst = local.buffer(4096, LOCAL, GUARD);
+    local.faults.interruptCopy(p.qp().qpNum(), 1, 300);
+    local.post(
+        p.qp(),
+        Verbs.SendWr.rdma(
+            1,
+            Ibv.WR_RDMA_READ,
+            SIGNALED,
+            List.of(sge(dst, 100, 200), sge(dst, 1000, 800)),
+            src.addr() + 50,
+            src.rkey()),
+        read(2, SIGNALED, sge(dst, 3000, 64), src.addr(), src.rkey()));
+    assertEquals(List.of(wc(1, FLUSH), wc(2, FLUSH)), summary(local.await(p.cq(), 2)));
+    byte[] expected = guarded(4096, 100, slice(remote, 50, 200));
+    System.arraycopy(remote, 250, expected, 1000, 100);
+    assertArrayEquals(expected, local.bytes(dst));
+  }
+
+  @Test
+  void faultPortDownIsReportedAndFailsWorkUntilItIsActiveAgain() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(512, REMOTE_RW, GUARD);
+    local.faults.setPortState(local.deviceName, 1, Ibv.PORT_DOWN);
+    assertEquals(Ibv.PORT_DOWN, local.verbs.queryPort(local.context, 1).value().state());
+    assertEquals(new Verbs.AsyncEvent(Ibv.EVENT_PORT_ERR, 1), awaitAsyncEvent());
+    writeFrom(p, 1, pattern(64, 1), dst.addr(), dst.rkey(), SIGNALED);
+    writeFrom(p, 2, pattern(64, 2), dst.addr() + 64, dst.rkey(), SIGNALED);
+    assertEquals(
+        List.of(wc(1, Ibv.WC_RETRY_EXC_ERR), wc(2, FLUSH)), summary(local.await(p.cq(), 2)));
+    assertEquals(Ibv.QPS_ERR, local.state(p.qp()));
+    assertArrayEquals(guards(512), peer.read(dst));
+
+    local.faults.setPortState(local.deviceName, 1, Ibv.PORT_ACTIVE);
+    assertEquals(Ibv.PORT_ACTIVE, local.verbs.queryPort(local.context, 1).value().state());
+    assertEquals(new Verbs.AsyncEvent(Ibv.EVENT_PORT_ACTIVE, 1), awaitAsyncEvent());
+    Pair q = pair();
+    byte[] payload = pattern(64, 3);
+    assertEquals(OK, writeStatus(q, payload, dst.addr() + 128, dst.rkey()));
+    assertArrayEquals(guarded(512, 128, payload), peer.read(dst));
+  }
+
+  @Test
+  void faultDroppedWireFailsTheWrInFlightRetryExceededAndFlushesTheRest() {
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(1024, REMOTE_RW, GUARD);
+    byte[] first = pattern(64, 1);
+    assertEquals(OK, writeStatus(p, first, dst.addr(), dst.rkey()));
+    int qpn = p.qp().qpNum();
+    local.faults.stallWire(qpn);
+    for (int i = 2; i <= 4; i++) {
+      writeFrom(p, i, pattern(64, i), dst.addr() + 64L * i, dst.rkey(), SIGNALED);
+    }
+    local.faults.dropWire(qpn);
+    assertEquals(
+        List.of(wc(2, Ibv.WC_RETRY_EXC_ERR), wc(3, FLUSH), wc(4, FLUSH)),
+        summary(local.await(p.cq(), 3)));
+    local.faults.releaseWire(qpn);
+    assertArrayEquals(guarded(1024, 0, first), peer.read(dst));
+
+    Pair idle = pair();
+    assertEquals(OK, writeStatus(idle, first, dst.addr(), dst.rkey()));
+    local.faults.dropWire(idle.qp().qpNum());
+    assertEquals(
+        Ibv.WC_RETRY_EXC_ERR,
+        writeStatus(idle, pattern(64, 9), dst.addr() + 512, dst.rkey()),
+        "dropped while idle: the next WR fails");
+    assertArrayEquals(guarded(1024, 0, first), peer.read(dst));
+  }
+
+  @Test
+  void faultStalledWireHoldsRequestsUntilReleasedThenTheyRunInOrder() {
+    Pair p = pair();
+    Pair other = pair();
+    ConformancePeer.Buffer dst = peer.register(1024, REMOTE_RW, GUARD);
+    int qpn = p.qp().qpNum();
+    local.faults.stallWire(qpn);
+    byte[] expected = guards(1024);
+    for (int i = 0; i < 3; i++) {
+      byte[] payload = pattern(64, 30 + i);
+      writeFrom(p, i, payload, dst.addr() + 64L * i, dst.rkey(), SIGNALED);
+      System.arraycopy(payload, 0, expected, 64 * i, 64);
+    }
+    byte[] meanwhile = pattern(64, 40);
+    assertEquals(OK, writeStatus(other, meanwhile, dst.addr() + 512, dst.rkey()));
+    assertEquals(0, local.verbs.pollCq(p.cq(), new Verbs.Wc[4]), "no completion while stalled");
+    assertArrayEquals(guarded(1024, 512, meanwhile), peer.read(dst), "no byte moved while stalled");
+    local.faults.releaseWire(qpn);
+    assertEquals(List.of(wc(0, OK), wc(1, OK), wc(2, OK)), summary(local.await(p.cq(), 3)));
+    System.arraycopy(meanwhile, 0, expected, 512, 64);
+    assertArrayEquals(expected, peer.read(dst));
+  }
+}

@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import java.util.function.Predicate;
 
 /**
  * The software RDMA provider: the {@link Verbs} table over the devices of a {@link SoftFabric},
@@ -260,27 +262,8 @@ public final class SoftVerbs implements Verbs {
   /** {@inheritDoc} */
   @Override
   public int deallocPd(Pd pd) {
-    lock.lock();
-    try {
-      SoftPd p = handles.get(pd.handle(), SoftPd.class);
-      if (p == null) {
-        return einval();
-      }
-      int fault = faults.destroyFailure(SoftFaults.Kind.PD, p.handle);
-      if (fault != 0) {
-        return fault;
-      }
-      if (p.busy()) {
-        return Errno.EBUSY.number();
-      }
-      handles.remove(p.handle);
-      p.context.pds--;
-      return 0;
-    } catch (RuntimeException | Error e) {
-      return einval();
-    } finally {
-      lock.unlock();
-    }
+    return destroy(
+        pd.handle(), SoftPd.class, SoftFaults.Kind.PD, SoftPd::busy, p -> p.context.pds--);
   }
 
   /** {@inheritDoc} */
@@ -328,28 +311,15 @@ public final class SoftVerbs implements Verbs {
   /** {@inheritDoc} */
   @Override
   public int deregMr(Mr mr) {
-    lock.lock();
-    try {
-      SoftMemory.Region r = handles.get(mr.handle(), SoftMemory.Region.class);
-      if (r == null) {
-        return einval();
-      }
-      int fault = faults.destroyFailure(SoftFaults.Kind.MR, r.handle);
-      if (fault != 0) {
-        return fault;
-      }
-      if (r.boundWindows > 0) {
-        return Errno.EBUSY.number();
-      }
-      r.pd.context.device.memory.deregister(r);
-      handles.remove(r.handle);
-      r.pd.mrs--;
-      return 0;
-    } catch (RuntimeException | Error e) {
-      return einval();
-    } finally {
-      lock.unlock();
-    }
+    return destroy(
+        mr.handle(),
+        SoftMemory.Region.class,
+        SoftFaults.Kind.MR,
+        r -> r.boundWindows > 0,
+        r -> {
+          r.pd.context.device.memory.deregister(r);
+          r.pd.mrs--;
+        });
   }
 
   /** {@inheritDoc} */
@@ -383,25 +353,15 @@ public final class SoftVerbs implements Verbs {
   /** {@inheritDoc} */
   @Override
   public int deallocMw(Mw mw) {
-    lock.lock();
-    try {
-      SoftMemory.Window w = handles.get(mw.handle(), SoftMemory.Window.class);
-      if (w == null) {
-        return einval();
-      }
-      int fault = faults.destroyFailure(SoftFaults.Kind.MW, w.handle);
-      if (fault != 0) {
-        return fault;
-      }
-      w.pd.context.device.memory.deallocate(w);
-      handles.remove(w.handle);
-      w.pd.mws--;
-      return 0;
-    } catch (RuntimeException | Error e) {
-      return einval();
-    } finally {
-      lock.unlock();
-    }
+    return destroy(
+        mw.handle(),
+        SoftMemory.Window.class,
+        SoftFaults.Kind.MW,
+        w -> false,
+        w -> {
+          w.pd.context.device.memory.deallocate(w);
+          w.pd.mws--;
+        });
   }
 
   /** {@inheritDoc} The channel's fd is -1: poll {@link #getCqEvent}. */
@@ -428,27 +388,12 @@ public final class SoftVerbs implements Verbs {
   /** {@inheritDoc} */
   @Override
   public int destroyCompChannel(CompChannel channel) {
-    lock.lock();
-    try {
-      SoftChannel ch = handles.get(channel.handle(), SoftChannel.class);
-      if (ch == null) {
-        return einval();
-      }
-      int fault = faults.destroyFailure(SoftFaults.Kind.COMP_CHANNEL, ch.handle);
-      if (fault != 0) {
-        return fault;
-      }
-      if (ch.cqs > 0) {
-        return Errno.EBUSY.number();
-      }
-      handles.remove(ch.handle);
-      ch.context.channels--;
-      return 0;
-    } catch (RuntimeException | Error e) {
-      return einval();
-    } finally {
-      lock.unlock();
-    }
+    return destroy(
+        channel.handle(),
+        SoftChannel.class,
+        SoftFaults.Kind.COMP_CHANNEL,
+        ch -> ch.cqs > 0,
+        ch -> ch.context.channels--);
   }
 
   /** {@inheritDoc} */
@@ -488,30 +433,17 @@ public final class SoftVerbs implements Verbs {
   /** {@inheritDoc} */
   @Override
   public int destroyCq(Cq cq) {
-    lock.lock();
-    try {
-      SoftCq q = handles.get(cq.handle(), SoftCq.class);
-      if (q == null) {
-        return einval();
-      }
-      int fault = faults.destroyFailure(SoftFaults.Kind.CQ, q.handle);
-      if (fault != 0) {
-        return fault;
-      }
-      if (!q.users.isEmpty() || q.unacknowledgedEvents()) {
-        return Errno.EBUSY.number();
-      }
-      handles.remove(q.handle);
-      q.context.cqs--;
-      if (q.channel != null) {
-        q.channel.cqs--;
-      }
-      return 0;
-    } catch (RuntimeException | Error e) {
-      return einval();
-    } finally {
-      lock.unlock();
-    }
+    return destroy(
+        cq.handle(),
+        SoftCq.class,
+        SoftFaults.Kind.CQ,
+        q -> !q.users.isEmpty() || q.unacknowledgedEvents(),
+        q -> {
+          q.context.cqs--;
+          if (q.channel != null) {
+            q.channel.cqs--;
+          }
+        });
   }
 
   /** {@inheritDoc} Solicited-only is treated as any completion. */
@@ -654,31 +586,56 @@ public final class SoftVerbs implements Verbs {
   /** {@inheritDoc} */
   @Override
   public int destroyQp(Qp qp) {
-    SoftQp q;
+    List<SoftQp> destroyed = new ArrayList<>(1);
+    int r =
+        destroy(
+            qp.handle(),
+            SoftQp.class,
+            SoftFaults.Kind.QP,
+            q -> false,
+            q -> {
+              q.destroy();
+              q.device.memory.unbindAll(q);
+              q.device.qps.remove(q.qpNum);
+              q.pd.qps--;
+              q.sendCq.users.remove(q);
+              q.recvCq.users.remove(q);
+              destroyed.add(q);
+            });
+    // Its requester thread ends once its connection is closed; joined outside the lock.
+    destroyed.forEach(q -> q.requester.join(JOIN_MILLIS));
+    return r;
+  }
+
+  /**
+   * The shape of every destroy, under the lock: the handle must name a live {@code type} (else
+   * {@code EINVAL}); an armed destroy fault of {@code kind} answers its errno and leaves the object
+   * alive; while {@code busy} it is {@code EBUSY}; otherwise {@code release} gives back what it
+   * held and its handle is retired.
+   */
+  private <T> int destroy(
+      long handle, Class<T> type, SoftFaults.Kind kind, Predicate<T> busy, Consumer<T> release) {
     lock.lock();
     try {
-      q = handles.get(qp.handle(), SoftQp.class);
-      if (q == null) {
+      T object = handles.get(handle, type);
+      if (object == null) {
         return einval();
       }
-      int fault = faults.destroyFailure(SoftFaults.Kind.QP, q.handle);
+      int fault = faults.destroyFailure(kind, handle);
       if (fault != 0) {
         return fault;
       }
-      q.destroy();
-      q.device.memory.unbindAll(q);
-      handles.remove(q.handle);
-      q.device.qps.remove(q.qpNum);
-      q.pd.qps--;
-      q.sendCq.users.remove(q);
-      q.recvCq.users.remove(q);
+      if (busy.test(object)) {
+        return Errno.EBUSY.number();
+      }
+      release.accept(object);
+      handles.remove(handle);
+      return 0;
     } catch (RuntimeException | Error e) {
       return einval();
     } finally {
       lock.unlock();
     }
-    q.requester.join(JOIN_MILLIS);
-    return 0;
   }
 
   /** {@inheritDoc} */

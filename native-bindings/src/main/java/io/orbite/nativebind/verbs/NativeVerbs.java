@@ -165,9 +165,9 @@ public final class NativeVerbs implements Verbs {
   }
 
   /**
-   * Why no RDMA device can be used through this table, or empty when at least one is listed: the
-   * library or an export missing, the device list failing (for example {@code ENOSYS} when the
-   * kernel has no RDMA subsystem), or an empty list.
+   * Why no RDMA device can be used through this table ({@code "libibverbs: unavailable (...)"}), or
+   * empty when at least one is listed: the library or an export missing, the device list failing
+   * (for example {@code ENOSYS} when the kernel has no RDMA subsystem), or an empty list.
    */
   public Optional<String> unavailabilityCause() {
     if (!availability.isAvailable()) {
@@ -175,10 +175,13 @@ public final class NativeVerbs implements Verbs {
     }
     VerbsResult<List<Device>> list = getDeviceList();
     if (!list.ok()) {
-      return Optional.of(library + ": no RDMA device: " + list.describe());
+      return Optional.of(
+          Availability.unavailable(library, "no RDMA device: " + list.describe()).toString());
     }
     if (list.value().isEmpty()) {
-      return Optional.of(library + ": no RDMA device: ibv_get_device_list listed none");
+      return Optional.of(
+          Availability.unavailable(library, "no RDMA device: ibv_get_device_list listed none")
+              .toString());
     }
     return Optional.empty();
   }

@@ -1,5 +1,7 @@
 package io.orbite.nativebind.verbs.soft;
 
+import io.orbite.nativebind.verbs.ActivePeer;
+import io.orbite.nativebind.verbs.ConformancePeer;
 import io.orbite.nativebind.verbs.Verbs;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -32,6 +34,8 @@ final class ProcessPeer implements ActivePeer {
   private final Writer in;
   private final StringBuilder log = new StringBuilder();
   private final Verbs.Gid gid;
+  private final int lid;
+  private final int activeMtu;
 
   /**
    * Starts the peer with its soft device on {@code ipv4}, under {@code launcher} (may be empty).
@@ -54,6 +58,9 @@ final class ProcessPeer implements ActivePeer {
     in = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
     String[] g = call("gid").split(" ");
     gid = new Verbs.Gid(Long.parseUnsignedLong(g[0], 16), Long.parseUnsignedLong(g[1], 16));
+    String[] port = call("port").split(" ");
+    lid = Integer.parseInt(port[0]);
+    activeMtu = Integer.parseInt(port[1]);
   }
 
   /** The child's pid (for a kill). */
@@ -112,13 +119,33 @@ final class ProcessPeer implements ActivePeer {
   }
 
   @Override
+  public int lid() {
+    return lid;
+  }
+
+  @Override
+  public int activeMtu() {
+    return activeMtu;
+  }
+
+  @Override
   public int createQp() {
     return Integer.parseInt(call("createQp"));
   }
 
   @Override
-  public void connect(int qpn, Verbs.Gid remoteGid, int remoteQpn) {
-    call("connect " + qpn + " " + gid(remoteGid) + " " + remoteQpn);
+  public void connect(int qpn, Verbs.Gid remoteGid, int remoteLid, int remoteMtu, int remoteQpn) {
+    call(
+        "connect "
+            + qpn
+            + " "
+            + gid(remoteGid)
+            + " "
+            + remoteLid
+            + " "
+            + remoteMtu
+            + " "
+            + remoteQpn);
   }
 
   @Override

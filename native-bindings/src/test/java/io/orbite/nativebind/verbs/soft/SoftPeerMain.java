@@ -1,5 +1,7 @@
 package io.orbite.nativebind.verbs.soft;
 
+import io.orbite.nativebind.verbs.ConformancePeer;
+import io.orbite.nativebind.verbs.InJvmPeer;
 import io.orbite.nativebind.verbs.Verbs;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -37,13 +39,16 @@ public final class SoftPeerMain {
                 Verbs.Gid g = peer.gid();
                 yield Long.toHexString(g.hi()) + " " + Long.toHexString(g.lo());
               }
+              case "port" -> peer.lid() + " " + peer.activeMtu();
               case "createQp" -> Integer.toString(peer.createQp());
               case "connect" -> {
                 peer.connect(
                     Integer.parseInt(a[1]),
                     new Verbs.Gid(
                         Long.parseUnsignedLong(a[2], 16), Long.parseUnsignedLong(a[3], 16)),
-                    Integer.parseInt(a[4]));
+                    Integer.parseInt(a[4]),
+                    Integer.parseInt(a[5]),
+                    Integer.parseInt(a[6]));
                 yield "";
               }
               case "register" -> {

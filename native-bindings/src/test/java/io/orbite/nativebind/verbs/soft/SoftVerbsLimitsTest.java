@@ -91,6 +91,6 @@ class SoftVerbsLimitsTest {
     }
     assertEquals(0, v.deallocPd(pd));
     assertEquals(0, v.closeDevice(c));
-    VerbsConformance.assertNoSoftThreads();
+    SoftVerbsConformance.assertNoSoftThreads();
   }
 }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.nativebind.testkit.Prerequisite;
+import io.orbite.nativebind.verbs.ConformancePeer;
 import io.orbite.nativebind.verbs.Ibv;
 import io.orbite.nativebind.verbs.Verbs;
 import java.io.IOException;
@@ -84,8 +85,8 @@ class SoftVerbsNamespacesTest {
   private int[] connect() {
     int qa = a.createQp();
     int qb = b.createQp();
-    a.connect(qa, b.gid(), qb);
-    b.connect(qb, a.gid(), qa);
+    a.connect(qa, b, qb);
+    b.connect(qb, a, qa);
     return new int[] {qa, qb};
   }
 

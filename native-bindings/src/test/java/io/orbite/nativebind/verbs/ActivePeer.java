@@ -1,9 +1,7 @@
-package io.orbite.nativebind.verbs.soft;
-
-import io.orbite.nativebind.verbs.Verbs;
+package io.orbite.nativebind.verbs;
 
 /** A {@link ConformancePeer} that can also start work: one signaled WR, waited for. */
-interface ActivePeer extends ConformancePeer {
+public interface ActivePeer extends ConformancePeer {
   /**
    * Posts one signaled {@code opcode} WR on QP {@code qpn} over {@code length} bytes at {@code
    * offset} of its own {@code local} buffer ({@code remoteAddr}/{@code rkey} for READ and WRITE,

@@ -1,28 +1,39 @@
-package io.orbite.nativebind.verbs.soft;
+package io.orbite.nativebind.verbs;
 
-import io.orbite.nativebind.verbs.Verbs;
 import java.util.List;
 
 /**
- * The far end of a {@link VerbsConformance} test: a provider the local one reaches only over the
- * wire, driven through this small interface (so it can live in another process or namespace). Every
- * call blocks until done and throws {@link AssertionError} when the far end refused it.
+ * The far end of a conformance test: a provider the local end reaches only over the wire, driven
+ * through this small interface (so it can live in another process or namespace). Every call blocks
+ * until done and throws {@link AssertionError} when the far end refused it.
  */
-interface ConformancePeer extends AutoCloseable {
+public interface ConformancePeer extends AutoCloseable {
   /** A buffer the peer registered: its id there, and what the local end needs to reach it. */
   record Buffer(int id, long addr, int rkey, int length) {}
 
-  /** The GID of the peer's device. */
+  /** The GID of the peer's port (at its GID index). */
   Verbs.Gid gid();
+
+  /** The LID of the peer's port: what an InfiniBand address vector names; 0 on a soft port. */
+  int lid();
+
+  /** The active MTU of the peer's port ({@link Ibv#MTU_4096}...). */
+  int activeMtu();
 
   /** A new RC QP in INIT; its number. */
   int createQp();
 
   /**
-   * Moves QP {@code qpn} to RTS connected to {@code remoteQpn} at {@code remoteGid}, with an RNR
-   * timer of 10 us.
+   * Moves QP {@code qpn} to RTS connected to QP {@code remoteQpn} of the port with {@code
+   * remoteGid}, {@code remoteLid} and {@code remoteMtu} (the path MTU is the smaller of both
+   * ports'), with an RNR timer of 10 us and unlimited RNR retries.
    */
-  void connect(int qpn, Verbs.Gid remoteGid, int remoteQpn);
+  void connect(int qpn, Verbs.Gid remoteGid, int remoteLid, int remoteMtu, int remoteQpn);
+
+  /** Connects QP {@code qpn} to QP {@code remoteQpn} of {@code remote}. */
+  default void connect(int qpn, ConformancePeer remote, int remoteQpn) {
+    connect(qpn, remote.gid(), remote.lid(), remote.activeMtu(), remoteQpn);
+  }
 
   /** Registers {@code length} bytes filled with {@code fill}, with {@code access}. */
   Buffer register(int length, int access, byte fill);

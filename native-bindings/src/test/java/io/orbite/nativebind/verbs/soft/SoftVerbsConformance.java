@@ -64,6 +64,12 @@ abstract class SoftVerbsConformance extends RcConformance<SoftLocalEnd> {
   private static final int EIO = Errno.EIO.number();
   private static final int SIGNALED = Ibv.SEND_SIGNALED;
 
+  /** The soft responder checks that a SEND fits before it writes a byte of the receive. */
+  @Override
+  protected boolean failedReceiveLeftUntouched() {
+    return true;
+  }
+
   /** The IPv4 address the local device binds. */
   protected String localAddress() {
     return "127.0.0.1";
@@ -196,31 +202,14 @@ abstract class SoftVerbsConformance extends RcConformance<SoftLocalEnd> {
     assertPostFailed(r, Errno.EINVAL, 0);
   }
 
-  @Test
-  void aSendLargerThanTheReceiveFailsBothEndsAndWritesNothing() {
-    Pair p = pair();
-    ConformancePeer.Buffer rb = peer.register(1024, LOCAL, GUARD);
-    peer.postRecv(p.peerQpn(), 11, rb, 200, 100);
-    peer.postRecv(p.peerQpn(), 12, rb, 400, 100);
-    Verbs.Mr src = local.buffer(256, LOCAL, (byte) 1);
-    local.post(
-        p.qp(),
-        Verbs.SendWr.send(1, SIGNALED, List.of(sge(src, 0, 200))),
-        Verbs.SendWr.send(2, SIGNALED, List.of(sge(src, 0, 50))));
-    assertEquals(
-        List.of(wc(1, Ibv.WC_REM_INV_REQ_ERR), wc(2, FLUSH)), summary(local.await(p.cq(), 2)));
-    assertEquals(
-        List.of(wc(11, Ibv.WC_LOC_LEN_ERR), wc(12, FLUSH)),
-        summary(peer.recvCompletions(p.peerQpn(), 2)));
-    assertArrayEquals(guards(1024), peer.read(rb));
-    assertEquals(Ibv.QPS_ERR, local.state(p.qp()));
-    assertEquals(Ibv.QPS_ERR, peer.qpState(p.peerQpn()));
-  }
-
   // ------------------------------------------------------------------ memory, keys and windows
 
+  /**
+   * Stricter than the portable test of keys and SGEs it inherits (which allows lkey == rkey, as
+   * mlx5 hands out): the soft provider never hands out a key twice, lkeys and rkeys included.
+   */
   @Test
-  void keysAreDistinctAndNonZeroAndLocalSgesMustLieInTheirMr() {
+  void keysAreDistinctAndNonZero() {
     Set<Integer> keys = new HashSet<>();
     for (int i = 0; i < 50; i++) {
       Verbs.Mr mr = local.buffer(64, LOCAL, (byte) 0);
@@ -228,25 +217,6 @@ abstract class SoftVerbsConformance extends RcConformance<SoftLocalEnd> {
       assertNotEquals(0, mr.rkey());
       assertTrue(keys.add(mr.lkey()) && keys.add(mr.rkey()), "a key handed out twice");
     }
-    Pair p = pair();
-    ConformancePeer.Buffer dst = peer.register(256, REMOTE_RW, GUARD);
-    Verbs.Mr src = local.buffer(128, LOCAL, (byte) 1);
-    local.post(
-        p.qp(),
-        write(1, SIGNALED, new Verbs.Sge(src.addr() + 1, 128, src.lkey()), dst.addr(), dst.rkey()),
-        write(2, SIGNALED, sge(src, 0, 16), dst.addr(), dst.rkey()));
-    assertEquals(
-        List.of(wc(1, Ibv.WC_LOC_PROT_ERR), wc(2, FLUSH)), summary(local.await(p.cq(), 2)));
-    assertArrayEquals(guards(256), peer.read(dst));
-    Verbs.Pd other = local.newPd();
-    Verbs.Mr foreign = local.buffer(other, 64, LOCAL, (byte) 1);
-    Pair q = pair();
-    local.post(q.qp(), write(1, SIGNALED, sge(foreign, 0, 16), dst.addr(), dst.rkey()));
-    assertEquals(
-        List.of(wc(1, Ibv.WC_LOC_PROT_ERR)),
-        summary(local.await(q.cq(), 1)),
-        "an MR of another PD");
-    assertArrayEquals(guards(256), peer.read(dst));
   }
 
   @Test

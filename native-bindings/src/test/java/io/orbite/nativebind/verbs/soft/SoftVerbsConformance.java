@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.nativebind.Errno;
+import io.orbite.nativebind.verbs.ActivePeer;
 import io.orbite.nativebind.verbs.ConformancePeer;
 import io.orbite.nativebind.verbs.Ibv;
 import io.orbite.nativebind.verbs.RcConformance;
@@ -546,6 +547,63 @@ abstract class SoftVerbsConformance extends RcConformance<SoftLocalEnd> {
   }
 
   // ------------------------------------------------------------------ responders
+
+  /**
+   * This end as the responder: the peer WRITEs past the end of a local MR. Nothing lands, the
+   * peer's WR fails {@code WC_REM_ACCESS_ERR}, and this end's QP goes to ERR with {@code
+   * EVENT_QP_ACCESS_ERR} naming it on its context, as an HCA reports a responder-side violation.
+   */
+  @Test
+  void aRefusedAccessAtThisEndErrsItsQpAndQueuesQpAccessErrNamingIt() {
+    Pair p = pair();
+    Verbs.Mr target = local.buffer(4096, REMOTE_RW, GUARD);
+    ConformancePeer.Buffer src = peer.register(4096, LOCAL, (byte) 1);
+    Verbs.Wc refused =
+        ((ActivePeer) peer)
+            .post(
+                p.peerQpn(), Ibv.WR_RDMA_WRITE, src, 0, 64, target.addr() + 4090, target.rkey(), 0);
+    assertEquals(Ibv.WC_REM_ACCESS_ERR, refused.status(), refused::toString);
+    assertArrayEquals(guards(4096), local.bytes(target), "nothing of a refused WRITE lands");
+    assertEquals(Ibv.QPS_ERR, local.state(p.qp()));
+    assertEquals(new Verbs.AsyncEvent(Ibv.EVENT_QP_ACCESS_ERR, p.qp().handle()), awaitAsyncEvent());
+  }
+
+  /**
+   * A receive whose SGE names no MR of this end: the SEND that lands on it fails at both ends
+   * ({@code WC_REM_OP_ERR} at the sender, {@code WC_LOC_PROT_ERR} at the receiver), and an inline
+   * WR whose SGE does not resolve is refused at post ({@code EINVAL}), nothing posted.
+   */
+  @Test
+  void unresolvableSgesFailTheReceiveAndRefuseAnInlinePost() {
+    Pair p = pair();
+    Verbs.Mr inbox = local.buffer(256, LOCAL, GUARD);
+    Verbs.PostResult posted =
+        local.verbs.postRecv(
+            p.qp(),
+            List.of(
+                new Verbs.RecvWr(
+                    5, List.of(new Verbs.Sge(inbox.addr(), 64, inbox.lkey() ^ 0x5a5a00)))));
+    assertTrue(posted.posted(), posted::toString);
+    ConformancePeer.Buffer src = peer.register(256, LOCAL, (byte) 3);
+    Verbs.Wc sent = ((ActivePeer) peer).post(p.peerQpn(), Ibv.WR_SEND, src, 0, 32, 0, 0, 0);
+    assertEquals(Ibv.WC_REM_OP_ERR, sent.status(), sent::toString);
+    List<Verbs.Wc> got = local.await(p.cq(), 1);
+    assertEquals(5, got.getFirst().wrId());
+    assertEquals(Ibv.WC_LOC_PROT_ERR, got.getFirst().status(), got.getFirst()::toString);
+    assertArrayEquals(guards(256), local.bytes(inbox), "nothing lands through a bad SGE");
+
+    Pair q = pair();
+    Verbs.Mr src2 = local.buffer(64, LOCAL, (byte) 1);
+    Verbs.PostResult inline =
+        local.verbs.postSend(
+            q.qp(),
+            List.of(
+                Verbs.SendWr.send(
+                    9,
+                    SIGNALED | Ibv.SEND_INLINE,
+                    List.of(new Verbs.Sge(src2.addr(), 32, src2.lkey() ^ 0x5a5a00)))));
+    assertPostFailed(inline, Errno.EINVAL, 0);
+  }
 
   @Test
   void theResponderServesOnlyAnRtrOrRtsQpConnectedBackToTheSender() {

@@ -24,6 +24,10 @@ module io.orbite.engine {
       io.orbite.transport;
   exports io.orbite.engine.view to
       io.orbite.transport;
+  exports io.orbite.engine.rail to
+      io.orbite.transport;
+  exports io.orbite.engine.priority to
+      io.orbite.transport;
 
   uses io.orbite.engine.spi.TransportProvider;
   uses io.orbite.engine.spi.SharedMemoryProvider;

@@ -58,6 +58,8 @@ class LayeringArchTest {
     "io.orbite.engine.spi..",
     "io.orbite.engine.wire..",
     "io.orbite.engine.slicing..",
+    "io.orbite.engine.rail..",
+    "io.orbite.engine.priority..",
     "io.orbite.engine.view.."
   };
 
@@ -69,6 +71,8 @@ class LayeringArchTest {
     "io.orbite.engine.guardian..",
     "io.orbite.engine.registry..",
     "io.orbite.engine.segment..",
+    "io.orbite.engine.rail..",
+    "io.orbite.engine.priority..",
     "io.orbite.engine.slicing..",
     "io.orbite.engine.spi..",
     "io.orbite.engine.view..",

@@ -205,11 +205,9 @@ public final class RailHealth {
         }
         long interval = policy.probeInterval().toNanos();
         if (e.lastTrialAt != Long.MIN_VALUE && now - e.lastTrialAt < interval) {
+          long left = interval - (now - e.lastTrialAt);
           return new Admission.Refused(
-              describe(pair)
-                  + " is open: its next trial is due within "
-                  + interval / 1_000_000
-                  + " ms");
+              describe(pair) + " is open: its next trial is due in " + left / 1_000_000 + " ms");
         }
         e.state = State.HALF_OPEN;
         e.generation++;

@@ -128,8 +128,10 @@ class RailHealthTest {
     Ticket trial = admitted(AB);
     health.cancelled(trial);
     assertEquals(State.OPEN, health.state(AB));
-    assertTrue(refused(AB).contains("next trial is due within 1000 ms"), refused(AB));
-    advance(Duration.ofSeconds(1));
+    assertTrue(refused(AB).contains("next trial is due in 1000 ms"), refused(AB));
+    advance(Duration.ofMillis(400));
+    assertTrue(refused(AB).contains("next trial is due in 600 ms"), refused(AB));
+    advance(Duration.ofMillis(600));
     Ticket again = admitted(AB);
     assertTrue(again.trial());
     health.succeeded(trial); // the cancelled trial's ticket cannot close the pair

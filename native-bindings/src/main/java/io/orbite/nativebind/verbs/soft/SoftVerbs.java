@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
@@ -641,30 +642,24 @@ public final class SoftVerbs implements Verbs {
   /** {@inheritDoc} */
   @Override
   public PostResult postSend(Qp qp, List<SendWr> wrs) {
-    lock.lock();
-    try {
-      SoftQp q = handles.get(qp.handle(), SoftQp.class);
-      if (q == null || wrs == null) {
-        return new PostResult(einval(), 0);
-      }
-      return q.postSend(wrs);
-    } catch (RuntimeException | Error e) {
-      return new PostResult(einval(), 0);
-    } finally {
-      lock.unlock();
-    }
+    return post(qp, wrs, SoftQp::postSend);
   }
 
   /** {@inheritDoc} */
   @Override
   public PostResult postRecv(Qp qp, List<RecvWr> wrs) {
+    return post(qp, wrs, SoftQp::postRecv);
+  }
+
+  /** A post under the lock: a dead QP or no list is {@code EINVAL} at index 0, nothing posted. */
+  private <W> PostResult post(Qp qp, List<W> wrs, BiFunction<SoftQp, List<W>, PostResult> onQp) {
     lock.lock();
     try {
       SoftQp q = handles.get(qp.handle(), SoftQp.class);
       if (q == null || wrs == null) {
         return new PostResult(einval(), 0);
       }
-      return q.postRecv(wrs);
+      return onQp.apply(q, wrs);
     } catch (RuntimeException | Error e) {
       return new PostResult(einval(), 0);
     } finally {

@@ -1,6 +1,7 @@
 package io.orbite.config;
 
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
+import java.util.regex.Pattern;
 
 /**
  * Shared validation helpers, so that constructors and the JSON reader word their messages
@@ -9,6 +10,12 @@ import com.fasterxml.jackson.core.io.JsonStringEncoder;
 final class Checks {
   /** Longest part of a rejected string value that is echoed in a message. */
   private static final int MAX_ECHOED_CHARS = 80;
+
+  /** One part of a dotted IPv4 literal: 0..255, no leading zero. */
+  private static final String IPV4_PART = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])";
+
+  private static final Pattern IPV4 =
+      Pattern.compile(IPV4_PART + "\\." + IPV4_PART + "\\." + IPV4_PART + "\\." + IPV4_PART);
 
   private Checks() {}
 
@@ -63,6 +70,19 @@ final class Checks {
               + quote(host));
     }
     return host;
+  }
+
+  /**
+   * A dotted IPv4 literal: four parts {@code 0..255} joined by {@code .}, no leading zeros (so
+   * {@code 010} cannot be mistaken for octal), no host names.
+   */
+  static String requireIpv4(String path, String address) {
+    requireNonNull(path, address);
+    if (!IPV4.matcher(address).matches()) {
+      throw new ConfigException(
+          path, "must be a dotted IPv4 address such as \"127.0.0.1\", got " + quote(address));
+    }
+    return address;
   }
 
   static <T> T requireNonNull(String path, T value) {

@@ -19,6 +19,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.RecordComponent;
+import java.util.List;
 
 /**
  * Turns JSON text into a tree and records back into JSON text.
@@ -192,16 +193,19 @@ final class ConfigJson {
 
   /**
    * Writes a configuration record as pretty-printed JSON, one key per record component in
-   * declaration order; nested records become nested objects.
+   * declaration order; nested records become nested objects, lists of strings arrays of strings.
    */
   static String write(Record config) {
-    // Two-space indent, "\n" line ends on every platform, "key": value.
+    // Two-space indent, "\n" line ends on every platform, "key": value; arrays one element a line
+    // like objects, an empty array as [].
     DefaultPrettyPrinter printer =
         new DefaultPrettyPrinter()
             .withSeparators(
                 Separators.createDefaultInstance()
-                    .withObjectFieldValueSpacing(Separators.Spacing.AFTER));
+                    .withObjectFieldValueSpacing(Separators.Spacing.AFTER)
+                    .withArrayEmptySeparator(""));
     printer.indentObjectsWith(new DefaultIndenter("  ", "\n"));
+    printer.indentArraysWith(new DefaultIndenter("  ", "\n"));
     try {
       return MAPPER.writer(printer).writeValueAsString(toTree(config));
     } catch (IOException e) {
@@ -229,6 +233,14 @@ final class ConfigJson {
         object.put(key, s);
       } else if (value instanceof Boolean b) {
         object.put(key, b);
+      } else if (value instanceof List<?> list) {
+        ArrayNode array = object.putArray(key);
+        for (Object element : list) {
+          if (!(element instanceof String text)) {
+            throw new IllegalStateException("unsupported element in " + component);
+          }
+          array.add(text);
+        }
       } else {
         throw new IllegalStateException("unsupported component type " + component);
       }

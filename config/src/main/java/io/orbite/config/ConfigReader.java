@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.math.BigInteger;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
@@ -103,6 +104,31 @@ final class ConfigReader {
       throw wrongType(Checks.child(path, key), "a string", value);
     }
     return value.textValue();
+  }
+
+  /**
+   * The array of strings under {@code key}, or {@code fallback} when absent; an element that is not
+   * a string is reported at its index ({@code rdma.devices[1]}). Content checks are the record's
+   * job.
+   */
+  List<String> stringListValue(String key, List<String> fallback) {
+    JsonNode value = object.get(key);
+    if (value == null) {
+      return fallback;
+    }
+    String keyPath = Checks.child(path, key);
+    if (!value.isArray()) {
+      throw wrongType(keyPath, "an array of strings", value);
+    }
+    List<String> strings = new ArrayList<>(value.size());
+    for (int i = 0; i < value.size(); i++) {
+      JsonNode element = value.get(i);
+      if (!element.isTextual()) {
+        throw wrongType(keyPath + "[" + i + "]", "a string", element);
+      }
+      strings.add(element.textValue());
+    }
+    return strings;
   }
 
   private void rejectUnknownKeys(Class<? extends Record> schema) {

@@ -37,6 +37,8 @@ import java.util.regex.Pattern;
  * @param shm same-host shared-memory transport settings. Default {@link ShmConfig#defaults()}.
  * @param file the file transport (file segments, io_uring lanes). Default {@link
  *     FileConfig#defaults()}.
+ * @param rdma the RDMA transport (provider, rails, queue pairs), off by default and being built.
+ *     Default {@link RdmaConfig#defaults()}.
  * @param observability metrics (Prometheus) and the dashboard, both off by default. Default {@link
  *     ObservabilityConfig#defaults()}.
  */
@@ -49,6 +51,7 @@ public record EngineConfig(
     TimeoutConfig timeouts,
     ShmConfig shm,
     FileConfig file,
+    RdmaConfig rdma,
     ObservabilityConfig observability) {
 
   /** Default {@link #name()}. */
@@ -101,6 +104,7 @@ public record EngineConfig(
     Checks.requireNonNull(TimeoutConfig.SECTION, timeouts);
     Checks.requireNonNull(ShmConfig.SECTION, shm);
     Checks.requireNonNull(FileConfig.SECTION, file);
+    Checks.requireNonNull(RdmaConfig.SECTION, rdma);
     Checks.requireNonNull(ObservabilityConfig.SECTION, observability);
   }
 
@@ -120,6 +124,7 @@ public record EngineConfig(
         TimeoutConfig.defaults(),
         ShmConfig.defaults(),
         FileConfig.defaults(),
+        RdmaConfig.defaults(),
         ObservabilityConfig.defaults());
   }
 
@@ -135,7 +140,7 @@ public record EngineConfig(
    */
   public EngineConfig withName(String name) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
+        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
   }
 
   /**
@@ -149,7 +154,7 @@ public record EngineConfig(
    */
   public EngineConfig withListen(ListenConfig listen) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
+        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
   }
 
   /**
@@ -162,7 +167,7 @@ public record EngineConfig(
    */
   public EngineConfig withTcp(TcpConfig tcp) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
+        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
   }
 
   /**
@@ -175,7 +180,7 @@ public record EngineConfig(
    */
   public EngineConfig withBudgets(BudgetConfig budgets) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
+        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
   }
 
   /**
@@ -189,7 +194,7 @@ public record EngineConfig(
    */
   public EngineConfig withSlicing(SlicingConfig slicing) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
+        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
   }
 
   /**
@@ -202,7 +207,7 @@ public record EngineConfig(
    */
   public EngineConfig withFile(FileConfig file) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
+        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
   }
 
   /**
@@ -216,7 +221,7 @@ public record EngineConfig(
    */
   public EngineConfig withTimeouts(TimeoutConfig timeouts) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
+        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
   }
 
   /**
@@ -230,7 +235,20 @@ public record EngineConfig(
    */
   public EngineConfig withShm(ShmConfig shm) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
+        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
+  }
+
+  /**
+   * A copy with {@link #rdma()} replaced and every other component kept; the new value is checked
+   * as by the constructor.
+   *
+   * @param rdma RDMA transport settings, already validated by {@link RdmaConfig}'s constructor
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code rdma} if {@code rdma} is {@code null}
+   */
+  public EngineConfig withRdma(RdmaConfig rdma) {
+    return new EngineConfig(
+        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
   }
 
   /**
@@ -244,7 +262,7 @@ public record EngineConfig(
    */
   public EngineConfig withObservability(ObservabilityConfig observability) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, observability);
+        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
   }
 
   /**
@@ -351,6 +369,7 @@ public record EngineConfig(
         r.section(TimeoutConfig.SECTION, TimeoutConfig.class, TimeoutConfig::read),
         r.section(ShmConfig.SECTION, ShmConfig.class, ShmConfig::read),
         r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read),
+        r.section(RdmaConfig.SECTION, RdmaConfig.class, RdmaConfig::read),
         r.section(
             ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read));
   }

@@ -6,10 +6,11 @@
  * io.orbite.config.ListenConfig}, {@link io.orbite.config.TcpConfig}, {@link
  * io.orbite.config.BudgetConfig}, {@link io.orbite.config.SlicingConfig}, {@link
  * io.orbite.config.TimeoutConfig}, {@link io.orbite.config.ShmConfig}, {@link
- * io.orbite.config.FileConfig} and {@link io.orbite.config.ObservabilityConfig} (with {@link
- * io.orbite.config.MetricsConfig} and {@link io.orbite.config.DashboardConfig}). Every default and
- * bound is a public constant named {@code DEFAULT_<KEY>}, {@code MIN_<KEY>} and {@code MAX_<KEY>}.
- * Every rejection is a {@link io.orbite.config.ConfigException} whose message starts with the path
- * of the problem. See {@code docs/configuration.md} for the full key table.
+ * io.orbite.config.FileConfig}, {@link io.orbite.config.RdmaConfig} and {@link
+ * io.orbite.config.ObservabilityConfig} (with {@link io.orbite.config.MetricsConfig} and {@link
+ * io.orbite.config.DashboardConfig}). Every default and bound is a public constant named {@code
+ * DEFAULT_<KEY>}, {@code MIN_<KEY>} and {@code MAX_<KEY>}. Every rejection is a {@link
+ * io.orbite.config.ConfigException} whose message starts with the path of the problem. See {@code
+ * docs/configuration.md} for the full key table.
  */
 package io.orbite.config;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
+import java.lang.reflect.RecordComponent;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -40,11 +41,38 @@ class ConfigurationDocsTest {
   }
 
   @Test
-  void stringKeysHaveRows() throws IOException {
+  void stringAndListKeysHaveRows() throws IOException {
     String doc = doc();
     assertTrue(row(doc, "name").contains("`\"orbite\"`"));
     assertTrue(row(doc, "listen.host").contains("`\"127.0.0.1\"`"));
     assertTrue(row(doc, "file.engine").contains("`\"auto\"`"));
+    assertTrue(row(doc, "rdma.provider").contains("`\"software\"`"));
+    assertTrue(row(doc, "rdma.devices").contains("`[]`"));
+    assertTrue(row(doc, "rdma.softwareAddress").contains("`\"127.0.0.1\"`"));
+  }
+
+  /** Every leaf key of the schema, as a dotted path: the record components, walked recursively. */
+  private static List<String> schemaPaths(Class<?> record, String prefix) {
+    List<String> paths = new java.util.ArrayList<>();
+    for (RecordComponent component : record.getRecordComponents()) {
+      String path = prefix + component.getName();
+      if (component.getType().isRecord()) {
+        paths.addAll(schemaPaths(component.getType(), path + "."));
+      } else {
+        paths.add(path);
+      }
+    }
+    return paths;
+  }
+
+  @Test
+  void everyKeyOfTheSchemaHasARow() throws IOException {
+    String doc = doc();
+    List<String> paths = schemaPaths(EngineConfig.class, "");
+    assertTrue(paths.contains("rdma.maxCqes"), paths.toString());
+    for (String path : paths) {
+      row(doc, path);
+    }
   }
 
   @Test

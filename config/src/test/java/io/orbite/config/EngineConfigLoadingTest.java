@@ -91,6 +91,9 @@ class EngineConfigLoadingTest {
                   "shm": {"enabled": true, "maxMappings": 65536},
                   "file": {"engine": "channel", "lanes": 64, "queueDepth": 4096, "maxChunkBytes": 4096,
                            "maxFileSegments": 1, "channelThreads": 256},
+                  "rdma": {"enabled": true, "provider": "native", "devices": ["mlx5_0", "mlx5_1"],
+                           "lanes": 16, "softwareAddress": "10.0.0.2", "softwareDevices": 8,
+                           "maxEndpoints": 4096, "maxGrants": 1, "maxSendWr": 4096, "maxCqes": 16},
                   "observability": {"metrics": {"enabled": true, "host": "0.0.0.0", "port": 9100},
                                     "dashboard": {"enabled": true, "host": "::1", "port": 65535},
                                     "tickMillis": 60000}
@@ -106,6 +109,8 @@ class EngineConfigLoadingTest {
             new TimeoutConfig(86400000, 3600000, 600000),
             new ShmConfig(true, 65536),
             new FileConfig("channel", 64, 4096, 4096, 1, 256),
+            new RdmaConfig(
+                true, "native", List.of("mlx5_0", "mlx5_1"), 16, "10.0.0.2", 8, 4096, 1, 4096, 16),
             new ObservabilityConfig(
                 new MetricsConfig(true, "0.0.0.0", 9100),
                 new DashboardConfig(true, "::1", 65535),
@@ -131,6 +136,8 @@ class EngineConfigLoadingTest {
             new TimeoutConfig(1, 3600000, 1),
             new ShmConfig(true, 1),
             new FileConfig("io_uring", 1, 1, 1073741824, 65536, 1),
+            new RdmaConfig(
+                false, "software", List.of("soft0"), 1, "0.0.0.0", 1, 1, 65536, 1, 65536),
             new ObservabilityConfig(
                 new MetricsConfig(true, "localhost", 1),
                 new DashboardConfig(false, "10.1.2.3", 0),
@@ -190,6 +197,18 @@ class EngineConfigLoadingTest {
                     "maxFileSegments": 64,
                     "channelThreads": 4
                   },
+                  "rdma": {
+                    "enabled": false,
+                    "provider": "software",
+                    "devices": [],
+                    "lanes": 2,
+                    "softwareAddress": "127.0.0.1",
+                    "softwareDevices": 2,
+                    "maxEndpoints": 64,
+                    "maxGrants": 64,
+                    "maxSendWr": 16,
+                    "maxCqes": 1024
+                  },
                   "observability": {
                     "metrics": {
                       "enabled": false,
@@ -205,6 +224,24 @@ class EngineConfigLoadingTest {
                   }
                 }""";
     assertEquals(expected, EngineConfig.defaults().toJson());
+  }
+
+  @Test
+  void toJsonWritesADeviceListOneNameALine() {
+    EngineConfig config =
+        EngineConfig.defaults()
+            .withRdma(RdmaConfig.defaults().withDevices(List.of("mlx5_0", "mlx5_1")));
+    String json = config.toJson();
+    assertTrue(
+        json.contains(
+            """
+                    "devices": [
+                      "mlx5_0",
+                      "mlx5_1"
+                    ],
+                """),
+        json);
+    assertEquals(config, EngineConfig.fromJson(json));
   }
 
   @Test

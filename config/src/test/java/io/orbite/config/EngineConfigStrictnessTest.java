@@ -149,7 +149,7 @@ class EngineConfigStrictnessTest {
             new String[] {"\"tcp\"", "string \"tcp\""},
             new String[] {"[]", "array"},
             new String[] {"true", "boolean true"});
-    return Stream.of("listen", "tcp", "budgets", "slicing", "timeouts", "shm", "file")
+    return Stream.of("listen", "tcp", "budgets", "slicing", "timeouts", "shm", "file", "rdma")
         .flatMap(s -> values.stream().map(v -> Arguments.of(s, v[0], v[1])));
   }
 
@@ -168,12 +168,21 @@ class EngineConfigStrictnessTest {
         "{\"shm\":{\"enabled\":1}}       | shm.enabled: expected a boolean, got integer 1",
         "{\"shm\":{\"enabled\":\"true\"}}  | shm.enabled: expected a boolean, got string \"true\"",
         "{\"shm\":{\"enabled\":null}}    | shm.enabled: expected a boolean, got null",
+        "{\"rdma\":{\"enabled\":1}}      | rdma.enabled: expected a boolean, got integer 1",
+        "{\"rdma\":{\"enabled\":\"yes\"}} | rdma.enabled: expected a boolean, got string \"yes\"",
         "{\"tcp\":{\"retryReadOnOtherLane\":0}}      | tcp.retryReadOnOtherLane: expected a boolean, got integer 0",
         "{\"tcp\":{\"retryReadOnOtherLane\":\"no\"}} | tcp.retryReadOnOtherLane: expected a boolean, got string \"no\"",
       })
   void nonBooleanValueForABooleanKeyIsRejected(String json, String message) {
     String key = message.substring(0, message.indexOf(':'));
     assertEquals(message, assertJsonRejected(json, key, key + ": ").getMessage());
+  }
+
+  @Test
+  void rdmaEnabledReadsTrueAndFalse() {
+    assertEquals(true, EngineConfig.fromJson("{\"rdma\":{\"enabled\":true}}").rdma().enabled());
+    assertEquals(false, EngineConfig.fromJson("{\"rdma\":{\"enabled\":false}}").rdma().enabled());
+    assertEquals(false, EngineConfig.defaults().rdma().enabled(), "off by default");
   }
 
   @Test
@@ -191,13 +200,15 @@ class EngineConfigStrictnessTest {
       delimiter = '|',
       value = {
         "{\"tcp\":{\"lanez\":2}}    | tcp.lanez      | tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis, laneWindowFrames, laneWindowBytes, retryReadOnOtherLane)",
-        "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, observability)",
-        "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, observability)",
+        "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability)",
+        "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability)",
         "{\"listen\":{\"addr\":1}}  | listen.addr    | listen.addr: unknown key (known: host, port)",
         "{\"budgets\":{\"x\":1}}    | budgets.x      | budgets.x: unknown key (known: maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes, maxEndpoints, maxRegistrations, maxPeerSegments)",
         "{\"slicing\":{\"\":1}}     | slicing.       | slicing.: unknown key (known: baseBlockBytes, maxReadSlices, maxWriteSlices)",
         "{\"timeouts\":{\"describeTimeoutMs\":1}} | timeouts.describeTimeoutMs | timeouts.describeTimeoutMs: unknown key (known: defaultDeadlineMillis, destructionWindowMillis, describeTimeoutMillis)",
-        "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, observability)",
+        "{\"rdma\":{\"lane\":2}}     | rdma.lane      | rdma.lane: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes)",
+        "{\"rdma\":{\"softwareAddress\":\"127.0.0.1\",\"maxCQEs\":16}} | rdma.maxCQEs | rdma.maxCQEs: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes)",
+        "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability)",
       })
   void unknownKeyIsRejectedNamingItsPath(String json, String path, String message) {
     assertEquals(message, assertJsonRejected(json, path, path + ": unknown key").getMessage());

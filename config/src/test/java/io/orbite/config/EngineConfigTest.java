@@ -27,7 +27,8 @@ class EngineConfigTest {
         () -> assertEquals(TcpConfig.defaults(), d.tcp()),
         () -> assertEquals(BudgetConfig.defaults(), d.budgets()),
         () -> assertEquals(SlicingConfig.defaults(), d.slicing()),
-        () -> assertEquals(TimeoutConfig.defaults(), d.timeouts()));
+        () -> assertEquals(TimeoutConfig.defaults(), d.timeouts()),
+        () -> assertEquals(RdmaConfig.defaults(), d.rdma()));
   }
 
   @ParameterizedTest(name = "{0}")
@@ -105,7 +106,31 @@ class EngineConfigTest {
         () -> assertEquals(3600000L, TimeoutConfig.MAX_DESTRUCTION_WINDOW_MILLIS),
         () -> assertEquals(5000L, TimeoutConfig.DEFAULT_DESCRIBE_TIMEOUT_MILLIS),
         () -> assertEquals(1L, TimeoutConfig.MIN_DESCRIBE_TIMEOUT_MILLIS),
-        () -> assertEquals(600000L, TimeoutConfig.MAX_DESCRIBE_TIMEOUT_MILLIS));
+        () -> assertEquals(600000L, TimeoutConfig.MAX_DESCRIBE_TIMEOUT_MILLIS),
+        () -> assertEquals(false, RdmaConfig.DEFAULT_ENABLED),
+        () -> assertEquals(java.util.List.of("software", "native"), RdmaConfig.PROVIDERS),
+        () -> assertEquals("software", RdmaConfig.DEFAULT_PROVIDER),
+        () -> assertEquals(java.util.List.of(), RdmaConfig.DEFAULT_DEVICES),
+        () -> assertEquals(16, RdmaConfig.MAX_DEVICES),
+        () -> assertEquals(2, RdmaConfig.DEFAULT_LANES),
+        () -> assertEquals(1, RdmaConfig.MIN_LANES),
+        () -> assertEquals(16, RdmaConfig.MAX_LANES),
+        () -> assertEquals("127.0.0.1", RdmaConfig.DEFAULT_SOFTWARE_ADDRESS),
+        () -> assertEquals(2, RdmaConfig.DEFAULT_SOFTWARE_DEVICES),
+        () -> assertEquals(1, RdmaConfig.MIN_SOFTWARE_DEVICES),
+        () -> assertEquals(8, RdmaConfig.MAX_SOFTWARE_DEVICES),
+        () -> assertEquals(64, RdmaConfig.DEFAULT_MAX_ENDPOINTS),
+        () -> assertEquals(1, RdmaConfig.MIN_MAX_ENDPOINTS),
+        () -> assertEquals(4096, RdmaConfig.MAX_MAX_ENDPOINTS),
+        () -> assertEquals(64, RdmaConfig.DEFAULT_MAX_GRANTS),
+        () -> assertEquals(1, RdmaConfig.MIN_MAX_GRANTS),
+        () -> assertEquals(65536, RdmaConfig.MAX_MAX_GRANTS),
+        () -> assertEquals(16, RdmaConfig.DEFAULT_MAX_SEND_WR),
+        () -> assertEquals(1, RdmaConfig.MIN_MAX_SEND_WR),
+        () -> assertEquals(4096, RdmaConfig.MAX_MAX_SEND_WR),
+        () -> assertEquals(1024, RdmaConfig.DEFAULT_MAX_CQES),
+        () -> assertEquals(16, RdmaConfig.MIN_MAX_CQES),
+        () -> assertEquals(65536, RdmaConfig.MAX_MAX_CQES));
   }
 
   @ParameterizedTest(name = "{0}")
@@ -142,6 +167,11 @@ class EngineConfigTest {
         base.withTimeouts(base.timeouts().withDescribeTimeoutMillis(9))
             .timeouts()
             .describeTimeoutMillis());
+    assertEquals(true, base.withRdma(base.rdma().withEnabled(true)).rdma().enabled());
+    assertEquals("native", base.withRdma(base.rdma().withProvider("native")).rdma().provider());
+    assertEquals(
+        java.util.List.of("mlx5_0"),
+        base.withRdma(base.rdma().withDevices(java.util.List.of("mlx5_0"))).rdma().devices());
     assertNotEquals(base, base.withName("other"));
     assertEquals(EngineConfig.defaults(), base);
   }
@@ -276,6 +306,10 @@ class EngineConfigTest {
             assertEquals(
                 "timeouts: must not be null",
                 assertThrows(ConfigException.class, () -> d.withTimeouts(null)).getMessage()),
+        () ->
+            assertEquals(
+                "rdma: must not be null",
+                assertThrows(ConfigException.class, () -> d.withRdma(null)).getMessage()),
         () ->
             assertEquals(
                 "listen.host: must not be null",

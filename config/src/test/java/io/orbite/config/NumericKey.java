@@ -49,6 +49,27 @@ record NumericKey(
     return path;
   }
 
+  /**
+   * {@code c} with one of the RDMA budgets replaced through the canonical constructor (the four
+   * budgets have no copy method of their own).
+   */
+  private static EngineConfig withRdmaBudget(EngineConfig c, String key, long value) {
+    RdmaConfig r = c.rdma();
+    int v = Math.toIntExact(value);
+    return c.withRdma(
+        new RdmaConfig(
+            r.enabled(),
+            r.provider(),
+            r.devices(),
+            r.lanes(),
+            r.softwareAddress(),
+            r.softwareDevices(),
+            key.equals("maxEndpoints") ? v : r.maxEndpoints(),
+            key.equals("maxGrants") ? v : r.maxGrants(),
+            key.equals("maxSendWr") ? v : r.maxSendWr(),
+            key.equals("maxCqes") ? v : r.maxCqes()));
+  }
+
   static final List<NumericKey> ALL =
       List.of(
           new NumericKey(
@@ -233,6 +254,48 @@ record NumericKey(
               256,
               c -> (long) c.file().channelThreads(),
               (c, v) -> c.withFile(c.file().withChannelThreads(Math.toIntExact(v)))),
+          new NumericKey(
+              "rdma.lanes",
+              2,
+              1,
+              16,
+              c -> (long) c.rdma().lanes(),
+              (c, v) -> c.withRdma(c.rdma().withLanes(Math.toIntExact(v)))),
+          new NumericKey(
+              "rdma.softwareDevices",
+              2,
+              1,
+              8,
+              c -> (long) c.rdma().softwareDevices(),
+              (c, v) -> c.withRdma(c.rdma().withSoftwareDevices(Math.toIntExact(v)))),
+          new NumericKey(
+              "rdma.maxEndpoints",
+              64,
+              1,
+              4096,
+              c -> (long) c.rdma().maxEndpoints(),
+              (c, v) -> withRdmaBudget(c, "maxEndpoints", v)),
+          new NumericKey(
+              "rdma.maxGrants",
+              64,
+              1,
+              65536,
+              c -> (long) c.rdma().maxGrants(),
+              (c, v) -> withRdmaBudget(c, "maxGrants", v)),
+          new NumericKey(
+              "rdma.maxSendWr",
+              16,
+              1,
+              4096,
+              c -> (long) c.rdma().maxSendWr(),
+              (c, v) -> withRdmaBudget(c, "maxSendWr", v)),
+          new NumericKey(
+              "rdma.maxCqes",
+              1024,
+              16,
+              65536,
+              c -> (long) c.rdma().maxCqes(),
+              (c, v) -> withRdmaBudget(c, "maxCqes", v)),
           new NumericKey(
               "observability.metrics.port",
               0,

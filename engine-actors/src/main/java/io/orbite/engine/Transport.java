@@ -8,8 +8,8 @@ package io.orbite.engine;
 public enum Transport {
   /**
    * The engine chooses per request: SHM for a region the peer exports to this host (its memory
-   * proven openable), otherwise the segment's own transport (TCP to a peer, FILE for a file
-   * segment).
+   * proven openable), else RDMA when the segment has an open RDMA endpoint, otherwise the segment's
+   * own transport (TCP to a peer, FILE for a file segment).
    */
   UNSPEC(0),
   /**
@@ -24,7 +24,11 @@ public enum Transport {
   SHM(2),
   /** The file transport of a segment opened with {@link TransferEngine#openFileSegment}. */
   FILE(3),
-  /** Not built: a request naming it is refused UNAVAILABLE at submit. */
+  /**
+   * RDMA over the verbs table (the software provider, or libibverbs), when {@code rdma.enabled}: a
+   * request naming it on a segment without an open RDMA endpoint is refused UNAVAILABLE at submit,
+   * saying why.
+   */
   RDMA(4);
 
   private final int code;

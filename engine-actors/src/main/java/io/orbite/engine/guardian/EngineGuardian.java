@@ -238,6 +238,7 @@ public final class EngineGuardian {
                     admission,
                     transports.get(Transport.TCP),
                     transports.get(Transport.SHM),
+                    config.rdma().enabled() ? transports.get(Transport.RDMA) : null,
                     blockingIo,
                     Duration.ofMillis(config.timeouts().describeTimeoutMillis()),
                     config.budgets().maxPeerSegments(),

@@ -83,6 +83,9 @@ public final class SegmentTable {
   private record EndpointCharged(SegmentDescriptor peer, Admission.Decision decision)
       implements Command {}
 
+  /** The RDMA transport answered the open of {@code entry}'s RDMA endpoint. */
+  private record RdmaReady(Entry entry, TransportCommand.OpenPeerReply reply) implements Command {}
+
   private record PeerReady(SegmentDescriptor peer, TransportCommand.OpenPeerReply reply)
       implements Command {}
 
@@ -134,6 +137,13 @@ public final class SegmentTable {
     final List<Waiter> sharedWaiters = new ArrayList<>();
 
     boolean sharedOpening;
+
+    /**
+     * The RDMA channel to the peer, or null (RDMA off, or its open failed: {@link #rdmaRefusal}).
+     */
+    PeerChannel rdma;
+
+    String rdmaRefusal = "RDMA is not enabled here (rdma.enabled is false)";
     int references;
 
     Entry(SegmentDescriptor peer, PeerChannel channel) {
@@ -142,7 +152,11 @@ public final class SegmentTable {
     }
 
     boolean reclaimable() {
-      return references == 0 && !sharedOpening && done(channel) && (shared == null || done(shared));
+      return references == 0
+          && !sharedOpening
+          && done(channel)
+          && (shared == null || done(shared))
+          && (rdma == null || done(rdma));
     }
 
     /** Endpoint charges the entry holds. */
@@ -158,6 +172,9 @@ public final class SegmentTable {
   private final ActorContext<Command> ctx;
   private final ActorRef<Admission.Command> admission;
   private final ActorRef<TransportCommand> transport;
+
+  /** The RDMA transport, or null when RDMA is not enabled: entries then have no RDMA channel. */
+  private final ActorRef<TransportCommand> rdmaTransport;
 
   /** The SHM transport, or null when this engine has none. */
   private final ActorRef<TransportCommand> sharedTransport;
@@ -190,12 +207,14 @@ public final class SegmentTable {
       ActorRef<Admission.Command> admission,
       ActorRef<TransportCommand> transport,
       ActorRef<TransportCommand> sharedTransport,
+      ActorRef<TransportCommand> rdmaTransport,
       Executor blockingIo,
       int describeTimeoutMillis,
       int capacity) {
     this.ctx = ctx;
     this.admission = admission;
     this.transport = transport;
+    this.rdmaTransport = rdmaTransport;
     this.sharedTransport = sharedTransport;
     this.blockingIo = blockingIo;
     this.describeTimeoutMillis = describeTimeoutMillis;
@@ -208,11 +227,15 @@ public final class SegmentTable {
    * @param transport the TCP transport, which opens every entry's first channel
    * @param sharedTransport the SHM transport, or null: same-host peers are then reached over TCP
    *     only
+   * @param rdmaTransport the RDMA transport when {@code rdma.enabled}, else null: every entry then
+   *     also opens an RDMA endpoint to its peer (counted against {@code rdma.maxEndpoints} by that
+   *     transport), and its segments carry it when the open succeeded
    */
   public static Behavior<Command> create(
       ActorRef<Admission.Command> admission,
       ActorRef<TransportCommand> transport,
       ActorRef<TransportCommand> sharedTransport,
+      ActorRef<TransportCommand> rdmaTransport,
       Executor blockingIo,
       Duration describeTimeout,
       int capacity,
@@ -228,6 +251,7 @@ public final class SegmentTable {
                           admission,
                           transport,
                           sharedTransport,
+                          rdmaTransport,
                           blockingIo,
                           (int) describeTimeout.toMillis(),
                           capacity);
@@ -297,6 +321,7 @@ public final class SegmentTable {
         .onMessage(Described.class, this::onDescribed)
         .onMessage(EndpointCharged.class, this::onEndpointCharged)
         .onMessage(PeerReady.class, this::onPeerReady)
+        .onMessage(RdmaReady.class, this::onRdmaReady)
         .onMessage(SharedCharged.class, this::onSharedCharged)
         .onMessage(SharedAttached.class, this::onSharedAttached)
         .onSignal(
@@ -435,12 +460,50 @@ public final class SegmentTable {
       adoptSharedChannel(entry);
       entries.put(opened.channel(), entry);
       current.put(m.peer(), entry);
+      if (rdmaTransport != null) {
+        // The waiters wait for the RDMA endpoint too: a segment carries every channel it will have.
+        ctx.ask(
+            TransportCommand.OpenPeerReply.class,
+            rdmaTransport,
+            Duration.ofMinutes(2),
+            replyTo -> new TransportCommand.OpenPeer(m.peer(), replyTo),
+            (reply, failure) ->
+                new RdmaReady(
+                    entry,
+                    reply != null
+                        ? reply
+                        : new TransportCommand.PeerOpenFailed(
+                            ErrorKind.UNAVAILABLE,
+                            "the RDMA transport did not answer: " + failure)));
+        return Behaviors.same();
+      }
       for (Waiter w : opening.remove(m.peer())) {
         reply(entry, w);
       }
     } else if (m.reply() instanceof TransportCommand.PeerOpenFailed failed) {
       admission.tell(new Admission.ReleaseEndpoint());
       failWaiters(m.peer(), failed.kind(), failed.detail());
+    }
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onRdmaReady(RdmaReady m) {
+    Entry entry = m.entry();
+    if (m.reply() instanceof TransportCommand.PeerOpened opened) {
+      entry.rdma = opened.channel();
+      entry.rdmaRefusal = null;
+      String fenced = entry.channel.fencedBecause();
+      if (fenced != null) {
+        entry.rdma.fence(fenced);
+      }
+    } else if (m.reply() instanceof TransportCommand.PeerOpenFailed failed) {
+      entry.rdmaRefusal = "the RDMA endpoint could not be opened: " + failed.detail();
+    }
+    List<Waiter> waiting = opening.remove(entry.peer);
+    if (waiting != null) {
+      for (Waiter w : waiting) {
+        reply(entry, w);
+      }
     }
     return Behaviors.same();
   }
@@ -464,6 +527,9 @@ public final class SegmentTable {
         replaced.channel.fence(reason);
         if (replaced.shared != null) {
           replaced.shared.fence(reason);
+        }
+        if (replaced.rdma != null) {
+          replaced.rdma.fence(reason);
         }
         it.remove();
       }
@@ -644,6 +710,7 @@ public final class SegmentTable {
                 self.tell(new Released(channel));
               }
             });
+    segment = segment.withRdmaChannel(entry.rdma, entry.rdmaRefusal);
     if (shared != null) {
       return segment.withSharedChannel(shared);
     }

@@ -49,6 +49,8 @@ public final class PeerSegment implements RemoteSegment {
 
   private final PeerChannel sharedChannel;
   private final String sharedRefusal;
+  private final PeerChannel rdmaChannel;
+  private final String rdmaRefusal;
   private final Reference reference;
   private final String label;
 
@@ -85,7 +87,9 @@ public final class PeerSegment implements RemoteSegment {
         null,
         "not a peer with shared memory",
         new Reference(() -> {}),
-        label);
+        label,
+        null,
+        "not a peer reached over RDMA");
   }
 
   /**
@@ -115,7 +119,9 @@ public final class PeerSegment implements RemoteSegment {
             ? "the peer exports no memory through SHM"
             : "SHM to the peer was not opened",
         new Reference(release),
-        descriptor.toString());
+        descriptor.toString(),
+        null,
+        "RDMA is not enabled here (rdma.enabled is false)");
   }
 
   private PeerSegment(
@@ -126,8 +132,12 @@ public final class PeerSegment implements RemoteSegment {
       PeerChannel sharedChannel,
       String sharedRefusal,
       Reference reference,
-      String label) {
+      String label,
+      PeerChannel rdmaChannel,
+      String rdmaRefusal) {
     this.label = label;
+    this.rdmaChannel = rdmaChannel;
+    this.rdmaRefusal = rdmaRefusal;
     this.descriptor = descriptor;
     this.regions = List.copyOf(regions);
     this.byId =
@@ -150,7 +160,38 @@ public final class PeerSegment implements RemoteSegment {
    */
   public PeerSegment withSharedChannel(PeerChannel sharedChannel) {
     return new PeerSegment(
-        descriptor, regions, channel, shared, sharedChannel, null, reference, label);
+        descriptor,
+        regions,
+        channel,
+        shared,
+        sharedChannel,
+        null,
+        reference,
+        label,
+        rdmaChannel,
+        rdmaRefusal);
+  }
+
+  /**
+   * This segment with its RDMA channel, or without one saying why (engine-internal).
+   *
+   * @param rdma the channel the RDMA transport opened to the peer, or null
+   * @param why why there is none (when {@code rdma} is null), as {@link #unreachableBecause} then
+   *     reports for RDMA requests
+   * @return a copy that shares this segment's table reference (closing either closes both)
+   */
+  public PeerSegment withRdmaChannel(PeerChannel rdma, String why) {
+    return new PeerSegment(
+        descriptor,
+        regions,
+        channel,
+        shared,
+        sharedChannel,
+        sharedRefusal,
+        reference,
+        label,
+        rdma,
+        rdma != null ? null : why);
   }
 
   /**
@@ -160,7 +201,17 @@ public final class PeerSegment implements RemoteSegment {
    * @return a copy that shares this segment's table reference (closing either closes both)
    */
   public PeerSegment withoutSharedChannel(String why) {
-    return new PeerSegment(descriptor, regions, channel, shared, null, why, reference, label);
+    return new PeerSegment(
+        descriptor,
+        regions,
+        channel,
+        shared,
+        null,
+        why,
+        reference,
+        label,
+        rdmaChannel,
+        rdmaRefusal);
   }
 
   /**
@@ -259,7 +310,8 @@ public final class PeerSegment implements RemoteSegment {
   /**
    * The channel a request for {@code regionId} over {@code transport} runs on, or {@code null} when
    * that transport cannot reach it (then {@link #unreachableBecause} says why). UNSPEC picks SHM
-   * for a region the peer exports to this host, otherwise TCP (engine-internal).
+   * for a region the peer exports to this host, else RDMA when the segment has an active RDMA
+   * channel, else TCP (engine-internal).
    *
    * @param transport the transport the request names
    * @param regionId the region it names
@@ -267,8 +319,12 @@ public final class PeerSegment implements RemoteSegment {
    */
   public PeerChannel channelFor(Transport transport, long regionId) {
     return switch (transport) {
-      case UNSPEC -> sharedReachable(regionId) ? sharedChannel : channel;
+      case UNSPEC ->
+          sharedReachable(regionId)
+              ? sharedChannel
+              : rdmaChannel != null && rdmaChannel.active() ? rdmaChannel : channel;
       case SHM -> sharedReachable(regionId) ? sharedChannel : null;
+      case RDMA -> rdmaChannel;
       default -> transport == channel.transport() ? channel : null;
     };
   }
@@ -282,6 +338,9 @@ public final class PeerSegment implements RemoteSegment {
    */
   @Override
   public String unreachableBecause(Transport transport, long regionId) {
+    if (transport == Transport.RDMA) {
+      return rdmaRefusal != null ? rdmaRefusal : "its RDMA endpoint is closed";
+    }
     if (transport != Transport.SHM) {
       return "it is reached over " + channel.transport() + ", not " + transport;
     }
@@ -302,6 +361,7 @@ public final class PeerSegment implements RemoteSegment {
         + regions.size()
         + " regions"
         + (sharedChannel != null ? ", SHM" : "")
+        + (rdmaChannel != null ? ", RDMA" : "")
         + ")";
   }
 }

@@ -99,6 +99,7 @@ class SegmentTableTest {
                 admission.getRef(),
                 tcp.getRef(),
                 shm.getRef(),
+                null,
                 blockingIo,
                 Duration.ofSeconds(5),
                 8,

@@ -4,6 +4,7 @@
  */
 module io.orbite.transport {
   requires io.orbite.engine;
+  requires io.orbite.config;
   requires io.orbite.nativebind;
   requires pekko.actor;
   requires org.agrona;
@@ -12,7 +13,8 @@ module io.orbite.transport {
   provides io.orbite.engine.spi.TransportProvider with
       io.orbite.transport.tcp.TcpTransportProvider,
       io.orbite.transport.shm.ShmTransportProvider,
-      io.orbite.transport.file.FileTransportProvider;
+      io.orbite.transport.file.FileTransportProvider,
+      io.orbite.transport.rdma.RdmaTransportProvider;
   provides io.orbite.engine.spi.SharedMemoryProvider with
       io.orbite.transport.shm.ShmMemoryProvider;
 }

@@ -10,17 +10,17 @@ import io.orbite.engine.spi.RegistryView;
  * engine's, and the range must lie inside a live registration that grants the direction. A granted
  * check holds a loan on the registration that the caller must return.
  */
-final class Authority {
+public final class Authority {
   private final RegistryView registry;
   private final long localEpoch;
 
-  Authority(RegistryView registry, long localEpoch) {
+  public Authority(RegistryView registry, long localEpoch) {
     this.registry = registry;
     this.localEpoch = localEpoch;
   }
 
   /** The refusal code for a frame, or 0 with {@code loan[0]} set to the loaned registration. */
-  int check(Op op, long epoch, long regionId, long offset, long count, Registration[] loan) {
+  public int check(Op op, long epoch, long regionId, long offset, long count, Registration[] loan) {
     if (epoch != localEpoch) {
       return ErrorKind.EPOCH_MISMATCH.code();
     }

@@ -21,11 +21,23 @@ import java.nio.channels.SocketChannel;
  * the lane is for. A source of another epoch refuses with EPOCH_MISMATCH. Blocking; runs on the
  * engine's blocking-I/O executor, never in a mailbox.
  */
-final class LaneConnector {
+public final class LaneConnector {
   private LaneConnector() {}
 
   static SocketChannel connect(
       SegmentDescriptor peer, int laneIndex, long localEpoch, TcpConfig tcp) {
+    return connect(peer, laneIndex, localEpoch, tcp, Transport.TCP);
+  }
+
+  /**
+   * Opens a data connection of {@code transport} (its HELLO names it, so the peer's control service
+   * hands the connection to that transport) to the incarnation {@code peer} names.
+   *
+   * @throws TransferException EPOCH_MISMATCH when another incarnation answers, UNAVAILABLE or
+   *     TIMEOUT when none does, PROTOCOL when the answer breaks the protocol
+   */
+  public static SocketChannel connect(
+      SegmentDescriptor peer, int laneIndex, long localEpoch, TcpConfig tcp, Transport transport) {
     SocketChannel channel = null;
     try {
       channel = SocketChannel.open();
@@ -46,7 +58,7 @@ final class LaneConnector {
           peer.epoch(),
           localEpoch,
           laneIndex,
-          Transport.TCP.code());
+          transport.code());
       while (hello.hasRemaining()) {
         channel.write(hello);
       }

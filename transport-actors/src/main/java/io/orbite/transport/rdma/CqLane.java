@@ -1,0 +1,635 @@
+package io.orbite.transport.rdma;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.Op;
+import io.orbite.engine.priority.PostQueue;
+import io.orbite.engine.spi.ReceiptBatcher;
+import io.orbite.nativebind.verbs.Ibv;
+import io.orbite.nativebind.verbs.Verbs;
+import io.orbite.nativebind.verbs.VerbsResult;
+import io.orbite.transport.LaneIdle;
+import io.orbite.transport.LaneLifecycle;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.agrona.collections.Long2ObjectHashMap;
+import org.agrona.concurrent.IdleStrategy;
+
+/**
+ * One CQ of a rail and the lane thread that polls it: every QP of the rail that this lane serves,
+ * requester or source, completes here, and this thread is the only one that posts on those QPs, so
+ * their work-request accounting needs no lock. Other threads hand it work through {@link #submit}
+ * (a task to run on the lane) and it wakes at once.
+ *
+ * <p>A pass: run what was handed over; ask grants for queued slices in priority order ({@link
+ * PostQueue}, C14: HIGH first, aged LOW work promoted after 10 ms; posted work is never preempted,
+ * and completions, receives and cleanup never wait in the queue); poll up to 32 completions; finish
+ * closing QPs whose work requests all came back (or whose deadline passed); deliver the pass's
+ * receipts, one call per batch; flush the control links it wrote to.
+ *
+ * <p>Every work request is signalled, so a QP's send-queue debt is exact. A requester QP holds at
+ * most {@code maxSendWr / 4} slices (two WRs each: the payload, then the completion SEND), so its
+ * debt stays at most half its send queue.
+ */
+final class CqLane implements Runnable {
+  /** How a lane learns what became of one work request. */
+  interface Completion {
+    void completed(CqLane lane, Verbs.Wc wc);
+
+    /** The QP was destroyed with this WR unanswered: it will never complete. */
+    void abandoned(CqLane lane, String why);
+  }
+
+  private static final int POLL_BATCH = 32;
+  private static final long CLOSE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(5);
+  private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
+  final Rail rail;
+  final int index;
+  final Verbs verbs;
+  final Verbs.Cq cq;
+  final String name;
+  final int slicesPerQp;
+  final LaneLifecycle lifecycle = new LaneLifecycle();
+
+  private final ConcurrentLinkedQueue<Runnable> inbox = new ConcurrentLinkedQueue<>();
+  private final PostQueue<Slice> queue =
+      new PostQueue<>(PostQueue.DEFAULT_PROMOTION_TIMEOUT, false);
+  private final Long2ObjectHashMap<Completion> pending = new Long2ObjectHashMap<>();
+  private final Map<RcQp, Set<Long>> wrsByQp = new IdentityHashMap<>();
+  private final Map<RcQp, Long> closing = new IdentityHashMap<>();
+  private final List<Runnable> afterClose = new ArrayList<>();
+  private final Set<ControlLink> dirty =
+      java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+  private final ReceiptBatcher receipts = new ReceiptBatcher();
+  private final Verbs.Wc[] wcs = new Verbs.Wc[POLL_BATCH];
+  private final Arena arena = Arena.ofShared();
+
+  /** The 8 bytes a completion SEND carries inline (a slice id), written just before each post. */
+  private final MemorySegment idSlot;
+
+  private final Verbs.Mr idMr;
+  private long nextWrId = 1;
+  private volatile Thread thread;
+  private volatile String faulted;
+
+  CqLane(Rail rail, int index, Verbs.Cq cq, int maxSendWr) {
+    this.rail = rail;
+    this.index = index;
+    this.verbs = rail.verbs;
+    this.cq = cq;
+    this.name = "rdma " + rail.device + " lane " + index;
+    this.slicesPerQp = Math.max(1, maxSendWr / 4);
+    this.idSlot = arena.allocate(64, 64);
+    this.idMr = verbs.regMr(rail.pd, idSlot, Ibv.ACCESS_LOCAL_WRITE).value();
+  }
+
+  void start() {
+    Thread t =
+        Thread.ofPlatform().daemon().name("orbite-" + name.replace(' ', '-')).unstarted(this);
+    thread = t;
+    t.start();
+  }
+
+  /** Runs {@code work} on the lane thread, soon; refused (false) once the lane has stopped. */
+  boolean submit(Runnable work) {
+    if (lifecycle.state().terminal()) {
+      return false;
+    }
+    inbox.add(work);
+    Thread t = thread;
+    if (t != null) {
+      LockSupport.unpark(t);
+    }
+    return true;
+  }
+
+  /** Why the lane stopped working (its CQ failed), or null. */
+  String faulted() {
+    return faulted;
+  }
+
+  // ---------------------------------------------------------------- the duty cycle
+
+  @Override
+  public void run() {
+    IdleStrategy idle = LaneIdle.strategy(MAX_PARK_NANOS);
+    try {
+      while (lifecycle.state().ordinal() < LaneLifecycle.State.CLOSING.ordinal()
+          || !closing.isEmpty()
+          || !inbox.isEmpty()) {
+        int work = pass();
+        idle.idle(work);
+      }
+    } catch (RuntimeException | Error e) {
+      faulted = "lane failed: " + e;
+      throw e;
+    } finally {
+      lifecycle.moveTo(LaneLifecycle.State.CLOSED);
+    }
+  }
+
+  private int pass() {
+    int work = 0;
+    Runnable r;
+    while ((r = inbox.poll()) != null) {
+      r.run();
+      work++;
+    }
+    work += pump();
+    int n = verbs.pollCq(cq, wcs);
+    if (n < 0) {
+      faulted = "ibv_poll_cq failed: errno " + -n;
+      n = 0;
+    }
+    for (int i = 0; i < n; i++) {
+      Verbs.Wc wc = wcs[i];
+      wcs[i] = null;
+      Completion c = pending.remove(wc.wrId());
+      if (c != null) {
+        forget(wc.wrId(), c);
+        c.completed(this, wc);
+      }
+    }
+    work += n;
+    if (!closing.isEmpty()) {
+      work += finishClosing();
+    }
+    receipts.flush();
+    if (!dirty.isEmpty()) {
+      for (ControlLink link : dirty) {
+        link.flush();
+      }
+      dirty.clear();
+    }
+    return work;
+  }
+
+  private final Map<Long, RcQp> qpOfWr = new java.util.HashMap<>();
+
+  private void forget(long wrId, Completion c) {
+    RcQp qp = qpOfWr.remove(wrId);
+    if (qp != null) {
+      Set<Long> ids = wrsByQp.get(qp);
+      if (ids != null) {
+        ids.remove(wrId);
+      }
+    }
+  }
+
+  private long track(RcQp qp, Completion c) {
+    long id = nextWrId++;
+    pending.put(id, c);
+    qpOfWr.put(id, qp);
+    wrsByQp.computeIfAbsent(qp, q -> new LinkedHashSet<>()).add(id);
+    return id;
+  }
+
+  void wrote(ControlLink link) {
+    dirty.add(link);
+  }
+
+  // ---------------------------------------------------------------- requester slices
+
+  /** Queues {@code s} (on the lane thread) at its task's priority. */
+  void enqueue(Slice s) {
+    queue.offer(s, s.work.priority(), System.nanoTime());
+  }
+
+  private int pump() {
+    if (queue.size() == 0) {
+      return 0;
+    }
+    queue.promote(System.nanoTime());
+    int asked = 0;
+    Slice s;
+    while ((s = queue.poll()) != null) {
+      ask(s);
+      asked++;
+    }
+    return asked;
+  }
+
+  private void ask(Slice s) {
+    RcQp qp = s.qp;
+    if (qp.broken != null) {
+      s.fail(receipts, ErrorKind.UNAVAILABLE, s.channel.label() + ": " + qp.broken, false);
+      return;
+    }
+    if (s.work.sink().cancelled()) {
+      s.fail(
+          receipts,
+          ErrorKind.CANCELLED,
+          "the batch was cancelled before this slice was sent",
+          false);
+      return;
+    }
+    if (qp.slicesInFlight >= slicesPerQp) {
+      qp.waiting.addLast(s);
+      return;
+    }
+    qp.slicesInFlight++;
+    s.stage = Slice.Stage.ASKED;
+    if (!s.channel.askGrant(s)) {
+      s.fail(
+          receipts, ErrorKind.UNAVAILABLE, s.channel.label() + ": the control link closed", false);
+      next(qp);
+      return;
+    }
+    wrote(s.channel.link());
+  }
+
+  /** After a slice of {@code qp} finished: ask for the next one waiting for room. */
+  private void next(RcQp qp) {
+    while (!qp.waiting.isEmpty() && qp.slicesInFlight < slicesPerQp) {
+      ask(qp.waiting.pollFirst());
+    }
+  }
+
+  /** The source answered slice {@code s}'s request (on the lane thread). */
+  void granted(Slice s, RdmaWire.Grant g) {
+    if (s.finished()) {
+      return; // failed meanwhile (its QP closed); the source releases the window with its session
+    }
+    if (g.status() != 0) {
+      ErrorKind kind = ErrorKind.fromCode(g.status());
+      s.fail(
+          receipts,
+          kind == null ? ErrorKind.PROTOCOL : kind,
+          s.channel.label() + " refused the slice: " + g.detail(),
+          false);
+      next(s.qp);
+      return;
+    }
+    RcQp qp = s.qp;
+    if (qp.broken != null) {
+      s.fail(receipts, ErrorKind.UNAVAILABLE, s.channel.label() + ": " + qp.broken, false);
+      next(qp);
+      return;
+    }
+    VerbsResult<Verbs.Mr> mr = rail.mrs.mrFor(s.work.local());
+    if (!mr.ok()) {
+      s.fail(receipts, ErrorKind.INVALID_ARGUMENT, "local memory: " + mr.describe(), false);
+      next(qp);
+      return;
+    }
+    long local = s.work.local().address() + s.work.localOffset() + s.offsetInTask;
+    boolean read = s.work.op() == Op.READ;
+    Completion payload = new PayloadDone(s);
+    Completion send = new SendDone(s);
+    long payloadId = track(qp, payload);
+    long sendId = track(qp, send);
+    idSlot.set(ValueLayout.JAVA_LONG, 0, s.id);
+    Verbs.PostResult posted =
+        verbs.postSend(
+            qp.qp,
+            List.of(
+                Verbs.SendWr.rdma(
+                    payloadId,
+                    read ? Ibv.WR_RDMA_READ : Ibv.WR_RDMA_WRITE,
+                    Ibv.SEND_SIGNALED,
+                    List.of(new Verbs.Sge(local, (int) s.length, mr.value().lkey())),
+                    g.addr(),
+                    g.rkey()),
+                Verbs.SendWr.send(
+                    sendId,
+                    Ibv.SEND_SIGNALED | Ibv.SEND_INLINE | Ibv.SEND_FENCE,
+                    List.of(new Verbs.Sge(idSlot.address(), 8, idMr.lkey())))));
+    if (!posted.posted()) {
+      untrack(sendId);
+      if (posted.badIndex() == 0) {
+        untrack(payloadId);
+        s.fail(
+            receipts,
+            ErrorKind.UNAVAILABLE,
+            "ibv_post_send on " + qp.rail.device + ": errno " + posted.errno(),
+            true);
+        next(qp);
+      } else {
+        qp.posted(1);
+        s.payloadPosted = true;
+        s.stage = Slice.Stage.POSTED;
+      }
+      s.channel.qpFailed(qp, "ibv_post_send refused the completion SEND: errno " + posted.errno());
+      return;
+    }
+    qp.posted(2);
+    s.payloadPosted = true;
+    s.stage = Slice.Stage.POSTED;
+  }
+
+  private void untrack(long wrId) {
+    Completion c = pending.remove(wrId);
+    if (c != null) {
+      forget(wrId, c);
+    }
+  }
+
+  private final class PayloadDone implements Completion {
+    private final Slice s;
+
+    PayloadDone(Slice s) {
+      this.s = s;
+    }
+
+    @Override
+    public void completed(CqLane lane, Verbs.Wc wc) {
+      s.qp.debt--;
+      if (wc.status() == Ibv.WC_SUCCESS) {
+        s.payloadDone = true;
+        if (s.work.op() == Op.READ) {
+          s.succeed(receipts);
+          next(s.qp);
+        }
+        return;
+      }
+      failFromWc(s, wc);
+    }
+
+    @Override
+    public void abandoned(CqLane lane, String why) {
+      s.fail(receipts, ErrorKind.PEER_LOST, s.channel.label() + ": " + why, true);
+    }
+  }
+
+  private final class SendDone implements Completion {
+    private final Slice s;
+
+    SendDone(Slice s) {
+      this.s = s;
+    }
+
+    @Override
+    public void completed(CqLane lane, Verbs.Wc wc) {
+      s.qp.debt--;
+      if (wc.status() == Ibv.WC_SUCCESS) {
+        if (s.work.op() == Op.WRITE && s.payloadDone) {
+          s.succeed(receipts);
+        }
+        next(s.qp);
+        return;
+      }
+      failFromWc(s, wc);
+    }
+
+    @Override
+    public void abandoned(CqLane lane, String why) {
+      s.fail(receipts, ErrorKind.PEER_LOST, s.channel.label() + ": " + why, true);
+    }
+  }
+
+  private void failFromWc(Slice s, Verbs.Wc wc) {
+    boolean flushed = wc.status() == Ibv.WC_WR_FLUSH_ERR;
+    ErrorKind kind =
+        switch (wc.status()) {
+          case Ibv.WC_REM_ACCESS_ERR -> ErrorKind.PERMISSION_DENIED;
+          case Ibv.WC_WR_FLUSH_ERR -> ErrorKind.UNAVAILABLE;
+          default -> ErrorKind.PEER_LOST;
+        };
+    String why = "completion status " + wc.status() + (flushed ? " (flushed)" : "");
+    if (!s.finished()) {
+      s.fail(receipts, kind, s.channel.label() + " on " + s.qp.rail.device + ": " + why, !flushed);
+    }
+    s.channel.qpFailed(s.qp, why);
+    next(s.qp);
+  }
+
+  // ---------------------------------------------------------------- source grants
+
+  /**
+   * Binds a fresh window for {@code g} (on the lane thread) and answers the requester when the bind
+   * completed. The grant holds its registration's loan from here on.
+   */
+  void bind(SourceSession session, Grant g) {
+    RcQp qp = g.qp;
+    if (qp.broken != null) {
+      session.refuse(this, g, ErrorKind.UNAVAILABLE, qp.broken);
+      return;
+    }
+    VerbsResult<Verbs.Mr> mr = rail.mrs.mrFor(g.registration);
+    if (!mr.ok()) {
+      session.refuse(this, g, ErrorKind.UNAVAILABLE, mr.describe());
+      return;
+    }
+    VerbsResult<Verbs.Mw> mw = verbs.allocMw(rail.pd, Ibv.MW_TYPE_2);
+    if (!mw.ok()) {
+      session.refuse(this, g, ErrorKind.RESOURCE_EXHAUSTED, mw.describe());
+      return;
+    }
+    g.mw = mw.value();
+    g.rkey = Ibv.incRkey(g.mw.rkey());
+    int access = g.op == Op.READ ? Ibv.ACCESS_REMOTE_READ : Ibv.ACCESS_REMOTE_WRITE;
+    long addr = g.registration.segment().address() + g.offset;
+    long id =
+        track(
+            qp,
+            new Completion() {
+              @Override
+              public void completed(CqLane lane, Verbs.Wc wc) {
+                qp.debt--;
+                if (wc.status() == Ibv.WC_SUCCESS) {
+                  g.bound = true;
+                  session.bound(lane, g, addr);
+                } else {
+                  session.refuse(lane, g, ErrorKind.UNAVAILABLE, "bind status " + wc.status());
+                  session.qpFailed(qp, "a window bind failed: status " + wc.status());
+                }
+              }
+
+              @Override
+              public void abandoned(CqLane lane, String why) {
+                session.refuse(lane, g, ErrorKind.UNAVAILABLE, why);
+              }
+            });
+    Verbs.PostResult posted =
+        verbs.postSend(
+            qp.qp,
+            List.of(
+                Verbs.SendWr.bindMw(
+                    id,
+                    Ibv.SEND_SIGNALED,
+                    new Verbs.MwBind(g.mw, g.rkey, mr.value(), addr, g.length, access))));
+    if (!posted.posted()) {
+      untrack(id);
+      session.refuse(
+          this, g, ErrorKind.RESOURCE_EXHAUSTED, "ibv_post_send: errno " + posted.errno());
+      return;
+    }
+    qp.posted(1);
+  }
+
+  /** Posts receive {@code slot} of {@code qp}'s completion slab (on the lane thread). */
+  boolean postReceive(
+      SourceSession session, RcQp qp, MemorySegment slab, Verbs.Mr slabMr, int slot) {
+    long id =
+        track(
+            qp,
+            new Completion() {
+              @Override
+              public void completed(CqLane lane, Verbs.Wc wc) {
+                if (wc.status() == Ibv.WC_SUCCESS) {
+                  long grantId = slab.get(ValueLayout.JAVA_LONG, slot * 8L);
+                  session.completionArrived(lane, qp, grantId);
+                  if (qp.broken == null) {
+                    postReceive(session, qp, slab, slabMr, slot);
+                  }
+                } else if (wc.status() != Ibv.WC_WR_FLUSH_ERR) {
+                  session.qpFailed(qp, "a receive failed: status " + wc.status());
+                }
+              }
+
+              @Override
+              public void abandoned(CqLane lane, String why) {}
+            });
+    Verbs.PostResult r =
+        verbs.postRecv(
+            qp.qp,
+            List.of(
+                new Verbs.RecvWr(
+                    id, List.of(new Verbs.Sge(slab.address() + slot * 8L, 8, slabMr.lkey())))));
+    if (!r.posted()) {
+      untrack(id);
+      return false;
+    }
+    return true;
+  }
+
+  // ---------------------------------------------------------------- closing QPs
+
+  /**
+   * Closes {@code qps} (on the lane thread): nothing more is posted on them, they move to ERR so
+   * the provider flushes their work requests, and each is destroyed once all of them came back, or
+   * after 5 s (a completion that never comes); their unanswered WRs are then abandoned. {@code
+   * then} runs on the lane after the last one was destroyed (or its destroy failed and it was
+   * kept).
+   */
+  void close(List<RcQp> qps, String reason, Runnable then) {
+    long deadline = System.nanoTime() + CLOSE_DEADLINE_NANOS;
+    for (RcQp qp : qps) {
+      if (qp.broken == null) {
+        qp.broken = reason;
+      }
+      verbs.modifyQp(qp.qp, Verbs.QpAttr.state(Ibv.QPS_ERR), Ibv.QP_STATE);
+      closing.put(qp, deadline);
+      while (!qp.waiting.isEmpty()) {
+        qp.waiting.pollFirst().fail(receipts, ErrorKind.UNAVAILABLE, reason, false);
+      }
+    }
+    afterClose.add(new CloseWaiter(List.copyOf(qps), then));
+    finishClosing();
+  }
+
+  private record CloseWaiter(List<RcQp> qps, Runnable then) implements Runnable {
+    @Override
+    public void run() {
+      then.run();
+    }
+  }
+
+  /** The QPs whose destroy failed: kept, never destroyed twice (spec 001). */
+  final List<RcQp> undestroyed = new ArrayList<>();
+
+  private int finishClosing() {
+    int done = 0;
+    long now = System.nanoTime();
+    var it = closing.entrySet().iterator();
+    while (it.hasNext()) {
+      var e = it.next();
+      RcQp qp = e.getKey();
+      if (qp.debt > 0 && now - e.getValue() < 0) {
+        continue;
+      }
+      it.remove();
+      done++;
+      int rc = verbs.destroyQp(qp.qp);
+      if (rc == 0) {
+        qp.destroyed = true;
+      } else {
+        undestroyed.add(qp);
+      }
+      Set<Long> left = wrsByQp.remove(qp);
+      if (left != null) {
+        String why =
+            rc == 0
+                ? "its QP was destroyed before this work request completed"
+                : "its QP could not be destroyed (errno " + rc + ")";
+        for (long id : List.copyOf(left)) {
+          Completion c = pending.remove(id);
+          qpOfWr.remove(id);
+          if (c != null) {
+            c.abandoned(this, why);
+          }
+        }
+      }
+    }
+    if (done > 0) {
+      var waiters = afterClose.iterator();
+      while (waiters.hasNext()) {
+        CloseWaiter w = (CloseWaiter) waiters.next();
+        if (w.qps().stream().noneMatch(closing::containsKey)) {
+          waiters.remove();
+          w.run();
+        }
+      }
+    }
+    return done;
+  }
+
+  /** The receipts of the pass in progress (for owners that fail work on the lane thread). */
+  ReceiptBatcher receipts() {
+    return receipts;
+  }
+
+  /** Stops the lane once its closing QPs are done; what is queued still runs. */
+  void stop() {
+    lifecycle.moveTo(LaneLifecycle.State.CLOSING);
+    Thread t = thread;
+    if (t != null) {
+      LockSupport.unpark(t);
+    }
+  }
+
+  /** Waits for the lane thread to end; true when it did within {@code millis}. */
+  boolean join(long millis) {
+    Thread t = thread;
+    if (t == null) {
+      return true;
+    }
+    try {
+      t.join(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return !t.isAlive();
+  }
+
+  /**
+   * Releases the lane's own native objects after its thread ended: its id slot's MR, then the CQ.
+   *
+   * @return what could not be released, or empty
+   */
+  List<String> release() {
+    List<String> failed = new ArrayList<>();
+    int rc = verbs.deregMr(idMr);
+    if (rc != 0) {
+      failed.add(name + ": ibv_dereg_mr errno " + rc);
+    }
+    rc = verbs.destroyCq(cq);
+    if (rc != 0) {
+      failed.add(name + ": ibv_destroy_cq errno " + rc);
+    }
+    if (failed.isEmpty()) {
+      arena.close();
+    }
+    return failed;
+  }
+}

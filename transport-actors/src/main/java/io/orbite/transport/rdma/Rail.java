@@ -1,0 +1,284 @@
+package io.orbite.transport.rdma;
+
+import io.orbite.engine.spi.RegistryView;
+import io.orbite.nativebind.verbs.Ibv;
+import io.orbite.nativebind.verbs.Verbs;
+import io.orbite.nativebind.verbs.VerbsResult;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One rail: an open device context on port 1, its PD, its persistent MRs and its CQ lanes. Made and
+ * closed by its {@link RdmaContext} owner (on the blocking-I/O executor, never in a mailbox); lanes
+ * use it from their threads. Connects RC QPs the way the conformance suite proved on the software
+ * provider and on hardware: by GID from GID index 0 on an Ethernet (RoCE or soft) port, by LID on
+ * an InfiniBand one; path MTU the smaller of both ports'; PSNs from 0; ACK timeout 14 (67 ms a
+ * try), 7 retries, RNR retry 7 (unlimited).
+ */
+final class Rail {
+  static final int PORT = 1;
+  static final int GID_INDEX = 0;
+  private static final int ACK_TIMEOUT = 14;
+  private static final int RETRY_CNT = 7;
+  private static final int RNR_RETRY = 7;
+  private static final int RD_ATOMIC = 16;
+  static final int RECEIVES_PER_QP = 32;
+
+  final Verbs verbs;
+  final int index;
+  final String device;
+  final Verbs.Context context;
+  final Verbs.Pd pd;
+  final Verbs.Gid gid;
+  final Verbs.PortAttr port;
+  final Verbs.DeviceAttr attr;
+  final MrCache mrs;
+  final List<CqLane> lanes = new ArrayList<>();
+  private final int maxSendWr;
+
+  /** Requester bytes confirmed over this rail: the engine's lane counter {@code rdma <device>}. */
+  final java.util.concurrent.atomic.LongAdder bytes;
+
+  private Rail(
+      Verbs verbs,
+      int index,
+      String device,
+      Verbs.Context context,
+      Verbs.Pd pd,
+      Verbs.Gid gid,
+      Verbs.PortAttr port,
+      Verbs.DeviceAttr attr,
+      RegistryView registry,
+      int maxSendWr,
+      io.orbite.engine.EngineCounters counters) {
+    this.verbs = verbs;
+    this.bytes = counters.lane("rdma " + device);
+    this.index = index;
+    this.device = device;
+    this.context = context;
+    this.pd = pd;
+    this.gid = gid;
+    this.port = port;
+    this.attr = attr;
+    this.mrs = new MrCache(verbs, pd, registry);
+    this.maxSendWr = maxSendWr;
+  }
+
+  /**
+   * Opens {@code device} as rail {@code index} with {@code lanes} CQ lanes of {@code cqes} entries
+   * (their threads not started).
+   *
+   * @throws IllegalStateException naming the device and the call that failed; what was made is
+   *     released first
+   */
+  static Rail open(
+      Verbs verbs,
+      Verbs.Device device,
+      int index,
+      int lanes,
+      int cqes,
+      int maxSendWr,
+      RegistryView registry,
+      io.orbite.engine.EngineCounters counters) {
+    Verbs.Context ctx = require(verbs.openDevice(device), device);
+    Verbs.Pd pd = null;
+    Rail rail = null;
+    try {
+      Verbs.DeviceAttr attr = require(verbs.queryDevice(ctx), device);
+      Verbs.PortAttr port = require(verbs.queryPort(ctx, PORT), device);
+      Verbs.Gid gid = require(verbs.queryGid(ctx, PORT, GID_INDEX), device);
+      pd = require(verbs.allocPd(ctx), device);
+      rail =
+          new Rail(
+              verbs, index, device.name(), ctx, pd, gid, port, attr, registry, maxSendWr, counters);
+      for (int i = 0; i < lanes; i++) {
+        Verbs.Cq cq = require(verbs.createCq(ctx, Math.min(cqes, attr.maxCqe()), null, 0), device);
+        rail.lanes.add(new CqLane(rail, i, cq, maxSendWr));
+      }
+      return rail;
+    } catch (RuntimeException e) {
+      if (rail != null) {
+        rail.lanes.forEach(CqLane::release);
+      }
+      if (pd != null) {
+        verbs.deallocPd(pd);
+      }
+      verbs.closeDevice(ctx);
+      throw e;
+    }
+  }
+
+  private static <T> T require(VerbsResult<T> r, Verbs.Device device) {
+    if (!r.ok()) {
+      throw new IllegalStateException("RDMA device " + device.name() + ": " + r.describe());
+    }
+    return r.value();
+  }
+
+  /** What Describe and the control handshake publish about this rail. */
+  RdmaWire.Rail published() {
+    return new RdmaWire.Rail(gid.hi(), gid.lo(), port.lid(), port.activeMtu(), device);
+  }
+
+  /** Whether the port is ACTIVE now (the monitor asks). */
+  boolean portActive() {
+    VerbsResult<Verbs.PortAttr> p = verbs.queryPort(context, PORT);
+    return p.ok() && p.value().state() == Ibv.PORT_ACTIVE;
+  }
+
+  /** Link rate in Gb/s from the port's width and speed, for selection; 0 when unknown. */
+  double gbps() {
+    double perLane =
+        switch (port.activeSpeed()) {
+          case 1 -> 2.5;
+          case 2 -> 5.0;
+          case 4, 8 -> 10.0;
+          case 16 -> 14.0;
+          case 32 -> 25.0;
+          case 64 -> 50.0;
+          case 128 -> 100.0;
+          default -> 0;
+        };
+    int width =
+        switch (port.activeWidth()) {
+          case 1 -> 1;
+          case 2 -> 4;
+          case 4 -> 8;
+          case 8 -> 12;
+          case 16 -> 2;
+          default -> 0;
+        };
+    return perLane * width;
+  }
+
+  /** An RC QP in INIT on {@code lane}'s CQ, every WR signalled. */
+  VerbsResult<Verbs.Qp> createQp(CqLane lane) {
+    VerbsResult<Verbs.Qp> qp =
+        verbs.createQp(
+            pd, new Verbs.QpInitAttr(lane.cq, lane.cq, maxSendWr, RECEIVES_PER_QP, 1, 1, 16, true));
+    if (!qp.ok()) {
+      return qp;
+    }
+    int rc =
+        verbs.modifyQp(
+            qp.value(),
+            new Verbs.QpAttr(
+                Ibv.QPS_INIT,
+                0,
+                Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_WRITE,
+                0,
+                PORT,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                null),
+            Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_ACCESS_FLAGS);
+    if (rc != 0) {
+      verbs.destroyQp(qp.value());
+      return VerbsResult.failed(rc, "ibv_modify_qp to INIT on " + device);
+    }
+    return qp;
+  }
+
+  /**
+   * Moves {@code qp} from INIT to RTS, connected to QP {@code remoteQpn} of {@code remote}.
+   *
+   * @return 0, or the errno of the modify that failed
+   */
+  int connect(Verbs.Qp qp, RdmaWire.Rail remote, int remoteQpn) {
+    Verbs.Gid rgid = new Verbs.Gid(remote.gidHi(), remote.gidLo());
+    Verbs.AddressVector av =
+        port.linkLayer() == Ibv.LINK_LAYER_INFINIBAND
+            ? new Verbs.AddressVector(remote.lid(), 0, PORT, Verbs.Gid.ZERO, 0, 64)
+            : new Verbs.AddressVector(0, 0, PORT, rgid, GID_INDEX, 64);
+    int rc =
+        verbs.modifyQp(
+            qp,
+            new Verbs.QpAttr(
+                Ibv.QPS_RTR,
+                Math.min(port.activeMtu(), remote.mtu()),
+                0,
+                0,
+                PORT,
+                remoteQpn,
+                0,
+                0,
+                0,
+                Math.min(RD_ATOMIC, attr.maxQpRdAtom()),
+                1,
+                0,
+                0,
+                0,
+                av),
+            Ibv.QP_STATE
+                | Ibv.QP_AV
+                | Ibv.QP_PATH_MTU
+                | Ibv.QP_DEST_QPN
+                | Ibv.QP_RQ_PSN
+                | Ibv.QP_MAX_DEST_RD_ATOMIC
+                | Ibv.QP_MIN_RNR_TIMER);
+    if (rc != 0) {
+      return rc;
+    }
+    return verbs.modifyQp(
+        qp,
+        new Verbs.QpAttr(
+            Ibv.QPS_RTS,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            Math.min(RD_ATOMIC, attr.maxQpRdAtom()),
+            0,
+            0,
+            ACK_TIMEOUT,
+            RETRY_CNT,
+            RNR_RETRY,
+            null),
+        Ibv.QP_STATE
+            | Ibv.QP_TIMEOUT
+            | Ibv.QP_RETRY_CNT
+            | Ibv.QP_RNR_RETRY
+            | Ibv.QP_SQ_PSN
+            | Ibv.QP_MAX_QP_RD_ATOMIC);
+  }
+
+  /**
+   * Closes the rail after its lanes' threads ended: lanes' CQs, MRs, PD, context. A failed step
+   * keeps what depends on it (nothing is retried).
+   *
+   * @return what could not be released, or empty
+   */
+  List<String> close() {
+    List<String> failed = new ArrayList<>();
+    for (CqLane lane : lanes) {
+      failed.addAll(lane.release());
+    }
+    int mrFailures = mrs.closeAll();
+    if (mrFailures > 0) {
+      failed.add(device + ": " + mrFailures + " MRs could not be deregistered");
+    }
+    if (!failed.isEmpty()) {
+      return failed;
+    }
+    int rc = verbs.deallocPd(pd);
+    if (rc != 0) {
+      failed.add(device + ": ibv_dealloc_pd errno " + rc);
+      return failed;
+    }
+    rc = verbs.closeDevice(context);
+    if (rc != 0) {
+      failed.add(device + ": ibv_close_device errno " + rc);
+    }
+    return failed;
+  }
+}

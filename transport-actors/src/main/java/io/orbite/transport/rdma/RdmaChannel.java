@@ -1,0 +1,474 @@
+package io.orbite.transport.rdma;
+
+import io.orbite.config.TcpConfig;
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.TransferException;
+import io.orbite.engine.Transport;
+import io.orbite.engine.rail.RailHealth;
+import io.orbite.engine.slicing.SlicePlan;
+import io.orbite.engine.slicing.SlicePlanner;
+import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.TaskWork;
+import io.orbite.nativebind.verbs.Verbs;
+import io.orbite.nativebind.verbs.VerbsResult;
+import io.orbite.transport.tcp.LaneConnector;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The requester side of one RDMA endpoint (one peer incarnation): its control link, its QP array
+ * (for each local rail and each of its lanes, one QP connected to the peer's rail of the same index
+ * modulo the peer's rail count), and the slices asked for and not yet granted. Made cold by {@link
+ * #open} on the blocking-I/O executor, once, for every waiter of its {@link RdmaEndpoint}.
+ *
+ * <p>{@link #dispatch} runs on the submitting thread: it plans the task into slices (C15: 64 KiB
+ * base block, at most 64 READ / 32 WRITE slices, the short tail folded), spreads them over the
+ * rails by link rate (floor of each rail's share, leftovers to the fastest), admits each on its
+ * (peer epoch, local rail, remote rail) pair through the rail circuit (C13; an open pair's slices
+ * go to another rail, or fail UNAVAILABLE when none is healthy), and hands each to the lane of its
+ * QP.
+ */
+final class RdmaChannel implements PeerChannel {
+  private final SegmentDescriptor peer;
+  private final ControlLink link;
+  private final RcQp[] qps;
+  private final int lanesPerRail;
+  private final int railCount;
+  private final double[] weights;
+  private final RailHealth health;
+  private final SlicePlanner planner;
+  private final ConcurrentHashMap<Long, Slice> asked = new ConcurrentHashMap<>();
+  private final AtomicLong ids = new AtomicLong();
+  private final AtomicInteger rotation = new AtomicInteger();
+  private final CompletableFuture<List<String>> closed = new CompletableFuture<>();
+  private final RdmaCounters counters;
+  private final Map<CqLane, List<RcQp>> byLane = new IdentityHashMap<>();
+  private volatile boolean active = true;
+  private volatile String fencedBecause;
+  private volatile String closedBecause;
+
+  private RdmaChannel(
+      SegmentDescriptor peer,
+      ControlLink link,
+      RcQp[] qps,
+      int lanesPerRail,
+      int railCount,
+      RailHealth health,
+      RdmaCounters counters) {
+    this.peer = peer;
+    this.link = link;
+    this.qps = qps;
+    this.lanesPerRail = lanesPerRail;
+    this.railCount = railCount;
+    this.health = health;
+    this.counters = counters;
+    this.planner = new SlicePlanner(64 * 1024, 64, 32);
+    this.weights = new double[railCount];
+    for (int r = 0; r < railCount; r++) {
+      double g = qps[r * lanesPerRail].rail.gbps();
+      weights[r] = g > 0 ? g : 1;
+    }
+    for (RcQp qp : qps) {
+      byLane.computeIfAbsent(qp.lane, l -> new ArrayList<>()).add(qp);
+    }
+  }
+
+  /**
+   * Connects to {@code peer}: the control connection (whose HELLO names the peer's epoch, so a
+   * stale one is refused before any QP is made), the peer's rails, then the QPs, connected on both
+   * ends. Blocking.
+   *
+   * @throws TransferException naming the peer and what failed; nothing made is left behind
+   */
+  static RdmaChannel open(
+      SegmentDescriptor peer,
+      long localEpoch,
+      TcpConfig tcp,
+      List<Rail> rails,
+      RailHealth health,
+      RdmaCounters counters) {
+    SocketChannel socket = LaneConnector.connect(peer, 0, localEpoch, tcp, Transport.RDMA);
+    ControlLink link;
+    try {
+      link = new ControlLink(socket);
+    } catch (IOException e) {
+      LaneConnectorClose.quietly(socket);
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE, "RDMA control connection to " + peer + ": " + e, e);
+    }
+    List<RcQp> made = new ArrayList<>();
+    try {
+      socket.socket().setSoTimeout(tcp.connectTimeoutMillis());
+      DataInputStream in = link.in;
+      List<RdmaWire.Rail> remote = RdmaWire.readRails(in);
+      RdmaWire.writeRails(link.out(), rails.stream().map(Rail::published).toList());
+      int lanes = rails.getFirst().lanes.size();
+      List<RdmaWire.QpEnd> ends = new ArrayList<>();
+      for (Rail rail : rails) {
+        for (CqLane lane : rail.lanes) {
+          VerbsResult<Verbs.Qp> qp = rail.createQp(lane);
+          if (!qp.ok()) {
+            throw new TransferException(
+                ErrorKind.RESOURCE_EXHAUSTED, "RDMA QP on " + rail.device + ": " + qp.describe());
+          }
+          int remoteRail = rail.index % remote.size();
+          made.add(new RcQp(qp.value(), lane, rail, made.size(), remoteRail));
+          ends.add(new RdmaWire.QpEnd(rail.index, remoteRail, qp.value().qpNum()));
+        }
+      }
+      RdmaWire.writeConnect(link.out(), ends);
+      int[] qpns = RdmaWire.readConnected(in, ends.size());
+      for (RcQp qp : made) {
+        int rc = qp.rail.connect(qp.qp, remote.get(qp.remoteRail), qpns[qp.index]);
+        if (rc != 0) {
+          throw new TransferException(
+              ErrorKind.UNAVAILABLE,
+              "RDMA QP on " + qp.rail.device + " to " + peer + ": modify failed, errno " + rc);
+        }
+      }
+      socket.socket().setSoTimeout(0);
+      RdmaChannel channel =
+          new RdmaChannel(
+              peer, link, made.toArray(RcQp[]::new), lanes, rails.size(), health, counters);
+      Thread.ofPlatform()
+          .daemon()
+          .name("orbite-rdma-control-" + peer.port() + "-" + Long.toHexString(peer.epoch()))
+          .start(channel::readControl);
+      return channel;
+    } catch (IOException | RuntimeException e) {
+      link.close();
+      for (RcQp qp : made) {
+        qp.rail.verbs.destroyQp(qp.qp);
+      }
+      if (e instanceof TransferException t) {
+        throw t;
+      }
+      throw new TransferException(
+          ErrorKind.UNAVAILABLE,
+          "RDMA handshake with " + peer + ": " + TransferException.describe(e),
+          e);
+    }
+  }
+
+  /** Closing a socket whose link could not be made. */
+  private static final class LaneConnectorClose {
+    static void quietly(SocketChannel s) {
+      try {
+        s.close();
+      } catch (IOException ignored) {
+        // Already failing.
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- PeerChannel
+
+  @Override
+  public SegmentDescriptor peer() {
+    return peer;
+  }
+
+  @Override
+  public Transport transport() {
+    return Transport.RDMA;
+  }
+
+  @Override
+  public boolean active() {
+    return active;
+  }
+
+  @Override
+  public String fencedBecause() {
+    return fencedBecause;
+  }
+
+  @Override
+  public void fence(String reason) {
+    if (fencedBecause == null) {
+      fencedBecause = reason;
+      close("fenced: " + reason);
+    }
+  }
+
+  @Override
+  public int dispatch(TaskWork work) {
+    String fenced = fencedBecause;
+    if (fenced != null || !active) {
+      work.sink()
+          .deliver(
+              Receipt.failed(
+                  work.taskIndex(),
+                  fenced != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST,
+                  RemoteEffect.NONE,
+                  peer
+                      + (fenced != null ? " is fenced: " + fenced : ": " + closedBecause)
+                      + " (never sent)"));
+      return 1;
+    }
+    long length = work.lengthBytes();
+    SlicePlan plan = planner.plan(work.op(), length);
+    if (plan.blockBytes() + (length - plan.blockBytes() * plan.count()) > Integer.MAX_VALUE) {
+      work.sink()
+          .deliver(
+              Receipt.failed(
+                  work.taskIndex(),
+                  ErrorKind.INVALID_ARGUMENT,
+                  RemoteEffect.NONE,
+                  "an RDMA slice is at most 2 GiB - 1 and "
+                      + length
+                      + " B in "
+                      + plan.count()
+                      + " slices makes larger ones (never sent)"));
+      return 1;
+    }
+    int[] railOfSlice = spread(plan.count());
+    int turn = rotation.getAndIncrement();
+    for (int i = 0; i < plan.count(); i++) {
+      Slice s = admit(work, plan.offset(i), plan.length(i), railOfSlice[i], turn + i);
+      if (s != null) {
+        counters.slicesDispatched.increment();
+        if (!s.qp.lane.submit(() -> s.qp.lane.enqueue(s))) {
+          health.cancelled(s.ticket);
+          work.sink()
+              .deliver(
+                  Receipt.failed(
+                      work.taskIndex(),
+                      ErrorKind.UNAVAILABLE,
+                      RemoteEffect.NONE,
+                      s.qp.lane.name + " has stopped (never sent)"));
+        }
+      }
+    }
+    return plan.count();
+  }
+
+  /** Rails by share of link rate: each its floor, the leftovers to the fastest (lowest index). */
+  private int[] spread(int slices) {
+    double total = 0;
+    int best = 0;
+    for (int r = 0; r < railCount; r++) {
+      total += weights[r];
+      if (weights[r] > weights[best]) {
+        best = r;
+      }
+    }
+    int[] out = new int[slices];
+    int at = 0;
+    int start = Math.floorMod(rotation.get(), railCount);
+    for (int k = 0; k < railCount; k++) {
+      int r = (start + k) % railCount;
+      int n = (int) Math.floor(weights[r] / total * slices);
+      for (int j = 0; j < n && at < slices; j++) {
+        out[at++] = r;
+      }
+    }
+    while (at < slices) {
+      out[at++] = best;
+    }
+    return out;
+  }
+
+  /**
+   * The slice on {@code rail} if its pair is admitted, else on another admitted rail, else null.
+   */
+  private Slice admit(TaskWork work, long offset, long length, int rail, int turn) {
+    String refusals = "";
+    for (int k = 0; k < railCount; k++) {
+      int r = (rail + k) % railCount;
+      RcQp qp = qps[r * lanesPerRail + Math.floorMod(turn, lanesPerRail)];
+      RailHealth.Admission a =
+          health.admit(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail));
+      if (a instanceof RailHealth.Admission.Admitted admitted) {
+        Slice s = new Slice(work, offset, length, qp, admitted.ticket(), this);
+        s.id = ids.incrementAndGet();
+        return s;
+      }
+      refusals +=
+          (refusals.isEmpty() ? "" : "; ")
+              + (a instanceof RailHealth.Admission.Refused f
+                  ? f.why()
+                  : ((RailHealth.Admission.Exhausted) a).why());
+    }
+    counters.slicesRefusedByHealth.increment();
+    work.sink()
+        .deliver(
+            Receipt.failed(
+                work.taskIndex(),
+                ErrorKind.UNAVAILABLE,
+                RemoteEffect.NONE,
+                "no healthy RDMA rail to " + peer + ": " + refusals + " (never sent)"));
+    return null;
+  }
+
+  @Override
+  public void flush() {
+    // Each slice woke its lane when it was handed over.
+  }
+
+  // ---------------------------------------------------------------- lanes' side
+
+  RailHealth health() {
+    return health;
+  }
+
+  ControlLink link() {
+    return link;
+  }
+
+  String label() {
+    return peer.toString();
+  }
+
+  void counted(Slice s) {
+    counters.bytes(s.qp.rail.index, s.work.op()).add(s.length);
+    s.qp.rail.bytes.add(s.length);
+  }
+
+  /** Sends slice {@code s}'s grant request (on its lane); false when the link is closed. */
+  boolean askGrant(Slice s) {
+    asked.put(s.id, s);
+    boolean ok =
+        link.write(
+            out ->
+                RdmaWire.writeGrantRequest(
+                    out,
+                    new RdmaWire.GrantRequest(
+                        s.id,
+                        s.qp.index,
+                        s.work.op().ordinal(),
+                        s.work.regionId(),
+                        s.work.remoteOffset() + s.offsetInTask,
+                        s.length)));
+    if (!ok) {
+      asked.remove(s.id);
+    }
+    return ok;
+  }
+
+  /** A QP of this endpoint erred (on its lane): the endpoint closes, its work fails. */
+  void qpFailed(RcQp qp, String why) {
+    close("QP " + qp.qp.qpNum() + " on " + qp.rail.device + " failed: " + why);
+  }
+
+  private void readControl() {
+    try {
+      DataInputStream in = link.in;
+      while (true) {
+        int type = RdmaWire.nextType(in);
+        if (type < 0) {
+          close("the RDMA control connection to " + peer + " ended");
+          return;
+        }
+        if (type != RdmaWire.GRANT) {
+          close(
+              "the peer " + peer + " sent RDMA control message " + type + " where a grant was due");
+          return;
+        }
+        RdmaWire.Grant g = RdmaWire.readGrantBody(in);
+        Slice s = asked.remove(g.id());
+        if (s != null) {
+          s.qp.lane.submit(() -> s.qp.lane.granted(s, g));
+        }
+      }
+    } catch (IOException e) {
+      close("the RDMA control connection to " + peer + " broke: " + TransferException.describe(e));
+    }
+  }
+
+  /**
+   * Closes the endpoint: no new work; every QP moves to ERR on its lane and is destroyed once its
+   * work requests were flushed; then what was asked and never granted fails unsent, and the link
+   * closes. Idempotent; {@link #closed()} completes when every lane has done its part.
+   */
+  void close(String reason) {
+    synchronized (this) {
+      if (closedBecause != null) {
+        return;
+      }
+      closedBecause = reason;
+      active = false;
+    }
+    AtomicInteger left = new AtomicInteger(byLane.size());
+    List<String> problems = java.util.Collections.synchronizedList(new ArrayList<>());
+    for (Map.Entry<CqLane, List<RcQp>> e : byLane.entrySet()) {
+      CqLane lane = e.getKey();
+      List<RcQp> mine = e.getValue();
+      Runnable closeOnLane =
+          () ->
+              lane.close(
+                  mine,
+                  reason,
+                  () -> {
+                    failAsked(lane, mine, reason);
+                    for (RcQp qp : mine) {
+                      if (!qp.destroyed) {
+                        problems.add("QP " + qp.qp.qpNum() + " on " + qp.rail.device);
+                      }
+                    }
+                    if (left.decrementAndGet() == 0) {
+                      link.close();
+                      closed.complete(List.copyOf(problems));
+                    }
+                  });
+      if (!lane.submit(closeOnLane)) {
+        problems.add(lane.name + " had stopped");
+        if (left.decrementAndGet() == 0) {
+          link.close();
+          closed.complete(List.copyOf(problems));
+        }
+      }
+    }
+  }
+
+  private void failAsked(CqLane lane, List<RcQp> mine, String reason) {
+    ErrorKind kind = fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.UNAVAILABLE;
+    var it = asked.values().iterator();
+    while (it.hasNext()) {
+      Slice s = it.next();
+      if (s.qp.lane == lane && mine.contains(s.qp)) {
+        it.remove();
+        s.fail(lane.receipts(), kind, peer + ": " + reason + " (never sent)", false);
+      }
+    }
+  }
+
+  /** Completes when the endpoint has closed: with the QPs that could not be destroyed, if any. */
+  CompletableFuture<List<String>> closed() {
+    return closed;
+  }
+
+  String closedBecause() {
+    return closedBecause;
+  }
+
+  /** The highest send-queue debt any QP of this endpoint reached (read after it closed). */
+  int maxDebt() {
+    int m = 0;
+    for (RcQp qp : qps) {
+      m = Math.max(m, qp.maxDebt);
+    }
+    return m;
+  }
+
+  /** For the owner view. */
+  int qpCount() {
+    return qps.length;
+  }
+
+  long slicesAwaitingGrant() {
+    return asked.size();
+  }
+}

@@ -1,0 +1,180 @@
+package io.orbite.transport.rdma;
+
+import io.orbite.engine.OwnerState;
+import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.rail.RailHealth;
+import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.view.OwnerBoard;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+
+/**
+ * Owner of one rail ({@link Rail}: device context, PD, persistent MRs, CQ lanes). Child of the
+ * RdmaTransport.
+ *
+ * <p>States: {@link #active} ⇄ {@link #paused} (its port is down: the monitor, one scan a second
+ * even without traffic, saw it; its MRs are kept, its pairs are failed in the rail circuit so
+ * requests go to other rails; it resumes when the port is ACTIVE again) → {@link #closing} (lanes
+ * stopped and joined on the blocking-I/O executor, then the native objects released in dependency
+ * order) → stopped; or {@link #quarantined} when a release failed: what depends on it is kept,
+ * nothing is retried.
+ */
+final class RdmaContext {
+  sealed interface Command {}
+
+  record Close(ActorRef<Closed> replyTo) implements Command {}
+
+  record Closed(String device) {}
+
+  private enum Tick implements Command {
+    INSTANCE
+  }
+
+  private record Released(List<String> failures) implements Command {}
+
+  private static final Duration SCAN = Duration.ofSeconds(1);
+
+  private final Rail rail;
+  private final TransportContext context;
+  private final RailHealth health;
+  private final TimerScheduler<Command> timers;
+  private OwnerState state = OwnerState.ACTIVE;
+  private long pauses;
+  private String detail = "";
+
+  private RdmaContext(
+      Rail rail, TransportContext context, RailHealth health, TimerScheduler<Command> timers) {
+    this.rail = rail;
+    this.context = context;
+    this.health = health;
+    this.timers = timers;
+  }
+
+  static Behavior<Command> create(Rail rail, TransportContext context, RailHealth health) {
+    return Behaviors.withTimers(
+        timers -> {
+          RdmaContext c = new RdmaContext(rail, context, health, timers);
+          timers.startTimerWithFixedDelay(Tick.INSTANCE, SCAN);
+          return OwnerBoard.reporting(context.owners(), c::report, c.active());
+        });
+  }
+
+  private OwnerBoard.Report report() {
+    return new OwnerBoard.Report(
+        "RdmaContext",
+        state,
+        Map.of("mrs", (long) rail.mrs.size(), "lanes", (long) rail.lanes.size(), "pauses", pauses),
+        rail.device + (detail.isEmpty() ? "" : ": " + detail));
+  }
+
+  private Behavior<Command> active() {
+    state = OwnerState.ACTIVE;
+    return Behaviors.receive(Command.class)
+        .onMessageEquals(
+            Tick.INSTANCE,
+            () -> {
+              rail.mrs.sweep();
+              if (!rail.portActive()) {
+                pauses++;
+                detail = "port " + Rail.PORT + " is down";
+                health.portFault(rail.index);
+                return paused();
+              }
+              return Behaviors.same();
+            })
+        .onMessage(Close.class, this::onClose)
+        .build();
+  }
+
+  private Behavior<Command> paused() {
+    state = OwnerState.FENCED;
+    return Behaviors.receive(Command.class)
+        .onMessageEquals(
+            Tick.INSTANCE,
+            () -> {
+              if (rail.portActive()) {
+                detail = "";
+                return active();
+              }
+              health.portFault(rail.index);
+              return Behaviors.same();
+            })
+        .onMessage(Close.class, this::onClose)
+        .build();
+  }
+
+  private Behavior<Command> onClose(Close m) {
+    timers.cancelAll();
+    state = OwnerState.CLOSING;
+    rail.lanes.forEach(CqLane::stop);
+    CompletableFuture<List<String>> released =
+        CompletableFuture.supplyAsync(
+            () -> {
+              for (CqLane lane : rail.lanes) {
+                if (!lane.join(10_000)) {
+                  return List.of(lane.name + " did not end within 10 s");
+                }
+              }
+              return rail.close();
+            },
+            context.blockingIo());
+    ActorRef<Closed> replyTo = m.replyTo();
+    return Behaviors.setup(
+        ctx -> {
+          ctx.pipeToSelf(
+              released,
+              (failures, error) ->
+                  new Released(failures != null ? failures : List.of(String.valueOf(error))));
+          return Behaviors.receive(Command.class)
+              .onMessage(
+                  Released.class,
+                  r -> {
+                    replyTo.tell(new Closed(rail.device));
+                    if (r.failures().isEmpty()) {
+                      state = OwnerState.CLOSED;
+                      return Behaviors.stopped();
+                    }
+                    return quarantined(r.failures());
+                  })
+              .onMessage(
+                  Close.class,
+                  c -> {
+                    c.replyTo().tell(new Closed(rail.device));
+                    return Behaviors.same();
+                  })
+              .onMessageEquals(Tick.INSTANCE, Behaviors::same)
+              .build();
+        });
+  }
+
+  private Behavior<Command> quarantined(List<String> failures) {
+    state = OwnerState.QUARANTINED;
+    detail = String.join("; ", failures);
+    context
+        .quarantine()
+        .enter(
+            new QuarantinedOwner(
+                "RdmaContext " + rail.device,
+                QuarantinedOwner.Kind.LANE,
+                "native release failed (never retried): " + detail,
+                0,
+                0,
+                java.time.Instant.now()),
+            () -> true);
+    return Behaviors.receive(Command.class)
+        .onMessage(
+            Close.class,
+            c -> {
+              c.replyTo().tell(new Closed(rail.device));
+              return Behaviors.same();
+            })
+        .onMessageEquals(Tick.INSTANCE, Behaviors::same)
+        .build();
+  }
+}

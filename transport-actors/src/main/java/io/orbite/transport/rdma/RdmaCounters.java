@@ -1,0 +1,35 @@
+package io.orbite.transport.rdma;
+
+import io.orbite.engine.Op;
+import java.util.concurrent.atomic.LongAdder;
+
+/** What the RDMA transport counts, per rail where it matters; read by the owner view and tests. */
+final class RdmaCounters {
+  static final int MAX_RAILS = 64;
+
+  final LongAdder slicesDispatched = new LongAdder();
+  final LongAdder slicesRefusedByHealth = new LongAdder();
+  final LongAdder grantsBound = new LongAdder();
+  final LongAdder grantsReleased = new LongAdder();
+  final LongAdder grantsRefused = new LongAdder();
+  final LongAdder endpointsOpened = new LongAdder();
+  final LongAdder endpointsRefused = new LongAdder();
+  private final LongAdder[] readBytes = new LongAdder[MAX_RAILS];
+  private final LongAdder[] writeBytes = new LongAdder[MAX_RAILS];
+
+  /** The engine's own counters (source bytes, per-transport totals). */
+  final io.orbite.engine.EngineCounters engine;
+
+  RdmaCounters(io.orbite.engine.EngineCounters engine) {
+    this.engine = engine;
+    for (int i = 0; i < MAX_RAILS; i++) {
+      readBytes[i] = new LongAdder();
+      writeBytes[i] = new LongAdder();
+    }
+  }
+
+  /** Requester bytes confirmed on local rail {@code rail} by {@code op}. */
+  LongAdder bytes(int rail, Op op) {
+    return op == Op.READ ? readBytes[rail] : writeBytes[rail];
+  }
+}

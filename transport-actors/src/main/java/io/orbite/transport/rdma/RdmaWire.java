@@ -1,0 +1,227 @@
+package io.orbite.transport.rdma;
+
+import io.orbite.engine.ErrorKind;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The RDMA transport's control protocol, carried on one TCP connection per endpoint after the HELLO
+ * that names the peer incarnation (so a stale epoch is refused before any QP exists). Every message
+ * is a type byte then its fields, big-endian:
+ *
+ * <pre>
+ *   RAILS      source → requester,  u16 n, n × (gid hi u64, gid lo u64, lid u16, mtu u8, device)
+ *              then requester → source
+ *   CONNECT    requester → source   u16 n, n × (local rail u16, remote rail u16, qpn u32)
+ *   CONNECTED  source → requester   u16 status, n × qpn u32 | detail
+ *   GRANT_REQ  requester → source   id u64, qp u16, op u8, region u64, offset u64, length u64
+ *   GRANT      source → requester   id u64, status u16, addr u64, rkey u32, detail
+ *   RELEASE    requester → source   id u64
+ * </pre>
+ *
+ * <p>A grant is the source's answer to one slice: a fresh type-2 memory window bound to exactly the
+ * requested range and direction on the source QP connected to the requester's QP {@code qp}. A READ
+ * slice's requester sends RELEASE after its payload completion; a WRITE slice's source releases the
+ * window when the requester's completion SEND lands in the receive it posted for it. Strings are
+ * modified UTF-8 of at most {@link #MAX_DETAIL} bytes.
+ */
+final class RdmaWire {
+  static final byte RAILS = 1;
+  static final byte CONNECT = 2;
+  static final byte CONNECTED = 3;
+  static final byte GRANT_REQ = 4;
+  static final byte GRANT = 5;
+  static final byte RELEASE = 6;
+
+  /** Rails a peer may publish, and QPs an endpoint may ask for. */
+  static final int MAX_ENTRIES = 1024;
+
+  static final int MAX_DETAIL = 1024;
+
+  private RdmaWire() {}
+
+  /** A control message broke the protocol: the connection must be closed. */
+  static final class Violation extends IOException {
+    Violation(String message) {
+      super(message);
+    }
+  }
+
+  /** A rail as its owner publishes it. */
+  record Rail(long gidHi, long gidLo, int lid, int mtu, String device) {}
+
+  /** One QP of an endpoint: on which local rail, towards which remote rail, and its number. */
+  record QpEnd(int localRail, int remoteRail, int qpn) {}
+
+  record GrantRequest(long id, int qp, int op, long regionId, long offset, long length) {}
+
+  record Grant(long id, int status, long addr, int rkey, String detail) {}
+
+  static void writeRails(DataOutputStream out, List<Rail> rails) throws IOException {
+    out.writeByte(RAILS);
+    out.writeShort(rails.size());
+    for (Rail r : rails) {
+      out.writeLong(r.gidHi());
+      out.writeLong(r.gidLo());
+      out.writeShort(r.lid());
+      out.writeByte(r.mtu());
+      out.writeUTF(r.device());
+    }
+    out.flush();
+  }
+
+  static List<Rail> readRails(DataInputStream in) throws IOException {
+    expect(in, RAILS);
+    int n = count(in);
+    List<Rail> rails = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      rails.add(
+          new Rail(
+              in.readLong(),
+              in.readLong(),
+              in.readUnsignedShort(),
+              in.readUnsignedByte(),
+              utf(in)));
+    }
+    return rails;
+  }
+
+  static void writeConnect(DataOutputStream out, List<QpEnd> qps) throws IOException {
+    out.writeByte(CONNECT);
+    out.writeShort(qps.size());
+    for (QpEnd q : qps) {
+      out.writeShort(q.localRail());
+      out.writeShort(q.remoteRail());
+      out.writeInt(q.qpn());
+    }
+    out.flush();
+  }
+
+  static List<QpEnd> readConnect(DataInputStream in) throws IOException {
+    expect(in, CONNECT);
+    int n = count(in);
+    List<QpEnd> qps = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      qps.add(new QpEnd(in.readUnsignedShort(), in.readUnsignedShort(), in.readInt()));
+    }
+    return qps;
+  }
+
+  /** The source's QP numbers, one per requested QP in order; or a refusal. */
+  static void writeConnected(DataOutputStream out, int[] qpns, ErrorKind refusal, String detail)
+      throws IOException {
+    out.writeByte(CONNECTED);
+    out.writeShort(refusal == null ? 0 : refusal.code());
+    if (refusal == null) {
+      out.writeShort(qpns.length);
+      for (int q : qpns) {
+        out.writeInt(q);
+      }
+    } else {
+      out.writeUTF(clip(detail));
+    }
+    out.flush();
+  }
+
+  /**
+   * The source's QP numbers.
+   *
+   * @throws io.orbite.engine.TransferException the source's refusal, as it named it
+   */
+  static int[] readConnected(DataInputStream in, int expected) throws IOException {
+    expect(in, CONNECTED);
+    int status = in.readUnsignedShort();
+    if (status != 0) {
+      ErrorKind kind = ErrorKind.fromCode(status);
+      throw new io.orbite.engine.TransferException(
+          kind == null ? ErrorKind.PROTOCOL : kind, "the source refused the QPs: " + utf(in));
+    }
+    int n = count(in);
+    if (n != expected) {
+      throw new Violation("CONNECTED names " + n + " QPs, " + expected + " were asked for");
+    }
+    int[] qpns = new int[n];
+    for (int i = 0; i < n; i++) {
+      qpns[i] = in.readInt();
+    }
+    return qpns;
+  }
+
+  static void writeGrantRequest(DataOutputStream out, GrantRequest g) throws IOException {
+    out.writeByte(GRANT_REQ);
+    out.writeLong(g.id());
+    out.writeShort(g.qp());
+    out.writeByte(g.op());
+    out.writeLong(g.regionId());
+    out.writeLong(g.offset());
+    out.writeLong(g.length());
+  }
+
+  static void writeGrant(DataOutputStream out, Grant g) throws IOException {
+    out.writeByte(GRANT);
+    out.writeLong(g.id());
+    out.writeShort(g.status());
+    out.writeLong(g.addr());
+    out.writeInt(g.rkey());
+    out.writeUTF(clip(g.detail()));
+  }
+
+  static void writeRelease(DataOutputStream out, long id) throws IOException {
+    out.writeByte(RELEASE);
+    out.writeLong(id);
+  }
+
+  /** The type of the next message, or -1 at the end of the stream. */
+  static int nextType(DataInputStream in) throws IOException {
+    return in.read();
+  }
+
+  static GrantRequest readGrantRequestBody(DataInputStream in) throws IOException {
+    return new GrantRequest(
+        in.readLong(),
+        in.readUnsignedShort(),
+        in.readUnsignedByte(),
+        in.readLong(),
+        in.readLong(),
+        in.readLong());
+  }
+
+  static Grant readGrantBody(DataInputStream in) throws IOException {
+    return new Grant(in.readLong(), in.readUnsignedShort(), in.readLong(), in.readInt(), utf(in));
+  }
+
+  static long readReleaseBody(DataInputStream in) throws IOException {
+    return in.readLong();
+  }
+
+  private static void expect(DataInputStream in, byte type) throws IOException {
+    int t = in.read();
+    if (t < 0) {
+      throw new java.io.EOFException("the connection ended before message type " + type);
+    }
+    if (t != type) {
+      throw new Violation("expected RDMA control message " + type + ", got " + t);
+    }
+  }
+
+  private static int count(DataInputStream in) throws IOException {
+    int n = in.readUnsignedShort();
+    if (n < 1 || n > MAX_ENTRIES) {
+      throw new Violation(
+          "an RDMA control message lists " + n + " entries (1.." + MAX_ENTRIES + ")");
+    }
+    return n;
+  }
+
+  private static String utf(DataInputStream in) throws IOException {
+    return in.readUTF();
+  }
+
+  private static String clip(String s) {
+    String t = s == null ? "" : s;
+    return t.length() > MAX_DETAIL / 3 ? t.substring(0, MAX_DETAIL / 3) : t;
+  }
+}

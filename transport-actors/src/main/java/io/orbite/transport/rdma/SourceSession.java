@@ -1,0 +1,419 @@
+package io.orbite.transport.rdma;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.Op;
+import io.orbite.engine.spi.Registration;
+import io.orbite.engine.wire.FrameCodec;
+import io.orbite.engine.wire.FrameType;
+import io.orbite.nativebind.verbs.Ibv;
+import io.orbite.nativebind.verbs.Verbs;
+import io.orbite.nativebind.verbs.VerbsResult;
+import io.orbite.transport.tcp.Authority;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The source side of one RDMA endpoint: one adopted control connection and the QPs it asked for.
+ * Its thread answers the HELLO (EPOCH_MISMATCH for another incarnation, before any QP exists),
+ * publishes this engine's rails, makes and connects one QP per requester QP (on this engine's rail
+ * of the index it names, lanes in turn), posts each QP's completion receives, then reads grant
+ * requests. Each request is checked (C2, C3: epoch, live registration, range, direction; a loan
+ * taken) and counted against {@code rdma.maxGrants} before its lane binds a window; a refusal
+ * answers the requester and changes nothing.
+ *
+ * <p>When the connection ends or a QP errs, every QP moves to ERR and is destroyed on its lane once
+ * flushed, and only then are the outstanding windows deallocated and their loans returned: no
+ * remote access can race the release. A window whose deallocation fails keeps its loan (its
+ * registration can then never be freed: it stays retained, never retried).
+ */
+final class SourceSession implements Runnable {
+  private static final Logger LOG = LoggerFactory.getLogger(SourceSession.class);
+
+  private final String name;
+  private final SocketChannel socket;
+  private final ByteBuffer hello;
+  private final long localEpoch;
+  private final int refusal;
+  private final List<Rail> rails;
+  private final Authority authority;
+  private final AtomicInteger grantsHeld;
+  private final int maxGrants;
+  private final RdmaCounters counters;
+  private final Consumer<SourceSession> ended;
+  private final ConcurrentHashMap<Long, Grant> grants = new ConcurrentHashMap<>();
+  private final Arena arena = Arena.ofShared();
+  private final List<Verbs.Mr> slabMrs = new ArrayList<>();
+  private final AtomicInteger retained = new AtomicInteger();
+  private ControlLink link;
+  private RcQp[] qps = new RcQp[0];
+  private volatile String closedBecause;
+
+  SourceSession(
+      String name,
+      SocketChannel socket,
+      ByteBuffer hello,
+      long localEpoch,
+      int refusal,
+      List<Rail> rails,
+      Authority authority,
+      AtomicInteger grantsHeld,
+      int maxGrants,
+      RdmaCounters counters,
+      Consumer<SourceSession> ended) {
+    this.name = name;
+    this.socket = socket;
+    this.hello = hello;
+    this.localEpoch = localEpoch;
+    this.refusal = refusal;
+    this.rails = rails;
+    this.authority = authority;
+    this.grantsHeld = grantsHeld;
+    this.maxGrants = maxGrants;
+    this.counters = counters;
+    this.ended = ended;
+  }
+
+  String name() {
+    return name;
+  }
+
+  int grantsOutstanding() {
+    return grants.size();
+  }
+
+  @Override
+  public void run() {
+    try {
+      link = new ControlLink(socket);
+      if (!acceptHello()) {
+        finish();
+        return;
+      }
+      if (!connect()) {
+        finish();
+        return;
+      }
+      serve();
+    } catch (IOException | RuntimeException e) {
+      close(name + ": " + e);
+    }
+  }
+
+  private boolean acceptHello() throws IOException {
+    long epoch = FrameCodec.epoch(hello, 0);
+    int status = epoch != localEpoch ? ErrorKind.EPOCH_MISMATCH.code() : refusal;
+    ByteBuffer ack = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
+    FrameCodec.encode(
+        ack,
+        0,
+        FrameType.HELLO_ACK,
+        status,
+        0,
+        FrameCodec.requestId(hello, 0),
+        localEpoch,
+        0,
+        0,
+        0);
+    link.out().write(ack.array());
+    link.out().flush();
+    if (status != 0) {
+      LOG.info(
+          "{}: refused an RDMA endpoint for epoch {} (this engine is {}): code {}",
+          name,
+          Long.toHexString(epoch),
+          Long.toHexString(localEpoch),
+          status);
+      counters.endpointsRefused.increment();
+      return false;
+    }
+    return true;
+  }
+
+  private boolean connect() throws IOException {
+    RdmaWire.writeRails(link.out(), rails.stream().map(Rail::published).toList());
+    DataInputStream in = link.in;
+    List<RdmaWire.Rail> theirs = RdmaWire.readRails(in);
+    List<RdmaWire.QpEnd> ends = RdmaWire.readConnect(in);
+    List<RcQp> made = new ArrayList<>();
+    int[] qpns = new int[ends.size()];
+    String failure = null;
+    for (RdmaWire.QpEnd end : ends) {
+      if (end.remoteRail() >= rails.size() || end.localRail() >= theirs.size()) {
+        failure = "a QP names rail " + end.remoteRail() + " here or " + end.localRail() + " there";
+        break;
+      }
+      Rail rail = rails.get(end.remoteRail());
+      CqLane lane = rail.lanes.get(made.size() % rail.lanes.size());
+      VerbsResult<Verbs.Qp> qp = rail.createQp(lane);
+      if (!qp.ok()) {
+        failure = qp.describe();
+        break;
+      }
+      RcQp rc = new RcQp(qp.value(), lane, rail, made.size(), end.localRail());
+      made.add(rc);
+      int err = rail.connect(qp.value(), theirs.get(end.localRail()), end.qpn());
+      if (err != 0) {
+        failure = "ibv_modify_qp on " + rail.device + ": errno " + err;
+        break;
+      }
+      qpns[rc.index] = qp.value().qpNum();
+    }
+    if (failure != null) {
+      for (RcQp qp : made) {
+        qp.rail.verbs.destroyQp(qp.qp);
+      }
+      RdmaWire.writeConnected(link.out(), null, ErrorKind.RESOURCE_EXHAUSTED, failure);
+      return false;
+    }
+    qps = made.toArray(RcQp[]::new);
+    for (RcQp qp : qps) {
+      MemorySegment slab = arena.allocate(Rail.RECEIVES_PER_QP * 8L, 64);
+      VerbsResult<Verbs.Mr> mr = qp.rail.verbs.regMr(qp.rail.pd, slab, Ibv.ACCESS_LOCAL_WRITE);
+      if (!mr.ok()) {
+        RdmaWire.writeConnected(link.out(), null, ErrorKind.RESOURCE_EXHAUSTED, mr.describe());
+        close("receive slab: " + mr.describe());
+        return false;
+      }
+      slabMrs.add(mr.value());
+      qp.lane.submit(
+          () -> {
+            for (int slot = 0; slot < Rail.RECEIVES_PER_QP; slot++) {
+              if (!qp.lane.postReceive(this, qp, slab, mr.value(), slot)) {
+                qpFailed(qp, "ibv_post_recv refused a completion receive");
+                return;
+              }
+            }
+          });
+    }
+    RdmaWire.writeConnected(link.out(), qpns, null, null);
+    return true;
+  }
+
+  private void serve() throws IOException {
+    DataInputStream in = link.in;
+    Registration[] loan = new Registration[1];
+    while (true) {
+      int type = RdmaWire.nextType(in);
+      if (type < 0) {
+        close("the requester closed the RDMA control connection");
+        return;
+      }
+      if (type != RdmaWire.GRANT_REQ) {
+        close("RDMA control message " + type + " where a grant request was due");
+        return;
+      }
+      RdmaWire.GrantRequest req = RdmaWire.readGrantRequestBody(in);
+      if (closedBecause != null) {
+        return;
+      }
+      if (req.qp() >= qps.length || req.op() > 1 || req.length() <= 0) {
+        close(
+            "a grant request names QP "
+                + req.qp()
+                + ", op "
+                + req.op()
+                + ", "
+                + req.length()
+                + " B");
+        return;
+      }
+      Op op = Op.values()[req.op()];
+      int code = authority.check(op, localEpoch, req.regionId(), req.offset(), req.length(), loan);
+      if (code != 0) {
+        counters.grantsRefused.increment();
+        answer(
+            qps[req.qp()].lane,
+            new RdmaWire.Grant(
+                req.id(), code, 0, 0, "region " + req.regionId() + " refused: code " + code));
+        continue;
+      }
+      if (grantsHeld.incrementAndGet() > maxGrants) {
+        grantsHeld.decrementAndGet();
+        loan[0].returnLoan();
+        counters.grantsRefused.increment();
+        answer(
+            qps[req.qp()].lane,
+            new RdmaWire.Grant(
+                req.id(),
+                ErrorKind.RESOURCE_EXHAUSTED.code(),
+                0,
+                0,
+                "rdma.maxGrants: " + maxGrants + " windows are held"));
+        continue;
+      }
+      RcQp qp = qps[req.qp()];
+      Grant g = new Grant(req.id(), qp, op, loan[0], req.offset(), req.length());
+      loan[0] = null;
+      if (!qp.lane.submit(() -> qp.lane.bind(this, g))) {
+        release(g);
+        return;
+      }
+    }
+  }
+
+  /** Writes {@code g}'s answer from the reader thread, flushed at once. */
+  private void answer(CqLane lane, RdmaWire.Grant g) {
+    link.write(out -> RdmaWire.writeGrant(out, g));
+    link.flush();
+  }
+
+  // ---------------------------------------------------------------- lane callbacks
+
+  /**
+   * The window of {@code g} is bound (on its lane): tell the requester where and with which key.
+   */
+  void bound(CqLane lane, Grant g, long addr) {
+    grants.put(g.id, g);
+    counters.grantsBound.increment();
+    link.write(out -> RdmaWire.writeGrant(out, new RdmaWire.Grant(g.id, 0, addr, g.rkey, "")));
+    lane.wrote(link);
+  }
+
+  /** {@code g} cannot be granted (on its lane): release what it holds and say why. */
+  void refuse(CqLane lane, Grant g, ErrorKind kind, String detail) {
+    counters.grantsRefused.increment();
+    release(g);
+    link.write(
+        out -> RdmaWire.writeGrant(out, new RdmaWire.Grant(g.id, kind.code(), 0, 0, detail)));
+    lane.wrote(link);
+  }
+
+  /** A completion SEND arrived (on the lane): its slice's payload is done; release the window. */
+  void completionArrived(CqLane lane, RcQp qp, long grantId) {
+    Grant g = grants.remove(grantId);
+    if (g == null || g.qp != qp) {
+      qpFailed(qp, "a completion names grant " + grantId + ", which this QP does not hold");
+      return;
+    }
+    if (g.op == Op.READ) {
+      counters.engine.sourceBytesRead.add(g.length);
+    } else {
+      counters.engine.sourceBytesWritten.add(g.length);
+    }
+    release(g);
+  }
+
+  private void release(Grant g) {
+    if (g.released) {
+      return;
+    }
+    g.released = true;
+    if (g.mw != null) {
+      int rc = g.qp.rail.verbs.deallocMw(g.mw);
+      if (rc != 0) {
+        // The window may still authorise access: its registration stays loaned, for good.
+        retained.incrementAndGet();
+        LOG.warn("{}: ibv_dealloc_mw failed (errno {}); its registration stays held", name, rc);
+        grantsHeld.decrementAndGet();
+        return;
+      }
+    }
+    g.registration.returnLoan();
+    grantsHeld.decrementAndGet();
+    counters.grantsReleased.increment();
+  }
+
+  /** A QP erred (on its lane): the session closes. */
+  void qpFailed(RcQp qp, String why) {
+    close("QP " + qp.qp.qpNum() + " on " + qp.rail.device + ": " + why);
+  }
+
+  /**
+   * Closes the session: the link, then every QP on its lane; after the last is destroyed, the
+   * windows still held are released and the slabs deregistered. Idempotent.
+   */
+  void close(String reason) {
+    synchronized (this) {
+      if (closedBecause != null) {
+        return;
+      }
+      closedBecause = reason;
+    }
+    if (link != null) {
+      link.close();
+    } else {
+      try {
+        socket.close();
+      } catch (IOException ignored) {
+        // Closing anyway.
+      }
+    }
+    Map<CqLane, List<RcQp>> byLane = new IdentityHashMap<>();
+    for (RcQp qp : qps) {
+      byLane.computeIfAbsent(qp.lane, l -> new ArrayList<>()).add(qp);
+    }
+    if (byLane.isEmpty()) {
+      finish();
+      return;
+    }
+    AtomicInteger left = new AtomicInteger(byLane.size());
+    for (Map.Entry<CqLane, List<RcQp>> e : byLane.entrySet()) {
+      Runnable last =
+          () -> {
+            if (left.decrementAndGet() == 0) {
+              releaseAll();
+            }
+          };
+      if (!e.getKey().submit(() -> e.getKey().close(e.getValue(), reason, last))) {
+        last.run();
+      }
+    }
+  }
+
+  private void releaseAll() {
+    boolean allDestroyed = true;
+    for (RcQp qp : qps) {
+      allDestroyed &= qp.destroyed;
+    }
+    for (Grant g : List.copyOf(grants.values())) {
+      grants.remove(g.id);
+      if (allDestroyed) {
+        release(g);
+      } else {
+        // A QP that could not be destroyed may still serve the window: keep its loan.
+        retained.incrementAndGet();
+        grantsHeld.decrementAndGet();
+      }
+    }
+    for (int i = 0; i < slabMrs.size(); i++) {
+      Verbs.Mr mr = slabMrs.get(i);
+      if (qps[i].destroyed && qps[i].rail.verbs.deregMr(mr) != 0) {
+        allDestroyed = false;
+      }
+    }
+    if (allDestroyed) {
+      arena.close();
+    }
+    finish();
+  }
+
+  private void finish() {
+    if (closedBecause == null) {
+      closedBecause = "refused";
+      try {
+        socket.close();
+      } catch (IOException ignored) {
+        // Refused: nothing else to do.
+      }
+    }
+    ended.accept(this);
+  }
+
+  /** Windows whose release failed, or whose QP could not be destroyed: held for good. */
+  int retained() {
+    return retained.get();
+  }
+}

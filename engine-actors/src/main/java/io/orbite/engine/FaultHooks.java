@@ -40,4 +40,28 @@ public interface FaultHooks {
    * @param message the message it is about to handle
    */
   default void beforeOwnerMessage(String owner, Object message) {}
+
+  /**
+   * The fault table the software RDMA provider of this engine is made with: a {@code
+   * io.orbite.nativebind.verbs.soft.SoftFaults} (typed {@code Object} because this module does not
+   * see the bindings), or {@code null} for none. Read once, when the RDMA transport starts; only
+   * tests and the bench's null-wire measurement set it, never configuration.
+   *
+   * @return the table, or {@code null}
+   */
+  default Object rdmaFaults() {
+    return null;
+  }
+
+  /**
+   * Called by an RDMA lane just before it posts a slice's payload work request (and its completion
+   * SEND) on a QP; a test may arm a fault of the software provider for exactly that WR here, or
+   * hold the lane. Blocking here holds the lane thread with the slice's grant reserved.
+   *
+   * @param lane the lane's name, for example {@code rdma soft0 lane 1}
+   * @param qpNum the QP's number
+   * @param wrId the payload WR's id (the completion SEND's is {@code wrId + 1})
+   * @param write whether the payload is an RDMA WRITE (else a READ)
+   */
+  default void beforeRdmaPost(String lane, int qpNum, long wrId, boolean write) {}
 }

@@ -288,6 +288,19 @@ final class CqLane implements Runnable {
     Completion send = new SendDone(s);
     long payloadId = track(qp, payload);
     long sendId = track(qp, send);
+    rail.hooks.beforeRdmaPost(name, qp.qp.qpNum(), payloadId, !read);
+    if (qp.broken != null || s.channel.closedBecause() != null) {
+      // The endpoint broke while the hook held the lane: the payload was never posted.
+      untrack(sendId);
+      untrack(payloadId);
+      s.fail(
+          receipts,
+          ErrorKind.UNAVAILABLE,
+          s.channel.label() + ": " + s.channel.closedBecause(),
+          false);
+      next(qp);
+      return;
+    }
     idSlot.set(ValueLayout.JAVA_LONG, 0, s.id);
     Verbs.PostResult posted =
         verbs.postSend(

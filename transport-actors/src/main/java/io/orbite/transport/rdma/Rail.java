@@ -39,6 +39,9 @@ final class Rail {
   /** Requester bytes confirmed over this rail: the engine's lane counter {@code rdma <device>}. */
   final java.util.concurrent.atomic.LongAdder bytes;
 
+  /** The engine's fault hooks (NONE in production), called by lanes before payload posts. */
+  io.orbite.engine.FaultHooks hooks = io.orbite.engine.FaultHooks.NONE;
+
   private Rail(
       Verbs verbs,
       int index,

@@ -14,6 +14,7 @@ import io.orbite.nativebind.verbs.NativeVerbs;
 import io.orbite.nativebind.verbs.Verbs;
 import io.orbite.nativebind.verbs.VerbsResult;
 import io.orbite.nativebind.verbs.soft.SoftFabric;
+import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.nativebind.verbs.soft.SoftVerbs;
 import io.orbite.transport.tcp.Authority;
 import java.io.IOException;
@@ -191,7 +192,8 @@ final class RdmaTransport {
         "native".equals(config.provider())
             ? NativeVerbs.system()
             : SoftVerbs.create(
-                SoftFabric.onAddress(config.softwareAddress(), config.softwareDevices()));
+                SoftFabric.onAddress(config.softwareAddress(), config.softwareDevices()),
+                context.hooks().rdmaFaults() instanceof SoftFaults f ? f : SoftFaults.NONE);
     VerbsResult<List<Verbs.Device>> listed = verbs.getDeviceList();
     if (!listed.ok()) {
       throw new IllegalStateException(verbs.provider() + ": " + listed.describe());
@@ -230,6 +232,7 @@ final class RdmaTransport {
                 config.maxSendWr(),
                 context.registry(),
                 context.counters()));
+        opened.getLast().hooks = context.hooks();
       }
     } catch (RuntimeException e) {
       opened.forEach(Rail::close);

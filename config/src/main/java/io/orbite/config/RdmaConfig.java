@@ -31,6 +31,24 @@ import java.util.List;
  *     {@value #DEFAULT_MAX_SEND_WR}; range {@value #MIN_MAX_SEND_WR}..{@value #MAX_MAX_SEND_WR}.
  * @param maxCqes entries of each completion queue, in completion queue entries. Default {@value
  *     #DEFAULT_MAX_CQES}; range {@value #MIN_MAX_CQES}..{@value #MAX_MAX_CQES}.
+ * @param railErrors the rail circuit's threshold (C13): failures within {@link
+ *     #railErrorWindowMillis()} that open a (peer epoch, local rail, remote rail) pair, in
+ *     failures. Default {@value #DEFAULT_RAIL_ERRORS} (the reference's); range {@value
+ *     #MIN_RAIL_ERRORS}..{@value #MAX_RAIL_ERRORS}.
+ * @param railErrorWindowMillis the window the rail circuit counts a pair's failures in, in
+ *     milliseconds. Default {@value #DEFAULT_RAIL_ERROR_WINDOW_MILLIS} (the reference's); range
+ *     {@value #MIN_RAIL_ERROR_WINDOW_MILLIS}..{@value #MAX_RAIL_ERROR_WINDOW_MILLIS}.
+ * @param railCooldownMillis how long an opened pair is refused before one half-open trial, in
+ *     milliseconds. Default {@value #DEFAULT_RAIL_COOLDOWN_MILLIS} (the reference's); range {@value
+ *     #MIN_RAIL_COOLDOWN_MILLIS}..{@value #MAX_RAIL_COOLDOWN_MILLIS}.
+ * @param railMaxCooldownMillis the longest cooldown: a failed trial doubles the cooldown up to
+ *     this, in milliseconds. Default {@value #DEFAULT_RAIL_MAX_COOLDOWN_MILLIS} (the reference's);
+ *     range {@value #MIN_RAIL_MAX_COOLDOWN_MILLIS}..{@value #MAX_RAIL_MAX_COOLDOWN_MILLIS}, and at
+ *     least {@link #railCooldownMillis()}.
+ * @param railProbeIntervalMillis the least time between two half-open trials of a pair, in
+ *     milliseconds; {@code 0} allows an immediate trial once the cooldown has passed. Default
+ *     {@value #DEFAULT_RAIL_PROBE_INTERVAL_MILLIS} (the reference's); range {@value
+ *     #MIN_RAIL_PROBE_INTERVAL_MILLIS}..{@value #MAX_RAIL_PROBE_INTERVAL_MILLIS}.
  */
 public record RdmaConfig(
     boolean enabled,
@@ -42,7 +60,12 @@ public record RdmaConfig(
     int maxEndpoints,
     int maxGrants,
     int maxSendWr,
-    int maxCqes) {
+    int maxCqes,
+    int railErrors,
+    int railErrorWindowMillis,
+    int railCooldownMillis,
+    int railMaxCooldownMillis,
+    int railProbeIntervalMillis) {
   /** JSON key of this section, and the path prefix of its messages. */
   static final String SECTION = "rdma";
 
@@ -118,14 +141,61 @@ public record RdmaConfig(
   /** Largest accepted {@link #maxCqes()}. */
   public static final int MAX_MAX_CQES = 65536;
 
+  /** Default {@link #railErrors()}: three failures, as in the reference. */
+  public static final int DEFAULT_RAIL_ERRORS = 3;
+
+  /** Smallest accepted {@link #railErrors()}. */
+  public static final int MIN_RAIL_ERRORS = 1;
+
+  /** Largest accepted {@link #railErrors()}. */
+  public static final int MAX_RAIL_ERRORS = 1000;
+
+  /** Default {@link #railErrorWindowMillis()}: 10 s, as in the reference. */
+  public static final int DEFAULT_RAIL_ERROR_WINDOW_MILLIS = 10000;
+
+  /** Smallest accepted {@link #railErrorWindowMillis()}. */
+  public static final int MIN_RAIL_ERROR_WINDOW_MILLIS = 1;
+
+  /** Largest accepted {@link #railErrorWindowMillis()}. */
+  public static final int MAX_RAIL_ERROR_WINDOW_MILLIS = 3600000;
+
+  /** Default {@link #railCooldownMillis()}: 30 s, as in the reference. */
+  public static final int DEFAULT_RAIL_COOLDOWN_MILLIS = 30000;
+
+  /** Smallest accepted {@link #railCooldownMillis()}. */
+  public static final int MIN_RAIL_COOLDOWN_MILLIS = 1;
+
+  /** Largest accepted {@link #railCooldownMillis()}. */
+  public static final int MAX_RAIL_COOLDOWN_MILLIS = 3600000;
+
+  /** Default {@link #railMaxCooldownMillis()}: 5 min, as in the reference. */
+  public static final int DEFAULT_RAIL_MAX_COOLDOWN_MILLIS = 300000;
+
+  /** Smallest accepted {@link #railMaxCooldownMillis()}. */
+  public static final int MIN_RAIL_MAX_COOLDOWN_MILLIS = 1;
+
+  /** Largest accepted {@link #railMaxCooldownMillis()}. */
+  public static final int MAX_RAIL_MAX_COOLDOWN_MILLIS = 86400000;
+
+  /** Default {@link #railProbeIntervalMillis()}: 1 s, as in the reference. */
+  public static final int DEFAULT_RAIL_PROBE_INTERVAL_MILLIS = 1000;
+
+  /** Smallest accepted {@link #railProbeIntervalMillis()}. */
+  public static final int MIN_RAIL_PROBE_INTERVAL_MILLIS = 0;
+
+  /** Largest accepted {@link #railProbeIntervalMillis()}. */
+  public static final int MAX_RAIL_PROBE_INTERVAL_MILLIS = 3600000;
+
   /**
    * Validates every component: {@link #provider()} must be one of {@link #PROVIDERS}, {@link
    * #devices()} at most {@value #MAX_DEVICES} distinct non-blank names, {@link #softwareAddress()}
-   * a dotted IPv4 literal, each number in its {@code MIN_*}..{@code MAX_*} range; any {@link
-   * #enabled()} is accepted. The device list is copied, so the record stays immutable.
+   * a dotted IPv4 literal, each number in its {@code MIN_*}..{@code MAX_*} range, and {@link
+   * #railMaxCooldownMillis()} at least {@link #railCooldownMillis()}; any {@link #enabled()} is
+   * accepted. The device list is copied, so the record stays immutable.
    *
    * @throws ConfigException naming {@code rdma.<key>} (or {@code rdma.devices[<i>]} for one device
-   *     name) for the first invalid component
+   *     name) for the first invalid component, or {@code rdma.railMaxCooldownMillis} if it is below
+   *     {@code rdma.railCooldownMillis}
    */
   public RdmaConfig {
     Checks.requireNonNull(SECTION + ".provider", provider);
@@ -144,6 +214,38 @@ public record RdmaConfig(
     Checks.requireRange(SECTION + ".maxGrants", maxGrants, MIN_MAX_GRANTS, MAX_MAX_GRANTS);
     Checks.requireRange(SECTION + ".maxSendWr", maxSendWr, MIN_MAX_SEND_WR, MAX_MAX_SEND_WR);
     Checks.requireRange(SECTION + ".maxCqes", maxCqes, MIN_MAX_CQES, MAX_MAX_CQES);
+    Checks.requireRange(SECTION + ".railErrors", railErrors, MIN_RAIL_ERRORS, MAX_RAIL_ERRORS);
+    Checks.requireRange(
+        SECTION + ".railErrorWindowMillis",
+        railErrorWindowMillis,
+        MIN_RAIL_ERROR_WINDOW_MILLIS,
+        MAX_RAIL_ERROR_WINDOW_MILLIS);
+    Checks.requireRange(
+        SECTION + ".railCooldownMillis",
+        railCooldownMillis,
+        MIN_RAIL_COOLDOWN_MILLIS,
+        MAX_RAIL_COOLDOWN_MILLIS);
+    Checks.requireRange(
+        SECTION + ".railMaxCooldownMillis",
+        railMaxCooldownMillis,
+        MIN_RAIL_MAX_COOLDOWN_MILLIS,
+        MAX_RAIL_MAX_COOLDOWN_MILLIS);
+    Checks.requireRange(
+        SECTION + ".railProbeIntervalMillis",
+        railProbeIntervalMillis,
+        MIN_RAIL_PROBE_INTERVAL_MILLIS,
+        MAX_RAIL_PROBE_INTERVAL_MILLIS);
+    // Checked after every range, so that a value out of its own range is reported as such.
+    if (railMaxCooldownMillis < railCooldownMillis) {
+      throw new ConfigException(
+          SECTION + ".railMaxCooldownMillis",
+          "must be at least "
+              + SECTION
+              + ".railCooldownMillis ("
+              + railCooldownMillis
+              + "), got "
+              + railMaxCooldownMillis);
+    }
   }
 
   /**
@@ -154,7 +256,11 @@ public record RdmaConfig(
    *     #DEFAULT_SOFTWARE_DEVICES} software devices on {@value #DEFAULT_SOFTWARE_ADDRESS}), {@value
    *     #DEFAULT_LANES} queue pairs per rail, {@value #DEFAULT_MAX_ENDPOINTS} endpoints, {@value
    *     #DEFAULT_MAX_GRANTS} grants, {@value #DEFAULT_MAX_SEND_WR} send work requests per queue
-   *     pair and completion queues of {@value #DEFAULT_MAX_CQES} entries
+   *     pair and completion queues of {@value #DEFAULT_MAX_CQES} entries; a rail pair opens after
+   *     {@value #DEFAULT_RAIL_ERRORS} failures in {@value #DEFAULT_RAIL_ERROR_WINDOW_MILLIS} ms,
+   *     for {@value #DEFAULT_RAIL_COOLDOWN_MILLIS} ms doubling up to {@value
+   *     #DEFAULT_RAIL_MAX_COOLDOWN_MILLIS} ms, with at most one trial per {@value
+   *     #DEFAULT_RAIL_PROBE_INTERVAL_MILLIS} ms (the reference's rail circuit)
    */
   public static RdmaConfig defaults() {
     return new RdmaConfig(
@@ -167,7 +273,12 @@ public record RdmaConfig(
         DEFAULT_MAX_ENDPOINTS,
         DEFAULT_MAX_GRANTS,
         DEFAULT_MAX_SEND_WR,
-        DEFAULT_MAX_CQES);
+        DEFAULT_MAX_CQES,
+        DEFAULT_RAIL_ERRORS,
+        DEFAULT_RAIL_ERROR_WINDOW_MILLIS,
+        DEFAULT_RAIL_COOLDOWN_MILLIS,
+        DEFAULT_RAIL_MAX_COOLDOWN_MILLIS,
+        DEFAULT_RAIL_PROBE_INTERVAL_MILLIS);
   }
 
   /**
@@ -188,7 +299,12 @@ public record RdmaConfig(
         maxEndpoints,
         maxGrants,
         maxSendWr,
-        maxCqes);
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis);
   }
 
   /**
@@ -212,7 +328,12 @@ public record RdmaConfig(
         maxEndpoints,
         maxGrants,
         maxSendWr,
-        maxCqes);
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis);
   }
 
   /**
@@ -237,7 +358,12 @@ public record RdmaConfig(
         maxEndpoints,
         maxGrants,
         maxSendWr,
-        maxCqes);
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis);
   }
 
   /**
@@ -260,7 +386,12 @@ public record RdmaConfig(
         maxEndpoints,
         maxGrants,
         maxSendWr,
-        maxCqes);
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis);
   }
 
   /**
@@ -283,7 +414,54 @@ public record RdmaConfig(
         maxEndpoints,
         maxGrants,
         maxSendWr,
-        maxCqes);
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis);
+  }
+
+  /**
+   * A copy with the rail circuit's thresholds (C13) replaced and every other component kept; the
+   * new values are checked as by the constructor.
+   *
+   * @param railErrors failures within {@code railErrorWindowMillis} that open a (peer epoch, local
+   *     rail, remote rail) pair
+   * @param railErrorWindowMillis the window failures are counted in, in milliseconds
+   * @param railCooldownMillis how long an opened pair is refused before one half-open trial, in
+   *     milliseconds
+   * @param railMaxCooldownMillis the longest cooldown a failed trial doubles it to, in
+   *     milliseconds; at least {@code railCooldownMillis}
+   * @param railProbeIntervalMillis the least time between two trials of a pair, in milliseconds;
+   *     {@code 0} allows an immediate trial
+   * @return a new {@code RdmaConfig}; this one is unchanged
+   * @throws ConfigException naming {@code rdma.<key>} for the first value outside its {@code
+   *     MIN_*}..{@code MAX_*} range, or {@code rdma.railMaxCooldownMillis} if it is below {@code
+   *     railCooldownMillis}
+   */
+  public RdmaConfig withRailPolicy(
+      int railErrors,
+      int railErrorWindowMillis,
+      int railCooldownMillis,
+      int railMaxCooldownMillis,
+      int railProbeIntervalMillis) {
+    return new RdmaConfig(
+        enabled,
+        provider,
+        devices,
+        lanes,
+        softwareAddress,
+        softwareDevices,
+        maxEndpoints,
+        maxGrants,
+        maxSendWr,
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis);
   }
 
   /**
@@ -335,6 +513,27 @@ public record RdmaConfig(
         r.intValue("maxEndpoints", DEFAULT_MAX_ENDPOINTS, MIN_MAX_ENDPOINTS, MAX_MAX_ENDPOINTS),
         r.intValue("maxGrants", DEFAULT_MAX_GRANTS, MIN_MAX_GRANTS, MAX_MAX_GRANTS),
         r.intValue("maxSendWr", DEFAULT_MAX_SEND_WR, MIN_MAX_SEND_WR, MAX_MAX_SEND_WR),
-        r.intValue("maxCqes", DEFAULT_MAX_CQES, MIN_MAX_CQES, MAX_MAX_CQES));
+        r.intValue("maxCqes", DEFAULT_MAX_CQES, MIN_MAX_CQES, MAX_MAX_CQES),
+        r.intValue("railErrors", DEFAULT_RAIL_ERRORS, MIN_RAIL_ERRORS, MAX_RAIL_ERRORS),
+        r.intValue(
+            "railErrorWindowMillis",
+            DEFAULT_RAIL_ERROR_WINDOW_MILLIS,
+            MIN_RAIL_ERROR_WINDOW_MILLIS,
+            MAX_RAIL_ERROR_WINDOW_MILLIS),
+        r.intValue(
+            "railCooldownMillis",
+            DEFAULT_RAIL_COOLDOWN_MILLIS,
+            MIN_RAIL_COOLDOWN_MILLIS,
+            MAX_RAIL_COOLDOWN_MILLIS),
+        r.intValue(
+            "railMaxCooldownMillis",
+            DEFAULT_RAIL_MAX_COOLDOWN_MILLIS,
+            MIN_RAIL_MAX_COOLDOWN_MILLIS,
+            MAX_RAIL_MAX_COOLDOWN_MILLIS),
+        r.intValue(
+            "railProbeIntervalMillis",
+            DEFAULT_RAIL_PROBE_INTERVAL_MILLIS,
+            MIN_RAIL_PROBE_INTERVAL_MILLIS,
+            MAX_RAIL_PROBE_INTERVAL_MILLIS));
   }
 }

@@ -70,9 +70,28 @@ class ConfigurationDocsTest {
     String doc = doc();
     List<String> paths = schemaPaths(EngineConfig.class, "");
     assertTrue(paths.contains("rdma.maxCqes"), paths.toString());
+    assertTrue(paths.contains("rdma.railProbeIntervalMillis"), paths.toString());
     for (String path : paths) {
       row(doc, path);
     }
+  }
+
+  @Test
+  void theRailCircuitRowsNameC13AndTheCrossFieldRule() throws IOException {
+    String doc = doc();
+    for (String key :
+        List.of(
+            "railErrors",
+            "railErrorWindowMillis",
+            "railCooldownMillis",
+            "railMaxCooldownMillis",
+            "railProbeIntervalMillis")) {
+      String row = row(doc, "rdma." + key);
+      assertTrue(row.contains("C13"), row);
+      assertTrue(row.contains("the reference's"), row);
+    }
+    assertTrue(
+        row(doc, "rdma.railMaxCooldownMillis").contains("at least `rdma.railCooldownMillis`"));
   }
 
   @Test

@@ -206,8 +206,8 @@ class EngineConfigStrictnessTest {
         "{\"budgets\":{\"x\":1}}    | budgets.x      | budgets.x: unknown key (known: maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes, maxEndpoints, maxRegistrations, maxPeerSegments)",
         "{\"slicing\":{\"\":1}}     | slicing.       | slicing.: unknown key (known: baseBlockBytes, maxReadSlices, maxWriteSlices)",
         "{\"timeouts\":{\"describeTimeoutMs\":1}} | timeouts.describeTimeoutMs | timeouts.describeTimeoutMs: unknown key (known: defaultDeadlineMillis, destructionWindowMillis, describeTimeoutMillis)",
-        "{\"rdma\":{\"lane\":2}}     | rdma.lane      | rdma.lane: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes)",
-        "{\"rdma\":{\"softwareAddress\":\"127.0.0.1\",\"maxCQEs\":16}} | rdma.maxCQEs | rdma.maxCQEs: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes)",
+        "{\"rdma\":{\"lane\":2}}     | rdma.lane      | rdma.lane: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes, railErrors, railErrorWindowMillis, railCooldownMillis, railMaxCooldownMillis, railProbeIntervalMillis)",
+        "{\"rdma\":{\"softwareAddress\":\"127.0.0.1\",\"maxCQEs\":16}} | rdma.maxCQEs | rdma.maxCQEs: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes, railErrors, railErrorWindowMillis, railCooldownMillis, railMaxCooldownMillis, railProbeIntervalMillis)",
         "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability)",
       })
   void unknownKeyIsRejectedNamingItsPath(String json, String path, String message) {

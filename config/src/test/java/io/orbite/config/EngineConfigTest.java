@@ -130,13 +130,28 @@ class EngineConfigTest {
         () -> assertEquals(4096, RdmaConfig.MAX_MAX_SEND_WR),
         () -> assertEquals(1024, RdmaConfig.DEFAULT_MAX_CQES),
         () -> assertEquals(16, RdmaConfig.MIN_MAX_CQES),
-        () -> assertEquals(65536, RdmaConfig.MAX_MAX_CQES));
+        () -> assertEquals(65536, RdmaConfig.MAX_MAX_CQES),
+        () -> assertEquals(3, RdmaConfig.DEFAULT_RAIL_ERRORS),
+        () -> assertEquals(1, RdmaConfig.MIN_RAIL_ERRORS),
+        () -> assertEquals(1000, RdmaConfig.MAX_RAIL_ERRORS),
+        () -> assertEquals(10000, RdmaConfig.DEFAULT_RAIL_ERROR_WINDOW_MILLIS),
+        () -> assertEquals(1, RdmaConfig.MIN_RAIL_ERROR_WINDOW_MILLIS),
+        () -> assertEquals(3600000, RdmaConfig.MAX_RAIL_ERROR_WINDOW_MILLIS),
+        () -> assertEquals(30000, RdmaConfig.DEFAULT_RAIL_COOLDOWN_MILLIS),
+        () -> assertEquals(1, RdmaConfig.MIN_RAIL_COOLDOWN_MILLIS),
+        () -> assertEquals(3600000, RdmaConfig.MAX_RAIL_COOLDOWN_MILLIS),
+        () -> assertEquals(300000, RdmaConfig.DEFAULT_RAIL_MAX_COOLDOWN_MILLIS),
+        () -> assertEquals(1, RdmaConfig.MIN_RAIL_MAX_COOLDOWN_MILLIS),
+        () -> assertEquals(86400000, RdmaConfig.MAX_RAIL_MAX_COOLDOWN_MILLIS),
+        () -> assertEquals(1000, RdmaConfig.DEFAULT_RAIL_PROBE_INTERVAL_MILLIS),
+        () -> assertEquals(0, RdmaConfig.MIN_RAIL_PROBE_INTERVAL_MILLIS),
+        () -> assertEquals(3600000, RdmaConfig.MAX_RAIL_PROBE_INTERVAL_MILLIS));
   }
 
   @ParameterizedTest(name = "{0}")
   @FieldSource("KEYS")
   void copyMethodChangesOnlyItsOwnKey(NumericKey key) {
-    EngineConfig base = EngineConfig.defaults();
+    EngineConfig base = key.base();
     long other = key.defaultValue() == key.max() ? key.min() : key.max();
     EngineConfig changed = key.with().apply(base, other);
 
@@ -172,6 +187,9 @@ class EngineConfigTest {
     assertEquals(
         java.util.List.of("mlx5_0"),
         base.withRdma(base.rdma().withDevices(java.util.List.of("mlx5_0"))).rdma().devices());
+    assertEquals(
+        RdmaConfig.defaults().withRailPolicy(5, 20000, 1000, 8000, 0),
+        base.withRdma(base.rdma().withRailPolicy(5, 20000, 1000, 8000, 0)).rdma());
     assertNotEquals(base, base.withName("other"));
     assertEquals(EngineConfig.defaults(), base);
   }
@@ -185,7 +203,7 @@ class EngineConfigTest {
   @MethodSource("outOfRangeValues")
   void constructorRejectsOutOfRangeValueNamingItsPath(NumericKey key, long value) {
     ConfigException e =
-        assertThrows(ConfigException.class, () -> key.with().apply(EngineConfig.defaults(), value));
+        assertThrows(ConfigException.class, () -> key.with().apply(key.base(), value));
     assertEquals(key.path(), e.path());
     assertEquals(
         key.path() + ": must be " + key.min() + ".." + key.max() + ", got " + value,
@@ -196,8 +214,8 @@ class EngineConfigTest {
   @ParameterizedTest(name = "{0}")
   @FieldSource("KEYS")
   void constructorAcceptsBothEndsOfEachRange(NumericKey key) {
-    assertEquals(key.min(), key.get().apply(key.with().apply(EngineConfig.defaults(), key.min())));
-    assertEquals(key.max(), key.get().apply(key.with().apply(EngineConfig.defaults(), key.max())));
+    assertEquals(key.min(), key.get().apply(key.with().apply(key.base(), key.min())));
+    assertEquals(key.max(), key.get().apply(key.with().apply(key.base(), key.max())));
   }
 
   @ParameterizedTest

@@ -7,6 +7,10 @@ import java.util.function.Function;
 /**
  * One numeric key of the schema with the default and range the specification gives, written out as
  * literals (not taken from the production constants) so that a drifting constant makes tests fail.
+ *
+ * <p>{@code companions} are raw JSON members (for example {@code "railMaxCooldownMillis":86400000})
+ * set beside the key in every {@link #document} and in {@link #base()}: the other keys a
+ * cross-field rule needs so that every value of the key's own range is valid. Empty for most keys.
  */
 record NumericKey(
     String path,
@@ -14,7 +18,19 @@ record NumericKey(
     long min,
     long max,
     Function<EngineConfig, Long> get,
-    BiFunction<EngineConfig, Long, EngineConfig> with) {
+    BiFunction<EngineConfig, Long, EngineConfig> with,
+    String companions) {
+
+  /** A key that no cross-field rule ties to another: no companions. */
+  NumericKey(
+      String path,
+      long defaultValue,
+      long min,
+      long max,
+      Function<EngineConfig, Long> get,
+      BiFunction<EngineConfig, Long, EngineConfig> with) {
+    this(path, defaultValue, min, max, get, with, "");
+  }
 
   /** The section key ({@code tcp} for {@code tcp.lanes}). */
   String section() {
@@ -31,15 +47,30 @@ record NumericKey(
 
   /**
    * A minimal document setting this key to {@code rawJsonValue}, for example {"tcp":{"lanes":0}} or
-   * {"observability":{"metrics":{"port":0}}}.
+   * {"observability":{"metrics":{"port":0}}}, with the {@link #companions()} beside it.
    */
   String document(String rawJsonValue) {
+    String[] parts = path.split("\\.");
+    String member = "\"" + parts[parts.length - 1] + "\":" + rawJsonValue;
+    return nested(companions.isEmpty() ? member : companions + "," + member);
+  }
+
+  /**
+   * The configuration the key's copy method is tried on: the defaults with the {@link
+   * #companions()} set, so both ends of the key's range are valid there.
+   */
+  EngineConfig base() {
+    return EngineConfig.fromJson(nested(companions));
+  }
+
+  /** {@code members} inside the objects of this key's path, for example {"tcp":{members}}. */
+  private String nested(String members) {
     String[] parts = path.split("\\.");
     StringBuilder b = new StringBuilder();
     for (int i = 0; i < parts.length - 1; i++) {
       b.append("{\"").append(parts[i]).append("\":");
     }
-    b.append("{\"").append(parts[parts.length - 1]).append("\":").append(rawJsonValue).append('}');
+    b.append('{').append(members).append('}');
     b.append("}".repeat(parts.length - 1));
     return b.toString();
   }
@@ -67,7 +98,27 @@ record NumericKey(
             key.equals("maxEndpoints") ? v : r.maxEndpoints(),
             key.equals("maxGrants") ? v : r.maxGrants(),
             key.equals("maxSendWr") ? v : r.maxSendWr(),
-            key.equals("maxCqes") ? v : r.maxCqes()));
+            key.equals("maxCqes") ? v : r.maxCqes(),
+            r.railErrors(),
+            r.railErrorWindowMillis(),
+            r.railCooldownMillis(),
+            r.railMaxCooldownMillis(),
+            r.railProbeIntervalMillis()));
+  }
+
+  /**
+   * {@code c} with one of the rail circuit's thresholds replaced through {@code withRailPolicy}.
+   */
+  private static EngineConfig withRailKey(EngineConfig c, String key, long value) {
+    RdmaConfig r = c.rdma();
+    int v = Math.toIntExact(value);
+    return c.withRdma(
+        r.withRailPolicy(
+            key.equals("railErrors") ? v : r.railErrors(),
+            key.equals("railErrorWindowMillis") ? v : r.railErrorWindowMillis(),
+            key.equals("railCooldownMillis") ? v : r.railCooldownMillis(),
+            key.equals("railMaxCooldownMillis") ? v : r.railMaxCooldownMillis(),
+            key.equals("railProbeIntervalMillis") ? v : r.railProbeIntervalMillis()));
   }
 
   static final List<NumericKey> ALL =
@@ -296,6 +347,43 @@ record NumericKey(
               65536,
               c -> (long) c.rdma().maxCqes(),
               (c, v) -> withRdmaBudget(c, "maxCqes", v)),
+          new NumericKey(
+              "rdma.railErrors",
+              3,
+              1,
+              1000,
+              c -> (long) c.rdma().railErrors(),
+              (c, v) -> withRailKey(c, "railErrors", v)),
+          new NumericKey(
+              "rdma.railErrorWindowMillis",
+              10000,
+              1,
+              3600000,
+              c -> (long) c.rdma().railErrorWindowMillis(),
+              (c, v) -> withRailKey(c, "railErrorWindowMillis", v)),
+          new NumericKey(
+              "rdma.railCooldownMillis",
+              30000,
+              1,
+              3600000,
+              c -> (long) c.rdma().railCooldownMillis(),
+              (c, v) -> withRailKey(c, "railCooldownMillis", v),
+              "\"railMaxCooldownMillis\":86400000"),
+          new NumericKey(
+              "rdma.railMaxCooldownMillis",
+              300000,
+              1,
+              86400000,
+              c -> (long) c.rdma().railMaxCooldownMillis(),
+              (c, v) -> withRailKey(c, "railMaxCooldownMillis", v),
+              "\"railCooldownMillis\":1"),
+          new NumericKey(
+              "rdma.railProbeIntervalMillis",
+              1000,
+              0,
+              3600000,
+              c -> (long) c.rdma().railProbeIntervalMillis(),
+              (c, v) -> withRailKey(c, "railProbeIntervalMillis", v)),
           new NumericKey(
               "observability.metrics.port",
               0,

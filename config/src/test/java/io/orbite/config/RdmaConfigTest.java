@@ -16,7 +16,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The {@code rdma} section's keys that are not numbers: the provider names, the device list and the
- * software provider's address. Its numeric keys are in {@link NumericKey}.
+ * software provider's address; and the rail circuit's thresholds as a group (their cross-field rule
+ * and {@code withRailPolicy}). Its numeric keys one by one are in {@link NumericKey}.
  */
 class RdmaConfigTest {
 
@@ -206,26 +207,106 @@ class RdmaConfigTest {
                 d.maxEndpoints(),
                 d.maxGrants(),
                 d.maxSendWr(),
-                d.maxCqes()));
+                d.maxCqes(),
+                d.railErrors(),
+                d.railErrorWindowMillis(),
+                d.railCooldownMillis(),
+                d.railMaxCooldownMillis(),
+                d.railProbeIntervalMillis()));
   }
 
   @Test
   void copyMethodsChangeOnlyTheirOwnComponent() {
     RdmaConfig d = RdmaConfig.defaults();
     assertEquals(
-        new RdmaConfig(true, "software", List.of(), 2, "127.0.0.1", 2, 64, 64, 16, 1024),
+        new RdmaConfig(
+            true,
+            "software",
+            List.of(),
+            2,
+            "127.0.0.1",
+            2,
+            64,
+            64,
+            16,
+            1024,
+            3,
+            10000,
+            30000,
+            300000,
+            1000),
         d.withEnabled(true));
     assertEquals(
-        new RdmaConfig(false, "native", List.of(), 2, "127.0.0.1", 2, 64, 64, 16, 1024),
+        new RdmaConfig(
+            false,
+            "native",
+            List.of(),
+            2,
+            "127.0.0.1",
+            2,
+            64,
+            64,
+            16,
+            1024,
+            3,
+            10000,
+            30000,
+            300000,
+            1000),
         d.withProvider("native"));
     assertEquals(
-        new RdmaConfig(false, "software", List.of("a", "b"), 2, "127.0.0.1", 2, 64, 64, 16, 1024),
+        new RdmaConfig(
+            false,
+            "software",
+            List.of("a", "b"),
+            2,
+            "127.0.0.1",
+            2,
+            64,
+            64,
+            16,
+            1024,
+            3,
+            10000,
+            30000,
+            300000,
+            1000),
         d.withDevices(List.of("a", "b")));
     assertEquals(
-        new RdmaConfig(false, "software", List.of(), 5, "127.0.0.1", 2, 64, 64, 16, 1024),
+        new RdmaConfig(
+            false,
+            "software",
+            List.of(),
+            5,
+            "127.0.0.1",
+            2,
+            64,
+            64,
+            16,
+            1024,
+            3,
+            10000,
+            30000,
+            300000,
+            1000),
         d.withLanes(5));
     assertEquals(
-        new RdmaConfig(false, "software", List.of(), 2, "127.0.0.1", 7, 64, 64, 16, 1024),
+        new RdmaConfig(
+            false,
+            "software",
+            List.of(),
+            2,
+            "127.0.0.1",
+            7,
+            64,
+            64,
+            16,
+            1024,
+            3,
+            10000,
+            30000,
+            300000,
+            1000),
         d.withSoftwareDevices(7));
     assertEquals(RdmaConfig.defaults(), d, "the original is unchanged");
   }
@@ -243,5 +324,184 @@ class RdmaConfigTest {
                     .withSoftwareDevices(1));
     assertEquals(config, EngineConfig.fromJson(config.toJson()));
     assertEquals(config.toJson(), EngineConfig.fromJson(config.toJson()).toJson());
+  }
+
+  @Test
+  void theRailCircuitDefaultsAreTheReferences() {
+    RdmaConfig d = RdmaConfig.defaults();
+    assertEquals(3, d.railErrors());
+    assertEquals(10000, d.railErrorWindowMillis());
+    assertEquals(30000, d.railCooldownMillis());
+    assertEquals(300000, d.railMaxCooldownMillis());
+    assertEquals(1000, d.railProbeIntervalMillis());
+  }
+
+  @ParameterizedTest
+  @CsvSource({"30000, 29999", "30000, 1", "3600000, 3599999", "2, 1"})
+  void aMaxCooldownBelowTheCooldownIsRejectedGivingBoth(int cooldown, int maxCooldown) {
+    String message =
+        "rdma.railMaxCooldownMillis: must be at least rdma.railCooldownMillis ("
+            + cooldown
+            + "), got "
+            + maxCooldown;
+    assertEquals(
+        message,
+        assertRejected(
+                "rdma.railMaxCooldownMillis",
+                "rdma.railMaxCooldownMillis: ",
+                () -> RdmaConfig.defaults().withRailPolicy(3, 10000, cooldown, maxCooldown, 1000))
+            .getMessage());
+    assertEquals(
+        message,
+        assertJsonRejected(
+                "{\"rdma\":{\"railCooldownMillis\":"
+                    + cooldown
+                    + ",\"railMaxCooldownMillis\":"
+                    + maxCooldown
+                    + "}}",
+                "rdma.railMaxCooldownMillis",
+                "rdma.railMaxCooldownMillis: ")
+            .getMessage());
+  }
+
+  @Test
+  void oneThresholdAgainstTheOthersDefaultIsCheckedToo() {
+    assertEquals(
+        "rdma.railMaxCooldownMillis: must be at least rdma.railCooldownMillis (300001), got 300000",
+        assertJsonRejected(
+                "{\"rdma\":{\"railCooldownMillis\":300001}}",
+                "rdma.railMaxCooldownMillis",
+                "rdma.railMaxCooldownMillis: ")
+            .getMessage());
+    assertEquals(
+        "rdma.railMaxCooldownMillis: must be at least rdma.railCooldownMillis (30000), got 29999",
+        assertJsonRejected(
+                "{\"rdma\":{\"railMaxCooldownMillis\":29999}}",
+                "rdma.railMaxCooldownMillis",
+                "rdma.railMaxCooldownMillis: ")
+            .getMessage());
+    RdmaConfig d = RdmaConfig.defaults();
+    assertRejected(
+        "rdma.railMaxCooldownMillis",
+        "rdma.railMaxCooldownMillis: must be at least rdma.railCooldownMillis (30000), got 29999",
+        () ->
+            new RdmaConfig(
+                d.enabled(),
+                d.provider(),
+                d.devices(),
+                d.lanes(),
+                d.softwareAddress(),
+                d.softwareDevices(),
+                d.maxEndpoints(),
+                d.maxGrants(),
+                d.maxSendWr(),
+                d.maxCqes(),
+                d.railErrors(),
+                d.railErrorWindowMillis(),
+                30000,
+                29999,
+                d.railProbeIntervalMillis()));
+  }
+
+  @Test
+  void aMaxCooldownEqualToTheCooldownIsAccepted() {
+    RdmaConfig equal = RdmaConfig.defaults().withRailPolicy(3, 10000, 60000, 60000, 1000);
+    assertEquals(60000, equal.railCooldownMillis());
+    assertEquals(60000, equal.railMaxCooldownMillis());
+    RdmaConfig read =
+        EngineConfig.fromJson(
+                "{\"rdma\":{\"railCooldownMillis\":400000,\"railMaxCooldownMillis\":400000}}")
+            .rdma();
+    assertEquals(400000, read.railCooldownMillis());
+    assertEquals(400000, read.railMaxCooldownMillis());
+  }
+
+  @Test
+  void aValueOutsideItsOwnRangeIsReportedBeforeTheCrossFieldRule() {
+    assertRejected(
+        "rdma.railMaxCooldownMillis",
+        "rdma.railMaxCooldownMillis: must be 1..86400000, got 0",
+        () -> RdmaConfig.defaults().withRailPolicy(3, 10000, 30000, 0, 1000));
+    assertRejected(
+        "rdma.railCooldownMillis",
+        "rdma.railCooldownMillis: must be 1..3600000, got 3600001",
+        () -> RdmaConfig.defaults().withRailPolicy(3, 10000, 3600001, 1, 1000));
+  }
+
+  @Test
+  void withRailPolicyReplacesTheFiveThresholdsAndKeepsTheRest() {
+    RdmaConfig base =
+        RdmaConfig.defaults()
+            .withEnabled(true)
+            .withProvider("native")
+            .withDevices(List.of("mlx5_0"))
+            .withLanes(4)
+            .withSoftwareDevices(3);
+    RdmaConfig changed = base.withRailPolicy(7, 20000, 500, 4000, 0);
+    assertEquals(
+        new RdmaConfig(
+            true,
+            "native",
+            List.of("mlx5_0"),
+            4,
+            "127.0.0.1",
+            3,
+            64,
+            64,
+            16,
+            1024,
+            7,
+            20000,
+            500,
+            4000,
+            0),
+        changed);
+    assertEquals(3, base.railErrors(), "the original is unchanged");
+    assertEquals(
+        base,
+        changed.withRailPolicy(3, 10000, 30000, 300000, 1000),
+        "the defaults' thresholds give the original back");
+    assertEquals(
+        RdmaConfig.defaults(), RdmaConfig.defaults().withRailPolicy(3, 10000, 30000, 300000, 1000));
+  }
+
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "0,       10000,   30000,   300000,   1000    | rdma.railErrors              | rdma.railErrors: must be 1..1000, got 0",
+        "1001,    10000,   30000,   300000,   1000    | rdma.railErrors              | rdma.railErrors: must be 1..1000, got 1001",
+        "3,       0,       30000,   300000,   1000    | rdma.railErrorWindowMillis   | rdma.railErrorWindowMillis: must be 1..3600000, got 0",
+        "3,       10000,   0,       300000,   1000    | rdma.railCooldownMillis      | rdma.railCooldownMillis: must be 1..3600000, got 0",
+        "3,       10000,   30000,   86400001, 1000    | rdma.railMaxCooldownMillis   | rdma.railMaxCooldownMillis: must be 1..86400000, got 86400001",
+        "3,       10000,   30000,   300000,   -1      | rdma.railProbeIntervalMillis | rdma.railProbeIntervalMillis: must be 0..3600000, got -1",
+        "3,       10000,   30000,   300000,   3600001 | rdma.railProbeIntervalMillis | rdma.railProbeIntervalMillis: must be 0..3600000, got 3600001",
+        "0,       0,       0,       0,        -1      | rdma.railErrors              | rdma.railErrors: must be 1..1000, got 0",
+      })
+  void withRailPolicyChecksEachValueAsTheConstructorDoes(
+      String values, String path, String message) {
+    int[] v =
+        Arrays.stream(values.split(",")).map(String::trim).mapToInt(Integer::parseInt).toArray();
+    assertEquals(
+        message,
+        assertRejected(
+                path,
+                path + ": ",
+                () -> RdmaConfig.defaults().withRailPolicy(v[0], v[1], v[2], v[3], v[4]))
+            .getMessage());
+  }
+
+  @Test
+  void aZeroProbeIntervalIsAcceptedAndTheThresholdsSurviveTheRoundTrip() {
+    EngineConfig config =
+        EngineConfig.defaults()
+            .withRdma(RdmaConfig.defaults().withRailPolicy(1000, 1, 1, 86400000, 0));
+    assertEquals(0, config.rdma().railProbeIntervalMillis());
+    assertEquals(config, EngineConfig.fromJson(config.toJson()));
+    assertEquals(
+        0,
+        EngineConfig.fromJson("{\"rdma\":{\"railProbeIntervalMillis\":0}}")
+            .rdma()
+            .railProbeIntervalMillis());
   }
 }

@@ -2,7 +2,6 @@ package io.orbite.transport.rdma;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
-import io.orbite.engine.priority.PostQueue;
 import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.nativebind.verbs.Ibv;
 import io.orbite.nativebind.verbs.Verbs;
@@ -62,12 +61,14 @@ final class CqLane implements Runnable {
   final LaneLifecycle lifecycle = new LaneLifecycle();
 
   private final ConcurrentLinkedQueue<Runnable> inbox = new ConcurrentLinkedQueue<>();
-  private final PostQueue<Slice> queue =
-      new PostQueue<>(PostQueue.DEFAULT_PROMOTION_TIMEOUT, false);
+
+  /** The requester QPs of this lane with slices queued. */
+  private final Set<RcQp> queued = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+
   private final Long2ObjectHashMap<Completion> pending = new Long2ObjectHashMap<>();
   private final Map<RcQp, Set<Long>> wrsByQp = new IdentityHashMap<>();
   private final Map<RcQp, Long> closing = new IdentityHashMap<>();
-  private final List<Runnable> afterClose = new ArrayList<>();
+  private final List<CloseWaiter> afterClose = new ArrayList<>();
   private final Set<ControlLink> dirty =
       java.util.Collections.newSetFromMap(new IdentityHashMap<>());
   private final ReceiptBatcher receipts = new ReceiptBatcher();
@@ -200,21 +201,27 @@ final class CqLane implements Runnable {
 
   // ---------------------------------------------------------------- requester slices
 
-  /** Queues {@code s} (on the lane thread) at its task's priority. */
+  /** Queues {@code s} (on the lane thread) at its task's priority on its QP. */
   void enqueue(Slice s) {
-    queue.offer(s, s.work.priority(), System.nanoTime());
+    s.qp.queue.offer(s, s.work.priority(), System.nanoTime());
+    queued.add(s.qp);
   }
 
+  /** Asks grants for queued slices, each QP's in priority order, while it has room. */
   private int pump() {
-    if (queue.size() == 0) {
+    if (queued.isEmpty()) {
       return 0;
     }
-    queue.promote(System.nanoTime());
+    long now = System.nanoTime();
     int asked = 0;
-    Slice s;
-    while ((s = queue.poll()) != null) {
-      ask(s);
-      asked++;
+    var it = queued.iterator();
+    while (it.hasNext()) {
+      RcQp qp = it.next();
+      qp.queue.promote(now);
+      asked += next(qp);
+      if (qp.queue.size() == 0) {
+        it.remove();
+      }
     }
     return asked;
   }
@@ -233,26 +240,31 @@ final class CqLane implements Runnable {
           false);
       return;
     }
-    if (qp.slicesInFlight >= slicesPerQp) {
-      qp.waiting.addLast(s);
-      return;
-    }
-    qp.slicesInFlight++;
+    s.takeSlot();
     s.stage = Slice.Stage.ASKED;
     if (!s.channel.askGrant(s)) {
       s.fail(
-          receipts, ErrorKind.UNAVAILABLE, s.channel.label() + ": the control link closed", false);
-      next(qp);
+          receipts,
+          ErrorKind.UNAVAILABLE,
+          s.channel.label() + ": the control link closed (never sent)",
+          false);
       return;
     }
     wrote(s.channel.link());
   }
 
-  /** After a slice of {@code qp} finished: ask for the next one waiting for room. */
-  private void next(RcQp qp) {
-    while (!qp.waiting.isEmpty() && qp.slicesInFlight < slicesPerQp) {
-      ask(qp.waiting.pollFirst());
+  /** Asks for {@code qp}'s next queued slices while it has room (after one finished, too). */
+  private int next(RcQp qp) {
+    int asked = 0;
+    while (qp.slicesInFlight < slicesPerQp) {
+      Slice s = qp.queue.poll();
+      if (s == null) {
+        break;
+      }
+      ask(s);
+      asked++;
     }
+    return asked;
   }
 
   /** The source answered slice {@code s}'s request (on the lane thread). */
@@ -331,12 +343,14 @@ final class CqLane implements Runnable {
         qp.posted(1);
         s.payloadPosted = true;
         s.stage = Slice.Stage.POSTED;
+        // No SEND behind it: the payload's own completion gives the slot back.
       }
       s.channel.qpFailed(qp, "ibv_post_send refused the completion SEND: errno " + posted.errno());
       return;
     }
     qp.posted(2);
     s.payloadPosted = true;
+    s.sendPosted = true;
     s.stage = Slice.Stage.POSTED;
   }
 
@@ -357,11 +371,13 @@ final class CqLane implements Runnable {
     @Override
     public void completed(CqLane lane, Verbs.Wc wc) {
       s.qp.debt--;
+      if (!s.sendPosted) {
+        s.releaseSlot();
+      }
       if (wc.status() == Ibv.WC_SUCCESS) {
         s.payloadDone = true;
         if (s.work.op() == Op.READ) {
           s.succeed(receipts);
-          next(s.qp);
         }
         return;
       }
@@ -370,6 +386,9 @@ final class CqLane implements Runnable {
 
     @Override
     public void abandoned(CqLane lane, String why) {
+      if (!s.sendPosted) {
+        s.releaseSlot();
+      }
       s.fail(receipts, ErrorKind.PEER_LOST, s.channel.label() + ": " + why, true);
     }
   }
@@ -384,6 +403,7 @@ final class CqLane implements Runnable {
     @Override
     public void completed(CqLane lane, Verbs.Wc wc) {
       s.qp.debt--;
+      s.releaseSlot();
       if (wc.status() == Ibv.WC_SUCCESS) {
         if (s.work.op() == Op.WRITE && s.payloadDone) {
           s.succeed(receipts);
@@ -396,6 +416,7 @@ final class CqLane implements Runnable {
 
     @Override
     public void abandoned(CqLane lane, String why) {
+      s.releaseSlot();
       s.fail(receipts, ErrorKind.PEER_LOST, s.channel.label() + ": " + why, true);
     }
   }
@@ -531,14 +552,20 @@ final class CqLane implements Runnable {
       if (qp.broken == null) {
         qp.broken = reason;
       }
+      if (qp.destroyAttempted || closing.containsKey(qp)) {
+        continue; // destroyed (or kept after a failed destroy) already, or on its way: never twice
+      }
       verbs.modifyQp(qp.qp, Verbs.QpAttr.state(Ibv.QPS_ERR), Ibv.QP_STATE);
       closing.put(qp, deadline);
-      while (!qp.waiting.isEmpty()) {
-        qp.waiting.pollFirst().fail(receipts, ErrorKind.UNAVAILABLE, reason, false);
+      Slice queuedSlice;
+      while ((queuedSlice = qp.queue.poll()) != null) {
+        queuedSlice.fail(receipts, ErrorKind.UNAVAILABLE, reason + " (never sent)", false);
       }
+      queued.remove(qp);
     }
     afterClose.add(new CloseWaiter(List.copyOf(qps), then));
     finishClosing();
+    runFinishedWaiters();
   }
 
   private record CloseWaiter(List<RcQp> qps, Runnable then) implements Runnable {
@@ -563,6 +590,7 @@ final class CqLane implements Runnable {
       }
       it.remove();
       done++;
+      qp.destroyAttempted = true;
       int rc = verbs.destroyQp(qp.qp);
       if (rc == 0) {
         qp.destroyed = true;
@@ -585,16 +613,23 @@ final class CqLane implements Runnable {
       }
     }
     if (done > 0) {
-      var waiters = afterClose.iterator();
-      while (waiters.hasNext()) {
-        CloseWaiter w = (CloseWaiter) waiters.next();
-        if (w.qps().stream().noneMatch(closing::containsKey)) {
-          waiters.remove();
-          w.run();
-        }
-      }
+      runFinishedWaiters();
     }
     return done;
+  }
+
+  private void runFinishedWaiters() {
+    List<CloseWaiter> ready = new ArrayList<>();
+    var waiters = afterClose.iterator();
+    while (waiters.hasNext()) {
+      CloseWaiter w = waiters.next();
+      if (w.qps().stream().noneMatch(closing::containsKey)) {
+        waiters.remove();
+        ready.add(w);
+      }
+    }
+    // Run after the scan: a waiter may close more QPs on this lane.
+    ready.forEach(CloseWaiter::run);
   }
 
   /** The receipts of the pass in progress (for owners that fail work on the lane thread). */

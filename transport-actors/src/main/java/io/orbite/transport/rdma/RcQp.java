@@ -1,7 +1,7 @@
 package io.orbite.transport.rdma;
 
+import io.orbite.engine.priority.PostQueue;
 import io.orbite.nativebind.verbs.Verbs;
-import java.util.ArrayDeque;
 
 /**
  * One connected RC QP of an endpoint (requester side) or of a source session, and what its lane
@@ -27,14 +27,27 @@ final class RcQp {
   /** Requester slices asked for or posted on this QP and not yet finished. */
   int slicesInFlight;
 
-  /** Requester slices queued for this QP while it had no room. */
-  final ArrayDeque<Slice> waiting = new ArrayDeque<>();
+  /**
+   * Requester slices queued for this QP and not yet asked for (C14: HIGH first, FIFO within a tier,
+   * aged work promoted after 10 ms); taken while the QP has room.
+   */
+  final PostQueue<Slice> queue = new PostQueue<>(PostQueue.DEFAULT_PROMOTION_TIMEOUT, false);
 
   /** Set once the QP erred or its owner started closing: nothing new is posted on it. */
   volatile String broken;
 
   /** Whether the QP was destroyed (its lane did it, after its WRs were flushed). */
-  boolean destroyed;
+  volatile boolean destroyed;
+
+  /** Set (on the lane) once its destroy was called: it is never called twice (spec 001). */
+  boolean destroyAttempted;
+
+  /** Set (on the lane) once this QP alone is being retired after it failed. */
+  boolean retiring;
+
+  /** Completes once the QP was retired alone: destroyed, or kept because its destroy failed. */
+  final java.util.concurrent.CompletableFuture<Void> retired =
+      new java.util.concurrent.CompletableFuture<>();
 
   RcQp(Verbs.Qp qp, CqLane lane, Rail rail, int index, int remoteRail) {
     this.qp = qp;

@@ -24,8 +24,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * The requester side of one RDMA endpoint (one peer incarnation): its control link, its QP array
@@ -43,7 +47,11 @@ import java.util.concurrent.atomic.AtomicLong;
 final class RdmaChannel implements PeerChannel {
   private final SegmentDescriptor peer;
   private final ControlLink link;
-  private final RcQp[] qps;
+  private final AtomicReferenceArray<RcQp> qps;
+  private final List<RdmaWire.Rail> remoteRails;
+  private final ConcurrentHashMap<Integer, Repair> repairs = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<Integer, CompletableFuture<RdmaWire.Repaired>> repairReplies =
+      new ConcurrentHashMap<>();
   private final int lanesPerRail;
   private final int railCount;
   private final double[] weights;
@@ -54,7 +62,6 @@ final class RdmaChannel implements PeerChannel {
   private final AtomicInteger rotation = new AtomicInteger();
   private final CompletableFuture<List<String>> closed = new CompletableFuture<>();
   private final RdmaCounters counters;
-  private final Map<CqLane, List<RcQp>> byLane = new IdentityHashMap<>();
   private volatile boolean active = true;
   private volatile String fencedBecause;
   private volatile String closedBecause;
@@ -63,13 +70,15 @@ final class RdmaChannel implements PeerChannel {
       SegmentDescriptor peer,
       ControlLink link,
       RcQp[] qps,
+      List<RdmaWire.Rail> remoteRails,
       int lanesPerRail,
       int railCount,
       RailHealth health,
       RdmaCounters counters) {
     this.peer = peer;
     this.link = link;
-    this.qps = qps;
+    this.qps = new AtomicReferenceArray<>(qps);
+    this.remoteRails = List.copyOf(remoteRails);
     this.lanesPerRail = lanesPerRail;
     this.railCount = railCount;
     this.health = health;
@@ -79,9 +88,6 @@ final class RdmaChannel implements PeerChannel {
     for (int r = 0; r < railCount; r++) {
       double g = qps[r * lanesPerRail].rail.gbps();
       weights[r] = g > 0 ? g : 1;
-    }
-    for (RcQp qp : qps) {
-      byLane.computeIfAbsent(qp.lane, l -> new ArrayList<>()).add(qp);
     }
   }
 
@@ -141,7 +147,7 @@ final class RdmaChannel implements PeerChannel {
       socket.socket().setSoTimeout(0);
       RdmaChannel channel =
           new RdmaChannel(
-              peer, link, made.toArray(RcQp[]::new), lanes, rails.size(), health, counters);
+              peer, link, made.toArray(RcQp[]::new), remote, lanes, rails.size(), health, counters);
       Thread.ofPlatform()
           .daemon()
           .name("orbite-rdma-control-" + peer.port() + "-" + Long.toHexString(peer.epoch()))
@@ -238,18 +244,9 @@ final class RdmaChannel implements PeerChannel {
     int turn = rotation.getAndIncrement();
     for (int i = 0; i < plan.count(); i++) {
       Slice s = admit(work, plan.offset(i), plan.length(i), railOfSlice[i], turn + i);
-      if (s != null) {
+      if (s != null && !s.awaitsRepair) {
         counters.slicesDispatched.increment();
-        if (!s.qp.lane.submit(() -> s.qp.lane.enqueue(s))) {
-          health.cancelled(s.ticket);
-          work.sink()
-              .deliver(
-                  Receipt.failed(
-                      work.taskIndex(),
-                      ErrorKind.UNAVAILABLE,
-                      RemoteEffect.NONE,
-                      s.qp.lane.name + " has stopped (never sent)"));
-        }
+        queueOnLane(s);
       }
     }
     return plan.count();
@@ -282,18 +279,32 @@ final class RdmaChannel implements PeerChannel {
   }
 
   /**
-   * The slice on {@code rail} if its pair is admitted, else on another admitted rail, else null.
+   * The slice on {@code rail} if its pair is admitted, else on another admitted rail, else null
+   * (its failure receipt delivered). A slice admitted on a rail whose QP for this turn failed waits
+   * for that QP's repair ({@link #awaitRepair}) instead of being queued: a half-open trial (C13)
+   * then runs on the fresh QP, and only its own receipt closes the pair.
    */
   private Slice admit(TaskWork work, long offset, long length, int rail, int turn) {
     String refusals = "";
     for (int k = 0; k < railCount; k++) {
       int r = (rail + k) % railCount;
-      RcQp qp = qps[r * lanesPerRail + Math.floorMod(turn, lanesPerRail)];
+      RcQp live = null;
+      for (int j = 0; j < lanesPerRail && live == null; j++) {
+        RcQp q = qps.get(r * lanesPerRail + Math.floorMod(turn + j, lanesPerRail));
+        if (q.broken == null) {
+          live = q;
+        }
+      }
+      int slot = r * lanesPerRail + Math.floorMod(turn, lanesPerRail);
+      RcQp qp = live != null ? live : qps.get(slot);
       RailHealth.Admission a =
           health.admit(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail));
       if (a instanceof RailHealth.Admission.Admitted admitted) {
         Slice s = new Slice(work, offset, length, qp, admitted.ticket(), this);
         s.id = ids.incrementAndGet();
+        if (live == null) {
+          awaitRepair(slot, s);
+        }
         return s;
       }
       refusals +=
@@ -358,9 +369,177 @@ final class RdmaChannel implements PeerChannel {
     return ok;
   }
 
-  /** A QP of this endpoint erred (on its lane): the endpoint closes, its work fails. */
+  /**
+   * A QP of this endpoint erred (on its lane): that QP alone is retired (to ERR, flushed, destroyed
+   * on its lane; what was asked on it and not granted fails unsent); the endpoint keeps its other
+   * QPs, and the slot is repaired when a slice is admitted to it again.
+   */
   void qpFailed(RcQp qp, String why) {
-    close("QP " + qp.qp.qpNum() + " on " + qp.rail.device + " failed: " + why);
+    if (qp.retiring || closedBecause != null) {
+      return;
+    }
+    qp.retiring = true;
+    counters.qpsFailed.increment();
+    String reason = "QP " + qp.qp.qpNum() + " on " + qp.rail.device + " failed: " + why;
+    qp.lane.close(
+        List.of(qp),
+        reason,
+        () -> {
+          failAsked(qp.lane, List.of(qp), reason);
+          qp.retired.complete(null);
+        });
+  }
+
+  /** A slice waiting for slot {@code slot}'s QP to be made again. */
+  private void awaitRepair(int slot, Slice s) {
+    s.awaitsRepair = true;
+    while (true) {
+      Repair fresh = new Repair(slot);
+      Repair rp = repairs.putIfAbsent(slot, fresh);
+      if (rp == null) {
+        rp = fresh;
+        Repair started = rp;
+        Thread.ofVirtual().name("orbite-rdma-repair-" + slot).start(() -> repair(started));
+      }
+      synchronized (rp) {
+        if (!rp.done) {
+          rp.waiting.add(s);
+          return;
+        }
+      }
+      // That repair has just finished: the slot may be live again, or need another.
+      RcQp now = qps.get(slot);
+      if (now.broken == null) {
+        s.qp = now;
+        s.awaitsRepair = false;
+        queueOnLane(s);
+        return;
+      }
+    }
+  }
+
+  private static final class Repair {
+    final int slot;
+    final List<Slice> waiting = new ArrayList<>();
+    boolean done;
+
+    Repair(int slot) {
+      this.slot = slot;
+    }
+  }
+
+  private static final long REPAIR_TIMEOUT_MILLIS = 10_000;
+
+  /**
+   * Makes slot {@code rp.slot}'s QP again (on a virtual thread): waits until the failed one was
+   * destroyed on its lane, makes a fresh QP on the same rail and lane, asks the source for its
+   * fresh end (REPAIR), connects, and queues the waiting slices on it. A failure fails them unsent,
+   * counted against their rail pair.
+   */
+  private void repair(Repair rp) {
+    RcQp old = qps.get(rp.slot);
+    Verbs.Qp made = null;
+    String failure;
+    try {
+      old.retired.get(REPAIR_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+      if (!old.destroyed) {
+        throw new IllegalStateException("the failed QP could not be destroyed");
+      }
+      VerbsResult<Verbs.Qp> q = old.rail.createQp(old.lane);
+      if (!q.ok()) {
+        throw new IllegalStateException(q.describe());
+      }
+      made = q.value();
+      CompletableFuture<RdmaWire.Repaired> reply = new CompletableFuture<>();
+      repairReplies.put(rp.slot, reply);
+      int qpn = made.qpNum();
+      if (!link.write(out -> RdmaWire.writeRepair(out, rp.slot, qpn))) {
+        throw new IllegalStateException("the control link closed");
+      }
+      link.flush();
+      RdmaWire.Repaired answer = reply.get(REPAIR_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+      if (answer.status() != 0) {
+        throw new IllegalStateException("the source refused: " + answer.detail());
+      }
+      int rc = old.rail.connect(made, remoteRails.get(old.remoteRail), answer.qpn());
+      if (rc != 0) {
+        throw new IllegalStateException("ibv_modify_qp: errno " + rc);
+      }
+      RcQp fresh = new RcQp(made, old.lane, old.rail, rp.slot, old.remoteRail);
+      synchronized (this) {
+        if (closedBecause != null) {
+          throw new IllegalStateException("the endpoint closed: " + closedBecause);
+        }
+        qps.set(rp.slot, fresh);
+      }
+      made = null;
+      counters.qpsRepaired.increment();
+      for (Slice s : finish(rp)) {
+        s.qp = fresh;
+        s.awaitsRepair = false;
+        queueOnLane(s);
+      }
+      return;
+    } catch (TimeoutException e) {
+      failure = "no answer within " + REPAIR_TIMEOUT_MILLIS + " ms";
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      failure = "interrupted";
+    } catch (ExecutionException e) {
+      failure = String.valueOf(e.getCause());
+    } catch (RuntimeException e) {
+      failure = e.getMessage();
+    } finally {
+      repairReplies.remove(rp.slot);
+    }
+    if (made != null) {
+      old.rail.verbs.destroyQp(made);
+    }
+    for (Slice s : finish(rp)) {
+      health.failed(s.ticket);
+      s.work
+          .sink()
+          .deliver(
+              Receipt.failed(
+                  s.work.taskIndex(),
+                  ErrorKind.UNAVAILABLE,
+                  RemoteEffect.NONE,
+                  "RDMA QP "
+                      + rp.slot
+                      + " to "
+                      + peer
+                      + " on "
+                      + old.rail.device
+                      + " could not be repaired: "
+                      + failure
+                      + " (never sent)"));
+    }
+  }
+
+  /** Ends {@code rp}: later slices start another; the ones that waited are returned. */
+  private List<Slice> finish(Repair rp) {
+    List<Slice> waiting;
+    synchronized (rp) {
+      rp.done = true;
+      waiting = List.copyOf(rp.waiting);
+    }
+    repairs.remove(rp.slot, rp);
+    return waiting;
+  }
+
+  /** Hands {@code s} to its QP's lane, or fails it unsent when that lane has stopped. */
+  private void queueOnLane(Slice s) {
+    if (!s.qp.lane.submit(() -> s.qp.lane.enqueue(s))) {
+      health.cancelled(s.ticket);
+      s.work
+          .sink()
+          .deliver(
+              Receipt.failed(
+                  s.work.taskIndex(),
+                  ErrorKind.UNAVAILABLE,
+                  RemoteEffect.NONE,
+                  s.qp.lane.name + " has stopped (never sent)"));
+    }
   }
 
   private void readControl() {
@@ -371,6 +550,14 @@ final class RdmaChannel implements PeerChannel {
         if (type < 0) {
           close("the RDMA control connection to " + peer + " ended");
           return;
+        }
+        if (type == RdmaWire.REPAIRED) {
+          RdmaWire.Repaired r = RdmaWire.readRepairedBody(in);
+          CompletableFuture<RdmaWire.Repaired> waiting = repairReplies.get(r.qp());
+          if (waiting != null) {
+            waiting.complete(r);
+          }
+          continue;
         }
         if (type != RdmaWire.GRANT) {
           close(
@@ -400,6 +587,11 @@ final class RdmaChannel implements PeerChannel {
       }
       closedBecause = reason;
       active = false;
+    }
+    Map<CqLane, List<RcQp>> byLane = new IdentityHashMap<>();
+    for (int i = 0; i < qps.length(); i++) {
+      RcQp qp = qps.get(i);
+      byLane.computeIfAbsent(qp.lane, l -> new ArrayList<>()).add(qp);
     }
     AtomicInteger left = new AtomicInteger(byLane.size());
     List<String> problems = java.util.Collections.synchronizedList(new ArrayList<>());
@@ -457,15 +649,15 @@ final class RdmaChannel implements PeerChannel {
   /** The highest send-queue debt any QP of this endpoint reached (read after it closed). */
   int maxDebt() {
     int m = 0;
-    for (RcQp qp : qps) {
-      m = Math.max(m, qp.maxDebt);
+    for (int i = 0; i < qps.length(); i++) {
+      m = Math.max(m, qps.get(i).maxDebt);
     }
     return m;
   }
 
   /** For the owner view. */
   int qpCount() {
-    return qps.length;
+    return qps.length();
   }
 
   long slicesAwaitingGrant() {

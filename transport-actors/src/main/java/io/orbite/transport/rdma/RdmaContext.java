@@ -36,6 +36,11 @@ final class RdmaContext {
     INSTANCE
   }
 
+  /** Re-publishes the owner view's figures (they move on lane threads, between messages). */
+  private enum Refresh implements Command {
+    INSTANCE
+  }
+
   private record Released(List<String> failures) implements Command {}
 
   private static final Duration SCAN = Duration.ofSeconds(1);
@@ -61,6 +66,7 @@ final class RdmaContext {
         timers -> {
           RdmaContext c = new RdmaContext(rail, context, health, timers);
           timers.startTimerWithFixedDelay(Tick.INSTANCE, SCAN);
+          timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
           return OwnerBoard.reporting(context.owners(), c::report, c.active());
         });
   }
@@ -69,7 +75,15 @@ final class RdmaContext {
     return new OwnerBoard.Report(
         "RdmaContext",
         state,
-        Map.of("mrs", (long) rail.mrs.size(), "lanes", (long) rail.lanes.size(), "pauses", pauses),
+        Map.of(
+            "mrs",
+            (long) rail.mrs.size(),
+            "mrsRegistered",
+            rail.mrs.registered.sum(),
+            "lanes",
+            (long) rail.lanes.size(),
+            "pauses",
+            pauses),
         rail.device + (detail.isEmpty() ? "" : ": " + detail));
   }
 
@@ -88,6 +102,7 @@ final class RdmaContext {
               }
               return Behaviors.same();
             })
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(Close.class, this::onClose)
         .build();
   }
@@ -105,6 +120,7 @@ final class RdmaContext {
               health.portFault(rail.index);
               return Behaviors.same();
             })
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(Close.class, this::onClose)
         .build();
   }
@@ -149,6 +165,7 @@ final class RdmaContext {
                     return Behaviors.same();
                   })
               .onMessageEquals(Tick.INSTANCE, Behaviors::same)
+              .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
               .build();
         });
   }
@@ -175,6 +192,7 @@ final class RdmaContext {
               return Behaviors.same();
             })
         .onMessageEquals(Tick.INSTANCE, Behaviors::same)
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .build();
   }
 }

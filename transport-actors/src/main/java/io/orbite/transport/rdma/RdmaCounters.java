@@ -13,6 +13,8 @@ final class RdmaCounters {
   final LongAdder grantsReleased = new LongAdder();
   final LongAdder grantsRefused = new LongAdder();
   final LongAdder endpointsOpened = new LongAdder();
+  final LongAdder qpsFailed = new LongAdder();
+  final LongAdder qpsRepaired = new LongAdder();
   final LongAdder endpointsRefused = new LongAdder();
   private final LongAdder[] readBytes = new LongAdder[MAX_RAILS];
   private final LongAdder[] writeBytes = new LongAdder[MAX_RAILS];

@@ -41,6 +41,11 @@ final class RdmaEndpoint {
 
   private record ChannelClosed(List<String> undestroyed) implements Command {}
 
+  /** Re-publishes the owner view's figures (they move on lane threads, between messages). */
+  private enum Refresh implements Command {
+    INSTANCE
+  }
+
   private final ActorContext<Command> ctx;
   private final SegmentDescriptor peer;
   private final TransportContext context;
@@ -61,24 +66,27 @@ final class RdmaEndpoint {
       List<Rail> rails,
       RailHealth health,
       RdmaCounters counters) {
-    return Behaviors.setup(
-        ctx -> {
-          RdmaEndpoint e = new RdmaEndpoint(ctx, peer, context);
-          ctx.pipeToSelf(
-              CompletableFuture.supplyAsync(
-                  () ->
-                      RdmaChannel.open(
-                          peer,
-                          context.localEpoch(),
-                          context.config().tcp(),
-                          rails,
-                          health,
-                          counters),
-                  context.blockingIo()),
-              Opened::new);
-          return OwnerBoard.reporting(
-              context.owners(), e::report, e.opening(new ArrayList<>(), new ArrayList<>()));
-        });
+    return Behaviors.withTimers(
+        timers ->
+            Behaviors.setup(
+                ctx -> {
+                  timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
+                  RdmaEndpoint e = new RdmaEndpoint(ctx, peer, context);
+                  ctx.pipeToSelf(
+                      CompletableFuture.supplyAsync(
+                          () ->
+                              RdmaChannel.open(
+                                  peer,
+                                  context.localEpoch(),
+                                  context.config().tcp(),
+                                  rails,
+                                  health,
+                                  counters),
+                          context.blockingIo()),
+                      Opened::new);
+                  return OwnerBoard.reporting(
+                      context.owners(), e::report, e.opening(new ArrayList<>(), new ArrayList<>()));
+                }));
   }
 
   private OwnerBoard.Report report() {
@@ -90,13 +98,16 @@ final class RdmaEndpoint {
             "qps",
             c == null ? 0L : c.qpCount(),
             "slicesAwaitingGrant",
-            c == null ? 0L : c.slicesAwaitingGrant()),
+            c == null ? 0L : c.slicesAwaitingGrant(),
+            "maxSqDebt",
+            c == null ? 0L : c.maxDebt()),
         peer + (detail.isEmpty() ? "" : ": " + detail));
   }
 
   private Behavior<Command> opening(
       List<ActorRef<TransportCommand.OpenPeerReply>> waiters, List<ActorRef<Closed>> closers) {
     return Behaviors.receive(Command.class)
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(
             Attach.class,
             m -> {
@@ -145,6 +156,7 @@ final class RdmaEndpoint {
 
   private Behavior<Command> active() {
     return Behaviors.receive(Command.class)
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(
             Attach.class,
             m -> {
@@ -170,6 +182,7 @@ final class RdmaEndpoint {
   private Behavior<Command> closing(List<ActorRef<Closed>> closers) {
     state = OwnerState.DRAINING;
     return Behaviors.receive(Command.class)
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(
             Attach.class,
             m -> {
@@ -216,6 +229,7 @@ final class RdmaEndpoint {
   /** Terminal: holds what it could not destroy; answers nothing new. */
   private Behavior<Command> quarantined() {
     return Behaviors.receive(Command.class)
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(
             Attach.class,
             m -> {

@@ -53,11 +53,19 @@ final class RdmaTransport {
 
   private record ContextClosed(String device) implements TransportCommand {}
 
+  /** Re-publishes the owner view's figures (they move on lane threads, between messages). */
+  private enum Refresh implements TransportCommand {
+    INSTANCE
+  }
+
+  /** How often owners whose figures move between messages re-publish them. */
+  static final java.time.Duration VIEW_REFRESH = java.time.Duration.ofMillis(200);
+
   private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
   private final RdmaConfig config;
   private final RdmaCounters counters;
-  private final RailHealth health = new RailHealth(RailHealth.Policy.DEFAULTS, System::nanoTime);
+  private final RailHealth health;
   private final AtomicInteger grantsHeld = new AtomicInteger();
   private final Map<SegmentDescriptor, ActorRef<RdmaEndpoint.Command>> endpoints = new HashMap<>();
   private final Set<SourceSession> sessions = new HashSet<>();
@@ -77,6 +85,16 @@ final class RdmaTransport {
     this.context = context;
     this.config = context.config().rdma();
     this.counters = new RdmaCounters(context.counters());
+    this.health =
+        new RailHealth(
+            new RailHealth.Policy(
+                config.railErrors(),
+                java.time.Duration.ofMillis(config.railErrorWindowMillis()),
+                java.time.Duration.ofMillis(config.railCooldownMillis()),
+                java.time.Duration.ofMillis(config.railProbeIntervalMillis()),
+                java.time.Duration.ofMillis(config.railMaxCooldownMillis()),
+                RailHealth.Policy.DEFAULTS.maxPairs()),
+            System::nanoTime);
   }
 
   static Behavior<TransportCommand> create(TransportContext context) {
@@ -89,7 +107,12 @@ final class RdmaTransport {
             t.why = "rdma.enabled is false";
             first = t.disabled();
           } else {
-            first = Behaviors.withStash(256, stash -> t.starting(stash));
+            first =
+                Behaviors.withTimers(
+                    timers -> {
+                      timers.startTimerWithFixedDelay(Refresh.INSTANCE, VIEW_REFRESH);
+                      return Behaviors.withStash(256, stash -> t.starting(stash));
+                    });
           }
           return OwnerBoard.reporting(context.owners(), t::report, first);
         });
@@ -99,14 +122,21 @@ final class RdmaTransport {
     return new OwnerBoard.Report(
         "RdmaTransport",
         state,
-        Map.of(
-            "rails", (long) rails.size(),
-            "endpoints", (long) endpoints.size(),
-            "sourceSessions", (long) sessions.size(),
-            "grantsHeld", (long) grantsHeld.get(),
-            "grantsLimit", (long) config.maxGrants(),
-            "railPairsOpen",
-                health.view().stream().filter(p -> p.state() != RailHealth.State.CLOSED).count()),
+        Map.ofEntries(
+            Map.entry("rails", (long) rails.size()),
+            Map.entry("endpoints", (long) endpoints.size()),
+            Map.entry("sourceSessions", (long) sessions.size()),
+            Map.entry("grantsHeld", (long) grantsHeld.get()),
+            Map.entry("grantsLimit", (long) config.maxGrants()),
+            Map.entry("grantsBound", counters.grantsBound.sum()),
+            Map.entry("grantsRefused", counters.grantsRefused.sum()),
+            Map.entry("slicesDispatched", counters.slicesDispatched.sum()),
+            Map.entry("slicesRefusedByHealth", counters.slicesRefusedByHealth.sum()),
+            Map.entry("qpsFailed", counters.qpsFailed.sum()),
+            Map.entry("qpsRepaired", counters.qpsRepaired.sum()),
+            Map.entry(
+                "railPairsOpen",
+                health.view().stream().filter(p -> p.state() != RailHealth.State.CLOSED).count())),
         why);
   }
 
@@ -178,6 +208,7 @@ final class RdmaTransport {
               state = OwnerState.SERVING;
               return stash.unstashAll(serving());
             })
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onAnyMessage(
             m -> {
               stash.stash(m);
@@ -243,6 +274,7 @@ final class RdmaTransport {
 
   private Behavior<TransportCommand> unavailable() {
     return Behaviors.receive(TransportCommand.class)
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(
             TransportCommand.OpenPeer.class,
             m -> {
@@ -309,6 +341,7 @@ final class RdmaTransport {
 
   private Behavior<TransportCommand> serving() {
     return Behaviors.receive(TransportCommand.class)
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(TransportCommand.OpenPeer.class, this::onOpenPeer)
         .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
         .onMessage(
@@ -455,6 +488,7 @@ final class RdmaTransport {
     }
     boolean closingNow = contextsClosing;
     return Behaviors.receive(TransportCommand.class)
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(
             SessionEnded.class,
             m -> {

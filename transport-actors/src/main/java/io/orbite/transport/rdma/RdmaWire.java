@@ -20,7 +20,14 @@ import java.util.List;
  *   GRANT_REQ  requester → source   id u64, qp u16, op u8, region u64, offset u64, length u64
  *   GRANT      source → requester   id u64, status u16, addr u64, rkey u32, detail
  *   RELEASE    requester → source   id u64
+ *   REPAIR     requester → source   qp u16, new qpn u32
+ *   REPAIRED   source → requester   qp u16, status u16, qpn u32 | detail
  * </pre>
+ *
+ * <p>REPAIR replaces one QP of the array after it failed and was destroyed on the requester: the
+ * source retires its own QP of that index (to ERR, flushed, destroyed, its windows released), makes
+ * a fresh one connected to the requester's new QP, and answers with its number. A rail pair's
+ * half-open trial (C13) runs on a repaired QP.
  *
  * <p>A grant is the source's answer to one slice: a fresh type-2 memory window bound to exactly the
  * requested range and direction on the source QP connected to the requester's QP {@code qp}. A READ
@@ -35,6 +42,8 @@ final class RdmaWire {
   static final byte GRANT_REQ = 4;
   static final byte GRANT = 5;
   static final byte RELEASE = 6;
+  static final byte REPAIR = 7;
+  static final byte REPAIRED = 8;
 
   /** Rails a peer may publish, and QPs an endpoint may ask for. */
   static final int MAX_ENTRIES = 1024;
@@ -172,6 +181,40 @@ final class RdmaWire {
   static void writeRelease(DataOutputStream out, long id) throws IOException {
     out.writeByte(RELEASE);
     out.writeLong(id);
+  }
+
+  static void writeRepair(DataOutputStream out, int qp, int qpn) throws IOException {
+    out.writeByte(REPAIR);
+    out.writeShort(qp);
+    out.writeInt(qpn);
+  }
+
+  record Repair(int qp, int qpn) {}
+
+  static Repair readRepairBody(DataInputStream in) throws IOException {
+    return new Repair(in.readUnsignedShort(), in.readInt());
+  }
+
+  static void writeRepaired(DataOutputStream out, int qp, int status, int qpn, String detail)
+      throws IOException {
+    out.writeByte(REPAIRED);
+    out.writeShort(qp);
+    out.writeShort(status);
+    if (status == 0) {
+      out.writeInt(qpn);
+    } else {
+      out.writeUTF(clip(detail));
+    }
+  }
+
+  record Repaired(int qp, int status, int qpn, String detail) {}
+
+  static Repaired readRepairedBody(DataInputStream in) throws IOException {
+    int qp = in.readUnsignedShort();
+    int status = in.readUnsignedShort();
+    return status == 0
+        ? new Repaired(qp, 0, in.readInt(), "")
+        : new Repaired(qp, status, 0, utf(in));
   }
 
   /** The type of the next message, or -1 at the end of the stream. */

@@ -23,17 +23,29 @@ final class Slice {
   final TaskWork work;
   final long offsetInTask;
   final long length;
-  final RcQp qp;
+
+  /** The QP it runs on; set again (before it is queued) when it waited for its QP's repair. */
+  RcQp qp;
+
   final RailHealth.Ticket ticket;
   final RdmaChannel channel;
   long id;
   Stage stage = Stage.QUEUED;
+
+  /** Set while the slice waits for its QP's repair (it is not on any lane yet). */
+  volatile boolean awaitsRepair;
 
   /** Whether the payload WR was posted: a WRITE is then UNKNOWN, never NONE, when it fails. */
   boolean payloadPosted;
 
   /** Whether the payload WR completed successfully. */
   boolean payloadDone;
+
+  /** Whether the completion SEND was posted behind the payload. */
+  boolean sendPosted;
+
+  /** Whether it still holds one of its QP's slots (from its grant request until no WR is left). */
+  private boolean holdsSlot;
 
   Slice(
       TaskWork work,
@@ -54,13 +66,30 @@ final class Slice {
     return stage == Stage.FINISHED;
   }
 
+  /** Takes a slot of its QP, as its grant is asked for. */
+  void takeSlot() {
+    holdsSlot = true;
+    qp.slicesInFlight++;
+  }
+
+  /**
+   * Gives its QP's slot back once none of its WRs is left on the send queue (its completion SEND
+   * came back, or was abandoned; or nothing was posted), so a QP's debt never passes two WRs per
+   * slot. Idempotent.
+   */
+  void releaseSlot() {
+    if (holdsSlot) {
+      holdsSlot = false;
+      qp.slicesInFlight--;
+    }
+  }
+
   /** Confirms the slice: {@code length} bytes moved. */
   void succeed(ReceiptBatcher receipts) {
     if (finished()) {
       return;
     }
     stage = Stage.FINISHED;
-    qp.slicesInFlight--;
     channel.health().succeeded(ticket);
     channel.counted(this);
     receipts.ok(
@@ -80,10 +109,9 @@ final class Slice {
     if (finished()) {
       return;
     }
-    boolean asked = stage != Stage.QUEUED;
     stage = Stage.FINISHED;
-    if (asked) {
-      qp.slicesInFlight--;
+    if (!payloadPosted) {
+      releaseSlot(); // nothing of it is on the send queue
     }
     if (railFault) {
       channel.health().failed(ticket);

@@ -55,7 +55,9 @@ final class SourceSession implements Runnable {
   private final Consumer<SourceSession> ended;
   private final ConcurrentHashMap<Long, Grant> grants = new ConcurrentHashMap<>();
   private final Arena arena = Arena.ofShared();
-  private final List<Verbs.Mr> slabMrs = new ArrayList<>();
+  private MemorySegment[] slabs = new MemorySegment[0];
+  private Verbs.Mr[] slabMrs = new Verbs.Mr[0];
+  private List<RdmaWire.Rail> theirs = List.of();
   private final AtomicInteger retained = new AtomicInteger();
   private ControlLink link;
   private RcQp[] qps = new RcQp[0];
@@ -145,7 +147,7 @@ final class SourceSession implements Runnable {
   private boolean connect() throws IOException {
     RdmaWire.writeRails(link.out(), rails.stream().map(Rail::published).toList());
     DataInputStream in = link.in;
-    List<RdmaWire.Rail> theirs = RdmaWire.readRails(in);
+    theirs = RdmaWire.readRails(in);
     List<RdmaWire.QpEnd> ends = RdmaWire.readConnect(in);
     List<RcQp> made = new ArrayList<>();
     int[] qpns = new int[ends.size()];
@@ -179,6 +181,8 @@ final class SourceSession implements Runnable {
       return false;
     }
     qps = made.toArray(RcQp[]::new);
+    slabs = new MemorySegment[qps.length];
+    slabMrs = new Verbs.Mr[qps.length];
     for (RcQp qp : qps) {
       MemorySegment slab = arena.allocate(Rail.RECEIVES_PER_QP * 8L, 64);
       VerbsResult<Verbs.Mr> mr = qp.rail.verbs.regMr(qp.rail.pd, slab, Ibv.ACCESS_LOCAL_WRITE);
@@ -187,19 +191,27 @@ final class SourceSession implements Runnable {
         close("receive slab: " + mr.describe());
         return false;
       }
-      slabMrs.add(mr.value());
-      qp.lane.submit(
-          () -> {
-            for (int slot = 0; slot < Rail.RECEIVES_PER_QP; slot++) {
-              if (!qp.lane.postReceive(this, qp, slab, mr.value(), slot)) {
-                qpFailed(qp, "ibv_post_recv refused a completion receive");
-                return;
-              }
-            }
-          });
+      slabs[qp.index] = slab;
+      slabMrs[qp.index] = mr.value();
+      postReceives(qp);
     }
     RdmaWire.writeConnected(link.out(), qpns, null, null);
     return true;
+  }
+
+  /** Posts {@code qp}'s completion receives, on its lane (the only thread that posts on it). */
+  private void postReceives(RcQp qp) {
+    MemorySegment slab = slabs[qp.index];
+    Verbs.Mr mr = slabMrs[qp.index];
+    qp.lane.submit(
+        () -> {
+          for (int slot = 0; slot < Rail.RECEIVES_PER_QP; slot++) {
+            if (!qp.lane.postReceive(this, qp, slab, mr, slot)) {
+              qpFailed(qp, "ibv_post_recv refused a completion receive");
+              return;
+            }
+          }
+        });
   }
 
   private void serve() throws IOException {
@@ -210,6 +222,10 @@ final class SourceSession implements Runnable {
       if (type < 0) {
         close("the requester closed the RDMA control connection");
         return;
+      }
+      if (type == RdmaWire.REPAIR) {
+        repair(RdmaWire.readRepairBody(in));
+        continue;
       }
       if (type != RdmaWire.GRANT_REQ) {
         close("RDMA control message " + type + " where a grant request was due");
@@ -260,6 +276,94 @@ final class SourceSession implements Runnable {
       if (!qp.lane.submit(() -> qp.lane.bind(this, g))) {
         release(g);
         return;
+      }
+    }
+  }
+
+  /**
+   * Replaces QP {@code r.qp()} (on the reader thread, so no grant request for it is read
+   * meanwhile): the old one is retired on its lane (to ERR, flushed, destroyed, its windows
+   * released), a fresh one is made on the same rail and lane, connected to the requester's new QP,
+   * given its receives, and named in the answer.
+   */
+  private void repair(RdmaWire.Repair r) {
+    if (r.qp() >= qps.length) {
+      close("a REPAIR names QP " + r.qp() + " of " + qps.length);
+      return;
+    }
+    RcQp old = qps[r.qp()];
+    String failure;
+    try {
+      retire(old, "the requester replaces it").get(10, java.util.concurrent.TimeUnit.SECONDS);
+      if (!old.destroyed) {
+        failure = "its QP " + old.qp.qpNum() + " could not be destroyed";
+      } else {
+        VerbsResult<Verbs.Qp> made = old.rail.createQp(old.lane);
+        if (!made.ok()) {
+          failure = made.describe();
+        } else {
+          int rc = old.rail.connect(made.value(), theirs.get(old.remoteRail), r.qpn());
+          if (rc != 0) {
+            old.rail.verbs.destroyQp(made.value());
+            failure = "ibv_modify_qp on " + old.rail.device + ": errno " + rc;
+          } else {
+            RcQp fresh = new RcQp(made.value(), old.lane, old.rail, old.index, old.remoteRail);
+            qps[old.index] = fresh;
+            postReceives(fresh);
+            counters.qpsRepaired.increment();
+            link.write(out -> RdmaWire.writeRepaired(out, r.qp(), 0, made.value().qpNum(), ""));
+            link.flush();
+            return;
+          }
+        }
+      }
+    } catch (java.util.concurrent.TimeoutException e) {
+      failure = "its old QP was not destroyed within 10 s";
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      failure = "interrupted";
+    } catch (java.util.concurrent.ExecutionException e) {
+      failure = String.valueOf(e.getCause());
+    }
+    String why = failure;
+    link.write(out -> RdmaWire.writeRepaired(out, r.qp(), ErrorKind.UNAVAILABLE.code(), 0, why));
+    link.flush();
+  }
+
+  /**
+   * Retires {@code qp} alone, on its lane: to ERR, flushed, destroyed; then its windows are
+   * released (kept with their loans when the destroy failed). Idempotent.
+   */
+  private java.util.concurrent.CompletableFuture<Void> retire(RcQp qp, String why) {
+    if (!qp.lane.submit(
+        () -> {
+          if (qp.retiring) {
+            return;
+          }
+          qp.retiring = true;
+          qp.lane.close(
+              List.of(qp),
+              why,
+              () -> {
+                releaseGrantsOf(qp);
+                qp.retired.complete(null);
+              });
+        })) {
+      qp.retired.complete(null);
+    }
+    return qp.retired;
+  }
+
+  private void releaseGrantsOf(RcQp qp) {
+    for (Grant g : List.copyOf(grants.values())) {
+      if (g.qp == qp && grants.remove(g.id, g)) {
+        if (qp.destroyed) {
+          release(g);
+        } else {
+          // A QP that could not be destroyed may still serve the window: keep its loan.
+          retained.incrementAndGet();
+          grantsHeld.decrementAndGet();
+        }
       }
     }
   }
@@ -326,9 +430,15 @@ final class SourceSession implements Runnable {
     counters.grantsReleased.increment();
   }
 
-  /** A QP erred (on its lane): the session closes. */
+  /**
+   * A QP erred (on its lane): it alone is retired; the requester learns of it from its own QP's
+   * failure and repairs the slot when it needs it.
+   */
   void qpFailed(RcQp qp, String why) {
-    close("QP " + qp.qp.qpNum() + " on " + qp.rail.device + ": " + why);
+    if (closedBecause == null && !qp.retiring) {
+      counters.qpsFailed.increment();
+      retire(qp, "QP " + qp.qp.qpNum() + " on " + qp.rail.device + ": " + why);
+    }
   }
 
   /**
@@ -374,27 +484,21 @@ final class SourceSession implements Runnable {
   }
 
   private void releaseAll() {
-    boolean allDestroyed = true;
+    boolean allReleased = true;
     for (RcQp qp : qps) {
-      allDestroyed &= qp.destroyed;
+      releaseGrantsOf(qp);
+      allReleased &= qp.destroyed;
     }
-    for (Grant g : List.copyOf(grants.values())) {
-      grants.remove(g.id);
-      if (allDestroyed) {
-        release(g);
-      } else {
-        // A QP that could not be destroyed may still serve the window: keep its loan.
-        retained.incrementAndGet();
-        grantsHeld.decrementAndGet();
+    for (int i = 0; i < slabMrs.length; i++) {
+      Verbs.Mr mr = slabMrs[i];
+      if (mr == null) {
+        continue;
+      }
+      if (!qps[i].destroyed || qps[i].rail.verbs.deregMr(mr) != 0) {
+        allReleased = false;
       }
     }
-    for (int i = 0; i < slabMrs.size(); i++) {
-      Verbs.Mr mr = slabMrs.get(i);
-      if (qps[i].destroyed && qps[i].rail.verbs.deregMr(mr) != 0) {
-        allDestroyed = false;
-      }
-    }
-    if (allDestroyed) {
+    if (allReleased) {
       arena.close();
     }
     finish();

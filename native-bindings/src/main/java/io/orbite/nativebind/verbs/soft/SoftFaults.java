@@ -34,6 +34,8 @@ import java.util.Set;
  *       sent) completes {@code WC_RETRY_EXC_ERR}, the rest are flushed.
  *   <li>{@link #stallWire}: the QP's requests are held before they leave (no bytes move, no
  *       completion) until {@link #releaseWire}, then they proceed in order.
+ *   <li>{@link #nullWire}: while on, every RDMA READ and RDMA WRITE that a QP of this provider
+ *       starts completes {@code WC_SUCCESS} at once without moving a byte or sending anything.
  * </ul>
  */
 public final class SoftFaults {
@@ -89,6 +91,7 @@ public final class SoftFaults {
   private final Map<Integer, int[]> postSendFailures = new HashMap<>();
   private final Map<WrKey, Integer> interrupts = new HashMap<>();
   private final Set<Integer> stalled = new HashSet<>();
+  private boolean nullWire;
   private Actions actions;
 
   private SoftFaults(boolean mutable) {
@@ -222,6 +225,24 @@ public final class SoftFaults {
     }
   }
 
+  /**
+   * Switches the null wire on or off. While on, every RDMA READ and RDMA WRITE that a QP of this
+   * provider starts completes successfully at once without moving any byte or sending anything: its
+   * target and its local memory are untouched, its remote address and rkey are not checked, and an
+   * armed {@link #interruptCopy} or {@link #stallWire} does not touch it (they stay armed for the
+   * wire). Its local SGEs are still resolved, and a port that is down still fails it, as usual.
+   * SENDs (and a WRITE with immediate, which consumes a receive at the target), receives, binds and
+   * everything else behave as usual. It takes effect for the next WR a QP starts.
+   *
+   * <p>It exists to measure the engine's own per-slice cost (the RDMA bench), never to carry data.
+   *
+   * @param on true to complete READs and WRITEs without the wire, false for real copies again
+   */
+  public synchronized void nullWire(boolean on) {
+    checkMutable();
+    nullWire = on;
+  }
+
   synchronized void attach(Actions provider) {
     if (!mutable) {
       return;
@@ -262,6 +283,10 @@ public final class SoftFaults {
   synchronized int takeInterrupt(int qpNum, long wrId) {
     Integer b = interrupts.isEmpty() ? null : interrupts.remove(new WrKey(qpNum, wrId));
     return b == null ? -1 : b;
+  }
+
+  synchronized boolean nullWire() {
+    return nullWire;
   }
 
   synchronized boolean stalled(int qpNum) {

@@ -480,6 +480,22 @@ final class SoftQp {
     return bytes;
   }
 
+  /**
+   * The byte count of {@code sgl} when every SGE resolves for reading and the total fits a message
+   * (what {@link #gather} accepts), else -1; nothing is copied.
+   */
+  long readableLength(List<Verbs.Sge> sgl) {
+    long total = 0;
+    for (Verbs.Sge sge : sgl) {
+      MemorySegment s = device.memory.local(pd, sge, false);
+      if (s == null) {
+        return -1;
+      }
+      total += s.byteSize();
+    }
+    return total > SoftWire.MAX_PAYLOAD ? -1 : total;
+  }
+
   /** The local segments {@code sgl} names for writing, or null when one does not resolve. */
   List<MemorySegment> targets(List<Verbs.Sge> sgl) {
     List<MemorySegment> parts = new ArrayList<>();

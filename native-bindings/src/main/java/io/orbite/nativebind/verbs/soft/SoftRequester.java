@@ -27,7 +27,8 @@ import java.util.concurrent.TimeUnit;
  * an answer that does not come in time complete the WR {@code WC_RETRY_EXC_ERR} and move the QP to
  * ERR. An RNR NAK is retried after the responder's RNR timer ({@code minRnrTimer}, the IB table: 1
  * is 10 us, 0 is 655 ms) up to {@code rnrRetry} times, 7 meaning without end (as in IB), then
- * {@code WC_RNR_RETRY_EXC_ERR}.
+ * {@code WC_RNR_RETRY_EXC_ERR}. Under {@link SoftFaults#nullWire} a READ or WRITE completes as soon
+ * as its local SGEs resolve, and nothing goes to the wire.
  */
 final class SoftRequester implements Runnable {
   private record Link(Socket socket, DataInputStream in, DataOutputStream out) {
@@ -219,6 +220,10 @@ final class SoftRequester implements Runnable {
           qp.fail(item, Ibv.WC_LOC_LEN_ERR);
           return null;
         }
+        if (qp.faults.nullWire()) {
+          qp.complete(item, Ibv.WC_SUCCESS, (int) length);
+          return null;
+        }
         int interrupt = qp.faults.takeInterrupt(qp.qpNum, wr.wrId());
         SoftWire.Request request =
             new SoftWire.Request(
@@ -226,6 +231,10 @@ final class SoftRequester implements Runnable {
         return new Plan(request, targets, interrupt);
       }
       default -> {
+        if (wr.opcode() == Ibv.WR_RDMA_WRITE && qp.faults.nullWire()) {
+          completeNullWrite(item);
+          return null;
+        }
         byte[] payload = item.inline != null ? item.inline : qp.gather(wr.sgl());
         if (payload == null) {
           qp.fail(item, Ibv.WC_LOC_PROT_ERR);
@@ -257,6 +266,19 @@ final class SoftRequester implements Runnable {
                 sent);
         return new Plan(request, null, interrupt);
       }
+    }
+  }
+
+  /**
+   * A WRITE under {@link SoftFaults#nullWire}: its local SGEs resolve as a gather would, without
+   * the copy, then it completes; nothing is sent. Under the lock.
+   */
+  private void completeNullWrite(SoftQp.SendItem item) {
+    long length = item.inline != null ? item.inline.length : qp.readableLength(item.wr.sgl());
+    if (length < 0) {
+      qp.fail(item, Ibv.WC_LOC_PROT_ERR);
+    } else {
+      qp.complete(item, Ibv.WC_SUCCESS, (int) length);
     }
   }
 

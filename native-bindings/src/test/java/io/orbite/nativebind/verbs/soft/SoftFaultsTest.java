@@ -1,6 +1,7 @@
 package io.orbite.nativebind.verbs.soft;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.orbite.nativebind.Errno;
@@ -16,6 +17,8 @@ class SoftFaultsTest {
         () -> SoftFaults.NONE.failNextDestroy(SoftFaults.Kind.QP, 5, false));
     assertThrows(UnsupportedOperationException.class, () -> SoftFaults.NONE.stallWire(1));
     assertThrows(UnsupportedOperationException.class, () -> SoftFaults.NONE.dropWire(1));
+    assertThrows(UnsupportedOperationException.class, () -> SoftFaults.NONE.nullWire(true));
+    assertFalse(SoftFaults.NONE.nullWire());
     assertEquals(0, SoftFaults.NONE.destroyFailure(SoftFaults.Kind.QP, 1));
   }
 

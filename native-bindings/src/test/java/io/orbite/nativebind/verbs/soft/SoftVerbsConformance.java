@@ -41,7 +41,7 @@ import org.junit.jupiter.api.Test;
  *   <li>what needs {@link SoftFaults} to hold the wire still: inline data overwritten while the WR
  *       waits, the ERR flush order of sends then receives, the exact send queue capacity, and the
  *       fault tests themselves (withheld CQEs, failed destroys and posts, interrupted copies, port
- *       down, dropped and stalled wires);
+ *       down, dropped and stalled wires, the null wire);
  *   <li>exact limits a provider may round up: {@code maxInlineData} 64, {@code maxSendWr} 4 and
  *       {@code maxSendSge} 4 refused at the first WR past them ({@code EINVAL}/{@code ENOMEM});
  *   <li>answers beyond the IBA and the kernel: no byte of a too-small receive written, an lkey
@@ -865,5 +865,78 @@ abstract class SoftVerbsConformance extends RcConformance<SoftLocalEnd> {
     assertEquals(List.of(wc(0, OK), wc(1, OK), wc(2, OK)), summary(local.await(p.cq(), 3)));
     System.arraycopy(meanwhile, 0, expected, 512, 64);
     assertArrayEquals(expected, peer.read(dst));
+  }
+
+  @Test
+  void faultNullWireCompletesWritesAndReadsAtOnceAndLeavesBothEndsUntouched() {
+    Pair p = pair();
+    ConformancePeer.Buffer remote = peer.register(4096, REMOTE_RW, GUARD);
+    byte[] remoteBytes = guarded(4096, 256, pattern(2048, 3));
+    peer.write(remote, 0, remoteBytes);
+    Verbs.Mr src = local.buffer(4096, LOCAL, GUARD);
+    byte[] srcBytes = guarded(4096, 100, pattern(1000, 4));
+    local.put(src, 0, srcBytes);
+    Verbs.Mr dst = local.buffer(4096, LOCAL, GUARD);
+    local.faults.nullWire(true);
+    local.faults.stallWire(p.qp().qpNum());
+    local.post(
+        p.qp(),
+        write(1, SIGNALED, sge(src, 100, 1000), remote.addr() + 100, remote.rkey()),
+        read(2, SIGNALED, sge(dst, 200, 1500), remote.addr() + 256, remote.rkey()),
+        write(3, SIGNALED, sge(src, 0, 64), remote.addr(), remote.rkey() + 1),
+        read(4, SIGNALED, sge(dst, 0, 64), remote.addr(), remote.rkey() + 1));
+    List<Verbs.Wc> done = local.await(p.cq(), 4);
+    assertEquals(
+        List.of(wc(1, OK), wc(2, OK), wc(3, OK), wc(4, OK)),
+        summary(done),
+        "a stalled wire and a wrong rkey do not matter: nothing is sent");
+    assertEquals(Ibv.WC_RDMA_WRITE, done.get(0).opcode());
+    assertEquals(1000, done.get(0).byteLen());
+    assertEquals(Ibv.WC_RDMA_READ, done.get(1).opcode());
+    assertEquals(1500, done.get(1).byteLen());
+    assertArrayEquals(remoteBytes, peer.read(remote), "the target is untouched");
+    assertArrayEquals(srcBytes, local.bytes(src), "the WRITE's source is untouched");
+    assertArrayEquals(guards(4096), local.bytes(dst), "the READ's destination is untouched");
+    assertEquals(Ibv.QPS_RTS, local.state(p.qp()));
+    local.faults.releaseWire(p.qp().qpNum());
+  }
+
+  @Test
+  void faultNullWireStillDeliversSendsAndOffRestoresRealCopies() {
+    Pair p = pair();
+    ConformancePeer.Buffer remote = peer.register(4096, REMOTE_RW, GUARD);
+    ConformancePeer.Buffer inbox = peer.register(256, LOCAL, GUARD);
+    Verbs.Mr src = local.buffer(4096, LOCAL, GUARD);
+    byte[] message = pattern(96, 5);
+    local.put(src, 0, message);
+    local.faults.nullWire(true);
+    peer.postRecv(p.peerQpn(), 11, inbox, 16, 128);
+    local.post(p.qp(), Verbs.SendWr.send(1, SIGNALED, List.of(sge(src, 0, 96))));
+    assertEquals(List.of(wc(1, OK)), summary(local.await(p.cq(), 1)));
+    Verbs.Wc got = peer.recvCompletions(p.peerQpn(), 1).get(0);
+    assertEquals(wc(11, OK), wc(got.wrId(), got.status()));
+    assertEquals(96, got.byteLen());
+    assertArrayEquals(guarded(256, 16, message), peer.read(inbox), "the SEND's bytes arrive");
+
+    local.faults.nullWire(false);
+    byte[] written = pattern(1000, 6);
+    local.put(src, 1000, written);
+    byte[] remoteBytes = pattern(4096, 7);
+    peer.write(remote, 0, remoteBytes);
+    byte[] landed = remoteBytes.clone();
+    System.arraycopy(written, 0, landed, 300, 1000);
+    Verbs.Mr dst = local.buffer(4096, LOCAL, GUARD);
+    local.post(
+        p.qp(),
+        write(2, SIGNALED, sge(src, 1000, 1000), remote.addr() + 300, remote.rkey()),
+        read(3, SIGNALED, sge(dst, 50, 2000), remote.addr() + 1000, remote.rkey()),
+        write(4, SIGNALED, sge(src, 0, 64), remote.addr(), remote.rkey() + 1));
+    assertEquals(
+        List.of(wc(2, OK), wc(3, OK), wc(4, Ibv.WC_REM_ACCESS_ERR)),
+        summary(local.await(p.cq(), 3)),
+        "off: the wire is back, and the responder checks the rkey again");
+    assertArrayEquals(landed, peer.read(remote), "the WRITE landed");
+    assertArrayEquals(
+        guarded(4096, 50, slice(landed, 1000, 2000)), local.bytes(dst), "the READ copied");
   }
 }

@@ -8,6 +8,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
 import io.orbite.qualification.cli.Progress;
 import io.orbite.qualification.harness.EngineMain;
 import java.io.PrintStream;
@@ -17,7 +18,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The timed loop the TCP and SHM benches share: fixed-size tasks at the same offsets on both sides.
+ * The timed loop the TCP, SHM and RDMA benches share: fixed-size tasks at the same offsets on both
+ * sides.
  */
 final class BenchLoop {
   private BenchLoop() {}
@@ -74,6 +76,40 @@ final class BenchLoop {
       long slots,
       double seconds,
       Progress progress) {
+    return runFor(
+        human,
+        engine,
+        op,
+        Transport.UNSPEC,
+        local,
+        peer,
+        remote,
+        size,
+        perBatch,
+        batchesInFlight,
+        slots,
+        seconds,
+        progress);
+  }
+
+  /**
+   * {@link #runFor} with every request naming {@code transport} ({@link Transport#UNSPEC}: the
+   * engine chooses, and the requests are left as built).
+   */
+  static Run runFor(
+      PrintStream human,
+      TransferEngine engine,
+      Op op,
+      Transport transport,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remote,
+      long size,
+      int perBatch,
+      int batchesInFlight,
+      long slots,
+      double seconds,
+      Progress progress) {
     long start = System.nanoTime();
     long deadline = start + (long) (seconds * 1e9);
     long bytes = 0;
@@ -89,10 +125,11 @@ final class BenchLoop {
         for (int i = 0; i < perBatch; i++) {
           long offset = (slot++ % slots) * size;
           touched = Math.max(touched, offset + size);
-          requests.add(
+          TransferRequest request =
               op == Op.READ
                   ? TransferRequest.read(local, offset, peer, remote, offset, size)
-                  : TransferRequest.write(local, offset, peer, remote, offset, size));
+                  : TransferRequest.write(local, offset, peer, remote, offset, size);
+          requests.add(transport == Transport.UNSPEC ? request : request.withTransport(transport));
         }
         Batch batch = engine.allocateBatch(perBatch);
         batch.submit(requests);

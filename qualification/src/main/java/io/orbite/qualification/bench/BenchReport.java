@@ -16,7 +16,8 @@ import java.util.Map;
 
 /**
  * What every bench shares: the human table and the JSON object ({@code figures}, {@code ceilings},
- * {@code ratios}, values rounded to 3 decimals), and the byte check of a measured run.
+ * {@code ratios}, values rounded to 3 decimals, and a {@code label} where the bench has one), and
+ * the byte check of a measured run.
  */
 final class BenchReport {
   private BenchReport() {}
@@ -29,9 +30,27 @@ final class BenchReport {
       Map<String, Double> ceilings,
       Map<String, Double> ratios)
       throws JsonProcessingException {
-    human.println("figures:");
+    print(human, json, null, figures, ceilings, ratios);
+  }
+
+  /**
+   * {@link #print} with a {@code label} that qualifies every figure (null: none): it heads the
+   * table and is the JSON object's first field, {@code "label"}.
+   */
+  static void print(
+      PrintStream human,
+      boolean json,
+      String label,
+      Map<String, Double> figures,
+      Map<String, Double> ceilings,
+      Map<String, Double> ratios)
+      throws JsonProcessingException {
+    human.println(label == null ? "figures:" : "figures (" + label + "):");
     figures.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
     human.println("ceilings (same run):");
+    if (ceilings.isEmpty()) {
+      human.println("  (none)");
+    }
     ceilings.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
     human.println("ratios:");
     ratios.forEach((k, v) -> human.printf(Locale.ROOT, "  %-40s %14.3f%n", k, v));
@@ -40,6 +59,9 @@ final class BenchReport {
     }
     ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     ObjectNode root = mapper.createObjectNode();
+    if (label != null) {
+      root.put("label", label);
+    }
     ObjectNode f = root.putObject("figures");
     figures.forEach((k, v) -> f.put(k, round(v)));
     ObjectNode c = root.putObject("ceilings");

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import io.orbite.engine.BuildInfo;
+import io.orbite.qualification.bench.RdmaBench;
 import io.orbite.qualification.bench.ShmBench;
 import io.orbite.qualification.bench.TcpBench;
 import io.orbite.qualification.demo.Demo;
@@ -11,8 +12,8 @@ import io.orbite.qualification.example.KvHandoff;
 import java.util.List;
 
 /**
- * The {@code ./orbite} command line: {@code demo}, {@code bench tcp|shm|file [--json]} and {@code
- * example kv-handoff}.
+ * The {@code ./orbite} command line: {@code demo}, {@code bench tcp|shm|rdma|file [--json]} and
+ * {@code example kv-handoff}.
  */
 public final class OrbiteCli {
   private OrbiteCli() {}
@@ -64,8 +65,11 @@ public final class OrbiteCli {
     if (!args.isEmpty() && args.get(0).equals("idle")) {
       return new io.orbite.qualification.bench.IdleBench().run(args.subList(1, args.size()));
     }
+    if (!args.isEmpty() && args.get(0).equals("rdma")) {
+      return new RdmaBench().run(args.subList(1, args.size()));
+    }
     if (args.isEmpty() || !(args.get(0).equals("tcp") || args.get(0).equals("shm"))) {
-      System.err.println("bench: name a bench: tcp, shm, file, latency, idle");
+      System.err.println("bench: name a bench: tcp, shm, rdma, file, latency, idle");
       return ExitCodes.USAGE;
     }
     if (args.get(0).equals("shm")) {
@@ -125,6 +129,10 @@ public final class OrbiteCli {
           demo               two engine processes on loopback: READ and WRITE of mixed sizes, every byte verified
           bench tcp [--json] TCP READ/WRITE throughput and 4 KiB task rate, beside the iperf3 loopback ceiling
           bench shm [--json] same-host SHM READ/WRITE throughput, beside one thread's memcpy in the same run
+          bench rdma [--json] [--quick]
+                             RDMA on the software provider (2 rails): READ/WRITE throughput, 64 KiB slice
+                             rate, and the null-wire slice rate (the engine's own cost), beside TCP READ
+                             through the same engines; software provider: not a hardware figure
           bench latency [--json] [--quick]
                              1-task READ/WRITE round trips (4 KiB, 64 KiB; TCP and SHM; reused and fresh
                              batch), p50/p99/p99.9, beside sockperf and ucx_perftest in the same run

@@ -66,6 +66,7 @@ class ExitCodesIT {
             new String[] {"frobnicate"},
             new String[] {"bench"},
             new String[] {"bench", "sideways"},
+            new String[] {"bench", "rdma", "--sizes", "3MiB"},
             new String[] {"example", "nothing"},
             new String[] {"version", "--yaml"},
             new String[] {"example", "kv-handoff", "--requests", "0"},

@@ -39,6 +39,15 @@ public interface PeerChannel {
   boolean active();
 
   /**
+   * Whether a request that lets the engine choose (UNSPEC) should run here now: the channel is
+   * active and, for a transport with rails, at least one rail pair to the peer is healthy (C13).
+   * Only looks; it never arms a trial.
+   */
+  default boolean healthy() {
+    return active();
+  }
+
+  /**
    * Why this channel is fenced (its peer incarnation was replaced: a newer epoch answers at the
    * same endpoint), or {@code null} while it is not. A fenced channel never sends again (C3).
    */

@@ -310,8 +310,8 @@ public final class PeerSegment implements RemoteSegment {
   /**
    * The channel a request for {@code regionId} over {@code transport} runs on, or {@code null} when
    * that transport cannot reach it (then {@link #unreachableBecause} says why). UNSPEC picks SHM
-   * for a region the peer exports to this host, else RDMA when the segment has an active RDMA
-   * channel, else TCP (engine-internal).
+   * for a region the peer exports to this host, else RDMA when the segment's RDMA channel has a
+   * healthy rail pair, else TCP (engine-internal).
    *
    * @param transport the transport the request names
    * @param regionId the region it names
@@ -322,7 +322,7 @@ public final class PeerSegment implements RemoteSegment {
       case UNSPEC ->
           sharedReachable(regionId)
               ? sharedChannel
-              : rdmaChannel != null && rdmaChannel.active() ? rdmaChannel : channel;
+              : rdmaChannel != null && rdmaChannel.healthy() ? rdmaChannel : channel;
       case SHM -> sharedReachable(regionId) ? sharedChannel : null;
       case RDMA -> rdmaChannel;
       default -> transport == channel.transport() ? channel : null;

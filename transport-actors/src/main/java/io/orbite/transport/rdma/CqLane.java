@@ -371,21 +371,26 @@ final class CqLane implements Runnable {
     @Override
     public void completed(CqLane lane, Verbs.Wc wc) {
       s.qp.debt--;
+      s.payloadCompleted = true;
       if (!s.sendPosted) {
         s.releaseSlot();
       }
       if (wc.status() == Ibv.WC_SUCCESS) {
         s.payloadDone = true;
-        if (s.work.op() == Op.READ) {
+        if (s.deferredKind != null) {
+          // Its completion SEND failed first; the payload has let go of the memory only now.
+          s.fail(receipts, s.deferredKind, s.deferredDetail, true);
+        } else if (s.work.op() == Op.READ) {
           s.succeed(receipts);
         }
         return;
       }
-      failFromWc(s, wc);
+      failFromWc(s, wc, false);
     }
 
     @Override
     public void abandoned(CqLane lane, String why) {
+      s.payloadCompleted = true;
       if (!s.sendPosted) {
         s.releaseSlot();
       }
@@ -411,17 +416,25 @@ final class CqLane implements Runnable {
         next(s.qp);
         return;
       }
-      failFromWc(s, wc);
+      failFromWc(s, wc, true);
     }
 
     @Override
     public void abandoned(CqLane lane, String why) {
       s.releaseSlot();
-      s.fail(receipts, ErrorKind.PEER_LOST, s.channel.label() + ": " + why, true);
+      if (s.payloadCompleted) {
+        s.fail(receipts, ErrorKind.PEER_LOST, s.channel.label() + ": " + why, true);
+      }
     }
   }
 
-  private void failFromWc(Slice s, Verbs.Wc wc) {
+  /**
+   * A WR of {@code s} failed: the slice fails, unless this was its completion SEND and its payload
+   * WR has not completed yet (its completion was lost, or is still to come): then the failure waits
+   * for that WR's completion or its abandonment when the QP is destroyed, since until then the
+   * payload may still touch the task's memory (C5: QP destruction precedes the drain receipt).
+   */
+  private void failFromWc(Slice s, Verbs.Wc wc, boolean fromSend) {
     boolean flushed = wc.status() == Ibv.WC_WR_FLUSH_ERR;
     ErrorKind kind =
         switch (wc.status()) {
@@ -430,8 +443,14 @@ final class CqLane implements Runnable {
           default -> ErrorKind.PEER_LOST;
         };
     String why = "completion status " + wc.status() + (flushed ? " (flushed)" : "");
-    if (!s.finished()) {
-      s.fail(receipts, kind, s.channel.label() + " on " + s.qp.rail.device + ": " + why, !flushed);
+    String detail = s.channel.label() + " on " + s.qp.rail.device + ": " + why;
+    if (fromSend && !s.payloadCompleted) {
+      if (s.deferredKind == null) {
+        s.deferredKind = kind;
+        s.deferredDetail = detail;
+      }
+    } else if (!s.finished()) {
+      s.fail(receipts, kind, detail, !flushed);
     }
     s.channel.qpFailed(s.qp, why);
     next(s.qp);
@@ -597,12 +616,15 @@ final class CqLane implements Runnable {
       } else {
         undestroyed.add(qp);
       }
+      if (rc != 0) {
+        // The QP lives on, and may still touch its WRs' memory: they stay pending, with no
+        // receipt, so their tasks go UNQUIESCED (loans and charges kept) unless a completion
+        // still comes.
+        continue;
+      }
       Set<Long> left = wrsByQp.remove(qp);
       if (left != null) {
-        String why =
-            rc == 0
-                ? "its QP was destroyed before this work request completed"
-                : "its QP could not be destroyed (errno " + rc + ")";
+        String why = "its QP was destroyed before this work request completed";
         for (long id : List.copyOf(left)) {
           Completion c = pending.remove(id);
           qpOfWr.remove(id);

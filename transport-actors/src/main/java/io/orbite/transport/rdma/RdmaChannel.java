@@ -196,6 +196,21 @@ final class RdmaChannel implements PeerChannel {
     return active;
   }
 
+  /** Active, and some rail pair to the peer is healthy (closed circuit) now. */
+  @Override
+  public boolean healthy() {
+    if (!active) {
+      return false;
+    }
+    for (int r = 0; r < railCount; r++) {
+      RcQp qp = qps.get(r * lanesPerRail);
+      if (health.healthy(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   @Override
   public String fencedBecause() {
     return fencedBecause;
@@ -252,19 +267,28 @@ final class RdmaChannel implements PeerChannel {
     return plan.count();
   }
 
-  /** Rails by share of link rate: each its floor, the leftovers to the fastest (lowest index). */
+  /**
+   * Rails by share of link rate: each rail gets the floor of its share of the slices, the leftovers
+   * go to the fastest rail; rails of equal rate take turns (by a rotation per parent), so
+   * single-slice parents spread over them too.
+   */
   private int[] spread(int slices) {
     double total = 0;
-    int best = 0;
+    double fastest = 0;
     for (int r = 0; r < railCount; r++) {
       total += weights[r];
-      if (weights[r] > weights[best]) {
+      fastest = Math.max(fastest, weights[r]);
+    }
+    int start = Math.floorMod(rotation.get(), railCount);
+    int best = -1;
+    for (int k = 0; k < railCount && best < 0; k++) {
+      int r = (start + k) % railCount;
+      if (weights[r] == fastest) {
         best = r;
       }
     }
     int[] out = new int[slices];
     int at = 0;
-    int start = Math.floorMod(rotation.get(), railCount);
     for (int k = 0; k < railCount; k++) {
       int r = (start + k) % railCount;
       int n = (int) Math.floor(weights[r] / total * slices);

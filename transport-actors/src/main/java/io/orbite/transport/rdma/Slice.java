@@ -41,6 +41,14 @@ final class Slice {
   /** Whether the payload WR completed successfully. */
   boolean payloadDone;
 
+  /** Whether the payload WR's completion came (any status) or it was abandoned. */
+  boolean payloadCompleted;
+
+  /** A failure seen on the completion SEND while the payload WR was still out; delivered after. */
+  ErrorKind deferredKind;
+
+  String deferredDetail;
+
   /** Whether the completion SEND was posted behind the payload. */
   boolean sendPosted;
 

@@ -1,0 +1,330 @@
+package io.orbite.qualification.rdma;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.config.TimeoutConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.Batch;
+import io.orbite.engine.BatchStatus;
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TaskResult;
+import io.orbite.engine.TaskState;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferException;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
+import io.orbite.engine.spi.PeerSegment;
+import io.orbite.nativebind.verbs.soft.SoftFaults;
+import io.orbite.qualification.Await;
+import io.orbite.qualification.harness.EngineProcess;
+import io.orbite.qualification.verify.Pattern;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The reference's fault profiles for the RDMA transport, each on the software provider with a fault
+ * armed for exactly the work request a lane is about to post (through {@link
+ * FaultHooks#beforeRdmaPost}): a payload completion withheld and then the peer SIGKILLed; the same
+ * with the QP's destroy failing; the peer killed while grants are reserved and receives posted but
+ * before any payload; a copy interrupted part-way. The requester has one rail and one lane, so
+ * every slice shares one QP and its fate.
+ */
+class RdmaFaultsIT {
+  private static final long TASK = 64 * 1024;
+  private static final long REGION = 1L << 20;
+
+  /** One rail, one lane; a short destruction window so UNQUIESCED shows within the test. */
+  private static EngineConfig requesterConfig(String name) {
+    EngineConfig c = RdmaTransferIT.rdmaConfig(name);
+    return c.withRdma(c.rdma().withSoftwareDevices(1).withLanes(1))
+        .withTimeouts(TimeoutConfig.defaults().withDestructionWindowMillis(1_000));
+  }
+
+  /** Hooks that hand the provider {@code faults} and run {@code beforePost} before each post. */
+  private record Hooks(SoftFaults faults, PostHook beforePost) implements FaultHooks {
+    @Override
+    public Object rdmaFaults() {
+      return faults;
+    }
+
+    @Override
+    public void beforeRdmaPost(String lane, int qpNum, long wrId, boolean write) {
+      beforePost.before(qpNum, wrId, write);
+    }
+  }
+
+  @FunctionalInterface
+  private interface PostHook {
+    void before(int qpNum, long wrId, boolean write);
+  }
+
+  private static int freePort() throws Exception {
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  @Test
+  void withheldPayloadCompletionsThenPeerDeathReportWriteUnknownReadNoneAndCountNoBytes(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
+    SoftFaults faults = SoftFaults.create();
+    AtomicInteger posted = new AtomicInteger();
+    Hooks hooks =
+        new Hooks(
+            faults,
+            (qpNum, wrId, write) -> {
+              faults.withholdCqe(qpNum, wrId);
+              posted.incrementAndGet();
+            });
+    try (TransferEngine requester = TransferEngine.start(requesterConfig("lost-cqe"), hooks);
+        EngineProcess source =
+            EngineProcess.startAt("lost-cqe-source", logs, freePort(), RdmaPeerIT.RDMA_SOURCE)) {
+      long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
+      long data = 41;
+      long guard = 42;
+      source.call("FILL " + remote + " " + data);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(20));
+      long railBytes = RdmaTransferIT.railBytes(requester, "soft0");
+      Batch batch = requester.allocateBatch(2);
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, 0, peer, remote, 0, TASK).withTransport(Transport.RDMA),
+              TransferRequest.write(local, 2 * TASK, peer, remote, 2 * TASK, TASK)
+                  .withTransport(Transport.RDMA)));
+      assertTrue(Await.until(Duration.ofSeconds(10), () -> posted.get() == 2), "both posted");
+      // Both payloads ran (only their completions are withheld) before the peer dies.
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(10),
+              () -> Pattern.verify(local.segment(), 0, TASK, data, 0) == -1),
+          "the READ's bytes landed");
+      List<String> writeSpan = List.of(2 * TASK + " " + TASK + " " + guard + " " + 2 * TASK);
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(10),
+              () -> {
+                try {
+                  return source.ask("VERIFY " + remote + " " + data + " 1", writeSpan).equals("OK");
+                } catch (java.io.IOException e) {
+                  throw new IllegalStateException(e);
+                }
+              }),
+          "the WRITE's bytes landed");
+      source.kill();
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      batch.free();
+      TaskResult read = s.tasks().get(0);
+      TaskResult write = s.tasks().get(1);
+      assertEquals(TaskState.FAILED, read.state(), read::toString);
+      assertEquals(RemoteEffect.NONE, read.remoteEffect(), read::toString);
+      assertEquals(TaskState.FAILED, write.state(), write::toString);
+      assertEquals(RemoteEffect.UNKNOWN, write.remoteEffect(), write::toString);
+      for (TaskResult r : List.of(read, write)) {
+        assertEquals(0, r.bytes(), r::toString);
+        assertTrue(r.locallyDrained(), r::toString);
+      }
+      assertEquals(railBytes, RdmaTransferIT.railBytes(requester, "soft0"), "no byte counted");
+      // The READ's bytes may have landed (only its completion was withheld), nowhere else.
+      for (long p = 0; p < REGION; p++) {
+        byte b = local.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, p);
+        boolean inRead = p < TASK;
+        boolean ok = b == Pattern.at(guard, p) || (inRead && b == Pattern.at(data, p));
+        if (!ok) {
+          throw new AssertionError("requester byte " + p + " is neither guard nor the READ's");
+        }
+      }
+      assertTrue(requester.quarantined().isEmpty(), "the QP was destroyed: nothing kept");
+    }
+  }
+
+  @Test
+  void aQpWhoseDestroyFailsKeepsItsTasksUnquiescedAndItsEndpointQuarantined(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
+    SoftFaults faults = SoftFaults.create();
+    AtomicInteger posted = new AtomicInteger();
+    Hooks hooks =
+        new Hooks(
+            faults,
+            (qpNum, wrId, write) -> {
+              faults.withholdCqe(qpNum, wrId);
+              posted.incrementAndGet();
+            });
+    try (TransferEngine requester = TransferEngine.start(requesterConfig("eio"), hooks);
+        EngineProcess source =
+            EngineProcess.startAt("eio-source", logs, freePort(), RdmaPeerIT.RDMA_SOURCE)) {
+      long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
+      long data = 21;
+      source.call("FILL " + remote + " " + data);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(20));
+      Batch batch = requester.allocateBatch(1);
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, 0, peer, remote, 0, TASK)
+                  .withTransport(Transport.RDMA)
+                  .withDeadline(Duration.ofSeconds(3))));
+      assertTrue(Await.until(Duration.ofSeconds(10), () -> posted.get() == 1), "posted");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(10),
+              () -> Pattern.verify(local.segment(), 0, TASK, data, 0) == -1),
+          "the READ ran; only its completion is withheld");
+      faults.failNextDestroy(SoftFaults.Kind.QP, 5, true);
+      source.kill();
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      TaskResult read = s.tasks().getFirst();
+      assertEquals(TaskState.UNQUIESCED, read.state(), read::toString);
+      assertFalse(read.locallyDrained(), read::toString);
+      assertEquals(0, read.bytes());
+      TransferException busy = assertThrows(TransferException.class, batch::free);
+      assertEquals(ErrorKind.BATCH_BUSY, busy.kind(), busy::getMessage);
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(10),
+              () ->
+                  requester.quarantined().stream()
+                      .anyMatch(q -> q.owner().startsWith("RdmaEndpoint"))),
+          () -> "the endpoint is quarantined: " + requester.quarantined());
+      assertTrue(requester.owed().loans() > 0, "the task's local loan is kept");
+    }
+  }
+
+  @Test
+  void aPeerKilledWhileGrantsAreReservedBeforeAnyPayloadFailsTheTasksDrainedWithNoEffect(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
+    CountDownLatch held = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    AtomicInteger calls = new AtomicInteger();
+    Hooks hooks =
+        new Hooks(
+            SoftFaults.create(),
+            (qpNum, wrId, write) -> {
+              if (calls.getAndIncrement() == 0) {
+                held.countDown();
+                try {
+                  release.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+              }
+            });
+    try (TransferEngine requester = TransferEngine.start(requesterConfig("reserved"), hooks);
+        EngineProcess source =
+            EngineProcess.startAt("reserved-source", logs, freePort(), RdmaPeerIT.RDMA_SOURCE)) {
+      long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
+      long guard = 7;
+      source.call("FILL " + remote + " " + guard);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      Pattern.fill(local.segment(), 0, REGION, guard + 1, 0);
+      RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(20));
+      Batch batch = requester.allocateBatch(4);
+      batch.submit(
+          List.of(
+              TransferRequest.write(local, 0, peer, remote, 0, TASK).withTransport(Transport.RDMA),
+              TransferRequest.read(local, TASK, peer, remote, TASK, TASK)
+                  .withTransport(Transport.RDMA),
+              TransferRequest.write(local, 2 * TASK, peer, remote, 2 * TASK, TASK)
+                  .withTransport(Transport.RDMA),
+              TransferRequest.read(local, 3 * TASK, peer, remote, 3 * TASK, TASK)
+                  .withTransport(Transport.RDMA)));
+      // The lane is held with the first slice granted (its window bound, its receive posted).
+      assertTrue(held.await(10, TimeUnit.SECONDS), "a grant arrived");
+      source.kill();
+      var rdma = ((PeerSegment) peer).channelFor(Transport.RDMA, remote);
+      assertTrue(
+          Await.until(Duration.ofSeconds(10), () -> !rdma.active()),
+          "the requester saw its control link end");
+      release.countDown();
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      batch.free();
+      for (TaskResult r : s.tasks()) {
+        assertEquals(TaskState.FAILED, r.state(), r::toString);
+        assertEquals(0, r.bytes(), r::toString);
+        assertEquals(RemoteEffect.NONE, r.remoteEffect(), r::toString);
+        assertTrue(r.locallyDrained(), r::toString);
+      }
+      assertEquals(
+          -1, Pattern.verify(local.segment(), 0, REGION, guard + 1, 0), "nothing landed here");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(10),
+              () -> RdmaPeerIT.charge(requester, "RdmaEndpoint", "qps") == 0),
+          "the endpoint and its QPs were reclaimed");
+      assertTrue(requester.quarantined().isEmpty(), requester.quarantined()::toString);
+    }
+  }
+
+  @Test
+  void aCopyInterruptedPartWayLeavesCopiedAndUntouchedBytesAndNothingOutsideTheRange() {
+    SoftFaults faults = SoftFaults.create();
+    AtomicInteger calls = new AtomicInteger();
+    int landed = 10_000;
+    Hooks hooks =
+        new Hooks(
+            faults,
+            (qpNum, wrId, write) -> {
+              if (calls.getAndIncrement() == 0) {
+                faults.interruptCopy(qpNum, wrId, landed);
+              }
+            });
+    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("err-source"));
+        TransferEngine requester = TransferEngine.start(requesterConfig("err"), hooks)) {
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      long guard = 3;
+      long data = 4;
+      Pattern.fill(remote.segment(), 0, REGION, guard, 0);
+      Pattern.fill(local.segment(), 0, REGION, data, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      long at = 4096 + 5;
+      Batch batch = requester.allocateBatch(1);
+      batch.submit(
+          List.of(
+              TransferRequest.write(local, at, peer, remote.regionId(), at, TASK)
+                  .withTransport(Transport.RDMA)));
+      TaskResult w = batch.await(Duration.ofSeconds(30)).tasks().getFirst();
+      batch.free();
+      assertEquals(TaskState.FAILED, w.state(), w::toString);
+      assertEquals(RemoteEffect.UNKNOWN, w.remoteEffect(), w::toString);
+      assertEquals(0, w.bytes());
+      assertTrue(w.locallyDrained());
+      // Exactly its first bytes landed; the rest of its range and everything around is untouched.
+      for (long p = 0; p < REGION; p++) {
+        byte expected = p >= at && p < at + landed ? Pattern.at(data, p) : Pattern.at(guard, p);
+        byte b = remote.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, p);
+        if (b != expected) {
+          throw new AssertionError("source byte " + p + ": " + b + ", expected " + expected);
+        }
+      }
+      assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, data, 0), "requester untouched");
+      // The QP was retired alone and is made again on demand: the next WRITE lands in full.
+      Batch again = requester.allocateBatch(1);
+      again.submit(
+          List.of(
+              TransferRequest.write(local, at, peer, remote.regionId(), at, TASK)
+                  .withTransport(Transport.RDMA)));
+      TaskResult second = again.await(Duration.ofSeconds(30)).tasks().getFirst();
+      again.free();
+      assertEquals(TaskState.COMPLETED, second.state(), second::toString);
+      assertEquals(-1, Pattern.verify(remote.segment(), at, TASK, data, at), "the retry landed");
+    }
+  }
+}

@@ -49,6 +49,14 @@ import java.util.List;
  *     milliseconds; {@code 0} allows an immediate trial once the cooldown has passed. Default
  *     {@value #DEFAULT_RAIL_PROBE_INTERVAL_MILLIS} (the reference's); range {@value
  *     #MIN_RAIL_PROBE_INTERVAL_MILLIS}..{@value #MAX_RAIL_PROBE_INTERVAL_MILLIS}.
+ * @param priorityAgingMillis the post queue's aging (C14): queued work of a lower tier that waited
+ *     this long is promoted one tier (MEDIUM to HIGH, LOW to MEDIUM), keeping its enqueue time, in
+ *     milliseconds; the reference's promotion timeout. Default {@value
+ *     #DEFAULT_PRIORITY_AGING_MILLIS} (the reference's); range {@value
+ *     #MIN_PRIORITY_AGING_MILLIS}..{@value #MAX_PRIORITY_AGING_MILLIS}.
+ * @param priorityAgingPerEntry how the post queue ages (C14): {@code false} promotes a tier's whole
+ *     queue once its oldest entry aged out, {@code true} only the entries that aged out. Default
+ *     {@value #DEFAULT_PRIORITY_AGING_PER_ENTRY} (the reference's).
  */
 public record RdmaConfig(
     boolean enabled,
@@ -65,7 +73,9 @@ public record RdmaConfig(
     int railErrorWindowMillis,
     int railCooldownMillis,
     int railMaxCooldownMillis,
-    int railProbeIntervalMillis) {
+    int railProbeIntervalMillis,
+    int priorityAgingMillis,
+    boolean priorityAgingPerEntry) {
   /** JSON key of this section, and the path prefix of its messages. */
   static final String SECTION = "rdma";
 
@@ -186,12 +196,25 @@ public record RdmaConfig(
   /** Largest accepted {@link #railProbeIntervalMillis()}. */
   public static final int MAX_RAIL_PROBE_INTERVAL_MILLIS = 3600000;
 
+  /** Default {@link #priorityAgingMillis()}: 10 ms, the reference's promotion timeout. */
+  public static final int DEFAULT_PRIORITY_AGING_MILLIS = 10;
+
+  /** Smallest accepted {@link #priorityAgingMillis()}. */
+  public static final int MIN_PRIORITY_AGING_MILLIS = 1;
+
+  /** Largest accepted {@link #priorityAgingMillis()}. */
+  public static final int MAX_PRIORITY_AGING_MILLIS = 60000;
+
+  /** Default {@link #priorityAgingPerEntry()}: whole tiers, as in the reference. */
+  public static final boolean DEFAULT_PRIORITY_AGING_PER_ENTRY = false;
+
   /**
    * Validates every component: {@link #provider()} must be one of {@link #PROVIDERS}, {@link
    * #devices()} at most {@value #MAX_DEVICES} distinct non-blank names, {@link #softwareAddress()}
    * a dotted IPv4 literal, each number in its {@code MIN_*}..{@code MAX_*} range, and {@link
-   * #railMaxCooldownMillis()} at least {@link #railCooldownMillis()}; any {@link #enabled()} is
-   * accepted. The device list is copied, so the record stays immutable.
+   * #railMaxCooldownMillis()} at least {@link #railCooldownMillis()}; any {@link #enabled()} and
+   * {@link #priorityAgingPerEntry()} are accepted. The device list is copied, so the record stays
+   * immutable.
    *
    * @throws ConfigException naming {@code rdma.<key>} (or {@code rdma.devices[<i>]} for one device
    *     name) for the first invalid component, or {@code rdma.railMaxCooldownMillis} if it is below
@@ -235,6 +258,11 @@ public record RdmaConfig(
         railProbeIntervalMillis,
         MIN_RAIL_PROBE_INTERVAL_MILLIS,
         MAX_RAIL_PROBE_INTERVAL_MILLIS);
+    Checks.requireRange(
+        SECTION + ".priorityAgingMillis",
+        priorityAgingMillis,
+        MIN_PRIORITY_AGING_MILLIS,
+        MAX_PRIORITY_AGING_MILLIS);
     // Checked after every range, so that a value out of its own range is reported as such.
     if (railMaxCooldownMillis < railCooldownMillis) {
       throw new ConfigException(
@@ -260,7 +288,9 @@ public record RdmaConfig(
    *     {@value #DEFAULT_RAIL_ERRORS} failures in {@value #DEFAULT_RAIL_ERROR_WINDOW_MILLIS} ms,
    *     for {@value #DEFAULT_RAIL_COOLDOWN_MILLIS} ms doubling up to {@value
    *     #DEFAULT_RAIL_MAX_COOLDOWN_MILLIS} ms, with at most one trial per {@value
-   *     #DEFAULT_RAIL_PROBE_INTERVAL_MILLIS} ms (the reference's rail circuit)
+   *     #DEFAULT_RAIL_PROBE_INTERVAL_MILLIS} ms (the reference's rail circuit); queued work that
+   *     waited {@value #DEFAULT_PRIORITY_AGING_MILLIS} ms promotes its whole tier (the reference's
+   *     aging)
    */
   public static RdmaConfig defaults() {
     return new RdmaConfig(
@@ -278,7 +308,9 @@ public record RdmaConfig(
         DEFAULT_RAIL_ERROR_WINDOW_MILLIS,
         DEFAULT_RAIL_COOLDOWN_MILLIS,
         DEFAULT_RAIL_MAX_COOLDOWN_MILLIS,
-        DEFAULT_RAIL_PROBE_INTERVAL_MILLIS);
+        DEFAULT_RAIL_PROBE_INTERVAL_MILLIS,
+        DEFAULT_PRIORITY_AGING_MILLIS,
+        DEFAULT_PRIORITY_AGING_PER_ENTRY);
   }
 
   /**
@@ -304,7 +336,9 @@ public record RdmaConfig(
         railErrorWindowMillis,
         railCooldownMillis,
         railMaxCooldownMillis,
-        railProbeIntervalMillis);
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry);
   }
 
   /**
@@ -333,7 +367,9 @@ public record RdmaConfig(
         railErrorWindowMillis,
         railCooldownMillis,
         railMaxCooldownMillis,
-        railProbeIntervalMillis);
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry);
   }
 
   /**
@@ -363,7 +399,9 @@ public record RdmaConfig(
         railErrorWindowMillis,
         railCooldownMillis,
         railMaxCooldownMillis,
-        railProbeIntervalMillis);
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry);
   }
 
   /**
@@ -391,7 +429,9 @@ public record RdmaConfig(
         railErrorWindowMillis,
         railCooldownMillis,
         railMaxCooldownMillis,
-        railProbeIntervalMillis);
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry);
   }
 
   /**
@@ -419,7 +459,9 @@ public record RdmaConfig(
         railErrorWindowMillis,
         railCooldownMillis,
         railMaxCooldownMillis,
-        railProbeIntervalMillis);
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry);
   }
 
   /**
@@ -461,7 +503,42 @@ public record RdmaConfig(
         railErrorWindowMillis,
         railCooldownMillis,
         railMaxCooldownMillis,
-        railProbeIntervalMillis);
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry);
+  }
+
+  /**
+   * A copy with the post queue's aging (C14) replaced and every other component kept; the new
+   * timeout is checked as by the constructor, any {@code perEntry} is accepted.
+   *
+   * @param priorityAgingMillis how long queued work of a lower tier waits before it is promoted one
+   *     tier, in milliseconds
+   * @param perEntry {@code true} to promote only the entries that aged out, {@code false} to
+   *     promote a tier's whole queue once its oldest entry aged out
+   * @return a new {@code RdmaConfig}; this one is unchanged
+   * @throws ConfigException naming {@code rdma.priorityAgingMillis} if it is outside {@value
+   *     #MIN_PRIORITY_AGING_MILLIS}..{@value #MAX_PRIORITY_AGING_MILLIS}
+   */
+  public RdmaConfig withPriorityAging(int priorityAgingMillis, boolean perEntry) {
+    return new RdmaConfig(
+        enabled,
+        provider,
+        devices,
+        lanes,
+        softwareAddress,
+        softwareDevices,
+        maxEndpoints,
+        maxGrants,
+        maxSendWr,
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        perEntry);
   }
 
   /**
@@ -534,6 +611,12 @@ public record RdmaConfig(
             "railProbeIntervalMillis",
             DEFAULT_RAIL_PROBE_INTERVAL_MILLIS,
             MIN_RAIL_PROBE_INTERVAL_MILLIS,
-            MAX_RAIL_PROBE_INTERVAL_MILLIS));
+            MAX_RAIL_PROBE_INTERVAL_MILLIS),
+        r.intValue(
+            "priorityAgingMillis",
+            DEFAULT_PRIORITY_AGING_MILLIS,
+            MIN_PRIORITY_AGING_MILLIS,
+            MAX_PRIORITY_AGING_MILLIS),
+        r.booleanValue("priorityAgingPerEntry", DEFAULT_PRIORITY_AGING_PER_ENTRY));
   }
 }

@@ -71,6 +71,7 @@ class ConfigurationDocsTest {
     List<String> paths = schemaPaths(EngineConfig.class, "");
     assertTrue(paths.contains("rdma.maxCqes"), paths.toString());
     assertTrue(paths.contains("rdma.railProbeIntervalMillis"), paths.toString());
+    assertTrue(paths.contains("rdma.priorityAgingPerEntry"), paths.toString());
     for (String path : paths) {
       row(doc, path);
     }
@@ -92,6 +93,21 @@ class ConfigurationDocsTest {
     }
     assertTrue(
         row(doc, "rdma.railMaxCooldownMillis").contains("at least `rdma.railCooldownMillis`"));
+  }
+
+  @Test
+  void thePriorityAgingRowsNameC14AndTheirDefaults() throws IOException {
+    String doc = doc();
+    for (String key : List.of("priorityAgingMillis", "priorityAgingPerEntry")) {
+      String row = row(doc, "rdma." + key);
+      assertTrue(row.contains("C14"), row);
+      assertTrue(row.contains("contracts.md#c14-priority"), row);
+      assertTrue(row.contains("the reference's"), row);
+    }
+    String perEntry = row(doc, "rdma.priorityAgingPerEntry");
+    assertTrue(perEntry.contains("| boolean |"), perEntry);
+    assertTrue(perEntry.contains("| `false` |"), perEntry);
+    assertTrue(perEntry.contains("| `true`, `false` |"), perEntry);
   }
 
   @Test

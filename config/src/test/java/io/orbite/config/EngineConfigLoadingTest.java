@@ -96,7 +96,8 @@ class EngineConfigLoadingTest {
                            "maxEndpoints": 4096, "maxGrants": 1, "maxSendWr": 4096, "maxCqes": 16,
                            "railErrors": 1000, "railErrorWindowMillis": 3600000,
                            "railCooldownMillis": 3600000, "railMaxCooldownMillis": 86400000,
-                           "railProbeIntervalMillis": 3600000},
+                           "railProbeIntervalMillis": 3600000, "priorityAgingMillis": 60000,
+                           "priorityAgingPerEntry": true},
                   "observability": {"metrics": {"enabled": true, "host": "0.0.0.0", "port": 9100},
                                     "dashboard": {"enabled": true, "host": "::1", "port": 65535},
                                     "tickMillis": 60000}
@@ -127,7 +128,9 @@ class EngineConfigLoadingTest {
                 3600000,
                 3600000,
                 86400000,
-                3600000),
+                3600000,
+                60000,
+                true),
             new ObservabilityConfig(
                 new MetricsConfig(true, "0.0.0.0", 9100),
                 new DashboardConfig(true, "::1", 65535),
@@ -168,7 +171,9 @@ class EngineConfigLoadingTest {
                 1,
                 1,
                 1,
-                0),
+                0,
+                1,
+                true),
             new ObservabilityConfig(
                 new MetricsConfig(true, "localhost", 1),
                 new DashboardConfig(false, "10.1.2.3", 0),
@@ -243,7 +248,9 @@ class EngineConfigLoadingTest {
                     "railErrorWindowMillis": 10000,
                     "railCooldownMillis": 30000,
                     "railMaxCooldownMillis": 300000,
-                    "railProbeIntervalMillis": 1000
+                    "railProbeIntervalMillis": 1000,
+                    "priorityAgingMillis": 10,
+                    "priorityAgingPerEntry": false
                   },
                   "observability": {
                     "metrics": {

@@ -170,6 +170,10 @@ class EngineConfigStrictnessTest {
         "{\"shm\":{\"enabled\":null}}    | shm.enabled: expected a boolean, got null",
         "{\"rdma\":{\"enabled\":1}}      | rdma.enabled: expected a boolean, got integer 1",
         "{\"rdma\":{\"enabled\":\"yes\"}} | rdma.enabled: expected a boolean, got string \"yes\"",
+        "{\"rdma\":{\"priorityAgingPerEntry\":1}}       | rdma.priorityAgingPerEntry: expected a boolean, got integer 1",
+        "{\"rdma\":{\"priorityAgingPerEntry\":\"true\"}} | rdma.priorityAgingPerEntry: expected a boolean, got string \"true\"",
+        "{\"rdma\":{\"priorityAgingPerEntry\":null}}    | rdma.priorityAgingPerEntry: expected a boolean, got null",
+        "{\"rdma\":{\"priorityAgingPerEntry\":[]}}      | rdma.priorityAgingPerEntry: expected a boolean, got array",
         "{\"tcp\":{\"retryReadOnOtherLane\":0}}      | tcp.retryReadOnOtherLane: expected a boolean, got integer 0",
         "{\"tcp\":{\"retryReadOnOtherLane\":\"no\"}} | tcp.retryReadOnOtherLane: expected a boolean, got string \"no\"",
       })
@@ -183,6 +187,24 @@ class EngineConfigStrictnessTest {
     assertEquals(true, EngineConfig.fromJson("{\"rdma\":{\"enabled\":true}}").rdma().enabled());
     assertEquals(false, EngineConfig.fromJson("{\"rdma\":{\"enabled\":false}}").rdma().enabled());
     assertEquals(false, EngineConfig.defaults().rdma().enabled(), "off by default");
+  }
+
+  @Test
+  void rdmaPriorityAgingPerEntryReadsTrueAndFalse() {
+    assertEquals(
+        true,
+        EngineConfig.fromJson("{\"rdma\":{\"priorityAgingPerEntry\":true}}")
+            .rdma()
+            .priorityAgingPerEntry());
+    assertEquals(
+        false,
+        EngineConfig.fromJson("{\"rdma\":{\"priorityAgingPerEntry\":false}}")
+            .rdma()
+            .priorityAgingPerEntry());
+    assertEquals(
+        false,
+        EngineConfig.defaults().rdma().priorityAgingPerEntry(),
+        "whole tiers by default, as in the reference");
   }
 
   @Test
@@ -206,8 +228,8 @@ class EngineConfigStrictnessTest {
         "{\"budgets\":{\"x\":1}}    | budgets.x      | budgets.x: unknown key (known: maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes, maxEndpoints, maxRegistrations, maxPeerSegments)",
         "{\"slicing\":{\"\":1}}     | slicing.       | slicing.: unknown key (known: baseBlockBytes, maxReadSlices, maxWriteSlices)",
         "{\"timeouts\":{\"describeTimeoutMs\":1}} | timeouts.describeTimeoutMs | timeouts.describeTimeoutMs: unknown key (known: defaultDeadlineMillis, destructionWindowMillis, describeTimeoutMillis)",
-        "{\"rdma\":{\"lane\":2}}     | rdma.lane      | rdma.lane: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes, railErrors, railErrorWindowMillis, railCooldownMillis, railMaxCooldownMillis, railProbeIntervalMillis)",
-        "{\"rdma\":{\"softwareAddress\":\"127.0.0.1\",\"maxCQEs\":16}} | rdma.maxCQEs | rdma.maxCQEs: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes, railErrors, railErrorWindowMillis, railCooldownMillis, railMaxCooldownMillis, railProbeIntervalMillis)",
+        "{\"rdma\":{\"lane\":2}}     | rdma.lane      | rdma.lane: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes, railErrors, railErrorWindowMillis, railCooldownMillis, railMaxCooldownMillis, railProbeIntervalMillis, priorityAgingMillis, priorityAgingPerEntry)",
+        "{\"rdma\":{\"softwareAddress\":\"127.0.0.1\",\"maxCQEs\":16}} | rdma.maxCQEs | rdma.maxCQEs: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes, railErrors, railErrorWindowMillis, railCooldownMillis, railMaxCooldownMillis, railProbeIntervalMillis, priorityAgingMillis, priorityAgingPerEntry)",
         "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability)",
       })
   void unknownKeyIsRejectedNamingItsPath(String json, String path, String message) {

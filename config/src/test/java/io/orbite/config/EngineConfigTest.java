@@ -145,7 +145,11 @@ class EngineConfigTest {
         () -> assertEquals(86400000, RdmaConfig.MAX_RAIL_MAX_COOLDOWN_MILLIS),
         () -> assertEquals(1000, RdmaConfig.DEFAULT_RAIL_PROBE_INTERVAL_MILLIS),
         () -> assertEquals(0, RdmaConfig.MIN_RAIL_PROBE_INTERVAL_MILLIS),
-        () -> assertEquals(3600000, RdmaConfig.MAX_RAIL_PROBE_INTERVAL_MILLIS));
+        () -> assertEquals(3600000, RdmaConfig.MAX_RAIL_PROBE_INTERVAL_MILLIS),
+        () -> assertEquals(10, RdmaConfig.DEFAULT_PRIORITY_AGING_MILLIS),
+        () -> assertEquals(1, RdmaConfig.MIN_PRIORITY_AGING_MILLIS),
+        () -> assertEquals(60000, RdmaConfig.MAX_PRIORITY_AGING_MILLIS),
+        () -> assertEquals(false, RdmaConfig.DEFAULT_PRIORITY_AGING_PER_ENTRY));
   }
 
   @ParameterizedTest(name = "{0}")
@@ -190,6 +194,9 @@ class EngineConfigTest {
     assertEquals(
         RdmaConfig.defaults().withRailPolicy(5, 20000, 1000, 8000, 0),
         base.withRdma(base.rdma().withRailPolicy(5, 20000, 1000, 8000, 0)).rdma());
+    assertEquals(
+        RdmaConfig.defaults().withPriorityAging(25, true),
+        base.withRdma(base.rdma().withPriorityAging(25, true)).rdma());
     assertNotEquals(base, base.withName("other"));
     assertEquals(EngineConfig.defaults(), base);
   }

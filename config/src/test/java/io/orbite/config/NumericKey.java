@@ -103,7 +103,18 @@ record NumericKey(
             r.railErrorWindowMillis(),
             r.railCooldownMillis(),
             r.railMaxCooldownMillis(),
-            r.railProbeIntervalMillis()));
+            r.railProbeIntervalMillis(),
+            r.priorityAgingMillis(),
+            r.priorityAgingPerEntry()));
+  }
+
+  /**
+   * {@code c} with the post queue's aging timeout replaced through {@code withPriorityAging},
+   * keeping its mode.
+   */
+  private static EngineConfig withAgingMillis(EngineConfig c, long value) {
+    RdmaConfig r = c.rdma();
+    return c.withRdma(r.withPriorityAging(Math.toIntExact(value), r.priorityAgingPerEntry()));
   }
 
   /**
@@ -384,6 +395,13 @@ record NumericKey(
               3600000,
               c -> (long) c.rdma().railProbeIntervalMillis(),
               (c, v) -> withRailKey(c, "railProbeIntervalMillis", v)),
+          new NumericKey(
+              "rdma.priorityAgingMillis",
+              10,
+              1,
+              60000,
+              c -> (long) c.rdma().priorityAgingMillis(),
+              (c, v) -> withAgingMillis(c, v)),
           new NumericKey(
               "observability.metrics.port",
               0,

@@ -16,8 +16,10 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The {@code rdma} section's keys that are not numbers: the provider names, the device list and the
- * software provider's address; and the rail circuit's thresholds as a group (their cross-field rule
- * and {@code withRailPolicy}). Its numeric keys one by one are in {@link NumericKey}.
+ * software provider's address; the rail circuit's thresholds as a group (their cross-field rule and
+ * {@code withRailPolicy}); and the post queue's aging (C14) as a pair ({@code withPriorityAging}).
+ * Its numeric keys one by one are in {@link NumericKey}; the boolean {@code
+ * priorityAgingPerEntry}'s type errors are in {@link EngineConfigStrictnessTest}.
  */
 class RdmaConfigTest {
 
@@ -212,7 +214,9 @@ class RdmaConfigTest {
                 d.railErrorWindowMillis(),
                 d.railCooldownMillis(),
                 d.railMaxCooldownMillis(),
-                d.railProbeIntervalMillis()));
+                d.railProbeIntervalMillis(),
+                d.priorityAgingMillis(),
+                d.priorityAgingPerEntry()));
   }
 
   @Test
@@ -234,7 +238,9 @@ class RdmaConfigTest {
             10000,
             30000,
             300000,
-            1000),
+            1000,
+            10,
+            false),
         d.withEnabled(true));
     assertEquals(
         new RdmaConfig(
@@ -252,7 +258,9 @@ class RdmaConfigTest {
             10000,
             30000,
             300000,
-            1000),
+            1000,
+            10,
+            false),
         d.withProvider("native"));
     assertEquals(
         new RdmaConfig(
@@ -270,7 +278,9 @@ class RdmaConfigTest {
             10000,
             30000,
             300000,
-            1000),
+            1000,
+            10,
+            false),
         d.withDevices(List.of("a", "b")));
     assertEquals(
         new RdmaConfig(
@@ -288,7 +298,9 @@ class RdmaConfigTest {
             10000,
             30000,
             300000,
-            1000),
+            1000,
+            10,
+            false),
         d.withLanes(5));
     assertEquals(
         new RdmaConfig(
@@ -306,7 +318,9 @@ class RdmaConfigTest {
             10000,
             30000,
             300000,
-            1000),
+            1000,
+            10,
+            false),
         d.withSoftwareDevices(7));
     assertEquals(RdmaConfig.defaults(), d, "the original is unchanged");
   }
@@ -400,7 +414,9 @@ class RdmaConfigTest {
                 d.railErrorWindowMillis(),
                 30000,
                 29999,
-                d.railProbeIntervalMillis()));
+                d.railProbeIntervalMillis(),
+                d.priorityAgingMillis(),
+                d.priorityAgingPerEntry()));
   }
 
   @Test
@@ -454,7 +470,9 @@ class RdmaConfigTest {
             20000,
             500,
             4000,
-            0),
+            0,
+            10,
+            false),
         changed);
     assertEquals(3, base.railErrors(), "the original is unchanged");
     assertEquals(
@@ -503,5 +521,105 @@ class RdmaConfigTest {
         EngineConfig.fromJson("{\"rdma\":{\"railProbeIntervalMillis\":0}}")
             .rdma()
             .railProbeIntervalMillis());
+  }
+
+  @Test
+  void thePriorityAgingDefaultsAreTheReferences() {
+    RdmaConfig d = RdmaConfig.defaults();
+    assertEquals(10, d.priorityAgingMillis());
+    assertEquals(false, d.priorityAgingPerEntry());
+    RdmaConfig empty = EngineConfig.fromJson("{\"rdma\":{}}").rdma();
+    assertEquals(10, empty.priorityAgingMillis());
+    assertEquals(false, empty.priorityAgingPerEntry());
+  }
+
+  @Test
+  void withPriorityAgingReplacesTheTwoAndKeepsTheRest() {
+    RdmaConfig base =
+        RdmaConfig.defaults()
+            .withEnabled(true)
+            .withProvider("native")
+            .withDevices(List.of("mlx5_0"))
+            .withLanes(4)
+            .withSoftwareDevices(3)
+            .withRailPolicy(7, 20000, 500, 4000, 0);
+    RdmaConfig changed = base.withPriorityAging(250, true);
+    assertEquals(
+        new RdmaConfig(
+            true,
+            "native",
+            List.of("mlx5_0"),
+            4,
+            "127.0.0.1",
+            3,
+            64,
+            64,
+            16,
+            1024,
+            7,
+            20000,
+            500,
+            4000,
+            0,
+            250,
+            true),
+        changed);
+    assertEquals(10, base.priorityAgingMillis(), "the original is unchanged");
+    assertEquals(false, base.priorityAgingPerEntry(), "the original is unchanged");
+    assertEquals(
+        base, changed.withPriorityAging(10, false), "the defaults' aging gives the original back");
+    assertEquals(RdmaConfig.defaults(), RdmaConfig.defaults().withPriorityAging(10, false));
+    assertEquals(
+        base.withRailPolicy(3, 10000, 30000, 300000, 1000).withPriorityAging(250, true),
+        changed.withRailPolicy(3, 10000, 30000, 300000, 1000),
+        "the rail circuit's copy method keeps the aging");
+  }
+
+  @Test
+  void eachAgingKeyIsReadAloneAndKeepsTheOthersDefault() {
+    RdmaConfig perEntry =
+        EngineConfig.fromJson("{\"rdma\":{\"priorityAgingPerEntry\":true}}").rdma();
+    assertEquals(RdmaConfig.defaults().withPriorityAging(10, true), perEntry);
+    RdmaConfig millis = EngineConfig.fromJson("{\"rdma\":{\"priorityAgingMillis\":60000}}").rdma();
+    assertEquals(RdmaConfig.defaults().withPriorityAging(60000, false), millis);
+    RdmaConfig both =
+        EngineConfig.fromJson(
+                "{\"rdma\":{\"priorityAgingPerEntry\":true,\"priorityAgingMillis\":1}}")
+            .rdma();
+    assertEquals(RdmaConfig.defaults().withPriorityAging(1, true), both);
+  }
+
+  @ParameterizedTest
+  @CsvSource({
+    "0,           false",
+    "0,           true",
+    "-1,          false",
+    "60001,       true",
+    "-2147483648, false",
+    "2147483647,  true"
+  })
+  void withPriorityAgingChecksTheTimeoutAsTheConstructorDoes(int millis, boolean perEntry) {
+    assertEquals(
+        "rdma.priorityAgingMillis: must be 1..60000, got " + millis,
+        assertRejected(
+                "rdma.priorityAgingMillis",
+                "rdma.priorityAgingMillis: ",
+                () -> RdmaConfig.defaults().withPriorityAging(millis, perEntry))
+            .getMessage());
+  }
+
+  @ParameterizedTest
+  @CsvSource({"1, true", "1, false", "60000, true", "60000, false", "10, true"})
+  void theAgingSurvivesTheRoundTrip(int millis, boolean perEntry) {
+    EngineConfig config =
+        EngineConfig.defaults().withRdma(RdmaConfig.defaults().withPriorityAging(millis, perEntry));
+    String json = config.toJson();
+    assertEquals(config, EngineConfig.fromJson(json));
+    assertEquals(json, EngineConfig.fromJson(json).toJson());
+    assertEquals(
+        true,
+        json.contains(
+            "\"priorityAgingMillis\": " + millis + ",\n    \"priorityAgingPerEntry\": " + perEntry),
+        json);
   }
 }

@@ -176,7 +176,11 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
   }
 
   private void errorDelta(String kind, LongAdder source) {
-    long d = delta("err " + kind, source.sum());
+    errorDelta(kind, source.sum());
+  }
+
+  private void errorDelta(String kind, long cumulative) {
+    long d = delta("err " + kind, cumulative);
     if (d > 0) {
       counter("orbite_errors", "kind", kind).increment(d);
       errorsByKind.computeIfAbsent(kind, k -> new LongAdder()).add(d);
@@ -236,6 +240,9 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
     for (OwnerView.Owner o : view.owners()) {
       byState.merge(o.stateClass().label(), 1L, Long::sum);
       budgets(o);
+      if (o.kind().equals("RdmaTransport")) {
+        rdma(o.charges());
+      }
     }
     // Quarantined owner actors are on the board already, in state "quarantined": count them once.
     long quarantined =
@@ -258,6 +265,19 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
   }
 
   /**
+   * The RDMA transport's rail figures: the rail circuit's open pairs (a gauge), and its QP failures
+   * and repairs, slices refused because no rail pair was healthy, and refused grants (errors).
+   */
+  private void rdma(Map<String, Long> charges) {
+    gauge("orbite_rdma_rail_pairs_open").update(charges.getOrDefault("railPairsOpen", 0L));
+    counter("orbite_rdma_qps_repaired")
+        .increment(delta("rdma qps repaired", charges.getOrDefault("qpsRepaired", 0L)));
+    errorDelta("rdma_qps_failed", charges.getOrDefault("qpsFailed", 0L));
+    errorDelta("rdma_slices_refused_by_health", charges.getOrDefault("slicesRefusedByHealth", 0L));
+    errorDelta("rdma_grants_refused", charges.getOrDefault("grantsRefused", 0L));
+  }
+
+  /**
    * Budget gauges from the owners that hold budgets: {@code <charge>} and {@code <charge>Limit}.
    */
   private void budgets(OwnerView.Owner o) {
@@ -268,6 +288,7 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
           case "SegmentTable" -> "peer_segments";
           case "FileTransport" -> "file_segments";
           case "TcpTransport" -> "source_lanes";
+          case "RdmaTransport" -> "rdma_grants";
           default -> null;
         };
     if (prefix == null) {

@@ -301,7 +301,7 @@ public final class RdmaBench {
     }
     for (int rail = 0; rail < RAILS; rail++) {
       String device = "soft" + rail;
-      long bytes = c.laneBytes().getOrDefault("rdma " + device, 0L);
+      long bytes = c.laneBytes().getOrDefault("rdma/" + device, 0L);
       figures.put("rdma_rail_" + device + "_GB", bytes / 1e9);
       if (bytes == 0) {
         human.println("  warning: rail " + device + " carried no payload");

@@ -162,7 +162,7 @@ class RdmaTransferIT {
 
   static long railBytes(TransferEngine engine, String device) {
     Map<String, Long> lanes = engine.counters().laneBytes();
-    return lanes.getOrDefault("rdma " + device, 0L);
+    return lanes.getOrDefault("rdma/" + device, 0L);
   }
 
   static String firstFailure(BatchStatus s) {

@@ -83,7 +83,20 @@ final class CqLane implements Runnable {
   private volatile Thread thread;
   private volatile String faulted;
 
-  CqLane(Rail rail, int index, Verbs.Cq cq, int maxSendWr) {
+  /** How the post queues of this lane's QPs age (C14). */
+  final java.time.Duration aging;
+
+  final boolean agingPerEntry;
+
+  CqLane(
+      Rail rail,
+      int index,
+      Verbs.Cq cq,
+      int maxSendWr,
+      java.time.Duration aging,
+      boolean agingPerEntry) {
+    this.aging = aging;
+    this.agingPerEntry = agingPerEntry;
     this.rail = rail;
     this.index = index;
     this.verbs = rail.verbs;
@@ -308,7 +321,10 @@ final class CqLane implements Runnable {
       s.fail(
           receipts,
           ErrorKind.UNAVAILABLE,
-          s.channel.label() + ": " + s.channel.closedBecause(),
+          s.channel.label()
+              + ": "
+              + (qp.broken != null ? qp.broken : s.channel.closedBecause())
+              + " (never sent)",
           false);
       next(qp);
       return;

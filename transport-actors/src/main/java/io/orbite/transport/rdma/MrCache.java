@@ -41,7 +41,7 @@ final class MrCache {
     Registration r = find(whole);
     if (r == null) {
       return VerbsResult.failed(
-          22,
+          io.orbite.nativebind.Errno.EINVAL.number(),
           "the local range at 0x"
               + Long.toHexString(whole.address())
               + " ("

@@ -36,7 +36,7 @@ final class Rail {
   final List<CqLane> lanes = new ArrayList<>();
   private final int maxSendWr;
 
-  /** Requester bytes confirmed over this rail: the engine's lane counter {@code rdma <device>}. */
+  /** Requester bytes confirmed over this rail: the engine's lane counter {@code rdma/<device>}. */
   final java.util.concurrent.atomic.LongAdder bytes;
 
   /** The engine's fault hooks (NONE in production), called by lanes before payload posts. */
@@ -55,7 +55,7 @@ final class Rail {
       int maxSendWr,
       io.orbite.engine.EngineCounters counters) {
     this.verbs = verbs;
-    this.bytes = counters.lane("rdma " + device);
+    this.bytes = counters.lane("rdma/" + device);
     this.index = index;
     this.device = device;
     this.context = context;
@@ -68,8 +68,9 @@ final class Rail {
   }
 
   /**
-   * Opens {@code device} as rail {@code index} with {@code lanes} CQ lanes of {@code cqes} entries
-   * (their threads not started).
+   * Opens {@code device} as rail {@code index} with {@code rdma.lanes} CQ lanes of {@code
+   * rdma.maxCqes} entries (their threads not started), QPs of {@code rdma.maxSendWr} send WRs and
+   * post queues aging as {@code rdma.priorityAging*} says.
    *
    * @throws IllegalStateException naming the device and the call that failed; what was made is
    *     released first
@@ -78,11 +79,13 @@ final class Rail {
       Verbs verbs,
       Verbs.Device device,
       int index,
-      int lanes,
-      int cqes,
-      int maxSendWr,
+      io.orbite.config.RdmaConfig config,
       RegistryView registry,
       io.orbite.engine.EngineCounters counters) {
+    int lanes = config.lanes();
+    int cqes = config.maxCqes();
+    int maxSendWr = config.maxSendWr();
+    java.time.Duration aging = java.time.Duration.ofMillis(config.priorityAgingMillis());
     Verbs.Context ctx = require(verbs.openDevice(device), device);
     Verbs.Pd pd = null;
     Rail rail = null;
@@ -96,7 +99,7 @@ final class Rail {
               verbs, index, device.name(), ctx, pd, gid, port, attr, registry, maxSendWr, counters);
       for (int i = 0; i < lanes; i++) {
         Verbs.Cq cq = require(verbs.createCq(ctx, Math.min(cqes, attr.maxCqe()), null, 0), device);
-        rail.lanes.add(new CqLane(rail, i, cq, maxSendWr));
+        rail.lanes.add(new CqLane(rail, i, cq, maxSendWr, aging, config.priorityAgingPerEntry()));
       }
       return rail;
     } catch (RuntimeException e) {

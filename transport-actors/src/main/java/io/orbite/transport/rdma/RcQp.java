@@ -31,7 +31,7 @@ final class RcQp {
    * Requester slices queued for this QP and not yet asked for (C14: HIGH first, FIFO within a tier,
    * aged work promoted after 10 ms); taken while the QP has room.
    */
-  final PostQueue<Slice> queue = new PostQueue<>(PostQueue.DEFAULT_PROMOTION_TIMEOUT, false);
+  final PostQueue<Slice> queue;
 
   /** Set once the QP erred or its owner started closing: nothing new is posted on it. */
   volatile String broken;
@@ -55,6 +55,7 @@ final class RcQp {
     this.rail = rail;
     this.index = index;
     this.remoteRail = remoteRail;
+    this.queue = new PostQueue<>(lane.aging, lane.agingPerEntry);
   }
 
   void posted(int wrs) {

@@ -110,7 +110,11 @@ final class RdmaChannel implements PeerChannel {
     try {
       link = new ControlLink(socket);
     } catch (IOException e) {
-      LaneConnectorClose.quietly(socket);
+      try {
+        socket.close();
+      } catch (IOException ignored) {
+        // Already failing: the cause below says why.
+      }
       throw new TransferException(
           ErrorKind.UNAVAILABLE, "RDMA control connection to " + peer + ": " + e, e);
     }
@@ -165,17 +169,6 @@ final class RdmaChannel implements PeerChannel {
           ErrorKind.UNAVAILABLE,
           "RDMA handshake with " + peer + ": " + TransferException.describe(e),
           e);
-    }
-  }
-
-  /** Closing a socket whose link could not be made. */
-  private static final class LaneConnectorClose {
-    static void quietly(SocketChannel s) {
-      try {
-        s.close();
-      } catch (IOException ignored) {
-        // Already failing.
-      }
     }
   }
 
@@ -677,6 +670,15 @@ final class RdmaChannel implements PeerChannel {
       m = Math.max(m, qps.get(i).maxDebt);
     }
     return m;
+  }
+
+  /** Queued slices moved up a priority tier by aging (C14), over this endpoint's QPs. */
+  long promotions() {
+    long n = 0;
+    for (int i = 0; i < qps.length(); i++) {
+      n += qps.get(i).queue.promotions();
+    }
+    return n;
   }
 
   /** For the owner view. */

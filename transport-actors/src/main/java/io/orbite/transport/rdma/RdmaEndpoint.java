@@ -100,7 +100,9 @@ final class RdmaEndpoint {
             "slicesAwaitingGrant",
             c == null ? 0L : c.slicesAwaitingGrant(),
             "maxSqDebt",
-            c == null ? 0L : c.maxDebt()),
+            c == null ? 0L : c.maxDebt(),
+            "promotions",
+            c == null ? 0L : c.promotions()),
         peer + (detail.isEmpty() ? "" : ": " + detail));
   }
 

@@ -254,15 +254,7 @@ final class RdmaTransport {
     try {
       for (Verbs.Device d : chosen) {
         opened.add(
-            Rail.open(
-                verbs,
-                d,
-                opened.size(),
-                config.lanes(),
-                config.maxCqes(),
-                config.maxSendWr(),
-                context.registry(),
-                context.counters()));
+            Rail.open(verbs, d, opened.size(), config, context.registry(), context.counters()));
         opened.getLast().hooks = context.hooks();
       }
     } catch (RuntimeException e) {

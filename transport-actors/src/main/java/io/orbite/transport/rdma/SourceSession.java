@@ -251,7 +251,6 @@ final class SourceSession implements Runnable {
       if (code != 0) {
         counters.grantsRefused.increment();
         answer(
-            qps[req.qp()].lane,
             new RdmaWire.Grant(
                 req.id(), code, 0, 0, "region " + req.regionId() + " refused: code " + code));
         continue;
@@ -261,7 +260,6 @@ final class SourceSession implements Runnable {
         loan[0].returnLoan();
         counters.grantsRefused.increment();
         answer(
-            qps[req.qp()].lane,
             new RdmaWire.Grant(
                 req.id(),
                 ErrorKind.RESOURCE_EXHAUSTED.code(),
@@ -369,7 +367,7 @@ final class SourceSession implements Runnable {
   }
 
   /** Writes {@code g}'s answer from the reader thread, flushed at once. */
-  private void answer(CqLane lane, RdmaWire.Grant g) {
+  private void answer(RdmaWire.Grant g) {
     link.write(out -> RdmaWire.writeGrant(out, g));
     link.flush();
   }

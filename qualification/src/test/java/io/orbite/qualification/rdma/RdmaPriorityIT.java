@@ -1,0 +1,145 @@
+package io.orbite.qualification.rdma;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.Batch;
+import io.orbite.engine.BatchStatus;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.Priority;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
+import io.orbite.qualification.Await;
+import io.orbite.qualification.verify.Pattern;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Priorities on an RDMA lane (C14): with a LOW backlog queued on the requester's only QP, a HIGH
+ * task submitted later is posted as soon as a slot frees, ahead of the backlog, and posted work is
+ * never preempted; a backlog that waited past the promotion timeout (10 ms by default) is promoted.
+ * The order is the order of payload posts, seen by the lane's pre-post hook (the backlog is READs,
+ * the HIGH task a WRITE). Aging moves old work ahead of newer HIGH work by design, so the ordering
+ * test runs with a long timeout and the aging test with the default one.
+ */
+class RdmaPriorityIT {
+  private static final long TASK = 64 * 1024;
+  private static final int BACKLOG = 20;
+  private static final long REGION = TASK * (BACKLOG + 2);
+
+  @Test
+  void aHighTaskSubmittedBehindALowBacklogIsPostedAheadOfIt() {
+    List<Boolean> posts = run(60_000, 0);
+    int writeAt = posts.indexOf(true);
+    // Four slots on the QP: the held READ and three granted before the HIGH task arrived.
+    assertTrue(
+        writeAt >= 1 && writeAt <= 4,
+        () -> "the HIGH WRITE was posted ahead of the backlog, at " + writeAt + ": " + posts);
+  }
+
+  @Test
+  void aLowBacklogThatWaitedPastTheTimeoutIsPromoted() {
+    run(EngineConfig.defaults().rdma().priorityAgingMillis(), 20);
+  }
+
+  /**
+   * Holds the lane on the first LOW slice's post, queues the rest of the backlog and then one HIGH
+   * WRITE, lets {@code holdMillis} pass, releases the lane, checks every byte, and returns the
+   * order of payload posts (true: the WRITE). With {@code holdMillis} past the aging timeout the
+   * backlog must have been promoted.
+   */
+  private static List<Boolean> run(int agingMillis, long holdMillis) {
+    CountDownLatch held = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    List<Boolean> posts = new CopyOnWriteArrayList<>();
+    FaultHooks hooks =
+        new FaultHooks() {
+          @Override
+          public void beforeRdmaPost(String lane, int qpNum, long wrId, boolean write) {
+            posts.add(write);
+            if (posts.size() == 1) {
+              held.countDown();
+              try {
+                release.await(30, TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            }
+          }
+        };
+    EngineConfig one = RdmaTransferIT.rdmaConfig("prio-requester");
+    one =
+        one.withRdma(
+            one.rdma().withSoftwareDevices(1).withLanes(1).withPriorityAging(agingMillis, false));
+    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("prio-source"));
+        TransferEngine requester = TransferEngine.start(one, hooks)) {
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      long data = 5;
+      long guard = 6;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+
+      List<TransferRequest> low = new ArrayList<>();
+      for (int i = 0; i < BACKLOG; i++) {
+        low.add(
+            TransferRequest.read(local, i * TASK, peer, remote.regionId(), i * TASK, TASK)
+                .withTransport(Transport.RDMA)
+                .withPriority(Priority.LOW));
+      }
+      Batch lowBatch = requester.allocateBatch(BACKLOG);
+      lowBatch.submit(low);
+      try {
+        assertTrue(held.await(10, TimeUnit.SECONDS), "the first LOW slice was granted");
+      } catch (InterruptedException e) {
+        throw new AssertionError(e);
+      }
+      long at = BACKLOG * TASK;
+      Batch highBatch = requester.allocateBatch(1);
+      highBatch.submit(
+          List.of(
+              TransferRequest.write(local, at, peer, remote.regionId(), at, TASK)
+                  .withTransport(Transport.RDMA)
+                  .withPriority(Priority.HIGH)));
+      // The aging test lets the backlog wait past the timeout while the lane is held.
+      long t0 = System.nanoTime();
+      Await.until(Duration.ofSeconds(1), () -> System.nanoTime() - t0 >= holdMillis * 1_000_000L);
+      release.countDown();
+
+      BatchStatus high = highBatch.await(Duration.ofSeconds(30));
+      BatchStatus lowDone = lowBatch.await(Duration.ofSeconds(60));
+      highBatch.free();
+      lowBatch.free();
+      assertTrue(high.allCompleted(), high::toString);
+      assertTrue(lowDone.allCompleted(), lowDone::toString);
+      assertEquals(BACKLOG + 1, posts.size(), "one post per slice: " + posts);
+      if (holdMillis > agingMillis) {
+        assertTrue(
+            Await.until(
+                Duration.ofSeconds(2),
+                () -> RdmaPeerIT.charge(requester, "RdmaEndpoint", "promotions") > 0),
+            "the aged LOW backlog was promoted");
+      } else {
+        assertEquals(0, RdmaPeerIT.charge(requester, "RdmaEndpoint", "promotions"));
+      }
+      assertEquals(-1, Pattern.verify(local.segment(), 0, at, data, 0), "the READs landed");
+      assertEquals(
+          -1, Pattern.verify(local.segment(), at, REGION - at, guard, at), "and nothing else");
+      assertEquals(-1, Pattern.verify(remote.segment(), at, TASK, guard, at), "the WRITE landed");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, at, data, 0), "the source's rest");
+      return List.copyOf(posts);
+    }
+  }
+}

@@ -26,6 +26,13 @@ final class MrCache {
   final LongAdder registered = new LongAdder();
   final LongAdder deregistered = new LongAdder();
 
+  /**
+   * MRs whose deregistration failed: kept for good, never deregistered again (spec 001). The device
+   * may still reach their pages, so each holds a loan on its registration (when it is still live),
+   * which keeps the engine from freeing that memory.
+   */
+  private final java.util.List<Entry> kept = new java.util.ArrayList<>();
+
   MrCache(Verbs verbs, Verbs.Pd pd, RegistryView registry) {
     this.verbs = verbs;
     this.pd = pd;
@@ -121,6 +128,13 @@ final class MrCache {
       deregistered.increment();
       return true;
     }
+    kept.add(e);
+    e.registration().tryLoan(); // refused once the range is hidden: it is then already going
     return false;
+  }
+
+  /** MRs kept after a failed deregistration. */
+  synchronized int kept() {
+    return kept.size();
   }
 }

@@ -259,19 +259,25 @@ final class Rail {
   }
 
   /**
-   * Closes the rail after its lanes' threads ended: lanes' CQs, MRs, PD, context. A failed step
-   * keeps what depends on it (nothing is retried).
+   * Closes the rail after its lanes' threads ended: the persistent MRs, the lanes' own MRs and CQs,
+   * then the PD and the context. A failed step keeps what depends on it (nothing is retried): an MR
+   * that cannot be deregistered keeps a loan on its registration, so that memory is never freed
+   * under the device.
    *
    * @return what could not be released, or empty
    */
   List<String> close() {
     List<String> failed = new ArrayList<>();
-    for (CqLane lane : lanes) {
-      failed.addAll(lane.release());
-    }
     int mrFailures = mrs.closeAll();
     if (mrFailures > 0) {
-      failed.add(device + ": " + mrFailures + " MRs could not be deregistered");
+      failed.add(
+          device
+              + ": "
+              + mrFailures
+              + " MR(s) could not be deregistered; their registrations stay loaned");
+    }
+    for (CqLane lane : lanes) {
+      failed.addAll(lane.release());
     }
     if (!failed.isEmpty()) {
       return failed;

@@ -80,6 +80,8 @@ final class RdmaContext {
             (long) rail.mrs.size(),
             "mrsRegistered",
             rail.mrs.registered.sum(),
+            "mrsKept",
+            (long) rail.mrs.kept(),
             "lanes",
             (long) rail.lanes.size(),
             "pauses",

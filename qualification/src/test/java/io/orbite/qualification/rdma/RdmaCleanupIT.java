@@ -1,0 +1,100 @@
+package io.orbite.qualification.rdma;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.orbite.engine.Access;
+import io.orbite.engine.Batch;
+import io.orbite.engine.BatchStatus;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
+import io.orbite.engine.spi.Registration;
+import io.orbite.nativebind.verbs.soft.SoftFaults;
+import io.orbite.qualification.verify.Pattern;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * MR cleanup failure and engine replacement: the requester's persistent MR cannot be deregistered
+ * when its engine closes. The MR is kept (never deregistered again), its context is quarantined,
+ * and its registration stays loaned, so its memory is never freed under the device: it still holds
+ * its bytes. A fresh engine in the same process, with a fresh epoch, then moves verified bytes over
+ * RDMA to the same source.
+ */
+class RdmaCleanupIT {
+  private static final long REGION = 4L << 20;
+  private static final long TASK = 1L << 20;
+
+  @Test
+  void anMrThatCannotBeDeregisteredKeepsItsMemoryAndAFreshEngineCarriesOn() {
+    SoftFaults faults = SoftFaults.create();
+    FaultHooks hooks =
+        new FaultHooks() {
+          @Override
+          public Object rdmaFaults() {
+            return faults;
+          }
+        };
+    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("mr-source"))) {
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 71;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+
+      TransferEngine first = TransferEngine.start(RdmaTransferIT.rdmaConfig("mr-first"), hooks);
+      RegisteredMemory local = first.allocate(REGION, Access.READ_WRITE);
+      long firstEpoch = first.localSegment().epoch();
+      read(first, local, source, remote, data);
+      faults.failNextDestroy(SoftFaults.Kind.MR, 5, true);
+      first.close(Duration.ofSeconds(30));
+
+      Registration kept = (Registration) local;
+      assertFalse(kept.released(), "the memory under the kept MR was not freed");
+      assertTrue(kept.loans() > 0, "the kept MR holds a loan on its registration");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), 0, TASK, data, 0),
+          "and it still holds the bytes the READ brought");
+      List<QuarantinedOwner> quarantined = first.quarantined();
+      assertTrue(
+          quarantined.stream().anyMatch(q -> q.owner().startsWith("RdmaContext")),
+          () -> "its context is quarantined: " + quarantined);
+
+      try (TransferEngine second = TransferEngine.start(RdmaTransferIT.rdmaConfig("mr-second"))) {
+        assertNotEquals(firstEpoch, second.localSegment().epoch(), "a fresh epoch");
+        RegisteredMemory fresh = second.allocate(REGION, Access.READ_WRITE);
+        read(second, fresh, source, remote, data);
+      }
+    }
+  }
+
+  /** One RDMA READ of 1 MiB into {@code local}, its bytes and guards checked. */
+  private static void read(
+      TransferEngine requester,
+      RegisteredMemory local,
+      TransferEngine source,
+      RegisteredMemory remote,
+      long data) {
+    long guard = data + 1;
+    Pattern.fill(local.segment(), 0, REGION, guard, 0);
+    RemoteSegment peer =
+        requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+    Batch batch = requester.allocateBatch(1);
+    batch.submit(
+        List.of(
+            TransferRequest.read(local, 0, peer, remote.regionId(), 0, TASK)
+                .withTransport(Transport.RDMA)));
+    BatchStatus s = batch.await(Duration.ofSeconds(30));
+    batch.free();
+    assertTrue(s.allCompleted(), s::toString);
+    assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, data, 0), "payload");
+    assertEquals(-1, Pattern.verify(local.segment(), TASK, REGION - TASK, guard, TASK), "guards");
+  }
+}

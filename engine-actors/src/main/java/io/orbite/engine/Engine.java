@@ -39,6 +39,16 @@ public interface Engine extends AutoCloseable {
   io.orbite.engine.OwnerView ownerView();
 
   /**
+   * Each RDMA rail's link rate, bandwidth estimates and byte charges, as the rail selection sees
+   * them; local observations, never a device query. Still answers after close.
+   *
+   * @return one entry per rail; empty when the RDMA transport is off
+   */
+  default java.util.List<NicLoadStats> nicLoadStats() {
+    return NicLoadStats.of(ownerView());
+  }
+
+  /**
    * What the engine still has charged ({@link EngineOwed}), read at once from objects the guardian
    * publishes, never from a mailbox: current while the engine runs and closes, and after a
    * confirmed close what it retains. Never throws.

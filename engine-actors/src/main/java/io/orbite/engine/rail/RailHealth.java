@@ -165,6 +165,27 @@ public final class RailHealth {
     return e == null || e.state == State.CLOSED;
   }
 
+  /**
+   * Whether {@link #admit} would admit work on {@code pair} now: ordinary work on a closed pair, or
+   * the trial of an open one whose cooldown and probe interval have passed. Arms nothing: a
+   * selector uses it to keep a pair due for its trial among the candidates.
+   */
+  public synchronized boolean admissible(Pair pair) {
+    Entry e = pairs.get(pair);
+    if (e == null || e.state == State.CLOSED) {
+      return true;
+    }
+    if (e.state == State.HALF_OPEN) {
+      return false;
+    }
+    long now = nanoClock.getAsLong();
+    if (now - e.openUntil < 0) {
+      return false;
+    }
+    return e.lastTrialAt == Long.MIN_VALUE
+        || now - e.lastTrialAt >= policy.probeInterval().toNanos();
+  }
+
   /** The pair's circuit now ({@link State#CLOSED} for a pair the table does not hold). */
   public synchronized State state(Pair pair) {
     Entry e = pairs.get(pair);

@@ -122,6 +122,26 @@ class RailHealthTest {
   }
 
   @Test
+  void admissibleSaysWhetherAdmitWouldAdmitAndArmsNothing() {
+    assertTrue(health.admissible(AB), "an unknown pair is closed");
+    openIt(AB);
+    assertFalse(health.admissible(AB), "open, cooling down");
+    advance(Duration.ofSeconds(30));
+    for (int i = 0; i < 3; i++) {
+      assertTrue(health.admissible(AB), "its trial is due");
+    }
+    assertEquals(0, health.counts().trials(), "looking armed no trial");
+    Ticket trial = admitted(AB);
+    assertTrue(trial.trial());
+    assertFalse(health.admissible(AB), "half-open: the trial is running");
+    health.cancelled(trial);
+    assertFalse(health.admissible(AB), "the next trial waits out the probe interval");
+    advance(Duration.ofSeconds(1));
+    assertTrue(health.admissible(AB));
+    assertTrue(admitted(AB).trial());
+  }
+
+  @Test
   void aCancelledTrialGivesItsSlotBackAfterTheProbeInterval() {
     openIt(AB);
     advance(Duration.ofSeconds(30));

@@ -125,6 +125,25 @@ class RdmaTransferIT {
     long soft1 = railBytes(requester, "soft1");
     assertTrue(soft0 > 0 && soft1 > 0, () -> "both rails carry payload: " + soft0 + " / " + soft1);
     assertEquals(expected, soft0 + soft1 - railBytesBefore, "rail counters sum to the payload");
+    // nicLoadStats: both rails seen, every byte assigned to one and none left charged.
+    long moved = expected;
+    assertTrue(
+        io.orbite.qualification.Await.until(
+            Duration.ofSeconds(2),
+            () -> {
+              List<io.orbite.engine.NicLoadStats> nics = requester.nicLoadStats();
+              return nics.size() == 2
+                  && nics.stream().allMatch(n -> n.chargedBytes() == 0 && n.allocatedBytes() > 0)
+                  && nics.stream().mapToLong(io.orbite.engine.NicLoadStats::completedBytes).sum()
+                      >= moved;
+            }),
+        () -> "nicLoadStats: " + requester.nicLoadStats());
+    for (io.orbite.engine.NicLoadStats n : requester.nicLoadStats()) {
+      assertTrue(
+          n.selectionBytesPerSecond() >= n.linkBytesPerSecond() / 10
+              && n.selectionBytesPerSecond() <= n.linkBytesPerSecond() * 10,
+          n::toString);
+    }
   }
 
   @Test

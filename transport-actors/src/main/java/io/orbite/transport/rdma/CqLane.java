@@ -357,6 +357,8 @@ final class CqLane implements Runnable {
         next(qp);
       } else {
         qp.posted(1);
+        s.postedAt = System.nanoTime();
+        s.channel.selector().posted(rail.index, s.length, s.postedAt);
         s.payloadPosted = true;
         s.stage = Slice.Stage.POSTED;
         // No SEND behind it: the payload's own completion gives the slot back.
@@ -365,6 +367,8 @@ final class CqLane implements Runnable {
       return;
     }
     qp.posted(2);
+    s.postedAt = System.nanoTime();
+    s.channel.selector().posted(rail.index, s.length, s.postedAt);
     s.payloadPosted = true;
     s.sendPosted = true;
     s.stage = Slice.Stage.POSTED;

@@ -54,7 +54,7 @@ final class RdmaChannel implements PeerChannel {
       new ConcurrentHashMap<>();
   private final int lanesPerRail;
   private final int railCount;
-  private final double[] weights;
+  private final RailSelector selector;
   private final RailHealth health;
   private final SlicePlanner planner;
   private final ConcurrentHashMap<Long, Slice> asked = new ConcurrentHashMap<>();
@@ -74,7 +74,9 @@ final class RdmaChannel implements PeerChannel {
       int lanesPerRail,
       int railCount,
       RailHealth health,
+      RailSelector selector,
       RdmaCounters counters) {
+    this.selector = selector;
     this.peer = peer;
     this.link = link;
     this.qps = new AtomicReferenceArray<>(qps);
@@ -84,11 +86,6 @@ final class RdmaChannel implements PeerChannel {
     this.health = health;
     this.counters = counters;
     this.planner = new SlicePlanner(64 * 1024, 64, 32);
-    this.weights = new double[railCount];
-    for (int r = 0; r < railCount; r++) {
-      double g = qps[r * lanesPerRail].rail.gbps();
-      weights[r] = g > 0 ? g : 1;
-    }
   }
 
   /**
@@ -104,6 +101,7 @@ final class RdmaChannel implements PeerChannel {
       TcpConfig tcp,
       List<Rail> rails,
       RailHealth health,
+      RailSelector selector,
       RdmaCounters counters) {
     SocketChannel socket = LaneConnector.connect(peer, 0, localEpoch, tcp, Transport.RDMA);
     ControlLink link;
@@ -151,7 +149,15 @@ final class RdmaChannel implements PeerChannel {
       socket.socket().setSoTimeout(0);
       RdmaChannel channel =
           new RdmaChannel(
-              peer, link, made.toArray(RcQp[]::new), remote, lanes, rails.size(), health, counters);
+              peer,
+              link,
+              made.toArray(RcQp[]::new),
+              remote,
+              lanes,
+              rails.size(),
+              health,
+              selector,
+              counters);
       Thread.ofPlatform()
           .daemon()
           .name("orbite-rdma-control-" + peer.port() + "-" + Long.toHexString(peer.epoch()))
@@ -248,7 +254,19 @@ final class RdmaChannel implements PeerChannel {
                       + " slices makes larger ones (never sent)"));
       return 1;
     }
-    int[] railOfSlice = spread(plan.count());
+    boolean[] eligible = new boolean[railCount];
+    boolean any = false;
+    for (int r = 0; r < railCount; r++) {
+      RcQp qp = qps.get(r * lanesPerRail);
+      eligible[r] =
+          health.admissible(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail));
+      any |= eligible[r];
+    }
+    if (!any) {
+      // No pair admits work now: let admission refuse each, naming why.
+      java.util.Arrays.fill(eligible, true);
+    }
+    int[] railOfSlice = selector.assign(plan.count(), plan.blockBytes(), eligible);
     int turn = rotation.getAndIncrement();
     for (int i = 0; i < plan.count(); i++) {
       Slice s = admit(work, plan.offset(i), plan.length(i), railOfSlice[i], turn + i);
@@ -258,41 +276,6 @@ final class RdmaChannel implements PeerChannel {
       }
     }
     return plan.count();
-  }
-
-  /**
-   * Rails by share of link rate: each rail gets the floor of its share of the slices, the leftovers
-   * go to the fastest rail; rails of equal rate take turns (by a rotation per parent), so
-   * single-slice parents spread over them too.
-   */
-  private int[] spread(int slices) {
-    double total = 0;
-    double fastest = 0;
-    for (int r = 0; r < railCount; r++) {
-      total += weights[r];
-      fastest = Math.max(fastest, weights[r]);
-    }
-    int start = Math.floorMod(rotation.get(), railCount);
-    int best = -1;
-    for (int k = 0; k < railCount && best < 0; k++) {
-      int r = (start + k) % railCount;
-      if (weights[r] == fastest) {
-        best = r;
-      }
-    }
-    int[] out = new int[slices];
-    int at = 0;
-    for (int k = 0; k < railCount; k++) {
-      int r = (start + k) % railCount;
-      int n = (int) Math.floor(weights[r] / total * slices);
-      for (int j = 0; j < n && at < slices; j++) {
-        out[at++] = r;
-      }
-    }
-    while (at < slices) {
-      out[at++] = best;
-    }
-    return out;
   }
 
   /**
@@ -319,6 +302,7 @@ final class RdmaChannel implements PeerChannel {
       if (a instanceof RailHealth.Admission.Admitted admitted) {
         Slice s = new Slice(work, offset, length, qp, admitted.ticket(), this);
         s.id = ids.incrementAndGet();
+        selector.charge(qp.rail.index, length);
         if (live == null) {
           awaitRepair(slot, s);
         }
@@ -350,6 +334,10 @@ final class RdmaChannel implements PeerChannel {
 
   RailHealth health() {
     return health;
+  }
+
+  RailSelector selector() {
+    return selector;
   }
 
   ControlLink link() {
@@ -514,6 +502,7 @@ final class RdmaChannel implements PeerChannel {
     }
     for (Slice s : finish(rp)) {
       health.failed(s.ticket);
+      selector.finished(s.qp.rail.index, s.length, false, false, 0, 0);
       s.work
           .sink()
           .deliver(
@@ -548,6 +537,7 @@ final class RdmaChannel implements PeerChannel {
   private void queueOnLane(Slice s) {
     if (!s.qp.lane.submit(() -> s.qp.lane.enqueue(s))) {
       health.cancelled(s.ticket);
+      selector.finished(s.qp.rail.index, s.length, false, false, 0, 0);
       s.work
           .sink()
           .deliver(

@@ -48,23 +48,30 @@ final class RdmaContext {
   private final Rail rail;
   private final TransportContext context;
   private final RailHealth health;
+  private final RailSelector selector;
   private final TimerScheduler<Command> timers;
   private OwnerState state = OwnerState.ACTIVE;
   private long pauses;
   private String detail = "";
 
   private RdmaContext(
-      Rail rail, TransportContext context, RailHealth health, TimerScheduler<Command> timers) {
+      Rail rail,
+      TransportContext context,
+      RailHealth health,
+      RailSelector selector,
+      TimerScheduler<Command> timers) {
+    this.selector = selector;
     this.rail = rail;
     this.context = context;
     this.health = health;
     this.timers = timers;
   }
 
-  static Behavior<Command> create(Rail rail, TransportContext context, RailHealth health) {
+  static Behavior<Command> create(
+      Rail rail, TransportContext context, RailHealth health, RailSelector selector) {
     return Behaviors.withTimers(
         timers -> {
-          RdmaContext c = new RdmaContext(rail, context, health, timers);
+          RdmaContext c = new RdmaContext(rail, context, health, selector, timers);
           timers.startTimerWithFixedDelay(Tick.INSTANCE, SCAN);
           timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
           return OwnerBoard.reporting(context.owners(), c::report, c.active());
@@ -72,20 +79,23 @@ final class RdmaContext {
   }
 
   private OwnerBoard.Report report() {
+    RailSelector.Load load = selector.load(rail.index);
     return new OwnerBoard.Report(
         "RdmaContext",
         state,
-        Map.of(
-            "mrs",
-            (long) rail.mrs.size(),
-            "mrsRegistered",
-            rail.mrs.registered.sum(),
-            "mrsKept",
-            (long) rail.mrs.kept(),
-            "lanes",
-            (long) rail.lanes.size(),
-            "pauses",
-            pauses),
+        Map.ofEntries(
+            Map.entry("mrs", (long) rail.mrs.size()),
+            Map.entry("mrsRegistered", rail.mrs.registered.sum()),
+            Map.entry("mrsKept", (long) rail.mrs.kept()),
+            Map.entry("lanes", (long) rail.lanes.size()),
+            Map.entry("pauses", pauses),
+            Map.entry("linkBytesPerSecond", load.linkBytesPerSecond()),
+            Map.entry("selectionBytesPerSecond", load.selectionBytesPerSecond()),
+            Map.entry("transmitBytesPerSecond", load.transmitBytesPerSecond()),
+            Map.entry("chargedBytes", load.chargedBytes()),
+            Map.entry("postedBytes", load.postedBytes()),
+            Map.entry("completedBytes", load.completedBytes()),
+            Map.entry("allocatedBytes", load.allocatedBytes())),
         rail.device + (detail.isEmpty() ? "" : ": " + detail));
   }
 

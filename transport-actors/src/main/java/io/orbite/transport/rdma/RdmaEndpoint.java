@@ -65,6 +65,7 @@ final class RdmaEndpoint {
       TransportContext context,
       List<Rail> rails,
       RailHealth health,
+      RailSelector selector,
       RdmaCounters counters) {
     return Behaviors.withTimers(
         timers ->
@@ -81,6 +82,7 @@ final class RdmaEndpoint {
                                   context.config().tcp(),
                                   rails,
                                   health,
+                                  selector,
                                   counters),
                           context.blockingIo()),
                       Opened::new);

@@ -71,6 +71,7 @@ final class RdmaTransport {
   private final Set<SourceSession> sessions = new HashSet<>();
   private final List<ActorRef<RdmaContext.Command>> contexts = new ArrayList<>();
   private List<Rail> rails = List.of();
+  private RailSelector selector;
   private OwnerState state = OwnerState.OPENING;
   private String why = "";
   private long endpointSequence;
@@ -199,10 +200,13 @@ final class RdmaTransport {
                 return stash.unstashAll(unavailable());
               }
               rails = m.rails();
+              selector = new RailSelector(rails.stream().mapToDouble(Rail::gbps).toArray());
               for (Rail rail : rails) {
                 rail.lanes.forEach(CqLane::start);
                 ActorRef<RdmaContext.Command> c =
-                    ctx.spawn(RdmaContext.create(rail, context, health), "context-" + rail.device);
+                    ctx.spawn(
+                        RdmaContext.create(rail, context, health, selector),
+                        "context-" + rail.device);
                 contexts.add(c);
               }
               state = OwnerState.SERVING;
@@ -393,7 +397,7 @@ final class RdmaTransport {
       }
       endpoint =
           ctx.spawn(
-              RdmaEndpoint.create(m.peer(), context, rails, health, counters),
+              RdmaEndpoint.create(m.peer(), context, rails, health, selector, counters),
               "endpoint-"
                   + m.peer().port()
                   + "-"

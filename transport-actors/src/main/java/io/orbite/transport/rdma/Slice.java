@@ -49,6 +49,9 @@ final class Slice {
 
   String deferredDetail;
 
+  /** When its payload WR was posted ({@link System#nanoTime()}). */
+  long postedAt;
+
   /** Whether the completion SEND was posted behind the payload. */
   boolean sendPosted;
 
@@ -99,6 +102,7 @@ final class Slice {
     }
     stage = Stage.FINISHED;
     channel.health().succeeded(ticket);
+    channel.selector().finished(qp.rail.index, length, true, true, postedAt, System.nanoTime());
     channel.counted(this);
     receipts.ok(
         work.sink(),
@@ -121,6 +125,7 @@ final class Slice {
     if (!payloadPosted) {
       releaseSlot(); // nothing of it is on the send queue
     }
+    channel.selector().finished(qp.rail.index, length, false, payloadPosted, postedAt, 0);
     if (railFault) {
       channel.health().failed(ticket);
     } else {

@@ -1,0 +1,218 @@
+package io.orbite.transport.rdma;
+
+import java.util.Arrays;
+
+/**
+ * Bandwidth-aware rail selection (spec 002, after TENT's DeviceSelector), shared by every endpoint
+ * of one RDMA transport: a rail's charges are the bytes of its slices in flight to any peer.
+ *
+ * <p>For each eligible rail, {@code score = (charged + sliceBytes) / selectionBandwidth *
+ * tierWeight}. A single slice takes the lowest score, ties taking turns. A multi-slice parent gives
+ * each rail {@code floor(weight / totalWeight * slices)} slices with {@code weight = 1 / (score +
+ * 1e-12)}, the leftovers to the best rail; every 100th multi-slice parent instead deals its slices
+ * round-robin over the eligible rails (a probe, so an idle rail's estimate stays fresh). Ineligible
+ * rails (their pair's circuit open) are never chosen, probes included.
+ *
+ * <p>Two estimates per rail, each clamped to 0.1..10 times its seed (the port's link rate, or 400
+ * Gb/s when the port reports none): the selection estimate, an EWMA of a slice's payload bytes over
+ * the time from its post to its payload completion (old-value weight 0.01), and the transmit
+ * bandwidth, completed payload bytes over time while payload was outstanding (old-value weight 0.9,
+ * updated at most every 10 ms over a window of at least 10 ms and at most 50 ms). Tier weights are
+ * [1, 5, 10]; every rail here is in the first tier (no NUMA placement is known).
+ *
+ * <p>Thread-safe: one lock, held for a few arithmetic steps; nothing is allocated per slice but the
+ * returned assignment of a multi-slice parent.
+ */
+final class RailSelector {
+  static final double[] TIER_WEIGHTS = {1, 5, 10};
+  static final double DEFAULT_GBPS = 400;
+  static final int PROBE_EVERY = 100;
+  private static final double SELECTION_OLD_WEIGHT = 0.01;
+  private static final double TRANSMIT_OLD_WEIGHT = 0.9;
+  private static final long TRANSMIT_MIN_NANOS = 10_000_000L;
+  private static final long TRANSMIT_MAX_NANOS = 50_000_000L;
+
+  private final int rails;
+  private final double[] seed;
+  private final double[] selection;
+  private final double[] transmit;
+  private final long[] charged;
+  private final long[] posted;
+  private final long[] completed;
+  private final long[] allocated;
+  private final long[] windowStart;
+  private final long[] windowBytes;
+  private final int[] tier;
+  private int turn;
+  private long multiSliceParents;
+
+  /**
+   * A selector for rails whose ports report {@code gbps} (0 when unknown).
+   *
+   * @param gbps each rail's link rate in Gb/s
+   */
+  RailSelector(double[] gbps) {
+    this.rails = gbps.length;
+    this.seed = new double[rails];
+    for (int r = 0; r < rails; r++) {
+      double g = gbps[r] > 0 ? gbps[r] : DEFAULT_GBPS;
+      seed[r] = g * 1e9 / 8;
+    }
+    this.selection = seed.clone();
+    this.transmit = seed.clone();
+    this.charged = new long[rails];
+    this.posted = new long[rails];
+    this.completed = new long[rails];
+    this.allocated = new long[rails];
+    this.windowStart = new long[rails];
+    this.windowBytes = new long[rails];
+    this.tier = new int[rails];
+  }
+
+  int rails() {
+    return rails;
+  }
+
+  private double score(int r, long sliceBytes) {
+    return (charged[r] + sliceBytes) / selection[r] * TIER_WEIGHTS[tier[r]];
+  }
+
+  /**
+   * Chooses a rail for each of {@code slices} slices of {@code sliceBytes} (the block size; a
+   * folded tail is charged as its own length by {@link #charge}) among the rails {@code eligible}
+   * marks, and charges nothing yet.
+   *
+   * @return the rail of each slice, or null when no rail is eligible
+   */
+  synchronized int[] assign(int slices, long sliceBytes, boolean[] eligible) {
+    int start = Math.floorMod(turn++, rails);
+    int best = -1;
+    double bestScore = Double.MAX_VALUE;
+    for (int k = 0; k < rails; k++) {
+      int r = (start + k) % rails;
+      if (eligible[r]) {
+        double s = score(r, sliceBytes);
+        if (s < bestScore) {
+          best = r;
+          bestScore = s;
+        }
+      }
+    }
+    if (best < 0) {
+      return null;
+    }
+    int[] out = new int[slices];
+    if (slices == 1) {
+      out[0] = best;
+      return out;
+    }
+    if (++multiSliceParents % PROBE_EVERY == 0) {
+      int at = 0;
+      for (int i = 0; at < slices; i++) {
+        int r = (start + i) % rails;
+        if (eligible[r]) {
+          out[at++] = r;
+        }
+      }
+      return out;
+    }
+    double total = 0;
+    double[] weight = new double[rails];
+    for (int r = 0; r < rails; r++) {
+      if (eligible[r]) {
+        weight[r] = 1 / (score(r, sliceBytes) + 1e-12);
+        total += weight[r];
+      }
+    }
+    int at = 0;
+    for (int k = 0; k < rails; k++) {
+      int r = (start + k) % rails;
+      int n = eligible[r] ? (int) Math.floor(weight[r] / total * slices) : 0;
+      for (int j = 0; j < n && at < slices; j++) {
+        out[at++] = r;
+      }
+    }
+    while (at < slices) {
+      out[at++] = best;
+    }
+    return out;
+  }
+
+  /** {@code bytes} of a slice assigned to rail {@code r} are in flight now. */
+  synchronized void charge(int r, long bytes) {
+    charged[r] += bytes;
+    allocated[r] += bytes;
+  }
+
+  /** A slice's payload WR of {@code bytes} was posted on rail {@code r}. */
+  synchronized void posted(int r, long bytes, long nowNanos) {
+    if (posted[r] == completed[r]) {
+      windowStart[r] = nowNanos; // payload outstanding again: a fresh transmit window
+      windowBytes[r] = 0;
+    }
+    posted[r] += bytes;
+  }
+
+  /**
+   * A slice of {@code bytes} on rail {@code r} ended: its charge is returned; when it moved its
+   * bytes, its payload time ({@code postedAt} to {@code nowNanos}) feeds the estimates. A failed or
+   * uncertain slice feeds nothing.
+   */
+  synchronized void finished(
+      int r, long bytes, boolean moved, boolean wasPosted, long postedAt, long nowNanos) {
+    charged[r] -= bytes;
+    if (!wasPosted) {
+      return;
+    }
+    completed[r] += bytes;
+    if (!moved) {
+      return;
+    }
+    long took = Math.max(1, nowNanos - postedAt);
+    double sample = bytes * 1e9 / took;
+    selection[r] =
+        clamp(r, SELECTION_OLD_WEIGHT * selection[r] + (1 - SELECTION_OLD_WEIGHT) * sample);
+    windowBytes[r] += bytes;
+    long span = nowNanos - windowStart[r];
+    if (span >= TRANSMIT_MIN_NANOS) {
+      double tx = windowBytes[r] * 1e9 / Math.min(span, TRANSMIT_MAX_NANOS);
+      transmit[r] = clamp(r, TRANSMIT_OLD_WEIGHT * transmit[r] + (1 - TRANSMIT_OLD_WEIGHT) * tx);
+      windowStart[r] = nowNanos;
+      windowBytes[r] = 0;
+    }
+  }
+
+  private double clamp(int r, double v) {
+    return Math.max(0.1 * seed[r], Math.min(10 * seed[r], v));
+  }
+
+  /** One rail's figures, for the owner view and {@code nicLoadStats()}. */
+  record Load(
+      long linkBytesPerSecond,
+      long selectionBytesPerSecond,
+      long transmitBytesPerSecond,
+      long chargedBytes,
+      long postedBytes,
+      long completedBytes,
+      long allocatedBytes) {}
+
+  synchronized Load load(int r) {
+    return new Load(
+        (long) seed[r],
+        (long) selection[r],
+        (long) transmit[r],
+        charged[r],
+        posted[r],
+        completed[r],
+        allocated[r]);
+  }
+
+  @Override
+  public synchronized String toString() {
+    return "RailSelector(selection "
+        + Arrays.toString(selection)
+        + ", charged "
+        + Arrays.toString(charged)
+        + ")";
+  }
+}

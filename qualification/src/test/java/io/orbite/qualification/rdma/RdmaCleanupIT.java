@@ -75,6 +75,45 @@ class RdmaCleanupIT {
     }
   }
 
+  /**
+   * A CQ, then (in a second engine) a PD, whose destroy fails when its engine closes: the context
+   * is quarantined naming the call, what depends on the failed object is kept (a failed CQ stops
+   * the PD and the context from being released), and a second close retries nothing.
+   */
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.EnumSource(
+      value = SoftFaults.Kind.class,
+      names = {"CQ", "PD"})
+  void aFailedCqOrPdDestroyQuarantinesItsContextAndIsNeverRetried(SoftFaults.Kind kind) {
+    SoftFaults faults = SoftFaults.create();
+    FaultHooks hooks =
+        new FaultHooks() {
+          @Override
+          public Object rdmaFaults() {
+            return faults;
+          }
+        };
+    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("dep-source"))) {
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 81;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      TransferEngine engine = TransferEngine.start(RdmaTransferIT.rdmaConfig("dep-" + kind), hooks);
+      RegisteredMemory local = engine.allocate(REGION, Access.READ_WRITE);
+      read(engine, local, source, remote, data);
+      faults.failNextDestroy(kind, 5, true);
+      engine.close(Duration.ofSeconds(30));
+      String call = kind == SoftFaults.Kind.CQ ? "ibv_destroy_cq" : "ibv_dealloc_pd";
+      List<QuarantinedOwner> q = engine.quarantined();
+      assertTrue(
+          q.stream()
+              .anyMatch(o -> o.owner().startsWith("RdmaContext") && o.reason().contains(call)),
+          () -> "the context is quarantined naming " + call + ": " + q);
+      engine.close(Duration.ofSeconds(5)); // a second close: nothing is destroyed again
+      assertEquals(q, engine.quarantined(), "nothing changed, nothing retried");
+      assertTrue(((Registration) local).released(), "no MR was kept: the memory was freed");
+    }
+  }
+
   /** One RDMA READ of 1 MiB into {@code local}, its bytes and guards checked. */
   private static void read(
       TransferEngine requester,

@@ -85,4 +85,72 @@ class PostQueueSpec extends AnyFlatSpec with PropertySupport {
       posted.size shouldBe nextId
     }
   }
+
+  private case class Sweep(modulus: Int, rest: Int) extends Op
+
+  private val genSweepCase = for {
+    n <- Gen.choose(10, 400)
+    ops <- Gen.listOfN(
+      n,
+      Gen.frequency(
+        12 -> genOp,
+        1 -> (for {
+          k <- Gen.choose(1, 5)
+          r <- Gen.choose(0, 4)
+        } yield Sweep(k, r % k))))
+    perEntry <- Gen.oneOf(false, true)
+    timeoutMs <- Gen.oneOf(1L, 3L, 10L)
+  } yield (ops, perEntry, timeoutMs)
+
+  it should "hand out exactly the order of a sorted model through polls, sweeps and the final drain" in {
+    forAll(genSweepCase) { case (ops, perEntry, timeoutMs) =>
+      val timeout = timeoutMs * 1000000L
+      val q = new PostQueue[Integer](Duration.ofMillis(timeoutMs), perEntry)
+      var now = 0L
+      var lastPass = Long.MinValue
+      var nextId = 0
+      val model = scala.collection.mutable.ArrayBuffer.empty[M]
+      val priorities = Priority.values()
+      // The reference: by tier, then enqueue time, then offer order.
+      def ordered = model.sortBy(m => (m.tier, m.at, m.id)).toList
+      for (op <- ops) {
+        op match {
+          case Offer(t) =>
+            q.offer(Integer.valueOf(nextId), priorities(t), now)
+            model += M(nextId, now, t)
+            nextId += 1
+          case Poll =>
+            val got = Option(q.poll()).map(_.intValue)
+            got shouldBe ordered.headOption.map(_.id)
+            ordered.headOption.foreach(model -= _)
+          case Promote =>
+            q.promote(now)
+            if (lastPass == Long.MinValue || now - lastPass >= 1000000L) {
+              lastPass = now
+              for (from <- Seq(1, 2)) {
+                val tier = model.filter(_.tier == from)
+                if (tier.nonEmpty && now - tier.map(_.at).min >= timeout) {
+                  tier.filter(m => !perEntry || now - m.at >= timeout).foreach(_.tier = from - 1)
+                }
+              }
+            }
+          case Sweep(k, r) =>
+            val removed = scala.collection.mutable.ArrayBuffer.empty[Int]
+            val n = q.removeIf(i => i.intValue % k == r, i => removed += i.intValue)
+            val expected = ordered.filter(_.id % k == r)
+            removed.toList shouldBe expected.map(_.id)
+            n shouldBe expected.size
+            model --= expected
+          case Advance(us) => now += us * 1000L
+        }
+        q.isEmpty shouldBe model.isEmpty
+        for (t <- 0 to 2) q.size(priorities(t)) shouldBe model.count(_.tier == t)
+      }
+      val drained = scala.collection.mutable.ArrayBuffer.empty[Int]
+      q.drainTo(i => drained += i.intValue) shouldBe model.size
+      drained.toList shouldBe ordered.map(_.id)
+      q.isEmpty shouldBe true
+      q.poll() shouldBe null
+    }
+  }
 }

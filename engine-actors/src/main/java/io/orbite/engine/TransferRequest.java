@@ -19,7 +19,8 @@ import java.util.Objects;
  * @param lengthBytes how many bytes to copy; must be positive
  * @param transport which transport carries the task; {@link Transport#UNSPEC} lets the engine
  *     choose
- * @param priority the task's scheduling tier (carried on the task; no transport reorders by it yet)
+ * @param priority the task's scheduling tier: the order in which a TCP or RDMA lane sends waiting
+ *     work
  * @param deadline how long after submission the task may take; {@code null} means the engine's
  *     default deadline
  */

@@ -1,6 +1,7 @@
 package io.orbite.transport.tcp;
 
 import io.orbite.engine.Op;
+import io.orbite.engine.Priority;
 import io.orbite.engine.spi.ReceiptSink;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -31,6 +32,9 @@ final class LaneFrame {
   long remoteOffset;
   long deadlineNanos;
 
+  /** The task's tier: where the frame waits in its lane's post queue (C14). */
+  Priority priority;
+
   /** Assigned by the lane when the frame is queued for the wire. */
   long requestId;
 
@@ -60,7 +64,8 @@ final class LaneFrame {
       long length,
       long regionId,
       long remoteOffset,
-      long deadlineNanos) {
+      long deadlineNanos,
+      Priority priority) {
     this.sink = sink;
     this.taskIndex = taskIndex;
     this.op = op;
@@ -70,6 +75,7 @@ final class LaneFrame {
     this.regionId = regionId;
     this.remoteOffset = remoteOffset;
     this.deadlineNanos = deadlineNanos;
+    this.priority = priority;
     this.requestId = 0;
     this.streamStart = 0;
     this.received = 0;
@@ -94,5 +100,6 @@ final class LaneFrame {
     sink = null;
     local = null;
     view = null;
+    priority = null;
   }
 }

@@ -5,6 +5,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.priority.PostQueue;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.wire.FrameCodec;
@@ -22,6 +23,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 
 /**
  * The requester end of one persistent data lane: one socket, owned by one thread, running a duty
@@ -30,6 +32,10 @@ import java.util.function.Consumer;
  * in order. Payload moves between the socket and the task's off-heap memory with no heap copy:
  * WRITE payloads are written straight from it, READ payloads of a frame whose response is large are
  * read straight into it, small ones are batched through one off-heap receive buffer.
+ *
+ * <p>Frames wait for the window in a post queue by their task's priority (C14): HIGH first, FIFO
+ * within a tier, a tier whose oldest frame waited 10 ms promoted one tier per pass. Only the order
+ * in which waiting frames are sent changes: a frame on the wire is never preempted.
  *
  * <p>The lane is the only thread that touches its frames' memory, so when it fails a frame it has
  * already stopped touching it: every failure receipt is sent after local drain (C5).
@@ -103,7 +109,23 @@ final class RequesterLane implements Runnable {
 
   private volatile boolean sleeping;
 
-  private final ArrayDeque<LaneFrame> waiting = new ArrayDeque<>();
+  /**
+   * Frames taken from {@link #incoming} and not yet sent, by priority; each is stamped when the
+   * lane takes it, which trails its {@link #enqueue} by at most one pass.
+   */
+  private final PostQueue<LaneFrame> waiting =
+      new PostQueue<>(PostQueue.DEFAULT_PROMOTION_TIMEOUT, false);
+
+  /** When the running sweep started; read by {@link #unsendable}. */
+  private long sweepNanos;
+
+  /** A waiting frame the sweep fails: its batch was cancelled or its deadline passed. */
+  private final Predicate<LaneFrame> unsendable =
+      f -> f.sink.cancelled() || sweepNanos - f.deadlineNanos > 0;
+
+  /** Made once, so that a sweep allocates nothing. */
+  private final Consumer<LaneFrame> failUnsent = this::failUnsent;
+
   private final ArrayDeque<LaneFrame> inflight = new ArrayDeque<>();
   private long inflightBytes;
   private long nextRequestId = 1;
@@ -248,9 +270,10 @@ final class RequesterLane implements Runnable {
     }
     synchronized (incoming) {
       int n = incoming.size();
+      long now = System.nanoTime();
       LaneFrame f;
       while ((f = incoming.poll()) != null) {
-        waiting.add(f);
+        waiting.offer(f, f.priority, now);
       }
       incomingCount = 0;
       return n;
@@ -289,32 +312,8 @@ final class RequesterLane implements Runnable {
       return 0;
     }
     lastSweepNanos = now;
-    int failed = 0;
-    var it = waiting.iterator();
-    while (it.hasNext()) {
-      LaneFrame f = it.next();
-      if (f.sink.cancelled()) {
-        it.remove();
-        finish(
-            f,
-            Receipt.failed(
-                f.taskIndex,
-                ErrorKind.CANCELLED,
-                RemoteEffect.NONE,
-                "cancelled before it was sent"));
-        failed++;
-      } else if (now - f.deadlineNanos > 0) {
-        it.remove();
-        finish(
-            f,
-            Receipt.failed(
-                f.taskIndex,
-                ErrorKind.TIMEOUT,
-                RemoteEffect.NONE,
-                "deadline passed before it was sent"));
-        failed++;
-      }
-    }
+    sweepNanos = now;
+    int failed = waiting.removeIf(unsendable, failUnsent);
     for (LaneFrame f : inflight) {
       if (now - f.deadlineNanos > 0) {
         throw new LaneDeadlineException(
@@ -329,6 +328,21 @@ final class RequesterLane implements Runnable {
     return failed;
   }
 
+  /**
+   * Fails a frame that was never sent because its batch was cancelled or, failing that, because its
+   * deadline passed.
+   */
+  private void failUnsent(LaneFrame f) {
+    boolean cancelled = f.sink.cancelled();
+    finish(
+        f,
+        Receipt.failed(
+            f.taskIndex,
+            cancelled ? ErrorKind.CANCELLED : ErrorKind.TIMEOUT,
+            RemoteEffect.NONE,
+            cancelled ? "cancelled before it was sent" : "deadline passed before it was sent"));
+  }
+
   /** A frame on the wire passed its deadline: the lane closes so its memory can be drained. */
   static final class LaneDeadlineException extends Exception {
     LaneDeadlineException(String message) {
@@ -336,7 +350,10 @@ final class RequesterLane implements Runnable {
     }
   }
 
-  /** Moves waiting frames into the gather list while the window and the list have room. */
+  /**
+   * Moves waiting frames into the gather list, in priority order (after an aging pass), while the
+   * window and the list have room.
+   */
   private int fillGather() {
     if (gatherStart < gatherEnd) {
       return 0;
@@ -346,30 +363,15 @@ final class RequesterLane implements Runnable {
     long gatherBytes = 0;
     int added = 0;
     long now = System.nanoTime();
+    waiting.promote(now);
     while (!waiting.isEmpty()
         && inflight.size() < windowFrames
         && inflightBytes < windowBytes
         && gatherEnd < MAX_GATHER - 1
         && gatherBytes < MAX_GATHER_BYTES) {
       LaneFrame f = waiting.poll();
-      if (f.sink.cancelled()) {
-        finish(
-            f,
-            Receipt.failed(
-                f.taskIndex,
-                ErrorKind.CANCELLED,
-                RemoteEffect.NONE,
-                "cancelled before it was sent"));
-        continue;
-      }
-      if (now - f.deadlineNanos > 0) {
-        finish(
-            f,
-            Receipt.failed(
-                f.taskIndex,
-                ErrorKind.TIMEOUT,
-                RemoteEffect.NONE,
-                "deadline passed before it was sent"));
+      if (f.sink.cancelled() || now - f.deadlineNanos > 0) {
+        failUnsent(f);
         continue;
       }
       f.requestId = nextRequestId++;
@@ -658,19 +660,20 @@ final class RequesterLane implements Runnable {
     inflight.clear();
     inflightBytes = 0;
     takeIncoming();
-    for (LaneFrame f : waiting) {
-      if (broke && now - f.deadlineNanos <= 0 && handOver(f)) {
-        continue;
-      }
-      finish(
-          f,
-          Receipt.failed(
-              f.taskIndex,
-              ErrorKind.PEER_LOST,
-              RemoteEffect.NONE,
-              name + ": " + why + " (never sent)"));
-    }
-    waiting.clear();
+    // In priority order, so another lane takes the frames handed over in that order.
+    waiting.drainTo(
+        f -> {
+          if (broke && now - f.deadlineNanos <= 0 && handOver(f)) {
+            return;
+          }
+          finish(
+              f,
+              Receipt.failed(
+                  f.taskIndex,
+                  ErrorKind.PEER_LOST,
+                  RemoteEffect.NONE,
+                  name + ": " + why + " (never sent)"));
+        });
     payloadFrame = null;
   }
 

@@ -151,7 +151,8 @@ final class TcpPeerChannel implements PeerChannel {
                 length,
                 work.regionId(),
                 work.remoteOffset() + offset,
-                work.deadlineNanos());
+                work.deadlineNanos(),
+                work.priority());
     lanes[lane].enqueue(frame);
     touched[lane] = true;
   }

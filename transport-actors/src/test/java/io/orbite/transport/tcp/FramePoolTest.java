@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.engine.Op;
+import io.orbite.engine.Priority;
 import io.orbite.engine.spi.ReceiptSink;
 import io.orbite.engine.spi.Receipts;
 import java.lang.foreign.Arena;
@@ -37,7 +38,9 @@ class FramePoolTest {
       MemorySegment memory = arena.allocate(1 << 16);
       List<LaneFrame> first = new ArrayList<>();
       for (int i = 0; i < 3; i++) {
-        LaneFrame f = pool.take().set(SINK, i, Op.WRITE, memory, 4096L * i, 4096, 7, 100 + i, 1);
+        LaneFrame f =
+            pool.take()
+                .set(SINK, i, Op.WRITE, memory, 4096L * i, 4096, 7, 100 + i, 1, Priority.LOW);
         f.view();
         f.retried = true;
         f.received = 12;
@@ -49,14 +52,16 @@ class FramePoolTest {
         assertNull(f.sink, "a pooled frame must not keep its batch reachable");
         assertNull(f.local, "a pooled frame must not keep its memory reachable");
         assertNull(f.view);
+        assertNull(f.priority, "a pooled frame has no tier until it is set");
       }
       Set<LaneFrame> reused = Collections.newSetFromMap(new IdentityHashMap<>());
       for (int i = 0; i < 3; i++) {
-        LaneFrame f = pool.take().set(SINK, 10 + i, Op.READ, memory, 8, 16, 3, 5, 2);
+        LaneFrame f = pool.take().set(SINK, 10 + i, Op.READ, memory, 8, 16, 3, 5, 2, Priority.HIGH);
         reused.add(f);
         // Every field is set afresh: nothing of the frame's earlier request survives.
         assertEquals(10 + i, f.taskIndex);
         assertSame(Op.READ, f.op);
+        assertSame(Priority.HIGH, f.priority);
         assertEquals(8, f.localOffset);
         assertEquals(16, f.length());
         assertEquals(0, f.requestId);

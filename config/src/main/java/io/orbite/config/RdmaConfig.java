@@ -6,8 +6,9 @@ import java.util.List;
  * The RDMA transport (reliable-connected queue pairs over a verbs provider). JSON section {@code
  * rdma}. The transport is being built; see docs/configuration.md.
  *
- * @param enabled whether the engine runs the RDMA transport: requesters open RDMA endpoints to
- *     peers that publish rails, and the source side serves RDMA connections. Default {@value
+ * @param enabled whether the engine runs the RDMA transport: every peer segment it opens also opens
+ *     an RDMA endpoint to the peer (whose engine must run RDMA too; the rails are exchanged on that
+ *     endpoint's control connection), and the source side serves RDMA connections. Default {@value
  *     #DEFAULT_ENABLED}: off, no provider is opened.
  * @param provider which verbs provider the transport uses: {@code "software"} (the in-process
  *     software RDMA provider, SoftVerbs, over TCP; runs everywhere) or {@code "native"} (libibverbs
@@ -316,8 +317,8 @@ public record RdmaConfig(
   /**
    * A copy with {@link #enabled()} replaced and every other component kept; any value is accepted.
    *
-   * @param enabled whether the engine runs the RDMA transport: opens RDMA endpoints to peers that
-   *     publish rails and serves RDMA connections as a source
+   * @param enabled whether the engine runs the RDMA transport: opens an RDMA endpoint beside each
+   *     peer segment's TCP one and serves RDMA connections as a source
    * @return a new {@code RdmaConfig}; this one is unchanged
    */
   public RdmaConfig withEnabled(boolean enabled) {

@@ -7,10 +7,10 @@ import io.orbite.nativebind.verbs.Verbs;
 /**
  * One exact-range authority on the source side: a fresh type-2 memory window bound to the range one
  * slice asked for, in its direction only, on the source QP connected to the requester's; with the
- * loan on the registration it names, and the receive its completion SEND will land in. Released
- * when that SEND arrives (the requester's payload completed), or when its session closes: the
- * window is deallocated (after its QP was destroyed, so nothing can use it meanwhile) and the loan
- * returned. Confined to the lane of its QP.
+ * loan on the registration it names. Released when the requester's completion SEND naming it lands
+ * in one of its QP's posted receives (the payload completed), or when its QP is retired or its
+ * session closes: the window is deallocated (after its QP was destroyed, so nothing can use it
+ * meanwhile) and the loan returned. Confined to the lane of its QP.
  */
 final class Grant {
   final long id;

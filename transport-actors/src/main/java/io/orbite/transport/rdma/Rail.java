@@ -22,7 +22,7 @@ final class Rail {
   private static final int RETRY_CNT = 7;
   private static final int RNR_RETRY = 7;
   private static final int RD_ATOMIC = 16;
-  static final int RECEIVES_PER_QP = 32;
+  private static final int MIN_RECEIVES_PER_QP = 32;
 
   final Verbs verbs;
   final int index;
@@ -121,7 +121,7 @@ final class Rail {
     return r.value();
   }
 
-  /** What Describe and the control handshake publish about this rail. */
+  /** What the control handshake (RAILS) publishes about this rail. */
   RdmaWire.Rail published() {
     return new RdmaWire.Rail(gid.hi(), gid.lo(), port.lid(), port.activeMtu(), device);
   }
@@ -157,11 +157,26 @@ final class Rail {
     return perLane * width;
   }
 
-  /** An RC QP in INIT on {@code lane}'s CQ, every WR signalled. */
+  /**
+   * Completion receives a source posts on each QP: at least 32, and at least {@code
+   * rdma.maxSendWr}, so a requester with this engine's settings never has more completion SENDs in
+   * flight on a QP than it has receives (a requester allowed more waits out RNR, retried without
+   * limit).
+   */
+  int receivesPerQp() {
+    return Math.max(MIN_RECEIVES_PER_QP, maxSendWr);
+  }
+
+  /**
+   * An RC QP in INIT on {@code lane}'s CQ, every WR signalled; its send queue holds at least 2 WRs
+   * (one slice posts two).
+   */
   VerbsResult<Verbs.Qp> createQp(CqLane lane) {
     VerbsResult<Verbs.Qp> qp =
         verbs.createQp(
-            pd, new Verbs.QpInitAttr(lane.cq, lane.cq, maxSendWr, RECEIVES_PER_QP, 1, 1, 16, true));
+            pd,
+            new Verbs.QpInitAttr(
+                lane.cq, lane.cq, Math.max(2, maxSendWr), receivesPerQp(), 1, 1, 16, true));
     if (!qp.ok()) {
       return qp;
     }

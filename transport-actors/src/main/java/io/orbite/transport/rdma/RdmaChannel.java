@@ -75,6 +75,7 @@ final class RdmaChannel implements PeerChannel {
       int railCount,
       RailHealth health,
       RailSelector selector,
+      io.orbite.config.SlicingConfig slicing,
       RdmaCounters counters) {
     this.selector = selector;
     this.peer = peer;
@@ -85,7 +86,9 @@ final class RdmaChannel implements PeerChannel {
     this.railCount = railCount;
     this.health = health;
     this.counters = counters;
-    this.planner = new SlicePlanner(64 * 1024, 64, 32);
+    this.planner =
+        new SlicePlanner(
+            slicing.baseBlockBytes(), slicing.maxReadSlices(), slicing.maxWriteSlices());
   }
 
   /**
@@ -99,6 +102,7 @@ final class RdmaChannel implements PeerChannel {
       SegmentDescriptor peer,
       long localEpoch,
       TcpConfig tcp,
+      io.orbite.config.SlicingConfig slicing,
       List<Rail> rails,
       RailHealth health,
       RailSelector selector,
@@ -157,6 +161,7 @@ final class RdmaChannel implements PeerChannel {
               rails.size(),
               health,
               selector,
+              slicing,
               counters);
       Thread.ofPlatform()
           .daemon()

@@ -106,6 +106,11 @@ final class RdmaContext {
             Tick.INSTANCE,
             () -> {
               rail.mrs.sweep();
+              for (CqLane lane : rail.lanes) {
+                if (lane.faulted() != null) {
+                  detail = lane.name + ": " + lane.faulted();
+                }
+              }
               if (!rail.portActive()) {
                 pauses++;
                 detail = "port " + Rail.PORT + " is down";

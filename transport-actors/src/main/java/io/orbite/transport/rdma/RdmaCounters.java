@@ -12,6 +12,7 @@ final class RdmaCounters {
   final LongAdder grantsBound = new LongAdder();
   final LongAdder grantsReleased = new LongAdder();
   final LongAdder grantsRefused = new LongAdder();
+  final LongAdder grantsRetained = new LongAdder();
   final LongAdder endpointsOpened = new LongAdder();
   final LongAdder qpsFailed = new LongAdder();
   final LongAdder qpsRepaired = new LongAdder();

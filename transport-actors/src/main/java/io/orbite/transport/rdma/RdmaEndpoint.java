@@ -80,6 +80,7 @@ final class RdmaEndpoint {
                                   peer,
                                   context.localEpoch(),
                                   context.config().tcp(),
+                                  context.config().slicing(),
                                   rails,
                                   health,
                                   selector,

@@ -131,6 +131,7 @@ final class RdmaTransport {
             Map.entry("grantsLimit", (long) config.maxGrants()),
             Map.entry("grantsBound", counters.grantsBound.sum()),
             Map.entry("grantsRefused", counters.grantsRefused.sum()),
+            Map.entry("grantsRetained", counters.grantsRetained.sum()),
             Map.entry("slicesDispatched", counters.slicesDispatched.sum()),
             Map.entry("slicesRefusedByHealth", counters.slicesRefusedByHealth.sum()),
             Map.entry("qpsFailed", counters.qpsFailed.sum()),
@@ -432,6 +433,7 @@ final class RdmaTransport {
             grantsHeld,
             config.maxGrants(),
             counters,
+            context.quarantine(),
             s -> self.tell(new SessionEnded(s)));
     sessions.add(session);
     Thread.ofPlatform().daemon().name("orbite-" + session.name().replace(' ', '-')).start(session);

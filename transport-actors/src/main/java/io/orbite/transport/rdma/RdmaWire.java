@@ -19,7 +19,6 @@ import java.util.List;
  *   CONNECTED  source → requester   u16 status, n × qpn u32 | detail
  *   GRANT_REQ  requester → source   id u64, qp u16, op u8, region u64, offset u64, length u64
  *   GRANT      source → requester   id u64, status u16, addr u64, rkey u32, detail
- *   RELEASE    requester → source   id u64
  *   REPAIR     requester → source   qp u16, new qpn u32
  *   REPAIRED   source → requester   qp u16, status u16, qpn u32 | detail
  * </pre>
@@ -30,10 +29,11 @@ import java.util.List;
  * half-open trial (C13) runs on a repaired QP.
  *
  * <p>A grant is the source's answer to one slice: a fresh type-2 memory window bound to exactly the
- * requested range and direction on the source QP connected to the requester's QP {@code qp}. A READ
- * slice's requester sends RELEASE after its payload completion; a WRITE slice's source releases the
- * window when the requester's completion SEND lands in the receive it posted for it. Strings are
- * modified UTF-8 of at most {@link #MAX_DETAIL} bytes.
+ * requested range and direction on the source QP connected to the requester's QP {@code qp}. After
+ * its payload WR the requester posts a fenced completion SEND carrying the slice's id on the same
+ * QP; the source releases that window (deallocates it, returns its loan) when the SEND lands in one
+ * of the receives it keeps posted on that QP. Strings are modified UTF-8 of at most {@link
+ * #MAX_DETAIL} bytes.
  */
 final class RdmaWire {
   static final byte RAILS = 1;
@@ -41,7 +41,6 @@ final class RdmaWire {
   static final byte CONNECTED = 3;
   static final byte GRANT_REQ = 4;
   static final byte GRANT = 5;
-  static final byte RELEASE = 6;
   static final byte REPAIR = 7;
   static final byte REPAIRED = 8;
 
@@ -178,11 +177,6 @@ final class RdmaWire {
     out.writeUTF(clip(g.detail()));
   }
 
-  static void writeRelease(DataOutputStream out, long id) throws IOException {
-    out.writeByte(RELEASE);
-    out.writeLong(id);
-  }
-
   static void writeRepair(DataOutputStream out, int qp, int qpn) throws IOException {
     out.writeByte(REPAIR);
     out.writeShort(qp);
@@ -234,10 +228,6 @@ final class RdmaWire {
 
   static Grant readGrantBody(DataInputStream in) throws IOException {
     return new Grant(in.readLong(), in.readUnsignedShort(), in.readLong(), in.readInt(), utf(in));
-  }
-
-  static long readReleaseBody(DataInputStream in) throws IOException {
-    return in.readLong();
   }
 
   private static void expect(DataInputStream in, byte type) throws IOException {

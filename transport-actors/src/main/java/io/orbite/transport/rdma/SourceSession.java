@@ -53,6 +53,8 @@ final class SourceSession implements Runnable {
   private final int maxGrants;
   private final RdmaCounters counters;
   private final Consumer<SourceSession> ended;
+  private final io.orbite.engine.spi.QuarantineLedger quarantine;
+  private boolean listed;
   private final ConcurrentHashMap<Long, Grant> grants = new ConcurrentHashMap<>();
   private final Arena arena = Arena.ofShared();
   private MemorySegment[] slabs = new MemorySegment[0];
@@ -74,7 +76,9 @@ final class SourceSession implements Runnable {
       AtomicInteger grantsHeld,
       int maxGrants,
       RdmaCounters counters,
+      io.orbite.engine.spi.QuarantineLedger quarantine,
       Consumer<SourceSession> ended) {
+    this.quarantine = quarantine;
     this.name = name;
     this.socket = socket;
     this.hello = hello;
@@ -184,7 +188,7 @@ final class SourceSession implements Runnable {
     slabs = new MemorySegment[qps.length];
     slabMrs = new Verbs.Mr[qps.length];
     for (RcQp qp : qps) {
-      MemorySegment slab = arena.allocate(Rail.RECEIVES_PER_QP * 8L, 64);
+      MemorySegment slab = arena.allocate(qp.rail.receivesPerQp() * 8L, 64);
       VerbsResult<Verbs.Mr> mr = qp.rail.verbs.regMr(qp.rail.pd, slab, Ibv.ACCESS_LOCAL_WRITE);
       if (!mr.ok()) {
         RdmaWire.writeConnected(link.out(), null, ErrorKind.RESOURCE_EXHAUSTED, mr.describe());
@@ -205,7 +209,7 @@ final class SourceSession implements Runnable {
     Verbs.Mr mr = slabMrs[qp.index];
     qp.lane.submit(
         () -> {
-          for (int slot = 0; slot < Rail.RECEIVES_PER_QP; slot++) {
+          for (int slot = 0; slot < qp.rail.receivesPerQp(); slot++) {
             if (!qp.lane.postReceive(this, qp, slab, mr, slot)) {
               qpFailed(qp, "ibv_post_recv refused a completion receive");
               return;
@@ -359,8 +363,13 @@ final class SourceSession implements Runnable {
           release(g);
         } else {
           // A QP that could not be destroyed may still serve the window: keep its loan.
-          retained.incrementAndGet();
           grantsHeld.decrementAndGet();
+          retain(
+              "QP "
+                  + qp.qp.qpNum()
+                  + " could not be destroyed: its window of region "
+                  + g.registration.regionId()
+                  + " stays bound");
         }
       }
     }
@@ -417,9 +426,13 @@ final class SourceSession implements Runnable {
       int rc = g.qp.rail.verbs.deallocMw(g.mw);
       if (rc != 0) {
         // The window may still authorise access: its registration stays loaned, for good.
-        retained.incrementAndGet();
-        LOG.warn("{}: ibv_dealloc_mw failed (errno {}); its registration stays held", name, rc);
         grantsHeld.decrementAndGet();
+        retain(
+            "ibv_dealloc_mw failed (errno "
+                + rc
+                + "): a window of region "
+                + g.registration.regionId()
+                + " may still authorise access");
         return;
       }
     }
@@ -517,5 +530,27 @@ final class SourceSession implements Runnable {
   /** Windows whose release failed, or whose QP could not be destroyed: held for good. */
   int retained() {
     return retained.get();
+  }
+
+  /**
+   * Keeps one window's loan for good and lists this session in the engine's quarantine (once),
+   * naming why: its registration can then never be freed.
+   */
+  private synchronized void retain(String why) {
+    int n = retained.incrementAndGet();
+    counters.grantsRetained.increment();
+    LOG.warn("{}: {}; its registration stays loaned", name, why);
+    if (!listed) {
+      listed = true;
+      quarantine.enter(
+          new io.orbite.engine.QuarantinedOwner(
+              "RdmaSourceSession " + name,
+              io.orbite.engine.QuarantinedOwner.Kind.ENDPOINT,
+              why + " (never retried; " + n + " window(s) retained)",
+              0,
+              0,
+              java.time.Instant.now()),
+          () -> true);
+    }
   }
 }

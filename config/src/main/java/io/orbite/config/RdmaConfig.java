@@ -4,7 +4,7 @@ import java.util.List;
 
 /**
  * The RDMA transport (reliable-connected queue pairs over a verbs provider). JSON section {@code
- * rdma}. The transport is being built; see docs/configuration.md.
+ * rdma}. See docs/configuration.md and docs/transports/rdma.md.
  *
  * @param enabled whether the engine runs the RDMA transport: every peer segment it opens also opens
  *     an RDMA endpoint to the peer (whose engine must run RDMA too; the rails are exchanged on that

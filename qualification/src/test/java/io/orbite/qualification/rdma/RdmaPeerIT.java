@@ -34,15 +34,19 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The RDMA transport against a source in another process (the software provider in each, two rails,
- * three lanes): the reference's healthy-rounds profile, then a source SIGKILLed and restarted at
- * the same endpoint for three generations while this requester engine survives. Both sides' whole
- * regions are checked after every round.
+ * three lanes; the requester slices in 1 MiB blocks): the reference's healthy-rounds profile, then
+ * a source SIGKILLed and restarted at the same endpoint for three generations while this requester
+ * engine survives. Both sides' whole regions are checked after every round.
  */
 class RdmaPeerIT {
   static final Map<String, String> RDMA_SOURCE =
       Map.of("ORBITE_CONF", "{\"rdma\":{\"enabled\":true,\"softwareDevices\":2,\"lanes\":3}}");
 
   private static final long PAYLOAD = (4L << 20) + 1;
+
+  /** The profile's block: a parent is four slices of 1 MiB, its one-byte tail folded. */
+  private static final long BLOCK = 1L << 20;
+
   private static final int PARENTS = 16;
   private static final long STRIDE = PAYLOAD + 4099;
   private static final long REGION = STRIDE * PARENTS + 8192;
@@ -51,7 +55,10 @@ class RdmaPeerIT {
   void healthyRoundsThenThreeSourceGenerationsWhileTheRequesterSurvives(
       @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
     try (TransferEngine requester =
-        TransferEngine.start(RdmaTransferIT.rdmaConfig("rdma-survivor"))) {
+        TransferEngine.start(
+            RdmaTransferIT.rdmaConfig("rdma-survivor")
+                .withSlicing(
+                    io.orbite.config.SlicingConfig.defaults().withBaseBlockBytes(BLOCK)))) {
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       int port;
       try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {

@@ -30,10 +30,10 @@ import org.agrona.concurrent.IdleStrategy;
  * (a task to run on the lane) and it wakes at once.
  *
  * <p>A pass: run what was handed over; ask grants for queued slices in priority order ({@link
- * PostQueue}, C14: HIGH first, aged LOW work promoted after 10 ms; posted work is never preempted,
- * and completions, receives and cleanup never wait in the queue); poll up to 32 completions; finish
- * closing QPs whose work requests all came back (or whose deadline passed); deliver the pass's
- * receipts, one call per batch; flush the control links it wrote to.
+ * PostQueue}, C14: HIGH first, aged work promoted after {@code rdma.priorityAgingMillis}; posted
+ * work is never preempted, and completions, receives and cleanup never wait in the queue); poll up
+ * to 32 completions; finish closing QPs whose work requests all came back (or whose deadline
+ * passed); deliver the pass's receipts, one call per batch; flush the control links it wrote to.
  *
  * <p>Every work request is signalled, so a QP's send-queue debt is exact. A requester QP holds at
  * most {@code maxSendWr / 4} slices (two WRs each: the payload, then the completion SEND), so its

@@ -15,10 +15,13 @@ import java.util.Arrays;
  *
  * <p>Two estimates per rail, each clamped to 0.1..10 times its seed (the port's link rate, or 400
  * Gb/s when the port reports none): the selection estimate, an EWMA of a slice's payload bytes over
- * the time from its post to its payload completion (old-value weight 0.01), and the transmit
- * bandwidth, completed payload bytes over time while payload was outstanding (old-value weight 0.9,
- * updated at most every 10 ms over a window of at least 10 ms and at most 50 ms). Tier weights are
- * [1, 5, 10]; every rail here is in the first tier (no NUMA placement is known).
+ * the time from its post to its confirmation (a READ's payload completion, a WRITE's completion
+ * SEND: what its receipt waits for; old-value weight 0.01), and the transmit bandwidth, confirmed
+ * payload bytes over time while payload was outstanding (old-value weight 0.9, updated at most
+ * every 10 ms; a window restarts whenever no payload is outstanding). Only the selection estimate
+ * decides; the transmit one is reported ({@code nicLoadStats}). The reference's 50 ms window cap is
+ * not applied: a window spans from its first post to the update. Tier weights are [1, 5, 10]; every
+ * rail here is in the first tier (no NUMA placement is known).
  *
  * <p>Thread-safe: one lock, held for a few arithmetic steps; nothing is allocated per slice but the
  * returned assignment of a multi-slice parent.
@@ -30,7 +33,6 @@ final class RailSelector {
   private static final double SELECTION_OLD_WEIGHT = 0.01;
   private static final double TRANSMIT_OLD_WEIGHT = 0.9;
   private static final long TRANSMIT_MIN_NANOS = 10_000_000L;
-  private static final long TRANSMIT_MAX_NANOS = 50_000_000L;
 
   private final int rails;
   private final double[] seed;
@@ -175,7 +177,7 @@ final class RailSelector {
     windowBytes[r] += bytes;
     long span = nowNanos - windowStart[r];
     if (span >= TRANSMIT_MIN_NANOS) {
-      double tx = windowBytes[r] * 1e9 / Math.min(span, TRANSMIT_MAX_NANOS);
+      double tx = windowBytes[r] * 1e9 / span;
       transmit[r] = clamp(r, TRANSMIT_OLD_WEIGHT * transmit[r] + (1 - TRANSMIT_OLD_WEIGHT) * tx);
       windowStart[r] = nowNanos;
       windowBytes[r] = 0;

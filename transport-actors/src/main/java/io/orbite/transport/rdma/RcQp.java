@@ -29,7 +29,7 @@ final class RcQp {
 
   /**
    * Requester slices queued for this QP and not yet asked for (C14: HIGH first, FIFO within a tier,
-   * aged work promoted after 10 ms); taken while the QP has room.
+   * aged work promoted after {@code rdma.priorityAgingMillis}); taken while the QP has room.
    */
   final PostQueue<Slice> queue;
 

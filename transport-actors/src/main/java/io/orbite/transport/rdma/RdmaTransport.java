@@ -39,10 +39,10 @@ import org.apache.pekko.actor.typed.javadsl.StashBuffer;
  * RdmaEndpoint} child per peer incarnation, and one {@link SourceSession} thread per RDMA control
  * connection a peer opened to this engine. The rail circuit (C13) is shared by every endpoint.
  *
- * <p>States: {@link #disabled} ({@code rdma.enabled} is false: every open is refused UNAVAILABLE
- * saying so, and every RDMA connection is answered and closed), {@code starting} (the provider and
- * its devices open on the blocking-I/O executor; messages wait), {@link #serving}, or {@link
- * #unavailable} (no device could be opened: opens are refused naming why), then {@link #stopping}.
+ * <p>States: {@link #refusing} ({@code rdma.enabled} is false, or no device could be opened: every
+ * open is refused UNAVAILABLE naming why, and every RDMA connection is answered and closed), {@code
+ * starting} (the provider and its devices open on the blocking-I/O executor; messages wait), {@link
+ * #serving}, then {@link #stopping}.
  */
 final class RdmaTransport {
   private record Started(List<Rail> rails, Throwable failure) implements TransportCommand {}
@@ -105,8 +105,8 @@ final class RdmaTransport {
           Behavior<TransportCommand> first;
           if (!t.config.enabled()) {
             t.state = OwnerState.CLOSED;
-            t.why = "rdma.enabled is false";
-            first = t.disabled();
+            t.why = "RDMA is not enabled here (rdma.enabled is false)";
+            first = t.refusing();
           } else {
             first =
                 Behaviors.withTimers(
@@ -127,7 +127,7 @@ final class RdmaTransport {
             Map.entry("rails", (long) rails.size()),
             Map.entry("endpoints", (long) endpoints.size()),
             Map.entry("sourceSessions", (long) sessions.size()),
-            Map.entry("grantsHeld", (long) grantsHeld.get()),
+            Map.entry("grants", (long) grantsHeld.get()),
             Map.entry("grantsLimit", (long) config.maxGrants()),
             Map.entry("grantsBound", counters.grantsBound.sum()),
             Map.entry("grantsRefused", counters.grantsRefused.sum()),
@@ -142,46 +142,7 @@ final class RdmaTransport {
         why);
   }
 
-  // ---------------------------------------------------------------- disabled and starting
-
-  private Behavior<TransportCommand> disabled() {
-    return Behaviors.receive(TransportCommand.class)
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(
-                      new TransportCommand.PeerOpenFailed(
-                          ErrorKind.UNAVAILABLE,
-                          "RDMA is not enabled here (rdma.enabled is false)"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.AdoptConnection.class,
-            m -> {
-              refuseConnection(m.channel(), m.hello(), ErrorKind.UNAVAILABLE);
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("RDMA"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("RDMA"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.Shutdown.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.ShutdownDone("RDMA"));
-              return Behaviors.stopped();
-            })
-        .build();
-  }
+  // ---------------------------------------------------------------- refusing and starting
 
   private Behavior<TransportCommand> starting(StashBuffer<TransportCommand> stash) {
     ctx.pipeToSelf(
@@ -198,7 +159,7 @@ final class RdmaTransport {
                 why = "no RDMA rail: " + cause.getMessage();
                 state = OwnerState.FENCED;
                 ctx.getLog().warn("RDMA transport unavailable: {}", why);
-                return stash.unstashAll(unavailable());
+                return stash.unstashAll(refusing());
               }
               rails = m.rails();
               selector = new RailSelector(rails.stream().mapToDouble(Rail::gbps).toArray());
@@ -269,7 +230,12 @@ final class RdmaTransport {
     return opened;
   }
 
-  private Behavior<TransportCommand> unavailable() {
+  /**
+   * Refusing: RDMA is off here, or no rail could be opened ({@code why} says which). Every open is
+   * refused UNAVAILABLE naming it, every RDMA connection is answered (HELLO_ACK UNAVAILABLE) and
+   * closed, and closes are answered at once: there is nothing to drain.
+   */
+  private Behavior<TransportCommand> refusing() {
     return Behaviors.receive(TransportCommand.class)
         .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(

@@ -546,7 +546,7 @@ final class SourceSession implements Runnable {
           new io.orbite.engine.QuarantinedOwner(
               "RdmaSourceSession " + name,
               io.orbite.engine.QuarantinedOwner.Kind.ENDPOINT,
-              why + " (never retried; " + n + " window(s) retained)",
+              why + " (never retried; later ones are counted in grantsRetained)",
               0,
               0,
               java.time.Instant.now()),

@@ -19,8 +19,8 @@ import org.apache.pekko.actor.typed.ActorSystem;
  *
  * <p>Once a close has begun, every operation fails UNAVAILABLE at once, naming the engine and the
  * call ({@code "engine <name> closing|closed (<call>)"}); {@link #owed()}, {@link #config()},
- * {@link #localSegment()}, {@link #counters()}, {@link #ownerView()} and {@link #quarantined()}
- * still answer.
+ * {@link #localSegment()}, {@link #counters()}, {@link #ownerView()}, {@link #nicLoadStats()} and
+ * {@link #quarantined()} still answer.
  */
 public interface Engine extends AutoCloseable {
   /**

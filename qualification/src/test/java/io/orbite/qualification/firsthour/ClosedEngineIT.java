@@ -61,7 +61,8 @@ class ClosedEngineIT {
           "counters",
           "system",
           "observabilityUrls",
-          "ownerView");
+          "ownerView",
+          "nicLoadStats");
 
   private static final Set<String> BATCH_ANSWERS_AFTER_CLOSE = Set.of("capacity");
   private static final Set<String> OBJECT_METHODS =

@@ -18,9 +18,10 @@ import java.util.List;
  *     and none repeated.
  * @param lanes queue pairs per rail in each endpoint. Default {@value #DEFAULT_LANES}; range
  *     {@value #MIN_LANES}..{@value #MAX_LANES}.
- * @param softwareAddress the IPv4 address the software provider's devices listen on, as a dotted
- *     literal ({@code a.b.c.d}, each part 0..255 without leading zeros). Default {@value
- *     #DEFAULT_SOFTWARE_ADDRESS}; not used by the native provider.
+ * @param softwareAddress the IPv4 address the software provider's devices listen on when {@link
+ *     #softwareAddresses()} is empty, as a dotted literal ({@code a.b.c.d}, each part 0..255
+ *     without leading zeros). Default {@value #DEFAULT_SOFTWARE_ADDRESS}; not used by the native
+ *     provider.
  * @param softwareDevices how many devices (rails) the software provider makes. Default {@value
  *     #DEFAULT_SOFTWARE_DEVICES}; range {@value #MIN_SOFTWARE_DEVICES}..{@value
  *     #MAX_SOFTWARE_DEVICES}; not used by the native provider.
@@ -58,6 +59,12 @@ import java.util.List;
  * @param priorityAgingPerEntry how the post queue ages (C14): {@code false} promotes a tier's whole
  *     queue once its oldest entry aged out, {@code true} only the entries that aged out. Default
  *     {@value #DEFAULT_PRIORITY_AGING_PER_ENTRY} (the reference's).
+ * @param softwareAddresses the IPv4 addresses the software provider's devices listen on, one per
+ *     device: device {@code i} listens on entry {@code i} modulo the list's length (so rails can
+ *     run over different links, for example two veth pairs); empty means every device listens on
+ *     {@link #softwareAddress()}. Each entry a dotted literal as for {@code softwareAddress}.
+ *     Default empty; at most {@value #MAX_SOFTWARE_ADDRESSES} addresses, none repeated; not used by
+ *     the native provider. See {@link #softwareAddressOf(int)}.
  */
 public record RdmaConfig(
     boolean enabled,
@@ -76,7 +83,8 @@ public record RdmaConfig(
     int railMaxCooldownMillis,
     int railProbeIntervalMillis,
     int priorityAgingMillis,
-    boolean priorityAgingPerEntry) {
+    boolean priorityAgingPerEntry,
+    List<String> softwareAddresses) {
   /** JSON key of this section, and the path prefix of its messages. */
   static final String SECTION = "rdma";
 
@@ -210,16 +218,26 @@ public record RdmaConfig(
   public static final boolean DEFAULT_PRIORITY_AGING_PER_ENTRY = false;
 
   /**
+   * Default {@link #softwareAddresses()}: empty, every software device on {@link
+   * #softwareAddress()}.
+   */
+  public static final List<String> DEFAULT_SOFTWARE_ADDRESSES = List.of();
+
+  /** Most addresses {@link #softwareAddresses()} may hold. */
+  public static final int MAX_SOFTWARE_ADDRESSES = 8;
+
+  /**
    * Validates every component: {@link #provider()} must be one of {@link #PROVIDERS}, {@link
    * #devices()} at most {@value #MAX_DEVICES} distinct non-blank names, {@link #softwareAddress()}
-   * a dotted IPv4 literal, each number in its {@code MIN_*}..{@code MAX_*} range, and {@link
-   * #railMaxCooldownMillis()} at least {@link #railCooldownMillis()}; any {@link #enabled()} and
-   * {@link #priorityAgingPerEntry()} are accepted. The device list is copied, so the record stays
-   * immutable.
+   * a dotted IPv4 literal, each number in its {@code MIN_*}..{@code MAX_*} range, {@link
+   * #softwareAddresses()} at most {@value #MAX_SOFTWARE_ADDRESSES} distinct dotted IPv4 literals,
+   * and {@link #railMaxCooldownMillis()} at least {@link #railCooldownMillis()}; any {@link
+   * #enabled()} and {@link #priorityAgingPerEntry()} are accepted. The two lists are copied, so the
+   * record stays immutable.
    *
    * @throws ConfigException naming {@code rdma.<key>} (or {@code rdma.devices[<i>]} for one device
-   *     name) for the first invalid component, or {@code rdma.railMaxCooldownMillis} if it is below
-   *     {@code rdma.railCooldownMillis}
+   *     name, {@code rdma.softwareAddresses[<i>]} for one address) for the first invalid component,
+   *     or {@code rdma.railMaxCooldownMillis} if it is below {@code rdma.railCooldownMillis}
    */
   public RdmaConfig {
     Checks.requireNonNull(SECTION + ".provider", provider);
@@ -264,6 +282,7 @@ public record RdmaConfig(
         priorityAgingMillis,
         MIN_PRIORITY_AGING_MILLIS,
         MAX_PRIORITY_AGING_MILLIS);
+    softwareAddresses = requireSoftwareAddresses(SECTION + ".softwareAddresses", softwareAddresses);
     // Checked after every range, so that a value out of its own range is reported as such.
     if (railMaxCooldownMillis < railCooldownMillis) {
       throw new ConfigException(
@@ -291,7 +310,7 @@ public record RdmaConfig(
    *     #DEFAULT_RAIL_MAX_COOLDOWN_MILLIS} ms, with at most one trial per {@value
    *     #DEFAULT_RAIL_PROBE_INTERVAL_MILLIS} ms (the reference's rail circuit); queued work that
    *     waited {@value #DEFAULT_PRIORITY_AGING_MILLIS} ms promotes its whole tier (the reference's
-   *     aging)
+   *     aging); every software device listens on {@value #DEFAULT_SOFTWARE_ADDRESS}
    */
   public static RdmaConfig defaults() {
     return new RdmaConfig(
@@ -311,7 +330,8 @@ public record RdmaConfig(
         DEFAULT_RAIL_MAX_COOLDOWN_MILLIS,
         DEFAULT_RAIL_PROBE_INTERVAL_MILLIS,
         DEFAULT_PRIORITY_AGING_MILLIS,
-        DEFAULT_PRIORITY_AGING_PER_ENTRY);
+        DEFAULT_PRIORITY_AGING_PER_ENTRY,
+        DEFAULT_SOFTWARE_ADDRESSES);
   }
 
   /**
@@ -339,7 +359,8 @@ public record RdmaConfig(
         railMaxCooldownMillis,
         railProbeIntervalMillis,
         priorityAgingMillis,
-        priorityAgingPerEntry);
+        priorityAgingPerEntry,
+        softwareAddresses);
   }
 
   /**
@@ -370,7 +391,8 @@ public record RdmaConfig(
         railMaxCooldownMillis,
         railProbeIntervalMillis,
         priorityAgingMillis,
-        priorityAgingPerEntry);
+        priorityAgingPerEntry,
+        softwareAddresses);
   }
 
   /**
@@ -402,7 +424,8 @@ public record RdmaConfig(
         railMaxCooldownMillis,
         railProbeIntervalMillis,
         priorityAgingMillis,
-        priorityAgingPerEntry);
+        priorityAgingPerEntry,
+        softwareAddresses);
   }
 
   /**
@@ -432,7 +455,8 @@ public record RdmaConfig(
         railMaxCooldownMillis,
         railProbeIntervalMillis,
         priorityAgingMillis,
-        priorityAgingPerEntry);
+        priorityAgingPerEntry,
+        softwareAddresses);
   }
 
   /**
@@ -462,7 +486,8 @@ public record RdmaConfig(
         railMaxCooldownMillis,
         railProbeIntervalMillis,
         priorityAgingMillis,
-        priorityAgingPerEntry);
+        priorityAgingPerEntry,
+        softwareAddresses);
   }
 
   /**
@@ -506,7 +531,8 @@ public record RdmaConfig(
         railMaxCooldownMillis,
         railProbeIntervalMillis,
         priorityAgingMillis,
-        priorityAgingPerEntry);
+        priorityAgingPerEntry,
+        softwareAddresses);
   }
 
   /**
@@ -539,7 +565,61 @@ public record RdmaConfig(
         railMaxCooldownMillis,
         railProbeIntervalMillis,
         priorityAgingMillis,
-        perEntry);
+        perEntry,
+        softwareAddresses);
+  }
+
+  /**
+   * A copy with {@link #softwareAddresses()} replaced and every other component kept; the new value
+   * is checked as by the constructor and copied.
+   *
+   * @param softwareAddresses the IPv4 addresses the software provider's devices listen on, device
+   *     {@code i} on entry {@code i} modulo the list's length; empty for every device on {@link
+   *     #softwareAddress()}
+   * @return a new {@code RdmaConfig}; this one is unchanged
+   * @throws ConfigException naming {@code rdma.softwareAddresses} if the list is {@code null} or
+   *     holds more than {@value #MAX_SOFTWARE_ADDRESSES} addresses, or {@code
+   *     rdma.softwareAddresses[<i>]} if an address is {@code null}, not a dotted IPv4 literal or
+   *     repeats an earlier one
+   */
+  public RdmaConfig withSoftwareAddresses(List<String> softwareAddresses) {
+    return new RdmaConfig(
+        enabled,
+        provider,
+        devices,
+        lanes,
+        softwareAddress,
+        softwareDevices,
+        maxEndpoints,
+        maxGrants,
+        maxSendWr,
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry,
+        softwareAddresses);
+  }
+
+  /**
+   * The IPv4 address software device {@code device} listens on: entry {@code device} modulo the
+   * length of {@link #softwareAddresses()}, or {@link #softwareAddress()} when that list is empty.
+   * Any non-negative index is answered, also one at or past {@link #softwareDevices()}.
+   *
+   * @param device the software device's index, from {@code 0}
+   * @return a dotted IPv4 literal
+   * @throws IllegalArgumentException if {@code device} is negative
+   */
+  public String softwareAddressOf(int device) {
+    if (device < 0) {
+      throw new IllegalArgumentException("device must be non-negative, got " + device);
+    }
+    return softwareAddresses.isEmpty()
+        ? softwareAddress
+        : softwareAddresses.get(device % softwareAddresses.size());
   }
 
   /**
@@ -574,6 +654,38 @@ public record RdmaConfig(
       }
     }
     return List.copyOf(devices);
+  }
+
+  /**
+   * The software provider's addresses, checked and copied: at most {@value
+   * #MAX_SOFTWARE_ADDRESSES}, each a dotted IPv4 literal, none {@code null} or repeated.
+   */
+  private static List<String> requireSoftwareAddresses(String path, List<String> addresses) {
+    Checks.requireNonNull(path, addresses);
+    if (addresses.size() > MAX_SOFTWARE_ADDRESSES) {
+      throw new ConfigException(
+          path,
+          "must hold at most " + MAX_SOFTWARE_ADDRESSES + " addresses, got " + addresses.size());
+    }
+    // Checked one by one (List.copyOf would throw a bare NullPointerException on a null address).
+    for (int i = 0; i < addresses.size(); i++) {
+      String address = addresses.get(i);
+      String addressPath = path + "[" + i + "]";
+      Checks.requireIpv4(addressPath, address);
+      int first = addresses.indexOf(address);
+      if (first < i) {
+        throw new ConfigException(
+            addressPath,
+            "must differ from every other address, got "
+                + Checks.quote(address)
+                + " again (first at "
+                + path
+                + "["
+                + first
+                + "])");
+      }
+    }
+    return List.copyOf(addresses);
   }
 
   static RdmaConfig read(ConfigReader r) {
@@ -618,6 +730,7 @@ public record RdmaConfig(
             DEFAULT_PRIORITY_AGING_MILLIS,
             MIN_PRIORITY_AGING_MILLIS,
             MAX_PRIORITY_AGING_MILLIS),
-        r.booleanValue("priorityAgingPerEntry", DEFAULT_PRIORITY_AGING_PER_ENTRY));
+        r.booleanValue("priorityAgingPerEntry", DEFAULT_PRIORITY_AGING_PER_ENTRY),
+        r.stringListValue("softwareAddresses", DEFAULT_SOFTWARE_ADDRESSES));
   }
 }

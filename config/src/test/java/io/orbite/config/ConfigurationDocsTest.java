@@ -49,6 +49,11 @@ class ConfigurationDocsTest {
     assertTrue(row(doc, "rdma.provider").contains("`\"software\"`"));
     assertTrue(row(doc, "rdma.devices").contains("`[]`"));
     assertTrue(row(doc, "rdma.softwareAddress").contains("`\"127.0.0.1\"`"));
+    String addresses = row(doc, "rdma.softwareAddresses");
+    assertTrue(addresses.contains("| list of strings |"), addresses);
+    assertTrue(addresses.contains("| `[]` |"), addresses);
+    assertTrue(addresses.contains("at most 8 addresses"), addresses);
+    assertTrue(addresses.contains("modulo"), addresses);
   }
 
   /** Every leaf key of the schema, as a dotted path: the record components, walked recursively. */
@@ -72,6 +77,7 @@ class ConfigurationDocsTest {
     assertTrue(paths.contains("rdma.maxCqes"), paths.toString());
     assertTrue(paths.contains("rdma.railProbeIntervalMillis"), paths.toString());
     assertTrue(paths.contains("rdma.priorityAgingPerEntry"), paths.toString());
+    assertTrue(paths.contains("rdma.softwareAddresses"), paths.toString());
     for (String path : paths) {
       row(doc, path);
     }

@@ -97,7 +97,8 @@ class EngineConfigLoadingTest {
                            "railErrors": 1000, "railErrorWindowMillis": 3600000,
                            "railCooldownMillis": 3600000, "railMaxCooldownMillis": 86400000,
                            "railProbeIntervalMillis": 3600000, "priorityAgingMillis": 60000,
-                           "priorityAgingPerEntry": true},
+                           "priorityAgingPerEntry": true,
+                           "softwareAddresses": ["10.0.0.2", "10.0.1.2"]},
                   "observability": {"metrics": {"enabled": true, "host": "0.0.0.0", "port": 9100},
                                     "dashboard": {"enabled": true, "host": "::1", "port": 65535},
                                     "tickMillis": 60000}
@@ -130,7 +131,8 @@ class EngineConfigLoadingTest {
                 86400000,
                 3600000,
                 60000,
-                true),
+                true,
+                List.of("10.0.0.2", "10.0.1.2")),
             new ObservabilityConfig(
                 new MetricsConfig(true, "0.0.0.0", 9100),
                 new DashboardConfig(true, "::1", 65535),
@@ -173,7 +175,16 @@ class EngineConfigLoadingTest {
                 1,
                 0,
                 1,
-                true),
+                true,
+                List.of(
+                    "192.168.0.1",
+                    "0.0.0.0",
+                    "255.255.255.255",
+                    "10.0.0.1",
+                    "10.0.0.2",
+                    "10.0.0.3",
+                    "10.0.0.4",
+                    "10.0.0.5")),
             new ObservabilityConfig(
                 new MetricsConfig(true, "localhost", 1),
                 new DashboardConfig(false, "10.1.2.3", 0),
@@ -250,7 +261,8 @@ class EngineConfigLoadingTest {
                     "railMaxCooldownMillis": 300000,
                     "railProbeIntervalMillis": 1000,
                     "priorityAgingMillis": 10,
-                    "priorityAgingPerEntry": false
+                    "priorityAgingPerEntry": false,
+                    "softwareAddresses": []
                   },
                   "observability": {
                     "metrics": {

@@ -149,7 +149,9 @@ class EngineConfigTest {
         () -> assertEquals(10, RdmaConfig.DEFAULT_PRIORITY_AGING_MILLIS),
         () -> assertEquals(1, RdmaConfig.MIN_PRIORITY_AGING_MILLIS),
         () -> assertEquals(60000, RdmaConfig.MAX_PRIORITY_AGING_MILLIS),
-        () -> assertEquals(false, RdmaConfig.DEFAULT_PRIORITY_AGING_PER_ENTRY));
+        () -> assertEquals(false, RdmaConfig.DEFAULT_PRIORITY_AGING_PER_ENTRY),
+        () -> assertEquals(java.util.List.of(), RdmaConfig.DEFAULT_SOFTWARE_ADDRESSES),
+        () -> assertEquals(8, RdmaConfig.MAX_SOFTWARE_ADDRESSES));
   }
 
   @ParameterizedTest(name = "{0}")
@@ -191,6 +193,11 @@ class EngineConfigTest {
     assertEquals(
         java.util.List.of("mlx5_0"),
         base.withRdma(base.rdma().withDevices(java.util.List.of("mlx5_0"))).rdma().devices());
+    assertEquals(
+        java.util.List.of("10.0.0.1", "10.0.1.1"),
+        base.withRdma(base.rdma().withSoftwareAddresses(java.util.List.of("10.0.0.1", "10.0.1.1")))
+            .rdma()
+            .softwareAddresses());
     assertEquals(
         RdmaConfig.defaults().withRailPolicy(5, 20000, 1000, 8000, 0),
         base.withRdma(base.rdma().withRailPolicy(5, 20000, 1000, 8000, 0)).rdma());

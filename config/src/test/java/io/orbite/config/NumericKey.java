@@ -105,7 +105,8 @@ record NumericKey(
             r.railMaxCooldownMillis(),
             r.railProbeIntervalMillis(),
             r.priorityAgingMillis(),
-            r.priorityAgingPerEntry()));
+            r.priorityAgingPerEntry(),
+            r.softwareAddresses()));
   }
 
   /**

@@ -15,11 +15,11 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The {@code rdma} section's keys that are not numbers: the provider names, the device list and the
- * software provider's address; the rail circuit's thresholds as a group (their cross-field rule and
- * {@code withRailPolicy}); and the post queue's aging (C14) as a pair ({@code withPriorityAging}).
- * Its numeric keys one by one are in {@link NumericKey}; the boolean {@code
- * priorityAgingPerEntry}'s type errors are in {@link EngineConfigStrictnessTest}.
+ * The {@code rdma} section's keys that are not numbers: the provider names, the device list, the
+ * software provider's address and its per-device address list; the rail circuit's thresholds as a
+ * group (their cross-field rule and {@code withRailPolicy}); and the post queue's aging (C14) as a
+ * pair ({@code withPriorityAging}). Its numeric keys one by one are in {@link NumericKey}; the
+ * boolean {@code priorityAgingPerEntry}'s type errors are in {@link EngineConfigStrictnessTest}.
  */
 class RdmaConfigTest {
 
@@ -31,6 +31,7 @@ class RdmaConfigTest {
     assertEquals("software", d.provider());
     assertEquals(List.of(), d.devices());
     assertEquals("127.0.0.1", d.softwareAddress());
+    assertEquals(List.of(), d.softwareAddresses());
     assertEquals(RdmaConfig.defaults(), EngineConfig.fromJson("{\"rdma\":{}}").rdma());
   }
 
@@ -216,7 +217,8 @@ class RdmaConfigTest {
                 d.railMaxCooldownMillis(),
                 d.railProbeIntervalMillis(),
                 d.priorityAgingMillis(),
-                d.priorityAgingPerEntry()));
+                d.priorityAgingPerEntry(),
+                d.softwareAddresses()));
   }
 
   @Test
@@ -240,7 +242,8 @@ class RdmaConfigTest {
             300000,
             1000,
             10,
-            false),
+            false,
+            List.of()),
         d.withEnabled(true));
     assertEquals(
         new RdmaConfig(
@@ -260,7 +263,8 @@ class RdmaConfigTest {
             300000,
             1000,
             10,
-            false),
+            false,
+            List.of()),
         d.withProvider("native"));
     assertEquals(
         new RdmaConfig(
@@ -280,7 +284,8 @@ class RdmaConfigTest {
             300000,
             1000,
             10,
-            false),
+            false,
+            List.of()),
         d.withDevices(List.of("a", "b")));
     assertEquals(
         new RdmaConfig(
@@ -300,7 +305,8 @@ class RdmaConfigTest {
             300000,
             1000,
             10,
-            false),
+            false,
+            List.of()),
         d.withLanes(5));
     assertEquals(
         new RdmaConfig(
@@ -320,7 +326,8 @@ class RdmaConfigTest {
             300000,
             1000,
             10,
-            false),
+            false,
+            List.of()),
         d.withSoftwareDevices(7));
     assertEquals(RdmaConfig.defaults(), d, "the original is unchanged");
   }
@@ -416,7 +423,8 @@ class RdmaConfigTest {
                 29999,
                 d.railProbeIntervalMillis(),
                 d.priorityAgingMillis(),
-                d.priorityAgingPerEntry()));
+                d.priorityAgingPerEntry(),
+                d.softwareAddresses()));
   }
 
   @Test
@@ -472,7 +480,8 @@ class RdmaConfigTest {
             4000,
             0,
             10,
-            false),
+            false,
+            List.of()),
         changed);
     assertEquals(3, base.railErrors(), "the original is unchanged");
     assertEquals(
@@ -562,7 +571,8 @@ class RdmaConfigTest {
             4000,
             0,
             250,
-            true),
+            true,
+            List.of()),
         changed);
     assertEquals(10, base.priorityAgingMillis(), "the original is unchanged");
     assertEquals(false, base.priorityAgingPerEntry(), "the original is unchanged");
@@ -620,6 +630,255 @@ class RdmaConfigTest {
         true,
         json.contains(
             "\"priorityAgingMillis\": " + millis + ",\n    \"priorityAgingPerEntry\": " + perEntry),
+        json);
+  }
+
+  @Test
+  void softwareAddressesAreReadInOrder() {
+    assertEquals(
+        List.of("10.0.1.1", "10.0.0.1", "127.0.0.1"),
+        EngineConfig.fromJson(
+                "{\"rdma\":{\"softwareAddresses\":[\"10.0.1.1\",\"10.0.0.1\",\"127.0.0.1\"]}}")
+            .rdma()
+            .softwareAddresses());
+    assertEquals(
+        List.of(),
+        EngineConfig.fromJson("{\"rdma\":{\"softwareAddresses\":[]}}").rdma().softwareAddresses());
+    assertEquals(
+        RdmaConfig.defaults().withSoftwareAddresses(List.of("10.0.0.1")),
+        EngineConfig.fromJson("{\"rdma\":{\"softwareAddresses\":[\"10.0.0.1\"]}}").rdma(),
+        "the key alone keeps every other default");
+  }
+
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      textBlock =
+          """
+          {"rdma":{"softwareAddresses":"10.0.0.1"}}            | rdma.softwareAddresses    | rdma.softwareAddresses: expected an array of strings, got string "10.0.0.1"
+          {"rdma":{"softwareAddresses":null}}                  | rdma.softwareAddresses    | rdma.softwareAddresses: expected an array of strings, got null
+          {"rdma":{"softwareAddresses":{}}}                    | rdma.softwareAddresses    | rdma.softwareAddresses: expected an array of strings, got object
+          {"rdma":{"softwareAddresses":[1]}}                   | rdma.softwareAddresses[0] | rdma.softwareAddresses[0]: expected a string, got integer 1
+          {"rdma":{"softwareAddresses":["10.0.0.1",null]}}     | rdma.softwareAddresses[1] | rdma.softwareAddresses[1]: expected a string, got null
+          {"rdma":{"softwareAddresses":["10.0.0.1","host"]}}   | rdma.softwareAddresses[1] | rdma.softwareAddresses[1]: must be a dotted IPv4 address such as "127.0.0.1", got "host"
+          {"rdma":{"softwareAddresses":[""]}}                  | rdma.softwareAddresses[0] | rdma.softwareAddresses[0]: must be a dotted IPv4 address such as "127.0.0.1", got ""
+          {"rdma":{"softwareAddresses":["01.2.3.4"]}}          | rdma.softwareAddresses[0] | rdma.softwareAddresses[0]: must be a dotted IPv4 address such as "127.0.0.1", got "01.2.3.4"
+          {"rdma":{"softwareAddresses":["10.0.0.1","10.0.0.2","10.0.0.1"]}} | rdma.softwareAddresses[2] | rdma.softwareAddresses[2]: must differ from every other address, got "10.0.0.1" again (first at rdma.softwareAddresses[0])
+          """)
+  void aWrongTypeOrAnInvalidSoftwareAddressIsRejectedNamingItsPath(
+      String json, String path, String message) {
+    assertEquals(message, assertJsonRejected(json, path, path + ": ").getMessage());
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "localhost",
+        "::1",
+        "127.0.0",
+        "127.0.0.1.1",
+        "256.0.0.1",
+        "01.2.3.4",
+        "127.0.0.1 ",
+        "127.0.0.1:80",
+        "١٢٧.0.0.1"
+      })
+  void aSoftwareAddressesEntryIsCheckedAsSoftwareAddressIs(String address) {
+    String message =
+        "must be a dotted IPv4 address such as \"127.0.0.1\", got " + Checks.quote(address);
+    assertEquals(
+        "rdma.softwareAddress: " + message,
+        assertThrows(
+                ConfigException.class,
+                () ->
+                    EngineConfig.fromJson(
+                        "{\"rdma\":{\"softwareAddress\":" + Checks.quote(address) + "}}"))
+            .getMessage());
+    assertEquals(
+        "rdma.softwareAddresses[1]: " + message,
+        assertRejected(
+                "rdma.softwareAddresses[1]",
+                "rdma.softwareAddresses[1]: ",
+                () -> RdmaConfig.defaults().withSoftwareAddresses(List.of("10.0.0.1", address)))
+            .getMessage());
+  }
+
+  private static List<String> addresses(int count) {
+    return IntStream.range(0, count).mapToObj(i -> "10.0." + i + ".1").toList();
+  }
+
+  private static String addressesDocument(List<String> addresses) {
+    return "{\"rdma\":{\"softwareAddresses\":["
+        + String.join(",", addresses.stream().map(Checks::quote).toList())
+        + "]}}";
+  }
+
+  @Test
+  void eightSoftwareAddressesAreAcceptedAndNineRejected() {
+    assertEquals(
+        addresses(8),
+        RdmaConfig.defaults().withSoftwareAddresses(addresses(8)).softwareAddresses());
+    assertEquals(
+        addresses(8),
+        EngineConfig.fromJson(addressesDocument(addresses(8))).rdma().softwareAddresses());
+    String message = "rdma.softwareAddresses: must hold at most 8 addresses, got 9";
+    assertEquals(
+        message,
+        assertJsonRejected(
+                addressesDocument(addresses(9)),
+                "rdma.softwareAddresses",
+                "rdma.softwareAddresses: ")
+            .getMessage());
+    assertEquals(
+        message,
+        assertRejected(
+                "rdma.softwareAddresses",
+                "rdma.softwareAddresses: ",
+                () -> RdmaConfig.defaults().withSoftwareAddresses(addresses(9)))
+            .getMessage());
+  }
+
+  @Test
+  void aNullAddressListOrAddressIsRejectedNamingItsPath() {
+    assertEquals(
+        "rdma.softwareAddresses: must not be null",
+        assertThrows(ConfigException.class, () -> RdmaConfig.defaults().withSoftwareAddresses(null))
+            .getMessage());
+    assertEquals(
+        "rdma.softwareAddresses[1]: must not be null",
+        assertThrows(
+                ConfigException.class,
+                () -> RdmaConfig.defaults().withSoftwareAddresses(Arrays.asList("10.0.0.1", null)))
+            .getMessage());
+  }
+
+  @Test
+  void theAddressListIsCopiedAndImmutable() {
+    List<String> addresses = new ArrayList<>(List.of("10.0.0.1"));
+    RdmaConfig config = RdmaConfig.defaults().withSoftwareAddresses(addresses);
+    addresses.add("10.0.1.1");
+    assertEquals(List.of("10.0.0.1"), config.softwareAddresses());
+    assertThrows(
+        UnsupportedOperationException.class, () -> config.softwareAddresses().add("10.0.2.1"));
+  }
+
+  @Test
+  void withSoftwareAddressesReplacesTheListAndKeepsTheRest() {
+    RdmaConfig base =
+        RdmaConfig.defaults()
+            .withEnabled(true)
+            .withProvider("native")
+            .withDevices(List.of("mlx5_0"))
+            .withLanes(4)
+            .withSoftwareDevices(3)
+            .withRailPolicy(7, 20000, 500, 4000, 0)
+            .withPriorityAging(250, true);
+    RdmaConfig changed = base.withSoftwareAddresses(List.of("10.0.0.1", "10.0.1.1"));
+    assertEquals(
+        new RdmaConfig(
+            true,
+            "native",
+            List.of("mlx5_0"),
+            4,
+            "127.0.0.1",
+            3,
+            64,
+            64,
+            16,
+            1024,
+            7,
+            20000,
+            500,
+            4000,
+            0,
+            250,
+            true,
+            List.of("10.0.0.1", "10.0.1.1")),
+        changed);
+    assertEquals(List.of(), base.softwareAddresses(), "the original is unchanged");
+    assertEquals(base, changed.withSoftwareAddresses(List.of()), "empty gives the original back");
+  }
+
+  @Test
+  void everyOtherCopyMethodKeepsTheAddresses() {
+    List<String> two = List.of("10.0.0.1", "10.0.1.1");
+    RdmaConfig base = RdmaConfig.defaults().withSoftwareAddresses(two);
+    for (RdmaConfig copy :
+        List.of(
+            base.withEnabled(true),
+            base.withProvider("native"),
+            base.withDevices(List.of("a")),
+            base.withLanes(5),
+            base.withSoftwareDevices(7),
+            base.withRailPolicy(5, 20000, 1000, 8000, 0),
+            base.withPriorityAging(25, true))) {
+      assertEquals(two, copy.softwareAddresses(), copy::toString);
+    }
+  }
+
+  @Test
+  void softwareAddressOfIsTheSoftwareAddressWhenTheListIsEmpty() {
+    RdmaConfig d = RdmaConfig.defaults();
+    for (int device = 0; device < 10; device++) {
+      assertEquals("127.0.0.1", d.softwareAddressOf(device));
+    }
+    RdmaConfig moved =
+        EngineConfig.fromJson("{\"rdma\":{\"softwareAddress\":\"10.9.9.9\"}}").rdma();
+    assertEquals("10.9.9.9", moved.softwareAddressOf(0));
+    assertEquals("10.9.9.9", moved.softwareAddressOf(7));
+  }
+
+  @Test
+  void softwareAddressOfTakesEntryIModuloTheListsLength() {
+    RdmaConfig two =
+        RdmaConfig.defaults()
+            .withSoftwareDevices(4)
+            .withSoftwareAddresses(List.of("10.0.0.1", "10.0.1.1"));
+    assertEquals("10.0.0.1", two.softwareAddressOf(0));
+    assertEquals("10.0.1.1", two.softwareAddressOf(1));
+    assertEquals("10.0.0.1", two.softwareAddressOf(2));
+    assertEquals("10.0.1.1", two.softwareAddressOf(3));
+    assertEquals("10.0.1.1", two.softwareAddressOf(Integer.MAX_VALUE));
+    RdmaConfig one = RdmaConfig.defaults().withSoftwareAddresses(List.of("10.0.0.1"));
+    assertEquals("10.0.0.1", one.softwareAddressOf(5), "one entry serves every device");
+    RdmaConfig eight = RdmaConfig.defaults().withSoftwareAddresses(addresses(8));
+    for (int device = 0; device < 16; device++) {
+      assertEquals(addresses(8).get(device % 8), eight.softwareAddressOf(device));
+    }
+    assertEquals(
+        "127.0.0.1", two.softwareAddress(), "softwareAddress is kept but no device uses it");
+  }
+
+  @Test
+  void softwareAddressOfRejectsANegativeDevice() {
+    RdmaConfig two = RdmaConfig.defaults().withSoftwareAddresses(List.of("10.0.0.1", "10.0.1.1"));
+    assertEquals(
+        "device must be non-negative, got -1",
+        assertThrows(IllegalArgumentException.class, () -> two.softwareAddressOf(-1)).getMessage());
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> RdmaConfig.defaults().softwareAddressOf(Integer.MIN_VALUE));
+  }
+
+  @Test
+  void theSoftwareAddressesSurviveTheRoundTrip() {
+    EngineConfig config =
+        EngineConfig.defaults()
+            .withRdma(
+                RdmaConfig.defaults()
+                    .withEnabled(true)
+                    .withSoftwareAddresses(List.of("10.0.0.1", "10.0.1.1")));
+    String json = config.toJson();
+    assertEquals(config, EngineConfig.fromJson(json));
+    assertEquals(json, EngineConfig.fromJson(json).toJson());
+    assertEquals(
+        true,
+        json.contains(
+            "\"priorityAgingPerEntry\": false,\n"
+                + "    \"softwareAddresses\": [\n"
+                + "      \"10.0.0.1\",\n"
+                + "      \"10.0.1.1\"\n"
+                + "    ]\n"),
         json);
   }
 }

@@ -96,7 +96,8 @@ class RdmaBudgetsIT {
                 300_000,
                 1_000,
                 10,
-                false));
+                false,
+                List.of()));
     try (TransferEngine source = TransferEngine.start(tight);
         TransferEngine requester = TransferEngine.start(RdmaTransferIT.rdmaConfig("grants-req"))) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
@@ -161,7 +162,8 @@ class RdmaBudgetsIT {
                 r.railMaxCooldownMillis(),
                 r.railProbeIntervalMillis(),
                 r.priorityAgingMillis(),
-                r.priorityAgingPerEntry()));
+                r.priorityAgingPerEntry(),
+                List.of()));
     try (TransferEngine a = TransferEngine.start(RdmaTransferIT.rdmaConfig("ep-a"));
         TransferEngine b = TransferEngine.start(RdmaTransferIT.rdmaConfig("ep-b"));
         TransferEngine requester = TransferEngine.start(one)) {

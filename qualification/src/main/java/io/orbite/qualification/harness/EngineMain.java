@@ -38,6 +38,8 @@ import java.util.Map;
  * LOANS                         -> OK n          (loans workers hold on the engine's memory now: owed())
  * UNREGISTER regionId           -> OK
  * COUNTERS                      -> OK key=value ...
+ * CHARGE kind name              -> OK n          (the owner view's charge {@code name}, summed over
+ *                                                  the owners of kind {@code kind})
  * ALLOCATED [threadPrefix]     -> OK bytes      (heap bytes allocated so far by all threads, or by
  *                                                  the live threads whose name starts with the prefix)
  * QUIT                          -> OK, then exit
@@ -173,6 +175,15 @@ public final class EngineMain {
             out.println(b);
           }
           case "COUNTERS" -> out.println("OK " + counters(engine.counters()));
+          case "CHARGE" -> {
+            long sum = 0;
+            for (var o : engine.ownerView().owners()) {
+              if (o.kind().equals(t[1])) {
+                sum += o.charges().getOrDefault(t[2], 0L);
+              }
+            }
+            out.println("OK " + sum);
+          }
           case "ALLOCATED" ->
               out.println("OK " + (t.length > 1 ? allocatedBytes(t[1]) : allocatedBytes()));
           case "QUIT" -> {
@@ -291,6 +302,12 @@ public final class EngineMain {
         + c.of(io.orbite.engine.Transport.TCP).tasksDispatched.sum()
         + " shmTasksDispatched="
         + c.of(io.orbite.engine.Transport.SHM).tasksDispatched.sum()
+        + " rdmaTasksDispatched="
+        + c.of(io.orbite.engine.Transport.RDMA).tasksDispatched.sum()
+        + " rdmaSoft0Bytes="
+        + c.laneBytes().getOrDefault("rdma/soft0", 0L)
+        + " rdmaSoft1Bytes="
+        + c.laneBytes().getOrDefault("rdma/soft1", 0L)
         + " shmBytesRead="
         + c.shmBytesRead.sum()
         + " shmBytesWritten="

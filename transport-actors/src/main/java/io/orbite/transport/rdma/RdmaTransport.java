@@ -183,13 +183,28 @@ final class RdmaTransport {
         .build();
   }
 
+  /**
+   * The software provider's devices: {@code soft0}... ({@code rdma.softwareDevices} of them), each
+   * listening on its address ({@code rdma.softwareAddresses}, device i on entry i modulo the list's
+   * length, or all on {@code rdma.softwareAddress}), so rails can run over different links.
+   */
+  private SoftFabric softwareFabric() {
+    List<SoftFabric.DeviceSpec> devices = new ArrayList<>();
+    for (int i = 0; i < config.softwareDevices(); i++) {
+      devices.add(
+          SoftFabric.DeviceSpec.of(
+              "soft" + i, config.softwareAddressOf(i), 0x0200_5e00_0000_0000L | (i + 1)));
+    }
+    return SoftFabric.of(devices);
+  }
+
   /** The provider's devices (those {@code rdma.devices} names, or all), opened as rails. */
   private List<Rail> openRails() {
     Verbs verbs =
         "native".equals(config.provider())
             ? NativeVerbs.system()
             : SoftVerbs.create(
-                SoftFabric.onAddress(config.softwareAddress(), config.softwareDevices()),
+                softwareFabric(),
                 context.hooks().rdmaFaults() instanceof SoftFaults f ? f : SoftFaults.NONE);
     VerbsResult<List<Verbs.Device>> listed = verbs.getDeviceList();
     if (!listed.ok()) {

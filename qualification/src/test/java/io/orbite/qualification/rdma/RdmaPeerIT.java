@@ -54,11 +54,22 @@ class RdmaPeerIT {
   @Test
   void healthyRoundsThenThreeSourceGenerationsWhileTheRequesterSurvives(
       @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
+    // Nothing is armed: the table is read for the provider's own byte counts (its port counters).
+    io.orbite.nativebind.verbs.soft.SoftFaults provider =
+        io.orbite.nativebind.verbs.soft.SoftFaults.create();
+    io.orbite.engine.FaultHooks counting =
+        new io.orbite.engine.FaultHooks() {
+          @Override
+          public Object rdmaFaults() {
+            return provider;
+          }
+        };
     try (TransferEngine requester =
         TransferEngine.start(
             RdmaTransferIT.rdmaConfig("rdma-survivor")
-                .withSlicing(
-                    io.orbite.config.SlicingConfig.defaults().withBaseBlockBytes(BLOCK)))) {
+                .withSlicing(io.orbite.config.SlicingConfig.defaults().withBaseBlockBytes(BLOCK)),
+            counting)) {
+      native0 = () -> provider.payloadBytes("soft0") + provider.payloadBytes("soft1");
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       int port;
       try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
@@ -98,6 +109,9 @@ class RdmaPeerIT {
     }
   }
 
+  /** The requester provider's own payload byte count (both devices). */
+  private static java.util.function.LongSupplier native0;
+
   /** READ and WRITE rounds of 16 parents of 4 MiB + 1 over both rails, both regions checked. */
   private static void rounds(
       TransferEngine requester,
@@ -110,6 +124,7 @@ class RdmaPeerIT {
     long soft0 = RdmaTransferIT.railBytes(requester, "soft0");
     long soft1 = RdmaTransferIT.railBytes(requester, "soft1");
     long servedBefore = sourceBytes(source);
+    long nativeBefore = native0.getAsLong();
     long moved = 0;
     for (int round = 0; round < rounds; round++) {
       for (Op op : Op.values()) {
@@ -173,6 +188,10 @@ class RdmaPeerIT {
     long d1 = RdmaTransferIT.railBytes(requester, "soft1") - soft1;
     assertTrue(d0 > 0 && d1 > 0, () -> "both rails carry payload: " + d0 + " / " + d1);
     assertEquals(moved, d0 + d1, "the rails' counters are the payload");
+    assertEquals(
+        moved,
+        native0.getAsLong() - nativeBefore,
+        "the provider's own byte counters match the engine's");
     // The source counts a slice when its completion SEND lands, which may trail the receipt here.
     long expected = moved;
     Await.until(

@@ -25,6 +25,14 @@ final class SoftDevice {
   final SoftMemory memory = new SoftMemory();
   final Map<Integer, SoftQp> qps = new HashMap<>();
   final List<SoftContext> contexts = new ArrayList<>();
+
+  /**
+   * RDMA READ and WRITE payload bytes this device's requesters moved (a READ's bytes scattered
+   * here, a WRITE's bytes the target acknowledged): the provider's own count, as a port counter.
+   */
+  final java.util.concurrent.atomic.LongAdder payloadBytes =
+      new java.util.concurrent.atomic.LongAdder();
+
   private final int[] portStates;
   private final ReentrantLock lock;
   private SoftResponder responder;

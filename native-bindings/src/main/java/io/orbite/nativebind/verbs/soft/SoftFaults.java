@@ -62,6 +62,8 @@ public final class SoftFaults {
     void dropWire(int qpNum);
 
     void wireReleased();
+
+    long payloadBytes(String device);
   }
 
   /** The empty table for production: it refuses every fault. */
@@ -241,6 +243,20 @@ public final class SoftFaults {
   public synchronized void nullWire(boolean on) {
     checkMutable();
     nullWire = on;
+  }
+
+  /**
+   * The RDMA READ and WRITE payload bytes the provider this table serves has moved from or into
+   * {@code device}'s memory as a requester (a READ's bytes scattered, a WRITE's bytes acknowledged
+   * by the target): the provider's own count, as a NIC's port counters are, for tests to compare
+   * with an engine's. Not a fault; it changes nothing.
+   *
+   * @param device the device's name
+   * @return the bytes so far
+   * @throws IllegalArgumentException if the provider has no such device
+   */
+  public long payloadBytes(String device) {
+    return bound().payloadBytes(device);
   }
 
   synchronized void attach(Actions provider) {

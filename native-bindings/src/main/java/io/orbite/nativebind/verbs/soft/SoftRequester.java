@@ -302,6 +302,9 @@ final class SoftRequester implements Runnable {
                   ? Math.min(plan.interruptAt(), request.length())
                   : request.length();
           SoftQp.scatter(response.payload(), count, targets);
+          qp.device.payloadBytes.add(count);
+        } else if (request.op() == SoftWire.OP_WRITE) {
+          qp.device.payloadBytes.add(request.payload().length);
         }
         if (plan.interruptAt() >= 0) {
           qp.toError();

@@ -787,6 +787,16 @@ public final class SoftVerbs implements Verbs {
     }
 
     @Override
+    public long payloadBytes(String device) {
+      return devices.stream()
+          .filter(x -> x.name().equals(device))
+          .findFirst()
+          .orElseThrow(() -> new IllegalArgumentException("no device " + device))
+          .payloadBytes
+          .sum();
+    }
+
+    @Override
     public void wireReleased() {
       lock.lock();
       try {

@@ -919,6 +919,7 @@ abstract class SoftVerbsConformance extends RcConformance<SoftLocalEnd> {
     assertArrayEquals(guarded(256, 16, message), peer.read(inbox), "the SEND's bytes arrive");
 
     local.faults.nullWire(false);
+    long countedBefore = local.faults.payloadBytes(local.deviceName);
     byte[] written = pattern(1000, 6);
     local.put(src, 1000, written);
     byte[] remoteBytes = pattern(4096, 7);
@@ -938,5 +939,9 @@ abstract class SoftVerbsConformance extends RcConformance<SoftLocalEnd> {
     assertArrayEquals(landed, peer.read(remote), "the WRITE landed");
     assertArrayEquals(
         guarded(4096, 50, slice(landed, 1000, 2000)), local.bytes(dst), "the READ copied");
+    assertEquals(
+        3000,
+        local.faults.payloadBytes(local.deviceName) - countedBefore,
+        "the provider counts the WRITE's and the READ's payload (not the refused one, nor SENDs)");
   }
 }

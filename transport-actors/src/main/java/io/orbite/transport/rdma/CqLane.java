@@ -13,7 +13,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -42,6 +41,9 @@ import org.agrona.concurrent.IdleStrategy;
 final class CqLane implements Runnable {
   /** How a lane learns what became of one work request. */
   interface Completion {
+    /** The QP the WR was posted on. */
+    RcQp qp();
+
     void completed(CqLane lane, Verbs.Wc wc);
 
     /** The QP was destroyed with this WR unanswered: it will never complete. */
@@ -66,7 +68,6 @@ final class CqLane implements Runnable {
   private final Set<RcQp> queued = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
 
   private final Long2ObjectHashMap<Completion> pending = new Long2ObjectHashMap<>();
-  private final Map<RcQp, Set<Long>> wrsByQp = new IdentityHashMap<>();
   private final Map<RcQp, Long> closing = new IdentityHashMap<>();
   private final List<CloseWaiter> afterClose = new ArrayList<>();
   private final Set<ControlLink> dirty =
@@ -170,7 +171,6 @@ final class CqLane implements Runnable {
       wcs[i] = null;
       Completion c = pending.remove(wc.wrId());
       if (c != null) {
-        forget(wc.wrId(), c);
         c.completed(this, wc);
       }
     }
@@ -188,23 +188,10 @@ final class CqLane implements Runnable {
     return work;
   }
 
-  private final Map<Long, RcQp> qpOfWr = new java.util.HashMap<>();
-
-  private void forget(long wrId, Completion c) {
-    RcQp qp = qpOfWr.remove(wrId);
-    if (qp != null) {
-      Set<Long> ids = wrsByQp.get(qp);
-      if (ids != null) {
-        ids.remove(wrId);
-      }
-    }
-  }
-
-  private long track(RcQp qp, Completion c) {
+  /** A WR id for {@code c}, pending until its completion comes (or its QP is destroyed). */
+  private long track(Completion c) {
     long id = nextWrId++;
     pending.put(id, c);
-    qpOfWr.put(id, qp);
-    wrsByQp.computeIfAbsent(qp, q -> new LinkedHashSet<>()).add(id);
     return id;
   }
 
@@ -311,8 +298,8 @@ final class CqLane implements Runnable {
     boolean read = s.work.op() == Op.READ;
     Completion payload = new PayloadDone(s);
     Completion send = new SendDone(s);
-    long payloadId = track(qp, payload);
-    long sendId = track(qp, send);
+    long payloadId = track(payload);
+    long sendId = track(send);
     rail.hooks.beforeRdmaPost(name, qp.qp.qpNum(), payloadId, !read);
     if (qp.broken != null || s.channel.closedBecause() != null) {
       // The endpoint broke while the hook held the lane: the payload was never posted.
@@ -375,10 +362,7 @@ final class CqLane implements Runnable {
   }
 
   private void untrack(long wrId) {
-    Completion c = pending.remove(wrId);
-    if (c != null) {
-      forget(wrId, c);
-    }
+    pending.remove(wrId);
   }
 
   private final class PayloadDone implements Completion {
@@ -386,6 +370,11 @@ final class CqLane implements Runnable {
 
     PayloadDone(Slice s) {
       this.s = s;
+    }
+
+    @Override
+    public RcQp qp() {
+      return s.qp;
     }
 
     @Override
@@ -423,6 +412,11 @@ final class CqLane implements Runnable {
 
     SendDone(Slice s) {
       this.s = s;
+    }
+
+    @Override
+    public RcQp qp() {
+      return s.qp;
     }
 
     @Override
@@ -504,8 +498,12 @@ final class CqLane implements Runnable {
     long addr = g.registration.segment().address() + g.offset;
     long id =
         track(
-            qp,
             new Completion() {
+              @Override
+              public RcQp qp() {
+                return qp;
+              }
+
               @Override
               public void completed(CqLane lane, Verbs.Wc wc) {
                 qp.debt--;
@@ -545,8 +543,12 @@ final class CqLane implements Runnable {
       SourceSession session, RcQp qp, MemorySegment slab, Verbs.Mr slabMr, int slot) {
     long id =
         track(
-            qp,
             new Completion() {
+              @Override
+              public RcQp qp() {
+                return qp;
+              }
+
               @Override
               public void completed(CqLane lane, Verbs.Wc wc) {
                 if (wc.status() == Ibv.WC_SUCCESS) {
@@ -642,22 +644,27 @@ final class CqLane implements Runnable {
         // still comes.
         continue;
       }
-      Set<Long> left = wrsByQp.remove(qp);
-      if (left != null) {
-        String why = "its QP was destroyed before this work request completed";
-        for (long id : List.copyOf(left)) {
-          Completion c = pending.remove(id);
-          qpOfWr.remove(id);
-          if (c != null) {
-            c.abandoned(this, why);
-          }
-        }
-      }
+      abandonAll(qp);
     }
     if (done > 0) {
       runFinishedWaiters();
     }
     return done;
+  }
+
+  /** The pending WRs of {@code qp}, just destroyed: abandoned, in post order. */
+  private void abandonAll(RcQp qp) {
+    List<Long> ids = new ArrayList<>();
+    pending.forEachLong(
+        (id, c) -> {
+          if (c.qp() == qp) {
+            ids.add(id);
+          }
+        });
+    ids.sort(null);
+    for (long id : ids) {
+      pending.remove(id).abandoned(this, "its QP was destroyed before this work request completed");
+    }
   }
 
   private void runFinishedWaiters() {

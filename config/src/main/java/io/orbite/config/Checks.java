@@ -1,6 +1,7 @@
 package io.orbite.config;
 
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
+import java.util.List;
 import java.util.regex.Pattern;
 
 /**
@@ -97,5 +98,41 @@ final class Checks {
     String shown =
         value.length() > MAX_ECHOED_CHARS ? value.substring(0, MAX_ECHOED_CHARS) + "..." : value;
     return "\"" + new String(JsonStringEncoder.getInstance().quoteAsString(shown)) + "\"";
+  }
+
+  /**
+   * A list of names, checked and copied: at most {@code max}, none {@code null}, blank or repeated.
+   *
+   * @throws ConfigException naming {@code path} for a null or too long list, or {@code path[<i>]}
+   *     for the first bad name
+   */
+  static List<String> requireNames(String path, List<String> names, int max) {
+    requireNonNull(path, names);
+    if (names.size() > max) {
+      throw new ConfigException(
+          path, "must hold at most " + max + " device names, got " + names.size());
+    }
+    // Checked one by one (List.copyOf would throw a bare NullPointerException on a null name).
+    for (int i = 0; i < names.size(); i++) {
+      String name = names.get(i);
+      String namePath = path + "[" + i + "]";
+      requireNonNull(namePath, name);
+      if (name.isBlank()) {
+        throw new ConfigException(namePath, "must not be blank, got " + quote(name));
+      }
+      int first = names.indexOf(name);
+      if (first < i) {
+        throw new ConfigException(
+            namePath,
+            "must differ from every other device, got "
+                + quote(name)
+                + " again (first at "
+                + path
+                + "["
+                + first
+                + "])");
+      }
+    }
+    return List.copyOf(names);
   }
 }

@@ -65,6 +65,18 @@ import java.util.List;
  *     {@link #softwareAddress()}. Each entry a dotted literal as for {@code softwareAddress}.
  *     Default empty; at most {@value #MAX_SOFTWARE_ADDRESSES} addresses, none repeated; not used by
  *     the native provider. See {@link #softwareAddressOf(int)}.
+ * @param gidIndex the GID table index each rail's port uses: {@code -1} chooses automatically (the
+ *     best valid GID, chosen again when a paused port recovers), {@code 0} or more pins that index
+ *     strictly (never another). Default {@value #DEFAULT_GID_INDEX}; range {@value
+ *     #MIN_GID_INDEX}..{@value #MAX_GID_INDEX}.
+ * @param maxDirectBytes most bytes of registered memory on loan to the RDMA devices at once, in
+ *     bytes: a requester's slices in flight and a source's bound windows each charge their length
+ *     until their drain (the reference's {@code max_direct_bytes}). Default {@value
+ *     #DEFAULT_MAX_DIRECT_BYTES} (64 MiB, the reference's); range {@value
+ *     #MIN_MAX_DIRECT_BYTES}..{@value #MAX_MAX_DIRECT_BYTES}.
+ * @param selection which rails may carry a slice: a device mask and NUMA policy, hard limits that
+ *     the bandwidth-aware selection only narrows within. Default {@link
+ *     RdmaSelectionConfig#defaults()}.
  */
 public record RdmaConfig(
     boolean enabled,
@@ -84,7 +96,10 @@ public record RdmaConfig(
     int railProbeIntervalMillis,
     int priorityAgingMillis,
     boolean priorityAgingPerEntry,
-    List<String> softwareAddresses) {
+    List<String> softwareAddresses,
+    int gidIndex,
+    long maxDirectBytes,
+    RdmaSelectionConfig selection) {
   /** JSON key of this section, and the path prefix of its messages. */
   static final String SECTION = "rdma";
 
@@ -226,6 +241,24 @@ public record RdmaConfig(
   /** Most addresses {@link #softwareAddresses()} may hold. */
   public static final int MAX_SOFTWARE_ADDRESSES = 8;
 
+  /** Default {@link #gidIndex()}: automatic. */
+  public static final int DEFAULT_GID_INDEX = -1;
+
+  /** Smallest accepted {@link #gidIndex()}: automatic. */
+  public static final int MIN_GID_INDEX = -1;
+
+  /** Largest accepted {@link #gidIndex()}. */
+  public static final int MAX_GID_INDEX = 255;
+
+  /** Default {@link #maxDirectBytes()}: 64 MiB, as in the reference. */
+  public static final long DEFAULT_MAX_DIRECT_BYTES = 64L << 20;
+
+  /** Smallest accepted {@link #maxDirectBytes()}: 64 KiB, one base slice. */
+  public static final long MIN_MAX_DIRECT_BYTES = 64L << 10;
+
+  /** Largest accepted {@link #maxDirectBytes()}: 1 TiB. */
+  public static final long MAX_MAX_DIRECT_BYTES = 1L << 40;
+
   /**
    * Validates every component: {@link #provider()} must be one of {@link #PROVIDERS}, {@link
    * #devices()} at most {@value #MAX_DEVICES} distinct non-blank names, {@link #softwareAddress()}
@@ -246,7 +279,7 @@ public record RdmaConfig(
           SECTION + ".provider",
           "must be one of \"software\", \"native\", got " + Checks.quote(provider));
     }
-    devices = requireDevices(SECTION + ".devices", devices);
+    devices = Checks.requireNames(SECTION + ".devices", devices, MAX_DEVICES);
     Checks.requireRange(SECTION + ".lanes", lanes, MIN_LANES, MAX_LANES);
     Checks.requireIpv4(SECTION + ".softwareAddress", softwareAddress);
     Checks.requireRange(
@@ -283,6 +316,10 @@ public record RdmaConfig(
         MIN_PRIORITY_AGING_MILLIS,
         MAX_PRIORITY_AGING_MILLIS);
     softwareAddresses = requireSoftwareAddresses(SECTION + ".softwareAddresses", softwareAddresses);
+    Checks.requireRange(SECTION + ".gidIndex", gidIndex, MIN_GID_INDEX, MAX_GID_INDEX);
+    Checks.requireRange(
+        SECTION + ".maxDirectBytes", maxDirectBytes, MIN_MAX_DIRECT_BYTES, MAX_MAX_DIRECT_BYTES);
+    Checks.requireNonNull(RdmaSelectionConfig.SECTION, selection);
     // Checked after every range, so that a value out of its own range is reported as such.
     if (railMaxCooldownMillis < railCooldownMillis) {
       throw new ConfigException(
@@ -331,7 +368,10 @@ public record RdmaConfig(
         DEFAULT_RAIL_PROBE_INTERVAL_MILLIS,
         DEFAULT_PRIORITY_AGING_MILLIS,
         DEFAULT_PRIORITY_AGING_PER_ENTRY,
-        DEFAULT_SOFTWARE_ADDRESSES);
+        DEFAULT_SOFTWARE_ADDRESSES,
+        DEFAULT_GID_INDEX,
+        DEFAULT_MAX_DIRECT_BYTES,
+        RdmaSelectionConfig.defaults());
   }
 
   /**
@@ -360,7 +400,10 @@ public record RdmaConfig(
         railProbeIntervalMillis,
         priorityAgingMillis,
         priorityAgingPerEntry,
-        softwareAddresses);
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection);
   }
 
   /**
@@ -392,7 +435,10 @@ public record RdmaConfig(
         railProbeIntervalMillis,
         priorityAgingMillis,
         priorityAgingPerEntry,
-        softwareAddresses);
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection);
   }
 
   /**
@@ -425,7 +471,10 @@ public record RdmaConfig(
         railProbeIntervalMillis,
         priorityAgingMillis,
         priorityAgingPerEntry,
-        softwareAddresses);
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection);
   }
 
   /**
@@ -456,7 +505,10 @@ public record RdmaConfig(
         railProbeIntervalMillis,
         priorityAgingMillis,
         priorityAgingPerEntry,
-        softwareAddresses);
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection);
   }
 
   /**
@@ -487,7 +539,10 @@ public record RdmaConfig(
         railProbeIntervalMillis,
         priorityAgingMillis,
         priorityAgingPerEntry,
-        softwareAddresses);
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection);
   }
 
   /**
@@ -532,7 +587,10 @@ public record RdmaConfig(
         railProbeIntervalMillis,
         priorityAgingMillis,
         priorityAgingPerEntry,
-        softwareAddresses);
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection);
   }
 
   /**
@@ -566,7 +624,10 @@ public record RdmaConfig(
         railProbeIntervalMillis,
         priorityAgingMillis,
         perEntry,
-        softwareAddresses);
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection);
   }
 
   /**
@@ -601,7 +662,110 @@ public record RdmaConfig(
         railProbeIntervalMillis,
         priorityAgingMillis,
         priorityAgingPerEntry,
-        softwareAddresses);
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection);
+  }
+
+  /**
+   * A copy with {@link #gidIndex()} replaced and every other component kept; checked as by the
+   * constructor.
+   *
+   * @param gidIndex {@code -1} to choose the GID automatically, or the index to pin strictly
+   * @return a new {@code RdmaConfig}; this one is unchanged
+   * @throws ConfigException naming {@code rdma.gidIndex} if it is outside {@value
+   *     #MIN_GID_INDEX}..{@value #MAX_GID_INDEX}
+   */
+  public RdmaConfig withGidIndex(int gidIndex) {
+    return new RdmaConfig(
+        enabled,
+        provider,
+        devices,
+        lanes,
+        softwareAddress,
+        softwareDevices,
+        maxEndpoints,
+        maxGrants,
+        maxSendWr,
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry,
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection);
+  }
+
+  /**
+   * A copy with {@link #maxDirectBytes()} replaced and every other component kept; checked as by
+   * the constructor.
+   *
+   * @param maxDirectBytes most bytes on loan to the RDMA devices at once
+   * @return a new {@code RdmaConfig}; this one is unchanged
+   * @throws ConfigException naming {@code rdma.maxDirectBytes} if it is outside {@value
+   *     #MIN_MAX_DIRECT_BYTES}..{@value #MAX_MAX_DIRECT_BYTES}
+   */
+  public RdmaConfig withMaxDirectBytes(long maxDirectBytes) {
+    return new RdmaConfig(
+        enabled,
+        provider,
+        devices,
+        lanes,
+        softwareAddress,
+        softwareDevices,
+        maxEndpoints,
+        maxGrants,
+        maxSendWr,
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry,
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection);
+  }
+
+  /**
+   * A copy with {@link #selection()} replaced and every other component kept.
+   *
+   * @param selection the rail eligibility policy, already validated by its constructor
+   * @return a new {@code RdmaConfig}; this one is unchanged
+   * @throws ConfigException naming {@code rdma.selection} if it is {@code null}
+   */
+  public RdmaConfig withSelection(RdmaSelectionConfig selection) {
+    return new RdmaConfig(
+        enabled,
+        provider,
+        devices,
+        lanes,
+        softwareAddress,
+        softwareDevices,
+        maxEndpoints,
+        maxGrants,
+        maxSendWr,
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry,
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection);
   }
 
   /**
@@ -620,40 +784,6 @@ public record RdmaConfig(
     return softwareAddresses.isEmpty()
         ? softwareAddress
         : softwareAddresses.get(device % softwareAddresses.size());
-  }
-
-  /**
-   * The device names, checked and copied: at most {@value #MAX_DEVICES}, none {@code null}, blank
-   * or repeated.
-   */
-  private static List<String> requireDevices(String path, List<String> devices) {
-    Checks.requireNonNull(path, devices);
-    if (devices.size() > MAX_DEVICES) {
-      throw new ConfigException(
-          path, "must hold at most " + MAX_DEVICES + " device names, got " + devices.size());
-    }
-    // Checked one by one (List.copyOf would throw a bare NullPointerException on a null name).
-    for (int i = 0; i < devices.size(); i++) {
-      String device = devices.get(i);
-      String devicePath = path + "[" + i + "]";
-      Checks.requireNonNull(devicePath, device);
-      if (device.isBlank()) {
-        throw new ConfigException(devicePath, "must not be blank, got " + Checks.quote(device));
-      }
-      int first = devices.indexOf(device);
-      if (first < i) {
-        throw new ConfigException(
-            devicePath,
-            "must differ from every other device, got "
-                + Checks.quote(device)
-                + " again (first at "
-                + path
-                + "["
-                + first
-                + "])");
-      }
-    }
-    return List.copyOf(devices);
   }
 
   /**
@@ -731,6 +861,10 @@ public record RdmaConfig(
             MIN_PRIORITY_AGING_MILLIS,
             MAX_PRIORITY_AGING_MILLIS),
         r.booleanValue("priorityAgingPerEntry", DEFAULT_PRIORITY_AGING_PER_ENTRY),
-        r.stringListValue("softwareAddresses", DEFAULT_SOFTWARE_ADDRESSES));
+        r.stringListValue("softwareAddresses", DEFAULT_SOFTWARE_ADDRESSES),
+        r.intValue("gidIndex", DEFAULT_GID_INDEX, MIN_GID_INDEX, MAX_GID_INDEX),
+        r.longValue(
+            "maxDirectBytes", DEFAULT_MAX_DIRECT_BYTES, MIN_MAX_DIRECT_BYTES, MAX_MAX_DIRECT_BYTES),
+        r.section(RdmaSelectionConfig.KEY, RdmaSelectionConfig.class, RdmaSelectionConfig::read));
   }
 }

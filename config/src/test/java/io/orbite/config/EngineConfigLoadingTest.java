@@ -98,7 +98,11 @@ class EngineConfigLoadingTest {
                            "railCooldownMillis": 3600000, "railMaxCooldownMillis": 86400000,
                            "railProbeIntervalMillis": 3600000, "priorityAgingMillis": 60000,
                            "priorityAgingPerEntry": true,
-                           "softwareAddresses": ["10.0.0.2", "10.0.1.2"]},
+                           "softwareAddresses": ["10.0.0.2", "10.0.1.2"], "gidIndex": 255,
+                           "maxDirectBytes": 1099511627776,
+                           "selection": {"deviceMask": ["mlx5_1"], "preferredNumaNode": 1023,
+                                         "strictLocalNuma": true,
+                                         "customJsonPath": "/etc/orbite/topology.json"}},
                   "observability": {"metrics": {"enabled": true, "host": "0.0.0.0", "port": 9100},
                                     "dashboard": {"enabled": true, "host": "::1", "port": 65535},
                                     "tickMillis": 60000}
@@ -132,7 +136,11 @@ class EngineConfigLoadingTest {
                 3600000,
                 60000,
                 true,
-                List.of("10.0.0.2", "10.0.1.2")),
+                List.of("10.0.0.2", "10.0.1.2"),
+                255,
+                1099511627776L,
+                new RdmaSelectionConfig(
+                    List.of("mlx5_1"), 1023, true, "/etc/orbite/topology.json")),
             new ObservabilityConfig(
                 new MetricsConfig(true, "0.0.0.0", 9100),
                 new DashboardConfig(true, "::1", 65535),
@@ -184,7 +192,10 @@ class EngineConfigLoadingTest {
                     "10.0.0.2",
                     "10.0.0.3",
                     "10.0.0.4",
-                    "10.0.0.5")),
+                    "10.0.0.5"),
+                RdmaConfig.DEFAULT_GID_INDEX,
+                RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
+                RdmaSelectionConfig.defaults()),
             new ObservabilityConfig(
                 new MetricsConfig(true, "localhost", 1),
                 new DashboardConfig(false, "10.1.2.3", 0),
@@ -262,7 +273,15 @@ class EngineConfigLoadingTest {
                     "railProbeIntervalMillis": 1000,
                     "priorityAgingMillis": 10,
                     "priorityAgingPerEntry": false,
-                    "softwareAddresses": []
+                    "softwareAddresses": [],
+                    "gidIndex": -1,
+                    "maxDirectBytes": 67108864,
+                    "selection": {
+                      "deviceMask": [],
+                      "preferredNumaNode": -1,
+                      "strictLocalNuma": false,
+                      "customJsonPath": ""
+                    }
                   },
                   "observability": {
                     "metrics": {

@@ -106,7 +106,10 @@ record NumericKey(
             r.railProbeIntervalMillis(),
             r.priorityAgingMillis(),
             r.priorityAgingPerEntry(),
-            r.softwareAddresses()));
+            r.softwareAddresses(),
+            r.gidIndex(),
+            r.maxDirectBytes(),
+            r.selection()));
   }
 
   /**
@@ -403,6 +406,35 @@ record NumericKey(
               60000,
               c -> (long) c.rdma().priorityAgingMillis(),
               (c, v) -> withAgingMillis(c, v)),
+          new NumericKey(
+              "rdma.gidIndex",
+              -1,
+              -1,
+              255,
+              c -> (long) c.rdma().gidIndex(),
+              (c, v) -> c.withRdma(c.rdma().withGidIndex(Math.toIntExact(v)))),
+          new NumericKey(
+              "rdma.maxDirectBytes",
+              67108864,
+              65536,
+              1099511627776L,
+              c -> c.rdma().maxDirectBytes(),
+              (c, v) -> c.withRdma(c.rdma().withMaxDirectBytes(v))),
+          new NumericKey(
+              "rdma.selection.preferredNumaNode",
+              -1,
+              -1,
+              1023,
+              c -> (long) c.rdma().selection().preferredNumaNode(),
+              (c, v) ->
+                  c.withRdma(
+                      c.rdma()
+                          .withSelection(
+                              c.rdma()
+                                  .selection()
+                                  .withNuma(
+                                      Math.toIntExact(v),
+                                      c.rdma().selection().strictLocalNuma())))),
           new NumericKey(
               "observability.metrics.port",
               0,

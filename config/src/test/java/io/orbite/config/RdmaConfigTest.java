@@ -218,7 +218,10 @@ class RdmaConfigTest {
                 d.railProbeIntervalMillis(),
                 d.priorityAgingMillis(),
                 d.priorityAgingPerEntry(),
-                d.softwareAddresses()));
+                d.softwareAddresses(),
+                d.gidIndex(),
+                d.maxDirectBytes(),
+                d.selection()));
   }
 
   @Test
@@ -243,7 +246,10 @@ class RdmaConfigTest {
             1000,
             10,
             false,
-            List.of()),
+            List.of(),
+            RdmaConfig.DEFAULT_GID_INDEX,
+            RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
+            RdmaSelectionConfig.defaults()),
         d.withEnabled(true));
     assertEquals(
         new RdmaConfig(
@@ -264,7 +270,10 @@ class RdmaConfigTest {
             1000,
             10,
             false,
-            List.of()),
+            List.of(),
+            RdmaConfig.DEFAULT_GID_INDEX,
+            RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
+            RdmaSelectionConfig.defaults()),
         d.withProvider("native"));
     assertEquals(
         new RdmaConfig(
@@ -285,7 +294,10 @@ class RdmaConfigTest {
             1000,
             10,
             false,
-            List.of()),
+            List.of(),
+            RdmaConfig.DEFAULT_GID_INDEX,
+            RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
+            RdmaSelectionConfig.defaults()),
         d.withDevices(List.of("a", "b")));
     assertEquals(
         new RdmaConfig(
@@ -306,7 +318,10 @@ class RdmaConfigTest {
             1000,
             10,
             false,
-            List.of()),
+            List.of(),
+            RdmaConfig.DEFAULT_GID_INDEX,
+            RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
+            RdmaSelectionConfig.defaults()),
         d.withLanes(5));
     assertEquals(
         new RdmaConfig(
@@ -327,7 +342,10 @@ class RdmaConfigTest {
             1000,
             10,
             false,
-            List.of()),
+            List.of(),
+            RdmaConfig.DEFAULT_GID_INDEX,
+            RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
+            RdmaSelectionConfig.defaults()),
         d.withSoftwareDevices(7));
     assertEquals(RdmaConfig.defaults(), d, "the original is unchanged");
   }
@@ -424,7 +442,10 @@ class RdmaConfigTest {
                 d.railProbeIntervalMillis(),
                 d.priorityAgingMillis(),
                 d.priorityAgingPerEntry(),
-                d.softwareAddresses()));
+                d.softwareAddresses(),
+                d.gidIndex(),
+                d.maxDirectBytes(),
+                d.selection()));
   }
 
   @Test
@@ -481,7 +502,10 @@ class RdmaConfigTest {
             0,
             10,
             false,
-            List.of()),
+            List.of(),
+            RdmaConfig.DEFAULT_GID_INDEX,
+            RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
+            RdmaSelectionConfig.defaults()),
         changed);
     assertEquals(3, base.railErrors(), "the original is unchanged");
     assertEquals(
@@ -572,7 +596,10 @@ class RdmaConfigTest {
             0,
             250,
             true,
-            List.of()),
+            List.of(),
+            RdmaConfig.DEFAULT_GID_INDEX,
+            RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
+            RdmaSelectionConfig.defaults()),
         changed);
     assertEquals(10, base.priorityAgingMillis(), "the original is unchanged");
     assertEquals(false, base.priorityAgingPerEntry(), "the original is unchanged");
@@ -668,6 +695,48 @@ class RdmaConfigTest {
   void aWrongTypeOrAnInvalidSoftwareAddressIsRejectedNamingItsPath(
       String json, String path, String message) {
     assertEquals(message, assertJsonRejected(json, path, path + ": ").getMessage());
+  }
+
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      textBlock =
+          """
+          {"rdma":{"selection":[]}}                                   | rdma.selection                 | rdma.selection: expected an object, got array
+          {"rdma":{"selection":{"mask":[]}}}                          | rdma.selection.mask            | rdma.selection.mask: unknown key (known: deviceMask, preferredNumaNode, strictLocalNuma, customJsonPath)
+          {"rdma":{"selection":{"deviceMask":"soft0"}}}               | rdma.selection.deviceMask      | rdma.selection.deviceMask: expected an array of strings, got string "soft0"
+          {"rdma":{"selection":{"deviceMask":["soft0",1]}}}           | rdma.selection.deviceMask[1]   | rdma.selection.deviceMask[1]: expected a string, got integer 1
+          {"rdma":{"selection":{"deviceMask":[" "]}}}                 | rdma.selection.deviceMask[0]   | rdma.selection.deviceMask[0]: must not be blank, got " "
+          {"rdma":{"selection":{"deviceMask":["soft0","soft0"]}}}     | rdma.selection.deviceMask[1]   | rdma.selection.deviceMask[1]: must differ from every other device, got "soft0" again (first at rdma.selection.deviceMask[0])
+          {"rdma":{"selection":{"strictLocalNuma":"true"}}}           | rdma.selection.strictLocalNuma | rdma.selection.strictLocalNuma: expected a boolean, got string "true"
+          {"rdma":{"selection":{"customJsonPath":7}}}                 | rdma.selection.customJsonPath  | rdma.selection.customJsonPath: expected a string, got integer 7
+          """)
+  void aWrongSelectionIsRejectedNamingItsPath(String json, String path, String message) {
+    assertEquals(message, assertJsonRejected(json, path, path + ": ").getMessage());
+  }
+
+  @Test
+  void aDeviceMaskOrTopologyPathBeyondItsLimitIsRejected() {
+    List<String> names = new java.util.ArrayList<>();
+    for (int i = 0; i < 65; i++) {
+      names.add("mlx5_" + i);
+    }
+    RdmaSelectionConfig d = RdmaSelectionConfig.defaults();
+    assertEquals(
+        "rdma.selection.deviceMask: must hold at most 64 device names, got 65",
+        assertThrows(ConfigException.class, () -> d.withDeviceMask(names)).getMessage());
+    assertEquals(names.subList(0, 64), d.withDeviceMask(names.subList(0, 64)).deviceMask());
+    String tooLong = "/" + "a".repeat(4096);
+    assertEquals(
+        "rdma.selection.customJsonPath: must be at most 4096 characters, got 4097",
+        assertThrows(ConfigException.class, () -> d.withCustomJsonPath(tooLong)).getMessage());
+    assertEquals(
+        "rdma.selection.customJsonPath: must not be null",
+        assertThrows(ConfigException.class, () -> d.withCustomJsonPath(null)).getMessage());
+    assertEquals(
+        "rdma.selection: must not be null",
+        assertThrows(ConfigException.class, () -> RdmaConfig.defaults().withSelection(null))
+            .getMessage());
   }
 
   @ParameterizedTest
@@ -793,7 +862,10 @@ class RdmaConfigTest {
             0,
             250,
             true,
-            List.of("10.0.0.1", "10.0.1.1")),
+            List.of("10.0.0.1", "10.0.1.1"),
+            RdmaConfig.DEFAULT_GID_INDEX,
+            RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
+            RdmaSelectionConfig.defaults()),
         changed);
     assertEquals(List.of(), base.softwareAddresses(), "the original is unchanged");
     assertEquals(base, changed.withSoftwareAddresses(List.of()), "empty gives the original back");
@@ -878,7 +950,7 @@ class RdmaConfigTest {
                 + "    \"softwareAddresses\": [\n"
                 + "      \"10.0.0.1\",\n"
                 + "      \"10.0.1.1\"\n"
-                + "    ]\n"),
+                + "    ],\n"),
         json);
   }
 }

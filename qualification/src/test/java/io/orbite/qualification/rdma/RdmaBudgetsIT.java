@@ -97,7 +97,10 @@ class RdmaBudgetsIT {
                 1_000,
                 10,
                 false,
-                List.of()));
+                List.of(),
+                io.orbite.config.RdmaConfig.DEFAULT_GID_INDEX,
+                io.orbite.config.RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
+                io.orbite.config.RdmaSelectionConfig.defaults()));
     try (TransferEngine source = TransferEngine.start(tight);
         TransferEngine requester = TransferEngine.start(RdmaTransferIT.rdmaConfig("grants-req"))) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
@@ -163,7 +166,10 @@ class RdmaBudgetsIT {
                 r.railProbeIntervalMillis(),
                 r.priorityAgingMillis(),
                 r.priorityAgingPerEntry(),
-                List.of()));
+                List.of(),
+                io.orbite.config.RdmaConfig.DEFAULT_GID_INDEX,
+                io.orbite.config.RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
+                io.orbite.config.RdmaSelectionConfig.defaults()));
     try (TransferEngine a = TransferEngine.start(RdmaTransferIT.rdmaConfig("ep-a"));
         TransferEngine b = TransferEngine.start(RdmaTransferIT.rdmaConfig("ep-b"));
         TransferEngine requester = TransferEngine.start(one)) {

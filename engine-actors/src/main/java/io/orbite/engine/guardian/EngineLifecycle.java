@@ -97,8 +97,9 @@ public final class EngineLifecycle {
     if (now == Phase.RUNNING) {
       unquiesced.values().removeIf(Registration::released);
       registrations = visible.size() + unquiesced.size();
+      // A live range's device pins (its RDMA MRs) are not work owed; a retained range's are.
       loans =
-          visible.values().stream().mapToLong(Registration::loans).sum()
+          visible.values().stream().mapToLong(r -> r.loans() - r.pins()).sum()
               + unquiesced.values().stream().mapToLong(Registration::loans).sum();
     } else {
       // Closing: the Registry may already have hidden everything; count what is not yet released.

@@ -24,6 +24,7 @@ public final class Registration implements RegisteredMemory {
   private final Arena ownedArena;
   private final SharedBacking shared;
   private final AtomicLong loans = new AtomicLong();
+  private final AtomicLong pins = new AtomicLong();
   private volatile boolean visible = true;
   private volatile boolean released;
 
@@ -103,9 +104,41 @@ public final class Registration implements RegisteredMemory {
     return released;
   }
 
-  /** Loans currently held by workers. */
+  /**
+   * Loans currently held: by workers, and one per device pin ({@link #tryPin}). The registry frees
+   * the memory only once this is 0.
+   */
   public long loans() {
-    return loans.get();
+    return loans.get() + pins.get();
+  }
+
+  /** Device pins currently held (one per RDMA MR that names the range); part of {@link #loans}. */
+  public long pins() {
+    return pins.get();
+  }
+
+  /**
+   * Takes a device pin if the range is still visible: a transport that registers the range with a
+   * device (an RDMA MR) holds one for as long as the device may reach the pages, so the memory is
+   * never freed under it. Unlike a worker's loan, a pin says nothing about work in flight: the
+   * range is idle when {@code loans() == pins()}. A holder that gets {@code true} calls {@link
+   * #unpin()} exactly once, when the device can no longer reach the memory; a holder whose release
+   * failed keeps it for good.
+   */
+  public boolean tryPin() {
+    pins.incrementAndGet();
+    if (!visible) {
+      pins.decrementAndGet();
+      return false;
+    }
+    return true;
+  }
+
+  public void unpin() {
+    long left = pins.decrementAndGet();
+    if (left < 0) {
+      throw new IllegalStateException("region " + regionId + ": pin returned twice");
+    }
   }
 
   /**

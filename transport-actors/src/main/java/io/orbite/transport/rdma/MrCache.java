@@ -28,8 +28,8 @@ final class MrCache {
 
   /**
    * MRs whose deregistration failed: kept for good, never deregistered again (spec 001). The device
-   * may still reach their pages, so each holds a loan on its registration (when it is still live),
-   * which keeps the engine from freeing that memory.
+   * may still reach their pages, so each keeps the loan on its registration it took when it was
+   * made (a device pin), which keeps the engine from ever freeing that memory.
    */
   private final java.util.List<Entry> kept = new java.util.ArrayList<>();
 
@@ -58,21 +58,36 @@ final class MrCache {
     return mrFor(r);
   }
 
-  /** The MR of {@code r} (a live registration), made now if it has none. */
+  /**
+   * The MR of {@code r} (a live registration), made now if it has none. A new MR takes a device pin
+   * on its registration for as long as it exists, so the registry cannot free the memory under it:
+   * an unregister hides the range, {@link #sweep} then deregisters the MR once no work holds the
+   * range and gives the pin back, and only then is the memory freed.
+   */
   synchronized VerbsResult<Verbs.Mr> mrFor(Registration r) {
     Entry e = byAddress.get(r.segment().address());
     if (e != null && e.registration() == r) {
       return VerbsResult.ok(e.mr());
     }
     if (e != null) {
-      // A released registration's memory was reused: its MR names other pages.
+      if (sameRange(e.registration(), r.segment()) && !e.registration().released()) {
+        // The same pages registered twice: the MR made for the other registration names them.
+        return VerbsResult.ok(e.mr());
+      }
       retire(e);
+    }
+    if (!r.tryPin()) {
+      return VerbsResult.failed(
+          io.orbite.nativebind.Errno.EINVAL.number(),
+          r + " is being unregistered: no MR is made for it");
     }
     VerbsResult<Verbs.Mr> made =
         verbs.regMr(pd, r.segment(), Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_MW_BIND);
     if (made.ok()) {
       byAddress.put(r.segment().address(), new Entry(r, made.value()));
       registered.increment();
+    } else {
+      r.unpin();
     }
     return made;
   }
@@ -90,15 +105,30 @@ final class MrCache {
     return r.segment().address() == whole.address() && r.segment().byteSize() == whole.byteSize();
   }
 
-  /** Deregisters the MRs of released registrations (none is in use: no loan is left on them). */
+  /**
+   * Deregisters the MRs of hidden registrations that no work holds any more (only device pins are
+   * left). Once a range is hidden no new loan is granted, so the count only falls and a range found
+   * idle stays idle.
+   */
   synchronized int sweep() {
     int failures = 0;
     for (Entry e : byAddress.values()) {
-      if (e.registration().released() && !retire(e)) {
+      Registration r = e.registration();
+      if (!r.visible() && r.loans() == r.pins() && !retire(e)) {
         failures++;
       }
     }
     return failures;
+  }
+
+  /** Whether some MR's registration is hidden, so a {@link #sweep} may have work. */
+  boolean anyHidden() {
+    for (Entry e : byAddress.values()) {
+      if (!e.registration().visible()) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** How many MRs are held. */
@@ -126,10 +156,11 @@ final class MrCache {
     int rc = verbs.deregMr(e.mr());
     if (rc == 0) {
       deregistered.increment();
+      e.registration().unpin();
       return true;
     }
+    // Kept with its pin: the registry never frees memory the device may still reach.
     kept.add(e);
-    e.registration().tryLoan(); // refused once the range is hidden: it is then already going
     return false;
   }
 

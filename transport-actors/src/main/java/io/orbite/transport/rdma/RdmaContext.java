@@ -105,7 +105,6 @@ final class RdmaContext {
         .onMessageEquals(
             Tick.INSTANCE,
             () -> {
-              rail.mrs.sweep();
               for (CqLane lane : rail.lanes) {
                 if (lane.faulted() != null) {
                   detail = lane.name + ": " + lane.faulted();
@@ -119,10 +118,34 @@ final class RdmaContext {
               }
               return Behaviors.same();
             })
-        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+        .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
         .onMessage(Close.class, this::onClose)
         .build();
   }
+
+  /**
+   * The MR sweep: a hidden registration's MR is deregistered once no work holds the range, so that
+   * its unregister can free the memory (the MR's own loan keeps it until then). Deregistration is a
+   * native call (on hardware it unpins the pages), so it runs on the blocking-I/O executor, one
+   * sweep at a time.
+   */
+  private Behavior<Command> onRefresh() {
+    if (rail.mrs.anyHidden() && sweeping.compareAndSet(false, true)) {
+      CompletableFuture.runAsync(
+          () -> {
+            try {
+              rail.mrs.sweep();
+            } finally {
+              sweeping.set(false);
+            }
+          },
+          context.blockingIo());
+    }
+    return Behaviors.same();
+  }
+
+  private final java.util.concurrent.atomic.AtomicBoolean sweeping =
+      new java.util.concurrent.atomic.AtomicBoolean();
 
   private Behavior<Command> paused() {
     state = OwnerState.FENCED;
@@ -137,7 +160,7 @@ final class RdmaContext {
               health.portFault(rail.index);
               return Behaviors.same();
             })
-        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+        .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
         .onMessage(Close.class, this::onClose)
         .build();
   }

@@ -90,6 +90,10 @@ public final class SoftFaults {
   private final boolean mutable;
   private final Set<WrKey> withheld = new HashSet<>();
   private final List<DestroyRule> destroyRules = new ArrayList<>();
+
+  /** {@link #failDeregAt} rules: {@code handle} holds the range's first address. */
+  private final List<DestroyRule> deregRules = new ArrayList<>();
+
   private final Map<Integer, int[]> postSendFailures = new HashMap<>();
   private final Map<WrKey, Integer> interrupts = new HashMap<>();
   private final Set<Integer> stalled = new HashSet<>();
@@ -144,9 +148,23 @@ public final class SoftFaults {
     failDestroy(kind, ANY, errno, sticky);
   }
 
+  /**
+   * Fails the deregistration of every MR (of any device) whose range starts at {@code address}: the
+   * way to hit the MR of one registration, whose handle only the transport knows.
+   *
+   * @param address the first byte of the registered range
+   * @param errno what {@code deregMr} answers (EIO, EBUSY)
+   * @param sticky every later deregistration of such an MR fails too, not only the next one
+   */
+  public synchronized void failDeregAt(long address, int errno, boolean sticky) {
+    checkMutable();
+    deregRules.add(new DestroyRule(Kind.MR, address, errno, sticky));
+  }
+
   /** Forgets every destroy fault, sticky ones included. */
   public synchronized void clearDestroyFaults() {
     destroyRules.clear();
+    deregRules.clear();
   }
 
   /**
@@ -282,6 +300,21 @@ public final class SoftFaults {
         if (r.sticky) {
           r.handle = handle;
         } else {
+          it.remove();
+        }
+        return r.errno;
+      }
+    }
+    return 0;
+  }
+
+  /** The errno a deregistration of an MR starting at {@code address} must fail with, or 0. */
+  synchronized int deregFailureAt(long address) {
+    Iterator<DestroyRule> it = deregRules.iterator();
+    while (it.hasNext()) {
+      DestroyRule r = it.next();
+      if (r.handle == address) {
+        if (!r.sticky) {
           it.remove();
         }
         return r.errno;

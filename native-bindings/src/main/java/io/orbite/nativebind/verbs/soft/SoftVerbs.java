@@ -312,6 +312,10 @@ public final class SoftVerbs implements Verbs {
   /** {@inheritDoc} */
   @Override
   public int deregMr(Mr mr) {
+    int at = faults.deregFailureAt(mr.addr());
+    if (at != 0) {
+      return at;
+    }
     return destroy(
         mr.handle(),
         SoftMemory.Region.class,

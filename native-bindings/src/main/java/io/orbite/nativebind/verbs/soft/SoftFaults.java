@@ -21,6 +21,11 @@ import java.util.Set;
  *   <li>{@link #failDestroy}/{@link #failNextDestroy}: a destroy of that object (or the next of
  *       that kind) answers the errno and leaves the object alive with all its resources; once only,
  *       or sticky (every later destroy of that object fails) until {@link #clearDestroyFaults}.
+ *   <li>{@link #failPoll}: every {@code pollCq} of the send CQ of that QP answers {@code -errno}
+ *       and takes nothing, until {@link #clearPollFaults}; the CQ keeps its entries, and WRs still
+ *       run and complete into it.
+ *   <li>{@link #destroyCalls}: how many destroys of a kind named a live object, failed or not: a
+ *       count, not a fault, for tests to prove a destroy was never retried.
  *   <li>{@link #failPostSend}: the next {@code postSend} on that QP posts WRs {@code 0..k-1} and
  *       answers the errno with bad index {@code k}: nothing from {@code k} on is posted.
  *   <li>{@link #interruptCopy}: the WRITE or READ of that WR id moves exactly its first {@code
@@ -52,7 +57,9 @@ public final class SoftFaults {
     /** {@code deregMr}. */
     MR,
     /** {@code deallocMw}. */
-    MW
+    MW,
+    /** {@code closeDevice} (the context). */
+    CONTEXT
   }
 
   /** What the table asks of the provider it serves. */
@@ -64,6 +71,9 @@ public final class SoftFaults {
     void wireReleased();
 
     long payloadBytes(String device);
+
+    /** The handle of QP {@code qpNum}'s send CQ; IllegalArgumentException if there is none. */
+    long sendCqOf(int qpNum);
   }
 
   /** The empty table for production: it refuses every fault. */
@@ -97,6 +107,8 @@ public final class SoftFaults {
   private final Map<Integer, int[]> postSendFailures = new HashMap<>();
   private final Map<WrKey, Integer> interrupts = new HashMap<>();
   private final Set<Integer> stalled = new HashSet<>();
+  private final Map<Long, Integer> pollFailures = new HashMap<>();
+  private final Map<Kind, Integer> destroyCalls = new java.util.EnumMap<>(Kind.class);
   private boolean nullWire;
   private Actions actions;
 
@@ -165,6 +177,41 @@ public final class SoftFaults {
   public synchronized void clearDestroyFaults() {
     destroyRules.clear();
     deregRules.clear();
+  }
+
+  /**
+   * Fails every later {@code pollCq} of a QP's send CQ (the CQ a lane polls) with {@code -errno},
+   * taking nothing from it, until {@link #clearPollFaults}: a CQ whose completions can no longer be
+   * read. Its QPs keep running and completing into it.
+   *
+   * @param qpNum the number of a live QP of this table's provider
+   * @param errno what the polls answer, negated (EIO, EFAULT); positive
+   * @throws IllegalArgumentException if there is no such QP or {@code errno} is not positive
+   */
+  public void failPoll(int qpNum, int errno) {
+    if (errno <= 0) {
+      throw new IllegalArgumentException("errno " + errno + " for QP " + qpNum);
+    }
+    long cq = bound().sendCqOf(qpNum);
+    synchronized (this) {
+      pollFailures.put(cq, errno);
+    }
+  }
+
+  /** Lets every CQ be polled again. */
+  public synchronized void clearPollFaults() {
+    pollFailures.clear();
+  }
+
+  /**
+   * How many destroys of {@code kind} named a live object since the table was made, whether they
+   * succeeded or failed (a refused handle is not counted). Not a fault; it changes nothing.
+   *
+   * @param kind the kind
+   * @return the count so far (always 0 for {@link #NONE})
+   */
+  public synchronized int destroyCalls(Kind kind) {
+    return destroyCalls.getOrDefault(Objects.requireNonNull(kind), 0);
   }
 
   /**
@@ -293,6 +340,9 @@ public final class SoftFaults {
 
   /** The errno a destroy of that object must fail with, or 0. */
   synchronized int destroyFailure(Kind kind, long handle) {
+    if (mutable) {
+      destroyCalls.merge(kind, 1, Integer::sum);
+    }
     Iterator<DestroyRule> it = destroyRules.iterator();
     while (it.hasNext()) {
       DestroyRule r = it.next();
@@ -321,6 +371,15 @@ public final class SoftFaults {
       }
     }
     return 0;
+  }
+
+  /** The errno a poll of CQ {@code cq} must fail with, or 0. */
+  synchronized int pollFailure(long cq) {
+    if (pollFailures.isEmpty()) {
+      return 0;
+    }
+    Integer errno = pollFailures.get(cq);
+    return errno == null ? 0 : errno;
   }
 
   /** {index, errno} of the post-send failure armed for QP {@code qpNum}, taken; or null. */

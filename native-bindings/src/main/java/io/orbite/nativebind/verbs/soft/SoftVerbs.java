@@ -48,7 +48,8 @@ import java.util.function.Predicate;
  *   <li>Async events: {@code EVENT_CQ_ERR}, {@code EVENT_QP_FATAL}, {@code EVENT_QP_ACCESS_ERR},
  *       {@code EVENT_PORT_ERR}, {@code EVENT_PORT_ACTIVE}, queued per context; {@code
  *       ackAsyncEvent} does nothing (destroys never wait for it).
- *   <li>Faults: {@link SoftFaults}, given only to {@link #create(SoftFabric, SoftFaults)}.
+ *   <li>Faults: {@link SoftFaults} (a destroy or a device close failed, a CQ that cannot be polled,
+ *       ...), given only to {@link #create(SoftFabric, SoftFaults)}.
  * </ul>
  *
  * <p>One lock guards the provider's state; no socket I/O and no waiting happens under it.
@@ -170,6 +171,10 @@ public final class SoftVerbs implements Verbs {
       SoftContext c = handles.get(context.handle(), SoftContext.class);
       if (c == null) {
         return einval();
+      }
+      int fault = faults.destroyFailure(SoftFaults.Kind.CONTEXT, c.handle);
+      if (fault != 0) {
+        return fault;
       }
       if (c.busy()) {
         return Errno.EBUSY.number();
@@ -680,6 +685,10 @@ public final class SoftVerbs implements Verbs {
       if (q == null || out == null) {
         return -einval();
       }
+      int fault = faults.pollFailure(q.handle);
+      if (fault != 0) {
+        return -fault;
+      }
       return q.poll(out);
     } catch (RuntimeException | Error e) {
       return -einval();
@@ -798,6 +807,22 @@ public final class SoftVerbs implements Verbs {
           .orElseThrow(() -> new IllegalArgumentException("no device " + device))
           .payloadBytes
           .sum();
+    }
+
+    @Override
+    public long sendCqOf(int qpNum) {
+      lock.lock();
+      try {
+        for (SoftDevice d : devices) {
+          SoftQp q = d.qps.get(qpNum);
+          if (q != null) {
+            return q.sendCq.handle;
+          }
+        }
+        throw new IllegalArgumentException("no QP " + qpNum);
+      } finally {
+        lock.unlock();
+      }
     }
 
     @Override

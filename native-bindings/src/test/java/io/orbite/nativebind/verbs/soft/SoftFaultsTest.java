@@ -5,6 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.orbite.nativebind.Errno;
+import io.orbite.nativebind.verbs.Ibv;
+import io.orbite.nativebind.verbs.Verbs;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The table itself: NONE refuses faults; a table serves one provider; rules fire as armed. */
@@ -48,5 +53,51 @@ class SoftFaultsTest {
     assertEquals(eio, f.destroyFailure(SoftFaults.Kind.CQ, 3));
     f.clearDestroyFaults();
     assertEquals(0, f.destroyFailure(SoftFaults.Kind.CQ, 3));
+  }
+
+  @Test
+  void aFailedPollTakesNothingAndAFailedDeviceCloseKeepsTheContextAndIsCounted() {
+    SoftFaults f = SoftFaults.create();
+    SoftVerbs v = SoftVerbs.create(SoftFabric.onAddress("127.0.0.1", 1), f);
+    Verbs.Context ctx = v.openDevice(v.getDeviceList().value().getFirst()).value();
+    Verbs.Pd pd = v.allocPd(ctx).value();
+    Verbs.Cq cq = v.createCq(ctx, 16, null, 0).value();
+    Verbs.Qp qp = v.createQp(pd, new Verbs.QpInitAttr(cq, cq, 4, 4, 1, 1, 0, true)).value();
+    assertEquals(0, v.modifyQp(qp, Verbs.QpAttr.state(Ibv.QPS_ERR), Ibv.QP_STATE));
+    MemorySegment slot = Arena.ofAuto().allocate(64);
+    Verbs.Mr mr = v.regMr(pd, slot, Ibv.ACCESS_LOCAL_WRITE).value();
+    f.failPoll(qp.qpNum(), Errno.EIO.number());
+    // A receive posted in ERR is flushed into the CQ: the failing poll must not take it.
+    assertEquals(
+        0,
+        v.postRecv(
+                qp,
+                List.of(new Verbs.RecvWr(9, List.of(new Verbs.Sge(slot.address(), 8, mr.lkey())))))
+            .errno());
+    Verbs.Wc[] out = new Verbs.Wc[4];
+    assertEquals(-Errno.EIO.number(), v.pollCq(cq, out));
+    assertEquals(-Errno.EIO.number(), v.pollCq(cq, out), "sticky");
+    assertThrows(IllegalArgumentException.class, () -> f.failPoll(qp.qpNum(), 0));
+    assertThrows(IllegalArgumentException.class, () -> f.failPoll(0xfffffe, Errno.EIO.number()));
+    f.clearPollFaults();
+    assertEquals(1, v.pollCq(cq, out), "the flushed receive was kept");
+    assertEquals(9, out[0].wrId());
+    assertEquals(Ibv.WC_WR_FLUSH_ERR, out[0].status());
+
+    assertEquals(0, v.destroyQp(qp));
+    assertEquals(0, v.deregMr(mr));
+    assertEquals(0, v.destroyCq(cq));
+    assertEquals(0, v.deallocPd(pd));
+    f.failNextDestroy(SoftFaults.Kind.CONTEXT, Errno.EIO.number(), true);
+    assertEquals(Errno.EIO.number(), v.closeDevice(ctx));
+    assertEquals(1, f.destroyCalls(SoftFaults.Kind.CONTEXT));
+    assertEquals(true, v.queryDevice(ctx).ok(), "the context lives on");
+    assertEquals(Errno.EIO.number(), v.closeDevice(ctx), "sticky");
+    assertEquals(2, f.destroyCalls(SoftFaults.Kind.CONTEXT), "each call is counted");
+    assertEquals(1, f.destroyCalls(SoftFaults.Kind.QP));
+    f.clearDestroyFaults();
+    assertEquals(0, v.closeDevice(ctx));
+    assertEquals(Errno.EINVAL.number(), v.closeDevice(ctx), "gone");
+    assertEquals(3, f.destroyCalls(SoftFaults.Kind.CONTEXT), "a refused handle is not counted");
   }
 }

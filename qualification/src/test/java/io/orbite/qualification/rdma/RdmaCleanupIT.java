@@ -5,18 +5,26 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.orbite.config.EngineConfig;
+import io.orbite.config.RdmaConfig;
+import io.orbite.config.TimeoutConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
+import io.orbite.engine.ErrorKind;
 import io.orbite.engine.FaultHooks;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TaskResult;
+import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.engine.spi.Registration;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
+import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
 import java.util.List;
@@ -112,6 +120,220 @@ class RdmaCleanupIT {
       assertEquals(q, engine.quarantined(), "nothing changed, nothing retried");
       assertTrue(((Registration) local).released(), "no MR was kept: the memory was freed");
     }
+  }
+
+  /**
+   * A failed close of the requester's first device (sticky {@code EIO}) at engine close: its
+   * context is quarantined naming {@code ibv_close_device}, the call was made once per device and a
+   * second close makes none (counted in the provider), and a fresh engine in the same process moves
+   * a verified READ. Spec 001's table keeps only the device owner here: the MRs, the CQs and the PD
+   * were released before the close was tried, each with a native receipt, so the registration's
+   * memory is freed (unlike a failed MR, above).
+   */
+  @Test
+  void aDeviceCloseThatFailsQuarantinesItsContextIsNeverRetriedAndAFreshEngineCarriesOn() {
+    SoftFaults faults = SoftFaults.create();
+    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("dev-source"))) {
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 91;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      TransferEngine engine =
+          TransferEngine.start(RdmaTransferIT.rdmaConfig("dev-first"), hooks(faults));
+      RegisteredMemory local = engine.allocate(REGION, Access.READ_WRITE);
+      long firstEpoch = engine.localSegment().epoch();
+      read(engine, local, source, remote, data);
+      faults.failNextDestroy(SoftFaults.Kind.CONTEXT, 5, true);
+      engine.close(Duration.ofSeconds(30));
+      List<QuarantinedOwner> q = engine.quarantined();
+      assertEquals(
+          1,
+          q.stream()
+              .filter(
+                  o ->
+                      o.owner().startsWith("RdmaContext")
+                          && o.reason().contains("ibv_close_device errno 5"))
+              .count(),
+          () -> "one context is quarantined naming ibv_close_device: " + q);
+      assertEquals(2, faults.destroyCalls(SoftFaults.Kind.CONTEXT), "each device closed once");
+      assertEquals(2, faults.destroyCalls(SoftFaults.Kind.PD), "each PD released once");
+      engine.close(Duration.ofSeconds(5)); // a second close: nothing is closed again
+      assertEquals(q, engine.quarantined(), "nothing changed");
+      assertEquals(2, faults.destroyCalls(SoftFaults.Kind.CONTEXT), "the failed close not retried");
+      assertEquals(2, faults.destroyCalls(SoftFaults.Kind.PD), "nor any PD");
+      assertTrue(((Registration) local).released(), "every MR had its receipt: memory freed");
+      assertEquals(
+          -1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "the source is untouched");
+
+      try (TransferEngine second = TransferEngine.start(RdmaTransferIT.rdmaConfig("dev-second"))) {
+        assertNotEquals(firstEpoch, second.localSegment().epoch(), "a fresh epoch");
+        RegisteredMemory fresh = second.allocate(REGION, Access.READ_WRITE);
+        read(second, fresh, source, remote, data);
+      }
+    }
+  }
+
+  /**
+   * A source whose window deallocations fail ({@code EIO}, the first two): each READ or WRITE still
+   * completes on the requester with all its bytes (its payload and its completion SEND had landed
+   * before the source released the window), while the source keeps each failed window's loan on its
+   * registration and its {@code rdma.maxGrants} charge (never retried), lists its session in the
+   * quarantine naming {@code ibv_dealloc_mw}, serves the next grant while the budget allows (the
+   * WRITE after the first failure), and refuses the one after that {@code RESOURCE_EXHAUSTED}
+   * naming {@code rdma.maxGrants}, with no effect and no byte moved.
+   */
+  @Test
+  void windowsWhoseDeallocationFailsKeepTheirLoanAndChargeAndLaterGrantsAreRefusedClearly() {
+    SoftFaults faults = SoftFaults.create();
+    long task = 64 * 1024; // one slice, so one grant, per task
+    try (TransferEngine source =
+            TransferEngine.start(
+                withMaxGrants(RdmaTransferIT.rdmaConfig("mw-source"), 2), hooks(faults));
+        TransferEngine requester = TransferEngine.start(RdmaTransferIT.rdmaConfig("mw-req"))) {
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 61;
+      long guard = 62;
+      long written = 63;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      Pattern.fill(local.segment(), 2 * task, task, written, 2 * task);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      Registration held = (Registration) remote;
+      faults.failNextDestroy(SoftFaults.Kind.MW, 5, false);
+      faults.failNextDestroy(SoftFaults.Kind.MW, 5, false);
+
+      TaskResult first =
+          one(requester, TransferRequest.read(local, 0, peer, remote.regionId(), 0, task));
+      assertEquals(TaskState.COMPLETED, first.state(), first::toString);
+      assertEquals(task, first.bytes(), first::toString);
+      assertTrue(
+          Await.until(Duration.ofSeconds(10), () -> faults.destroyCalls(SoftFaults.Kind.MW) == 1),
+          "the source tried to deallocate the first window");
+      assertEquals(1, held.loans(), "the failed window keeps its loan");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> RdmaPeerIT.charge(source, "RdmaTransport", "grants") == 1),
+          "and its rdma.maxGrants charge");
+      List<QuarantinedOwner> q = source.quarantined();
+      assertTrue(
+          q.stream()
+              .anyMatch(
+                  o ->
+                      o.owner().startsWith("RdmaSourceSession")
+                          && o.reason().contains("ibv_dealloc_mw failed (errno 5)")),
+          () -> "the session is listed naming ibv_dealloc_mw: " + q);
+
+      TaskResult second =
+          one(
+              requester,
+              TransferRequest.write(local, 2 * task, peer, remote.regionId(), 2 * task, task));
+      assertEquals(TaskState.COMPLETED, second.state(), second::toString);
+      assertEquals(RemoteEffect.APPLIED, second.remoteEffect(), second::toString);
+      assertTrue(
+          Await.until(Duration.ofSeconds(10), () -> faults.destroyCalls(SoftFaults.Kind.MW) == 2),
+          "the source tried to deallocate the second window");
+      assertEquals(2, held.loans(), "both failed windows keep their loans");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> RdmaPeerIT.charge(source, "RdmaTransport", "grants") == 2),
+          "and both charges: the budget is spent");
+      assertEquals(2, RdmaPeerIT.charge(source, "RdmaTransport", "grantsRetained"));
+
+      TaskResult third =
+          one(
+              requester,
+              TransferRequest.read(local, 4 * task, peer, remote.regionId(), 4 * task, task));
+      assertEquals(TaskState.FAILED, third.state(), third::toString);
+      assertEquals(ErrorKind.RESOURCE_EXHAUSTED, third.errorKind(), third::toString);
+      assertTrue(third.detail().contains("rdma.maxGrants"), third::toString);
+      assertEquals(RemoteEffect.NONE, third.remoteEffect(), third::toString);
+      assertEquals(0, third.bytes(), third::toString);
+      assertEquals(2, faults.destroyCalls(SoftFaults.Kind.MW), "no deallocation retried");
+      assertEquals(2, held.loans(), "still held");
+
+      // Requester: the READ's range holds the source's bytes, the WRITE's its own, all else guard.
+      assertEquals(-1, Pattern.verify(local.segment(), 0, task, data, 0), "the READ landed");
+      assertEquals(-1, Pattern.verify(local.segment(), task, task, guard, task), "guard");
+      assertEquals(
+          -1, Pattern.verify(local.segment(), 2 * task, task, written, 2 * task), "WRITE source");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), 3 * task, REGION - 3 * task, guard, 3 * task),
+          "the refused READ's range and the rest untouched");
+      // Source: only the WRITE's range changed.
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, 2 * task, data, 0), "source before");
+      assertEquals(
+          -1, Pattern.verify(remote.segment(), 2 * task, task, written, 2 * task), "WRITE landed");
+      assertEquals(
+          -1,
+          Pattern.verify(remote.segment(), 3 * task, REGION - 3 * task, data, 3 * task),
+          "source after");
+
+      // At close, a kept window keeps its PD (spec 001: an MW prevents the PD's destruction), so
+      // its context is quarantined too, and the loaned registration is never freed.
+      source.close(Duration.ofSeconds(30));
+      List<QuarantinedOwner> closed = source.quarantined();
+      assertTrue(
+          closed.stream()
+              .anyMatch(
+                  o ->
+                      o.owner().startsWith("RdmaContext")
+                          && o.reason().contains("ibv_dealloc_pd errno 16")),
+          () -> "a context kept by its window's PD: " + closed);
+      assertFalse(held.released(), "the loaned registration is retained");
+      assertEquals(2, faults.destroyCalls(SoftFaults.Kind.MW), "no deallocation retried at close");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, 2 * task, data, 0), "its bytes");
+    }
+  }
+
+  private static FaultHooks hooks(SoftFaults faults) {
+    return new FaultHooks() {
+      @Override
+      public Object rdmaFaults() {
+        return faults;
+      }
+    };
+  }
+
+  /** {@code c} with {@code rdma.maxGrants} set (and a 1 s destruction window, to close fast). */
+  private static EngineConfig withMaxGrants(EngineConfig c, int maxGrants) {
+    RdmaConfig r = c.rdma();
+    return c.withTimeouts(TimeoutConfig.defaults().withDestructionWindowMillis(1_000))
+        .withRdma(
+            new RdmaConfig(
+                r.enabled(),
+                r.provider(),
+                r.devices(),
+                r.lanes(),
+                r.softwareAddress(),
+                r.softwareDevices(),
+                r.maxEndpoints(),
+                maxGrants,
+                r.maxSendWr(),
+                r.maxCqes(),
+                r.railErrors(),
+                r.railErrorWindowMillis(),
+                r.railCooldownMillis(),
+                r.railMaxCooldownMillis(),
+                r.railProbeIntervalMillis(),
+                r.priorityAgingMillis(),
+                r.priorityAgingPerEntry(),
+                r.softwareAddresses(),
+                r.gidIndex(),
+                r.maxDirectBytes(),
+                r.selection()));
+  }
+
+  /** One request, over RDMA, awaited. */
+  private static TaskResult one(TransferEngine requester, TransferRequest request) {
+    Batch batch = requester.allocateBatch(1);
+    batch.submit(List.of(request.withTransport(Transport.RDMA)));
+    TaskResult r = batch.await(Duration.ofSeconds(30)).tasks().getFirst();
+    batch.free();
+    return r;
   }
 
   /** One RDMA READ of 1 MiB into {@code local}, its bytes and guards checked. */

@@ -2,6 +2,7 @@ package io.orbite.qualification.rdma;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -22,10 +23,15 @@ import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.engine.spi.PeerSegment;
+import io.orbite.engine.spi.Registration;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.ref.ReferenceQueue;
+import java.lang.ref.WeakReference;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -169,41 +175,91 @@ class RdmaFaultsIT {
     try (TransferEngine requester = TransferEngine.start(requesterConfig("eio"), hooks);
         EngineProcess source =
             EngineProcess.startAt("eio-source", logs, freePort(), RdmaPeerIT.RDMA_SOURCE)) {
-      long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       long data = 21;
-      source.call("FILL " + remote + " " + data);
-      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
-      RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(20));
-      Batch batch = requester.allocateBatch(1);
-      batch.submit(
-          List.of(
-              TransferRequest.read(local, 0, peer, remote, 0, TASK)
-                  .withTransport(Transport.RDMA)
-                  .withDeadline(Duration.ofSeconds(3))));
-      assertTrue(Await.until(Duration.ofSeconds(10), () -> posted.get() == 1), "posted");
-      assertTrue(
-          Await.until(
-              Duration.ofSeconds(10),
-              () -> Pattern.verify(local.segment(), 0, TASK, data, 0) == -1),
-          "the READ ran; only its completion is withheld");
-      faults.failNextDestroy(SoftFaults.Kind.QP, 5, true);
-      source.kill();
-      BatchStatus s = batch.await(Duration.ofSeconds(30));
-      TaskResult read = s.tasks().getFirst();
-      assertEquals(TaskState.UNQUIESCED, read.state(), read::toString);
-      assertFalse(read.locallyDrained(), read::toString);
-      assertEquals(0, read.bytes());
-      TransferException busy = assertThrows(TransferException.class, batch::free);
-      assertEquals(ErrorKind.BATCH_BUSY, busy.kind(), busy::getMessage);
-      assertTrue(
-          Await.until(
-              Duration.ofSeconds(10),
-              () ->
-                  requester.quarantined().stream()
-                      .anyMatch(q -> q.owner().startsWith("RdmaEndpoint"))),
-          () -> "the endpoint is quarantined: " + requester.quarantined());
-      assertTrue(requester.owed().loans() > 0, "the task's local loan is kept");
+      long guard = 22;
+      WeakReference<MemorySegment> retained =
+          runUntilUnquiesced(requester, source, faults, posted, data, guard);
+      // Every handle this test held (batch, registered memory, segment, remote segment, results)
+      // died with that call. A control segment of the same kind, held by nothing, is collected
+      // within the same bounded loop, so a retained backing is the engine's doing, not the GC's.
+      ReferenceQueue<MemorySegment> collected = new ReferenceQueue<>();
+      WeakReference<MemorySegment> control =
+          new WeakReference<>(Arena.ofAuto().allocate(REGION, 64), collected);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (!control.refersTo(null) && System.nanoTime() - deadline < 0) {
+        System.gc();
+        collected.remove(100); // a bounded wait for the collector's enqueue, not a sleep
+      }
+      assertTrue(control.refersTo(null), "the unretained control segment was collected");
+      assertFalse(retained.refersTo(null), "in the same loop, the retained one was not");
+      MemorySegment still = retained.get();
+      assertNotNull(still, "the UNQUIESCED task's backing is still held by the engine");
+      assertEquals(-1, Pattern.verify(still, 0, TASK, data, 0), "and holds the READ's bytes");
+      assertEquals(-1, Pattern.verify(still, TASK, REGION - TASK, guard, TASK), "and the guards");
     }
+  }
+
+  /**
+   * The destroy_qp EIO profile up to its UNQUIESCED end, on caller-owned memory from an automatic
+   * arena (the kind that the GC frees once unreachable): the READ ran, its completion withheld, the
+   * requester QP's destroy failing (sticky EIO) when the source is killed. The task is UNQUIESCED,
+   * not drained, {@code free()} BATCH_BUSY, the endpoint quarantined, the loan kept, and the
+   * unregister answers UNQUIESCED after the destruction window. Returns a weak reference to the
+   * registration's own segment (which holds the arena's memory alive); every other handle ends
+   * here.
+   */
+  private static WeakReference<MemorySegment> runUntilUnquiesced(
+      TransferEngine requester,
+      EngineProcess source,
+      SoftFaults faults,
+      AtomicInteger posted,
+      long data,
+      long guard)
+      throws Exception {
+    long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
+    source.call("FILL " + remote + " " + data);
+    MemorySegment backing = Arena.ofAuto().allocate(REGION, 64);
+    Pattern.fill(backing, 0, REGION, guard, 0);
+    RegisteredMemory local = requester.register(backing, Access.READ_WRITE);
+    RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(20));
+    Batch batch = requester.allocateBatch(1);
+    batch.submit(
+        List.of(
+            TransferRequest.read(local, 0, peer, remote, 0, TASK)
+                .withTransport(Transport.RDMA)
+                .withDeadline(Duration.ofSeconds(3))));
+    assertTrue(Await.until(Duration.ofSeconds(10), () -> posted.get() == 1), "posted");
+    assertTrue(
+        Await.until(Duration.ofSeconds(10), () -> Pattern.verify(backing, 0, TASK, data, 0) == -1),
+        "the READ ran; only its completion is withheld");
+    faults.failNextDestroy(SoftFaults.Kind.QP, 5, true);
+    int qpDestroys = faults.destroyCalls(SoftFaults.Kind.QP);
+    source.kill();
+    BatchStatus s = batch.await(Duration.ofSeconds(30));
+    TaskResult read = s.tasks().getFirst();
+    assertEquals(TaskState.UNQUIESCED, read.state(), read::toString);
+    assertFalse(read.locallyDrained(), read::toString);
+    assertEquals(0, read.bytes());
+    TransferException busy = assertThrows(TransferException.class, batch::free);
+    assertEquals(ErrorKind.BATCH_BUSY, busy.kind(), busy::getMessage);
+    assertTrue(
+        Await.until(
+            Duration.ofSeconds(10),
+            () ->
+                requester.quarantined().stream()
+                    .anyMatch(q -> q.owner().startsWith("RdmaEndpoint"))),
+        () -> "the endpoint is quarantined: " + requester.quarantined());
+    assertTrue(requester.owed().loans() > 0, "the task's local loan is kept");
+    assertEquals(
+        qpDestroys + 1, faults.destroyCalls(SoftFaults.Kind.QP), "the QP's destroy, tried once");
+    TransferException unquiesced =
+        assertThrows(TransferException.class, () -> requester.unregister(local));
+    assertEquals(ErrorKind.UNQUIESCED, unquiesced.kind(), unquiesced::getMessage);
+    assertTrue(((Registration) local).loans() > 0, "still loaned");
+    assertFalse(((Registration) local).released(), "not released");
+    assertEquals(
+        qpDestroys + 1, faults.destroyCalls(SoftFaults.Kind.QP), "and never destroyed again");
+    return new WeakReference<>(((Registration) local).segment());
   }
 
   @Test
@@ -326,5 +382,152 @@ class RdmaFaultsIT {
       assertEquals(TaskState.COMPLETED, second.state(), second::toString);
       assertEquals(-1, Pattern.verify(remote.segment(), at, TASK, data, at), "the retry landed");
     }
+  }
+
+  /**
+   * A lane whose CQ can no longer be polled (every {@code ibv_poll_cq} of it answers {@code -EIO}
+   * from the first payload post on): the lane is faulted, nothing more is posted on it, its QPs go
+   * to ERR and are destroyed at once (the destroy, not a completion that can no longer be read, is
+   * the native proof that their WRs are done), so its tasks fail drained, UNAVAILABLE, with no
+   * effect and not against the rail pair; the tasks on the other lane complete with their bytes,
+   * the next batch completes on it, the faulted lane is reclaimed (its CQ destroyed, a fresh lane
+   * made) only after that, and a new endpoint's QPs on both lanes, the fresh one included, move
+   * verified bytes. The owner view and the metrics figure say so.
+   */
+  @Test
+  void aCqThatCannotBePolledFaultsItsLaneWhichIsReclaimedAfterNativeDrainWhileTheOtherCarriesOn() {
+    SoftFaults faults = SoftFaults.create();
+    AtomicInteger faultedQp = new AtomicInteger();
+    java.util.Set<Integer> postedOn = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    Hooks hooks =
+        new Hooks(
+            faults,
+            (qpNum, wrId, write) -> {
+              postedOn.add(qpNum);
+              if (faultedQp.compareAndSet(0, qpNum)) {
+                faults.failPoll(qpNum, 5);
+              }
+            });
+    EngineConfig c = RdmaTransferIT.rdmaConfig("poll");
+    EngineConfig config = c.withRdma(c.rdma().withSoftwareDevices(1).withLanes(2));
+    int n = 8;
+    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("poll-source"));
+        TransferEngine other = TransferEngine.start(RdmaTransferIT.rdmaConfig("poll-other"));
+        TransferEngine requester = TransferEngine.start(config, hooks)) {
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 51;
+      long guard = 52;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      int cqDestroys = faults.destroyCalls(SoftFaults.Kind.CQ);
+
+      BatchStatus first = reads(requester, local, peer, remote.regionId(), 0, n);
+      int completed = 0;
+      int failed = 0;
+      for (int i = 0; i < n; i++) {
+        TaskResult r = first.tasks().get(i);
+        long at = i * TASK;
+        if (r.state() == TaskState.COMPLETED) {
+          completed++;
+          assertEquals(TASK, r.bytes(), r::toString);
+          assertEquals(-1, Pattern.verify(local.segment(), at, TASK, data, at), r::toString);
+        } else {
+          failed++;
+          assertEquals(TaskState.FAILED, r.state(), r::toString);
+          assertEquals(ErrorKind.UNAVAILABLE, r.errorKind(), r::toString);
+          assertEquals(RemoteEffect.NONE, r.remoteEffect(), r::toString);
+          assertEquals(0, r.bytes(), r::toString);
+          assertTrue(r.locallyDrained(), r::toString);
+          // A READ whose payload ran before its QP was destroyed may have landed, nowhere else.
+          for (long p = at; p < at + TASK; p++) {
+            byte b = local.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, p);
+            if (b != Pattern.at(guard, p) && b != Pattern.at(data, p)) {
+              throw new AssertionError("byte " + p + " of a failed READ is neither guard nor data");
+            }
+          }
+        }
+      }
+      assertTrue(failed >= 1, () -> "the faulted lane's tasks failed: " + first);
+      assertTrue(completed >= 1, () -> "the other lane's tasks completed: " + first);
+      assertTrue(
+          first.tasks().stream()
+              .filter(r -> r.state() == TaskState.FAILED)
+              .allMatch(r -> r.detail().contains("ibv_poll_cq on soft0 failed: errno 5")),
+          () -> "each failure names the lane's fault: " + first);
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), n * TASK, REGION - n * TASK, guard, n * TASK),
+          "nothing outside the READs' ranges changed");
+
+      // The rail pair stayed closed: the next batch completes whole, on the live lane.
+      BatchStatus second = reads(requester, local, peer, remote.regionId(), n, n);
+      assertTrue(second.allCompleted(), second::toString);
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), n * TASK, n * TASK, data, n * TASK),
+          "the second batch's bytes");
+
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(15),
+              () -> RdmaPeerIT.charge(requester, "RdmaContext", "lanesReplaced") == 1),
+          () -> "the faulted lane is replaced: " + requester.ownerView());
+      assertEquals(1, RdmaPeerIT.charge(requester, "RdmaContext", "lanesFaulted"));
+      assertEquals(0, RdmaPeerIT.charge(requester, "RdmaContext", "lanesKept"));
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> RdmaPeerIT.charge(requester, "RdmaTransport", "lanesFaulted") == 1),
+          "the transport's figure (the rdma_lanes_faulted metric) counts it");
+      assertEquals(
+          cqDestroys + 1, faults.destroyCalls(SoftFaults.Kind.CQ), "its CQ was destroyed, once");
+      assertTrue(requester.quarantined().isEmpty(), requester.quarantined()::toString);
+
+      // A new endpoint makes one QP on each lane, the fresh one included: both carry bytes.
+      RegisteredMemory otherRemote = other.allocate(REGION, Access.READ_WRITE);
+      long otherData = 53;
+      Pattern.fill(otherRemote.segment(), 0, REGION, otherData, 0);
+      RemoteSegment otherPeer =
+          requester.openSegment(other.localSegment().endpoint(), Duration.ofSeconds(20));
+      postedOn.clear();
+      BatchStatus third = reads(requester, local, otherPeer, otherRemote.regionId(), 0, n);
+      assertTrue(third.allCompleted(), third::toString);
+      assertEquals(2, postedOn.size(), () -> "both lanes' QPs posted: " + postedOn);
+      assertEquals(-1, Pattern.verify(local.segment(), 0, n * TASK, otherData, 0), "third batch");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), 2 * n * TASK, REGION - 2 * n * TASK, guard, 2 * n * TASK),
+          "the rest untouched");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "sources untouched");
+      assertEquals(-1, Pattern.verify(otherRemote.segment(), 0, REGION, otherData, 0));
+      // The reclaimed lane owes nothing at close: no endpoint, context or lane is kept.
+      requester.close(Duration.ofSeconds(30));
+      assertTrue(requester.quarantined().isEmpty(), requester.quarantined()::toString);
+      assertEquals(cqDestroys + 3, faults.destroyCalls(SoftFaults.Kind.CQ), "no CQ twice");
+    }
+  }
+
+  /** {@code count} READs of {@code TASK} bytes from task {@code from} on, over RDMA, awaited. */
+  private static BatchStatus reads(
+      TransferEngine requester,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long regionId,
+      int from,
+      int count) {
+    List<TransferRequest> reads = new java.util.ArrayList<>();
+    for (int i = from; i < from + count; i++) {
+      reads.add(
+          TransferRequest.read(local, i * TASK, peer, regionId, i * TASK, TASK)
+              .withTransport(Transport.RDMA));
+    }
+    Batch batch = requester.allocateBatch(count);
+    batch.submit(reads);
+    BatchStatus s = batch.await(Duration.ofSeconds(30));
+    batch.free();
+    return s;
   }
 }

@@ -50,6 +50,12 @@ final class CqLane implements Runnable {
     void abandoned(CqLane lane, String why);
   }
 
+  /** Who owns a QP of this lane and retires it when the lane faults. */
+  interface QpOwner {
+    /** {@code qp} can no longer be used (on its lane): retire it as after any QP failure. */
+    void qpFailed(RcQp qp, String why);
+  }
+
   private static final int POLL_BATCH = 32;
   private static final long CLOSE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(5);
   private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
@@ -83,6 +89,16 @@ final class CqLane implements Runnable {
   private long nextWrId = 1;
   private volatile Thread thread;
   private volatile String faulted;
+
+  /**
+   * The QPs on this lane's CQ that were not destroyed yet (any thread adds, the lane and the owners
+   * that destroy a never-used QP remove): a faulted lane is natively drained once it is empty, and
+   * only then may it be reclaimed.
+   */
+  private final Set<RcQp> live = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  /** What {@link #release} answered: it runs once and is never retried (spec 001). */
+  private List<String> released;
 
   /** How the post queues of this lane's QPs age (C14). */
   final java.time.Duration aging;
@@ -133,6 +149,65 @@ final class CqLane implements Runnable {
     return faulted;
   }
 
+  /** Counts {@code qp} as one of this lane's QPs until it is destroyed. */
+  void adopt(RcQp qp) {
+    live.add(qp);
+    if (faulted != null && qp.broken == null) {
+      qp.broken = faulted; // made just as the lane faulted: never posted on
+    }
+  }
+
+  /**
+   * Destroys {@code qp}, on which nothing was ever posted (its owner could not connect it), from
+   * the owner's thread; a failed destroy keeps it counted here (never retried).
+   *
+   * @return 0, or the errno of the destroy
+   */
+  int destroyUnused(RcQp qp) {
+    qp.destroyAttempted = true;
+    int rc = verbs.destroyQp(qp.qp);
+    if (rc == 0) {
+      qp.destroyed = true;
+      live.remove(qp);
+    }
+    return rc;
+  }
+
+  /**
+   * Whether this lane faulted and every QP on its CQ was destroyed since (a destroy is the native
+   * proof that no work request of that QP can still touch memory or complete into the CQ): only
+   * then may the lane be reclaimed.
+   */
+  boolean nativelyDrained() {
+    return faulted != null && live.isEmpty();
+  }
+
+  /**
+   * The CQ failed (on the lane thread): the lane is faulted for good. Nothing more is posted on it,
+   * and every QP on it is handed to its owner to retire (to ERR, destroyed at once: its completions
+   * can no longer be read, so waiting for them proves nothing). A QP whose destroy fails keeps its
+   * work requests pending, so their tasks end UNQUIESCED with their loans and charges, and the lane
+   * is then never reclaimed.
+   */
+  private void fault(String why) {
+    if (faulted != null) {
+      return;
+    }
+    faulted = why;
+    rail.lanesFaulted.increment();
+    for (RcQp qp : List.copyOf(live)) {
+      if (qp.broken == null) {
+        qp.broken = why;
+      }
+      QpOwner owner = qp.owner;
+      if (owner != null) {
+        owner.qpFailed(qp, why); // or it is closing it already
+      } else {
+        close(List.of(qp), why, () -> {}); // not handed to its owner yet
+      }
+    }
+  }
+
   // ---------------------------------------------------------------- the duty cycle
 
   @Override
@@ -161,9 +236,9 @@ final class CqLane implements Runnable {
       work++;
     }
     work += pump();
-    int n = verbs.pollCq(cq, wcs);
+    int n = faulted == null ? verbs.pollCq(cq, wcs) : 0;
     if (n < 0) {
-      faulted = "ibv_poll_cq failed: errno " + -n;
+      fault("ibv_poll_cq on " + rail.device + " failed: errno " + -n);
       n = 0;
     }
     for (int i = 0; i < n; i++) {
@@ -403,7 +478,7 @@ final class CqLane implements Runnable {
       if (!s.sendPosted) {
         s.releaseSlot();
       }
-      s.fail(receipts, ErrorKind.PEER_LOST, s.channel.label() + ": " + why, true);
+      failAbandoned(s, why);
     }
   }
 
@@ -437,8 +512,25 @@ final class CqLane implements Runnable {
     public void abandoned(CqLane lane, String why) {
       s.releaseSlot();
       if (s.payloadCompleted) {
-        s.fail(receipts, ErrorKind.PEER_LOST, s.channel.label() + ": " + why, true);
+        failAbandoned(s, why);
       }
+    }
+  }
+
+  /**
+   * Fails {@code s}, whose QP was destroyed with its WRs unanswered. On a faulted lane that is the
+   * lane's own failure, not the wire's: UNAVAILABLE naming it, not counted against the rail pair.
+   */
+  private void failAbandoned(Slice s, String why) {
+    String lane = faulted;
+    if (lane != null) {
+      s.fail(
+          receipts,
+          ErrorKind.UNAVAILABLE,
+          s.channel.label() + ": " + name + ": " + lane + "; " + why,
+          false);
+    } else {
+      s.fail(receipts, ErrorKind.PEER_LOST, s.channel.label() + ": " + why, true);
     }
   }
 
@@ -626,7 +718,7 @@ final class CqLane implements Runnable {
     while (it.hasNext()) {
       var e = it.next();
       RcQp qp = e.getKey();
-      if (qp.debt > 0 && now - e.getValue() < 0) {
+      if (qp.debt > 0 && now - e.getValue() < 0 && faulted == null) {
         continue;
       }
       it.remove();
@@ -635,6 +727,7 @@ final class CqLane implements Runnable {
       int rc = verbs.destroyQp(qp.qp);
       if (rc == 0) {
         qp.destroyed = true;
+        live.remove(qp);
       } else {
         undestroyed.add(qp);
       }
@@ -715,6 +808,9 @@ final class CqLane implements Runnable {
    * @return what could not be released, or empty
    */
   List<String> release() {
+    if (released != null) {
+      return released;
+    }
     List<String> failed = new ArrayList<>();
     int rc = verbs.deregMr(idMr);
     if (rc != 0) {
@@ -727,6 +823,7 @@ final class CqLane implements Runnable {
     if (failed.isEmpty()) {
       arena.close();
     }
-    return failed;
+    released = List.copyOf(failed);
+    return released;
   }
 }

@@ -33,8 +33,21 @@ final class Rail {
   final Verbs.PortAttr port;
   final Verbs.DeviceAttr attr;
   final MrCache mrs;
-  final List<CqLane> lanes = new ArrayList<>();
+
+  /**
+   * The lanes by index. A faulted lane is replaced in place once natively drained ({@link
+   * #freshLane}); other threads read it at any time.
+   */
+  final List<CqLane> lanes = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+  /** Lanes of this rail whose CQ failed, replaced or not. */
+  final java.util.concurrent.atomic.LongAdder lanesFaulted =
+      new java.util.concurrent.atomic.LongAdder();
+
   private final int maxSendWr;
+  private int cqes;
+  private java.time.Duration aging;
+  private boolean agingPerEntry;
 
   /** Requester bytes confirmed over this rail: the engine's lane counter {@code rdma/<device>}. */
   final java.util.concurrent.atomic.LongAdder bytes;
@@ -97,9 +110,12 @@ final class Rail {
       rail =
           new Rail(
               verbs, index, device.name(), ctx, pd, gid, port, attr, registry, maxSendWr, counters);
+      rail.cqes = Math.min(cqes, attr.maxCqe());
+      rail.aging = aging;
+      rail.agingPerEntry = config.priorityAgingPerEntry();
       for (int i = 0; i < lanes; i++) {
-        Verbs.Cq cq = require(verbs.createCq(ctx, Math.min(cqes, attr.maxCqe()), null, 0), device);
-        rail.lanes.add(new CqLane(rail, i, cq, maxSendWr, aging, config.priorityAgingPerEntry()));
+        Verbs.Cq cq = require(verbs.createCq(ctx, rail.cqes, null, 0), device);
+        rail.lanes.add(new CqLane(rail, i, cq, maxSendWr, aging, rail.agingPerEntry));
       }
       return rail;
     } catch (RuntimeException e) {
@@ -119,6 +135,26 @@ final class Rail {
       throw new IllegalStateException("RDMA device " + device.name() + ": " + r.describe());
     }
     return r.value();
+  }
+
+  /**
+   * A fresh lane for index {@code index} (its thread not started), with a CQ of its own, to replace
+   * a faulted one that was natively drained and released.
+   *
+   * @return the lane, or the failure of {@code ibv_create_cq} (or of its id slot's MR)
+   */
+  VerbsResult<CqLane> freshLane(int index) {
+    VerbsResult<Verbs.Cq> cq = verbs.createCq(context, cqes, null, 0);
+    if (!cq.ok()) {
+      return VerbsResult.failed(cq.errno(), "ibv_create_cq on " + device + ": " + cq.describe());
+    }
+    try {
+      return VerbsResult.ok(new CqLane(this, index, cq.value(), maxSendWr, aging, agingPerEntry));
+    } catch (RuntimeException e) {
+      verbs.destroyCq(cq.value());
+      return VerbsResult.failed(
+          io.orbite.nativebind.Errno.EINVAL.number(), "a fresh lane on " + device + ": " + e);
+    }
   }
 
   /** What the control handshake (RAILS) publishes about this rail. */
@@ -172,6 +208,11 @@ final class Rail {
    * (one slice posts two).
    */
   VerbsResult<Verbs.Qp> createQp(CqLane lane) {
+    if (lane.faulted() != null) {
+      return VerbsResult.failed(
+          io.orbite.nativebind.Errno.EIO.number(),
+          lane.name + " is faulted (" + lane.faulted() + "): no QP is made on it");
+    }
     VerbsResult<Verbs.Qp> qp =
         verbs.createQp(
             pd,

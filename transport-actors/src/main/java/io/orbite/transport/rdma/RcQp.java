@@ -45,6 +45,12 @@ final class RcQp {
   /** Set (on the lane) once this QP alone is being retired after it failed. */
   boolean retiring;
 
+  /**
+   * Who retires this QP when its lane faults (the endpoint's channel or the source session that
+   * made it); set once it has one. Null meanwhile: the lane then closes the QP itself.
+   */
+  volatile CqLane.QpOwner owner;
+
   /** Completes once the QP was retired alone: destroyed, or kept because its destroy failed. */
   final java.util.concurrent.CompletableFuture<Void> retired =
       new java.util.concurrent.CompletableFuture<>();
@@ -56,6 +62,7 @@ final class RcQp {
     this.index = index;
     this.remoteRail = remoteRail;
     this.queue = new PostQueue<>(lane.aging, lane.agingPerEntry);
+    lane.adopt(this);
   }
 
   void posted(int wrs) {

@@ -44,7 +44,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * go to another rail, or fail UNAVAILABLE when none is healthy), and hands each to the lane of its
  * QP.
  */
-final class RdmaChannel implements PeerChannel {
+final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
   private final SegmentDescriptor peer;
   private final ControlLink link;
   private final AtomicReferenceArray<RcQp> qps;
@@ -81,6 +81,9 @@ final class RdmaChannel implements PeerChannel {
     this.peer = peer;
     this.link = link;
     this.qps = new AtomicReferenceArray<>(qps);
+    for (RcQp qp : qps) {
+      qp.owner = this;
+    }
     this.remoteRails = List.copyOf(remoteRails);
     this.lanesPerRail = lanesPerRail;
     this.railCount = railCount;
@@ -171,7 +174,7 @@ final class RdmaChannel implements PeerChannel {
     } catch (IOException | RuntimeException e) {
       link.close();
       for (RcQp qp : made) {
-        qp.rail.verbs.destroyQp(qp.qp);
+        qp.lane.destroyUnused(qp);
       }
       if (e instanceof TransferException t) {
         throw t;
@@ -384,7 +387,8 @@ final class RdmaChannel implements PeerChannel {
    * on its lane; what was asked on it and not granted fails unsent); the endpoint keeps its other
    * QPs, and the slot is repaired when a slice is admitted to it again.
    */
-  void qpFailed(RcQp qp, String why) {
+  @Override
+  public void qpFailed(RcQp qp, String why) {
     if (qp.retiring || closedBecause != null) {
       return;
     }
@@ -455,7 +459,9 @@ final class RdmaChannel implements PeerChannel {
       if (!old.destroyed) {
         throw new IllegalStateException("the failed QP could not be destroyed");
       }
-      VerbsResult<Verbs.Qp> q = old.rail.createQp(old.lane);
+      // The lane at the old one's index: a faulted lane is replaced there once drained.
+      CqLane lane = old.rail.lanes.get(old.lane.index);
+      VerbsResult<Verbs.Qp> q = old.rail.createQp(lane);
       if (!q.ok()) {
         throw new IllegalStateException(q.describe());
       }
@@ -475,7 +481,8 @@ final class RdmaChannel implements PeerChannel {
       if (rc != 0) {
         throw new IllegalStateException("ibv_modify_qp: errno " + rc);
       }
-      RcQp fresh = new RcQp(made, old.lane, old.rail, rp.slot, old.remoteRail);
+      RcQp fresh = new RcQp(made, lane, old.rail, rp.slot, old.remoteRail);
+      fresh.owner = this;
       synchronized (this) {
         if (closedBecause != null) {
           throw new IllegalStateException("the endpoint closed: " + closedBecause);
@@ -628,7 +635,10 @@ final class RdmaChannel implements PeerChannel {
                     }
                   });
       if (!lane.submit(closeOnLane)) {
-        problems.add(lane.name + " had stopped");
+        // A faulted lane, reclaimed after every QP on it was destroyed, owes nothing.
+        if (mine.stream().anyMatch(qp -> !qp.destroyed)) {
+          problems.add(lane.name + " had stopped");
+        }
         if (left.decrementAndGet() == 0) {
           link.close();
           closed.complete(List.copyOf(problems));

@@ -20,7 +20,8 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  *
  * <p>States: {@link #active} ⇄ {@link #paused} (its port is down: the monitor, one scan a second
  * even without traffic, saw it; its MRs are kept, its pairs are failed in the rail circuit so
- * requests go to other rails; it resumes when the port is ACTIVE again) → {@link #closing} (lanes
+ * requests go to other rails; it resumes when the port is ACTIVE again; while active, a lane whose
+ * CQ failed is replaced once natively drained, {@link #laneFaults}) → {@link #closing} (lanes
  * stopped and joined on the blocking-I/O executor, then the native objects released in dependency
  * order) → stopped; or {@link #quarantined} when a release failed: what depends on it is kept,
  * nothing is retried.
@@ -53,6 +54,17 @@ final class RdmaContext {
   private OwnerState state = OwnerState.ACTIVE;
   private long pauses;
   private String detail = "";
+
+  /** The reclaim of a faulted lane in progress on the blocking-I/O executor, or a done one. */
+  private CompletableFuture<Void> reclaiming = CompletableFuture.completedFuture(null);
+
+  /** Faulted lanes replaced by fresh ones after their native drain (written by the reclaim). */
+  private final java.util.concurrent.atomic.AtomicLong lanesReplaced =
+      new java.util.concurrent.atomic.AtomicLong();
+
+  /** Faulted lanes kept for good: their release failed or their thread did not end. */
+  private final java.util.Set<CqLane> lanesKept =
+      java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   private RdmaContext(
       Rail rail,
@@ -88,6 +100,9 @@ final class RdmaContext {
             Map.entry("mrsRegistered", rail.mrs.registered.sum()),
             Map.entry("mrsKept", (long) rail.mrs.kept()),
             Map.entry("lanes", (long) rail.lanes.size()),
+            Map.entry("lanesFaulted", rail.lanesFaulted.sum()),
+            Map.entry("lanesReplaced", lanesReplaced.get()),
+            Map.entry("lanesKept", (long) lanesKept.size()),
             Map.entry("pauses", pauses),
             Map.entry("linkBytesPerSecond", load.linkBytesPerSecond()),
             Map.entry("selectionBytesPerSecond", load.selectionBytesPerSecond()),
@@ -105,11 +120,7 @@ final class RdmaContext {
         .onMessageEquals(
             Tick.INSTANCE,
             () -> {
-              for (CqLane lane : rail.lanes) {
-                if (lane.faulted() != null) {
-                  detail = lane.name + ": " + lane.faulted();
-                }
-              }
+              laneFaults();
               if (!rail.portActive()) {
                 pauses++;
                 detail = "port " + Rail.PORT + " is down";
@@ -125,8 +136,8 @@ final class RdmaContext {
 
   /**
    * The MR sweep: a hidden registration's MR is deregistered once no work holds the range, so that
-   * its unregister can free the memory (the MR's own loan keeps it until then). Deregistration is a
-   * native call (on hardware it unpins the pages), so it runs on the blocking-I/O executor, one
+   * its unregister can free the memory (the MR's device pin keeps it until then). Deregistration is
+   * a native call (on hardware it unpins the pages), so it runs on the blocking-I/O executor, one
    * sweep at a time.
    */
   private Behavior<Command> onRefresh() {
@@ -146,6 +157,52 @@ final class RdmaContext {
 
   private final java.util.concurrent.atomic.AtomicBoolean sweeping =
       new java.util.concurrent.atomic.AtomicBoolean();
+
+  /**
+   * Shows a faulted lane in the owner detail and reclaims it once it is natively drained (every QP
+   * on its CQ destroyed): on the blocking-I/O executor its thread is stopped and joined, its id MR
+   * and CQ released, and a fresh lane with a CQ of its own takes its index. A lane whose release
+   * fails (or whose thread does not end) is kept as it is, never released again; its failure
+   * quarantines the context at close. One reclaim at a time.
+   */
+  private void laneFaults() {
+    for (CqLane lane : rail.lanes) {
+      if (lane.faulted() == null) {
+        continue;
+      }
+      detail =
+          lane.name
+              + ": "
+              + lane.faulted()
+              + (lanesKept.contains(lane)
+                  ? " (kept: its release failed)"
+                  : lane.nativelyDrained() ? "" : " (waiting for its QPs' destroy)");
+      if (lane.nativelyDrained() && !lanesKept.contains(lane) && reclaiming.isDone()) {
+        reclaiming = CompletableFuture.runAsync(() -> reclaim(lane), context.blockingIo());
+      }
+    }
+  }
+
+  private void reclaim(CqLane old) {
+    old.stop();
+    if (!old.join(10_000)) {
+      lanesKept.add(old);
+      return;
+    }
+    if (!old.release().isEmpty()) {
+      lanesKept.add(old);
+      return;
+    }
+    var fresh = rail.freshLane(old.index);
+    if (!fresh.ok()) {
+      // Released, but not replaced: the index keeps the faulted lane, on which no QP is made.
+      lanesKept.add(old);
+      return;
+    }
+    fresh.value().start();
+    rail.lanes.set(old.index, fresh.value());
+    lanesReplaced.incrementAndGet();
+  }
 
   private Behavior<Command> paused() {
     state = OwnerState.FENCED;
@@ -168,10 +225,11 @@ final class RdmaContext {
   private Behavior<Command> onClose(Close m) {
     timers.cancelAll();
     state = OwnerState.CLOSING;
-    rail.lanes.forEach(CqLane::stop);
     CompletableFuture<List<String>> released =
-        CompletableFuture.supplyAsync(
-            () -> {
+        reclaiming.handleAsync(
+            (done, error) -> {
+              // After a lane reclaim in progress, so that its fresh lane is closed too.
+              rail.lanes.forEach(CqLane::stop);
               for (CqLane lane : rail.lanes) {
                 if (!lane.join(10_000)) {
                   return List.of(lane.name + " did not end within 10 s");

@@ -136,6 +136,7 @@ final class RdmaTransport {
             Map.entry("slicesRefusedByHealth", counters.slicesRefusedByHealth.sum()),
             Map.entry("qpsFailed", counters.qpsFailed.sum()),
             Map.entry("qpsRepaired", counters.qpsRepaired.sum()),
+            Map.entry("lanesFaulted", rails.stream().mapToLong(r -> r.lanesFaulted.sum()).sum()),
             Map.entry(
                 "railPairsOpen",
                 health.view().stream().filter(p -> p.state() != RailHealth.State.CLOSED).count())),

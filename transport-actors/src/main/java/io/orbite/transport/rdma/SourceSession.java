@@ -37,9 +37,10 @@ import org.slf4j.LoggerFactory;
  * <p>When the connection ends or a QP errs, every QP moves to ERR and is destroyed on its lane once
  * flushed, and only then are the outstanding windows deallocated and their loans returned: no
  * remote access can race the release. A window whose deallocation fails keeps its loan (its
- * registration can then never be freed: it stays retained, never retried).
+ * registration can then never be freed: it stays retained, never retried) and its {@code
+ * rdma.maxGrants} charge.
  */
-final class SourceSession implements Runnable {
+final class SourceSession implements Runnable, CqLane.QpOwner {
   private static final Logger LOG = LoggerFactory.getLogger(SourceSession.class);
 
   private final String name;
@@ -162,13 +163,14 @@ final class SourceSession implements Runnable {
         break;
       }
       Rail rail = rails.get(end.remoteRail());
-      CqLane lane = rail.lanes.get(made.size() % rail.lanes.size());
+      CqLane lane = laneFor(rail, made.size());
       VerbsResult<Verbs.Qp> qp = rail.createQp(lane);
       if (!qp.ok()) {
         failure = qp.describe();
         break;
       }
       RcQp rc = new RcQp(qp.value(), lane, rail, made.size(), end.localRail());
+      rc.owner = this;
       made.add(rc);
       int err = rail.connect(qp.value(), theirs.get(end.localRail()), end.qpn());
       if (err != 0) {
@@ -179,7 +181,7 @@ final class SourceSession implements Runnable {
     }
     if (failure != null) {
       for (RcQp qp : made) {
-        qp.rail.verbs.destroyQp(qp.qp);
+        qp.lane.destroyUnused(qp);
       }
       RdmaWire.writeConnected(link.out(), null, ErrorKind.RESOURCE_EXHAUSTED, failure);
       return false;
@@ -201,6 +203,18 @@ final class SourceSession implements Runnable {
     }
     RdmaWire.writeConnected(link.out(), qpns, null, null);
     return true;
+  }
+
+  /** Lanes in turn ({@code n}-th QP), skipping a faulted lane while another one is not. */
+  private static CqLane laneFor(Rail rail, int n) {
+    List<CqLane> lanes = rail.lanes;
+    for (int k = 0; k < lanes.size(); k++) {
+      CqLane lane = lanes.get((n + k) % lanes.size());
+      if (lane.faulted() == null) {
+        return lane;
+      }
+    }
+    return lanes.get(n % lanes.size()); // every lane faulted: createQp names why
   }
 
   /** Posts {@code qp}'s completion receives, on its lane (the only thread that posts on it). */
@@ -300,7 +314,9 @@ final class SourceSession implements Runnable {
       if (!old.destroyed) {
         failure = "its QP " + old.qp.qpNum() + " could not be destroyed";
       } else {
-        VerbsResult<Verbs.Qp> made = old.rail.createQp(old.lane);
+        // The lane at the old one's index: a faulted lane is replaced there once drained.
+        CqLane lane = old.rail.lanes.get(old.lane.index);
+        VerbsResult<Verbs.Qp> made = old.rail.createQp(lane);
         if (!made.ok()) {
           failure = made.describe();
         } else {
@@ -309,7 +325,8 @@ final class SourceSession implements Runnable {
             old.rail.verbs.destroyQp(made.value());
             failure = "ibv_modify_qp on " + old.rail.device + ": errno " + rc;
           } else {
-            RcQp fresh = new RcQp(made.value(), old.lane, old.rail, old.index, old.remoteRail);
+            RcQp fresh = new RcQp(made.value(), lane, old.rail, old.index, old.remoteRail);
+            fresh.owner = this;
             qps[old.index] = fresh;
             postReceives(fresh);
             counters.qpsRepaired.increment();
@@ -362,8 +379,8 @@ final class SourceSession implements Runnable {
         if (qp.destroyed) {
           release(g);
         } else {
-          // A QP that could not be destroyed may still serve the window: keep its loan.
-          grantsHeld.decrementAndGet();
+          // A QP that could not be destroyed may still serve the window: keep its loan and its
+          // rdma.maxGrants charge until a native receipt proves it cancelled (spec 001).
           retain(
               "QP "
                   + qp.qp.qpNum()
@@ -425,8 +442,8 @@ final class SourceSession implements Runnable {
     if (g.mw != null) {
       int rc = g.qp.rail.verbs.deallocMw(g.mw);
       if (rc != 0) {
-        // The window may still authorise access: its registration stays loaned, for good.
-        grantsHeld.decrementAndGet();
+        // The window may still authorise access: its registration stays loaned and its
+        // rdma.maxGrants charge stays taken, for good (spec 001: never retried).
         retain(
             "ibv_dealloc_mw failed (errno "
                 + rc
@@ -445,7 +462,8 @@ final class SourceSession implements Runnable {
    * A QP erred (on its lane): it alone is retired; the requester learns of it from its own QP's
    * failure and repairs the slot when it needs it.
    */
-  void qpFailed(RcQp qp, String why) {
+  @Override
+  public void qpFailed(RcQp qp, String why) {
     if (closedBecause == null && !qp.retiring) {
       counters.qpsFailed.increment();
       retire(qp, "QP " + qp.qp.qpNum() + " on " + qp.rail.device + ": " + why);

@@ -476,6 +476,16 @@ class RdmaFaultsIT {
               () -> RdmaPeerIT.charge(requester, "RdmaContext", "lanesReplaced") == 1),
           () -> "the faulted lane is replaced: " + requester.ownerView());
       assertEquals(1, RdmaPeerIT.charge(requester, "RdmaContext", "lanesFaulted"));
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  requester.ownerView().owners().stream()
+                      .anyMatch(
+                          o ->
+                              o.kind().equals("RdmaContext")
+                                  && o.detail().contains("1 faulted lane(s) replaced"))),
+          () -> "the context's detail says so: " + requester.ownerView());
       assertEquals(0, RdmaPeerIT.charge(requester, "RdmaContext", "lanesKept"));
       assertTrue(
           Await.until(

@@ -166,20 +166,26 @@ final class RdmaContext {
    * quarantines the context at close. One reclaim at a time.
    */
   private void laneFaults() {
+    String shown = null;
     for (CqLane lane : rail.lanes) {
       if (lane.faulted() == null) {
         continue;
       }
-      detail =
+      shown =
           lane.name
               + ": "
               + lane.faulted()
               + (lanesKept.contains(lane)
-                  ? " (kept: its release failed)"
+                  ? " (kept, not reclaimed)"
                   : lane.nativelyDrained() ? "" : " (waiting for its QPs' destroy)");
       if (lane.nativelyDrained() && !lanesKept.contains(lane) && reclaiming.isDone()) {
         reclaiming = CompletableFuture.runAsync(() -> reclaim(lane), context.blockingIo());
       }
+    }
+    if (shown != null) {
+      detail = shown;
+    } else if (lanesReplaced.get() > 0) {
+      detail = lanesReplaced.get() + " faulted lane(s) replaced after their QPs were destroyed";
     }
   }
 

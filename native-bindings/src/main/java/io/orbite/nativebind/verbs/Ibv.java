@@ -116,6 +116,7 @@ public final class Ibv {
   public static final int EVENT_PORT_ACTIVE = 9;
   public static final int EVENT_PORT_ERR = 10;
   public static final int EVENT_DEVICE_FATAL = 8;
+  public static final int EVENT_GID_CHANGE = 18;
 
   /** The rkey a type-2 window gets at its next bind: the key byte (low 8 bits) advanced. */
   public static int incRkey(int rkey) {

@@ -951,7 +951,9 @@ public final class NativeVerbs implements Verbs {
       }
       int type = e.get(JAVA_INT, IbvLayout.ASYNC_EVENT_TYPE);
       long element =
-          type == Ibv.EVENT_PORT_ACTIVE || type == Ibv.EVENT_PORT_ERR
+          type == Ibv.EVENT_PORT_ACTIVE
+                  || type == Ibv.EVENT_PORT_ERR
+                  || type == Ibv.EVENT_GID_CHANGE
               ? e.get(JAVA_INT, IbvLayout.ASYNC_EVENT_ELEMENT)
               : e.get(JAVA_LONG, IbvLayout.ASYNC_EVENT_ELEMENT);
       return VerbsResult.ok(new AsyncEvent(type, element));

@@ -16,8 +16,11 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>The responder binds when the device is first opened and closes (with every connection it
  * serves) when its last context is closed, so with an ephemeral port a device opened again may
- * listen elsewhere: its GID (index 0 on every port, {@link SoftGid}) always names where it listens
- * now. Guarded by the provider's lock.
+ * listen elsewhere: every valid entry of its GID tables ({@link SoftGid}) always names where it
+ * listens now. Each port has a table of {@link #GID_TABLE_LENGTH} entries; entry 0 is valid (alias
+ * 0) and the others invalid (all zero) until a test's {@link SoftFaults#setGid} or {@link
+ * SoftFaults#invalidateGid} changes them. Guarded by the provider's lock; the GID tables are also
+ * read, lock-free, by requester threads.
  */
 final class SoftDevice {
   final SoftFabric.DeviceSpec spec;
@@ -33,10 +36,17 @@ final class SoftDevice {
   final java.util.concurrent.atomic.LongAdder payloadBytes =
       new java.util.concurrent.atomic.LongAdder();
 
+  /** Entries in each port's GID table. */
+  static final int GID_TABLE_LENGTH = 4;
+
   private final int[] portStates;
+
+  /** Per port, per GID index: the entry's alias, or -1 where the entry is invalid (all zero). */
+  private final java.util.concurrent.atomic.AtomicIntegerArray[] gidAliases;
+
   private final ReentrantLock lock;
   private SoftResponder responder;
-  private Verbs.Gid gid = Verbs.Gid.ZERO;
+  private volatile int listenerPort;
 
   SoftDevice(long handle, SoftFabric.DeviceSpec spec, ReentrantLock lock) {
     this.spec = spec;
@@ -45,6 +55,13 @@ final class SoftDevice {
     this.portStates = new int[spec.ports().size()];
     for (int i = 0; i < portStates.length; i++) {
       portStates[i] = spec.ports().get(i).state();
+    }
+    this.gidAliases = new java.util.concurrent.atomic.AtomicIntegerArray[portStates.length];
+    for (int i = 0; i < portStates.length; i++) {
+      gidAliases[i] = new java.util.concurrent.atomic.AtomicIntegerArray(GID_TABLE_LENGTH);
+      for (int g = 1; g < GID_TABLE_LENGTH; g++) {
+        gidAliases[i].set(g, -1);
+      }
     }
   }
 
@@ -69,8 +86,27 @@ final class SoftDevice {
     portStates[port - 1] = state;
   }
 
+  /** Entry 0 of port 1's table: where the responder listens now (zero while it is stopped). */
   Verbs.Gid gid() {
-    return gid;
+    return gid(1, 0);
+  }
+
+  /**
+   * Entry {@code index} of port {@code port}'s GID table: all zero when the entry is invalid, the
+   * port or index does not exist, or the responder is stopped.
+   */
+  Verbs.Gid gid(int port, int index) {
+    if (port < 1 || port > portStates.length || index < 0 || index >= GID_TABLE_LENGTH) {
+      return Verbs.Gid.ZERO;
+    }
+    int alias = gidAliases[port - 1].get(index);
+    int at = listenerPort;
+    return alias < 0 || at == 0 ? Verbs.Gid.ZERO : SoftGid.encode(spec.bindAddress(), at, alias);
+  }
+
+  /** Sets entry {@code index} of {@code port}'s table to alias {@code alias}, or -1: invalid. */
+  void setGidAlias(int port, int index, int alias) {
+    gidAliases[port - 1].set(index, alias);
   }
 
   Verbs.PortAttr portAttr(int port) {
@@ -79,7 +115,7 @@ final class SoftDevice {
         portState(port),
         Ibv.MTU_4096,
         p.activeMtu(),
-        1,
+        GID_TABLE_LENGTH,
         0,
         p.activeWidth(),
         p.activeSpeed(),
@@ -92,7 +128,7 @@ final class SoftDevice {
       SoftResponder r = new SoftResponder(this, lock);
       int port = r.start(spec.responderPort());
       responder = r;
-      gid = SoftGid.encode(spec.bindAddress(), port);
+      listenerPort = port;
     }
     contexts.add(context);
   }
@@ -105,7 +141,7 @@ final class SoftDevice {
     }
     List<Thread> threads = responder.stop();
     responder = null;
-    gid = Verbs.Gid.ZERO;
+    listenerPort = 0;
     return threads;
   }
 }

@@ -35,6 +35,13 @@ import java.util.Set;
  *       {@code EVENT_PORT_ERR} or {@code EVENT_PORT_ACTIVE}. While a port is DOWN, each WR that a
  *       QP of that port starts completes {@code WC_RETRY_EXC_ERR} and the QP goes to ERR (rest
  *       flushed); its responder refuses connections and requests for such QPs.
+ *   <li>{@link #setGid}/{@link #invalidateGid}: an entry of a port's GID table becomes a valid GID
+ *       (one that still names the device's responder, under an alias, so the wire still leads
+ *       there) or invalid (all zero); every open context of the device gets {@code
+ *       EVENT_GID_CHANGE}. A QP's source GID is the entry at its address vector's {@code
+ *       sgidIndex}, read as each connection to the peer is made: while it is invalid, each WR that
+ *       QP starts completes {@code WC_RETRY_EXC_ERR} and the QP goes to ERR, and a move to RTR
+ *       naming it is refused {@code EINVAL}.
  *   <li>{@link #dropWire}: the QP's connection is closed: the WR in flight (or the next one to be
  *       sent) completes {@code WC_RETRY_EXC_ERR}, the rest are flushed.
  *   <li>{@link #stallWire}: the QP's requests are held before they leave (no bytes move, no
@@ -65,6 +72,8 @@ public final class SoftFaults {
   /** What the table asks of the provider it serves. */
   interface Actions {
     void setPortState(String device, int port, int state);
+
+    void setGidAlias(String device, int port, int index, int alias);
 
     void dropWire(int qpNum);
 
@@ -253,6 +262,37 @@ public final class SoftFaults {
    */
   public void setPortState(String device, int port, int state) {
     bound().setPortState(device, port, state);
+  }
+
+  /**
+   * Makes entry {@code index} of a port's GID table valid: the device's responder address under
+   * {@code alias} ({@link SoftGid#encode(java.net.Inet4Address, int, int)}), so distinct aliases
+   * give distinct GIDs that all lead to the same responder. Raises {@code EVENT_GID_CHANGE}.
+   *
+   * @param device the device's name
+   * @param port the port, from 1
+   * @param index the GID index, 0 up to the table's length ({@code gidTblLen}) - 1
+   * @param alias 0..65535 (entry 0 starts with alias 0)
+   * @throws IllegalArgumentException naming the device, port, index or alias that does not exist
+   */
+  public void setGid(String device, int port, int index, int alias) {
+    if (alias < 0 || alias > 0xffff) {
+      throw new IllegalArgumentException("GID alias out of range (0..65535): " + alias);
+    }
+    bound().setGidAlias(device, port, index, alias);
+  }
+
+  /**
+   * Makes entry {@code index} of a port's GID table invalid (all zero), as when the address it
+   * carried is removed. Raises {@code EVENT_GID_CHANGE}.
+   *
+   * @param device the device's name
+   * @param port the port, from 1
+   * @param index the GID index
+   * @throws IllegalArgumentException naming the device, port or index that does not exist
+   */
+  public void invalidateGid(String device, int port, int index) {
+    bound().setGidAlias(device, port, index, -1);
   }
 
   /**

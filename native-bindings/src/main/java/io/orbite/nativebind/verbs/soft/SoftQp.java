@@ -118,6 +118,16 @@ final class SoftQp {
     this.requester = new SoftRequester(this);
   }
 
+  /** The GID this QP sends from: its port's entry at its address vector's {@code sgidIndex}. */
+  Verbs.Gid sourceGid() {
+    return av == null ? Verbs.Gid.ZERO : device.gid(port, av.sgidIndex());
+  }
+
+  /** Whether {@link #sourceGid} is a valid entry now (a connected QP whose entry went invalid). */
+  boolean sourceGidValid() {
+    return av == null || !sourceGid().equals(Verbs.Gid.ZERO);
+  }
+
   // ---------------------------------------------------------------- state machine
 
   int modify(Verbs.QpAttr a, int mask) {
@@ -135,6 +145,9 @@ final class SoftQp {
       int needed = Ibv.QP_AV | Ibv.QP_DEST_QPN;
       if ((mask & needed) != needed || a.av() == null || SoftGid.decode(a.av().dgid()).isEmpty()) {
         return Errno.EINVAL.number();
+      }
+      if (device.gid(port, a.av().sgidIndex()).equals(Verbs.Gid.ZERO)) {
+        return Errno.EINVAL.number(); // the source GID it names is not a valid entry
       }
     }
     if ((mask & Ibv.QP_AV) != 0 && a.av() == null) {

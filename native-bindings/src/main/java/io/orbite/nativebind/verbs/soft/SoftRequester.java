@@ -132,7 +132,7 @@ final class SoftRequester implements Runnable {
         return false;
       }
       item = qp.sq.peek();
-      if (qp.device.portState(qp.port) != Ibv.PORT_ACTIVE) {
+      if (qp.device.portState(qp.port) != Ibv.PORT_ACTIVE || !qp.sourceGidValid()) {
         qp.fail(item, Ibv.WC_RETRY_EXC_ERR);
         return true;
       }
@@ -340,7 +340,7 @@ final class SoftRequester implements Runnable {
       current = link;
       timeoutMillis = SoftWire.responseTimeoutMillis(qp.timeout, qp.retryCnt);
       peer = SoftGid.decode(qp.av.dgid()).orElse(null);
-      hello = new SoftWire.Hello(qp.qpNum, qp.destQpNum, qp.device.gid());
+      hello = new SoftWire.Hello(qp.qpNum, qp.destQpNum, qp.sourceGid());
     } finally {
       qp.lock.unlock();
     }

@@ -46,10 +46,10 @@ import java.util.function.Predicate;
  *       objects per device ({@code ENOMEM} beyond), {@code maxQpWr}, {@code maxSge} and {@code
  *       maxCqe} per object ({@code EINVAL} beyond).
  *   <li>Async events: {@code EVENT_CQ_ERR}, {@code EVENT_QP_FATAL}, {@code EVENT_QP_ACCESS_ERR},
- *       {@code EVENT_PORT_ERR}, {@code EVENT_PORT_ACTIVE}, queued per context; {@code
- *       ackAsyncEvent} does nothing (destroys never wait for it).
+ *       {@code EVENT_PORT_ERR}, {@code EVENT_PORT_ACTIVE}, {@code EVENT_GID_CHANGE}, queued per
+ *       context; {@code ackAsyncEvent} does nothing (destroys never wait for it).
  *   <li>Faults: {@link SoftFaults} (a destroy or a device close failed, a CQ that cannot be polled,
- *       ...), given only to {@link #create(SoftFabric, SoftFaults)}.
+ *       a GID table entry changed, ...), given only to {@link #create(SoftFabric, SoftFaults)}.
  * </ul>
  *
  * <p>One lock guards the provider's state; no socket I/O and no waiting happens under it.
@@ -230,10 +230,14 @@ public final class SoftVerbs implements Verbs {
     lock.lock();
     try {
       SoftContext c = handles.get(context.handle(), SoftContext.class);
-      if (c == null || port < 1 || port > c.device.portCount() || index != 0) {
+      if (c == null
+          || port < 1
+          || port > c.device.portCount()
+          || index < 0
+          || index >= SoftDevice.GID_TABLE_LENGTH) {
         return failed(Errno.EINVAL, "ibv_query_gid", "no such context, port or index");
       }
-      return VerbsResult.ok(c.device.gid());
+      return VerbsResult.ok(c.device.gid(port, index));
     } catch (RuntimeException | Error e) {
       return failed(Errno.EINVAL, "ibv_query_gid", e.toString());
     } finally {
@@ -776,6 +780,36 @@ public final class SoftVerbs implements Verbs {
         }
         for (SoftQp q : d.qps.values()) {
           q.changed.signalAll();
+        }
+      } finally {
+        lock.unlock();
+      }
+    }
+
+    @Override
+    public void setGidAlias(String device, int port, int index, int alias) {
+      lock.lock();
+      try {
+        SoftDevice d =
+            devices.stream().filter(x -> x.name().equals(device)).findFirst().orElse(null);
+        if (d == null || port < 1 || port > d.portCount()) {
+          throw new IllegalArgumentException("no port " + port + " on " + device);
+        }
+        if (index < 0 || index >= SoftDevice.GID_TABLE_LENGTH) {
+          throw new IllegalArgumentException(
+              "GID index "
+                  + index
+                  + " of "
+                  + device
+                  + " port "
+                  + port
+                  + " is outside its table (0.."
+                  + (SoftDevice.GID_TABLE_LENGTH - 1)
+                  + ")");
+        }
+        d.setGidAlias(port, index, alias);
+        for (SoftContext c : d.contexts) {
+          c.event(Ibv.EVENT_GID_CHANGE, port);
         }
       } finally {
         lock.unlock();

@@ -6,6 +6,7 @@ import static io.orbite.nativebind.verbs.VerbsEnd.write;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.nativebind.Errno;
@@ -125,7 +126,11 @@ abstract class SoftVerbsConformance extends RcConformance<SoftLocalEnd> {
     assertEquals(Ibv.LINK_LAYER_ETHERNET, port.linkLayer());
     assertEquals(EINVAL, local.verbs.queryPort(local.context, 2).errno());
     assertEquals(EINVAL, local.verbs.queryPort(local.context, 0).errno());
-    assertEquals(EINVAL, local.verbs.queryGid(local.context, 1, 1).errno());
+    assertEquals(
+        Verbs.Gid.ZERO,
+        local.verbs.queryGid(local.context, 1, 1).value(),
+        "index 1 starts invalid");
+    assertEquals(EINVAL, local.verbs.queryGid(local.context, 1, port.gidTblLen()).errno());
 
     byte[] raw = local.gid().bytes();
     InetSocketAddress at = SoftGid.decode(local.gid()).orElseThrow();
@@ -813,6 +818,52 @@ abstract class SoftVerbsConformance extends RcConformance<SoftLocalEnd> {
     Pair q = pair();
     byte[] payload = pattern(64, 3);
     assertEquals(OK, writeStatus(q, payload, dst.addr() + 128, dst.rkey()));
+    assertArrayEquals(guarded(512, 128, payload), peer.read(dst));
+  }
+
+  @Test
+  void faultGidTableEntriesChangeWithAnEventAndAnInvalidSourceGidFailsWorkAndRefusesRtr() {
+    Verbs.Gid first = local.verbs.queryGid(local.context, 1, 0).value();
+    local.faults.setGid(local.deviceName, 1, 1, 7);
+    assertEquals(new Verbs.AsyncEvent(Ibv.EVENT_GID_CHANGE, 1), awaitAsyncEvent());
+    Verbs.Gid second = local.verbs.queryGid(local.context, 1, 1).value();
+    assertNotEquals(first, second, "a distinct GID under alias 7");
+    assertEquals(
+        SoftGid.decode(first).orElseThrow(),
+        SoftGid.decode(second).orElseThrow(),
+        "both lead to the device's one responder");
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            local.faults.setGid(
+                local.deviceName,
+                1,
+                local.verbs.queryPort(local.context, 1).value().gidTblLen(),
+                1),
+        "outside the table");
+
+    Pair p = pair();
+    ConformancePeer.Buffer dst = peer.register(512, REMOTE_RW, GUARD);
+    local.faults.invalidateGid(local.deviceName, 1, 0);
+    assertEquals(new Verbs.AsyncEvent(Ibv.EVENT_GID_CHANGE, 1), awaitAsyncEvent());
+    assertEquals(Verbs.Gid.ZERO, local.verbs.queryGid(local.context, 1, 0).value());
+    writeFrom(p, 1, pattern(64, 1), dst.addr(), dst.rkey(), SIGNALED);
+    assertEquals(List.of(wc(1, Ibv.WC_RETRY_EXC_ERR)), summary(local.await(p.cq(), 1)));
+    assertEquals(Ibv.QPS_ERR, local.state(p.qp()));
+    assertArrayEquals(guards(512), peer.read(dst), "nothing moved from an invalid source GID");
+
+    Verbs.Qp fresh = local.qp(SoftLocalEnd.caps(local.cq(16), 16, false));
+    SoftLocalEnd.toInit(local.verbs, fresh);
+    assertEquals(
+        EINVAL,
+        local.verbs.modifyQp(fresh, SoftLocalEnd.rtrAttr(peer.gid(), 2), SoftLocalEnd.RTR_MASK),
+        "RTR naming an invalid source GID index");
+
+    local.faults.setGid(local.deviceName, 1, 0, 0);
+    assertEquals(new Verbs.AsyncEvent(Ibv.EVENT_GID_CHANGE, 1), awaitAsyncEvent());
+    assertEquals(first, local.verbs.queryGid(local.context, 1, 0).value(), "alias 0 again");
+    byte[] payload = pattern(64, 3);
+    assertEquals(OK, writeStatus(pair(), payload, dst.addr() + 128, dst.rkey()));
     assertArrayEquals(guarded(512, 128, payload), peer.read(dst));
   }
 

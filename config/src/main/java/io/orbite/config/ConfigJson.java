@@ -203,7 +203,8 @@ final class ConfigJson {
             .withSeparators(
                 Separators.createDefaultInstance()
                     .withObjectFieldValueSpacing(Separators.Spacing.AFTER)
-                    .withArrayEmptySeparator(""));
+                    .withArrayEmptySeparator("")
+                    .withObjectEmptySeparator(""));
     printer.indentObjectsWith(new DefaultIndenter("  ", "\n"));
     printer.indentArraysWith(new DefaultIndenter("  ", "\n"));
     try {
@@ -223,7 +224,9 @@ final class ConfigJson {
         throw new IllegalStateException("cannot read " + component, e);
       }
       String key = component.getName();
-      if (value instanceof Record nested) {
+      if (value instanceof RdmaPriorityMatrix matrix) {
+        object.set(key, matrix.toJson());
+      } else if (value instanceof Record nested) {
         object.set(key, toTree(nested));
       } else if (value instanceof Integer i) {
         object.put(key, i);

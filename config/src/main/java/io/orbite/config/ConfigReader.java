@@ -131,6 +131,18 @@ final class ConfigReader {
     return strings;
   }
 
+  /**
+   * The inline priority matrix under {@code key} (classic form), or {@link RdmaPriorityMatrix#NONE}
+   * when absent; its shape is checked here, its names when the transport starts.
+   */
+  RdmaPriorityMatrix priorityMatrixValue(String key) {
+    JsonNode value = object.get(key);
+    if (value == null) {
+      return RdmaPriorityMatrix.NONE;
+    }
+    return RdmaPriorityMatrix.read(value, Checks.child(path, key));
+  }
+
   private void rejectUnknownKeys(Class<? extends Record> schema) {
     List<String> known = Arrays.stream(schema.getRecordComponents()).map(c -> c.getName()).toList();
     for (Iterator<String> keys = object.fieldNames(); keys.hasNext(); ) {

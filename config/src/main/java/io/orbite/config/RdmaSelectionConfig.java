@@ -19,14 +19,20 @@ import java.util.List;
  * @param strictLocalNuma whether a rail known to sit on another NUMA node than {@link
  *     #preferredNumaNode()} is refused outright (a rail of unknown locality stays eligible, and so
  *     does every rail while the node is unknown). Default {@value #DEFAULT_STRICT_LOCAL_NUMA}.
- * @param customJsonPath a topology file read once when the transport starts; empty means none.
- *     Default empty; at most {@value #MAX_PATH_LENGTH} characters.
+ * @param customJsonPath a topology file read once when the transport starts (a priority matrix in
+ *     the classic or the native form, see {@link RdmaPriorityMatrix#readFile}); empty means none.
+ *     Not read when {@link #priorityMatrix()} is given. Default empty; at most {@value
+ *     #MAX_PATH_LENGTH} characters.
+ * @param priorityMatrix an inline priority matrix in the classic form; it wins over {@link
+ *     #customJsonPath()}. Its shape is checked when the configuration is read, its names when the
+ *     transport starts. Default {@link RdmaPriorityMatrix#NONE} (JSON {@code {}}): none.
  */
 public record RdmaSelectionConfig(
     List<String> deviceMask,
     int preferredNumaNode,
     boolean strictLocalNuma,
-    String customJsonPath) {
+    String customJsonPath,
+    RdmaPriorityMatrix priorityMatrix) {
   /** JSON key of this section inside {@code rdma}. */
   static final String KEY = "selection";
 
@@ -57,10 +63,14 @@ public record RdmaSelectionConfig(
   /** Longest accepted {@link #customJsonPath()}. */
   public static final int MAX_PATH_LENGTH = 4096;
 
+  /** Default {@link #priorityMatrix()}: none. */
+  public static final RdmaPriorityMatrix DEFAULT_PRIORITY_MATRIX = RdmaPriorityMatrix.NONE;
+
   /**
    * Validates every component: {@link #deviceMask()} at most {@value #MAX_DEVICE_MASK} distinct
    * non-blank names, {@link #preferredNumaNode()} in its range, {@link #customJsonPath()} non-null
-   * and at most {@value #MAX_PATH_LENGTH} characters; the list is copied.
+   * and at most {@value #MAX_PATH_LENGTH} characters, {@link #priorityMatrix()} non-null; the list
+   * is copied.
    *
    * @throws ConfigException naming {@code rdma.selection.<key>} (or {@code
    *     rdma.selection.deviceMask[<i>]} for one name) for the first invalid component
@@ -78,6 +88,24 @@ public record RdmaSelectionConfig(
           SECTION + ".customJsonPath",
           "must be at most " + MAX_PATH_LENGTH + " characters, got " + customJsonPath.length());
     }
+    Checks.requireNonNull(RdmaPriorityMatrix.INLINE_PATH, priorityMatrix);
+  }
+
+  /**
+   * A policy without an inline priority matrix.
+   *
+   * @param deviceMask the devices allowed to carry slices; empty for every opened device
+   * @param preferredNumaNode the requester memory's NUMA node, {@code -1} for unknown
+   * @param strictLocalNuma whether rails known to sit on another node are refused
+   * @param customJsonPath the topology file, empty for none
+   * @throws ConfigException as the canonical constructor
+   */
+  public RdmaSelectionConfig(
+      List<String> deviceMask,
+      int preferredNumaNode,
+      boolean strictLocalNuma,
+      String customJsonPath) {
+    this(deviceMask, preferredNumaNode, strictLocalNuma, customJsonPath, DEFAULT_PRIORITY_MATRIX);
   }
 
   /**
@@ -90,7 +118,8 @@ public record RdmaSelectionConfig(
         DEFAULT_DEVICE_MASK,
         DEFAULT_PREFERRED_NUMA_NODE,
         DEFAULT_STRICT_LOCAL_NUMA,
-        DEFAULT_CUSTOM_JSON_PATH);
+        DEFAULT_CUSTOM_JSON_PATH,
+        DEFAULT_PRIORITY_MATRIX);
   }
 
   /**
@@ -101,7 +130,8 @@ public record RdmaSelectionConfig(
    * @throws ConfigException naming {@code rdma.selection.deviceMask} or one of its entries
    */
   public RdmaSelectionConfig withDeviceMask(List<String> deviceMask) {
-    return new RdmaSelectionConfig(deviceMask, preferredNumaNode, strictLocalNuma, customJsonPath);
+    return new RdmaSelectionConfig(
+        deviceMask, preferredNumaNode, strictLocalNuma, customJsonPath, priorityMatrix);
   }
 
   /**
@@ -113,7 +143,8 @@ public record RdmaSelectionConfig(
    * @throws ConfigException naming {@code rdma.selection.preferredNumaNode} if it is out of range
    */
   public RdmaSelectionConfig withNuma(int preferredNumaNode, boolean strictLocalNuma) {
-    return new RdmaSelectionConfig(deviceMask, preferredNumaNode, strictLocalNuma, customJsonPath);
+    return new RdmaSelectionConfig(
+        deviceMask, preferredNumaNode, strictLocalNuma, customJsonPath, priorityMatrix);
   }
 
   /**
@@ -124,7 +155,20 @@ public record RdmaSelectionConfig(
    * @throws ConfigException naming {@code rdma.selection.customJsonPath} if it is null or too long
    */
   public RdmaSelectionConfig withCustomJsonPath(String customJsonPath) {
-    return new RdmaSelectionConfig(deviceMask, preferredNumaNode, strictLocalNuma, customJsonPath);
+    return new RdmaSelectionConfig(
+        deviceMask, preferredNumaNode, strictLocalNuma, customJsonPath, priorityMatrix);
+  }
+
+  /**
+   * A copy with {@link #priorityMatrix()} replaced; checked as by the constructor.
+   *
+   * @param priorityMatrix the inline matrix, {@link RdmaPriorityMatrix#NONE} for none
+   * @return a new {@code RdmaSelectionConfig}; this one is unchanged
+   * @throws ConfigException naming {@code rdma.selection.priorityMatrix} if it is null
+   */
+  public RdmaSelectionConfig withPriorityMatrix(RdmaPriorityMatrix priorityMatrix) {
+    return new RdmaSelectionConfig(
+        deviceMask, preferredNumaNode, strictLocalNuma, customJsonPath, priorityMatrix);
   }
 
   static RdmaSelectionConfig read(ConfigReader r) {
@@ -136,6 +180,7 @@ public record RdmaSelectionConfig(
             MIN_PREFERRED_NUMA_NODE,
             MAX_PREFERRED_NUMA_NODE),
         r.booleanValue("strictLocalNuma", DEFAULT_STRICT_LOCAL_NUMA),
-        r.stringValue("customJsonPath", DEFAULT_CUSTOM_JSON_PATH));
+        r.stringValue("customJsonPath", DEFAULT_CUSTOM_JSON_PATH),
+        r.priorityMatrixValue("priorityMatrix"));
   }
 }

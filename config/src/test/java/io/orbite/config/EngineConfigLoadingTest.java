@@ -280,7 +280,8 @@ class EngineConfigLoadingTest {
                       "deviceMask": [],
                       "preferredNumaNode": -1,
                       "strictLocalNuma": false,
-                      "customJsonPath": ""
+                      "customJsonPath": "",
+                      "priorityMatrix": {}
                     }
                   },
                   "observability": {

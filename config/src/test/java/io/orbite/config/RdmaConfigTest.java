@@ -703,7 +703,7 @@ class RdmaConfigTest {
       textBlock =
           """
           {"rdma":{"selection":[]}}                                   | rdma.selection                 | rdma.selection: expected an object, got array
-          {"rdma":{"selection":{"mask":[]}}}                          | rdma.selection.mask            | rdma.selection.mask: unknown key (known: deviceMask, preferredNumaNode, strictLocalNuma, customJsonPath)
+          {"rdma":{"selection":{"mask":[]}}}                          | rdma.selection.mask            | rdma.selection.mask: unknown key (known: deviceMask, preferredNumaNode, strictLocalNuma, customJsonPath, priorityMatrix)
           {"rdma":{"selection":{"deviceMask":"soft0"}}}               | rdma.selection.deviceMask      | rdma.selection.deviceMask: expected an array of strings, got string "soft0"
           {"rdma":{"selection":{"deviceMask":["soft0",1]}}}           | rdma.selection.deviceMask[1]   | rdma.selection.deviceMask[1]: expected a string, got integer 1
           {"rdma":{"selection":{"deviceMask":[" "]}}}                 | rdma.selection.deviceMask[0]   | rdma.selection.deviceMask[0]: must not be blank, got " "

@@ -225,6 +225,36 @@ public final class NativeVerbs implements Verbs {
         .get(ADDRESS, IbvLayout.CONTEXT_OPS + offset);
   }
 
+  /** Where the kernel lists RDMA devices ({@code <name>/device/numa_node} below it). */
+  private static final java.nio.file.Path SYSFS_INFINIBAND =
+      java.nio.file.Path.of("/sys/class/infiniband");
+
+  /** {@inheritDoc} */
+  @Override
+  public int numaNode(Device device) {
+    return numaNodeIn(SYSFS_INFINIBAND, device.name());
+  }
+
+  /**
+   * The node {@code <root>/<device>/device/numa_node} holds, or -1 when it is missing, unreadable,
+   * not a decimal integer or negative (the kernel writes -1 for a device without NUMA affinity).
+   */
+  static int numaNodeIn(java.nio.file.Path root, String device) {
+    if (device.isEmpty() || device.contains("/") || device.equals("..") || device.equals(".")) {
+      return -1;
+    }
+    try {
+      String text =
+          java.nio.file.Files.readString(
+                  root.resolve(device).resolve("device").resolve("numa_node"))
+              .strip();
+      int node = Integer.parseInt(text);
+      return node >= 0 ? node : -1;
+    } catch (java.io.IOException | NumberFormatException | SecurityException e) {
+      return -1;
+    }
+  }
+
   @Override
   public VerbsResult<List<Device>> getDeviceList() {
     if (!availability.isAvailable()) {

@@ -227,6 +227,16 @@ public interface Verbs {
 
   VerbsResult<List<Device>> getDeviceList();
 
+  /**
+   * The NUMA node {@code device} is attached to, for rail selection: not a verbs call but what the
+   * kernel reports for it ({@code /sys/class/infiniband/<name>/device/numa_node} for {@link
+   * NativeVerbs}; a value a test set for the software provider). Never fails.
+   *
+   * @param device a device from {@link #getDeviceList}
+   * @return the node, or {@code -1} when unknown (the file missing or unreadable, or it says -1)
+   */
+  int numaNode(Device device);
+
   VerbsResult<Context> openDevice(Device device);
 
   int closeDevice(Context context);

@@ -25,6 +25,24 @@ class NativeVerbsTest {
   private static final Path VERBS_SYSFS = Path.of("/sys/class/infiniband_verbs");
 
   @Test
+  void aDevicesNumaNodeIsReadFromSysfsAndUnknownWhenMissingOrNegative(
+      @org.junit.jupiter.api.io.TempDir Path root) throws java.io.IOException {
+    for (String[] d :
+        new String[][] {
+          {"mlx5_0", "1\n"}, {"mlx5_1", "-1\n"}, {"mlx5_2", "x"}, {"mlx5_3", " 0 "}
+        }) {
+      Files.createDirectories(root.resolve(d[0]).resolve("device"));
+      Files.writeString(root.resolve(d[0]).resolve("device").resolve("numa_node"), d[1]);
+    }
+    assertEquals(1, NativeVerbs.numaNodeIn(root, "mlx5_0"));
+    assertEquals(-1, NativeVerbs.numaNodeIn(root, "mlx5_1"));
+    assertEquals(-1, NativeVerbs.numaNodeIn(root, "mlx5_2"));
+    assertEquals(0, NativeVerbs.numaNodeIn(root, "mlx5_3"));
+    assertEquals(-1, NativeVerbs.numaNodeIn(root, "mlx5_9"), "no such device");
+    assertEquals(-1, NativeVerbs.numaNodeIn(root, "../mlx5_0"), "not a device name");
+  }
+
+  @Test
   void theSystemLibraryLoadsOnceWithEveryRequiredExport() {
     Prerequisite.require(
         Files.exists(Path.of("/usr/lib/x86_64-linux-gnu/libibverbs.so.1"))

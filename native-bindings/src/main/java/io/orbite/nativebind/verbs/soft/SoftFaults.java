@@ -46,6 +46,8 @@ import java.util.Set;
  *       sent) completes {@code WC_RETRY_EXC_ERR}, the rest are flushed.
  *   <li>{@link #stallWire}: the QP's requests are held before they leave (no bytes move, no
  *       completion) until {@link #releaseWire}, then they proceed in order.
+ *   <li>{@link #setNumaNode}: the NUMA node {@code numaNode} answers for a device (not a fault: a
+ *       topology a test gives the provider's devices, which have none of their own).
  *   <li>{@link #nullWire}: while on, every RDMA READ and RDMA WRITE that a QP of this provider
  *       starts completes {@code WC_SUCCESS} at once without moving a byte or sending anything.
  * </ul>
@@ -119,6 +121,7 @@ public final class SoftFaults {
   private final Map<Long, Integer> pollFailures = new HashMap<>();
   private final Map<Kind, Integer> destroyCalls = new java.util.EnumMap<>(Kind.class);
   private boolean nullWire;
+  private final Map<String, Integer> numaNodes = new HashMap<>();
   private Actions actions;
 
   private SoftFaults(boolean mutable) {
@@ -251,6 +254,29 @@ public final class SoftFaults {
       throw new IllegalArgumentException("bytes " + bytes);
     }
     interrupts.put(new WrKey(qpNum, wrId), bytes);
+  }
+
+  /**
+   * Sets the NUMA node the provider reports for a device ({@code Verbs.numaNode}); read by the RDMA
+   * transport when it opens its rails, so set it before the engine starts.
+   *
+   * @param device the device's name
+   * @param node its node, 0 or more, or -1 for unknown
+   * @throws IllegalArgumentException if {@code node} is below -1
+   * @throws UnsupportedOperationException on {@link #NONE}
+   */
+  public synchronized void setNumaNode(String device, int node) {
+    checkMutable();
+    Objects.requireNonNull(device, "device");
+    if (node < -1) {
+      throw new IllegalArgumentException("a NUMA node is -1 (unknown) or more, got " + node);
+    }
+    numaNodes.put(device, node);
+  }
+
+  /** The node {@link #setNumaNode} set for {@code device}, or -1. */
+  synchronized int numaNode(String device) {
+    return numaNodes.getOrDefault(device, -1);
   }
 
   /**

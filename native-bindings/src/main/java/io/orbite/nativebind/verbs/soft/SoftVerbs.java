@@ -120,6 +120,17 @@ public final class SoftVerbs implements Verbs {
     return "soft";
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>The software provider's devices have no NUMA affinity of their own: the node is what the
+   * fault table was told ({@link SoftFaults#setNumaNode}), else -1.
+   */
+  @Override
+  public int numaNode(Device device) {
+    return faults.numaNode(device.name());
+  }
+
   /** {@inheritDoc} */
   @Override
   public VerbsResult<List<Device>> getDeviceList() {

@@ -28,6 +28,26 @@ class SoftFaultsTest {
   }
 
   @Test
+  void aDevicesNumaNodeIsWhatTheTableWasToldElseUnknown() {
+    SoftFaults f = SoftFaults.create();
+    SoftVerbs verbs = SoftVerbs.create(SoftFabric.onAddress("127.0.0.1", 2), f);
+    java.util.List<io.orbite.nativebind.verbs.Verbs.Device> devices = verbs.getDeviceList().value();
+    assertEquals(-1, verbs.numaNode(devices.get(0)));
+    f.setNumaNode("soft1", 3);
+    assertEquals(-1, verbs.numaNode(devices.get(0)));
+    assertEquals(3, verbs.numaNode(devices.get(1)));
+    f.setNumaNode("soft1", -1);
+    assertEquals(-1, verbs.numaNode(devices.get(1)));
+    assertThrows(IllegalArgumentException.class, () -> f.setNumaNode("soft0", -2));
+    assertThrows(
+        UnsupportedOperationException.class, () -> SoftFaults.NONE.setNumaNode("soft0", 0));
+    assertEquals(
+        -1,
+        SoftVerbs.create(SoftFabric.onAddress("127.0.0.1", 1))
+            .numaNode(new io.orbite.nativebind.verbs.Verbs.Device(0, "soft0", 0)));
+  }
+
+  @Test
   void aTableServesOneProviderOnly() {
     SoftFaults f = SoftFaults.create();
     assertThrows(IllegalStateException.class, () -> f.dropWire(1), "no provider yet");

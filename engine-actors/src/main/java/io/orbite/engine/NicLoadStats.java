@@ -21,6 +21,12 @@ import java.util.Map;
  * @param postedBytes payload bytes ever posted on the rail
  * @param completedBytes payload bytes of posted slices that have ended (moved or not)
  * @param allocatedBytes bytes ever assigned to the rail
+ * @param numaNode the NUMA node the device is attached to, {@code -1} when unknown
+ * @param tier the rail's selection tier (0, 1 or 2; score weights 1, 5, 10), fixed when the
+ *     transport started: its rank in the priority matrix row in use, else its NUMA locality
+ *     relative to {@code rdma.selection.preferredNumaNode}
+ * @param eligible whether the selection policy ({@code rdma.selection}: the device mask, strict
+ *     NUMA, the priority matrix) lets the rail carry slices at all
  */
 public record NicLoadStats(
     String device,
@@ -30,7 +36,10 @@ public record NicLoadStats(
     long chargedBytes,
     long postedBytes,
     long completedBytes,
-    long allocatedBytes) {
+    long allocatedBytes,
+    int numaNode,
+    int tier,
+    boolean eligible) {
   /**
    * The rails' loads in {@code view}: one per RDMA context owner.
    *
@@ -55,7 +64,10 @@ public record NicLoadStats(
               c.getOrDefault("chargedBytes", 0L),
               c.getOrDefault("postedBytes", 0L),
               c.getOrDefault("completedBytes", 0L),
-              c.getOrDefault("allocatedBytes", 0L)));
+              c.getOrDefault("allocatedBytes", 0L),
+              (int) (long) c.getOrDefault("numaNode", -1L),
+              (int) (long) c.getOrDefault("tier", 0L),
+              c.getOrDefault("eligible", 1L) != 0));
     }
     return out;
   }

@@ -49,6 +49,9 @@ final class Rail {
   private java.time.Duration aging;
   private boolean agingPerEntry;
 
+  /** The NUMA node the device is attached to (the provider's {@code numaNode}), -1 unknown. */
+  final int numaNode;
+
   /** Requester bytes confirmed over this rail: the engine's lane counter {@code rdma/<device>}. */
   final java.util.concurrent.atomic.LongAdder bytes;
 
@@ -66,8 +69,10 @@ final class Rail {
       Verbs.DeviceAttr attr,
       RegistryView registry,
       int maxSendWr,
+      int numaNode,
       io.orbite.engine.EngineCounters counters) {
     this.verbs = verbs;
+    this.numaNode = numaNode;
     this.bytes = counters.lane("rdma/" + device);
     this.index = index;
     this.device = device;
@@ -109,7 +114,18 @@ final class Rail {
       pd = require(verbs.allocPd(ctx), device);
       rail =
           new Rail(
-              verbs, index, device.name(), ctx, pd, gid, port, attr, registry, maxSendWr, counters);
+              verbs,
+              index,
+              device.name(),
+              ctx,
+              pd,
+              gid,
+              port,
+              attr,
+              registry,
+              maxSendWr,
+              verbs.numaNode(device),
+              counters);
       rail.cqes = Math.min(cqes, attr.maxCqe());
       rail.aging = aging;
       rail.agingPerEntry = config.priorityAgingPerEntry();
@@ -159,7 +175,14 @@ final class Rail {
 
   /** What the control handshake (RAILS) publishes about this rail. */
   RdmaWire.Rail published() {
-    return new RdmaWire.Rail(gid.hi(), gid.lo(), port.lid(), port.activeMtu(), device);
+    return new RdmaWire.Rail(
+        gid.hi(), gid.lo(), port.lid(), port.activeMtu(), PORT, linkMbps(), numaNode, device);
+  }
+
+  /** The link rate selection seeds its estimates with, in Mb/s: 400 Gb/s when unknown. */
+  long linkMbps() {
+    double g = gbps();
+    return Math.round((g > 0 ? g : RailSelector.DEFAULT_GBPS) * 1000);
   }
 
   /** Whether the port is ACTIVE now (the monitor asks). */

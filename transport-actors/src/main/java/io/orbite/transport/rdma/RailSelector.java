@@ -18,10 +18,12 @@ import java.util.Arrays;
  * the time from its post to its confirmation (a READ's payload completion, a WRITE's completion
  * SEND: what its receipt waits for; old-value weight 0.01), and the transmit bandwidth, confirmed
  * payload bytes over time while payload was outstanding (old-value weight 0.9, updated at most
- * every 10 ms; a window restarts whenever no payload is outstanding). Only the selection estimate
- * decides; the transmit one is reported ({@code nicLoadStats}). The reference's 50 ms window cap is
- * not applied: a window spans from its first post to the update. Tier weights are [1, 5, 10]; every
- * rail here is in the first tier (no NUMA placement is known).
+ * every 10 ms, each sample over a window of at most 50 ms: the latest update segments, each at
+ * least 10 ms of outstanding payload, whose spans add up to at most 50 ms, or the latest one alone
+ * when it is longer; idle time between segments is not counted). Only the selection estimate
+ * decides; the transmit one is reported ({@code nicLoadStats}). Tier weights are [1, 5, 10]; each
+ * rail's tier is fixed when the transport starts ({@link RailPolicy}: its NUMA locality or its rank
+ * in the priority matrix).
  *
  * <p>Thread-safe: one lock, held for a few arithmetic steps; nothing is allocated per slice but the
  * returned assignment of a multi-slice parent.
@@ -33,8 +35,13 @@ final class RailSelector {
   private static final double SELECTION_OLD_WEIGHT = 0.01;
   private static final double TRANSMIT_OLD_WEIGHT = 0.9;
   private static final long TRANSMIT_MIN_NANOS = 10_000_000L;
+  private static final long TRANSMIT_WINDOW_NANOS = 50_000_000L;
+
+  /** Segments one transmit window can hold: each spans at least 10 ms, the window at most 50. */
+  private static final int SEGMENTS = (int) (TRANSMIT_WINDOW_NANOS / TRANSMIT_MIN_NANOS);
 
   private final int rails;
+  private final RailPolicy policy;
   private final double[] seed;
   private final double[] selection;
   private final double[] transmit;
@@ -45,15 +52,35 @@ final class RailSelector {
   private final long[] windowStart;
   private final long[] windowBytes;
   private final int[] tier;
+  private final long[][] segmentBytes;
+  private final long[][] segmentNanos;
+  private final int[] segmentsHeld;
+  private final int[] segmentNext;
   private int turn;
   private long multiSliceParents;
 
   /**
-   * A selector for rails whose ports report {@code gbps} (0 when unknown).
+   * A selector for rails whose ports report {@code gbps} (0 when unknown), every rail in tier 0.
    *
    * @param gbps each rail's link rate in Gb/s
    */
   RailSelector(double[] gbps) {
+    this(gbps, RailPolicy.open(java.util.Collections.nCopies(gbps.length, "rail")));
+  }
+
+  /**
+   * A selector for rails whose ports report {@code gbps} (0 when unknown), under {@code policy}:
+   * the rails it excludes are never chosen, and its tiers weigh the scores.
+   *
+   * @param gbps each rail's link rate in Gb/s
+   * @param policy which rails may carry slices, and their tiers
+   */
+  RailSelector(double[] gbps, RailPolicy policy) {
+    if (policy.rails() != gbps.length) {
+      throw new IllegalArgumentException(
+          "a policy of " + policy.rails() + " rails for " + gbps.length + " rails");
+    }
+    this.policy = policy;
     this.rails = gbps.length;
     this.seed = new double[rails];
     for (int r = 0; r < rails; r++) {
@@ -68,7 +95,21 @@ final class RailSelector {
     this.allocated = new long[rails];
     this.windowStart = new long[rails];
     this.windowBytes = new long[rails];
-    this.tier = new int[rails];
+    this.tier = policy.tiers();
+    this.segmentBytes = new long[rails][SEGMENTS];
+    this.segmentNanos = new long[rails][SEGMENTS];
+    this.segmentsHeld = new int[rails];
+    this.segmentNext = new int[rails];
+  }
+
+  /** Which rails may carry slices at all (fixed at start): hard limits, never widened here. */
+  RailPolicy policy() {
+    return policy;
+  }
+
+  /** Rail {@code r}'s tier (0..2). */
+  int tier(int r) {
+    return tier[r];
   }
 
   int rails() {
@@ -82,9 +123,9 @@ final class RailSelector {
   /**
    * Chooses a rail for each of {@code slices} slices of {@code sliceBytes} (the block size; a
    * folded tail is charged as its own length by {@link #charge}) among the rails {@code eligible}
-   * marks, and charges nothing yet.
+   * marks that the policy allows, and charges nothing yet.
    *
-   * @return the rail of each slice, or null when no rail is eligible
+   * @return the rail of each slice, or null when no rail is both eligible and allowed
    */
   synchronized int[] assign(int slices, long sliceBytes, boolean[] eligible) {
     int start = Math.floorMod(turn++, rails);
@@ -92,7 +133,7 @@ final class RailSelector {
     double bestScore = Double.MAX_VALUE;
     for (int k = 0; k < rails; k++) {
       int r = (start + k) % rails;
-      if (eligible[r]) {
+      if (eligible(eligible, r)) {
         double s = score(r, sliceBytes);
         if (s < bestScore) {
           best = r;
@@ -112,7 +153,7 @@ final class RailSelector {
       int at = 0;
       for (int i = 0; at < slices; i++) {
         int r = (start + i) % rails;
-        if (eligible[r]) {
+        if (eligible(eligible, r)) {
           out[at++] = r;
         }
       }
@@ -121,7 +162,7 @@ final class RailSelector {
     double total = 0;
     double[] weight = new double[rails];
     for (int r = 0; r < rails; r++) {
-      if (eligible[r]) {
+      if (eligible(eligible, r)) {
         weight[r] = 1 / (score(r, sliceBytes) + 1e-12);
         total += weight[r];
       }
@@ -129,7 +170,7 @@ final class RailSelector {
     int at = 0;
     for (int k = 0; k < rails; k++) {
       int r = (start + k) % rails;
-      int n = eligible[r] ? (int) Math.floor(weight[r] / total * slices) : 0;
+      int n = eligible(eligible, r) ? (int) Math.floor(weight[r] / total * slices) : 0;
       for (int j = 0; j < n && at < slices; j++) {
         out[at++] = r;
       }
@@ -138,6 +179,10 @@ final class RailSelector {
       out[at++] = best;
     }
     return out;
+  }
+
+  private boolean eligible(boolean[] candidates, int r) {
+    return candidates[r] && policy.allowed(r);
   }
 
   /** {@code bytes} of a slice assigned to rail {@code r} are in flight now. */
@@ -177,11 +222,39 @@ final class RailSelector {
     windowBytes[r] += bytes;
     long span = nowNanos - windowStart[r];
     if (span >= TRANSMIT_MIN_NANOS) {
-      double tx = windowBytes[r] * 1e9 / span;
+      double tx = windowRate(r, windowBytes[r], span);
       transmit[r] = clamp(r, TRANSMIT_OLD_WEIGHT * transmit[r] + (1 - TRANSMIT_OLD_WEIGHT) * tx);
       windowStart[r] = nowNanos;
       windowBytes[r] = 0;
     }
+  }
+
+  /**
+   * Adds the segment just ended ({@code bytes} over {@code nanos}) to rail {@code r}'s transmit
+   * window and answers the window's rate: the newest segments whose spans add up to at most 50 ms,
+   * or the newest alone when it is longer.
+   */
+  private double windowRate(int r, long bytes, long nanos) {
+    long[] b = segmentBytes[r];
+    long[] t = segmentNanos[r];
+    b[segmentNext[r]] = bytes;
+    t[segmentNext[r]] = nanos;
+    segmentNext[r] = (segmentNext[r] + 1) % SEGMENTS;
+    segmentsHeld[r] = Math.min(SEGMENTS, segmentsHeld[r] + 1);
+    long sumBytes = 0;
+    long sumNanos = 0;
+    int kept = 0;
+    for (int k = 1; k <= segmentsHeld[r]; k++) {
+      int at = Math.floorMod(segmentNext[r] - k, SEGMENTS);
+      if (kept > 0 && sumNanos + t[at] > TRANSMIT_WINDOW_NANOS) {
+        break;
+      }
+      sumBytes += b[at];
+      sumNanos += t[at];
+      kept++;
+    }
+    segmentsHeld[r] = kept;
+    return sumBytes * 1e9 / sumNanos;
   }
 
   private double clamp(int r, double v) {
@@ -196,7 +269,8 @@ final class RailSelector {
       long chargedBytes,
       long postedBytes,
       long completedBytes,
-      long allocatedBytes) {}
+      long allocatedBytes,
+      int tier) {}
 
   synchronized Load load(int r) {
     return new Load(
@@ -206,7 +280,8 @@ final class RailSelector {
         charged[r],
         posted[r],
         completed[r],
-        allocated[r]);
+        allocated[r],
+        tier[r]);
   }
 
   @Override

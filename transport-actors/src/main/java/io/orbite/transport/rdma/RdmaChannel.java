@@ -203,15 +203,20 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
     return active;
   }
 
-  /** Active, and some rail pair to the peer is healthy (closed circuit) now. */
+  /**
+   * Active, and some rail pair to the peer whose local rail the selection policy allows is healthy
+   * (closed circuit) now; so UNSPEC never picks RDMA when the policy allows no rail.
+   */
   @Override
   public boolean healthy() {
     if (!active) {
       return false;
     }
+    RailPolicy policy = selector.policy();
     for (int r = 0; r < railCount; r++) {
       RcQp qp = qps.get(r * lanesPerRail);
-      if (health.healthy(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail))) {
+      if (policy.allowed(qp.rail.index)
+          && health.healthy(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail))) {
         return true;
       }
     }
@@ -262,17 +267,33 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
                       + " slices makes larger ones (never sent)"));
       return 1;
     }
+    RailPolicy policy = selector.policy();
+    String noRail = policy.noneAllowed();
+    if (noRail != null) {
+      counters.tasksRefusedByPolicy.increment();
+      work.sink()
+          .deliver(
+              Receipt.failed(
+                  work.taskIndex(),
+                  ErrorKind.UNAVAILABLE,
+                  RemoteEffect.NONE,
+                  "no RDMA rail to " + peer + ": " + noRail + " (never sent)"));
+      return 1;
+    }
     boolean[] eligible = new boolean[railCount];
     boolean any = false;
     for (int r = 0; r < railCount; r++) {
       RcQp qp = qps.get(r * lanesPerRail);
       eligible[r] =
-          health.admissible(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail));
+          policy.allowed(r)
+              && health.admissible(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail));
       any |= eligible[r];
     }
     if (!any) {
-      // No pair admits work now: let admission refuse each, naming why.
-      java.util.Arrays.fill(eligible, true);
+      // No allowed pair admits work now: let admission refuse each, naming why.
+      for (int r = 0; r < railCount; r++) {
+        eligible[r] = policy.allowed(r);
+      }
     }
     int[] railOfSlice = selector.assign(plan.count(), plan.blockBytes(), eligible);
     int turn = rotation.getAndIncrement();
@@ -294,8 +315,12 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
    */
   private Slice admit(TaskWork work, long offset, long length, int rail, int turn) {
     String refusals = "";
+    RailPolicy policy = selector.policy();
     for (int k = 0; k < railCount; k++) {
       int r = (rail + k) % railCount;
+      if (!policy.allowed(r)) {
+        continue; // a hard limit: another rail's refusal never sends the slice here
+      }
       RcQp live = null;
       for (int j = 0; j < lanesPerRail && live == null; j++) {
         RcQp q = qps.get(r * lanesPerRail + Math.floorMod(turn + j, lanesPerRail));
@@ -684,6 +709,11 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
       n += qps.get(i).queue.promotions();
     }
     return n;
+  }
+
+  /** The rails the peer published (Describe's RAILS): device, port, link rate, NUMA node. */
+  List<RdmaWire.Rail> remoteRails() {
+    return remoteRails;
   }
 
   /** For the owner view. */

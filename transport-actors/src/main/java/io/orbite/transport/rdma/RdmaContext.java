@@ -110,7 +110,10 @@ final class RdmaContext {
             Map.entry("chargedBytes", load.chargedBytes()),
             Map.entry("postedBytes", load.postedBytes()),
             Map.entry("completedBytes", load.completedBytes()),
-            Map.entry("allocatedBytes", load.allocatedBytes())),
+            Map.entry("allocatedBytes", load.allocatedBytes()),
+            Map.entry("numaNode", (long) rail.numaNode),
+            Map.entry("tier", (long) load.tier()),
+            Map.entry("eligible", selector.policy().allowed(rail.index) ? 1L : 0L)),
         rail.device + (detail.isEmpty() ? "" : ": " + detail));
   }
 

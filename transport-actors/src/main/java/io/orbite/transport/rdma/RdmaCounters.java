@@ -9,6 +9,7 @@ final class RdmaCounters {
 
   final LongAdder slicesDispatched = new LongAdder();
   final LongAdder slicesRefusedByHealth = new LongAdder();
+  final LongAdder tasksRefusedByPolicy = new LongAdder();
   final LongAdder grantsBound = new LongAdder();
   final LongAdder grantsReleased = new LongAdder();
   final LongAdder grantsRefused = new LongAdder();

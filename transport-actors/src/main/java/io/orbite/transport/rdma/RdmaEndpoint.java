@@ -105,7 +105,13 @@ final class RdmaEndpoint {
             "maxSqDebt",
             c == null ? 0L : c.maxDebt(),
             "promotions",
-            c == null ? 0L : c.promotions()),
+            c == null ? 0L : c.promotions(),
+            "peerRails",
+            c == null ? 0L : c.remoteRails().size(),
+            "peerLinkBytesPerSecond",
+            c == null
+                ? 0L
+                : c.remoteRails().stream().mapToLong(r -> r.linkMbps() * 1_000_000 / 8).sum()),
         peer + (detail.isEmpty() ? "" : ": " + detail));
   }
 

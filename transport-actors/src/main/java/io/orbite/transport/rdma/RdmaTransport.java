@@ -45,7 +45,10 @@ import org.apache.pekko.actor.typed.javadsl.StashBuffer;
  * #serving}, then {@link #stopping}.
  */
 final class RdmaTransport {
-  private record Started(List<Rail> rails, Throwable failure) implements TransportCommand {}
+  private record Started(Opened opened, Throwable failure) implements TransportCommand {}
+
+  /** The rails the transport opened, and the selection policy over them. */
+  private record Opened(List<Rail> rails, RailPolicy policy) {}
 
   private record SessionEnded(SourceSession session) implements TransportCommand {}
 
@@ -134,6 +137,7 @@ final class RdmaTransport {
             Map.entry("grantsRetained", counters.grantsRetained.sum()),
             Map.entry("slicesDispatched", counters.slicesDispatched.sum()),
             Map.entry("slicesRefusedByHealth", counters.slicesRefusedByHealth.sum()),
+            Map.entry("tasksRefusedByPolicy", counters.tasksRefusedByPolicy.sum()),
             Map.entry("qpsFailed", counters.qpsFailed.sum()),
             Map.entry("qpsRepaired", counters.qpsRepaired.sum()),
             Map.entry("lanesFaulted", rails.stream().mapToLong(r -> r.lanesFaulted.sum()).sum()),
@@ -157,13 +161,20 @@ final class RdmaTransport {
                     m.failure() instanceof java.util.concurrent.CompletionException c
                         ? c.getCause()
                         : m.failure();
-                why = "no RDMA rail: " + cause.getMessage();
+                why =
+                    (cause instanceof RailPolicy.Refused
+                                || cause instanceof io.orbite.config.ConfigException
+                            ? "RDMA rail selection refused the rails: "
+                            : "no RDMA rail: ")
+                        + cause.getMessage();
                 state = OwnerState.FENCED;
                 ctx.getLog().warn("RDMA transport unavailable: {}", why);
                 return stash.unstashAll(refusing());
               }
-              rails = m.rails();
-              selector = new RailSelector(rails.stream().mapToDouble(Rail::gbps).toArray());
+              rails = m.opened().rails();
+              selector =
+                  new RailSelector(
+                      rails.stream().mapToDouble(Rail::gbps).toArray(), m.opened().policy());
               for (Rail rail : rails) {
                 rail.lanes.forEach(CqLane::start);
                 ActorRef<RdmaContext.Command> c =
@@ -199,8 +210,13 @@ final class RdmaTransport {
     return SoftFabric.of(devices);
   }
 
-  /** The provider's devices (those {@code rdma.devices} names, or all), opened as rails. */
-  private List<Rail> openRails() {
+  /**
+   * The provider's devices (those {@code rdma.devices} names, or all), opened as rails, and the
+   * selection policy over them ({@code rdma.selection}: the mask and the matrix checked against the
+   * opened devices, the topology file read here, off the mailbox). A failure closes what was
+   * opened.
+   */
+  private Opened openRails() {
     Verbs verbs =
         "native".equals(config.provider())
             ? NativeVerbs.system()
@@ -239,11 +255,37 @@ final class RdmaTransport {
             Rail.open(verbs, d, opened.size(), config, context.registry(), context.counters()));
         opened.getLast().hooks = context.hooks();
       }
+      return new Opened(opened, policy(opened));
     } catch (RuntimeException e) {
       opened.forEach(Rail::close);
       throw e;
     }
-    return opened;
+  }
+
+  /**
+   * {@code rdma.selection} over the opened rails; the inline matrix wins over the topology file.
+   *
+   * @throws RailPolicy.Refused for a mask or matrix name that is not an opened device
+   * @throws io.orbite.config.ConfigException for a topology file that cannot be read or parsed
+   */
+  private RailPolicy policy(List<Rail> opened) {
+    io.orbite.config.RdmaSelectionConfig selection = config.selection();
+    io.orbite.config.RdmaPriorityMatrix matrix = selection.priorityMatrix();
+    if (matrix.isEmpty() && !selection.customJsonPath().isEmpty()) {
+      java.nio.file.Path file;
+      try {
+        file = java.nio.file.Path.of(selection.customJsonPath());
+      } catch (java.nio.file.InvalidPathException e) {
+        throw new io.orbite.config.ConfigException(
+            "rdma.selection.customJsonPath", "not a path: " + e.getMessage(), e);
+      }
+      matrix = io.orbite.config.RdmaPriorityMatrix.readFile(file);
+    }
+    return RailPolicy.of(
+        selection,
+        opened.stream().map(r -> r.device).toList(),
+        opened.stream().mapToInt(r -> r.numaNode).toArray(),
+        matrix);
   }
 
   /**

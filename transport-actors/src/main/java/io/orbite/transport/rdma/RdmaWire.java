@@ -13,8 +13,8 @@ import java.util.List;
  * is a type byte then its fields, big-endian:
  *
  * <pre>
- *   RAILS      source → requester,  u16 n, n × (gid hi u64, gid lo u64, lid u16, mtu u8, device)
- *              then requester → source
+ *   RAILS      source → requester,  u16 n, n × (gid hi u64, gid lo u64, lid u16, mtu u8, port u8,
+ *              then requester → source   link rate u32 (Mb/s), NUMA node i16, device)
  *   CONNECT    requester → source   u16 n, n × (local rail u16, remote rail u16, qpn u32)
  *   CONNECTED  source → requester   u16 status, n × qpn u32 | detail
  *   GRANT_REQ  requester → source   id u64, qp u16, op u8, region u64, offset u64, length u64
@@ -49,6 +49,12 @@ final class RdmaWire {
 
   static final int MAX_DETAIL = 1024;
 
+  /** Longest device name a RAILS entry may carry, in bytes of modified UTF-8. */
+  static final int MAX_DEVICE_NAME_BYTES = 64;
+
+  /** Largest NUMA node a RAILS entry may name ({@code -1}: unknown). */
+  static final int MAX_NUMA_NODE = 1023;
+
   private RdmaWire() {}
 
   /** A control message broke the protocol: the connection must be closed. */
@@ -58,8 +64,20 @@ final class RdmaWire {
     }
   }
 
-  /** A rail as its owner publishes it. */
-  record Rail(long gidHi, long gidLo, int lid, int mtu, String device) {}
+  /**
+   * A rail as its owner publishes it (Describe's rails): its address (GID, LID), active MTU ({@code
+   * IBV_MTU_*} 1..5), port (1..255), link rate in Mb/s (from the port's active width and speed; 400
+   * Gb/s when the port reports none), NUMA node (-1 unknown) and device name.
+   */
+  record Rail(
+      long gidHi,
+      long gidLo,
+      int lid,
+      int mtu,
+      int port,
+      long linkMbps,
+      int numaNode,
+      String device) {}
 
   /** One QP of an endpoint: on which local rail, towards which remote rail, and its number. */
   record QpEnd(int localRail, int remoteRail, int qpn) {}
@@ -76,23 +94,68 @@ final class RdmaWire {
       out.writeLong(r.gidLo());
       out.writeShort(r.lid());
       out.writeByte(r.mtu());
+      out.writeByte(r.port());
+      out.writeInt((int) r.linkMbps());
+      out.writeShort(r.numaNode());
       out.writeUTF(r.device());
     }
     out.flush();
   }
 
+  /**
+   * The peer's rails.
+   *
+   * @throws Violation for a count outside 1..{@value #MAX_ENTRIES}, or an entry whose MTU is not
+   *     1..5, port 0, link rate 0, NUMA node outside -1..{@value #MAX_NUMA_NODE}, or device name
+   *     not 1..{@value #MAX_DEVICE_NAME_BYTES} bytes, naming the entry and the field
+   */
   static List<Rail> readRails(DataInputStream in) throws IOException {
     expect(in, RAILS);
     int n = count(in);
     List<Rail> rails = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
-      rails.add(
-          new Rail(
-              in.readLong(),
-              in.readLong(),
-              in.readUnsignedShort(),
-              in.readUnsignedByte(),
-              utf(in)));
+      long gidHi = in.readLong();
+      long gidLo = in.readLong();
+      int lid = in.readUnsignedShort();
+      int mtu = in.readUnsignedByte();
+      int port = in.readUnsignedByte();
+      long linkMbps = Integer.toUnsignedLong(in.readInt());
+      int numa = in.readShort();
+      int nameBytes = in.readUnsignedShort();
+      String entry = "RAILS entry " + i + " of " + n;
+      if (mtu < 1 || mtu > 5) {
+        throw new Violation(entry + ": MTU code " + mtu + " is not 1..5 (256..4096 bytes)");
+      }
+      if (port < 1) {
+        throw new Violation(entry + ": port 0 (ports are numbered from 1)");
+      }
+      if (linkMbps == 0) {
+        throw new Violation(entry + ": a link rate of 0 Mb/s");
+      }
+      if (numa < -1 || numa > MAX_NUMA_NODE) {
+        throw new Violation(
+            entry + ": NUMA node " + numa + " is not -1 (unknown) .." + MAX_NUMA_NODE);
+      }
+      if (nameBytes < 1 || nameBytes > MAX_DEVICE_NAME_BYTES) {
+        throw new Violation(
+            entry
+                + ": a device name of "
+                + nameBytes
+                + " bytes (1.."
+                + MAX_DEVICE_NAME_BYTES
+                + ")");
+      }
+      byte[] name = new byte[2 + nameBytes];
+      name[0] = (byte) (nameBytes >>> 8);
+      name[1] = (byte) nameBytes;
+      in.readFully(name, 2, nameBytes);
+      String device;
+      try {
+        device = new DataInputStream(new java.io.ByteArrayInputStream(name)).readUTF();
+      } catch (java.io.UTFDataFormatException e) {
+        throw new Violation(entry + ": the device name is not modified UTF-8");
+      }
+      rails.add(new Rail(gidHi, gidLo, lid, mtu, port, linkMbps, numa, device));
     }
     return rails;
   }

@@ -26,18 +26,23 @@ import io.orbite.engine.Transport;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Rail eligibility through the engine, two soft rails each side (spec 002's hard limits): a device
- * mask and strict NUMA locality keep every byte off the excluded rail, proven by the engine's rail
- * counters and the provider's own; a priority matrix naming a device that is not opened refuses the
- * transport's start naming its JSON path, so a request naming RDMA is refused with that reason and
- * UNSPEC goes over TCP; a policy that allows no rail fails RDMA tasks UNAVAILABLE before any grant
- * or work request. Every task's bytes and both regions' guards are checked.
+ * mask, strict NUMA locality and a topology file keep every byte off the excluded rail, proven by
+ * the engine's rail counters and the provider's own; a priority matrix naming a device that is not
+ * opened refuses the transport's start naming its JSON path, so a request naming RDMA is refused
+ * with that reason and UNSPEC goes over TCP; a policy that allows no rail fails RDMA tasks
+ * UNAVAILABLE before any grant or work request. Every task's bytes and both regions' guards are
+ * checked.
  */
 class RdmaRailEligibilityIT {
   private static final long REGION = 4L << 20;
@@ -93,6 +98,29 @@ class RdmaRailEligibilityIT {
       assertEquals(-1, soft1.numaNode(), soft1::toString);
       assertEquals(1, soft1.tier(), soft1::toString);
       assertTrue(soft1.eligible(), soft1::toString);
+    }
+  }
+
+  @Test
+  void aNativeTopologyFileListsTheRailsThatMayCarryAndTheirRanks(@TempDir Path dir)
+      throws IOException {
+    Path topology = dir.resolve("topology.json");
+    Files.writeString(
+        topology,
+        """
+        {"nics": [{"name": "soft1", "type": 0}, {"name": "soft0", "type": 0}],
+         "mems": [{"name": "*", "type": 4, "device_list": {"rank0": [], "rank1": [0]}}]}
+        """);
+    SoftFaults faults = SoftFaults.create();
+    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("file-src"));
+        TransferEngine requester =
+            requester("file-req", faults, s -> s.withCustomJsonPath(topology.toString()))) {
+      long moved = roundsOverRdma(source, requester);
+      assertOnlySoft1Carried(requester, faults, moved);
+      NicLoadStats soft1 = nic(requester, "soft1");
+      assertEquals(1, soft1.tier(), soft1::toString);
+      assertTrue(soft1.eligible(), soft1::toString);
+      assertFalse(nic(requester, "soft0").eligible());
     }
   }
 

@@ -79,6 +79,17 @@ class RdmaRailEligibilityIT {
       assertFalse(soft0.eligible(), soft0::toString);
       assertEquals(0, soft0.allocatedBytes(), soft0::toString);
       assertTrue(nic(requester, "soft1").eligible());
+      // The source's RAILS published its two soft rails' link rates: 4x EDR, 100 Gb/s each.
+      assertTrue(
+          Await.until(
+              WAIT,
+              () ->
+                  RdmaPeerIT.charge(requester, "RdmaEndpoint", "peerLinkBytesPerSecond")
+                          == 2 * 12_500_000_000L
+                      && RdmaPeerIT.charge(requester, "RdmaEndpoint", "peerRails") == 2),
+          () ->
+              "the peer's rails in the endpoint's owner view: "
+                  + RdmaPeerIT.charge(requester, "RdmaEndpoint", "peerLinkBytesPerSecond"));
     }
   }
 

@@ -12,6 +12,12 @@ package io.orbite.engine;
  * @param locallyDrained whether no worker can still touch the task's local memory (C5)
  * @param detail a human-readable explanation of a failure; empty on success
  * @param elapsedNanos from admission to the receipt that made the task terminal (0 while pending)
+ * @param transport the transport the task was handed to (the one the request named, or the one
+ *     UNSPEC chose), also when that transport then failed it; {@code null} when it never reached
+ *     one ({@code route} is then {@link Route#NOT_DISPATCHED}) or when that is not known ({@link
+ *     Route#UNREPORTED})
+ * @param route why it ran on {@code transport}: {@link Route#REQUESTED}, or the step of the UNSPEC
+ *     rule that picked it; never {@code null}
  */
 public record TaskResult(
     int index,
@@ -21,7 +27,24 @@ public record TaskResult(
     RemoteEffect remoteEffect,
     boolean locallyDrained,
     String detail,
-    long elapsedNanos) {
+    long elapsedNanos,
+    Transport transport,
+    Route route) {
+
+  /**
+   * Checks the components.
+   *
+   * @throws NullPointerException if {@code route} is null (a task never dispatched says {@link
+   *     Route#NOT_DISPATCHED})
+   */
+  public TaskResult {
+    if (route == null) {
+      throw new NullPointerException(
+          "TaskResult.route of task "
+              + index
+              + " is null; a task never dispatched is NOT_DISPATCHED");
+    }
+  }
 
   /**
    * Whether the task completed: every slice was confirmed (C4).

@@ -275,8 +275,9 @@ public final class BatchCore {
           continue;
         }
         earliestDeadline = Math.min(earliestDeadline, deadline);
-        PeerChannel channel = ((PeerSegment) r.remote()).channelFor(r.transport(), r.regionId());
-        ledger.handedTo(i, channel.transport());
+        PeerSegment remote = (PeerSegment) r.remote();
+        PeerChannel channel = remote.channelFor(r.transport(), r.regionId());
+        ledger.handedTo(i, channel.transport(), remote.routeFor(r.transport(), channel));
         channels[k] = channel;
         work[k] =
             new TaskWork(

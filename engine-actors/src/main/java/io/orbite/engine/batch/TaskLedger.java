@@ -3,6 +3,7 @@ package io.orbite.engine.batch;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.Route;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.Transport;
@@ -20,6 +21,14 @@ import java.util.List;
  * keeps its charge) until the late receipts prove its workers let go.
  */
 final class TaskLedger {
+  /** {@link Transport#values()} and {@link Route#values()} once: each call would copy them. */
+  private static final Transport[] TRANSPORTS = Transport.values();
+
+  private static final Route[] ROUTES = Route.values();
+
+  /** {@link #transport}'s value for a task that never reached a transport. */
+  private static final byte NO_TRANSPORT = -1;
+
   private final Op[] op;
   private final long[] length;
   private final int[] owed;
@@ -39,8 +48,13 @@ final class TaskLedger {
    */
   private final boolean[] sealed;
 
-  /** The transport each task was handed to ({@code null}: it never reached one). */
-  private final Transport[] transport;
+  /**
+   * The ordinal of the transport each task was handed to ({@link #NO_TRANSPORT}: it never reached
+   * one), and of the {@link Route} that chose it: a byte each, so a task costs no object.
+   */
+  private final byte[] transport;
+
+  private final byte[] route;
 
   private int size;
   private int pending;
@@ -74,7 +88,8 @@ final class TaskLedger {
     elapsedNanos = new long[capacity];
     deadlineNanos = new long[capacity];
     sealed = new boolean[capacity];
-    transport = new Transport[capacity];
+    transport = new byte[capacity];
+    route = new byte[capacity];
   }
 
   /** What applying a receipt or a receipt count did to its task. */
@@ -132,7 +147,8 @@ final class TaskLedger {
     ambiguous[i] = false;
     elapsedNanos[i] = 0;
     sealed[i] = false;
-    transport[i] = null;
+    transport[i] = NO_TRANSPORT;
+    route[i] = (byte) Route.NOT_DISPATCHED.ordinal();
     pending++;
     pendingBytes += taskLength;
     if (localLoan != null) {
@@ -208,13 +224,19 @@ final class TaskLedger {
     return Outcome.LATE_DRAINED;
   }
 
-  /** Records the transport task {@code i} is being handed to. */
-  void handedTo(int i, Transport t) {
-    transport[i] = t;
+  /** Records the transport task {@code i} is being handed to, and why it was chosen. */
+  void handedTo(int i, Transport t, Route why) {
+    transport[i] = (byte) t.ordinal();
+    route[i] = (byte) why.ordinal();
   }
 
+  /** The transport task {@code i} was handed to, or {@code null} if it never reached one. */
   Transport transport(int i) {
-    return transport[i];
+    return transport[i] == NO_TRANSPORT ? null : TRANSPORTS[transport[i]];
+  }
+
+  Route route(int i) {
+    return ROUTES[route[i]];
   }
 
   /**
@@ -399,6 +421,8 @@ final class TaskLedger {
         effect,
         drained,
         detail[i] == null ? "" : detail[i],
-        elapsedNanos[i]);
+        elapsedNanos[i],
+        transport(i),
+        route(i));
   }
 }

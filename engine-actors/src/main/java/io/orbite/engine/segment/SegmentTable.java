@@ -710,7 +710,9 @@ public final class SegmentTable {
                 self.tell(new Released(channel));
               }
             });
-    segment = segment.withRdmaChannel(entry.rdma, entry.rdmaRefusal);
+    if (rdmaTransport != null) {
+      segment = segment.withRdmaChannel(entry.rdma, entry.rdmaRefusal);
+    }
     if (shared != null) {
       return segment.withSharedChannel(shared);
     }

@@ -2,6 +2,7 @@ package io.orbite.engine.spi;
 
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.Route;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.wire.SharedExports;
@@ -51,6 +52,10 @@ public final class PeerSegment implements RemoteSegment {
   private final String sharedRefusal;
   private final PeerChannel rdmaChannel;
   private final String rdmaRefusal;
+
+  /** The route UNSPEC reports when it falls back to TCP while this segment has no RDMA channel. */
+  private final Route noRdmaRoute;
+
   private final Reference reference;
   private final String label;
 
@@ -89,7 +94,8 @@ public final class PeerSegment implements RemoteSegment {
         new Reference(() -> {}),
         label,
         null,
-        "not a peer reached over RDMA");
+        "not a peer reached over RDMA",
+        Route.TCP_RDMA_NOT_ENABLED);
   }
 
   /**
@@ -121,7 +127,8 @@ public final class PeerSegment implements RemoteSegment {
         new Reference(release),
         descriptor.toString(),
         null,
-        "RDMA is not enabled here (rdma.enabled is false)");
+        "RDMA is not enabled here (rdma.enabled is false)",
+        Route.TCP_RDMA_NOT_ENABLED);
   }
 
   private PeerSegment(
@@ -134,10 +141,12 @@ public final class PeerSegment implements RemoteSegment {
       Reference reference,
       String label,
       PeerChannel rdmaChannel,
-      String rdmaRefusal) {
+      String rdmaRefusal,
+      Route noRdmaRoute) {
     this.label = label;
     this.rdmaChannel = rdmaChannel;
     this.rdmaRefusal = rdmaRefusal;
+    this.noRdmaRoute = noRdmaRoute;
     this.descriptor = descriptor;
     this.regions = List.copyOf(regions);
     this.byId =
@@ -169,11 +178,13 @@ public final class PeerSegment implements RemoteSegment {
         reference,
         label,
         rdmaChannel,
-        rdmaRefusal);
+        rdmaRefusal,
+        noRdmaRoute);
   }
 
   /**
-   * This segment with its RDMA channel, or without one saying why (engine-internal).
+   * This segment with its RDMA channel, or without one saying why, in an engine with RDMA enabled
+   * (engine-internal; a segment never given one reports {@link Route#TCP_RDMA_NOT_ENABLED}).
    *
    * @param rdma the channel the RDMA transport opened to the peer, or null
    * @param why why there is none (when {@code rdma} is null), as {@link #unreachableBecause} then
@@ -191,7 +202,8 @@ public final class PeerSegment implements RemoteSegment {
         reference,
         label,
         rdma,
-        rdma != null ? null : why);
+        rdma != null ? null : why,
+        Route.TCP_NO_RDMA_ENDPOINT);
   }
 
   /**
@@ -211,7 +223,8 @@ public final class PeerSegment implements RemoteSegment {
         reference,
         label,
         rdmaChannel,
-        rdmaRefusal);
+        rdmaRefusal,
+        noRdmaRoute);
   }
 
   /**
@@ -326,6 +339,27 @@ public final class PeerSegment implements RemoteSegment {
       case SHM -> sharedReachable(regionId) ? sharedChannel : null;
       case RDMA -> rdmaChannel;
       default -> transport == channel.transport() ? channel : null;
+    };
+  }
+
+  /**
+   * Why a request naming {@code transport} runs on {@code chosen}, the channel {@link #channelFor}
+   * gave it (engine-internal). Derived from the chosen channel, so it agrees with that choice even
+   * when rail health changed since.
+   *
+   * @param transport the transport the request names
+   * @param chosen what {@link #channelFor} returned for it, not null
+   * @return {@link Route#REQUESTED} unless {@code transport} is UNSPEC, else the step that chose
+   */
+  public Route routeFor(Transport transport, PeerChannel chosen) {
+    if (transport != Transport.UNSPEC) {
+      return Route.REQUESTED;
+    }
+    return switch (chosen.transport()) {
+      case SHM -> Route.SHM_SAME_HOST;
+      case RDMA -> Route.RDMA_HEALTHY_RAIL;
+      case FILE -> Route.FILE_SEGMENT;
+      default -> rdmaChannel != null ? Route.TCP_NO_HEALTHY_RAIL : noRdmaRoute;
     };
   }
 

@@ -4,6 +4,7 @@ import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.Route;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
@@ -228,7 +229,9 @@ final class TransferStage
                 RemoteEffect.NONE,
                 true,
                 "refused at submit: " + e.detail(),
-                0));
+                0,
+                null,
+                Route.NOT_DISPATCHED));
         return;
       }
       group.add(held);
@@ -341,7 +344,9 @@ final class TransferStage
                         : RemoteEffect.NONE,
                     false,
                     "the batch's drain could not be observed: " + cause,
-                    0));
+                    0,
+                    null,
+                    Route.UNREPORTED));
           }
         } else {
           for (Held h : o.group()) {
@@ -355,7 +360,9 @@ final class TransferStage
                     RemoteEffect.NONE,
                     true,
                     "refused at submit: " + TransferException.describe(cause),
-                    0));
+                    0,
+                    null,
+                    Route.NOT_DISPATCHED));
           }
         }
       } else {
@@ -374,7 +381,9 @@ final class TransferStage
                   RemoteEffect.NONE,
                   true,
                   "the batch did not take the submission",
-                  0));
+                  0,
+                  null,
+                  Route.NOT_DISPATCHED));
         }
       }
       emit();

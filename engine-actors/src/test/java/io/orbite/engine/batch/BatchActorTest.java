@@ -16,6 +16,7 @@ import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.Route;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
@@ -290,5 +291,65 @@ class BatchActorTest {
     assertEquals(512, listed.getFirst().bytes());
     assertEquals(1, local.loans());
     assertFalse(kit.hasEffects(), "nothing is pending any more: no watchdog is set");
+  }
+
+  @Test
+  void eachTaskReportsTheTransportItWasHandedToAndWhyFromAdmissionToItsEnd() {
+    BatchCore core = core("batch-3");
+    BehaviorTestKit<BatchActor.Command> kit =
+        BehaviorTestKit.create(BatchActor.create(core, board, this::clock), "batch-3");
+    core.bind(kit.getRef());
+    assertTrue(gate.tryBatch().granted());
+    long lease = core.lease();
+    core.dispatch(
+        core.admit(
+            lease,
+            List.of(
+                TransferRequest.read(local, 0, peer, REGION, 0, 100).withTransport(Transport.TCP),
+                TransferRequest.write(local, 100, peer, REGION, 0, 200)),
+            300,
+            System.nanoTime()));
+    List<TaskResult> pending = core.status(lease).tasks();
+    assertEquals(TaskState.PENDING, pending.get(0).state(), pending::toString);
+    assertEquals(Transport.TCP, pending.get(0).transport(), "recorded when it was handed over");
+    assertEquals(Route.REQUESTED, pending.get(0).route(), "the request named TCP");
+    assertEquals(Transport.TCP, pending.get(1).transport());
+    assertEquals(
+        Route.TCP_RDMA_NOT_ENABLED, pending.get(1).route(), "UNSPEC on a segment without RDMA");
+
+    channel
+        .work
+        .get(0)
+        .sink()
+        .deliver(
+            Receipts.of(
+                List.of(
+                    Receipt.ok(0, 100, RemoteEffect.NONE),
+                    Receipt.failed(1, ErrorKind.PEER_LOST, RemoteEffect.UNKNOWN, "lost"))));
+    List<TaskResult> ended = core.status(lease).tasks();
+    assertEquals(TaskState.COMPLETED, ended.get(0).state(), ended::toString);
+    assertEquals(Transport.TCP, ended.get(0).transport());
+    assertEquals(Route.REQUESTED, ended.get(0).route());
+    assertEquals(TaskState.FAILED, ended.get(1).state(), ended::toString);
+    assertEquals(Transport.TCP, ended.get(1).transport(), "a failed task keeps its transport");
+    assertEquals(Route.TCP_RDMA_NOT_ENABLED, ended.get(1).route());
+
+    // A task whose local region went away before admission never reaches a transport.
+    core.reset(lease);
+    Registration hidden =
+        new Registration(8, Arena.ofAuto().allocate(4096), Access.READ_WRITE, null);
+    hidden.hide();
+    core.dispatch(
+        core.admit(
+            lease,
+            List.of(TransferRequest.read(hidden, 0, peer, REGION, 0, 64)),
+            64,
+            System.nanoTime()));
+    TaskResult refused = core.status(lease).tasks().getFirst();
+    assertEquals(ErrorKind.INVALID_ARGUMENT, refused.errorKind(), refused::toString);
+    assertEquals(null, refused.transport(), refused::toString);
+    assertEquals(Route.NOT_DISPATCHED, refused.route(), refused::toString);
+    assertEquals(2, channel.work.size(), "nothing more was dispatched");
+    core.free(lease);
   }
 }

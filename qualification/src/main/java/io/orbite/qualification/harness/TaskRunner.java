@@ -51,7 +51,9 @@ public final class TaskRunner {
                 r.remoteEffect(),
                 r.locallyDrained(),
                 r.detail(),
-                r.elapsedNanos()));
+                r.elapsedNanos(),
+                r.transport(),
+                r.route()));
         bytes += r.bytes();
       }
       o.batch().free();

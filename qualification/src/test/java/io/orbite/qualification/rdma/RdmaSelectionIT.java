@@ -11,6 +11,8 @@ import io.orbite.engine.BatchStatus;
 import io.orbite.engine.FaultHooks;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.Route;
+import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
@@ -23,9 +25,10 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * What UNSPEC picks, proved by the per-transport counters and checked bytes: SHM for memory a
- * same-host peer exports, else RDMA while a rail pair to the peer is healthy, else TCP (no healthy
- * rail, or RDMA off here).
+ * What UNSPEC picks, proved by the per-transport counters and checked bytes, and reported in each
+ * task's result with the reason ({@link Route}): SHM for memory a same-host peer exports, else RDMA
+ * while a rail pair to the peer is healthy, else TCP (no healthy rail, or RDMA off here); a request
+ * naming TCP gets TCP, REQUESTED, even while a rail is healthy.
  */
 class RdmaSelectionIT {
   private static final long REGION = 4L << 20;
@@ -53,8 +56,18 @@ class RdmaSelectionIT {
       RemoteSegment peer =
           requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
 
-      assertEquals(Transport.SHM, unspecRead(requester, local, peer, exported), "exported: SHM");
-      assertEquals(Transport.RDMA, unspecRead(requester, local, peer, plain), "plain: RDMA");
+      assertEquals(
+          Transport.SHM,
+          read(requester, local, peer, exported, Transport.UNSPEC, Route.SHM_SAME_HOST),
+          "exported: SHM");
+      assertEquals(
+          Transport.RDMA,
+          read(requester, local, peer, plain, Transport.UNSPEC, Route.RDMA_HEALTHY_RAIL),
+          "plain: RDMA");
+      assertEquals(
+          Transport.TCP,
+          read(requester, local, peer, plain, Transport.TCP, Route.REQUESTED),
+          "TCP named while a rail is healthy: TCP, because it was asked for");
 
       // Both rails' ports go down: the monitor opens every pair, so UNSPEC falls back to TCP.
       faults.setPortState("soft0", 1, Ibv.PORT_DOWN);
@@ -64,7 +77,10 @@ class RdmaSelectionIT {
               Duration.ofSeconds(10),
               () -> RdmaPeerIT.charge(requester, "RdmaTransport", "railPairsOpen") == 2),
           "both pairs opened");
-      assertEquals(Transport.TCP, unspecRead(requester, local, peer, plain), "no rail: TCP");
+      assertEquals(
+          Transport.TCP,
+          read(requester, local, peer, plain, Transport.UNSPEC, Route.TCP_NO_HEALTHY_RAIL),
+          "no rail: TCP");
     }
   }
 
@@ -77,23 +93,34 @@ class RdmaSelectionIT {
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       RemoteSegment peer =
           requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
-      assertEquals(Transport.TCP, unspecRead(requester, local, peer, remote));
+      assertEquals(
+          Transport.TCP,
+          read(requester, local, peer, remote, Transport.UNSPEC, Route.TCP_RDMA_NOT_ENABLED));
     }
   }
 
   /**
-   * One UNSPEC READ of 1 MiB, its bytes checked in full with its guards; returns the only transport
-   * whose dispatch counter moved.
+   * One READ of 1 MiB naming {@code transport}, its bytes checked in full with its guards, its
+   * result reporting the transport whose dispatch counter moved and {@code route}; returns that
+   * transport.
    */
-  private static Transport unspecRead(
-      TransferEngine requester, RegisteredMemory local, RemoteSegment peer, RegisteredMemory src) {
+  private static Transport read(
+      TransferEngine requester,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      RegisteredMemory src,
+      Transport transport,
+      Route route) {
     long data = System.nanoTime();
     long guard = data + 1;
     Pattern.fill(src.segment(), 0, REGION, data, 0);
     Pattern.fill(local.segment(), 0, REGION, guard, 0);
     long[] before = dispatched(requester);
     Batch batch = requester.allocateBatch(1);
-    batch.submit(List.of(TransferRequest.read(local, 7, peer, src.regionId(), 11, TASK)));
+    batch.submit(
+        List.of(
+            TransferRequest.read(local, 7, peer, src.regionId(), 11, TASK)
+                .withTransport(transport)));
     BatchStatus s = batch.await(Duration.ofSeconds(30));
     batch.free();
     assertTrue(s.allCompleted(), s::toString);
@@ -109,6 +136,9 @@ class RdmaSelectionIT {
         moved = t;
       }
     }
+    TaskResult result = s.tasks().getFirst();
+    assertEquals(moved, result.transport(), "the result names the transport that carried it");
+    assertEquals(route, result.route(), result::toString);
     return moved;
   }
 

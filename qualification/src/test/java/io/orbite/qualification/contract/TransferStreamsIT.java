@@ -376,8 +376,15 @@ class TransferStreamsIT {
         runFlow(requests, StreamSettings.defaults().withMaxBatchTasks(8));
     assertEquals(5, results.size());
     assertEquals(io.orbite.engine.ErrorKind.INVALID_ARGUMENT, results.get(2).result().errorKind());
+    assertEquals(null, results.get(2).result().transport(), "refused before any transport");
+    assertEquals(io.orbite.engine.Route.NOT_DISPATCHED, results.get(2).result().route());
     for (int i : new int[] {0, 1, 3, 4}) {
       assertTrue(results.get(i).completed(), results.get(i)::toString);
+      assertEquals(io.orbite.engine.Transport.TCP, results.get(i).result().transport());
+      assertEquals(
+          io.orbite.engine.Route.TCP_RDMA_NOT_ENABLED,
+          results.get(i).result().route(),
+          "UNSPEC without SHM or RDMA here");
     }
     assertRegion(
         local.segment(), spans(good, data), guard, "requester region: only the valid reads landed");

@@ -242,6 +242,8 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
       budgets(o);
       if (o.kind().equals("RdmaTransport")) {
         rdma(o.charges());
+      } else if (o.kind().equals("RdmaContext")) {
+        rdmaRail(o);
       }
     }
     // Quarantined owner actors are on the board already, in state "quarantined": count them once.
@@ -277,6 +279,27 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
     errorDelta("rdma_lanes_faulted", charges.getOrDefault("lanesFaulted", 0L));
     errorDelta("rdma_slices_refused_by_health", charges.getOrDefault("slicesRefusedByHealth", 0L));
     errorDelta("rdma_grants_refused", charges.getOrDefault("grantsRefused", 0L));
+  }
+
+  /**
+   * One rail's figures, labelled by its device: the rail circuit's pairs of that local rail that
+   * refuse work (open, half-open), the failures counted on it (a counter), and whether its context
+   * is paused (1) or serving (0).
+   */
+  private void rdmaRail(OwnerView.Owner o) {
+    Map<String, Long> charges = o.charges();
+    // The context's actor is "context-<device>".
+    String path = o.path();
+    int at = path.lastIndexOf("/context-");
+    String rail = at >= 0 ? path.substring(at + "/context-".length()) : path;
+    gauge("orbite_rdma_rail_pairs_open", "rail", rail)
+        .update(charges.getOrDefault("railPairsOpen", 0L));
+    gauge("orbite_rdma_rail_pairs_half_open", "rail", rail)
+        .update(charges.getOrDefault("railPairsHalfOpen", 0L));
+    counter("orbite_rdma_rail_errors", "rail", rail)
+        .increment(delta("rdma rail errors " + rail, charges.getOrDefault("railErrors", 0L)));
+    gauge("orbite_rdma_rail_paused", "rail", rail)
+        .update(o.state() == io.orbite.engine.OwnerState.FENCED ? 1 : 0);
   }
 
   /**

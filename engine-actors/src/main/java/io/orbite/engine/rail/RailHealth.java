@@ -145,6 +145,10 @@ public final class RailHealth {
   private final LongSupplier nanoClock;
   private final Map<Pair, Entry> pairs = new LinkedHashMap<>();
   private long errors;
+
+  /** {@link #errors} by local rail, for the per-rail metrics (rails are few and small indexes). */
+  private long[] errorsByRail = new long[0];
+
   private long opens;
   private long trials;
   private long recoveries;
@@ -263,6 +267,13 @@ public final class RailHealth {
       return;
     }
     errors++;
+    int rail = ticket.pair().localRail();
+    if (rail >= 0) {
+      if (rail >= errorsByRail.length) {
+        errorsByRail = java.util.Arrays.copyOf(errorsByRail, rail + 1);
+      }
+      errorsByRail[rail]++;
+    }
     long now = nanoClock.getAsLong();
     if (ticket.generation() != e.generation) {
       return; // late, or admitted before the pair opened: the cooldown stays as it is
@@ -334,6 +345,39 @@ public final class RailHealth {
     }
     return out;
   }
+
+  /**
+   * What the circuit says of one local rail now: its pairs that refuse work (open, or half-open
+   * with a trial) and the failures counted on it since the table was made (every failure, also
+   * those that opened nothing).
+   *
+   * @param localRail the local rail's index
+   * @return the rail's figures; zeros for a rail the table never saw
+   */
+  public synchronized RailCounts rail(int localRail) {
+    int open = 0;
+    int halfOpen = 0;
+    for (Map.Entry<Pair, Entry> p : pairs.entrySet()) {
+      if (p.getKey().localRail() == localRail) {
+        if (p.getValue().state == State.OPEN) {
+          open++;
+        } else if (p.getValue().state == State.HALF_OPEN) {
+          halfOpen++;
+        }
+      }
+    }
+    long failures = localRail >= 0 && localRail < errorsByRail.length ? errorsByRail[localRail] : 0;
+    return new RailCounts(open, halfOpen, failures);
+  }
+
+  /**
+   * One local rail's circuit figures.
+   *
+   * @param pairsOpen its pairs in state OPEN
+   * @param pairsHalfOpen its pairs in state HALF_OPEN (one trial admitted or awaited)
+   * @param errors failures counted on it since start
+   */
+  public record RailCounts(int pairsOpen, int pairsHalfOpen, long errors) {}
 
   /** Totals since the table was made. */
   public synchronized Counts counts() {

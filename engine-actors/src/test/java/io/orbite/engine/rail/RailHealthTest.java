@@ -58,6 +58,25 @@ class RailHealthTest {
   }
 
   @Test
+  void eachLocalRailCountsItsOwnFailuresAndRefusingPairs() {
+    Pair onOne = new Pair(0xabcL, 1, 0);
+    Pair otherPeerOnOne = new Pair(0xdefL, 1, 1);
+    assertEquals(new RailHealth.RailCounts(0, 0, 0), health.rail(0), "a rail never seen");
+    health.failed(admitted(AB));
+    openIt(onOne);
+    health.failed(admitted(otherPeerOnOne));
+    assertEquals(new RailHealth.RailCounts(0, 0, 1), health.rail(0), "one failure, no open pair");
+    assertEquals(new RailHealth.RailCounts(1, 0, 4), health.rail(1), "three opened a pair");
+    advance(Duration.ofSeconds(30));
+    Ticket trial = admitted(onOne);
+    assertTrue(trial.trial());
+    assertEquals(new RailHealth.RailCounts(0, 1, 4), health.rail(1), "the pair is half-open");
+    health.succeeded(trial);
+    assertEquals(new RailHealth.RailCounts(0, 0, 4), health.rail(1), "closed, failures kept");
+    assertEquals(5, health.counts().errors(), "the totals are the rails' sum");
+  }
+
+  @Test
   void anOpenPairAdmitsOneTrialAfterTheCooldownAndOnlyItsSuccessClosesIt() {
     Ticket early = admitted(AB); // ordinary work admitted before the pair opened
     openIt(AB);

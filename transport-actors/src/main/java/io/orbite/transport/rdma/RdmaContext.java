@@ -91,6 +91,7 @@ final class RdmaContext {
   }
 
   private OwnerBoard.Report report() {
+    RailHealth.RailCounts circuit = health.rail(rail.index);
     RailSelector.Load load = selector.load(rail.index);
     return new OwnerBoard.Report(
         "RdmaContext",
@@ -104,6 +105,9 @@ final class RdmaContext {
             Map.entry("lanesReplaced", lanesReplaced.get()),
             Map.entry("lanesKept", (long) lanesKept.size()),
             Map.entry("pauses", pauses),
+            Map.entry("railPairsOpen", (long) circuit.pairsOpen()),
+            Map.entry("railPairsHalfOpen", (long) circuit.pairsHalfOpen()),
+            Map.entry("railErrors", circuit.errors()),
             Map.entry("linkBytesPerSecond", load.linkBytesPerSecond()),
             Map.entry("selectionBytesPerSecond", load.selectionBytesPerSecond()),
             Map.entry("transmitBytesPerSecond", load.transmitBytesPerSecond()),

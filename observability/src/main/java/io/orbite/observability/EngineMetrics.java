@@ -267,14 +267,23 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
   }
 
   /**
-   * The RDMA transport's rail figures: the rail circuit's open pairs (a gauge), and its QP failures
-   * and repairs, CQ lanes faulted by a failed poll, slices refused because no rail pair was
-   * healthy, and refused grants (errors).
+   * The RDMA transport's rail figures: the rail circuit's open pairs (a gauge), its QP repairs, the
+   * port monitor's scans, route queries, fences and recoveries, and its QP failures, CQ lanes
+   * faulted by a failed poll, slices refused because no rail pair was healthy, and refused grants
+   * (errors).
    */
   private void rdma(Map<String, Long> charges) {
     gauge("orbite_rdma_rail_pairs_open").update(charges.getOrDefault("railPairsOpen", 0L));
     counter("orbite_rdma_qps_repaired")
         .increment(delta("rdma qps repaired", charges.getOrDefault("qpsRepaired", 0L)));
+    counter("orbite_rdma_monitor_ticks")
+        .increment(delta("rdma monitor ticks", charges.getOrDefault("monitorTicks", 0L)));
+    counter("orbite_rdma_route_queries")
+        .increment(delta("rdma route queries", charges.getOrDefault("routeQueries", 0L)));
+    counter("orbite_rdma_route_fences")
+        .increment(delta("rdma route fences", charges.getOrDefault("routeFences", 0L)));
+    counter("orbite_rdma_route_recoveries")
+        .increment(delta("rdma route recoveries", charges.getOrDefault("routeRecoveries", 0L)));
     errorDelta("rdma_qps_failed", charges.getOrDefault("qpsFailed", 0L));
     errorDelta("rdma_lanes_faulted", charges.getOrDefault("lanesFaulted", 0L));
     errorDelta("rdma_slices_refused_by_health", charges.getOrDefault("slicesRefusedByHealth", 0L));

@@ -50,12 +50,6 @@ final class CqLane implements Runnable {
     void abandoned(CqLane lane, String why);
   }
 
-  /** Who owns a QP of this lane and retires it when the lane faults. */
-  interface QpOwner {
-    /** {@code qp} can no longer be used (on its lane): retire it as after any QP failure. */
-    void qpFailed(RcQp qp, String why);
-  }
-
   private static final int POLL_BATCH = 32;
   private static final long CLOSE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(5);
   private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
@@ -92,8 +86,10 @@ final class CqLane implements Runnable {
 
   /**
    * The QPs on this lane's CQ that were not destroyed yet (any thread adds, the lane and the owners
-   * that destroy a never-used QP remove): a faulted lane is natively drained once it is empty, and
-   * only then may it be reclaimed.
+   * that destroy a never-used QP remove): the one record of a rail's undestroyed QPs. A faulted
+   * lane is natively drained once it is empty, and only then may it be reclaimed; the monitor reads
+   * the same sets to find the QPs made under a fenced route ({@link Rail#drained}, {@link
+   * Rail#retireOld}).
    */
   private final Set<RcQp> live = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -159,18 +155,27 @@ final class CqLane implements Runnable {
 
   /**
    * Destroys {@code qp}, on which nothing was ever posted (its owner could not connect it), from
-   * the owner's thread; a failed destroy keeps it counted here (never retried).
+   * the owner's thread; a failed destroy keeps it counted here (never retried). A QP whose lane
+   * claimed its destroy first (the lane faulted, or the monitor had it retired) is left to the
+   * lane.
    *
    * @return 0, or the errno of the destroy
    */
   int destroyUnused(RcQp qp) {
-    qp.destroyAttempted = true;
+    if (!qp.claimDestroy()) {
+      return 0; // its lane is closing it (it faulted, or the monitor retired it): not twice
+    }
     int rc = verbs.destroyQp(qp.qp);
     if (rc == 0) {
       qp.destroyed = true;
       live.remove(qp);
     }
     return rc;
+  }
+
+  /** The QPs on this lane's CQ not destroyed yet (a live view; any thread may read it). */
+  java.util.Collection<RcQp> liveQps() {
+    return java.util.Collections.unmodifiableSet(live);
   }
 
   /**
@@ -199,7 +204,7 @@ final class CqLane implements Runnable {
       if (qp.broken == null) {
         qp.broken = why;
       }
-      QpOwner owner = qp.owner;
+      RcQp.QpOwner owner = qp.owner;
       if (owner != null) {
         owner.qpFailed(qp, why); // or it is closing it already
       } else {
@@ -685,7 +690,7 @@ final class CqLane implements Runnable {
       if (qp.broken == null) {
         qp.broken = reason;
       }
-      if (qp.destroyAttempted || closing.containsKey(qp)) {
+      if (qp.destroyAttempted() || closing.containsKey(qp)) {
         continue; // destroyed (or kept after a failed destroy) already, or on its way: never twice
       }
       verbs.modifyQp(qp.qp, Verbs.QpAttr.state(Ibv.QPS_ERR), Ibv.QP_STATE);
@@ -723,7 +728,9 @@ final class CqLane implements Runnable {
       }
       it.remove();
       done++;
-      qp.destroyAttempted = true;
+      if (!qp.claimDestroy()) {
+        continue; // its owner destroyed it unused meanwhile (it never carried work)
+      }
       int rc = verbs.destroyQp(qp.qp);
       if (rc == 0) {
         qp.destroyed = true;

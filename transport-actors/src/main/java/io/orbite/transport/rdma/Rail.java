@@ -11,13 +11,22 @@ import java.util.List;
  * One rail: an open device context on port 1, its PD, its persistent MRs and its CQ lanes. Made and
  * closed by its {@link RdmaContext} owner (on the blocking-I/O executor, never in a mailbox); lanes
  * use it from their threads. Connects RC QPs the way the conformance suite proved on the software
- * provider and on hardware: by GID from GID index 0 on an Ethernet (RoCE or soft) port, by LID on
- * an InfiniBand one; path MTU the smaller of both ports'; PSNs from 0; ACK timeout 14 (67 ms a
+ * provider and on hardware: by GID on an Ethernet (RoCE or soft) port, from the GID index of its
+ * published {@link Route} ({@code rdma.gidIndex}: pinned, or chosen by {@link GidRanking}), by LID
+ * on an InfiniBand one; path MTU the smaller of both ports'; PSNs from 0; ACK timeout 14 (67 ms a
  * try), 7 retries, RNR retry 7 (unlimited).
+ *
+ * <p>The route has a generation. The monitor ({@link RdmaContext}) fences the route by advancing
+ * the generation past the published route's ({@link #fence}); while fenced no QP of the rail is
+ * connected or repaired, and every QP made under an older route is retired by its owner. A route is
+ * published again ({@link #publish}) only under the generation its validation started with.
  */
 final class Rail {
   static final int PORT = 1;
-  static final int GID_INDEX = 0;
+
+  /** GID entries an automatic choice looks at, at most (the kernel's tables hold 128 or 256). */
+  private static final int MAX_GID_ENTRIES = 256;
+
   private static final int ACK_TIMEOUT = 14;
   private static final int RETRY_CNT = 7;
   private static final int RNR_RETRY = 7;
@@ -29,7 +38,6 @@ final class Rail {
   final String device;
   final Verbs.Context context;
   final Verbs.Pd pd;
-  final Verbs.Gid gid;
   final Verbs.PortAttr port;
   final Verbs.DeviceAttr attr;
   final MrCache mrs;
@@ -52,6 +60,16 @@ final class Rail {
   /** The NUMA node the device is attached to (the provider's {@code numaNode}), -1 unknown. */
   final int numaNode;
 
+  /** {@code rdma.gidIndex}: -1 automatic, else the only index this rail may use. */
+  final int gidIndexConfig;
+
+  /** The route QPs connect over: its generation, GID index and GID. */
+  record Route(long generation, int gidIndex, Verbs.Gid gid) {}
+
+  private volatile Route route;
+  private final java.util.concurrent.atomic.AtomicLong generation =
+      new java.util.concurrent.atomic.AtomicLong();
+
   /** Requester bytes confirmed over this rail: the engine's lane counter {@code rdma/<device>}. */
   final java.util.concurrent.atomic.LongAdder bytes;
 
@@ -64,12 +82,13 @@ final class Rail {
       String device,
       Verbs.Context context,
       Verbs.Pd pd,
-      Verbs.Gid gid,
+      GidRanking.Choice gid,
       Verbs.PortAttr port,
       Verbs.DeviceAttr attr,
       RegistryView registry,
       int maxSendWr,
       int numaNode,
+      int gidIndexConfig,
       io.orbite.engine.EngineCounters counters) {
     this.verbs = verbs;
     this.numaNode = numaNode;
@@ -78,7 +97,8 @@ final class Rail {
     this.device = device;
     this.context = context;
     this.pd = pd;
-    this.gid = gid;
+    this.route = new Route(0, gid.index(), gid.gid());
+    this.gidIndexConfig = gidIndexConfig;
     this.port = port;
     this.attr = attr;
     this.mrs = new MrCache(verbs, pd, registry);
@@ -88,10 +108,11 @@ final class Rail {
   /**
    * Opens {@code device} as rail {@code index} with {@code rdma.lanes} CQ lanes of {@code
    * rdma.maxCqes} entries (their threads not started), QPs of {@code rdma.maxSendWr} send WRs and
-   * post queues aging as {@code rdma.priorityAging*} says.
+   * post queues aging as {@code rdma.priorityAging*} says, speaking from the GID {@code
+   * rdma.gidIndex} names (or the best one, automatically).
    *
-   * @throws IllegalStateException naming the device and the call that failed; what was made is
-   *     released first
+   * @throws IllegalStateException naming the device and the call that failed, or the GID index that
+   *     is not valid; what was made is released first
    */
   static Rail open(
       Verbs verbs,
@@ -110,7 +131,22 @@ final class Rail {
     try {
       Verbs.DeviceAttr attr = require(verbs.queryDevice(ctx), device);
       Verbs.PortAttr port = require(verbs.queryPort(ctx, PORT), device);
-      Verbs.Gid gid = require(verbs.queryGid(ctx, PORT, GID_INDEX), device);
+      GidRanking.Choice gid =
+          GidRanking.choose(
+              gidTable(verbs, ctx, port, config.gidIndex()),
+              gidTypes(verbs, device.name(), port),
+              config.gidIndex());
+      if (gid == null) {
+        throw new IllegalStateException(
+            "RDMA device "
+                + device.name()
+                + " port "
+                + PORT
+                + ": "
+                + (config.gidIndex() < 0
+                    ? "no valid GID among its " + port.gidTblLen() + " entries"
+                    : "rdma.gidIndex " + config.gidIndex() + " is not a valid GID entry"));
+      }
       pd = require(verbs.allocPd(ctx), device);
       rail =
           new Rail(
@@ -125,6 +161,7 @@ final class Rail {
               registry,
               maxSendWr,
               verbs.numaNode(device),
+              config.gidIndex(),
               counters);
       rail.cqes = Math.min(cqes, attr.maxCqe());
       rail.aging = aging;
@@ -173,8 +210,53 @@ final class Rail {
     }
   }
 
-  /** What the control handshake (RAILS) publishes about this rail. */
+  /**
+   * The entries of the port's GID table a choice looks at: only the pinned one (the others as
+   * null), or the first {@code gidTblLen} (at most 256). An entry whose query failed is null.
+   */
+  private static List<Verbs.Gid> gidTable(
+      Verbs verbs, Verbs.Context ctx, Verbs.PortAttr port, int pinned) {
+    int n = Math.min(Math.max(port.gidTblLen(), pinned + 1), MAX_GID_ENTRIES);
+    List<Verbs.Gid> table = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      if (pinned >= 0 && i != pinned) {
+        table.add(null);
+        continue;
+      }
+      VerbsResult<Verbs.Gid> g = verbs.queryGid(ctx, PORT, i);
+      table.add(g.ok() ? g.value() : null);
+    }
+    return table;
+  }
+
+  /**
+   * Each entry's type as the kernel lists it in sysfs, for a native device; null for the software
+   * provider (it has no GID types) or where sysfs does not say.
+   */
+  private static List<String> gidTypes(Verbs verbs, String device, Verbs.PortAttr port) {
+    if (!(verbs instanceof io.orbite.nativebind.verbs.NativeVerbs)) {
+      return null;
+    }
+    java.nio.file.Path dir =
+        java.nio.file.Path.of(
+            "/sys/class/infiniband", device, "ports", String.valueOf(PORT), "gid_attrs", "types");
+    int n = Math.min(port.gidTblLen(), MAX_GID_ENTRIES);
+    List<String> types = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      String type;
+      try {
+        type = java.nio.file.Files.readString(dir.resolve(String.valueOf(i))).trim();
+      } catch (java.io.IOException | RuntimeException e) {
+        type = null; // no such entry, or an entry the kernel does not type (invalid)
+      }
+      types.add(type);
+    }
+    return types;
+  }
+
+  /** What the control handshake (RAILS) publishes about this rail: its route's GID. */
   RdmaWire.Rail published() {
+    Verbs.Gid gid = route.gid();
     return new RdmaWire.Rail(
         gid.hi(), gid.lo(), port.lid(), port.activeMtu(), PORT, linkMbps(), numaNode, device);
   }
@@ -185,10 +267,137 @@ final class Rail {
     return Math.round((g > 0 ? g : RailSelector.DEFAULT_GBPS) * 1000);
   }
 
-  /** Whether the port is ACTIVE now (the monitor asks). */
-  boolean portActive() {
+  /** Where this rail is reached over {@code r} (what a REPAIR or REPAIRED names). */
+  RdmaWire.Address address(Route r) {
+    return new RdmaWire.Address(r.gid().hi(), r.gid().lo(), port.lid());
+  }
+
+  /** The published route. */
+  Route route() {
+    return route;
+  }
+
+  /** The route generation: the published route's, or a later one while the route is fenced. */
+  long generation() {
+    return generation.get();
+  }
+
+  /** Whether the route is fenced: no QP may be connected or repaired on this rail now. */
+  boolean fenced() {
+    return generation.get() != route.generation();
+  }
+
+  /**
+   * Fences the route: a generation past every observation so far.
+   *
+   * @return the new generation
+   */
+  long fence() {
+    return generation.incrementAndGet();
+  }
+
+  /**
+   * Publishes {@code next} as the route, only if the generation is still {@code next.generation()}
+   * (nothing fenced the route since its validation started).
+   *
+   * @return whether it was published
+   */
+  boolean publish(Route next) {
+    if (generation.get() != next.generation()) {
+      return false;
+    }
+    route = next;
+    return true;
+  }
+
+  /** What one monitor scan saw of the port (read on the blocking-I/O executor). */
+  record Observation(
+      int portEvents,
+      boolean deviceFatal,
+      boolean portActive,
+      Verbs.Gid atRoute,
+      GidRanking.Choice candidate,
+      boolean drained) {}
+
+  /**
+   * One monitor scan (blocking: run it on the blocking-I/O executor): drains the context's async
+   * events (counting this port's PORT_ERR and GID_CHANGE, and any DEVICE_FATAL), reads the port's
+   * state and the GID at the route's index, and, when {@code rank}, chooses the GID a new route
+   * would use and checks that every QP made under an older route was destroyed.
+   */
+  Observation observe(boolean rank) {
+    int events = 0;
+    boolean fatal = false;
+    for (int i = 0; i < 1024; i++) {
+      VerbsResult<Verbs.AsyncEvent> e = verbs.getAsyncEvent(context);
+      if (!e.ok()) {
+        break; // EAGAIN: none left
+      }
+      Verbs.AsyncEvent ev = e.value();
+      if ((ev.eventType() == Ibv.EVENT_PORT_ERR || ev.eventType() == Ibv.EVENT_GID_CHANGE)
+          && ev.element() == PORT) {
+        events++;
+      }
+      fatal |= ev.eventType() == Ibv.EVENT_DEVICE_FATAL;
+      verbs.ackAsyncEvent(ev);
+    }
     VerbsResult<Verbs.PortAttr> p = verbs.queryPort(context, PORT);
-    return p.ok() && p.value().state() == Ibv.PORT_ACTIVE;
+    boolean active = p.ok() && p.value().state() == Ibv.PORT_ACTIVE;
+    VerbsResult<Verbs.Gid> g = verbs.queryGid(context, PORT, route.gidIndex());
+    Verbs.Gid at = g.ok() ? g.value() : Verbs.Gid.ZERO;
+    GidRanking.Choice candidate = null;
+    boolean drained = false;
+    if (rank) {
+      Verbs.PortAttr attr = p.ok() ? p.value() : port;
+      candidate =
+          GidRanking.choose(
+              gidTable(verbs, context, attr, gidIndexConfig),
+              gidTypes(verbs, device, attr),
+              gidIndexConfig);
+      drained = drained();
+    }
+    return new Observation(events, fatal, active, at, candidate, drained);
+  }
+
+  /**
+   * Whether every QP made under a route older than the current generation was destroyed. The QPs
+   * not destroyed yet are those in the live sets of the rail's lanes ({@link CqLane#liveQps}): a
+   * lane leaves {@link #lanes} only once its own set is empty (a faulted lane, reclaimed after its
+   * native drain), and a kept lane stays, its QPs with it.
+   */
+  boolean drained() {
+    long now = generation.get();
+    for (CqLane lane : lanes) {
+      for (RcQp qp : lane.liveQps()) {
+        if (qp.generation < now) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Asks the owner of every QP made under a route older than the current generation to retire it
+   * (on its lane; idempotent: a QP already retiring is left alone).
+   *
+   * @return how many such QPs are still alive
+   */
+  int retireOld(String why) {
+    long now = generation.get();
+    int old = 0;
+    for (CqLane lane : lanes) {
+      for (RcQp qp : lane.liveQps()) {
+        if (qp.generation < now) {
+          old++;
+          RcQp.QpOwner owner = qp.owner;
+          if (owner != null) { // else its owner is still being made: the next scan asks
+            lane.submit(() -> owner.qpFailed(qp, why));
+          }
+        }
+      }
+    }
+    return old;
   }
 
   /** Link rate in Gb/s from the port's width and speed, for selection; 0 when unknown. */
@@ -272,16 +481,20 @@ final class Rail {
   }
 
   /**
-   * Moves {@code qp} from INIT to RTS, connected to QP {@code remoteQpn} of {@code remote}.
+   * Moves {@code qp} from INIT to RTS, connected to QP {@code remoteQpn} of {@code remote}, from
+   * the GID index of {@code route}.
    *
-   * @return 0, or the errno of the modify that failed
+   * @return 0, or the errno of the modify that failed ({@code EAGAIN} when the route is fenced)
    */
-  int connect(Verbs.Qp qp, RdmaWire.Rail remote, int remoteQpn) {
+  int connect(Verbs.Qp qp, Route route, RdmaWire.Rail remote, int remoteQpn) {
+    if (generation.get() != route.generation()) {
+      return io.orbite.nativebind.Errno.EAGAIN.number();
+    }
     Verbs.Gid rgid = new Verbs.Gid(remote.gidHi(), remote.gidLo());
     Verbs.AddressVector av =
         port.linkLayer() == Ibv.LINK_LAYER_INFINIBAND
             ? new Verbs.AddressVector(remote.lid(), 0, PORT, Verbs.Gid.ZERO, 0, 64)
-            : new Verbs.AddressVector(0, 0, PORT, rgid, GID_INDEX, 64);
+            : new Verbs.AddressVector(0, 0, PORT, rgid, route.gidIndex(), 64);
     int rc =
         verbs.modifyQp(
             qp,

@@ -18,6 +18,22 @@ final class RcQp {
   /** The peer's rail this QP is connected to. */
   final int remoteRail;
 
+  /** The rail's route when this QP was made: the one it connects over. */
+  final Rail.Route route;
+
+  /** {@link #route}'s generation: a QP older than the rail's generation is retired (monitor). */
+  final long generation;
+
+  /**
+   * The owner of a QP: an endpoint's channel (requester) or a source session. It is asked to retire
+   * the QP when the QP erred, when its lane faulted ({@link CqLane}) and when the monitor fenced
+   * the route it was made under ({@link Rail#retireOld}).
+   */
+  interface QpOwner {
+    /** Retires {@code qp} alone (call on its lane); idempotent. */
+    void qpFailed(RcQp qp, String why);
+  }
+
   /** Work requests posted and not yet completed (every WR is signalled, so this is exact). */
   int debt;
 
@@ -39,30 +55,61 @@ final class RcQp {
   /** Whether the QP was destroyed (its lane did it, after its WRs were flushed). */
   volatile boolean destroyed;
 
-  /** Set (on the lane) once its destroy was called: it is never called twice (spec 001). */
-  boolean destroyAttempted;
+  /** Set once its destroy was claimed (by its lane or its owner): never called twice (spec 001). */
+  private final java.util.concurrent.atomic.AtomicBoolean destroyClaimed =
+      new java.util.concurrent.atomic.AtomicBoolean();
 
   /** Set (on the lane) once this QP alone is being retired after it failed. */
   boolean retiring;
 
   /**
-   * Who retires this QP when its lane faults (the endpoint's channel or the source session that
-   * made it); set once it has one. Null meanwhile: the lane then closes the QP itself.
+   * Who retires this QP when it fails, its lane faults or its route is fenced (the endpoint's
+   * channel or the source session that made it); set once it has one. Null meanwhile: a faulted
+   * lane then closes the QP itself, and the monitor asks again at its next scan.
    */
-  volatile CqLane.QpOwner owner;
+  volatile QpOwner owner;
 
   /** Completes once the QP was retired alone: destroyed, or kept because its destroy failed. */
   final java.util.concurrent.CompletableFuture<Void> retired =
       new java.util.concurrent.CompletableFuture<>();
 
+  /** A QP made just now, under the rail's published route; counted on its lane at once. */
   RcQp(Verbs.Qp qp, CqLane lane, Rail rail, int index, int remoteRail) {
+    this(qp, lane, rail, index, remoteRail, rail.route());
+  }
+
+  /**
+   * A QP made under {@code route} (a repair names its address before it connects, then adopts the
+   * QP once connected); counted on its lane from now on.
+   */
+  RcQp(Verbs.Qp qp, CqLane lane, Rail rail, int index, int remoteRail, Rail.Route route) {
     this.qp = qp;
     this.lane = lane;
     this.rail = rail;
     this.index = index;
     this.remoteRail = remoteRail;
     this.queue = new PostQueue<>(lane.aging, lane.agingPerEntry);
+    this.route = route;
+    this.generation = route.generation();
     lane.adopt(this);
+  }
+
+  /** Connects this QP over {@link #route}; 0 or the errno ({@code EAGAIN}: the route is fenced). */
+  int connect(RdmaWire.Rail remote, int remoteQpn) {
+    return rail.connect(qp, route, remote, remoteQpn);
+  }
+
+  /** Whether its destroy was called (or is being called). */
+  boolean destroyAttempted() {
+    return destroyClaimed.get();
+  }
+
+  /**
+   * Claims the one destroy call of this QP: true for the first caller only, so that a lane closing
+   * it and an owner destroying it unused never both call {@code ibv_destroy_qp}.
+   */
+  boolean claimDestroy() {
+    return destroyClaimed.compareAndSet(false, true);
   }
 
   void posted(int wrs) {

@@ -41,14 +41,17 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * base block, at most 64 READ / 32 WRITE slices, the short tail folded), spreads them over the
  * rails by link rate (floor of each rail's share, leftovers to the fastest), admits each on its
  * (peer epoch, local rail, remote rail) pair through the rail circuit (C13; an open pair's slices
- * go to another rail, or fail UNAVAILABLE when none is healthy), and hands each to the lane of its
- * QP.
+ * go to another rail, or fail UNAVAILABLE when none is healthy; a rail whose route its monitor
+ * fenced is refused before the circuit is asked), and hands each to the lane of its QP.
  */
-final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
+final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   private final SegmentDescriptor peer;
   private final ControlLink link;
   private final AtomicReferenceArray<RcQp> qps;
-  private final List<RdmaWire.Rail> remoteRails;
+
+  /** The peer's rails, each where it is reached now (a REPAIRED names a rail's new address). */
+  private final AtomicReferenceArray<RdmaWire.Rail> remoteRails;
+
   private final ConcurrentHashMap<Integer, Repair> repairs = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<Integer, CompletableFuture<RdmaWire.Repaired>> repairReplies =
       new ConcurrentHashMap<>();
@@ -81,10 +84,7 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
     this.peer = peer;
     this.link = link;
     this.qps = new AtomicReferenceArray<>(qps);
-    for (RcQp qp : qps) {
-      qp.owner = this;
-    }
-    this.remoteRails = List.copyOf(remoteRails);
+    this.remoteRails = new AtomicReferenceArray<>(remoteRails.toArray(RdmaWire.Rail[]::new));
     this.lanesPerRail = lanesPerRail;
     this.railCount = railCount;
     this.health = health;
@@ -92,6 +92,9 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
     this.planner =
         new SlicePlanner(
             slicing.baseBlockBytes(), slicing.maxReadSlices(), slicing.maxWriteSlices());
+    for (RcQp qp : qps) {
+      qp.owner = this;
+    }
   }
 
   /**
@@ -146,8 +149,12 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
       RdmaWire.writeConnect(link.out(), ends);
       int[] qpns = RdmaWire.readConnected(in, ends.size());
       for (RcQp qp : made) {
-        int rc = qp.rail.connect(qp.qp, remote.get(qp.remoteRail), qpns[qp.index]);
-        if (rc != 0) {
+        int rc = qp.connect(remote.get(qp.remoteRail), qpns[qp.index]);
+        if (rc != 0 && qp.rail.fenced()) {
+          // Its rail is paused: the QP stays unconnected, its monitor retires it, and the slot is
+          // repaired once the rail recovered; the other rails carry on.
+          qp.broken = qp.rail.device + " is paused (route generation " + qp.rail.generation() + ")";
+        } else if (rc != 0) {
           throw new TransferException(
               ErrorKind.UNAVAILABLE,
               "RDMA QP on " + qp.rail.device + " to " + peer + ": modify failed, errno " + rc);
@@ -216,6 +223,7 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
     for (int r = 0; r < railCount; r++) {
       RcQp qp = qps.get(r * lanesPerRail);
       if (policy.allowed(qp.rail.index)
+          && !qp.rail.fenced()
           && health.healthy(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail))) {
         return true;
       }
@@ -286,6 +294,7 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
       RcQp qp = qps.get(r * lanesPerRail);
       eligible[r] =
           policy.allowed(r)
+              && !qp.rail.fenced()
               && health.admissible(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail));
       any |= eligible[r];
     }
@@ -330,6 +339,16 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
       }
       int slot = r * lanesPerRail + Math.floorMod(turn, lanesPerRail);
       RcQp qp = live != null ? live : qps.get(slot);
+      if (qp.rail.fenced()) {
+        // A paused rail's routes are refused before the circuit is asked: no trial is armed on it.
+        refusals +=
+            (refusals.isEmpty() ? "" : "; ")
+                + qp.rail.device
+                + " is paused (route generation "
+                + qp.rail.generation()
+                + ")";
+        continue;
+      }
       RailHealth.Admission a =
           health.admit(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail));
       if (a instanceof RailHealth.Admission.Admitted admitted) {
@@ -484,8 +503,16 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
       if (!old.destroyed) {
         throw new IllegalStateException("the failed QP could not be destroyed");
       }
+      if (old.rail.fenced()) {
+        throw new IllegalStateException(
+            old.rail.device
+                + " is paused (route generation "
+                + old.rail.generation()
+                + "): its monitor has not validated a route yet");
+      }
       // The lane at the old one's index: a faulted lane is replaced there once drained.
       CqLane lane = old.rail.lanes.get(old.lane.index);
+      Rail.Route route = old.rail.route();
       VerbsResult<Verbs.Qp> q = old.rail.createQp(lane);
       if (!q.ok()) {
         throw new IllegalStateException(q.describe());
@@ -494,7 +521,8 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
       CompletableFuture<RdmaWire.Repaired> reply = new CompletableFuture<>();
       repairReplies.put(rp.slot, reply);
       int qpn = made.qpNum();
-      if (!link.write(out -> RdmaWire.writeRepair(out, rp.slot, qpn))) {
+      RdmaWire.Address here = old.rail.address(route);
+      if (!link.write(out -> RdmaWire.writeRepair(out, rp.slot, qpn, here))) {
         throw new IllegalStateException("the control link closed");
       }
       link.flush();
@@ -502,19 +530,23 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
       if (answer.status() != 0) {
         throw new IllegalStateException("the source refused: " + answer.detail());
       }
-      int rc = old.rail.connect(made, remoteRails.get(old.remoteRail), answer.qpn());
+      RdmaWire.Rail there = answer.at().applyTo(remoteRails.get(old.remoteRail));
+      remoteRails.set(old.remoteRail, there);
+      // Connected under the route it was made for: refused (EAGAIN) once the monitor fenced it.
+      int rc = old.rail.connect(made, route, there, answer.qpn());
       if (rc != 0) {
         throw new IllegalStateException("ibv_modify_qp: errno " + rc);
       }
-      RcQp fresh = new RcQp(made, lane, old.rail, rp.slot, old.remoteRail);
+      RcQp fresh = new RcQp(made, lane, old.rail, rp.slot, old.remoteRail, route);
+      made = null; // counted on its lane now: destroyed through it
       fresh.owner = this;
       synchronized (this) {
         if (closedBecause != null) {
+          lane.destroyUnused(fresh);
           throw new IllegalStateException("the endpoint closed: " + closedBecause);
         }
         qps.set(rp.slot, fresh);
       }
-      made = null;
       counters.qpsRepaired.increment();
       for (Slice s : finish(rp)) {
         s.qp = fresh;
@@ -535,7 +567,7 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
       repairReplies.remove(rp.slot);
     }
     if (made != null) {
-      old.rail.verbs.destroyQp(made);
+      old.rail.verbs.destroyQp(made); // never adopted by a lane, never posted on
     }
     for (Slice s : finish(rp)) {
       health.failed(s.ticket);
@@ -711,9 +743,16 @@ final class RdmaChannel implements PeerChannel, CqLane.QpOwner {
     return n;
   }
 
-  /** The rails the peer published (Describe's RAILS): device, port, link rate, NUMA node. */
+  /**
+   * The rails the peer published (Describe's RAILS: device, port, link rate, NUMA node), each at
+   * the address its last REPAIRED named.
+   */
   List<RdmaWire.Rail> remoteRails() {
-    return remoteRails;
+    List<RdmaWire.Rail> now = new java.util.ArrayList<>(remoteRails.length());
+    for (int i = 0; i < remoteRails.length(); i++) {
+      now.add(remoteRails.get(i));
+    }
+    return now;
   }
 
   /** For the owner view. */

@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 
@@ -18,13 +19,29 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * Owner of one rail ({@link Rail}: device context, PD, persistent MRs, CQ lanes). Child of the
  * RdmaTransport.
  *
- * <p>States: {@link #active} ⇄ {@link #paused} (its port is down: the monitor, one scan a second
- * even without traffic, saw it; its MRs are kept, its pairs are failed in the rail circuit so
- * requests go to other rails; it resumes when the port is ACTIVE again; while active, a lane whose
- * CQ failed is replaced once natively drained, {@link #laneFaults}) → {@link #closing} (lanes
- * stopped and joined on the blocking-I/O executor, then the native objects released in dependency
- * order) → stopped; or {@link #quarantined} when a release failed: what depends on it is kept,
- * nothing is retried.
+ * <p>The monitor: one scan a second, even without traffic, on the blocking-I/O executor (never in
+ * the mailbox; one scan at a time). A scan drains the context's async events, reads the port state
+ * and the GID at the route's index. Every tick, in every state but closing, also looks at the CQ
+ * lanes ({@link #laneFaults}): a lane whose CQ failed is replaced once natively drained (every QP
+ * on its CQ destroyed), on the blocking-I/O executor, one reclaim at a time; one whose release
+ * fails is kept.
+ *
+ * <p>States: {@link #active} → {@link #paused} when a scan sees the port not ACTIVE, a PORT_ERR
+ * event for it (a flap between scans), or the route's GID changed or invalid: the route is fenced
+ * (its generation advanced, {@link Rail#fence}), every pair of the rail opened in the rail circuit
+ * so requests go to other rails, and every QP made under the old route retired by its owner; the
+ * PD, MRs and key history stay. A faulted lane alone does not fence the route. {@link #paused} →
+ * {@link #validating} once a scan finds the port ACTIVE, a GID for the new route (automatic: the
+ * best valid entry, ranked again; pinned: that index, valid), every QP of the old route destroyed
+ * (its work drained), no lane faulted (none being reclaimed, none kept) and no reclaim in progress;
+ * the generation is noted. {@link #validating} → {@link #active} when the next scan finds the same
+ * again under the same generation and no port or GID event in between: the route is published under
+ * that generation (the rail circuit's trials then reopen the pairs on repaired QPs, which reach the
+ * peer at the new address); anything else advances the generation and goes back to {@link #paused}.
+ * A DEVICE_FATAL event fences the route for good. Then {@link #closing} (after the scan and the
+ * lane reclaim in flight: lanes stopped and joined on the blocking-I/O executor, then the native
+ * objects released in dependency order) → stopped; or {@link #quarantined} when a release failed:
+ * what depends on it is kept, nothing is retried.
  */
 final class RdmaContext {
   sealed interface Command {}
@@ -44,16 +61,28 @@ final class RdmaContext {
 
   private record Released(List<String> failures) implements Command {}
 
+  /** A scan's result, or why it failed. */
+  private record Scanned(Rail.Observation seen, Throwable failure) implements Command {}
+
   private static final Duration SCAN = Duration.ofSeconds(1);
 
   private final Rail rail;
   private final TransportContext context;
   private final RailHealth health;
   private final RailSelector selector;
+  private final RdmaCounters counters;
   private final TimerScheduler<Command> timers;
+  private final ActorContext<Command> ctx;
   private OwnerState state = OwnerState.ACTIVE;
   private long pauses;
+  private long recoveries;
+  private boolean deviceFatal;
+
+  /** What the monitor says of the route (fenced, validating, abandoned), or of a failed release. */
   private String detail = "";
+
+  /** What the lanes' monitor says: a faulted lane, or how many faulted lanes were replaced. */
+  private String laneDetail = "";
 
   /** The reclaim of a faulted lane in progress on the blocking-I/O executor, or a done one. */
   private CompletableFuture<Void> reclaiming = CompletableFuture.completedFuture(null);
@@ -66,33 +95,48 @@ final class RdmaContext {
   private final java.util.Set<CqLane> lanesKept =
       java.util.concurrent.ConcurrentHashMap.newKeySet();
 
+  /** The scan in flight (or the last one): close waits for it before releasing the device. */
+  private CompletableFuture<Rail.Observation> scan = CompletableFuture.completedFuture(null);
+
   private RdmaContext(
+      ActorContext<Command> ctx,
       Rail rail,
       TransportContext context,
       RailHealth health,
       RailSelector selector,
+      RdmaCounters counters,
       TimerScheduler<Command> timers) {
+    this.ctx = ctx;
     this.selector = selector;
     this.rail = rail;
     this.context = context;
     this.health = health;
+    this.counters = counters;
     this.timers = timers;
   }
 
   static Behavior<Command> create(
-      Rail rail, TransportContext context, RailHealth health, RailSelector selector) {
+      Rail rail,
+      TransportContext context,
+      RailHealth health,
+      RailSelector selector,
+      RdmaCounters counters) {
     return Behaviors.withTimers(
-        timers -> {
-          RdmaContext c = new RdmaContext(rail, context, health, selector, timers);
-          timers.startTimerWithFixedDelay(Tick.INSTANCE, SCAN);
-          timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
-          return OwnerBoard.reporting(context.owners(), c::report, c.active());
-        });
+        timers ->
+            Behaviors.setup(
+                ctx -> {
+                  RdmaContext c =
+                      new RdmaContext(ctx, rail, context, health, selector, counters, timers);
+                  timers.startTimerWithFixedDelay(Tick.INSTANCE, SCAN);
+                  timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
+                  return OwnerBoard.reporting(context.owners(), c::report, c.active());
+                }));
   }
 
   private OwnerBoard.Report report() {
     RailHealth.RailCounts circuit = health.rail(rail.index);
     RailSelector.Load load = selector.load(rail.index);
+    Rail.Route route = rail.route();
     return new OwnerBoard.Report(
         "RdmaContext",
         state,
@@ -108,6 +152,10 @@ final class RdmaContext {
             Map.entry("railPairsOpen", (long) circuit.pairsOpen()),
             Map.entry("railPairsHalfOpen", (long) circuit.pairsHalfOpen()),
             Map.entry("railErrors", circuit.errors()),
+            Map.entry("gidIndex", (long) route.gidIndex()),
+            Map.entry("routeGeneration", rail.generation()),
+            Map.entry("publishedGeneration", route.generation()),
+            Map.entry("routeRecoveries", recoveries),
             Map.entry("linkBytesPerSecond", load.linkBytesPerSecond()),
             Map.entry("selectionBytesPerSecond", load.selectionBytesPerSecond()),
             Map.entry("transmitBytesPerSecond", load.transmitBytesPerSecond()),
@@ -118,7 +166,25 @@ final class RdmaContext {
             Map.entry("numaNode", (long) rail.numaNode),
             Map.entry("tier", (long) load.tier()),
             Map.entry("eligible", selector.policy().allowed(rail.index) ? 1L : 0L)),
-        rail.device + (detail.isEmpty() ? "" : ": " + detail));
+        rail.device + " GID " + route.gidIndex() + shown());
+  }
+
+  /** The owner detail after the device and GID index: the route's, then the lanes'. */
+  private String shown() {
+    String both =
+        detail.isEmpty() ? laneDetail : laneDetail.isEmpty() ? detail : detail + "; " + laneDetail;
+    return both.isEmpty() ? "" : ": " + both;
+  }
+
+  /** Starts a scan unless one is in flight; its result comes back as {@link Scanned}. */
+  private void startScan(boolean rank) {
+    counters.monitorTicks.increment();
+    if (!scan.isDone()) {
+      return;
+    }
+    counters.routeQueries.increment();
+    scan = CompletableFuture.supplyAsync(() -> rail.observe(rank), context.blockingIo());
+    ctx.pipeToSelf(scan, Scanned::new);
   }
 
   private Behavior<Command> active() {
@@ -128,13 +194,14 @@ final class RdmaContext {
             Tick.INSTANCE,
             () -> {
               laneFaults();
-              if (!rail.portActive()) {
-                pauses++;
-                detail = "port " + Rail.PORT + " is down";
-                health.portFault(rail.index);
-                return paused();
-              }
+              startScan(false);
               return Behaviors.same();
+            })
+        .onMessage(
+            Scanned.class,
+            m -> {
+              String why = m.failure() != null ? "scan failed: " + m.failure() : faultIn(m.seen());
+              return why == null ? Behaviors.same() : fence(why);
             })
         .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
         .onMessage(Close.class, this::onClose)
@@ -190,15 +257,17 @@ final class RdmaContext {
       }
     }
     if (shown != null) {
-      detail = shown;
+      laneDetail = shown;
     } else if (lanesReplaced.get() > 0) {
-      detail = lanesReplaced.get() + " faulted lane(s) replaced after their QPs were destroyed";
+      laneDetail = lanesReplaced.get() + " faulted lane(s) replaced after their QPs were destroyed";
     }
   }
 
   private void reclaim(CqLane old) {
     old.stop();
-    if (!old.join(10_000)) {
+    if (!old.join(10_000) || !old.nativelyDrained()) {
+      // Its thread did not end, or a QP was adopted just as it faulted: it stays at its index, so
+      // that QP stays counted (Rail#drained reads the lanes at their indexes).
       lanesKept.add(old);
       return;
     }
@@ -217,18 +286,151 @@ final class RdmaContext {
     lanesReplaced.incrementAndGet();
   }
 
+  /** Why the published route no longer holds, from what a scan saw; null when it holds. */
+  private String faultIn(Rail.Observation seen) {
+    Rail.Route route = rail.route();
+    deviceFatal |= seen.deviceFatal();
+    if (deviceFatal) {
+      return "a DEVICE_FATAL event (fenced for good)";
+    }
+    if (!seen.portActive()) {
+      return "port " + Rail.PORT + " is down";
+    }
+    if (seen.portEvents() > 0) {
+      return seen.portEvents() + " port or GID event(s) for port " + Rail.PORT;
+    }
+    if (!seen.atRoute().equals(route.gid())) {
+      return "GID index "
+          + route.gidIndex()
+          + (GidRanking.valid(seen.atRoute()) ? " changed to " + seen.atRoute() : " is not valid");
+    }
+    return null;
+  }
+
+  /** Fences the route: a new generation, the rail's pairs opened, its old QPs retired. */
+  private Behavior<Command> fence(String why) {
+    long generation = rail.fence();
+    pauses++;
+    counters.routeFences.increment();
+    detail = "route generation " + generation + " fenced: " + why;
+    ctx.getLog().info("RDMA rail {}: {}", rail.device, detail);
+    health.portFault(rail.index);
+    rail.retireOld(rail.device + " route fenced: " + why);
+    return paused();
+  }
+
   private Behavior<Command> paused() {
     state = OwnerState.FENCED;
     return Behaviors.receive(Command.class)
         .onMessageEquals(
             Tick.INSTANCE,
             () -> {
-              if (rail.portActive()) {
+              laneFaults();
+              health.portFault(rail.index);
+              startScan(true);
+              return Behaviors.same();
+            })
+        .onMessage(
+            Scanned.class,
+            m -> {
+              String wait = m.failure() != null ? "scan failed: " + m.failure() : waitFor(m.seen());
+              if (wait != null) {
+                detail = "route generation " + rail.generation() + " fenced: " + wait;
+                return Behaviors.same();
+              }
+              long generation = rail.generation();
+              GidRanking.Choice choice = m.seen().candidate();
+              detail =
+                  "validating route generation " + generation + " on GID index " + choice.index();
+              return validating(generation, choice);
+            })
+        .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
+        .onMessage(Close.class, this::onClose)
+        .build();
+  }
+
+  /**
+   * What a recovery still waits for, from what a scan saw; null when the route may be validated.
+   */
+  private String waitFor(Rail.Observation seen) {
+    deviceFatal |= seen.deviceFatal();
+    if (deviceFatal) {
+      return "a DEVICE_FATAL event (fenced for good)";
+    }
+    if (!seen.portActive()) {
+      return "port " + Rail.PORT + " is down";
+    }
+    if (seen.candidate() == null) {
+      return rail.gidIndexConfig < 0
+          ? "no valid GID on port " + Rail.PORT
+          : "rdma.gidIndex " + rail.gidIndexConfig + " is not a valid GID (pinned)";
+    }
+    if (!reclaiming.isDone()) {
+      return "a faulted lane is being reclaimed";
+    }
+    for (CqLane lane : rail.lanes) {
+      if (lane.faulted() != null) {
+        return lane.name
+            + " is faulted"
+            + (lanesKept.contains(lane) ? " and kept (its reclaim failed)" : ", not reclaimed yet");
+      }
+    }
+    int old = rail.retireOld(rail.device + " route fenced");
+    if (!seen.drained() || old > 0) {
+      return old + " QP(s) of the old route not yet drained and destroyed";
+    }
+    return null;
+  }
+
+  /**
+   * Validating the route {@code choice} under {@code generation}: the next scan must see the same,
+   * with no port or GID event in between, for the route to be published under that generation.
+   */
+  private Behavior<Command> validating(long generation, GidRanking.Choice choice) {
+    state = OwnerState.FENCED;
+    return Behaviors.receive(Command.class)
+        .onMessageEquals(
+            Tick.INSTANCE,
+            () -> {
+              laneFaults();
+              health.portFault(rail.index);
+              startScan(true);
+              return Behaviors.same();
+            })
+        .onMessage(
+            Scanned.class,
+            m -> {
+              String wait = m.failure() != null ? "scan failed: " + m.failure() : waitFor(m.seen());
+              if (wait == null && m.seen().portEvents() > 0) {
+                wait = m.seen().portEvents() + " port or GID event(s) during validation";
+              }
+              if (wait == null && !choice.equals(m.seen().candidate())) {
+                wait = "the GID chosen moved to index " + m.seen().candidate().index();
+              }
+              Rail.Route next = new Rail.Route(generation, choice.index(), choice.gid());
+              if (wait == null && rail.publish(next)) {
+                recoveries++;
+                counters.routeRecoveries.increment();
                 detail = "";
+                ctx.getLog()
+                    .info(
+                        "RDMA rail {}: route generation {} published on GID index {}",
+                        rail.device,
+                        generation,
+                        choice.index());
                 return active();
               }
-              health.portFault(rail.index);
-              return Behaviors.same();
+              long restarted = rail.fence();
+              counters.routeFences.increment();
+              detail =
+                  "validation of route generation "
+                      + generation
+                      + " abandoned ("
+                      + (wait == null ? "the generation moved" : wait)
+                      + "); generation "
+                      + restarted
+                      + " fenced";
+              return paused();
             })
         .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
         .onMessage(Close.class, this::onClose)
@@ -239,18 +441,21 @@ final class RdmaContext {
     timers.cancelAll();
     state = OwnerState.CLOSING;
     CompletableFuture<List<String>> released =
-        reclaiming.handleAsync(
-            (done, error) -> {
-              // After a lane reclaim in progress, so that its fresh lane is closed too.
-              rail.lanes.forEach(CqLane::stop);
-              for (CqLane lane : rail.lanes) {
-                if (!lane.join(10_000)) {
-                  return List.of(lane.name + " did not end within 10 s");
-                }
-              }
-              return rail.close();
-            },
-            context.blockingIo());
+        CompletableFuture.allOf(
+                scan.handle((seen, error) -> null), reclaiming.handle((d, e) -> null))
+            .thenApplyAsync(
+                done -> {
+                  // After the scan and a lane reclaim in flight, so that a fresh lane is closed
+                  // too.
+                  rail.lanes.forEach(CqLane::stop);
+                  for (CqLane lane : rail.lanes) {
+                    if (!lane.join(10_000)) {
+                      return List.of(lane.name + " did not end within 10 s");
+                    }
+                  }
+                  return rail.close();
+                },
+                context.blockingIo());
     ActorRef<Closed> replyTo = m.replyTo();
     return Behaviors.setup(
         ctx -> {
@@ -277,6 +482,7 @@ final class RdmaContext {
                   })
               .onMessageEquals(Tick.INSTANCE, Behaviors::same)
               .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+              .onMessage(Scanned.class, x -> Behaviors.same())
               .build();
         });
   }
@@ -304,6 +510,7 @@ final class RdmaContext {
             })
         .onMessageEquals(Tick.INSTANCE, Behaviors::same)
         .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+        .onMessage(Scanned.class, x -> Behaviors.same())
         .build();
   }
 }

@@ -18,6 +18,19 @@ final class RdmaCounters {
   final LongAdder qpsFailed = new LongAdder();
   final LongAdder qpsRepaired = new LongAdder();
   final LongAdder endpointsRefused = new LongAdder();
+
+  /** Monitor scans, one a second per rail (spec 002's {@code monitor_ticks}). */
+  final LongAdder monitorTicks = new LongAdder();
+
+  /** Scans that queried a rail's port and route (spec 002's {@code route_queries}). */
+  final LongAdder routeQueries = new LongAdder();
+
+  /** Fenced routes validated and published again (spec 002's {@code route_recoveries}). */
+  final LongAdder routeRecoveries = new LongAdder();
+
+  /** Routes fenced: a port seen down, a port event, or a changed or invalid GID. */
+  final LongAdder routeFences = new LongAdder();
+
   private final LongAdder[] readBytes = new LongAdder[MAX_RAILS];
   private final LongAdder[] writeBytes = new LongAdder[MAX_RAILS];
 

@@ -141,6 +141,10 @@ final class RdmaTransport {
             Map.entry("qpsFailed", counters.qpsFailed.sum()),
             Map.entry("qpsRepaired", counters.qpsRepaired.sum()),
             Map.entry("lanesFaulted", rails.stream().mapToLong(r -> r.lanesFaulted.sum()).sum()),
+            Map.entry("monitorTicks", counters.monitorTicks.sum()),
+            Map.entry("routeQueries", counters.routeQueries.sum()),
+            Map.entry("routeFences", counters.routeFences.sum()),
+            Map.entry("routeRecoveries", counters.routeRecoveries.sum()),
             Map.entry(
                 "railPairsOpen",
                 health.view().stream().filter(p -> p.state() != RailHealth.State.CLOSED).count())),
@@ -179,7 +183,7 @@ final class RdmaTransport {
                 rail.lanes.forEach(CqLane::start);
                 ActorRef<RdmaContext.Command> c =
                     ctx.spawn(
-                        RdmaContext.create(rail, context, health, selector),
+                        RdmaContext.create(rail, context, health, selector, counters),
                         "context-" + rail.device);
                 contexts.add(c);
               }

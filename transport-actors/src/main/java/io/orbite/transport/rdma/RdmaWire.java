@@ -19,14 +19,19 @@ import java.util.List;
  *   CONNECTED  source → requester   u16 status, n × qpn u32 | detail
  *   GRANT_REQ  requester → source   id u64, qp u16, op u8, region u64, offset u64, length u64
  *   GRANT      source → requester   id u64, status u16, addr u64, rkey u32, detail
- *   REPAIR     requester → source   qp u16, new qpn u32
- *   REPAIRED   source → requester   qp u16, status u16, qpn u32 | detail
+ *   REPAIR     requester → source   qp u16, new qpn u32, gid hi u64, gid lo u64, lid u16
+ *   REPAIRED   source → requester   qp u16, status u16, qpn u32, gid hi u64, gid lo u64, lid u16
+ *                                   | detail
  * </pre>
  *
  * <p>REPAIR replaces one QP of the array after it failed and was destroyed on the requester: the
  * source retires its own QP of that index (to ERR, flushed, destroyed, its windows released), makes
  * a fresh one connected to the requester's new QP, and answers with its number. A rail pair's
- * half-open trial (C13) runs on a repaired QP.
+ * half-open trial (C13) runs on a repaired QP. Each side names its rail's address as it is now (the
+ * GID and LID of its published route), and the other connects to that and keeps it for that rail:
+ * so a rail whose monitor re-chose its GID (a paused port that recovered on another GID) is reached
+ * at its new address by every QP repaired after it, without a new RAILS exchange. A source whose
+ * rail is paused refuses a REPAIR on it (UNAVAILABLE).
  *
  * <p>A grant is the source's answer to one slice: a fresh type-2 memory window bound to exactly the
  * requested range and direction on the source QP connected to the requester's QP {@code qp}. After
@@ -240,38 +245,65 @@ final class RdmaWire {
     out.writeUTF(clip(g.detail()));
   }
 
-  static void writeRepair(DataOutputStream out, int qp, int qpn) throws IOException {
+  /** Where a rail is reached now: its route's GID, and its LID (InfiniBand). */
+  record Address(long gidHi, long gidLo, int lid) {
+    static Address of(Rail r) {
+      return new Address(r.gidHi(), r.gidLo(), r.lid());
+    }
+
+    /** {@code r} reached at this address (its MTU, port, link rate, NUMA node and name kept). */
+    Rail applyTo(Rail r) {
+      return new Rail(gidHi, gidLo, lid, r.mtu(), r.port(), r.linkMbps(), r.numaNode(), r.device());
+    }
+  }
+
+  private static void writeAddress(DataOutputStream out, Address a) throws IOException {
+    out.writeLong(a.gidHi());
+    out.writeLong(a.gidLo());
+    out.writeShort(a.lid());
+  }
+
+  private static Address readAddress(DataInputStream in) throws IOException {
+    return new Address(in.readLong(), in.readLong(), in.readUnsignedShort());
+  }
+
+  static void writeRepair(DataOutputStream out, int qp, int qpn, Address at) throws IOException {
     out.writeByte(REPAIR);
     out.writeShort(qp);
     out.writeInt(qpn);
+    writeAddress(out, at);
   }
 
-  record Repair(int qp, int qpn) {}
+  record Repair(int qp, int qpn, Address at) {}
 
   static Repair readRepairBody(DataInputStream in) throws IOException {
-    return new Repair(in.readUnsignedShort(), in.readInt());
+    return new Repair(in.readUnsignedShort(), in.readInt(), readAddress(in));
   }
 
-  static void writeRepaired(DataOutputStream out, int qp, int status, int qpn, String detail)
+  static void writeRepaired(
+      DataOutputStream out, int qp, int status, int qpn, Address at, String detail)
       throws IOException {
     out.writeByte(REPAIRED);
     out.writeShort(qp);
     out.writeShort(status);
     if (status == 0) {
       out.writeInt(qpn);
+      writeAddress(out, at);
     } else {
       out.writeUTF(clip(detail));
     }
   }
 
-  record Repaired(int qp, int status, int qpn, String detail) {}
+  record Repaired(int qp, int status, int qpn, Address at, String detail) {}
 
   static Repaired readRepairedBody(DataInputStream in) throws IOException {
     int qp = in.readUnsignedShort();
     int status = in.readUnsignedShort();
-    return status == 0
-        ? new Repaired(qp, 0, in.readInt(), "")
-        : new Repaired(qp, status, 0, utf(in));
+    if (status == 0) {
+      int qpn = in.readInt();
+      return new Repaired(qp, 0, qpn, readAddress(in), "");
+    }
+    return new Repaired(qp, status, 0, null, utf(in));
   }
 
   /** The type of the next message, or -1 at the end of the stream. */

@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
  * registration can then never be freed: it stays retained, never retried) and its {@code
  * rdma.maxGrants} charge.
  */
-final class SourceSession implements Runnable, CqLane.QpOwner {
+final class SourceSession implements Runnable, RcQp.QpOwner {
   private static final Logger LOG = LoggerFactory.getLogger(SourceSession.class);
 
   private final String name;
@@ -60,7 +60,10 @@ final class SourceSession implements Runnable, CqLane.QpOwner {
   private final Arena arena = Arena.ofShared();
   private MemorySegment[] slabs = new MemorySegment[0];
   private Verbs.Mr[] slabMrs = new Verbs.Mr[0];
+
+  /** The requester's rails, each where it is reached now (a REPAIR names a rail's new address). */
   private List<RdmaWire.Rail> theirs = List.of();
+
   private final AtomicInteger retained = new AtomicInteger();
   private ControlLink link;
   private RcQp[] qps = new RcQp[0];
@@ -152,7 +155,7 @@ final class SourceSession implements Runnable, CqLane.QpOwner {
   private boolean connect() throws IOException {
     RdmaWire.writeRails(link.out(), rails.stream().map(Rail::published).toList());
     DataInputStream in = link.in;
-    theirs = RdmaWire.readRails(in);
+    theirs = new ArrayList<>(RdmaWire.readRails(in));
     List<RdmaWire.QpEnd> ends = RdmaWire.readConnect(in);
     List<RcQp> made = new ArrayList<>();
     int[] qpns = new int[ends.size()];
@@ -172,8 +175,12 @@ final class SourceSession implements Runnable, CqLane.QpOwner {
       RcQp rc = new RcQp(qp.value(), lane, rail, made.size(), end.localRail());
       rc.owner = this;
       made.add(rc);
-      int err = rail.connect(qp.value(), theirs.get(end.localRail()), end.qpn());
-      if (err != 0) {
+      int err = rc.connect(theirs.get(end.localRail()), end.qpn());
+      if (err != 0 && rail.fenced()) {
+        // This rail is paused: the QP stays unconnected and its monitor retires it; the
+        // requester's QP fails when used and is repaired once the rail recovered.
+        rc.broken = rail.device + " is paused (route generation " + rail.generation() + ")";
+      } else if (err != 0) {
         failure = "ibv_modify_qp on " + rail.device + ": errno " + err;
         break;
       }
@@ -199,7 +206,9 @@ final class SourceSession implements Runnable, CqLane.QpOwner {
       }
       slabs[qp.index] = slab;
       slabMrs[qp.index] = mr.value();
-      postReceives(qp);
+      if (qp.broken == null) {
+        postReceives(qp);
+      }
     }
     RdmaWire.writeConnected(link.out(), qpns, null, null);
     return true;
@@ -313,24 +322,33 @@ final class SourceSession implements Runnable, CqLane.QpOwner {
       retire(old, "the requester replaces it").get(10, java.util.concurrent.TimeUnit.SECONDS);
       if (!old.destroyed) {
         failure = "its QP " + old.qp.qpNum() + " could not be destroyed";
+      } else if (old.rail.fenced()) {
+        failure =
+            old.rail.device + " is paused here (route generation " + old.rail.generation() + ")";
       } else {
         // The lane at the old one's index: a faulted lane is replaced there once drained.
         CqLane lane = old.rail.lanes.get(old.lane.index);
+        Rail.Route route = old.rail.route();
         VerbsResult<Verbs.Qp> made = old.rail.createQp(lane);
         if (!made.ok()) {
           failure = made.describe();
         } else {
-          int rc = old.rail.connect(made.value(), theirs.get(old.remoteRail), r.qpn());
+          RdmaWire.Rail there = r.at().applyTo(theirs.get(old.remoteRail));
+          theirs.set(old.remoteRail, there);
+          // Connected under the route it was made for: refused (EAGAIN) once the monitor fenced it.
+          int rc = old.rail.connect(made.value(), route, there, r.qpn());
           if (rc != 0) {
-            old.rail.verbs.destroyQp(made.value());
+            old.rail.verbs.destroyQp(made.value()); // never adopted by a lane, never posted on
             failure = "ibv_modify_qp on " + old.rail.device + ": errno " + rc;
           } else {
-            RcQp fresh = new RcQp(made.value(), lane, old.rail, old.index, old.remoteRail);
+            RcQp fresh = new RcQp(made.value(), lane, old.rail, old.index, old.remoteRail, route);
             fresh.owner = this;
             qps[old.index] = fresh;
             postReceives(fresh);
             counters.qpsRepaired.increment();
-            link.write(out -> RdmaWire.writeRepaired(out, r.qp(), 0, made.value().qpNum(), ""));
+            RdmaWire.Address here = fresh.rail.address(fresh.route);
+            link.write(
+                out -> RdmaWire.writeRepaired(out, r.qp(), 0, made.value().qpNum(), here, ""));
             link.flush();
             return;
           }
@@ -345,7 +363,8 @@ final class SourceSession implements Runnable, CqLane.QpOwner {
       failure = String.valueOf(e.getCause());
     }
     String why = failure;
-    link.write(out -> RdmaWire.writeRepaired(out, r.qp(), ErrorKind.UNAVAILABLE.code(), 0, why));
+    link.write(
+        out -> RdmaWire.writeRepaired(out, r.qp(), ErrorKind.UNAVAILABLE.code(), 0, null, why));
     link.flush();
   }
 

@@ -53,11 +53,13 @@ public record NicLoadStats(
         continue;
       }
       Map<String, Long> c = o.charges();
-      String detail = o.detail();
-      int colon = detail.indexOf(':');
+      // The context's actor is "context-<device>" (its detail also leads with the device, but
+      // goes on with the route and the lanes' state).
+      String path = o.path();
+      int at = path.lastIndexOf("/context-");
       out.add(
           new NicLoadStats(
-              colon < 0 ? detail : detail.substring(0, colon),
+              at >= 0 ? path.substring(at + "/context-".length()) : path,
               c.getOrDefault("linkBytesPerSecond", 0L),
               c.getOrDefault("selectionBytesPerSecond", 0L),
               c.getOrDefault("transmitBytesPerSecond", 0L),

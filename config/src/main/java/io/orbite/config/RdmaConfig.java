@@ -71,7 +71,8 @@ import java.util.List;
  *     #MIN_GID_INDEX}..{@value #MAX_GID_INDEX}.
  * @param maxDirectBytes most bytes of registered memory on loan to the RDMA devices at once, in
  *     bytes: a requester's slices in flight and a source's bound windows each charge their length
- *     until their drain (the reference's {@code max_direct_bytes}). Default {@value
+ *     until their drain (the reference's {@code max_direct_bytes}); a task that does not fit waits
+ *     for room, and one larger than the whole budget is refused. Default {@value
  *     #DEFAULT_MAX_DIRECT_BYTES} (64 MiB, the reference's); range {@value
  *     #MIN_MAX_DIRECT_BYTES}..{@value #MAX_MAX_DIRECT_BYTES}.
  * @param selection which rails may carry a slice: a device mask and NUMA policy, hard limits that

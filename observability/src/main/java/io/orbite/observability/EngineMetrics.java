@@ -288,6 +288,7 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
     errorDelta("rdma_lanes_faulted", charges.getOrDefault("lanesFaulted", 0L));
     errorDelta("rdma_slices_refused_by_health", charges.getOrDefault("slicesRefusedByHealth", 0L));
     errorDelta("rdma_grants_refused", charges.getOrDefault("grantsRefused", 0L));
+    errorDelta("rdma_direct_bytes_refused", charges.getOrDefault("directBytesRefused", 0L));
   }
 
   /**
@@ -313,6 +314,8 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
 
   /**
    * Budget gauges from the owners that hold budgets: {@code <charge>} and {@code <charge>Limit}.
+   * The RDMA transport holds two, each named after its charge: {@code rdma_grants} and {@code
+   * rdma_direct_bytes}.
    */
   private void budgets(OwnerView.Owner o) {
     String prefix =
@@ -322,7 +325,7 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
           case "SegmentTable" -> "peer_segments";
           case "FileTransport" -> "file_segments";
           case "TcpTransport" -> "source_lanes";
-          case "RdmaTransport" -> "rdma_grants";
+          case "RdmaTransport" -> "rdma_";
           default -> null;
         };
     if (prefix == null) {
@@ -333,12 +336,29 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
             (name, value) -> {
               if (name.endsWith("Limit")) {
                 String used = name.substring(0, name.length() - "Limit".length());
-                String budget = prefix.isEmpty() ? used : prefix;
+                String budget =
+                    prefix.isEmpty()
+                        ? used
+                        : prefix.endsWith("_") ? prefix + snakeCase(used) : prefix;
                 gauge("orbite_budget_limit", "budget", budget).update(value);
                 gauge("orbite_budget_used", "budget", budget)
                     .update(o.charges().getOrDefault(used, 0L));
               }
             });
+  }
+
+  /** {@code directBytes} as {@code direct_bytes}. */
+  private static String snakeCase(String camel) {
+    StringBuilder out = new StringBuilder(camel.length() + 4);
+    for (int i = 0; i < camel.length(); i++) {
+      char c = camel.charAt(i);
+      if (Character.isUpperCase(c)) {
+        out.append('_').append(Character.toLowerCase(c));
+      } else {
+        out.append(c);
+      }
+    }
+    return out.toString();
   }
 
   /** Errors seen so far, by kind (task failures by error kind, protocol refusals...). */

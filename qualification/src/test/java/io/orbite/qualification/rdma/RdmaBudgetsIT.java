@@ -12,6 +12,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.Route;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
@@ -19,6 +20,7 @@ import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
+import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import java.io.DataInputStream;
 import java.net.InetSocketAddress;
@@ -32,8 +34,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The RDMA transport's refusals, each before any side effect, checked with both regions: the
  * source's own authority check (C2) on a range it no longer publishes, its {@code rdma.maxGrants}
- * budget, the requester's {@code rdma.maxEndpoints} budget, and a stale epoch on the RDMA control
- * connection (refused at its HELLO, before any QP exists).
+ * budget, the requester's {@code rdma.maxEndpoints} budget, {@code rdma.maxDirectBytes} on both
+ * sides (a requester task charged whole before any grant; a source window before it is bound), and
+ * a stale epoch on the RDMA control connection (refused at its HELLO, before any QP exists).
  */
 class RdmaBudgetsIT {
   private static final long REGION = 2L << 20;
@@ -200,9 +203,223 @@ class RdmaBudgetsIT {
       batch.free();
       assertTrue(s.allCompleted(), s::toString);
       assertEquals(tcp + 1, requester.counters().of(Transport.TCP).tasksDispatched.sum());
+      assertEquals(Transport.TCP, s.tasks().getFirst().transport(), s::toString);
+      assertEquals(Route.TCP_NO_RDMA_ENDPOINT, s.tasks().getFirst().route(), s::toString);
       assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, data, 0));
       assertEquals(-1, Pattern.verify(local.segment(), TASK, REGION - TASK, guard, TASK));
     }
+  }
+
+  private static final long MIB = 1L << 20;
+
+  @Test
+  void aTaskBeyondTheRequestersDirectBytesFailsBeforeAnyGrantAndOneThatFitsMovesAndReturnsIt() {
+    EngineConfig tight = RdmaTransferIT.rdmaConfig("direct-req");
+    tight = tight.withRdma(tight.rdma().withMaxDirectBytes(MIB));
+    long region = 4 * MIB;
+    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("direct-src"));
+        TransferEngine requester = TransferEngine.start(tight)) {
+      RegisteredMemory remote = source.allocate(region, Access.READ_WRITE);
+      long data = 41;
+      Pattern.fill(remote.segment(), 0, region, data, 0);
+      RegisteredMemory local = requester.allocate(region, Access.READ_WRITE);
+      long guard = 42;
+      Pattern.fill(local.segment(), 0, region, guard, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      assertEquals(MIB, RdmaPeerIT.charge(requester, "RdmaTransport", "directBytesLimit"));
+      long slices = RdmaPeerIT.charge(requester, "RdmaTransport", "slicesDispatched");
+      long bound = RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound");
+
+      TaskResult big =
+          readOne(
+              requester,
+              TransferRequest.read(local, 7, peer, remote.regionId(), 11, 2 * MIB)
+                  .withTransport(Transport.RDMA));
+      assertEquals(ErrorKind.RESOURCE_EXHAUSTED, big.errorKind(), big::toString);
+      assertEquals(RemoteEffect.NONE, big.remoteEffect(), big::toString);
+      assertEquals(0, big.bytes());
+      assertTrue(big.locallyDrained(), big::toString);
+      assertTrue(big.detail().contains("rdma.maxDirectBytes"), big::toString);
+      assertEquals(Transport.RDMA, big.transport(), "refused by the RDMA transport itself");
+      assertEquals(-1, Pattern.verify(local.segment(), 0, region, guard, 0), "nothing landed");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> RdmaPeerIT.charge(requester, "RdmaTransport", "directBytesRefused") == 1),
+          "the refusal is counted");
+      // The same owner-view report that shows the refusal: no slice queued, nothing charged.
+      assertEquals(
+          slices,
+          RdmaPeerIT.charge(requester, "RdmaTransport", "slicesDispatched"),
+          "no slice was queued");
+      assertEquals(0, RdmaPeerIT.charge(requester, "RdmaTransport", "directBytes"));
+
+      TaskResult fits =
+          readOne(
+              requester,
+              TransferRequest.read(local, 7, peer, remote.regionId(), 11, MIB)
+                  .withTransport(Transport.RDMA));
+      assertTrue(fits.completed(), fits::toString);
+      assertEquals(MIB, fits.bytes());
+      assertEquals(-1, Pattern.verify(local.segment(), 0, 7, guard, 0), "guard before");
+      assertEquals(-1, Pattern.verify(local.segment(), 7, MIB, data, 11), "payload");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), 7 + MIB, region - 7 - MIB, guard, 7 + MIB),
+          "guard after");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, region, data, 0), "source unchanged");
+      // The 1 MiB READ is 16 slices of 64 KiB, each one window at the source; had the refused
+      // task queued a slice or bound a window, these would pass 16 and never equal it.
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  RdmaPeerIT.charge(requester, "RdmaTransport", "slicesDispatched") == slices + 16
+                      && RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound") == bound + 16),
+          "only the READ that fit asked for grants: 16 slices, 16 windows");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  RdmaPeerIT.charge(requester, "RdmaTransport", "directBytes") == 0
+                      && RdmaPeerIT.charge(source, "RdmaTransport", "directBytes") == 0),
+          "every slice's share came back at its drain, and every window's");
+    }
+  }
+
+  @Test
+  void tasksBeyondTheRequestersFreeDirectBytesWaitForThemAndAllMoveWhole() {
+    EngineConfig tight = RdmaTransferIT.rdmaConfig("direct-wait-req");
+    tight = tight.withRdma(tight.rdma().withMaxDirectBytes(MIB));
+    long region = 8 * MIB;
+    try (TransferEngine source =
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("direct-wait-src"));
+        TransferEngine requester = TransferEngine.start(tight)) {
+      RegisteredMemory remote = source.allocate(region, Access.READ_WRITE);
+      long data = 61;
+      Pattern.fill(remote.segment(), 0, region, data, 0);
+      RegisteredMemory local = requester.allocate(region, Access.READ_WRITE);
+      long guard = 62;
+      Pattern.fill(local.segment(), 0, region, guard, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      // Four tasks of 1 MiB, each the whole budget: at most one holds it at a time, the others
+      // wait for it in order, and every one completes.
+      Batch batch = requester.allocateBatch(4);
+      List<TransferRequest> reads = new java.util.ArrayList<>();
+      for (int i = 0; i < 4; i++) {
+        reads.add(
+            TransferRequest.read(local, 3 + i * 2 * MIB, peer, remote.regionId(), i * MIB, MIB)
+                .withTransport(Transport.RDMA));
+      }
+      batch.submit(reads);
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      batch.free();
+      assertTrue(s.allCompleted(), s::toString);
+      long at = 0;
+      for (int i = 0; i < 4; i++) {
+        long start = 3 + i * 2 * MIB;
+        assertEquals(-1, Pattern.verify(local.segment(), at, start - at, guard, at), "guard " + i);
+        assertEquals(-1, Pattern.verify(local.segment(), start, MIB, data, i * MIB), "task " + i);
+        at = start + MIB;
+      }
+      assertEquals(-1, Pattern.verify(local.segment(), at, region - at, guard, at), "last guard");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  RdmaPeerIT.charge(requester, "RdmaTransport", "tasksAwaitingDirectBytes") >= 3
+                      && RdmaPeerIT.charge(requester, "RdmaTransport", "directBytes") == 0
+                      && RdmaPeerIT.charge(requester, "RdmaTransport", "directBytesWaiting") == 0),
+          () -> "three tasks waited, and everything came back: " + requester.ownerView().owners());
+      assertEquals(
+          0, RdmaPeerIT.charge(requester, "RdmaTransport", "directBytesRefused"), "none refused");
+    }
+  }
+
+  @Test
+  void aSourceRefusesAWindowBeyondItsDirectBytesBeforeBindingIt() {
+    EngineConfig tight = RdmaTransferIT.rdmaConfig("direct-src-tight");
+    tight = tight.withRdma(tight.rdma().withMaxDirectBytes(256 * 1024));
+    // One slice per MiB, so each task asks the source for one 1 MiB window.
+    EngineConfig oneSlice = RdmaTransferIT.rdmaConfig("direct-src-req");
+    oneSlice = oneSlice.withSlicing(oneSlice.slicing().withBaseBlockBytes(MIB));
+    long region = 4 * MIB;
+    try (TransferEngine source = TransferEngine.start(tight);
+        TransferEngine requester = TransferEngine.start(oneSlice)) {
+      RegisteredMemory remote = source.allocate(region, Access.READ_WRITE);
+      long data = 51;
+      Pattern.fill(remote.segment(), 0, region, data, 0);
+      RegisteredMemory local = requester.allocate(region, Access.READ_WRITE);
+      long guard = 52;
+      Pattern.fill(local.segment(), 0, region, guard, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      long bound = RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound");
+
+      Batch batch = requester.allocateBatch(2);
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, 0, peer, remote.regionId(), 0, MIB)
+                  .withTransport(Transport.RDMA),
+              TransferRequest.write(local, 2 * MIB, peer, remote.regionId(), 2 * MIB, MIB)
+                  .withTransport(Transport.RDMA)));
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      batch.free();
+      assertTrue(s.done(), s::toString);
+      for (TaskResult r : s.tasks()) {
+        assertEquals(ErrorKind.RESOURCE_EXHAUSTED, r.errorKind(), r::toString);
+        assertEquals(RemoteEffect.NONE, r.remoteEffect(), r::toString);
+        assertEquals(0, r.bytes());
+        assertTrue(r.locallyDrained(), r::toString);
+        assertTrue(r.detail().contains("rdma.maxDirectBytes"), r::toString);
+      }
+      assertEquals(-1, Pattern.verify(local.segment(), 0, region, guard, 0), "requester untouched");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, region, data, 0), "source untouched");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> RdmaPeerIT.charge(source, "RdmaTransport", "directBytesRefused") == 2),
+          "both refusals are counted");
+      // The same owner-view report that shows both refusals: no window was bound.
+      assertEquals(
+          bound, RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound"), "no window bound");
+
+      // A window that fits is bound, served and released: the source's charge returns to 0.
+      TaskResult fits =
+          readOne(
+              requester,
+              TransferRequest.read(local, 0, peer, remote.regionId(), 0, 256 * 1024)
+                  .withTransport(Transport.RDMA));
+      assertTrue(fits.completed(), fits::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 0, 256 * 1024, data, 0), "payload");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), 256 * 1024, region - 256 * 1024, guard, 256 * 1024),
+          "guard after");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound") == bound + 1),
+          "one window bound, for the READ that fit");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  RdmaPeerIT.charge(source, "RdmaTransport", "directBytes") == 0
+                      && RdmaPeerIT.charge(requester, "RdmaTransport", "directBytes") == 0),
+          "the window's bytes came back when it was released");
+    }
+  }
+
+  private static TaskResult readOne(TransferEngine requester, TransferRequest request) {
+    Batch batch = requester.allocateBatch(1);
+    batch.submit(List.of(request));
+    BatchStatus s = batch.await(Duration.ofSeconds(30));
+    batch.free();
+    assertTrue(s.done(), s::toString);
+    return s.tasks().getFirst();
   }
 
   @Test

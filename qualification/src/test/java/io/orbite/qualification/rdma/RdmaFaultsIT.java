@@ -250,6 +250,13 @@ class RdmaFaultsIT {
                     .anyMatch(q -> q.owner().startsWith("RdmaEndpoint"))),
         () -> "the endpoint is quarantined: " + requester.quarantined());
     assertTrue(requester.owed().loans() > 0, "the task's local loan is kept");
+    // Its slice never drained, so its rdma.maxDirectBytes share is never returned: the owner view,
+    // refreshed every 200 ms, keeps showing it.
+    assertFalse(
+        Await.until(
+            Duration.ofSeconds(2),
+            () -> RdmaPeerIT.charge(requester, "RdmaTransport", "directBytes") != TASK),
+        "the undrained slice keeps its direct bytes charged");
     assertEquals(
         qpDestroys + 1, faults.destroyCalls(SoftFaults.Kind.QP), "the QP's destroy, tried once");
     TransferException unquiesced =
@@ -323,6 +330,11 @@ class RdmaFaultsIT {
               Duration.ofSeconds(10),
               () -> RdmaPeerIT.charge(requester, "RdmaEndpoint", "qps") == 0),
           "the endpoint and its QPs were reclaimed");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(10),
+              () -> RdmaPeerIT.charge(requester, "RdmaTransport", "directBytes") == 0),
+          "every failed slice returned its direct bytes at its drain");
       assertTrue(requester.quarantined().isEmpty(), requester.quarantined()::toString);
     }
   }

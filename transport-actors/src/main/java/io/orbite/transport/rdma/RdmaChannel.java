@@ -65,6 +65,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   private final AtomicInteger rotation = new AtomicInteger();
   private final CompletableFuture<List<String>> closed = new CompletableFuture<>();
   private final RdmaCounters counters;
+  private final DirectBytes direct;
   private volatile boolean active = true;
   private volatile String fencedBecause;
   private volatile String closedBecause;
@@ -79,8 +80,10 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       RailHealth health,
       RailSelector selector,
       io.orbite.config.SlicingConfig slicing,
-      RdmaCounters counters) {
+      RdmaCounters counters,
+      DirectBytes direct) {
     this.selector = selector;
+    this.direct = direct;
     this.peer = peer;
     this.link = link;
     this.qps = new AtomicReferenceArray<>(qps);
@@ -112,7 +115,8 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       List<Rail> rails,
       RailHealth health,
       RailSelector selector,
-      RdmaCounters counters) {
+      RdmaCounters counters,
+      DirectBytes direct) {
     SocketChannel socket = LaneConnector.connect(peer, 0, localEpoch, tcp, Transport.RDMA);
     ControlLink link;
     try {
@@ -172,7 +176,8 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
               health,
               selector,
               slicing,
-              counters);
+              counters,
+              direct);
       Thread.ofPlatform()
           .daemon()
           .name("orbite-rdma-control-" + peer.port() + "-" + Long.toHexString(peer.epoch()))
@@ -288,6 +293,47 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
                   "no RDMA rail to " + peer + ": " + noRail + " (never sent)"));
       return 1;
     }
+    if (length > direct.limitBytes()) {
+      counters.directBytesRefused.increment();
+      work.sink()
+          .deliver(
+              Receipt.failed(
+                  work.taskIndex(),
+                  ErrorKind.RESOURCE_EXHAUSTED,
+                  RemoteEffect.NONE,
+                  "rdma.maxDirectBytes: a task of "
+                      + length
+                      + " B to "
+                      + peer
+                      + " is larger than the whole budget of "
+                      + direct.limitBytes()
+                      + " B (never sent)"));
+      return 1;
+    }
+    // All of the task's slices are charged at once, or none: a task that does not fit now waits,
+    // in arrival order, and starts on the thread whose drain makes room for it.
+    if (direct.chargeOrWait(
+        length,
+        this,
+        () -> start(work, plan, policy),
+        why -> refuseWaiting(work, plan.count(), why))) {
+      start(work, plan, policy);
+    } else {
+      counters.tasksAwaitingDirectBytes.increment();
+    }
+    return plan.count();
+  }
+
+  /** A task that was charged its direct bytes: its slices, on their rails. */
+  private void start(TaskWork work, SlicePlan plan, RailPolicy policy) {
+    String fenced = fencedBecause;
+    if (fenced != null || !active) {
+      // Closed or fenced while it waited for its charge: nothing of it was sent.
+      direct.release(work.lengthBytes());
+      refuseWaiting(
+          work, plan.count(), fenced != null ? "fenced: " + fenced : String.valueOf(closedBecause));
+      return;
+    }
     boolean[] eligible = new boolean[railCount];
     boolean any = false;
     for (int r = 0; r < railCount; r++) {
@@ -313,7 +359,26 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         queueOnLane(s);
       }
     }
-    return plan.count();
+  }
+
+  /**
+   * Fails a task that waited for its direct bytes and will not start: one receipt per planned
+   * slice, as {@link #dispatch} promised, nothing sent and nothing charged.
+   */
+  private void refuseWaiting(TaskWork work, int receipts, String why) {
+    ErrorKind kind = fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST;
+    for (int i = 0; i < receipts; i++) {
+      work.sink()
+          .deliver(
+              Receipt.failed(
+                  work.taskIndex(),
+                  kind,
+                  RemoteEffect.NONE,
+                  peer
+                      + ": "
+                      + why
+                      + " while the task waited for rdma.maxDirectBytes (never sent)"));
+    }
   }
 
   /**
@@ -367,6 +432,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
                   : ((RailHealth.Admission.Exhausted) a).why());
     }
     counters.slicesRefusedByHealth.increment();
+    direct.release(length); // its share of the task's charge: this slice never reached a lane
     work.sink()
         .deliver(
             Receipt.failed(
@@ -390,6 +456,10 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
 
   RailSelector selector() {
     return selector;
+  }
+
+  DirectBytes direct() {
+    return direct;
   }
 
   ControlLink link() {
@@ -570,6 +640,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       old.rail.verbs.destroyQp(made); // never adopted by a lane, never posted on
     }
     for (Slice s : finish(rp)) {
+      s.releaseDirect();
       health.failed(s.ticket);
       selector.finished(s.qp.rail.index, s.length, false, false, 0, 0);
       s.work
@@ -605,6 +676,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   /** Hands {@code s} to its QP's lane, or fails it unsent when that lane has stopped. */
   private void queueOnLane(Slice s) {
     if (!s.qp.lane.submit(() -> s.qp.lane.enqueue(s))) {
+      s.releaseDirect();
       health.cancelled(s.ticket);
       selector.finished(s.qp.rail.index, s.length, false, false, 0, 0);
       s.work
@@ -664,6 +736,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       closedBecause = reason;
       active = false;
     }
+    direct.cancel(this, reason); // tasks waiting for their direct bytes: never sent
     Map<CqLane, List<RcQp>> byLane = new IdentityHashMap<>();
     for (int i = 0; i < qps.length(); i++) {
       RcQp qp = qps.get(i);

@@ -14,6 +14,13 @@ final class RdmaCounters {
   final LongAdder grantsReleased = new LongAdder();
   final LongAdder grantsRefused = new LongAdder();
   final LongAdder grantsRetained = new LongAdder();
+
+  /** Requester tasks and source grants refused by {@code rdma.maxDirectBytes}. */
+  final LongAdder directBytesRefused = new LongAdder();
+
+  /** Requester tasks that waited for their {@code rdma.maxDirectBytes} charge. */
+  final LongAdder tasksAwaitingDirectBytes = new LongAdder();
+
   final LongAdder endpointsOpened = new LongAdder();
   final LongAdder qpsFailed = new LongAdder();
   final LongAdder qpsRepaired = new LongAdder();

@@ -66,7 +66,8 @@ final class RdmaEndpoint {
       List<Rail> rails,
       RailHealth health,
       RailSelector selector,
-      RdmaCounters counters) {
+      RdmaCounters counters,
+      DirectBytes direct) {
     return Behaviors.withTimers(
         timers ->
             Behaviors.setup(
@@ -84,7 +85,8 @@ final class RdmaEndpoint {
                                   rails,
                                   health,
                                   selector,
-                                  counters),
+                                  counters,
+                                  direct),
                           context.blockingIo()),
                       Opened::new);
                   return OwnerBoard.reporting(

@@ -70,6 +70,10 @@ final class RdmaTransport {
   private final RdmaCounters counters;
   private final RailHealth health;
   private final AtomicInteger grantsHeld = new AtomicInteger();
+
+  /** {@code rdma.maxDirectBytes}, shared by this engine's requester slices and source windows. */
+  private final DirectBytes direct;
+
   private final Map<SegmentDescriptor, ActorRef<RdmaEndpoint.Command>> endpoints = new HashMap<>();
   private final Set<SourceSession> sessions = new HashSet<>();
   private final List<ActorRef<RdmaContext.Command>> contexts = new ArrayList<>();
@@ -89,6 +93,7 @@ final class RdmaTransport {
     this.context = context;
     this.config = context.config().rdma();
     this.counters = new RdmaCounters(context.counters());
+    this.direct = new DirectBytes(config.maxDirectBytes());
     this.health =
         new RailHealth(
             new RailHealth.Policy(
@@ -135,6 +140,11 @@ final class RdmaTransport {
             Map.entry("grantsBound", counters.grantsBound.sum()),
             Map.entry("grantsRefused", counters.grantsRefused.sum()),
             Map.entry("grantsRetained", counters.grantsRetained.sum()),
+            Map.entry("directBytes", direct.usedBytes()),
+            Map.entry("directBytesLimit", direct.limitBytes()),
+            Map.entry("directBytesWaiting", direct.waitingBytes()),
+            Map.entry("tasksAwaitingDirectBytes", counters.tasksAwaitingDirectBytes.sum()),
+            Map.entry("directBytesRefused", counters.directBytesRefused.sum()),
             Map.entry("slicesDispatched", counters.slicesDispatched.sum()),
             Map.entry("slicesRefusedByHealth", counters.slicesRefusedByHealth.sum()),
             Map.entry("tasksRefusedByPolicy", counters.tasksRefusedByPolicy.sum()),
@@ -426,7 +436,7 @@ final class RdmaTransport {
       }
       endpoint =
           ctx.spawn(
-              RdmaEndpoint.create(m.peer(), context, rails, health, selector, counters),
+              RdmaEndpoint.create(m.peer(), context, rails, health, selector, counters, direct),
               "endpoint-"
                   + m.peer().port()
                   + "-"
@@ -460,6 +470,7 @@ final class RdmaTransport {
             new Authority(context.registry(), context.localEpoch()),
             grantsHeld,
             config.maxGrants(),
+            direct,
             counters,
             context.quarantine(),
             s -> self.tell(new SessionEnded(s)));

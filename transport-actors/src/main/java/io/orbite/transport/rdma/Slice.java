@@ -58,6 +58,13 @@ final class Slice {
   /** Whether it still holds one of its QP's slots (from its grant request until no WR is left). */
   private boolean holdsSlot;
 
+  /**
+   * Whether it still holds its share of the task's {@code rdma.maxDirectBytes} charge: from its
+   * task's dispatch until its drain (its receipt). A slice whose receipt never comes (its QP could
+   * not be destroyed) keeps it.
+   */
+  private boolean holdsDirect = true;
+
   Slice(
       TaskWork work,
       long offsetInTask,
@@ -95,6 +102,17 @@ final class Slice {
     }
   }
 
+  /**
+   * Returns its share of the direct-bytes charge, at its drain. Idempotent; {@link #succeed} and
+   * {@link #fail} call it, and so does every path that ends the slice with a receipt of its own.
+   */
+  void releaseDirect() {
+    if (holdsDirect) {
+      holdsDirect = false;
+      channel.direct().release(length);
+    }
+  }
+
   /** Confirms the slice: {@code length} bytes moved. */
   void succeed(ReceiptBatcher receipts) {
     if (finished()) {
@@ -104,6 +122,7 @@ final class Slice {
     channel.health().succeeded(ticket);
     channel.selector().finished(qp.rail.index, length, true, true, postedAt, System.nanoTime());
     channel.counted(this);
+    releaseDirect(); // last: it may start a waiting task on this thread
     receipts.ok(
         work.sink(),
         work.taskIndex(),
@@ -131,6 +150,7 @@ final class Slice {
     } else {
       channel.health().cancelled(ticket);
     }
+    releaseDirect(); // after the circuit and selector: it may start a waiting task on this thread
     RemoteEffect effect =
         work.op() == Op.WRITE && payloadPosted ? RemoteEffect.UNKNOWN : RemoteEffect.NONE;
     receipts.failed(work.sink(), work.taskIndex(), kind, effect, detail);

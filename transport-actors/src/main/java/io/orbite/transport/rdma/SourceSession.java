@@ -31,8 +31,9 @@ import org.slf4j.LoggerFactory;
  * publishes this engine's rails, makes and connects one QP per requester QP (on this engine's rail
  * of the index it names, lanes in turn), posts each QP's completion receives, then reads grant
  * requests. Each request is checked (C2, C3: epoch, live registration, range, direction; a loan
- * taken) and counted against {@code rdma.maxGrants} before its lane binds a window; a refusal
- * answers the requester and changes nothing.
+ * taken) and counted against {@code rdma.maxGrants} and {@code rdma.maxDirectBytes} (its length)
+ * before its lane binds a window; a refusal answers the requester and changes nothing. A window's
+ * direct bytes are returned when it is deallocated, and kept with its loan when it cannot be.
  *
  * <p>When the connection ends or a QP errs, every QP moves to ERR and is destroyed on its lane once
  * flushed, and only then are the outstanding windows deallocated and their loans returned: no
@@ -52,6 +53,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
   private final Authority authority;
   private final AtomicInteger grantsHeld;
   private final int maxGrants;
+  private final DirectBytes direct;
   private final RdmaCounters counters;
   private final Consumer<SourceSession> ended;
   private final io.orbite.engine.spi.QuarantineLedger quarantine;
@@ -79,6 +81,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       Authority authority,
       AtomicInteger grantsHeld,
       int maxGrants,
+      DirectBytes direct,
       RdmaCounters counters,
       io.orbite.engine.spi.QuarantineLedger quarantine,
       Consumer<SourceSession> ended) {
@@ -92,6 +95,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     this.authority = authority;
     this.grantsHeld = grantsHeld;
     this.maxGrants = maxGrants;
+    this.direct = direct;
     this.counters = counters;
     this.ended = ended;
   }
@@ -295,6 +299,20 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
                 "rdma.maxGrants: " + maxGrants + " windows are held"));
         continue;
       }
+      if (!chargeDirect(req.length())) {
+        grantsHeld.decrementAndGet();
+        loan[0].returnLoan();
+        counters.grantsRefused.increment();
+        counters.directBytesRefused.increment();
+        answer(
+            new RdmaWire.Grant(
+                req.id(),
+                ErrorKind.RESOURCE_EXHAUSTED.code(),
+                0,
+                0,
+                direct.refusal(req.length(), "a window of region " + req.regionId())));
+        continue;
+      }
       RcQp qp = qps[req.qp()];
       Grant g = new Grant(req.id(), qp, op, loan[0], req.offset(), req.length());
       loan[0] = null;
@@ -302,6 +320,24 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
         release(g);
         return;
       }
+    }
+  }
+
+  /** How long a grant request waits for its window's {@code rdma.maxDirectBytes} charge. */
+  private static final long DIRECT_WAIT_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+
+  /**
+   * Charges a window's direct bytes, waiting up to {@link #DIRECT_WAIT_NANOS} for windows being
+   * released (the requester returns its share of a slice a little before this side releases the
+   * slice's window, so an equal budget on both sides would otherwise refuse the next one); false
+   * when they do not fit by then, or the session closed meanwhile.
+   */
+  private boolean chargeDirect(long bytes) {
+    try {
+      return direct.chargeWithin(bytes, DIRECT_WAIT_NANOS, () -> closedBecause != null);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
     }
   }
 
@@ -474,6 +510,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     }
     g.registration.returnLoan();
     grantsHeld.decrementAndGet();
+    direct.release(g.length);
     counters.grantsReleased.increment();
   }
 

@@ -302,9 +302,9 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
     String path = o.path();
     int at = path.lastIndexOf("/context-");
     String rail = at >= 0 ? path.substring(at + "/context-".length()) : path;
-    gauge("orbite_rdma_rail_pairs_open", "rail", rail)
+    gauge("orbite_rdma_rail_circuit_open", "rail", rail)
         .update(charges.getOrDefault("railPairsOpen", 0L));
-    gauge("orbite_rdma_rail_pairs_half_open", "rail", rail)
+    gauge("orbite_rdma_rail_circuit_half_open", "rail", rail)
         .update(charges.getOrDefault("railPairsHalfOpen", 0L));
     counter("orbite_rdma_rail_errors", "rail", rail)
         .increment(delta("rdma rail errors " + rail, charges.getOrDefault("railErrors", 0L)));

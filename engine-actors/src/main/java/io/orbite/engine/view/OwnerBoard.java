@@ -92,6 +92,17 @@ public final class OwnerBoard {
     }
   }
 
+  /**
+   * Removes the row under {@code key} without remembering it among the retired: for the rows an
+   * owner actor publishes on behalf of the plain objects it owns (a context's CQ lanes, a source
+   * session's grants), which come and go too often for the retired list.
+   */
+  public void withdraw(String key) {
+    if (owners.remove(key) != null) {
+      version.incrementAndGet();
+    }
+  }
+
   /** The segment table publishes its entries (peer incarnations with their epochs and states). */
   public void peers(List<PeerEntry> entries) {
     peers = List.copyOf(entries);

@@ -215,6 +215,7 @@ final class RdmaContext {
    * sweep at a time.
    */
   private Behavior<Command> onRefresh() {
+    publishLanes();
     if (rail.mrs.anyHidden() && sweeping.compareAndSet(false, true)) {
       CompletableFuture.runAsync(
           () -> {
@@ -231,6 +232,51 @@ final class RdmaContext {
 
   private final java.util.concurrent.atomic.AtomicBoolean sweeping =
       new java.util.concurrent.atomic.AtomicBoolean();
+
+  /** The lane rows this context published, by key, so a replaced or closed lane's row goes. */
+  private final java.util.Set<String> laneRows = new java.util.HashSet<>();
+
+  /**
+   * Publishes each CQ lane as an owner row below this context ({@code
+   * .../context-<device>/lane-<i>}, kind {@code CqLane}): the lane is a thread, not an actor, but
+   * the context owns its lifecycle, so the owner view and the dashboard tree show it there: {@code
+   * ACTIVE} while it polls, {@code FENCED} once its CQ failed (waiting for its QPs' destroy),
+   * {@code QUARANTINED} when it was kept.
+   */
+  private void publishLanes() {
+    java.util.Set<String> now = new java.util.HashSet<>();
+    String base = context.owners().key(ctx.getSelf());
+    for (CqLane lane : rail.lanes) {
+      String key = base + "/lane-" + lane.index;
+      now.add(key);
+      String fault = lane.faulted();
+      OwnerState laneState =
+          lanesKept.contains(lane)
+              ? OwnerState.QUARANTINED
+              : fault != null ? OwnerState.FENCED : OwnerState.ACTIVE;
+      context
+          .owners()
+          .publish(
+              key,
+              "CqLane",
+              laneState,
+              Map.of("qps", (long) lane.liveQps().size(), "index", (long) lane.index),
+              lane.name + (fault == null ? "" : ": " + fault));
+    }
+    for (String gone : laneRows) {
+      if (!now.contains(gone)) {
+        context.owners().withdraw(gone);
+      }
+    }
+    laneRows.clear();
+    laneRows.addAll(now);
+  }
+
+  /** The lanes' rows leave the view with their context. */
+  private void withdrawLanes() {
+    laneRows.forEach(context.owners()::withdraw);
+    laneRows.clear();
+  }
 
   /**
    * Shows a faulted lane in the owner detail and reclaims it once it is natively drained (every QP
@@ -470,6 +516,7 @@ final class RdmaContext {
                     replyTo.tell(new Closed(rail.device));
                     if (r.failures().isEmpty()) {
                       state = OwnerState.CLOSED;
+                      withdrawLanes();
                       return Behaviors.stopped();
                     }
                     return quarantined(r.failures());

@@ -127,7 +127,59 @@ final class RdmaTransport {
         });
   }
 
+  /** The session and grant rows this transport published, so the ended ones go. */
+  private final java.util.Set<String> sessionRows = new java.util.HashSet<>();
+
+  /**
+   * Publishes each source session, and each window it holds, as owner rows below this transport
+   * ({@code .../transport-rdma/source-session-<n>}, kind {@code RdmaSourceSession}, and {@code
+   * .../grant-<id>} below it, kind {@code RdmaGrant}): they are a thread and lane-confined objects,
+   * not actors, but the transport owns their lifecycle, so the owner view and the dashboard tree
+   * show them. Refreshed with this transport's own row (at least every 200 ms).
+   */
+  private void publishSessions() {
+    OwnerBoard board = context.owners();
+    String base = board.key(ctx.getSelf());
+    java.util.Set<String> now = new java.util.HashSet<>();
+    for (SourceSession s : sessions) {
+      String key = base + "/" + s.name().replace("rdma ", "").replace(' ', '-');
+      now.add(key);
+      List<Grant> held = s.grantsNow();
+      board.publish(
+          key,
+          "RdmaSourceSession",
+          s.closing() ? OwnerState.CLOSING : OwnerState.SERVING,
+          Map.of("grants", (long) held.size()),
+          s.name());
+      for (Grant g : held) {
+        String grantKey = key + "/grant-" + g.id;
+        now.add(grantKey);
+        board.publish(
+            grantKey,
+            "RdmaGrant",
+            OwnerState.ACTIVE,
+            Map.of("bytes", g.length, "regionId", g.registration.regionId(), "offset", g.offset),
+            g.op
+                + " window on region "
+                + g.registration.regionId()
+                + " ["
+                + g.offset
+                + ", "
+                + (g.offset + g.length)
+                + ")");
+      }
+    }
+    for (String gone : sessionRows) {
+      if (!now.contains(gone)) {
+        board.withdraw(gone);
+      }
+    }
+    sessionRows.clear();
+    sessionRows.addAll(now);
+  }
+
   private OwnerBoard.Report report() {
+    publishSessions();
     return new OwnerBoard.Report(
         "RdmaTransport",
         state,

@@ -100,6 +100,16 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     this.ended = ended;
   }
 
+  /** The windows it holds now (bound, or kept after a failed release), for the owner view. */
+  List<Grant> grantsNow() {
+    return List.copyOf(grants.values());
+  }
+
+  /** Whether it was closed (its QPs and windows are being released, or were). */
+  boolean closing() {
+    return closedBecause != null;
+  }
+
   String name() {
     return name;
   }

@@ -1,0 +1,118 @@
+package io.orbite.qualification.observability;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.config.MetricsConfig;
+import io.orbite.config.RdmaConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.Batch;
+import io.orbite.engine.BatchStatus;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
+import io.orbite.nativebind.verbs.Ibv;
+import io.orbite.nativebind.verbs.soft.SoftFaults;
+import io.orbite.qualification.Await;
+import io.orbite.qualification.verify.Pattern;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The RDMA transport's per-rail metrics on a real scrape: each rail's bytes, and, once a rail's
+ * port goes down, that rail (and only it) paused with its circuit open, by its {@code rail} tag.
+ */
+class RdmaMetricsIT {
+  private static final long REGION = 1L << 20;
+
+  private static EngineConfig rdma(String name) {
+    return EngineConfig.defaults()
+        .withName(name)
+        .withRdma(RdmaConfig.defaults().withEnabled(true).withSoftwareDevices(2));
+  }
+
+  @Test
+  void eachRailReportsItsBytesAndAPortDownPausesOnlyItsRail() {
+    SoftFaults faults = SoftFaults.create();
+    FaultHooks hooks =
+        new FaultHooks() {
+          @Override
+          public Object rdmaFaults() {
+            return faults;
+          }
+        };
+    EngineConfig config = rdma("rdma-metrics-requester");
+    config =
+        config.withObservability(
+            config
+                .observability()
+                .withMetrics(MetricsConfig.defaults().withEnabled(true))
+                .withTickMillis(200));
+    try (TransferEngine source = TransferEngine.start(rdma("rdma-metrics-source"));
+        TransferEngine requester = TransferEngine.start(config, hooks)) {
+      String url = requester.observabilityUrls().get("metrics");
+      Map<String, String> engine =
+          Map.of("engine", "rdma-metrics-requester@" + requester.localSegment());
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 91;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      Batch batch = requester.allocateBatch(1);
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, 0, peer, remote.regionId(), 0, REGION)
+                  .withTransport(Transport.RDMA)));
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      batch.free();
+      assertTrue(s.allCompleted(), s::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, data, 0), "every byte");
+
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> {
+                String scrape = Http.get(url).body();
+                return laneBytes(scrape, engine, "rdma/soft0")
+                            + laneBytes(scrape, engine, "rdma/soft1")
+                        == REGION
+                    && rail(scrape, engine, "orbite_rdma_rail_paused", "soft1") == 0
+                    && rail(scrape, engine, "orbite_rdma_rail_circuit_open", "soft1") == 0;
+              }),
+          "the rails' bytes add up to the READ, and both rails serve");
+
+      faults.setPortState("soft1", 1, Ibv.PORT_DOWN);
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(10),
+              () -> {
+                String scrape = Http.get(url).body();
+                return rail(scrape, engine, "orbite_rdma_rail_paused", "soft1") == 1
+                    && rail(scrape, engine, "orbite_rdma_rail_circuit_open", "soft1") >= 1
+                    && rail(scrape, engine, "orbite_rdma_rail_paused", "soft0") == 0
+                    && rail(scrape, engine, "orbite_rdma_rail_circuit_open", "soft0") == 0;
+              }),
+          () -> "soft1 paused with its pair open, soft0 serving: " + Http.get(url).body());
+      faults.setPortState("soft1", 1, Ibv.PORT_ACTIVE);
+    }
+  }
+
+  private static double laneBytes(String scrape, Map<String, String> engine, String lane) {
+    java.util.Map<String, String> labels = new java.util.HashMap<>(engine);
+    labels.put("lane", lane);
+    return Http.sample(scrape, "orbite_lane_bytes_total", labels);
+  }
+
+  private static double rail(String scrape, Map<String, String> engine, String metric, String r) {
+    java.util.Map<String, String> labels = new java.util.HashMap<>(engine);
+    labels.put("rail", r);
+    return Http.sample(scrape, metric, labels);
+  }
+}

@@ -210,6 +210,95 @@ class RdmaBudgetsIT {
     }
   }
 
+  /**
+   * {@code rdma.maxCqes}: each QP reserves its lane CQ's entries for every WR it could have
+   * outstanding, so a CQ never overruns. A requester whose CQs (16 entries) hold one QP each (16
+   * send WRs) reaches its first peer over RDMA; its second peer's endpoint is refused naming the
+   * key, so a request naming RDMA is refused at submit and UNSPEC goes over TCP, bytes checked.
+   */
+  @Test
+  void aCqWithoutEntriesForAnotherQpRefusesTheEndpointNamingMaxCqes() {
+    EngineConfig small = RdmaTransferIT.rdmaConfig("cq-req");
+    var r = small.rdma();
+    small =
+        small.withRdma(
+            new io.orbite.config.RdmaConfig(
+                true,
+                "software",
+                List.of(),
+                r.lanes(),
+                "127.0.0.1",
+                2,
+                r.maxEndpoints(),
+                r.maxGrants(),
+                16,
+                16,
+                r.railErrors(),
+                r.railErrorWindowMillis(),
+                r.railCooldownMillis(),
+                r.railMaxCooldownMillis(),
+                r.railProbeIntervalMillis(),
+                r.priorityAgingMillis(),
+                r.priorityAgingPerEntry(),
+                List.of(),
+                r.gidIndex(),
+                r.maxDirectBytes(),
+                r.selection()));
+    try (TransferEngine a = TransferEngine.start(RdmaTransferIT.rdmaConfig("cq-a"));
+        TransferEngine b = TransferEngine.start(RdmaTransferIT.rdmaConfig("cq-b"));
+        TransferEngine requester = TransferEngine.start(small)) {
+      RegisteredMemory onA = a.allocate(REGION, Access.READ_WRITE);
+      RegisteredMemory onB = b.allocate(REGION, Access.READ_WRITE);
+      long data = 71;
+      Pattern.fill(onA.segment(), 0, REGION, data, 0);
+      Pattern.fill(onB.segment(), 0, REGION, data + 1, 0);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      long guard = 72;
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      RemoteSegment first =
+          requester.openSegment(a.localSegment().endpoint(), Duration.ofSeconds(20));
+      TaskResult overRdma =
+          readOne(
+              requester,
+              TransferRequest.read(local, 0, first, onA.regionId(), 0, TASK)
+                  .withTransport(Transport.RDMA));
+      assertTrue(overRdma.completed(), overRdma::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, data, 0), "the first peer's bytes");
+      assertEquals(-1, Pattern.verify(local.segment(), TASK, REGION - TASK, guard, TASK), "guards");
+
+      RemoteSegment second =
+          requester.openSegment(b.localSegment().endpoint(), Duration.ofSeconds(20));
+      Batch batch = requester.allocateBatch(1);
+      TransferException e =
+          assertThrows(
+              TransferException.class,
+              () ->
+                  batch.submit(
+                      List.of(
+                          TransferRequest.read(local, 0, second, onB.regionId(), 0, TASK)
+                              .withTransport(Transport.RDMA))));
+      assertEquals(ErrorKind.UNAVAILABLE, e.kind(), e::getMessage);
+      assertTrue(e.getMessage().contains("rdma.maxCqes"), e::getMessage);
+      assertEquals(0, batch.status().tasks().size(), "nothing admitted");
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      batch.submit(List.of(TransferRequest.read(local, 0, second, onB.regionId(), 0, TASK)));
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      batch.free();
+      assertTrue(s.allCompleted(), s::toString);
+      assertEquals(Transport.TCP, s.tasks().getFirst().transport(), s::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, data + 1, 0), "over TCP");
+      assertEquals(-1, Pattern.verify(local.segment(), TASK, REGION - TASK, guard, TASK), "guards");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(2),
+              () ->
+                  requester.ownerView().owners().stream()
+                      .filter(o -> o.kind().equals("CqLane"))
+                      .allMatch(o -> o.charges().get("cqesReserved") == 16)),
+          () -> "every lane's CQ is full with the first endpoint's QP: " + requester.ownerView());
+    }
+  }
+
   private static final long MIB = 1L << 20;
 
   @Test

@@ -114,6 +114,7 @@ final class CqLane implements Runnable {
     this.index = index;
     this.verbs = rail.verbs;
     this.cq = cq;
+    this.cqCapacity = rail.cqes();
     this.name = "rdma " + rail.device + " lane " + index;
     this.slicesPerQp = Math.max(1, maxSendWr / 4);
     this.idSlot = arena.allocate(64, 64);
@@ -169,8 +170,60 @@ final class CqLane implements Runnable {
     if (rc == 0) {
       qp.destroyed = true;
       live.remove(qp);
+      releaseCqes(qp.qp);
     }
     return rc;
+  }
+
+  /** Entries of this lane's CQ ({@code rdma.maxCqes}, at most the device's {@code max_cqe}). */
+  final int cqCapacity;
+
+  /**
+   * CQ entries reserved by the QPs on this CQ: each reserves every WR it could have outstanding at
+   * once (a flush completes each of them), so the CQ can never overrun. Charged before a QP is
+   * made, returned when it is destroyed; a QP whose destroy failed keeps its share.
+   */
+  private final java.util.concurrent.atomic.AtomicInteger cqReserved =
+      new java.util.concurrent.atomic.AtomicInteger();
+
+  /** Each made QP's reservation, by its handle. */
+  private final java.util.concurrent.ConcurrentHashMap<Long, Integer> cqOf =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** Reserves {@code n} CQ entries for a QP about to be made; false when the CQ lacks them. */
+  boolean reserveCqes(int n) {
+    while (true) {
+      int now = cqReserved.get();
+      if (n > cqCapacity - now) {
+        return false;
+      }
+      if (cqReserved.compareAndSet(now, now + n)) {
+        return true;
+      }
+    }
+  }
+
+  /** The QP made with an {@link #reserveCqes} of {@code n}: its share, until it is destroyed. */
+  void recordCqes(Verbs.Qp qp, int n) {
+    cqOf.put(qp.handle(), n);
+  }
+
+  /** Returns a reservation whose QP was never made. */
+  void cancelCqes(int n) {
+    cqReserved.addAndGet(-n);
+  }
+
+  /** {@code qp} was destroyed: its CQ entries are free again. */
+  void releaseCqes(Verbs.Qp qp) {
+    Integer n = cqOf.remove(qp.handle());
+    if (n != null) {
+      cqReserved.addAndGet(-n);
+    }
+  }
+
+  /** CQ entries reserved now, for the owner view. */
+  int reservedCqes() {
+    return cqReserved.get();
   }
 
   /** The QPs on this lane's CQ not destroyed yet (a live view; any thread may read it). */
@@ -735,6 +788,7 @@ final class CqLane implements Runnable {
       if (rc == 0) {
         qp.destroyed = true;
         live.remove(qp);
+        releaseCqes(qp.qp);
       } else {
         undestroyed.add(qp);
       }

@@ -436,14 +436,43 @@ final class Rail {
   }
 
   /**
-   * An RC QP in INIT on {@code lane}'s CQ, every WR signalled; its send queue holds at least 2 WRs
-   * (one slice posts two).
+   * CQ entries a QP reserves on its lane's CQ: every send WR it may have outstanding, and for a
+   * source QP its posted completion receives too (a requester QP posts none).
    */
-  VerbsResult<Verbs.Qp> createQp(CqLane lane) {
+  int cqesPerQp(boolean source) {
+    return Math.max(2, maxSendWr) + (source ? receivesPerQp() : 0);
+  }
+
+  /** Entries of each of this rail's CQs. */
+  int cqes() {
+    return cqes;
+  }
+
+  /**
+   * An RC QP in INIT on {@code lane}'s CQ, every WR signalled; its send queue holds at least 2 WRs
+   * (one slice posts two). It reserves {@link #cqesPerQp} entries of the lane's CQ first, so the CQ
+   * cannot overrun; a CQ without them refuses the QP naming {@code rdma.maxCqes}.
+   */
+  VerbsResult<Verbs.Qp> createQp(CqLane lane, boolean source) {
     if (lane.faulted() != null) {
       return VerbsResult.failed(
           io.orbite.nativebind.Errno.EIO.number(),
           lane.name + " is faulted (" + lane.faulted() + "): no QP is made on it");
+    }
+    int cqes = cqesPerQp(source);
+    if (!lane.reserveCqes(cqes)) {
+      return VerbsResult.failed(
+          io.orbite.nativebind.Errno.ENOMEM.number(),
+          "rdma.maxCqes: "
+              + lane.name
+              + "'s CQ of "
+              + lane.cqCapacity
+              + " entries has "
+              + lane.reservedCqes()
+              + " reserved by the QPs on it, and a "
+              + (source ? "source" : "requester")
+              + " QP needs "
+              + cqes);
     }
     VerbsResult<Verbs.Qp> qp =
         verbs.createQp(
@@ -451,8 +480,10 @@ final class Rail {
             new Verbs.QpInitAttr(
                 lane.cq, lane.cq, Math.max(2, maxSendWr), receivesPerQp(), 1, 1, 16, true));
     if (!qp.ok()) {
+      lane.cancelCqes(cqes);
       return qp;
     }
+    lane.recordCqes(qp.value(), cqes);
     int rc =
         verbs.modifyQp(
             qp.value(),
@@ -474,7 +505,9 @@ final class Rail {
                 null),
             Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_ACCESS_FLAGS);
     if (rc != 0) {
-      verbs.destroyQp(qp.value());
+      if (verbs.destroyQp(qp.value()) == 0) {
+        lane.releaseCqes(qp.value());
+      }
       return VerbsResult.failed(rc, "ibv_modify_qp to INIT on " + device);
     }
     return qp;

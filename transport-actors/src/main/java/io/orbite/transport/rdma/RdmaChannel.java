@@ -140,7 +140,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       List<RdmaWire.QpEnd> ends = new ArrayList<>();
       for (Rail rail : rails) {
         for (CqLane lane : rail.lanes) {
-          VerbsResult<Verbs.Qp> qp = rail.createQp(lane);
+          VerbsResult<Verbs.Qp> qp = rail.createQp(lane, false);
           if (!qp.ok()) {
             throw new TransferException(
                 ErrorKind.RESOURCE_EXHAUSTED, "RDMA QP on " + rail.device + ": " + qp.describe());
@@ -583,7 +583,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       // The lane at the old one's index: a faulted lane is replaced there once drained.
       CqLane lane = old.rail.lanes.get(old.lane.index);
       Rail.Route route = old.rail.route();
-      VerbsResult<Verbs.Qp> q = old.rail.createQp(lane);
+      VerbsResult<Verbs.Qp> q = old.rail.createQp(lane, false);
       if (!q.ok()) {
         throw new IllegalStateException(q.describe());
       }
@@ -636,8 +636,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     } finally {
       repairReplies.remove(rp.slot);
     }
-    if (made != null) {
-      old.rail.verbs.destroyQp(made); // never adopted by a lane, never posted on
+    if (made != null && old.rail.verbs.destroyQp(made) == 0) {
+      // Never adopted by a lane, never posted on.
+      old.rail.lanes.get(old.lane.index).releaseCqes(made);
     }
     for (Slice s : finish(rp)) {
       s.releaseDirect();

@@ -260,7 +260,15 @@ final class RdmaContext {
               key,
               "CqLane",
               laneState,
-              Map.of("qps", (long) lane.liveQps().size(), "index", (long) lane.index),
+              Map.of(
+                  "qps",
+                  (long) lane.liveQps().size(),
+                  "index",
+                  (long) lane.index,
+                  "cqes",
+                  (long) lane.cqCapacity,
+                  "cqesReserved",
+                  (long) lane.reservedCqes()),
               lane.name + (fault == null ? "" : ": " + fault));
     }
     for (String gone : laneRows) {

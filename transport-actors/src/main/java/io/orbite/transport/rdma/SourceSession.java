@@ -181,7 +181,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       }
       Rail rail = rails.get(end.remoteRail());
       CqLane lane = laneFor(rail, made.size());
-      VerbsResult<Verbs.Qp> qp = rail.createQp(lane);
+      VerbsResult<Verbs.Qp> qp = rail.createQp(lane, true);
       if (!qp.ok()) {
         failure = qp.describe();
         break;
@@ -375,7 +375,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
         // The lane at the old one's index: a faulted lane is replaced there once drained.
         CqLane lane = old.rail.lanes.get(old.lane.index);
         Rail.Route route = old.rail.route();
-        VerbsResult<Verbs.Qp> made = old.rail.createQp(lane);
+        VerbsResult<Verbs.Qp> made = old.rail.createQp(lane, true);
         if (!made.ok()) {
           failure = made.describe();
         } else {
@@ -384,7 +384,9 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
           // Connected under the route it was made for: refused (EAGAIN) once the monitor fenced it.
           int rc = old.rail.connect(made.value(), route, there, r.qpn());
           if (rc != 0) {
-            old.rail.verbs.destroyQp(made.value()); // never adopted by a lane, never posted on
+            if (old.rail.verbs.destroyQp(made.value()) == 0) {
+              lane.releaseCqes(made.value()); // never adopted by a lane, never posted on
+            }
             failure = "ibv_modify_qp on " + old.rail.device + ": errno " + rc;
           } else {
             RcQp fresh = new RcQp(made.value(), lane, old.rail, old.index, old.remoteRail, route);

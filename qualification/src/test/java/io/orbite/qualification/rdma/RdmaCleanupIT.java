@@ -44,13 +44,7 @@ class RdmaCleanupIT {
   @Test
   void anMrThatCannotBeDeregisteredKeepsItsMemoryAndAFreshEngineCarriesOn() {
     SoftFaults faults = SoftFaults.create();
-    FaultHooks hooks =
-        new FaultHooks() {
-          @Override
-          public Object rdmaFaults() {
-            return faults;
-          }
-        };
+    FaultHooks hooks = RdmaTransferIT.hooks(faults);
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("mr-source"))) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 71;
@@ -94,13 +88,7 @@ class RdmaCleanupIT {
       names = {"CQ", "PD"})
   void aFailedCqOrPdDestroyQuarantinesItsContextAndIsNeverRetried(SoftFaults.Kind kind) {
     SoftFaults faults = SoftFaults.create();
-    FaultHooks hooks =
-        new FaultHooks() {
-          @Override
-          public Object rdmaFaults() {
-            return faults;
-          }
-        };
+    FaultHooks hooks = RdmaTransferIT.hooks(faults);
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("dep-source"))) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 81;

@@ -43,13 +43,7 @@ class RdmaEngineReplacementIT {
   void aFreshEngineOnTheSameAddressRefusesTheOldEpochAndTheKeptMemoryStaysRetained()
       throws Exception {
     SoftFaults faults = SoftFaults.create();
-    FaultHooks hooks =
-        new FaultHooks() {
-          @Override
-          public Object rdmaFaults() {
-            return faults;
-          }
-        };
+    FaultHooks hooks = RdmaTransferIT.hooks(faults);
     int port;
     try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
       port = probe.getLocalPort();

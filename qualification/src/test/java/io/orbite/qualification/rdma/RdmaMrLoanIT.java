@@ -68,13 +68,7 @@ class RdmaMrLoanIT {
   @Test
   void anMrThatCannotBeDeregisteredKeepsUnregisteredMemoryRetained() {
     SoftFaults faults = SoftFaults.create();
-    FaultHooks hooks =
-        new FaultHooks() {
-          @Override
-          public Object rdmaFaults() {
-            return faults;
-          }
-        };
+    FaultHooks hooks = RdmaTransferIT.hooks(faults);
     EngineConfig quick = RdmaTransferIT.rdmaConfig("kept-source");
     quick = quick.withTimeouts(quick.timeouts().withDestructionWindowMillis(1_000));
     try (TransferEngine source = TransferEngine.start(quick, hooks);

@@ -43,13 +43,7 @@ class RdmaRailHealthIT {
   @Test
   void aDeadRailOpensItsCircuitTrafficMovesToTheOtherAndOneTrialReopensIt() {
     SoftFaults faults = SoftFaults.create();
-    FaultHooks hooks =
-        new FaultHooks() {
-          @Override
-          public Object rdmaFaults() {
-            return faults;
-          }
-        };
+    FaultHooks hooks = RdmaTransferIT.hooks(faults);
     EngineConfig requesterConfig =
         RdmaTransferIT.rdmaConfig("rail-requester")
             .withRdma(

@@ -37,13 +37,7 @@ class RdmaSelectionIT {
   @Test
   void unspecPicksShmForExportedMemoryThenRdmaThenTcpWhenNoRailIsHealthy() {
     SoftFaults faults = SoftFaults.create();
-    FaultHooks hooks =
-        new FaultHooks() {
-          @Override
-          public Object rdmaFaults() {
-            return faults;
-          }
-        };
+    FaultHooks hooks = RdmaTransferIT.hooks(faults);
     EngineConfig sourceConfig =
         RdmaTransferIT.rdmaConfig("select-source").withShm(ShmConfig.defaults().withEnabled(true));
     try (TransferEngine source = TransferEngine.start(sourceConfig);

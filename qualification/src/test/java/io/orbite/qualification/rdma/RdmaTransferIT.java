@@ -47,6 +47,17 @@ class RdmaTransferIT {
   private RegisteredMemory local;
   private RemoteSegment peer;
 
+  /** Hooks that hand {@code faults} to the engine's software provider, and nothing else. */
+  public static io.orbite.engine.FaultHooks hooks(
+      io.orbite.nativebind.verbs.soft.SoftFaults faults) {
+    return new io.orbite.engine.FaultHooks() {
+      @Override
+      public Object rdmaFaults() {
+        return faults;
+      }
+    };
+  }
+
   static EngineConfig rdmaConfig(String name) {
     return EngineConfig.defaults()
         .withName(name)

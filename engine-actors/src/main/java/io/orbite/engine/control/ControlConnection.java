@@ -173,6 +173,11 @@ final class ControlConnection implements Runnable {
     channel.socket().setSoTimeout(0);
     ByteBuffer copy =
         ByteBuffer.allocate(FrameCodec.HEADER_BYTES).put(0, hello, 0, FrameCodec.HEADER_BYTES);
+    // Claimed now: it leaves the unclaimed bound before the transport can answer its HELLO, so a
+    // peer that connects again as soon as it has its HELLO_ACK never finds this one still counted
+    // (with budgets.maxEndpoints 1, it would be closed unanswered). onEnd runs again at the end; a
+    // second removal does nothing.
+    onEnd.accept(channel);
     target.tell(new TransportCommand.AdoptConnection(channel, copy));
     return true;
   }

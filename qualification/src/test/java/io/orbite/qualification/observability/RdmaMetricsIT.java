@@ -74,6 +74,10 @@ class RdmaMetricsIT {
       batch.free();
       assertTrue(s.allCompleted(), s::toString);
       assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, data, 0), "every byte");
+      assertEquals(
+          -1,
+          Pattern.verify(remote.segment(), 0, REGION, data, 0),
+          "a READ leaves its source as it was");
 
       assertTrue(
           Await.until(

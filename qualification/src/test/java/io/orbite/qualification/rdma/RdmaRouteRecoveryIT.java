@@ -130,6 +130,38 @@ class RdmaRouteRecoveryIT {
   }
 
   @Test
+  void aDeviceFatalEventFencesItsRailForGoodWhileTheOtherCarriesEveryByte() {
+    try (Setup s = new Setup(RdmaConfigs.AUTOMATIC)) {
+      s.healthyRound();
+      s.faults.raiseDeviceFatal("soft1");
+      s.awaitSoft1(
+          o -> o.state() == OwnerState.FENCED && o.detail().contains("DEVICE_FATAL"),
+          "soft1 fenced by the device's fatal event");
+      // Its port stays ACTIVE and its GID valid: only the event keeps it fenced, scan after scan.
+      long ticks = charge(s.requester, "RdmaTransport", "monitorTicks");
+      assertTrue(
+          Await.until(
+              WAIT, () -> charge(s.requester, "RdmaTransport", "monitorTicks") >= ticks + 3),
+          "more ticks of the rails");
+      OwnerView.Owner still = s.soft1();
+      assertEquals(OwnerState.FENCED, still.state(), still::toString);
+      assertEquals(0L, still.charges().get("routeRecoveries"), still::toString);
+      long soft1 = RdmaTransferIT.railBytes(s.requester, "soft1");
+      long soft0 = RdmaTransferIT.railBytes(s.requester, "soft0");
+      for (Op op : Op.values()) {
+        BatchStatus b = s.t.round(op, 20 + op.ordinal());
+        assertEquals(0, s.t.failures(b), () -> op + " with soft1 fenced: " + b);
+        s.t.checkLast(op);
+      }
+      assertEquals(soft1, RdmaTransferIT.railBytes(s.requester, "soft1"), "soft1 carried nothing");
+      assertEquals(
+          soft0 + 2 * TASKS * TASK,
+          RdmaTransferIT.railBytes(s.requester, "soft0"),
+          "soft0 carried every byte");
+    }
+  }
+
+  @Test
   void aPortThatFailsDuringValidationFencesANewGenerationAndNothingStaleIsPublished() {
     try (Setup s = new Setup(RdmaConfigs.AUTOMATIC)) {
       s.healthyRound();

@@ -312,11 +312,13 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     }
     // All of the task's slices are charged at once, or none: a task that does not fit now waits,
     // in arrival order, and starts on the thread whose drain makes room for it.
-    if (direct.chargeOrWait(
-        length,
-        this,
-        () -> start(work, plan, policy),
-        why -> refuseWaiting(work, plan.count(), why))) {
+    // The common case charges without making the waiter's two closures.
+    if (direct.tryCharge(length)
+        || direct.chargeOrWait(
+            length,
+            this,
+            () -> start(work, plan, policy),
+            why -> refuseWaiting(work, plan.count(), why))) {
       start(work, plan, policy);
     } else {
       counters.tasksAwaitingDirectBytes.increment();

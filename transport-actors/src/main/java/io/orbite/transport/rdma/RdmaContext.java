@@ -38,10 +38,10 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * again under the same generation and no port or GID event in between: the route is published under
  * that generation (the rail circuit's trials then reopen the pairs on repaired QPs, which reach the
  * peer at the new address); anything else advances the generation and goes back to {@link #paused}.
- * A DEVICE_FATAL event fences the route for good. Then {@link #closing} (after the scan and the
- * lane reclaim in flight: lanes stopped and joined on the blocking-I/O executor, then the native
- * objects released in dependency order) → stopped; or {@link #quarantined} when a release failed:
- * what depends on it is kept, nothing is retried.
+ * A DEVICE_FATAL event fences the route for good: {@link #fatal}, until close. Then {@link
+ * #closing} (after the scan and the lane reclaim in flight: lanes stopped and joined on the
+ * blocking-I/O executor, then the native objects released in dependency order) → stopped; or {@link
+ * #quarantined} when a release failed: what depends on it is kept, nothing is retried.
  */
 final class RdmaContext {
   sealed interface Command {}
@@ -76,7 +76,6 @@ final class RdmaContext {
   private OwnerState state = OwnerState.ACTIVE;
   private long pauses;
   private long recoveries;
-  private boolean deviceFatal;
 
   /** What the monitor says of the route (fenced, validating, abandoned), or of a failed release. */
   private String detail = "";
@@ -200,8 +199,16 @@ final class RdmaContext {
         .onMessage(
             Scanned.class,
             m -> {
+              if (m.failure() == null && m.seen().deviceFatal()) {
+                fence(FATAL);
+                return fatal();
+              }
               String why = m.failure() != null ? "scan failed: " + m.failure() : faultIn(m.seen());
-              return why == null ? Behaviors.same() : fence(why);
+              if (why == null) {
+                return Behaviors.same();
+              }
+              fence(why);
+              return paused();
             })
         .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
         .onMessage(Close.class, this::onClose)
@@ -216,22 +223,14 @@ final class RdmaContext {
    */
   private Behavior<Command> onRefresh() {
     publishLanes();
-    if (rail.mrs.anyHidden() && sweeping.compareAndSet(false, true)) {
-      CompletableFuture.runAsync(
-          () -> {
-            try {
-              rail.mrs.sweep();
-            } finally {
-              sweeping.set(false);
-            }
-          },
-          context.blockingIo());
+    if (rail.mrs.anyHidden() && sweep.isDone()) {
+      sweep = CompletableFuture.runAsync(rail.mrs::sweep, context.blockingIo());
     }
     return Behaviors.same();
   }
 
-  private final java.util.concurrent.atomic.AtomicBoolean sweeping =
-      new java.util.concurrent.atomic.AtomicBoolean();
+  /** The MR sweep in flight (or the last one): close waits for it before releasing the device. */
+  private CompletableFuture<Void> sweep = CompletableFuture.completedFuture(null);
 
   /** The lane rows this context published, by key, so a replaced or closed lane's row goes. */
   private final java.util.Set<String> laneRows = new java.util.HashSet<>();
@@ -343,10 +342,6 @@ final class RdmaContext {
   /** Why the published route no longer holds, from what a scan saw; null when it holds. */
   private String faultIn(Rail.Observation seen) {
     Rail.Route route = rail.route();
-    deviceFatal |= seen.deviceFatal();
-    if (deviceFatal) {
-      return "a DEVICE_FATAL event (fenced for good)";
-    }
     if (!seen.portActive()) {
       return "port " + Rail.PORT + " is down";
     }
@@ -362,7 +357,7 @@ final class RdmaContext {
   }
 
   /** Fences the route: a new generation, the rail's pairs opened, its old QPs retired. */
-  private Behavior<Command> fence(String why) {
+  private void fence(String why) {
     long generation = rail.fence();
     pauses++;
     counters.routeFences.increment();
@@ -370,7 +365,31 @@ final class RdmaContext {
     ctx.getLog().info("RDMA rail {}: {}", rail.device, detail);
     health.portFault(rail.index);
     rail.retireOld(rail.device + " route fenced: " + why);
-    return paused();
+  }
+
+  private static final String FATAL = "a DEVICE_FATAL event (fenced for good)";
+
+  /**
+   * The device reported DEVICE_FATAL: its route stays fenced until close. No scan runs any more;
+   * the QPs of the fenced route are still retired and the lanes still looked at, the MR sweep still
+   * serves unregisters, and its pairs stay open in the rail circuit.
+   */
+  private Behavior<Command> fatal() {
+    state = OwnerState.FENCED;
+    detail = "route generation " + rail.generation() + " fenced: " + FATAL;
+    return Behaviors.receive(Command.class)
+        .onMessageEquals(
+            Tick.INSTANCE,
+            () -> {
+              laneFaults();
+              health.portFault(rail.index);
+              rail.retireOld(rail.device + " route fenced: " + FATAL);
+              return Behaviors.same();
+            })
+        .onMessage(Scanned.class, x -> Behaviors.same())
+        .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
+        .onMessage(Close.class, this::onClose)
+        .build();
   }
 
   private Behavior<Command> paused() {
@@ -387,6 +406,9 @@ final class RdmaContext {
         .onMessage(
             Scanned.class,
             m -> {
+              if (m.failure() == null && m.seen().deviceFatal()) {
+                return fatal();
+              }
               String wait = m.failure() != null ? "scan failed: " + m.failure() : waitFor(m.seen());
               if (wait != null) {
                 detail = "route generation " + rail.generation() + " fenced: " + wait;
@@ -407,10 +429,6 @@ final class RdmaContext {
    * What a recovery still waits for, from what a scan saw; null when the route may be validated.
    */
   private String waitFor(Rail.Observation seen) {
-    deviceFatal |= seen.deviceFatal();
-    if (deviceFatal) {
-      return "a DEVICE_FATAL event (fenced for good)";
-    }
     if (!seen.portActive()) {
       return "port " + Rail.PORT + " is down";
     }
@@ -454,6 +472,10 @@ final class RdmaContext {
         .onMessage(
             Scanned.class,
             m -> {
+              if (m.failure() == null && m.seen().deviceFatal()) {
+                fence(FATAL);
+                return fatal();
+              }
               String wait = m.failure() != null ? "scan failed: " + m.failure() : waitFor(m.seen());
               if (wait == null && m.seen().portEvents() > 0) {
                 wait = m.seen().portEvents() + " port or GID event(s) during validation";
@@ -496,11 +518,13 @@ final class RdmaContext {
     state = OwnerState.CLOSING;
     CompletableFuture<List<String>> released =
         CompletableFuture.allOf(
-                scan.handle((seen, error) -> null), reclaiming.handle((d, e) -> null))
+                scan.handle((seen, error) -> null),
+                reclaiming.handle((d, e) -> null),
+                sweep.handle((d, e) -> null))
             .thenApplyAsync(
                 done -> {
-                  // After the scan and a lane reclaim in flight, so that a fresh lane is closed
-                  // too.
+                  // After the scan, a lane reclaim and an MR sweep in flight, so that a fresh
+                  // lane is closed too and no sweep runs past the PD.
                   rail.lanes.forEach(CqLane::stop);
                   for (CqLane lane : rail.lanes) {
                     if (!lane.join(10_000)) {

@@ -77,6 +77,8 @@ public final class SoftFaults {
 
     void setGidAlias(String device, int port, int index, int alias);
 
+    void deviceFatal(String device);
+
     void dropWire(int qpNum);
 
     void wireReleased();
@@ -319,6 +321,18 @@ public final class SoftFaults {
    */
   public void invalidateGid(String device, int port, int index) {
     bound().setGidAlias(device, port, index, -1);
+  }
+
+  /**
+   * Raises {@code EVENT_DEVICE_FATAL} on every open context of a device, as a device that failed
+   * for good would; nothing else changes (its ports, QPs and CQs keep working in the soft
+   * provider), so a test sees only what the event itself makes its owner do.
+   *
+   * @param device the device's name
+   * @throws IllegalArgumentException naming the device if there is none
+   */
+  public void raiseDeviceFatal(String device) {
+    bound().deviceFatal(device);
   }
 
   /**

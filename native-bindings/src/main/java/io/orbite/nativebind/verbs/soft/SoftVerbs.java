@@ -828,6 +828,23 @@ public final class SoftVerbs implements Verbs {
     }
 
     @Override
+    public void deviceFatal(String device) {
+      lock.lock();
+      try {
+        SoftDevice d =
+            devices.stream().filter(x -> x.name().equals(device)).findFirst().orElse(null);
+        if (d == null) {
+          throw new IllegalArgumentException("no device " + device);
+        }
+        for (SoftContext c : d.contexts) {
+          c.event(Ibv.EVENT_DEVICE_FATAL, 0);
+        }
+      } finally {
+        lock.unlock();
+      }
+    }
+
+    @Override
     public void dropWire(int qpNum) {
       lock.lock();
       try {

@@ -13,6 +13,7 @@ import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.FaultHooks;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.RemoteSegment;
@@ -488,6 +489,22 @@ class RdmaFaultsIT {
               () -> RdmaPeerIT.charge(requester, "RdmaContext", "lanesReplaced") == 1),
           () -> "the faulted lane is replaced: " + requester.ownerView());
       assertEquals(1, RdmaPeerIT.charge(requester, "RdmaContext", "lanesFaulted"));
+      // The lane's owner actor (one per index, kept across the replacement) polls the fresh lane.
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  requester.ownerView().owners().stream()
+                          .filter(o -> o.kind().equals("CqLane"))
+                          .filter(o -> o.charges().get("replaced") == 1)
+                          .filter(o -> o.charges().get("faults") == 1)
+                          .filter(o -> o.state() == OwnerState.ACTIVE)
+                          .filter(o -> o.path().matches(".*/context-soft0/lane-[01]"))
+                          .count()
+                      == 1),
+          () ->
+              "one CqLane owner replaced its lane and polls the fresh one: "
+                  + requester.ownerView());
       assertTrue(
           Await.until(
               Duration.ofSeconds(5),

@@ -64,11 +64,16 @@ class RdmaOwnerRowsIT {
       assertTrue(
           Await.until(Duration.ofSeconds(2), () -> rows(requester, "CqLane").size() == 2 * lanes),
           () -> "every lane has its row: " + rows(requester, "CqLane"));
+      // Each row is published by the lane's owner actor, its figures again every 200 ms.
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(2),
+              () -> rows(requester, "CqLane").stream().allMatch(l -> l.charges().get("qps") > 0)),
+          () -> "every lane's QPs are counted: " + rows(requester, "CqLane"));
       for (OwnerView.Owner lane : rows(requester, "CqLane")) {
         assertTrue(
             lane.path().matches(".*/transport-rdma/context-soft[01]/lane-[0-9]+"), lane::path);
         assertEquals(OwnerState.ACTIVE, lane.state(), lane::toString);
-        assertTrue(lane.charges().get("qps") > 0, () -> "its QPs are counted: " + lane);
       }
       assertTrue(
           Await.until(Duration.ofSeconds(2), () -> rows(source, "RdmaSourceSession").size() == 1),

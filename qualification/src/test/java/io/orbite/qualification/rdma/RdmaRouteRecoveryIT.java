@@ -227,6 +227,23 @@ class RdmaRouteRecoveryIT {
       assertEquals(0L, kept.charges().get("lanesReplaced"), kept::toString);
       assertEquals(
           OwnerState.ACTIVE, kept.state(), "a faulted lane alone does not fence the route");
+      // The lane's owner actor is quarantined (terminal), and the engine's quarantine names it.
+      assertTrue(
+          Await.until(
+              WAIT,
+              () ->
+                  s.requester.ownerView().owners().stream()
+                      .anyMatch(
+                          o ->
+                              o.kind().equals("CqLane")
+                                  && o.path().matches(".*/context-soft1/lane-[0-9]+")
+                                  && o.state() == OwnerState.QUARANTINED
+                                  && o.detail().contains("kept, not reclaimed"))),
+          () -> "soft1's faulted lane's owner is quarantined: " + s.requester.ownerView());
+      assertTrue(
+          s.requester.quarantined().stream()
+              .anyMatch(q -> q.owner().startsWith("CqLane rdma soft1 lane")),
+          () -> "the quarantine names the kept lane: " + s.requester.quarantined());
 
       s.faults.setPortState("soft1", 1, Ibv.PORT_DOWN);
       s.awaitSoft1(o -> o.state() == OwnerState.FENCED, "soft1 paused by its monitor");

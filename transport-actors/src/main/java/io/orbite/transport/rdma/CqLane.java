@@ -84,6 +84,9 @@ final class CqLane implements Runnable {
   private volatile Thread thread;
   private volatile String faulted;
 
+  /** The actor that owns this lane's lifecycle ({@link CqLaneOwner}), told when the CQ fails. */
+  private volatile org.apache.pekko.actor.typed.ActorRef<CqLaneOwner.Command> owner;
+
   /**
    * The QPs on this lane's CQ that were not destroyed yet (any thread adds, the lane and the owners
    * that destroy a never-used QP remove): the one record of a rail's undestroyed QPs. A faulted
@@ -139,6 +142,21 @@ final class CqLane implements Runnable {
       LockSupport.unpark(t);
     }
     return true;
+  }
+
+  /**
+   * Names the owner to tell when the CQ fails; a fault before this is seen by the owner itself
+   * ({@link #faulted}).
+   */
+  void owner(org.apache.pekko.actor.typed.ActorRef<CqLaneOwner.Command> ref) {
+    owner = ref;
+  }
+
+  private void tellOwner(String why) {
+    var o = owner;
+    if (o != null) {
+      o.tell(new CqLaneOwner.Faulted(this, why));
+    }
   }
 
   /** Why the lane stopped working (its CQ failed), or null. */
@@ -253,6 +271,7 @@ final class CqLane implements Runnable {
     }
     faulted = why;
     rail.lanesFaulted.increment();
+    tellOwner(why);
     for (RcQp qp : List.copyOf(live)) {
       if (qp.broken == null) {
         qp.broken = why;
@@ -280,6 +299,7 @@ final class CqLane implements Runnable {
       }
     } catch (RuntimeException | Error e) {
       faulted = "lane failed: " + e;
+      tellOwner(faulted);
       throw e;
     } finally {
       lifecycle.moveTo(LaneLifecycle.State.CLOSED);

@@ -21,10 +21,9 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  *
  * <p>The monitor: one scan a second, even without traffic, on the blocking-I/O executor (never in
  * the mailbox; one scan at a time). A scan drains the context's async events, reads the port state
- * and the GID at the route's index. Every tick, in every state but closing, also looks at the CQ
- * lanes ({@link #laneFaults}): a lane whose CQ failed is replaced once natively drained (every QP
- * on its CQ destroyed), on the blocking-I/O executor, one reclaim at a time; one whose release
- * fails is kept.
+ * and the GID at the route's index. Each CQ lane has an owner actor of its own, a child ({@link
+ * CqLaneOwner}: a faulted lane is replaced once natively drained, or kept), which tells this one
+ * what became of its lane ({@link LaneStatus}).
  *
  * <p>States: {@link #active} → {@link #paused} when a scan sees the port not ACTIVE, a PORT_ERR
  * event for it (a flap between scans), or the route's GID changed or invalid: the route is fenced
@@ -33,15 +32,15 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * PD, MRs and key history stay. A faulted lane alone does not fence the route. {@link #paused} →
  * {@link #validating} once a scan finds the port ACTIVE, a GID for the new route (automatic: the
  * best valid entry, ranked again; pinned: that index, valid), every QP of the old route destroyed
- * (its work drained), no lane faulted (none being reclaimed, none kept) and no reclaim in progress;
- * the generation is noted. {@link #validating} → {@link #active} when the next scan finds the same
+ * (its work drained), and every lane's owner polling (none faulted, being reclaimed or kept); the
+ * generation is noted. {@link #validating} → {@link #active} when the next scan finds the same
  * again under the same generation and no port or GID event in between: the route is published under
  * that generation (the rail circuit's trials then reopen the pairs on repaired QPs, which reach the
  * peer at the new address); anything else advances the generation and goes back to {@link #paused}.
  * A DEVICE_FATAL event fences the route for good: {@link #fatal}, until close. Then {@link
- * #closing} (after the scan and the lane reclaim in flight: lanes stopped and joined on the
- * blocking-I/O executor, then the native objects released in dependency order) → stopped; or {@link
- * #quarantined} when a release failed: what depends on it is kept, nothing is retried.
+ * #closing} (every lane's owner stops its thread, then after the scan and the MR sweep in flight
+ * the native objects are released in dependency order) → stopped; or {@link #quarantined} when a
+ * release failed: what depends on it is kept, nothing is retried.
  */
 final class RdmaContext {
   sealed interface Command {}
@@ -60,6 +59,12 @@ final class RdmaContext {
   }
 
   private record Released(List<String> failures) implements Command {}
+
+  /** What the owner of the lane at {@code index} says of it ({@link CqLaneOwner}). */
+  record LaneStatus(int index, OwnerState state, String detail, long replaced) implements Command {}
+
+  /** A lane owner's answer to the close: its lane's thread ended, or why not. */
+  private record LaneStopped(int index, String failure) implements Command {}
 
   /** A scan's result, or why it failed. */
   private record Scanned(Rail.Observation seen, Throwable failure) implements Command {}
@@ -83,16 +88,11 @@ final class RdmaContext {
   /** What the lanes' monitor says: a faulted lane, or how many faulted lanes were replaced. */
   private String laneDetail = "";
 
-  /** The reclaim of a faulted lane in progress on the blocking-I/O executor, or a done one. */
-  private CompletableFuture<Void> reclaiming = CompletableFuture.completedFuture(null);
+  /** The owners of the rail's CQ lanes, by index (children, spawned with the context). */
+  private final Map<Integer, ActorRef<CqLaneOwner.Command>> laneOwners = new java.util.TreeMap<>();
 
-  /** Faulted lanes replaced by fresh ones after their native drain (written by the reclaim). */
-  private final java.util.concurrent.atomic.AtomicLong lanesReplaced =
-      new java.util.concurrent.atomic.AtomicLong();
-
-  /** Faulted lanes kept for good: their release failed or their thread did not end. */
-  private final java.util.Set<CqLane> lanesKept =
-      java.util.concurrent.ConcurrentHashMap.newKeySet();
+  /** What each lane's owner last said of it, by index. */
+  private final Map<Integer, LaneStatus> laneStatus = new java.util.TreeMap<>();
 
   /** The scan in flight (or the last one): close waits for it before releasing the device. */
   private CompletableFuture<Rail.Observation> scan = CompletableFuture.completedFuture(null);
@@ -126,6 +126,19 @@ final class RdmaContext {
                 ctx -> {
                   RdmaContext c =
                       new RdmaContext(ctx, rail, context, health, selector, counters, timers);
+                  for (CqLane lane : rail.lanes) {
+                    ActorRef<CqLaneOwner.Command> owner =
+                        ctx.spawn(
+                            CqLaneOwner.create(rail, lane, context, ctx.getSelf()),
+                            "lane-" + lane.index);
+                    ctx.watchWith(
+                        owner,
+                        new LaneStopped(
+                            lane.index, "the owner of lane " + lane.index + " stopped"));
+                    c.laneOwners.put(lane.index, owner);
+                    c.laneStatus.put(
+                        lane.index, new LaneStatus(lane.index, OwnerState.ACTIVE, "", 0));
+                  }
                   timers.startTimerWithFixedDelay(Tick.INSTANCE, SCAN);
                   timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
                   return OwnerBoard.reporting(context.owners(), c::report, c.active());
@@ -145,8 +158,14 @@ final class RdmaContext {
             Map.entry("mrsKept", (long) rail.mrs.kept()),
             Map.entry("lanes", (long) rail.lanes.size()),
             Map.entry("lanesFaulted", rail.lanesFaulted.sum()),
-            Map.entry("lanesReplaced", lanesReplaced.get()),
-            Map.entry("lanesKept", (long) lanesKept.size()),
+            Map.entry(
+                "lanesReplaced",
+                laneStatus.values().stream().mapToLong(LaneStatus::replaced).sum()),
+            Map.entry(
+                "lanesKept",
+                laneStatus.values().stream()
+                    .filter(l -> l.state() == OwnerState.QUARANTINED)
+                    .count()),
             Map.entry("pauses", pauses),
             Map.entry("railPairsOpen", (long) circuit.pairsOpen()),
             Map.entry("railPairsHalfOpen", (long) circuit.pairsHalfOpen()),
@@ -192,7 +211,6 @@ final class RdmaContext {
         .onMessageEquals(
             Tick.INSTANCE,
             () -> {
-              laneFaults();
               startScan(false);
               return Behaviors.same();
             })
@@ -212,6 +230,8 @@ final class RdmaContext {
             })
         .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
         .onMessage(Close.class, this::onClose)
+        .onMessage(LaneStatus.class, this::onLaneStatus)
+        .onMessage(LaneStopped.class, this::onOwnerGone)
         .build();
   }
 
@@ -222,7 +242,6 @@ final class RdmaContext {
    * sweep at a time.
    */
   private Behavior<Command> onRefresh() {
-    publishLanes();
     if (rail.mrs.anyHidden() && sweep.isDone()) {
       sweep = CompletableFuture.runAsync(rail.mrs::sweep, context.blockingIo());
     }
@@ -232,111 +251,27 @@ final class RdmaContext {
   /** The MR sweep in flight (or the last one): close waits for it before releasing the device. */
   private CompletableFuture<Void> sweep = CompletableFuture.completedFuture(null);
 
-  /** The lane rows this context published, by key, so a replaced or closed lane's row goes. */
-  private final java.util.Set<String> laneRows = new java.util.HashSet<>();
-
   /**
-   * Publishes each CQ lane as an owner row below this context ({@code
-   * .../context-<device>/lane-<i>}, kind {@code CqLane}): the lane is a thread, not an actor, but
-   * the context owns its lifecycle, so the owner view and the dashboard tree show it there: {@code
-   * ACTIVE} while it polls, {@code FENCED} once its CQ failed (waiting for its QPs' destroy),
-   * {@code QUARANTINED} when it was kept.
+   * A lane's owner said what became of it: the owner detail shows a lane that is not polling, or
+   * how many faulted lanes were replaced.
    */
-  private void publishLanes() {
-    java.util.Set<String> now = new java.util.HashSet<>();
-    String base = context.owners().key(ctx.getSelf());
-    for (CqLane lane : rail.lanes) {
-      String key = base + "/lane-" + lane.index;
-      now.add(key);
-      String fault = lane.faulted();
-      OwnerState laneState =
-          lanesKept.contains(lane)
-              ? OwnerState.QUARANTINED
-              : fault != null ? OwnerState.FENCED : OwnerState.ACTIVE;
-      context
-          .owners()
-          .publish(
-              key,
-              "CqLane",
-              laneState,
-              Map.of(
-                  "qps",
-                  (long) lane.liveQps().size(),
-                  "index",
-                  (long) lane.index,
-                  "cqes",
-                  (long) lane.cqCapacity,
-                  "cqesReserved",
-                  (long) lane.reservedCqes()),
-              lane.name + (fault == null ? "" : ": " + fault));
-    }
-    for (String gone : laneRows) {
-      if (!now.contains(gone)) {
-        context.owners().withdraw(gone);
-      }
-    }
-    laneRows.clear();
-    laneRows.addAll(now);
-  }
-
-  /** The lanes' rows leave the view with their context. */
-  private void withdrawLanes() {
-    laneRows.forEach(context.owners()::withdraw);
-    laneRows.clear();
-  }
-
-  /**
-   * Shows a faulted lane in the owner detail and reclaims it once it is natively drained (every QP
-   * on its CQ destroyed): on the blocking-I/O executor its thread is stopped and joined, its id MR
-   * and CQ released, and a fresh lane with a CQ of its own takes its index. A lane whose release
-   * fails (or whose thread does not end) is kept as it is, never released again; its failure
-   * quarantines the context at close. One reclaim at a time.
-   */
-  private void laneFaults() {
+  private Behavior<Command> onLaneStatus(LaneStatus m) {
+    laneStatus.put(m.index(), m);
     String shown = null;
-    for (CqLane lane : rail.lanes) {
-      if (lane.faulted() == null) {
-        continue;
-      }
-      shown =
-          lane.name
-              + ": "
-              + lane.faulted()
-              + (lanesKept.contains(lane)
-                  ? " (kept, not reclaimed)"
-                  : lane.nativelyDrained() ? "" : " (waiting for its QPs' destroy)");
-      if (lane.nativelyDrained() && !lanesKept.contains(lane) && reclaiming.isDone()) {
-        reclaiming = CompletableFuture.runAsync(() -> reclaim(lane), context.blockingIo());
+    long replaced = 0;
+    for (LaneStatus l : laneStatus.values()) {
+      replaced += l.replaced();
+      if (l.state() != OwnerState.ACTIVE && l.state() != OwnerState.CLOSING) {
+        shown = rail.device + " lane " + l.index() + ": " + l.detail();
       }
     }
-    if (shown != null) {
-      laneDetail = shown;
-    } else if (lanesReplaced.get() > 0) {
-      laneDetail = lanesReplaced.get() + " faulted lane(s) replaced after their QPs were destroyed";
-    }
-  }
-
-  private void reclaim(CqLane old) {
-    old.stop();
-    if (!old.join(10_000) || !old.nativelyDrained()) {
-      // Its thread did not end, or a QP was adopted just as it faulted: it stays at its index, so
-      // that QP stays counted (Rail#drained reads the lanes at their indexes).
-      lanesKept.add(old);
-      return;
-    }
-    if (!old.release().isEmpty()) {
-      lanesKept.add(old);
-      return;
-    }
-    var fresh = rail.freshLane(old.index);
-    if (!fresh.ok()) {
-      // Released, but not replaced: the index keeps the faulted lane, on which no QP is made.
-      lanesKept.add(old);
-      return;
-    }
-    fresh.value().start();
-    rail.lanes.set(old.index, fresh.value());
-    lanesReplaced.incrementAndGet();
+    laneDetail =
+        shown != null
+            ? shown
+            : replaced > 0
+                ? replaced + " faulted lane(s) replaced after their QPs were destroyed"
+                : "";
+    return Behaviors.same();
   }
 
   /** Why the published route no longer holds, from what a scan saw; null when it holds. */
@@ -381,7 +316,6 @@ final class RdmaContext {
         .onMessageEquals(
             Tick.INSTANCE,
             () -> {
-              laneFaults();
               health.portFault(rail.index);
               rail.retireOld(rail.device + " route fenced: " + FATAL);
               return Behaviors.same();
@@ -389,6 +323,8 @@ final class RdmaContext {
         .onMessage(Scanned.class, x -> Behaviors.same())
         .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
         .onMessage(Close.class, this::onClose)
+        .onMessage(LaneStatus.class, this::onLaneStatus)
+        .onMessage(LaneStopped.class, this::onOwnerGone)
         .build();
   }
 
@@ -398,7 +334,6 @@ final class RdmaContext {
         .onMessageEquals(
             Tick.INSTANCE,
             () -> {
-              laneFaults();
               health.portFault(rail.index);
               startScan(true);
               return Behaviors.same();
@@ -422,6 +357,8 @@ final class RdmaContext {
             })
         .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
         .onMessage(Close.class, this::onClose)
+        .onMessage(LaneStatus.class, this::onLaneStatus)
+        .onMessage(LaneStopped.class, this::onOwnerGone)
         .build();
   }
 
@@ -437,14 +374,17 @@ final class RdmaContext {
           ? "no valid GID on port " + Rail.PORT
           : "rdma.gidIndex " + rail.gidIndexConfig + " is not a valid GID (pinned)";
     }
-    if (!reclaiming.isDone()) {
-      return "a faulted lane is being reclaimed";
+    for (LaneStatus l : laneStatus.values()) {
+      if (l.state() == OwnerState.QUARANTINED) {
+        return rail.device + " lane " + l.index() + " is faulted and kept (" + l.detail() + ")";
+      }
+      if (l.state() != OwnerState.ACTIVE) {
+        return rail.device + " lane " + l.index() + " is faulted, not reclaimed yet";
+      }
     }
     for (CqLane lane : rail.lanes) {
       if (lane.faulted() != null) {
-        return lane.name
-            + " is faulted"
-            + (lanesKept.contains(lane) ? " and kept (its reclaim failed)" : ", not reclaimed yet");
+        return lane.name + " is faulted, not reclaimed yet"; // its owner's word is on its way
       }
     }
     int old = rail.retireOld(rail.device + " route fenced");
@@ -464,7 +404,6 @@ final class RdmaContext {
         .onMessageEquals(
             Tick.INSTANCE,
             () -> {
-              laneFaults();
               health.portFault(rail.index);
               startScan(true);
               return Behaviors.same();
@@ -510,60 +449,89 @@ final class RdmaContext {
             })
         .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
         .onMessage(Close.class, this::onClose)
+        .onMessage(LaneStatus.class, this::onLaneStatus)
+        .onMessage(LaneStopped.class, this::onOwnerGone)
         .build();
   }
 
+  /** A lane's owner stopped while the context was not closing: its lane is kept as it is. */
+  private Behavior<Command> onOwnerGone(LaneStopped m) {
+    LaneStatus before = laneStatus.get(m.index());
+    return onLaneStatus(
+        new LaneStatus(
+            m.index(),
+            OwnerState.QUARANTINED,
+            m.failure(),
+            before == null ? 0 : before.replaced()));
+  }
+
+  /**
+   * Closes the context: each lane's owner stops its lane's thread (after a reclaim in flight, so a
+   * fresh lane is stopped too); once every one answered, and the scan and the MR sweep in flight
+   * ended (no sweep runs past the PD), the rail's native objects are released in dependency order
+   * on the blocking-I/O executor. A lane whose thread did not end keeps the whole rail.
+   */
   private Behavior<Command> onClose(Close m) {
     timers.cancelAll();
     state = OwnerState.CLOSING;
-    CompletableFuture<List<String>> released =
-        CompletableFuture.allOf(
-                scan.handle((seen, error) -> null),
-                reclaiming.handle((d, e) -> null),
-                sweep.handle((d, e) -> null))
-            .thenApplyAsync(
-                done -> {
-                  // After the scan, a lane reclaim and an MR sweep in flight, so that a fresh
-                  // lane is closed too and no sweep runs past the PD.
-                  rail.lanes.forEach(CqLane::stop);
-                  for (CqLane lane : rail.lanes) {
-                    if (!lane.join(10_000)) {
-                      return List.of(lane.name + " did not end within 10 s");
-                    }
-                  }
-                  return rail.close();
-                },
-                context.blockingIo());
+    ActorRef<CqLaneOwner.Stopped> stopped =
+        ctx.messageAdapter(CqLaneOwner.Stopped.class, s -> new LaneStopped(s.index(), s.failure()));
+    laneOwners.values().forEach(o -> o.tell(new CqLaneOwner.Close(stopped)));
+    java.util.Set<Integer> answered = new java.util.HashSet<>();
+    List<String> laneFailures = new java.util.ArrayList<>();
     ActorRef<Closed> replyTo = m.replyTo();
-    return Behaviors.setup(
-        ctx -> {
+    Runnable release =
+        () -> {
+          List<String> lanesFailed = List.copyOf(laneFailures);
+          CompletableFuture<List<String>> released =
+              CompletableFuture.allOf(
+                      scan.handle((seen, error) -> null), sweep.handle((d, e) -> null))
+                  .thenApplyAsync(
+                      done -> lanesFailed.isEmpty() ? rail.close() : lanesFailed,
+                      context.blockingIo());
           ctx.pipeToSelf(
               released,
               (failures, error) ->
                   new Released(failures != null ? failures : List.of(String.valueOf(error))));
-          return Behaviors.receive(Command.class)
-              .onMessage(
-                  Released.class,
-                  r -> {
-                    replyTo.tell(new Closed(rail.device));
-                    if (r.failures().isEmpty()) {
-                      state = OwnerState.CLOSED;
-                      withdrawLanes();
-                      return Behaviors.stopped();
-                    }
-                    return quarantined(r.failures());
-                  })
-              .onMessage(
-                  Close.class,
-                  c -> {
-                    c.replyTo().tell(new Closed(rail.device));
-                    return Behaviors.same();
-                  })
-              .onMessageEquals(Tick.INSTANCE, Behaviors::same)
-              .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
-              .onMessage(Scanned.class, x -> Behaviors.same())
-              .build();
-        });
+        };
+    if (laneOwners.isEmpty()) {
+      release.run();
+    }
+    return Behaviors.receive(Command.class)
+        .onMessage(
+            LaneStopped.class,
+            s -> {
+              if (answered.add(s.index())) {
+                if (s.failure() != null) {
+                  laneFailures.add(s.failure());
+                }
+                if (answered.size() == laneOwners.size()) {
+                  release.run();
+                }
+              }
+              return Behaviors.same();
+            })
+        .onMessage(
+            Released.class,
+            r -> {
+              replyTo.tell(new Closed(rail.device));
+              if (r.failures().isEmpty()) {
+                state = OwnerState.CLOSED;
+                return Behaviors.stopped();
+              }
+              return quarantined(r.failures());
+            })
+        .onMessage(
+            Close.class,
+            c -> {
+              c.replyTo().tell(new Closed(rail.device));
+              return Behaviors.same();
+            })
+        .onMessage(LaneStatus.class, this::onLaneStatus)
+        .onMessageEquals(Tick.INSTANCE, Behaviors::same)
+        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+        .onMessage(Scanned.class, x -> Behaviors.same())
+        .build();
   }
 
   private Behavior<Command> quarantined(List<String> failures) {
@@ -590,6 +558,8 @@ final class RdmaContext {
         .onMessageEquals(Tick.INSTANCE, Behaviors::same)
         .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(Scanned.class, x -> Behaviors.same())
+        .onMessage(LaneStatus.class, this::onLaneStatus)
+        .onMessage(LaneStopped.class, x -> Behaviors.same())
         .build();
   }
 }

@@ -1,0 +1,308 @@
+package io.orbite.transport.rdma;
+
+import io.orbite.engine.OwnerState;
+import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.view.OwnerBoard;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+
+/**
+ * Owner of the CQ lane at one index of a rail ({@code .../context-<device>/lane-<i>}, kind {@code
+ * CqLane}), child of its {@link RdmaContext}. The lane's thread ({@link CqLane}) polls the CQ and
+ * posts; this actor owns the lane's lifecycle, and its states are behaviours:
+ *
+ * <ul>
+ *   <li>{@link #polling}: the lane's thread polls its CQ. The thread tells this actor when the CQ
+ *       fails ({@link Faulted}), and nothing more is posted on the lane from then on.
+ *   <li>{@link #faulted}: every QP on the lane is being retired by its owner. The actor looks every
+ *       {@link #DRAIN_CHECK} for the native drain (every QP on the CQ destroyed: nothing can
+ *       complete into it or touch memory through it any more); only then does it reclaim the lane.
+ *   <li>{@link #reclaiming}: on the blocking-I/O executor (never in this mailbox) the thread is
+ *       stopped and joined, the lane's id MR and CQ released, and a fresh lane with a CQ of its own
+ *       made and started; back in the mailbox the fresh lane takes the index in {@link Rail#lanes}
+ *       and the actor is {@link #polling} it.
+ *   <li>{@link #kept}, terminal: the thread did not end, a QP was adopted as it faulted, a release
+ *       failed or no fresh lane could be made. The lane stays at its index as it is, with what it
+ *       holds; nothing is retried, and the engine's quarantine names it.
+ *   <li>{@link #closing}: at the context's close, the thread is stopped and joined (blocking-I/O
+ *       executor), after a reclaim in flight; the context then releases the rail's native objects,
+ *       the lanes' among them, in dependency order.
+ * </ul>
+ *
+ * <p>Every change is told to the parent ({@link RdmaContext.LaneStatus}), whose monitor does not
+ * validate a route while a lane of its rail is not polling.
+ */
+final class CqLaneOwner {
+  sealed interface Command {}
+
+  /** The lane's CQ failed (told by its thread, once). */
+  record Faulted(CqLane lane, String why) implements Command {}
+
+  /** Stops the lane's thread; answers {@link Stopped}. */
+  record Close(ActorRef<Stopped> replyTo) implements Command {}
+
+  /** The lane's thread ended ({@code failure} null), or why it did not. */
+  record Stopped(int index, String failure) {}
+
+  private enum Check implements Command {
+    INSTANCE
+  }
+
+  private record Reclaimed(CqLane fresh, String kept) implements Command {}
+
+  private record Joined(String failure) implements Command {}
+
+  /** How often a faulted lane is looked at for its native drain. */
+  static final Duration DRAIN_CHECK = Duration.ofMillis(100);
+
+  private final ActorContext<Command> ctx;
+  private final TimerScheduler<Command> timers;
+  private final Rail rail;
+  private final int index;
+  private final TransportContext context;
+  private final ActorRef<RdmaContext.Command> parent;
+  private CqLane lane;
+  private OwnerState state = OwnerState.ACTIVE;
+  private String detail = "";
+  private long replaced;
+  private long faults;
+  private ActorRef<Stopped> closeAfterReclaim;
+
+  private CqLaneOwner(
+      ActorContext<Command> ctx,
+      TimerScheduler<Command> timers,
+      Rail rail,
+      CqLane lane,
+      TransportContext context,
+      ActorRef<RdmaContext.Command> parent) {
+    this.ctx = ctx;
+    this.timers = timers;
+    this.rail = rail;
+    this.index = lane.index;
+    this.lane = lane;
+    this.context = context;
+    this.parent = parent;
+  }
+
+  /** The owner of {@code lane} (started already); it hands the lane its reference at once. */
+  static Behavior<Command> create(
+      Rail rail, CqLane lane, TransportContext context, ActorRef<RdmaContext.Command> parent) {
+    return Behaviors.withTimers(
+        timers ->
+            Behaviors.setup(
+                ctx -> {
+                  CqLaneOwner o = new CqLaneOwner(ctx, timers, rail, lane, context, parent);
+                  timers.startTimerWithFixedDelay(Check.INSTANCE, RdmaTransport.VIEW_REFRESH);
+                  return OwnerBoard.reporting(context.owners(), o::report, o.polling(lane));
+                }));
+  }
+
+  private OwnerBoard.Report report() {
+    return new OwnerBoard.Report(
+        "CqLane",
+        state,
+        Map.of(
+            "qps", (long) lane.liveQps().size(),
+            "index", (long) index,
+            "cqes", (long) lane.cqCapacity,
+            "cqesReserved", (long) lane.reservedCqes(),
+            "faults", faults,
+            "replaced", replaced),
+        lane.name + (detail.isEmpty() ? "" : ": " + detail));
+  }
+
+  private void tellParent() {
+    parent.tell(new RdmaContext.LaneStatus(index, state, detail, replaced));
+  }
+
+  private Behavior<Command> polling(CqLane now) {
+    lane = now;
+    state = OwnerState.ACTIVE;
+    now.owner(ctx.getSelf());
+    String already = now.faulted();
+    if (already != null) {
+      // It faulted before it knew this owner: the same as its message.
+      return onFaulted(new Faulted(now, already));
+    }
+    tellParent();
+    return Behaviors.receive(Command.class)
+        .onMessage(Faulted.class, this::onFaulted)
+        .onMessageEquals(Check.INSTANCE, Behaviors::same) // re-publishes the row's figures
+        .onMessage(Close.class, this::onClose)
+        .onMessage(Reclaimed.class, r -> Behaviors.same())
+        .onMessage(Joined.class, j -> Behaviors.same())
+        .build();
+  }
+
+  private Behavior<Command> onFaulted(Faulted m) {
+    if (m.lane() != lane) {
+      return Behaviors.same(); // a lane this owner replaced already
+    }
+    faults++;
+    return faulted();
+  }
+
+  private Behavior<Command> faulted() {
+    state = OwnerState.FENCED;
+    detail = lane.faulted() + " (waiting for its QPs' destroy)";
+    tellParent();
+    return Behaviors.receive(Command.class)
+        .onMessageEquals(
+            Check.INSTANCE,
+            () -> {
+              if (!lane.nativelyDrained()) {
+                return Behaviors.same();
+              }
+              CqLane old = lane;
+              CompletableFuture<Reclaimed> r =
+                  CompletableFuture.supplyAsync(() -> reclaim(old), context.blockingIo());
+              ctx.pipeToSelf(
+                  r, (done, error) -> done != null ? done : new Reclaimed(null, "" + error));
+              return reclaiming();
+            })
+        .onMessage(Faulted.class, f -> Behaviors.same())
+        .onMessage(Close.class, this::onClose)
+        .onMessage(Joined.class, j -> Behaviors.same())
+        .build();
+  }
+
+  /**
+   * On the blocking-I/O executor: stops and joins the faulted lane's thread, releases its native
+   * objects, makes and starts a fresh lane; or says why the old one is kept.
+   */
+  private Reclaimed reclaim(CqLane old) {
+    old.stop();
+    if (!old.join(10_000)) {
+      return new Reclaimed(null, "its thread did not end within 10 s");
+    }
+    if (!old.nativelyDrained()) {
+      // A QP was adopted just as it faulted: the lane stays at its index, so that QP stays
+      // counted (Rail#drained reads the lanes at their indexes).
+      return new Reclaimed(null, "a QP on its CQ is not destroyed");
+    }
+    List<String> failed = old.release();
+    if (!failed.isEmpty()) {
+      return new Reclaimed(null, "its release failed: " + String.join("; ", failed));
+    }
+    var fresh = rail.freshLane(old.index);
+    if (!fresh.ok()) {
+      // Released, but not replaced: the index keeps the faulted lane, on which no QP is made.
+      return new Reclaimed(null, "no fresh lane: " + fresh.describe());
+    }
+    fresh.value().start();
+    return new Reclaimed(fresh.value(), null);
+  }
+
+  private Behavior<Command> reclaiming() {
+    detail = lane.faulted() + " (natively drained; being reclaimed)";
+    tellParent();
+    return Behaviors.receive(Command.class)
+        .onMessage(
+            Reclaimed.class,
+            r -> {
+              if (r.fresh() == null) {
+                return kept(r.kept());
+              }
+              rail.lanes.set(index, r.fresh());
+              replaced++;
+              detail = replaced + " faulted lane(s) replaced after their QPs were destroyed";
+              ctx.getLog().info("{} replaced after its native drain", lane.name);
+              Behavior<Command> next = polling(r.fresh());
+              if (closeAfterReclaim != null) {
+                return onClose(new Close(closeAfterReclaim));
+              }
+              return next;
+            })
+        .onMessage(
+            Close.class,
+            c -> {
+              closeAfterReclaim = c.replyTo();
+              return Behaviors.same();
+            })
+        .onMessageEquals(Check.INSTANCE, Behaviors::same)
+        .onMessage(Faulted.class, f -> Behaviors.same())
+        .onMessage(Joined.class, j -> Behaviors.same())
+        .build();
+  }
+
+  private Behavior<Command> kept(String why) {
+    state = OwnerState.QUARANTINED;
+    detail = lane.faulted() + " (kept, not reclaimed: " + why + ")";
+    ctx.getLog().warn("{}: {}", lane.name, detail);
+    context
+        .quarantine()
+        .enter(
+            new QuarantinedOwner(
+                "CqLane " + lane.name,
+                QuarantinedOwner.Kind.LANE,
+                detail + "; never retried",
+                0,
+                0,
+                java.time.Instant.now()),
+            () -> true);
+    tellParent();
+    if (closeAfterReclaim != null) {
+      closeAfterReclaim.tell(new Stopped(index, lane.name + " is kept: " + why));
+      closeAfterReclaim = null;
+    }
+    return Behaviors.receive(Command.class)
+        .onMessage(
+            Close.class,
+            c -> {
+              // Its thread is stopped already (or will never end): the context keeps the rail.
+              c.replyTo().tell(new Stopped(index, null));
+              return Behaviors.same();
+            })
+        .onMessageEquals(Check.INSTANCE, Behaviors::same)
+        .onMessage(Faulted.class, f -> Behaviors.same())
+        .onMessage(Reclaimed.class, r -> Behaviors.same())
+        .onMessage(Joined.class, j -> Behaviors.same())
+        .build();
+  }
+
+  private Behavior<Command> onClose(Close m) {
+    state = OwnerState.CLOSING;
+    tellParent();
+    CqLane closing = lane;
+    CompletableFuture<String> joined =
+        CompletableFuture.supplyAsync(
+            () -> {
+              closing.stop();
+              return closing.join(10_000) ? null : closing.name + " did not end within 10 s";
+            },
+            context.blockingIo());
+    ctx.pipeToSelf(joined, (failure, error) -> new Joined(error != null ? "" + error : failure));
+    List<ActorRef<Stopped>> waiting = new ArrayList<>(List.of(m.replyTo()));
+    return Behaviors.receive(Command.class)
+        .onMessage(
+            Joined.class,
+            j -> {
+              waiting.forEach(w -> w.tell(new Stopped(index, j.failure())));
+              if (j.failure() != null) {
+                return kept(j.failure());
+              }
+              timers.cancelAll();
+              state = OwnerState.CLOSED;
+              return Behaviors.stopped();
+            })
+        .onMessage(
+            Close.class,
+            c -> {
+              waiting.add(c.replyTo());
+              return Behaviors.same();
+            })
+        .onMessageEquals(Check.INSTANCE, Behaviors::same)
+        .onMessage(Faulted.class, f -> Behaviors.same())
+        .onMessage(Reclaimed.class, r -> Behaviors.same())
+        .build();
+  }
+}

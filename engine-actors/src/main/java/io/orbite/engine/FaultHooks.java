@@ -64,4 +64,15 @@ public interface FaultHooks {
    * @param write whether the payload is an RDMA WRITE (else a READ)
    */
   default void beforeRdmaPost(String lane, int qpNum, long wrId, boolean write) {}
+
+  /**
+   * Called by a source's RDMA lane after a slice's completion SEND landed in its posted receive and
+   * its window was released, just before the lane answers the requester's ACK (the source's
+   * receipt, without which the slice does not succeed). Blocking here holds that lane thread with
+   * the ACK unsent.
+   *
+   * @param lane the source lane's name, for example {@code rdma soft0 lane 0}
+   * @param sliceId the slice's id, as its grant request named it
+   */
+  default void beforeRdmaAck(String lane, long sliceId) {}
 }

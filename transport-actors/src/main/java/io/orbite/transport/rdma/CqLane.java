@@ -159,6 +159,11 @@ final class CqLane implements Runnable {
     }
   }
 
+  /** The lane's thread, once started. */
+  Thread thread() {
+    return thread;
+  }
+
   /** Why the lane stopped working (its CQ failed), or null. */
   String faulted() {
     return faulted;
@@ -542,8 +547,8 @@ final class CqLane implements Runnable {
         if (s.deferredKind != null) {
           // Its completion SEND failed first; the payload has let go of the memory only now.
           s.fail(receipts, s.deferredKind, s.deferredDetail, true);
-        } else if (s.work.op() == Op.READ) {
-          s.succeed(receipts);
+        } else {
+          s.succeedIfDone(receipts);
         }
         return;
       }
@@ -577,9 +582,8 @@ final class CqLane implements Runnable {
       s.qp.debt--;
       s.releaseSlot();
       if (wc.status() == Ibv.WC_SUCCESS) {
-        if (s.work.op() == Op.WRITE && s.payloadDone) {
-          s.succeed(receipts);
-        }
+        s.sendDone = true;
+        s.succeedIfDone(receipts);
         next(s.qp);
         return;
       }
@@ -638,6 +642,27 @@ final class CqLane implements Runnable {
     }
     s.channel.qpFailed(s.qp, why);
     next(s.qp);
+  }
+
+  /**
+   * The source's receipt for slice {@code s} came (on the lane thread): it succeeds once its own
+   * WRs completed too; a refusal fails it (its WRs completed: nothing of it touches memory now).
+   */
+  void acked(Slice s, RdmaWire.Ack a) {
+    if (s.finished()) {
+      return;
+    }
+    if (a.status() != 0) {
+      ErrorKind kind = ErrorKind.fromCode(a.status());
+      s.fail(
+          receipts,
+          kind == null ? ErrorKind.PROTOCOL : kind,
+          s.channel.label() + " did not confirm the slice: " + a.detail(),
+          false);
+      return;
+    }
+    s.acked = true;
+    s.succeedIfDone(receipts);
   }
 
   // ---------------------------------------------------------------- source grants
@@ -723,10 +748,12 @@ final class CqLane implements Runnable {
               public void completed(CqLane lane, Verbs.Wc wc) {
                 if (wc.status() == Ibv.WC_SUCCESS) {
                   long grantId = slab.get(ValueLayout.JAVA_LONG, slot * 8L);
-                  session.completionArrived(lane, qp, grantId);
+                  // The slot's receive is posted again first, so that the ACK the session answers
+                  // also says the QP is ready for the next completion SEND.
                   if (qp.broken == null) {
                     postReceive(session, qp, slab, slabMr, slot);
                   }
+                  session.completionArrived(lane, qp, grantId);
                 } else if (wc.status() != Ibv.WC_WR_FLUSH_ERR) {
                   session.qpFailed(qp, "a receive failed: status " + wc.status());
                 }

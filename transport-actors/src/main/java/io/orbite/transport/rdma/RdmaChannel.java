@@ -61,6 +61,11 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   private final RailHealth health;
   private final SlicePlanner planner;
   private final ConcurrentHashMap<Long, Slice> asked = new ConcurrentHashMap<>();
+
+  /** Slices granted and not ended yet: they wait for the source's ACK (its receipt). */
+  private final ConcurrentHashMap<Long, Slice> unacked = new ConcurrentHashMap<>();
+
+  private final AtomicLong parents = new AtomicLong();
   private final AtomicLong ids = new AtomicLong();
   private final AtomicInteger rotation = new AtomicInteger();
   private final CompletableFuture<List<String>> closed = new CompletableFuture<>();
@@ -354,8 +359,21 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     }
     int[] railOfSlice = selector.assign(plan.count(), plan.blockBytes(), eligible);
     int turn = rotation.getAndIncrement();
+    // The whole task is reserved before any slice asks its grant (the same stream carries both).
+    Slice.Parent parent = new Slice.Parent(parents.incrementAndGet(), plan.count());
+    link.write(
+        out ->
+            RdmaWire.writeReserve(
+                out,
+                new RdmaWire.Reserve(
+                    parent.id,
+                    work.op().ordinal(),
+                    work.regionId(),
+                    work.remoteOffset(),
+                    work.lengthBytes(),
+                    plan.count())));
     for (int i = 0; i < plan.count(); i++) {
-      Slice s = admit(work, plan.offset(i), plan.length(i), railOfSlice[i], turn + i);
+      Slice s = admit(work, parent, plan.offset(i), plan.length(i), railOfSlice[i], turn + i);
       if (s != null && !s.awaitsRepair) {
         counters.slicesDispatched.increment();
         queueOnLane(s);
@@ -389,7 +407,8 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
    * for that QP's repair ({@link #awaitRepair}) instead of being queued: a half-open trial (C13)
    * then runs on the fresh QP, and only its own receipt closes the pair.
    */
-  private Slice admit(TaskWork work, long offset, long length, int rail, int turn) {
+  private Slice admit(
+      TaskWork work, Slice.Parent parent, long offset, long length, int rail, int turn) {
     String refusals = "";
     RailPolicy policy = selector.policy();
     for (int k = 0; k < railCount; k++) {
@@ -419,7 +438,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       RailHealth.Admission a =
           health.admit(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail));
       if (a instanceof RailHealth.Admission.Admitted admitted) {
-        Slice s = new Slice(work, offset, length, qp, admitted.ticket(), this);
+        Slice s = new Slice(work, parent, offset, length, qp, admitted.ticket(), this);
         s.id = ids.incrementAndGet();
         selector.charge(qp.rail.index, length);
         if (live == null) {
@@ -434,6 +453,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
                   : ((RailHealth.Admission.Exhausted) a).why());
     }
     counters.slicesRefusedByHealth.increment();
+    parentEnded(parent, null);
     direct.release(length); // its share of the task's charge: this slice never reached a lane
     work.sink()
         .deliver(
@@ -477,6 +497,32 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     s.qp.rail.bytes.add(s.length);
   }
 
+  /**
+   * Slice {@code s} ended (its one receipt is being sent): it waits for no ACK any more, and the
+   * last slice of its task says DONE.
+   */
+  void ended(Slice s) {
+    unacked.remove(s.id, s);
+    parentEnded(s.parent, s.qp.lane);
+  }
+
+  /**
+   * One slice of {@code parent} ended; after the last, DONE is written (flushed by {@code lane}'s
+   * pass when on a lane thread, else at once).
+   */
+  private void parentEnded(Slice.Parent parent, CqLane lane) {
+    if (!parent.sliceEnded()) {
+      return;
+    }
+    if (link.write(out -> RdmaWire.writeDone(out, parent.id))) {
+      if (lane != null && Thread.currentThread() == lane.thread()) {
+        lane.wrote(link);
+      } else {
+        link.flush();
+      }
+    }
+  }
+
   /** Sends slice {@code s}'s grant request (on its lane); false when the link is closed. */
   boolean askGrant(Slice s) {
     asked.put(s.id, s);
@@ -487,6 +533,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
                     out,
                     new RdmaWire.GrantRequest(
                         s.id,
+                        s.parent.id,
                         s.qp.index,
                         s.work.op().ordinal(),
                         s.work.regionId(),
@@ -644,6 +691,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     }
     for (Slice s : finish(rp)) {
       s.releaseDirect();
+      parentEnded(s.parent, null);
       health.failed(s.ticket);
       selector.finished(s.qp.rail.index, s.length, false, false, 0, 0);
       s.work
@@ -680,6 +728,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   private void queueOnLane(Slice s) {
     if (!s.qp.lane.submit(() -> s.qp.lane.enqueue(s))) {
       s.releaseDirect();
+      parentEnded(s.parent, null);
       health.cancelled(s.ticket);
       selector.finished(s.qp.rail.index, s.length, false, false, 0, 0);
       s.work
@@ -710,6 +759,14 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
           }
           continue;
         }
+        if (type == RdmaWire.ACK) {
+          RdmaWire.Ack a = RdmaWire.readAckBody(in);
+          Slice s = unacked.remove(a.id());
+          if (s != null) {
+            s.qp.lane.submit(() -> s.qp.lane.acked(s, a));
+          }
+          continue;
+        }
         if (type != RdmaWire.GRANT) {
           close(
               "the peer " + peer + " sent RDMA control message " + type + " where a grant was due");
@@ -718,6 +775,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         RdmaWire.Grant g = RdmaWire.readGrantBody(in);
         Slice s = asked.remove(g.id());
         if (s != null) {
+          if (g.status() == 0) {
+            unacked.put(s.id, s); // before its lane can post: the ACK follows its SEND
+          }
           s.qp.lane.submit(() -> s.qp.lane.granted(s, g));
         }
       }
@@ -757,6 +817,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
                   reason,
                   () -> {
                     failAsked(lane, mine, reason);
+                    failUnacked(lane, mine, reason);
                     for (RcQp qp : mine) {
                       if (!qp.destroyed) {
                         problems.add("QP " + qp.qp.qpNum() + " on " + qp.rail.device);
@@ -788,6 +849,26 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       if (s.qp.lane == lane && mine.contains(s.qp)) {
         it.remove();
         s.fail(lane.receipts(), kind, peer + ": " + reason + " (never sent)", false);
+      }
+    }
+  }
+
+  /**
+   * Fails the slices of {@code mine} whose WRs completed but whose ACK never came (the control link
+   * is closing) and whose QP was destroyed, so nothing of them touches memory; a WRITE is UNKNOWN.
+   */
+  private void failUnacked(CqLane lane, List<RcQp> mine, String reason) {
+    var it = unacked.values().iterator();
+    while (it.hasNext()) {
+      Slice s = it.next();
+      // A QP that could not be destroyed may still run its WRs: its slices stay (UNQUIESCED).
+      if (s.qp.lane == lane && mine.contains(s.qp) && s.qp.destroyed) {
+        it.remove();
+        s.fail(
+            lane.receipts(),
+            ErrorKind.PEER_LOST,
+            peer + ": " + reason + " before the source confirmed the slice (no ACK)",
+            false);
       }
     }
   }

@@ -17,8 +17,13 @@ import java.util.List;
  *              then requester → source   link rate u32 (Mb/s), NUMA node i16, device)
  *   CONNECT    requester → source   u16 n, n × (local rail u16, remote rail u16, qpn u32)
  *   CONNECTED  source → requester   u16 status, n × qpn u32 | detail
- *   GRANT_REQ  requester → source   id u64, qp u16, op u8, region u64, offset u64, length u64
+ *   RESERVE    requester → source   parent u64, op u8, region u64, offset u64, length u64,
+ *                                   slices u16
+ *   GRANT_REQ  requester → source   id u64, parent u64, qp u16, op u8, region u64, offset u64,
+ *                                   length u64
  *   GRANT      source → requester   id u64, status u16, addr u64, rkey u32, detail
+ *   ACK        source → requester   id u64, status u16, detail
+ *   DONE       requester → source   parent u64
  *   REPAIR     requester → source   qp u16, new qpn u32, gid hi u64, gid lo u64, lid u16
  *   REPAIRED   source → requester   qp u16, status u16, qpn u32, gid hi u64, gid lo u64, lid u16
  *                                   | detail
@@ -37,8 +42,19 @@ import java.util.List;
  * requested range and direction on the source QP connected to the requester's QP {@code qp}. After
  * its payload WR the requester posts a fenced completion SEND carrying the slice's id on the same
  * QP; the source releases that window (deallocates it, returns its loan) when the SEND lands in one
- * of the receives it keeps posted on that QP. Strings are modified UTF-8 of at most {@link
- * #MAX_DETAIL} bytes.
+ * of the receives it keeps posted on that QP, posts that receive again, and then answers ACK: the
+ * slice succeeds on the requester only once its payload and completion SEND completed and its ACK
+ * came (the source's receipt). Strings are modified UTF-8 of at most {@link #MAX_DETAIL} bytes.
+ *
+ * <p>A task's slices are reserved as a whole before any of them asks its grant: RESERVE names the
+ * parent task's whole range, direction and slice count, and the source checks it (epoch, live
+ * registration, range, direction: C2, C3) and charges it against {@code rdma.maxGrants} (one per
+ * parent) and {@code rdma.maxDirectBytes} (its length) all at once, with one loan on the
+ * registration; a refused reservation refuses every GRANT_REQ naming it, with its reason, so no
+ * slice of that parent moves a byte. Each GRANT_REQ names its parent and must lie inside its range
+ * and direction. DONE says the requester has ended every slice of the parent: the source ends the
+ * reservation (returns its loan and charges) once every window of it was released, and keeps it for
+ * good when one could not be.
  */
 final class RdmaWire {
   static final byte RAILS = 1;
@@ -48,6 +64,12 @@ final class RdmaWire {
   static final byte GRANT = 5;
   static final byte REPAIR = 7;
   static final byte REPAIRED = 8;
+  static final byte RESERVE = 9;
+  static final byte ACK = 10;
+  static final byte DONE = 11;
+
+  /** Most slices one RESERVE may declare (C15 plans at most 64). */
+  static final int MAX_SLICES = 1024;
 
   /** Rails a peer may publish, and QPs an endpoint may ask for. */
   static final int MAX_ENTRIES = 1024;
@@ -87,7 +109,12 @@ final class RdmaWire {
   /** One QP of an endpoint: on which local rail, towards which remote rail, and its number. */
   record QpEnd(int localRail, int remoteRail, int qpn) {}
 
-  record GrantRequest(long id, int qp, int op, long regionId, long offset, long length) {}
+  record GrantRequest(
+      long id, long parent, int qp, int op, long regionId, long offset, long length) {}
+
+  record Reserve(long parent, int op, long regionId, long offset, long length, int slices) {}
+
+  record Ack(long id, int status, String detail) {}
 
   record Grant(long id, int status, long addr, int rkey, String detail) {}
 
@@ -229,11 +256,52 @@ final class RdmaWire {
   static void writeGrantRequest(DataOutputStream out, GrantRequest g) throws IOException {
     out.writeByte(GRANT_REQ);
     out.writeLong(g.id());
+    out.writeLong(g.parent());
     out.writeShort(g.qp());
     out.writeByte(g.op());
     out.writeLong(g.regionId());
     out.writeLong(g.offset());
     out.writeLong(g.length());
+  }
+
+  static void writeReserve(DataOutputStream out, Reserve r) throws IOException {
+    out.writeByte(RESERVE);
+    out.writeLong(r.parent());
+    out.writeByte(r.op());
+    out.writeLong(r.regionId());
+    out.writeLong(r.offset());
+    out.writeLong(r.length());
+    out.writeShort(r.slices());
+  }
+
+  static Reserve readReserveBody(DataInputStream in) throws IOException {
+    return new Reserve(
+        in.readLong(),
+        in.readUnsignedByte(),
+        in.readLong(),
+        in.readLong(),
+        in.readLong(),
+        in.readUnsignedShort());
+  }
+
+  static void writeAck(DataOutputStream out, Ack a) throws IOException {
+    out.writeByte(ACK);
+    out.writeLong(a.id());
+    out.writeShort(a.status());
+    out.writeUTF(clip(a.detail()));
+  }
+
+  static Ack readAckBody(DataInputStream in) throws IOException {
+    return new Ack(in.readLong(), in.readUnsignedShort(), utf(in));
+  }
+
+  static void writeDone(DataOutputStream out, long parent) throws IOException {
+    out.writeByte(DONE);
+    out.writeLong(parent);
+  }
+
+  static long readDoneBody(DataInputStream in) throws IOException {
+    return in.readLong();
   }
 
   static void writeGrant(DataOutputStream out, Grant g) throws IOException {
@@ -313,6 +381,7 @@ final class RdmaWire {
 
   static GrantRequest readGrantRequestBody(DataInputStream in) throws IOException {
     return new GrantRequest(
+        in.readLong(),
         in.readLong(),
         in.readUnsignedShort(),
         in.readUnsignedByte(),

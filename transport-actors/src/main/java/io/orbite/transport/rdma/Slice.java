@@ -9,10 +9,31 @@ import io.orbite.engine.spi.TaskWork;
 
 /**
  * One slice of a requester task on one QP (C15): asked for (its grant requested), granted, posted
- * (payload WR then the completion SEND), then finished with exactly one receipt. Confined to the
- * lane of its QP once queued there, except {@link #id} lookups by the control reader.
+ * (payload WR then the completion SEND), acknowledged by the source (ACK: its receipt), then
+ * finished with exactly one receipt. It succeeds only when its payload WR and its completion SEND
+ * completed and the ACK came, in any order. Confined to the lane of its QP once queued there,
+ * except {@link #id} lookups by the control reader.
  */
 final class Slice {
+  /**
+   * The task a slice belongs to, as the source reserved it (RESERVE): when the last of its slices
+   * ended, the requester says DONE so that the source can end the reservation.
+   */
+  static final class Parent {
+    final long id;
+    private final java.util.concurrent.atomic.AtomicInteger left;
+
+    Parent(long id, int slices) {
+      this.id = id;
+      this.left = new java.util.concurrent.atomic.AtomicInteger(slices);
+    }
+
+    /** One slice of it ended; true for the last one. */
+    boolean sliceEnded() {
+      return left.decrementAndGet() == 0;
+    }
+  }
+
   enum Stage {
     QUEUED,
     ASKED,
@@ -21,6 +42,7 @@ final class Slice {
   }
 
   final TaskWork work;
+  final Parent parent;
   final long offsetInTask;
   final long length;
 
@@ -55,6 +77,12 @@ final class Slice {
   /** Whether the completion SEND was posted behind the payload. */
   boolean sendPosted;
 
+  /** Whether the completion SEND completed successfully. */
+  boolean sendDone;
+
+  /** Whether the source's ACK came (its exact receive landed and the window was released). */
+  boolean acked;
+
   /** Whether it still holds one of its QP's slots (from its grant request until no WR is left). */
   private boolean holdsSlot;
 
@@ -67,12 +95,14 @@ final class Slice {
 
   Slice(
       TaskWork work,
+      Parent parent,
       long offsetInTask,
       long length,
       RcQp qp,
       RailHealth.Ticket ticket,
       RdmaChannel channel) {
     this.work = work;
+    this.parent = parent;
     this.offsetInTask = offsetInTask;
     this.length = length;
     this.qp = qp;
@@ -113,12 +143,20 @@ final class Slice {
     }
   }
 
+  /** Confirms the slice once its payload and SEND completed and the source's ACK came. */
+  void succeedIfDone(ReceiptBatcher receipts) {
+    if (payloadDone && sendDone && acked) {
+      succeed(receipts);
+    }
+  }
+
   /** Confirms the slice: {@code length} bytes moved. */
-  void succeed(ReceiptBatcher receipts) {
+  private void succeed(ReceiptBatcher receipts) {
     if (finished()) {
       return;
     }
     stage = Stage.FINISHED;
+    channel.ended(this);
     channel.health().succeeded(ticket);
     channel.selector().finished(qp.rail.index, length, true, true, postedAt, System.nanoTime());
     channel.counted(this);
@@ -141,6 +179,7 @@ final class Slice {
       return;
     }
     stage = Stage.FINISHED;
+    channel.ended(this);
     if (!payloadPosted) {
       releaseSlot(); // nothing of it is on the send queue
     }

@@ -29,11 +29,15 @@ import org.slf4j.LoggerFactory;
  * The source side of one RDMA endpoint: one adopted control connection and the QPs it asked for.
  * Its thread answers the HELLO (EPOCH_MISMATCH for another incarnation, before any QP exists),
  * publishes this engine's rails, makes and connects one QP per requester QP (on this engine's rail
- * of the index it names, lanes in turn), posts each QP's completion receives, then reads grant
- * requests. Each request is checked (C2, C3: epoch, live registration, range, direction; a loan
- * taken) and counted against {@code rdma.maxGrants} and {@code rdma.maxDirectBytes} (its length)
- * before its lane binds a window; a refusal answers the requester and changes nothing. A window's
- * direct bytes are returned when it is deallocated, and kept with its loan when it cannot be.
+ * of the index it names, lanes in turn), posts each QP's completion receives, then reads
+ * reservations, grant requests and DONEs. A task is reserved as a whole first ({@link Reservation}:
+ * C2, C3, its whole range checked and one loan taken); each of its slices' grant requests must lie
+ * inside it and is counted against {@code rdma.maxGrants} and {@code rdma.maxDirectBytes} (its
+ * length) before its lane binds a window; a refusal answers the requester and changes nothing.
+ * After a slice's completion SEND landed and its window was released, its lane answers ACK (the
+ * source's receipt); the requester's DONE ends the reservation once its windows are released. A
+ * window's direct bytes are returned when it is deallocated, and kept with its loan when it cannot
+ * be.
  *
  * <p>When the connection ends or a QP errs, every QP moves to ERR and is destroyed on its lane once
  * flushed, and only then are the outstanding windows deallocated and their loans returned: no
@@ -59,6 +63,13 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
   private final io.orbite.engine.spi.QuarantineLedger quarantine;
   private boolean listed;
   private final ConcurrentHashMap<Long, Grant> grants = new ConcurrentHashMap<>();
+
+  /** Most parents one session holds reserved at once (each holds a loan until its DONE). */
+  static final int MAX_RESERVATIONS = 65_536;
+
+  /** The parents reserved and not ended yet (refused ones too, until their DONE), by id. */
+  private final ConcurrentHashMap<Long, Reservation> reservations = new ConcurrentHashMap<>();
+
   private final Arena arena = Arena.ofShared();
   private MemorySegment[] slabs = new MemorySegment[0];
   private Verbs.Mr[] slabMrs = new Verbs.Mr[0];
@@ -257,79 +268,159 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
 
   private void serve() throws IOException {
     DataInputStream in = link.in;
-    Registration[] loan = new Registration[1];
     while (true) {
       int type = RdmaWire.nextType(in);
       if (type < 0) {
         close("the requester closed the RDMA control connection");
         return;
       }
-      if (type == RdmaWire.REPAIR) {
-        repair(RdmaWire.readRepairBody(in));
-        continue;
-      }
-      if (type != RdmaWire.GRANT_REQ) {
-        close("RDMA control message " + type + " where a grant request was due");
-        return;
-      }
-      RdmaWire.GrantRequest req = RdmaWire.readGrantRequestBody(in);
       if (closedBecause != null) {
         return;
       }
-      if (req.qp() >= qps.length || req.op() > 1 || req.length() <= 0) {
-        close(
-            "a grant request names QP "
-                + req.qp()
-                + ", op "
-                + req.op()
-                + ", "
-                + req.length()
-                + " B");
-        return;
+      switch (type) {
+        case RdmaWire.REPAIR -> repair(RdmaWire.readRepairBody(in));
+        case RdmaWire.RESERVE -> {
+          if (!reserve(RdmaWire.readReserveBody(in))) {
+            return;
+          }
+        }
+        case RdmaWire.DONE -> {
+          long parent = RdmaWire.readDoneBody(in);
+          Reservation r = reservations.get(parent);
+          if (r == null) {
+            close("a DONE names parent " + parent + ", which is not reserved");
+            return;
+          }
+          if (r.done()) {
+            end(r);
+          }
+        }
+        case RdmaWire.GRANT_REQ -> {
+          if (!grantRequest(RdmaWire.readGrantRequestBody(in))) {
+            return;
+          }
+        }
+        default -> {
+          close("RDMA control message " + type + " where a reservation or grant request was due");
+          return;
+        }
       }
-      Op op = Op.values()[req.op()];
-      int code = authority.check(op, localEpoch, req.regionId(), req.offset(), req.length(), loan);
-      if (code != 0) {
-        counters.grantsRefused.increment();
-        answer(
-            new RdmaWire.Grant(
-                req.id(), code, 0, 0, "region " + req.regionId() + " refused: code " + code));
-        continue;
-      }
-      if (grantsHeld.incrementAndGet() > maxGrants) {
-        grantsHeld.decrementAndGet();
-        loan[0].returnLoan();
-        counters.grantsRefused.increment();
-        answer(
-            new RdmaWire.Grant(
-                req.id(),
-                ErrorKind.RESOURCE_EXHAUSTED.code(),
-                0,
-                0,
-                "rdma.maxGrants: " + maxGrants + " windows are held"));
-        continue;
-      }
-      if (!chargeDirect(req.length())) {
-        grantsHeld.decrementAndGet();
-        loan[0].returnLoan();
-        counters.grantsRefused.increment();
-        counters.directBytesRefused.increment();
-        answer(
-            new RdmaWire.Grant(
-                req.id(),
-                ErrorKind.RESOURCE_EXHAUSTED.code(),
-                0,
-                0,
-                direct.refusal(req.length(), "a window of region " + req.regionId())));
-        continue;
-      }
-      RcQp qp = qps[req.qp()];
-      Grant g = new Grant(req.id(), qp, op, loan[0], req.offset(), req.length());
-      loan[0] = null;
-      if (!qp.lane.submit(() -> qp.lane.bind(this, g))) {
-        release(g);
-        return;
-      }
+    }
+  }
+
+  /**
+   * Reserves parent {@code req} as a whole, or records why not (every grant request naming it is
+   * then refused with that reason): its whole range checked once (C2, C3) and one loan taken on its
+   * registration, which every window of it then uses. Never waits: this thread also reads the DONEs
+   * that end reservations.
+   *
+   * @return false when the message broke the protocol (the session is closed)
+   */
+  private boolean reserve(RdmaWire.Reserve req) {
+    if (req.op() > 1
+        || req.length() <= 0
+        || req.slices() < 1
+        || req.slices() > RdmaWire.MAX_SLICES) {
+      close(
+          "a RESERVE names op "
+              + req.op()
+              + ", "
+              + req.length()
+              + " B in "
+              + req.slices()
+              + " slice(s)");
+      return false;
+    }
+    if (reservations.containsKey(req.parent())) {
+      close("a RESERVE names parent " + req.parent() + " again");
+      return false;
+    }
+    if (reservations.size() >= MAX_RESERVATIONS) {
+      // C9: a requester that never says DONE cannot make this side hold loans without bound.
+      close("more than " + MAX_RESERVATIONS + " parents reserved at once (no DONE for them)");
+      return false;
+    }
+    Op op = Op.values()[req.op()];
+    Registration[] loan = new Registration[1];
+    int code = authority.check(op, localEpoch, req.regionId(), req.offset(), req.length(), loan);
+    Reservation r;
+    if (code != 0) {
+      r = Reservation.refused(req, op, code, "region " + req.regionId() + " refused: code " + code);
+    } else {
+      r = Reservation.reserved(req, op, loan[0]);
+    }
+    reservations.put(r.id, r);
+    return true;
+  }
+
+  /**
+   * One slice's grant request: inside its reserved parent, its window bound on its QP's lane; a
+   * refused parent refuses it with its reason, changing nothing.
+   *
+   * @return false when the message broke the protocol (the session is closed)
+   */
+  private boolean grantRequest(RdmaWire.GrantRequest req) {
+    if (req.qp() >= qps.length || req.op() > 1 || req.length() <= 0) {
+      close(
+          "a grant request names QP " + req.qp() + ", op " + req.op() + ", " + req.length() + " B");
+      return false;
+    }
+    Reservation parent = reservations.get(req.parent());
+    if (parent == null) {
+      close("a grant request names parent " + req.parent() + ", which is not reserved");
+      return false;
+    }
+    String broken = parent.admit(Op.values()[req.op()], req.offset(), req.length());
+    if (broken != null) {
+      close(broken);
+      return false;
+    }
+    if (parent.isRefused()) {
+      counters.grantsRefused.increment();
+      answer(new RdmaWire.Grant(req.id(), parent.refusal, 0, 0, parent.refusalDetail));
+      return true;
+    }
+    if (grantsHeld.incrementAndGet() > maxGrants) {
+      grantsHeld.decrementAndGet();
+      counters.grantsRefused.increment();
+      answer(
+          new RdmaWire.Grant(
+              req.id(),
+              ErrorKind.RESOURCE_EXHAUSTED.code(),
+              0,
+              0,
+              "rdma.maxGrants: " + maxGrants + " windows are held"));
+      return true;
+    }
+    if (!chargeDirect(req.length())) {
+      grantsHeld.decrementAndGet();
+      counters.grantsRefused.increment();
+      counters.directBytesRefused.increment();
+      answer(
+          new RdmaWire.Grant(
+              req.id(),
+              ErrorKind.RESOURCE_EXHAUSTED.code(),
+              0,
+              0,
+              direct.refusal(req.length(), "a window of region " + req.regionId())));
+      return true;
+    }
+    RcQp qp = qps[req.qp()];
+    Grant g = new Grant(req.id(), parent, qp, req.offset(), req.length());
+    parent.windowOpened();
+    if (!qp.lane.submit(() -> qp.lane.bind(this, g))) {
+      release(g);
+      close(qp.lane.name + " has stopped");
+      return false;
+    }
+    return true;
+  }
+
+  /** Ends reservation {@code r}: every window of it was released; its loan and charges go back. */
+  private void end(Reservation r) {
+    reservations.remove(r.id, r);
+    if (!r.isRefused()) {
+      r.registration.returnLoan();
     }
   }
 
@@ -446,8 +537,10 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
         if (qp.destroyed) {
           release(g);
         } else {
-          // A QP that could not be destroyed may still serve the window: keep its loan and its
-          // rdma.maxGrants charge until a native receipt proves it cancelled (spec 001).
+          // A QP that could not be destroyed may still serve the window: keep its parent's loan
+          // and charges until a native receipt proves it cancelled (spec 001).
+          g.released = true;
+          g.parent.windowClosed(false);
           retain(
               "QP "
                   + qp.qp.qpNum()
@@ -499,6 +592,11 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       counters.engine.sourceBytesWritten.add(g.length);
     }
     release(g);
+    lane.rail.hooks.beforeRdmaAck(lane.name, grantId);
+    // The source's receipt: the exact completion landed, its receive is posted again, the window
+    // is released (or kept, with its parent's loan: this side's retention, not the slice's).
+    link.write(out -> RdmaWire.writeAck(out, new RdmaWire.Ack(grantId, 0, "")));
+    lane.wrote(link);
   }
 
   private void release(Grant g) {
@@ -511,6 +609,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       if (rc != 0) {
         // The window may still authorise access: its registration stays loaned and its
         // rdma.maxGrants charge stays taken, for good (spec 001: never retried).
+        g.parent.windowClosed(false);
         retain(
             "ibv_dealloc_mw failed (errno "
                 + rc
@@ -520,10 +619,12 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
         return;
       }
     }
-    g.registration.returnLoan();
     grantsHeld.decrementAndGet();
     direct.release(g.length);
     counters.grantsReleased.increment();
+    if (g.parent.windowClosed(true)) {
+      end(g.parent);
+    }
   }
 
   /**
@@ -585,6 +686,12 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     for (RcQp qp : qps) {
       releaseGrantsOf(qp);
       allReleased &= qp.destroyed;
+    }
+    // No DONE will come now: each parent ends once its windows are released (a kept one stays).
+    for (Reservation r : List.copyOf(reservations.values())) {
+      if (r.done()) {
+        end(r);
+      }
     }
     for (int i = 0; i < slabMrs.length; i++) {
       Verbs.Mr mr = slabMrs[i];

@@ -13,7 +13,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-/** The RAILS message (Describe's rails): every field round-trips; bad fields are refused. */
+/**
+ * The RAILS message (Describe's rails): every field round-trips; bad fields are refused. The
+ * reservation, grant request, ACK and DONE messages round-trip every field.
+ */
 class RdmaWireTest {
   private static byte[] rails(List<RdmaWire.Rail> rails) throws IOException {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
@@ -83,5 +86,31 @@ class RdmaWireTest {
     byte[] whole = rails(List.of(rail(5, 1, 100_000, -1, "soft0")));
     assertThrows(
         java.io.EOFException.class, () -> read(java.util.Arrays.copyOf(whole, whole.length - 1)));
+  }
+
+  @Test
+  void aParentsReservationItsGrantRequestsAckAndDoneRoundTripEveryField() throws IOException {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    DataOutputStream out = new DataOutputStream(bytes);
+    RdmaWire.Reserve reserve =
+        new RdmaWire.Reserve(-7L, 1, 0x1234_5678_9abcL, 1L << 40, 3L << 32, 64);
+    RdmaWire.GrantRequest req =
+        new RdmaWire.GrantRequest(Long.MAX_VALUE, -7L, 65_535, 1, 42, (1L << 40) + 65_536, 65_536);
+    RdmaWire.Ack ack = new RdmaWire.Ack(Long.MIN_VALUE, 65_535, "refused: \u00e9");
+    RdmaWire.writeReserve(out, reserve);
+    RdmaWire.writeGrantRequest(out, req);
+    RdmaWire.writeAck(out, ack);
+    RdmaWire.writeDone(out, -7L);
+    out.flush();
+    DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes.toByteArray()));
+    assertEquals(RdmaWire.RESERVE, RdmaWire.nextType(in));
+    assertEquals(reserve, RdmaWire.readReserveBody(in));
+    assertEquals(RdmaWire.GRANT_REQ, RdmaWire.nextType(in));
+    assertEquals(req, RdmaWire.readGrantRequestBody(in));
+    assertEquals(RdmaWire.ACK, RdmaWire.nextType(in));
+    assertEquals(ack, RdmaWire.readAckBody(in));
+    assertEquals(RdmaWire.DONE, RdmaWire.nextType(in));
+    assertEquals(-7L, RdmaWire.readDoneBody(in));
+    assertEquals(-1, RdmaWire.nextType(in), "nothing else was written");
   }
 }

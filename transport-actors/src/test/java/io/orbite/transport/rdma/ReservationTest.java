@@ -1,0 +1,69 @@
+package io.orbite.transport.rdma;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.orbite.engine.Op;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A source's reservation of one parent task: which grant requests it admits, and when it ends (DONE
+ * came and every window was released) or is kept (a window could not be released).
+ */
+class ReservationTest {
+  private static Reservation reserved(int slices) {
+    return Reservation.reserved(
+        new RdmaWire.Reserve(9, Op.READ.ordinal(), 1, 1000, 400, slices), Op.READ, null);
+  }
+
+  @Test
+  void grantRequestsInsideTheRangeAndDirectionAreAdmittedUpToTheDeclaredCount() {
+    Reservation r = reserved(2);
+    assertNull(r.admit(Op.READ, 1000, 200));
+    assertNull(r.admit(Op.READ, 1200, 200));
+    assertEquals("grant request 3 for parent 9, which reserved 2", r.admit(Op.READ, 1000, 1));
+  }
+
+  @Test
+  void aRequestOutsideTheRangeInTheOtherDirectionOrAfterDoneBreaksTheProtocol() {
+    Reservation r = reserved(8);
+    assertEquals(
+        "a grant request for [999, +2) outside parent 9's reserved [1000, +400)",
+        r.admit(Op.READ, 999, 2));
+    assertEquals(
+        "a grant request for [1300, +101) outside parent 9's reserved [1000, +400)",
+        r.admit(Op.READ, 1300, 101));
+    assertEquals(
+        "a grant request for [1000, +9223372036854775807) outside parent 9's reserved [1000, +400)",
+        r.admit(Op.READ, 1000, Long.MAX_VALUE));
+    assertEquals(
+        "a WRITE grant request for parent 9, reserved for READ", r.admit(Op.WRITE, 1000, 10));
+    assertTrue(r.done(), "no window: it ends at its DONE");
+    assertEquals("a grant request for parent 9 after its DONE", r.admit(Op.READ, 1000, 10));
+  }
+
+  @Test
+  void itEndsOnlyOnceDoneCameAndItsLastWindowWasReleased() {
+    Reservation r = reserved(2);
+    r.windowOpened();
+    r.windowOpened();
+    assertFalse(r.windowClosed(true), "no DONE yet");
+    assertFalse(r.done(), "a window is still held");
+    assertTrue(r.windowClosed(true), "the last window's release ends it");
+    assertFalse(r.done(), "and only once");
+  }
+
+  @Test
+  void aWindowThatCouldNotBeReleasedKeepsItForGood() {
+    Reservation r = reserved(2);
+    r.windowOpened();
+    r.windowOpened();
+    assertFalse(r.windowClosed(false));
+    assertFalse(r.windowClosed(true));
+    assertFalse(r.done(), "kept: its loan and charge stay");
+    assertTrue(r.kept());
+    assertEquals(1, r.windows(), "the window that could not be released stays counted");
+  }
+}

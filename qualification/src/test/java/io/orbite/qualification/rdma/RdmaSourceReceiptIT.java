@@ -125,4 +125,59 @@ class RdmaSourceReceiptIT {
           () -> "the reservation's loan is back: " + source.owed());
     }
   }
+
+  /**
+   * A multi-slice task whose reservation the source refuses (its region was unregistered after the
+   * requester described it): every slice is refused with the reservation's reason before any window
+   * is bound, so no slice moves a byte; both regions are whole and the source holds nothing.
+   */
+  @ParameterizedTest
+  @EnumSource(Op.class)
+  void aRefusedReservationRefusesEverySliceOfItsTaskAndNothingMoves(Op op) throws Exception {
+    try (TransferEngine source =
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("refused-source-" + op));
+        TransferEngine requester =
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("refused-requester-" + op))) {
+      java.lang.foreign.MemorySegment own = java.lang.foreign.Arena.global().allocate(REGION, 4096);
+      RegisteredMemory remote = source.register(own, Access.READ_WRITE);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      long sourceSeed = 93;
+      long localSeed = 94;
+      Pattern.fill(own, 0, REGION, sourceSeed, 0);
+      Pattern.fill(local.segment(), 0, REGION, localSeed, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      source.unregister(remote);
+      long refusedBefore = RdmaPeerIT.charge(source, "RdmaTransport", "grantsRefused");
+      long boundBefore = RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound");
+      Batch batch = requester.allocateBatch(1);
+      batch.submit(
+          List.of(
+              (op == Op.READ
+                      ? TransferRequest.read(local, 0, peer, remote.regionId(), 0, TASK)
+                      : TransferRequest.write(local, 0, peer, remote.regionId(), 0, TASK))
+                  .withTransport(Transport.RDMA)));
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      batch.free();
+      TaskResult r = s.tasks().getFirst();
+      assertEquals(TaskState.FAILED, r.state(), r::toString);
+      assertEquals(io.orbite.engine.ErrorKind.PERMISSION_DENIED, r.errorKind(), r::toString);
+      assertEquals(RemoteEffect.NONE, r.remoteEffect(), r::toString);
+      assertEquals(0, r.bytes(), r::toString);
+      assertTrue(r.locallyDrained(), r::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, localSeed, 0), "local whole");
+      assertEquals(-1, Pattern.verify(own, 0, REGION, sourceSeed, 0), "source whole");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  RdmaPeerIT.charge(source, "RdmaTransport", "grantsRefused") == refusedBefore + 4),
+          () -> "each of the four slices was refused: " + source.ownerView());
+      assertEquals(
+          boundBefore,
+          RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound"),
+          "no window was bound");
+      assertEquals(0, RdmaPeerIT.charge(source, "RdmaTransport", "grants"), "none is held");
+    }
+  }
 }

@@ -64,7 +64,7 @@ class RdmaOwnerRowsIT {
       assertTrue(
           Await.until(Duration.ofSeconds(2), () -> rows(requester, "CqLane").size() == 2 * lanes),
           () -> "every lane has its row: " + rows(requester, "CqLane"));
-      // Each row is published by the lane's owner actor, its figures again every 200 ms.
+      // Each row is published by the lane's owner actor, its figures again every 100 ms.
       assertTrue(
           Await.until(
               Duration.ofSeconds(2),

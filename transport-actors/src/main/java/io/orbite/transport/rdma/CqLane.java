@@ -896,6 +896,12 @@ final class CqLane implements Runnable {
     }
   }
 
+  /** Whether the lane's thread has ended (or never started). */
+  boolean ended() {
+    Thread t = thread;
+    return t == null || !t.isAlive();
+  }
+
   /** Waits for the lane thread to end; true when it did within {@code millis}. */
   boolean join(long millis) {
     Thread t = thread;

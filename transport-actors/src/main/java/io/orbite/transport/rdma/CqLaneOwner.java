@@ -61,7 +61,9 @@ final class CqLaneOwner {
 
   private record Joined(String failure) implements Command {}
 
-  /** How often a faulted lane is looked at for its native drain. */
+  /**
+   * How often a faulted lane is looked at for its native drain (and the row's figures published).
+   */
   static final Duration DRAIN_CHECK = Duration.ofMillis(100);
 
   private final ActorContext<Command> ctx;
@@ -75,7 +77,6 @@ final class CqLaneOwner {
   private String detail = "";
   private long replaced;
   private long faults;
-  private ActorRef<Stopped> closeAfterReclaim;
 
   private CqLaneOwner(
       ActorContext<Command> ctx,
@@ -101,7 +102,7 @@ final class CqLaneOwner {
             Behaviors.setup(
                 ctx -> {
                   CqLaneOwner o = new CqLaneOwner(ctx, timers, rail, lane, context, parent);
-                  timers.startTimerWithFixedDelay(Check.INSTANCE, RdmaTransport.VIEW_REFRESH);
+                  timers.startTimerWithFixedDelay(Check.INSTANCE, DRAIN_CHECK);
                   return OwnerBoard.reporting(context.owners(), o::report, o.polling(lane));
                 }));
   }
@@ -167,7 +168,7 @@ final class CqLaneOwner {
                   CompletableFuture.supplyAsync(() -> reclaim(old), context.blockingIo());
               ctx.pipeToSelf(
                   r, (done, error) -> done != null ? done : new Reclaimed(null, "" + error));
-              return reclaiming();
+              return reclaiming(null);
             })
         .onMessage(Faulted.class, f -> Behaviors.same())
         .onMessage(Close.class, this::onClose)
@@ -202,7 +203,11 @@ final class CqLaneOwner {
     return new Reclaimed(fresh.value(), null);
   }
 
-  private Behavior<Command> reclaiming() {
+  /**
+   * The reclaim runs off the mailbox; {@code closer} is the context's close that came meanwhile
+   * (answered once the reclaim is over), or null.
+   */
+  private Behavior<Command> reclaiming(ActorRef<Stopped> closer) {
     detail = lane.faulted() + " (natively drained; being reclaimed)";
     tellParent();
     return Behaviors.receive(Command.class)
@@ -210,24 +215,20 @@ final class CqLaneOwner {
             Reclaimed.class,
             r -> {
               if (r.fresh() == null) {
-                return kept(r.kept());
+                Behavior<Command> keptNow = kept(r.kept());
+                if (closer != null) {
+                  closer.tell(stopped());
+                }
+                return keptNow;
               }
               rail.lanes.set(index, r.fresh());
               replaced++;
               detail = replaced + " faulted lane(s) replaced after their QPs were destroyed";
               ctx.getLog().info("{} replaced after its native drain", lane.name);
               Behavior<Command> next = polling(r.fresh());
-              if (closeAfterReclaim != null) {
-                return onClose(new Close(closeAfterReclaim));
-              }
-              return next;
+              return closer != null ? onClose(new Close(closer)) : next;
             })
-        .onMessage(
-            Close.class,
-            c -> {
-              closeAfterReclaim = c.replyTo();
-              return Behaviors.same();
-            })
+        .onMessage(Close.class, c -> reclaiming(c.replyTo()))
         .onMessageEquals(Check.INSTANCE, Behaviors::same)
         .onMessage(Faulted.class, f -> Behaviors.same())
         .onMessage(Joined.class, j -> Behaviors.same())
@@ -250,16 +251,11 @@ final class CqLaneOwner {
                 java.time.Instant.now()),
             () -> true);
     tellParent();
-    if (closeAfterReclaim != null) {
-      closeAfterReclaim.tell(new Stopped(index, lane.name + " is kept: " + why));
-      closeAfterReclaim = null;
-    }
     return Behaviors.receive(Command.class)
         .onMessage(
             Close.class,
             c -> {
-              // Its thread is stopped already (or will never end): the context keeps the rail.
-              c.replyTo().tell(new Stopped(index, null));
+              c.replyTo().tell(stopped());
               return Behaviors.same();
             })
         .onMessageEquals(Check.INSTANCE, Behaviors::same)
@@ -267,6 +263,15 @@ final class CqLaneOwner {
         .onMessage(Reclaimed.class, r -> Behaviors.same())
         .onMessage(Joined.class, j -> Behaviors.same())
         .build();
+  }
+
+  /**
+   * A kept lane's answer to the close: its thread ended (the context then releases the rail, this
+   * lane's release answering what it answered before), or it did not, and the context keeps the
+   * whole rail.
+   */
+  private Stopped stopped() {
+    return new Stopped(index, lane.ended() ? null : lane.name + " is kept and its thread is alive");
   }
 
   private Behavior<Command> onClose(Close m) {

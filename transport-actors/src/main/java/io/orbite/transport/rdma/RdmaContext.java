@@ -205,34 +205,45 @@ final class RdmaContext {
     ctx.pipeToSelf(scan, Scanned::new);
   }
 
-  private Behavior<Command> active() {
-    state = OwnerState.ACTIVE;
-    return Behaviors.receive(Command.class)
-        .onMessageEquals(
-            Tick.INSTANCE,
-            () -> {
-              startScan(false);
-              return Behaviors.same();
-            })
-        .onMessage(
-            Scanned.class,
-            m -> {
-              if (m.failure() == null && m.seen().deviceFatal()) {
-                fence(FATAL);
-                return fatal();
-              }
-              String why = m.failure() != null ? "scan failed: " + m.failure() : faultIn(m.seen());
-              if (why == null) {
-                return Behaviors.same();
-              }
-              fence(why);
-              return paused();
-            })
-        .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
+  /**
+   * The monitor's states ({@link #active}, {@link #paused}, {@link #validating}, {@link #fatal}):
+   * {@code own} with what every one of them answers the same way (the view refresh and MR sweep,
+   * the close, the lane owners' word).
+   */
+  private Behavior<Command> monitoring(
+      org.apache.pekko.actor.typed.javadsl.BehaviorBuilder<Command> own) {
+    return own.onMessageEquals(Refresh.INSTANCE, this::onRefresh)
         .onMessage(Close.class, this::onClose)
         .onMessage(LaneStatus.class, this::onLaneStatus)
         .onMessage(LaneStopped.class, this::onOwnerGone)
         .build();
+  }
+
+  private Behavior<Command> active() {
+    state = OwnerState.ACTIVE;
+    return monitoring(
+        Behaviors.receive(Command.class)
+            .onMessageEquals(
+                Tick.INSTANCE,
+                () -> {
+                  startScan(false);
+                  return Behaviors.same();
+                })
+            .onMessage(
+                Scanned.class,
+                m -> {
+                  if (m.failure() == null && m.seen().deviceFatal()) {
+                    fence(FATAL);
+                    return fatal();
+                  }
+                  String why =
+                      m.failure() != null ? "scan failed: " + m.failure() : faultIn(m.seen());
+                  if (why == null) {
+                    return Behaviors.same();
+                  }
+                  fence(why);
+                  return paused();
+                }));
   }
 
   /**
@@ -312,54 +323,50 @@ final class RdmaContext {
   private Behavior<Command> fatal() {
     state = OwnerState.FENCED;
     detail = "route generation " + rail.generation() + " fenced: " + FATAL;
-    return Behaviors.receive(Command.class)
-        .onMessageEquals(
-            Tick.INSTANCE,
-            () -> {
-              health.portFault(rail.index);
-              rail.retireOld(rail.device + " route fenced: " + FATAL);
-              return Behaviors.same();
-            })
-        .onMessage(Scanned.class, x -> Behaviors.same())
-        .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
-        .onMessage(Close.class, this::onClose)
-        .onMessage(LaneStatus.class, this::onLaneStatus)
-        .onMessage(LaneStopped.class, this::onOwnerGone)
-        .build();
+    return monitoring(
+        Behaviors.receive(Command.class)
+            .onMessageEquals(
+                Tick.INSTANCE,
+                () -> {
+                  health.portFault(rail.index);
+                  rail.retireOld(rail.device + " route fenced: " + FATAL);
+                  return Behaviors.same();
+                })
+            .onMessage(Scanned.class, x -> Behaviors.same()));
   }
 
   private Behavior<Command> paused() {
     state = OwnerState.FENCED;
-    return Behaviors.receive(Command.class)
-        .onMessageEquals(
-            Tick.INSTANCE,
-            () -> {
-              health.portFault(rail.index);
-              startScan(true);
-              return Behaviors.same();
-            })
-        .onMessage(
-            Scanned.class,
-            m -> {
-              if (m.failure() == null && m.seen().deviceFatal()) {
-                return fatal();
-              }
-              String wait = m.failure() != null ? "scan failed: " + m.failure() : waitFor(m.seen());
-              if (wait != null) {
-                detail = "route generation " + rail.generation() + " fenced: " + wait;
-                return Behaviors.same();
-              }
-              long generation = rail.generation();
-              GidRanking.Choice choice = m.seen().candidate();
-              detail =
-                  "validating route generation " + generation + " on GID index " + choice.index();
-              return validating(generation, choice);
-            })
-        .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
-        .onMessage(Close.class, this::onClose)
-        .onMessage(LaneStatus.class, this::onLaneStatus)
-        .onMessage(LaneStopped.class, this::onOwnerGone)
-        .build();
+    return monitoring(
+        Behaviors.receive(Command.class)
+            .onMessageEquals(
+                Tick.INSTANCE,
+                () -> {
+                  health.portFault(rail.index);
+                  startScan(true);
+                  return Behaviors.same();
+                })
+            .onMessage(
+                Scanned.class,
+                m -> {
+                  if (m.failure() == null && m.seen().deviceFatal()) {
+                    return fatal();
+                  }
+                  String wait =
+                      m.failure() != null ? "scan failed: " + m.failure() : waitFor(m.seen());
+                  if (wait != null) {
+                    detail = "route generation " + rail.generation() + " fenced: " + wait;
+                    return Behaviors.same();
+                  }
+                  long generation = rail.generation();
+                  GidRanking.Choice choice = m.seen().candidate();
+                  detail =
+                      "validating route generation "
+                          + generation
+                          + " on GID index "
+                          + choice.index();
+                  return validating(generation, choice);
+                }));
   }
 
   /**
@@ -400,58 +407,55 @@ final class RdmaContext {
    */
   private Behavior<Command> validating(long generation, GidRanking.Choice choice) {
     state = OwnerState.FENCED;
-    return Behaviors.receive(Command.class)
-        .onMessageEquals(
-            Tick.INSTANCE,
-            () -> {
-              health.portFault(rail.index);
-              startScan(true);
-              return Behaviors.same();
-            })
-        .onMessage(
-            Scanned.class,
-            m -> {
-              if (m.failure() == null && m.seen().deviceFatal()) {
-                fence(FATAL);
-                return fatal();
-              }
-              String wait = m.failure() != null ? "scan failed: " + m.failure() : waitFor(m.seen());
-              if (wait == null && m.seen().portEvents() > 0) {
-                wait = m.seen().portEvents() + " port or GID event(s) during validation";
-              }
-              if (wait == null && !choice.equals(m.seen().candidate())) {
-                wait = "the GID chosen moved to index " + m.seen().candidate().index();
-              }
-              Rail.Route next = new Rail.Route(generation, choice.index(), choice.gid());
-              if (wait == null && rail.publish(next)) {
-                recoveries++;
-                counters.routeRecoveries.increment();
-                detail = "";
-                ctx.getLog()
-                    .info(
-                        "RDMA rail {}: route generation {} published on GID index {}",
-                        rail.device,
-                        generation,
-                        choice.index());
-                return active();
-              }
-              long restarted = rail.fence();
-              counters.routeFences.increment();
-              detail =
-                  "validation of route generation "
-                      + generation
-                      + " abandoned ("
-                      + (wait == null ? "the generation moved" : wait)
-                      + "); generation "
-                      + restarted
-                      + " fenced";
-              return paused();
-            })
-        .onMessageEquals(Refresh.INSTANCE, this::onRefresh)
-        .onMessage(Close.class, this::onClose)
-        .onMessage(LaneStatus.class, this::onLaneStatus)
-        .onMessage(LaneStopped.class, this::onOwnerGone)
-        .build();
+    return monitoring(
+        Behaviors.receive(Command.class)
+            .onMessageEquals(
+                Tick.INSTANCE,
+                () -> {
+                  health.portFault(rail.index);
+                  startScan(true);
+                  return Behaviors.same();
+                })
+            .onMessage(
+                Scanned.class,
+                m -> {
+                  if (m.failure() == null && m.seen().deviceFatal()) {
+                    fence(FATAL);
+                    return fatal();
+                  }
+                  String wait =
+                      m.failure() != null ? "scan failed: " + m.failure() : waitFor(m.seen());
+                  if (wait == null && m.seen().portEvents() > 0) {
+                    wait = m.seen().portEvents() + " port or GID event(s) during validation";
+                  }
+                  if (wait == null && !choice.equals(m.seen().candidate())) {
+                    wait = "the GID chosen moved to index " + m.seen().candidate().index();
+                  }
+                  Rail.Route next = new Rail.Route(generation, choice.index(), choice.gid());
+                  if (wait == null && rail.publish(next)) {
+                    recoveries++;
+                    counters.routeRecoveries.increment();
+                    detail = "";
+                    ctx.getLog()
+                        .info(
+                            "RDMA rail {}: route generation {} published on GID index {}",
+                            rail.device,
+                            generation,
+                            choice.index());
+                    return active();
+                  }
+                  long restarted = rail.fence();
+                  counters.routeFences.increment();
+                  detail =
+                      "validation of route generation "
+                          + generation
+                          + " abandoned ("
+                          + (wait == null ? "the generation moved" : wait)
+                          + "); generation "
+                          + restarted
+                          + " fenced";
+                  return paused();
+                }));
   }
 
   /** A lane's owner stopped while the context was not closing: its lane is kept as it is. */

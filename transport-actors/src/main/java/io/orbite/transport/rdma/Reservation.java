@@ -19,7 +19,6 @@ import io.orbite.engine.spi.Registration;
 final class Reservation {
   final long id;
   final Op op;
-  final long regionId;
   final long offset;
   final long length;
   final int slices;
@@ -41,7 +40,6 @@ final class Reservation {
   private Reservation(
       long id,
       Op op,
-      long regionId,
       long offset,
       long length,
       int slices,
@@ -50,7 +48,6 @@ final class Reservation {
       String refusalDetail) {
     this.id = id;
     this.op = op;
-    this.regionId = regionId;
     this.offset = offset;
     this.length = length;
     this.slices = slices;
@@ -60,13 +57,11 @@ final class Reservation {
   }
 
   static Reservation reserved(RdmaWire.Reserve r, Op op, Registration loan) {
-    return new Reservation(
-        r.parent(), op, r.regionId(), r.offset(), r.length(), r.slices(), loan, 0, "");
+    return new Reservation(r.parent(), op, r.offset(), r.length(), r.slices(), loan, 0, "");
   }
 
   static Reservation refused(RdmaWire.Reserve r, Op op, int code, String detail) {
-    return new Reservation(
-        r.parent(), op, r.regionId(), r.offset(), r.length(), r.slices(), null, code, detail);
+    return new Reservation(r.parent(), op, r.offset(), r.length(), r.slices(), null, code, detail);
   }
 
   boolean isRefused() {

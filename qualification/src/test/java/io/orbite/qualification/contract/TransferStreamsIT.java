@@ -173,6 +173,10 @@ class TransferStreamsIT {
                   bytesPulled.addAndGet(r.lengthBytes());
                   worstTasks.accumulateAndGet(pulled.get() - emitted.get(), Math::max);
                   worstBytes.accumulateAndGet(bytesPulled.get() - bytesEmitted.get(), Math::max);
+                  // Sampled here too: on two busy cores the sampler thread may not run at all
+                  // during a 20 ms stream, while the stream's own stages always do.
+                  worstEngineBytes.accumulateAndGet(
+                      pair.requester.owed().bytesInFlight(), Math::max);
                   return r;
                 })
             .via(
@@ -182,6 +186,8 @@ class TransferStreamsIT {
                 r -> {
                   emitted.incrementAndGet();
                   bytesEmitted.addAndGet(r.request().lengthBytes());
+                  worstEngineBytes.accumulateAndGet(
+                      pair.requester.owed().bytesInFlight(), Math::max);
                   return r;
                 })
             .runWith(Sink.seq(), streams)

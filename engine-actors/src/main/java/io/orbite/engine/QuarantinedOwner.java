@@ -43,6 +43,12 @@ public record QuarantinedOwner(
      */
     MAPPING,
     /**
+     * A source-side grant (an RDMA task's reservation) one of whose memory windows could not be
+     * released, or whose QP could not be destroyed: its loan on the registration is kept, so that
+     * memory is never freed.
+     */
+    GRANT,
+    /**
      * One of the engine's owner actors (the Registry, Admission, the SegmentTable) that hit an
      * unexpected exception or stopped: it answers UNAVAILABLE from then on, naming itself, and what
      * it held (registrations, charges, peer entries) stays held for the process's life.

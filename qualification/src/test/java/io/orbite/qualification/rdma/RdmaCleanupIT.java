@@ -13,6 +13,8 @@ import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.FaultHooks;
+import io.orbite.engine.OwnerState;
+import io.orbite.engine.OwnerView;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
@@ -164,10 +166,10 @@ class RdmaCleanupIT {
    * A source whose window deallocations fail ({@code EIO}, the first two): each READ or WRITE still
    * completes on the requester with all its bytes (its payload and its completion SEND had landed
    * before the source released the window), while the source keeps each failed window's loan on its
-   * registration and its {@code rdma.maxGrants} charge (never retried), lists its session in the
-   * quarantine naming {@code ibv_dealloc_mw}, serves the next grant while the budget allows (the
-   * WRITE after the first failure), and refuses the one after that {@code RESOURCE_EXHAUSTED}
-   * naming {@code rdma.maxGrants}, with no effect and no byte moved.
+   * registration and its {@code rdma.maxGrants} charge (never retried), its grant's owner stays,
+   * quarantined and listed ({@code GRANT}) naming {@code ibv_dealloc_mw}, serves the next grant
+   * while the budget allows (the WRITE after the first failure), and refuses the one after that
+   * {@code RESOURCE_EXHAUSTED} naming {@code rdma.maxGrants}, with no effect and no byte moved.
    */
   @Test
   void windowsWhoseDeallocationFailsKeepTheirLoanAndChargeAndLaterGrantsAreRefusedClearly() {
@@ -204,14 +206,22 @@ class RdmaCleanupIT {
               Duration.ofSeconds(5),
               () -> RdmaPeerIT.charge(source, "RdmaTransport", "grants") == 1),
           "and its rdma.maxGrants charge");
-      List<QuarantinedOwner> q = source.quarantined();
       assertTrue(
-          q.stream()
-              .anyMatch(
-                  o ->
-                      o.owner().startsWith("RdmaSourceSession")
-                          && o.reason().contains("ibv_dealloc_mw failed (errno 5)")),
-          () -> "the session is listed naming ibv_dealloc_mw: " + q);
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  source.quarantined().stream()
+                      .anyMatch(
+                          o ->
+                              o.kind() == QuarantinedOwner.Kind.GRANT
+                                  && o.owner().startsWith("RdmaGrant rdma source session ")
+                                  && o.reason().contains("ibv_dealloc_mw failed (errno 5)"))),
+          () -> "the grant is listed naming ibv_dealloc_mw: " + source.quarantined());
+      List<OwnerView.Owner> keptRows =
+          source.ownerView().owners().stream()
+              .filter(o -> o.kind().equals("RdmaGrant") && o.state() == OwnerState.QUARANTINED)
+              .toList();
+      assertEquals(1, keptRows.size(), () -> "the kept grant's owner stays: " + keptRows);
 
       TaskResult second =
           one(

@@ -23,16 +23,17 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * The RDMA transport's plain-object owners in the owner view (what the dashboard's tree renders):
- * each rail's CQ lanes below their context, each source session below the transport, and each
- * window a session holds below it, for as long as it is held.
+ * The RDMA transport's owners in the owner view (what the dashboard's tree renders): each rail's CQ
+ * lanes below their context, each source session below the transport, and below it the owner actor
+ * of each grant held past the session owner's tick (counting the task's windows), for as long as it
+ * holds the task's loan.
  */
 class RdmaOwnerRowsIT {
   private static final long REGION = 1L << 20;
   private static final long TASK = 64 * 1024;
 
   @Test
-  void lanesSessionsAndHeldWindowsAppearBelowTheirOwnersAndLeaveWithThem() throws Exception {
+  void lanesSessionsAndGrantsAppearBelowTheirOwnersAndLeaveWithThem() throws Exception {
     CountDownLatch posting = new CountDownLatch(1);
     CountDownLatch letGo = new CountDownLatch(1);
     FaultHooks hold =
@@ -85,15 +86,25 @@ class RdmaOwnerRowsIT {
               TransferRequest.read(local, 0, peer, remote.regionId(), 0, TASK)
                   .withTransport(Transport.RDMA)));
       assertTrue(posting.await(20, TimeUnit.SECONDS), "the payload is about to be posted");
+      // Held past a second, the task's reservation is promoted: its grant gets an owner actor.
       assertTrue(
-          Await.until(Duration.ofSeconds(2), () -> rows(source, "RdmaGrant").size() == 1),
-          () -> "the bound window has its row: " + source.ownerView());
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  rows(source, "RdmaGrant").size() == 1
+                      && rows(source, "RdmaGrant").getFirst().charges().get("windows") == 1),
+          () -> "the reserved task's grant has its row, with its window: " + source.ownerView());
       OwnerView.Owner grant = rows(source, "RdmaGrant").getFirst();
       OwnerView.Owner session = rows(source, "RdmaSourceSession").getFirst();
       assertTrue(grant.path().startsWith(session.path() + "/grant-"), grant::path);
       assertEquals(TASK, grant.charges().get("bytes"), grant::toString);
       assertEquals(remote.regionId(), grant.charges().get("regionId"), grant::toString);
-      assertEquals(1L, session.charges().get("grants"), session::toString);
+      assertEquals(OwnerState.ACTIVE, grant.state(), grant::toString);
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(2),
+              () -> rows(source, "RdmaSourceSession").getFirst().charges().get("grants") == 1),
+          () -> "the session counts the window: " + rows(source, "RdmaSourceSession"));
 
       letGo.countDown();
       BatchStatus s = batch.await(Duration.ofSeconds(30));
@@ -104,7 +115,13 @@ class RdmaOwnerRowsIT {
       assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source unchanged");
       assertTrue(
           Await.until(Duration.ofSeconds(2), () -> rows(source, "RdmaGrant").isEmpty()),
-          () -> "the released window's row is gone: " + source.ownerView());
+          () -> "the ended grant's row is gone: " + source.ownerView());
+      // The grant was held past its session owner's tick, so its owner actor held the task's loan
+      // and gave it back when the task ended.
+      assertTrue(
+          Await.until(Duration.ofSeconds(2), () -> source.owed().loans() == 0),
+          () -> "the promoted grant gave its loan back: " + source.owed());
+      assertTrue(source.quarantined().isEmpty(), source.quarantined()::toString);
     }
   }
 

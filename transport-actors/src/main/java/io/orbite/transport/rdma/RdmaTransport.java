@@ -36,8 +36,10 @@ import org.apache.pekko.actor.typed.javadsl.StashBuffer;
 
 /**
  * Supervisor of the RDMA transport: one {@link RdmaContext} child per rail (device), one {@link
- * RdmaEndpoint} child per peer incarnation, and one {@link SourceSession} thread per RDMA control
- * connection a peer opened to this engine. The rail circuit (C13) is shared by every endpoint.
+ * RdmaEndpoint} child per peer incarnation, and, per RDMA control connection a peer opened to this
+ * engine, one {@link SourceSession} thread with its owner {@link SourceSessionOwner} as a child
+ * (the parent of that session's {@link GrantOwner}s). The rail circuit (C13) is shared by every
+ * endpoint.
  *
  * <p>States: {@link #refusing} ({@code rdma.enabled} is false, or no device could be opened: every
  * open is refused UNAVAILABLE naming why, and every RDMA connection is answered and closed), {@code
@@ -127,59 +129,7 @@ final class RdmaTransport {
         });
   }
 
-  /** The session and grant rows this transport published, so the ended ones go. */
-  private final java.util.Set<String> sessionRows = new java.util.HashSet<>();
-
-  /**
-   * Publishes each source session, and each window it holds, as owner rows below this transport
-   * ({@code .../transport-rdma/source-session-<n>}, kind {@code RdmaSourceSession}, and {@code
-   * .../grant-<id>} below it, kind {@code RdmaGrant}): they are a thread and lane-confined objects,
-   * not actors, but the transport owns their lifecycle, so the owner view and the dashboard tree
-   * show them. Refreshed with this transport's own row (at least every 200 ms).
-   */
-  private void publishSessions() {
-    OwnerBoard board = context.owners();
-    String base = board.key(ctx.getSelf());
-    java.util.Set<String> now = new java.util.HashSet<>();
-    for (SourceSession s : sessions) {
-      String key = base + "/" + s.name().replace("rdma ", "").replace(' ', '-');
-      now.add(key);
-      List<Grant> held = s.grantsNow();
-      board.publish(
-          key,
-          "RdmaSourceSession",
-          s.closing() ? OwnerState.CLOSING : OwnerState.SERVING,
-          Map.of("grants", (long) held.size()),
-          s.name());
-      for (Grant g : held) {
-        String grantKey = key + "/grant-" + g.id;
-        now.add(grantKey);
-        board.publish(
-            grantKey,
-            "RdmaGrant",
-            OwnerState.ACTIVE,
-            Map.of("bytes", g.length, "regionId", g.registration.regionId(), "offset", g.offset),
-            g.op
-                + " window on region "
-                + g.registration.regionId()
-                + " ["
-                + g.offset
-                + ", "
-                + (g.offset + g.length)
-                + ")");
-      }
-    }
-    for (String gone : sessionRows) {
-      if (!now.contains(gone)) {
-        board.withdraw(gone);
-      }
-    }
-    sessionRows.clear();
-    sessionRows.addAll(now);
-  }
-
   private OwnerBoard.Report report() {
-    publishSessions();
     return new OwnerBoard.Report(
         "RdmaTransport",
         state,
@@ -523,9 +473,15 @@ final class RdmaTransport {
             grantsHeld,
             config.maxGrants(),
             direct,
-            counters,
-            context.quarantine(),
-            s -> self.tell(new SessionEnded(s)));
+            counters);
+    // Its owner (the parent of its grants) tells this transport once the session ended and every
+    // grant that can end did, their loans back.
+    ActorRef<SourceSessionOwner.Command> owner =
+        ctx.spawn(
+            SourceSessionOwner.create(
+                session, context.owners(), context.quarantine(), self, new SessionEnded(session)),
+            "source-session-" + sessionSequence);
+    session.owner(owner);
     sessions.add(session);
     Thread.ofPlatform().daemon().name("orbite-" + session.name().replace(' ', '-')).start(session);
     return Behaviors.same();

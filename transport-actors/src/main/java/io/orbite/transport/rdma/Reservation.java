@@ -2,19 +2,28 @@ package io.orbite.transport.rdma;
 
 import io.orbite.engine.Op;
 import io.orbite.engine.spi.Registration;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.pekko.actor.typed.ActorRef;
 
 /**
  * The source side's reservation of one requester task (a parent) before any of its slices asks a
  * grant (RESERVE): its whole range and direction checked once and one loan taken on its
  * registration, so that no slice of it can be refused by an unregister or an epoch change after
  * another moved bytes. Each slice's window is bound inside it, and charges one {@code
- * rdma.maxGrants} and its own length in {@code rdma.maxDirectBytes} while it is held. It ends when
- * the requester said DONE (every slice of the parent ended there) and every window of it was
- * released: then the loan goes back. A window that could not be released keeps the reservation, and
- * so its loan, for good (spec 001: never retried).
+ * rdma.maxGrants} and its own length in {@code rdma.maxDirectBytes} while it is held. It is due to
+ * end when the requester said DONE (every slice of the parent ended there) and every window of it
+ * was released; a window that could not be released keeps it for good (spec 001: never retried).
  *
- * <p>A refused reservation holds nothing; it answers each of its slices' grant requests with its
- * reason until DONE. Guarded by itself: the session's reader and the lanes of its windows touch it.
+ * <p>This record counts the windows where they are opened and released (the session's reader and
+ * the lanes: the per-slice path). Most tasks end within milliseconds, and such a reservation ends
+ * as a record: the thread that ends it gives the loan back. One that lives on is <em>promoted</em>:
+ * once it has been held for {@link SourceSessionOwner#PROMOTE_AFTER} at its session owner's tick,
+ * or DONE came while a window of it is open, or a window of it could not be released, its {@link
+ * GrantOwner} actor owns the loan from then on, is told when the reservation ends (and then gives
+ * the loan back) or is kept (and then keeps it, quarantined). Exactly one of the two happens
+ * ({@link #promote} and {@link #endAsRecord} race on one word). A refused reservation holds nothing
+ * and is never promoted; it answers each of its slices' grant requests with its reason until DONE.
+ * Guarded by itself.
  */
 final class Reservation {
   final long id;
@@ -30,6 +39,19 @@ final class Reservation {
   final int refusal;
 
   final String refusalDetail;
+
+  private static final int RECORD = 0;
+  private static final int PROMOTED = 1;
+  private static final int ENDED_AS_RECORD = 2;
+
+  /** {@link #RECORD}, then {@link #PROMOTED} or {@link #ENDED_AS_RECORD}, for good. */
+  private final AtomicInteger phase = new AtomicInteger(RECORD);
+
+  /** When it was reserved ({@link System#nanoTime}). */
+  final long reservedAtNanos = System.nanoTime();
+
+  /** Its grant's owner, once the session's owner spawned it after a promotion. */
+  private volatile ActorRef<GrantOwner.Command> owner;
 
   private int asked;
   private int windows;
@@ -62,6 +84,35 @@ final class Reservation {
 
   static Reservation refused(RdmaWire.Reserve r, Op op, int code, String detail) {
     return new Reservation(r.parent(), op, r.offset(), r.length(), r.slices(), null, code, detail);
+  }
+
+  /**
+   * Hands the loan to a grant owner actor, unless the reservation already ended as a record.
+   *
+   * @return whether it is promoted now (by this call or an earlier one)
+   */
+  boolean promote() {
+    return !isRefused() && (phase.compareAndSet(RECORD, PROMOTED) || phase.get() == PROMOTED);
+  }
+
+  /**
+   * Ends the reservation as a record (called once it ended), unless it was promoted.
+   *
+   * @return true when the caller now gives the loan back itself; false when the grant's owner holds
+   *     the loan and must be told
+   */
+  boolean endAsRecord() {
+    return phase.compareAndSet(RECORD, ENDED_AS_RECORD);
+  }
+
+  /** Names the grant's owner (the session's owner, as it spawns it). */
+  void owner(ActorRef<GrantOwner.Command> grant) {
+    owner = grant;
+  }
+
+  /** The grant's owner, or null before it was spawned. */
+  ActorRef<GrantOwner.Command> owner() {
+    return owner;
   }
 
   boolean isRefused() {

@@ -21,7 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Consumer;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,12 +36,18 @@ import org.slf4j.LoggerFactory;
  * length) before its lane binds a window; a refusal answers the requester and changes nothing.
  * After a slice's completion SEND landed and its window was released, its lane answers ACK (the
  * source's receipt); the requester's DONE ends the reservation once its windows are released. A
- * window's direct bytes are returned when it is deallocated, and kept with its loan when it cannot
- * be.
+ * window's direct bytes are returned when it is deallocated, and kept when it cannot be.
+ *
+ * <p>A task that ends within a second gives its loan back where it ended. One that lives on (its
+ * session owner's tick promotes it), drains (DONE came while a window is open) or keeps a window is
+ * promoted ({@link Reservation#promote}): its loan then belongs to its grant's owner actor ({@link
+ * GrantOwner}, below this session's {@link SourceSessionOwner}), told when the reservation ends (it
+ * gives the loan back), drains, or keeps a window (it keeps the loan for good, quarantined).
+ * Nothing here waits for it.
  *
  * <p>When the connection ends or a QP errs, every QP moves to ERR and is destroyed on its lane once
- * flushed, and only then are the outstanding windows deallocated and their loans returned: no
- * remote access can race the release. A window whose deallocation fails keeps its loan (its
+ * flushed, and only then are the outstanding windows deallocated and their grants ended: no remote
+ * access can race the release. A window whose deallocation fails keeps its grant's loan (its
  * registration can then never be freed: it stays retained, never retried) and its {@code
  * rdma.maxGrants} charge.
  */
@@ -59,10 +65,10 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
   private final int maxGrants;
   private final DirectBytes direct;
   private final RdmaCounters counters;
-  private final Consumer<SourceSession> ended;
-  private final io.orbite.engine.spi.QuarantineLedger quarantine;
-  private boolean listed;
   private final ConcurrentHashMap<Long, Grant> grants = new ConcurrentHashMap<>();
+
+  /** The owner of this session's grants; set before the thread starts. */
+  private ActorRef<SourceSessionOwner.Command> owner;
 
   /** Most parents one session holds reserved at once (each holds a loan until its DONE). */
   static final int MAX_RESERVATIONS = 65_536;
@@ -93,10 +99,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       AtomicInteger grantsHeld,
       int maxGrants,
       DirectBytes direct,
-      RdmaCounters counters,
-      io.orbite.engine.spi.QuarantineLedger quarantine,
-      Consumer<SourceSession> ended) {
-    this.quarantine = quarantine;
+      RdmaCounters counters) {
     this.name = name;
     this.socket = socket;
     this.hello = hello;
@@ -108,12 +111,31 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     this.maxGrants = maxGrants;
     this.direct = direct;
     this.counters = counters;
-    this.ended = ended;
   }
 
-  /** The windows it holds now (bound, or kept after a failed release), for the owner view. */
-  List<Grant> grantsNow() {
-    return List.copyOf(grants.values());
+  /** Names the owner this session tells of its grants; before {@link #run} starts. */
+  void owner(ActorRef<SourceSessionOwner.Command> owner) {
+    this.owner = owner;
+  }
+
+  /** The reservations held now (refused ones too), for the owner's tick. */
+  java.util.Collection<Reservation> reservationsNow() {
+    return reservations.values();
+  }
+
+  /**
+   * Promotes {@code r} (if it was not yet) and tells its grant's owner what happened to it:
+   * straight to it once it was spawned, else through the session's owner, which spawns it first. (A
+   * message sent the first way may pass one sent the second; the reservation decides when it ends,
+   * so the order is not what decides.)
+   */
+  private void tellGrant(Reservation r, GrantOwner.Command event) {
+    ActorRef<GrantOwner.Command> grant = r.owner();
+    if (grant != null) {
+      grant.tell(event);
+    } else if (r.promote()) {
+      owner.tell(new SourceSessionOwner.ToGrant(r, event));
+    }
   }
 
   /** Whether it was closed (its QPs and windows are being released, or were). */
@@ -293,6 +315,8 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
           }
           if (r.done()) {
             end(r);
+          } else if (!r.isRefused()) {
+            tellGrant(r, GrantOwner.Draining.INSTANCE);
           }
         }
         case RdmaWire.GRANT_REQ -> {
@@ -416,11 +440,19 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     return true;
   }
 
-  /** Ends reservation {@code r}: every window of it was released; its loan and charges go back. */
+  /**
+   * Ends reservation {@code r}: DONE came and every window of it was released. The loan goes back
+   * here, or through its grant's owner if it was promoted.
+   */
   private void end(Reservation r) {
     reservations.remove(r.id, r);
-    if (!r.isRefused()) {
+    if (r.isRefused()) {
+      return;
+    }
+    if (r.endAsRecord()) {
       r.registration.returnLoan();
+    } else {
+      tellGrant(r, GrantOwner.Ended.INSTANCE);
     }
   }
 
@@ -542,6 +574,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
           g.released = true;
           g.parent.windowClosed(false);
           retain(
+              g,
               "QP "
                   + qp.qp.qpNum()
                   + " could not be destroyed: its window of region "
@@ -611,6 +644,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
         // rdma.maxGrants charge stays taken, for good (spec 001: never retried).
         g.parent.windowClosed(false);
         retain(
+            g,
             "ibv_dealloc_mw failed (errno "
                 + rc
                 + "): a window of region "
@@ -691,6 +725,8 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     for (Reservation r : List.copyOf(reservations.values())) {
       if (r.done()) {
         end(r);
+      } else if (!r.isRefused()) {
+        tellGrant(r, GrantOwner.Draining.INSTANCE);
       }
     }
     for (int i = 0; i < slabMrs.length; i++) {
@@ -717,7 +753,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
         // Refused: nothing else to do.
       }
     }
-    ended.accept(this);
+    owner.tell(SourceSessionOwner.Ended.INSTANCE);
   }
 
   /** Windows whose release failed, or whose QP could not be destroyed: held for good. */
@@ -726,24 +762,13 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
   }
 
   /**
-   * Keeps one window's loan for good and lists this session in the engine's quarantine (once),
-   * naming why: its registration can then never be freed.
+   * Window {@code g} is kept for good, naming why: its grant's owner keeps the task's loan (the
+   * registration can then never be freed) and lists the grant in the engine's quarantine.
    */
-  private synchronized void retain(String why) {
-    int n = retained.incrementAndGet();
+  private void retain(Grant g, String why) {
+    retained.incrementAndGet();
     counters.grantsRetained.increment();
     LOG.warn("{}: {}; its registration stays loaned", name, why);
-    if (!listed) {
-      listed = true;
-      quarantine.enter(
-          new io.orbite.engine.QuarantinedOwner(
-              "RdmaSourceSession " + name,
-              io.orbite.engine.QuarantinedOwner.Kind.ENDPOINT,
-              why + " (never retried; later ones are counted in grantsRetained)",
-              0,
-              0,
-              java.time.Instant.now()),
-          () -> true);
-    }
+    tellGrant(g.parent, new GrantOwner.WindowKept(why));
   }
 }

@@ -66,4 +66,21 @@ class ReservationTest {
     assertTrue(r.kept());
     assertEquals(1, r.windows(), "the window that could not be released stays counted");
   }
+
+  @Test
+  void aReservationEndsAsARecordOrIsPromotedNeverBoth() {
+    Reservation quick = reserved(1);
+    assertTrue(quick.endAsRecord(), "ended before any tick: its loan goes back where it ended");
+    assertFalse(quick.promote(), "and it can no longer be promoted");
+
+    Reservation held = reserved(1);
+    assertTrue(held.promote(), "still held at a tick: promoted");
+    assertTrue(held.promote(), "promoting again changes nothing");
+    assertFalse(held.endAsRecord(), "its owner gives the loan back, not the thread that ends it");
+
+    Reservation refused =
+        Reservation.refused(
+            new RdmaWire.Reserve(9, Op.READ.ordinal(), 1, 1000, 400, 1), Op.READ, 1, "no");
+    assertFalse(refused.promote(), "a refused reservation holds nothing: never promoted");
+  }
 }

@@ -1,0 +1,228 @@
+package io.orbite.transport.rdma;
+
+import io.orbite.engine.OwnerState;
+import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.view.OwnerBoard;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * Owner of one source session ({@code .../transport-rdma/source-session-<n>}, kind {@code
+ * RdmaSourceSession}), child of the {@link RdmaTransport}: the parent of the session's grants'
+ * owners ({@link GrantOwner}, one per promoted reservation). The session's reader thread and its
+ * lanes ({@link SourceSession}) move the bytes and bind and release the windows. A reservation held
+ * for {@link #PROMOTE_AFTER} at this actor's tick (every {@link RdmaTransport#VIEW_REFRESH}) is
+ * promoted here and given an owner; one that drains or keeps a window is promoted where that
+ * happened and told through this actor, which spawns its owner first. Later news goes to the owner
+ * straight.
+ *
+ * <p>States: {@link #serving} until the session's thread ended (every QP destroyed or kept, every
+ * reservation whose windows were all released ended); then {@link #settling}, watching the grants
+ * still alive. Once only kept grants are left, the transport is told the session ended ({@code
+ * ended}): all its loans are back but those of kept grants. With no kept grant the actor stops; a
+ * kept grant's owner stays below it, quarantined, for the life of the process.
+ *
+ * <p>Its row counts the windows bound now ({@code grants}), the reservations held ({@code
+ * reservations}), the grants' owners ({@code grantOwners}) and the kept ones ({@code grantsKept});
+ * it is published at each change of state and at each tick, when each grant's owner re-publishes
+ * its own row too.
+ */
+final class SourceSessionOwner {
+  sealed interface Command {}
+
+  /** Something happened to a promoted reservation before its owner was spawned. */
+  record ToGrant(Reservation reservation, GrantOwner.Command event) implements Command {}
+
+  /** The session's thread ended: nothing more will be opened, released or said DONE. */
+  enum Ended implements Command {
+    INSTANCE
+  }
+
+  private record GrantEnded(ActorRef<Void> grant) implements Command {}
+
+  private record GrantKept(Reservation reservation) implements Command {}
+
+  /** Re-publishes the rows: the windows bound move on the lanes, between messages. */
+  private enum Refresh implements Command {
+    INSTANCE
+  }
+
+  /**
+   * How long a reservation is held before this actor's tick promotes it: longer than a task's
+   * normal life, even behind a deep queue, so a grant's owner is spawned for the few that linger.
+   */
+  static final java.time.Duration PROMOTE_AFTER = java.time.Duration.ofSeconds(1);
+
+  private final ActorContext<Command> ctx;
+  private final SourceSession session;
+  private final QuarantineLedger quarantine;
+  private final OwnerBoard board;
+  private final ActorRef<TransportCommand> transport;
+  private final TransportCommand ended;
+  private final ActorRef<GrantOwner.Kept> keptAdapter;
+  private final Set<ActorRef<Void>> kept = new HashSet<>();
+
+  /** The grants still alive when the thread ended; empty while serving. */
+  private final Set<ActorRef<Void>> settlingOn = new HashSet<>();
+
+  private long sequence;
+  private OwnerState state = OwnerState.SERVING;
+
+  private SourceSessionOwner(
+      ActorContext<Command> ctx,
+      SourceSession session,
+      OwnerBoard board,
+      QuarantineLedger quarantine,
+      ActorRef<TransportCommand> transport,
+      TransportCommand ended) {
+    this.ctx = ctx;
+    this.session = session;
+    this.board = board;
+    this.quarantine = quarantine;
+    this.transport = transport;
+    this.ended = ended;
+    this.keptAdapter =
+        ctx.messageAdapter(GrantOwner.Kept.class, k -> new GrantKept(k.reservation()));
+  }
+
+  /**
+   * The owner of {@code session}; {@code ended} is told to {@code transport} once every grant of
+   * the session that can end has ended.
+   */
+  static Behavior<Command> create(
+      SourceSession session,
+      OwnerBoard board,
+      QuarantineLedger quarantine,
+      ActorRef<TransportCommand> transport,
+      TransportCommand ended) {
+    return Behaviors.setup(
+        ctx -> {
+          SourceSessionOwner o =
+              new SourceSessionOwner(ctx, session, board, quarantine, transport, ended);
+          o.publish();
+          return Behaviors.withTimers(
+              timers -> {
+                timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
+                return OwnerBoard.retiredOnStop(board, o.serving());
+              });
+        });
+  }
+
+  private Behavior<Command> serving() {
+    return Behaviors.receive(Command.class)
+        .onMessage(ToGrant.class, this::onToGrant)
+        .onMessage(GrantKept.class, m -> onGrantKept(m, Behaviors.same()))
+        .onMessageEquals(Ended.INSTANCE, this::onEnded)
+        .onMessageEquals(Refresh.INSTANCE, this::refresh)
+        .build();
+  }
+
+  private Behavior<Command> settling() {
+    return Behaviors.receive(Command.class)
+        .onMessage(ToGrant.class, this::onToGrant)
+        .onMessage(
+            GrantEnded.class,
+            m -> {
+              settlingOn.remove(m.grant());
+              kept.remove(m.grant());
+              return settleIfDue();
+            })
+        .onMessage(GrantKept.class, m -> onGrantKept(m, settleIfDue()))
+        // A session refused while connecting can say it ended twice.
+        .onMessageEquals(Ended.INSTANCE, Behaviors::same)
+        .onMessageEquals(Refresh.INSTANCE, this::refresh)
+        .build();
+  }
+
+  /**
+   * The tick: every reservation held for {@link #PROMOTE_AFTER} is promoted and given an owner
+   * (while serving: after the thread ended, none is left unpromoted), each grant's owner
+   * re-publishes its row, and so does this actor.
+   */
+  private Behavior<Command> refresh() {
+    if (state == OwnerState.SERVING) {
+      long due = System.nanoTime() - PROMOTE_AFTER.toNanos();
+      for (Reservation r : session.reservationsNow()) {
+        if (r.owner() == null && r.reservedAtNanos - due <= 0 && r.promote()) {
+          ownerOf(r);
+        }
+      }
+    }
+    ctx.getChildren()
+        .forEach(c -> c.<GrantOwner.Command>unsafeUpcast().tell(GrantOwner.Refresh.INSTANCE));
+    publish();
+    return Behaviors.same();
+  }
+
+  /** The owner of promoted reservation {@code r}, spawned now if it has none. */
+  private ActorRef<GrantOwner.Command> ownerOf(Reservation r) {
+    ActorRef<GrantOwner.Command> grant = r.owner();
+    if (grant == null) {
+      grant =
+          ctx.spawn(
+              GrantOwner.create(r, session.name(), board, quarantine, keptAdapter),
+              "grant-" + (++sequence));
+      r.owner(grant);
+    }
+    return grant;
+  }
+
+  private Behavior<Command> onToGrant(ToGrant m) {
+    ownerOf(m.reservation()).tell(m.event());
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onGrantKept(GrantKept m, Behavior<Command> next) {
+    kept.add(m.reservation().owner().unsafeUpcast());
+    publish();
+    return next;
+  }
+
+  /**
+   * The thread ended: every QP is destroyed or kept, and each grant was told it ended, drains or is
+   * kept (the session's close ends every reservation whose windows are all released); the grants
+   * still alive are watched until they stop.
+   */
+  private Behavior<Command> onEnded() {
+    for (ActorRef<Void> child : ctx.getChildren()) {
+      settlingOn.add(child);
+      ctx.watchWith(child, new GrantEnded(child));
+    }
+    state = OwnerState.CLOSING;
+    publish();
+    return settleIfDue();
+  }
+
+  /** Tells the transport once only kept grants are left, and stops when none is. */
+  private Behavior<Command> settleIfDue() {
+    if (!kept.containsAll(settlingOn)) {
+      return settling();
+    }
+    if (state != OwnerState.CLOSED) {
+      state = OwnerState.CLOSED;
+      transport.tell(ended);
+      publish();
+    }
+    return settlingOn.isEmpty() ? Behaviors.stopped() : settling();
+  }
+
+  private void publish() {
+    OwnerState now = state == OwnerState.SERVING && session.closing() ? OwnerState.CLOSING : state;
+    board.publish(
+        ctx.getSelf(),
+        "RdmaSourceSession",
+        now,
+        Map.of(
+            "grants", (long) session.grantsOutstanding(),
+            "reservations", (long) session.reservationsNow().size(),
+            "grantOwners", (long) ctx.getChildren().size(),
+            "grantsKept", (long) kept.size()),
+        session.name());
+  }
+}

@@ -27,8 +27,10 @@ import java.util.List;
  *     #MAX_SOFTWARE_DEVICES}; not used by the native provider.
  * @param maxEndpoints most RDMA endpoints held open at once, in endpoints. Default {@value
  *     #DEFAULT_MAX_ENDPOINTS}; range {@value #MIN_MAX_ENDPOINTS}..{@value #MAX_MAX_ENDPOINTS}.
- * @param maxGrants most memory-window grants a source holds at once, in grants. Default {@value
- *     #DEFAULT_MAX_GRANTS}; range {@value #MIN_MAX_GRANTS}..{@value #MAX_MAX_GRANTS}.
+ * @param maxGrants most whole-parent grant reservations held at once, in grants: as a source (one
+ *     per task served, for all its slices' windows) and, counted separately, as a requester (the
+ *     tasks it holds reserved at sources). Default {@value #DEFAULT_MAX_GRANTS}; range {@value
+ *     #MIN_MAX_GRANTS}..{@value #MAX_MAX_GRANTS}.
  * @param maxSendWr most send work requests outstanding on one queue pair, in work requests. Default
  *     {@value #DEFAULT_MAX_SEND_WR}; range {@value #MIN_MAX_SEND_WR}..{@value #MAX_MAX_SEND_WR}.
  * @param maxCqes entries of each completion queue, in completion queue entries. Default {@value

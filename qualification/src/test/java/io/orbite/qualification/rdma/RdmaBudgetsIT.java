@@ -428,7 +428,7 @@ class RdmaBudgetsIT {
   }
 
   @Test
-  void aSourceRefusesAWindowBeyondItsDirectBytesBeforeBindingIt() {
+  void aSourceRefusesATaskBeyondItsDirectBytesBeforeBindingAnyWindow() {
     EngineConfig tight = RdmaTransferIT.rdmaConfig("direct-src-tight");
     tight = tight.withRdma(tight.rdma().withMaxDirectBytes(256 * 1024));
     // One slice per MiB, so each task asks the source for one 1 MiB window.

@@ -300,7 +300,7 @@ class RdmaCleanupIT {
   }
 
   /** {@code c} with {@code rdma.maxGrants} set (and a 1 s destruction window, to close fast). */
-  private static EngineConfig withMaxGrants(EngineConfig c, int maxGrants) {
+  static EngineConfig withMaxGrants(EngineConfig c, int maxGrants) {
     RdmaConfig r = c.rdma();
     return c.withTimeouts(TimeoutConfig.defaults().withDestructionWindowMillis(1_000))
         .withRdma(

@@ -20,15 +20,26 @@ final class DirectBytes {
   /** A task waiting for its charge: started with it once it fits, or refused. */
   private record Waiter(long bytes, Object owner, Runnable start, Consumer<String> refuse) {}
 
+  private final String key;
   private final long limitBytes;
   private long usedBytes;
   private final ArrayDeque<Waiter> waiting = new ArrayDeque<>();
 
   DirectBytes(long limitBytes) {
-    if (limitBytes <= 0) {
-      throw new IllegalArgumentException("rdma.maxDirectBytes must be positive: " + limitBytes);
+    this("rdma.maxDirectBytes", limitBytes);
+  }
+
+  /**
+   * A budget of {@code limit} units under the configuration key {@code key}: the same ordered
+   * charge-or-wait rules counting something else (a requester's reserved parents, {@code
+   * rdma.maxGrants}: one unit each).
+   */
+  DirectBytes(String key, long limit) {
+    if (limit <= 0) {
+      throw new IllegalArgumentException(key + " must be positive: " + limit);
     }
-    this.limitBytes = limitBytes;
+    this.key = key;
+    this.limitBytes = limit;
   }
 
   /**
@@ -109,7 +120,8 @@ final class DirectBytes {
       long left = usedBytes - bytes;
       if (bytes <= 0 || left < 0) {
         throw new IllegalStateException(
-            "direct bytes released beyond their charges: "
+            key
+                + " released beyond their charges: "
                 + bytes
                 + " B released, "
                 + usedBytes
@@ -168,7 +180,7 @@ final class DirectBytes {
 
   private static void requirePositive(long bytes) {
     if (bytes <= 0) {
-      throw new IllegalArgumentException("a direct-bytes charge must be positive: " + bytes);
+      throw new IllegalArgumentException("a charge must be positive: " + bytes);
     }
   }
 

@@ -65,12 +65,16 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   /** Slices granted and not ended yet: they wait for the source's ACK (its receipt). */
   private final ConcurrentHashMap<Long, Slice> unacked = new ConcurrentHashMap<>();
 
-  private final AtomicLong parents = new AtomicLong();
+  private final AtomicLong parentIds = new AtomicLong();
   private final AtomicLong ids = new AtomicLong();
   private final AtomicInteger rotation = new AtomicInteger();
   private final CompletableFuture<List<String>> closed = new CompletableFuture<>();
   private final RdmaCounters counters;
   private final DirectBytes direct;
+
+  /** This engine's requester-side {@code rdma.maxGrants}: parents reserved at sources at once. */
+  private final DirectBytes parentUnits;
+
   private volatile boolean active = true;
   private volatile String fencedBecause;
   private volatile String closedBecause;
@@ -86,9 +90,11 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       RailSelector selector,
       io.orbite.config.SlicingConfig slicing,
       RdmaCounters counters,
-      DirectBytes direct) {
+      DirectBytes direct,
+      DirectBytes parents) {
     this.selector = selector;
     this.direct = direct;
+    this.parentUnits = parents;
     this.peer = peer;
     this.link = link;
     this.qps = new AtomicReferenceArray<>(qps);
@@ -121,7 +127,8 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       RailHealth health,
       RailSelector selector,
       RdmaCounters counters,
-      DirectBytes direct) {
+      DirectBytes direct,
+      DirectBytes parents) {
     SocketChannel socket = LaneConnector.connect(peer, 0, localEpoch, tcp, Transport.RDMA);
     ControlLink link;
     try {
@@ -182,7 +189,8 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
               selector,
               slicing,
               counters,
-              direct);
+              direct,
+              parents);
       Thread.ofPlatform()
           .daemon()
           .name("orbite-rdma-control-" + peer.port() + "-" + Long.toHexString(peer.epoch()))
@@ -323,7 +331,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
             length,
             this,
             () -> start(work, plan, policy),
-            why -> refuseWaiting(work, plan.count(), why))) {
+            why -> refuseWaiting(work, plan.count(), why, "rdma.maxDirectBytes"))) {
       start(work, plan, policy);
     } else {
       counters.tasksAwaitingDirectBytes.increment();
@@ -331,14 +339,38 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     return plan.count();
   }
 
-  /** A task that was charged its direct bytes: its slices, on their rails. */
+  /**
+   * A task that was charged its direct bytes: one {@code rdma.maxGrants} unit for its reservation
+   * at the source, now or, in order, once an earlier parent said DONE; then its slices.
+   */
   private void start(TaskWork work, SlicePlan plan, RailPolicy policy) {
+    if (parentUnits.tryCharge(1)
+        || parentUnits.chargeOrWait(
+            1,
+            this,
+            () -> reserve(work, plan, policy),
+            why -> {
+              direct.release(work.lengthBytes());
+              refuseWaiting(work, plan.count(), why, "rdma.maxGrants");
+            })) {
+      reserve(work, plan, policy);
+    } else {
+      counters.tasksAwaitingGrants.increment();
+    }
+  }
+
+  /** A task charged its direct bytes and a parent unit: reserved at the source, then sliced. */
+  private void reserve(TaskWork work, SlicePlan plan, RailPolicy policy) {
     String fenced = fencedBecause;
     if (fenced != null || !active) {
-      // Closed or fenced while it waited for its charge: nothing of it was sent.
+      // Closed or fenced while it waited for its charges: nothing of it was sent.
       direct.release(work.lengthBytes());
+      parentUnits.release(1);
       refuseWaiting(
-          work, plan.count(), fenced != null ? "fenced: " + fenced : String.valueOf(closedBecause));
+          work,
+          plan.count(),
+          fenced != null ? "fenced: " + fenced : String.valueOf(closedBecause),
+          "its charges");
       return;
     }
     boolean[] eligible = new boolean[railCount];
@@ -360,7 +392,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     int[] railOfSlice = selector.assign(plan.count(), plan.blockBytes(), eligible);
     int turn = rotation.getAndIncrement();
     // The whole task is reserved before any slice asks its grant (the same stream carries both).
-    Slice.Parent parent = new Slice.Parent(parents.incrementAndGet(), plan.count());
+    Slice.Parent parent = new Slice.Parent(parentIds.incrementAndGet(), plan.count());
     link.write(
         out ->
             RdmaWire.writeReserve(
@@ -385,7 +417,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
    * Fails a task that waited for its direct bytes and will not start: one receipt per planned
    * slice, as {@link #dispatch} promised, nothing sent and nothing charged.
    */
-  private void refuseWaiting(TaskWork work, int receipts, String why) {
+  private void refuseWaiting(TaskWork work, int receipts, String why, String waitedFor) {
     ErrorKind kind = fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST;
     for (int i = 0; i < receipts; i++) {
       work.sink()
@@ -394,10 +426,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
                   work.taskIndex(),
                   kind,
                   RemoteEffect.NONE,
-                  peer
-                      + ": "
-                      + why
-                      + " while the task waited for rdma.maxDirectBytes (never sent)"));
+                  peer + ": " + why + " while the task waited for " + waitedFor + " (never sent)"));
     }
   }
 
@@ -521,6 +550,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         link.flush();
       }
     }
+    // Its reservation's unit: the next waiting task may reserve (the source gave its parent's slot
+    // back when its last window was released, before the last ACK).
+    parentUnits.release(1);
   }
 
   /** Sends slice {@code s}'s grant request (on its lane); false when the link is closed. */
@@ -800,6 +832,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       active = false;
     }
     direct.cancel(this, reason); // tasks waiting for their direct bytes: never sent
+    parentUnits.cancel(this, reason); // and those waiting for a parent unit (their bytes go back)
     Map<CqLane, List<RcQp>> byLane = new IdentityHashMap<>();
     for (int i = 0; i < qps.length(); i++) {
       RcQp qp = qps.get(i);

@@ -21,6 +21,9 @@ final class RdmaCounters {
   /** Requester tasks that waited for their {@code rdma.maxDirectBytes} charge. */
   final LongAdder tasksAwaitingDirectBytes = new LongAdder();
 
+  /** Requester tasks that waited for a parent unit of {@code rdma.maxGrants} before RESERVE. */
+  final LongAdder tasksAwaitingGrants = new LongAdder();
+
   final LongAdder endpointsOpened = new LongAdder();
   final LongAdder qpsFailed = new LongAdder();
   final LongAdder qpsRepaired = new LongAdder();

@@ -67,7 +67,8 @@ final class RdmaEndpoint {
       RailHealth health,
       RailSelector selector,
       RdmaCounters counters,
-      DirectBytes direct) {
+      DirectBytes direct,
+      DirectBytes parents) {
     return Behaviors.withTimers(
         timers ->
             Behaviors.setup(
@@ -86,7 +87,8 @@ final class RdmaEndpoint {
                                   health,
                                   selector,
                                   counters,
-                                  direct),
+                                  direct,
+                                  parents),
                           context.blockingIo()),
                       Opened::new);
                   return OwnerBoard.reporting(

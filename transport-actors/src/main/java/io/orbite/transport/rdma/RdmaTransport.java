@@ -76,6 +76,12 @@ final class RdmaTransport {
   /** {@code rdma.maxDirectBytes}, shared by this engine's requester slices and source windows. */
   private final DirectBytes direct;
 
+  /**
+   * {@code rdma.maxGrants} on the requester side: the parents this engine's endpoints hold reserved
+   * at their sources at once (one unit each, RESERVE to DONE); a task beyond it waits, in order.
+   */
+  private final DirectBytes parents;
+
   private final Map<SegmentDescriptor, ActorRef<RdmaEndpoint.Command>> endpoints = new HashMap<>();
   private final Set<SourceSession> sessions = new HashSet<>();
   private final List<ActorRef<RdmaContext.Command>> contexts = new ArrayList<>();
@@ -96,6 +102,7 @@ final class RdmaTransport {
     this.config = context.config().rdma();
     this.counters = new RdmaCounters(context.counters());
     this.direct = new DirectBytes(config.maxDirectBytes());
+    this.parents = new DirectBytes("rdma.maxGrants", config.maxGrants());
     this.health =
         new RailHealth(
             new RailHealth.Policy(
@@ -146,6 +153,8 @@ final class RdmaTransport {
             Map.entry("directBytesLimit", direct.limitBytes()),
             Map.entry("directBytesWaiting", direct.waitingBytes()),
             Map.entry("tasksAwaitingDirectBytes", counters.tasksAwaitingDirectBytes.sum()),
+            Map.entry("parentsReserved", parents.usedBytes()),
+            Map.entry("tasksAwaitingGrants", counters.tasksAwaitingGrants.sum()),
             Map.entry("directBytesRefused", counters.directBytesRefused.sum()),
             Map.entry("slicesDispatched", counters.slicesDispatched.sum()),
             Map.entry("slicesRefusedByHealth", counters.slicesRefusedByHealth.sum()),
@@ -438,7 +447,8 @@ final class RdmaTransport {
       }
       endpoint =
           ctx.spawn(
-              RdmaEndpoint.create(m.peer(), context, rails, health, selector, counters, direct),
+              RdmaEndpoint.create(
+                  m.peer(), context, rails, health, selector, counters, direct, parents),
               "endpoint-"
                   + m.peer().port()
                   + "-"

@@ -52,9 +52,12 @@ import java.util.List;
  * parent) and {@code rdma.maxDirectBytes} (its length) all at once, with one loan on the
  * registration; a refused reservation refuses every GRANT_REQ naming it, with its reason, so no
  * slice of that parent moves a byte. Each GRANT_REQ names its parent and must lie inside its range
- * and direction. DONE says the requester has ended every slice of the parent: the source ends the
- * reservation (returns its loan and charges) once every window of it was released, and keeps it for
- * good when one could not be.
+ * and direction. Each released window gives its length back; once every declared slice's window was
+ * released the parent's slot and the rest of its bytes go back. DONE says the requester has ended
+ * every slice of the parent: the source ends the reservation (returns its loan, and what it still
+ * holds) once no window of it is open, and keeps it for good when one could not be released. The
+ * requester holds at most its own {@code rdma.maxGrants} parents reserved at once (RESERVE to
+ * DONE); a task beyond that waits for an earlier parent's DONE before its RESERVE is written.
  */
 final class RdmaWire {
   static final byte RAILS = 1;

@@ -9,10 +9,14 @@ import org.apache.pekko.actor.typed.ActorRef;
  * The source side's reservation of one requester task (a parent) before any of its slices asks a
  * grant (RESERVE): its whole range and direction checked once and one loan taken on its
  * registration, so that no slice of it can be refused by an unregister or an epoch change after
- * another moved bytes. Each slice's window is bound inside it, and charges one {@code
- * rdma.maxGrants} and its own length in {@code rdma.maxDirectBytes} while it is held. It is due to
- * end when the requester said DONE (every slice of the parent ended there) and every window of it
- * was released; a window that could not be released keeps it for good (spec 001: never retried).
+ * another moved bytes. A reserved parent holds one {@code rdma.maxGrants} slot and its whole length
+ * in {@code rdma.maxDirectBytes} (spec 002: "whole-parent grant reservations"), taken at RESERVE
+ * before any window exists, all or nothing. Each slice's window is bound inside it; a window's
+ * release gives its own length back, and once every declared slice's window was released (or DONE
+ * came with none open) the slot and what is left of the bytes go back too. It is due to end when
+ * the requester said DONE (every slice of the parent ended there) and every window of it was
+ * released; a window that could not be released keeps it, with its slot and the bytes not given
+ * back, for good (spec 001: never retried).
  *
  * <p>This record counts the windows where they are opened and released (the session's reader and
  * the lanes: the per-slice path). Most tasks end within milliseconds, and such a reservation ends
@@ -53,7 +57,19 @@ final class Reservation {
   /** Its grant's owner, once the session's owner spawned it after a promotion. */
   private volatile ActorRef<GrantOwner.Command> owner;
 
+  /** What the caller must give back after a change: the slot, bytes, and whether it ended. */
+  record Settled(boolean slot, long bytes, boolean ended) {
+    static final Settled NOTHING = new Settled(false, 0, false);
+  }
+
   private int asked;
+
+  /** Whether it holds its {@code rdma.maxGrants} slot (a reserved parent, until it settles). */
+  private boolean slotHeld;
+
+  /** Its {@code rdma.maxDirectBytes} charge not given back yet. */
+  private long bytesHeld;
+
   private int windows;
   private boolean done;
   private boolean kept;
@@ -76,6 +92,8 @@ final class Reservation {
     this.registration = registration;
     this.refusal = refusal;
     this.refusalDetail = refusalDetail;
+    this.slotHeld = refusal == 0;
+    this.bytesHeld = refusal == 0 ? length : 0;
   }
 
   static Reservation reserved(RdmaWire.Reserve r, Op op, Registration loan) {
@@ -122,7 +140,8 @@ final class Reservation {
   /**
    * Why a grant request of this parent for {@code [off, off + len)} in {@code op} breaks the
    * protocol (outside the reserved range or direction, more slices than declared, or after DONE),
-   * or null; a request that does not counts as asked.
+   * or null; a request that does not counts as asked and, for a reserved parent, as a window opened
+   * (in the same step, so the parent cannot settle between the two).
    */
   synchronized String admit(Op asking, long off, long len) {
     if (done) {
@@ -147,45 +166,51 @@ final class Reservation {
     if (++asked > slices) {
       return "grant request " + asked + " for parent " + id + ", which reserved " + slices;
     }
+    if (!isRefused()) {
+      windows++;
+    }
     return null;
   }
 
-  /** A window of this parent is being bound (it holds the parent until it is released). */
-  synchronized void windowOpened() {
-    windows++;
-  }
-
   /**
-   * A window of this parent was released ({@code released}), or could not be (the parent is then
-   * kept for good).
-   *
-   * @return whether the parent has just ended (DONE came and no window is left)
+   * A window of this parent was released ({@code released}: its {@code bytes} go back), or could
+   * not be (the parent is then kept for good, with what it holds).
    */
-  synchronized boolean windowClosed(boolean released) {
+  synchronized Settled windowClosed(boolean released, long bytes) {
     if (!released) {
       kept = true;
-      return false; // its window stays counted: the parent never ends
+      return Settled.NOTHING; // its window stays counted: the parent never ends
     }
     windows--;
-    return endIfDue();
+    bytesHeld -= bytes;
+    return settle(bytes);
+  }
+
+  /** The requester ended every slice of the parent: what goes back now, and whether it ended. */
+  synchronized Settled done() {
+    done = true;
+    return settle(0);
   }
 
   /**
-   * The requester ended every slice of the parent.
-   *
-   * @return whether the parent has just ended (no window is left)
+   * Gives the slot and the remaining bytes back once no window is open and none can be asked any
+   * more (every declared slice asked, or DONE), unless kept; ends the parent once DONE came too.
    */
-  synchronized boolean done() {
-    done = true;
-    return endIfDue();
-  }
-
-  private boolean endIfDue() {
-    if (ended || !done || windows > 0 || kept) {
-      return false;
+  private Settled settle(long bytes) {
+    boolean slot = false;
+    long back = bytes;
+    if (slotHeld && !kept && windows == 0 && (done || asked >= slices)) {
+      slotHeld = false;
+      slot = true;
+      back += bytesHeld;
+      bytesHeld = 0;
     }
-    ended = true;
-    return true;
+    boolean ended = false;
+    if (!this.ended && done && windows == 0 && !kept) {
+      this.ended = true;
+      ended = true;
+    }
+    return slot || back > 0 || ended ? new Settled(slot, back, ended) : Settled.NOTHING;
   }
 
   synchronized boolean kept() {

@@ -31,12 +31,13 @@ import org.slf4j.LoggerFactory;
  * publishes this engine's rails, makes and connects one QP per requester QP (on this engine's rail
  * of the index it names, lanes in turn), posts each QP's completion receives, then reads
  * reservations, grant requests and DONEs. A task is reserved as a whole first ({@link Reservation}:
- * C2, C3, its whole range checked and one loan taken); each of its slices' grant requests must lie
- * inside it and is counted against {@code rdma.maxGrants} and {@code rdma.maxDirectBytes} (its
- * length) before its lane binds a window; a refusal answers the requester and changes nothing.
- * After a slice's completion SEND landed and its window was released, its lane answers ACK (the
- * source's receipt); the requester's DONE ends the reservation once its windows are released. A
- * window's direct bytes are returned when it is deallocated, and kept when it cannot be.
+ * C2, C3, its whole range checked and one loan taken) and charged as a whole: one {@code
+ * rdma.maxGrants} slot and its length in {@code rdma.maxDirectBytes}, all or nothing, or it is
+ * refused RESOURCE_EXHAUSTED before any window of it exists. Each of its slices' grant requests
+ * must lie inside it; its lane binds the window. After a slice's completion SEND landed and its
+ * window was released (its length given back), its lane answers ACK (the source's receipt); once
+ * every declared slice's window was released the parent's slot goes back, and the requester's DONE
+ * ends the reservation. A window that cannot be released keeps its parent's slot and bytes.
  *
  * <p>A task that ends within a second gives its loan back where it ended. One that lives on (its
  * session owner's tick promotes it), drains (DONE came while a window is open) or keeps a window is
@@ -313,9 +314,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
             close("a DONE names parent " + parent + ", which is not reserved");
             return;
           }
-          if (r.done()) {
-            end(r);
-          } else if (!r.isRefused()) {
+          if (!giveBack(r, r.done()) && !r.isRefused()) {
             tellGrant(r, GrantOwner.Draining.INSTANCE);
           }
         }
@@ -371,10 +370,60 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     if (code != 0) {
       r = Reservation.refused(req, op, code, "region " + req.regionId() + " refused: code " + code);
     } else {
-      r = Reservation.reserved(req, op, loan[0]);
+      String full = chargeParent(req);
+      if (full != null) {
+        loan[0].returnLoan();
+        counters.grantsRefused.increment();
+        r = Reservation.refused(req, op, ErrorKind.RESOURCE_EXHAUSTED.code(), full);
+      } else {
+        r = Reservation.reserved(req, op, loan[0]);
+      }
     }
     reservations.put(r.id, r);
     return true;
+  }
+
+  /**
+   * Charges a parent's {@code rdma.maxGrants} slot and its whole length in {@code
+   * rdma.maxDirectBytes}, all or nothing, before any window of it exists (spec 002: whole-parent
+   * grant reservations); null when charged, else why not.
+   */
+  private String chargeParent(RdmaWire.Reserve req) {
+    if (grantsHeld.incrementAndGet() > maxGrants) {
+      grantsHeld.decrementAndGet();
+      return "rdma.maxGrants: "
+          + maxGrants
+          + " parents are reserved here (parent "
+          + req.parent()
+          + " of region "
+          + req.regionId()
+          + " refused before any window)";
+    }
+    if (!chargeDirect(req.length())) {
+      grantsHeld.decrementAndGet();
+      counters.directBytesRefused.increment();
+      return direct.refusal(
+          req.length(), "parent " + req.parent() + " of region " + req.regionId());
+    }
+    return null;
+  }
+
+  /**
+   * Gives back what a change to {@code r} released (its slot, its bytes) and ends it if it ended.
+   *
+   * @return whether it ended
+   */
+  private boolean giveBack(Reservation r, Reservation.Settled s) {
+    if (s.bytes() > 0) {
+      direct.release(s.bytes());
+    }
+    if (s.slot()) {
+      grantsHeld.decrementAndGet();
+    }
+    if (s.ended()) {
+      end(r);
+    }
+    return s.ended();
   }
 
   /**
@@ -404,34 +453,9 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       answer(new RdmaWire.Grant(req.id(), parent.refusal, 0, 0, parent.refusalDetail));
       return true;
     }
-    if (grantsHeld.incrementAndGet() > maxGrants) {
-      grantsHeld.decrementAndGet();
-      counters.grantsRefused.increment();
-      answer(
-          new RdmaWire.Grant(
-              req.id(),
-              ErrorKind.RESOURCE_EXHAUSTED.code(),
-              0,
-              0,
-              "rdma.maxGrants: " + maxGrants + " windows are held"));
-      return true;
-    }
-    if (!chargeDirect(req.length())) {
-      grantsHeld.decrementAndGet();
-      counters.grantsRefused.increment();
-      counters.directBytesRefused.increment();
-      answer(
-          new RdmaWire.Grant(
-              req.id(),
-              ErrorKind.RESOURCE_EXHAUSTED.code(),
-              0,
-              0,
-              direct.refusal(req.length(), "a window of region " + req.regionId())));
-      return true;
-    }
+    // Its parent's slot and bytes were charged at RESERVE, and admit counted its window.
     RcQp qp = qps[req.qp()];
     Grant g = new Grant(req.id(), parent, qp, req.offset(), req.length());
-    parent.windowOpened();
     if (!qp.lane.submit(() -> qp.lane.bind(this, g))) {
       release(g);
       close(qp.lane.name + " has stopped");
@@ -456,14 +480,14 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     }
   }
 
-  /** How long a grant request waits for its window's {@code rdma.maxDirectBytes} charge. */
+  /** How long a reservation waits for its parent's {@code rdma.maxDirectBytes} charge. */
   private static final long DIRECT_WAIT_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
 
   /**
-   * Charges a window's direct bytes, waiting up to {@link #DIRECT_WAIT_NANOS} for windows being
-   * released (the requester returns its share of a slice a little before this side releases the
-   * slice's window, so an equal budget on both sides would otherwise refuse the next one); false
-   * when they do not fit by then, or the session closed meanwhile.
+   * Charges a parent's direct bytes, waiting up to {@link #DIRECT_WAIT_NANOS} for windows being
+   * released on the lanes (each gives its length back before its ACK, so before the requester
+   * returns that slice's share of its own charge; the wait covers what is left of that race and
+   * another peer's parents); false when they do not fit by then, or the session closed meanwhile.
    */
   private boolean chargeDirect(long bytes) {
     try {
@@ -572,7 +596,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
           // A QP that could not be destroyed may still serve the window: keep its parent's loan
           // and charges until a native receipt proves it cancelled (spec 001).
           g.released = true;
-          g.parent.windowClosed(false);
+          g.parent.windowClosed(false, 0);
           retain(
               g,
               "QP "
@@ -640,9 +664,9 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     if (g.mw != null) {
       int rc = g.qp.rail.verbs.deallocMw(g.mw);
       if (rc != 0) {
-        // The window may still authorise access: its registration stays loaned and its
-        // rdma.maxGrants charge stays taken, for good (spec 001: never retried).
-        g.parent.windowClosed(false);
+        // The window may still authorise access: its registration stays loaned and its parent's
+        // rdma.maxGrants slot and bytes stay charged, for good (spec 001: never retried).
+        g.parent.windowClosed(false, 0);
         retain(
             g,
             "ibv_dealloc_mw failed (errno "
@@ -653,12 +677,8 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
         return;
       }
     }
-    grantsHeld.decrementAndGet();
-    direct.release(g.length);
     counters.grantsReleased.increment();
-    if (g.parent.windowClosed(true)) {
-      end(g.parent);
-    }
+    giveBack(g.parent, g.parent.windowClosed(true, g.length));
   }
 
   /**
@@ -723,9 +743,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     }
     // No DONE will come now: each parent ends once its windows are released (a kept one stays).
     for (Reservation r : List.copyOf(reservations.values())) {
-      if (r.done()) {
-        end(r);
-      } else if (!r.isRefused()) {
+      if (!giveBack(r, r.done()) && !r.isRefused()) {
         tellGrant(r, GrantOwner.Draining.INSTANCE);
       }
     }

@@ -77,8 +77,8 @@ class GrantOwnerTest {
   void theLoanGoesBackOnlyOnceDoneCameAndTheLastWindowWasReleased() {
     Registration reg = registration();
     Reservation r = reservation(reg);
-    r.windowOpened();
-    r.windowOpened();
+    r.admit(Op.READ, 4096, 16384);
+    r.admit(Op.READ, 4096 + 16384, 16384);
     ActorRef<GrantOwner.Command> g = grant(r);
     g.tell(GrantOwner.Refresh.INSTANCE); // its session owner's tick: it re-publishes its row
     OwnerView.Owner active = awaitRow(OwnerState.ACTIVE, 2);
@@ -88,16 +88,16 @@ class GrantOwnerTest {
     assertTrue(
         active.detail().contains("READ of region 7 [4096, 69632) for parent 31 in 4 slice(s)"),
         active::detail);
-    assertEquals(false, r.windowClosed(true), "no DONE yet");
+    assertEquals(false, r.windowClosed(true, 16384).ended(), "no DONE yet");
 
     // DONE while a window is open: the session tells the grant it drains; the loan stays.
-    assertEquals(false, r.done(), "a window is still open");
+    assertEquals(false, r.done().ended(), "a window is still open");
     g.tell(GrantOwner.Draining.INSTANCE);
     awaitRow(OwnerState.DRAINING, 1);
     assertEquals(1, reg.loans(), "DONE came, but a window is still open");
 
     // The last release ends the reservation there, and its owner gives the loan back.
-    assertEquals(true, r.windowClosed(true), "the last window's release ends it");
+    assertEquals(true, r.windowClosed(true, 16384).ended(), "the last window's release ends it");
     g.tell(GrantOwner.Ended.INSTANCE);
     watcher.expectTerminated(g, Duration.ofSeconds(5));
     assertEquals(0, reg.loans(), "the loan went back");
@@ -111,10 +111,10 @@ class GrantOwnerTest {
     Registration reg = registration();
     Reservation r = reservation(reg);
     ActorRef<GrantOwner.Command> g = grant(r);
-    r.windowOpened();
-    assertEquals(false, r.windowClosed(true));
+    r.admit(Op.READ, 4096, 65536);
+    assertEquals(false, r.windowClosed(true, 65536).ended());
     assertEquals(1, reg.loans(), "held until DONE");
-    assertEquals(true, r.done(), "DONE after the last release ends it");
+    assertEquals(true, r.done().ended(), "DONE after the last release ends it");
     g.tell(GrantOwner.Ended.INSTANCE);
     watcher.expectTerminated(g, Duration.ofSeconds(5));
     assertEquals(0, reg.loans());
@@ -125,14 +125,14 @@ class GrantOwnerTest {
   void aWindowThatCouldNotBeReleasedKeepsTheLoanForGoodAndListsTheGrant() {
     Registration reg = registration();
     Reservation r = reservation(reg);
-    r.windowOpened();
-    r.windowOpened();
+    r.admit(Op.READ, 4096, 16384);
+    r.admit(Op.READ, 4096 + 16384, 16384);
     ActorRef<GrantOwner.Command> g = grant(r);
-    assertEquals(false, r.windowClosed(false), "kept");
+    assertEquals(false, r.windowClosed(false, 0).ended(), "kept");
     g.tell(new GrantOwner.WindowKept("ibv_dealloc_mw failed (errno 5)"));
     assertEquals(r, parent.receiveMessage(Duration.ofSeconds(5)).reservation());
-    assertEquals(false, r.windowClosed(true));
-    assertEquals(false, r.done(), "a kept reservation never ends");
+    assertEquals(false, r.windowClosed(true, 16384).ended());
+    assertEquals(false, r.done().ended(), "a kept reservation never ends");
     g.tell(GrantOwner.Draining.INSTANCE);
     awaitRow(OwnerState.QUARANTINED, 1);
     assertEquals(1, reg.loans(), "the kept window's grant never gives its loan back");
@@ -146,10 +146,10 @@ class GrantOwnerTest {
     assertEquals(65536L, kept.bytes());
     assertTrue(row().orElseThrow().detail().contains("ibv_dealloc_mw failed"), row()::toString);
 
-    // Still alive and holding: a second kept window is counted on its row, nothing ends it.
-    r.windowOpened();
+    // Still alive and holding: another kept window and its session owner's tick change nothing.
     g.tell(new GrantOwner.WindowKept("QP 9 could not be destroyed"));
-    awaitRow(OwnerState.QUARANTINED, 2);
+    g.tell(GrantOwner.Refresh.INSTANCE);
+    awaitRow(OwnerState.QUARANTINED, 1);
     assertEquals(1, reg.loans());
     assertEquals(1, quarantine.list().size(), "listed once");
   }

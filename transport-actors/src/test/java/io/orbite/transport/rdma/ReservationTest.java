@@ -9,8 +9,9 @@ import io.orbite.engine.Op;
 import org.junit.jupiter.api.Test;
 
 /**
- * A source's reservation of one parent task: which grant requests it admits, and when it ends (DONE
- * came and every window was released) or is kept (a window could not be released).
+ * A source's reservation of one parent task: which grant requests it admits, when its slot and
+ * bytes go back, when it ends (DONE came and every window was released) or is kept (a window could
+ * not be released), and that it ends as a record or is promoted, never both.
  */
 class ReservationTest {
   private static Reservation reserved(int slices) {
@@ -40,31 +41,58 @@ class ReservationTest {
         r.admit(Op.READ, 1000, Long.MAX_VALUE));
     assertEquals(
         "a WRITE grant request for parent 9, reserved for READ", r.admit(Op.WRITE, 1000, 10));
-    assertTrue(r.done(), "no window: it ends at its DONE");
+    assertTrue(r.done().ended(), "no window: it ends at its DONE");
     assertEquals("a grant request for parent 9 after its DONE", r.admit(Op.READ, 1000, 10));
   }
 
   @Test
-  void itEndsOnlyOnceDoneCameAndItsLastWindowWasReleased() {
-    Reservation r = reserved(2);
-    r.windowOpened();
-    r.windowOpened();
-    assertFalse(r.windowClosed(true), "no DONE yet");
-    assertFalse(r.done(), "a window is still held");
-    assertTrue(r.windowClosed(true), "the last window's release ends it");
-    assertFalse(r.done(), "and only once");
+  void itsSlotAndBytesGoBackOnceEveryDeclaredWindowWasReleasedAndItEndsAtDone() {
+    Reservation r = reserved(2); // 400 B in two slices of 200
+    assertNull(r.admit(Op.READ, 1000, 200));
+    assertEquals(new Reservation.Settled(false, 200, false), r.windowClosed(true, 200));
+    assertNull(r.admit(Op.READ, 1200, 200), "admitted and counted as open in one step");
+    assertEquals(
+        new Reservation.Settled(true, 200, false),
+        r.windowClosed(true, 200),
+        "the last declared window's release gives the slot back, before DONE");
+    assertEquals(new Reservation.Settled(false, 0, true), r.done(), "DONE then ends it");
+    assertEquals(Reservation.Settled.NOTHING, r.done(), "and only once");
   }
 
   @Test
-  void aWindowThatCouldNotBeReleasedKeepsItForGood() {
+  void doneWithSlicesNeverAskedGivesBackWhatIsLeftOnceNoWindowIsOpen() {
     Reservation r = reserved(2);
-    r.windowOpened();
-    r.windowOpened();
-    assertFalse(r.windowClosed(false));
-    assertFalse(r.windowClosed(true));
-    assertFalse(r.done(), "kept: its loan and charge stay");
+    assertNull(r.admit(Op.READ, 1000, 200));
+    assertEquals(Reservation.Settled.NOTHING, r.done(), "a window is still open");
+    assertEquals(
+        new Reservation.Settled(true, 400, true),
+        r.windowClosed(true, 200),
+        "its 200 B, the 200 B of the slice never asked, and the slot; ended");
+  }
+
+  @Test
+  void aWindowThatCouldNotBeReleasedKeepsTheSlotAndItsBytesForGood() {
+    Reservation r = reserved(2);
+    assertNull(r.admit(Op.READ, 1000, 200));
+    assertNull(r.admit(Op.READ, 1200, 200));
+    assertEquals(Reservation.Settled.NOTHING, r.windowClosed(false, 0));
+    assertEquals(
+        new Reservation.Settled(false, 200, false),
+        r.windowClosed(true, 200),
+        "the released window's bytes go back; the slot and the kept window's bytes stay");
+    assertEquals(Reservation.Settled.NOTHING, r.done(), "kept: it never ends");
     assertTrue(r.kept());
     assertEquals(1, r.windows(), "the window that could not be released stays counted");
+  }
+
+  @Test
+  void aRefusedReservationHoldsNothingAndEndsAtDone() {
+    Reservation r =
+        Reservation.refused(
+            new RdmaWire.Reserve(9, Op.READ.ordinal(), 1, 1000, 400, 2), Op.READ, 6, "full");
+    assertNull(r.admit(Op.READ, 1000, 200), "its requests are answered with its refusal");
+    assertEquals(0, r.windows(), "no window opens for it");
+    assertEquals(new Reservation.Settled(false, 0, true), r.done());
   }
 
   @Test

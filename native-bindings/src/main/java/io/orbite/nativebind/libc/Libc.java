@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.orbite.nativebind.Availability;
+import io.orbite.nativebind.Errno;
 import io.orbite.nativebind.ErrnoCapture;
 import io.orbite.nativebind.NativeBinder;
 import io.orbite.nativebind.NativeCallException;
@@ -13,6 +14,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.Optional;
 
@@ -87,6 +89,24 @@ public final class Libc {
   /** Buffer given to gethostname: far above Linux's HOST_NAME_MAX (64). */
   private static final int HOSTNAME_BUFFER = 256;
 
+  /** {@code poll} event bits ({@code <poll.h>}). */
+  public static final short POLLIN = 0x1;
+
+  public static final short POLLERR = 0x8;
+  public static final short POLLHUP = 0x10;
+  public static final short POLLNVAL = 0x20;
+
+  /** {@code eventfd} flags ({@code <sys/eventfd.h>}). */
+  public static final int EFD_NONBLOCK = 04000;
+
+  public static final int EFD_CLOEXEC = 02000000;
+
+  /** {@code struct pollfd}: {@code int fd; short events; short revents;}. */
+  private static final long POLLFD_SIZE = 8;
+
+  private static final long POLLFD_EVENTS = 4;
+  private static final long POLLFD_REVENTS = 6;
+
   private static final NativeBinder BINDER = NativeBinder.ofDefaultLookup("libc");
 
   private static final MethodHandle GETPID =
@@ -147,6 +167,19 @@ public final class Libc {
   private static final MethodHandle MADVISE =
       BINDER.downcallWithErrno(
           "madvise", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+
+  /** {@code int poll(struct pollfd *fds, nfds_t nfds, int timeout)}. */
+  private static final MethodHandle POLL =
+      BINDER.downcallWithErrno(
+          "poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+
+  private static final MethodHandle EVENTFD =
+      BINDER.downcallWithErrno("eventfd", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+
+  /** {@code int eventfd_write(int fd, eventfd_t value)}. */
+  private static final MethodHandle EVENTFD_WRITE =
+      BINDER.downcallWithErrno(
+          "eventfd_write", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
 
   /** Probed once, after every handle above was built. */
   private static final Availability AVAILABILITY = BINDER.availability();
@@ -217,6 +250,73 @@ public final class Libc {
       if (r == -1) {
         throw new NativeCallException(
             "fcntl", "fd=" + fd + " O_NONBLOCK", ErrnoCapture.errno(state));
+      }
+    }
+  }
+
+  /**
+   * {@code poll} on one descriptor for {@code events}, waiting at most {@code timeoutMillis} (0:
+   * not at all). An interrupted wait (EINTR) answers 0, as a timeout does: the caller looks again.
+   *
+   * @return the {@code revents} that came ({@link #POLLIN}, or {@link #POLLERR}, {@link #POLLHUP},
+   *     {@link #POLLNVAL}), 0 when none did within the time
+   * @throws NativeCallException when {@code poll} itself fails (other than EINTR)
+   */
+  public static int poll(int fd, short events, int timeoutMillis) {
+    AVAILABILITY.require("poll");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      MemorySegment pfd = arena.allocate(POLLFD_SIZE, 4);
+      pfd.set(JAVA_INT, 0, fd);
+      pfd.set(ValueLayout.JAVA_SHORT, POLLFD_EVENTS, events);
+      int r;
+      try {
+        r = (int) POLL.invokeExact(state, pfd, 1L, timeoutMillis);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("poll", t);
+      }
+      if (r == -1) {
+        int errno = ErrnoCapture.errno(state);
+        if (errno == Errno.EINTR.number()) {
+          return 0;
+        }
+        throw new NativeCallException("poll", "fd=" + fd, errno);
+      }
+      return r == 0 ? 0 : pfd.get(ValueLayout.JAVA_SHORT, POLLFD_REVENTS) & 0xffff;
+    }
+  }
+
+  /** {@code eventfd(initval, flags)}: a new event counter descriptor. */
+  public static int eventfd(int initval, int flags) {
+    AVAILABILITY.require("eventfd");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      int r;
+      try {
+        r = (int) EVENTFD.invokeExact(state, initval, flags);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("eventfd", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException("eventfd", "flags=" + flags, ErrnoCapture.errno(state));
+      }
+      return r;
+    }
+  }
+
+  /** {@code eventfd_write(fd, value)}: adds {@code value} to the counter (it becomes readable). */
+  public static void eventfdWrite(int fd, long value) {
+    AVAILABILITY.require("eventfd_write");
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = ErrnoCapture.allocate(arena);
+      int r;
+      try {
+        r = (int) EVENTFD_WRITE.invokeExact(state, fd, value);
+      } catch (Throwable t) {
+        throw NativeBinder.unexpected("eventfd_write", t);
+      }
+      if (r == -1) {
+        throw new NativeCallException("eventfd_write", "fd=" + fd, ErrnoCapture.errno(state));
       }
     }
   }

@@ -993,6 +993,25 @@ public final class NativeVerbs implements Verbs {
   }
 
   @Override
+  public int awaitAsyncEvent(Context context, int timeoutMillis) {
+    if (!availability.isAvailable()) {
+      return -Errno.ENOSYS.number();
+    }
+    try {
+      int fd =
+          struct(context.handle(), IbvLayout.CONTEXT_ASYNC_FD + 4)
+              .get(JAVA_INT, IbvLayout.CONTEXT_ASYNC_FD);
+      int revents = Libc.poll(fd, Libc.POLLIN, timeoutMillis);
+      if ((revents & (Libc.POLLERR | Libc.POLLHUP | Libc.POLLNVAL)) != 0) {
+        return -Errno.EIO.number();
+      }
+      return (revents & Libc.POLLIN) != 0 ? 1 : 0;
+    } catch (RuntimeException e) { // poll failed (NativeCallException) or the binding did
+      return -Errno.EIO.number();
+    }
+  }
+
+  @Override
   public void ackAsyncEvent(AsyncEvent event) {
     if (!availability.isAvailable()) {
       return;

@@ -300,5 +300,14 @@ public interface Verbs {
   /** The next async event of {@code context}; {@code EAGAIN} when none is pending. */
   VerbsResult<AsyncEvent> getAsyncEvent(Context context);
 
+  /**
+   * Waits at most {@code timeoutMillis} for an async event of {@code context} to be pending ({@code
+   * poll(2)} on the context's async-event descriptor), without taking it: {@link #getAsyncEvent}
+   * then does.
+   *
+   * @return 1 when an event is pending, 0 when none came within the time, or a negative errno
+   */
+  int awaitAsyncEvent(Context context, int timeoutMillis);
+
   void ackAsyncEvent(AsyncEvent event);
 }

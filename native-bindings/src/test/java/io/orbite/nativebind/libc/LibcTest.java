@@ -302,4 +302,17 @@ class LibcTest {
     NativeCallException e = assertThrows(NativeCallException.class, () -> Libc.close(fd));
     assertTrue(e.is(Errno.EBADF), e.getMessage());
   }
+
+  @Test
+  void pollWaitsForAnEventfdToBecomeReadableAndTimesOutWhileItIsNot() {
+    int fd = Libc.eventfd(0, Libc.EFD_CLOEXEC | Libc.EFD_NONBLOCK);
+    try {
+      assertEquals(0, Libc.poll(fd, Libc.POLLIN, 0), "a zero counter is not readable");
+      assertEquals(0, Libc.poll(fd, Libc.POLLIN, 20), "nor after a 20 ms wait");
+      Libc.eventfdWrite(fd, 1);
+      assertEquals(Libc.POLLIN, Libc.poll(fd, Libc.POLLIN, 1_000), "readable once written");
+    } finally {
+      Libc.close(fd);
+    }
+  }
 }

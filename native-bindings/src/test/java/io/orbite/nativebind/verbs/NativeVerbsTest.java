@@ -128,6 +128,7 @@ class NativeVerbsTest {
     assertEquals(new Verbs.PostResult(Errno.ENOSYS.number(), 0), post);
     assertEquals(-Errno.ENOSYS.number(), verbs.pollCq(cq, new Verbs.Wc[4]));
     assertEquals(Errno.ENOSYS.number(), verbs.getAsyncEvent(ctx).errno());
+    assertEquals(-Errno.ENOSYS.number(), verbs.awaitAsyncEvent(ctx, 10));
     assertEquals(
         Errno.ENOSYS.number(),
         verbs.regDmabufMr(pd, 0, 4096, 0, 3, Ibv.ACCESS_LOCAL_WRITE).errno());

@@ -53,6 +53,11 @@ final class RdmaContext {
     INSTANCE
   }
 
+  /** An async event is pending (its watcher's word): scan now, as at a tick. */
+  private enum EventPending implements Command {
+    INSTANCE
+  }
+
   /** Re-publishes the owner view's figures (they move on lane threads, between messages). */
   private enum Refresh implements Command {
     INSTANCE
@@ -96,6 +101,9 @@ final class RdmaContext {
 
   /** The scan in flight (or the last one): close waits for it before releasing the device. */
   private CompletableFuture<Rail.Observation> scan = CompletableFuture.completedFuture(null);
+
+  /** The thread waiting for the context's async events; stopped before the device closes. */
+  private EventWatch events;
 
   private RdmaContext(
       ActorContext<Command> ctx,
@@ -141,6 +149,9 @@ final class RdmaContext {
                   }
                   timers.startTimerWithFixedDelay(Tick.INSTANCE, SCAN);
                   timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
+                  ActorRef<Command> self = ctx.getSelf();
+                  c.events = new EventWatch(rail, () -> self.tell(EventPending.INSTANCE));
+                  c.events.start();
                   return OwnerBoard.reporting(context.owners(), c::report, c.active());
                 }));
   }
@@ -201,7 +212,17 @@ final class RdmaContext {
       return;
     }
     counters.routeQueries.increment();
-    scan = CompletableFuture.supplyAsync(() -> rail.observe(rank), context.blockingIo());
+    EventWatch watch = events;
+    scan =
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                return rail.observe(rank);
+              } finally {
+                watch.scanned(); // its events were drained: the watcher may look again
+              }
+            },
+            context.blockingIo());
     ctx.pipeToSelf(scan, Scanned::new);
   }
 
@@ -213,6 +234,14 @@ final class RdmaContext {
   private Behavior<Command> monitoring(
       org.apache.pekko.actor.typed.javadsl.BehaviorBuilder<Command> own) {
     return own.onMessageEquals(Refresh.INSTANCE, this::onRefresh)
+        .onMessageEquals(
+            EventPending.INSTANCE,
+            () -> {
+              // Scanned now, as the state's own tick would: the scan drains and judges the event.
+              counters.eventScans.increment();
+              ctx.getSelf().tell(Tick.INSTANCE);
+              return Behaviors.same();
+            })
         .onMessage(Close.class, this::onClose)
         .onMessage(LaneStatus.class, this::onLaneStatus)
         .onMessage(LaneStopped.class, this::onOwnerGone)
@@ -491,7 +520,14 @@ final class RdmaContext {
               CompletableFuture.allOf(
                       scan.handle((seen, error) -> null), sweep.handle((d, e) -> null))
                   .thenApplyAsync(
-                      done -> lanesFailed.isEmpty() ? rail.close() : lanesFailed,
+                      done -> {
+                        // No wait on the event descriptor may outlive the device.
+                        if (!events.stop(EventWatch.SCAN_WAIT)) {
+                          return List.of(
+                              "the async-event watcher of " + rail.device + " did not end");
+                        }
+                        return lanesFailed.isEmpty() ? rail.close() : lanesFailed;
+                      },
                       context.blockingIo());
           ctx.pipeToSelf(
               released,
@@ -533,6 +569,7 @@ final class RdmaContext {
             })
         .onMessage(LaneStatus.class, this::onLaneStatus)
         .onMessageEquals(Tick.INSTANCE, Behaviors::same)
+        .onMessageEquals(EventPending.INSTANCE, Behaviors::same)
         .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(Scanned.class, x -> Behaviors.same())
         .build();
@@ -560,6 +597,7 @@ final class RdmaContext {
               return Behaviors.same();
             })
         .onMessageEquals(Tick.INSTANCE, Behaviors::same)
+        .onMessageEquals(EventPending.INSTANCE, Behaviors::same)
         .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
         .onMessage(Scanned.class, x -> Behaviors.same())
         .onMessage(LaneStatus.class, this::onLaneStatus)

@@ -32,6 +32,9 @@ final class RdmaCounters {
   /** Monitor scans, one a second per rail (spec 002's {@code monitor_ticks}). */
   final LongAdder monitorTicks = new LongAdder();
 
+  /** Monitor scans started at once because an async event was pending (not at a tick). */
+  final LongAdder eventScans = new LongAdder();
+
   /** Scans that queried a rail's port and route (spec 002's {@code route_queries}). */
   final LongAdder routeQueries = new LongAdder();
 

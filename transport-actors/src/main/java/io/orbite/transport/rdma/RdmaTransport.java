@@ -163,6 +163,7 @@ final class RdmaTransport {
             Map.entry("qpsRepaired", counters.qpsRepaired.sum()),
             Map.entry("lanesFaulted", rails.stream().mapToLong(r -> r.lanesFaulted.sum()).sum()),
             Map.entry("monitorTicks", counters.monitorTicks.sum()),
+            Map.entry("eventScans", counters.eventScans.sum()),
             Map.entry("routeQueries", counters.routeQueries.sum()),
             Map.entry("routeFences", counters.routeFences.sum()),
             Map.entry("routeRecoveries", counters.routeRecoveries.sum()),

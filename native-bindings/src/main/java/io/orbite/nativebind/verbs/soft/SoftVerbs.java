@@ -721,7 +721,7 @@ public final class SoftVerbs implements Verbs {
       if (c == null) {
         return failed(Errno.EINVAL, "ibv_get_async_event", "no such context");
       }
-      AsyncEvent e = c.events.poll();
+      AsyncEvent e = c.takeEvent();
       return e == null
           ? failed(Errno.EAGAIN, "ibv_get_async_event", "no event")
           : VerbsResult.ok(e);
@@ -729,6 +729,27 @@ public final class SoftVerbs implements Verbs {
       return failed(Errno.EINVAL, "ibv_get_async_event", e.toString());
     } finally {
       lock.unlock();
+    }
+  }
+
+  /** {@inheritDoc} Waits on the context's event queue. */
+  @Override
+  public int awaitAsyncEvent(Context context, int timeoutMillis) {
+    SoftContext c;
+    lock.lock();
+    try {
+      c = handles.get(context.handle(), SoftContext.class);
+    } finally {
+      lock.unlock();
+    }
+    if (c == null) {
+      return -Errno.EINVAL.number();
+    }
+    try {
+      return c.awaitEvent(Math.max(0, timeoutMillis)) ? 1 : 0;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return -Errno.EINTR.number();
     }
   }
 

@@ -68,6 +68,41 @@ class RdmaRouteRecoveryIT {
     }
   }
 
+  /**
+   * The same on the source's side: its {@code soft1} paused by its own monitor and recovered on a
+   * re-ranked GID. The requester's QPs to it fail, its pair opens, and each QP it repairs is
+   * answered with the source's new address (a REPAIR is refused while the source's rail is paused),
+   * so {@code soft1} carries payload again to the source's new GID, and nothing is made again.
+   */
+  @Test
+  void aSourceWhoseGidChangedIsReachedAtItsNewAddressByTheQpsTheRequesterRepairs() {
+    try (Setup s = new Setup(RdmaConfigs.AUTOMATIC, true)) {
+      s.healthyRound();
+      long mrs = s.mrsRegistered();
+      long sourceMrs = charge(s.source, "RdmaContext", "mrsRegistered");
+
+      s.faults.setPortState("soft1", 1, Ibv.PORT_DOWN);
+      s.awaitSourceSoft1(o -> o.state() == OwnerState.FENCED, "the source's soft1 paused");
+      s.faults.invalidateGid("soft1", 1, 0);
+      s.faults.setGid("soft1", 1, 1, 1);
+      s.faults.setPortState("soft1", 1, Ibv.PORT_ACTIVE);
+      OwnerView.Owner resumed =
+          s.awaitSourceSoft1(
+              o -> o.state() == OwnerState.ACTIVE && o.charges().get("gidIndex") == 1,
+              "the source's soft1 resumed on GID index 1");
+      assertEquals(1L, resumed.charges().get("routeRecoveries"), resumed::toString);
+
+      s.awaitSoft1CarriesAgain();
+      s.verifiedRoundsOverBothRails();
+      assertTrue(
+          charge(s.requester, "RdmaTransport", "qpsGoneAtSource") >= 1,
+          "the source said its QPs on soft1 were gone, so the requester's failed and were repaired");
+      assertEquals(0L, charge(s.requester, "RdmaTransport", "routeRecoveries"), "its own rail ran");
+      assertEquals(mrs, s.mrsRegistered(), "the requester's MRs were not made again");
+      assertEquals(sourceMrs, charge(s.source, "RdmaContext", "mrsRegistered"), "nor the source's");
+    }
+  }
+
   @Test
   void aPinnedGidStaysPausedWhileItsIndexIsInvalidAndRecoversWhenItIsValidAgain() {
     try (Setup s = new Setup(RdmaConfigs.PINNED_0)) {
@@ -294,7 +329,7 @@ class RdmaRouteRecoveryIT {
     return RdmaPeerIT.charge(engine, kind, name);
   }
 
-  /** Two engines on the software provider, the requester's fault table armed. */
+  /** Two engines on the software provider, the requester's fault table armed (or the source's). */
   private static final class Setup implements AutoCloseable {
     final SoftFaults faults = SoftFaults.create();
 
@@ -306,6 +341,10 @@ class RdmaRouteRecoveryIT {
     final RailRounds t;
 
     Setup(RdmaConfigs which) {
+      this(which, false);
+    }
+
+    Setup(RdmaConfigs which, boolean faultsOnSource) {
       FaultHooks hooks =
           new FaultHooks() {
             @Override
@@ -328,10 +367,17 @@ class RdmaRouteRecoveryIT {
                       .rdma()
                       .withRailPolicy(3, 10_000, 1_500, 60_000, 0)
                       .withGidIndex(which.gidIndex));
-      source = TransferEngine.start(RdmaTransferIT.rdmaConfig("route-source"));
+      source =
+          faultsOnSource
+              ? TransferEngine.start(
+                  RdmaTransferIT.rdmaConfig("route-source"), RdmaTransferIT.hooks(faults))
+              : TransferEngine.start(RdmaTransferIT.rdmaConfig("route-source"));
       TransferEngine r = null;
       try {
-        r = TransferEngine.start(requesterConfig, hooks);
+        r =
+            faultsOnSource
+                ? TransferEngine.start(requesterConfig)
+                : TransferEngine.start(requesterConfig, hooks);
         RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
         RegisteredMemory local = r.allocate(REGION, Access.READ_WRITE);
         RemoteSegment peer =
@@ -377,6 +423,25 @@ class RdmaRouteRecoveryIT {
       throw new AssertionError("no RdmaContext for soft1: " + requester.ownerView().owners());
     }
 
+    /** The source's soft1 context owner, once it is as {@code condition} says. */
+    OwnerView.Owner awaitSourceSoft1(Predicate<OwnerView.Owner> condition, String what) {
+      OwnerView.Owner[] seen = new OwnerView.Owner[1];
+      assertTrue(
+          Await.until(
+              WAIT,
+              () -> {
+                seen[0] =
+                    source.ownerView().owners().stream()
+                        .filter(
+                            o -> o.kind().equals("RdmaContext") && o.detail().startsWith("soft1 "))
+                        .findFirst()
+                        .orElseThrow();
+                return condition.test(seen[0]);
+              }),
+          () -> what + ": " + seen[0]);
+      return seen[0];
+    }
+
     OwnerView.Owner awaitSoft1(Predicate<OwnerView.Owner> condition, String what) {
       OwnerView.Owner[] seen = new OwnerView.Owner[1];
       assertTrue(
@@ -404,7 +469,10 @@ class RdmaRouteRecoveryIT {
                     && charge(requester, "RdmaTransport", "railPairsOpen") == 0;
               }),
           () -> "soft1 carries payload again and its pair closed: " + requester.ownerView());
-      assertTrue(charge(requester, "RdmaTransport", "qpsRepaired") >= 1);
+      // The transport's row re-publishes every 200 ms: the repair may not be in it yet.
+      assertTrue(
+          Await.until(WAIT, () -> charge(requester, "RdmaTransport", "qpsRepaired") >= 1),
+          "a QP was repaired");
     }
 
     /** A READ round then a WRITE round, each complete, each moving bytes over soft1 too. */

@@ -96,8 +96,15 @@ final class RcQp {
 
   /** Connects this QP over {@link #route}; 0 or the errno ({@code EAGAIN}: the route is fenced). */
   int connect(RdmaWire.Rail remote, int remoteQpn) {
-    return rail.connect(qp, route, remote, remoteQpn);
+    int rc = rail.connect(qp, route, remote, remoteQpn);
+    if (rc == 0) {
+      this.remoteQpn = remoteQpn;
+    }
+    return rc;
   }
+
+  /** The number of the peer's QP this one is connected to (0 before it is). */
+  volatile int remoteQpn;
 
   /** Whether its destroy was called (or is being called). */
   boolean destroyAttempted() {

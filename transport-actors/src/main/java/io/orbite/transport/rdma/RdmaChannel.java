@@ -689,6 +689,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         throw new IllegalStateException("ibv_modify_qp: errno " + rc);
       }
       RcQp fresh = new RcQp(made, lane, old.rail, rp.slot, old.remoteRail, route);
+      fresh.remoteQpn = answer.qpn();
       made = null; // counted on its lane now: destroyed through it
       fresh.owner = this;
       synchronized (this) {
@@ -788,6 +789,21 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
           CompletableFuture<RdmaWire.Repaired> waiting = repairReplies.get(r.qp());
           if (waiting != null) {
             waiting.complete(r);
+          }
+          continue;
+        }
+        if (type == RdmaWire.QP_GONE) {
+          RdmaWire.QpGone g = RdmaWire.readQpGoneBody(in);
+          if (g.qp() >= qps.length()) {
+            close("the peer " + peer + " named QP " + g.qp() + " of " + qps.length() + " gone");
+            return;
+          }
+          RcQp qp = qps.get(g.qp());
+          // Only the QP connected to the one it retired: a repaired slot's fresh QP stays.
+          if (qp.remoteQpn == g.qpn()) {
+            counters.qpsGoneAtSource.increment();
+            qp.lane.submit(
+                () -> qpFailed(qp, "the source retired its QP " + g.qpn() + ": " + g.detail()));
           }
           continue;
         }

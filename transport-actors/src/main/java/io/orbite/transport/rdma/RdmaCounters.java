@@ -35,6 +35,9 @@ final class RdmaCounters {
   /** Monitor scans started at once because an async event was pending (not at a tick). */
   final LongAdder eventScans = new LongAdder();
 
+  /** Requester QPs retired because the source said it retired the QP it was connected to. */
+  final LongAdder qpsGoneAtSource = new LongAdder();
+
   /** Scans that queried a rail's port and route (spec 002's {@code route_queries}). */
   final LongAdder routeQueries = new LongAdder();
 

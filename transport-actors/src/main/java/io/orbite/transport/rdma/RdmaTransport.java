@@ -164,6 +164,7 @@ final class RdmaTransport {
             Map.entry("lanesFaulted", rails.stream().mapToLong(r -> r.lanesFaulted.sum()).sum()),
             Map.entry("monitorTicks", counters.monitorTicks.sum()),
             Map.entry("eventScans", counters.eventScans.sum()),
+            Map.entry("qpsGoneAtSource", counters.qpsGoneAtSource.sum()),
             Map.entry("routeQueries", counters.routeQueries.sum()),
             Map.entry("routeFences", counters.routeFences.sum()),
             Map.entry("routeRecoveries", counters.routeRecoveries.sum()),

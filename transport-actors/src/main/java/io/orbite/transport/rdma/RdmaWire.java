@@ -24,6 +24,7 @@ import java.util.List;
  *   GRANT      source → requester   id u64, status u16, addr u64, rkey u32, detail
  *   ACK        source → requester   id u64, status u16, detail
  *   DONE       requester → source   parent u64
+ *   QP_GONE    source → requester   qp u16, qpn u32, detail
  *   REPAIR     requester → source   qp u16, new qpn u32, gid hi u64, gid lo u64, lid u16
  *   REPAIRED   source → requester   qp u16, status u16, qpn u32, gid hi u64, gid lo u64, lid u16
  *                                   | detail
@@ -70,6 +71,7 @@ final class RdmaWire {
   static final byte RESERVE = 9;
   static final byte ACK = 10;
   static final byte DONE = 11;
+  static final byte QP_GONE = 12;
 
   /** Most slices one RESERVE may declare (C15 plans at most 64). */
   static final int MAX_SLICES = 1024;
@@ -118,6 +120,13 @@ final class RdmaWire {
   record Reserve(long parent, int op, long regionId, long offset, long length, int slices) {}
 
   record Ack(long id, int status, String detail) {}
+
+  /**
+   * The source retired its QP {@code qpn} at index {@code qp} for a reason of its own (its route
+   * fenced, an error on it), not at a REPAIR: the requester's QP connected to it can carry nothing
+   * more and is repaired.
+   */
+  record QpGone(int qp, int qpn, String detail) {}
 
   record Grant(long id, int status, long addr, int rkey, String detail) {}
 
@@ -296,6 +305,17 @@ final class RdmaWire {
 
   static Ack readAckBody(DataInputStream in) throws IOException {
     return new Ack(in.readLong(), in.readUnsignedShort(), utf(in));
+  }
+
+  static void writeQpGone(DataOutputStream out, QpGone g) throws IOException {
+    out.writeByte(QP_GONE);
+    out.writeShort(g.qp());
+    out.writeInt(g.qpn());
+    out.writeUTF(clip(g.detail()));
+  }
+
+  static QpGone readQpGoneBody(DataInputStream in) throws IOException {
+    return new QpGone(in.readUnsignedShort(), in.readInt(), utf(in));
   }
 
   static void writeDone(DataOutputStream out, long parent) throws IOException {

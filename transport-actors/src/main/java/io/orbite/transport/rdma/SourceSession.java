@@ -682,13 +682,19 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
   }
 
   /**
-   * A QP erred (on its lane): it alone is retired; the requester learns of it from its own QP's
-   * failure and repairs the slot when it needs it.
+   * A QP erred or its route was fenced (on its lane): it alone is retired, and the requester is
+   * told ({@code QP_GONE}, naming the QP's number): its QP connected to this one fails at once and
+   * is repaired when a slice needs the slot, even when no payload WR of its own would have failed
+   * on it (a grant request would only be refused here).
    */
   @Override
   public void qpFailed(RcQp qp, String why) {
     if (closedBecause == null && !qp.retiring) {
       counters.qpsFailed.increment();
+      // Without a payload WR of its own on it, the requester's QP would never fail: say so.
+      RdmaWire.QpGone gone = new RdmaWire.QpGone(qp.index, qp.qp.qpNum(), why);
+      link.write(out -> RdmaWire.writeQpGone(out, gone));
+      qp.lane.wrote(link);
       retire(qp, "QP " + qp.qp.qpNum() + " on " + qp.rail.device + ": " + why);
     }
   }

@@ -89,7 +89,7 @@ class RdmaWireTest {
   }
 
   @Test
-  void aParentsReservationItsGrantRequestsAckAndDoneRoundTripEveryField() throws IOException {
+  void aParentsReservationItsGrantRequestsAckDoneAndQpGoneRoundTripEveryField() throws IOException {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     DataOutputStream out = new DataOutputStream(bytes);
     RdmaWire.Reserve reserve =
@@ -101,6 +101,8 @@ class RdmaWireTest {
     RdmaWire.writeGrantRequest(out, req);
     RdmaWire.writeAck(out, ack);
     RdmaWire.writeDone(out, -7L);
+    RdmaWire.QpGone gone = new RdmaWire.QpGone(65_535, -1, "its route was fenced: \u00e9");
+    RdmaWire.writeQpGone(out, gone);
     out.flush();
     DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes.toByteArray()));
     assertEquals(RdmaWire.RESERVE, RdmaWire.nextType(in));
@@ -111,6 +113,8 @@ class RdmaWireTest {
     assertEquals(ack, RdmaWire.readAckBody(in));
     assertEquals(RdmaWire.DONE, RdmaWire.nextType(in));
     assertEquals(-7L, RdmaWire.readDoneBody(in));
+    assertEquals(RdmaWire.QP_GONE, RdmaWire.nextType(in));
+    assertEquals(gone, RdmaWire.readQpGoneBody(in));
     assertEquals(-1, RdmaWire.nextType(in), "nothing else was written");
   }
 }

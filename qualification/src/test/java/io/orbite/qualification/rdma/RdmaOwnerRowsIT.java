@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.RegisteredMemory;
@@ -18,8 +17,6 @@ import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -34,20 +31,7 @@ class RdmaOwnerRowsIT {
 
   @Test
   void lanesSessionsAndGrantsAppearBelowTheirOwnersAndLeaveWithThem() throws Exception {
-    CountDownLatch posting = new CountDownLatch(1);
-    CountDownLatch letGo = new CountDownLatch(1);
-    FaultHooks hold =
-        new FaultHooks() {
-          @Override
-          public void beforeRdmaPost(String lane, int qpNum, long wrId, boolean write) {
-            posting.countDown();
-            try {
-              letGo.await(20, TimeUnit.SECONDS); // the source holds the slice's window meanwhile
-            } catch (InterruptedException e) {
-              Thread.currentThread().interrupt();
-            }
-          }
-        };
+    HeldPosts hold = new HeldPosts();
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("rows-source"));
         TransferEngine requester =
             TransferEngine.start(RdmaTransferIT.rdmaConfig("rows-requester"), hold)) {
@@ -85,7 +69,7 @@ class RdmaOwnerRowsIT {
           List.of(
               TransferRequest.read(local, 0, peer, remote.regionId(), 0, TASK)
                   .withTransport(Transport.RDMA)));
-      assertTrue(posting.await(20, TimeUnit.SECONDS), "the payload is about to be posted");
+      assertTrue(hold.awaitFirstPost(), "the payload is about to be posted");
       // Held past a second, the task's reservation is promoted: its grant gets an owner actor.
       assertTrue(
           Await.until(
@@ -106,7 +90,7 @@ class RdmaOwnerRowsIT {
               () -> rows(source, "RdmaSourceSession").getFirst().charges().get("grants") == 1),
           () -> "the session counts the window: " + rows(source, "RdmaSourceSession"));
 
-      letGo.countDown();
+      hold.letGo();
       BatchStatus s = batch.await(Duration.ofSeconds(30));
       batch.free();
       assertTrue(s.allCompleted(), s::toString);

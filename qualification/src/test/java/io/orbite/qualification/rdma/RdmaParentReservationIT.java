@@ -7,7 +7,6 @@ import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.RemoteSegment;
@@ -20,8 +19,6 @@ import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -40,22 +37,7 @@ class RdmaParentReservationIT {
   @Test
   void aMultiSliceTaskTakesOneSlotForAllItsSlicesAndOneBeyondTheSlotsIsRefusedWhole()
       throws Exception {
-    CountDownLatch posting = new CountDownLatch(1);
-    CountDownLatch letGo = new CountDownLatch(1);
-    FaultHooks hold =
-        new FaultHooks() {
-          @Override
-          public void beforeRdmaPost(String lane, int qpNum, long wrId, boolean write) {
-            if (posting.getCount() > 0) {
-              posting.countDown();
-              try {
-                letGo.await(20, TimeUnit.SECONDS); // the first task holds its slot meanwhile
-              } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-              }
-            }
-          }
-        };
+    HeldPosts hold = new HeldPosts();
     try (TransferEngine source =
             TransferEngine.start(
                 RdmaCleanupIT.withMaxGrants(RdmaTransferIT.rdmaConfig("parents-source"), 2));
@@ -78,7 +60,7 @@ class RdmaParentReservationIT {
           List.of(
               TransferRequest.read(local, 0, peer, remote.regionId(), 0, SLICE)
                   .withTransport(Transport.RDMA)));
-      assertTrue(posting.await(20, TimeUnit.SECONDS), "the first task's slice is about to post");
+      assertTrue(hold.awaitFirstPost(), "the first task's slice is about to post");
 
       // A READ of four slices takes the other slot for all four (with a slot per window, only one
       // of its slices could have had one, and the other three would have been refused).
@@ -105,7 +87,7 @@ class RdmaParentReservationIT {
               Duration.ofSeconds(10),
               () -> RdmaPeerIT.charge(source, "RdmaTransport", "grantsRefused") > refusedBefore),
           "the WRITE's reservation was refused while both slots were held");
-      letGo.countDown();
+      hold.letGo();
 
       BatchStatus s = refused.await(Duration.ofSeconds(30));
       refused.free();

@@ -414,8 +414,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   }
 
   /**
-   * Fails a task that waited for its direct bytes and will not start: one receipt per planned
-   * slice, as {@link #dispatch} promised, nothing sent and nothing charged.
+   * Fails a task that waited for its charges ({@code waitedFor}: its direct bytes or its parent
+   * unit) and will not start: one receipt per planned slice, as {@link #dispatch} promised, nothing
+   * sent and nothing charged.
    */
   private void refuseWaiting(TaskWork work, int receipts, String why, String waitedFor) {
     ErrorKind kind = fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST;

@@ -45,6 +45,8 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * fenced is refused before the circuit is asked), and hands each to the lane of its QP.
  */
 final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(RdmaChannel.class);
+
   private final SegmentDescriptor peer;
   private final ControlLink link;
   private final AtomicReferenceArray<RcQp> qps;
@@ -405,11 +407,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
                     work.lengthBytes(),
                     plan.count())));
     for (int i = 0; i < plan.count(); i++) {
-      Slice s = admit(work, parent, plan.offset(i), plan.length(i), railOfSlice[i], turn + i);
-      if (s != null && !s.awaitsRepair) {
-        counters.slicesDispatched.increment();
-        queueOnLane(s);
-      }
+      admit(work, parent, plan.offset(i), plan.length(i), railOfSlice[i], turn + i);
     }
   }
 
@@ -432,12 +430,13 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   }
 
   /**
-   * The slice on {@code rail} if its pair is admitted, else on another admitted rail, else null
-   * (its failure receipt delivered). A slice admitted on a rail whose QP for this turn failed waits
-   * for that QP's repair ({@link #awaitRepair}) instead of being queued: a half-open trial (C13)
-   * then runs on the fresh QP, and only its own receipt closes the pair.
+   * Admits a slice on {@code rail} if its pair is admitted, else on another admitted rail, and
+   * queues it on its QP's lane; else its failure receipt is delivered. A slice admitted on a rail
+   * whose QP for this turn failed waits for that QP's repair ({@link #awaitRepair}), which queues
+   * it, instead of being queued here: a half-open trial (C13) then runs on the fresh QP, and only
+   * its own receipt closes the pair.
    */
-  private Slice admit(
+  private void admit(
       TaskWork work, Slice.Parent parent, long offset, long length, int rail, int turn) {
     String refusals = "";
     RailPolicy policy = selector.policy();
@@ -472,9 +471,14 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         s.id = ids.incrementAndGet();
         selector.charge(qp.rail.index, length);
         if (live == null) {
+          // Its repair queues it: deciding here, not after, so that a repair that ends at once
+          // cannot queue it a second time (its grant would be asked twice: a protocol violation).
           awaitRepair(slot, s);
+        } else {
+          counters.slicesDispatched.increment();
+          queueOnLane(s);
         }
-        return s;
+        return;
       }
       refusals +=
           (refusals.isEmpty() ? "" : "; ")
@@ -492,7 +496,6 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
                 ErrorKind.UNAVAILABLE,
                 RemoteEffect.NONE,
                 "no healthy RDMA rail to " + peer + ": " + refusals + " (never sent)"));
-    return null;
   }
 
   @Override
@@ -848,6 +851,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       closedBecause = reason;
       active = false;
     }
+    LOG.info("RDMA endpoint to {} closing: {}", peer, reason);
     direct.cancel(this, reason); // tasks waiting for their direct bytes: never sent
     parentUnits.cancel(this, reason); // and those waiting for a parent unit (their bytes go back)
     Map<CqLane, List<RcQp>> byLane = new IdentityHashMap<>();

@@ -710,6 +710,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       }
       closedBecause = reason;
     }
+    LOG.info("{} closing: {}", name, reason);
     if (link != null) {
       link.close();
     } else {

@@ -33,14 +33,15 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * {@link #validating} once a scan finds the port ACTIVE, a GID for the new route (automatic: the
  * best valid entry, ranked again; pinned: that index, valid), every QP of the old route destroyed
  * (its work drained), and every lane's owner polling (none faulted, being reclaimed or kept); the
- * generation is noted. {@link #validating} → {@link #active} when the next scan finds the same
- * again under the same generation and no port or GID event in between: the route is published under
- * that generation (the rail circuit's trials then reopen the pairs on repaired QPs, which reach the
- * peer at the new address); anything else advances the generation and goes back to {@link #paused}.
- * A DEVICE_FATAL event fences the route for good: {@link #fatal}, until close. Then {@link
- * #closing} (every lane's owner stops its thread, then after the scan and the MR sweep in flight
- * the native objects are released in dependency order) → stopped; or {@link #quarantined} when a
- * release failed: what depends on it is kept, nothing is retried.
+ * generation is noted. {@link #validating} → {@link #active} when a scan at least {@link #SCAN}
+ * later (scans an async event starts do not shorten it) finds the same again under the same
+ * generation and no port or GID event in between: the route is published under that generation (the
+ * rail circuit's trials then reopen the pairs on repaired QPs, which reach the peer at the new
+ * address); anything else advances the generation and goes back to {@link #paused}. A DEVICE_FATAL
+ * event fences the route for good: {@link #fatal}, until close. Then {@link #closing} (every lane's
+ * owner stops its thread, then after the scan and the MR sweep in flight the native objects are
+ * released in dependency order) → stopped; or {@link #quarantined} when a release failed: what
+ * depends on it is kept, nothing is retried.
  */
 final class RdmaContext {
   sealed interface Command {}
@@ -394,7 +395,7 @@ final class RdmaContext {
                           + generation
                           + " on GID index "
                           + choice.index();
-                  return validating(generation, choice);
+                  return validating(generation, choice, System.nanoTime());
                 }));
   }
 
@@ -434,7 +435,13 @@ final class RdmaContext {
    * Validating the route {@code choice} under {@code generation}: the next scan must see the same,
    * with no port or GID event in between, for the route to be published under that generation.
    */
-  private Behavior<Command> validating(long generation, GidRanking.Choice choice) {
+  /**
+   * Validating route {@code generation} on {@code choice}, since {@code sinceNanos}: it is
+   * published by a scan that finds it unchanged at least {@link #SCAN} after the validation began,
+   * so a burst of scans started by async events cannot shorten the validation (a scan that finds a
+   * problem ends it at once).
+   */
+  private Behavior<Command> validating(long generation, GidRanking.Choice choice, long sinceNanos) {
     state = OwnerState.FENCED;
     return monitoring(
         Behaviors.receive(Command.class)
@@ -459,6 +466,9 @@ final class RdmaContext {
                   }
                   if (wait == null && !choice.equals(m.seen().candidate())) {
                     wait = "the GID chosen moved to index " + m.seen().candidate().index();
+                  }
+                  if (wait == null && System.nanoTime() - sinceNanos < SCAN.toNanos()) {
+                    return Behaviors.same(); // unchanged, but not for a whole scan period yet
                   }
                   Rail.Route next = new Rail.Route(generation, choice.index(), choice.gid());
                   if (wait == null && rail.publish(next)) {

@@ -50,18 +50,30 @@ public final class BatchActor {
     INSTANCE
   }
 
-  private enum RefreshTick implements Command {
+  /**
+   * The coalesced refresh of the owner row, scheduled once per burst. It may arrive after the batch
+   * stopped (its engine closing within the delay): it is then a suppressed dead letter, neither
+   * published as a {@code DeadLetter} nor logged, as a timer's message would be.
+   */
+  private enum RefreshTick implements Command, org.apache.pekko.actor.DeadLetterSuppression {
     INSTANCE
   }
 
   private static final Duration REFRESH_DELAY = Duration.ofMillis(50);
 
+  private final ActorContext<Command> ctx;
   private final BatchCore core;
   private final TimerScheduler<Command> timers;
   private final LongSupplier nanoClock;
   private long watchdogAtNanos = Long.MAX_VALUE;
+  private boolean refreshScheduled;
 
-  private BatchActor(BatchCore core, TimerScheduler<Command> timers, LongSupplier nanoClock) {
+  private BatchActor(
+      ActorContext<Command> ctx,
+      BatchCore core,
+      TimerScheduler<Command> timers,
+      LongSupplier nanoClock) {
+    this.ctx = ctx;
     this.core = core;
     this.timers = timers;
     this.nanoClock = nanoClock;
@@ -86,7 +98,7 @@ public final class BatchActor {
             timers ->
                 Behaviors.setup(
                     (ActorContext<Command> ctx) ->
-                        new BatchActor(core, timers, nanoClock).open())));
+                        new BatchActor(ctx, core, timers, nanoClock).open())));
   }
 
   private Behavior<Command> open() {
@@ -112,14 +124,16 @@ public final class BatchActor {
         .onMessageEquals(
             Refresh.INSTANCE,
             () -> {
-              if (!timers.isTimerActive(RefreshTick.INSTANCE)) {
-                timers.startSingleTimer(RefreshTick.INSTANCE, REFRESH_DELAY);
+              if (!refreshScheduled) {
+                refreshScheduled = true;
+                ctx.scheduleOnce(REFRESH_DELAY, ctx.getSelf(), RefreshTick.INSTANCE);
               }
               return Behaviors.same();
             })
         .onMessageEquals(
             RefreshTick.INSTANCE,
             () -> {
+              refreshScheduled = false;
               core.refreshReport();
               return Behaviors.same();
             })

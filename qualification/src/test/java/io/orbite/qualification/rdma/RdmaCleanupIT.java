@@ -299,6 +299,63 @@ class RdmaCleanupIT {
     };
   }
 
+  /**
+   * A window still bound when the source closes its side, whose deallocation then fails: its grant
+   * is kept while its session settles (the window is released by the session's close, after its
+   * thread ended the serving). The session's owner still tells the transport the session ended once
+   * only that kept grant is left, so the source side closes (no session is left), and the grant
+   * stays listed with its loan; the requester's READ fails with nothing landed.
+   */
+  @Test
+  void aWindowKeptWhileItsSessionSettlesStillLetsTheSourceSideClose() throws Exception {
+    SoftFaults faults = SoftFaults.create();
+    HeldPosts hold = new HeldPosts();
+    try (TransferEngine source =
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("settle-source"), hooks(faults));
+        TransferEngine requester =
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("settle-req"), hold)) {
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 64;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      long guard = 65;
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      Batch batch = requester.allocateBatch(1);
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, 0, peer, remote.regionId(), 0, 64 * 1024)
+                  .withTransport(Transport.RDMA)));
+      assertTrue(hold.awaitFirstPost(), "the slice's window is bound at the source");
+      faults.failNextDestroy(SoftFaults.Kind.MW, 5, false);
+
+      source.closeSource(Duration.ofSeconds(10));
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(10),
+              () -> RdmaPeerIT.charge(source, "RdmaTransport", "sourceSessions") == 0),
+          () -> "the settled session is gone from the transport: " + source.ownerView());
+      assertTrue(
+          source.quarantined().stream()
+              .anyMatch(
+                  o ->
+                      o.kind() == QuarantinedOwner.Kind.GRANT
+                          && o.reason().contains("ibv_dealloc_mw failed (errno 5)")),
+          () -> "the grant kept while its session settled is listed: " + source.quarantined());
+      assertTrue(((Registration) remote).loans() > 0, "and it keeps its loan");
+
+      hold.letGo();
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      batch.free();
+      TaskResult r = s.tasks().getFirst();
+      assertEquals(TaskState.FAILED, r.state(), r::toString);
+      assertEquals(0, r.bytes(), r::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "nothing landed");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source unchanged");
+    }
+  }
+
   /** {@code c} with {@code rdma.maxGrants} set (and a 1 s destruction window, to close fast). */
   static EngineConfig withMaxGrants(EngineConfig c, int maxGrants) {
     RdmaConfig r = c.rdma();

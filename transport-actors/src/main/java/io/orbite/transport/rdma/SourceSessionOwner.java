@@ -25,8 +25,9 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * <p>States: {@link #serving} until the session's thread ended (every QP destroyed or kept, every
  * reservation whose windows were all released ended); then {@link #settling}, watching the grants
  * still alive. Once only kept grants are left, the transport is told the session ended ({@code
- * ended}): all its loans are back but those of kept grants. With no kept grant the actor stops; a
- * kept grant's owner stays below it, quarantined, for the life of the process.
+ * ended}): all its loans are back but those of kept grants. With no kept grant the actor stops;
+ * otherwise it is {@link #keeping} them, terminal: a kept grant's owner stays below it,
+ * quarantined, for the life of the process.
  *
  * <p>Its row counts the windows bound now ({@code grants}), the reservations held ({@code
  * reservations}), the grants' owners ({@code grantOwners}) and the kept ones ({@code grantsKept});
@@ -117,9 +118,19 @@ final class SourceSessionOwner {
   private Behavior<Command> serving() {
     return Behaviors.receive(Command.class)
         .onMessage(ToGrant.class, this::onToGrant)
-        .onMessage(GrantKept.class, m -> onGrantKept(m, Behaviors.same()))
+        .onMessage(
+            GrantKept.class,
+            m -> {
+              onGrantKept(m);
+              return Behaviors.same();
+            })
         .onMessageEquals(Ended.INSTANCE, this::onEnded)
-        .onMessageEquals(Refresh.INSTANCE, this::refresh)
+        .onMessageEquals(
+            Refresh.INSTANCE,
+            () -> {
+              promoteHeld();
+              return refresh();
+            })
         .build();
   }
 
@@ -133,7 +144,12 @@ final class SourceSessionOwner {
               kept.remove(m.grant());
               return settleIfDue();
             })
-        .onMessage(GrantKept.class, m -> onGrantKept(m, settleIfDue()))
+        .onMessage(
+            GrantKept.class,
+            m -> {
+              onGrantKept(m);
+              return settleIfDue(); // after counting it: it may have been the last one alive
+            })
         // A session refused while connecting can say it ended twice.
         .onMessageEquals(Ended.INSTANCE, Behaviors::same)
         .onMessageEquals(Refresh.INSTANCE, this::refresh)
@@ -141,19 +157,40 @@ final class SourceSessionOwner {
   }
 
   /**
-   * The tick: every reservation held for {@link #PROMOTE_AFTER} is promoted and given an owner
-   * (while serving: after the thread ended, none is left unpromoted), each grant's owner
-   * re-publishes its row, and so does this actor.
+   * Terminal, once the transport was told the session ended: only kept grants are left below it,
+   * and they never end (their rows and this one are still re-published at each tick).
    */
-  private Behavior<Command> refresh() {
-    if (state == OwnerState.SERVING) {
-      long due = System.nanoTime() - PROMOTE_AFTER.toNanos();
-      for (Reservation r : session.reservationsNow()) {
-        if (r.owner() == null && r.reservedAtNanos - due <= 0 && r.promote()) {
-          ownerOf(r);
-        }
+  private Behavior<Command> keeping() {
+    return Behaviors.receive(Command.class)
+        .onMessage(ToGrant.class, this::onToGrant)
+        .onMessage(GrantEnded.class, m -> Behaviors.same()) // kept grants stop with this actor
+        .onMessage(
+            GrantKept.class,
+            m -> {
+              onGrantKept(m);
+              return Behaviors.same();
+            })
+        .onMessageEquals(Ended.INSTANCE, Behaviors::same)
+        .onMessageEquals(Refresh.INSTANCE, this::refresh)
+        .build();
+  }
+
+  /**
+   * While serving, at each tick: every reservation held for {@link #PROMOTE_AFTER} is promoted and
+   * given an owner (after the thread ended none is left unpromoted: it ended or was promoted
+   * there).
+   */
+  private void promoteHeld() {
+    long due = System.nanoTime() - PROMOTE_AFTER.toNanos();
+    for (Reservation r : session.reservationsNow()) {
+      if (r.owner() == null && r.reservedAtNanos - due <= 0 && r.promote()) {
+        ownerOf(r);
       }
     }
+  }
+
+  /** The tick: each grant's owner re-publishes its row, and so does this actor. */
+  private Behavior<Command> refresh() {
     ctx.getChildren()
         .forEach(c -> c.<GrantOwner.Command>unsafeUpcast().tell(GrantOwner.Refresh.INSTANCE));
     publish();
@@ -178,10 +215,9 @@ final class SourceSessionOwner {
     return Behaviors.same();
   }
 
-  private Behavior<Command> onGrantKept(GrantKept m, Behavior<Command> next) {
+  private void onGrantKept(GrantKept m) {
     kept.add(m.reservation().owner().unsafeUpcast());
     publish();
-    return next;
   }
 
   /**
@@ -199,17 +235,21 @@ final class SourceSessionOwner {
     return settleIfDue();
   }
 
-  /** Tells the transport once only kept grants are left, and stops when none is. */
+  /**
+   * Once only kept grants are left, tells the transport the session ended, and stops if none is
+   * left, else keeps them.
+   */
   private Behavior<Command> settleIfDue() {
     if (!kept.containsAll(settlingOn)) {
       return settling();
     }
-    if (state != OwnerState.CLOSED) {
-      state = OwnerState.CLOSED;
-      transport.tell(ended);
-      publish();
+    state = OwnerState.CLOSED;
+    transport.tell(ended);
+    if (settlingOn.isEmpty()) {
+      return Behaviors.stopped();
     }
-    return settlingOn.isEmpty() ? Behaviors.stopped() : settling();
+    publish();
+    return keeping();
   }
 
   private void publish() {

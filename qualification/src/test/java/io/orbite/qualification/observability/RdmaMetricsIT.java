@@ -18,6 +18,7 @@ import io.orbite.engine.Transport;
 import io.orbite.nativebind.verbs.Ibv;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
+import io.orbite.qualification.rdma.HeldPosts;
 import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
 import java.util.List;
@@ -106,6 +107,92 @@ class RdmaMetricsIT {
           () -> "soft1 paused with its pair open, soft0 serving: " + Http.get(url).body());
       faults.setPortState("soft1", 1, Ibv.PORT_ACTIVE);
     }
+  }
+
+  /**
+   * The RDMA budget gauges of a source hold what its reservations hold: while a requester's payload
+   * post is held, its task's reservation is one {@code rdma_grants} slot and its whole length in
+   * {@code rdma_direct_bytes}; both go back to 0 once the task completed, every byte checked.
+   */
+  @Test
+  void aSourcesBudgetGaugesShowTheReservationItHolds() throws InterruptedException {
+    EngineConfig config = rdma("rdma-budget-source");
+    config =
+        config.withObservability(
+            config
+                .observability()
+                .withMetrics(MetricsConfig.defaults().withEnabled(true))
+                .withTickMillis(200));
+    HeldPosts held = new HeldPosts();
+    try (TransferEngine source = TransferEngine.start(config);
+        TransferEngine requester = TransferEngine.start(rdma("rdma-budget-requester"), held)) {
+      String url = source.observabilityUrls().get("metrics");
+      Map<String, String> engine = Map.of("engine", "rdma-budget-source@" + source.localSegment());
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 92;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      RegisteredMemory local = requester.allocate(REGION + 128, Access.READ_WRITE);
+      Pattern.fill(local.segment(), 0, REGION + 128, data + 1, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> {
+                String scrape = Http.get(url).body();
+                return limit(scrape, engine, "rdma_grants") == RdmaConfig.defaults().maxGrants()
+                    && budget(scrape, engine, "rdma_grants") == 0;
+              }),
+          () -> "the limit is rdma.maxGrants, nothing reserved: " + Http.get(url).body());
+      Batch batch = requester.allocateBatch(1);
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, 64, peer, remote.regionId(), 0, REGION)
+                  .withTransport(Transport.RDMA)));
+      try {
+        assertTrue(held.awaitFirstPost(), "a payload post was reached");
+        assertTrue(
+            Await.until(
+                Duration.ofSeconds(5),
+                () -> {
+                  String scrape = Http.get(url).body();
+                  return budget(scrape, engine, "rdma_grants") == 1
+                      && budget(scrape, engine, "rdma_direct_bytes") == REGION;
+                }),
+            () -> "one parent reserved, its whole length charged: " + Http.get(url).body());
+      } finally {
+        held.letGo();
+      }
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      batch.free();
+      assertTrue(s.allCompleted(), s::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 64, REGION, data, 0), "every byte");
+      assertEquals(-1, Pattern.verify(local.segment(), 0, 64, data + 1, 0), "the guard before");
+      assertEquals(
+          -1, Pattern.verify(local.segment(), REGION + 64, 64, data + 1, REGION + 64), "after");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source unchanged");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> {
+                String scrape = Http.get(url).body();
+                return budget(scrape, engine, "rdma_grants") == 0
+                    && budget(scrape, engine, "rdma_direct_bytes") == 0;
+              }),
+          () -> "the slot and the bytes went back: " + Http.get(url).body());
+    }
+  }
+
+  private static double budget(String scrape, Map<String, String> engine, String budget) {
+    java.util.Map<String, String> labels = new java.util.HashMap<>(engine);
+    labels.put("budget", budget);
+    return Http.sample(scrape, "orbite_budget_used", labels);
+  }
+
+  private static double limit(String scrape, Map<String, String> engine, String budget) {
+    java.util.Map<String, String> labels = new java.util.HashMap<>(engine);
+    labels.put("budget", budget);
+    return Http.sample(scrape, "orbite_budget_limit", labels);
   }
 
   private static double laneBytes(String scrape, Map<String, String> engine, String lane) {

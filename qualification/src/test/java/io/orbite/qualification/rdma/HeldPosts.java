@@ -9,9 +9,12 @@ import java.util.concurrent.TimeUnit;
  * them go (at most 20 s each): the slice's window stays bound at the source meanwhile, so its grant
  * and its slot are held for as long as the test needs.
  */
-final class HeldPosts implements FaultHooks {
+public final class HeldPosts implements FaultHooks {
   private final CountDownLatch posting = new CountDownLatch(1);
   private final CountDownLatch letGo = new CountDownLatch(1);
+
+  /** Hooks that hold every payload post until {@link #letGo()}. */
+  public HeldPosts() {}
 
   @Override
   public void beforeRdmaPost(String lane, int qpNum, long wrId, boolean write) {
@@ -24,12 +27,12 @@ final class HeldPosts implements FaultHooks {
   }
 
   /** Whether a payload post reached its hook within 20 s (its slice's grant is bound by then). */
-  boolean awaitFirstPost() throws InterruptedException {
+  public boolean awaitFirstPost() throws InterruptedException {
     return posting.await(20, TimeUnit.SECONDS);
   }
 
   /** Lets every held post go, and every later one through. */
-  void letGo() {
+  public void letGo() {
     letGo.countDown();
   }
 }

@@ -78,7 +78,7 @@ class RdmaBudgetsIT {
   }
 
   @Test
-  void grantsBeyondTheSourcesBudgetAreRefusedResourceExhaustedWithNoEffect() {
+  void aBurstBeyondTheSourcesPublishedGrantBudgetWaitsAtTheRequesterAndAllLand() {
     EngineConfig tight = RdmaTransferIT.rdmaConfig("grants-source");
     tight =
         tight.withRdma(
@@ -125,22 +125,21 @@ class RdmaBudgetsIT {
       batch.submit(reads);
       BatchStatus s = batch.await(Duration.ofSeconds(60));
       batch.free();
-      int refused = 0;
+      assertTrue(s.allCompleted(), s::toString);
       for (TaskResult r : s.tasks()) {
         long at = r.index() * TASK;
-        if (r.errorKind() == null) {
-          assertEquals(-1, Pattern.verify(local.segment(), at, TASK, data, at), r::toString);
-        } else {
-          refused++;
-          assertEquals(ErrorKind.RESOURCE_EXHAUSTED, r.errorKind(), r::toString);
-          assertTrue(r.detail().contains("rdma.maxGrants"), r::toString);
-          assertEquals(RemoteEffect.NONE, r.remoteEffect());
-          assertEquals(0, r.bytes());
-          assertEquals(-1, Pattern.verify(local.segment(), at, TASK, guard, at), "untouched");
-        }
+        assertEquals(TASK, r.bytes(), r::toString);
+        assertEquals(-1, Pattern.verify(local.segment(), at, TASK, data, at), r::toString);
       }
-      assertTrue(refused > 0, "one grant at a time: the rest of a burst is refused");
-      assertTrue(refused < n, "and the grant that fits is served");
+      assertEquals(
+          0,
+          RdmaPeerIT.charge(source, "RdmaTransport", "grantsRefused"),
+          "the source publishes one parent at a time, and was never asked for a second");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> RdmaPeerIT.charge(requester, "RdmaTransport", "tasksAwaitingGrants") > 0),
+          "the rest of the burst waited on the requester");
       assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source untouched");
     }
   }
@@ -428,7 +427,7 @@ class RdmaBudgetsIT {
   }
 
   @Test
-  void aSourceRefusesATaskBeyondItsDirectBytesBeforeBindingAnyWindow() {
+  void aTaskBeyondTheSourcesPublishedDirectBytesIsRefusedByTheRequesterBeforeItIsSent() {
     EngineConfig tight = RdmaTransferIT.rdmaConfig("direct-src-tight");
     tight = tight.withRdma(tight.rdma().withMaxDirectBytes(256 * 1024));
     // One slice per MiB, so each task asks the source for one 1 MiB window.
@@ -463,15 +462,23 @@ class RdmaBudgetsIT {
         assertEquals(0, r.bytes());
         assertTrue(r.locallyDrained(), r::toString);
         assertTrue(r.detail().contains("rdma.maxDirectBytes"), r::toString);
+        assertTrue(r.detail().contains("262144 B that peer reserves at most"), r::toString);
+        assertTrue(r.detail().contains("never sent"), r::toString);
       }
       assertEquals(-1, Pattern.verify(local.segment(), 0, region, guard, 0), "requester untouched");
       assertEquals(-1, Pattern.verify(remote.segment(), 0, region, data, 0), "source untouched");
       assertTrue(
           Await.until(
               Duration.ofSeconds(5),
-              () -> RdmaPeerIT.charge(source, "RdmaTransport", "directBytesRefused") == 2),
-          "both refusals are counted");
-      // The same owner-view report that shows both refusals: no window was bound.
+              () -> RdmaPeerIT.charge(requester, "RdmaTransport", "directBytesRefused") == 2),
+          "both refusals are counted on the requester");
+      assertEquals(
+          262_144,
+          RdmaPeerIT.charge(requester, "RdmaEndpoint", "peerMaxTaskBytes"),
+          "from the source's RAILS");
+      // Nothing was asked of the source: no reservation refused, no window bound.
+      assertEquals(0, RdmaPeerIT.charge(source, "RdmaTransport", "directBytesRefused"));
+      assertEquals(0, RdmaPeerIT.charge(source, "RdmaTransport", "grantsRefused"));
       assertEquals(
           bound, RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound"), "no window bound");
 
@@ -499,6 +506,103 @@ class RdmaBudgetsIT {
                   RdmaPeerIT.charge(source, "RdmaTransport", "directBytes") == 0
                       && RdmaPeerIT.charge(requester, "RdmaTransport", "directBytes") == 0),
           "the window's bytes came back when it was released");
+    }
+  }
+
+  /**
+   * A source whose direct bytes are held by one requester's reservation refuses another's task that
+   * fits its published limit but not what is free, after waiting 5 s for room: {@code
+   * RESOURCE_EXHAUSTED}, before any window, nothing moved; the same task lands once the first was
+   * let go.
+   */
+  @Test
+  void aSourceRefusesATaskThatDoesNotFitItsFreeDirectBytesWithinFiveSecondsBeforeAnyWindow()
+      throws Exception {
+    EngineConfig tight = RdmaTransferIT.rdmaConfig("direct-wait-source");
+    tight = tight.withRdma(tight.rdma().withMaxDirectBytes(256 * 1024));
+    HeldPosts hold = new HeldPosts();
+    long region = MIB;
+    try (TransferEngine source = TransferEngine.start(tight);
+        TransferEngine first =
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("direct-wait-first"), hold);
+        TransferEngine second =
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("direct-wait-second"))) {
+      RegisteredMemory remote = source.allocate(region, Access.READ_WRITE);
+      long data = 61;
+      Pattern.fill(remote.segment(), 0, region, data, 0);
+      long guard = 62;
+      RegisteredMemory firstLocal = first.allocate(region, Access.READ_WRITE);
+      Pattern.fill(firstLocal.segment(), 0, region, guard, 0);
+      RegisteredMemory secondLocal = second.allocate(region, Access.READ_WRITE);
+      Pattern.fill(secondLocal.segment(), 0, region, guard, 0);
+      RemoteSegment firstPeer =
+          first.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      RemoteSegment secondPeer =
+          second.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+
+      // 192 KiB of the source's 256 KiB reserved by the first requester, held on its lane.
+      long held = 192 * 1024;
+      Batch firstBatch = first.allocateBatch(1);
+      firstBatch.submit(
+          List.of(
+              TransferRequest.read(firstLocal, 0, firstPeer, remote.regionId(), 0, held)
+                  .withTransport(Transport.RDMA)));
+      TaskResult refused;
+      try {
+        assertTrue(hold.awaitFirstPost(), "the first task's slice is about to post");
+        assertTrue(
+            Await.until(
+                Duration.ofSeconds(5),
+                () -> RdmaPeerIT.charge(source, "RdmaTransport", "directBytes") == held),
+            "the first task's whole length is charged at the source");
+        long bound = RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound");
+        // 128 KiB fits the 256 KiB the source publishes, but not the 64 KiB free there.
+        refused =
+            readOne(
+                second,
+                TransferRequest.read(secondLocal, 0, secondPeer, remote.regionId(), 0, 128 * 1024)
+                    .withTransport(Transport.RDMA));
+        assertEquals(
+            bound,
+            RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound"),
+            "no window bound for it");
+      } finally {
+        hold.letGo();
+      }
+      assertEquals(ErrorKind.RESOURCE_EXHAUSTED, refused.errorKind(), refused::toString);
+      assertEquals(RemoteEffect.NONE, refused.remoteEffect(), refused::toString);
+      assertEquals(0, refused.bytes(), refused::toString);
+      assertTrue(refused.detail().contains("rdma.maxDirectBytes"), refused::toString);
+      assertEquals(-1, Pattern.verify(secondLocal.segment(), 0, region, guard, 0), "untouched");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> RdmaPeerIT.charge(source, "RdmaTransport", "directBytesRefused") == 1),
+          "the source counted its refusal");
+
+      BatchStatus s = firstBatch.await(Duration.ofSeconds(30));
+      firstBatch.free();
+      assertTrue(s.allCompleted(), s::toString);
+      assertEquals(-1, Pattern.verify(firstLocal.segment(), 0, held, data, 0), "first READ");
+      assertEquals(
+          -1, Pattern.verify(firstLocal.segment(), held, region - held, guard, held), "after it");
+      TaskResult again =
+          readOne(
+              second,
+              TransferRequest.read(secondLocal, 0, secondPeer, remote.regionId(), 0, 128 * 1024)
+                  .withTransport(Transport.RDMA));
+      assertTrue(again.completed(), again::toString);
+      assertEquals(-1, Pattern.verify(secondLocal.segment(), 0, 128 * 1024, data, 0), "landed");
+      assertEquals(
+          -1,
+          Pattern.verify(secondLocal.segment(), 128 * 1024, region - 128 * 1024, guard, 128 * 1024),
+          "guard after");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, region, data, 0), "source unchanged");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> RdmaPeerIT.charge(source, "RdmaTransport", "directBytes") == 0),
+          "every charge came back");
     }
   }
 

@@ -26,8 +26,9 @@ import org.junit.jupiter.api.Test;
  * task takes one source slot for all its slices, and a source whose slots are all reserved refuses
  * a task at its RESERVE, before any window of it exists: none of its slices moves a byte (with
  * per-window charges, some could have moved before another was refused). A requester holds at most
- * its own {@code rdma.maxGrants} parents reserved at once: the tasks beyond it wait, in order, for
- * an earlier parent's DONE, and all of them land.
+ * its own {@code rdma.maxGrants} parents reserved at once, and at most the source's (published in
+ * its RAILS) at that source: the tasks beyond either wait, in order, for an earlier parent's DONE,
+ * and all of them land.
  */
 class RdmaParentReservationIT {
   private static final long REGION = 2L << 20;
@@ -42,7 +43,8 @@ class RdmaParentReservationIT {
             TransferEngine.start(
                 RdmaCleanupIT.withMaxGrants(RdmaTransferIT.rdmaConfig("parents-source"), 2));
         TransferEngine requester =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("parents-requester"), hold)) {
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("parents-requester"), hold);
+        TransferEngine other = TransferEngine.start(RdmaTransferIT.rdmaConfig("parents-other"))) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 71;
       Pattern.fill(remote.segment(), 0, REGION, data, 0);
@@ -50,7 +52,6 @@ class RdmaParentReservationIT {
       long guard = 72;
       long written = 73;
       Pattern.fill(local.segment(), 0, REGION, guard, 0);
-      Pattern.fill(local.segment(), 2 * TASK, TASK, written, 2 * TASK);
       RemoteSegment peer =
           requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
 
@@ -75,12 +76,20 @@ class RdmaParentReservationIT {
               () -> RdmaPeerIT.charge(source, "RdmaTransport", "grants") == 2),
           "both slots are reserved: one per task");
 
-      // A WRITE of four slices finds no slot: refused at its RESERVE, before any window.
+      // Another requester's WRITE of four slices finds no slot: refused at its RESERVE, before
+      // any window. (The first requester holds the two parents the source publishes it admits, so
+      // a third of its own would wait on its side, never asked of the source.)
+      RegisteredMemory otherLocal = other.allocate(REGION, Access.READ_WRITE);
+      Pattern.fill(otherLocal.segment(), 0, REGION, guard, 0);
+      Pattern.fill(otherLocal.segment(), 2 * TASK, TASK, written, 2 * TASK);
+      RemoteSegment otherPeer =
+          other.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
       long refusedBefore = RdmaPeerIT.charge(source, "RdmaTransport", "grantsRefused");
-      Batch refused = requester.allocateBatch(1);
+      Batch refused = other.allocateBatch(1);
       refused.submit(
           List.of(
-              TransferRequest.write(local, 2 * TASK, peer, remote.regionId(), 2 * TASK, TASK)
+              TransferRequest.write(
+                      otherLocal, 2 * TASK, otherPeer, remote.regionId(), 2 * TASK, TASK)
                   .withTransport(Transport.RDMA)));
       assertTrue(
           Await.until(
@@ -109,11 +118,18 @@ class RdmaParentReservationIT {
       assertEquals(-1, Pattern.verify(local.segment(), SLICE, TASK - SLICE, guard, SLICE), "gap");
       assertEquals(-1, Pattern.verify(local.segment(), TASK, TASK, data, TASK), "four slices");
       assertEquals(
-          -1, Pattern.verify(local.segment(), 2 * TASK, TASK, written, 2 * TASK), "WRITE source");
+          -1,
+          Pattern.verify(local.segment(), 2 * TASK, REGION - 2 * TASK, guard, 2 * TASK),
+          "guard after");
       assertEquals(
           -1,
-          Pattern.verify(local.segment(), 3 * TASK, REGION - 3 * TASK, guard, 3 * TASK),
-          "guard after");
+          Pattern.verify(otherLocal.segment(), 2 * TASK, TASK, written, 2 * TASK),
+          "WRITE source");
+      assertEquals(-1, Pattern.verify(otherLocal.segment(), 0, 2 * TASK, guard, 0), "before it");
+      assertEquals(
+          -1,
+          Pattern.verify(otherLocal.segment(), 3 * TASK, REGION - 3 * TASK, guard, 3 * TASK),
+          "after it");
       // Source: no slice of the refused WRITE landed.
       assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source untouched");
       assertTrue(
@@ -129,6 +145,83 @@ class RdmaParentReservationIT {
           RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound"),
           "five windows bound (the first task's and the four-slice READ's), none of the WRITE");
       assertTrue(source.quarantined().isEmpty(), source.quarantined()::toString);
+    }
+  }
+
+  @Test
+  void aRequesterHoldsAtMostTheParentsItsSourcePublishesThereAndTheRestWaitAndLand()
+      throws Exception {
+    int tasks = 6; // one slice each, against a source that admits two parents at once
+    HeldPosts hold = new HeldPosts();
+    try (TransferEngine source =
+            TransferEngine.start(
+                RdmaCleanupIT.withMaxGrants(RdmaTransferIT.rdmaConfig("published-source"), 2));
+        TransferEngine requester =
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("published-requester"), hold)) {
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 91;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      long guard = 92;
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> RdmaPeerIT.charge(requester, "RdmaEndpoint", "peerParentsLimit") == 2),
+          "the endpoint knows the source's rdma.maxGrants from its RAILS");
+      long refusedBefore = RdmaPeerIT.charge(source, "RdmaTransport", "grantsRefused");
+      List<TransferRequest> requests = new ArrayList<>();
+      for (int i = 0; i < tasks; i++) {
+        requests.add(
+            TransferRequest.read(local, i * TASK, peer, remote.regionId(), i * TASK, SLICE)
+                .withTransport(Transport.RDMA));
+      }
+      Batch batch = requester.allocateBatch(tasks);
+      batch.submit(requests);
+      try {
+        assertTrue(hold.awaitFirstPost(), "a slice is about to post");
+        assertTrue(
+            Await.until(
+                Duration.ofSeconds(5),
+                () ->
+                    RdmaPeerIT.charge(source, "RdmaTransport", "grants") == 2
+                        && RdmaPeerIT.charge(requester, "RdmaEndpoint", "peerParentsReserved") == 2
+                        && RdmaPeerIT.charge(requester, "RdmaTransport", "tasksAwaitingGrants")
+                            >= tasks - 2),
+            () ->
+                "two parents reserved at the source, the other four waiting here: "
+                    + requester.ownerView());
+      } finally {
+        hold.letGo();
+      }
+      BatchStatus s = batch.await(Duration.ofSeconds(60));
+      batch.free();
+      assertTrue(s.allCompleted(), s::toString);
+      for (int i = 0; i < tasks; i++) {
+        long at = i * TASK;
+        assertEquals(-1, Pattern.verify(local.segment(), at, SLICE, data, at), "task " + i);
+        assertEquals(
+            -1,
+            Pattern.verify(local.segment(), at + SLICE, TASK - SLICE, guard, at + SLICE),
+            "guard after task " + i);
+      }
+      long end = tasks * TASK;
+      assertEquals(
+          -1, Pattern.verify(local.segment(), end, REGION - end, guard, end), "guard after all");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source unchanged");
+      assertEquals(
+          refusedBefore,
+          RdmaPeerIT.charge(source, "RdmaTransport", "grantsRefused"),
+          "the source was never asked for a third parent");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  RdmaPeerIT.charge(requester, "RdmaEndpoint", "peerParentsReserved") == 0
+                      && RdmaPeerIT.charge(source, "RdmaTransport", "grants") == 0),
+          "every unit came back at its DONE");
     }
   }
 

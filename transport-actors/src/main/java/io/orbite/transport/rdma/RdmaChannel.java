@@ -77,6 +77,15 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   /** This engine's requester-side {@code rdma.maxGrants}: parents reserved at sources at once. */
   private final DirectBytes parentUnits;
 
+  /** What the peer admits as a source, from its RAILS: the largest task, the parents at once. */
+  private final RdmaWire.Limits peerLimits;
+
+  /**
+   * The parents this endpoint holds reserved at its peer, at most the peer's published {@code
+   * rdma.maxGrants}: a task beyond it waits here rather than being refused there.
+   */
+  private final DirectBytes peerParents;
+
   private volatile boolean active = true;
   private volatile String fencedBecause;
   private volatile String closedBecause;
@@ -86,6 +95,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       ControlLink link,
       RcQp[] qps,
       List<RdmaWire.Rail> remoteRails,
+      RdmaWire.Limits peerLimits,
       int lanesPerRail,
       int railCount,
       RailHealth health,
@@ -97,6 +107,10 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     this.selector = selector;
     this.direct = direct;
     this.parentUnits = parents;
+    this.peerLimits = peerLimits;
+    this.peerParents =
+        new DirectBytes(
+            "rdma.maxGrants of " + peer + " (its published limit)", peerLimits.maxParents());
     this.peer = peer;
     this.link = link;
     this.qps = new AtomicReferenceArray<>(qps);
@@ -148,8 +162,12 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     try {
       socket.socket().setSoTimeout(tcp.connectTimeoutMillis());
       DataInputStream in = link.in;
-      List<RdmaWire.Rail> remote = RdmaWire.readRails(in);
-      RdmaWire.writeRails(link.out(), rails.stream().map(Rail::published).toList());
+      RdmaWire.Describe described = RdmaWire.readRails(in);
+      List<RdmaWire.Rail> remote = described.rails();
+      RdmaWire.writeRails(
+          link.out(),
+          rails.stream().map(Rail::published).toList(),
+          new RdmaWire.Limits(direct.limitBytes(), (int) parents.limitBytes()));
       int lanes = rails.getFirst().lanes.size();
       List<RdmaWire.QpEnd> ends = new ArrayList<>();
       for (Rail rail : rails) {
@@ -185,6 +203,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
               link,
               made.toArray(RcQp[]::new),
               remote,
+              described.limits(),
               lanes,
               rails.size(),
               health,
@@ -325,6 +344,23 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
                       + " B (never sent)"));
       return 1;
     }
+    if (length > peerLimits.maxTaskBytes()) {
+      counters.directBytesRefused.increment();
+      work.sink()
+          .deliver(
+              Receipt.failed(
+                  work.taskIndex(),
+                  ErrorKind.RESOURCE_EXHAUSTED,
+                  RemoteEffect.NONE,
+                  "rdma.maxDirectBytes: a task of "
+                      + length
+                      + " B to "
+                      + peer
+                      + " is larger than the "
+                      + peerLimits.maxTaskBytes()
+                      + " B that peer reserves at most (its published limit; never sent)"));
+      return 1;
+    }
     // All of the task's slices are charged at once, or none: a task that does not fit now waits,
     // in arrival order, and starts on the thread whose drain makes room for it.
     // The common case charges without making the waiter's two closures.
@@ -342,10 +378,28 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   }
 
   /**
-   * A task that was charged its direct bytes: one {@code rdma.maxGrants} unit for its reservation
-   * at the source, now or, in order, once an earlier parent said DONE; then its slices.
+   * A task that was charged its direct bytes: a unit of its peer's published {@code rdma.maxGrants}
+   * for its reservation there, then one of this engine's, each now or, in order, once an earlier
+   * parent said DONE; then its slices.
    */
   private void start(TaskWork work, SlicePlan plan, RailPolicy policy) {
+    if (peerParents.tryCharge(1)
+        || peerParents.chargeOrWait(
+            1,
+            this,
+            () -> startHere(work, plan, policy),
+            why -> {
+              direct.release(work.lengthBytes());
+              refuseWaiting(work, plan.count(), why, "its peer's rdma.maxGrants");
+            })) {
+      startHere(work, plan, policy);
+    } else {
+      counters.tasksAwaitingGrants.increment();
+    }
+  }
+
+  /** A task charged its direct bytes and its peer's unit: one unit of this engine's. */
+  private void startHere(TaskWork work, SlicePlan plan, RailPolicy policy) {
     if (parentUnits.tryCharge(1)
         || parentUnits.chargeOrWait(
             1,
@@ -353,6 +407,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
             () -> reserve(work, plan, policy),
             why -> {
               direct.release(work.lengthBytes());
+              peerParents.release(1);
               refuseWaiting(work, plan.count(), why, "rdma.maxGrants");
             })) {
       reserve(work, plan, policy);
@@ -368,6 +423,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       // Closed or fenced while it waited for its charges: nothing of it was sent.
       direct.release(work.lengthBytes());
       parentUnits.release(1);
+      peerParents.release(1);
       refuseWaiting(
           work,
           plan.count(),
@@ -554,9 +610,10 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         link.flush();
       }
     }
-    // Its reservation's unit: the next waiting task may reserve (the source gave its parent's slot
-    // back when its last window was released, before the last ACK).
+    // Its reservation's units: the next waiting task may reserve (the source gave its parent's
+    // slot back when its last window was released, before the last ACK).
     parentUnits.release(1);
+    peerParents.release(1);
   }
 
   /** Sends slice {@code s}'s grant request (on its lane); false when the link is closed. */
@@ -853,7 +910,8 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     }
     LOG.info("RDMA endpoint to {} closing: {}", peer, reason);
     direct.cancel(this, reason); // tasks waiting for their direct bytes: never sent
-    parentUnits.cancel(this, reason); // and those waiting for a parent unit (their bytes go back)
+    peerParents.cancel(this, reason); // and those waiting for a parent unit (their bytes go back)
+    parentUnits.cancel(this, reason);
     Map<CqLane, List<RcQp>> byLane = new IdentityHashMap<>();
     for (int i = 0; i < qps.length(); i++) {
       RcQp qp = qps.get(i);
@@ -967,6 +1025,16 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   }
 
   /** For the owner view. */
+  /** What the peer admits as a source (its RAILS limits). */
+  RdmaWire.Limits peerLimits() {
+    return peerLimits;
+  }
+
+  /** Parents this endpoint holds reserved at its peer now (RESERVE written, DONE not yet). */
+  long peerParentsReserved() {
+    return peerParents.usedBytes();
+  }
+
   int qpCount() {
     return qps.length();
   }

@@ -115,7 +115,13 @@ final class RdmaEndpoint {
             "peerLinkBytesPerSecond",
             c == null
                 ? 0L
-                : c.remoteRails().stream().mapToLong(r -> r.linkMbps() * 1_000_000 / 8).sum()),
+                : c.remoteRails().stream().mapToLong(r -> r.linkMbps() * 1_000_000 / 8).sum(),
+            "peerMaxTaskBytes",
+            c == null ? 0L : c.peerLimits().maxTaskBytes(),
+            "peerParentsLimit",
+            c == null ? 0L : c.peerLimits().maxParents(),
+            "peerParentsReserved",
+            c == null ? 0L : c.peerParentsReserved()),
         peer + (detail.isEmpty() ? "" : ": " + detail));
   }
 

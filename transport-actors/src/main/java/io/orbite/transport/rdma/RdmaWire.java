@@ -14,7 +14,8 @@ import java.util.List;
  *
  * <pre>
  *   RAILS      source → requester,  u16 n, n × (gid hi u64, gid lo u64, lid u16, mtu u8, port u8,
- *              then requester → source   link rate u32 (Mb/s), NUMA node i16, device)
+ *              then requester → source   link rate u32 (Mb/s), NUMA node i16, device),
+ *                                   largest task u64, parents u32 (the sender's limits as a source)
  *   CONNECT    requester → source   u16 n, n × (local rail u16, remote rail u16, qpn u32)
  *   CONNECTED  source → requester   u16 status, n × qpn u32 | detail
  *   RESERVE    requester → source   parent u64, op u8, region u64, offset u64, length u64,
@@ -58,7 +59,8 @@ import java.util.List;
  * every slice of the parent: the source ends the reservation (returns its loan, and what it still
  * holds) once no window of it is open, and keeps it for good when one could not be released. The
  * requester holds at most its own {@code rdma.maxGrants} parents reserved at once (RESERVE to
- * DONE); a task beyond that waits for an earlier parent's DONE before its RESERVE is written.
+ * DONE), and at most the source's published number at that source ({@link Limits}); a task beyond
+ * either waits for an earlier parent's DONE before its RESERVE is written.
  */
 final class RdmaWire {
   static final byte RAILS = 1;
@@ -111,6 +113,22 @@ final class RdmaWire {
       int numaNode,
       String device) {}
 
+  /** Most parents a peer may say it holds reserved at once (a sanity bound on {@link Limits}). */
+  static final int MAX_PARENTS = 1 << 20;
+
+  /**
+   * What a peer admits as a source, published after its rails (the reference's per-peer transfer
+   * limit in Describe): the largest task it reserves ({@code rdma.maxDirectBytes}: a longer one is
+   * refused whole at RESERVE) and the parents it holds reserved at once over all its requesters
+   * ({@code rdma.maxGrants}). A requester refuses a longer task itself, never sending it, and keeps
+   * at most that many parents reserved at that peer, so a smaller source is not asked for what it
+   * must refuse.
+   */
+  record Limits(long maxTaskBytes, int maxParents) {}
+
+  /** A peer's rails and its limits, as one RAILS message carries them. */
+  record Describe(List<Rail> rails, Limits limits) {}
+
   /** One QP of an endpoint: on which local rail, towards which remote rail, and its number. */
   record QpEnd(int localRail, int remoteRail, int qpn) {}
 
@@ -130,7 +148,7 @@ final class RdmaWire {
 
   record Grant(long id, int status, long addr, int rkey, String detail) {}
 
-  static void writeRails(DataOutputStream out, List<Rail> rails) throws IOException {
+  static void writeRails(DataOutputStream out, List<Rail> rails, Limits limits) throws IOException {
     out.writeByte(RAILS);
     out.writeShort(rails.size());
     for (Rail r : rails) {
@@ -143,17 +161,20 @@ final class RdmaWire {
       out.writeShort(r.numaNode());
       out.writeUTF(r.device());
     }
+    out.writeLong(limits.maxTaskBytes());
+    out.writeInt(limits.maxParents());
     out.flush();
   }
 
   /**
-   * The peer's rails.
+   * The peer's rails and limits.
    *
    * @throws Violation for a count outside 1..{@value #MAX_ENTRIES}, or an entry whose MTU is not
    *     1..5, port 0, link rate 0, NUMA node outside -1..{@value #MAX_NUMA_NODE}, or device name
-   *     not 1..{@value #MAX_DEVICE_NAME_BYTES} bytes, naming the entry and the field
+   *     not 1..{@value #MAX_DEVICE_NAME_BYTES} bytes, naming the entry and the field; or a largest
+   *     task below 1 B or a parent count outside 1..{@value #MAX_PARENTS}, naming the limit
    */
-  static List<Rail> readRails(DataInputStream in) throws IOException {
+  static Describe readRails(DataInputStream in) throws IOException {
     expect(in, RAILS);
     int n = count(in);
     List<Rail> rails = new ArrayList<>(n);
@@ -201,7 +222,16 @@ final class RdmaWire {
       }
       rails.add(new Rail(gidHi, gidLo, lid, mtu, port, linkMbps, numa, device));
     }
-    return rails;
+    long maxTaskBytes = in.readLong();
+    long maxParents = Integer.toUnsignedLong(in.readInt());
+    if (maxTaskBytes < 1) {
+      throw new Violation("RAILS limits: a largest task of " + maxTaskBytes + " B (at least 1)");
+    }
+    if (maxParents < 1 || maxParents > MAX_PARENTS) {
+      throw new Violation(
+          "RAILS limits: " + maxParents + " parents reserved at once (1.." + MAX_PARENTS + ")");
+    }
+    return new Describe(rails, new Limits(maxTaskBytes, (int) maxParents));
   }
 
   static void writeConnect(DataOutputStream out, List<QpEnd> qps) throws IOException {

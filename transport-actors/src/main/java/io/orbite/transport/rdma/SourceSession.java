@@ -201,9 +201,13 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
   }
 
   private boolean connect() throws IOException {
-    RdmaWire.writeRails(link.out(), rails.stream().map(Rail::published).toList());
+    RdmaWire.writeRails(
+        link.out(),
+        rails.stream().map(Rail::published).toList(),
+        new RdmaWire.Limits(direct.limitBytes(), maxGrants));
     DataInputStream in = link.in;
-    theirs = new ArrayList<>(RdmaWire.readRails(in));
+    // The requester's limits are its own as a source: this side asks nothing of them.
+    theirs = new ArrayList<>(RdmaWire.readRails(in).rails());
     List<RdmaWire.QpEnd> ends = RdmaWire.readConnect(in);
     List<RcQp> made = new ArrayList<>();
     int[] qpns = new int[ends.size()];

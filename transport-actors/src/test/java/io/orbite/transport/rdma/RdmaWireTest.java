@@ -14,17 +14,29 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The RAILS message (Describe's rails): every field round-trips; bad fields are refused. The
- * reservation, grant request, ACK and DONE messages round-trip every field.
+ * The RAILS message (Describe's rails and the sender's limits as a source): every field
+ * round-trips; bad fields are refused. The reservation, grant request, ACK and DONE messages
+ * round-trip every field.
  */
 class RdmaWireTest {
+  private static final RdmaWire.Limits LIMITS = new RdmaWire.Limits(64L << 20, 64);
+
   private static byte[] rails(List<RdmaWire.Rail> rails) throws IOException {
+    return rails(rails, LIMITS);
+  }
+
+  private static byte[] rails(List<RdmaWire.Rail> rails, RdmaWire.Limits limits)
+      throws IOException {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    RdmaWire.writeRails(new DataOutputStream(bytes), rails);
+    RdmaWire.writeRails(new DataOutputStream(bytes), rails, limits);
     return bytes.toByteArray();
   }
 
   private static List<RdmaWire.Rail> read(byte[] bytes) throws IOException {
+    return describe(bytes).rails();
+  }
+
+  private static RdmaWire.Describe describe(byte[] bytes) throws IOException {
     return RdmaWire.readRails(new DataInputStream(new ByteArrayInputStream(bytes)));
   }
 
@@ -39,10 +51,33 @@ class RdmaWireTest {
             rail(5, 1, 100_000, -1, "soft0"),
             rail(3, 2, 400_000, 1023, "mlx5_1"),
             rail(1, 255, 4_294_967_295L, 0, "d".repeat(64)));
-    byte[] bytes = rails(sent);
-    // type, count, then per rail 8 + 8 + 2 + 1 + 1 + 4 + 2 bytes and the name (2 + length).
-    assertEquals(1 + 2 + 3 * 26 + (2 + 5) + (2 + 6) + (2 + 64), bytes.length);
-    assertEquals(sent, read(bytes));
+    RdmaWire.Limits limits = new RdmaWire.Limits(Long.MAX_VALUE, RdmaWire.MAX_PARENTS);
+    byte[] bytes = rails(sent, limits);
+    // type, count, then per rail 8 + 8 + 2 + 1 + 1 + 4 + 2 bytes and the name (2 + length), then
+    // the largest task (8) and the parents (4).
+    assertEquals(1 + 2 + 3 * 26 + (2 + 5) + (2 + 6) + (2 + 64) + 12, bytes.length);
+    assertEquals(new RdmaWire.Describe(sent, limits), describe(bytes));
+  }
+
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      textBlock =
+          """
+          0  | 64      | RAILS limits: a largest task of 0 B (at least 1)
+          -1 | 64      | RAILS limits: a largest task of -1 B (at least 1)
+          1  | 0       | RAILS limits: 0 parents reserved at once (1..1048576)
+          1  | 1048577 | RAILS limits: 1048577 parents reserved at once (1..1048576)
+          1  | -1      | RAILS limits: 4294967295 parents reserved at once (1..1048576)
+          """)
+  void limitsOutsideTheirRangeAreRefusedNamingTheLimit(
+      long maxTaskBytes, int maxParents, String message) throws IOException {
+    byte[] bytes =
+        rails(
+            List.of(rail(5, 1, 100_000, -1, "soft0")),
+            new RdmaWire.Limits(maxTaskBytes, maxParents));
+    RdmaWire.Violation v = assertThrows(RdmaWire.Violation.class, () -> describe(bytes));
+    assertEquals(message, v.getMessage());
   }
 
   @ParameterizedTest

@@ -52,6 +52,12 @@ final class Rail {
   final java.util.concurrent.atomic.LongAdder lanesFaulted =
       new java.util.concurrent.atomic.LongAdder();
 
+  /**
+   * The link rate in Gb/s from the port's width and speed, 0 when unknown: read when the rail
+   * opened and again at every monitor scan whose port query succeeded (a failed query keeps it).
+   */
+  private volatile double gbps;
+
   private final int maxSendWr;
   private int cqes;
   private java.time.Duration aging;
@@ -100,6 +106,7 @@ final class Rail {
     this.route = new Route(0, gid.index(), gid.gid());
     this.gidIndexConfig = gidIndexConfig;
     this.port = port;
+    this.gbps = gbpsOf(port);
     this.attr = attr;
     this.mrs = new MrCache(verbs, pd, registry);
     this.maxSendWr = maxSendWr;
@@ -317,13 +324,14 @@ final class Rail {
       boolean portActive,
       Verbs.Gid atRoute,
       GidRanking.Choice candidate,
-      boolean drained) {}
+      boolean drained,
+      Verbs.PortAttr port) {}
 
   /**
    * One monitor scan (blocking: run it on the blocking-I/O executor): drains the context's async
    * events (counting this port's PORT_ERR and GID_CHANGE, and any DEVICE_FATAL), reads the port's
-   * state and the GID at the route's index, and, when {@code rank}, chooses the GID a new route
-   * would use and checks that every QP made under an older route was destroyed.
+   * state, link rate and the GID at the route's index, and, when {@code rank}, chooses the GID a
+   * new route would use and checks that every QP made under an older route was destroyed.
    */
   Observation observe(boolean rank) {
     int events = 0;
@@ -356,7 +364,8 @@ final class Rail {
               gidIndexConfig);
       drained = drained();
     }
-    return new Observation(events, fatal, active, at, candidate, drained);
+    return new Observation(
+        events, fatal, active, at, candidate, drained, p.ok() ? p.value() : null);
   }
 
   /**
@@ -402,6 +411,28 @@ final class Rail {
 
   /** Link rate in Gb/s from the port's width and speed, for selection; 0 when unknown. */
   double gbps() {
+    return gbps;
+  }
+
+  /**
+   * Takes the link rate of the port as a scan read it, when the query succeeded.
+   *
+   * @return whether it differs from the rate held before (the selector's seed must follow)
+   */
+  boolean relink(Observation seen) {
+    if (seen.port() == null) {
+      return false; // a failed query keeps the last effective value
+    }
+    double now = gbpsOf(seen.port());
+    if (now == gbps) {
+      return false;
+    }
+    gbps = now;
+    return true;
+  }
+
+  /** Link rate in Gb/s from a port's active width and speed; 0 when either is unknown. */
+  static double gbpsOf(Verbs.PortAttr port) {
     double perLane =
         switch (port.activeSpeed()) {
           case 1 -> 2.5;

@@ -257,6 +257,19 @@ final class RailSelector {
     return sumBytes * 1e9 / sumNanos;
   }
 
+  /**
+   * Rail {@code r}'s port now reports {@code gbps} (0: unknown, so 400 Gb/s): the new seed, and
+   * both estimates scaled by the new seed over the old, so each keeps its ratio to the link (and so
+   * stays within 0.1..10 times the new seed).
+   */
+  synchronized void linkRate(int r, double gbps) {
+    double next = (gbps > 0 ? gbps : DEFAULT_GBPS) * 1e9 / 8;
+    double scale = next / seed[r];
+    seed[r] = next;
+    selection[r] = clamp(r, selection[r] * scale);
+    transmit[r] = clamp(r, transmit[r] * scale);
+  }
+
   private double clamp(int r, double v) {
     return Math.max(0.1 * seed[r], Math.min(10 * seed[r], v));
   }

@@ -44,6 +44,8 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * depends on it is kept, nothing is retried.
  */
 final class RdmaContext {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(RdmaContext.class);
+
   sealed interface Command {}
 
   record Close(ActorRef<Closed> replyTo) implements Command {}
@@ -218,7 +220,18 @@ final class RdmaContext {
         CompletableFuture.supplyAsync(
             () -> {
               try {
-                return rail.observe(rank);
+                Rail.Observation seen = rail.observe(rank);
+                if (rail.relink(seen)) {
+                  // The port renegotiated its link: selection seeds and clamps follow it.
+                  selector.linkRate(rail.index, rail.gbps());
+                  LOG.info(
+                      "RDMA {}: link rate now {} Gb/s (width {}, speed {})",
+                      rail.device,
+                      rail.gbps(),
+                      seen.port().activeWidth(),
+                      seen.port().activeSpeed());
+                }
+                return seen;
               } finally {
                 watch.scanned(); // its events were drained: the watcher may look again
               }

@@ -95,6 +95,32 @@ class RailSelectorTest {
     assertEquals(0, s.load(0).chargedBytes());
   }
 
+  @Test
+  void aNewLinkRateIsTheSeedAndScalesBothEstimatesWithinTheNewClamps() {
+    RailSelector s = new RailSelector(new double[] {100}); // 12.5 GB/s
+    s.charge(0, 40_000_000_000L);
+    s.posted(0, 40_000_000_000L, 0);
+    // 40 GB in 5 s = 8 GB/s measured, inside 0.1..10 times 12.5 GB/s.
+    s.finished(0, 40_000_000_000L, true, true, 0, 5_000_000_000L);
+    double measured = s.load(0).selectionBytesPerSecond();
+    double transmit = s.load(0).transmitBytesPerSecond();
+    s.linkRate(0, 25); // a quarter
+    RailSelector.Load l = s.load(0);
+    assertEquals(25e9 / 8, l.linkBytesPerSecond(), 1);
+    assertEquals(measured / 4, l.selectionBytesPerSecond(), measured * 1e-6);
+    assertEquals(transmit / 4, l.transmitBytesPerSecond(), transmit * 1e-6);
+    // Unknown (0): 400 Gb/s, the estimates scaled by 16 and still within their clamps.
+    s.linkRate(0, 0);
+    l = s.load(0);
+    assertEquals(400e9 / 8, l.linkBytesPerSecond(), 1);
+    assertEquals(measured * 4, l.selectionBytesPerSecond(), measured * 1e-6);
+    // From 400 down to 1 Gb/s: the estimate keeps its ratio to the seed (so its clamps hold).
+    s.linkRate(0, 1);
+    l = s.load(0);
+    assertEquals(1e9 / 8, l.linkBytesPerSecond(), 1);
+    assertEquals(measured / 100, l.selectionBytesPerSecond(), measured * 1e-6);
+  }
+
   private static final List<String> SOFT = List.of("soft0", "soft1");
   private static final double[] EQUAL = {100, 100};
 

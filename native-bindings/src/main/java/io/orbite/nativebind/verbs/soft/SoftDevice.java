@@ -41,6 +41,11 @@ final class SoftDevice {
 
   private final int[] portStates;
 
+  /** Per port: its {@code active_width} and {@code active_speed} now (set by the fault table). */
+  private final java.util.concurrent.atomic.AtomicIntegerArray portWidths;
+
+  private final java.util.concurrent.atomic.AtomicIntegerArray portSpeeds;
+
   /** Per port, per GID index: the entry's alias, or -1 where the entry is invalid (all zero). */
   private final java.util.concurrent.atomic.AtomicIntegerArray[] gidAliases;
 
@@ -55,6 +60,12 @@ final class SoftDevice {
     this.portStates = new int[spec.ports().size()];
     for (int i = 0; i < portStates.length; i++) {
       portStates[i] = spec.ports().get(i).state();
+    }
+    this.portWidths = new java.util.concurrent.atomic.AtomicIntegerArray(portStates.length);
+    this.portSpeeds = new java.util.concurrent.atomic.AtomicIntegerArray(portStates.length);
+    for (int i = 0; i < portStates.length; i++) {
+      portWidths.set(i, spec.ports().get(i).activeWidth());
+      portSpeeds.set(i, spec.ports().get(i).activeSpeed());
     }
     this.gidAliases = new java.util.concurrent.atomic.AtomicIntegerArray[portStates.length];
     for (int i = 0; i < portStates.length; i++) {
@@ -84,6 +95,11 @@ final class SoftDevice {
 
   void setPortState(int port, int state) {
     portStates[port - 1] = state;
+  }
+
+  void setPortRate(int port, int activeWidth, int activeSpeed) {
+    portWidths.set(port - 1, activeWidth);
+    portSpeeds.set(port - 1, activeSpeed);
   }
 
   /** Entry 0 of port 1's table: where the responder listens now (zero while it is stopped). */
@@ -117,8 +133,8 @@ final class SoftDevice {
         p.activeMtu(),
         GID_TABLE_LENGTH,
         0,
-        p.activeWidth(),
-        p.activeSpeed(),
+        portWidths.get(port - 1),
+        portSpeeds.get(port - 1),
         Ibv.LINK_LAYER_ETHERNET);
   }
 

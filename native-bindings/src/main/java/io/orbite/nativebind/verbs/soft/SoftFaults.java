@@ -75,6 +75,8 @@ public final class SoftFaults {
   interface Actions {
     void setPortState(String device, int port, int state);
 
+    void setPortRate(String device, int port, int activeWidth, int activeSpeed);
+
     void setGidAlias(String device, int port, int index, int alias);
 
     void deviceFatal(String device);
@@ -290,6 +292,21 @@ public final class SoftFaults {
    */
   public void setPortState(String device, int port, int state) {
     bound().setPortState(device, port, state);
+  }
+
+  /**
+   * Sets the link rate a port reports from now on ({@code ibv_query_port}'s {@code active_width}
+   * and {@code active_speed}), as a renegotiated link does; raises no event.
+   *
+   * @param device the device's name
+   * @param port the port, from 1
+   * @param activeWidth an {@code active_width} encoding (1, 2, 4, 8 or 16), or 0: unknown
+   * @param activeSpeed an {@code active_speed} encoding (1, 2, 4, 8, 16, 32, 64 or 128), or 0:
+   *     unknown
+   * @throws IllegalArgumentException naming the device or port that does not exist
+   */
+  public void setPortRate(String device, int port, int activeWidth, int activeSpeed) {
+    bound().setPortRate(device, port, activeWidth, activeSpeed);
   }
 
   /**

@@ -794,6 +794,29 @@ public final class SoftVerbs implements Verbs {
   /** What the fault table asks of this provider. */
   private final class FaultActions implements SoftFaults.Actions {
     @Override
+    public void setPortRate(String device, int port, int activeWidth, int activeSpeed) {
+      if (!java.util.Set.of(0, 1, 2, 4, 8, 16).contains(activeWidth)) {
+        throw new IllegalArgumentException(
+            "active_width " + activeWidth + " is not an encoding (0, 1, 2, 4, 8 or 16)");
+      }
+      if (!java.util.Set.of(0, 1, 2, 4, 8, 16, 32, 64, 128).contains(activeSpeed)) {
+        throw new IllegalArgumentException(
+            "active_speed " + activeSpeed + " is not an encoding (0, 1, 2, 4, 8, 16, 32, 64, 128)");
+      }
+      lock.lock();
+      try {
+        SoftDevice d =
+            devices.stream().filter(x -> x.name().equals(device)).findFirst().orElse(null);
+        if (d == null || port < 1 || port > d.portCount()) {
+          throw new IllegalArgumentException("no port " + port + " on " + device);
+        }
+        d.setPortRate(port, activeWidth, activeSpeed);
+      } finally {
+        lock.unlock();
+      }
+    }
+
+    @Override
     public void setPortState(String device, int port, int state) {
       if (state != Ibv.PORT_ACTIVE && state != Ibv.PORT_DOWN) {
         throw new IllegalArgumentException("ACTIVE or DOWN, not " + state);

@@ -1,0 +1,117 @@
+package io.orbite.qualification.rdma;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.orbite.engine.Access;
+import io.orbite.engine.Batch;
+import io.orbite.engine.BatchStatus;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.NicLoadStats;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
+import io.orbite.nativebind.verbs.soft.SoftFabric;
+import io.orbite.nativebind.verbs.soft.SoftFaults;
+import io.orbite.qualification.Await;
+import io.orbite.qualification.verify.Pattern;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Port rates are read again at every monitor scan (spec 002): a port whose link renegotiates from
+ * 4x EDR (100 Gb/s) to 1x EDR (25 Gb/s) is seen within a few scans, with no traffic and no event.
+ * The selector's seed follows (its estimates scaled with it), so the next multi-slice task is split
+ * 12 : 52 by the new weights instead of 32 : 32, every byte checked; and a peer that connects after
+ * the change is told the new rate in this engine's RAILS.
+ */
+class RdmaPortRateIT {
+  private static final long REGION = 8L << 20;
+  private static final long TASK = 4L << 20; // 64 slices of the 64 KiB base block
+  private static final long EDR_4X = 100_000_000_000L / 8;
+  private static final long EDR_1X = 25_000_000_000L / 8;
+
+  @Test
+  void aRenegotiatedLinkIsReadAtTheNextScansAndReweighsSelection() {
+    SoftFaults faults = SoftFaults.create();
+    FaultHooks hooks =
+        new FaultHooks() {
+          @Override
+          public Object rdmaFaults() {
+            return faults;
+          }
+        };
+    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("rate-source"));
+        TransferEngine requester =
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("rate-requester"), hooks);
+        TransferEngine later = TransferEngine.start(RdmaTransferIT.rdmaConfig("rate-later"))) {
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 31;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      long guard = 32;
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      assertEquals(
+          List.of(EDR_4X, EDR_4X),
+          requester.nicLoadStats().stream().map(NicLoadStats::linkBytesPerSecond).toList(),
+          "both rails start at 4x EDR");
+
+      faults.setPortRate("soft0", 1, 1, SoftFabric.SPEED_EDR); // 1x: a quarter of the rate
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> {
+                List<NicLoadStats> n = requester.nicLoadStats();
+                return n.get(0).linkBytesPerSecond() == EDR_1X
+                    && n.get(0).selectionBytesPerSecond() == EDR_1X
+                    && n.get(0).transmitBytesPerSecond() == EDR_1X
+                    && n.get(1).linkBytesPerSecond() == EDR_4X
+                    && n.get(1).selectionBytesPerSecond() == EDR_4X;
+              }),
+          () -> "soft0's new rate is its seed, its estimates scaled: " + requester.nicLoadStats());
+
+      long[] before = allocated(requester);
+      Batch batch = requester.allocateBatch(1);
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, 64, peer, remote.regionId(), 0, TASK)
+                  .withTransport(Transport.RDMA)));
+      BatchStatus s = batch.await(Duration.ofSeconds(60));
+      batch.free();
+      assertTrue(s.allCompleted(), s::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 64, TASK, data, 0), "every byte");
+      assertEquals(-1, Pattern.verify(local.segment(), 0, 64, guard, 0), "guard before");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), 64 + TASK, REGION - 64 - TASK, guard, 64 + TASK),
+          "guard after");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source unchanged");
+      long[] after = allocated(requester);
+      // Weights 1 / score: 1 : 4, so floor(64 / 5) = 12 slices and floor(64 * 4 / 5) = 51, the
+      // leftover to the best rail.
+      assertEquals(12 * 65_536L, after[0] - before[0], "soft0's share at a quarter of the rate");
+      assertEquals(52 * 65_536L, after[1] - before[1], "soft1's share");
+
+      // A peer that connects now is told soft0's new rate.
+      RemoteSegment back =
+          later.openSegment(requester.localSegment().endpoint(), Duration.ofSeconds(20));
+      assertTrue(back != null);
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  RdmaPeerIT.charge(later, "RdmaEndpoint", "peerLinkBytesPerSecond")
+                      == EDR_1X + EDR_4X),
+          () -> "the RAILS it read: " + later.ownerView());
+    }
+  }
+
+  private static long[] allocated(TransferEngine engine) {
+    return engine.nicLoadStats().stream().mapToLong(NicLoadStats::allocatedBytes).toArray();
+  }
+}

@@ -51,7 +51,9 @@ public record QuarantinedOwner(
     /**
      * One of the engine's owner actors (the Registry, Admission, the SegmentTable) that hit an
      * unexpected exception or stopped: it answers UNAVAILABLE from then on, naming itself, and what
-     * it held (registrations, charges, peer entries) stays held for the process's life.
+     * it held (registrations, charges, peer entries) stays held for the process's life. Also an
+     * RDMA source session's owner ({@code RdmaSourceSession ...}) that hit one: its session is
+     * closed, and the loans of its grants that live on stay held.
      */
     OWNER
   }

@@ -491,7 +491,12 @@ final class RdmaTransport {
     ActorRef<SourceSessionOwner.Command> owner =
         ctx.spawn(
             SourceSessionOwner.create(
-                session, context.owners(), context.quarantine(), self, new SessionEnded(session)),
+                session,
+                context.owners(),
+                context.quarantine(),
+                self,
+                new SessionEnded(session),
+                context.hooks()),
             "source-session-" + sessionSequence);
     session.owner(owner);
     sessions.add(session);

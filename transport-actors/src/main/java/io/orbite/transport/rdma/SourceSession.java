@@ -782,7 +782,16 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
         // Refused: nothing else to do.
       }
     }
+    finished = true;
     owner.tell(SourceSessionOwner.Ended.INSTANCE);
+  }
+
+  /** Set once the thread ended, just before its owner is told (its last act). */
+  private volatile boolean finished;
+
+  /** Whether the thread ended: nothing more will be opened, released or said DONE. */
+  boolean finished() {
+    return finished;
   }
 
   /** Windows whose release failed, or whose QP could not be destroyed: held for good. */

@@ -1,14 +1,19 @@
 package io.orbite.transport.rdma;
 
+import io.orbite.engine.FaultHooks;
 import io.orbite.engine.OwnerState;
+import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.view.OwnerBoard;
+import java.time.Instant;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.BehaviorInterceptor;
+import org.apache.pekko.actor.typed.TypedActorContext;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
@@ -29,12 +34,25 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * otherwise it is {@link #keeping} them, terminal: a kept grant's owner stays below it,
  * quarantined, for the life of the process.
  *
+ * <p>An unexpected exception in this actor (a bug) does not stop it, nor restart it with its
+ * grants' owners lost: it turns {@link #quarantined}, terminal. It closes its session (so the
+ * session's thread destroys its QPs and releases what it can, as at a peer's death), lists itself
+ * once ({@code QuarantinedOwner.Kind.OWNER}, {@code RdmaSourceSession <session>}), keeps its
+ * grants' owners and their loans for the life of the process, and keeps the loans of reservations
+ * promoted after it failed (their news is dropped: no owner is spawned for them); once the
+ * session's thread ended it tells the transport, so that closing the source side or the engine does
+ * not wait on it. {@link io.orbite.engine.FaultHooks#beforeOwnerMessage} (owner {@code
+ * RdmaSourceSession}) lets a test throw inside it.
+ *
  * <p>Its row counts the windows bound now ({@code grants}), the reservations held ({@code
  * reservations}), the grants' owners ({@code grantOwners}) and the kept ones ({@code grantsKept});
  * it is published at each change of state and at each tick, when each grant's owner re-publishes
  * its own row too.
  */
 final class SourceSessionOwner {
+  private static final org.slf4j.Logger LOG =
+      org.slf4j.LoggerFactory.getLogger(SourceSessionOwner.class);
+
   sealed interface Command {}
 
   /** Something happened to a promoted reservation before its owner was spawned. */
@@ -75,6 +93,12 @@ final class SourceSessionOwner {
   private long sequence;
   private OwnerState state = OwnerState.SERVING;
 
+  /** Why it is quarantined; empty until then. */
+  private String why = "";
+
+  /** Whether the transport was told the session ended (once). */
+  private boolean told;
+
   private SourceSessionOwner(
       ActorContext<Command> ctx,
       SourceSession session,
@@ -101,7 +125,8 @@ final class SourceSessionOwner {
       OwnerBoard board,
       QuarantineLedger quarantine,
       ActorRef<TransportCommand> transport,
-      TransportCommand ended) {
+      TransportCommand ended,
+      FaultHooks hooks) {
     return Behaviors.setup(
         ctx -> {
           SourceSessionOwner o =
@@ -110,9 +135,97 @@ final class SourceSessionOwner {
           return Behaviors.withTimers(
               timers -> {
                 timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
-                return OwnerBoard.retiredOnStop(board, o.serving());
+                return OwnerBoard.retiredOnStop(
+                    board, Behaviors.intercept(() -> o.new Guard(hooks), o.serving()));
               });
         });
+  }
+
+  /** Turns an unexpected exception in any state into {@link #quarantined}. */
+  private final class Guard extends BehaviorInterceptor<Command, Command> {
+    private final FaultHooks hooks;
+
+    Guard(FaultHooks hooks) {
+      super(Command.class);
+      this.hooks = hooks;
+    }
+
+    @Override
+    public Behavior<Command> aroundReceive(
+        TypedActorContext<Command> c, Command msg, ReceiveTarget<Command> target) {
+      if (state == OwnerState.QUARANTINED) {
+        return target.apply(c, msg);
+      }
+      try {
+        hooks.beforeOwnerMessage(OWNER, msg);
+        return target.apply(c, msg);
+      } catch (RuntimeException e) {
+        return quarantine(msg, e);
+      }
+    }
+  }
+
+  /** The owner name {@link FaultHooks#beforeOwnerMessage} is called with. */
+  static final String OWNER = "RdmaSourceSession";
+
+  private Behavior<Command> quarantine(Command msg, RuntimeException e) {
+    why = "unexpected " + e + " while it handled " + msg.getClass().getSimpleName();
+    LOG.error("{}: its owner is quarantined: {}", session.name(), why, e);
+    state = OwnerState.QUARANTINED;
+    quarantine.enter(
+        new QuarantinedOwner(
+            OWNER + " " + session.name(),
+            QuarantinedOwner.Kind.OWNER,
+            why
+                + "; its session closed, and its "
+                + ctx.getChildren().size()
+                + " grant owner(s) and the grants promoted after keep their loans for good"
+                + " (never retried)",
+            0,
+            0,
+            Instant.now()),
+        () -> true);
+    session.close("its owner failed: " + why);
+    publish();
+    if (session.finished() || msg == Ended.INSTANCE) {
+      tellEnded();
+    }
+    return quarantined();
+  }
+
+  /**
+   * Terminal, after an unexpected exception: its grants' owners stay below it, their loans held;
+   * news of a reservation without an owner is dropped (its loan is kept); the transport is told the
+   * session ended once its thread did.
+   */
+  private Behavior<Command> quarantined() {
+    return Behaviors.receive(Command.class)
+        .onMessage(
+            ToGrant.class,
+            m -> {
+              ActorRef<GrantOwner.Command> grant = m.reservation().owner();
+              if (grant != null) {
+                grant.tell(m.event());
+              }
+              return Behaviors.same();
+            })
+        .onMessage(GrantKept.class, m -> Behaviors.same())
+        .onMessage(GrantEnded.class, m -> Behaviors.same())
+        .onMessageEquals(
+            Ended.INSTANCE,
+            () -> {
+              tellEnded();
+              return Behaviors.same();
+            })
+        .onMessageEquals(Refresh.INSTANCE, this::refresh)
+        .build();
+  }
+
+  private void tellEnded() {
+    if (!told) {
+      told = true;
+      transport.tell(ended);
+    }
   }
 
   private Behavior<Command> serving() {
@@ -244,7 +357,7 @@ final class SourceSessionOwner {
       return settling();
     }
     state = OwnerState.CLOSED;
-    transport.tell(ended);
+    tellEnded();
     if (settlingOn.isEmpty()) {
       return Behaviors.stopped();
     }
@@ -263,6 +376,6 @@ final class SourceSessionOwner {
             "reservations", (long) session.reservationsNow().size(),
             "grantOwners", (long) ctx.getChildren().size(),
             "grantsKept", (long) kept.size()),
-        session.name());
+        why.isEmpty() ? session.name() : session.name() + ": " + why);
   }
 }

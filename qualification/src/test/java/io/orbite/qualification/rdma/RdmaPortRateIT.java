@@ -91,6 +91,15 @@ class RdmaPortRateIT {
           Pattern.verify(local.segment(), 64 + TASK, REGION - 64 - TASK, guard, 64 + TASK),
           "guard after");
       assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source unchanged");
+      // The owner view re-publishes every 200 ms: wait until it shows the whole task assigned.
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> {
+                long[] a = allocated(requester);
+                return a[0] + a[1] - before[0] - before[1] == TASK;
+              }),
+          () -> "the task's slices all assigned: " + requester.nicLoadStats());
       long[] after = allocated(requester);
       // Weights 1 / score: 1 : 4, so floor(64 / 5) = 12 slices and floor(64 * 4 / 5) = 51, the
       // leftover to the best rail.

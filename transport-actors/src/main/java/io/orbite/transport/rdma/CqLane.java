@@ -319,6 +319,7 @@ final class CqLane implements Runnable {
       work++;
     }
     work += pump();
+    work += sweepDeadlines();
     int n = faulted == null ? verbs.pollCq(cq, wcs) : 0;
     if (n < 0) {
       fault("ibv_poll_cq on " + rail.device + " failed: errno " + -n);
@@ -365,6 +366,94 @@ final class CqLane implements Runnable {
     queued.add(s.qp);
   }
 
+  /** Deadline sweeps run at most this often (each pass looks at the clock, not at every slice). */
+  private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
+  private long lastSweep;
+  private boolean swept;
+
+  /** Slices with their payload posted and past their deadline, found by a sweep (reused). */
+  private final List<Slice> expired = new ArrayList<>();
+
+  /**
+   * At most once per millisecond: fails every queued slice whose batch was cancelled or whose
+   * deadline passed, never sent ({@code CANCELLED}, {@code TIMEOUT}, effect {@code NONE}); and
+   * retires each QP on which a slice's payload is still out past its deadline, as TCP closes a lane
+   * with a frame on the wire past its deadline: the QP goes to ERR and is destroyed, so the drain
+   * proves what it touched, and only then does the slice fail {@code TIMEOUT} (a READ {@code NONE},
+   * a WRITE {@code UNKNOWN}: C5, C6). Neither counts against the rail pair.
+   */
+  private int sweepDeadlines() {
+    if (queued.isEmpty() && pending.isEmpty()) {
+      return 0;
+    }
+    long now = System.nanoTime();
+    if (swept && now - lastSweep < SWEEP_NANOS) {
+      return 0;
+    }
+    swept = true;
+    lastSweep = now;
+    int failed = 0;
+    if (!queued.isEmpty()) {
+      var it = queued.iterator();
+      while (it.hasNext()) {
+        RcQp qp = it.next();
+        failed +=
+            qp.queue.removeIf(
+                sl -> sl.work.sink().cancelled() || now - sl.work.deadlineNanos() > 0,
+                sl -> failUnsent(sl, now));
+        if (qp.queue.isEmpty()) {
+          it.remove();
+        }
+      }
+    }
+    if (!pending.isEmpty()) {
+      pending.forEachLong(
+          (id, c) -> {
+            if (c instanceof PayloadDone d
+                && !d.s.finished()
+                && !d.s.payloadCompleted
+                && now - d.s.work.deadlineNanos() > 0) {
+              expired.add(d.s);
+            }
+          });
+      for (Slice sl : expired) {
+        if (!sl.qp.retiring) {
+          sl.channel.pastDeadline();
+          sl.channel.qpFailed(
+              sl.qp,
+              "slice "
+                  + sl.id
+                  + " passed its deadline with its payload on the wire; the QP is retired so that"
+                  + " its drain is proven");
+        }
+      }
+      failed += expired.size();
+      expired.clear();
+    }
+    return failed;
+  }
+
+  /** Fails queued slice {@code sl}, never sent: its batch was cancelled or its deadline passed. */
+  private void failUnsent(Slice sl, long now) {
+    if (sl.work.sink().cancelled()) {
+      sl.fail(
+          receipts,
+          ErrorKind.CANCELLED,
+          "the batch was cancelled before this slice was sent",
+          false);
+    } else {
+      sl.fail(
+          receipts,
+          ErrorKind.TIMEOUT,
+          sl.channel.label()
+              + ": the deadline passed "
+              + TimeUnit.NANOSECONDS.toMillis(now - sl.work.deadlineNanos())
+              + " ms before this slice was sent (never sent)",
+          false);
+    }
+  }
+
   /** Asks grants for queued slices, each QP's in priority order, while it has room. */
   private int pump() {
     if (queued.isEmpty()) {
@@ -390,12 +479,9 @@ final class CqLane implements Runnable {
       s.fail(receipts, ErrorKind.UNAVAILABLE, s.channel.label() + ": " + qp.broken, false);
       return;
     }
-    if (s.work.sink().cancelled()) {
-      s.fail(
-          receipts,
-          ErrorKind.CANCELLED,
-          "the batch was cancelled before this slice was sent",
-          false);
+    long now = System.nanoTime();
+    if (s.work.sink().cancelled() || now - s.work.deadlineNanos() > 0) {
+      failUnsent(s, now);
       return;
     }
     s.takeSlot();
@@ -605,7 +691,15 @@ final class CqLane implements Runnable {
    */
   private void failAbandoned(Slice s, String why) {
     String lane = faulted;
-    if (lane != null) {
+    if (System.nanoTime() - s.work.deadlineNanos() > 0) {
+      // Past its deadline (its QP was retired for it, or failed meanwhile): the drain is proven
+      // now; a deadline is no fault of the rail pair.
+      s.fail(
+          receipts,
+          ErrorKind.TIMEOUT,
+          s.channel.label() + ": the deadline passed with its payload on the wire: " + why,
+          false);
+    } else if (lane != null) {
       s.fail(
           receipts,
           ErrorKind.UNAVAILABLE,
@@ -632,13 +726,19 @@ final class CqLane implements Runnable {
         };
     String why = "completion status " + wc.status() + (flushed ? " (flushed)" : "");
     String detail = s.channel.label() + " on " + s.qp.rail.device + ": " + why;
+    boolean late = System.nanoTime() - s.work.deadlineNanos() > 0;
+    if (late && flushed) {
+      // Flushed by the retirement its deadline started (or another one after its deadline).
+      kind = ErrorKind.TIMEOUT;
+      detail = s.channel.label() + ": the deadline passed with its payload on the wire: " + why;
+    }
     if (fromSend && !s.payloadCompleted) {
       if (s.deferredKind == null) {
         s.deferredKind = kind;
         s.deferredDetail = detail;
       }
     } else if (!s.finished()) {
-      s.fail(receipts, kind, detail, !flushed);
+      s.fail(receipts, kind, detail, !flushed && !late);
     }
     s.channel.qpFailed(s.qp, why);
     next(s.qp);

@@ -418,6 +418,28 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
 
   /** A task charged its direct bytes and a parent unit: reserved at the source, then sliced. */
   private void reserve(TaskWork work, SlicePlan plan, RailPolicy policy) {
+    long now = System.nanoTime();
+    if (now - work.deadlineNanos() > 0) {
+      // Its deadline passed while it waited for its charges: nothing of it was sent.
+      direct.release(work.lengthBytes());
+      parentUnits.release(1);
+      peerParents.release(1);
+      counters.tasksPastDeadline.increment();
+      for (int i = 0; i < plan.count(); i++) {
+        work.sink()
+            .deliver(
+                Receipt.failed(
+                    work.taskIndex(),
+                    ErrorKind.TIMEOUT,
+                    RemoteEffect.NONE,
+                    peer
+                        + ": the deadline passed "
+                        + TimeUnit.NANOSECONDS.toMillis(now - work.deadlineNanos())
+                        + " ms before the task was reserved, while it waited for its charges"
+                        + " (never sent)"));
+      }
+      return;
+    }
     String fenced = fencedBecause;
     if (fenced != null || !active) {
       // Closed or fenced while it waited for its charges: nothing of it was sent.
@@ -1025,6 +1047,11 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   }
 
   /** For the owner view. */
+  /** A slice of this endpoint was still on the wire past its deadline (its QP is retired). */
+  void pastDeadline() {
+    counters.slicesPastDeadline.increment();
+  }
+
   /** What the peer admits as a source (its RAILS limits). */
   RdmaWire.Limits peerLimits() {
     return peerLimits;

@@ -9,6 +9,13 @@ final class RdmaCounters {
 
   final LongAdder slicesDispatched = new LongAdder();
   final LongAdder slicesRefusedByHealth = new LongAdder();
+
+  /** Requester slices whose payload was still out past their deadline: their QP was retired. */
+  final LongAdder slicesPastDeadline = new LongAdder();
+
+  /** Requester tasks whose deadline passed while they waited for their charges (never sent). */
+  final LongAdder tasksPastDeadline = new LongAdder();
+
   final LongAdder tasksRefusedByPolicy = new LongAdder();
   final LongAdder grantsBound = new LongAdder();
   final LongAdder grantsReleased = new LongAdder();

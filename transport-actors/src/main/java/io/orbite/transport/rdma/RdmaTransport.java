@@ -158,6 +158,8 @@ final class RdmaTransport {
             Map.entry("directBytesRefused", counters.directBytesRefused.sum()),
             Map.entry("slicesDispatched", counters.slicesDispatched.sum()),
             Map.entry("slicesRefusedByHealth", counters.slicesRefusedByHealth.sum()),
+            Map.entry("slicesPastDeadline", counters.slicesPastDeadline.sum()),
+            Map.entry("tasksPastDeadline", counters.tasksPastDeadline.sum()),
             Map.entry("tasksRefusedByPolicy", counters.tasksRefusedByPolicy.sum()),
             Map.entry("qpsFailed", counters.qpsFailed.sum()),
             Map.entry("qpsRepaired", counters.qpsRepaired.sum()),

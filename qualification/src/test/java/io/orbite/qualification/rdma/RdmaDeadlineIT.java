@@ -115,6 +115,71 @@ class RdmaDeadlineIT {
   }
 
   @Test
+  void aTaskWaitingForItsChargesPastItsDeadlineFailsTimeoutWhileTheOneAheadIsStillHeld()
+      throws Exception {
+    HeldPosts hold = new HeldPosts();
+    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("wait-source"));
+        TransferEngine requester =
+            TransferEngine.start(RdmaCleanupIT.withMaxGrants(oneLane("wait-requester"), 1), hold)) {
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 71;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      long guard = 72;
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+
+      // The first READ holds this engine's only parent unit, its post held.
+      Batch first = requester.allocateBatch(1);
+      first.submit(
+          List.of(
+              TransferRequest.read(local, 0, peer, remote.regionId(), 0, TASK)
+                  .withTransport(Transport.RDMA)));
+      TaskResult r;
+      try {
+        assertTrue(hold.awaitFirstPost(), "the first READ is about to post");
+        Batch waiting = requester.allocateBatch(1);
+        waiting.submit(
+            List.of(
+                TransferRequest.read(local, 2 * TASK, peer, remote.regionId(), 2 * TASK, TASK)
+                    .withTransport(Transport.RDMA)
+                    .withDeadline(Duration.ofMillis(300))));
+        // It fails while the first is still held: not when its turn would have come.
+        BatchStatus s = waiting.await(Duration.ofSeconds(5));
+        assertTrue(s.done(), s::toString);
+        waiting.free();
+        r = s.tasks().getFirst();
+      } finally {
+        hold.letGo();
+      }
+      assertEquals(ErrorKind.TIMEOUT, r.errorKind(), r::toString);
+      assertEquals(RemoteEffect.NONE, r.remoteEffect(), r::toString);
+      assertEquals(0, r.bytes(), r::toString);
+      assertTrue(r.locallyDrained(), r::toString);
+      assertTrue(r.detail().contains("rdma.maxGrants (never sent)"), r::toString);
+      BatchStatus ok = first.await(Duration.ofSeconds(30));
+      first.free();
+      assertTrue(ok.allCompleted(), ok::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, data, 0), "the first READ");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), TASK, REGION - TASK, guard, TASK),
+          "the late READ's range and all else untouched");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source unchanged");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  RdmaPeerIT.charge(requester, "RdmaTransport", "tasksPastDeadline") == 1
+                      && RdmaPeerIT.charge(requester, "RdmaTransport", "parentsReserved") == 0
+                      && RdmaPeerIT.charge(requester, "RdmaTransport", "directBytes") == 0
+                      && RdmaPeerIT.charge(source, "RdmaTransport", "grantsBound") == 1),
+          () -> "counted once, every charge back, one window ever bound: " + requester.ownerView());
+    }
+  }
+
+  @Test
   void aSliceStillOnTheWirePastItsDeadlineHasItsQpRetiredThenFailsTimeoutWithItsEffect()
       throws Exception {
     SoftFaults faults = SoftFaults.create();

@@ -17,8 +17,17 @@ import java.util.function.Consumer;
  * and source readers use it, under one lock held for a few steps.
  */
 final class DirectBytes {
-  /** A task waiting for its charge: started with it once it fits, or refused. */
-  private record Waiter(long bytes, Object owner, Runnable start, Consumer<String> refuse) {}
+  /**
+   * A task waiting for its charge: started with it once it fits, or refused; or, with a {@code
+   * timedOut}, told so once {@link #expire} finds its deadline passed.
+   */
+  private record Waiter(
+      long bytes,
+      Object owner,
+      Runnable start,
+      Consumer<String> refuse,
+      long deadlineNanos,
+      Runnable timedOut) {}
 
   private final String key;
   private final long limitBytes;
@@ -68,6 +77,21 @@ final class DirectBytes {
    * @throws IllegalArgumentException if {@code bytes} is not positive or beyond the whole budget
    */
   boolean chargeOrWait(long bytes, Object owner, Runnable start, Consumer<String> refuse) {
+    return chargeOrWait(bytes, owner, start, refuse, 0, null);
+  }
+
+  /**
+   * {@link #chargeOrWait(long, Object, Runnable, Consumer)}, and a waiter that {@link #expire}
+   * finds past {@code deadlineNanos} ({@link System#nanoTime()}) is removed uncharged and hears it
+   * through {@code timedOut} (none when {@code timedOut} is null).
+   */
+  boolean chargeOrWait(
+      long bytes,
+      Object owner,
+      Runnable start,
+      Consumer<String> refuse,
+      long deadlineNanos,
+      Runnable timedOut) {
     requirePositive(bytes);
     if (bytes > limitBytes) {
       throw new IllegalArgumentException(refusal(bytes, "a charge") + " even alone");
@@ -77,7 +101,7 @@ final class DirectBytes {
         usedBytes += bytes;
         return true;
       }
-      waiting.addLast(new Waiter(bytes, owner, start, refuse));
+      waiting.addLast(new Waiter(bytes, owner, start, refuse, deadlineNanos, timedOut));
       return false;
     }
   }
@@ -129,14 +153,57 @@ final class DirectBytes {
       }
       usedBytes = left;
       notifyAll(); // a source reader waiting in chargeWithin
-      while (!waiting.isEmpty() && waiting.peekFirst().bytes() <= limitBytes - usedBytes) {
-        Waiter w = waiting.pollFirst();
-        usedBytes += w.bytes();
-        if (started == null) {
-          started = new ArrayList<>(2);
-        }
-        started.add(w);
+      started = startFitting(null);
+    }
+    if (started != null) {
+      for (Waiter w : started) {
+        w.start().run();
       }
+    }
+  }
+
+  /** Charges and takes the waiters that fit now, oldest first (under the lock). */
+  private List<Waiter> startFitting(List<Waiter> started) {
+    while (!waiting.isEmpty() && waiting.peekFirst().bytes() <= limitBytes - usedBytes) {
+      Waiter w = waiting.pollFirst();
+      usedBytes += w.bytes();
+      if (started == null) {
+        started = new ArrayList<>(2);
+      }
+      started.add(w);
+    }
+    return started;
+  }
+
+  /**
+   * Removes every waiter of {@code owner} with a deadline that passed by {@code nowNanos},
+   * uncharged, and tells each through its {@code timedOut}; then starts the waiters that fit now
+   * (one removed from the head may have held them back).
+   */
+  void expire(Object owner, long nowNanos) {
+    List<Waiter> late = null;
+    List<Waiter> started;
+    synchronized (this) {
+      if (waiting.isEmpty()) {
+        return;
+      }
+      for (var it = waiting.iterator(); it.hasNext(); ) {
+        Waiter w = it.next();
+        if (w.owner() == owner && w.timedOut() != null && nowNanos - w.deadlineNanos() > 0) {
+          it.remove();
+          if (late == null) {
+            late = new ArrayList<>(2);
+          }
+          late.add(w);
+        }
+      }
+      if (late == null) {
+        return;
+      }
+      started = startFitting(null);
+    }
+    for (Waiter w : late) {
+      w.timedOut().run();
     }
     if (started != null) {
       for (Waiter w : started) {

@@ -369,7 +369,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
             length,
             this,
             () -> start(work, plan, policy),
-            why -> refuseWaiting(work, plan.count(), why, "rdma.maxDirectBytes"))) {
+            why -> refuseWaiting(work, plan.count(), why, "rdma.maxDirectBytes"),
+            work.deadlineNanos(),
+            () -> timedOut(work, plan.count(), "its direct bytes"))) {
       start(work, plan, policy);
     } else {
       counters.tasksAwaitingDirectBytes.increment();
@@ -391,6 +393,11 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
             why -> {
               direct.release(work.lengthBytes());
               refuseWaiting(work, plan.count(), why, "its peer's rdma.maxGrants");
+            },
+            work.deadlineNanos(),
+            () -> {
+              direct.release(work.lengthBytes());
+              timedOut(work, plan.count(), "a unit of its peer's rdma.maxGrants");
             })) {
       startHere(work, plan, policy);
     } else {
@@ -409,6 +416,12 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
               direct.release(work.lengthBytes());
               peerParents.release(1);
               refuseWaiting(work, plan.count(), why, "rdma.maxGrants");
+            },
+            work.deadlineNanos(),
+            () -> {
+              direct.release(work.lengthBytes());
+              peerParents.release(1);
+              timedOut(work, plan.count(), "a unit of this engine's rdma.maxGrants");
             })) {
       reserve(work, plan, policy);
     } else {
@@ -418,26 +431,12 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
 
   /** A task charged its direct bytes and a parent unit: reserved at the source, then sliced. */
   private void reserve(TaskWork work, SlicePlan plan, RailPolicy policy) {
-    long now = System.nanoTime();
-    if (now - work.deadlineNanos() > 0) {
+    if (System.nanoTime() - work.deadlineNanos() > 0) {
       // Its deadline passed while it waited for its charges: nothing of it was sent.
       direct.release(work.lengthBytes());
       parentUnits.release(1);
       peerParents.release(1);
-      counters.tasksPastDeadline.increment();
-      for (int i = 0; i < plan.count(); i++) {
-        work.sink()
-            .deliver(
-                Receipt.failed(
-                    work.taskIndex(),
-                    ErrorKind.TIMEOUT,
-                    RemoteEffect.NONE,
-                    peer
-                        + ": the deadline passed "
-                        + TimeUnit.NANOSECONDS.toMillis(now - work.deadlineNanos())
-                        + " ms before the task was reserved, while it waited for its charges"
-                        + " (never sent)"));
-      }
+      timedOut(work, plan.count(), "its charges");
       return;
     }
     String fenced = fencedBecause;
@@ -487,6 +486,49 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     for (int i = 0; i < plan.count(); i++) {
       admit(work, parent, plan.offset(i), plan.length(i), railOfSlice[i], turn + i);
     }
+  }
+
+  /**
+   * Fails a task whose deadline passed while it waited for {@code waitedFor}, its charges already
+   * returned: one {@code TIMEOUT} receipt per planned slice, nothing sent.
+   */
+  private void timedOut(TaskWork work, int receipts, String waitedFor) {
+    counters.tasksPastDeadline.increment();
+    long late = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - work.deadlineNanos());
+    for (int i = 0; i < receipts; i++) {
+      work.sink()
+          .deliver(
+              Receipt.failed(
+                  work.taskIndex(),
+                  ErrorKind.TIMEOUT,
+                  RemoteEffect.NONE,
+                  peer
+                      + ": the deadline passed "
+                      + late
+                      + " ms ago while the task waited for "
+                      + waitedFor
+                      + " (never sent)"));
+    }
+  }
+
+  /**
+   * Tasks of this endpoint waiting for their charges whose deadline passed fail {@code TIMEOUT}
+   * now, on the calling thread (their charges returned, nothing sent; what they held back may start
+   * on it and write its RESERVE): the endpoint's owner has this run on the blocking-I/O executor at
+   * each of its ticks when {@link #anyWaiting}.
+   */
+  void expireWaiting() {
+    long now = System.nanoTime();
+    direct.expire(this, now);
+    peerParents.expire(this, now);
+    parentUnits.expire(this, now);
+  }
+
+  /** Whether any task waits for its charges (of any endpoint: the budgets are shared). */
+  boolean anyWaiting() {
+    return direct.waitingBytes() > 0
+        || peerParents.waitingBytes() > 0
+        || parentUnits.waitingBytes() > 0;
   }
 
   /**

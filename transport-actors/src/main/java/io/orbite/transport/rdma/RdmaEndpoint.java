@@ -177,7 +177,17 @@ final class RdmaEndpoint {
 
   private Behavior<Command> active() {
     return Behaviors.receive(Command.class)
-        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+        .onMessageEquals(
+            Refresh.INSTANCE,
+            () -> {
+              // Tasks waiting for charges past their deadline fail TIMEOUT: off the mailbox (one
+              // that starts after them may write its RESERVE to the control connection).
+              if (channel.anyWaiting()) {
+                java.util.concurrent.CompletableFuture.runAsync(
+                    channel::expireWaiting, context.blockingIo());
+              }
+              return Behaviors.same();
+            })
         .onMessage(
             Attach.class,
             m -> {

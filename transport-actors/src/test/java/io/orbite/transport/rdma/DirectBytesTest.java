@@ -76,4 +76,32 @@ class DirectBytesTest {
     assertEquals(java.util.List.of("mine: closed", "other"), log);
     assertEquals(50, b.usedBytes(), "only the started waiter is charged");
   }
+
+  @Test
+  void aWaiterPastItsDeadlineIsRemovedUnchargedAndTheOnesItHeldBackStart() {
+    DirectBytes b = new DirectBytes(100);
+    java.util.List<String> log = new java.util.ArrayList<>();
+    Object mine = new Object();
+    Object other = new Object();
+    assertTrue(b.tryCharge(60));
+    // A large waiter with a deadline at the head, then a small one of the same owner without,
+    // then one of another owner whose deadline passed too.
+    assertFalse(
+        b.chargeOrWait(
+            80, mine, () -> log.add("80"), why -> log.add("x"), 10, () -> log.add("80 late")));
+    assertFalse(b.chargeOrWait(30, mine, () -> log.add("30"), why -> log.add("x")));
+    assertFalse(
+        b.chargeOrWait(
+            10, other, () -> log.add("10"), why -> log.add("x"), 10, () -> log.add("10 late")));
+    b.expire(mine, 5);
+    assertEquals(java.util.List.of(), log, "nothing past its deadline yet");
+    b.expire(mine, 11);
+    assertEquals(
+        java.util.List.of("80 late", "30", "10"),
+        log,
+        "the late one told, then the ones it held back start in order (the other owner's is not"
+            + " this owner's to expire, and it fits)");
+    assertEquals(100, b.usedBytes(), "60 + 30 + 10: the late one was never charged");
+    assertEquals(0, b.waitingBytes());
+  }
 }

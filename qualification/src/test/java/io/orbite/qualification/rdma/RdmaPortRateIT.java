@@ -120,6 +120,77 @@ class RdmaPortRateIT {
     }
   }
 
+  /**
+   * The peer's published link rates cap each pair in the score: a source whose soft0 runs at 1x EDR
+   * gets 12 of a 64-slice task over the requester's soft0 (itself at 4x EDR) and 52 over soft1,
+   * every byte checked; the requester's own estimates are unchanged.
+   */
+  @Test
+  void aSlowerPeerRailWeighsItsPairDownInTheSplit() {
+    SoftFaults faults = SoftFaults.create();
+    FaultHooks hooks =
+        new FaultHooks() {
+          @Override
+          public Object rdmaFaults() {
+            return faults;
+          }
+        };
+    try (TransferEngine source =
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("peer-rate-source"), hooks);
+        TransferEngine requester =
+            TransferEngine.start(RdmaTransferIT.rdmaConfig("peer-rate-requester"))) {
+      faults.setPortRate("soft0", 1, 1, SoftFabric.SPEED_EDR);
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> source.nicLoadStats().get(0).linkBytesPerSecond() == EDR_1X),
+          () -> "the source read its new rate: " + source.nicLoadStats());
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 33;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      long guard = 34;
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  RdmaPeerIT.charge(requester, "RdmaEndpoint", "peerLinkBytesPerSecond")
+                      == EDR_1X + EDR_4X),
+          () -> "the source's RAILS carried it: " + requester.ownerView());
+      long[] before = allocated(requester);
+      Batch batch = requester.allocateBatch(1);
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, 0, peer, remote.regionId(), 0, TASK)
+                  .withTransport(Transport.RDMA)));
+      BatchStatus s = batch.await(Duration.ofSeconds(60));
+      batch.free();
+      assertTrue(s.allCompleted(), s::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, data, 0), "every byte");
+      assertEquals(
+          -1, Pattern.verify(local.segment(), TASK, REGION - TASK, guard, TASK), "guard after");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source unchanged");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> {
+                long[] a = allocated(requester);
+                return a[0] + a[1] - before[0] - before[1] == TASK;
+              }),
+          () -> "the task's slices all assigned: " + requester.nicLoadStats());
+      long[] after = allocated(requester);
+      assertEquals(12 * 65_536L, after[0] - before[0], "the pair to the slower peer rail");
+      assertEquals(52 * 65_536L, after[1] - before[1], "the other pair");
+      assertEquals(
+          List.of(EDR_4X, EDR_4X),
+          requester.nicLoadStats().stream().map(NicLoadStats::linkBytesPerSecond).toList(),
+          "the requester's own rails are unchanged");
+    }
+  }
+
   private static long[] allocated(TransferEngine engine) {
     return engine.nicLoadStats().stream().mapToLong(NicLoadStats::allocatedBytes).toArray();
   }

@@ -7,11 +7,13 @@ import java.util.Arrays;
  * of one RDMA transport: a rail's charges are the bytes of its slices in flight to any peer.
  *
  * <p>For each eligible rail, {@code score = (charged + sliceBytes) / selectionBandwidth *
- * tierWeight}. A single slice takes the lowest score, ties taking turns. A multi-slice parent gives
- * each rail {@code floor(weight / totalWeight * slices)} slices with {@code weight = 1 / (score +
- * 1e-12)}, the leftovers to the best rail; every 100th multi-slice parent instead deals its slices
- * round-robin over the eligible rails (a probe, so an idle rail's estimate stays fresh). Ineligible
- * rails (their pair's circuit open) are never chosen, probes included.
+ * tierWeight}, the bandwidth at most the link rate the peer published for the rail it reaches
+ * ({@link #assign(int, long, boolean[], double[])}). A single slice takes the lowest score, ties
+ * taking turns. A multi-slice parent gives each rail {@code floor(weight / totalWeight * slices)}
+ * slices with {@code weight = 1 / (score + 1e-12)}, the leftovers to the best rail; every 100th
+ * multi-slice parent instead deals its slices round-robin over the eligible rails (a probe, so an
+ * idle rail's estimate stays fresh). Ineligible rails (their pair's circuit open) are never chosen,
+ * probes included.
  *
  * <p>Two estimates per rail, each clamped to 0.1..10 times its seed (the port's link rate, or 400
  * Gb/s when the port reports none): the selection estimate, an EWMA of a slice's payload bytes over
@@ -116,8 +118,12 @@ final class RailSelector {
     return rails;
   }
 
-  private double score(int r, long sliceBytes) {
-    return (charged[r] + sliceBytes) / selection[r] * TIER_WEIGHTS[tier[r]];
+  /** No cap: every rail's own estimate decides. */
+  static final double[] UNCAPPED = null;
+
+  private double score(int r, long sliceBytes, double[] peerCap) {
+    double bandwidth = peerCap == null ? selection[r] : Math.min(selection[r], peerCap[r]);
+    return (charged[r] + sliceBytes) / bandwidth * TIER_WEIGHTS[tier[r]];
   }
 
   /**
@@ -128,13 +134,23 @@ final class RailSelector {
    * @return the rail of each slice, or null when no rail is both eligible and allowed
    */
   synchronized int[] assign(int slices, long sliceBytes, boolean[] eligible) {
+    return assign(slices, sliceBytes, eligible, UNCAPPED);
+  }
+
+  /**
+   * {@link #assign(int, long, boolean[])} towards one peer, each rail's bandwidth in the score at
+   * most {@code peerCap[r]} (bytes per second: the link rate the peer published for the rail that
+   * rail {@code r} reaches), so a slower peer NIC weighs its pair down; null caps nothing. The
+   * estimates themselves stay this engine's own.
+   */
+  synchronized int[] assign(int slices, long sliceBytes, boolean[] eligible, double[] peerCap) {
     int start = Math.floorMod(turn++, rails);
     int best = -1;
     double bestScore = Double.MAX_VALUE;
     for (int k = 0; k < rails; k++) {
       int r = (start + k) % rails;
       if (eligible(eligible, r)) {
-        double s = score(r, sliceBytes);
+        double s = score(r, sliceBytes, peerCap);
         if (s < bestScore) {
           best = r;
           bestScore = s;
@@ -163,7 +179,7 @@ final class RailSelector {
     double[] weight = new double[rails];
     for (int r = 0; r < rails; r++) {
       if (eligible(eligible, r)) {
-        weight[r] = 1 / (score(r, sliceBytes) + 1e-12);
+        weight[r] = 1 / (score(r, sliceBytes, peerCap) + 1e-12);
         total += weight[r];
       }
     }

@@ -77,6 +77,13 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   /** This engine's requester-side {@code rdma.maxGrants}: parents reserved at sources at once. */
   private final DirectBytes parentUnits;
 
+  /**
+   * Per local rail, the link rate in bytes per second the peer published for the rail it reaches
+   * (its RAILS): the most its pair can carry, a cap on that rail's bandwidth in the selector's
+   * score.
+   */
+  private final double[] peerCap;
+
   /** What the peer admits as a source, from its RAILS: the largest task, the parents at once. */
   private final RdmaWire.Limits peerLimits;
 
@@ -108,6 +115,11 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     this.direct = direct;
     this.parentUnits = parents;
     this.peerLimits = peerLimits;
+    this.peerCap = new double[railCount];
+    for (int r = 0; r < railCount; r++) {
+      // Each local rail reaches one remote rail (the same index, modulo the peer's count).
+      peerCap[r] = remoteRails.get(r % remoteRails.size()).linkMbps() * 1e6 / 8;
+    }
     this.peerParents =
         new DirectBytes(
             "rdma.maxGrants of " + peer + " (its published limit)", peerLimits.maxParents());
@@ -468,7 +480,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         eligible[r] = policy.allowed(r);
       }
     }
-    int[] railOfSlice = selector.assign(plan.count(), plan.blockBytes(), eligible);
+    int[] railOfSlice = selector.assign(plan.count(), plan.blockBytes(), eligible, peerCap);
     int turn = rotation.getAndIncrement();
     // The whole task is reserved before any slice asks its grant (the same stream carries both).
     Slice.Parent parent = new Slice.Parent(parentIds.incrementAndGet(), plan.count());

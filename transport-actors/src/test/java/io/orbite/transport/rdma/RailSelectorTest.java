@@ -96,6 +96,19 @@ class RailSelectorTest {
   }
 
   @Test
+  void aPeersSlowerRailCapsItsPairsBandwidthInTheScore() {
+    RailSelector s = new RailSelector(new double[] {100, 100});
+    double[] peer = {25e9 / 8, 400e9 / 8}; // the peer's rail 0 is a quarter of ours
+    assertEquals(1, s.assign(1, BLOCK, BOTH, peer)[0], "one slice takes the uncapped pair");
+    // Weights 1:4: floor(64/5) = 12, floor(256/5) = 51, the leftover to the best (rail 1).
+    assertArrayEquals(new int[] {12, 52}, counts(s.assign(64, BLOCK, BOTH, peer), 2));
+    // A cap above the rail's own estimate changes nothing: equal rails split evenly.
+    assertArrayEquals(
+        new int[] {32, 32}, counts(s.assign(64, BLOCK, BOTH, new double[] {1e12, 1e12}), 2));
+    assertArrayEquals(new int[] {32, 32}, counts(s.assign(64, BLOCK, BOTH), 2), "no cap");
+  }
+
+  @Test
   void aNewLinkRateIsTheSeedAndScalesBothEstimatesWithinTheNewClamps() {
     RailSelector s = new RailSelector(new double[] {100}); // 12.5 GB/s
     s.charge(0, 40_000_000_000L);

@@ -80,6 +80,10 @@ import java.util.List;
  * @param selection which rails may carry a slice: a device mask and NUMA policy, hard limits that
  *     the bandwidth-aware selection only narrows within. Default {@link
  *     RdmaSelectionConfig#defaults()}.
+ * @param completionEvents whether each CQ lane makes a completion channel and its CQ on it, arms
+ *     the CQ and takes and acknowledges its completion events (the reference's {@code
+ *     rdma_events}); {@code false} (the default) makes CQs without a channel, polled only. The lane
+ *     polls its CQ in both modes.
  */
 public record RdmaConfig(
     boolean enabled,
@@ -102,7 +106,8 @@ public record RdmaConfig(
     List<String> softwareAddresses,
     int gidIndex,
     long maxDirectBytes,
-    RdmaSelectionConfig selection) {
+    RdmaSelectionConfig selection,
+    boolean completionEvents) {
   /** JSON key of this section, and the path prefix of its messages. */
   static final String SECTION = "rdma";
 
@@ -268,8 +273,8 @@ public record RdmaConfig(
    * a dotted IPv4 literal, each number in its {@code MIN_*}..{@code MAX_*} range, {@link
    * #softwareAddresses()} at most {@value #MAX_SOFTWARE_ADDRESSES} distinct dotted IPv4 literals,
    * and {@link #railMaxCooldownMillis()} at least {@link #railCooldownMillis()}; any {@link
-   * #enabled()} and {@link #priorityAgingPerEntry()} are accepted. The two lists are copied, so the
-   * record stays immutable.
+   * #enabled()}, {@link #priorityAgingPerEntry()} and {@link #completionEvents()} are accepted. The
+   * two lists are copied, so the record stays immutable.
    *
    * @throws ConfigException naming {@code rdma.<key>} (or {@code rdma.devices[<i>]} for one device
    *     name, {@code rdma.softwareAddresses[<i>]} for one address) for the first invalid component,
@@ -374,7 +379,96 @@ public record RdmaConfig(
         DEFAULT_SOFTWARE_ADDRESSES,
         DEFAULT_GID_INDEX,
         DEFAULT_MAX_DIRECT_BYTES,
-        RdmaSelectionConfig.defaults());
+        RdmaSelectionConfig.defaults(),
+        DEFAULT_COMPLETION_EVENTS);
+  }
+
+  /** Default {@link #completionEvents()}: CQs without a completion channel, polled. */
+  public static final boolean DEFAULT_COMPLETION_EVENTS = false;
+
+  /**
+   * Every component but {@link #completionEvents()}, which is {@value #DEFAULT_COMPLETION_EVENTS};
+   * checked as by the canonical constructor.
+   */
+  public RdmaConfig(
+      boolean enabled,
+      String provider,
+      List<String> devices,
+      int lanes,
+      String softwareAddress,
+      int softwareDevices,
+      int maxEndpoints,
+      int maxGrants,
+      int maxSendWr,
+      int maxCqes,
+      int railErrors,
+      int railErrorWindowMillis,
+      int railCooldownMillis,
+      int railMaxCooldownMillis,
+      int railProbeIntervalMillis,
+      int priorityAgingMillis,
+      boolean priorityAgingPerEntry,
+      List<String> softwareAddresses,
+      int gidIndex,
+      long maxDirectBytes,
+      RdmaSelectionConfig selection) {
+    this(
+        enabled,
+        provider,
+        devices,
+        lanes,
+        softwareAddress,
+        softwareDevices,
+        maxEndpoints,
+        maxGrants,
+        maxSendWr,
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry,
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection,
+        DEFAULT_COMPLETION_EVENTS);
+  }
+
+  /**
+   * A copy with {@link #completionEvents()} replaced and every other component kept; any value is
+   * accepted.
+   *
+   * @param completionEvents whether each CQ lane makes a completion channel for its CQ and takes
+   *     its events
+   * @return a new {@code RdmaConfig}; this one is unchanged
+   */
+  public RdmaConfig withCompletionEvents(boolean completionEvents) {
+    return new RdmaConfig(
+        enabled,
+        provider,
+        devices,
+        lanes,
+        softwareAddress,
+        softwareDevices,
+        maxEndpoints,
+        maxGrants,
+        maxSendWr,
+        maxCqes,
+        railErrors,
+        railErrorWindowMillis,
+        railCooldownMillis,
+        railMaxCooldownMillis,
+        railProbeIntervalMillis,
+        priorityAgingMillis,
+        priorityAgingPerEntry,
+        softwareAddresses,
+        gidIndex,
+        maxDirectBytes,
+        selection,
+        completionEvents);
   }
 
   /**
@@ -406,7 +500,8 @@ public record RdmaConfig(
         softwareAddresses,
         gidIndex,
         maxDirectBytes,
-        selection);
+        selection,
+        completionEvents);
   }
 
   /**
@@ -441,7 +536,8 @@ public record RdmaConfig(
         softwareAddresses,
         gidIndex,
         maxDirectBytes,
-        selection);
+        selection,
+        completionEvents);
   }
 
   /**
@@ -477,7 +573,8 @@ public record RdmaConfig(
         softwareAddresses,
         gidIndex,
         maxDirectBytes,
-        selection);
+        selection,
+        completionEvents);
   }
 
   /**
@@ -511,7 +608,8 @@ public record RdmaConfig(
         softwareAddresses,
         gidIndex,
         maxDirectBytes,
-        selection);
+        selection,
+        completionEvents);
   }
 
   /**
@@ -545,7 +643,8 @@ public record RdmaConfig(
         softwareAddresses,
         gidIndex,
         maxDirectBytes,
-        selection);
+        selection,
+        completionEvents);
   }
 
   /**
@@ -593,7 +692,8 @@ public record RdmaConfig(
         softwareAddresses,
         gidIndex,
         maxDirectBytes,
-        selection);
+        selection,
+        completionEvents);
   }
 
   /**
@@ -630,7 +730,8 @@ public record RdmaConfig(
         softwareAddresses,
         gidIndex,
         maxDirectBytes,
-        selection);
+        selection,
+        completionEvents);
   }
 
   /**
@@ -668,7 +769,8 @@ public record RdmaConfig(
         softwareAddresses,
         gidIndex,
         maxDirectBytes,
-        selection);
+        selection,
+        completionEvents);
   }
 
   /**
@@ -702,7 +804,8 @@ public record RdmaConfig(
         softwareAddresses,
         gidIndex,
         maxDirectBytes,
-        selection);
+        selection,
+        completionEvents);
   }
 
   /**
@@ -736,7 +839,8 @@ public record RdmaConfig(
         softwareAddresses,
         gidIndex,
         maxDirectBytes,
-        selection);
+        selection,
+        completionEvents);
   }
 
   /**
@@ -768,7 +872,8 @@ public record RdmaConfig(
         softwareAddresses,
         gidIndex,
         maxDirectBytes,
-        selection);
+        selection,
+        completionEvents);
   }
 
   /**
@@ -868,6 +973,7 @@ public record RdmaConfig(
         r.intValue("gidIndex", DEFAULT_GID_INDEX, MIN_GID_INDEX, MAX_GID_INDEX),
         r.longValue(
             "maxDirectBytes", DEFAULT_MAX_DIRECT_BYTES, MIN_MAX_DIRECT_BYTES, MAX_MAX_DIRECT_BYTES),
-        r.section(RdmaSelectionConfig.KEY, RdmaSelectionConfig.class, RdmaSelectionConfig::read));
+        r.section(RdmaSelectionConfig.KEY, RdmaSelectionConfig.class, RdmaSelectionConfig::read),
+        r.booleanValue("completionEvents", DEFAULT_COMPLETION_EVENTS));
   }
 }

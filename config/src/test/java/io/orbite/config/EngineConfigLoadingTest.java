@@ -23,6 +23,21 @@ class EngineConfigLoadingTest {
   }
 
   @Test
+  void rdmaCompletionEventsIsReadAsABooleanAndNothingElse() {
+    assertTrue(
+        EngineConfig.fromJson("{\"rdma\":{\"completionEvents\":true}}").rdma().completionEvents());
+    assertEquals(false, EngineConfig.defaults().rdma().completionEvents(), "off by default");
+    ConfigException e =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            ConfigException.class,
+            () -> EngineConfig.fromJson("{\"rdma\":{\"completionEvents\":1}}"));
+    assertTrue(e.getMessage().startsWith("rdma.completionEvents"), e::getMessage);
+    assertTrue(
+        EngineConfig.defaults().rdma().withCompletionEvents(true).withLanes(3).completionEvents(),
+        "kept by the other withers");
+  }
+
+  @Test
   void partialDocumentChangesOnlyTheKeysItNames() {
     EngineConfig config = EngineConfig.fromJson("{\"tcp\":{\"lanes\":4}}");
     assertEquals(4, config.tcp().lanes());
@@ -282,7 +297,8 @@ class EngineConfigLoadingTest {
                       "strictLocalNuma": false,
                       "customJsonPath": "",
                       "priorityMatrix": {}
-                    }
+                    },
+                    "completionEvents": false
                   },
                   "observability": {
                     "metrics": {

@@ -80,14 +80,16 @@ class RdmaCleanupIT {
   }
 
   /**
-   * A CQ, then (in a second engine) a PD, whose destroy fails when its engine closes: the context
-   * is quarantined naming the call, what depends on the failed object is kept (a failed CQ stops
-   * the PD and the context from being released), and a second close retries nothing.
+   * A CQ, then (in other engines) a completion channel and a PD, whose destroy fails when its
+   * engine closes: the context is quarantined naming the call, what depends on the failed object is
+   * kept (a failed CQ or channel stops the PD and the context from being released), and a second
+   * close retries nothing. The channel's engine runs {@code rdma.completionEvents}: each lane's CQ
+   * is on a channel, destroyed after its CQ.
    */
   @org.junit.jupiter.params.ParameterizedTest
   @org.junit.jupiter.params.provider.EnumSource(
       value = SoftFaults.Kind.class,
-      names = {"CQ", "PD"})
+      names = {"CQ", "COMP_CHANNEL", "PD"})
   void aFailedCqOrPdDestroyQuarantinesItsContextAndIsNeverRetried(SoftFaults.Kind kind) {
     SoftFaults faults = SoftFaults.create();
     FaultHooks hooks = RdmaTransferIT.hooks(faults);
@@ -95,19 +97,36 @@ class RdmaCleanupIT {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 81;
       Pattern.fill(remote.segment(), 0, REGION, data, 0);
-      TransferEngine engine = TransferEngine.start(RdmaTransferIT.rdmaConfig("dep-" + kind), hooks);
+      EngineConfig config = RdmaTransferIT.rdmaConfig("dep-" + kind);
+      boolean channels = kind == SoftFaults.Kind.COMP_CHANNEL;
+      if (channels) {
+        config = config.withRdma(config.rdma().withCompletionEvents(true));
+      }
+      TransferEngine engine = TransferEngine.start(config, hooks);
       RegisteredMemory local = engine.allocate(REGION, Access.READ_WRITE);
       read(engine, local, source, remote, data);
       faults.failNextDestroy(kind, 5, true);
       engine.close(Duration.ofSeconds(30));
-      String call = kind == SoftFaults.Kind.CQ ? "ibv_destroy_cq" : "ibv_dealloc_pd";
+      String call =
+          switch (kind) {
+            case CQ -> "ibv_destroy_cq";
+            case COMP_CHANNEL -> "ibv_destroy_comp_channel";
+            default -> "ibv_dealloc_pd";
+          };
       List<QuarantinedOwner> q = engine.quarantined();
       assertTrue(
           q.stream()
               .anyMatch(o -> o.owner().startsWith("RdmaContext") && o.reason().contains(call)),
           () -> "the context is quarantined naming " + call + ": " + q);
+      int channelDestroys = faults.destroyCalls(SoftFaults.Kind.COMP_CHANNEL);
+      // Two rails of three lanes: a channel per lane with events on, none without.
+      assertEquals(channels ? 6 : 0, channelDestroys, "each lane's channel destroyed once");
       engine.close(Duration.ofSeconds(5)); // a second close: nothing is destroyed again
       assertEquals(q, engine.quarantined(), "nothing changed, nothing retried");
+      assertEquals(
+          channelDestroys,
+          faults.destroyCalls(SoftFaults.Kind.COMP_CHANNEL),
+          "no channel destroyed again");
       assertTrue(((Registration) local).released(), "no MR was kept: the memory was freed");
     }
   }

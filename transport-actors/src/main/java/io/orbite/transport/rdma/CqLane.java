@@ -58,6 +58,23 @@ final class CqLane implements Runnable {
   final int index;
   final Verbs verbs;
   final Verbs.Cq cq;
+
+  /**
+   * The CQ's completion channel ({@code rdma.completionEvents}), or null: CQs without one are
+   * polled only. Destroyed after the CQ at release; one whose destroy fails is kept.
+   */
+  final Verbs.CompChannel channel;
+
+  /** Completion events taken from {@link #channel} and acknowledged (the lane row's figure). */
+  final java.util.concurrent.atomic.LongAdder cqEvents =
+      new java.util.concurrent.atomic.LongAdder();
+
+  /**
+   * Events taken and not acknowledged yet (lane thread only; acknowledged in batches, all at
+   * release).
+   */
+  private int unacked;
+
   final String name;
   final int slicesPerQp;
   final LaneLifecycle lifecycle = new LaneLifecycle();
@@ -108,9 +125,11 @@ final class CqLane implements Runnable {
       Rail rail,
       int index,
       Verbs.Cq cq,
+      Verbs.CompChannel channel,
       int maxSendWr,
       java.time.Duration aging,
       boolean agingPerEntry) {
+    this.channel = channel;
     this.aging = aging;
     this.agingPerEntry = agingPerEntry;
     this.rail = rail;
@@ -122,6 +141,33 @@ final class CqLane implements Runnable {
     this.slicesPerQp = Math.max(1, maxSendWr / 4);
     this.idSlot = arena.allocate(64, 64);
     this.idMr = verbs.regMr(rail.pd, idSlot, Ibv.ACCESS_LOCAL_WRITE).value();
+    if (channel != null) {
+      verbs.reqNotifyCq(cq, false); // armed: the first completion raises an event
+    }
+  }
+
+  /** Most events taken before they are acknowledged in one call. */
+  private static final int ACK_BATCH = 64;
+
+  /**
+   * With a completion channel: takes its pending events (non-blocking), acknowledges them in
+   * batches, and arms the CQ again after any, so the next completion raises one (the CQ itself is
+   * polled by the pass either way, so no completion waits on an event).
+   */
+  private int takeEvents() {
+    int n = 0;
+    while (verbs.getCqEvent(channel).ok()) {
+      n++;
+      if (++unacked >= ACK_BATCH) {
+        verbs.ackCqEvents(cq, unacked);
+        unacked = 0;
+      }
+    }
+    if (n > 0) {
+      cqEvents.add(n);
+      verbs.reqNotifyCq(cq, false);
+    }
+    return n;
   }
 
   void start() {
@@ -320,6 +366,9 @@ final class CqLane implements Runnable {
     }
     work += pump();
     work += sweepDeadlines();
+    if (channel != null && faulted == null) {
+      takeEvents();
+    }
     int n = faulted == null ? verbs.pollCq(cq, wcs) : 0;
     if (n < 0) {
       fault("ibv_poll_cq on " + rail.device + " failed: errno " + -n);
@@ -1017,7 +1066,9 @@ final class CqLane implements Runnable {
   }
 
   /**
-   * Releases the lane's own native objects after its thread ended: its id slot's MR, then the CQ.
+   * Releases the lane's own native objects after its thread ended: its id slot's MR, then the CQ
+   * (its taken events acknowledged first, as {@code ibv_destroy_cq} requires), then its completion
+   * channel, only once the CQ on it is gone (spec 001: a channel with a CQ on it is busy).
    *
    * @return what could not be released, or empty
    */
@@ -1030,9 +1081,18 @@ final class CqLane implements Runnable {
     if (rc != 0) {
       failed.add(name + ": ibv_dereg_mr errno " + rc);
     }
+    if (channel != null && unacked > 0) {
+      verbs.ackCqEvents(cq, unacked);
+      unacked = 0;
+    }
     rc = verbs.destroyCq(cq);
     if (rc != 0) {
       failed.add(name + ": ibv_destroy_cq errno " + rc);
+    } else if (channel != null) {
+      rc = verbs.destroyCompChannel(channel);
+      if (rc != 0) {
+        failed.add(name + ": ibv_destroy_comp_channel errno " + rc);
+      }
     }
     if (failed.isEmpty()) {
       arena.close();

@@ -112,12 +112,22 @@ final class CqLaneOwner {
         "CqLane",
         state,
         Map.of(
-            "qps", (long) lane.liveQps().size(),
-            "index", (long) index,
-            "cqes", (long) lane.cqCapacity,
-            "cqesReserved", (long) lane.reservedCqes(),
-            "faults", faults,
-            "replaced", replaced),
+            "qps",
+            (long) lane.liveQps().size(),
+            "index",
+            (long) index,
+            "cqes",
+            (long) lane.cqCapacity,
+            "cqesReserved",
+            (long) lane.reservedCqes(),
+            "faults",
+            faults,
+            "replaced",
+            replaced,
+            "completionChannel",
+            lane.channel != null ? 1L : 0L,
+            "cqEvents",
+            lane.cqEvents.sum()),
         lane.name + (detail.isEmpty() ? "" : ": " + detail));
   }
 

@@ -60,6 +60,10 @@ final class Rail {
 
   private final int maxSendWr;
   private int cqes;
+
+  /** Whether its lanes' CQs have completion channels ({@code rdma.completionEvents}). */
+  private boolean completionEvents;
+
   private java.time.Duration aging;
   private boolean agingPerEntry;
 
@@ -173,9 +177,16 @@ final class Rail {
       rail.cqes = Math.min(cqes, attr.maxCqe());
       rail.aging = aging;
       rail.agingPerEntry = config.priorityAgingPerEntry();
+      rail.completionEvents = config.completionEvents();
       for (int i = 0; i < lanes; i++) {
-        Verbs.Cq cq = require(verbs.createCq(ctx, rail.cqes, null, 0), device);
-        rail.lanes.add(new CqLane(rail, i, cq, maxSendWr, aging, rail.agingPerEntry));
+        Verbs.CompChannel ch =
+            rail.completionEvents ? require(verbs.createCompChannel(ctx), device) : null;
+        VerbsResult<Verbs.Cq> cq = verbs.createCq(ctx, rail.cqes, ch, 0);
+        if (!cq.ok() && ch != null) {
+          verbs.destroyCompChannel(ch);
+        }
+        rail.lanes.add(
+            new CqLane(rail, i, require(cq, device), ch, maxSendWr, aging, rail.agingPerEntry));
       }
       return rail;
     } catch (RuntimeException e) {
@@ -204,14 +215,30 @@ final class Rail {
    * @return the lane, or the failure of {@code ibv_create_cq} (or of its id slot's MR)
    */
   VerbsResult<CqLane> freshLane(int index) {
-    VerbsResult<Verbs.Cq> cq = verbs.createCq(context, cqes, null, 0);
+    Verbs.CompChannel ch = null;
+    if (completionEvents) {
+      VerbsResult<Verbs.CompChannel> made = verbs.createCompChannel(context);
+      if (!made.ok()) {
+        return VerbsResult.failed(
+            made.errno(), "ibv_create_comp_channel on " + device + ": " + made.describe());
+      }
+      ch = made.value();
+    }
+    VerbsResult<Verbs.Cq> cq = verbs.createCq(context, cqes, ch, 0);
     if (!cq.ok()) {
+      if (ch != null) {
+        verbs.destroyCompChannel(ch);
+      }
       return VerbsResult.failed(cq.errno(), "ibv_create_cq on " + device + ": " + cq.describe());
     }
     try {
-      return VerbsResult.ok(new CqLane(this, index, cq.value(), maxSendWr, aging, agingPerEntry));
+      return VerbsResult.ok(
+          new CqLane(this, index, cq.value(), ch, maxSendWr, aging, agingPerEntry));
     } catch (RuntimeException e) {
       verbs.destroyCq(cq.value());
+      if (ch != null) {
+        verbs.destroyCompChannel(ch);
+      }
       return VerbsResult.failed(
           io.orbite.nativebind.Errno.EINVAL.number(), "a fresh lane on " + device + ": " + e);
     }

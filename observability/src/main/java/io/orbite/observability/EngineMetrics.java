@@ -293,8 +293,9 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
 
   /**
    * One rail's figures, labelled by its device: the rail circuit's pairs of that local rail that
-   * refuse work (open, half-open), the failures counted on it (a counter), and whether its context
-   * is paused (1) or serving (0).
+   * refuse work (open, half-open), the failures counted on it (a counter), whether its context is
+   * paused (1) or serving (0), and the rail selector's figures for it (link rate, selection and
+   * transmit estimates, bytes in flight).
    */
   private void rdmaRail(OwnerView.Owner o) {
     Map<String, Long> charges = o.charges();
@@ -310,6 +311,15 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
         .increment(delta("rdma rail errors " + rail, charges.getOrDefault("railErrors", 0L)));
     gauge("orbite_rdma_rail_paused", "rail", rail)
         .update(o.state() == io.orbite.engine.OwnerState.FENCED ? 1 : 0);
+    // The rail selector's figures (nicLoadStats()): the seed, both estimates, what is in flight.
+    gauge("orbite_rdma_rail_link_bytes_per_second", "rail", rail)
+        .update(charges.getOrDefault("linkBytesPerSecond", 0L));
+    gauge("orbite_rdma_rail_selection_bytes_per_second", "rail", rail)
+        .update(charges.getOrDefault("selectionBytesPerSecond", 0L));
+    gauge("orbite_rdma_rail_transmit_bytes_per_second", "rail", rail)
+        .update(charges.getOrDefault("transmitBytesPerSecond", 0L));
+    gauge("orbite_rdma_rail_charged_bytes", "rail", rail)
+        .update(charges.getOrDefault("chargedBytes", 0L));
   }
 
   /**

@@ -92,6 +92,30 @@ class RdmaMetricsIT {
                     && rail(scrape, engine, "orbite_rdma_rail_circuit_open", "soft1") == 0;
               }),
           "the rails' bytes add up to the READ, and both rails serve");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> {
+                String scrape = Http.get(url).body();
+                for (String r : List.of("soft0", "soft1")) {
+                  double link = rail(scrape, engine, "orbite_rdma_rail_link_bytes_per_second", r);
+                  double sel =
+                      rail(scrape, engine, "orbite_rdma_rail_selection_bytes_per_second", r);
+                  double tx = rail(scrape, engine, "orbite_rdma_rail_transmit_bytes_per_second", r);
+                  if (link != 100e9 / 8
+                      || sel < link / 10
+                      || sel > link * 10
+                      || tx < link / 10
+                      || tx > link * 10
+                      || rail(scrape, engine, "orbite_rdma_rail_charged_bytes", r) != 0) {
+                    return false;
+                  }
+                }
+                return true;
+              }),
+          () ->
+              "each rail's selector figures: 4x EDR, estimates within their clamps: "
+                  + Http.get(url).body());
 
       faults.setPortState("soft1", 1, Ibv.PORT_DOWN);
       assertTrue(

@@ -91,20 +91,9 @@ class RdmaPortRateIT {
           Pattern.verify(local.segment(), 64 + TASK, REGION - 64 - TASK, guard, 64 + TASK),
           "guard after");
       assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source unchanged");
-      // The owner view re-publishes every 200 ms: wait until it shows the whole task assigned.
-      assertTrue(
-          Await.until(
-              Duration.ofSeconds(5),
-              () -> {
-                long[] a = allocated(requester);
-                return a[0] + a[1] - before[0] - before[1] == TASK;
-              }),
-          () -> "the task's slices all assigned: " + requester.nicLoadStats());
-      long[] after = allocated(requester);
       // Weights 1 / score: 1 : 4, so floor(64 / 5) = 12 slices and floor(64 * 4 / 5) = 51, the
       // leftover to the best rail.
-      assertEquals(12 * 65_536L, after[0] - before[0], "soft0's share at a quarter of the rate");
-      assertEquals(52 * 65_536L, after[1] - before[1], "soft1's share");
+      assertSplit(requester, before, 12, 52);
 
       // A peer that connects now is told soft0's new rate.
       RemoteSegment back =
@@ -173,22 +162,31 @@ class RdmaPortRateIT {
       assertEquals(
           -1, Pattern.verify(local.segment(), TASK, REGION - TASK, guard, TASK), "guard after");
       assertEquals(-1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "source unchanged");
-      assertTrue(
-          Await.until(
-              Duration.ofSeconds(5),
-              () -> {
-                long[] a = allocated(requester);
-                return a[0] + a[1] - before[0] - before[1] == TASK;
-              }),
-          () -> "the task's slices all assigned: " + requester.nicLoadStats());
-      long[] after = allocated(requester);
-      assertEquals(12 * 65_536L, after[0] - before[0], "the pair to the slower peer rail");
-      assertEquals(52 * 65_536L, after[1] - before[1], "the other pair");
+      assertSplit(requester, before, 12, 52); // the pair to the slower peer rail gets 12
       assertEquals(
           List.of(EDR_4X, EDR_4X),
           requester.nicLoadStats().stream().map(NicLoadStats::linkBytesPerSecond).toList(),
           "the requester's own rails are unchanged");
     }
+  }
+
+  /**
+   * The slices of one 64-slice task were assigned {@code first} to soft0 and {@code second} to
+   * soft1 since {@code before} (by {@code allocatedBytes}, once the owner view, re-published every
+   * 200 ms, shows the whole task).
+   */
+  private static void assertSplit(TransferEngine requester, long[] before, int first, int second) {
+    assertTrue(
+        Await.until(
+            Duration.ofSeconds(5),
+            () -> {
+              long[] a = allocated(requester);
+              return a[0] + a[1] - before[0] - before[1] == TASK;
+            }),
+        () -> "the task's slices all assigned: " + requester.nicLoadStats());
+    long[] after = allocated(requester);
+    assertEquals(first * 65_536L, after[0] - before[0], "soft0's share");
+    assertEquals(second * 65_536L, after[1] - before[1], "soft1's share");
   }
 
   private static long[] allocated(TransferEngine engine) {

@@ -340,38 +340,14 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       return 1;
     }
     if (length > direct.limitBytes()) {
-      counters.directBytesRefused.increment();
-      work.sink()
-          .deliver(
-              Receipt.failed(
-                  work.taskIndex(),
-                  ErrorKind.RESOURCE_EXHAUSTED,
-                  RemoteEffect.NONE,
-                  "rdma.maxDirectBytes: a task of "
-                      + length
-                      + " B to "
-                      + peer
-                      + " is larger than the whole budget of "
-                      + direct.limitBytes()
-                      + " B (never sent)"));
-      return 1;
+      return tooLarge(work, "the whole budget of " + direct.limitBytes() + " B (never sent)");
     }
     if (length > peerLimits.maxTaskBytes()) {
-      counters.directBytesRefused.increment();
-      work.sink()
-          .deliver(
-              Receipt.failed(
-                  work.taskIndex(),
-                  ErrorKind.RESOURCE_EXHAUSTED,
-                  RemoteEffect.NONE,
-                  "rdma.maxDirectBytes: a task of "
-                      + length
-                      + " B to "
-                      + peer
-                      + " is larger than the "
-                      + peerLimits.maxTaskBytes()
-                      + " B that peer reserves at most (its published limit; never sent)"));
-      return 1;
+      return tooLarge(
+          work,
+          "the "
+              + peerLimits.maxTaskBytes()
+              + " B that peer reserves at most (its published limit; never sent)");
     }
     // All of the task's slices are charged at once, or none: a task that does not fit now waits,
     // in arrival order, and starts on the thread whose drain makes room for it.
@@ -389,6 +365,29 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       counters.tasksAwaitingDirectBytes.increment();
     }
     return plan.count();
+  }
+
+  /**
+   * Refuses {@code work}, longer than {@code limit} says it may be, before anything is charged or
+   * sent: one receipt, {@code RESOURCE_EXHAUSTED} naming {@code rdma.maxDirectBytes}.
+   *
+   * @return the receipts promised: 1
+   */
+  private int tooLarge(TaskWork work, String limit) {
+    counters.directBytesRefused.increment();
+    work.sink()
+        .deliver(
+            Receipt.failed(
+                work.taskIndex(),
+                ErrorKind.RESOURCE_EXHAUSTED,
+                RemoteEffect.NONE,
+                "rdma.maxDirectBytes: a task of "
+                    + work.lengthBytes()
+                    + " B to "
+                    + peer
+                    + " is larger than "
+                    + limit));
+    return 1;
   }
 
   /**

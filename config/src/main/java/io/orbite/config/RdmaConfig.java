@@ -389,6 +389,29 @@ public record RdmaConfig(
   /**
    * Every component but {@link #completionEvents()}, which is {@value #DEFAULT_COMPLETION_EVENTS};
    * checked as by the canonical constructor.
+   *
+   * @param enabled as {@link #enabled()}
+   * @param provider as {@link #provider()}
+   * @param devices as {@link #devices()}
+   * @param lanes as {@link #lanes()}
+   * @param softwareAddress as {@link #softwareAddress()}
+   * @param softwareDevices as {@link #softwareDevices()}
+   * @param maxEndpoints as {@link #maxEndpoints()}
+   * @param maxGrants as {@link #maxGrants()}
+   * @param maxSendWr as {@link #maxSendWr()}
+   * @param maxCqes as {@link #maxCqes()}
+   * @param railErrors as {@link #railErrors()}
+   * @param railErrorWindowMillis as {@link #railErrorWindowMillis()}
+   * @param railCooldownMillis as {@link #railCooldownMillis()}
+   * @param railMaxCooldownMillis as {@link #railMaxCooldownMillis()}
+   * @param railProbeIntervalMillis as {@link #railProbeIntervalMillis()}
+   * @param priorityAgingMillis as {@link #priorityAgingMillis()}
+   * @param priorityAgingPerEntry as {@link #priorityAgingPerEntry()}
+   * @param softwareAddresses as {@link #softwareAddresses()}
+   * @param gidIndex as {@link #gidIndex()}
+   * @param maxDirectBytes as {@link #maxDirectBytes()}
+   * @param selection as {@link #selection()}
+   * @throws ConfigException as the canonical constructor throws it
    */
   public RdmaConfig(
       boolean enabled,

@@ -48,7 +48,31 @@ final class CqLane implements Runnable {
 
     /** The QP was destroyed with this WR unanswered: it will never complete. */
     void abandoned(CqLane lane, String why);
+
+    /** Whether it is a posted receive (a source QP's, waiting for a completion SEND). */
+    default boolean receive() {
+      return false;
+    }
   }
+
+  /**
+   * How long a quiet lane parks (nothing queued, closing or posted but receives, and no window open
+   * on its QPs, so no completion can come): work handed to it unparks it at once.
+   */
+  private static final long QUIET_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
+  /** Idle passes in a row before a quiet lane parks for {@link #QUIET_PARK_NANOS}. */
+  private static final int QUIET_AFTER_PASSES = 256;
+
+  /** Posted receives among {@link #pending} (lane thread only). */
+  private int receives;
+
+  /**
+   * Windows bound (or being bound) on this lane's source QPs and not yet released: each may see a
+   * completion SEND land in a receive at any time, so the lane must keep looking at its CQ.
+   */
+  final java.util.concurrent.atomic.AtomicInteger openWindows =
+      new java.util.concurrent.atomic.AtomicInteger();
 
   private static final int POLL_BATCH = 32;
   private static final long CLOSE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(5);
@@ -342,11 +366,18 @@ final class CqLane implements Runnable {
   public void run() {
     IdleStrategy idle = LaneIdle.strategy(MAX_PARK_NANOS);
     try {
+      int idlePasses = 0;
       while (lifecycle.state().ordinal() < LaneLifecycle.State.CLOSING.ordinal()
           || !closing.isEmpty()
           || !inbox.isEmpty()) {
         int work = pass();
-        idle.idle(work);
+        idlePasses = work > 0 ? 0 : idlePasses + 1;
+        if (idlePasses > QUIET_AFTER_PASSES && quiet()) {
+          // Nothing can complete: sleep until work is handed over (submit unparks), not 1 ms.
+          LockSupport.parkNanos(this, QUIET_PARK_NANOS);
+        } else {
+          idle.idle(work);
+        }
       }
     } catch (RuntimeException | Error e) {
       faulted = "lane failed: " + e;
@@ -377,7 +408,7 @@ final class CqLane implements Runnable {
     for (int i = 0; i < n; i++) {
       Verbs.Wc wc = wcs[i];
       wcs[i] = null;
-      Completion c = pending.remove(wc.wrId());
+      Completion c = take(wc.wrId());
       if (c != null) {
         c.completed(this, wc);
       }
@@ -400,7 +431,32 @@ final class CqLane implements Runnable {
   private long track(Completion c) {
     long id = nextWrId++;
     pending.put(id, c);
+    if (c.receive()) {
+      receives++;
+    }
     return id;
+  }
+
+  /** Removes WR {@code id}'s completion from {@link #pending}; null when it is not there. */
+  private Completion take(long id) {
+    Completion c = pending.remove(id);
+    if (c != null && c.receive()) {
+      receives--;
+    }
+    return c;
+  }
+
+  /**
+   * Whether nothing can happen on this lane until work is handed to it: its inbox, post queues and
+   * closing QPs are empty, nothing is posted but receives, and no window is open on its QPs (a
+   * completion SEND lands only in a receive of a QP with a window open).
+   */
+  private boolean quiet() {
+    return inbox.isEmpty()
+        && queued.isEmpty()
+        && closing.isEmpty()
+        && pending.size() == receives
+        && openWindows.get() == 0;
   }
 
   void wrote(ControlLink link) {
@@ -655,7 +711,7 @@ final class CqLane implements Runnable {
   }
 
   private void untrack(long wrId) {
-    pending.remove(wrId);
+    take(wrId);
   }
 
   private final class PayloadDone implements Completion {
@@ -880,6 +936,9 @@ final class CqLane implements Runnable {
       return;
     }
     qp.posted(1);
+    // Open until it is released: its completion SEND may land in a receive at any time.
+    g.countedOpen = true;
+    openWindows.incrementAndGet();
   }
 
   /** Posts receive {@code slot} of {@code qp}'s completion slab (on the lane thread). */
@@ -910,6 +969,11 @@ final class CqLane implements Runnable {
 
               @Override
               public void abandoned(CqLane lane, String why) {}
+
+              @Override
+              public boolean receive() {
+                return true;
+              }
             });
     Verbs.PostResult r =
         verbs.postRecv(
@@ -1013,7 +1077,7 @@ final class CqLane implements Runnable {
         });
     ids.sort(null);
     for (long id : ids) {
-      pending.remove(id).abandoned(this, "its QP was destroyed before this work request completed");
+      take(id).abandoned(this, "its QP was destroyed before this work request completed");
     }
   }
 

@@ -26,6 +26,11 @@ final class Grant {
   boolean bound;
   boolean released;
 
+  /**
+   * Whether it counts among its lane's open windows ({@link CqLane#openWindows}) until released.
+   */
+  boolean countedOpen;
+
   Grant(long id, Reservation parent, RcQp qp, long offset, long length) {
     this.id = id;
     this.parent = parent;

@@ -665,6 +665,10 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       return;
     }
     g.released = true;
+    if (g.countedOpen) {
+      g.countedOpen = false;
+      g.qp.lane.openWindows.decrementAndGet(); // no completion SEND is awaited for it now
+    }
     if (g.mw != null) {
       int rc = g.qp.rail.verbs.deallocMw(g.mw);
       if (rc != 0) {

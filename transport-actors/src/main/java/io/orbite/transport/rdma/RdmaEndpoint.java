@@ -33,7 +33,13 @@ final class RdmaEndpoint {
 
   record Attach(ActorRef<TransportCommand.OpenPeerReply> replyTo) implements Command {}
 
-  record Close(String reason, ActorRef<Closed> replyTo) implements Command {}
+  /**
+   * Close the endpoint; reply once its QPs are destroyed. Marked {@code DeadLetterSuppression}, as
+   * TCP's: sent to an endpoint that has just stopped by itself, it is expected undelivered (the
+   * transport's watch removes that endpoint).
+   */
+  record Close(String reason, ActorRef<Closed> replyTo)
+      implements Command, org.apache.pekko.actor.DeadLetterSuppression {}
 
   record Closed(SegmentDescriptor peer) {}
 

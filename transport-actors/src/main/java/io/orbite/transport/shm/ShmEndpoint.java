@@ -42,8 +42,13 @@ final class ShmEndpoint {
   record Attach(SharedExports exports, ActorRef<TransportCommand.OpenPeerReply> replyTo)
       implements Command {}
 
-  /** Close the lane; reply when its thread has ended. */
-  record Close(ActorRef<Closed> replyTo) implements Command {}
+  /**
+   * Close the lane; reply when its thread has ended. Marked {@code DeadLetterSuppression}, as
+   * TCP's: sent to an endpoint that has just stopped by itself, it is expected undelivered (the
+   * transport's watch removes that endpoint).
+   */
+  record Close(ActorRef<Closed> replyTo)
+      implements Command, org.apache.pekko.actor.DeadLetterSuppression {}
 
   record Closed(SegmentDescriptor peer) {}
 

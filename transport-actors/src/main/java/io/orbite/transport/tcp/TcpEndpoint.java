@@ -43,8 +43,14 @@ final class TcpEndpoint {
   /** Answer with the channel once the lanes are open (at once if they are). */
   record Attach(ActorRef<TransportCommand.OpenPeerReply> replyTo) implements Command {}
 
-  /** Close every lane; reply when their threads have ended. */
-  record Close(ActorRef<Closed> replyTo) implements Command {}
+  /**
+   * Close every lane; reply when their threads have ended. Marked {@code DeadLetterSuppression}:
+   * the transport may send it to an endpoint that has just stopped by itself (its lanes ended with
+   * the peer) before its {@code Terminated} arrives, and that watch, not this reply, then removes
+   * the endpoint, so the undelivered Close is expected, not a lost message.
+   */
+  record Close(ActorRef<Closed> replyTo)
+      implements Command, org.apache.pekko.actor.DeadLetterSuppression {}
 
   record Closed(SegmentDescriptor peer) {}
 

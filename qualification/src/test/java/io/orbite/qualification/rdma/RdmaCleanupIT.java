@@ -414,7 +414,12 @@ class RdmaCleanupIT {
   }
 
   /** One RDMA READ of 1 MiB into {@code local}, its bytes and guards checked. */
-  private static void read(
+  /**
+   * A READ of {@value #TASK} B from the start of {@code remote} (filled with {@code data}) into
+   * {@code local} (at least {@value #REGION} B, refilled with a guard), over a segment opened for
+   * it: it completes, its bytes and every guard byte after it checked.
+   */
+  static void read(
       TransferEngine requester,
       RegisteredMemory local,
       TransferEngine source,

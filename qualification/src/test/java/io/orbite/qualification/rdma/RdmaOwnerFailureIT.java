@@ -123,21 +123,9 @@ class RdmaOwnerFailureIT {
       // The source serves on: a fresh requester's READ lands whole.
       try (TransferEngine again =
           TransferEngine.start(RdmaTransferIT.rdmaConfig("owner-fail-again"))) {
-        RegisteredMemory mine = again.allocate(REGION, Access.READ_WRITE);
-        Pattern.fill(mine.segment(), 0, REGION, guard, 0);
-        RemoteSegment back =
-            again.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
-        Batch b = again.allocateBatch(1);
-        b.submit(
-            List.of(
-                TransferRequest.read(mine, 0, back, remote.regionId(), 0, TASK)
-                    .withTransport(Transport.RDMA)));
-        BatchStatus ok = b.await(Duration.ofSeconds(30));
-        b.free();
-        assertTrue(ok.allCompleted(), ok::toString);
-        assertEquals(-1, Pattern.verify(mine.segment(), 0, TASK, data, 0), "every byte");
-        assertEquals(
-            -1, Pattern.verify(mine.segment(), TASK, REGION - TASK, guard, TASK), "guard after");
+        // RdmaCleanupIT's READ: 1 MiB, the whole of remote, into 4 MiB with its guards checked.
+        RegisteredMemory mine = again.allocate(4L << 20, Access.READ_WRITE);
+        RdmaCleanupIT.read(again, mine, source, remote, data);
       }
     }
   }

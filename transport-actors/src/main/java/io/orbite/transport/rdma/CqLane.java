@@ -174,9 +174,10 @@ final class CqLane implements Runnable {
   private static final int ACK_BATCH = 64;
 
   /**
-   * With a completion channel: takes its pending events (non-blocking), acknowledges them in
-   * batches, and arms the CQ again after any, so the next completion raises one (the CQ itself is
-   * polled by the pass either way, so no completion waits on an event).
+   * With a completion channel, after a pass that polled completions: takes its pending events
+   * (non-blocking), acknowledges them in batches, and arms the CQ again after any, so the next
+   * completion raises one (the CQ itself is polled by the pass either way, so no completion waits
+   * on an event; an event raised after its completion was polled is taken after the next one).
    */
   private int takeEvents() {
     int n = 0;
@@ -397,9 +398,6 @@ final class CqLane implements Runnable {
     }
     work += pump();
     work += sweepDeadlines();
-    if (channel != null && faulted == null) {
-      takeEvents();
-    }
     int n = faulted == null ? verbs.pollCq(cq, wcs) : 0;
     if (n < 0) {
       fault("ibv_poll_cq on " + rail.device + " failed: errno " + -n);
@@ -414,6 +412,11 @@ final class CqLane implements Runnable {
       }
     }
     work += n;
+    if (n > 0 && channel != null && faulted == null) {
+      // An event is raised only for a completion: none can be pending after a pass that polled
+      // none, so an empty channel is not asked (each empty answer is an allocation).
+      takeEvents();
+    }
     if (!closing.isEmpty()) {
       work += finishClosing();
     }

@@ -506,20 +506,16 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   private void timedOut(TaskWork work, int receipts, String waitedFor) {
     counters.tasksPastDeadline.increment();
     long late = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - work.deadlineNanos());
-    for (int i = 0; i < receipts; i++) {
-      work.sink()
-          .deliver(
-              Receipt.failed(
-                  work.taskIndex(),
-                  ErrorKind.TIMEOUT,
-                  RemoteEffect.NONE,
-                  peer
-                      + ": the deadline passed "
-                      + late
-                      + " ms ago while the task waited for "
-                      + waitedFor
-                      + " (never sent)"));
-    }
+    failUnsent(
+        work,
+        receipts,
+        ErrorKind.TIMEOUT,
+        peer
+            + ": the deadline passed "
+            + late
+            + " ms ago while the task waited for "
+            + waitedFor
+            + " (never sent)");
   }
 
   /**
@@ -548,15 +544,17 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
    * sent and nothing charged.
    */
   private void refuseWaiting(TaskWork work, int receipts, String why, String waitedFor) {
-    ErrorKind kind = fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST;
+    failUnsent(
+        work,
+        receipts,
+        fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST,
+        peer + ": " + why + " while the task waited for " + waitedFor + " (never sent)");
+  }
+
+  /** One failure receipt per planned slice of a task of which nothing was sent: effect NONE. */
+  private static void failUnsent(TaskWork work, int receipts, ErrorKind kind, String detail) {
     for (int i = 0; i < receipts; i++) {
-      work.sink()
-          .deliver(
-              Receipt.failed(
-                  work.taskIndex(),
-                  kind,
-                  RemoteEffect.NONE,
-                  peer + ": " + why + " while the task waited for " + waitedFor + " (never sent)"));
+      work.sink().deliver(Receipt.failed(work.taskIndex(), kind, RemoteEffect.NONE, detail));
     }
   }
 

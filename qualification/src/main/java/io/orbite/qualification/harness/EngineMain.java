@@ -37,6 +37,14 @@ import java.util.Map;
  *                                                  part); n = bytes inside that differ from the guard)
  * LOANS                         -> OK n          (loans workers hold on the engine's memory now: owed())
  * UNREGISTER regionId           -> OK
+ * OPEN endpoint                 -> OK epoch-hex  (the peer segment the later commands use)
+ * XFER op transport local n length stride localBase remote remoteBase
+ *                               -> OK bytes | ERR first failure   (one batch of n tasks of op, READ
+ *                                                  or WRITE, naming transport: task i at localBase +
+ *                                                  i * stride here and remoteBase + i * stride in the
+ *                                                  peer's region remote; OK only when every task
+ *                                                  completed with length bytes and the effect its op
+ *                                                  has: NONE for a READ, APPLIED for a WRITE)
  * COUNTERS                      -> OK key=value ...
  * CHARGE kind name              -> OK n          (the owner view's charge {@code name}, summed over
  *                                                  the owners of kind {@code kind})
@@ -149,6 +157,7 @@ public final class EngineMain {
                       Long.parseLong(t[3]),
                       Integer.parseInt(t[4]),
                       Long.parseLong(t[5])));
+          case "XFER" -> out.println(transfer(engine, peer[0], regions, t));
           case "LOOP" -> {
             RegisteredMemory local = region(regions, t[1]);
             io.orbite.engine.RemoteSegment target = peer[0];
@@ -244,6 +253,51 @@ public final class EngineMain {
     }
     long bad = Pattern.verify(local.segment(), 0, n * length, seed, 0);
     return bad < 0 ? "OK " + status.completedBytes() : "MISMATCH " + bad;
+  }
+
+  /** The XFER command: see the class comment. */
+  private static String transfer(
+      TransferEngine engine,
+      io.orbite.engine.RemoteSegment peer,
+      Map<Long, RegisteredMemory> regions,
+      String[] t) {
+    io.orbite.engine.Op op = io.orbite.engine.Op.valueOf(t[1]);
+    io.orbite.engine.Transport transport = io.orbite.engine.Transport.valueOf(t[2]);
+    RegisteredMemory local = region(regions, t[3]);
+    int n = Integer.parseInt(t[4]);
+    long length = Long.parseLong(t[5]);
+    long stride = Long.parseLong(t[6]);
+    long localBase = Long.parseLong(t[7]);
+    long remote = Long.parseLong(t[8]);
+    long remoteBase = Long.parseLong(t[9]);
+    List<io.orbite.engine.TransferRequest> requests = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      long l = localBase + i * stride;
+      long r = remoteBase + i * stride;
+      io.orbite.engine.TransferRequest request =
+          op == io.orbite.engine.Op.READ
+              ? io.orbite.engine.TransferRequest.read(local, l, peer, remote, r, length)
+              : io.orbite.engine.TransferRequest.write(local, l, peer, remote, r, length);
+      requests.add(request.withTransport(transport));
+    }
+    io.orbite.engine.Batch batch = engine.allocateBatch(n);
+    io.orbite.engine.BatchStatus status;
+    try {
+      batch.submit(requests);
+      status = batch.await(Duration.ofSeconds(120));
+    } finally {
+      batch.free();
+    }
+    io.orbite.engine.RemoteEffect effect =
+        op == io.orbite.engine.Op.READ
+            ? io.orbite.engine.RemoteEffect.NONE
+            : io.orbite.engine.RemoteEffect.APPLIED;
+    for (io.orbite.engine.TaskResult r : status.tasks()) {
+      if (!r.completed() || r.bytes() != length || r.remoteEffect() != effect) {
+        return "ERR " + r;
+      }
+    }
+    return status.tasks().size() == n ? "OK " + status.completedBytes() : "ERR " + status;
   }
 
   /** The ONEOF check: see the class comment. */

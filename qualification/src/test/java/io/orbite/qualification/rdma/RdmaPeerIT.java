@@ -36,7 +36,8 @@ import org.junit.jupiter.api.io.TempDir;
  * The RDMA transport against a source in another process (the software provider in each, two rails,
  * three lanes; the requester slices in 1 MiB blocks): the reference's healthy-rounds profile, then
  * a source SIGKILLed and restarted at the same endpoint for three generations while this requester
- * engine survives. Both sides' whole regions are checked after every round.
+ * engine survives, and a requester process SIGKILLed and restarted for three generations while this
+ * engine, its source, survives. Both sides' whole regions are checked after every round.
  */
 class RdmaPeerIT {
   static final Map<String, String> RDMA_SOURCE =
@@ -107,6 +108,200 @@ class RdmaPeerIT {
         source.close();
       }
     }
+  }
+
+  /** The requester's configuration in its own process: two rails, three lanes, 1 MiB blocks. */
+  static final Map<String, String> RDMA_REQUESTER =
+      Map.of(
+          "ORBITE_CONF",
+          "{\"rdma\":{\"enabled\":true,\"softwareDevices\":2,\"lanes\":3},"
+              + "\"slicing\":{\"baseBlockBytes\":"
+              + BLOCK
+              + "}}");
+
+  /**
+   * The profile's other role: the requester in a child process SIGKILLed between rounds and
+   * restarted at the same endpoint for three generations, while this engine, the source, survives.
+   * Each generation runs three READ and WRITE rounds of 16 parents of 4 MiB + 1 (both whole regions
+   * checked each round; the requester's rails both carry payload and add up to what this source
+   * served). Between generations the source is idle (no reservation, no grant), and after each
+   * death its sessions and their QPs are gone, with its loans back where they were. Its MRs are
+   * made once. The survivor keeps the segment it opened of each earlier generation; once the
+   * replacement is known, reopening one and submitting on it fail {@code EPOCH_MISMATCH} with
+   * nothing dispatched and no byte moved.
+   */
+  @Test
+  void threeRequesterGenerationsWhileTheSourceSurvives(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
+    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("rdma-survivor"))) {
+      RegisteredMemory served = source.allocate(REGION, Access.READ_WRITE);
+      long loansIdle = source.owed().loans();
+      int port;
+      try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+        port = probe.getLocalPort();
+      }
+      EngineProcess requester = EngineProcess.startAt("rdma-requester", logs, port, RDMA_REQUESTER);
+      RemoteSegment previous = null;
+      long previousRegion = -1;
+      long mrsAfterFirst = -1;
+      long qpsAfterFirst = -1;
+      try {
+        for (int generation = 1; generation <= 3; generation++) {
+          long local = Long.parseLong(requester.call("ALLOC " + REGION + " READ_WRITE"));
+          assertEquals(
+              Long.toHexString(source.localSegment().epoch()),
+              requester.call("OPEN " + source.localSegment().endpoint()),
+              "the requester opens the survivor's incarnation");
+          RemoteSegment ofRequester =
+              source.openSegment(requester.endpoint(), Duration.ofSeconds(20));
+          if (previous != null) {
+            assertEquals(previousRegion, local, "the replacement's region has the same id");
+            staleSegmentIsRefusedBeforeAnythingIsMade(source, served, previous, previousRegion);
+          }
+          requesterRounds(source, served, requester, local, 3);
+          long mrs = charge(source, "RdmaContext", "mrsRegistered");
+          // The source's QPs for this generation, once its rounds are done (the view re-publishes
+          // every 200 ms).
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  charge(source, "RdmaTransport", "grants") == 0
+                      && charge(source, "RdmaSourceSession", "reservations") == 0);
+          long qps = charge(source, "CqLane", "qps");
+          assertTrue(qps > 0, "the source has QPs for its requester: " + qps);
+          if (generation == 1) {
+            mrsAfterFirst = mrs;
+            qpsAfterFirst = qps;
+          } else {
+            assertEquals(mrsAfterFirst, mrs, "the survivor's MRs are not made again");
+            assertEquals(
+                qpsAfterFirst, qps, "each generation has as many QPs as the first, no more");
+          }
+          previous = ofRequester;
+          previousRegion = local;
+          requester.kill();
+          // Abrupt death: the survivor's sessions for it end, their QPs destroyed, loans back.
+          Await.until(
+              Duration.ofSeconds(20),
+              () ->
+                  charge(source, "RdmaTransport", "sourceSessions") == 0
+                      && charge(source, "CqLane", "qps") == 0
+                      && source.owed().loans() == loansIdle);
+          assertEquals(0, charge(source, "RdmaTransport", "grants"), "no grant left");
+          assertEquals(mrsAfterFirst, charge(source, "RdmaContext", "mrsRegistered"));
+          requester = requester.restart();
+        }
+      } finally {
+        requester.close();
+      }
+    }
+  }
+
+  /**
+   * {@code rounds} READ and WRITE rounds driven from the requester process, against {@code served}
+   * in this source: the requester's whole region checked there, this one here.
+   */
+  private static void requesterRounds(
+      TransferEngine source,
+      RegisteredMemory served,
+      EngineProcess requester,
+      long local,
+      int rounds)
+      throws Exception {
+    long[] railsBefore = requesterRails(requester);
+    long servedBefore =
+        source.counters().sourceBytesRead.sum() + source.counters().sourceBytesWritten.sum();
+    long moved = 0;
+    for (int round = 0; round < rounds; round++) {
+      for (Op op : Op.values()) {
+        long guard = 0x5eed_0000L + round * 2 + op.ordinal();
+        long data = 0xda7a_0000L + round * 2 + op.ordinal();
+        List<String> lines = new ArrayList<>();
+        List<Span> spans = new ArrayList<>();
+        for (int i = 0; i < PARENTS; i++) {
+          long localOffset = 5 + i * STRIDE;
+          long remoteOffset = 4096 + 3 + i * STRIDE;
+          Span s =
+              op == Op.READ
+                  ? new Span(localOffset, PAYLOAD, data, remoteOffset)
+                  : new Span(remoteOffset, PAYLOAD, data, localOffset);
+          spans.add(s);
+          lines.add(s.offset() + " " + s.length() + " " + s.seed() + " " + s.from());
+        }
+        if (op == Op.READ) {
+          Pattern.fill(served.segment(), 0, REGION, data, 0);
+          requester.call("FILL " + local + " " + guard);
+        } else {
+          Pattern.fill(served.segment(), 0, REGION, guard, 0);
+          requester.call("FILL " + local + " " + data);
+        }
+        String answer =
+            requester.ask(
+                "XFER "
+                    + op
+                    + " RDMA "
+                    + local
+                    + " "
+                    + PARENTS
+                    + " "
+                    + PAYLOAD
+                    + " "
+                    + STRIDE
+                    + " 5 "
+                    + served.regionId()
+                    + " "
+                    + (4096 + 3),
+                List.of());
+        assertEquals("OK " + PARENTS * PAYLOAD, answer, op + " from the requester process");
+        if (op == Op.READ) {
+          assertEquals(
+              "OK",
+              requester.ask("VERIFY " + local + " " + guard + " " + lines.size(), lines),
+              "READ: the requester's region, payload and guards");
+          assertEquals(
+              -1,
+              Pattern.verify(served.segment(), 0, REGION, data, 0),
+              "READ: the source region untouched");
+        } else {
+          assertEquals(
+              -1,
+              RegionCheck.check(served.segment(), spans, guard),
+              "WRITE: the source region, payload and guards");
+          assertEquals(
+              "OK",
+              requester.ask("VERIFY " + local + " " + data + " 0", List.of()),
+              "WRITE: the requester's region untouched");
+        }
+        moved += PARENTS * PAYLOAD;
+      }
+    }
+    long[] rails = requesterRails(requester);
+    long d0 = rails[0] - railsBefore[0];
+    long d1 = rails[1] - railsBefore[1];
+    assertTrue(d0 > 0 && d1 > 0, () -> "both rails carry payload: " + d0 + " / " + d1);
+    assertEquals(moved, d0 + d1, "the requester's rail counters are the payload");
+    long expected = moved;
+    // The source counts a slice when its completion SEND lands, which may trail the receipt there.
+    Await.until(
+        Duration.ofSeconds(10),
+        () ->
+            source.counters().sourceBytesRead.sum()
+                    + source.counters().sourceBytesWritten.sum()
+                    - servedBefore
+                == expected);
+  }
+
+  /** The requester process's rail byte counters, soft0 and soft1. */
+  private static long[] requesterRails(EngineProcess requester) throws Exception {
+    long[] rails = new long[2];
+    for (String kv : requester.call("COUNTERS").split("\\s+")) {
+      if (kv.startsWith("rdmaSoft0Bytes=")) {
+        rails[0] = Long.parseLong(kv.substring(kv.indexOf('=') + 1));
+      } else if (kv.startsWith("rdmaSoft1Bytes=")) {
+        rails[1] = Long.parseLong(kv.substring(kv.indexOf('=') + 1));
+      }
+    }
+    return rails;
   }
 
   /** The requester provider's own payload byte count (both devices). */

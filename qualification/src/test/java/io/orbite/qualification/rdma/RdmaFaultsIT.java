@@ -134,7 +134,31 @@ class RdmaFaultsIT {
                 }
               }),
           "the WRITE's bytes landed");
+      int destroysBefore = faults.destroyCalls(SoftFaults.Kind.QP);
       source.kill();
+      // The QP's destruction precedes the drain receipt: at the first sight of a terminal task
+      // (its receipt published), the requester's QP has been destroyed already.
+      int[] destroysAtReceipt = {-1};
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(30),
+              () -> {
+                int destroys = faults.destroyCalls(SoftFaults.Kind.QP);
+                if (batch.status().tasks().stream().anyMatch(t -> t.state().isTerminal())) {
+                  destroysAtReceipt[0] = destroys;
+                  return true;
+                }
+                return false;
+              }),
+          "a task ended");
+      assertTrue(
+          destroysAtReceipt[0] > destroysBefore,
+          () ->
+              "the QP was destroyed before the first receipt: "
+                  + destroysBefore
+                  + " destroys before the kill, "
+                  + destroysAtReceipt[0]
+                  + " just before a receipt was seen");
       BatchStatus s = batch.await(Duration.ofSeconds(30));
       batch.free();
       TaskResult read = s.tasks().get(0);

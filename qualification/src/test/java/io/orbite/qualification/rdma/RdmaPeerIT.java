@@ -162,11 +162,13 @@ class RdmaPeerIT {
           long mrs = charge(source, "RdmaContext", "mrsRegistered");
           // The source's QPs for this generation, once its rounds are done (the view re-publishes
           // every 200 ms).
-          Await.until(
-              Duration.ofSeconds(5),
-              () ->
-                  charge(source, "RdmaTransport", "grants") == 0
-                      && charge(source, "RdmaSourceSession", "reservations") == 0);
+          assertTrue(
+              Await.until(
+                  Duration.ofSeconds(5),
+                  () ->
+                      charge(source, "RdmaTransport", "grants") == 0
+                          && charge(source, "RdmaSourceSession", "reservations") == 0),
+              "the source is idle between generations: no grant, no reservation");
           long qps = charge(source, "CqLane", "qps");
           assertTrue(qps > 0, "the source has QPs for its requester: " + qps);
           if (generation == 1) {
@@ -181,12 +183,23 @@ class RdmaPeerIT {
           previousRegion = local;
           requester.kill();
           // Abrupt death: the survivor's sessions for it end, their QPs destroyed, loans back.
-          Await.until(
-              Duration.ofSeconds(20),
+          assertTrue(
+              Await.until(
+                  Duration.ofSeconds(20),
+                  () ->
+                      charge(source, "RdmaTransport", "sourceSessions") == 0
+                          && charge(source, "CqLane", "qps") == 0
+                          && source.owed().loans() == loansIdle),
               () ->
-                  charge(source, "RdmaTransport", "sourceSessions") == 0
-                      && charge(source, "CqLane", "qps") == 0
-                      && source.owed().loans() == loansIdle);
+                  "after the requester's death: sessions "
+                      + charge(source, "RdmaTransport", "sourceSessions")
+                      + ", QPs "
+                      + charge(source, "CqLane", "qps")
+                      + ", loans "
+                      + source.owed().loans()
+                      + " (idle "
+                      + loansIdle
+                      + ")");
           assertEquals(0, charge(source, "RdmaTransport", "grants"), "no grant left");
           assertEquals(mrsAfterFirst, charge(source, "RdmaContext", "mrsRegistered"));
           requester = requester.restart();
@@ -282,13 +295,21 @@ class RdmaPeerIT {
     assertEquals(moved, d0 + d1, "the requester's rail counters are the payload");
     long expected = moved;
     // The source counts a slice when its completion SEND lands, which may trail the receipt there.
-    Await.until(
-        Duration.ofSeconds(10),
+    assertTrue(
+        Await.until(
+            Duration.ofSeconds(10),
+            () ->
+                source.counters().sourceBytesRead.sum()
+                        + source.counters().sourceBytesWritten.sum()
+                        - servedBefore
+                    == expected),
         () ->
-            source.counters().sourceBytesRead.sum()
+            "the source served what the requester moved: "
+                + (source.counters().sourceBytesRead.sum()
                     + source.counters().sourceBytesWritten.sum()
-                    - servedBefore
-                == expected);
+                    - servedBefore)
+                + " of "
+                + expected);
   }
 
   /** The requester process's rail byte counters, soft0 and soft1. */

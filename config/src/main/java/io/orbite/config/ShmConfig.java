@@ -10,8 +10,12 @@ package io.orbite.config;
  * @param maxMappings most peer allocations one SHM endpoint (one peer incarnation) keeps mapped at
  *     once, in mappings; mapping one more first unmaps the least recently used. Default {@value
  *     #DEFAULT_MAX_MAPPINGS}; range {@value #MIN_MAX_MAPPINGS}..{@value #MAX_MAX_MAPPINGS}.
+ * @param lanes copy threads of one SHM endpoint (one peer incarnation), in threads: the tasks of a
+ *     batch are dealt across them in turn, so many small copies run on this many cores at once.
+ *     Each lane maps the peer's allocations on its own (up to {@code maxMappings} each). Default
+ *     {@value #DEFAULT_LANES}; range {@value #MIN_LANES}..{@value #MAX_LANES}.
  */
-public record ShmConfig(boolean enabled, int maxMappings) {
+public record ShmConfig(boolean enabled, int maxMappings, int lanes) {
   /** JSON key of this section, and the path prefix of its messages. */
   static final String SECTION = "shm";
 
@@ -27,14 +31,25 @@ public record ShmConfig(boolean enabled, int maxMappings) {
   /** Largest accepted {@link #maxMappings()}. */
   public static final int MAX_MAX_MAPPINGS = 65536;
 
+  /** Default {@link #lanes()}. */
+  public static final int DEFAULT_LANES = 2;
+
+  /** Smallest accepted {@link #lanes()}. */
+  public static final int MIN_LANES = 1;
+
+  /** Largest accepted {@link #lanes()}. */
+  public static final int MAX_LANES = 16;
+
   /**
-   * Validates {@link #maxMappings()}; any {@link #enabled()} is accepted.
+   * Validates {@link #maxMappings()} and {@link #lanes()}; any {@link #enabled()} is accepted.
    *
    * @throws ConfigException naming {@code shm.maxMappings} if {@code maxMappings} is outside
-   *     {@value #MIN_MAX_MAPPINGS}..{@value #MAX_MAX_MAPPINGS}
+   *     {@value #MIN_MAX_MAPPINGS}..{@value #MAX_MAX_MAPPINGS}, or {@code shm.lanes} if {@code
+   *     lanes} is outside {@value #MIN_LANES}..{@value #MAX_LANES}
    */
   public ShmConfig {
     Checks.requireRange(SECTION + ".maxMappings", maxMappings, MIN_MAX_MAPPINGS, MAX_MAX_MAPPINGS);
+    Checks.requireRange(SECTION + ".lanes", lanes, MIN_LANES, MAX_LANES);
   }
 
   /**
@@ -42,10 +57,10 @@ public record ShmConfig(boolean enabled, int maxMappings) {
    *
    * @return the settings an absent or empty {@code shm} section reads as: own allocations are plain
    *     off-heap memory (not published for mapping), and up to {@value #DEFAULT_MAX_MAPPINGS} peer
-   *     allocations are kept mapped per SHM endpoint
+   *     allocations are kept mapped per SHM endpoint, copied by {@value #DEFAULT_LANES} lanes
    */
   public static ShmConfig defaults() {
-    return new ShmConfig(DEFAULT_ENABLED, DEFAULT_MAX_MAPPINGS);
+    return new ShmConfig(DEFAULT_ENABLED, DEFAULT_MAX_MAPPINGS, DEFAULT_LANES);
   }
 
   /**
@@ -56,7 +71,7 @@ public record ShmConfig(boolean enabled, int maxMappings) {
    * @return a new {@code ShmConfig}; this one is unchanged
    */
   public ShmConfig withEnabled(boolean enabled) {
-    return new ShmConfig(enabled, maxMappings);
+    return new ShmConfig(enabled, maxMappings, lanes);
   }
 
   /**
@@ -70,12 +85,26 @@ public record ShmConfig(boolean enabled, int maxMappings) {
    *     #MIN_MAX_MAPPINGS}..{@value #MAX_MAX_MAPPINGS}
    */
   public ShmConfig withMaxMappings(int maxMappings) {
-    return new ShmConfig(enabled, maxMappings);
+    return new ShmConfig(enabled, maxMappings, lanes);
+  }
+
+  /**
+   * A copy with {@link #lanes()} replaced and every other component kept; the new value is checked
+   * as by the constructor.
+   *
+   * @param lanes copy threads of one SHM endpoint, in threads
+   * @return a new {@code ShmConfig}; this one is unchanged
+   * @throws ConfigException naming {@code shm.lanes} if it is outside {@value #MIN_LANES}..{@value
+   *     #MAX_LANES}
+   */
+  public ShmConfig withLanes(int lanes) {
+    return new ShmConfig(enabled, maxMappings, lanes);
   }
 
   static ShmConfig read(ConfigReader r) {
     return new ShmConfig(
         r.booleanValue("enabled", DEFAULT_ENABLED),
-        r.intValue("maxMappings", DEFAULT_MAX_MAPPINGS, MIN_MAX_MAPPINGS, MAX_MAX_MAPPINGS));
+        r.intValue("maxMappings", DEFAULT_MAX_MAPPINGS, MIN_MAX_MAPPINGS, MAX_MAX_MAPPINGS),
+        r.intValue("lanes", DEFAULT_LANES, MIN_LANES, MAX_LANES));
   }
 }

@@ -286,6 +286,13 @@ record NumericKey(
               c -> (long) c.shm().maxMappings(),
               (c, v) -> c.withShm(c.shm().withMaxMappings(Math.toIntExact(v)))),
           new NumericKey(
+              "shm.lanes",
+              2,
+              1,
+              16,
+              c -> (long) c.shm().lanes(),
+              (c, v) -> c.withShm(c.shm().withLanes(Math.toIntExact(v)))),
+          new NumericKey(
               "file.lanes",
               1,
               1,

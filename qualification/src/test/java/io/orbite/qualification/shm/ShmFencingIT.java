@@ -216,7 +216,9 @@ class ShmFencingIT {
    * when a fresh open learns the replacement's epoch the table fences it with the entry. The SHM
    * lane is held inside a copy meanwhile, so it cannot notice the death itself (its 100 ms token
    * check): the fence seen, and the queued task's refusal naming the new epoch, are the table's.
-   * The charges come back when the old segment is closed, and then the replacement gets SHM too.
+   * The endpoint has one lane ({@code shm.lanes} 1), so the second task queues behind the held copy
+   * and no idle sibling lane sees the death first. The charges come back when the old segment is
+   * closed, and then the replacement gets SHM too.
    */
   @Test
   void theTableFencesAndChargesTheSharedChannelOfAReplacedIncarnation(
@@ -227,7 +229,8 @@ class ShmFencingIT {
     }
     HeldWorker hook = HeldWorker.atSharedCopy();
     EngineConfig config = EngineConfig.defaults().withName("shm-table-requester");
-    config = config.withBudgets(config.budgets().withMaxEndpoints(3));
+    config =
+        config.withBudgets(config.budgets().withMaxEndpoints(3)).withShm(config.shm().withLanes(1));
     try (TransferEngine requester = TransferEngine.start(config, hook)) {
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       EngineProcess first =

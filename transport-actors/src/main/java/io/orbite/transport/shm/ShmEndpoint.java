@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
+import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -65,6 +66,7 @@ final class ShmEndpoint {
   private final SegmentDescriptor peer;
   private final SharedExports exports;
   private final int maxMappings;
+  private final int laneCount;
   private final EngineCounters counters;
   private final QuarantineLedger quarantine;
   private final FaultHooks hooks;
@@ -75,11 +77,13 @@ final class ShmEndpoint {
       SegmentDescriptor peer,
       SharedExports exports,
       int maxMappings,
+      int laneCount,
       EngineCounters counters,
       QuarantineLedger quarantine,
       FaultHooks hooks,
       ActorRef<Refused> refusedTo) {
     this.ctx = ctx;
+    this.laneCount = laneCount;
     this.refusedTo = refusedTo;
     this.quarantine = quarantine;
     this.hooks = hooks;
@@ -94,6 +98,7 @@ final class ShmEndpoint {
       SharedExports exports,
       HostIdentity local,
       int maxMappings,
+      int laneCount,
       Executor blockingIo,
       EngineCounters counters,
       io.orbite.engine.view.OwnerBoard owners,
@@ -105,7 +110,15 @@ final class ShmEndpoint {
         ctx -> {
           ShmEndpoint endpoint =
               new ShmEndpoint(
-                  ctx, peer, exports, maxMappings, counters, quarantine, hooks, refusedTo);
+                  ctx,
+                  peer,
+                  exports,
+                  maxMappings,
+                  laneCount,
+                  counters,
+                  quarantine,
+                  hooks,
+                  refusedTo);
           ctx.pipeToSelf(
               CompletableFuture.supplyAsync(
                   () -> PeerProof.prove(peer, exports, local), blockingIo),
@@ -175,26 +188,39 @@ final class ShmEndpoint {
       return refused(detail);
     }
     ActorRef<Command> self = ctx.getSelf();
-    ShmLane lane =
-        new ShmLane(
-            "shm lane to " + peer,
-            peer,
-            exports.host(),
-            m.tokenFd(),
-            table,
-            maxMappings,
-            counters,
-            quarantine,
-            hooks,
-            reason -> self.tell(new Fenced(reason)),
-            cause -> self.tell(new LaneEnded(cause)));
-    ShmPeerChannel channel = new ShmPeerChannel(peer, lane, table, () -> {});
-    Thread.ofPlatform().daemon().name("orbite-" + lane.name()).start(lane);
+    ShmLane.Token token = new ShmLane.Token(m.tokenFd(), laneCount);
+    List<ShmLane> lanes = new ArrayList<>(laneCount);
+    ShmPeerChannel[] channelOf = new ShmPeerChannel[1];
+    Consumer<String> onFenced =
+        reason -> {
+          channelOf[0].laneFenced(reason);
+          self.tell(new Fenced(reason));
+        };
+    for (int i = 0; i < laneCount; i++) {
+      lanes.add(
+          new ShmLane(
+              (laneCount == 1 ? "shm lane to " : "shm lane " + i + " to ") + peer,
+              peer,
+              exports.host(),
+              token,
+              table,
+              maxMappings,
+              counters,
+              quarantine,
+              hooks,
+              onFenced,
+              cause -> self.tell(new LaneEnded(cause))));
+    }
+    ShmPeerChannel channel = new ShmPeerChannel(peer, lanes, table, () -> {});
+    channelOf[0] = channel;
+    for (ShmLane lane : lanes) {
+      Thread.ofPlatform().daemon().name("orbite-" + lane.name()).start(lane);
+    }
     waiters.forEach(w -> w.tell(new TransportCommand.PeerOpened(channel)));
     if (!closers.isEmpty()) {
-      return startDraining(channel, lane, closers);
+      return startDraining(channel, lanes, closers);
     }
-    return active(channel, lane);
+    return active(channel, lanes);
   }
 
   /**
@@ -222,7 +248,7 @@ final class ShmEndpoint {
         .build();
   }
 
-  private Behavior<Command> active(ShmPeerChannel channel, ShmLane lane) {
+  private Behavior<Command> active(ShmPeerChannel channel, List<ShmLane> lanes) {
     state = OwnerState.ACTIVE;
     return Behaviors.receive(Command.class)
         .onMessage(
@@ -246,22 +272,30 @@ final class ShmEndpoint {
         .onMessage(
             LaneEnded.class,
             m -> {
+              // A lane ended by itself (a broken invariant): the others close too, and the
+              // endpoint stops once every lane's thread has ended.
               ctx.getLog()
-                  .info("{} ended{}", lane.name(), m.cause() == null ? "" : ": " + m.cause());
+                  .info(
+                      "an SHM lane to {} ended{}", peer, m.cause() == null ? "" : ": " + m.cause());
               channel.deactivate();
-              return Behaviors.stopped();
+              lanesEnded++;
+              lanes.forEach(ShmLane::close);
+              return lanesEnded == laneCount ? Behaviors.stopped() : draining(new ArrayList<>());
             })
         .onMessage(
-            Close.class, m -> startDraining(channel, lane, new ArrayList<>(List.of(m.replyTo()))))
+            Close.class, m -> startDraining(channel, lanes, new ArrayList<>(List.of(m.replyTo()))))
         .build();
   }
 
   private Behavior<Command> startDraining(
-      ShmPeerChannel channel, ShmLane lane, List<ActorRef<Closed>> closers) {
+      ShmPeerChannel channel, List<ShmLane> lanes, List<ActorRef<Closed>> closers) {
     channel.deactivate();
-    lane.close();
+    lanes.forEach(ShmLane::close);
     return draining(closers);
   }
+
+  /** Lanes whose thread has ended; the endpoint stops once all {@link #laneCount} have. */
+  private int lanesEnded;
 
   private Behavior<Command> draining(List<ActorRef<Closed>> closers) {
     state = OwnerState.DRAINING;
@@ -269,6 +303,9 @@ final class ShmEndpoint {
         .onMessage(
             LaneEnded.class,
             m -> {
+              if (++lanesEnded < laneCount) {
+                return Behaviors.same();
+              }
               closers.forEach(c -> c.tell(new Closed(peer)));
               return Behaviors.stopped();
             })
@@ -299,6 +336,9 @@ final class ShmEndpoint {
         .onMessage(
             LaneEnded.class,
             m -> {
+              if (++lanesEnded < laneCount) {
+                return Behaviors.same();
+              }
               closers.forEach(c -> c.tell(new Closed(peer)));
               return Behaviors.stopped();
             })

@@ -35,16 +35,18 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The copy thread of one SHM endpoint (one peer incarnation): the data path, off every actor. A
- * duty cycle takes the queued tasks, groups them by peer allocation, and for each allocation maps
- * it (once; kept mapped up to {@code shm.maxMappings}, least recently used unmapped first), takes
- * the activity lock, checks the allocation is still live, copies with {@link MemorySegment#copy},
- * and unlocks. It delivers one receipt per task, in one call per batch per pass. With nothing
- * queued it waits through {@link LaneIdle} (a short spin, yields, then parks of up to 100 ms; a
- * dispatch unparks it at once), and every 100 ms it checks the peer's incarnation token; once the
- * peer has ended it fences: every task fails EPOCH_MISMATCH with zero bytes, every mapping is
- * unmapped, and the lane ends. A small task submitted alone may instead be copied by its caller
- * ({@link #copyHere}). Whichever thread copies holds {@link #owner}.
+ * One copy thread of an SHM endpoint (one peer incarnation; the endpoint has {@code shm.lanes} of
+ * them, and deals a batch's tasks across them): the data path, off every actor. A duty cycle takes
+ * the tasks queued on this lane, groups them by peer allocation, and for each allocation maps it
+ * (once; kept mapped up to {@code shm.maxMappings}, least recently used unmapped first), takes the
+ * activity lock, checks the allocation is still live, copies with {@link MemorySegment#copy}, and
+ * unlocks. It delivers one receipt per task, in one call per batch per pass. With nothing queued it
+ * waits through {@link LaneIdle} (a short spin, yields, then parks of up to 100 ms; a dispatch
+ * unparks it at once), and every 100 ms it checks the peer's incarnation token; once the peer has
+ * ended it fences, and has its sibling lanes fenced at once: every task fails EPOCH_MISMATCH with
+ * zero bytes, every mapping is unmapped, and the lane ends. A small task submitted alone may
+ * instead be copied by its caller ({@link #copyHere}). Whichever thread copies holds {@link
+ * #owner}.
  *
  * <p>A mapping whose munmap fails is quarantined: kept (with its descriptor) for the life of the
  * process, counted, never used or retried (C7).
@@ -108,7 +110,7 @@ final class ShmLane implements Runnable {
 
   private final List<ShmMapping> quarantined = new ArrayList<>();
   private final ReceiptBatcher receipts = new ReceiptBatcher();
-  private int tokenFd;
+  private final Token token;
 
   /**
    * RUNNING; CLOSING once closed or fenced (the loop ends, no copy starts, tasks still queued are
@@ -124,7 +126,7 @@ final class ShmLane implements Runnable {
       String name,
       SegmentDescriptor peer,
       SharedHost host,
-      int tokenFd,
+      Token token,
       Map<Long, SharedRegion> exports,
       int maxMappings,
       EngineCounters counters,
@@ -137,7 +139,7 @@ final class ShmLane implements Runnable {
     this.name = name;
     this.peer = peer;
     this.host = host;
-    this.tokenFd = tokenFd;
+    this.token = token;
     this.exports = exports;
     this.maxMappings = maxMappings;
     this.counters = counters;
@@ -572,7 +574,7 @@ final class ShmLane implements Runnable {
 
   private boolean peerAlive() {
     try {
-      return Libc.ofdTestLock(tokenFd, Libc.F_WRLCK, ShmLocks.LIVENESS, 1, lockScratch)
+      return Libc.ofdTestLock(token.fd, Libc.F_WRLCK, ShmLocks.LIVENESS, 1, lockScratch)
           != Libc.F_UNLCK;
     } catch (NativeCallException e) {
       return false;
@@ -655,9 +657,27 @@ final class ShmLane implements Runnable {
     for (Long regionId : new ArrayList<>(mappings.keySet())) {
       unmap(regionId);
     }
-    if (tokenFd >= 0) {
-      Libc.close(tokenFd);
-      tokenFd = -1;
+    token.release();
+  }
+
+  /**
+   * The peer's incarnation token, opened once by the proof and shared by every copy lane of the
+   * endpoint: each lane tests its liveness lock on its own, and the last lane to shut down closes
+   * it.
+   */
+  static final class Token {
+    final int fd;
+    private final java.util.concurrent.atomic.AtomicInteger holders;
+
+    Token(int fd, int holders) {
+      this.fd = fd;
+      this.holders = new java.util.concurrent.atomic.AtomicInteger(holders);
+    }
+
+    private void release() {
+      if (holders.decrementAndGet() == 0) {
+        Libc.close(fd);
+      }
     }
   }
 }

@@ -9,18 +9,23 @@ import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.TaskWork;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedRegion;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Requester data plane to one peer incarnation over SHM: a small task submitted alone is copied at
- * once on the caller's thread when the endpoint's copy lane is idle ({@link ShmLane#copyHere}); any
- * other task is handed to the lane, which copies it whole (memory needs no slicing into frames: one
- * task, one receipt). Owned by an ShmEndpoint actor. Thread-safe; never blocks on I/O.
+ * once on the caller's thread when one of the endpoint's copy lanes is idle ({@link
+ * ShmLane#copyHere}); any other task is handed to a lane, the tasks of a batch dealt across the
+ * lanes in turn, and that lane copies it whole (memory needs no slicing into frames: one task, one
+ * receipt). Owned by an ShmEndpoint actor. Thread-safe; never blocks on I/O.
  */
 final class ShmPeerChannel implements PeerChannel {
   private final SegmentDescriptor peer;
-  private final ShmLane lane;
+  private final ShmLane[] lanes;
+
+  /** The lane the next queued task goes to (racy: it only spreads the work). */
+  private int next;
 
   /**
    * Every allocation the peer incarnation exported in any Describe answer (region ids are never
@@ -33,9 +38,12 @@ final class ShmPeerChannel implements PeerChannel {
   private volatile String fencedBecause;
 
   ShmPeerChannel(
-      SegmentDescriptor peer, ShmLane lane, Map<Long, SharedRegion> exports, Runnable onFence) {
+      SegmentDescriptor peer,
+      List<ShmLane> lanes,
+      Map<Long, SharedRegion> exports,
+      Runnable onFence) {
     this.peer = peer;
-    this.lane = lane;
+    this.lanes = lanes.toArray(ShmLane[]::new);
     this.exports = exports;
     this.onFence = onFence;
   }
@@ -63,17 +71,29 @@ final class ShmPeerChannel implements PeerChannel {
 
   @Override
   public boolean active() {
-    return active && lane.running() && fencedBecause() == null;
+    if (!active || fencedBecause() != null) {
+      return false;
+    }
+    for (ShmLane lane : lanes) {
+      if (!lane.running()) {
+        return false;
+      }
+    }
+    return true;
   }
 
   void deactivate() {
     active = false;
   }
 
+  /**
+   * Why this incarnation was fenced, or null. Set before any lane stops for it: by {@link #fence},
+   * or by {@link #laneFenced} when a lane found the incarnation ended; so a dispatch never reads a
+   * lane's own state per task.
+   */
   @Override
   public String fencedBecause() {
-    String mine = fencedBecause;
-    return mine != null ? mine : lane.fencedBecause();
+    return fencedBecause;
   }
 
   @Override
@@ -81,8 +101,24 @@ final class ShmPeerChannel implements PeerChannel {
     if (fencedBecause == null) {
       fencedBecause = reason;
       active = false;
-      lane.fence(reason);
+      for (ShmLane lane : lanes) {
+        lane.fence(reason);
+      }
       onFence.run();
+    }
+  }
+
+  /**
+   * A lane found the peer's incarnation ended (called on that lane's thread, before it stops): the
+   * channel refuses new work EPOCH_MISMATCH and the lane's siblings stop copying for it at once.
+   */
+  void laneFenced(String reason) {
+    if (fencedBecause == null) {
+      fencedBecause = reason;
+    }
+    active = false;
+    for (ShmLane lane : lanes) {
+      lane.fence(reason);
     }
   }
 
@@ -108,10 +144,16 @@ final class ShmPeerChannel implements PeerChannel {
                   peer + " is fenced: " + fenced + " (never copied)"));
       return 1;
     }
-    if (alone && active && lane.copyHere(work)) {
-      return 1;
+    if (alone && active) {
+      for (ShmLane lane : lanes) {
+        if (lane.copyHere(work)) {
+          return 1;
+        }
+      }
     }
-    if (!active || !lane.enqueue(work)) {
+    int i = next;
+    next = i + 1 == lanes.length ? 0 : i + 1;
+    if (!active || !lanes[i].enqueue(work)) {
       work.sink()
           .deliver(
               Receipt.failed(
@@ -125,6 +167,8 @@ final class ShmPeerChannel implements PeerChannel {
 
   @Override
   public void flush() {
-    lane.wakeIfQueued();
+    for (ShmLane lane : lanes) {
+      lane.wakeIfQueued();
+    }
   }
 }

@@ -155,6 +155,7 @@ final class ShmTransport {
                   m.exports(),
                   local,
                   context.config().shm().maxMappings(),
+                  context.config().shm().lanes(),
                   context.blockingIo(),
                   context.counters(),
                   context.owners(),

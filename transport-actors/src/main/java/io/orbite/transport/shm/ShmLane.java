@@ -84,14 +84,24 @@ final class ShmLane implements Runnable {
 
   /**
    * Tasks queued for the lane, oldest first, guarded by {@link #intake}: an array deque, so
-   * queueing a task allocates nothing. The lane takes a whole pass's tasks under one lock.
+   * queueing a task allocates nothing. The lane empties it in one step, swapping it with its empty
+   * {@link #backlog}, so a submitter queueing a task rarely waits for the lane.
    */
-  private final ArrayDeque<TaskWork> queue = new ArrayDeque<>(256);
+  private ArrayDeque<TaskWork> queue = new ArrayDeque<>(256);
 
   /**
    * How many tasks {@link #queue} holds, readable without the lock. Written under {@link #intake}.
    */
   private volatile int queuedTasks;
+
+  /**
+   * Tasks the lane took from {@link #queue} and has not started yet, oldest first; confined to the
+   * lane thread (its passes and its shut-down, which fails what is left here too).
+   */
+  private ArrayDeque<TaskWork> backlog = new ArrayDeque<>(256);
+
+  /** How many tasks {@link #backlog} holds, readable by a caller; written by the lane thread. */
+  private volatile int backlogTasks;
 
   /**
    * Held by whichever thread touches the peer's mappings: the lane thread for each pass, its
@@ -216,21 +226,30 @@ final class ShmLane implements Runnable {
   }
 
   private boolean queued() {
-    return queuedTasks != 0;
+    return queuedTasks != 0 || backlogTasks != 0;
   }
 
-  /** Moves the oldest queued tasks, at most {@code max}, to {@code into}. */
+  /**
+   * Moves the oldest queued tasks, at most {@code max}, to {@code into}. Runs on the lane thread
+   * only: it takes the whole queue under the intake lock by swapping it with the empty backlog.
+   */
   private void take(List<TaskWork> into, int max) {
-    if (queuedTasks == 0) {
-      return;
-    }
-    synchronized (intake) {
-      TaskWork w;
-      while (into.size() < max && (w = queue.poll()) != null) {
-        into.add(w);
+    if (backlog.isEmpty()) {
+      if (queuedTasks == 0) {
+        return;
       }
-      queuedTasks = queue.size();
+      synchronized (intake) {
+        ArrayDeque<TaskWork> taken = queue;
+        queue = backlog;
+        backlog = taken;
+        queuedTasks = 0;
+      }
     }
+    TaskWork w;
+    while (into.size() < max && (w = backlog.poll()) != null) {
+      into.add(w);
+    }
+    backlogTasks = backlog.size();
   }
 
   /** Stop: queued tasks fail unsent, mappings are unmapped, then the thread ends. */
@@ -649,7 +668,8 @@ final class ShmLane implements Runnable {
             ? peer + " is fenced: " + fencedBecause + " (never copied)"
             : "the SHM endpoint to " + peer + " closed (never copied)";
     List<TaskWork> left = new ArrayList<>();
-    take(left, Integer.MAX_VALUE);
+    take(left, Integer.MAX_VALUE); // the backlog the lane had taken
+    take(left, Integer.MAX_VALUE); // and what was still queued
     for (TaskWork w : left) {
       fail(w, kind, detail);
     }

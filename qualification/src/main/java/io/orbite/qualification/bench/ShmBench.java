@@ -70,7 +70,7 @@ public final class ShmBench {
                 Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}"));
         TransferEngine requester =
             TransferEngine.start(EngineConfig.fromEnv().withName("bench-shm-requester"));
-        Arena copyArena = Arena.ofConfined()) {
+        Arena copyArena = Arena.ofShared()) {
       human.printf(
           "bench shm: source %s (pid %d), requester pid %d, %.0f s per figure, working set %d MiB%n",
           source.endpoint(),
@@ -145,6 +145,15 @@ public final class ShmBench {
         figures.put("tasks_4KiB_warmup_s", small.warmupSeconds());
         ratios.put(
             "tasks_4KiB_vs_memcpy", small.tasks() / small.seconds() / (memcpy4k * 1e9 / 4096));
+        // The SHM endpoint copies a batch with shm.lanes threads: so does this ceiling, each thread
+        // over its share of the same working set.
+        int lanes = requester.config().shm().lanes();
+        if (lanes > 1) {
+          double copies = memcpyThreads(from, to, 4096, lanes) / 4096;
+          ceilings.put("memcpy_" + lanes + "t_4KiB_copies_per_s", copies);
+          ratios.put(
+              "tasks_4KiB_vs_memcpy_" + lanes + "t", small.tasks() / small.seconds() / copies);
+        }
       }
       long overTcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();
       figures.put(
@@ -170,6 +179,67 @@ public final class ShmBench {
    * the same offsets the transfer uses (cycling over the working set), for as long as a figure
    * runs.
    */
+  /**
+   * Bytes per second that {@code threads} threads copy together in {@code size} pieces, each over
+   * its own share of the working set, for {@link #secondsPerFigure} after a 300 ms warm-up.
+   */
+  private double memcpyThreads(MemorySegment from, MemorySegment to, long size, int threads)
+      throws InterruptedException {
+    long share = workingSetBytes / threads / size * size;
+    long[] copied = new long[threads];
+    long[] nanos = new long[threads];
+    Thread[] workers = new Thread[threads];
+    java.util.concurrent.CountDownLatch start = new java.util.concurrent.CountDownLatch(1);
+    for (int t = 0; t < threads; t++) {
+      int me = t;
+      workers[t] =
+          Thread.ofPlatform()
+              .name("bench-memcpy-" + t)
+              .start(
+                  () -> {
+                    long base = me * share;
+                    long slots = Math.max(1, share / size);
+                    long slot = 0;
+                    try {
+                      start.await();
+                    } catch (InterruptedException e) {
+                      return;
+                    }
+                    long warmEnd = System.nanoTime() + 300_000_000L;
+                    while (System.nanoTime() < warmEnd) {
+                      long offset = base + (slot++ % slots) * size;
+                      MemorySegment.copy(from, offset, to, offset, size);
+                    }
+                    long bytes = 0;
+                    long begin = System.nanoTime();
+                    long deadline = begin + (long) (secondsPerFigure * 1e9);
+                    while (System.nanoTime() < deadline) {
+                      for (int i = 0; i < 16; i++) {
+                        long offset = base + (slot++ % slots) * size;
+                        MemorySegment.copy(from, offset, to, offset, size);
+                        bytes += size;
+                      }
+                    }
+                    copied[me] = bytes;
+                    nanos[me] = System.nanoTime() - begin;
+                  });
+    }
+    start.countDown();
+    double perSecond = 0;
+    for (int t = 0; t < threads; t++) {
+      workers[t].join();
+      perSecond += copied[t] / (nanos[t] / 1e9);
+    }
+    human.printf(
+        Locale.ROOT,
+        "  %-12s memcpy %d threads, %d KiB = %6.3f GB/s%n",
+        "",
+        threads,
+        size >> 10,
+        perSecond / 1e9);
+    return perSecond;
+  }
+
   private double memcpy(MemorySegment from, MemorySegment to, long size) {
     long slots = Math.max(1, workingSetBytes / size);
     long slot = 0;

@@ -27,7 +27,9 @@ import java.util.Map;
  * at 64 KiB, 1 MiB, 4 MiB and 64 MiB with many tasks in flight, each beside the ceiling measured in
  * the same run just before it: one thread copying the same sizes over the same working set between
  * two private off-heap buffers with {@link MemorySegment#copy} (the JVM's memcpy, which on this
- * machine kind is faster than glibc's memcpy called through FFM). Every run's bytes are verified
+ * machine kind is faster than glibc's memcpy called through FFM), and, when the requester has more
+ * than one SHM lane, as many threads each copying over its share of that working set (the ceiling
+ * of an endpoint that copies on {@code shm.lanes} threads). Every run's bytes are verified
  * afterwards, and every task must have gone through SHM. {@code --json} prints one JSON object in
  * the shape of {@code bench tcp --json}.
  */
@@ -93,6 +95,7 @@ public final class ShmBench {
       // The ceiling's buffers: private, off-heap, touched once so no page fault is measured.
       MemorySegment from = copyArena.allocate(workingSetBytes, 4096).fill((byte) 1);
       MemorySegment to = copyArena.allocate(workingSetBytes, 4096).fill((byte) 2);
+      int lanes = requester.config().shm().lanes();
       long writtenUpTo = 0;
       long writeSeed = 0x77L;
       for (Op op : Op.values()) {
@@ -106,10 +109,19 @@ public final class ShmBench {
           String name = op.name().toLowerCase(Locale.ROOT) + "_" + NAMES[s];
           double memcpy = memcpy(from, to, SIZES[s]);
           ceilings.put("memcpy_1t_" + NAMES[s] + "_before_" + name + "_GBps", memcpy);
+          // The endpoint copies the tasks in flight with shm.lanes threads: so does this ceiling.
+          double memcpyLanes = lanes > 1 ? memcpyThreads(from, to, SIZES[s], lanes) / 1e9 : memcpy;
+          if (lanes > 1) {
+            ceilings.put(
+                "memcpy_" + lanes + "t_" + NAMES[s] + "_before_" + name + "_GBps", memcpyLanes);
+          }
           BenchLoop.Run r = measure(requester, op, local, peer, remote, SIZES[s], name);
           failures += r.failed();
           figures.put(name + "_GBps", r.gbps());
           ratios.put(name + "_vs_memcpy", r.gbps() / memcpy);
+          if (lanes > 1) {
+            ratios.put(name + "_vs_memcpy_" + lanes + "t", r.gbps() / memcpyLanes);
+          }
           if (op == Op.WRITE) {
             writtenUpTo = Math.max(writtenUpTo, r.touchedBytes());
           }
@@ -147,7 +159,6 @@ public final class ShmBench {
             "tasks_4KiB_vs_memcpy", small.tasks() / small.seconds() / (memcpy4k * 1e9 / 4096));
         // The SHM endpoint copies a batch with shm.lanes threads: so does this ceiling, each thread
         // over its share of the same working set.
-        int lanes = requester.config().shm().lanes();
         if (lanes > 1) {
           double copies = memcpyThreads(from, to, 4096, lanes) / 4096;
           ceilings.put("memcpy_" + lanes + "t_4KiB_copies_per_s", copies);
@@ -232,10 +243,10 @@ public final class ShmBench {
     }
     human.printf(
         Locale.ROOT,
-        "  %-12s memcpy %d threads, %d KiB = %6.3f GB/s%n",
+        "  %-12s memcpy %d threads, %s = %6.3f GB/s%n",
         "",
         threads,
-        size >> 10,
+        size >= (1 << 20) ? (size >> 20) + " MiB" : (size >> 10) + " KiB",
         perSecond / 1e9);
     return perSecond;
   }

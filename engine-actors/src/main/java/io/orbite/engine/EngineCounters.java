@@ -132,6 +132,12 @@ public final class EngineCounters {
   public final LongAdder shmCopiedByCaller = new LongAdder();
 
   /**
+   * SHM requester: tasks an idle copy lane took from a sibling lane's backlog (the endpoint has
+   * {@code shm.lanes} lanes) and copied itself.
+   */
+  public final LongAdder shmTasksStolen = new LongAdder();
+
+  /**
    * Owners (file ring lanes) that could not prove their work stopped touching memory within the
    * destruction window and were quarantined: their native resources, loans and charges are kept.
    */

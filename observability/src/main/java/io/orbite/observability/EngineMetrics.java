@@ -212,6 +212,8 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
         .increment(delta("conn refused", counters.connectionsRefused.sum()));
     counter("orbite_shm_caller_copies")
         .increment(delta("shm caller copies", counters.shmCopiedByCaller.sum()));
+    counter("orbite_shm_tasks_stolen")
+        .increment(delta("shm tasks stolen", counters.shmTasksStolen.sum()));
     errorDelta("frames_rejected", counters.framesRejected);
     errorDelta("source_refusals", counters.sourceRefusals);
     errorDelta("connections_refused", counters.connectionsRefused);

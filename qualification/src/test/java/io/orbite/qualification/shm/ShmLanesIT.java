@@ -17,6 +17,7 @@ import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.engine.spi.Registration;
 import io.orbite.qualification.Await;
+import io.orbite.qualification.contract.HeldWorker;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
@@ -34,9 +35,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * An SHM endpoint with several copy lanes ({@code shm.lanes}): a batch's tasks are dealt across
- * them, every lane copies its share with every byte and guard right, and a peer's death fences
- * every lane: each task completes with its bytes or fails drained with none, and every lane's
- * thread ends. Both regions are checked in full.
+ * them and every lane copies part of it with every byte and guard right; an idle lane steals the
+ * waiting tasks of a lane held inside a copy; and a peer's death fences every lane: each task
+ * completes with its bytes or fails drained with none, and every lane's thread ends. Both regions
+ * are checked in full.
  */
 class ShmLanesIT {
   private static final long REGION = 16L << 20;
@@ -81,8 +83,8 @@ class ShmLanesIT {
       for (Map.Entry<String, Long> e : after.entrySet()) {
         long mine = e.getValue() - before.getOrDefault(e.getKey(), 0L);
         assertTrue(
-            mine >= (tasks / lanes / 2) * TASK,
-            () -> e.getKey() + " copied its share of the batch: " + after + " vs " + before);
+            mine > 0 && mine % TASK == 0,
+            () -> e.getKey() + " copied part of the batch: " + after + " vs " + before);
         total += mine;
       }
       assertEquals(tasks * TASK, total, "every READ byte counted once, by one lane");
@@ -117,6 +119,64 @@ class ShmLanesIT {
     assertTrue(
         Await.until(Duration.ofSeconds(10), () -> laneThreads(endpoint) == 0),
         "every lane's thread ended with the engine");
+  }
+
+  @Test
+  void anIdleLaneStealsTheWaitingTasksOfALaneHeldInsideACopy(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
+    int tasks = 4096;
+    HeldWorker hook = HeldWorker.atSharedCopy();
+    EngineConfig config = EngineConfig.defaults().withName("shm-lanes-steal");
+    try (EngineProcess source =
+            EngineProcess.start("shm-lanes-steal-source", logs, ShmPeer.SHM_SOURCE);
+        TransferEngine requester =
+            TransferEngine.start(config.withShm(config.shm().withLanes(2)), hook)) {
+      ShmPeer.Opened opened = ShmPeer.open(source, requester, 2 * REGION, 91, 92);
+      long remote = opened.remote();
+      RegisteredMemory local = opened.local();
+      RemoteSegment peer = opened.peer();
+      List<TransferRequest> reads = new ArrayList<>();
+      List<Span> spans = new ArrayList<>();
+      for (int k = 0; k < tasks; k++) {
+        // 4096 slots of 4 KiB, 16 B of guard before each (32 MiB regions).
+        long at = 16 + k * (TASK + 16);
+        long from = (k % 2048) * TASK + 8;
+        reads.add(
+            TransferRequest.read(local, at, peer, remote, from, TASK).withTransport(Transport.SHM));
+        spans.add(new Span(at, TASK, 91, from));
+      }
+      long stolenBefore = requester.counters().shmTasksStolen.sum();
+      Batch batch = requester.allocateBatch(tasks);
+      hook.arm();
+      batch.submit(reads);
+      String held = hook.awaitHeld(Duration.ofSeconds(20));
+      try {
+        // The held lane took at most one pass (1024 tasks) before its first copy; everything else
+        // dealt to it is still waiting, and the other lane must take it.
+        assertTrue(
+            Await.until(
+                Duration.ofSeconds(30), () -> batch.status().completedCount() >= tasks - 1024 - 1),
+            () ->
+                "the other lane copied the held lane's waiting tasks ("
+                    + held
+                    + "): "
+                    + batch.status().completedCount()
+                    + " completed");
+        assertTrue(
+            requester.counters().shmTasksStolen.sum() - stolenBefore >= tasks / 2 - 1024 - 1,
+            () -> "counted as stolen: " + requester.counters().shmTasksStolen.sum());
+      } finally {
+        hook.release();
+      }
+      assertAllCompleted(batch.await(Duration.ofSeconds(30)), tasks);
+      batch.free();
+      assertEquals(
+          -1,
+          RegionCheck.check(local.segment(), spans, 92),
+          "every READ landed once, every guard intact");
+      assertEquals(0, ((Registration) local).loans(), "every loan returned");
+      assertTrue(requester.owed().isIdle(), requester.owed()::toString);
+    }
   }
 
   @Test

@@ -211,6 +211,7 @@ final class ShmEndpoint {
               onFenced,
               cause -> self.tell(new LaneEnded(cause))));
     }
+    lanes.forEach(l -> l.siblings(lanes));
     ShmPeerChannel channel = new ShmPeerChannel(peer, lanes, table, () -> {});
     channelOf[0] = channel;
     for (ShmLane lane : lanes) {

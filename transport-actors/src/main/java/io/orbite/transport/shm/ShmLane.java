@@ -95,13 +95,21 @@ final class ShmLane implements Runnable {
   private volatile int queuedTasks;
 
   /**
-   * Tasks the lane took from {@link #queue} and has not started yet, oldest first; confined to the
-   * lane thread (its passes and its shut-down, which fails what is left here too).
+   * Tasks the lane took from {@link #queue} and has not started yet, oldest first, guarded by
+   * {@link #backlogLock}: the lane takes its passes from here, and an idle sibling lane of the same
+   * endpoint may steal the newest half ({@link #stealFrom}); submitters never touch it. Shut-down
+   * fails what is left here too.
    */
   private ArrayDeque<TaskWork> backlog = new ArrayDeque<>(256);
 
-  /** How many tasks {@link #backlog} holds, readable by a caller; written by the lane thread. */
+  /** Guards {@link #backlog}; taken before {@link #intake} when both are held. */
+  private final Object backlogLock = new Object();
+
+  /** How many tasks {@link #backlog} holds, readable without the lock. */
   private volatile int backlogTasks;
+
+  /** The endpoint's lanes, this one included, whose backlogs an idle lane steals from. */
+  private volatile List<ShmLane> siblings = List.of();
 
   /**
    * Held by whichever thread touches the peer's mappings: the lane thread for each pass, its
@@ -229,27 +237,80 @@ final class ShmLane implements Runnable {
     return queuedTasks != 0 || backlogTasks != 0;
   }
 
+  /** Sets the endpoint's lanes (this one among them), before any lane thread starts. */
+  void siblings(List<ShmLane> lanes) {
+    siblings = List.copyOf(lanes);
+  }
+
   /**
    * Moves the oldest queued tasks, at most {@code max}, to {@code into}. Runs on the lane thread
-   * only: it takes the whole queue under the intake lock by swapping it with the empty backlog.
+   * only: when the backlog is empty it takes the whole queue under the intake lock, by swapping it
+   * with the empty backlog.
    */
   private void take(List<TaskWork> into, int max) {
-    if (backlog.isEmpty()) {
-      if (queuedTasks == 0) {
-        return;
+    if (backlogTasks == 0 && queuedTasks == 0) {
+      return;
+    }
+    synchronized (backlogLock) {
+      if (backlog.isEmpty()) {
+        synchronized (intake) {
+          ArrayDeque<TaskWork> taken = queue;
+          queue = backlog;
+          backlog = taken;
+          queuedTasks = 0;
+        }
       }
-      synchronized (intake) {
-        ArrayDeque<TaskWork> taken = queue;
-        queue = backlog;
-        backlog = taken;
-        queuedTasks = 0;
+      TaskWork w;
+      while (into.size() < max && (w = backlog.poll()) != null) {
+        into.add(w);
+      }
+      backlogTasks = backlog.size();
+    }
+  }
+
+  /**
+   * Called by an idle lane (its own queue and backlog empty): moves the newest half of the busiest
+   * sibling's waiting tasks (its backlog, or its queue when its backlog has fewer than two), at
+   * most {@code max}, to {@code into}, so that a lane held up (by the scheduler on a busy machine,
+   * or inside a long copy) does not hold a batch back while its sibling waits. The stolen tasks are
+   * copied by this lane, under its own owner lock and through its own mappings, with every check a
+   * task of its own gets.
+   */
+  private void stealFrom(List<TaskWork> into, int max) {
+    ShmLane victim = null;
+    int most = 1;
+    for (ShmLane l : siblings) {
+      int n = Math.max(l.backlogTasks, l.queuedTasks);
+      if (l != this && n > most) {
+        victim = l;
+        most = n;
       }
     }
+    if (victim == null) {
+      return;
+    }
+    synchronized (victim.backlogLock) {
+      if (victim.backlog.size() >= 2) {
+        moveNewestHalf(victim.backlog, into, max);
+        victim.backlogTasks = victim.backlog.size();
+      } else {
+        synchronized (victim.intake) {
+          moveNewestHalf(victim.queue, into, max);
+          victim.queuedTasks = victim.queue.size();
+        }
+      }
+    }
+    if (!into.isEmpty()) {
+      counters.shmTasksStolen.add(into.size());
+    }
+  }
+
+  private static void moveNewestHalf(ArrayDeque<TaskWork> from, List<TaskWork> into, int max) {
+    int n = Math.min(max, from.size() / 2);
     TaskWork w;
-    while (into.size() < max && (w = backlog.poll()) != null) {
+    for (int k = 0; k < n && (w = from.pollLast()) != null; k++) {
       into.add(w);
     }
-    backlogTasks = backlog.size();
   }
 
   /** Stop: queued tasks fail unsent, mappings are unmapped, then the thread ends. */
@@ -279,6 +340,9 @@ final class ShmLane implements Runnable {
       long nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
       while (lifecycle.running()) {
         take(pass, MAX_PASS);
+        if (pass.isEmpty()) {
+          stealFrom(pass, MAX_PASS);
+        }
         if (pass.isEmpty()) {
           if (System.nanoTime() - nextCheck > 0) {
             nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;

@@ -26,7 +26,7 @@ import java.util.Map;
 /**
  * {@code ./orbite bench idle [--json] [--seconds S]}: what an idle engine costs. A source engine
  * process ({@code shm.enabled}) and a requester engine (this process), default configuration
- * otherwise; the requester opens the source, so its TCP lanes and its SHM lane run, and moves one
+ * otherwise; the requester opens the source, so its TCP lanes and its SHM lanes run, and moves one
  * READ over each transport (bytes verified). Then both sit idle, 5 s untimed (the JIT settles),
  * then {@code S} seconds (default 10) while their CPU time is read from {@code /proc/<pid>/stat}
  * (user + system, all threads). Reported as a percentage of one core per process; the requester's

@@ -66,6 +66,13 @@ final class ShmLane implements Runnable {
   /** How often an idle lane checks that the peer's incarnation still lives. */
   private static final long LIVENESS_CHECK_NANOS = 100_000_000L;
 
+  /**
+   * How often the endpoint's other lanes check it: the first lane watches the token and fences them
+   * all, so theirs is a backstop, and they sleep longer while idle (a dispatch, a close or a fence
+   * wakes them at once).
+   */
+  private static final long SIBLING_LIVENESS_CHECK_NANOS = 1_000_000_000L;
+
   private final String name;
   private final SegmentDescriptor peer;
   private final SharedHost host;
@@ -336,8 +343,13 @@ final class ShmLane implements Runnable {
     Throwable cause = null;
     try {
       List<TaskWork> pass = new ArrayList<>();
-      IdleStrategy idle = LaneIdle.strategy(LIVENESS_CHECK_NANOS);
-      long nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
+      List<ShmLane> lanes = siblings;
+      long checkEvery =
+          lanes.isEmpty() || lanes.get(0) == this
+              ? LIVENESS_CHECK_NANOS
+              : SIBLING_LIVENESS_CHECK_NANOS;
+      IdleStrategy idle = LaneIdle.strategy(checkEvery);
+      long nextCheck = System.nanoTime() + checkEvery;
       while (lifecycle.running()) {
         take(pass, MAX_PASS);
         if (pass.isEmpty()) {
@@ -345,7 +357,7 @@ final class ShmLane implements Runnable {
         }
         if (pass.isEmpty()) {
           if (System.nanoTime() - nextCheck > 0) {
-            nextCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
+            nextCheck = System.nanoTime() + checkEvery;
             owner.lock();
             try {
               if (!peerAlive()) {

@@ -186,19 +186,13 @@ public final class ShmBench {
   }
 
   /**
-   * The ceiling: one thread copying {@code size} bytes at a time between two private buffers, at
-   * the same offsets the transfer uses (cycling over the working set), for as long as a figure
-   * runs.
-   */
-  /**
    * Bytes per second that {@code threads} threads copy together in {@code size} pieces, each over
    * its own share of the working set, for {@link #secondsPerFigure} after a 300 ms warm-up.
    */
   private double memcpyThreads(MemorySegment from, MemorySegment to, long size, int threads)
       throws InterruptedException {
     long share = workingSetBytes / threads / size * size;
-    long[] copied = new long[threads];
-    long[] nanos = new long[threads];
+    double[] rates = new double[threads];
     Thread[] workers = new Thread[threads];
     java.util.concurrent.CountDownLatch start = new java.util.concurrent.CountDownLatch(1);
     for (int t = 0; t < threads; t++) {
@@ -208,38 +202,19 @@ public final class ShmBench {
               .name("bench-memcpy-" + t)
               .start(
                   () -> {
-                    long base = me * share;
-                    long slots = Math.max(1, share / size);
-                    long slot = 0;
                     try {
                       start.await();
                     } catch (InterruptedException e) {
                       return;
                     }
-                    long warmEnd = System.nanoTime() + 300_000_000L;
-                    while (System.nanoTime() < warmEnd) {
-                      long offset = base + (slot++ % slots) * size;
-                      MemorySegment.copy(from, offset, to, offset, size);
-                    }
-                    long bytes = 0;
-                    long begin = System.nanoTime();
-                    long deadline = begin + (long) (secondsPerFigure * 1e9);
-                    while (System.nanoTime() < deadline) {
-                      for (int i = 0; i < 16; i++) {
-                        long offset = base + (slot++ % slots) * size;
-                        MemorySegment.copy(from, offset, to, offset, size);
-                        bytes += size;
-                      }
-                    }
-                    copied[me] = bytes;
-                    nanos[me] = System.nanoTime() - begin;
+                    rates[me] = copyRate(from, to, me * share, Math.max(1, share / size), size);
                   });
     }
     start.countDown();
     double perSecond = 0;
     for (int t = 0; t < threads; t++) {
       workers[t].join();
-      perSecond += copied[t] / (nanos[t] / 1e9);
+      perSecond += rates[t];
     }
     human.printf(
         Locale.ROOT,
@@ -251,25 +226,13 @@ public final class ShmBench {
     return perSecond;
   }
 
+  /**
+   * The ceiling: one thread copying {@code size} bytes at a time between two private buffers, at
+   * the same offsets the transfer uses (cycling over the working set), for as long as a figure
+   * runs.
+   */
   private double memcpy(MemorySegment from, MemorySegment to, long size) {
-    long slots = Math.max(1, workingSetBytes / size);
-    long slot = 0;
-    long warmEnd = System.nanoTime() + 300_000_000L;
-    while (System.nanoTime() < warmEnd) {
-      long offset = (slot++ % slots) * size;
-      MemorySegment.copy(from, offset, to, offset, size);
-    }
-    long bytes = 0;
-    long start = System.nanoTime();
-    long deadline = start + (long) (secondsPerFigure * 1e9);
-    while (System.nanoTime() < deadline) {
-      for (int i = 0; i < 16; i++) {
-        long offset = (slot++ % slots) * size;
-        MemorySegment.copy(from, offset, to, offset, size);
-        bytes += size;
-      }
-    }
-    double gbps = bytes / 1e9 / ((System.nanoTime() - start) / 1e9);
+    double gbps = copyRate(from, to, 0, Math.max(1, workingSetBytes / size), size) / 1e9;
     human.printf(
         Locale.ROOT,
         "  %-12s memcpy 1 thread, %s = %6.3f GB/s%n",
@@ -277,6 +240,30 @@ public final class ShmBench {
         size >= (1 << 20) ? (size >> 20) + " MiB" : (size >> 10) + " KiB",
         gbps);
     return gbps;
+  }
+
+  /**
+   * Bytes per second one thread copies in {@code size} pieces cycling over {@code slots} slots from
+   * {@code base}, for {@link #secondsPerFigure} after a 300 ms warm-up.
+   */
+  private double copyRate(MemorySegment from, MemorySegment to, long base, long slots, long size) {
+    long slot = 0;
+    long warmEnd = System.nanoTime() + 300_000_000L;
+    while (System.nanoTime() < warmEnd) {
+      long offset = base + (slot++ % slots) * size;
+      MemorySegment.copy(from, offset, to, offset, size);
+    }
+    long bytes = 0;
+    long start = System.nanoTime();
+    long deadline = start + (long) (secondsPerFigure * 1e9);
+    while (System.nanoTime() < deadline) {
+      for (int i = 0; i < 16; i++) {
+        long offset = base + (slot++ % slots) * size;
+        MemorySegment.copy(from, offset, to, offset, size);
+        bytes += size;
+      }
+    }
+    return bytes / ((System.nanoTime() - start) / 1e9);
   }
 
   private BenchLoop.Run measure(

@@ -186,8 +186,9 @@ public final class ShmBench {
   }
 
   /**
-   * Bytes per second that {@code threads} threads copy together in {@code size} pieces, each over
-   * its own share of the working set, for {@link #secondsPerFigure} after a 300 ms warm-up.
+   * The ceiling: {@code threads} threads copying {@code size} bytes at a time between two private
+   * buffers, each over its own share of the working set (one thread: all of it), at the offsets the
+   * transfer uses, for as long as a figure runs; in bytes per second, all threads together.
    */
   private double memcpyThreads(MemorySegment from, MemorySegment to, long size, int threads)
       throws InterruptedException {
@@ -218,28 +219,19 @@ public final class ShmBench {
     }
     human.printf(
         Locale.ROOT,
-        "  %-12s memcpy %d threads, %s = %6.3f GB/s%n",
+        "  %-12s memcpy %d thread%s, %s = %6.3f GB/s%n",
         "",
         threads,
+        threads == 1 ? "" : "s",
         size >= (1 << 20) ? (size >> 20) + " MiB" : (size >> 10) + " KiB",
         perSecond / 1e9);
     return perSecond;
   }
 
-  /**
-   * The ceiling: one thread copying {@code size} bytes at a time between two private buffers, at
-   * the same offsets the transfer uses (cycling over the working set), for as long as a figure
-   * runs.
-   */
-  private double memcpy(MemorySegment from, MemorySegment to, long size) {
-    double gbps = copyRate(from, to, 0, Math.max(1, workingSetBytes / size), size) / 1e9;
-    human.printf(
-        Locale.ROOT,
-        "  %-12s memcpy 1 thread, %s = %6.3f GB/s%n",
-        "",
-        size >= (1 << 20) ? (size >> 20) + " MiB" : (size >> 10) + " KiB",
-        gbps);
-    return gbps;
+  /** {@link #memcpyThreads} on one thread, in GB/s. */
+  private double memcpy(MemorySegment from, MemorySegment to, long size)
+      throws InterruptedException {
+    return memcpyThreads(from, to, size, 1) / 1e9;
   }
 
   /**

@@ -37,16 +37,16 @@ import org.slf4j.LoggerFactory;
 /**
  * One copy thread of an SHM endpoint (one peer incarnation; the endpoint has {@code shm.lanes} of
  * them, and deals a batch's tasks across them): the data path, off every actor. A duty cycle takes
- * the tasks queued on this lane, groups them by peer allocation, and for each allocation maps it
- * (once; kept mapped up to {@code shm.maxMappings}, least recently used unmapped first), takes the
- * activity lock, checks the allocation is still live, copies with {@link MemorySegment#copy}, and
- * unlocks. It delivers one receipt per task, in one call per batch per pass. With nothing queued it
- * waits through {@link LaneIdle} (a short spin, yields, then parks of up to 100 ms; a dispatch
- * unparks it at once), and every 100 ms it checks the peer's incarnation token; once the peer has
- * ended it fences, and has its sibling lanes fenced at once: every task fails EPOCH_MISMATCH with
- * zero bytes, every mapping is unmapped, and the lane ends. A small task submitted alone may
- * instead be copied by its caller ({@link #copyHere}). Whichever thread copies holds {@link
- * #owner}.
+ * the tasks queued on this lane (or, with none, steals half of a busy sibling's waiting ones),
+ * groups them by peer allocation, and for each allocation maps it (once; kept mapped up to {@code
+ * shm.maxMappings}, least recently used unmapped first), takes the activity lock, checks the
+ * allocation is still live, copies with {@link MemorySegment#copy}, and unlocks. It delivers one
+ * receipt per task, in one call per batch per pass. With nothing queued it waits through {@link
+ * LaneIdle} (a short spin, yields, then parks of up to 100 ms; a dispatch unparks it at once), and
+ * every 100 ms it checks the peer's incarnation token; once the peer has ended it fences, and has
+ * its sibling lanes fenced at once: every task fails EPOCH_MISMATCH with zero bytes, every mapping
+ * is unmapped, and the lane ends. A small task submitted alone may instead be copied by its caller
+ * ({@link #copyHere}). Whichever thread copies holds {@link #owner}.
  *
  * <p>A mapping whose munmap fails is quarantined: kept (with its descriptor) for the life of the
  * process, counted, never used or retried (C7).
@@ -180,10 +180,6 @@ final class ShmLane implements Runnable {
   /** Whether the lane still queues work (until it has shut down). */
   boolean running() {
     return !lifecycle.state().terminal();
-  }
-
-  String fencedBecause() {
-    return fencedBecause;
   }
 
   /** Queues a task; false when the lane no longer accepts work (the caller fails it, unsent). */

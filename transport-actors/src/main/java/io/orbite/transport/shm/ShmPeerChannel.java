@@ -99,11 +99,7 @@ final class ShmPeerChannel implements PeerChannel {
   @Override
   public void fence(String reason) {
     if (fencedBecause == null) {
-      fencedBecause = reason;
-      active = false;
-      for (ShmLane lane : lanes) {
-        lane.fence(reason);
-      }
+      fenceLanes(reason);
       onFence.run();
     }
   }
@@ -113,6 +109,10 @@ final class ShmPeerChannel implements PeerChannel {
    * channel refuses new work EPOCH_MISMATCH and the lane's siblings stop copying for it at once.
    */
   void laneFenced(String reason) {
+    fenceLanes(reason);
+  }
+
+  private void fenceLanes(String reason) {
     if (fencedBecause == null) {
       fencedBecause = reason;
     }

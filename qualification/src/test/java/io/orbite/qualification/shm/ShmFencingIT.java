@@ -214,7 +214,7 @@ class ShmFencingIT {
   /**
    * The SHM channel belongs to the peer's table entry: it holds an endpoint charge of its own, and
    * when a fresh open learns the replacement's epoch the table fences it with the entry. The SHM
-   * lane is held inside a copy meanwhile, so it cannot notice the death itself (its 100 ms token
+   * lane is held inside a copy meanwhile, so it cannot notice the death itself (its idle token
    * check): the fence seen, and the queued task's refusal naming the new epoch, are the table's.
    * The endpoint has one lane ({@code shm.lanes} 1), so the second task queues behind the held copy
    * and no idle sibling lane sees the death first. The charges come back when the old segment is

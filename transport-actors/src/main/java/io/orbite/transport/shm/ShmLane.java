@@ -42,11 +42,13 @@ import org.slf4j.LoggerFactory;
  * shm.maxMappings}, least recently used unmapped first), takes the activity lock, checks the
  * allocation is still live, copies with {@link MemorySegment#copy}, and unlocks. It delivers one
  * receipt per task, in one call per batch per pass. With nothing queued it waits through {@link
- * LaneIdle} (a short spin, yields, then parks of up to 100 ms; a dispatch unparks it at once), and
- * every 100 ms it checks the peer's incarnation token; once the peer has ended it fences, and has
- * its sibling lanes fenced at once: every task fails EPOCH_MISMATCH with zero bytes, every mapping
- * is unmapped, and the lane ends. A small task submitted alone may instead be copied by its caller
- * ({@link #copyHere}). Whichever thread copies holds {@link #owner}.
+ * LaneIdle} (a short spin, yields, then parks that double up to 1 s; a dispatch unparks it at
+ * once), and when it wakes it checks the peer's incarnation token (the endpoint's first lane at
+ * most every 100 ms, so about 0.1, 0.3, 0.5 and 1 s after its last work, then once a second; the
+ * others once a second); once the peer has ended it fences, and has its sibling lanes fenced at
+ * once: every task fails EPOCH_MISMATCH with zero bytes, every mapping is unmapped, and the lane
+ * ends. A small task submitted alone may instead be copied by its caller ({@link #copyHere}).
+ * Whichever thread copies holds {@link #owner}.
  *
  * <p>A mapping whose munmap fails is quarantined: kept (with its descriptor) for the life of the
  * process, counted, never used or retried (C7).
@@ -63,15 +65,26 @@ final class ShmLane implements Runnable {
    */
   static final long COPY_HERE_MAX_BYTES = 64 * 1024;
 
-  /** How often an idle lane checks that the peer's incarnation still lives. */
+  /**
+   * The shortest time between two checks by the endpoint's first lane that the peer's incarnation
+   * still lives. It checks when it wakes, and an idle lane's parks double up to {@link
+   * #IDLE_PARK_MAX_NANOS}: soon after work it checks every few hundred milliseconds, and once idle
+   * for a second, once a second, so an idle endpoint wakes once a second per lane.
+   */
   private static final long LIVENESS_CHECK_NANOS = 100_000_000L;
 
   /**
    * How often the endpoint's other lanes check it: the first lane watches the token and fences them
-   * all, so theirs is a backstop, and they sleep longer while idle (a dispatch, a close or a fence
-   * wakes them at once).
+   * all, so theirs is a backstop.
    */
   private static final long SIBLING_LIVENESS_CHECK_NANOS = 1_000_000_000L;
+
+  /**
+   * The longest park of an idle lane (a dispatch, a close or a fence wakes it at once). On a
+   * virtual machine every timed wake-up costs tens to hundreds of microseconds of CPU, so an idle
+   * lane wakes no more than once a second.
+   */
+  private static final long IDLE_PARK_MAX_NANOS = 1_000_000_000L;
 
   private final String name;
   private final SegmentDescriptor peer;
@@ -344,7 +357,7 @@ final class ShmLane implements Runnable {
           lanes.isEmpty() || lanes.get(0) == this
               ? LIVENESS_CHECK_NANOS
               : SIBLING_LIVENESS_CHECK_NANOS;
-      IdleStrategy idle = LaneIdle.strategy(checkEvery);
+      IdleStrategy idle = LaneIdle.strategy(IDLE_PARK_MAX_NANOS);
       long nextCheck = System.nanoTime() + checkEvery;
       while (lifecycle.running()) {
         take(pass, MAX_PASS);

@@ -80,9 +80,10 @@ final class ShmLane implements Runnable {
   private static final long SIBLING_LIVENESS_CHECK_NANOS = 1_000_000_000L;
 
   /**
-   * The longest park of an idle lane (a dispatch, a close or a fence wakes it at once). On a
-   * virtual machine every timed wake-up costs tens to hundreds of microseconds of CPU, so an idle
-   * lane wakes no more than once a second.
+   * The longest park of an idle lane (a dispatch, a close or a fence wakes it at once). A timed
+   * wake-up can cost tens to hundreds of microseconds of CPU on a virtual machine (50-175 us on the
+   * one of docs/qualification.md, in its slow hour), so an idle lane wakes no more than once a
+   * second.
    */
   private static final long IDLE_PARK_MAX_NANOS = 1_000_000_000L;
 

@@ -19,6 +19,7 @@ import io.orbite.engine.view.OwnerBoard;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -308,54 +309,76 @@ public final class BatchCore {
   }
 
   /**
+   * The most tasks handed to a channel in one {@link PeerChannel#dispatchRun}: big enough to spread
+   * a run's lock and lane hand-off over many tasks, small enough that the lanes start on a big
+   * submission while the rest of it is still being dispatched.
+   */
+  static final int DISPATCH_RUN = 64;
+
+  /**
    * Hands admitted tasks to their channels, on the caller's thread and outside this monitor: a
-   * channel may copy a small task right away and deliver its receipt on this thread. Each channel
-   * is flushed after its first task (so it starts while the rest are dispatched) and at the end.
-   * The receipt counts are recorded together at the end, under one lock: receipts that arrive
-   * meanwhile are counted, and their tasks end then.
+   * channel may copy a small task right away and deliver its receipt on this thread. Consecutive
+   * tasks for one channel go in runs of at most {@link #DISPATCH_RUN}; each channel is flushed
+   * after its first run (so it starts while the rest are dispatched) and at the end. The receipt
+   * counts are recorded together at the end, under one lock: receipts that arrive meanwhile are
+   * counted, and their tasks end then.
    */
   public void dispatch(Admitted admitted) {
     PeerChannel[] channels = admitted.channels();
     TaskWork[] work = admitted.work();
     int[] owed = new int[work.length];
-    PeerChannel previous = null;
+    Arrays.fill(owed, -1);
     List<PeerChannel> touched = null;
-    for (int k = 0; k < work.length; k++) {
+    int k = 0;
+    while (k < work.length) {
       if (work[k] == null) {
+        k++;
         continue;
       }
       PeerChannel channel = channels[k];
-      owed[k] = -1;
-      int receipts;
+      int end = k + 1;
+      long bytes = work[k].lengthBytes();
+      while (end < work.length
+          && end - k < DISPATCH_RUN
+          && work[end] != null
+          && channels[end] == channel) {
+        bytes += work[end].lengthBytes();
+        end++;
+      }
       try {
-        counters.of(channel.transport()).tasksDispatched.increment();
-        counters.of(channel.transport()).bytesDispatched.add(work[k].lengthBytes());
-        receipts = work.length == 1 ? channel.dispatchAlone(work[k]) : channel.dispatch(work[k]);
+        counters.of(channel.transport()).tasksDispatched.add(end - k);
+        counters.of(channel.transport()).bytesDispatched.add(bytes);
+        if (work.length == 1) {
+          owed[k] = channel.dispatchAlone(work[k]);
+        } else {
+          channel.dispatchRun(work, k, end, owed);
+        }
       } catch (RuntimeException e) {
-        // A transport that breaks its contract: the task is failed as never sent.
+        // A transport that breaks its contract: the tasks it did not take are failed as never sent.
         LOG.error(
-            "batch {}: dispatch of task {} to {} failed: {}",
+            "batch {}: dispatch of tasks {}..{} to {} failed: {}",
             name,
             work[k].taskIndex(),
+            work[end - 1].taskIndex(),
             channel.transport(),
             e.toString(),
             e);
-        failUnsent(
-            work[k].taskIndex(),
-            "the " + channel.transport() + " transport refused the task: " + e);
-        continue;
-      }
-      owed[k] = receipts;
-      if (channel != previous) {
-        if (touched == null) {
-          touched = new ArrayList<>(2);
+        for (int j = k; j < end; j++) {
+          if (owed[j] < 0) {
+            failUnsent(
+                work[j].taskIndex(),
+                "the " + channel.transport() + " transport refused the task: " + e);
+          }
         }
-        if (!touched.contains(channel)) {
-          touched.add(channel);
-          channel.flush();
-        }
-        previous = channel;
       }
+      if (touched == null) {
+        touched = new ArrayList<>(2);
+      }
+      if (!touched.contains(channel)) {
+        touched.add(channel);
+        channel.flush();
+      }
+      k = end;
     }
     sealed(work, owed);
     if (touched != null && work.length > 1) {

@@ -32,6 +32,19 @@ public interface PeerChannel {
     return dispatch(work);
   }
 
+  /**
+   * {@link #dispatch} for a run of tasks of one submission, all for this channel: {@code work[k]}
+   * for {@code from <= k < to}, each non-null. Each task's receipt count goes to {@code owed[k]} as
+   * soon as the task is accepted, so that if this throws part-way, the tasks whose {@code owed[k]}
+   * was left alone are known not to have been accepted. A transport that can take a run under one
+   * lock, with one hand-off to each lane, overrides this; the default takes them one by one.
+   */
+  default void dispatchRun(TaskWork[] work, int from, int to, int[] owed) {
+    for (int k = from; k < to; k++) {
+      owed[k] = dispatch(work[k]);
+    }
+  }
+
   /** Wakes lanes after a run of {@link #dispatch} calls. */
   void flush();
 

@@ -214,6 +214,21 @@ final class RequesterLane implements Runnable {
     }
   }
 
+  /**
+   * Queues {@code frames}, in order, charging their {@code bytes} once; any thread. A lane that has
+   * ended fails them at once.
+   */
+  void enqueueAll(java.util.List<LaneFrame> frames, long bytes) {
+    chargedBytes.addAndGet(bytes);
+    synchronized (incoming) {
+      incoming.addAll(frames);
+      incomingCount = incoming.size();
+    }
+    if (!lifecycle.running()) {
+      drainQueueAfterEnd();
+    }
+  }
+
   /** Wakes the lane if it sleeps; call after a run of {@link #enqueue}. */
   void wake() {
     if (sleeping) {

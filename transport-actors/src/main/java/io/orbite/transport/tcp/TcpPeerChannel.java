@@ -29,6 +29,14 @@ final class TcpPeerChannel implements PeerChannel {
   /** Each lane's charged bytes, read afresh for every task; guarded by this channel's monitor. */
   private final long[] charged;
 
+  /**
+   * Frames of the running {@link #dispatchRun} for each lane; guarded by this channel's monitor.
+   */
+  private final java.util.ArrayList<LaneFrame>[] pending;
+
+  /** The bytes of {@link #pending}, for each lane. */
+  private final long[] pendingBytes;
+
   private volatile boolean active = true;
   private volatile String fencedBecause;
   private final Runnable onFence;
@@ -55,6 +63,13 @@ final class TcpPeerChannel implements PeerChannel {
     Arrays.fill(bandwidth, 1.0);
     this.touched = new boolean[lanes.length];
     this.charged = new long[lanes.length];
+    @SuppressWarnings("unchecked")
+    java.util.ArrayList<LaneFrame>[] lists = new java.util.ArrayList[lanes.length];
+    for (int i = 0; i < lanes.length; i++) {
+      lists[i] = new java.util.ArrayList<>();
+    }
+    this.pending = lists;
+    this.pendingBytes = new long[lanes.length];
   }
 
   @Override
@@ -137,23 +152,83 @@ final class TcpPeerChannel implements PeerChannel {
         plan, laneOfSlice, maxFrameBytes, (lane, offset, part) -> queue(lane, work, offset, part));
   }
 
+  /**
+   * Takes a run of tasks under one lock: each lane's charge is read once and then kept up to date
+   * here as frames are assigned, so lane choice is as {@link #dispatch} would make it, and each
+   * lane takes the run's frames for it in one hand-off (one charge, one lock of its queue) rather
+   * than one per task.
+   */
+  @Override
+  public synchronized void dispatchRun(TaskWork[] work, int from, int to, int[] owed) {
+    if (fencedBecause != null || !active()) {
+      for (int k = from; k < to; k++) {
+        owed[k] = dispatch(work[k]);
+      }
+      return;
+    }
+    for (int i = 0; i < lanes.length; i++) {
+      charged[i] = lanes[i].running() ? lanes[i].chargedBytes() : Long.MAX_VALUE / 4;
+    }
+    try {
+      for (int k = from; k < to; k++) {
+        TaskWork w = work[k];
+        long length = w.lengthBytes();
+        if (fencedBecause != null || !active) {
+          // Fenced or closed meanwhile: what was taken goes on; this task and the rest are failed
+          // as dispatch fails them, never sent.
+          handOverPending();
+          owed[k] = dispatch(w);
+        } else if (length <= maxFrameBytes && planner.singleSlice(w.op(), length)) {
+          int lane = LaneSelector.single(charged, bandwidth, length, rotation++);
+          pending[lane].add(frame(w, 0, length));
+          pendingBytes[lane] += length;
+          charged[lane] += length;
+          owed[k] = 1;
+        } else {
+          // Frames queued so far go first, so that each lane keeps the submission's order.
+          handOverPending();
+          owed[k] = dispatch(w);
+          for (int i = 0; i < lanes.length; i++) {
+            charged[i] = lanes[i].running() ? lanes[i].chargedBytes() : Long.MAX_VALUE / 4;
+          }
+        }
+      }
+    } finally {
+      handOverPending();
+    }
+  }
+
+  /** Queues each lane's pending frames of a run on it, in one hand-off per lane. */
+  private void handOverPending() {
+    for (int i = 0; i < lanes.length; i++) {
+      if (!pending[i].isEmpty()) {
+        lanes[i].enqueueAll(pending[i], pendingBytes[i]);
+        touched[i] = true;
+        pending[i].clear();
+        pendingBytes[i] = 0;
+      }
+    }
+  }
+
+  private LaneFrame frame(TaskWork work, long offset, long length) {
+    return frames
+        .take()
+        .set(
+            work.sink(),
+            work.taskIndex(),
+            work.op(),
+            work.local(),
+            work.localOffset() + offset,
+            length,
+            work.regionId(),
+            work.remoteOffset() + offset,
+            work.deadlineNanos(),
+            work.priority());
+  }
+
   /** Queues the frame of {@code work} at {@code offset} from its start on lane {@code lane}. */
   private void queue(int lane, TaskWork work, long offset, long length) {
-    LaneFrame frame =
-        frames
-            .take()
-            .set(
-                work.sink(),
-                work.taskIndex(),
-                work.op(),
-                work.local(),
-                work.localOffset() + offset,
-                length,
-                work.regionId(),
-                work.remoteOffset() + offset,
-                work.deadlineNanos(),
-                work.priority());
-    lanes[lane].enqueue(frame);
+    lanes[lane].enqueue(frame(work, offset, length));
     touched[lane] = true;
   }
 

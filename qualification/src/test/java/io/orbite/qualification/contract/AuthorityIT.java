@@ -423,6 +423,97 @@ class AuthorityIT {
     assertEverythingUntouched("after raw stale-epoch frames");
   }
 
+  /** One READ request of a pipeline, and the refusal it must get (null: served). */
+  private record Ask(
+      long id,
+      long epoch,
+      RegisteredMemory region,
+      long offset,
+      long count,
+      ErrorKind refusal,
+      long seed) {}
+
+  /**
+   * READs sent back to back are served as groups, each written out in one gathering write; a group
+   * takes one loan per run of READs of the same range, yet every READ in it is checked on its own:
+   * a refusal among them refuses only itself, every served READ carries exactly its range's bytes,
+   * and once the responses are out every loan the lane took has come back.
+   */
+  @Test
+  void pipelinedReadsAreEachCheckedWhileAGroupSharesItsLoansAndEveryLoanComesBack()
+      throws Exception {
+    long refusalsBefore = pair.source.counters().sourceRefusals.sum();
+    long epoch = sourceEpoch();
+    List<Ask> asks = new java.util.ArrayList<>();
+    asks.add(new Ask(101, epoch, srcRead, 0, 4096, null, SEED_SRC_READ));
+    asks.add(new Ask(102, epoch, srcRead, SRC_LEN - 100, 200, ErrorKind.INVALID_ARGUMENT, 0));
+    asks.add(new Ask(103, epoch + 1, srcRead, 0, 4096, ErrorKind.EPOCH_MISMATCH, 0));
+    asks.add(new Ask(104, epoch, srcWrite, 0, 4096, ErrorKind.PERMISSION_DENIED, 0));
+    asks.add(new Ask(105, epoch, srcRead, 8192 + 7, 5000, null, SEED_SRC_READ));
+    asks.add(new Ask(106, epoch, srcRw, 64, 4096, null, SEED_SRC_RW));
+    asks.add(new Ask(107, epoch, srcRead, 100, 64, null, SEED_SRC_READ));
+    asks.add(new Ask(108, epoch, null, 0, 4096, ErrorKind.PERMISSION_DENIED, 0));
+    // More READs than one gathering write holds, so that groups end and start within the run.
+    for (int i = 0; i < 700; i++) {
+      boolean other = i % 50 == 7;
+      asks.add(
+          new Ask(
+              200 + i,
+              epoch,
+              other ? srcRw : srcRead,
+              (i * 4097L) % (SRC_LEN - 4096),
+              4096,
+              null,
+              other ? SEED_SRC_RW : SEED_SRC_READ));
+    }
+    ByteBuffer frames = ByteBuffer.allocate(asks.size() * FrameCodec.HEADER_BYTES);
+    for (int i = 0; i < asks.size(); i++) {
+      Ask a = asks.get(i);
+      FrameCodec.encode(
+          frames,
+          i * FrameCodec.HEADER_BYTES,
+          FrameType.READ_REQUEST,
+          0,
+          0,
+          a.id(),
+          a.epoch(),
+          a.region() == null ? UNKNOWN_REGION : a.region().regionId(),
+          a.offset(),
+          a.count());
+    }
+    try (RawLane lane = RawLane.open(pair, epoch)) {
+      lane.sendAll(frames.array());
+      for (Ask a : asks) {
+        RawLane.Response response = lane.next();
+        if (a.refusal() != null) {
+          assertReadRefused(response, a.id(), a.refusal());
+          continue;
+        }
+        FrameHeader h = response.header();
+        assertAll(
+            "READ_RESPONSE to request " + a.id() + ": " + h,
+            () -> assertEquals(FrameType.READ_RESPONSE, h.type(), "type"),
+            () -> assertEquals(a.id(), h.requestId(), "responses come in request order"),
+            () -> assertEquals(0, h.status(), "a valid READ is served"),
+            () -> assertEquals(a.count(), h.payloadLength(), "payload length"));
+        long bad =
+            Pattern.verify(
+                MemorySegment.ofArray(response.payload()), 0, a.count(), a.seed(), a.offset());
+        assertEquals(
+            -1, bad, () -> "request " + a.id() + ": payload differs from the source at " + bad);
+      }
+    }
+    assertEquals(
+        refusalsBefore + 4, pair.source.counters().sourceRefusals.sum(), "four refusals counted");
+    for (RegisteredMemory m : List.of(srcRead, srcWrite, srcRw)) {
+      io.orbite.engine.spi.Registration r = io.orbite.engine.spi.Registration.of(m, "region");
+      assertTrue(
+          io.orbite.qualification.Await.until(Duration.ofSeconds(10), () -> r.loans() == 0),
+          () -> r + " still has " + r.loans() + " loan(s) after every response was read");
+    }
+    assertEverythingUntouched("after a pipeline of READs with refusals among them");
+  }
+
   @Test
   void rawValidWriteAfterRefusalsIsAppliedExactlyOnTheSameLane() throws Exception {
     long at = 10_000;
@@ -647,6 +738,20 @@ class AuthorityIT {
       FrameHeader ack = readHeader(new DataInputStream(socket.getInputStream()));
       assertEquals(77, ack.requestId(), () -> "HELLO_ACK must echo the HELLO's request id: " + ack);
       return ack;
+    }
+
+    /** Sends {@code frames}, request headers back to back, in one write. */
+    void sendAll(byte[] frames) throws IOException {
+      out.write(frames);
+      out.flush();
+    }
+
+    /** Reads the next response: its header and the payload it announces. */
+    Response next() throws IOException {
+      FrameHeader h = readHeader(in);
+      byte[] payload = new byte[(int) h.payloadLength()];
+      in.readFully(payload);
+      return new Response(h, payload);
     }
 
     Response read(long requestId, long epoch, long regionId, long offset, long count)

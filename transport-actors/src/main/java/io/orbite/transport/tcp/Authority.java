@@ -40,4 +40,22 @@ public final class Authority {
     loan[0] = r;
     return 0;
   }
+
+  /**
+   * {@link #check} for a frame of {@code held}, a registration on which the caller still holds a
+   * loan from an earlier check: the same refusals in the same order, and no second loan. A range
+   * hidden since that loan was taken is refused, as {@link Registration#tryLoan} would refuse it.
+   */
+  public int checkHeld(Op op, long epoch, Registration held, long offset, long count) {
+    if (epoch != localEpoch) {
+      return ErrorKind.EPOCH_MISMATCH.code();
+    }
+    if (!held.covers(offset, count)) {
+      return ErrorKind.INVALID_ARGUMENT.code();
+    }
+    if (!held.access().allows(op) || !held.visible()) {
+      return ErrorKind.PERMISSION_DENIED.code();
+    }
+    return 0;
+  }
 }

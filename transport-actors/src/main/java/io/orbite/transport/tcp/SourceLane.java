@@ -56,6 +56,17 @@ final class SourceLane implements Runnable {
   private int headersUsed;
   private long gatherBytes;
   private final Registration[] loan = new Registration[1];
+
+  /**
+   * The range of the latest READ in the group being gathered, on which {@link #gatherLoans} holds a
+   * loan until the group is written: later READs of the same range in the group take no loan of
+   * their own. Null once the group's loans are returned.
+   */
+  private Registration held;
+
+  /** {@link #ioView} of {@link #held}. */
+  private MemorySegment heldView;
+
   private final ByteBuffer discard = ByteBuffer.allocateDirect(64 * 1024);
 
   SourceLane(
@@ -208,27 +219,32 @@ final class SourceLane implements Runnable {
     int at = receiveStart;
     long id = FrameCodec.requestId(receive, at);
     long count = FrameCodec.count(receive, at);
-    int status =
-        authority.check(
-            Op.READ,
-            FrameCodec.epoch(receive, at),
-            FrameCodec.regionId(receive, at),
-            FrameCodec.offset(receive, at),
-            count,
-            loan);
-    receiveStart += FrameCodec.HEADER_BYTES;
+    long epoch = FrameCodec.epoch(receive, at);
+    long regionId = FrameCodec.regionId(receive, at);
+    long offset = FrameCodec.offset(receive, at);
     if (gatherCount + 2 > MAX_GATHER || headersUsed == HEADER_SLOTS) {
+      // Before the check: writing the group out returns its loans, this frame's among them.
       flush();
     }
+    int status;
+    if (held != null && held.regionId() == regionId) {
+      // The group already holds a loan on this range: checked again, but not loaned again.
+      status = authority.checkHeld(Op.READ, epoch, held, offset, count);
+    } else {
+      status = authority.check(Op.READ, epoch, regionId, offset, count, loan);
+      if (status == 0) {
+        gatherLoans.add(loan[0]);
+        held = loan[0];
+        heldView = ioView(held);
+      }
+    }
+    receiveStart += FrameCodec.HEADER_BYTES;
     ByteBuffer header = headerSlots[headersUsed++];
     if (status == 0) {
-      Registration r = loan[0];
       FrameCodec.encode(header, 0, FrameType.READ_RESPONSE, 0, count, id, localEpoch, 0, 0, count);
       header.clear();
       gather[gatherCount++] = header;
-      long offset = FrameCodec.offset(receive, at);
-      gather[gatherCount++] = r.segment().asSlice(offset, count).asByteBuffer();
-      gatherLoans.add(r);
+      gather[gatherCount++] = heldView.asSlice(offset, count).asByteBuffer();
       gatherBytes += count;
       counters.sourceBytesRead.add(count);
     } else {
@@ -240,6 +256,19 @@ final class SourceLane implements Runnable {
     if (gatherBytes >= MAX_GATHER_BYTES) {
       flush();
     }
+  }
+
+  /**
+   * The view of a loaned range that a gathering write reads from. For memory this engine allocated,
+   * a view outside the range's arena: the loan already keeps it mapped (the registry frees it only
+   * once every loan is back), and NIO would otherwise take and release the arena's shared session,
+   * two atomic updates of one word that every lane of the process contends for, per response.
+   * Memory the caller registered keeps its own arena's view, so that the arena's checks still stand
+   * between a write and memory the caller freed.
+   */
+  private static MemorySegment ioView(Registration r) {
+    MemorySegment s = r.segment();
+    return r.engineOwned() ? MemorySegment.ofAddress(s.address()).reinterpret(s.byteSize()) : s;
   }
 
   private void serveWrite() throws IOException {
@@ -342,6 +371,8 @@ final class SourceLane implements Runnable {
   }
 
   private void returnGatherLoans() {
+    held = null;
+    heldView = null;
     for (Registration r : gatherLoans) {
       r.returnLoan();
     }

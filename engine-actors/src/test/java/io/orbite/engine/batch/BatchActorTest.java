@@ -25,7 +25,6 @@ import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.admission.Budgets;
-import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
@@ -92,40 +91,14 @@ class BatchActorTest {
   }
 
   /** A TCP channel that takes every task, owes one receipt for it, and never sends one. */
-  private static final class RecordingChannel implements PeerChannel {
+  private static final class RecordingChannel extends QuietTcpChannel {
     final List<TaskWork> work = new CopyOnWriteArrayList<>();
-
-    @Override
-    public SegmentDescriptor peer() {
-      return new SegmentDescriptor("127.0.0.1", 4000, 0x5e1fL);
-    }
-
-    @Override
-    public Transport transport() {
-      return Transport.TCP;
-    }
 
     @Override
     public int dispatch(TaskWork task) {
       work.add(task);
       return 1;
     }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public boolean active() {
-      return true;
-    }
-
-    @Override
-    public String fencedBecause() {
-      return null;
-    }
-
-    @Override
-    public void fence(String reason) {}
   }
 
   private BatchCore core(String name) {

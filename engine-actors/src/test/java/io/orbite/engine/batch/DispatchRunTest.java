@@ -12,7 +12,6 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.RemoteSegment;
-import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferRequest;
@@ -71,7 +70,7 @@ class DispatchRunTest {
   }
 
   /** Takes tasks in runs, as a transport does, and breaks after {@code acceptBeforeBreaking}. */
-  private static final class RunChannel implements PeerChannel {
+  private static final class RunChannel extends QuietTcpChannel {
     final List<TaskWork> accepted = new ArrayList<>();
     final List<Integer> runLengths = new ArrayList<>();
     final int acceptBeforeBreaking;
@@ -96,32 +95,6 @@ class DispatchRunTest {
     public int dispatch(TaskWork task) {
       throw new AssertionError("a run of tasks must come through dispatchRun");
     }
-
-    @Override
-    public SegmentDescriptor peer() {
-      return new SegmentDescriptor("127.0.0.1", 4000, 0x5e1fL);
-    }
-
-    @Override
-    public Transport transport() {
-      return Transport.TCP;
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public boolean active() {
-      return true;
-    }
-
-    @Override
-    public String fencedBecause() {
-      return null;
-    }
-
-    @Override
-    public void fence(String reason) {}
   }
 
   private BatchCore admitAndDispatch(RunChannel channel, String name) {

@@ -11,6 +11,7 @@ import io.orbite.engine.slicing.SlicePlanner;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.TaskWork;
+import java.util.ArrayList;
 import java.util.Arrays;
 
 /**
@@ -26,13 +27,16 @@ final class TcpPeerChannel implements PeerChannel {
   private final double[] bandwidth;
   private final boolean[] touched;
 
-  /** Each lane's charged bytes, read afresh for every task; guarded by this channel's monitor. */
+  /**
+   * Each lane's charged bytes, read afresh for every task ({@link #dispatch}) or run ({@link
+   * #dispatchRun}); guarded by this channel's monitor.
+   */
   private final long[] charged;
 
   /**
    * Frames of the running {@link #dispatchRun} for each lane; guarded by this channel's monitor.
    */
-  private final java.util.ArrayList<LaneFrame>[] pending;
+  private final ArrayList<LaneFrame>[] pending;
 
   /** The bytes of {@link #pending}, for each lane. */
   private final long[] pendingBytes;
@@ -64,9 +68,9 @@ final class TcpPeerChannel implements PeerChannel {
     this.touched = new boolean[lanes.length];
     this.charged = new long[lanes.length];
     @SuppressWarnings("unchecked")
-    java.util.ArrayList<LaneFrame>[] lists = new java.util.ArrayList[lanes.length];
+    ArrayList<LaneFrame>[] lists = new ArrayList[lanes.length];
     for (int i = 0; i < lanes.length; i++) {
-      lists[i] = new java.util.ArrayList<>();
+      lists[i] = new ArrayList<>();
     }
     this.pending = lists;
     this.pendingBytes = new long[lanes.length];
@@ -136,10 +140,7 @@ final class TcpPeerChannel implements PeerChannel {
                   "no open lane to " + peer + " (never sent)"));
       return 1;
     }
-    for (int i = 0; i < lanes.length; i++) {
-      // A closed lane is made unattractive rather than removed, so lane indexes stay stable.
-      charged[i] = lanes[i].running() ? lanes[i].chargedBytes() : Long.MAX_VALUE / 4;
-    }
+    readCharges();
     long length = work.lengthBytes();
     if (length <= maxFrameBytes && planner.singleSlice(work.op(), length)) {
       // One slice in one frame (every small task): the lane the plan would pick, with no plan made.
@@ -160,20 +161,12 @@ final class TcpPeerChannel implements PeerChannel {
    */
   @Override
   public synchronized void dispatchRun(TaskWork[] work, int from, int to, int[] owed) {
-    if (fencedBecause != null || !active()) {
-      for (int k = from; k < to; k++) {
-        owed[k] = dispatch(work[k]);
-      }
-      return;
-    }
-    for (int i = 0; i < lanes.length; i++) {
-      charged[i] = lanes[i].running() ? lanes[i].chargedBytes() : Long.MAX_VALUE / 4;
-    }
+    readCharges();
     try {
       for (int k = from; k < to; k++) {
         TaskWork w = work[k];
         long length = w.lengthBytes();
-        if (fencedBecause != null || !active) {
+        if (fencedBecause != null || !active()) {
           // Fenced or closed meanwhile: what was taken goes on; this task and the rest are failed
           // as dispatch fails them, never sent.
           handOverPending();
@@ -188,13 +181,19 @@ final class TcpPeerChannel implements PeerChannel {
           // Frames queued so far go first, so that each lane keeps the submission's order.
           handOverPending();
           owed[k] = dispatch(w);
-          for (int i = 0; i < lanes.length; i++) {
-            charged[i] = lanes[i].running() ? lanes[i].chargedBytes() : Long.MAX_VALUE / 4;
-          }
+          readCharges();
         }
       }
     } finally {
       handOverPending();
+    }
+  }
+
+  /** Reads each lane's charged bytes into {@link #charged}. */
+  private void readCharges() {
+    for (int i = 0; i < lanes.length; i++) {
+      // A closed lane is made unattractive rather than removed, so lane indexes stay stable.
+      charged[i] = lanes[i].running() ? lanes[i].chargedBytes() : Long.MAX_VALUE / 4;
     }
   }
 

@@ -11,9 +11,9 @@ package io.orbite.config;
  *     once, in mappings; mapping one more first unmaps the least recently used. Default {@value
  *     #DEFAULT_MAX_MAPPINGS}; range {@value #MIN_MAX_MAPPINGS}..{@value #MAX_MAX_MAPPINGS}.
  * @param lanes copy threads of one SHM endpoint (one peer incarnation), in threads: the tasks of a
- *     batch are dealt across them in turn, so many small copies run on this many cores at once.
- *     Each lane maps the peer's allocations on its own (up to {@code maxMappings} each). Default
- *     {@value #DEFAULT_LANES}; range {@value #MIN_LANES}..{@value #MAX_LANES}.
+ *     batch are dealt across them in contiguous parts, so many small copies run on this many cores
+ *     at once. Each lane maps the peer's allocations on its own (up to {@code maxMappings} each).
+ *     Default {@value #DEFAULT_LANES}; range {@value #MIN_LANES}..{@value #MAX_LANES}.
  */
 public record ShmConfig(boolean enabled, int maxMappings, int lanes) {
   /** JSON key of this section, and the path prefix of its messages. */

@@ -16,16 +16,23 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Requester data plane to one peer incarnation over SHM: a small task submitted alone is copied at
  * once on the caller's thread when one of the endpoint's copy lanes is idle ({@link
- * ShmLane#copyHere}); any other task is handed to a lane, the tasks of a batch dealt across the
- * lanes in turn, and that lane copies it whole (memory needs no slicing into frames: one task, one
- * receipt). Owned by an ShmEndpoint actor. Thread-safe; never blocks on I/O.
+ * ShmLane#copyHere}); any other task is handed to a lane, and that lane copies it whole (memory
+ * needs no slicing into frames: one task, one receipt). The tasks of a run are dealt across the
+ * lanes in contiguous parts of up to {@link #DEAL_BYTES} ({@link RunDealer}), not one by one. Owned
+ * by an ShmEndpoint actor. Thread-safe; never blocks on I/O.
  */
 final class ShmPeerChannel implements PeerChannel {
   private final SegmentDescriptor peer;
   private final ShmLane[] lanes;
 
-  /** The lane the next queued task goes to (racy: it only spreads the work). */
-  private int next;
+  /**
+   * The most bytes of a run one lane takes before the next lane's turn. A smaller run is split
+   * evenly, so every lane still starts on it.
+   */
+  static final long DEAL_BYTES = 256L << 10;
+
+  /** Which lane each queued task goes to; under this channel's lock. */
+  private final RunDealer dealer;
 
   /**
    * Every allocation the peer incarnation exported in any Describe answer (region ids are never
@@ -44,6 +51,7 @@ final class ShmPeerChannel implements PeerChannel {
       Runnable onFence) {
     this.peer = peer;
     this.lanes = lanes.toArray(ShmLane[]::new);
+    this.dealer = new RunDealer(this.lanes.length, DEAL_BYTES);
     this.exports = exports;
     this.onFence = onFence;
   }
@@ -151,8 +159,34 @@ final class ShmPeerChannel implements PeerChannel {
         }
       }
     }
-    int i = next;
-    next = i + 1 == lanes.length ? 0 : i + 1;
+    int i;
+    synchronized (this) {
+      i = dealer.single();
+    }
+    return enqueue(work, i);
+  }
+
+  /** Deals a run across the lanes in contiguous parts ({@link RunDealer}). */
+  @Override
+  public synchronized void dispatchRun(TaskWork[] work, int from, int to, int[] owed) {
+    long total = 0;
+    for (int k = from; k < to; k++) {
+      total += work[k].lengthBytes();
+    }
+    dealer.start(total);
+    for (int k = from; k < to; k++) {
+      TaskWork w = work[k];
+      if (fencedBecause() != null) {
+        // Fenced meanwhile: this task and the rest fail as dispatch fails them, never copied.
+        owed[k] = dispatch(w, false);
+      } else {
+        owed[k] = enqueue(w, dealer.next(w.lengthBytes()));
+      }
+    }
+  }
+
+  /** Queues {@code work} on lane {@code i}, or fails it PEER_LOST if the endpoint is closed. */
+  private int enqueue(TaskWork work, int i) {
     if (!active || !lanes[i].enqueue(work)) {
       work.sink()
           .deliver(

@@ -272,9 +272,11 @@ final class TcpPeerChannel implements PeerChannel {
     if (best == null) {
       return false;
     }
+    // Counted before the frame is queued: once queued, its task may end (and a caller read the
+    // counter) before this thread runs again.
+    retries.increment();
     best.enqueue(frame);
     best.wake();
-    retries.increment();
     return true;
   }
 

@@ -13,6 +13,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.engine.spi.Registration;
@@ -202,6 +203,7 @@ class ShmLanesIT {
         AtomicInteger batches = new AtomicInteger();
         AtomicReference<BatchStatus> last = new AtomicReference<>();
         AtomicReference<Throwable> failure = new AtomicReference<>();
+        AtomicReference<TransferException> refused = new AtomicReference<>();
         Thread reader =
             Thread.ofPlatform()
                 .name("lane-batches")
@@ -219,7 +221,14 @@ class ShmLanesIT {
                                         local, slot(k), peer, remote, from(round, k), TASK)
                                     .withTransport(Transport.SHM));
                           }
-                          batch.submit(reads);
+                          try {
+                            batch.submit(reads);
+                          } catch (TransferException e) {
+                            // The death was seen between two batches: the next one is refused
+                            // before any task is admitted.
+                            refused.set(e);
+                            break;
+                          }
                           BatchStatus s = batch.await(Duration.ofSeconds(30));
                           assertTrue(s.done(), s::toString);
                           if (s.tasks().stream().anyMatch(t -> t.state() != TaskState.COMPLETED)) {
@@ -257,12 +266,21 @@ class ShmLanesIT {
         }
 
         // The batch the death cut: each task completed with its bytes, or failed drained with none.
+        // Or the death was seen between two batches, and the next submission was refused whole.
         BatchStatus cut = last.get();
-        assertTrue(cut != null, "the peer's death failed a task");
-        int round = batches.get();
         List<Span> landed = new ArrayList<>();
         int failed = 0;
-        for (TaskResult t : cut.tasks()) {
+        if (cut == null) {
+          TransferException e = refused.get();
+          assertTrue(e != null, "the peer's death failed a task or refused the next batch");
+          assertTrue(
+              e.kind() == ErrorKind.EPOCH_MISMATCH || e.kind() == ErrorKind.PEER_LOST, e::toString);
+        } else {
+          assertTrue(refused.get() == null, () -> "refused after a cut batch: " + refused.get());
+        }
+        int round = batches.get();
+        List<TaskResult> cutTasks = cut == null ? List.of() : cut.tasks();
+        for (TaskResult t : cutTasks) {
           assertTrue(t.locallyDrained(), t::toString);
           if (t.state() == TaskState.COMPLETED) {
             assertEquals(TASK, t.bytes(), t::toString);
@@ -277,7 +295,8 @@ class ShmLanesIT {
             assertEquals(RemoteEffect.NONE, t.remoteEffect(), t::toString);
           }
         }
-        assertTrue(failed > 0, cut::toString);
+        BatchStatus cutStatus = cut;
+        assertTrue(failed > 0 || refused.get() != null, () -> String.valueOf(cutStatus));
         assertEquals(
             -1,
             RegionCheck.check(local.segment(), landed, localSeed),

@@ -468,11 +468,25 @@ final class CqLane implements Runnable {
 
   // ---------------------------------------------------------------- requester slices
 
-  /** Queues {@code s} (on the lane thread) at its task's priority on its QP. */
-  void enqueue(Slice s) {
-    s.qp.queue.offer(s, s.work.priority(), System.nanoTime());
+  /**
+   * Queues {@code s} (on the lane thread) at its task's priority on its QP, waiting since {@code
+   * handedAtNanos}, when it was handed to this lane: a slice that sat in the inbox while the lane
+   * was busy (or held) has waited that long too. Stamps never go back in this lane's order of
+   * offers (two callers can hand work in the other order of their clocks), so each tier of a post
+   * queue stays in time order and its head stays its oldest.
+   */
+  void enqueue(Slice s, long handedAtNanos) {
+    long at = stamped && handedAtNanos - lastStamp < 0 ? lastStamp : handedAtNanos;
+    lastStamp = at;
+    stamped = true;
+    s.qp.queue.offer(s, s.work.priority(), at);
     queued.add(s.qp);
   }
+
+  /** The latest stamp {@link #enqueue} gave, once it gave one (lane thread only). */
+  private long lastStamp;
+
+  private boolean stamped;
 
   /** Deadline sweeps run at most this often (each pass looks at the clock, not at every slice). */
   private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(1);

@@ -891,9 +891,13 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     return waiting;
   }
 
-  /** Hands {@code s} to its QP's lane, or fails it unsent when that lane has stopped. */
+  /**
+   * Hands {@code s} to its QP's lane, or fails it unsent when that lane has stopped. Its wait for
+   * aging (C14) counts from here: time in the lane's inbox is time waited.
+   */
   private void queueOnLane(Slice s) {
-    if (!s.qp.lane.submit(() -> s.qp.lane.enqueue(s))) {
+    long handedAt = System.nanoTime();
+    if (!s.qp.lane.submit(() -> s.qp.lane.enqueue(s, handedAt))) {
       s.releaseDirect();
       parentEnded(s.parent, null);
       health.cancelled(s.ticket);

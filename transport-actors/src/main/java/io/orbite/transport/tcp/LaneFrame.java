@@ -1,15 +1,21 @@
 package io.orbite.transport.tcp;
 
+import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
 import io.orbite.engine.Priority;
+import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.spi.ReceiptSink;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 
 /**
- * One wire request of a task, owned by the lane that carries it: a contiguous part of the task's
- * local range and the matching remote range. The range is named as the task's whole local
- * registration and an offset into it, so a frame costs no segment object.
+ * One wire request, owned by the lane that carries it: a contiguous part of one task's local range
+ * and the matching remote range, or a run of whole tasks of one batch that follow each other (task
+ * indexes, local and remote ranges, each of {@link #unit} bytes) merged into one request ({@link
+ * #absorb}). The range is named as the tasks' whole local registration and an offset into it, so a
+ * frame costs no segment object. Each task of a frame gets its own receipt, all of them for what
+ * happened to the frame: a frame moves, fails or is refused whole.
  *
  * <p>Frames are reused ({@link FramePool}): the dispatching thread fills one with {@link #set}
  * before it queues it, and from then on only the lane that carries it touches it, until the lane
@@ -17,7 +23,16 @@ import java.nio.ByteBuffer;
  */
 final class LaneFrame {
   ReceiptSink sink;
+
+  /** The first task the frame carries; the others follow it. */
   int taskIndex;
+
+  /** How many tasks the frame carries (1 unless merged). */
+  int tasks;
+
+  /** The bytes each task's receipt counts: the frame's length unless tasks were merged. */
+  long unit;
+
   Op op;
 
   /**
@@ -68,6 +83,8 @@ final class LaneFrame {
       Priority priority) {
     this.sink = sink;
     this.taskIndex = taskIndex;
+    this.tasks = 1;
+    this.unit = length;
     this.op = op;
     this.local = local;
     this.localOffset = localOffset;
@@ -86,6 +103,63 @@ final class LaneFrame {
 
   long length() {
     return length;
+  }
+
+  /**
+   * Whether the task {@code taskIndex} of {@code sink}, of {@code length} bytes at {@code
+   * localOffset} of {@code local} and {@code remoteOffset} of {@code regionId}, can join this
+   * frame, which is then at most {@code capBytes} long: a whole task of the same batch, op, memory,
+   * region, deadline and tier, of the frame's unit size, that starts where the frame ends on both
+   * sides and is the next task. A frame that is part of a larger task never takes one.
+   */
+  boolean absorbs(
+      ReceiptSink sink,
+      int taskIndex,
+      Op op,
+      MemorySegment local,
+      long localOffset,
+      long length,
+      long regionId,
+      long remoteOffset,
+      long deadlineNanos,
+      Priority priority,
+      long capBytes) {
+    return sink == this.sink
+        && taskIndex == this.taskIndex + tasks
+        && length == unit
+        && this.length + length <= capBytes
+        && op == this.op
+        && localOffset == this.localOffset + this.length
+        && remoteOffset == this.remoteOffset + this.length
+        && regionId == this.regionId
+        && deadlineNanos == this.deadlineNanos
+        && priority == this.priority
+        && local.equals(this.local);
+  }
+
+  /** Takes the next task (one {@link #absorbs} accepted) into this frame. */
+  void absorb(long length) {
+    tasks++;
+    this.length += length;
+  }
+
+  /** Confirms every task of the frame: all its bytes moved. */
+  void ok(ReceiptBatcher receipts, RemoteEffect effect) {
+    for (int i = 0; i < tasks; i++) {
+      receipts.ok(sink, taskIndex + i, unit, effect);
+    }
+  }
+
+  /** Fails every task of the frame, each with {@code kind}, {@code effect} and {@code detail}. */
+  void fail(ReceiptBatcher receipts, ErrorKind kind, RemoteEffect effect, String detail) {
+    for (int i = 0; i < tasks; i++) {
+      receipts.failed(sink, taskIndex + i, kind, effect, detail);
+    }
+  }
+
+  /** "task 5", or "tasks 5-12" for a merged frame: for messages. */
+  String taskLabel() {
+    return tasks == 1 ? "task " + taskIndex : "tasks " + taskIndex + "-" + (taskIndex + tasks - 1);
   }
 
   ByteBuffer view() {

@@ -6,7 +6,6 @@ import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.priority.PostQueue;
-import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
@@ -335,8 +334,8 @@ final class RequesterLane implements Runnable {
             name
                 + ": request "
                 + f.requestId
-                + " of task "
-                + f.taskIndex
+                + " of "
+                + f.taskLabel()
                 + " passed its deadline on the wire; closing the lane to drain it");
       }
     }
@@ -349,13 +348,11 @@ final class RequesterLane implements Runnable {
    */
   private void failUnsent(LaneFrame f) {
     boolean cancelled = f.sink.cancelled();
-    finish(
+    finishFailed(
         f,
-        Receipt.failed(
-            f.taskIndex,
-            cancelled ? ErrorKind.CANCELLED : ErrorKind.TIMEOUT,
-            RemoteEffect.NONE,
-            cancelled ? "cancelled before it was sent" : "deadline passed before it was sent"));
+        cancelled ? ErrorKind.CANCELLED : ErrorKind.TIMEOUT,
+        RemoteEffect.NONE,
+        cancelled ? "cancelled before it was sent" : "deadline passed before it was sent");
   }
 
   /** A frame on the wire passed its deadline: the lane closes so its memory can be drained. */
@@ -527,21 +524,22 @@ final class RequesterLane implements Runnable {
     receiveStart += FrameCodec.HEADER_BYTES;
     if (status != 0) {
       ErrorKind kind = ErrorKind.fromCode(status);
-      retireHead(
+      inflight.pollFirst();
+      inflightBytes -= f.length();
+      finishFailed(
           f,
-          Receipt.failed(
-              f.taskIndex,
-              kind == null ? ErrorKind.PROTOCOL : kind,
-              RemoteEffect.NONE,
-              (f.op == Op.READ ? "READ" : "WRITE")
-                  + " of region "
-                  + f.regionId
-                  + " ["
-                  + f.remoteOffset
-                  + ", +"
-                  + f.length()
-                  + ") refused by the source: "
-                  + (kind == null ? "status " + status : kind)));
+          kind == null ? ErrorKind.PROTOCOL : kind,
+          RemoteEffect.NONE,
+          (f.op == Op.READ ? "READ" : "WRITE")
+              + " of region "
+              + f.regionId
+              + " ["
+              + f.remoteOffset
+              + ", +"
+              + f.length()
+              + (f.tasks == 1 ? "" : ", " + f.taskLabel())
+              + ") refused by the source: "
+              + (kind == null ? "status " + status : kind));
       return;
     }
     if (f.op == Op.WRITE) {
@@ -595,24 +593,17 @@ final class RequesterLane implements Runnable {
     return 1;
   }
 
-  /** Retires the oldest in-flight frame with {@code receipt}. */
-  private void retireHead(LaneFrame f, Receipt receipt) {
-    inflight.pollFirst();
-    inflightBytes -= f.length();
-    finish(f, receipt);
-  }
-
   /** Retires the oldest in-flight frame as confirmed: all its bytes moved. */
   private void retireHeadOk(LaneFrame f, RemoteEffect effect) {
     inflight.pollFirst();
     inflightBytes -= f.length();
-    receipts.ok(f.sink, f.taskIndex, f.length(), effect);
+    f.ok(receipts, effect);
     retire(f);
   }
 
-  /** Hands a frame's receipt to its batch; the lane is done with the frame. */
-  private void finish(LaneFrame f, Receipt receipt) {
-    receipts.add(f.sink, receipt);
+  /** Hands a failure receipt for each task of the frame to its batch; the lane is done with it. */
+  private void finishFailed(LaneFrame f, ErrorKind kind, RemoteEffect effect, String detail) {
+    f.fail(receipts, kind, effect, detail);
     retire(f);
   }
 
@@ -667,10 +658,7 @@ final class RequesterLane implements Runnable {
       }
       // A frame admitted to the window whose bytes had not reached the socket says so, as a queued
       // one does.
-      finish(
-          f,
-          Receipt.failed(
-              f.taskIndex, frameKind, effect, name + ": " + why + (sent ? "" : " (never sent)")));
+      finishFailed(f, frameKind, effect, name + ": " + why + (sent ? "" : " (never sent)"));
     }
     inflight.clear();
     inflightBytes = 0;
@@ -681,13 +669,8 @@ final class RequesterLane implements Runnable {
           if (broke && now - f.deadlineNanos <= 0 && handOver(f)) {
             return;
           }
-          finish(
-              f,
-              Receipt.failed(
-                  f.taskIndex,
-                  ErrorKind.PEER_LOST,
-                  RemoteEffect.NONE,
-                  name + ": " + why + " (never sent)"));
+          finishFailed(
+              f, ErrorKind.PEER_LOST, RemoteEffect.NONE, name + ": " + why + " (never sent)");
         });
     payloadFrame = null;
   }
@@ -719,13 +702,7 @@ final class RequesterLane implements Runnable {
     }
     for (LaneFrame f : left) {
       chargedBytes.addAndGet(-f.length());
-      late.add(
-          f.sink,
-          Receipt.failed(
-              f.taskIndex,
-              ErrorKind.PEER_LOST,
-              RemoteEffect.NONE,
-              name + ": lane closed (never sent)"));
+      f.fail(late, ErrorKind.PEER_LOST, RemoteEffect.NONE, name + ": lane closed (never sent)");
     }
     late.flush();
   }

@@ -166,7 +166,13 @@ final class TcpPeerChannel implements PeerChannel {
    * Takes a run of tasks under one lock: each lane's charge is read once and then kept up to date
    * here as frames are assigned, so lane choice is as {@link #dispatch} would make it, and each
    * lane takes the run's frames for it in one hand-off (one charge, one lock of its queue) rather
-   * than one per task.
+   * than one per task. A single-frame task that follows the last frame taken for its lane (the next
+   * task of the batch, of the same size, the next bytes on both sides, same op, deadline and tier)
+   * joins that frame, up to the part's size ({@link LaneFrame#absorbs}): a run of neighbouring
+   * small tasks, such as one request's KV pages laid out in order, costs one request on the wire,
+   * one header and one copy of its payload (a READ of 32 KiB or more lands in local memory straight
+   * from the socket), instead of one per task. Each task still gets its own receipt, for what
+   * happened to its frame.
    */
   @Override
   public synchronized void dispatchRun(TaskWork[] work, int from, int to, int[] owed) {
@@ -176,6 +182,7 @@ final class TcpPeerChannel implements PeerChannel {
       runBytes += work[k].lengthBytes();
     }
     long part = Math.max(1, Math.min(DEAL_BYTES, runBytes / lanes.length));
+    long mergeCap = Math.min(part, maxFrameBytes);
     int lane = -1;
     long partLeft = 0;
     try {
@@ -194,7 +201,26 @@ final class TcpPeerChannel implements PeerChannel {
             partLeft = part;
           }
           partLeft -= length;
-          pending[lane].add(frame(w, 0, length));
+          ArrayList<LaneFrame> mine = pending[lane];
+          LaneFrame last = mine.isEmpty() ? null : mine.getLast();
+          if (last != null
+              && last.absorbs(
+                  w.sink(),
+                  w.taskIndex(),
+                  w.op(),
+                  w.local(),
+                  w.localOffset(),
+                  length,
+                  w.regionId(),
+                  w.remoteOffset(),
+                  w.deadlineNanos(),
+                  w.priority(),
+                  mergeCap)) {
+            // The task follows the lane's last frame on both sides: one request carries both.
+            last.absorb(length);
+          } else {
+            mine.add(frame(w, 0, length));
+          }
           pendingBytes[lane] += length;
           charged[lane] += length;
           owed[k] = 1;

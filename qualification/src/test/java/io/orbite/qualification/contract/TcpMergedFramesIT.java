@@ -1,0 +1,198 @@
+package io.orbite.qualification.contract;
+
+import static org.junit.jupiter.api.Assertions.assertAll;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.Access;
+import io.orbite.engine.Batch;
+import io.orbite.engine.BatchStatus;
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.FaultHooks;
+import io.orbite.engine.RegisteredMemory;
+import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.TaskResult;
+import io.orbite.engine.TaskState;
+import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
+import io.orbite.qualification.verify.Pattern;
+import io.orbite.qualification.verify.Span;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Neighbouring small tasks over TCP share wire requests ({@code TcpPeerChannel.dispatchRun}): a
+ * batch of 64 READs of 4 KiB, each the next 4 KiB on both sides, goes as at most one request per
+ * lane, and every task still lands whole with its own receipt and the guards around the run
+ * untouched; the same pages in swapped pairs (no task follows the one before it) cost one request
+ * each. A merged request the source refuses fails every one of its tasks, and copies nothing.
+ *
+ * <p>Requests are counted where they show: the requester's lane calls {@link
+ * FaultHooks#beforeReadPayload} once per READ response with a payload, and the source counts each
+ * refused request in {@code sourceRefusals}.
+ */
+class TcpMergedFramesIT {
+  private static final long TASK = 4096;
+  private static final int TASKS = 64;
+
+  /** Guard bytes before and after the run, on both sides. */
+  private static final long GAP = 3 * TASK + 5;
+
+  private static final long REGION = GAP + TASKS * TASK + GAP;
+  private static final Duration AWAIT = Duration.ofSeconds(30);
+
+  @Test
+  void neighbouringTasksShareOneRequestPerLaneAndEachLandsWithTheGuardsIntact() {
+    ReadResponses responses = new ReadResponses();
+    EngineConfig d = EngineConfig.defaults();
+    int lanes = d.tcp().lanes();
+    try (TransferEngine source = TransferEngine.start(d.withName("merge-source"));
+        TransferEngine requester = TransferEngine.start(d.withName("merge-requester"), responses)) {
+      long data = 0x3e61L;
+      long guard = 0x51c7L;
+      RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, data);
+      RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, guard);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+
+      List<Integer> inOrder = new ArrayList<>();
+      List<Integer> swapped = new ArrayList<>();
+      for (int i = 0; i < TASKS; i++) {
+        inOrder.add(i);
+        swapped.add(i ^ 1);
+      }
+
+      int before = responses.count.get();
+      readAll(requester, local, peer, remote, inOrder);
+      int merged = responses.count.get() - before;
+      assertTrue(
+          merged >= 1 && merged <= lanes,
+          "64 neighbouring READs took " + merged + " request(s), over " + lanes + " lane(s)");
+      EnginePair.assertRegion(
+          local.segment(),
+          List.of(new Span(GAP, TASKS * TASK, data, GAP)),
+          guard,
+          "requester region after the neighbouring READs");
+
+      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      before = responses.count.get();
+      readAll(requester, local, peer, remote, swapped);
+      assertEquals(
+          TASKS,
+          responses.count.get() - before,
+          "the same pages in swapped pairs take one request each");
+      EnginePair.assertRegion(
+          local.segment(),
+          List.of(new Span(GAP, TASKS * TASK, data, GAP)),
+          guard,
+          "requester region after the swapped READs");
+      assertEquals(
+          -1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "the source is untouched");
+    }
+  }
+
+  @Test
+  void aRefusedMergedRequestFailsEachOfItsTasksAndCopiesNothing() {
+    ReadResponses responses = new ReadResponses();
+    EngineConfig d = EngineConfig.defaults();
+    int lanes = d.tcp().lanes();
+    try (TransferEngine source = TransferEngine.start(d.withName("merge-refusal-source"));
+        TransferEngine requester =
+            TransferEngine.start(d.withName("merge-refusal-requester"), responses);
+        Arena arena = Arena.ofShared()) {
+      long data = 0x2d93L;
+      long guard = 0x7a05L;
+      // Caller-owned, so its bytes stay readable after unregister and can be checked in full.
+      MemorySegment victimMemory = arena.allocate(REGION, 64);
+      Pattern.fill(victimMemory, 0, REGION, data, 0);
+      RegisteredMemory victim = source.register(victimMemory, Access.READ_WRITE);
+      RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, guard);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+      source.unregister(victim);
+
+      long refusalsBefore = source.counters().sourceRefusals.sum();
+      long readBefore = source.counters().sourceBytesRead.sum();
+      List<Integer> inOrder = new ArrayList<>();
+      for (int i = 0; i < TASKS; i++) {
+        inOrder.add(i);
+      }
+      Batch batch = requester.allocateBatch(TASKS);
+      try {
+        batch.submit(requests(local, peer, victim.regionId(), inOrder));
+        BatchStatus status = batch.await(AWAIT);
+        assertTrue(status.done(), status::toString);
+        assertEquals(TASKS, status.tasks().size(), status::toString);
+        for (TaskResult t : status.tasks()) {
+          assertAll(
+              "task " + t.index() + " of a refused merged request: " + t,
+              () -> assertEquals(TaskState.FAILED, t.state(), "state"),
+              () -> assertEquals(ErrorKind.PERMISSION_DENIED, t.errorKind(), "errorKind"),
+              () -> assertEquals(0, t.bytes(), "bytes"),
+              () -> assertEquals(RemoteEffect.NONE, t.remoteEffect(), "remoteEffect"),
+              () -> assertTrue(t.locallyDrained(), "locallyDrained"));
+        }
+      } finally {
+        batch.free();
+      }
+      long refused = source.counters().sourceRefusals.sum() - refusalsBefore;
+      assertTrue(
+          refused >= 1 && refused <= lanes,
+          "64 neighbouring READs were refused as " + refused + " request(s)");
+      assertEquals(readBefore, source.counters().sourceBytesRead.sum(), "no byte served");
+      assertEquals(0, responses.count.get(), "no READ payload reached the requester");
+      EnginePair.assertRegion(local.segment(), List.of(), guard, "requester region");
+      assertEquals(-1, Pattern.verify(victimMemory, 0, REGION, data, 0), "the source untouched");
+    }
+  }
+
+  /** READs of the 4 KiB pages {@code pages} of the run, in that order, as one batch; all land. */
+  private static void readAll(
+      TransferEngine requester,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      RegisteredMemory remote,
+      List<Integer> pages) {
+    Batch batch = requester.allocateBatch(pages.size());
+    try {
+      batch.submit(requests(local, peer, remote.regionId(), pages));
+      BatchStatus status = batch.await(AWAIT);
+      assertTrue(status.done(), status::toString);
+      for (TaskResult t : status.tasks()) {
+        assertTrue(t.completed() && t.locallyDrained(), t::toString);
+        assertEquals(TASK, t.bytes(), t::toString);
+      }
+    } finally {
+      batch.free();
+    }
+  }
+
+  private static List<TransferRequest> requests(
+      RegisteredMemory local, RemoteSegment peer, long region, List<Integer> pages) {
+    List<TransferRequest> requests = new ArrayList<>();
+    for (int page : pages) {
+      long at = GAP + page * TASK;
+      requests.add(
+          TransferRequest.read(local, at, peer, region, at, TASK).withTransport(Transport.TCP));
+    }
+    return requests;
+  }
+
+  /** Counts READ responses with a payload, as the requester's lanes see them. */
+  private static final class ReadResponses implements FaultHooks {
+    final AtomicInteger count = new AtomicInteger();
+
+    @Override
+    public void beforeReadPayload(String lane) {
+      count.incrementAndGet();
+    }
+  }
+}

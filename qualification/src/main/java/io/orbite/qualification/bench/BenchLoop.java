@@ -110,6 +110,47 @@ final class BenchLoop {
       long slots,
       double seconds,
       Progress progress) {
+    return runFor(
+        human,
+        engine,
+        op,
+        transport,
+        local,
+        peer,
+        remote,
+        size,
+        perBatch,
+        batchesInFlight,
+        slots,
+        false,
+        seconds,
+        progress);
+  }
+
+  /**
+   * {@link #runFor}, with {@code swapPairs} taking the slots in swapped pairs (1, 0, 3, 2, ...;
+   * {@code slots} even): the same memory, but no task starts where the one before it ended, so none
+   * of a batch's tasks can share a wire request (TCP merges a task into the frame before it only
+   * when it follows it, {@code TcpPeerChannel.dispatchRun}).
+   */
+  static Run runFor(
+      PrintStream human,
+      TransferEngine engine,
+      Op op,
+      Transport transport,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remote,
+      long size,
+      int perBatch,
+      int batchesInFlight,
+      long slots,
+      boolean swapPairs,
+      double seconds,
+      Progress progress) {
+    if (swapPairs && slots % 2 != 0) {
+      throw new IllegalArgumentException("swapped pairs need an even number of slots: " + slots);
+    }
     long start = System.nanoTime();
     long deadline = start + (long) (seconds * 1e9);
     long bytes = 0;
@@ -123,7 +164,8 @@ final class BenchLoop {
       while (more && outstanding.size() < batchesInFlight) {
         List<TransferRequest> requests = new ArrayList<>(perBatch);
         for (int i = 0; i < perBatch; i++) {
-          long offset = (slot++ % slots) * size;
+          long at = slot++ % slots;
+          long offset = (swapPairs ? at ^ 1 : at) * size;
           touched = Math.max(touched, offset + size);
           TransferRequest request =
               op == Op.READ
@@ -186,6 +228,23 @@ final class BenchLoop {
       long regionBytes,
       double seconds)
       throws InterruptedException {
+    return taskRate(human, engine, local, peer, remote, regionBytes, false, seconds);
+  }
+
+  /**
+   * {@link #taskRate}, with {@code swapPairs} taking the 4 KiB slots in swapped pairs, so that no
+   * task follows the one before it in memory (see {@link #runFor} with {@code swapPairs}).
+   */
+  static Run taskRate(
+      PrintStream human,
+      TransferEngine engine,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remote,
+      long regionBytes,
+      boolean swapPairs,
+      double seconds)
+      throws InterruptedException {
     long size = 4096;
     long slots = regionBytes / size;
     long warmStart = System.nanoTime();
@@ -200,6 +259,7 @@ final class BenchLoop {
           human,
           engine,
           Op.READ,
+          Transport.UNSPEC,
           local,
           peer,
           remote,
@@ -207,6 +267,7 @@ final class BenchLoop {
           1024,
           4,
           slots,
+          swapPairs,
           WARMUP_SPELL_SECONDS,
           spell);
       spell.done();
@@ -220,7 +281,20 @@ final class BenchLoop {
     long jitBefore = Jit.millis();
     Run timed =
         runFor(
-            human, engine, Op.READ, local, peer, remote, size, 1024, 4, slots, seconds, progress);
+            human,
+            engine,
+            Op.READ,
+            Transport.UNSPEC,
+            local,
+            peer,
+            remote,
+            size,
+            1024,
+            4,
+            slots,
+            swapPairs,
+            seconds,
+            progress);
     Run r =
         new Run(
             timed.bytes(),
@@ -236,7 +310,7 @@ final class BenchLoop {
         java.util.Locale.ROOT,
         "  %-12s %6d tasks in %5.2f s = %,.0f tasks/s (batches of 1024), %.0f B heap "
             + "allocated per task by the whole requester process, %d ms of JIT compiling (after %.1f s of warm-up)%n",
-        "read_4KiB",
+        swapPairs ? "read_4KiB_swapped" : "read_4KiB",
         r.tasks(),
         r.seconds(),
         r.tasks() / r.seconds(),

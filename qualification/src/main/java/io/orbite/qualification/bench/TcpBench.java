@@ -177,6 +177,16 @@ public final class TcpBench {
             BenchReport.verify(
                 human, Op.READ, local, source, remote, hot.touchedBytes(), sourceSeed, 0);
         figures.put("tasks_4KiB_hot_per_s", hot.tasks() / hot.seconds());
+        // The cold loop again with the slots in swapped pairs: the same pages, but no task follows
+        // the one before it, so each costs a wire request of its own (none merges).
+        BenchLoop.Run apart =
+            BenchLoop.taskRate(
+                human, requester, local, peer, remote, REGION_BYTES, true, secondsPerFigure);
+        failures += apart.failed();
+        failures +=
+            BenchReport.verify(
+                human, Op.READ, local, source, remote, apart.touchedBytes(), sourceSeed, 0);
+        figures.put("tasks_4KiB_unmerged_per_s", apart.tasks() / apart.seconds());
         ratios.put(
             "tasks_4KiB_cold_vs_hot",
             (small.tasks() / small.seconds()) / (hot.tasks() / hot.seconds()));

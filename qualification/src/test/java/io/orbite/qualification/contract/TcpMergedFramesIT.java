@@ -20,11 +20,13 @@ import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.Span;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -96,6 +98,107 @@ class TcpMergedFramesIT {
           "requester region after the swapped READs");
       assertEquals(
           -1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "the source is untouched");
+    }
+  }
+
+  /**
+   * A merged READ whose lane breaks just before its payload lands (a reset from the hook, once) is
+   * sent once more, whole, on the other lane after the broken one drained it (C6): every task of
+   * the batch completes with its own bytes, the run lands with its guards intact, and the retry is
+   * counted once per merged frame the broken lane held.
+   */
+  @Test
+  void aMergedReadCutByABrokenLaneIsRetriedWholeOnTheOtherLane() {
+    AtomicBoolean fired = new AtomicBoolean();
+    FaultHooks breakOnce =
+        new FaultHooks() {
+          @Override
+          public void beforeReadPayload(String lane) throws IOException {
+            if (fired.compareAndSet(false, true)) {
+              throw new IOException("test hook: connection reset on " + lane);
+            }
+          }
+        };
+    EngineConfig d = EngineConfig.defaults();
+    try (TransferEngine source = TransferEngine.start(d.withName("merge-retry-source"));
+        TransferEngine requester =
+            TransferEngine.start(d.withName("merge-retry-requester"), breakOnce)) {
+      long data = 0x6c2bL;
+      long guard = 0x0f4dL;
+      RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, data);
+      RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, guard);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+      List<Integer> inOrder = new ArrayList<>();
+      for (int i = 0; i < TASKS; i++) {
+        inOrder.add(i);
+      }
+      readAll(requester, local, peer, remote, inOrder);
+      assertTrue(fired.get(), "the hook broke a lane");
+      long retries = requester.counters().readRetries.sum();
+      assertTrue(
+          retries >= 1 && retries <= d.tcp().lanes(),
+          "the broken lane's merged READ was sent again as one frame: " + retries + " retries");
+      EnginePair.assertRegion(
+          local.segment(),
+          List.of(new Span(GAP, TASKS * TASK, data, GAP)),
+          guard,
+          "requester region after the retried READ");
+    }
+  }
+
+  /**
+   * Neighbouring WRITEs share requests the same way (the rule does not look at the op); no hook
+   * counts WRITE requests, so this checks what the merged path must keep: each task APPLIED with
+   * its own 4096 B, the source's run holding the requester's bytes, its guards around it intact,
+   * and the source counting exactly the run's bytes written.
+   */
+  @Test
+  void neighbouringWritesLandWholeAtTheSourceEachAppliedWithTheGuardsIntact() {
+    EngineConfig d = EngineConfig.defaults();
+    try (TransferEngine source = TransferEngine.start(d.withName("merge-write-source"));
+        TransferEngine requester = TransferEngine.start(d.withName("merge-write-requester"))) {
+      long data = 0x4b17L;
+      long guard = 0x19e3L;
+      RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, guard);
+      RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, data);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+      long writtenBefore = source.counters().sourceBytesWritten.sum();
+      List<TransferRequest> writes = new ArrayList<>();
+      for (int i = 0; i < TASKS; i++) {
+        long at = GAP + i * TASK;
+        writes.add(
+            TransferRequest.write(local, at, peer, remote.regionId(), at, TASK)
+                .withTransport(Transport.TCP));
+      }
+      Batch batch = requester.allocateBatch(TASKS);
+      try {
+        batch.submit(writes);
+        BatchStatus status = batch.await(AWAIT);
+        assertTrue(status.done(), status::toString);
+        assertEquals(TASKS, status.tasks().size(), status::toString);
+        for (TaskResult t : status.tasks()) {
+          assertAll(
+              "task " + t.index() + " of the neighbouring WRITEs: " + t,
+              () -> assertTrue(t.completed(), "completed"),
+              () -> assertEquals(TASK, t.bytes(), "bytes"),
+              () -> assertEquals(RemoteEffect.APPLIED, t.remoteEffect(), "remoteEffect"));
+        }
+      } finally {
+        batch.free();
+      }
+      assertEquals(
+          TASKS * TASK,
+          source.counters().sourceBytesWritten.sum() - writtenBefore,
+          "the source received exactly the run");
+      EnginePair.assertRegion(
+          remote.segment(),
+          List.of(new Span(GAP, TASKS * TASK, data, GAP)),
+          guard,
+          "source region after the neighbouring WRITEs");
+      assertEquals(
+          -1, Pattern.verify(local.segment(), 0, REGION, data, 0), "the requester is untouched");
     }
   }
 

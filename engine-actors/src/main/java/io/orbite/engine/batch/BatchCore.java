@@ -309,19 +309,27 @@ public final class BatchCore {
   }
 
   /**
-   * The most tasks handed to a channel in one {@link PeerChannel#dispatchRun}: big enough to spread
-   * a run's lock and lane hand-off over many tasks, small enough that the lanes start on a big
-   * submission while the rest of it is still being dispatched.
+   * The most tasks of a submission's first run for a channel: small, so that the lanes start on a
+   * big submission while the rest of it is still being dispatched (each channel is flushed after
+   * its first run).
    */
-  static final int DISPATCH_RUN = 64;
+  static final int FIRST_DISPATCH_RUN = 64;
+
+  /**
+   * The most tasks handed to a channel in one later {@link PeerChannel#dispatchRun}: a run's lock
+   * and lane hand-off are spread over many tasks, and a transport that merges neighbouring tasks
+   * (TCP) can merge no further than its run, so a longer run makes fewer, larger wire requests.
+   */
+  static final int DISPATCH_RUN = 512;
 
   /**
    * Hands admitted tasks to their channels, on the caller's thread and outside this monitor: a
    * channel may copy a small task right away and deliver its receipt on this thread. Consecutive
-   * tasks for one channel go in runs of at most {@link #DISPATCH_RUN}; each channel is flushed
-   * after its first run (so it starts while the rest are dispatched) and at the end. The receipt
-   * counts are recorded together at the end, under one lock: receipts that arrive meanwhile are
-   * counted, and their tasks end then.
+   * tasks for one channel go in runs: the first of at most {@link #FIRST_DISPATCH_RUN}, the later
+   * ones of at most {@link #DISPATCH_RUN}; each channel is flushed after its first run (so it
+   * starts while the rest are dispatched) and at the end. The receipt counts are recorded together
+   * at the end, under one lock: receipts that arrive meanwhile are counted, and their tasks end
+   * then.
    */
   public void dispatch(Admitted admitted) {
     PeerChannel[] channels = admitted.channels();
@@ -336,10 +344,12 @@ public final class BatchCore {
         continue;
       }
       PeerChannel channel = channels[k];
+      int runLimit =
+          touched == null || !touched.contains(channel) ? FIRST_DISPATCH_RUN : DISPATCH_RUN;
       int end = k + 1;
       long bytes = work[k].lengthBytes();
       while (end < work.length
-          && end - k < DISPATCH_RUN
+          && end - k < runLimit
           && work[end] != null
           && channels[end] == channel) {
         bytes += work[end].lengthBytes();

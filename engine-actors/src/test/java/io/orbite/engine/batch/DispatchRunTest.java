@@ -38,9 +38,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A submission's tasks reach a channel in runs ({@link PeerChannel#dispatchRun}): every task is
- * handed over exactly once, in order, in runs of at most {@link BatchCore#DISPATCH_RUN}; and when a
- * transport breaks its contract part-way through a run, the tasks it accepted stay owed to it while
- * the ones it never took fail as never sent, their loans and charges returned at once.
+ * handed over exactly once, in order, in runs of at most {@link BatchCore#FIRST_DISPATCH_RUN} first
+ * and {@link BatchCore#DISPATCH_RUN} after; and when a transport breaks its contract part-way
+ * through a run, the tasks it accepted stay owed to it while the ones it never took fail as never
+ * sent, their loans and charges returned at once.
  */
 class DispatchRunTest {
   static {
@@ -52,7 +53,7 @@ class DispatchRunTest {
 
   private static final Duration DEADLINE = Duration.ofSeconds(10);
   private static final long REGION = 9;
-  private static final int TASKS = 150;
+  private static final int TASKS = BatchCore.FIRST_DISPATCH_RUN + BatchCore.DISPATCH_RUN + 22;
   private static final long TASK_BYTES = 64;
 
   private final EngineCounters counters = new EngineCounters();
@@ -137,7 +138,10 @@ class DispatchRunTest {
       assertEquals(i * TASK_BYTES, channel.accepted.get(i).localOffset());
     }
     assertEquals(
-        List.of(BatchCore.DISPATCH_RUN, BatchCore.DISPATCH_RUN, TASKS - 2 * BatchCore.DISPATCH_RUN),
+        List.of(
+            BatchCore.FIRST_DISPATCH_RUN,
+            BatchCore.DISPATCH_RUN,
+            TASKS - BatchCore.FIRST_DISPATCH_RUN - BatchCore.DISPATCH_RUN),
         channel.runLengths);
     assertEquals(TASKS, counters.of(Transport.TCP).tasksDispatched.sum());
     assertEquals(TASKS * TASK_BYTES, counters.of(Transport.TCP).bytesDispatched.sum());

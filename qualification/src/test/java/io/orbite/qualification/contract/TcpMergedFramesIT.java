@@ -35,7 +35,8 @@ import org.junit.jupiter.api.Test;
  * batch of 64 READs of 4 KiB, each the next 4 KiB on both sides, goes as at most one request per
  * lane, and every task still lands whole with its own receipt and the guards around the run
  * untouched; the same pages in swapped pairs (no task follows the one before it) cost one request
- * each. A merged request the source refuses fails every one of its tasks, and copies nothing.
+ * each. Later runs of a submission merge into requests of up to 1 MiB. A merged request the source
+ * refuses fails every one of its tasks, and copies nothing.
  *
  * <p>Requests are counted where they show: the requester's lane calls {@link
  * FaultHooks#beforeReadPayload} once per READ response with a payload, and the source counts each
@@ -98,6 +99,54 @@ class TcpMergedFramesIT {
           "requester region after the swapped READs");
       assertEquals(
           -1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "the source is untouched");
+    }
+  }
+
+  /**
+   * After a submission's first run (64 tasks), the engine hands the channel up to 512 tasks at a
+   * time, and a part of a run may grow to 1 MiB: 576 neighbouring READs of 4 KiB take at most one
+   * request per lane for the first run and two more for the second (8 per lane with 256 KiB parts,
+   * 576 with one per task), and land whole with the guards around them intact.
+   */
+  @Test
+  void aLongRunOfNeighbouringReadsGoesInRequestsOfUpToOneMebibyte() {
+    ReadResponses responses = new ReadResponses();
+    EngineConfig d = EngineConfig.defaults();
+    int lanes = d.tcp().lanes();
+    int tasks = 64 + 512;
+    long region = GAP + tasks * TASK + GAP;
+    try (TransferEngine source = TransferEngine.start(d.withName("merge-long-source"));
+        TransferEngine requester =
+            TransferEngine.start(d.withName("merge-long-requester"), responses)) {
+      long data = 0x5a0fL;
+      long guard = 0x1d6bL;
+      RegisteredMemory remote = EnginePair.guarded(source, region, Access.READ_WRITE, data);
+      RegisteredMemory local = EnginePair.guarded(requester, region, Access.READ_WRITE, guard);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+      List<Integer> inOrder = new ArrayList<>();
+      for (int i = 0; i < tasks; i++) {
+        inOrder.add(i);
+      }
+      readAll(requester, local, peer, remote, inOrder);
+      int requests = responses.count.get();
+      int mostExpected = lanes + Math.max(2, lanes);
+      assertTrue(
+          requests >= 2 && requests <= mostExpected,
+          tasks
+              + " neighbouring READs took "
+              + requests
+              + " request(s) over "
+              + lanes
+              + " lane(s), expected at most "
+              + mostExpected);
+      EnginePair.assertRegion(
+          local.segment(),
+          List.of(new Span(GAP, tasks * TASK, data, GAP)),
+          guard,
+          "requester region after the long run of READs");
+      assertEquals(
+          -1, Pattern.verify(remote.segment(), 0, region, data, 0), "the source is untouched");
     }
   }
 

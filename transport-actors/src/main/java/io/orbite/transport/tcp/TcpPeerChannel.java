@@ -24,9 +24,10 @@ final class TcpPeerChannel implements PeerChannel {
    * lane ({@link #dispatchRun}); a smaller run is split across the lanes. Neighbouring tasks
    * usually cover neighbouring memory, and a lane that copies a contiguous stretch runs faster than
    * two that take alternate 4 KiB pieces of it (on both sides: the source's copy out of its region
-   * and the requester's copy into it).
+   * and the requester's copy into it). It also caps a request merged from neighbouring tasks, where
+   * fewer, larger requests cost less per task (docs/qualification.md).
    */
-  static final long DEAL_BYTES = 256L << 10;
+  static final long DEAL_BYTES = 1024L << 10;
 
   private final SegmentDescriptor peer;
   private final RequesterLane[] lanes;

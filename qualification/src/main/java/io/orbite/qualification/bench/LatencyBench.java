@@ -37,6 +37,9 @@ import java.util.Map;
  *       timed.
  * </ul>
  *
+ * <p>The two patterns of a figure run in one pass, taking turns every 100 transfers, so that their
+ * ratio is not moved by the host's pace changing between them.
+ *
  * <p>Each transfer goes to a slot of its own, never reused within a figure, so every transfer's
  * bytes are checked afterwards: after READs the requester's slots hold the source's pattern and the
  * bytes after them are untouched; after WRITEs the source (asked over its harness, refilled before
@@ -49,10 +52,21 @@ import java.util.Map;
  * ceiling (lower is better).
  */
 public final class LatencyBench {
-  private static final long REGION_BYTES = 1L << 30;
+  /**
+   * Each side's region: both patterns' slots of the 64 KiB figures (2 x 11,000 x 64 KiB) and the
+   * guard slot after them.
+   */
+  private static final long REGION_BYTES = 3L << 29;
+
   private static final long[] SIZES = {4L << 10, 64L << 10};
   private static final String[] NAMES = {"4KiB", "64KiB"};
   private static final Duration AWAIT = Duration.ofSeconds(30);
+
+  /** The two patterns of each figure: reused (kept batch) first, then fresh. */
+  private static final boolean[] PATTERNS = {false, true};
+
+  /** Transfers of one pattern before the other takes its turn. */
+  private static final int TURN = 100;
 
   private PrintStream human = System.out;
   private int timed = 10_000;
@@ -137,8 +151,8 @@ public final class LatencyBench {
       // The figures re-fill both sides before they run, so these transfers leave nothing behind.
       for (Transport transport : List.of(Transport.TCP, Transport.SHM)) {
         for (Op op : Op.values()) {
-          for (boolean fresh : new boolean[] {false, true}) {
-            failures +=
+          for (boolean fresh : PATTERNS) {
+            int[] failed =
                 measure(
                     requester,
                     op,
@@ -147,8 +161,9 @@ public final class LatencyBench {
                     peer,
                     remote,
                     SIZES[0],
-                    fresh,
-                    new long[jitWarmup]);
+                    new boolean[] {fresh},
+                    new long[][] {new long[jitWarmup]});
+            failures += failed[0];
           }
         }
       }
@@ -156,33 +171,32 @@ public final class LatencyBench {
       for (Transport transport : List.of(Transport.TCP, Transport.SHM)) {
         for (Op op : Op.values()) {
           for (int s = 0; s < SIZES.length; s++) {
-            for (boolean fresh : new boolean[] {false, true}) {
-              seed++;
-              String name =
-                  transport.name().toLowerCase(Locale.ROOT)
-                      + "_"
-                      + op.name().toLowerCase(Locale.ROOT)
-                      + "_"
-                      + NAMES[s]
-                      + (fresh ? "_fresh_batch" : "");
-              long used = (timed + warmup) * SIZES[s];
-              if (op == Op.READ) {
-                source.call("FILL " + remote + " " + sourceSeed);
-                Pattern.fill(local.segment(), 0, used + SIZES[s], seed, 0);
-              } else {
-                source.call("FILL " + remote + " " + sourceSeed);
-                Pattern.fill(local.segment(), 0, used, seed, 0);
-              }
-              long[] nanos = new long[timed];
-              Jit.settle();
-              int failed =
-                  measure(requester, op, transport, local, peer, remote, SIZES[s], fresh, nanos);
-              failures += failed;
-              failures += verify(op, local, source, remote, used, SIZES[s], sourceSeed, seed, name);
-              Arrays.sort(nanos);
-              double p50 = percentile(nanos, 50),
-                  p99 = percentile(nanos, 99),
-                  p999 = percentile(nanos, 99.9);
+            // Both patterns of a size in one pass, taken in turn (see measure), so that a change
+            // in the host's pace between the two does not pass for a difference between them.
+            seed++;
+            String base =
+                transport.name().toLowerCase(Locale.ROOT)
+                    + "_"
+                    + op.name().toLowerCase(Locale.ROOT)
+                    + "_"
+                    + NAMES[s];
+            long used = PATTERNS.length * (timed + warmup) * SIZES[s];
+            source.call("FILL " + remote + " " + sourceSeed);
+            Pattern.fill(local.segment(), 0, op == Op.READ ? used + SIZES[s] : used, seed, 0);
+            long[][] nanos = new long[PATTERNS.length][timed];
+            Jit.settle();
+            int[] failed =
+                measure(requester, op, transport, local, peer, remote, SIZES[s], PATTERNS, nanos);
+            failures += verify(op, local, source, remote, used, SIZES[s], sourceSeed, seed, base);
+            for (int p = 0; p < PATTERNS.length; p++) {
+              boolean fresh = PATTERNS[p];
+              String suffix = fresh ? "_fresh_batch" : "";
+              String name = base + suffix;
+              failures += failed[p];
+              Arrays.sort(nanos[p]);
+              double p50 = percentile(nanos[p], 50),
+                  p99 = percentile(nanos[p], 99),
+                  p999 = percentile(nanos[p], 99.9);
               figures.put(name + "_p50_us", p50);
               figures.put(name + "_p99_us", p99);
               figures.put(name + "_p99.9_us", p999);
@@ -194,16 +208,14 @@ public final class LatencyBench {
                   p99,
                   p999,
                   timed,
-                  failed > 0 ? ", " + failed + " FAILED" : "");
-              String base = name.replace("_fresh_batch", "");
-              String suffix = fresh ? "_fresh_batch" : "";
+                  failed[p] > 0 ? ", " + failed[p] + " FAILED" : "");
               if (transport == Transport.TCP
                   && ceilings.containsKey("sockperf_rtt_" + NAMES[s] + "_p50_us")) {
                 ratios.put(
-                    base + suffix + "_p50_vs_sockperf",
+                    name + "_p50_vs_sockperf",
                     p50 / ceilings.get("sockperf_rtt_" + NAMES[s] + "_p50_us"));
                 ratios.put(
-                    base + suffix + "_p99_vs_sockperf",
+                    name + "_p99_vs_sockperf",
                     p99 / ceilings.get("sockperf_rtt_" + NAMES[s] + "_p99_us"));
               }
               String ucx =
@@ -213,7 +225,7 @@ public final class LatencyBench {
                       + NAMES[s]
                       + "_p50_us";
               if (ceilings.containsKey(ucx)) {
-                ratios.put(base + suffix + "_p50_vs_ucx", p50 / ceilings.get(ucx));
+                ratios.put(name + "_p50_vs_ucx", p50 / ceilings.get(ucx));
               }
               if (fresh) {
                 ratios.put(base + "_fresh_vs_reused_p50", p50 / figures.get(base + "_p50_us"));
@@ -263,12 +275,15 @@ public final class LatencyBench {
   }
 
   /**
-   * Runs {@link #warmup} untimed transfers into the slots after the timed ones, then {@code
-   * nanos.length} timed ones into slots 0.. in order.
+   * Runs the transfers of one figure for each pattern in {@code fresh} ({@code true}: a fresh batch
+   * per transfer; {@code false}: one kept batch, reset after each). The patterns take turns in
+   * blocks of {@link #TURN} transfers, {@link #warmup} untimed ones first, then {@code
+   * nanos[p].length} timed ones. Pattern {@code p} owns the slots from {@code p * (warmup +
+   * timed)}: its timed transfers go to the first of them in order, its untimed ones after those.
    *
-   * @return how many transfers did not complete
+   * @return for each pattern, how many of its transfers did not complete
    */
-  private int measure(
+  private int[] measure(
       TransferEngine engine,
       Op op,
       Transport transport,
@@ -276,51 +291,58 @@ public final class LatencyBench {
       RemoteSegment peer,
       long remote,
       long size,
-      boolean fresh,
-      long[] nanos) {
-    int failed = 0;
-    Batch reused = null;
-    int total = warmup + nanos.length;
-    for (int k = 0; k < total; k++) {
-      int slot = k < warmup ? nanos.length + k : k - warmup;
-      long offset = slot * size;
-      TransferRequest request =
-          (op == Op.READ
-                  ? TransferRequest.read(local, offset, peer, remote, offset, size)
-                  : TransferRequest.write(local, offset, peer, remote, offset, size))
-              .withTransport(transport);
-      List<TransferRequest> one = List.of(request);
-      boolean done;
-      long begun;
-      long ended;
-      if (fresh) {
-        begun = System.nanoTime();
-        Batch batch = engine.allocateBatch(1);
-        batch.submit(one);
-        BatchStatus status = batch.await(AWAIT);
-        batch.free();
-        ended = System.nanoTime();
-        done = status.allCompleted();
-      } else {
-        if (reused == null) {
-          reused = engine.allocateBatch(1);
+      boolean[] fresh,
+      long[][] nanos) {
+    int[] failed = new int[fresh.length];
+    Batch[] kept = new Batch[fresh.length];
+    int timedPerPattern = nanos[0].length;
+    int total = warmup + timedPerPattern;
+    for (int from = 0; from < total; from += TURN) {
+      for (int p = 0; p < fresh.length; p++) {
+        for (int k = from; k < Math.min(total, from + TURN); k++) {
+          int slot = p * total + (k < warmup ? timedPerPattern + k : k - warmup);
+          long offset = slot * size;
+          TransferRequest request =
+              (op == Op.READ
+                      ? TransferRequest.read(local, offset, peer, remote, offset, size)
+                      : TransferRequest.write(local, offset, peer, remote, offset, size))
+                  .withTransport(transport);
+          List<TransferRequest> one = List.of(request);
+          boolean done;
+          long begun;
+          long ended;
+          if (fresh[p]) {
+            begun = System.nanoTime();
+            Batch batch = engine.allocateBatch(1);
+            batch.submit(one);
+            BatchStatus status = batch.await(AWAIT);
+            batch.free();
+            ended = System.nanoTime();
+            done = status.allCompleted();
+          } else {
+            if (kept[p] == null) {
+              kept[p] = engine.allocateBatch(1);
+            }
+            begun = System.nanoTime();
+            kept[p].submit(one);
+            BatchStatus status = kept[p].await(AWAIT);
+            kept[p].reset();
+            ended = System.nanoTime();
+            done = status.allCompleted();
+          }
+          if (!done) {
+            failed[p]++;
+          }
+          if (k >= warmup) {
+            nanos[p][k - warmup] = ended - begun;
+          }
         }
-        begun = System.nanoTime();
-        reused.submit(one);
-        BatchStatus status = reused.await(AWAIT);
-        reused.reset();
-        ended = System.nanoTime();
-        done = status.allCompleted();
-      }
-      if (!done) {
-        failed++;
-      }
-      if (k >= warmup) {
-        nanos[k - warmup] = ended - begun;
       }
     }
-    if (reused != null) {
-      reused.free();
+    for (Batch batch : kept) {
+      if (batch != null) {
+        batch.free();
+      }
     }
     return failed;
   }

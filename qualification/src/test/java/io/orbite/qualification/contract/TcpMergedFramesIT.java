@@ -55,17 +55,10 @@ class TcpMergedFramesIT {
   @Test
   void neighbouringTasksShareOneRequestPerLaneAndEachLandsWithTheGuardsIntact() {
     ReadResponses responses = new ReadResponses();
-    EngineConfig d = EngineConfig.defaults();
-    int lanes = d.tcp().lanes();
-    try (TransferEngine source = TransferEngine.start(d.withName("merge-source"));
-        TransferEngine requester = TransferEngine.start(d.withName("merge-requester"), responses)) {
-      long data = 0x3e61L;
-      long guard = 0x51c7L;
-      RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, data);
-      RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, guard);
-      RemoteSegment peer =
-          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
-
+    int lanes = EngineConfig.defaults().tcp().lanes();
+    long data = 0x3e61L;
+    long guard = 0x51c7L;
+    try (Engines e = Engines.open("merge", responses, REGION, data, guard)) {
       List<Integer> inOrder = new ArrayList<>();
       List<Integer> swapped = new ArrayList<>();
       for (int i = 0; i < TASKS; i++) {
@@ -74,31 +67,21 @@ class TcpMergedFramesIT {
       }
 
       int before = responses.count.get();
-      readAll(requester, local, peer, remote, inOrder);
+      readAll(e, inOrder);
       int merged = responses.count.get() - before;
       assertTrue(
           merged >= 1 && merged <= lanes,
           "64 neighbouring READs took " + merged + " request(s), over " + lanes + " lane(s)");
-      EnginePair.assertRegion(
-          local.segment(),
-          List.of(new Span(GAP, TASKS * TASK, data, GAP)),
-          guard,
-          "requester region after the neighbouring READs");
+      assertRunLanded(e, TASKS, REGION, data, guard, "the neighbouring READs");
 
-      Pattern.fill(local.segment(), 0, REGION, guard, 0);
+      Pattern.fill(e.local().segment(), 0, REGION, guard, 0);
       before = responses.count.get();
-      readAll(requester, local, peer, remote, swapped);
+      readAll(e, swapped);
       assertEquals(
           TASKS,
           responses.count.get() - before,
           "the same pages in swapped pairs take one request each");
-      EnginePair.assertRegion(
-          local.segment(),
-          List.of(new Span(GAP, TASKS * TASK, data, GAP)),
-          guard,
-          "requester region after the swapped READs");
-      assertEquals(
-          -1, Pattern.verify(remote.segment(), 0, REGION, data, 0), "the source is untouched");
+      assertRunLanded(e, TASKS, REGION, data, guard, "the swapped READs");
     }
   }
 
@@ -111,24 +94,13 @@ class TcpMergedFramesIT {
   @Test
   void aLongRunOfNeighbouringReadsGoesInRequestsOfUpToOneMebibyte() {
     ReadResponses responses = new ReadResponses();
-    EngineConfig d = EngineConfig.defaults();
-    int lanes = d.tcp().lanes();
+    int lanes = EngineConfig.defaults().tcp().lanes();
     int tasks = 64 + 512;
     long region = GAP + tasks * TASK + GAP;
-    try (TransferEngine source = TransferEngine.start(d.withName("merge-long-source"));
-        TransferEngine requester =
-            TransferEngine.start(d.withName("merge-long-requester"), responses)) {
-      long data = 0x5a0fL;
-      long guard = 0x1d6bL;
-      RegisteredMemory remote = EnginePair.guarded(source, region, Access.READ_WRITE, data);
-      RegisteredMemory local = EnginePair.guarded(requester, region, Access.READ_WRITE, guard);
-      RemoteSegment peer =
-          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
-      List<Integer> inOrder = new ArrayList<>();
-      for (int i = 0; i < tasks; i++) {
-        inOrder.add(i);
-      }
-      readAll(requester, local, peer, remote, inOrder);
+    long data = 0x5a0fL;
+    long guard = 0x1d6bL;
+    try (Engines e = Engines.open("merge-long", responses, region, data, guard)) {
+      readAll(e, pagesInOrder(tasks));
       int requests = responses.count.get();
       int mostExpected = lanes + Math.max(2, lanes);
       assertTrue(
@@ -140,13 +112,7 @@ class TcpMergedFramesIT {
               + lanes
               + " lane(s), expected at most "
               + mostExpected);
-      EnginePair.assertRegion(
-          local.segment(),
-          List.of(new Span(GAP, tasks * TASK, data, GAP)),
-          guard,
-          "requester region after the long run of READs");
-      assertEquals(
-          -1, Pattern.verify(remote.segment(), 0, region, data, 0), "the source is untouched");
+      assertRunLanded(e, tasks, region, data, guard, "the long run of READs");
     }
   }
 
@@ -168,31 +134,16 @@ class TcpMergedFramesIT {
             }
           }
         };
-    EngineConfig d = EngineConfig.defaults();
-    try (TransferEngine source = TransferEngine.start(d.withName("merge-retry-source"));
-        TransferEngine requester =
-            TransferEngine.start(d.withName("merge-retry-requester"), breakOnce)) {
-      long data = 0x6c2bL;
-      long guard = 0x0f4dL;
-      RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, data);
-      RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, guard);
-      RemoteSegment peer =
-          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
-      List<Integer> inOrder = new ArrayList<>();
-      for (int i = 0; i < TASKS; i++) {
-        inOrder.add(i);
-      }
-      readAll(requester, local, peer, remote, inOrder);
+    long data = 0x6c2bL;
+    long guard = 0x0f4dL;
+    try (Engines e = Engines.open("merge-retry", breakOnce, REGION, data, guard)) {
+      readAll(e, pagesInOrder(TASKS));
       assertTrue(fired.get(), "the hook broke a lane");
-      long retries = requester.counters().readRetries.sum();
+      long retries = e.requester().counters().readRetries.sum();
       assertTrue(
-          retries >= 1 && retries <= d.tcp().lanes(),
+          retries >= 1 && retries <= EngineConfig.defaults().tcp().lanes(),
           "the broken lane's merged READ was sent again as one frame: " + retries + " retries");
-      EnginePair.assertRegion(
-          local.segment(),
-          List.of(new Span(GAP, TASKS * TASK, data, GAP)),
-          guard,
-          "requester region after the retried READ");
+      assertRunLanded(e, TASKS, REGION, data, guard, "the retried READ");
     }
   }
 
@@ -204,24 +155,20 @@ class TcpMergedFramesIT {
    */
   @Test
   void neighbouringWritesLandWholeAtTheSourceEachAppliedWithTheGuardsIntact() {
-    EngineConfig d = EngineConfig.defaults();
-    try (TransferEngine source = TransferEngine.start(d.withName("merge-write-source"));
-        TransferEngine requester = TransferEngine.start(d.withName("merge-write-requester"))) {
-      long data = 0x4b17L;
-      long guard = 0x19e3L;
-      RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, guard);
-      RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, data);
-      RemoteSegment peer =
-          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
-      long writtenBefore = source.counters().sourceBytesWritten.sum();
+    long data = 0x4b17L;
+    long guard = 0x19e3L;
+    try (Engines e = Engines.open("merge-write", FaultHooks.NONE, REGION, guard, data)) {
+      RegisteredMemory remote = e.remote();
+      RegisteredMemory local = e.local();
+      long writtenBefore = e.source().counters().sourceBytesWritten.sum();
       List<TransferRequest> writes = new ArrayList<>();
       for (int i = 0; i < TASKS; i++) {
         long at = GAP + i * TASK;
         writes.add(
-            TransferRequest.write(local, at, peer, remote.regionId(), at, TASK)
+            TransferRequest.write(local, at, e.peer(), remote.regionId(), at, TASK)
                 .withTransport(Transport.TCP));
       }
-      Batch batch = requester.allocateBatch(TASKS);
+      Batch batch = e.requester().allocateBatch(TASKS);
       try {
         batch.submit(writes);
         BatchStatus status = batch.await(AWAIT);
@@ -239,7 +186,7 @@ class TcpMergedFramesIT {
       }
       assertEquals(
           TASKS * TASK,
-          source.counters().sourceBytesWritten.sum() - writtenBefore,
+          e.source().counters().sourceBytesWritten.sum() - writtenBefore,
           "the source received exactly the run");
       EnginePair.assertRegion(
           remote.segment(),
@@ -273,10 +220,7 @@ class TcpMergedFramesIT {
 
       long refusalsBefore = source.counters().sourceRefusals.sum();
       long readBefore = source.counters().sourceBytesRead.sum();
-      List<Integer> inOrder = new ArrayList<>();
-      for (int i = 0; i < TASKS; i++) {
-        inOrder.add(i);
-      }
+      List<Integer> inOrder = pagesInOrder(TASKS);
       Batch batch = requester.allocateBatch(TASKS);
       try {
         batch.submit(requests(local, peer, victim.regionId(), inOrder));
@@ -304,6 +248,83 @@ class TcpMergedFramesIT {
       EnginePair.assertRegion(local.segment(), List.of(), guard, "requester region");
       assertEquals(-1, Pattern.verify(victimMemory, 0, REGION, data, 0), "the source untouched");
     }
+  }
+
+  /** The pages 0 .. {@code n - 1}, in order. */
+  private static List<Integer> pagesInOrder(int n) {
+    List<Integer> pages = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      pages.add(i);
+    }
+    return pages;
+  }
+
+  /**
+   * A source and a requester engine (default config, the requester with {@code hooks}), a region of
+   * {@code regionBytes} on each, filled with {@code remoteSeed} at the source and {@code localSeed}
+   * at the requester, and the source opened as the requester's peer.
+   */
+  private record Engines(
+      TransferEngine source,
+      TransferEngine requester,
+      RegisteredMemory remote,
+      RegisteredMemory local,
+      RemoteSegment peer)
+      implements AutoCloseable {
+    static Engines open(
+        String name, FaultHooks hooks, long regionBytes, long remoteSeed, long localSeed) {
+      EngineConfig d = EngineConfig.defaults();
+      TransferEngine source = TransferEngine.start(d.withName(name + "-source"));
+      TransferEngine requester = null;
+      try {
+        requester = TransferEngine.start(d.withName(name + "-requester"), hooks);
+        RegisteredMemory remote =
+            EnginePair.guarded(source, regionBytes, Access.READ_WRITE, remoteSeed);
+        RegisteredMemory local =
+            EnginePair.guarded(requester, regionBytes, Access.READ_WRITE, localSeed);
+        RemoteSegment peer =
+            requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+        return new Engines(source, requester, remote, local, peer);
+      } catch (RuntimeException e) {
+        if (requester != null) {
+          requester.close();
+        }
+        source.close();
+        throw e;
+      }
+    }
+
+    @Override
+    public void close() {
+      try {
+        requester.close();
+      } finally {
+        source.close();
+      }
+    }
+  }
+
+  /** {@link #readAll(TransferEngine, RegisteredMemory, RemoteSegment, RegisteredMemory, List)}. */
+  private static void readAll(Engines e, List<Integer> pages) {
+    readAll(e.requester(), e.local(), e.peer(), e.remote(), pages);
+  }
+
+  /**
+   * After {@code what}: the requester's region holds the source's bytes over the first {@code
+   * pages} pages of the run and its guard pattern around them, and the source's region of {@code
+   * regionBytes} is untouched.
+   */
+  private static void assertRunLanded(
+      Engines e, int pages, long regionBytes, long data, long guard, String what) {
+    EnginePair.assertRegion(
+        e.local().segment(),
+        List.of(new Span(GAP, pages * TASK, data, GAP)),
+        guard,
+        "requester region after " + what);
+    assertEquals(
+        -1,
+        Pattern.verify(e.remote().segment(), 0, regionBytes, data, 0),
+        "the source is untouched after " + what);
   }
 
   /** READs of the 4 KiB pages {@code pages} of the run, in that order, as one batch; all land. */

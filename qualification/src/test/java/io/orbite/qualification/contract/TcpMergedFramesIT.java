@@ -88,8 +88,9 @@ class TcpMergedFramesIT {
   /**
    * After a submission's first run (64 tasks), the engine hands the channel up to 512 tasks at a
    * time, and a part of a run may grow to 1 MiB: 576 neighbouring READs of 4 KiB take at most one
-   * request per lane for the first run and two more for the second (8 per lane with 256 KiB parts,
-   * 576 with one per task), and land whole with the guards around them intact.
+   * request per lane for the first run and two more for the second (10 in all with 256 KiB parts,
+   * 18 with later runs of 64, 576 with one per task), and land whole with the guards around them
+   * intact.
    */
   @Test
   void aLongRunOfNeighbouringReadsGoesInRequestsOfUpToOneMebibyte() {

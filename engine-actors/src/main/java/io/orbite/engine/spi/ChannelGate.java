@@ -1,0 +1,229 @@
+package io.orbite.engine.spi;
+
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.TransferException;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The state of one peer channel, the same on every transport, and the one mapping from that state
+ * to the error kind a refused task or call gets (DESIGN C18). A channel keeps no flag of its own
+ * beside it: whether it accepts work, and why not, is read here.
+ *
+ * <pre>
+ *   ACTIVE ──► CLOSED(why, reason) ──► FENCED(newer epoch, reason)
+ *      │                                  ▲
+ *      └──────────────────────────────────┘
+ * </pre>
+ *
+ * <p>{@code ACTIVE}: it takes work. {@code CLOSED}: it takes none, for a reason of this incarnation
+ * ({@link Why}): its peer was lost, this engine closed it, or its owner holds memory it could not
+ * prove released. {@code FENCED}: a newer incarnation of the peer answers at its endpoint; it never
+ * sends again (C3), and a closed channel still moves here when the newer epoch is learned later, so
+ * a restart learned after a loss reads as a restart. Nothing leaves FENCED. The state moves by
+ * compare-and-set, so the first closer's reason stands and racing movers never undo each other. A
+ * reconnecting state (a lane being rebuilt while the peer proves the same epoch) slots in between
+ * ACTIVE and CLOSED.
+ */
+public final class ChannelGate {
+  /** Why a channel of this incarnation closed. */
+  public enum Why {
+    /** The peer stopped answering: its connection broke, its process ended. Tasks: PEER_LOST. */
+    PEER_LOST,
+    /** This engine closed the channel (a close, a side close, shutdown). Tasks: UNAVAILABLE. */
+    LOCAL_CLOSE,
+    /**
+     * The channel's owner could not prove its workers let go and keeps what it holds (a quarantined
+     * endpoint). Tasks: UNQUIESCED.
+     */
+    HELD
+  }
+
+  /** A state of a channel. */
+  public sealed interface State permits Active, Closed, Fenced {}
+
+  /** The channel takes work. */
+  public enum Active implements State {
+    /** The one value. */
+    INSTANCE
+  }
+
+  /**
+   * The channel takes no work, for a reason of this incarnation.
+   *
+   * @param why the kind of closure
+   * @param reason a sentence for messages
+   */
+  public record Closed(Why why, String reason) implements State {}
+
+  /**
+   * A newer incarnation answers at the peer's endpoint.
+   *
+   * @param newerEpoch the epoch learned (0 when only "not this one" is known)
+   * @param reason a sentence for messages
+   */
+  public record Fenced(long newerEpoch, String reason) implements State {}
+
+  /**
+   * The error kind a task or call refused by a channel in {@code state} gets: the one mapping.
+   *
+   * @param state a channel's state
+   * @return null for {@link Active}; PEER_LOST, UNAVAILABLE, UNQUIESCED or EPOCH_MISMATCH
+   */
+  public static ErrorKind kindOf(State state) {
+    return switch (state) {
+      case Active a -> null;
+      case Fenced f -> ErrorKind.EPOCH_MISMATCH;
+      case Closed c ->
+          switch (c.why()) {
+            case PEER_LOST -> ErrorKind.PEER_LOST;
+            case LOCAL_CLOSE -> ErrorKind.UNAVAILABLE;
+            case HELD -> ErrorKind.UNQUIESCED;
+          };
+    };
+  }
+
+  private static int rank(State s) {
+    return switch (s) {
+      case Active a -> 0;
+      case Closed c -> 1;
+      case Fenced f -> 2;
+    };
+  }
+
+  private final String label;
+  private final AtomicReference<State> state = new AtomicReference<>(Active.INSTANCE);
+
+  /**
+   * A gate, active.
+   *
+   * @param label what messages call the channel, for example {@code the TCP channel to
+   *     127.0.0.1:4000@5e1f}
+   */
+  public ChannelGate(String label) {
+    this.label = label;
+  }
+
+  /**
+   * What messages call the channel.
+   *
+   * @return the label
+   */
+  public String label() {
+    return label;
+  }
+
+  /**
+   * The state now.
+   *
+   * @return the state (one volatile read)
+   */
+  public State state() {
+    return state.get();
+  }
+
+  /**
+   * Whether the channel takes work.
+   *
+   * @return true while {@link Active}
+   */
+  public boolean active() {
+    return state.get() == Active.INSTANCE;
+  }
+
+  /**
+   * Closes an active channel.
+   *
+   * @param why the kind of closure
+   * @param reason why, for messages
+   * @return true when this call closed it; false when it was already closed or fenced
+   */
+  public boolean close(Why why, String reason) {
+    return move(new Closed(why, reason));
+  }
+
+  /**
+   * Fences the channel: a newer incarnation answers at the peer's endpoint.
+   *
+   * @param newerEpoch the epoch learned, or 0
+   * @param reason why, for messages
+   * @return true when this call fenced it; false when it was already fenced
+   */
+  public boolean fence(long newerEpoch, String reason) {
+    return move(new Fenced(newerEpoch, reason));
+  }
+
+  private boolean move(State next) {
+    while (true) {
+      State now = state.get();
+      if (rank(next) <= rank(now)) {
+        return false;
+      }
+      if (state.compareAndSet(now, next)) {
+        return true;
+      }
+    }
+  }
+
+  /**
+   * The kind a task or call refused now gets.
+   *
+   * @return null while active, else {@link #kindOf} of the state
+   */
+  public ErrorKind refusalKind() {
+    return kindOf(state.get());
+  }
+
+  /**
+   * Why the channel refuses, as a sentence naming it.
+   *
+   * @return for example {@code the TCP channel to 127.0.0.1:4000@5e1f is fenced: a newer
+   *     incarnation answers}; "... is active" while it takes work
+   */
+  public String refusal() {
+    return switch (state.get()) {
+      case Active a -> label + " is active";
+      case Fenced f -> label + " is fenced: " + f.reason();
+      case Closed c ->
+          switch (c.why()) {
+            case PEER_LOST -> label + " lost its peer: " + c.reason();
+            case LOCAL_CLOSE -> label + " is closed: " + c.reason();
+            case HELD -> label + " is held: " + c.reason();
+          };
+    };
+  }
+
+  /**
+   * The refusal as an exception, for a call refused before anything was admitted.
+   *
+   * @param prefix what was refused, for example {@code task 3: }
+   * @return an exception of {@link #refusalKind()}, or UNAVAILABLE if the channel turned active
+   */
+  public TransferException refusalException(String prefix) {
+    ErrorKind kind = refusalKind();
+    return new TransferException(kind == null ? ErrorKind.UNAVAILABLE : kind, prefix + refusal());
+  }
+
+  /**
+   * Fails {@code work} as refused by this channel, never sent: one failure receipt, effect NONE.
+   *
+   * @param work a task the channel did not take
+   * @return 1, the receipts the task now owes (for {@link PeerChannel#dispatch})
+   */
+  public int refuse(TaskWork work) {
+    ErrorKind kind = refusalKind();
+    work.sink()
+        .deliver(
+            Receipt.failed(
+                work.taskIndex(),
+                kind == null ? ErrorKind.UNAVAILABLE : kind,
+                RemoteEffect.NONE,
+                refusal() + " (never sent)"));
+    return 1;
+  }
+
+  @Override
+  public String toString() {
+    return refusal();
+  }
+}

@@ -28,6 +28,9 @@ module io.orbite.engine {
       io.orbite.transport;
   exports io.orbite.engine.priority to
       io.orbite.transport;
+  exports io.orbite.engine.fault to
+      io.orbite.transport,
+      io.orbite.qualification;
 
   uses io.orbite.engine.spi.TransportProvider;
   uses io.orbite.engine.spi.SharedMemoryProvider;

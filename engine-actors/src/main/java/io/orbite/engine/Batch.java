@@ -71,20 +71,6 @@ public final class Batch {
   }
 
   /**
-   * {@link #submit} without blocking; the stage fails with the same {@link TransferException}s.
-   *
-   * @param requests the transfers to start
-   * @return a stage that completes with the task index of the first request
-   */
-  public CompletionStage<Integer> submitAsync(List<TransferRequest> requests) {
-    try {
-      return CompletableFuture.completedFuture(submit(requests));
-    } catch (TransferException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-  }
-
-  /**
    * Waits up to {@code timeout} for every submitted task to be terminal.
    *
    * @param timeout how long to wait
@@ -111,13 +97,13 @@ public final class Batch {
    *     INVALID_ARGUMENT if the batch was freed, UNAVAILABLE if the engine's close was confirmed
    *     before (or while) it waited
    */
-  public CompletionStage<BatchStatus> completion() {
-    TransferException closed = engine.calls.closedAfterClose("completion");
+  public CompletionStage<BatchStatus> awaitAsync() {
+    TransferException closed = engine.calls.closedAfterClose("await");
     if (closed != null) {
       return CompletableFuture.failedFuture(closed);
     }
     CompletableFuture<BatchStatus> f = core.completion(lease);
-    return f.isDone() ? f : engine.calls.untilClosed(f, "completion");
+    return f.isDone() ? f : engine.calls.untilClosed(f, "await");
   }
 
   /**
@@ -168,21 +154,6 @@ public final class Batch {
     refuseIfClosed("free");
     core.free(lease);
     engine.recycle(core);
-  }
-
-  /**
-   * {@link #free} without blocking.
-   *
-   * @return a stage that completes once the batch is released; it fails with the same {@link
-   *     TransferException}s as {@link #free}
-   */
-  public CompletionStage<Void> freeAsync() {
-    try {
-      free();
-      return CompletableFuture.completedFuture(null);
-    } catch (TransferException e) {
-      return CompletableFuture.failedFuture(e);
-    }
   }
 
   private void refuseIfClosed(String call) {

@@ -13,16 +13,20 @@ import org.apache.pekko.actor.typed.ActorSystem;
  * What an application calls on an engine incarnation: memory, peers, batches, directional close and
  * close, and what the engine owes. {@link TransferEngine} is the engine ({@link
  * TransferEngine#start}, {@link TransferEngine#spawn}); code that only uses an engine can hold this
- * interface. Every blocking method is a default method over its CompletionStage form, waiting at
- * most the time it names and failing with what the stage fails with (a {@link TransferException};
- * TIMEOUT when the wait ends first). Thread-safe.
+ * interface; it is sealed (only {@link TransferEngine} implements it). Thread-safe.
+ *
+ * <p>Naming: a method named {@code xxxAsync} returns a {@link CompletionStage} and never blocks the
+ * caller; the method {@code xxx} without the suffix either blocks, waiting at most the time it
+ * names and failing with what the stage fails with (a {@link TransferException}; TIMEOUT when the
+ * wait ends first), or answers at once without waiting on anything. No method wraps an answer it
+ * already has in a completed stage.
  *
  * <p>Once a close has begun, every operation fails UNAVAILABLE at once, naming the engine and the
  * call ({@code "engine <name> closing|closed (<call>)"}); {@link #owed()}, {@link #config()},
  * {@link #localSegment()}, {@link #counters()}, {@link #ownerView()}, {@link #nicLoadStats()} and
  * {@link #quarantined()} still answer.
  */
-public interface Engine extends AutoCloseable {
+public sealed interface Engine extends AutoCloseable permits TransferEngine {
   /**
    * The observability endpoints by name ({@code "metrics"}, {@code "dashboard"}): empty unless
    * {@code observability} enables them, and once the engine closes.
@@ -58,13 +62,6 @@ public interface Engine extends AutoCloseable {
   EngineOwed owed();
 
   /**
-   * {@link #owed()} as a stage, completed at once.
-   *
-   * @return a completed stage with the figures
-   */
-  CompletionStage<EngineOwed> owedAsync();
-
-  /**
    * The configuration the engine was started with; still answers after close.
    *
    * @return the configuration
@@ -74,14 +71,14 @@ public interface Engine extends AutoCloseable {
   /**
    * This incarnation's endpoint and epoch, to publish to peers; still answers after close.
    *
-   * @return the descriptor peers open with {@link #openSegment(SegmentDescriptor)}
+   * @return the descriptor peers open with {@link #openSegmentAsync(SegmentDescriptor)}
    */
   SegmentDescriptor localSegment();
 
   /**
    * Cumulative counters of this incarnation; still answers after close.
    *
-   * @return the live counters
+   * @return a snapshot of the counters now (immutable; call again for later figures)
    */
   EngineCounters counters();
 
@@ -180,7 +177,7 @@ public interface Engine extends AutoCloseable {
    *     or {@code budgets.maxEndpoints} is full; UNAVAILABLE when the requester side is closed, the
    *     table is quarantined or a close has begun
    */
-  CompletionStage<RemoteSegment> openSegment(String endpoint);
+  CompletionStage<RemoteSegment> openSegmentAsync(String endpoint);
 
   /**
    * Opens exactly the incarnation {@code expected} names: EPOCH_MISMATCH if a different epoch now
@@ -188,30 +185,30 @@ public interface Engine extends AutoCloseable {
    *
    * @param expected the incarnation to open
    * @return a stage with the segment; it fails EPOCH_MISMATCH as above, or as {@link
-   *     #openSegment(String)} does
+   *     #openSegmentAsync(String)} does
    */
-  CompletionStage<RemoteSegment> openSegment(SegmentDescriptor expected);
+  CompletionStage<RemoteSegment> openSegmentAsync(SegmentDescriptor expected);
 
   /**
-   * Blocking form of {@link #openSegment(SegmentDescriptor)}.
+   * Blocking form of {@link #openSegmentAsync(SegmentDescriptor)}.
    *
    * @param expected the incarnation to open
    * @param timeout how long to wait; TIMEOUT after it
    * @return the segment
    */
   default RemoteSegment openSegment(SegmentDescriptor expected, Duration timeout) {
-    return Batch.join(openSegment(expected), timeout, "openSegment " + expected);
+    return Batch.join(openSegmentAsync(expected), timeout, "openSegment " + expected);
   }
 
   /**
-   * Blocking form of {@link #openSegment(String)}.
+   * Blocking form of {@link #openSegmentAsync(String)}.
    *
    * @param endpoint the peer's {@code host:port}
    * @param timeout how long to wait; TIMEOUT after it
    * @return the segment
    */
   default RemoteSegment openSegment(String endpoint, Duration timeout) {
-    return Batch.join(openSegment(endpoint), timeout, "openSegment " + endpoint);
+    return Batch.join(openSegmentAsync(endpoint), timeout, "openSegment " + endpoint);
   }
 
   /**
@@ -229,10 +226,10 @@ public interface Engine extends AutoCloseable {
    *     be opened as asked, RESOURCE_EXHAUSTED when the table is full, UNAVAILABLE when there is no
    *     file transport or a close has begun
    */
-  CompletionStage<RemoteSegment> openFileSegment(Path path, Access access);
+  CompletionStage<RemoteSegment> openFileSegmentAsync(Path path, Access access);
 
   /**
-   * Blocking form of {@link #openFileSegment(Path, Access)}.
+   * Blocking form of {@link #openFileSegmentAsync(Path, Access)}.
    *
    * @param path the file to open
    * @param access which directions requests may use on it
@@ -240,7 +237,7 @@ public interface Engine extends AutoCloseable {
    * @return the file segment
    */
   default RemoteSegment openFileSegment(Path path, Access access, Duration timeout) {
-    return Batch.join(openFileSegment(path, access), timeout, "openFileSegment " + path);
+    return Batch.join(openFileSegmentAsync(path, access), timeout, "openFileSegment " + path);
   }
 
   /**

@@ -3,7 +3,9 @@ package io.orbite.engine;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.EngineConfig;
+import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.guardian.EngineGuardian;
+import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.SharedMemory;
@@ -31,7 +33,7 @@ record EngineBootstrap(
     ServerSocketChannel listener,
     SegmentDescriptor self,
     RegistryView view,
-    EngineCounters counters,
+    EngineTally counters,
     OwnerBoard owners,
     QuarantineLedger quarantine,
     FaultHooks hooks,
@@ -153,7 +155,7 @@ record EngineBootstrap(
         listener,
         new SegmentDescriptor(host, port, epoch),
         view,
-        new EngineCounters(),
+        new EngineTally(),
         new OwnerBoard(),
         new QuarantineLedger(),
         java.util.Objects.requireNonNull(hooks, "hooks"),

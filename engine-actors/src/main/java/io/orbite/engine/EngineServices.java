@@ -134,7 +134,7 @@ final class EngineServices {
                           ErrorKind.INVALID_ARGUMENT,
                           "observability is enabled in the configuration, but no observability"
                               + " provider is on the class path (orbite-observability missing?)"));
-      served = provider.start(engine);
+      served = provider.start(engine, engine.tally());
       served.urls().forEach((name, url) -> LOG.info("engine {}: {} at {}", identity, name, url));
     } catch (RuntimeException e) {
       try {

@@ -1,14 +1,16 @@
 package io.orbite.engine;
 
+import io.orbite.engine.spi.Registration;
 import java.lang.foreign.MemorySegment;
 
 /**
  * A range registered with the engine: local memory that transfers may use and that peers may reach
  * within its {@link Access}. Returned by {@link TransferEngine#allocate} (engine-owned) and {@link
- * TransferEngine#register} (caller-owned). Only the engine makes them: a request naming memory that
- * this engine did not register fails INVALID_ARGUMENT.
+ * TransferEngine#register} (caller-owned). Sealed: only the engine implements it, and a request
+ * naming memory that this engine did not register (or that was unregistered) fails
+ * INVALID_ARGUMENT.
  */
-public interface RegisteredMemory {
+public sealed interface RegisteredMemory permits Registration {
   /**
    * The id peers use to name this range (it appears in the engine's Describe answer).
    *

@@ -1,5 +1,6 @@
 package io.orbite.engine;
 
+import io.orbite.engine.spi.PeerSegment;
 import java.util.List;
 import java.util.Optional;
 
@@ -17,10 +18,10 @@ import java.util.Optional;
  * <p>Each RemoteSegment is a reference to its peer's entry in the engine's bounded segment table
  * (C9): the entry, and its endpoint charge, are reclaimed only once no RemoteSegment refers to it
  * and its peer incarnation is fenced or gone. {@link #close()} drops the reference at once; a
- * RemoteSegment that becomes unreachable drops it when the garbage collector notices. Only the
- * engine makes them.
+ * RemoteSegment that becomes unreachable drops it when the garbage collector notices. Sealed: only
+ * the engine makes them.
  */
-public interface RemoteSegment extends AutoCloseable {
+public sealed interface RemoteSegment extends AutoCloseable permits PeerSegment {
   /**
    * Drops this reference to the peer's table entry; later submissions naming it are refused
    * (INVALID_ARGUMENT). Tasks already admitted are not affected. Idempotent.

@@ -25,7 +25,7 @@ public record SegmentDescriptor(String host, int port, long epoch) {
   }
 
   /**
-   * {@code host:port}, the form {@link TransferEngine#openSegment(String)} accepts.
+   * {@code host:port}, the form {@link TransferEngine#openSegmentAsync(String)} accepts.
    *
    * @return the endpoint, without the epoch
    */

@@ -2,6 +2,8 @@ package io.orbite.engine;
 
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.batch.BatchCore;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.guardian.EngineGuardian;
 import io.orbite.engine.guardian.EngineLifecycle;
 import io.orbite.engine.registry.Registry;
@@ -40,6 +42,10 @@ public final class TransferEngine implements Engine {
 
   /** The region id of a file segment's one region (the whole file). */
   public static final long FILE_REGION_ID = 1;
+
+  static {
+    FaultInjection.bind(EngineBootstrap::startOwn);
+  }
 
   private final EngineConfig config;
   private final ActorSystem<?> system;
@@ -83,20 +89,7 @@ public final class TransferEngine implements Engine {
    * @throws TransferException as {@link #spawn} does; the new system is terminated again
    */
   public static TransferEngine start(EngineConfig config) {
-    return start(config, FaultHooks.NONE);
-  }
-
-  /**
-   * {@link #start(EngineConfig)} with fault-injection hooks in the workers' data path, for
-   * qualification tests that must hold a worker or break a connection; never needed in production.
-   *
-   * @param config the engine's configuration
-   * @param hooks the hooks the workers call ({@link FaultHooks#NONE} for none); not null
-   * @return the running engine
-   * @throws TransferException as {@link #start(EngineConfig)} does
-   */
-  public static TransferEngine start(EngineConfig config, FaultHooks hooks) {
-    return EngineBootstrap.startOwn(config, hooks);
+    return EngineBootstrap.startOwn(config, FaultHooks.NONE);
   }
 
   /**
@@ -138,11 +131,6 @@ public final class TransferEngine implements Engine {
   }
 
   @Override
-  public CompletionStage<EngineOwed> owedAsync() {
-    return CompletableFuture.completedFuture(lifecycle.owed());
-  }
-
-  @Override
   public EngineConfig config() {
     return config;
   }
@@ -154,6 +142,11 @@ public final class TransferEngine implements Engine {
 
   @Override
   public EngineCounters counters() {
+    return parts.counters().snapshot();
+  }
+
+  /** The writers behind {@link #counters()}, for the observability provider (engine-internal). */
+  io.orbite.engine.spi.EngineTally tally() {
     return parts.counters();
   }
 
@@ -230,12 +223,12 @@ public final class TransferEngine implements Engine {
   }
 
   @Override
-  public CompletionStage<RemoteSegment> openSegment(String endpoint) {
+  public CompletionStage<RemoteSegment> openSegmentAsync(String endpoint) {
     return open(endpoint, null);
   }
 
   @Override
-  public CompletionStage<RemoteSegment> openSegment(SegmentDescriptor expected) {
+  public CompletionStage<RemoteSegment> openSegmentAsync(SegmentDescriptor expected) {
     return open(expected.endpoint(), expected.epoch());
   }
 
@@ -254,7 +247,7 @@ public final class TransferEngine implements Engine {
   }
 
   @Override
-  public CompletionStage<RemoteSegment> openFileSegment(Path path, Access access) {
+  public CompletionStage<RemoteSegment> openFileSegmentAsync(Path path, Access access) {
     var transport = handles.transports().get(Transport.FILE);
     if (path == null || access == null || transport == null) {
       return CompletableFuture.failedFuture(

@@ -13,8 +13,8 @@ public enum Transport {
    */
   UNSPEC(0),
   /**
-   * TCP lanes to the peer; every segment opened with {@link TransferEngine#openSegment(String)} has
-   * them.
+   * TCP lanes to the peer; every segment opened with {@link
+   * TransferEngine#openSegmentAsync(String)} has them.
    */
   TCP(1),
   /**

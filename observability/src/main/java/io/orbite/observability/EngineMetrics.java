@@ -9,6 +9,7 @@ import io.orbite.engine.PeerEntry;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.EngineTally;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
@@ -34,9 +35,9 @@ import kamon.tag.TagSet;
  * deltas) and its owner view (as gauges). {@link #close()} removes every series of the engine. See
  * docs/operations.md for the list.
  */
-final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable {
+final class EngineMetrics implements EngineTally.TaskObserver, AutoCloseable {
   private final TransferEngine engine;
-  private final EngineCounters counters;
+  private final EngineTally tally;
   private final String engineTag;
   private final ThroughputHistory history;
   private final Map<String, Instrument<?, ?>> instruments = new ConcurrentHashMap<>();
@@ -48,15 +49,15 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
   private final LongAdder otherTransportBytes = new LongAdder();
   private final Map<String, LongAdder> errorsByKind = new ConcurrentHashMap<>();
 
-  EngineMetrics(TransferEngine engine, ThroughputHistory history) {
+  EngineMetrics(TransferEngine engine, EngineTally tally, ThroughputHistory history) {
     this.engine = engine;
-    this.counters = engine.counters();
+    this.tally = tally;
     this.engineTag = engine.config().name() + "@" + engine.localSegment();
     this.history = history;
     for (Transport t : Transport.values()) {
       transportBytes.put(t, new LongAdder());
     }
-    counters.addObserver(this);
+    tally.addObserver(this);
   }
 
   private TagSet tags(String... kv) {
@@ -175,10 +176,6 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
     return Math.max(0, cumulative - before);
   }
 
-  private void errorDelta(String kind, LongAdder source) {
-    errorDelta(kind, source.sum());
-  }
-
   private void errorDelta(String kind, long cumulative) {
     long d = delta("err " + kind, cumulative);
     if (d > 0) {
@@ -189,6 +186,7 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
 
   /** One sample (called every tick from one scheduler thread at a time). */
   synchronized void sample() {
+    EngineCounters counters = engine.counters();
     // The build identity, as Prometheus's *_build_info convention has it: a gauge of 1 with labels.
     BuildInfo build = BuildInfo.current();
     gauge(
@@ -200,29 +198,29 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
             "jdk",
             build.runtimeJdk())
         .update(1);
-    long sourceRead = delta("source read", counters.sourceBytesRead.sum());
-    long sourceWritten = delta("source write", counters.sourceBytesWritten.sum());
+    long sourceRead = delta("source read", counters.sourceBytesRead());
+    long sourceWritten = delta("source write", counters.sourceBytesWritten());
     counter("orbite_source_bytes", "op", "read").increment(sourceRead);
     counter("orbite_source_bytes", "op", "write").increment(sourceWritten);
     counter("orbite_connections", "event", "opened")
-        .increment(delta("conn opened", counters.connectionsOpened.sum()));
+        .increment(delta("conn opened", counters.connectionsOpened()));
     counter("orbite_connections", "event", "accepted")
-        .increment(delta("conn accepted", counters.connectionsAccepted.sum()));
+        .increment(delta("conn accepted", counters.connectionsAccepted()));
     counter("orbite_connections", "event", "refused")
-        .increment(delta("conn refused", counters.connectionsRefused.sum()));
+        .increment(delta("conn refused", counters.connectionsRefused()));
     counter("orbite_shm_caller_copies")
-        .increment(delta("shm caller copies", counters.shmCopiedByCaller.sum()));
+        .increment(delta("shm caller copies", counters.shmCopiedByCaller()));
     counter("orbite_shm_tasks_stolen")
-        .increment(delta("shm tasks stolen", counters.shmTasksStolen.sum()));
-    errorDelta("frames_rejected", counters.framesRejected);
-    errorDelta("source_refusals", counters.sourceRefusals);
-    errorDelta("connections_refused", counters.connectionsRefused);
-    errorDelta("read_retries", counters.readRetries);
-    errorDelta("tasks_unquiesced", counters.tasksUnquiesced);
-    errorDelta("shm_opens_refused", counters.shmOpensRefused);
-    errorDelta("shm_fenced", counters.shmFenced);
-    errorDelta("shm_mappings_quarantined", counters.shmMappingsQuarantined);
-    errorDelta("owners_quarantined", counters.ownersQuarantined);
+        .increment(delta("shm tasks stolen", counters.shmTasksStolen()));
+    errorDelta("frames_rejected", counters.framesRejected());
+    errorDelta("source_refusals", counters.sourceRefusals());
+    errorDelta("connections_refused", counters.connectionsRefused());
+    errorDelta("read_retries", counters.readRetries());
+    errorDelta("tasks_unquiesced", counters.tasksUnquiesced());
+    errorDelta("shm_opens_refused", counters.shmOpensRefused());
+    errorDelta("shm_fenced", counters.shmFenced());
+    errorDelta("shm_mappings_quarantined", counters.shmMappingsQuarantined());
+    errorDelta("owners_quarantined", counters.ownersQuarantined());
 
     Map<String, Long> laneRates = new HashMap<>();
     counters
@@ -382,7 +380,7 @@ final class EngineMetrics implements EngineCounters.TaskObserver, AutoCloseable 
 
   @Override
   public void close() {
-    counters.removeObserver(this);
+    tally.removeObserver(this);
     List<Instrument<?, ?>> all = new ArrayList<>(instruments.values());
     instruments.clear();
     all.forEach(Instrument::remove);

@@ -2,6 +2,7 @@ package io.orbite.observability;
 
 import io.orbite.config.ObservabilityConfig;
 import io.orbite.engine.TransferEngine;
+import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.ObservabilityProvider;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -16,12 +17,12 @@ import org.apache.pekko.actor.typed.ActorSystem;
  */
 public final class ObservabilityService implements ObservabilityProvider {
   @Override
-  public Served start(TransferEngine engine) {
+  public Served start(TransferEngine engine, EngineTally tally) {
     ObservabilityConfig oc = engine.config().observability();
     ActorSystem<?> system = engine.system();
     KamonRuntime.acquire(oc.tickMillis());
     ThroughputHistory history = new ThroughputHistory();
-    EngineMetrics metrics = new EngineMetrics(engine, history);
+    EngineMetrics metrics = new EngineMetrics(engine, tally, history);
     Cancellable sampler =
         system
             .scheduler()

@@ -1,13 +1,14 @@
 package io.orbite.engine.batch;
 
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.admission.AdmissionGate;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
@@ -74,7 +75,7 @@ public final class BatchCore {
 
   private final String name;
   private final AdmissionGate gate;
-  private final EngineCounters counters;
+  private final EngineTally counters;
   private final OwnerBoard board;
   private final QuarantineLedger quarantine;
   private final Executor completions;
@@ -129,7 +130,7 @@ public final class BatchCore {
       String name,
       int capacity,
       AdmissionGate gate,
-      EngineCounters counters,
+      EngineTally counters,
       OwnerBoard board,
       Duration defaultDeadline,
       Duration destructionWindow,
@@ -294,7 +295,7 @@ public final class BatchCore {
                 r.priority());
       }
       if (releasedTasks > 0) {
-        counters.tasksFailed.add(releasedTasks);
+        counters.add(Count.TASKS_FAILED, releasedTasks);
         gate.releaseTasks(releasedTasks, releasedBytes);
       }
       if (earliestDeadline != Long.MAX_VALUE
@@ -356,8 +357,7 @@ public final class BatchCore {
         end++;
       }
       try {
-        counters.of(channel.transport()).tasksDispatched.add(end - k);
-        counters.of(channel.transport()).bytesDispatched.add(bytes);
+        counters.dispatched(channel.transport(), end - k, bytes);
         if (work.length == 1) {
           owed[k] = channel.dispatchAlone(work[k]);
         } else {
@@ -475,9 +475,9 @@ public final class BatchCore {
   private void afterChange() {
     if (finished > 0) {
       gate.releaseTasks(finished, finishedBytes);
-      counters.tasksCompleted.add(completed);
-      counters.bytesCompleted.add(completedBytes);
-      counters.tasksFailed.add(finished - completed);
+      counters.add(Count.TASKS_COMPLETED, completed);
+      counters.add(Count.BYTES_COMPLETED, completedBytes);
+      counters.add(Count.TASKS_FAILED, finished - completed);
       finished = 0;
       finishedBytes = 0;
       completed = 0;
@@ -675,8 +675,8 @@ public final class BatchCore {
                 + " ms) after its deadline; memory and charges retained");
     if (n > 0) {
       heldTasks.set(ledger.held());
-      counters.tasksFailed.add(n);
-      counters.tasksUnquiesced.add(n);
+      counters.add(Count.TASKS_FAILED, n);
+      counters.add(Count.TASKS_UNQUIESCED, n);
       LOG.error(
           "batch {}: {} task(s) UNQUIESCED; the batch is quarantined ({} task(s), {} B retained)",
           name,

@@ -1,9 +1,10 @@
 package io.orbite.engine.control;
 
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.SharedBacking;
@@ -43,7 +44,7 @@ final class ControlConnection implements Runnable {
   private final SegmentDescriptor self;
   private final RegistryView registry;
   private final Map<Transport, ActorRef<TransportCommand>> transports;
-  private final EngineCounters counters;
+  private final EngineTally counters;
   private final int firstFrameTimeoutMillis;
   private final Consumer<SocketChannel> onEnd;
 
@@ -52,7 +53,7 @@ final class ControlConnection implements Runnable {
       SegmentDescriptor self,
       RegistryView registry,
       Map<Transport, ActorRef<TransportCommand>> transports,
-      EngineCounters counters,
+      EngineTally counters,
       int firstFrameTimeoutMillis,
       Consumer<SocketChannel> onEnd) {
     this.channel = channel;
@@ -183,7 +184,7 @@ final class ControlConnection implements Runnable {
   }
 
   private void reject(String why) {
-    counters.framesRejected.increment();
+    counters.increment(Count.FRAMES_REJECTED);
     LOG.warn("control connection {}: refused: {}", remote(), why);
   }
 

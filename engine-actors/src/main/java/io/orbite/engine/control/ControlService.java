@@ -1,9 +1,10 @@
 package io.orbite.engine.control;
 
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
 import java.io.IOException;
@@ -52,7 +53,7 @@ public final class ControlService {
       SegmentDescriptor self,
       RegistryView registry,
       Map<Transport, ActorRef<TransportCommand>> transports,
-      EngineCounters counters,
+      EngineTally counters,
       int firstFrameTimeoutMillis,
       int maxUnclaimed) {
     this.ctx = ctx;
@@ -68,12 +69,12 @@ public final class ControlService {
                   try {
                     while (true) {
                       SocketChannel channel = listener.accept();
-                      counters.connectionsAccepted.increment();
+                      counters.increment(Count.CONNECTIONS_ACCEPTED);
                       if (unclaimed.size() >= maxUnclaimed) {
                         // C9: connections that have not yet said what they are (Describe or a lane)
                         // are
                         // bounded; beyond the bound a new one is closed at once.
-                        counters.connectionsRefused.increment();
+                        counters.increment(Count.CONNECTIONS_REFUSED);
                         closeQuietly(channel);
                         continue;
                       }
@@ -111,7 +112,7 @@ public final class ControlService {
       SegmentDescriptor self,
       RegistryView registry,
       Map<Transport, ActorRef<TransportCommand>> transports,
-      EngineCounters counters,
+      EngineTally counters,
       io.orbite.engine.view.OwnerBoard board,
       int firstFrameTimeoutMillis,
       int maxUnclaimed) {

@@ -1,12 +1,13 @@
-package io.orbite.engine;
+package io.orbite.engine.fault;
 
 import java.io.IOException;
 
 /**
  * Points where a qualification test can interfere with a worker thread, to prove what the engine
- * does when a worker is held or a single connection breaks. Production engines use {@link #NONE}.
- * Hooks run on the worker's own thread, in the data path: an implementation that blocks holds that
- * worker (with its loans) for as long as it blocks.
+ * does when a worker is held or a single connection breaks: a test-only SPI, outside the exported
+ * API, reached through {@link FaultInjection#start}. Production engines use {@link #NONE}. Hooks
+ * run on the worker's own thread, in the data path: an implementation that blocks holds that worker
+ * (with its loans) for as long as it blocks.
  */
 public interface FaultHooks {
   /** No interference. */

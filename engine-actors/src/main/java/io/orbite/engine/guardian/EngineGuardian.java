@@ -1,9 +1,7 @@
 package io.orbite.engine.guardian;
 
 import io.orbite.config.EngineConfig;
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
@@ -12,8 +10,10 @@ import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.batch.BatchActor;
 import io.orbite.engine.batch.BatchCore;
 import io.orbite.engine.control.ControlService;
+import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.segment.SegmentTable;
+import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
@@ -133,7 +133,7 @@ public final class EngineGuardian {
 
   private final ActorContext<Command> ctx;
   private final EngineConfig config;
-  private final EngineCounters counters;
+  private final EngineTally counters;
   private final OwnerBoard board;
   private final QuarantineLedger quarantine;
 
@@ -171,7 +171,7 @@ public final class EngineGuardian {
       ServerSocketChannel listener,
       SegmentDescriptor self,
       RegistryView registryView,
-      EngineCounters counters,
+      EngineTally counters,
       OwnerBoard board,
       QuarantineLedger quarantine,
       FaultHooks hooks,
@@ -362,7 +362,7 @@ public final class EngineGuardian {
       ServerSocketChannel listener,
       SegmentDescriptor self,
       RegistryView registryView,
-      EngineCounters counters,
+      EngineTally counters,
       OwnerBoard board,
       QuarantineLedger quarantine,
       FaultHooks hooks,

@@ -1,8 +1,9 @@
 package io.orbite.engine.guardian;
 
-import io.orbite.engine.EngineCounters;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.view.OwnerBoard;
 import java.time.Instant;
@@ -40,7 +41,7 @@ public final class OwnerSupervision {
   private final String engine;
   private final QuarantineLedger ledger;
   private final OwnerBoard board;
-  private final EngineCounters counters;
+  private final EngineTally counters;
   private final FaultHooks hooks;
 
   /** Why each quarantined owner is down, by owner name. */
@@ -49,7 +50,7 @@ public final class OwnerSupervision {
   public OwnerSupervision(
       String engine,
       QuarantineLedger ledger,
-      EngineCounters counters,
+      EngineTally counters,
       OwnerBoard board,
       FaultHooks hooks) {
     this.engine = engine;
@@ -108,7 +109,7 @@ public final class OwnerSupervision {
             charges.getOrDefault("bytes", 0L),
             Instant.now()),
         () -> true);
-    counters.ownersQuarantined.increment();
+    counters.increment(Count.OWNERS_QUARANTINED);
   }
 
   private final class Supervising<T> extends BehaviorInterceptor<T, T> {

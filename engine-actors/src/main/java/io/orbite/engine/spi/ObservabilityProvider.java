@@ -12,9 +12,11 @@ public interface ObservabilityProvider {
   /**
    * Starts what {@code engine.config().observability()} enables, bound before it returns.
    *
+   * @param engine the engine to serve
+   * @param tally its counters' writers, where a provider adds its observers of ended tasks
    * @throws RuntimeException naming what could not be started (a port in use, a bad host)
    */
-  Served start(TransferEngine engine);
+  Served start(TransferEngine engine, EngineTally tally);
 
   /** What a provider started for one engine. */
   interface Served extends AutoCloseable {

@@ -1,8 +1,7 @@
 package io.orbite.engine.spi;
 
 import io.orbite.config.EngineConfig;
-import io.orbite.engine.EngineCounters;
-import io.orbite.engine.FaultHooks;
+import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.view.OwnerBoard;
 import java.util.concurrent.Executor;
 
@@ -22,7 +21,7 @@ public record TransportContext(
     RegistryView registry,
     long localEpoch,
     Executor blockingIo,
-    EngineCounters counters,
+    EngineTally counters,
     OwnerBoard owners,
     QuarantineLedger quarantine,
     FaultHooks hooks) {}

@@ -278,25 +278,20 @@ final class TransferStage
           .thenCompose(
               batch -> {
                 onAllocated.invoke(Pair.create(held, batch));
+                try {
+                  // Submitting never blocks on I/O: it charges, validates and hands off.
+                  batch.submit(requests);
+                } catch (TransferException refused) {
+                  // A refusal: nothing of the submission was admitted.
+                  onOutcome.invoke(new Outcome(held, batch, null, refused));
+                  return CompletableFuture.completedFuture(null);
+                }
                 return batch
-                    .submitAsync(requests)
-                    .handle((first, failure) -> unwrap(failure))
-                    .thenCompose(
-                        failure -> {
-                          if (failure instanceof TransferException) {
-                            // A refusal: nothing of the submission was admitted.
-                            onOutcome.invoke(new Outcome(held, batch, null, failure));
-                            return CompletableFuture.completedFuture(null);
-                          }
-                          // Accepted, or not known (no answer): either way, wait for the batch's
-                          // own drain.
-                          return batch
-                              .completion()
-                              .handle(
-                                  (status, f) -> {
-                                    onOutcome.invoke(new Outcome(held, batch, status, f));
-                                    return null;
-                                  });
+                    .awaitAsync()
+                    .handle(
+                        (status, f) -> {
+                          onOutcome.invoke(new Outcome(held, batch, status, f));
+                          return null;
                         });
               })
           .exceptionally(
@@ -313,7 +308,11 @@ final class TransferStage
         if ((o.status() != null && o.status().done()) || o.failure() instanceof TransferException) {
           // Drained, or refused at submit (nothing admitted): the batch is idle and can go. A
           // batch whose drain is unknown is left alone; its free would be refused anyway.
-          o.batch().freeAsync();
+          try {
+            o.batch().free();
+          } catch (TransferException e) {
+            // Busy or already freed: a batch whose drain is unknown is left to the engine.
+          }
         }
       }
       if (o.failure() != null) {
@@ -391,12 +390,6 @@ final class TransferStage
       submitWaiting();
       maybePull();
       maybeFinish();
-    }
-
-    private static Throwable unwrap(Throwable failure) {
-      return failure instanceof CompletionException ce && ce.getCause() != null
-          ? ce.getCause()
-          : failure;
     }
 
     private boolean fitsWindow(List<Held> held) {

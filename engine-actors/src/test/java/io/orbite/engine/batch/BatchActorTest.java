@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.BudgetConfig;
 import io.orbite.engine.Access;
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
@@ -25,6 +24,8 @@ import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.admission.Budgets;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
@@ -69,7 +70,7 @@ class BatchActorTest {
   private static final Duration WINDOW = Duration.ofSeconds(5);
   private static final long REGION = 9;
 
-  private final EngineCounters counters = new EngineCounters();
+  private final EngineTally counters = new EngineTally();
   private final OwnerBoard board = new OwnerBoard();
   private final QuarantineLedger quarantine = new QuarantineLedger();
   private final AdmissionGate gate = new AdmissionGate(BudgetConfig.defaults());
@@ -182,7 +183,7 @@ class BatchActorTest {
     assertEquals(RemoteEffect.UNKNOWN, held.remoteEffect(), "a WRITE that may still land");
     assertFalse(held.locallyDrained());
     assertEquals(TaskState.COMPLETED, status.tasks().get(0).state(), "the other task is kept");
-    assertEquals(1, counters.tasksUnquiesced.sum());
+    assertEquals(1, counters.sum(Count.TASKS_UNQUIESCED));
 
     // What it retains: the loan, the task and byte charges, the batch slot.
     assertEquals(1, local.loans(), "the loan stays with the worker that may still touch it");

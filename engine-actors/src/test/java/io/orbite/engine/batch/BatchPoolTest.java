@@ -9,10 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.BudgetConfig;
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.admission.AdmissionGate;
+import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.view.OwnerBoard;
 import java.time.Duration;
@@ -36,7 +36,7 @@ class BatchPoolTest {
       new JUnit5TestKitBuilder().withCustomConfig(ConfigFactory.load()).build();
 
   private final AdmissionGate gate = new AdmissionGate(BudgetConfig.defaults());
-  private final EngineCounters counters = new EngineCounters();
+  private final EngineTally counters = new EngineTally();
   private final OwnerBoard board = new OwnerBoard();
 
   private BatchCore core(String name, int capacity, TestProbe<BatchActor.Command> actor) {

@@ -7,7 +7,6 @@ import com.typesafe.config.ConfigFactory;
 import io.orbite.config.BudgetConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.RemoteRegion;
@@ -18,6 +17,7 @@ import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.admission.Budgets;
+import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
@@ -56,7 +56,7 @@ class DispatchRunTest {
   private static final int TASKS = BatchCore.FIRST_DISPATCH_RUN + BatchCore.DISPATCH_RUN + 22;
   private static final long TASK_BYTES = 64;
 
-  private final EngineCounters counters = new EngineCounters();
+  private final EngineTally counters = new EngineTally();
   private final OwnerBoard board = new OwnerBoard();
   private final AdmissionGate gate = new AdmissionGate(BudgetConfig.defaults());
   private final Registration local =
@@ -143,8 +143,8 @@ class DispatchRunTest {
             BatchCore.DISPATCH_RUN,
             TASKS - BatchCore.FIRST_DISPATCH_RUN - BatchCore.DISPATCH_RUN),
         channel.runLengths);
-    assertEquals(TASKS, counters.of(Transport.TCP).tasksDispatched.sum());
-    assertEquals(TASKS * TASK_BYTES, counters.of(Transport.TCP).bytesDispatched.sum());
+    assertEquals(TASKS, counters.snapshot().tasksDispatched(Transport.TCP));
+    assertEquals(TASKS * TASK_BYTES, counters.snapshot().bytesDispatched(Transport.TCP));
     for (TaskWork w : channel.accepted) {
       w.sink().deliver(Receipts.of(Receipt.ok(w.taskIndex(), TASK_BYTES, RemoteEffect.NONE)));
     }

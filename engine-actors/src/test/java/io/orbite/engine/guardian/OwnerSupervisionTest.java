@@ -9,11 +9,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import io.orbite.engine.Access;
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.registry.Registry;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.RegistryView;
@@ -61,7 +62,7 @@ class OwnerSupervisionTest {
           }
         };
     QuarantineLedger ledger = new QuarantineLedger();
-    EngineCounters counters = new EngineCounters();
+    EngineTally counters = new EngineTally();
     OwnerBoard board = new OwnerBoard();
     OwnerSupervision supervision =
         new OwnerSupervision("test@here", ledger, counters, board, hooks);
@@ -112,7 +113,7 @@ class OwnerSupervisionTest {
     assertEquals(QuarantinedOwner.Kind.OWNER, q.kind());
     assertTrue(q.reason().contains("registrations=1"), q::toString);
     assertFalse(q.reason().contains("Limit"), "limits are not held: " + q);
-    assertEquals(1, counters.ownersQuarantined.sum());
+    assertEquals(1, counters.sum(Count.OWNERS_QUARANTINED));
     assertTrue(
         board.snapshot().owners().stream()
             .anyMatch(

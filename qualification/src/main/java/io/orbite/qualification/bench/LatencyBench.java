@@ -234,8 +234,8 @@ public final class LatencyBench {
           }
         }
       }
-      long overShm = requester.counters().of(Transport.SHM).tasksDispatched.sum();
-      long overTcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();
+      long overShm = requester.counters().tasksDispatched(Transport.SHM);
+      long overTcp = requester.counters().tasksDispatched(Transport.TCP);
       // Per transport: 2 directions x 2 sizes x 2 patterns of figures, and the JIT warm-up's
       // 2 directions x 2 patterns (each with its own untimed lead-in).
       long expected = 4L * 2 * (timed + warmup) + 4L * (warmup + jitWarmup);

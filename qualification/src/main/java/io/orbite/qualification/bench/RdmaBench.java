@@ -3,12 +3,13 @@ package io.orbite.qualification.bench;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.EngineCounters;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Op;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.cli.ExitCodes;
 import io.orbite.qualification.cli.Progress;
@@ -181,7 +182,7 @@ public final class RdmaBench {
       SoftFaults nullWire = SoftFaults.create();
       nullWire.nullWire(true);
       try (TransferEngine requester =
-          TransferEngine.start(requesterConfig("bench-rdma-nullwire"), providerFaults(nullWire))) {
+          FaultInjection.start(requesterConfig("bench-rdma-nullwire"), providerFaults(nullWire))) {
         failures += withoutTheWire(requester, source, remote, figures);
       }
       BenchReport.settleLogs(human, logs, source, failures);
@@ -287,8 +288,8 @@ public final class RdmaBench {
       failures += r.failed() + verify(Op.WRITE, local, source, remote, r.touchedBytes());
     }
     EngineCounters c = requester.counters();
-    long overRdma = c.of(Transport.RDMA).tasksDispatched.sum();
-    long overTcp = c.of(Transport.TCP).tasksDispatched.sum();
+    long overRdma = c.tasksDispatched(Transport.RDMA);
+    long overTcp = c.tasksDispatched(Transport.TCP);
     figures.put("tasks_over_rdma", (double) overRdma);
     figures.put("tasks_over_tcp", (double) overTcp);
     long wantRdma = completed.getOrDefault(Transport.RDMA, 0L) - rdmaBefore;
@@ -330,7 +331,7 @@ public final class RdmaBench {
     BenchLoop.Run r = sliceRate(requester, local, peer, remote, "rdma_nullwire_slices");
     figures.put("rdma_nullwire_slices_per_s", r.tasks() / r.seconds());
     int failures = r.failed();
-    long over = requester.counters().of(Transport.RDMA).tasksDispatched.sum();
+    long over = requester.counters().tasksDispatched(Transport.RDMA);
     long want = completed.getOrDefault(Transport.RDMA, 0L) - before;
     if (failures == 0 && over != want) {
       human.printf("  %d null-wire task(s) went over RDMA; the run sent %d%n", over, want);

@@ -166,9 +166,8 @@ public final class ShmBench {
               "tasks_4KiB_vs_memcpy_" + lanes + "t", small.tasks() / small.seconds() / copies);
         }
       }
-      long overTcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();
-      figures.put(
-          "tasks_over_shm", (double) requester.counters().of(Transport.SHM).tasksDispatched.sum());
+      long overTcp = requester.counters().tasksDispatched(Transport.TCP);
+      figures.put("tasks_over_shm", (double) requester.counters().tasksDispatched(Transport.SHM));
       figures.put("tasks_over_tcp", (double) overTcp);
       if (overTcp != 0) {
         human.println("  " + overTcp + " task(s) went over TCP instead of SHM");

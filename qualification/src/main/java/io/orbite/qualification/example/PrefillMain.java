@@ -136,12 +136,12 @@ public final class PrefillMain {
 
   static String counters(EngineCounters c) {
     return "sourceBytesRead="
-        + c.sourceBytesRead.sum()
+        + c.sourceBytesRead()
         + " sourceRefusals="
-        + c.sourceRefusals.sum()
+        + c.sourceRefusals()
         + " connectionsAccepted="
-        + c.connectionsAccepted.sum()
+        + c.connectionsAccepted()
         + " framesRejected="
-        + c.framesRejected.sum();
+        + c.framesRejected();
   }
 }

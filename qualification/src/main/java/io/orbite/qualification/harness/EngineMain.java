@@ -335,41 +335,41 @@ public final class EngineMain {
 
   static String counters(EngineCounters c) {
     return "connectionsOpened="
-        + c.connectionsOpened.sum()
+        + c.connectionsOpened()
         + " connectionsAccepted="
-        + c.connectionsAccepted.sum()
+        + c.connectionsAccepted()
         + " framesRejected="
-        + c.framesRejected.sum()
+        + c.framesRejected()
         + " sourceBytesRead="
-        + c.sourceBytesRead.sum()
+        + c.sourceBytesRead()
         + " sourceBytesWritten="
-        + c.sourceBytesWritten.sum()
+        + c.sourceBytesWritten()
         + " sourceRefusals="
-        + c.sourceRefusals.sum()
+        + c.sourceRefusals()
         + " bytesCompleted="
-        + c.bytesCompleted.sum()
+        + c.bytesCompleted()
         + " tasksCompleted="
-        + c.tasksCompleted.sum()
+        + c.tasksCompleted()
         + " tasksFailed="
-        + c.tasksFailed.sum()
+        + c.tasksFailed()
         + " tcpTasksDispatched="
-        + c.of(io.orbite.engine.Transport.TCP).tasksDispatched.sum()
+        + c.tasksDispatched(io.orbite.engine.Transport.TCP)
         + " shmTasksDispatched="
-        + c.of(io.orbite.engine.Transport.SHM).tasksDispatched.sum()
+        + c.tasksDispatched(io.orbite.engine.Transport.SHM)
         + " rdmaTasksDispatched="
-        + c.of(io.orbite.engine.Transport.RDMA).tasksDispatched.sum()
+        + c.tasksDispatched(io.orbite.engine.Transport.RDMA)
         + " rdmaSoft0Bytes="
         + c.laneBytes().getOrDefault("rdma/soft0", 0L)
         + " rdmaSoft1Bytes="
         + c.laneBytes().getOrDefault("rdma/soft1", 0L)
         + " shmBytesRead="
-        + c.shmBytesRead.sum()
+        + c.shmBytesRead()
         + " shmBytesWritten="
-        + c.shmBytesWritten.sum()
+        + c.shmBytesWritten()
         + " shmOpensRefused="
-        + c.shmOpensRefused.sum()
+        + c.shmOpensRefused()
         + " shmMappingsOpened="
-        + c.shmMappingsOpened.sum();
+        + c.shmMappingsOpened();
   }
 
   /** Heap bytes allocated by every thread of this JVM so far (HotSpot's allocation counters). */

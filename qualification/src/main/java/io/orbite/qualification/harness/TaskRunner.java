@@ -35,7 +35,7 @@ public final class TaskRunner {
         int end = Math.min(requests.size(), next + tasksPerBatch);
         Batch batch = engine.allocateBatch(end - next);
         batch.submit(requests.subList(next, end));
-        outstanding.add(new Outstanding(batch, next, batch.completion().toCompletableFuture()));
+        outstanding.add(new Outstanding(batch, next, batch.awaitAsync().toCompletableFuture()));
         next = end;
         continue;
       }

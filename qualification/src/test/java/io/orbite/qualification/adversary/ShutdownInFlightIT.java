@@ -247,9 +247,7 @@ class ShutdownInFlightIT {
           Await.until(
               Duration.ofSeconds(20),
               () ->
-                  source.counters().sourceBytesRead.sum()
-                          + source.counters().sourceBytesWritten.sum()
-                      > 0),
+                  source.counters().sourceBytesRead() + source.counters().sourceBytesWritten() > 0),
           "bytes are moving");
 
       EngineOwed owed = source.closeSource(Duration.ofSeconds(10));

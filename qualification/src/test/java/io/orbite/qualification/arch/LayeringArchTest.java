@@ -60,7 +60,8 @@ class LayeringArchTest {
     "io.orbite.engine.slicing..",
     "io.orbite.engine.rail..",
     "io.orbite.engine.priority..",
-    "io.orbite.engine.view.."
+    "io.orbite.engine.view..",
+    "io.orbite.engine.fault.."
   };
 
   /** Every package of the product that is not API. */
@@ -77,6 +78,7 @@ class LayeringArchTest {
     "io.orbite.engine.spi..",
     "io.orbite.engine.view..",
     "io.orbite.engine.wire..",
+    "io.orbite.engine.fault..",
     "io.orbite.transport..",
     "io.orbite.nativebind..",
     "io.orbite.observability..",

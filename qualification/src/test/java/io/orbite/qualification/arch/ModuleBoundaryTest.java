@@ -120,7 +120,7 @@ class ModuleBoundaryTest {
                 OwnerState state = v.owners().isEmpty() ? null : v.owners().get(0).state();
                 EngineOwed owed = e.owed();
                 Object stage = TransferStreams.class;
-                return s.tasks().get(0).bytes() + c.tasksCompleted.sum() + owed.loans()
+                return s.tasks().get(0).bytes() + c.tasksCompleted() + owed.loans()
                     + (state == null ? 0 : 1) + stage.hashCode();
               }
             }

@@ -285,9 +285,9 @@ class AuthorityIT {
           "the reopened segment must publish the victim");
       pair.source.unregister(victim);
 
-      long readBefore = pair.source.counters().sourceBytesRead.sum();
-      long writtenBefore = pair.source.counters().sourceBytesWritten.sum();
-      long refusalsBefore = pair.source.counters().sourceRefusals.sum();
+      long readBefore = pair.source.counters().sourceBytesRead();
+      long writtenBefore = pair.source.counters().sourceBytesWritten();
+      long refusalsBefore = pair.source.counters().sourceRefusals();
 
       Batch batch = pair.requester.allocateBatch(4);
       try {
@@ -315,15 +315,13 @@ class AuthorityIT {
         batch.free();
       }
       assertEquals(
-          readBefore,
-          pair.source.counters().sourceBytesRead.sum(),
-          "source must serve no READ byte");
+          readBefore, pair.source.counters().sourceBytesRead(), "source must serve no READ byte");
       assertEquals(
           writtenBefore,
-          pair.source.counters().sourceBytesWritten.sum(),
+          pair.source.counters().sourceBytesWritten(),
           "source must apply no WRITE byte");
       assertTrue(
-          pair.source.counters().sourceRefusals.sum() >= refusalsBefore + 2,
+          pair.source.counters().sourceRefusals() >= refusalsBefore + 2,
           "the source must count its refusals (at least one frame per task)");
       assertRegion(
           victimMemory, List.of(), SEED_VICTIM, "unregistered source region (caller memory)");
@@ -338,8 +336,8 @@ class AuthorityIT {
       throws Exception {
     try (RawLane lane = RawLane.open(pair, pair.source.localSegment().epoch())) {
       long epoch = sourceEpoch();
-      long refusalsBefore = pair.source.counters().sourceRefusals.sum();
-      long writtenBefore = pair.source.counters().sourceBytesWritten.sum();
+      long refusalsBefore = pair.source.counters().sourceRefusals();
+      long writtenBefore = pair.source.counters().sourceBytesWritten();
       assertReadRefused(
           lane.read(11, epoch, srcRead.regionId(), SRC_LEN - 100, 200),
           11,
@@ -360,10 +358,10 @@ class AuthorityIT {
           lane.write(16, epoch, srcRw.regionId(), -8, payload(64)), 16, ErrorKind.INVALID_ARGUMENT);
       assertEquals(
           refusalsBefore + 6,
-          pair.source.counters().sourceRefusals.sum(),
+          pair.source.counters().sourceRefusals(),
           "every refused frame is counted");
       assertEquals(
-          writtenBefore, pair.source.counters().sourceBytesWritten.sum(), "no WRITE byte applied");
+          writtenBefore, pair.source.counters().sourceBytesWritten(), "no WRITE byte applied");
       assertLaneStillServes(lane);
     }
     assertEverythingUntouched("after raw out-of-bounds frames");
@@ -442,7 +440,7 @@ class AuthorityIT {
   @Test
   void pipelinedReadsAreEachCheckedWhileAGroupSharesItsLoansAndEveryLoanComesBack()
       throws Exception {
-    long refusalsBefore = pair.source.counters().sourceRefusals.sum();
+    long refusalsBefore = pair.source.counters().sourceRefusals();
     long epoch = sourceEpoch();
     List<Ask> asks = new java.util.ArrayList<>();
     asks.add(new Ask(101, epoch, srcRead, 0, 4096, null, SEED_SRC_READ));
@@ -504,7 +502,7 @@ class AuthorityIT {
       }
     }
     assertEquals(
-        refusalsBefore + 4, pair.source.counters().sourceRefusals.sum(), "four refusals counted");
+        refusalsBefore + 4, pair.source.counters().sourceRefusals(), "four refusals counted");
     for (RegisteredMemory m : List.of(srcRead, srcWrite, srcRw)) {
       io.orbite.engine.spi.Registration r = io.orbite.engine.spi.Registration.of(m, "region");
       assertTrue(
@@ -570,8 +568,8 @@ class AuthorityIT {
   /** Submit must throw; nothing is admitted; after the lanes drained no region changed. */
   private void assertRefusedAtSubmit(
       List<TransferRequest> requests, ErrorKind kind, String... fragments) {
-    long readBefore = pair.source.counters().sourceBytesRead.sum();
-    long writtenBefore = pair.source.counters().sourceBytesWritten.sum();
+    long readBefore = pair.source.counters().sourceBytesRead();
+    long writtenBefore = pair.source.counters().sourceBytesWritten();
     Batch batch = pair.requester.allocateBatch(16);
     try {
       TransferException e =
@@ -593,12 +591,12 @@ class AuthorityIT {
     }
     assertEquals(
         writtenBefore,
-        pair.source.counters().sourceBytesWritten.sum(),
+        pair.source.counters().sourceBytesWritten(),
         "a refused submit must not make the source apply any WRITE byte");
     drainLanes();
     assertEquals(
         readBefore + SRC_LEN,
-        pair.source.counters().sourceBytesRead.sum(),
+        pair.source.counters().sourceBytesRead(),
         "the source must serve only the sentinel READ, nothing of the refused submit");
     assertEverythingUntouched("after refused submit " + requests.size() + " request(s)");
   }

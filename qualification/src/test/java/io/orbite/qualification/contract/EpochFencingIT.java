@@ -166,7 +166,7 @@ class EpochFencingIT {
       throws Exception {
     long guard = 0x5a1e;
     Pattern.fill(local.segment(), 0, REGION, guard, 0);
-    long lanesBefore = requester.counters().connectionsOpened.sum();
+    long lanesBefore = requester.counters().connectionsOpened();
     TransferException reopen =
         assertThrows(
             TransferException.class,
@@ -188,8 +188,7 @@ class EpochFencingIT {
         batch.status().tasks().size(),
         "nothing admitted: zero bytes, no remote effect, nothing to drain");
     batch.free();
-    assertEquals(
-        lanesBefore, requester.counters().connectionsOpened.sum(), "no new data connection");
+    assertEquals(lanesBefore, requester.counters().connectionsOpened(), "no new data connection");
     assertEquals(
         -1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "requester region untouched");
     assertTrue(current.alive());

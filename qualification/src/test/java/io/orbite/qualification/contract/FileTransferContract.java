@@ -556,7 +556,7 @@ abstract class FileTransferContract {
       assertRegion(m.segment(), List.of(), GUARD + 18, "memory of the cancelled read");
       EngineOwed owed = engine.owed();
       assertTrue(owed.isIdle(), owed.toString());
-      assertEquals(0, engine.counters().ownersQuarantined.sum());
+      assertEquals(0, engine.counters().ownersQuarantined());
 
       // The same stall cancelled by the caller: CANCELLED, drained.
       Batch c = engine.allocateBatch(1);
@@ -728,7 +728,7 @@ abstract class FileTransferContract {
               TransferRequest.read(m, 64, seg, TransferEngine.FILE_REGION_ID, 0, 64)
                   .withDeadline(Duration.ofMillis(100))));
       assertTrue(
-          Await.until(Duration.ofSeconds(30), () -> engine.counters().ownersQuarantined.sum() == 1),
+          Await.until(Duration.ofSeconds(30), () -> engine.counters().ownersQuarantined() == 1),
           "the lane was not quarantined");
       assertTrue(
           Await.until(Duration.ofSeconds(10), () -> !withheld.isEmpty()),

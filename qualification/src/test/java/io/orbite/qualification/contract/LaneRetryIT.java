@@ -8,7 +8,6 @@ import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.RemoteSegment;
@@ -16,6 +15,8 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.Span;
 import java.io.IOException;
@@ -58,7 +59,7 @@ class LaneRetryIT {
     EngineConfig requesterConfig =
         d.withName("retrying").withTcp(d.tcp().withRetryReadOnOtherLane(retry));
     try (TransferEngine source = TransferEngine.start(d.withName("retry-source"));
-        TransferEngine requester = TransferEngine.start(requesterConfig, hook)) {
+        TransferEngine requester = FaultInjection.start(requesterConfig, hook)) {
       RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, 51);
       RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, 52);
       Pattern.fill(local.segment(), WRITE_AT, WRITE, 53, 0);
@@ -80,13 +81,12 @@ class LaneRetryIT {
       if (retry) {
         assertEquals(TaskState.COMPLETED, read.state(), read::toString);
         assertEquals(READ, read.bytes());
-        assertTrue(
-            requester.counters().readRetries.sum() >= 1, "the READ's frames were sent again");
+        assertTrue(requester.counters().readRetries() >= 1, "the READ's frames were sent again");
       } else {
         assertEquals(ErrorKind.PEER_LOST, read.errorKind(), read::toString);
         assertEquals(0, read.bytes(), "a failed task's bytes are never counted");
         assertEquals(RemoteEffect.NONE, read.remoteEffect());
-        assertEquals(0, requester.counters().readRetries.sum());
+        assertEquals(0, requester.counters().readRetries());
       }
       // The READ's range: the peer's bytes where it completed; outside it, the local guards.
       List<Span> localSpans = new java.util.ArrayList<>();
@@ -109,7 +109,7 @@ class LaneRetryIT {
       }
 
       // The WRITE ran at most once: the source applied no more bytes than one WRITE holds.
-      long applied = source.counters().sourceBytesWritten.sum();
+      long applied = source.counters().sourceBytesWritten();
       assertTrue(applied <= WRITE, "the WRITE was applied at most once: " + applied + " B");
       if (write.completed()) {
         assertEquals(RemoteEffect.APPLIED, write.remoteEffect());

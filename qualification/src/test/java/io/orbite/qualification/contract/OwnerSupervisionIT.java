@@ -10,7 +10,6 @@ import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.EngineOwed;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
@@ -19,6 +18,8 @@ import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
@@ -70,7 +71,7 @@ class OwnerSupervisionIT {
     ThrowingOwner hook = new ThrowingOwner();
     try (EngineProcess source = EngineProcess.start("supervision-source", logs, Map.of());
         TransferEngine requester =
-            TransferEngine.start(EngineConfig.defaults().withName("supervised"), hook)) {
+            FaultInjection.start(EngineConfig.defaults().withName("supervised"), hook)) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       source.call("FILL " + remote + " 41");
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
@@ -144,7 +145,7 @@ class OwnerSupervisionIT {
     ThrowingOwner hook = new ThrowingOwner();
     try (EngineProcess source = EngineProcess.start("supervision-source-2", logs, Map.of());
         TransferEngine requester =
-            TransferEngine.start(EngineConfig.defaults().withName("supervised-2"), hook)) {
+            FaultInjection.start(EngineConfig.defaults().withName("supervised-2"), hook)) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       source.call("FILL " + remote + " 51");
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
@@ -188,7 +189,7 @@ class OwnerSupervisionIT {
     ThrowingOwner hook = new ThrowingOwner();
     try (TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("tcp-src"));
         TransferEngine requester =
-            TransferEngine.start(EngineConfig.defaults().withName("supervised-3"), hook)) {
+            FaultInjection.start(EngineConfig.defaults().withName("supervised-3"), hook)) {
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       Pattern.fill(local.segment(), 0, REGION, 61, 0);
       // The TCP transport's supervisor throws: the open that needs it fails UNAVAILABLE naming it

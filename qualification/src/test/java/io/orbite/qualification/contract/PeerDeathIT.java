@@ -58,7 +58,7 @@ class PeerDeathIT {
             TransferRequest.write(
                 local, REGION / 2 + i * TASK, peer, remote, REGION / 2 + i * TASK, TASK));
       }
-      long completedBefore = requester.counters().bytesCompleted.sum();
+      long completedBefore = requester.counters().bytesCompleted();
       Batch readBatch = requester.allocateBatch(reads.size());
       Batch writeBatch = requester.allocateBatch(writes.size());
       readBatch.submit(reads);
@@ -120,7 +120,7 @@ class PeerDeathIT {
           "a WRITE cut off on the wire says UNKNOWN");
       assertEquals(
           completedBytes,
-          requester.counters().bytesCompleted.sum() - completedBefore,
+          requester.counters().bytesCompleted() - completedBefore,
           "only completed tasks' bytes are counted as transferred");
       // The survivor: WRITE sources untouched, and every guard around the READ destinations intact.
       assertEquals(

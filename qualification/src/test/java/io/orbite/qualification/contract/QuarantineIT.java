@@ -20,6 +20,7 @@ import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
@@ -114,7 +115,7 @@ class QuarantineIT {
     HeldWorker hook = new HeldWorker();
     TransferEngine source =
         TransferEngine.start(EngineConfig.defaults().withName("quarantine-source"));
-    TransferEngine requester = TransferEngine.start(requesterConfig(), hook);
+    TransferEngine requester = FaultInjection.start(requesterConfig(), hook);
     try {
       RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, 31);
       RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, 32);
@@ -195,7 +196,7 @@ class QuarantineIT {
     HeldWorker hook = new HeldWorker();
     try (TransferEngine source =
             TransferEngine.start(EngineConfig.defaults().withName("late-source"));
-        TransferEngine requester = TransferEngine.start(requesterConfig(), hook)) {
+        TransferEngine requester = FaultInjection.start(requesterConfig(), hook)) {
       RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, 41);
       RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, 42);
       RemoteSegment peer =

@@ -50,11 +50,11 @@ class RequesterDeathIT {
               answer,
               "generation " + generation + " reads every byte right");
           requester.call("LOOP " + local + " " + served.regionId() + " " + LENGTH);
-          long before = source.counters().sourceBytesRead.sum();
+          long before = source.counters().sourceBytesRead();
           assertTrue(
               Await.until(
                   Duration.ofSeconds(20),
-                  () -> source.counters().sourceBytesRead.sum() > before + 4 * LENGTH),
+                  () -> source.counters().sourceBytesRead() > before + 4 * LENGTH),
               "the requester is reading");
           requester.kill();
           assertTrue(

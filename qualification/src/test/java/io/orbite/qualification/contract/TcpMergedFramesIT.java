@@ -9,7 +9,6 @@ import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.RemoteSegment;
@@ -18,6 +17,8 @@ import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.Span;
 import java.io.IOException;
@@ -140,7 +141,7 @@ class TcpMergedFramesIT {
     try (Engines e = Engines.open("merge-retry", breakOnce, REGION, data, guard)) {
       readAll(e, pagesInOrder(TASKS));
       assertTrue(fired.get(), "the hook broke a lane");
-      long retries = e.requester().counters().readRetries.sum();
+      long retries = e.requester().counters().readRetries();
       assertTrue(
           retries >= 1 && retries <= EngineConfig.defaults().tcp().lanes(),
           "the broken lane's merged READ was sent again as one frame: " + retries + " retries");
@@ -161,7 +162,7 @@ class TcpMergedFramesIT {
     try (Engines e = Engines.open("merge-write", FaultHooks.NONE, REGION, guard, data)) {
       RegisteredMemory remote = e.remote();
       RegisteredMemory local = e.local();
-      long writtenBefore = e.source().counters().sourceBytesWritten.sum();
+      long writtenBefore = e.source().counters().sourceBytesWritten();
       List<TransferRequest> writes = new ArrayList<>();
       for (int i = 0; i < TASKS; i++) {
         long at = GAP + i * TASK;
@@ -187,7 +188,7 @@ class TcpMergedFramesIT {
       }
       assertEquals(
           TASKS * TASK,
-          e.source().counters().sourceBytesWritten.sum() - writtenBefore,
+          e.source().counters().sourceBytesWritten() - writtenBefore,
           "the source received exactly the run");
       EnginePair.assertRegion(
           remote.segment(),
@@ -206,7 +207,7 @@ class TcpMergedFramesIT {
     int lanes = d.tcp().lanes();
     try (TransferEngine source = TransferEngine.start(d.withName("merge-refusal-source"));
         TransferEngine requester =
-            TransferEngine.start(d.withName("merge-refusal-requester"), responses);
+            FaultInjection.start(d.withName("merge-refusal-requester"), responses);
         Arena arena = Arena.ofShared()) {
       long data = 0x2d93L;
       long guard = 0x7a05L;
@@ -219,8 +220,8 @@ class TcpMergedFramesIT {
           requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
       source.unregister(victim);
 
-      long refusalsBefore = source.counters().sourceRefusals.sum();
-      long readBefore = source.counters().sourceBytesRead.sum();
+      long refusalsBefore = source.counters().sourceRefusals();
+      long readBefore = source.counters().sourceBytesRead();
       List<Integer> inOrder = pagesInOrder(TASKS);
       Batch batch = requester.allocateBatch(TASKS);
       try {
@@ -240,11 +241,11 @@ class TcpMergedFramesIT {
       } finally {
         batch.free();
       }
-      long refused = source.counters().sourceRefusals.sum() - refusalsBefore;
+      long refused = source.counters().sourceRefusals() - refusalsBefore;
       assertTrue(
           refused >= 1 && refused <= lanes,
           "64 neighbouring READs were refused as " + refused + " request(s)");
-      assertEquals(readBefore, source.counters().sourceBytesRead.sum(), "no byte served");
+      assertEquals(readBefore, source.counters().sourceBytesRead(), "no byte served");
       assertEquals(0, responses.count.get(), "no READ payload reached the requester");
       EnginePair.assertRegion(local.segment(), List.of(), guard, "requester region");
       assertEquals(-1, Pattern.verify(victimMemory, 0, REGION, data, 0), "the source untouched");
@@ -278,7 +279,7 @@ class TcpMergedFramesIT {
       TransferEngine source = TransferEngine.start(d.withName(name + "-source"));
       TransferEngine requester = null;
       try {
-        requester = TransferEngine.start(d.withName(name + "-requester"), hooks);
+        requester = FaultInjection.start(d.withName(name + "-requester"), hooks);
         RegisteredMemory remote =
             EnginePair.guarded(source, regionBytes, Access.READ_WRITE, remoteSeed);
         RegisteredMemory local =

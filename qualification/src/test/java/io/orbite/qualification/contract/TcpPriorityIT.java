@@ -7,7 +7,6 @@ import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Priority;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
@@ -15,6 +14,8 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.Span;
 import java.time.Duration;
@@ -91,7 +92,7 @@ class TcpPriorityIT {
     EngineConfig d = EngineConfig.defaults();
     try (TransferEngine source = TransferEngine.start(d.withName("priority-source"));
         TransferEngine requester =
-            TransferEngine.start(
+            FaultInjection.start(
                 d.withName("priority-requester").withTcp(d.tcp().withLanes(1)), hook)) {
       RegisteredMemory remote = EnginePair.guarded(source, REGION, Access.READ_WRITE, data);
       RegisteredMemory local = EnginePair.guarded(requester, REGION, Access.READ_WRITE, guard);

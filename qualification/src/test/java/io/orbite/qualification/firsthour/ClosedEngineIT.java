@@ -54,7 +54,6 @@ class ClosedEngineIT {
           "close",
           "closeAsync",
           "owed",
-          "owedAsync",
           "quarantined",
           "config",
           "localSegment",

@@ -9,12 +9,13 @@ import io.orbite.config.RdmaConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.nativebind.verbs.Ibv;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
@@ -56,7 +57,7 @@ class RdmaMetricsIT {
                 .withMetrics(MetricsConfig.defaults().withEnabled(true))
                 .withTickMillis(200));
     try (TransferEngine source = TransferEngine.start(rdma("rdma-metrics-source"));
-        TransferEngine requester = TransferEngine.start(config, hooks)) {
+        TransferEngine requester = FaultInjection.start(config, hooks)) {
       String url = requester.observabilityUrls().get("metrics");
       Map<String, String> engine =
           Map.of("engine", "rdma-metrics-requester@" + requester.localSegment());
@@ -149,7 +150,7 @@ class RdmaMetricsIT {
                 .withTickMillis(200));
     HeldPosts held = new HeldPosts();
     try (TransferEngine source = TransferEngine.start(config);
-        TransferEngine requester = TransferEngine.start(rdma("rdma-budget-requester"), held)) {
+        TransferEngine requester = FaultInjection.start(rdma("rdma-budget-requester"), held)) {
       String url = source.observabilityUrls().get("metrics");
       Map<String, String> engine = Map.of("engine", "rdma-budget-source@" + source.localSegment());
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);

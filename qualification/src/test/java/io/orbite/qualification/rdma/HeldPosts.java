@@ -1,6 +1,6 @@
 package io.orbite.qualification.rdma;
 
-import io.orbite.engine.FaultHooks;
+import io.orbite.engine.fault.FaultHooks;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 

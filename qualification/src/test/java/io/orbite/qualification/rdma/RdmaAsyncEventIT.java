@@ -13,6 +13,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.nativebind.verbs.Ibv;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
@@ -37,7 +38,7 @@ class RdmaAsyncEventIT {
     SoftFaults faults = SoftFaults.create();
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("event-source"));
         TransferEngine requester =
-            TransferEngine.start(
+            FaultInjection.start(
                 RdmaTransferIT.rdmaConfig("event-requester"), RdmaTransferIT.hooks(faults))) {
       // Idle: the periodic scans run, and no event starts one.
       long ticks = RdmaPeerIT.charge(requester, "RdmaTransport", "monitorTicks");

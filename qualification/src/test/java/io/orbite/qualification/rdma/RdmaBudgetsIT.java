@@ -18,6 +18,7 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
 import io.orbite.qualification.Await;
@@ -194,14 +195,14 @@ class RdmaBudgetsIT {
       assertEquals(ErrorKind.UNAVAILABLE, e.kind(), e::getMessage);
       assertTrue(e.getMessage().contains("rdma.maxEndpoints"), e::getMessage);
       assertEquals(0, batch.status().tasks().size(), "nothing admitted");
-      long tcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();
+      long tcp = requester.counters().tasksDispatched(Transport.TCP);
       long guard = 32;
       Pattern.fill(local.segment(), 0, REGION, guard, 0);
       batch.submit(List.of(TransferRequest.read(local, 0, second, remote.regionId(), 0, TASK)));
       BatchStatus s = batch.await(Duration.ofSeconds(30));
       batch.free();
       assertTrue(s.allCompleted(), s::toString);
-      assertEquals(tcp + 1, requester.counters().of(Transport.TCP).tasksDispatched.sum());
+      assertEquals(tcp + 1, requester.counters().tasksDispatched(Transport.TCP));
       assertEquals(Transport.TCP, s.tasks().getFirst().transport(), s::toString);
       assertEquals(Route.TCP_NO_RDMA_ENDPOINT, s.tasks().getFirst().route(), s::toString);
       assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, data, 0));
@@ -525,7 +526,7 @@ class RdmaBudgetsIT {
     long region = MIB;
     try (TransferEngine source = TransferEngine.start(tight);
         TransferEngine first =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("direct-wait-first"), hold);
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("direct-wait-first"), hold);
         TransferEngine second =
             TransferEngine.start(RdmaTransferIT.rdmaConfig("direct-wait-second"))) {
       RegisteredMemory remote = source.allocate(region, Access.READ_WRITE);

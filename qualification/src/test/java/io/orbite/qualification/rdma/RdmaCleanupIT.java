@@ -12,7 +12,6 @@ import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.QuarantinedOwner;
@@ -24,6 +23,8 @@ import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.spi.Registration;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
@@ -52,7 +53,7 @@ class RdmaCleanupIT {
       long data = 71;
       Pattern.fill(remote.segment(), 0, REGION, data, 0);
 
-      TransferEngine first = TransferEngine.start(RdmaTransferIT.rdmaConfig("mr-first"), hooks);
+      TransferEngine first = FaultInjection.start(RdmaTransferIT.rdmaConfig("mr-first"), hooks);
       RegisteredMemory local = first.allocate(REGION, Access.READ_WRITE);
       long firstEpoch = first.localSegment().epoch();
       read(first, local, source, remote, data);
@@ -102,7 +103,7 @@ class RdmaCleanupIT {
       if (channels) {
         config = config.withRdma(config.rdma().withCompletionEvents(true));
       }
-      TransferEngine engine = TransferEngine.start(config, hooks);
+      TransferEngine engine = FaultInjection.start(config, hooks);
       RegisteredMemory local = engine.allocate(REGION, Access.READ_WRITE);
       read(engine, local, source, remote, data);
       faults.failNextDestroy(kind, 5, true);
@@ -147,7 +148,7 @@ class RdmaCleanupIT {
       long data = 91;
       Pattern.fill(remote.segment(), 0, REGION, data, 0);
       TransferEngine engine =
-          TransferEngine.start(RdmaTransferIT.rdmaConfig("dev-first"), hooks(faults));
+          FaultInjection.start(RdmaTransferIT.rdmaConfig("dev-first"), hooks(faults));
       RegisteredMemory local = engine.allocate(REGION, Access.READ_WRITE);
       long firstEpoch = engine.localSegment().epoch();
       read(engine, local, source, remote, data);
@@ -195,7 +196,7 @@ class RdmaCleanupIT {
     SoftFaults faults = SoftFaults.create();
     long task = 64 * 1024; // one slice, so one grant, per task
     try (TransferEngine source =
-            TransferEngine.start(
+            FaultInjection.start(
                 withMaxGrants(RdmaTransferIT.rdmaConfig("mw-source"), 2), hooks(faults));
         TransferEngine requester = TransferEngine.start(RdmaTransferIT.rdmaConfig("mw-req"))) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
@@ -330,9 +331,9 @@ class RdmaCleanupIT {
     SoftFaults faults = SoftFaults.create();
     HeldPosts hold = new HeldPosts();
     try (TransferEngine source =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("settle-source"), hooks(faults));
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("settle-source"), hooks(faults));
         TransferEngine requester =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("settle-req"), hold)) {
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("settle-req"), hold)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 64;
       Pattern.fill(remote.segment(), 0, REGION, data, 0);

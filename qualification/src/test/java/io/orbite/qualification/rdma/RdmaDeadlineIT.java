@@ -8,7 +8,6 @@ import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.RemoteSegment;
@@ -17,6 +16,8 @@ import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
@@ -48,7 +49,7 @@ class RdmaDeadlineIT {
   void aSliceWhoseDeadlinePassesBeforeItIsSentFailsTimeoutAndMovesNothing() throws Exception {
     HeldPosts hold = new HeldPosts();
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("late-source"));
-        TransferEngine requester = TransferEngine.start(oneLane("late-requester"), hold)) {
+        TransferEngine requester = FaultInjection.start(oneLane("late-requester"), hold)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 51;
       Pattern.fill(remote.segment(), 0, REGION, data, 0);
@@ -120,7 +121,7 @@ class RdmaDeadlineIT {
     HeldPosts hold = new HeldPosts();
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("wait-source"));
         TransferEngine requester =
-            TransferEngine.start(RdmaCleanupIT.withMaxGrants(oneLane("wait-requester"), 1), hold)) {
+            FaultInjection.start(RdmaCleanupIT.withMaxGrants(oneLane("wait-requester"), 1), hold)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 71;
       Pattern.fill(remote.segment(), 0, REGION, data, 0);
@@ -202,7 +203,7 @@ class RdmaDeadlineIT {
           }
         };
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("wire-source"));
-        TransferEngine requester = TransferEngine.start(oneLane("wire-requester"), hooks)) {
+        TransferEngine requester = FaultInjection.start(oneLane("wire-requester"), hooks)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 61;
       Pattern.fill(remote.segment(), 0, REGION, data, 0);

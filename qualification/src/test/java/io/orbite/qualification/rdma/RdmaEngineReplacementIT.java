@@ -11,7 +11,6 @@ import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
@@ -19,6 +18,8 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.spi.Registration;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
@@ -54,7 +55,7 @@ class RdmaEngineReplacementIT {
         TransferEngine.start(RdmaTransferIT.rdmaConfig("replacement-requester"))) {
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
 
-      TransferEngine first = TransferEngine.start(at, hooks);
+      TransferEngine first = FaultInjection.start(at, hooks);
       RegisteredMemory firstMemory = first.allocate(REGION, Access.READ_WRITE);
       long firstData = 0x51;
       Pattern.fill(firstMemory.segment(), 0, REGION, firstData, 0);
@@ -89,7 +90,7 @@ class RdmaEngineReplacementIT {
         RemoteSegment fresh = requester.openSegment(second.localSegment().endpoint(), WAIT);
         assertEquals(second.localSegment().epoch(), fresh.descriptor().epoch());
 
-        long dispatched = requester.counters().of(Transport.RDMA).tasksDispatched.sum();
+        long dispatched = requester.counters().tasksDispatched(Transport.RDMA);
         long guard = 0xdead;
         Pattern.fill(local.segment(), 0, REGION, guard, 0);
         TransferException reopen =
@@ -117,7 +118,7 @@ class RdmaEngineReplacementIT {
         assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "nothing landed");
         assertEquals(
             dispatched,
-            requester.counters().of(Transport.RDMA).tasksDispatched.sum(),
+            requester.counters().tasksDispatched(Transport.RDMA),
             "nothing was dispatched to the old incarnation: no slice, no QP, no WR");
 
         read(requester, local, fresh, secondMemory.regionId(), secondData);

@@ -12,7 +12,6 @@ import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
@@ -23,6 +22,8 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.Registration;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
@@ -98,7 +99,7 @@ class RdmaFaultsIT {
               faults.withholdCqe(qpNum, wrId);
               posted.incrementAndGet();
             });
-    try (TransferEngine requester = TransferEngine.start(requesterConfig("lost-cqe"), hooks);
+    try (TransferEngine requester = FaultInjection.start(requesterConfig("lost-cqe"), hooks);
         EngineProcess source =
             EngineProcess.startAt("lost-cqe-source", logs, freePort(), RdmaPeerIT.RDMA_SOURCE)) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
@@ -197,7 +198,7 @@ class RdmaFaultsIT {
               faults.withholdCqe(qpNum, wrId);
               posted.incrementAndGet();
             });
-    try (TransferEngine requester = TransferEngine.start(requesterConfig("eio"), hooks);
+    try (TransferEngine requester = FaultInjection.start(requesterConfig("eio"), hooks);
         EngineProcess source =
             EngineProcess.startAt("eio-source", logs, freePort(), RdmaPeerIT.RDMA_SOURCE)) {
       long data = 21;
@@ -313,7 +314,7 @@ class RdmaFaultsIT {
                 }
               }
             });
-    try (TransferEngine requester = TransferEngine.start(requesterConfig("reserved"), hooks);
+    try (TransferEngine requester = FaultInjection.start(requesterConfig("reserved"), hooks);
         EngineProcess source =
             EngineProcess.startAt("reserved-source", logs, freePort(), RdmaPeerIT.RDMA_SOURCE)) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
@@ -378,7 +379,7 @@ class RdmaFaultsIT {
               }
             });
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("err-source"));
-        TransferEngine requester = TransferEngine.start(requesterConfig("err"), hooks)) {
+        TransferEngine requester = FaultInjection.start(requesterConfig("err"), hooks)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       long guard = 3;
@@ -450,7 +451,7 @@ class RdmaFaultsIT {
     int n = 8;
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("poll-source"));
         TransferEngine other = TransferEngine.start(RdmaTransferIT.rdmaConfig("poll-other"));
-        TransferEngine requester = TransferEngine.start(config, hooks)) {
+        TransferEngine requester = FaultInjection.start(config, hooks)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 51;
       long guard = 52;

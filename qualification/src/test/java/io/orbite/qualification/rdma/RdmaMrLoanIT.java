@@ -10,7 +10,6 @@ import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
@@ -18,6 +17,8 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.spi.Registration;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
@@ -71,7 +72,7 @@ class RdmaMrLoanIT {
     FaultHooks hooks = RdmaTransferIT.hooks(faults);
     EngineConfig quick = RdmaTransferIT.rdmaConfig("kept-source");
     quick = quick.withTimeouts(quick.timeouts().withDestructionWindowMillis(1_000));
-    try (TransferEngine source = TransferEngine.start(quick, hooks);
+    try (TransferEngine source = FaultInjection.start(quick, hooks);
         TransferEngine requester =
             TransferEngine.start(RdmaTransferIT.rdmaConfig("kept-requester"))) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.QuarantinedOwner;
@@ -19,6 +18,8 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
@@ -54,9 +55,9 @@ class RdmaOwnerFailureIT {
     FailingOwner failing = new FailingOwner();
     HeldPosts hold = new HeldPosts();
     try (TransferEngine source =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("owner-fail-source"), failing);
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("owner-fail-source"), failing);
         TransferEngine requester =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("owner-fail-requester"), hold)) {
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("owner-fail-requester"), hold)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 41;
       Pattern.fill(remote.segment(), 0, REGION, data, 0);

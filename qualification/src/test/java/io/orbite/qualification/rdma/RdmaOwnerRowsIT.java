@@ -13,6 +13,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
@@ -34,7 +35,7 @@ class RdmaOwnerRowsIT {
     HeldPosts hold = new HeldPosts();
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("rows-source"));
         TransferEngine requester =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("rows-requester"), hold)) {
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("rows-requester"), hold)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 81;
       Pattern.fill(remote.segment(), 0, REGION, data, 0);

@@ -14,6 +14,7 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
@@ -43,7 +44,7 @@ class RdmaParentReservationIT {
             TransferEngine.start(
                 RdmaCleanupIT.withMaxGrants(RdmaTransferIT.rdmaConfig("parents-source"), 2));
         TransferEngine requester =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("parents-requester"), hold);
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("parents-requester"), hold);
         TransferEngine other = TransferEngine.start(RdmaTransferIT.rdmaConfig("parents-other"))) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 71;
@@ -157,7 +158,7 @@ class RdmaParentReservationIT {
             TransferEngine.start(
                 RdmaCleanupIT.withMaxGrants(RdmaTransferIT.rdmaConfig("published-source"), 2));
         TransferEngine requester =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("published-requester"), hold)) {
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("published-requester"), hold)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 91;
       Pattern.fill(remote.segment(), 0, REGION, data, 0);

@@ -18,6 +18,7 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
@@ -58,15 +59,15 @@ class RdmaPeerIT {
     // Nothing is armed: the table is read for the provider's own byte counts (its port counters).
     io.orbite.nativebind.verbs.soft.SoftFaults provider =
         io.orbite.nativebind.verbs.soft.SoftFaults.create();
-    io.orbite.engine.FaultHooks counting =
-        new io.orbite.engine.FaultHooks() {
+    io.orbite.engine.fault.FaultHooks counting =
+        new io.orbite.engine.fault.FaultHooks() {
           @Override
           public Object rdmaFaults() {
             return provider;
           }
         };
     try (TransferEngine requester =
-        TransferEngine.start(
+        FaultInjection.start(
             RdmaTransferIT.rdmaConfig("rdma-survivor")
                 .withSlicing(io.orbite.config.SlicingConfig.defaults().withBaseBlockBytes(BLOCK)),
             counting)) {
@@ -223,7 +224,7 @@ class RdmaPeerIT {
       throws Exception {
     long[] railsBefore = requesterRails(requester);
     long servedBefore =
-        source.counters().sourceBytesRead.sum() + source.counters().sourceBytesWritten.sum();
+        source.counters().sourceBytesRead() + source.counters().sourceBytesWritten();
     long moved = 0;
     for (int round = 0; round < rounds; round++) {
       for (Op op : Op.values()) {
@@ -299,14 +300,14 @@ class RdmaPeerIT {
         Await.until(
             Duration.ofSeconds(10),
             () ->
-                source.counters().sourceBytesRead.sum()
-                        + source.counters().sourceBytesWritten.sum()
+                source.counters().sourceBytesRead()
+                        + source.counters().sourceBytesWritten()
                         - servedBefore
                     == expected),
         () ->
             "the source served what the requester moved: "
-                + (source.counters().sourceBytesRead.sum()
-                    + source.counters().sourceBytesWritten.sum()
+                + (source.counters().sourceBytesRead()
+                    + source.counters().sourceBytesWritten()
                     - servedBefore)
                 + " of "
                 + expected);
@@ -422,7 +423,7 @@ class RdmaPeerIT {
    */
   private static void staleSegmentIsRefusedBeforeAnythingIsMade(
       TransferEngine requester, RegisteredMemory local, RemoteSegment stale, long region) {
-    long dispatched = requester.counters().of(Transport.RDMA).tasksDispatched.sum();
+    long dispatched = requester.counters().tasksDispatched(Transport.RDMA);
     long guard = 0xdead;
     Pattern.fill(local.segment(), 0, REGION, guard, 0);
     TransferException reopen =
@@ -447,7 +448,7 @@ class RdmaPeerIT {
     assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "nothing landed");
     assertEquals(
         dispatched,
-        requester.counters().of(Transport.RDMA).tasksDispatched.sum(),
+        requester.counters().tasksDispatched(Transport.RDMA),
         "nothing was dispatched to the stale incarnation: no slice, no QP, no WR");
   }
 

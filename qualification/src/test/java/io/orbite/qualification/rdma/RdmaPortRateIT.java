@@ -6,13 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.NicLoadStats;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.nativebind.verbs.soft.SoftFabric;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
@@ -46,7 +47,7 @@ class RdmaPortRateIT {
         };
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("rate-source"));
         TransferEngine requester =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("rate-requester"), hooks);
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("rate-requester"), hooks);
         TransferEngine later = TransferEngine.start(RdmaTransferIT.rdmaConfig("rate-later"))) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 31;
@@ -125,7 +126,7 @@ class RdmaPortRateIT {
           }
         };
     try (TransferEngine source =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("peer-rate-source"), hooks);
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("peer-rate-source"), hooks);
         TransferEngine requester =
             TransferEngine.start(RdmaTransferIT.rdmaConfig("peer-rate-requester"))) {
       faults.setPortRate("soft0", 1, 1, SoftFabric.SPEED_EDR);

@@ -7,13 +7,14 @@ import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Priority;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
@@ -93,7 +94,7 @@ class RdmaPriorityIT {
         one.withRdma(
             one.rdma().withSoftwareDevices(1).withLanes(1).withPriorityAging(agingMillis, false));
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("prio-source"));
-        TransferEngine requester = TransferEngine.start(one, hooks)) {
+        TransferEngine requester = FaultInjection.start(one, hooks)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       long data = 5;

@@ -12,7 +12,6 @@ import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.NicLoadStats;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.RegisteredMemory;
@@ -23,6 +22,8 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
@@ -57,7 +58,7 @@ class RdmaRailEligibilityIT {
     EngineConfig base = RdmaTransferIT.rdmaConfig(name);
     EngineConfig config =
         base.withRdma(base.rdma().withSelection(selection.apply(base.rdma().selection())));
-    return TransferEngine.start(
+    return FaultInjection.start(
         config,
         new FaultHooks() {
           @Override
@@ -165,8 +166,8 @@ class RdmaRailEligibilityIT {
       assertTrue(refused.getMessage().contains(why), refused::getMessage);
       assertEquals(0, batch.status().tasks().size(), "nothing admitted");
       m.assertUntouched();
-      long tcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();
-      long rdma = requester.counters().of(Transport.RDMA).tasksDispatched.sum();
+      long tcp = requester.counters().tasksDispatched(Transport.TCP);
+      long rdma = requester.counters().tasksDispatched(Transport.RDMA);
       batch.submit(
           List.of(
               TransferRequest.read(
@@ -174,8 +175,8 @@ class RdmaRailEligibilityIT {
       BatchStatus s = batch.await(WAIT);
       batch.free();
       assertTrue(s.allCompleted(), s::toString);
-      assertEquals(tcp + 1, requester.counters().of(Transport.TCP).tasksDispatched.sum());
-      assertEquals(rdma, requester.counters().of(Transport.RDMA).tasksDispatched.sum());
+      assertEquals(tcp + 1, requester.counters().tasksDispatched(Transport.TCP));
+      assertEquals(rdma, requester.counters().tasksDispatched(Transport.RDMA));
       m.assertRead();
       assertEquals(0, faults.payloadBytes("soft0") + faults.payloadBytes("soft1"));
     }
@@ -219,7 +220,7 @@ class RdmaRailEligibilityIT {
               () -> RdmaPeerIT.charge(requester, "RdmaTransport", "tasksRefusedByPolicy") == 2),
           "both refusals counted (the owner view re-publishes every 200 ms)");
       Batch unspec = requester.allocateBatch(1);
-      long tcp = requester.counters().of(Transport.TCP).tasksDispatched.sum();
+      long tcp = requester.counters().tasksDispatched(Transport.TCP);
       unspec.submit(
           List.of(
               TransferRequest.read(
@@ -227,7 +228,7 @@ class RdmaRailEligibilityIT {
       BatchStatus s = unspec.await(WAIT);
       unspec.free();
       assertTrue(s.allCompleted(), s::toString);
-      assertEquals(tcp + 1, requester.counters().of(Transport.TCP).tasksDispatched.sum());
+      assertEquals(tcp + 1, requester.counters().tasksDispatched(Transport.TCP));
       m.assertRead();
     }
   }

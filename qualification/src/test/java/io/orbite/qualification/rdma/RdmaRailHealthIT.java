@@ -6,11 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Op;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.nativebind.verbs.Ibv;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
@@ -38,7 +39,7 @@ class RdmaRailHealthIT {
             .withRdma(
                 RdmaTransferIT.rdmaConfig("x").rdma().withRailPolicy(3, 10_000, 1_500, 60_000, 0));
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("rail-source"));
-        TransferEngine requester = TransferEngine.start(requesterConfig, hooks)) {
+        TransferEngine requester = FaultInjection.start(requesterConfig, hooks)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       RemoteSegment peer =

@@ -6,13 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Op;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.nativebind.verbs.Ibv;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
@@ -369,7 +370,7 @@ class RdmaRouteRecoveryIT {
                       .withGidIndex(which.gidIndex));
       source =
           faultsOnSource
-              ? TransferEngine.start(
+              ? FaultInjection.start(
                   RdmaTransferIT.rdmaConfig("route-source"), RdmaTransferIT.hooks(faults))
               : TransferEngine.start(RdmaTransferIT.rdmaConfig("route-source"));
       TransferEngine r = null;
@@ -377,7 +378,7 @@ class RdmaRouteRecoveryIT {
         r =
             faultsOnSource
                 ? TransferEngine.start(requesterConfig)
-                : TransferEngine.start(requesterConfig, hooks);
+                : FaultInjection.start(requesterConfig, hooks);
         RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
         RegisteredMemory local = r.allocate(REGION, Access.READ_WRITE);
         RemoteSegment peer =

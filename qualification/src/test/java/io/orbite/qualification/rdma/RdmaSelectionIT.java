@@ -8,7 +8,6 @@ import io.orbite.config.ShmConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.Route;
@@ -16,6 +15,8 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.nativebind.verbs.Ibv;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
@@ -42,7 +43,7 @@ class RdmaSelectionIT {
         RdmaTransferIT.rdmaConfig("select-source").withShm(ShmConfig.defaults().withEnabled(true));
     try (TransferEngine source = TransferEngine.start(sourceConfig);
         TransferEngine requester =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("select-requester"), hooks)) {
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("select-requester"), hooks)) {
       RegisteredMemory exported = source.allocate(REGION, Access.READ_WRITE);
       java.lang.foreign.MemorySegment own = java.lang.foreign.Arena.global().allocate(REGION, 4096);
       RegisteredMemory plain = source.register(own, Access.READ_WRITE);
@@ -139,7 +140,7 @@ class RdmaSelectionIT {
   private static long[] dispatched(TransferEngine engine) {
     long[] out = new long[Transport.values().length];
     for (Transport t : Transport.values()) {
-      out[t.ordinal()] = engine.counters().of(t).tasksDispatched.sum();
+      out[t.ordinal()] = engine.counters().tasksDispatched(t);
     }
     return out;
   }

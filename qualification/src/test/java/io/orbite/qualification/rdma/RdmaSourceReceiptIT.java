@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Op;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
@@ -17,6 +16,8 @@ import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
@@ -59,7 +60,7 @@ class RdmaSourceReceiptIT {
           }
         };
     try (TransferEngine source =
-            TransferEngine.start(RdmaTransferIT.rdmaConfig("ack-source-" + op), holdFirstAck);
+            FaultInjection.start(RdmaTransferIT.rdmaConfig("ack-source-" + op), holdFirstAck);
         TransferEngine requester =
             TransferEngine.start(RdmaTransferIT.rdmaConfig("ack-requester-" + op))) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);

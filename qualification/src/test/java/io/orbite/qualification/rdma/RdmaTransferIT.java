@@ -48,9 +48,9 @@ class RdmaTransferIT {
   private RemoteSegment peer;
 
   /** Hooks that hand {@code faults} to the engine's software provider, and nothing else. */
-  public static io.orbite.engine.FaultHooks hooks(
+  public static io.orbite.engine.fault.FaultHooks hooks(
       io.orbite.nativebind.verbs.soft.SoftFaults faults) {
-    return new io.orbite.engine.FaultHooks() {
+    return new io.orbite.engine.fault.FaultHooks() {
       @Override
       public Object rdmaFaults() {
         return faults;

@@ -58,7 +58,7 @@ class ShmCallerCopyIT {
       Batch batch = requester.allocateBatch(1);
 
       // A first small READ runs on this thread: it is terminal as soon as submit returns.
-      long byCaller = requester.counters().shmCopiedByCaller.sum();
+      long byCaller = requester.counters().shmCopiedByCaller();
       batch.submit(
           List.of(
               TransferRequest.read(local, 100, peer, remote, 200, TASK)
@@ -66,8 +66,7 @@ class ShmCallerCopyIT {
       BatchStatus first = batch.status();
       assertTrue(first.done(), () -> "the copy ran inside submit: " + first);
       assertEquals(TaskState.COMPLETED, first.tasks().getFirst().state(), first::toString);
-      assertEquals(
-          byCaller + 1, requester.counters().shmCopiedByCaller.sum(), "copied by the caller");
+      assertEquals(byCaller + 1, requester.counters().shmCopiedByCaller(), "copied by the caller");
       assertEquals(
           -1,
           RegionCheck.check(local.segment(), List.of(new Span(100, TASK, 41, 200)), 42),
@@ -79,7 +78,7 @@ class ShmCallerCopyIT {
       source.call("UNREGISTER " + remote);
       Pattern.fill(local.segment(), 0, REGION, 43, 0);
       for (Op op : Op.values()) {
-        long before = requester.counters().shmCopiedByCaller.sum();
+        long before = requester.counters().shmCopiedByCaller();
         TransferRequest r =
             op == Op.READ
                 ? TransferRequest.read(local, 8192, peer, remote, 8192, TASK)
@@ -94,9 +93,7 @@ class ShmCallerCopyIT {
         assertEquals(0, t.bytes());
         assertTrue(t.locallyDrained(), t::toString);
         assertEquals(
-            before + 1,
-            requester.counters().shmCopiedByCaller.sum(),
-            "tried on the caller's thread");
+            before + 1, requester.counters().shmCopiedByCaller(), "tried on the caller's thread");
         batch.reset();
       }
       assertEquals(

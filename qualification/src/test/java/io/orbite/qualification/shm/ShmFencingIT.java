@@ -20,6 +20,7 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.contract.HeldWorker;
 import io.orbite.qualification.harness.EngineProcess;
@@ -61,12 +62,12 @@ class ShmFencingIT {
       TaskResult first = runOne(requester, TransferRequest.read(local, 0, peer, remote, 0, TASK));
       assertEquals(TaskState.COMPLETED, first.state(), first::toString);
       assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, 11, 0), "the first READ landed");
-      assertEquals(1, requester.counters().shmMappingsOpened.sum());
+      assertEquals(1, requester.counters().shmMappingsOpened());
 
       source.call("UNREGISTER " + remote);
       long guard = 13;
       Pattern.fill(local.segment(), 0, REGION, guard, 0);
-      long fencedBefore = requester.counters().shmFenced.sum();
+      long fencedBefore = requester.counters().shmFenced();
       TaskResult read =
           runOne(
               requester,
@@ -84,10 +85,9 @@ class ShmFencingIT {
           -1,
           Pattern.verify(local.segment(), 0, REGION, guard, 0),
           "no byte moved after the unregister");
-      assertTrue(requester.counters().shmFenced.sum() > fencedBefore, "the fence was seen");
-      assertEquals(
-          1, requester.counters().shmMappingsClosed.sum(), "the dead mapping was unmapped");
-      assertEquals(1, requester.counters().shmMappingsOpened.sum(), "and never mapped again");
+      assertTrue(requester.counters().shmFenced() > fencedBefore, "the fence was seen");
+      assertEquals(1, requester.counters().shmMappingsClosed(), "the dead mapping was unmapped");
+      assertEquals(1, requester.counters().shmMappingsOpened(), "and never mapped again");
       assertEquals(
           0,
           ShmPeer.counters(source).get("sourceBytesRead"),
@@ -184,18 +184,18 @@ class ShmFencingIT {
             second, replacement, 23, List.of(), "the replacement's memory is untouched");
         assertTrue(
             Await.until(
-                Duration.ofSeconds(10), () -> requester.counters().shmMappingsClosed.sum() == 1),
+                Duration.ofSeconds(10), () -> requester.counters().shmMappingsClosed() == 1),
             "the dead incarnation's mapping is unmapped");
 
         // A fresh open reaches the replacement, through SHM again.
         RemoteSegment fresh = requester.openSegment(second.endpoint(), Duration.ofSeconds(10));
         assertEquals(second.epoch(), fresh.descriptor().epoch());
         assertTrue(fresh.sharedReachable(replacement));
-        long shmBefore = requester.counters().of(Transport.SHM).tasksDispatched.sum();
+        long shmBefore = requester.counters().tasksDispatched(Transport.SHM);
         TaskResult after =
             runOne(requester, TransferRequest.read(local, 0, fresh, replacement, 0, TASK));
         assertEquals(TaskState.COMPLETED, after.state(), after::toString);
-        assertEquals(shmBefore + 1, requester.counters().of(Transport.SHM).tasksDispatched.sum());
+        assertEquals(shmBefore + 1, requester.counters().tasksDispatched(Transport.SHM));
         assertEquals(
             -1,
             RegionCheck.check(local.segment(), List.of(new Span(0, TASK, 23, 0)), guard),
@@ -231,7 +231,7 @@ class ShmFencingIT {
     EngineConfig config = EngineConfig.defaults().withName("shm-table-requester");
     config =
         config.withBudgets(config.budgets().withMaxEndpoints(3)).withShm(config.shm().withLanes(1));
-    try (TransferEngine requester = TransferEngine.start(config, hook)) {
+    try (TransferEngine requester = FaultInjection.start(config, hook)) {
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       EngineProcess first =
           EngineProcess.startAt("shm-table-source", logs, port, ShmPeer.SHM_SOURCE);

@@ -20,6 +20,7 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.spi.Registration;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.contract.HeldWorker;
@@ -78,7 +79,7 @@ class ShmHeldCopyIT {
     EngineConfig config = EngineConfig.defaults().withName("shm-held");
     config = config.withTimeouts(config.timeouts().withDestructionWindowMillis(WINDOW_MILLIS));
     try (EngineProcess source = EngineProcess.start("shm-held-source", logs, ShmPeer.SHM_SOURCE);
-        TransferEngine requester = TransferEngine.start(config, hook)) {
+        TransferEngine requester = FaultInjection.start(config, hook)) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       source.call("FILL " + remote + " " + sourceSeed);
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);

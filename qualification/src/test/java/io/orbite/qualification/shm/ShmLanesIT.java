@@ -16,6 +16,7 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.spi.Registration;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.contract.HeldWorker;
@@ -114,8 +115,7 @@ class ShmLanesIT {
           source, remote, 71, writeSpans, "every WRITE landed, every remote guard intact");
       assertEquals(0, ((Registration) local).loans(), "every loan returned");
       assertTrue(requester.owed().isIdle(), requester.owed()::toString);
-      assertEquals(
-          0, requester.counters().of(Transport.TCP).tasksDispatched.sum(), "nothing went over TCP");
+      assertEquals(0, requester.counters().tasksDispatched(Transport.TCP), "nothing went over TCP");
     }
     assertTrue(
         Await.until(Duration.ofSeconds(10), () -> laneThreads(endpoint) == 0),
@@ -131,7 +131,7 @@ class ShmLanesIT {
     try (EngineProcess source =
             EngineProcess.start("shm-lanes-steal-source", logs, ShmPeer.SHM_SOURCE);
         TransferEngine requester =
-            TransferEngine.start(config.withShm(config.shm().withLanes(2)), hook)) {
+            FaultInjection.start(config.withShm(config.shm().withLanes(2)), hook)) {
       ShmPeer.Opened opened = ShmPeer.open(source, requester, 2 * REGION, 91, 92);
       long remote = opened.remote();
       RegisteredMemory local = opened.local();
@@ -146,7 +146,7 @@ class ShmLanesIT {
             TransferRequest.read(local, at, peer, remote, from, TASK).withTransport(Transport.SHM));
         spans.add(new Span(at, TASK, 91, from));
       }
-      long stolenBefore = requester.counters().shmTasksStolen.sum();
+      long stolenBefore = requester.counters().shmTasksStolen();
       Batch batch = requester.allocateBatch(tasks);
       hook.arm();
       batch.submit(reads);
@@ -164,8 +164,8 @@ class ShmLanesIT {
                     + batch.status().completedCount()
                     + " completed");
         assertTrue(
-            requester.counters().shmTasksStolen.sum() - stolenBefore >= tasks / 2 - 1024 - 1,
-            () -> "counted as stolen: " + requester.counters().shmTasksStolen.sum());
+            requester.counters().shmTasksStolen() - stolenBefore >= tasks / 2 - 1024 - 1,
+            () -> "counted as stolen: " + requester.counters().shmTasksStolen());
       } finally {
         hook.release();
       }

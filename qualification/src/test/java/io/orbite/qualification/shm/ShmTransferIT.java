@@ -106,18 +106,16 @@ class ShmTransferIT {
   void unspecPicksShmForASameHostPeerAndTheSourceServesNothingOverTcp() throws Exception {
     assertTrue(peer.sharedReachable(remote), () -> "SHM reachable: " + peer);
     Map<String, Long> before = ShmPeer.counters(source);
-    long readBefore = requester.counters().shmBytesRead.sum();
-    long writtenBefore = requester.counters().shmBytesWritten.sum();
+    long readBefore = requester.counters().shmBytesRead();
+    long writtenBefore = requester.counters().shmBytesWritten();
     runAndCheck(Op.READ, Transport.UNSPEC, remote, MIXED, Transport.SHM);
     runAndCheck(Op.WRITE, Transport.UNSPEC, remote, MIXED, Transport.SHM);
     long total = MIXED.stream().mapToLong(Task::length).sum();
     assertEquals(
-        total,
-        requester.counters().shmBytesRead.sum() - readBefore,
-        "READ bytes copied through SHM");
+        total, requester.counters().shmBytesRead() - readBefore, "READ bytes copied through SHM");
     assertEquals(
         total,
-        requester.counters().shmBytesWritten.sum() - writtenBefore,
+        requester.counters().shmBytesWritten() - writtenBefore,
         "WRITE bytes copied through SHM");
     Map<String, Long> after = ShmPeer.counters(source);
     assertEquals(
@@ -157,7 +155,7 @@ class ShmTransferIT {
   private void refusedBeforeAnyByteMoves(RemoteSegment target, long regionId, String why) {
     long guard = random.nextLong();
     Pattern.fill(local.segment(), 0, REGION, guard, 0);
-    long shmBefore = requester.counters().of(Transport.SHM).tasksDispatched.sum();
+    long shmBefore = requester.counters().tasksDispatched(Transport.SHM);
     for (Op op : Op.values()) {
       TransferRequest r =
           (op == Op.READ
@@ -174,9 +172,7 @@ class ShmTransferIT {
     assertEquals(
         -1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "local region untouched");
     assertEquals(
-        shmBefore,
-        requester.counters().of(Transport.SHM).tasksDispatched.sum(),
-        "nothing dispatched");
+        shmBefore, requester.counters().tasksDispatched(Transport.SHM), "nothing dispatched");
     assertEquals(0, requester.owed().tasksInFlight(), "nothing charged");
   }
 
@@ -211,9 +207,9 @@ class ShmTransferIT {
               ? new Span(t.localOffset(), t.length(), srcSeed, t.remoteOffset())
               : new Span(t.remoteOffset(), t.length(), srcSeed, t.localOffset()));
     }
-    long expectedBefore = requester.counters().of(expected).tasksDispatched.sum();
+    long expectedBefore = requester.counters().tasksDispatched(expected);
     Transport other = expected == Transport.SHM ? Transport.TCP : Transport.SHM;
-    long otherBefore = requester.counters().of(other).tasksDispatched.sum();
+    long otherBefore = requester.counters().tasksDispatched(other);
     Batch batch = requester.allocateBatch(requests.size());
     batch.submit(requests);
     BatchStatus status = batch.await(Duration.ofSeconds(60));
@@ -228,12 +224,10 @@ class ShmTransferIT {
     }
     assertEquals(
         tasks.size(),
-        requester.counters().of(expected).tasksDispatched.sum() - expectedBefore,
+        requester.counters().tasksDispatched(expected) - expectedBefore,
         "every task went through " + expected);
     assertEquals(
-        otherBefore,
-        requester.counters().of(other).tasksDispatched.sum(),
-        "no task went through " + other);
+        otherBefore, requester.counters().tasksDispatched(other), "no task went through " + other);
     if (op == Op.READ) {
       assertEquals(
           -1,

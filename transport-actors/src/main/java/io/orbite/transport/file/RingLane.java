@@ -1,10 +1,11 @@
 package io.orbite.transport.file;
 
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptBatcher;
@@ -68,7 +69,7 @@ final class RingLane {
   private final ActorContext<Command> ctx;
   private final LaneHandle handle;
   private final FileIo io;
-  private final EngineCounters counters;
+  private final EngineTally counters;
 
   /** Confirmed bytes of this lane, for per-lane throughput. */
   private final java.util.concurrent.atomic.LongAdder laneBytes;
@@ -93,7 +94,7 @@ final class RingLane {
       ActorContext<Command> ctx,
       LaneHandle handle,
       FileIo io,
-      EngineCounters counters,
+      EngineTally counters,
       Duration destructionWindow,
       QuarantineLedger quarantine) {
     this.ctx = ctx;
@@ -114,7 +115,7 @@ final class RingLane {
   static Behavior<Command> create(
       LaneHandle handle,
       FileIo io,
-      EngineCounters counters,
+      EngineTally counters,
       OwnerBoard owners,
       Duration destructionWindow,
       QuarantineLedger quarantine) {
@@ -314,7 +315,7 @@ final class RingLane {
 
   private Behavior<Command> quarantine(FileOp stuck, long now, TimerScheduler<Command> timers) {
     handle.lifecycle.moveTo(LaneLifecycle.State.QUARANTINED);
-    counters.ownersQuarantined.increment();
+    counters.increment(Count.OWNERS_QUARANTINED);
     // Sticky: the ring and what its kernel operations may still write are kept for the process's
     // life.
     quarantine.enter(

@@ -84,7 +84,7 @@ final class Rail {
   final java.util.concurrent.atomic.LongAdder bytes;
 
   /** The engine's fault hooks (NONE in production), called by lanes before payload posts. */
-  io.orbite.engine.FaultHooks hooks = io.orbite.engine.FaultHooks.NONE;
+  io.orbite.engine.fault.FaultHooks hooks = io.orbite.engine.fault.FaultHooks.NONE;
 
   private Rail(
       Verbs verbs,
@@ -99,7 +99,7 @@ final class Rail {
       int maxSendWr,
       int numaNode,
       int gidIndexConfig,
-      io.orbite.engine.EngineCounters counters) {
+      io.orbite.engine.spi.EngineTally counters) {
     this.verbs = verbs;
     this.numaNode = numaNode;
     this.bytes = counters.lane("rdma/" + device);
@@ -131,7 +131,7 @@ final class Rail {
       int index,
       io.orbite.config.RdmaConfig config,
       RegistryView registry,
-      io.orbite.engine.EngineCounters counters) {
+      io.orbite.engine.spi.EngineTally counters) {
     int lanes = config.lanes();
     int cqes = config.maxCqes();
     int maxSendWr = config.maxSendWr();

@@ -58,9 +58,9 @@ final class RdmaCounters {
   private final LongAdder[] writeBytes = new LongAdder[MAX_RAILS];
 
   /** The engine's own counters (source bytes, per-transport totals). */
-  final io.orbite.engine.EngineCounters engine;
+  final io.orbite.engine.spi.EngineTally engine;
 
-  RdmaCounters(io.orbite.engine.EngineCounters engine) {
+  RdmaCounters(io.orbite.engine.spi.EngineTally engine) {
     this.engine = engine;
     for (int i = 0; i < MAX_RAILS; i++) {
       readBytes[i] = new LongAdder();

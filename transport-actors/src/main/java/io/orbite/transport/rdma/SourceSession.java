@@ -2,6 +2,7 @@ package io.orbite.transport.rdma;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
@@ -648,9 +649,9 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       return;
     }
     if (g.op == Op.READ) {
-      counters.engine.sourceBytesRead.add(g.length);
+      counters.engine.add(Count.SOURCE_BYTES_READ, g.length);
     } else {
-      counters.engine.sourceBytesWritten.add(g.length);
+      counters.engine.add(Count.SOURCE_BYTES_WRITTEN, g.length);
     }
     release(g);
     lane.rail.hooks.beforeRdmaAck(lane.name, grantId);

@@ -1,8 +1,8 @@
 package io.orbite.transport.rdma;
 
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.view.OwnerBoard;
@@ -41,7 +41,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * grants' owners and their loans for the life of the process, and keeps the loans of reservations
  * promoted after it failed (their news is dropped: no owner is spawned for them); once the
  * session's thread ended it tells the transport, so that closing the source side or the engine does
- * not wait on it. {@link io.orbite.engine.FaultHooks#beforeOwnerMessage} (owner {@code
+ * not wait on it. {@link io.orbite.engine.fault.FaultHooks#beforeOwnerMessage} (owner {@code
  * RdmaSourceSession}) lets a test throw inside it.
  *
  * <p>Its row counts the windows bound now ({@code grants}), the reservations held ({@code

@@ -1,11 +1,12 @@
 package io.orbite.transport.shm;
 
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.wire.SharedExports;
@@ -67,7 +68,7 @@ final class ShmEndpoint {
   private final SharedExports exports;
   private final int maxMappings;
   private final int laneCount;
-  private final EngineCounters counters;
+  private final EngineTally counters;
   private final QuarantineLedger quarantine;
   private final FaultHooks hooks;
   private final ActorRef<Refused> refusedTo;
@@ -78,7 +79,7 @@ final class ShmEndpoint {
       SharedExports exports,
       int maxMappings,
       int laneCount,
-      EngineCounters counters,
+      EngineTally counters,
       QuarantineLedger quarantine,
       FaultHooks hooks,
       ActorRef<Refused> refusedTo) {
@@ -100,7 +101,7 @@ final class ShmEndpoint {
       int maxMappings,
       int laneCount,
       Executor blockingIo,
-      EngineCounters counters,
+      EngineTally counters,
       io.orbite.engine.view.OwnerBoard owners,
       QuarantineLedger quarantine,
       FaultHooks hooks,
@@ -175,7 +176,7 @@ final class ShmEndpoint {
           m.failure() instanceof CompletionException ce && ce.getCause() != null
               ? ce.getCause()
               : m.failure();
-      counters.shmOpensRefused.increment();
+      counters.increment(Count.SHM_OPENS_REFUSED);
       ctx.getLog().info("SHM to {} not used: {}", peer, cause.getMessage());
       String detail = TransferException.describe(cause);
       waiters.forEach(

@@ -1,12 +1,13 @@
 package io.orbite.transport.shm;
 
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Op;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptBatcher;
@@ -92,7 +93,7 @@ final class ShmLane implements Runnable {
   private final SharedHost host;
   private final Map<Long, SharedRegion> exports;
   private final int maxMappings;
-  private final EngineCounters counters;
+  private final EngineTally counters;
   private final QuarantineLedger quarantine;
   private final FaultHooks hooks;
 
@@ -168,7 +169,7 @@ final class ShmLane implements Runnable {
       Token token,
       Map<Long, SharedRegion> exports,
       int maxMappings,
-      EngineCounters counters,
+      EngineTally counters,
       QuarantineLedger quarantine,
       FaultHooks hooks,
       Consumer<String> onFenced,
@@ -241,7 +242,7 @@ final class ShmLane implements Runnable {
       if (!lifecycle.running() || queued()) {
         return false;
       }
-      counters.shmCopiedByCaller.increment();
+      counters.increment(Count.SHM_COPIED_BY_CALLER);
       runPass(List.of(work));
       deliver();
       return true;
@@ -318,7 +319,7 @@ final class ShmLane implements Runnable {
       }
     }
     if (!into.isEmpty()) {
-      counters.shmTasksStolen.add(into.size());
+      counters.add(Count.SHM_TASKS_STOLEN, into.size());
     }
   }
 
@@ -469,7 +470,7 @@ final class ShmLane implements Runnable {
         TaskWork w = tasks.get(i);
         RemoteEffect effect =
             i == copied && w.op() == Op.WRITE && inCopy ? RemoteEffect.UNKNOWN : RemoteEffect.NONE;
-        counters.shmTasksFailed.increment();
+        counters.increment(Count.SHM_TASKS_FAILED);
         add(
             w.sink(),
             Receipt.failed(
@@ -516,7 +517,7 @@ final class ShmLane implements Runnable {
         throw e;
       }
       // The source has fenced this allocation (unregister): it is never used again.
-      counters.shmFenced.increment();
+      counters.increment(Count.SHM_FENCED);
       unmap(regionId);
       ErrorKind kind = classifyGone();
       failAll(
@@ -549,7 +550,7 @@ final class ShmLane implements Runnable {
       Libc.ofdLock(m.fd, Libc.F_UNLCK, ShmLocks.ACTIVITY, 1, false, lockScratch);
     }
     if (!live) {
-      counters.shmFenced.increment();
+      counters.increment(Count.SHM_FENCED);
       unmap(regionId);
       ErrorKind kind = classifyGone();
       failAll(
@@ -614,10 +615,10 @@ final class ShmLane implements Runnable {
 
   private void countCopied() {
     if (bytesRead != 0) {
-      counters.shmBytesRead.add(bytesRead);
+      counters.add(Count.SHM_BYTES_READ, bytesRead);
     }
     if (bytesWritten != 0) {
-      counters.shmBytesWritten.add(bytesWritten);
+      counters.add(Count.SHM_BYTES_WRITTEN, bytesWritten);
     }
     if (bytesRead + bytesWritten != 0) {
       laneBytes.add(bytesRead + bytesWritten);
@@ -645,7 +646,7 @@ final class ShmLane implements Runnable {
     }
     m = ShmMapping.open(host, region);
     mappings.put(regionId, m);
-    counters.shmMappingsOpened.increment();
+    counters.increment(Count.SHM_MAPPINGS_OPENED);
     return m;
   }
 
@@ -706,10 +707,10 @@ final class ShmLane implements Runnable {
     }
     try {
       Libc.munmap(m.mapped);
-      counters.shmMappingsClosed.increment();
+      counters.increment(Count.SHM_MAPPINGS_CLOSED);
     } catch (NativeCallException e) {
       quarantined.add(m);
-      counters.shmMappingsQuarantined.increment();
+      counters.increment(Count.SHM_MAPPINGS_QUARANTINED);
       // Sticky: a mapping whose munmap failed is never used, retried or reported released.
       quarantine.enter(
           new QuarantinedOwner(
@@ -731,7 +732,7 @@ final class ShmLane implements Runnable {
   }
 
   private void fail(TaskWork w, ErrorKind kind, String detail) {
-    counters.shmTasksFailed.increment();
+    counters.increment(Count.SHM_TASKS_FAILED);
     add(w.sink(), Receipt.failed(w.taskIndex(), kind, RemoteEffect.NONE, detail));
   }
 

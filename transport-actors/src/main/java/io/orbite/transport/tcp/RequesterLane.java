@@ -1,11 +1,12 @@
 package io.orbite.transport.tcp;
 
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.priority.PostQueue;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
@@ -61,7 +62,7 @@ final class RequesterLane implements Runnable {
   private final int windowFrames;
   private final long windowBytes;
   private final Consumer<Throwable> onEnd;
-  private final EngineCounters counters;
+  private final EngineTally counters;
   private final FaultHooks hooks;
   private long lastSweepNanos;
 
@@ -158,7 +159,7 @@ final class RequesterLane implements Runnable {
       int windowFrames,
       long windowBytes,
       FramePool pool,
-      EngineCounters counters,
+      EngineTally counters,
       FaultHooks hooks,
       Consumer<Throwable> onEnd)
       throws IOException {
@@ -265,7 +266,7 @@ final class RequesterLane implements Runnable {
     } catch (IOException | FrameRejectedException | LaneDeadlineException | RuntimeException e) {
       cause = e;
       if (e instanceof FrameRejectedException) {
-        counters.framesRejected.increment();
+        counters.increment(Count.FRAMES_REJECTED);
       }
     } finally {
       // Stays CLOSING after a close; otherwise the lane broke (or met a deadline or bad frame).

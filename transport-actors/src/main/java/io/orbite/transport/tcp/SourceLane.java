@@ -1,8 +1,9 @@
 package io.orbite.transport.tcp;
 
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
@@ -38,7 +39,7 @@ final class SourceLane implements Runnable {
   private final Authority authority;
   private final long localEpoch;
   private final long maxPayloadBytes;
-  private final EngineCounters counters;
+  private final EngineTally counters;
   private final Consumer<SourceLane> onEnd;
 
   /** Non-zero when the transport has no room for this lane: the HELLO is refused with it. */
@@ -76,7 +77,7 @@ final class SourceLane implements Runnable {
       Authority authority,
       long localEpoch,
       long maxPayloadBytes,
-      EngineCounters counters,
+      EngineTally counters,
       int refusal,
       Consumer<SourceLane> onEnd) {
     this.refusal = refusal;
@@ -116,7 +117,7 @@ final class SourceLane implements Runnable {
       }
       serve();
     } catch (FrameRejectedException e) {
-      counters.framesRejected.increment();
+      counters.increment(Count.FRAMES_REJECTED);
       LOG.warn("{}: closing after a frame that breaks the protocol: {}", name, e.getMessage());
       // Requests that came before the bad frame were served; send their answers before closing.
       try {
@@ -246,9 +247,9 @@ final class SourceLane implements Runnable {
       gather[gatherCount++] = header;
       gather[gatherCount++] = heldView.asSlice(offset, count).asByteBuffer();
       gatherBytes += count;
-      counters.sourceBytesRead.add(count);
+      counters.add(Count.SOURCE_BYTES_READ, count);
     } else {
-      counters.sourceRefusals.increment();
+      counters.increment(Count.SOURCE_REFUSALS);
       FrameCodec.encode(header, 0, FrameType.READ_RESPONSE, status, 0, id, localEpoch, 0, 0, count);
       header.clear();
       gather[gatherCount++] = header;
@@ -293,7 +294,7 @@ final class SourceLane implements Runnable {
         r.returnLoan();
       }
     } else {
-      counters.sourceRefusals.increment();
+      counters.increment(Count.SOURCE_REFUSALS);
       discardPayload(count);
     }
     if (gatherCount + 1 > MAX_GATHER || headersUsed == HEADER_SLOTS) {
@@ -317,7 +318,7 @@ final class SourceLane implements Runnable {
     MemorySegment.copy(receiveSegment, receiveStart, target, 0, fromBuffer);
     receiveStart += fromBuffer;
     if (fromBuffer == length) {
-      counters.sourceBytesWritten.add(length);
+      counters.add(Count.SOURCE_BYTES_WRITTEN, length);
       return;
     }
     ByteBuffer view = target.asByteBuffer();
@@ -330,7 +331,7 @@ final class SourceLane implements Runnable {
         }
       }
     } finally {
-      counters.sourceBytesWritten.add(view.position());
+      counters.add(Count.SOURCE_BYTES_WRITTEN, view.position());
     }
   }
 

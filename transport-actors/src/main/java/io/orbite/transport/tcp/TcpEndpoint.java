@@ -1,14 +1,15 @@
 package io.orbite.transport.tcp;
 
 import io.orbite.config.EngineConfig;
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
+import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.slicing.SlicePlanner;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
@@ -73,7 +74,7 @@ final class TcpEndpoint {
   private final SegmentDescriptor peer;
   private final EngineConfig config;
   private final long localEpoch;
-  private final EngineCounters counters;
+  private final EngineTally counters;
   private final QuarantineLedger quarantine;
   private final FaultHooks hooks;
   private RequesterLane[] lanes = new RequesterLane[0];
@@ -132,7 +133,7 @@ final class TcpEndpoint {
     try {
       for (int i = 0; i < config.tcp().lanes(); i++) {
         channels.add(LaneConnector.connect(peer, i, localEpoch, config.tcp()));
-        counters.connectionsOpened.increment();
+        counters.increment(Count.CONNECTIONS_OPENED);
       }
       return channels;
     } catch (RuntimeException e) {
@@ -224,7 +225,7 @@ final class TcpEndpoint {
             planner,
             config.tcp().maxFramePayloadBytes(),
             () -> self.tell(Fenced.INSTANCE),
-            counters.readRetries);
+            counters);
     if (config.tcp().retryReadOnOtherLane()) {
       for (RequesterLane lane : lanes) {
         lane.retryOn(channel::retry);

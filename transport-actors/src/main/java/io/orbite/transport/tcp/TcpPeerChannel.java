@@ -8,6 +8,7 @@ import io.orbite.engine.slicing.FrameSplitter;
 import io.orbite.engine.slicing.LaneSelector;
 import io.orbite.engine.slicing.SlicePlan;
 import io.orbite.engine.slicing.SlicePlanner;
+import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.TaskWork;
@@ -55,7 +56,7 @@ final class TcpPeerChannel implements PeerChannel {
   private volatile String fencedBecause;
   private final Runnable onFence;
   private int rotation;
-  private final java.util.concurrent.atomic.LongAdder retries;
+  private final EngineTally counters;
 
   TcpPeerChannel(
       SegmentDescriptor peer,
@@ -64,10 +65,10 @@ final class TcpPeerChannel implements PeerChannel {
       SlicePlanner planner,
       long maxFrameBytes,
       Runnable onFence,
-      java.util.concurrent.atomic.LongAdder retries) {
+      EngineTally counters) {
     this.frames = frames;
     this.peer = peer;
-    this.retries = retries;
+    this.counters = counters;
     this.onFence = onFence;
     this.lanes = lanes;
     this.planner = planner;
@@ -301,7 +302,7 @@ final class TcpPeerChannel implements PeerChannel {
     }
     // Counted before the frame is queued: once queued, its task may end (and a caller read the
     // counter) before this thread runs again.
-    retries.increment();
+    counters.increment(EngineTally.Count.READ_RETRIES);
     best.enqueue(frame);
     best.wake();
     return true;

@@ -7,10 +7,11 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.typesafe.config.ConfigFactory;
 import io.orbite.engine.Access;
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptSink;
@@ -68,7 +69,7 @@ class RingLaneTest {
   private static final byte GUARD = 0x5A;
 
   @TempDir Path dir;
-  private final EngineCounters counters = new EngineCounters();
+  private final EngineTally counters = new EngineTally();
   private final QuarantineLedger quarantine = new QuarantineLedger();
   private final MemorySegment memory = Arena.ofAuto().allocate(256);
   private int writer = -1;
@@ -209,7 +210,7 @@ class RingLaneTest {
     assertEquals(new RingLane.Closed("file-test", false), closed.receiveMessage());
     closed.expectTerminated(lane.lane);
     assertEquals(List.of(), quarantine.list());
-    assertEquals(0, counters.ownersQuarantined.sum());
+    assertEquals(0, counters.sum(Count.OWNERS_QUARANTINED));
     assertEquals(
         LaneLifecycle.State.CLOSED, lane.lifecycle.state(), "the lane closed, not quarantined");
     receipts.expectNoMessage(Duration.ofMillis(50));
@@ -244,7 +245,7 @@ class RingLaneTest {
     assertTrue(
         q.reason().endsWith("its completion never came; the ring stays mapped"), q::toString);
     assertEquals(LaneLifecycle.State.QUARANTINED, lane.lifecycle.state());
-    assertEquals(1, counters.ownersQuarantined.sum());
+    assertEquals(1, counters.sum(Count.OWNERS_QUARANTINED));
     assertFalse(withheld.isEmpty(), "the cancelled READ did complete, and was withheld");
 
     // What it retains: no receipt (the batch keeps the loan and charges), the file's use.

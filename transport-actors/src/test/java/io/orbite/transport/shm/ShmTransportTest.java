@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.EngineConfig;
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
@@ -57,7 +57,7 @@ class ShmTransportTest {
             new RegistryView(),
             0x10caL,
             blockingIo,
-            new EngineCounters(),
+            new EngineTally(),
             new OwnerBoard(),
             new QuarantineLedger(),
             FaultHooks.NONE);

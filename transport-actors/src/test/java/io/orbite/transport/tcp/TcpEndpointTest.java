@@ -10,9 +10,7 @@ import io.orbite.config.EngineConfig;
 import io.orbite.config.TcpConfig;
 import io.orbite.config.TimeoutConfig;
 import io.orbite.engine.Access;
-import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.FaultHooks;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteRegion;
@@ -25,6 +23,8 @@ import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.admission.Budgets;
 import io.orbite.engine.batch.BatchActor;
 import io.orbite.engine.batch.BatchCore;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
@@ -81,7 +81,7 @@ class TcpEndpointTest {
   private static final long PEER_EPOCH = 0x5e1fL;
   private static final long REGION = 4;
 
-  private final EngineCounters counters = new EngineCounters();
+  private final EngineTally counters = new EngineTally();
   private final OwnerBoard board = new OwnerBoard();
   private final QuarantineLedger quarantine = new QuarantineLedger();
   private final ExecutorService blockingIo = Executors.newCachedThreadPool();

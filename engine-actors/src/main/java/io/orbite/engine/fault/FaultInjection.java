@@ -1,0 +1,53 @@
+package io.orbite.engine.fault;
+
+import io.orbite.config.EngineConfig;
+import io.orbite.engine.TransferEngine;
+import java.util.Objects;
+import java.util.function.BiFunction;
+
+/**
+ * Starts an engine with {@link FaultHooks} in its workers' data path: the qualification tests' way
+ * in (and the RDMA bench's null wire). This package is exported only to the transports and the
+ * qualification module, so no application can start an engine with hooks.
+ */
+public final class FaultInjection {
+  private static volatile BiFunction<EngineConfig, FaultHooks, TransferEngine> starter;
+
+  private FaultInjection() {}
+
+  /**
+   * Called once, by {@code TransferEngine}'s class initialiser: how an engine with hooks starts
+   * (engine-internal; a second call is refused).
+   *
+   * @param start starts an engine in an ActorSystem of its own with the given hooks
+   */
+  public static void bind(BiFunction<EngineConfig, FaultHooks, TransferEngine> start) {
+    synchronized (FaultInjection.class) {
+      if (starter != null) {
+        throw new IllegalStateException("FaultInjection is bound already");
+      }
+      starter = Objects.requireNonNull(start, "start");
+    }
+  }
+
+  /**
+   * {@link TransferEngine#start(EngineConfig)} with fault-injection hooks, for qualification tests
+   * that must hold a worker or break a connection.
+   *
+   * @param config the engine's configuration
+   * @param hooks the hooks the workers call ({@link FaultHooks#NONE} for none); not null
+   * @return the running engine
+   */
+  public static TransferEngine start(EngineConfig config, FaultHooks hooks) {
+    Objects.requireNonNull(hooks, "hooks");
+    if (starter == null) {
+      // Runs TransferEngine's class initialiser, which binds the starter.
+      try {
+        Class.forName(TransferEngine.class.getName(), true, TransferEngine.class.getClassLoader());
+      } catch (ClassNotFoundException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+    return starter.apply(config, hooks);
+  }
+}

@@ -5,6 +5,7 @@ import io.orbite.engine.Op;
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.Registration;
@@ -114,20 +115,12 @@ public final class RequestValidator {
               + (r.op() == Op.READ ? "READ" : "WRITE"));
     }
     PeerChannel channel = remote.channelFor(r.transport(), r.regionId());
-    String fenced = remote.channel().fencedBecause();
-    if (fenced == null && channel != null) {
-      fenced = channel.fencedBecause();
-    }
-    if (fenced != null) {
+    ChannelGate base = remote.channel().gate();
+    if (base.state() instanceof ChannelGate.Fenced) {
+      // A replaced incarnation refuses on every transport (C3), whichever channel was chosen.
       throw new TransferException(
           ErrorKind.EPOCH_MISMATCH,
-          "task "
-              + i
-              + ": "
-              + r.remote().label()
-              + " is fenced: "
-              + fenced
-              + "; open the segment again");
+          "task " + i + ": " + base.refusal() + "; open the segment again");
     }
     if (channel == null) {
       throw new TransferException(
@@ -141,16 +134,8 @@ public final class RequestValidator {
               + ": "
               + remote.unreachableBecause(r.transport(), r.regionId()));
     }
-    if (!channel.active()) {
-      throw new TransferException(
-          ErrorKind.UNAVAILABLE,
-          "task "
-              + i
-              + ": the "
-              + channel.transport()
-              + " channel to "
-              + r.remote().label()
-              + " is closed");
+    if (!channel.gate().active()) {
+      throw channel.gate().refusalException("task " + i + ": ");
     }
     return r.lengthBytes();
   }

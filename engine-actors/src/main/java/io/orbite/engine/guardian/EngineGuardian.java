@@ -14,6 +14,7 @@ import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.segment.SegmentTable;
 import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.OwnerSupervision;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
@@ -212,7 +213,15 @@ public final class EngineGuardian {
             "admission");
     TransportContext transportContext =
         new TransportContext(
-            config, registryView, self.epoch(), blockingIo, counters, board, quarantine, hooks);
+            config,
+            registryView,
+            self.epoch(),
+            blockingIo,
+            counters,
+            board,
+            quarantine,
+            hooks,
+            supervision);
     Map<Transport, ActorRef<TransportCommand>> transports = new EnumMap<>(Transport.class);
     for (TransportProvider provider :
         providers) { // one per kind, TCP among them (transportProviders)

@@ -8,6 +8,7 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.control.DescribeClient;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.TransportCommand;
@@ -165,7 +166,7 @@ public final class SegmentTable {
     }
 
     private static boolean done(PeerChannel c) {
-      return !c.active() || c.fencedBecause() != null;
+      return !c.gate().active();
     }
   }
 
@@ -381,7 +382,7 @@ public final class SegmentTable {
       return Behaviors.same();
     }
     Entry existing = current.get(peer);
-    if (existing != null && existing.channel.active()) {
+    if (existing != null && existing.channel.gate().active()) {
       reply(existing, new Waiter(d.open(), d.description()));
       return Behaviors.same();
     }
@@ -399,10 +400,7 @@ public final class SegmentTable {
     if (entries.size() + opening.size() >= capacity) {
       long held =
           entries.values().stream()
-              .filter(
-                  e ->
-                      e.references > 0 && !e.channel.active()
-                          || e.references > 0 && e.channel.fencedBecause() != null)
+              .filter(e -> e.references > 0 && !e.channel.gate().active())
               .count();
       d.open()
           .replyTo()
@@ -492,9 +490,8 @@ public final class SegmentTable {
     if (m.reply() instanceof TransportCommand.PeerOpened opened) {
       entry.rdma = opened.channel();
       entry.rdmaRefusal = null;
-      String fenced = entry.channel.fencedBecause();
-      if (fenced != null) {
-        entry.rdma.fence(fenced);
+      if (entry.channel.gate().state() instanceof ChannelGate.Fenced f) {
+        entry.rdma.fence(f.newerEpoch(), f.reason());
       }
     } else if (m.reply() instanceof TransportCommand.PeerOpenFailed failed) {
       entry.rdmaRefusal = "the RDMA endpoint could not be opened: " + failed.detail();
@@ -515,23 +512,22 @@ public final class SegmentTable {
   private void learnEpoch(SegmentDescriptor peer) {
     String key = peer.host() + ":" + peer.port();
     latestEpoch.put(key, peer.epoch());
-    var it = current.entrySet().iterator();
-    while (it.hasNext()) {
-      var e = it.next();
-      SegmentDescriptor old = e.getKey();
+    String reason = "the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch());
+    // Every entry of another epoch at that endpoint, current or not (one whose lanes all ended is
+    // no longer current, and still refused with its replacement's kind, C3).
+    for (Entry replaced : entries.values()) {
+      SegmentDescriptor old = replaced.peer;
       if (old.host().equals(peer.host())
           && old.port() == peer.port()
           && old.epoch() != peer.epoch()) {
-        String reason = "the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch());
-        Entry replaced = e.getValue();
-        replaced.channel.fence(reason);
+        replaced.channel.fence(peer.epoch(), reason);
         if (replaced.shared != null) {
-          replaced.shared.fence(reason);
+          replaced.shared.fence(peer.epoch(), reason);
         }
         if (replaced.rdma != null) {
-          replaced.rdma.fence(reason);
+          replaced.rdma.fence(peer.epoch(), reason);
         }
-        it.remove();
+        current.remove(old, replaced);
       }
     }
     retireReclaimable();
@@ -557,7 +553,7 @@ public final class SegmentTable {
                   segment(entry, w.description(), null, "this engine has no SHM transport")));
       return;
     }
-    if (entry.shared != null && !entry.shared.active() && entry.shared.fencedBecause() == null) {
+    if (entry.shared != null && entry.shared.gate().state() instanceof ChannelGate.Closed) {
       // Its SHM endpoint has ended (its lane closed): drop it and its charge, and open afresh.
       entry.shared = null;
       admission.tell(new Admission.ReleaseEndpoint());
@@ -608,10 +604,10 @@ public final class SegmentTable {
       finishSharedOpen(entry, "SHM not used: " + m.decision().refusal());
       return Behaviors.same();
     }
-    if (entry.channel.fencedBecause() != null) {
+    if (entry.channel.gate().state() instanceof ChannelGate.Fenced f) {
       // Fenced while the charge was decided: open no SHM channel to a replaced incarnation.
       admission.tell(new Admission.ReleaseEndpoint());
-      finishSharedOpen(entry, "SHM not used: " + entry.channel.fencedBecause());
+      finishSharedOpen(entry, "SHM not used: " + f.reason());
       return Behaviors.same();
     }
     attachShared(entry, entry.sharedWaiters.removeFirst(), true);
@@ -634,9 +630,8 @@ public final class SegmentTable {
         } else if (entry.shared != null) {
           entry.shared = opened.channel();
         }
-        String fenced = entry.channel.fencedBecause();
-        if (fenced != null) {
-          opened.channel().fence(fenced);
+        if (entry.channel.gate().state() instanceof ChannelGate.Fenced f) {
+          opened.channel().fence(f.newerEpoch(), f.reason());
         }
         w.open()
             .replyTo()
@@ -681,7 +676,7 @@ public final class SegmentTable {
     for (Entry old : entries.values()) {
       if (old.peer.equals(entry.peer)
           && old.shared != null
-          && old.shared.active()
+          && old.shared.gate().active()
           && !old.sharedOpening) {
         entry.shared = old.shared;
         old.shared = null;
@@ -736,15 +731,18 @@ public final class SegmentTable {
   private List<PeerEntry> peerEntries() {
     List<PeerEntry> out = new ArrayList<>();
     for (Entry e : entries.values()) {
-      String fenced = e.channel.fencedBecause();
       PeerEntry.State state =
-          fenced != null
-              ? PeerEntry.State.FENCED
-              : e.channel.active() ? PeerEntry.State.ACTIVE : PeerEntry.State.CLOSED;
+          switch (e.channel.gate().state()) {
+            case ChannelGate.Active a -> PeerEntry.State.ACTIVE;
+            case ChannelGate.Fenced f -> PeerEntry.State.FENCED;
+            case ChannelGate.Closed c -> PeerEntry.State.CLOSED;
+          };
       String detail =
-          fenced != null
-              ? fenced
-              : state == PeerEntry.State.CLOSED ? "every lane to it has closed" : "";
+          switch (e.channel.gate().state()) {
+            case ChannelGate.Active a -> "";
+            case ChannelGate.Fenced f -> f.reason();
+            case ChannelGate.Closed c -> c.reason();
+          };
       out.add(new PeerEntry(e.peer, state, e.references, sharedState(e.shared), detail));
     }
     return List.copyOf(out);
@@ -754,9 +752,11 @@ public final class SegmentTable {
     if (shared == null) {
       return PeerEntry.Shared.NONE;
     }
-    return shared.fencedBecause() != null
-        ? PeerEntry.Shared.FENCED
-        : shared.active() ? PeerEntry.Shared.ACTIVE : PeerEntry.Shared.CLOSED;
+    return switch (shared.gate().state()) {
+      case ChannelGate.Active a -> PeerEntry.Shared.ACTIVE;
+      case ChannelGate.Fenced f -> PeerEntry.Shared.FENCED;
+      case ChannelGate.Closed c -> PeerEntry.Shared.CLOSED;
+    };
   }
 
   private static String key(InetSocketAddress address) {

@@ -48,8 +48,13 @@ public interface PeerChannel {
   /** Wakes lanes after a run of {@link #dispatch} calls. */
   void flush();
 
-  /** Whether the channel still accepts work (its endpoint is active). */
-  boolean active();
+  /**
+   * The channel's state: whether it takes work and, when not, the one error kind its refusals carry
+   * (C18). Every channel has exactly one, and keeps no flag of its own beside it.
+   *
+   * @return the gate
+   */
+  ChannelGate gate();
 
   /**
    * Whether a request that lets the engine choose (UNSPEC) should run here now: the channel is
@@ -57,18 +62,16 @@ public interface PeerChannel {
    * Only looks; it never arms a trial.
    */
   default boolean healthy() {
-    return active();
+    return gate().active();
   }
 
   /**
-   * Why this channel is fenced (its peer incarnation was replaced: a newer epoch answers at the
-   * same endpoint), or {@code null} while it is not. A fenced channel never sends again (C3).
+   * Fences the channel: a newer incarnation answers at the peer's endpoint. No new work is
+   * accepted, queued work fails EPOCH_MISMATCH unsent, and the transport drains and retires the
+   * endpoint. Idempotent.
+   *
+   * @param newerEpoch the epoch learned, or 0 when only "not this one" is known
+   * @param reason why, for messages
    */
-  String fencedBecause();
-
-  /**
-   * Fences the channel: no new work is accepted, queued work fails EPOCH_MISMATCH unsent, and the
-   * transport drains and retires the endpoint. Idempotent.
-   */
-  void fence(String reason);
+  void fence(long newerEpoch, String reason);
 }

@@ -15,6 +15,8 @@ import java.util.concurrent.Executor;
  * @param quarantine where owners that cannot prove their drain are listed (C5, C7)
  * @param hooks fault-injection points for qualification tests; {@link FaultHooks#NONE} in
  *     production
+ * @param supervision the engine's supervision: every owner actor a transport spawns runs under it,
+ *     so an unexpected exception quarantines that owner instead of stopping or restarting it
  */
 public record TransportContext(
     EngineConfig config,
@@ -24,4 +26,5 @@ public record TransportContext(
     EngineTally counters,
     OwnerBoard owners,
     QuarantineLedger quarantine,
-    FaultHooks hooks) {}
+    FaultHooks hooks,
+    OwnerSupervision supervision) {}

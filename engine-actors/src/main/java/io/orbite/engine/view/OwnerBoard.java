@@ -31,6 +31,10 @@ public final class OwnerBoard {
   public static final int MAX_RETIRED = 64;
 
   private final ConcurrentHashMap<String, Owner> owners = new ConcurrentHashMap<>();
+
+  /** The state each live owner's behaviour declared last ({@link #in}), by owner key. */
+  private final ConcurrentHashMap<String, OwnerState> declared = new ConcurrentHashMap<>();
+
   private final ConcurrentLinkedDeque<Retired> retired = new ConcurrentLinkedDeque<>();
   private final AtomicLong version = new AtomicLong();
   private volatile String rootPath = "";
@@ -80,6 +84,7 @@ public final class OwnerBoard {
 
   /** An owner stopped: it leaves the live tree and is remembered among the retired. */
   public void retire(ActorRef<?> self) {
+    declared.remove(key(self));
     Owner last = owners.remove(key(self));
     if (last != null) {
       retired.addFirst(
@@ -121,8 +126,72 @@ public final class OwnerBoard {
     return new OwnerView(v, live, List.copyOf(retired), peers);
   }
 
-  /** What an owner says about itself. */
-  public record Report(String kind, OwnerState state, Map<String, Long> charges, String detail) {}
+  /**
+   * What an owner says about itself besides its state: its kind, charges and detail. Its state is
+   * the one its behaviour declares ({@link #in}); a report that names one (not null) overrides it.
+   */
+  public record Report(String kind, OwnerState state, Map<String, Long> charges, String detail) {
+    /** A report whose state is the one the behaviour declares. */
+    public Report(String kind, Map<String, Long> charges, String detail) {
+      this(kind, null, charges, detail);
+    }
+  }
+
+  /**
+   * {@code behavior}, declared to be the owner's state {@code state}: while the actor runs it (or a
+   * behaviour it returns that declares nothing), the owner view shows {@code state}. Each state
+   * method of an owner returns {@code board.in(STATE, ...)}, so the state shown is the behaviour
+   * the actor is in, never a field kept beside it. Used under {@link #reporting}.
+   *
+   * @param state the state this behaviour is
+   * @param behavior the behaviour
+   * @return the declared behaviour
+   * @param <T> the actor's protocol
+   */
+  public <T> Behavior<T> in(OwnerState state, Behavior<T> behavior) {
+    return Behaviors.intercept(() -> new InState<>(this, state), behavior);
+  }
+
+  /**
+   * The state a live owner's behaviour declared last, or null.
+   *
+   * @param self the owner
+   * @return its declared state
+   */
+  public OwnerState declaredState(ActorRef<?> self) {
+    return declared.get(key(self));
+  }
+
+  /** Records the state a behaviour declares when the actor starts it. */
+  private static final class InState<T> extends BehaviorInterceptor<T, T> {
+    private final OwnerBoard board;
+    private final OwnerState state;
+
+    @SuppressWarnings("unchecked")
+    InState(OwnerBoard board, OwnerState state) {
+      super((Class<T>) (Class<?>) Object.class);
+      this.board = board;
+      this.state = state;
+    }
+
+    @Override
+    public Behavior<T> aroundStart(TypedActorContext<T> ctx, PreStartTarget<T> target) {
+      board.declared.put(board.key(ctx.asJava().getSelf()), state);
+      return target.start(ctx);
+    }
+
+    @Override
+    public Behavior<T> aroundReceive(TypedActorContext<T> ctx, T msg, ReceiveTarget<T> target) {
+      return target.apply(ctx, msg);
+    }
+
+    /** A newer declaration replaces an older one instead of nesting inside it. */
+    @Override
+    @SuppressWarnings("rawtypes")
+    public boolean isSame(BehaviorInterceptor other) {
+      return other instanceof InState;
+    }
+  }
 
   /**
    * Wraps an owner's behaviour so that, on its own thread, it reports {@code report.get()} when it
@@ -148,6 +217,10 @@ public final class OwnerBoard {
 
     private void publish(TypedActorContext<T> ctx) {
       Report now = report.get();
+      if (now.state() == null) {
+        OwnerState declared = board.declaredState(ctx.asJava().getSelf());
+        now = new Report(now.kind(), declared, now.charges(), now.detail());
+      }
       if (!now.equals(last)) {
         last = now;
         board.publish(ctx.asJava().getSelf(), now.kind(), now.state(), now.charges(), now.detail());

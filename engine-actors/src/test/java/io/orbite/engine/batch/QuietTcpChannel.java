@@ -2,6 +2,7 @@ package io.orbite.engine.batch;
 
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 
 /**
@@ -22,16 +23,13 @@ abstract class QuietTcpChannel implements PeerChannel {
   @Override
   public void flush() {}
 
+  private final ChannelGate gate = new ChannelGate("a quiet TCP channel");
+
   @Override
-  public boolean active() {
-    return true;
+  public ChannelGate gate() {
+    return gate;
   }
 
   @Override
-  public String fencedBecause() {
-    return null;
-  }
-
-  @Override
-  public void fence(String reason) {}
+  public void fence(long newerEpoch, String reason) {}
 }

@@ -14,6 +14,7 @@ import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.admission.Admission;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.TaskWork;
@@ -168,12 +169,16 @@ class SegmentTableTest {
   private static final class FakeChannel implements PeerChannel {
     final SegmentDescriptor peer;
     final Transport transport;
-    volatile boolean active = true;
-    volatile String fenced;
+    final ChannelGate gate;
 
     FakeChannel(SegmentDescriptor peer, Transport transport) {
       this.peer = peer;
       this.transport = transport;
+      this.gate = new ChannelGate("the fake " + transport + " channel to " + peer);
+    }
+
+    String fencedBecause() {
+      return gate.state() instanceof ChannelGate.Fenced f ? f.reason() : null;
     }
 
     @Override
@@ -195,20 +200,13 @@ class SegmentTableTest {
     public void flush() {}
 
     @Override
-    public boolean active() {
-      return active;
+    public ChannelGate gate() {
+      return gate;
     }
 
     @Override
-    public String fencedBecause() {
-      return fenced;
-    }
-
-    @Override
-    public void fence(String reason) {
-      if (fenced == null) {
-        fenced = reason;
-      }
+    public void fence(long newerEpoch, String reason) {
+      gate.fence(newerEpoch, reason);
     }
   }
 
@@ -357,7 +355,7 @@ class SegmentTableTest {
     noChargeMoved();
 
     // Every lane ended: CLOSED, still held by its two references.
-    channel.active = false;
+    channel.gate.close(ChannelGate.Why.PEER_LOST, "every lane to it ended");
     second.close();
     assertEquals(
         List.of(
@@ -366,7 +364,7 @@ class SegmentTableTest {
                 PeerEntry.State.CLOSED,
                 1,
                 PeerEntry.Shared.NONE,
-                "every lane to it has closed")),
+                "every lane to it ended")),
         peerList());
     noChargeMoved();
 
@@ -386,7 +384,7 @@ class SegmentTableTest {
     FakeChannel ended = openShm(OLD_EPOCH);
     PeerSegment first = opened();
 
-    ended.active = false;
+    ended.gate.close(ChannelGate.Why.PEER_LOST, "every lane to it ended");
     assertEquals(
         List.of(
             new PeerEntry(

@@ -106,7 +106,7 @@ class LayeringArchTest {
             "io.orbite.config.EngineConfig",
             "io.orbite.nativebind.libc.Libc",
             "io.orbite.engine.TransferEngine",
-            "io.orbite.transport.tcp.TcpEndpoint",
+            "io.orbite.transport.tcp.TcpLink",
             "io.orbite.observability.EngineMetrics",
             "io.orbite.qualification.cli.OrbiteCli")) {
       assertTrue(product.contain(c), c + " was not imported");

@@ -428,7 +428,7 @@ class BudgetIT {
       // Wait for the requester to notice: a READ to P1 is refused at submit (channel closed) or
       // fails.
       long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-      while (((PeerSegment) toP1).channel().active()) {
+      while (((PeerSegment) toP1).channel().gate().active()) {
         assertTrue(
             System.nanoTime() < deadline,
             "the requester did not notice within 10 s that P1 closed");

@@ -338,7 +338,7 @@ class RdmaFaultsIT {
       source.kill();
       var rdma = ((PeerSegment) peer).channelFor(Transport.RDMA, remote);
       assertTrue(
-          Await.until(Duration.ofSeconds(10), () -> !rdma.active()),
+          Await.until(Duration.ofSeconds(10), () -> !rdma.gate().active()),
           "the requester saw its control link end");
       release.countDown();
       BatchStatus s = batch.await(Duration.ofSeconds(30));

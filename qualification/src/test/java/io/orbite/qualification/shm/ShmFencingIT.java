@@ -170,12 +170,16 @@ class ShmFencingIT {
         assertEquals(remote, replacement, "the replacement publishes the same region id");
         second.call("FILL " + replacement + " 23");
 
-        // Through the old segment: refused EPOCH_MISMATCH, whether the lane has noticed the death
-        // yet or not.
+        // Through the old segment, before this engine has heard of the replacement: its peer is
+        // gone, PEER_LOST (C18), whether the lane has noticed the death yet or not; nothing moves.
         long guard = 24;
         Pattern.fill(local.segment(), 0, REGION, guard, 0);
-        refusedAsStale(requester, TransferRequest.read(local, 0, old, remote, 0, TASK));
-        refusedAsStale(requester, TransferRequest.write(local, TASK, old, remote, TASK, TASK));
+        refused(
+            requester, TransferRequest.read(local, 0, old, remote, 0, TASK), ErrorKind.PEER_LOST);
+        refused(
+            requester,
+            TransferRequest.write(local, TASK, old, remote, TASK, TASK),
+            ErrorKind.PEER_LOST);
         assertEquals(
             -1,
             Pattern.verify(local.segment(), 0, REGION, guard, 0),
@@ -384,19 +388,27 @@ class ShmFencingIT {
    * effect; returns the refusal's message.
    */
   private static String staleRefusal(TransferEngine requester, TransferRequest request) {
+    return refused(requester, request, ErrorKind.EPOCH_MISMATCH);
+  }
+
+  /**
+   * The request fails {@code kind}: refused at submit, or failed with zero bytes, no remote effect,
+   * drained.
+   */
+  private static String refused(TransferEngine requester, TransferRequest request, ErrorKind kind) {
     Batch batch = requester.allocateBatch(1);
     try {
       batch.submit(List.of(request));
       BatchStatus s = batch.await(Duration.ofSeconds(30));
       TaskResult r = s.tasks().getFirst();
       assertEquals(TaskState.FAILED, r.state(), r::toString);
-      assertEquals(ErrorKind.EPOCH_MISMATCH, r.errorKind(), r::toString);
+      assertEquals(kind, r.errorKind(), r::toString);
       assertEquals(0, r.bytes());
       assertEquals(RemoteEffect.NONE, r.remoteEffect());
       assertTrue(r.locallyDrained());
       return r.detail();
     } catch (TransferException e) {
-      assertEquals(ErrorKind.EPOCH_MISMATCH, e.kind(), e.getMessage());
+      assertEquals(kind, e.kind(), e.getMessage());
       return e.getMessage();
     } finally {
       batch.free();

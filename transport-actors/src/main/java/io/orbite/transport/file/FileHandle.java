@@ -1,6 +1,7 @@
 package io.orbite.transport.file;
 
 import io.orbite.engine.Access;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.nativebind.libc.Libc;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -29,9 +30,13 @@ public final class FileHandle {
   private final FileChannel channel;
   private final AtomicInteger openHandles;
   private int uses;
-  private boolean retired;
   private boolean closed;
-  private String retiredBecause;
+
+  /**
+   * The file segment's channel state: active until the handle is retired (replaced in the table,
+   * closed with the requester side), then closed by this engine.
+   */
+  private final ChannelGate gate;
 
   FileHandle(
       Path path,
@@ -50,6 +55,12 @@ public final class FileHandle {
     this.fd = fd;
     this.channel = channel;
     this.openHandles = openHandles;
+    this.gate = new ChannelGate("file " + path);
+  }
+
+  /** The state of the channel over this handle. */
+  ChannelGate gate() {
+    return gate;
   }
 
   /** The path it was opened at (it may name another file by now). */
@@ -89,7 +100,7 @@ public final class FileHandle {
 
   /** Takes a use for one operation; false (and nothing taken) once retired. */
   synchronized boolean acquire() {
-    if (retired) {
+    if (!gate.active()) {
       return false;
     }
     uses++;
@@ -99,28 +110,21 @@ public final class FileHandle {
   /** Returns a use; closes the file if it is retired and this was the last one. */
   synchronized void release() {
     uses--;
-    if (retired && uses == 0) {
+    if (!gate.active() && uses == 0) {
       closeNow();
     }
   }
 
   /** Refuses new uses from now on; closes at once if none is out. Idempotent. */
   synchronized void retire(String because) {
-    if (!retired) {
-      retired = true;
-      retiredBecause = because;
-    }
+    gate.close(ChannelGate.Why.LOCAL_CLOSE, because);
     if (uses == 0) {
       closeNow();
     }
   }
 
-  synchronized boolean retired() {
-    return retired;
-  }
-
-  synchronized String retiredBecause() {
-    return retiredBecause;
+  boolean retired() {
+    return !gate.active();
   }
 
   synchronized int uses() {

@@ -5,6 +5,7 @@ import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.Receipts;
@@ -60,9 +61,7 @@ final class FileSegmentChannel implements PeerChannel {
       String refusal =
           lane == null
               ? "every file ring lane is quarantined or closing"
-              : !file.acquire()
-                  ? file + " was " + file.retiredBecause() + "; open the segment again"
-                  : null;
+              : !file.acquire() ? file.gate().refusal() + "; open the segment again" : null;
       if (refusal != null) {
         refused.add(
             Receipt.failed(work.taskIndex(), ErrorKind.UNAVAILABLE, RemoteEffect.NONE, refusal));
@@ -106,17 +105,14 @@ final class FileSegmentChannel implements PeerChannel {
   }
 
   @Override
-  public boolean active() {
-    return !file.retired();
+  public ChannelGate gate() {
+    return file.gate();
   }
 
+  /** A file segment has no peer incarnation to be replaced; a fence retires it all the same. */
   @Override
-  public String fencedBecause() {
-    return null;
-  }
-
-  @Override
-  public void fence(String reason) {
+  public void fence(long newerEpoch, String reason) {
+    file.gate().fence(newerEpoch, reason);
     file.retire(reason);
   }
 }

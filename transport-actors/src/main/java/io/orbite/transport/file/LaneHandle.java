@@ -1,6 +1,6 @@
 package io.orbite.transport.file;
 
-import io.orbite.transport.LaneLifecycle;
+import io.orbite.transport.lane.LaneLifecycle;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.actor.typed.ActorRef;

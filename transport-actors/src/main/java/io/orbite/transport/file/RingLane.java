@@ -11,7 +11,7 @@ import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.nativebind.Errno;
-import io.orbite.transport.LaneLifecycle;
+import io.orbite.transport.lane.LaneLifecycle;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;

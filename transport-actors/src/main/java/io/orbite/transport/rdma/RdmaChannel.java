@@ -9,6 +9,7 @@ import io.orbite.engine.Transport;
 import io.orbite.engine.rail.RailHealth;
 import io.orbite.engine.slicing.SlicePlan;
 import io.orbite.engine.slicing.SlicePlanner;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.TaskWork;
@@ -93,9 +94,11 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
    */
   private final DirectBytes peerParents;
 
-  private volatile boolean active = true;
-  private volatile String fencedBecause;
-  private volatile String closedBecause;
+  /** The channel's state: active, closed (lost, or closed here), fenced. */
+  private final ChannelGate gate;
+
+  /** Set once {@link #close} began its work: it runs once, whoever asks first. */
+  private boolean closing;
 
   private RdmaChannel(
       SegmentDescriptor peer,
@@ -124,6 +127,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         new DirectBytes(
             "rdma.maxGrants of " + peer + " (its published limit)", peerLimits.maxParents());
     this.peer = peer;
+    this.gate = new ChannelGate("the RDMA channel to " + peer);
     this.link = link;
     this.qps = new AtomicReferenceArray<>(qps);
     this.remoteRails = new AtomicReferenceArray<>(remoteRails.toArray(RdmaWire.Rail[]::new));
@@ -257,8 +261,8 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   }
 
   @Override
-  public boolean active() {
-    return active;
+  public ChannelGate gate() {
+    return gate;
   }
 
   /**
@@ -267,7 +271,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
    */
   @Override
   public boolean healthy() {
-    if (!active) {
+    if (!gate.active()) {
       return false;
     }
     RailPolicy policy = selector.policy();
@@ -283,32 +287,16 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   }
 
   @Override
-  public String fencedBecause() {
-    return fencedBecause;
-  }
-
-  @Override
-  public void fence(String reason) {
-    if (fencedBecause == null) {
-      fencedBecause = reason;
-      close("fenced: " + reason);
+  public void fence(long newerEpoch, String reason) {
+    if (gate.fence(newerEpoch, reason)) {
+      close(ChannelGate.Why.LOCAL_CLOSE, "fenced: " + reason);
     }
   }
 
   @Override
   public int dispatch(TaskWork work) {
-    String fenced = fencedBecause;
-    if (fenced != null || !active) {
-      work.sink()
-          .deliver(
-              Receipt.failed(
-                  work.taskIndex(),
-                  fenced != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST,
-                  RemoteEffect.NONE,
-                  peer
-                      + (fenced != null ? " is fenced: " + fenced : ": " + closedBecause)
-                      + " (never sent)"));
-      return 1;
+    if (!gate.active()) {
+      return gate.refuse(work);
     }
     long length = work.lengthBytes();
     SlicePlan plan = planner.plan(work.op(), length);
@@ -450,17 +438,12 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       timedOut(work, plan.count(), "its charges");
       return;
     }
-    String fenced = fencedBecause;
-    if (fenced != null || !active) {
+    if (!gate.active()) {
       // Closed or fenced while it waited for its charges: nothing of it was sent.
       direct.release(work.lengthBytes());
       parentUnits.release(1);
       peerParents.release(1);
-      refuseWaiting(
-          work,
-          plan.count(),
-          fenced != null ? "fenced: " + fenced : String.valueOf(closedBecause),
-          "its charges");
+      refuseWaiting(work, plan.count(), gate.refusal(), "its charges");
       return;
     }
     boolean[] eligible = new boolean[railCount];
@@ -547,7 +530,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     failUnsent(
         work,
         receipts,
-        fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.PEER_LOST,
+        neverSentKind(),
         peer + ": " + why + " while the task waited for " + waitedFor + " (never sent)");
   }
 
@@ -718,7 +701,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
    */
   @Override
   public void qpFailed(RcQp qp, String why) {
-    if (qp.retiring || closedBecause != null) {
+    if (qp.retiring || !gate.active()) {
       return;
     }
     qp.retiring = true;
@@ -827,9 +810,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       made = null; // counted on its lane now: destroyed through it
       fresh.owner = this;
       synchronized (this) {
-        if (closedBecause != null) {
+        if (closing) {
           lane.destroyUnused(fresh);
-          throw new IllegalStateException("the endpoint closed: " + closedBecause);
+          throw new IllegalStateException("the endpoint closed: " + gate.refusal());
         }
         qps.set(rp.slot, fresh);
       }
@@ -919,7 +902,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       while (true) {
         int type = RdmaWire.nextType(in);
         if (type < 0) {
-          close("the RDMA control connection to " + peer + " ended");
+          close(ChannelGate.Why.PEER_LOST, "the RDMA control connection to " + peer + " ended");
           return;
         }
         if (type == RdmaWire.REPAIRED) {
@@ -933,7 +916,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         if (type == RdmaWire.QP_GONE) {
           RdmaWire.QpGone g = RdmaWire.readQpGoneBody(in);
           if (g.qp() >= qps.length()) {
-            close("the peer " + peer + " named QP " + g.qp() + " of " + qps.length() + " gone");
+            close(
+                ChannelGate.Why.PEER_LOST,
+                "the peer " + peer + " named QP " + g.qp() + " of " + qps.length() + " gone");
             return;
           }
           RcQp qp = qps.get(g.qp());
@@ -955,6 +940,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         }
         if (type != RdmaWire.GRANT) {
           close(
+              ChannelGate.Why.PEER_LOST,
               "the peer " + peer + " sent RDMA control message " + type + " where a grant was due");
           return;
         }
@@ -968,7 +954,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         }
       }
     } catch (IOException e) {
-      close("the RDMA control connection to " + peer + " broke: " + TransferException.describe(e));
+      close(
+          ChannelGate.Why.PEER_LOST,
+          "the RDMA control connection to " + peer + " broke: " + TransferException.describe(e));
     }
   }
 
@@ -977,13 +965,13 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
    * work requests were flushed; then what was asked and never granted fails unsent, and the link
    * closes. Idempotent; {@link #closed()} completes when every lane has done its part.
    */
-  void close(String reason) {
+  void close(ChannelGate.Why why, String reason) {
     synchronized (this) {
-      if (closedBecause != null) {
+      if (closing) {
         return;
       }
-      closedBecause = reason;
-      active = false;
+      closing = true;
+      gate.close(why, reason);
     }
     LOG.info("RDMA endpoint to {} closing: {}", peer, reason);
     direct.cancel(this, reason); // tasks waiting for their direct bytes: never sent
@@ -1031,7 +1019,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   }
 
   private void failAsked(CqLane lane, List<RcQp> mine, String reason) {
-    ErrorKind kind = fencedBecause != null ? ErrorKind.EPOCH_MISMATCH : ErrorKind.UNAVAILABLE;
+    ErrorKind kind = neverSentKind();
     var it = asked.values().iterator();
     while (it.hasNext()) {
       Slice s = it.next();
@@ -1067,8 +1055,15 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     return closed;
   }
 
+  /** Why the endpoint stopped taking work (its gate's refusal), or null while it is active. */
   String closedBecause() {
-    return closedBecause;
+    return gate.active() ? null : gate.refusal();
+  }
+
+  /** The kind of work this endpoint fails unsent once it stopped: its gate's kind (C18). */
+  private ErrorKind neverSentKind() {
+    ErrorKind k = gate.refusalKind();
+    return k != null ? k : ErrorKind.PEER_LOST;
   }
 
   /** The highest send-queue debt any QP of this endpoint reached (read after it closed). */

@@ -6,6 +6,7 @@ import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.rail.RailHealth;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
@@ -175,7 +176,7 @@ final class RdmaEndpoint {
             new ChannelClosed(
                 undestroyed != null ? undestroyed : List.of(String.valueOf(failure))));
     if (!closers.isEmpty()) {
-      channel.close("the endpoint was closed while it opened");
+      channel.close(ChannelGate.Why.LOCAL_CLOSE, "the endpoint was closed while it opened");
       return closing(closers);
     }
     return active();
@@ -203,7 +204,7 @@ final class RdmaEndpoint {
         .onMessage(
             Close.class,
             m -> {
-              channel.close(m.reason());
+              channel.close(ChannelGate.Why.LOCAL_CLOSE, m.reason());
               return closing(new ArrayList<>(List.of(m.replyTo())));
             })
         .onMessage(

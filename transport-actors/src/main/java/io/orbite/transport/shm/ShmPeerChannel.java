@@ -4,11 +4,13 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.TaskWork;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedRegion;
+import io.orbite.transport.lane.Unsendable;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -19,7 +21,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * ShmLane#copyHere}); any other task is handed to a lane, and that lane copies it whole (memory
  * needs no slicing into frames: one task, one receipt). The tasks of a run are dealt across the
  * lanes in contiguous parts of up to {@link #DEAL_BYTES} ({@link RunDealer}), not one by one. Owned
- * by an ShmEndpoint actor. Thread-safe; never blocks on I/O.
+ * by its endpoint's {@link ShmLink}. Thread-safe; never blocks on I/O.
  */
 final class ShmPeerChannel implements PeerChannel {
   private final SegmentDescriptor peer;
@@ -40,16 +42,17 @@ final class ShmPeerChannel implements PeerChannel {
    */
   private final Map<Long, SharedRegion> exports;
 
+  private final ChannelGate gate;
   private final Runnable onFence;
-  private volatile boolean active = true;
-  private volatile String fencedBecause;
 
   ShmPeerChannel(
       SegmentDescriptor peer,
+      ChannelGate gate,
       List<ShmLane> lanes,
       Map<Long, SharedRegion> exports,
       Runnable onFence) {
     this.peer = peer;
+    this.gate = gate;
     this.lanes = lanes.toArray(ShmLane[]::new);
     this.dealer = new RunDealer(this.lanes.length, DEAL_BYTES);
     this.exports = exports;
@@ -78,55 +81,30 @@ final class ShmPeerChannel implements PeerChannel {
   }
 
   @Override
-  public boolean active() {
-    if (!active || fencedBecause() != null) {
-      return false;
-    }
-    for (ShmLane lane : lanes) {
-      if (!lane.running()) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  void deactivate() {
-    active = false;
-  }
-
-  /**
-   * Why this incarnation was fenced, or null. Set before any lane stops for it: by {@link #fence},
-   * or by {@link #laneFenced} when a lane found the incarnation ended; so a dispatch never reads a
-   * lane's own state per task.
-   */
-  @Override
-  public String fencedBecause() {
-    return fencedBecause;
+  public ChannelGate gate() {
+    return gate;
   }
 
   @Override
-  public void fence(String reason) {
-    if (fencedBecause == null) {
-      fenceLanes(reason);
+  public void fence(long newerEpoch, String reason) {
+    if (gate.fence(newerEpoch, reason)) {
+      closeLanes();
       onFence.run();
     }
   }
 
   /**
-   * A lane found the peer's incarnation ended (called on that lane's thread, before it stops): the
-   * channel refuses new work EPOCH_MISMATCH and the lane's siblings stop copying for it at once.
+   * A lane found the peer's process ended (on that lane's thread or a caller's, after it closed the
+   * gate, PEER_LOST): the lane's siblings stop copying for it at once.
    */
-  void laneFenced(String reason) {
-    fenceLanes(reason);
+  void peerLost() {
+    closeLanes();
   }
 
-  private void fenceLanes(String reason) {
-    if (fencedBecause == null) {
-      fencedBecause = reason;
-    }
-    active = false;
+  /** Closes every lane: each fails what it holds with the gate's kind and ends. */
+  void closeLanes() {
     for (ShmLane lane : lanes) {
-      lane.fence(reason);
+      lane.close();
     }
   }
 
@@ -141,18 +119,10 @@ final class ShmPeerChannel implements PeerChannel {
   }
 
   private int dispatch(TaskWork work, boolean alone) {
-    String fenced = fencedBecause();
-    if (fenced != null) {
-      work.sink()
-          .deliver(
-              Receipt.failed(
-                  work.taskIndex(),
-                  ErrorKind.EPOCH_MISMATCH,
-                  RemoteEffect.NONE,
-                  peer + " is fenced: " + fenced + " (never copied)"));
-      return 1;
+    if (!gate.active()) {
+      return gate.refuse(work);
     }
-    if (alone && active) {
+    if (alone) {
       for (ShmLane lane : lanes) {
         if (lane.copyHere(work)) {
           return 1;
@@ -176,8 +146,8 @@ final class ShmPeerChannel implements PeerChannel {
     dealer.start(total);
     for (int k = from; k < to; k++) {
       TaskWork w = work[k];
-      if (fencedBecause() != null) {
-        // Fenced meanwhile: this task and the rest fail as dispatch fails them, never copied.
+      if (!gate.active()) {
+        // Closed or fenced meanwhile: this task and the rest fail as dispatch fails them.
         owed[k] = dispatch(w, false);
       } else {
         owed[k] = enqueue(w, dealer.next(w.lengthBytes()));
@@ -185,16 +155,21 @@ final class ShmPeerChannel implements PeerChannel {
     }
   }
 
-  /** Queues {@code work} on lane {@code i}, or fails it PEER_LOST if the endpoint is closed. */
+  /**
+   * Queues {@code work} on lane {@code i}; a lane that ended meanwhile fails it, never copied: with
+   * the gate's kind once it says why, else PEER_LOST (the lane ended under it).
+   */
   private int enqueue(TaskWork work, int i) {
-    if (!active || !lanes[i].enqueue(work)) {
+    if (!lanes[i].enqueue(work)) {
+      ErrorKind kind = gate.refusalKind();
       work.sink()
           .deliver(
               Receipt.failed(
                   work.taskIndex(),
-                  ErrorKind.PEER_LOST,
+                  kind != null ? kind : ErrorKind.PEER_LOST,
                   RemoteEffect.NONE,
-                  "the SHM endpoint to " + peer + " is closed (never copied)"));
+                  Unsendable.neverSent(
+                      gate.active() ? "the SHM lane to " + peer + " has ended" : gate.refusal())));
     }
     return 1;
   }

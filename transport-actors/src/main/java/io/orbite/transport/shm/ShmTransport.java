@@ -6,6 +6,7 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.nativebind.HostIdentity;
+import io.orbite.transport.endpoint.PeerEndpoint;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -18,22 +19,23 @@ import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
- * Supervisor of the SHM transport. Child of the EngineGuardian. Requester side: one ShmEndpoint
- * child per same-host peer incarnation whose memory was proven openable, at most {@code
- * budgets.maxPeerSegments} (C9). The source side has no actor of its own: exported memory is the
- * Registry's (memfds with liveness locks), and peers copy it themselves.
+ * Supervisor of the SHM transport. Child of the EngineGuardian. Requester side: one endpoint
+ * ({@link PeerEndpoint} over an {@link ShmLink}) child per same-host peer incarnation whose memory
+ * was proven openable, at most {@code budgets.maxPeerSegments} (C9). The source side has no actor
+ * of its own: exported memory is the Registry's (memfds with liveness locks), and peers copy it
+ * themselves.
  *
  * <p>States: {@link #serving}, {@link #stopping} (every endpoint's lane closing), then stopped.
  */
 final class ShmTransport {
   private record EndpointClosed(SegmentDescriptor peer) implements TransportCommand {}
 
-  private record EndpointRefused(ShmEndpoint.Refused refused) implements TransportCommand {}
+  private record EndpointRefused(PeerEndpoint.Refused refused) implements TransportCommand {}
 
   private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
   private final HostIdentity local;
-  private final Map<SegmentDescriptor, ActorRef<ShmEndpoint.Command>> endpoints = new HashMap<>();
+  private final Map<SegmentDescriptor, ActorRef<PeerEndpoint.Command>> endpoints = new HashMap<>();
   private final List<ActorRef<TransportCommand.SideClosed>> requesterClosers = new ArrayList<>();
   private long endpointSequence;
 
@@ -98,7 +100,9 @@ final class ShmTransport {
             m -> {
               // Dropped first, so no later open is sent to it; then closed.
               endpoints.remove(m.refused().peer(), m.refused().endpoint());
-              m.refused().endpoint().tell(new ShmEndpoint.Close(ctx.getSystem().ignoreRef()));
+              m.refused()
+                  .endpoint()
+                  .tell(new PeerEndpoint.Close("its open failed", ctx.getSystem().ignoreRef()));
               return Behaviors.same();
             })
         .onMessage(
@@ -134,7 +138,7 @@ final class ShmTransport {
   }
 
   private Behavior<TransportCommand> onOpenShared(TransportCommand.OpenSharedPeer m) {
-    ActorRef<ShmEndpoint.Command> endpoint = endpoints.get(m.peer());
+    ActorRef<PeerEndpoint.Command> endpoint = endpoints.get(m.peer());
     if (endpoint == null) {
       int cap = context.config().budgets().maxPeerSegments();
       if (endpoints.size() >= cap) {
@@ -148,21 +152,17 @@ final class ShmTransport {
       // The sequence keeps names unique: a refused endpoint is dropped from the map at once but
       // stops later, and a name is reserved until its owner has stopped; an open of the same peer
       // in between used to reuse the name, which threw and stopped this transport.
+      ActorRef<PeerEndpoint.Refused> refused =
+          ctx.messageAdapter(PeerEndpoint.Refused.class, EndpointRefused::new);
       endpoint =
           ctx.spawn(
-              ShmEndpoint.create(
+              PeerEndpoint.create(
+                  "ShmEndpoint",
                   m.peer(),
-                  m.exports(),
-                  local,
-                  context.config().shm().maxMappings(),
-                  context.config().shm().lanes(),
-                  context.blockingIo(),
-                  context.counters(),
-                  context.owners(),
-                  context.quarantine(),
-                  context.hooks(),
-                  m.replyTo(),
-                  ctx.messageAdapter(ShmEndpoint.Refused.class, EndpointRefused::new)),
+                  context,
+                  fenced -> ShmLink.open(m.peer(), m.exports(), local, context, fenced),
+                  new PeerEndpoint.Attach(m.exports(), m.replyTo()),
+                  refused::tell),
               "endpoint-"
                   + m.peer().port()
                   + "-"
@@ -173,14 +173,14 @@ final class ShmTransport {
       endpoints.put(m.peer(), endpoint);
       return Behaviors.same();
     }
-    endpoint.tell(new ShmEndpoint.Attach(m.exports(), m.replyTo()));
+    endpoint.tell(new PeerEndpoint.Attach(m.exports(), m.replyTo()));
     return Behaviors.same();
   }
 
   private void closeEndpoints() {
-    ActorRef<ShmEndpoint.Closed> adapter =
-        ctx.messageAdapter(ShmEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
-    endpoints.values().forEach(e -> e.tell(new ShmEndpoint.Close(adapter)));
+    ActorRef<PeerEndpoint.Closed> adapter =
+        ctx.messageAdapter(PeerEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
+    endpoints.values().forEach(e -> e.tell(new PeerEndpoint.Close("closing", adapter)));
   }
 
   private void answerRequesterClosers() {

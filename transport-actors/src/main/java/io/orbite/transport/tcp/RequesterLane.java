@@ -5,13 +5,15 @@ import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.priority.PostQueue;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.EngineTally;
-import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
-import io.orbite.transport.LaneLifecycle;
+import io.orbite.transport.lane.LaneAgent;
+import io.orbite.transport.lane.LaneLifecycle;
+import io.orbite.transport.lane.Unsendable;
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -21,17 +23,20 @@ import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
 /**
  * The requester end of one persistent data lane: one socket, owned by one thread, running a duty
- * cycle (take queued frames, write requests, read responses, hand receipts to batches, sleep in the
- * selector when there is nothing to do). Requests are pipelined up to a window; responses come back
- * in order. Payload moves between the socket and the task's off-heap memory with no heap copy:
- * WRITE payloads are written straight from it, READ payloads of a frame whose response is large are
- * read straight into it, small ones are batched through one off-heap receive buffer.
+ * cycle on the lane runtime ({@link LaneAgent}: take queued frames, write requests, read responses,
+ * hand receipts to batches, sleep in the selector when there is nothing to do). Requests are
+ * pipelined up to a window; responses come back in order. Payload moves between the socket and the
+ * task's off-heap memory with no heap copy: WRITE payloads are written straight from it, READ
+ * payloads of a frame whose response is large are read straight into it, small ones are batched
+ * through one off-heap receive buffer.
  *
  * <p>Frames wait for the window in a post queue by their task's priority (C14): HIGH first, FIFO
  * within a tier, a tier whose oldest frame waited 10 ms promoted one tier per pass. Only the order
@@ -40,7 +45,7 @@ import java.util.function.Predicate;
  * <p>The lane is the only thread that touches its frames' memory, so when it fails a frame it has
  * already stopped touching it: every failure receipt is sent after local drain (C5).
  */
-final class RequesterLane implements Runnable {
+final class RequesterLane extends LaneAgent<LaneFrame> {
   /** Frames whose READ payload is at least this big are read straight into local memory. */
   static final int DIRECT_READ_BYTES = 32 * 1024;
 
@@ -48,12 +53,8 @@ final class RequesterLane implements Runnable {
   private static final int MAX_GATHER = 1024;
   private static final long MAX_GATHER_BYTES = 16L << 20;
   private static final long SELECT_MILLIS = 50;
-  private static final java.util.function.Consumer<SelectionKey> IGNORE_KEY = k -> {};
+  private static final Consumer<SelectionKey> IGNORE_KEY = k -> {};
 
-  /** How often a busy lane looks for cancelled and expired frames. */
-  private static final long SWEEP_NANOS = 1_000_000L;
-
-  private final String name;
   private final SocketChannel channel;
   private final Selector selector;
   private final SelectionKey key;
@@ -64,17 +65,12 @@ final class RequesterLane implements Runnable {
   private final Consumer<Throwable> onEnd;
   private final EngineTally counters;
   private final FaultHooks hooks;
-  private long lastSweepNanos;
+
+  /** The gate of the channel this lane serves: the kind of what it fails unsent. */
+  private final ChannelGate gate;
 
   /** Takes frames of this lane, once it broke, to send them on another lane; null: no retries. */
   private volatile Retrier retrier;
-
-  /**
-   * RUNNING, then DRAINING (the connection broke: READs and unsent frames may go to another lane)
-   * or CLOSING ({@link #close}: on purpose, nothing is retried), then CLOSED once the lane thread
-   * left {@link #run} and no longer touches any frame's memory.
-   */
-  private final LaneLifecycle lifecycle = new LaneLifecycle();
 
   /**
    * Sends a frame of a broken lane on another lane of the same peer incarnation, if one is open.
@@ -85,14 +81,6 @@ final class RequesterLane implements Runnable {
      */
     boolean retry(LaneFrame frame, RequesterLane from);
   }
-
-  /**
-   * Frames queued for the lane, oldest first, guarded by itself: queueing one allocates nothing.
-   */
-  private final ArrayDeque<LaneFrame> incoming = new ArrayDeque<>(256);
-
-  /** How many frames {@link #incoming} holds, readable without its lock; written under it. */
-  private volatile int incomingCount;
 
   private final AtomicLong chargedBytes = new AtomicLong();
 
@@ -110,8 +98,8 @@ final class RequesterLane implements Runnable {
   private volatile boolean sleeping;
 
   /**
-   * Frames taken from {@link #incoming} and not yet sent, by priority; each is stamped when the
-   * lane takes it, which trails its {@link #enqueue} by at most one pass.
+   * Frames taken from the inbox and not yet sent, by priority; each is stamped when the lane takes
+   * it, which trails its {@link #enqueue} by at most one pass.
    */
   private final PostQueue<LaneFrame> waiting =
       new PostQueue<>(PostQueue.DEFAULT_PROMOTION_TIMEOUT, false);
@@ -119,9 +107,9 @@ final class RequesterLane implements Runnable {
   /** When the running sweep started; read by {@link #unsendable}. */
   private long sweepNanos;
 
-  /** A waiting frame the sweep fails: its batch was cancelled or its deadline passed. */
+  /** A waiting frame the sweep fails: {@link Unsendable}. */
   private final Predicate<LaneFrame> unsendable =
-      f -> f.sink.cancelled() || sweepNanos - f.deadlineNanos > 0;
+      f -> Unsendable.applies(f.sink, f.deadlineNanos, sweepNanos);
 
   /** Made once, so that a sweep allocates nothing. */
   private final Consumer<LaneFrame> failUnsent = this::failUnsent;
@@ -146,10 +134,8 @@ final class RequesterLane implements Runnable {
   /** The frame whose READ payload is being received, or null while a header is expected. */
   private LaneFrame payloadFrame;
 
-  private final ReceiptBatcher receipts = new ReceiptBatcher();
-
   /** Confirmed bytes of this lane, for per-lane throughput. */
-  private final java.util.concurrent.atomic.LongAdder laneBytes;
+  private final LongAdder laneBytes;
 
   RequesterLane(
       String name,
@@ -159,15 +145,17 @@ final class RequesterLane implements Runnable {
       int windowFrames,
       long windowBytes,
       FramePool pool,
+      ChannelGate gate,
       EngineTally counters,
       FaultHooks hooks,
       Consumer<Throwable> onEnd)
       throws IOException {
+    super(name, SWEEP_NANOS);
+    this.gate = gate;
     this.pool = pool;
     this.counters = counters;
     this.laneBytes = counters.lane("tcp/" + name);
     this.hooks = hooks;
-    this.name = name;
     this.channel = channel;
     this.peerEpoch = peerEpoch;
     this.maxPayloadBytes = maxPayloadBytes;
@@ -184,53 +172,65 @@ final class RequesterLane implements Runnable {
     }
   }
 
-  String name() {
-    return name;
-  }
-
-  boolean running() {
-    return lifecycle.running();
-  }
-
-  /** Whether the lane thread has left its loop for good (it holds no frame's memory any more). */
-  boolean ended() {
-    return lifecycle.state() == LaneLifecycle.State.CLOSED;
-  }
-
   /** In-flight bytes charged to this lane, for lane selection. */
   long chargedBytes() {
     return chargedBytes.get();
   }
 
-  /** Queues a frame; any thread. A lane that has ended fails it at once. */
-  void enqueue(LaneFrame frame) {
+  /**
+   * Queues a frame; any thread.
+   *
+   * @return false when the lane has ended: the frame was not taken (the caller still owns it)
+   */
+  boolean enqueue(LaneFrame frame) {
     chargedBytes.addAndGet(frame.length());
-    synchronized (incoming) {
-      incoming.add(frame);
-      incomingCount = incoming.size();
+    if (offer(frame)) {
+      return true;
     }
-    if (!lifecycle.running()) {
-      drainQueueAfterEnd();
-    }
+    chargedBytes.addAndGet(-frame.length());
+    return false;
   }
 
   /**
    * Queues {@code frames}, in order, charging their {@code bytes} once; any thread. A lane that has
-   * ended fails them at once.
+   * ended fails them at once, never sent.
    */
-  void enqueueAll(java.util.List<LaneFrame> frames, long bytes) {
+  void enqueueAll(List<LaneFrame> frames, long bytes) {
     chargedBytes.addAndGet(bytes);
-    synchronized (incoming) {
-      incoming.addAll(frames);
-      incomingCount = incoming.size();
-    }
-    if (!lifecycle.running()) {
-      drainQueueAfterEnd();
+    if (!inbox.offerAll(frames)) {
+      chargedBytes.addAndGet(-bytes);
+      failLate(frames);
     }
   }
 
-  /** Wakes the lane if it sleeps; call after a run of {@link #enqueue}. */
-  void wake() {
+  /**
+   * Fails frames handed to a lane that had ended, never sent; on the producer's thread, which still
+   * owns them.
+   */
+  static void failLate(List<LaneFrame> frames, String lane, ErrorKind kind) {
+    ReceiptBatcher late = new ReceiptBatcher();
+    for (LaneFrame f : frames) {
+      f.fail(late, kind, RemoteEffect.NONE, Unsendable.neverSent(lane + ": lane closed"));
+    }
+    late.flush();
+  }
+
+  private void failLate(List<LaneFrame> frames) {
+    failLate(frames, name(), neverSentKind());
+  }
+
+  /**
+   * The kind of a frame this lane fails without having sent it: the channel's refusal kind once the
+   * channel is closed or fenced (C18), else PEER_LOST (the lane broke or ended under it).
+   */
+  ErrorKind neverSentKind() {
+    ErrorKind k = gate.refusalKind();
+    return k != null ? k : ErrorKind.PEER_LOST;
+  }
+
+  /** Wakes the lane if it sleeps in its selector; call after a run of {@link #enqueue}. */
+  @Override
+  public void wake() {
     if (sleeping) {
       selector.wakeup();
     }
@@ -242,7 +242,8 @@ final class RequesterLane implements Runnable {
   }
 
   /** Closes the socket; the lane fails what it holds and ends. Any thread. */
-  void close() {
+  @Override
+  public void close() {
     lifecycle.moveTo(LaneLifecycle.State.CLOSING);
     try {
       channel.close();
@@ -253,46 +254,27 @@ final class RequesterLane implements Runnable {
   }
 
   @Override
-  public void run() {
-    Throwable cause = null;
-    try {
-      while (lifecycle.running()) {
-        int work = takeIncoming() + sweep() + fillGather() + writeSome() + readSome();
-        endPass();
-        if (work == 0) {
-          idle();
-        }
-      }
-    } catch (IOException | FrameRejectedException | LaneDeadlineException | RuntimeException e) {
-      cause = e;
-      if (e instanceof FrameRejectedException) {
-        counters.increment(Count.FRAMES_REJECTED);
-      }
-    } finally {
-      // Stays CLOSING after a close; otherwise the lane broke (or met a deadline or bad frame).
-      lifecycle.moveTo(LaneLifecycle.State.DRAINING);
-      closeQuietly();
-      failEverything(cause);
-      endPass();
-      lifecycle.moveTo(LaneLifecycle.State.CLOSED);
-      onEnd.accept(cause);
-    }
+  protected void take(LaneFrame frame) {
+    waiting.offer(frame, frame.priority, cycleNanos());
   }
 
-  private int takeIncoming() {
-    if (incomingCount == 0) {
-      return 0;
+  @Override
+  protected int pass(long nowNanos) throws IOException, FrameRejectedException {
+    return fillGather() + writeSome() + readSome();
+  }
+
+  @Override
+  protected void drain(Throwable cause, List<LaneFrame> unstarted) {
+    if (cause instanceof FrameRejectedException) {
+      counters.increment(EngineTally.Count.FRAMES_REJECTED);
     }
-    synchronized (incoming) {
-      int n = incoming.size();
-      long now = System.nanoTime();
-      LaneFrame f;
-      while ((f = incoming.poll()) != null) {
-        waiting.offer(f, f.priority, now);
-      }
-      incomingCount = 0;
-      return n;
-    }
+    closeQuietly();
+    failEverything(cause, unstarted);
+  }
+
+  @Override
+  protected void ended(Throwable cause) {
+    onEnd.accept(cause);
   }
 
   /**
@@ -301,13 +283,14 @@ final class RequesterLane implements Runnable {
    * to them any more). The uncharge comes first: a caller that sees a task end and submits the next
    * one must find this lane's charge without the finished frames, as lane choice expects.
    */
-  private void endPass() {
+  @Override
+  protected void endPass() {
     if (retiredBytes != 0) {
       chargedBytes.addAndGet(-retiredBytes);
       retiredBytes = 0;
     }
     try {
-      receipts.flush();
+      super.endPass();
     } finally {
       if (!retired.isEmpty()) {
         pool.giveBack(retired);
@@ -321,18 +304,14 @@ final class RequesterLane implements Runnable {
    * is full; ends the lane if a frame already on the wire is past its deadline (only closing the
    * socket proves that nothing will still land in its memory).
    */
-  private int sweep() throws LaneDeadlineException {
-    long now = System.nanoTime();
-    if (now - lastSweepNanos < SWEEP_NANOS) {
-      return 0;
-    }
-    lastSweepNanos = now;
+  @Override
+  protected int sweep(long now) throws LaneDeadlineException {
     sweepNanos = now;
     int failed = waiting.removeIf(unsendable, failUnsent);
     for (LaneFrame f : inflight) {
       if (now - f.deadlineNanos > 0) {
         throw new LaneDeadlineException(
-            name
+            name()
                 + ": request "
                 + f.requestId
                 + " of "
@@ -348,12 +327,8 @@ final class RequesterLane implements Runnable {
    * deadline passed.
    */
   private void failUnsent(LaneFrame f) {
-    boolean cancelled = f.sink.cancelled();
-    finishFailed(
-        f,
-        cancelled ? ErrorKind.CANCELLED : ErrorKind.TIMEOUT,
-        RemoteEffect.NONE,
-        cancelled ? "cancelled before it was sent" : "deadline passed before it was sent");
+    ErrorKind kind = f.sink.cancelled() ? ErrorKind.CANCELLED : ErrorKind.TIMEOUT;
+    finishFailed(f, kind, RemoteEffect.NONE, Unsendable.detail(kind));
   }
 
   /** A frame on the wire passed its deadline: the lane closes so its memory can be drained. */
@@ -383,7 +358,7 @@ final class RequesterLane implements Runnable {
         && gatherEnd < MAX_GATHER - 1
         && gatherBytes < MAX_GATHER_BYTES) {
       LaneFrame f = waiting.poll();
-      if (f.sink.cancelled() || now - f.deadlineNanos > 0) {
+      if (Unsendable.applies(f.sink, f.deadlineNanos, now)) {
         failUnsent(f);
         continue;
       }
@@ -559,7 +534,7 @@ final class RequesterLane implements Runnable {
     }
     f.received = 0;
     payloadFrame = f;
-    hooks.beforeReadPayload(name);
+    hooks.beforeReadPayload(name());
   }
 
   /** Moves READ payload bytes into local memory; -1 when the socket has nothing more now. */
@@ -614,22 +589,33 @@ final class RequesterLane implements Runnable {
     retired.add(f);
   }
 
-  private void idle() throws IOException {
-    int ops = SelectionKey.OP_READ | (gatherStart < gatherEnd ? SelectionKey.OP_WRITE : 0);
-    if (key.interestOps() != ops) {
-      key.interestOps(ops);
+  /**
+   * Sleeps in the selector after a cycle that did nothing. A lane that holds no frame has no
+   * deadline to sweep: it sleeps until the socket, new work ({@link #wake}) or a close rouses it,
+   * so an idle engine's lanes cost no CPU.
+   */
+  @Override
+  protected void idle(int work) {
+    if (work > 0) {
+      return;
     }
-    sleeping = true;
     try {
-      if (incomingCount == 0 && lifecycle.running()) {
-        // The action form skips the selected-key set, whose insertions allocate on every wake. A
-        // lane that holds no frame has no deadline to sweep: it sleeps until the socket, new work
-        // (wake) or a close (wakeup) rouses it, so an idle engine's lanes cost no CPU.
-        boolean holding = !waiting.isEmpty() || !inflight.isEmpty() || gatherStart < gatherEnd;
-        selector.select(IGNORE_KEY, holding ? SELECT_MILLIS : 0);
+      int ops = SelectionKey.OP_READ | (gatherStart < gatherEnd ? SelectionKey.OP_WRITE : 0);
+      if (key.interestOps() != ops) {
+        key.interestOps(ops);
       }
-    } finally {
-      sleeping = false;
+      sleeping = true;
+      try {
+        if (inbox.count() == 0 && lifecycle.running()) {
+          // The action form skips the selected-key set, whose insertions allocate on every wake.
+          boolean holding = !waiting.isEmpty() || !inflight.isEmpty() || gatherStart < gatherEnd;
+          selector.select(IGNORE_KEY, holding ? SELECT_MILLIS : 0);
+        }
+      } finally {
+        sleeping = false;
+      }
+    } catch (IOException | RuntimeException e) {
+      // A closed channel or selector: the next cycle meets the close and ends the lane.
     }
   }
 
@@ -639,7 +625,7 @@ final class RequesterLane implements Runnable {
    * deadline or a protocol error), READ frames and frames never sent are first offered, once, to
    * another open lane of the same peer; a WRITE that may have reached the socket never is (C6).
    */
-  private void failEverything(Throwable cause) {
+  private void failEverything(Throwable cause, List<LaneFrame> unstarted) {
     String why = cause == null ? "lane closed" : cause.getMessage();
     ErrorKind kind =
         cause instanceof FrameRejectedException ? ErrorKind.PROTOCOL : ErrorKind.PEER_LOST;
@@ -657,13 +643,23 @@ final class RequesterLane implements Runnable {
       if (broke && frameKind == ErrorKind.PEER_LOST && (f.op == Op.READ || !sent) && handOver(f)) {
         continue;
       }
-      // A frame admitted to the window whose bytes had not reached the socket says so, as a queued
-      // one does.
-      finishFailed(f, frameKind, effect, name + ": " + why + (sent ? "" : " (never sent)"));
+      if (sent) {
+        finishFailed(f, frameKind, effect, name() + ": " + why);
+      } else {
+        // A frame admitted to the window whose bytes had not reached the socket says so, as a
+        // queued one does.
+        finishFailed(
+            f,
+            frameKind == ErrorKind.PEER_LOST ? neverSentKind() : frameKind,
+            effect,
+            Unsendable.neverSent(name() + ": " + why));
+      }
     }
     inflight.clear();
     inflightBytes = 0;
-    takeIncoming();
+    for (LaneFrame f : unstarted) {
+      waiting.offer(f, f.priority, now);
+    }
     // In priority order, so another lane takes the frames handed over in that order.
     waiting.drainTo(
         f -> {
@@ -671,7 +667,7 @@ final class RequesterLane implements Runnable {
             return;
           }
           finishFailed(
-              f, ErrorKind.PEER_LOST, RemoteEffect.NONE, name + ": " + why + " (never sent)");
+              f, neverSentKind(), RemoteEffect.NONE, Unsendable.neverSent(name() + ": " + why));
         });
     payloadFrame = null;
   }
@@ -690,22 +686,6 @@ final class RequesterLane implements Runnable {
     }
     chargedBytes.addAndGet(-f.length());
     return true;
-  }
-
-  /** Fails frames queued after the lane ended; called by producers, synchronized among them. */
-  private synchronized void drainQueueAfterEnd() {
-    ReceiptBatcher late = new ReceiptBatcher();
-    ArrayList<LaneFrame> left = new ArrayList<>();
-    synchronized (incoming) {
-      left.addAll(incoming);
-      incoming.clear();
-      incomingCount = 0;
-    }
-    for (LaneFrame f : left) {
-      chargedBytes.addAndGet(-f.length());
-      f.fail(late, ErrorKind.PEER_LOST, RemoteEffect.NONE, name + ": lane closed (never sent)");
-    }
-    late.flush();
   }
 
   private void closeQuietly() {

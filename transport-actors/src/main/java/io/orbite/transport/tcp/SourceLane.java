@@ -8,6 +8,8 @@ import io.orbite.engine.spi.Registration;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
+import io.orbite.transport.lane.LaneAgent;
+import io.orbite.transport.lane.LaneLifecycle;
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -20,20 +22,20 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The source end of one data lane: one accepted socket, one thread, blocking I/O. Requests are
+ * The source end of one data lane: one accepted socket, one lane-runtime thread, blocking I/O (a
+ * pass serves the frames buffered, or blocks for more, so the lane never idles). Requests are
  * served in arrival order. Every READ and WRITE passes the {@link Authority} check before a byte of
  * registered memory is touched; READ responses buffered from one read of the socket leave in one
  * gathering write straight from registered memory, WRITE payloads are read straight into it. A
  * frame that breaks the protocol closes this lane only.
  */
-final class SourceLane implements Runnable {
+final class SourceLane extends LaneAgent<Void> {
   private static final Logger LOG = LoggerFactory.getLogger(SourceLane.class);
   private static final int RECEIVE_BUFFER_BYTES = 256 * 1024;
   private static final int MAX_GATHER = 1024;
   private static final long MAX_GATHER_BYTES = 16L << 20;
   private static final int HEADER_SLOTS = MAX_GATHER / 2 + 1;
 
-  private final String name;
   private final SocketChannel channel;
   private final ByteBuffer hello;
   private final Authority authority;
@@ -80,8 +82,8 @@ final class SourceLane implements Runnable {
       EngineTally counters,
       int refusal,
       Consumer<SourceLane> onEnd) {
+    super(name, Long.MAX_VALUE);
     this.refusal = refusal;
-    this.name = name;
     this.channel = channel;
     this.hello = hello;
     this.authority = authority;
@@ -95,12 +97,17 @@ final class SourceLane implements Runnable {
     }
   }
 
-  String name() {
-    return name;
-  }
+  /** Whether the HELLO was answered: the lane serves frames from then on. */
+  private boolean greeted;
 
   /** Closes the socket; the lane thread returns its loans and ends. Any thread. */
-  void close() {
+  @Override
+  public void close() {
+    lifecycle.moveTo(LaneLifecycle.State.CLOSING);
+    closeSocket();
+  }
+
+  private void closeSocket() {
     try {
       channel.close();
     } catch (IOException ignored) {
@@ -109,31 +116,54 @@ final class SourceLane implements Runnable {
   }
 
   @Override
-  public void run() {
-    try {
+  protected void take(Void item) {}
+
+  /** Answers the HELLO, then serves one frame or waits (blocking) for more bytes. */
+  @Override
+  protected int pass(long nowNanos) throws IOException, FrameRejectedException {
+    if (!greeted) {
       channel.configureBlocking(true);
       if (!acceptHello()) {
-        return;
+        lifecycle.moveTo(LaneLifecycle.State.CLOSING);
+        return 0;
       }
-      serve();
-    } catch (FrameRejectedException e) {
+      greeted = true;
+      return 1;
+    }
+    if (!serveOne()) {
+      LOG.debug("{}: peer closed", name());
+      lifecycle.moveTo(LaneLifecycle.State.CLOSING);
+    }
+    return 1;
+  }
+
+  /** A pass blocks in the socket when there is nothing to do: the lane never idles. */
+  @Override
+  protected void idle(int work) {}
+
+  @Override
+  protected void drain(Throwable cause, List<Void> unstarted) {
+    if (cause instanceof FrameRejectedException e) {
       counters.increment(Count.FRAMES_REJECTED);
-      LOG.warn("{}: closing after a frame that breaks the protocol: {}", name, e.getMessage());
+      LOG.warn("{}: closing after a frame that breaks the protocol: {}", name(), e.getMessage());
       // Requests that came before the bad frame were served; send their answers before closing.
       try {
         flush();
       } catch (IOException ignored) {
         // The peer is gone too; the loans are returned below either way.
       }
-    } catch (EOFException e) {
-      LOG.debug("{}: peer closed", name);
-    } catch (IOException e) {
-      LOG.debug("{}: {}", name, e.toString());
-    } finally {
-      returnGatherLoans();
-      close();
-      onEnd.accept(this);
+    } else if (cause instanceof EOFException) {
+      LOG.debug("{}: peer closed", name());
+    } else if (cause != null) {
+      LOG.debug("{}: {}", name(), cause.toString());
     }
+    returnGatherLoans();
+    closeSocket();
+  }
+
+  @Override
+  protected void ended(Throwable cause) {
+    onEnd.accept(this);
   }
 
   private boolean acceptHello() throws IOException {
@@ -156,7 +186,7 @@ final class SourceLane implements Runnable {
     if (status != 0) {
       LOG.info(
           "{}: refused a lane for epoch {} (this engine is {}): {}",
-          name,
+          name(),
           Long.toHexString(epoch),
           Long.toHexString(localEpoch),
           ErrorKind.fromCode(status));
@@ -165,30 +195,31 @@ final class SourceLane implements Runnable {
     return true;
   }
 
-  private void serve() throws IOException, FrameRejectedException {
-    while (true) {
-      int buffered = receiveEnd - receiveStart;
-      if (buffered < FrameCodec.HEADER_BYTES) {
-        if (buffered > 0) {
-          FrameCodec.check(receive, receiveStart, buffered, maxPayloadBytes);
-        }
-        // About to block: send what is ready first, so the requester is never kept waiting.
-        flush();
-        if (!fill(buffered)) {
-          return;
-        }
-        continue;
+  /**
+   * Serves the next frame, or reads more bytes (blocking) when no whole header is buffered.
+   *
+   * @return false on a clean end of the stream between frames
+   */
+  private boolean serveOne() throws IOException, FrameRejectedException {
+    int buffered = receiveEnd - receiveStart;
+    if (buffered < FrameCodec.HEADER_BYTES) {
+      if (buffered > 0) {
+        FrameCodec.check(receive, receiveStart, buffered, maxPayloadBytes);
       }
-      FrameCodec.check(receive, receiveStart, buffered, maxPayloadBytes);
-      FrameType type = FrameCodec.type(receive, receiveStart);
-      switch (type) {
-        case READ_REQUEST -> serveRead();
-        case WRITE_REQUEST -> serveWrite();
-        default ->
-            throw new FrameRejectedException(
-                FrameRejectedException.Reason.UNEXPECTED_TYPE, type + " on a data lane");
-      }
+      // About to block: send what is ready first, so the requester is never kept waiting.
+      flush();
+      return fill(buffered);
     }
+    FrameCodec.check(receive, receiveStart, buffered, maxPayloadBytes);
+    FrameType type = FrameCodec.type(receive, receiveStart);
+    switch (type) {
+      case READ_REQUEST -> serveRead();
+      case WRITE_REQUEST -> serveWrite();
+      default ->
+          throw new FrameRejectedException(
+              FrameRejectedException.Reason.UNEXPECTED_TYPE, type + " on a data lane");
+    }
+    return true;
   }
 
   /** Reads more; false on a clean end between frames. */

@@ -1,6 +1,5 @@
 package io.orbite.transport.tcp;
 
-import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
@@ -8,12 +7,15 @@ import io.orbite.engine.slicing.FrameSplitter;
 import io.orbite.engine.slicing.LaneSelector;
 import io.orbite.engine.slicing.SlicePlan;
 import io.orbite.engine.slicing.SlicePlanner;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.TaskWork;
+import io.orbite.transport.lane.Unsendable;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * Requester data plane to one peer incarnation over TCP: slices each task (C15), picks a lane per
@@ -52,14 +54,14 @@ final class TcpPeerChannel implements PeerChannel {
   /** The bytes of {@link #pending}, for each lane. */
   private final long[] pendingBytes;
 
-  private volatile boolean active = true;
-  private volatile String fencedBecause;
+  private final ChannelGate gate;
   private final Runnable onFence;
   private int rotation;
   private final EngineTally counters;
 
   TcpPeerChannel(
       SegmentDescriptor peer,
+      ChannelGate gate,
       RequesterLane[] lanes,
       FramePool frames,
       SlicePlanner planner,
@@ -70,6 +72,7 @@ final class TcpPeerChannel implements PeerChannel {
     this.peer = peer;
     this.counters = counters;
     this.onFence = onFence;
+    this.gate = gate;
     this.lanes = lanes;
     this.planner = planner;
     this.maxFrameBytes = maxFrameBytes;
@@ -98,10 +101,12 @@ final class TcpPeerChannel implements PeerChannel {
   }
 
   @Override
-  public boolean active() {
-    if (!active) {
-      return false;
-    }
+  public ChannelGate gate() {
+    return gate;
+  }
+
+  /** Whether any lane still takes frames (a channel whose lanes all ended refuses work). */
+  private boolean anyLaneRunning() {
     for (RequesterLane lane : lanes) {
       if (lane.running()) {
         return true;
@@ -110,46 +115,21 @@ final class TcpPeerChannel implements PeerChannel {
     return false;
   }
 
-  void deactivate() {
-    active = false;
-  }
-
   @Override
-  public String fencedBecause() {
-    return fencedBecause;
-  }
-
-  @Override
-  public void fence(String reason) {
-    if (fencedBecause == null) {
-      fencedBecause = reason;
-      active = false;
+  public void fence(long newerEpoch, String reason) {
+    if (gate.fence(newerEpoch, reason)) {
       onFence.run();
     }
   }
 
   @Override
   public synchronized int dispatch(TaskWork work) {
-    String fenced = fencedBecause;
-    if (fenced != null) {
-      work.sink()
-          .deliver(
-              Receipt.failed(
-                  work.taskIndex(),
-                  ErrorKind.EPOCH_MISMATCH,
-                  RemoteEffect.NONE,
-                  peer + " is fenced: " + fenced + " (never sent)"));
-      return 1;
+    if (!gate.active()) {
+      return gate.refuse(work);
     }
-    if (!active()) {
-      work.sink()
-          .deliver(
-              Receipt.failed(
-                  work.taskIndex(),
-                  ErrorKind.PEER_LOST,
-                  RemoteEffect.NONE,
-                  "no open lane to " + peer + " (never sent)"));
-      return 1;
+    if (!anyLaneRunning()) {
+      // Every lane ended a moment ago; the endpoint is about to close the gate saying why.
+      return refuseLaneless(work);
     }
     readCharges();
     long length = work.lengthBytes();
@@ -191,7 +171,7 @@ final class TcpPeerChannel implements PeerChannel {
       for (int k = from; k < to; k++) {
         TaskWork w = work[k];
         long length = w.lengthBytes();
-        if (fencedBecause != null || !active()) {
+        if (!gate.active() || !anyLaneRunning()) {
           // Fenced or closed meanwhile: what was taken goes on; this task and the rest are failed
           // as dispatch fails them, never sent.
           handOverPending();
@@ -275,10 +255,29 @@ final class TcpPeerChannel implements PeerChannel {
             work.priority());
   }
 
-  /** Queues the frame of {@code work} at {@code offset} from its start on lane {@code lane}. */
+  /**
+   * Queues the frame of {@code work} at {@code offset} from its start on lane {@code lane}; a lane
+   * that ended meanwhile fails it, never sent.
+   */
   private void queue(int lane, TaskWork work, long offset, long length) {
-    lanes[lane].enqueue(frame(work, offset, length));
-    touched[lane] = true;
+    LaneFrame frame = frame(work, offset, length);
+    if (lanes[lane].enqueue(frame)) {
+      touched[lane] = true;
+    } else {
+      RequesterLane.failLate(List.of(frame), lanes[lane].name(), lanes[lane].neverSentKind());
+    }
+  }
+
+  /** Fails a task of a channel whose lanes have all ended, never sent: its peer was lost. */
+  private int refuseLaneless(TaskWork work) {
+    work.sink()
+        .deliver(
+            Receipt.failed(
+                work.taskIndex(),
+                lanes[0].neverSentKind(),
+                RemoteEffect.NONE,
+                Unsendable.neverSent("no open lane to " + peer)));
+    return 1;
   }
 
   /**
@@ -286,7 +285,7 @@ final class TcpPeerChannel implements PeerChannel {
    * charged, once (the lane decides which frames may go: READs, and frames never sent).
    */
   synchronized boolean retry(LaneFrame frame, RequesterLane from) {
-    if (fencedBecause != null || !active || System.nanoTime() - frame.deadlineNanos > 0) {
+    if (!gate.active() || System.nanoTime() - frame.deadlineNanos > 0) {
       return false;
     }
     RequesterLane best = null;
@@ -303,7 +302,10 @@ final class TcpPeerChannel implements PeerChannel {
     // Counted before the frame is queued: once queued, its task may end (and a caller read the
     // counter) before this thread runs again.
     counters.increment(EngineTally.Count.READ_RETRIES);
-    best.enqueue(frame);
+    if (!best.enqueue(frame)) {
+      counters.add(EngineTally.Count.READ_RETRIES, -1);
+      return false;
+    }
     best.wake();
     return true;
   }

@@ -5,6 +5,8 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.wire.FrameCodec;
+import io.orbite.transport.endpoint.PeerEndpoint;
+import io.orbite.transport.lane.LaneRuntime;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -19,9 +21,9 @@ import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
- * Supervisor of the TCP transport. Child of the EngineGuardian. Requester side: one TcpEndpoint
- * child per peer incarnation. Source side: one SourceLane thread per accepted data connection,
- * handed over by the ControlService.
+ * Supervisor of the TCP transport. Child of the EngineGuardian. Requester side: one endpoint
+ * ({@link PeerEndpoint} over a {@link TcpLink}) child per peer incarnation. Source side: one
+ * SourceLane thread per accepted data connection, handed over by the ControlService.
  *
  * <p>States: {@link #serving}, {@link #stopping} (every endpoint and source lane closing), then
  * stopped.
@@ -31,6 +33,8 @@ final class TcpTransport {
 
   private record EndpointClosed(SegmentDescriptor peer) implements TransportCommand {}
 
+  private record EndpointRefused(PeerEndpoint.Refused refused) implements TransportCommand {}
+
   private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
   private final Authority authority;
@@ -38,7 +42,7 @@ final class TcpTransport {
   /** At most this many source lanes at once: budgets.maxEndpoints x tcp.lanes. */
   private final int maxSourceLanes;
 
-  private final Map<SegmentDescriptor, ActorRef<TcpEndpoint.Command>> endpoints = new HashMap<>();
+  private final Map<SegmentDescriptor, ActorRef<PeerEndpoint.Command>> endpoints = new HashMap<>();
   private final Set<SourceLane> sourceLanes = new HashSet<>();
   private long laneSequence;
   private long endpointSequence;
@@ -122,12 +126,17 @@ final class TcpTransport {
               return Behaviors.same();
             })
         .onMessage(
+            EndpointRefused.class,
+            m -> {
+              onRefused(m.refused());
+              answerSideClosers();
+              return Behaviors.same();
+            })
+        .onMessage(
             TransportCommand.CloseRequesterSide.class,
             m -> {
               requesterClosers.add(m.replyTo());
-              ActorRef<TcpEndpoint.Closed> closedAdapter =
-                  ctx.messageAdapter(TcpEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
-              endpoints.values().forEach(e -> e.tell(new TcpEndpoint.Close(closedAdapter)));
+              closeEndpoints("the requester side was closed");
               answerSideClosers();
               return serving(new Sides(false, sides.source()));
             })
@@ -148,6 +157,19 @@ final class TcpTransport {
               return Behaviors.same();
             })
         .build();
+  }
+
+  /** Asks every endpoint to close; each answers (EndpointClosed) once its lanes drained. */
+  private void closeEndpoints(String reason) {
+    ActorRef<PeerEndpoint.Closed> closedAdapter =
+        ctx.messageAdapter(PeerEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
+    endpoints.values().forEach(e -> e.tell(new PeerEndpoint.Close(reason, closedAdapter)));
+  }
+
+  /** An endpoint whose open failed: no later open waits on it; it stops once closed. */
+  private void onRefused(PeerEndpoint.Refused r) {
+    endpoints.remove(r.peer(), r.endpoint());
+    r.endpoint().tell(new PeerEndpoint.Close("its open failed", ctx.getSystem().ignoreRef()));
   }
 
   /** Answers side closes whose lanes have all ended. */
@@ -171,12 +193,21 @@ final class TcpTransport {
   }
 
   private Behavior<TransportCommand> onOpenPeer(TransportCommand.OpenPeer m) {
-    ActorRef<TcpEndpoint.Command> endpoint = endpoints.get(m.peer());
+    ActorRef<PeerEndpoint.Command> endpoint = endpoints.get(m.peer());
+    PeerEndpoint.Attach attach = new PeerEndpoint.Attach(null, m.replyTo());
     if (endpoint == null) {
+      ActorRef<PeerEndpoint.Refused> refused =
+          ctx.messageAdapter(PeerEndpoint.Refused.class, EndpointRefused::new);
       // The sequence keeps names unique: a quarantined endpoint may outlive its entry here.
       endpoint =
           ctx.spawn(
-              TcpEndpoint.create(m.peer(), context),
+              PeerEndpoint.create(
+                  "TcpEndpoint",
+                  m.peer(),
+                  context,
+                  fenced -> TcpLink.open(m.peer(), context, fenced),
+                  attach,
+                  refused::tell),
               "endpoint-"
                   + m.peer().port()
                   + "-"
@@ -185,8 +216,9 @@ final class TcpTransport {
                   + (++endpointSequence));
       ctx.watch(endpoint);
       endpoints.put(m.peer(), endpoint);
+      return Behaviors.same();
     }
-    endpoint.tell(new TcpEndpoint.Attach(m.replyTo()));
+    endpoint.tell(attach);
     return Behaviors.same();
   }
 
@@ -228,7 +260,7 @@ final class TcpTransport {
             refusal,
             l -> self.tell(new SourceLaneEnded(l)));
     sourceLanes.add(lane);
-    Thread.ofPlatform().daemon().name("orbite-tcp-" + name).start(lane);
+    LaneRuntime.start("orbite-tcp-" + name, lane);
     return Behaviors.same();
   }
 
@@ -240,9 +272,7 @@ final class TcpTransport {
   private Behavior<TransportCommand> onShutdown(TransportCommand.Shutdown m) {
     state = OwnerState.STOPPING;
     sourceLanes.forEach(SourceLane::close);
-    ActorRef<TcpEndpoint.Closed> closedAdapter =
-        ctx.messageAdapter(TcpEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
-    endpoints.values().forEach(e -> e.tell(new TcpEndpoint.Close(closedAdapter)));
+    closeEndpoints("the engine is closing");
     return stopping(new ArrayList<>(List.of(m.replyTo())));
   }
 
@@ -265,6 +295,12 @@ final class TcpTransport {
             EndpointClosed.class,
             m -> {
               endpoints.remove(m.peer());
+              return stopping(replyTo);
+            })
+        .onMessage(
+            EndpointRefused.class,
+            m -> {
+              onRefused(m.refused());
               return stopping(replyTo);
             })
         .onSignal(

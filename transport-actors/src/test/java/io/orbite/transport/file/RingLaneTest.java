@@ -19,7 +19,7 @@ import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.nativebind.libc.Libc;
 import io.orbite.nativebind.uring.IoUring;
-import io.orbite.transport.LaneLifecycle;
+import io.orbite.transport.lane.LaneLifecycle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

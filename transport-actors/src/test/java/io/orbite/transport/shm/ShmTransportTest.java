@@ -11,13 +11,13 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.QuarantineLedger;
-import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedHost;
 import io.orbite.nativebind.HostIdentity;
+import io.orbite.transport.TestContexts;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -52,10 +52,8 @@ class ShmTransportTest {
   void everyOpenOfAPeerOnAnotherHostIsRefusedAtOnceNeverLeftUnanswered() {
     HostIdentity local = new HostIdentity("this-host", "00000000-0000-0000-0000-000000000001");
     TransportContext context =
-        new TransportContext(
+        TestContexts.context(
             EngineConfig.defaults(),
-            new RegistryView(),
-            0x10caL,
             blockingIo,
             new EngineTally(),
             new OwnerBoard(),

@@ -29,12 +29,13 @@ import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Registration;
-import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
+import io.orbite.transport.TestContexts;
+import io.orbite.transport.endpoint.PeerEndpoint;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -59,13 +60,14 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * A TcpEndpoint's drain (C5, drain before failure; C8, a close is not held up for ever): when a
- * lane thread has not ended a destruction window after its socket was closed, the closers are
- * answered and the endpoint turns quarantined, listed in the {@link QuarantineLedger} with the lane
- * it waits for, while the task that lane holds keeps its loan and charges in its batch; it leaves
- * the list and stops once the lane ends. A drain whose lanes end in time answers at once and lists
- * nothing. The peer is a loopback socket of the test's own; a lane is held inside its READ payload
- * through {@link FaultHooks#beforeReadPayload}; the window runs on ManualTime.
+ * A TCP endpoint's drain (the {@link PeerEndpoint} scaffold over a {@link TcpLink}) (C5, drain
+ * before failure; C8, a close is not held up for ever): when a lane thread has not ended a
+ * destruction window after its socket was closed, the closers are answered and the endpoint turns
+ * quarantined, listed in the {@link QuarantineLedger} with the lane it waits for, while the task
+ * that lane holds keeps its loan and charges in its batch; it leaves the list and stops once the
+ * lane ends. A drain whose lanes end in time answers at once and lists nothing. The peer is a
+ * loopback socket of the test's own; a lane is held inside its READ payload through {@link
+ * FaultHooks#beforeReadPayload}; the window runs on ManualTime.
  */
 class TcpEndpointTest {
   static {
@@ -178,20 +180,26 @@ class TcpEndpointTest {
     }
   }
 
-  private ActorRef<TcpEndpoint.Command> spawnEndpoint(FaultHooks hooks) {
+  private ActorRef<PeerEndpoint.Command> spawnEndpoint(FaultHooks hooks) {
     EngineConfig config =
         EngineConfig.defaults()
             .withTcp(TcpConfig.defaults().withLanes(1))
             .withTimeouts(TimeoutConfig.defaults().withDestructionWindowMillis(WINDOW.toMillis()));
     TransportContext context =
-        new TransportContext(
-            config, new RegistryView(), 0x10caL, blockingIo, counters, board, quarantine, hooks);
-    return testKit.spawn(TcpEndpoint.create(peer.descriptor(), context));
+        TestContexts.context(config, blockingIo, counters, board, quarantine, hooks);
+    return testKit.spawn(
+        PeerEndpoint.create(
+            "TcpEndpoint",
+            peer.descriptor(),
+            context,
+            fenced -> TcpLink.open(peer.descriptor(), context, fenced),
+            null,
+            refused -> {}));
   }
 
-  private PeerChannel attach(ActorRef<TcpEndpoint.Command> endpoint) {
+  private PeerChannel attach(ActorRef<PeerEndpoint.Command> endpoint) {
     TestProbe<TransportCommand.OpenPeerReply> opened = testKit.createTestProbe();
-    endpoint.tell(new TcpEndpoint.Attach(opened.getRef()));
+    endpoint.tell(new PeerEndpoint.Attach(null, opened.getRef()));
     return assertInstanceOf(TransportCommand.PeerOpened.class, opened.receiveMessage()).channel();
   }
 
@@ -213,7 +221,7 @@ class TcpEndpointTest {
 
   @Test
   void aLaneThreadStillRunningAWindowAfterTheCloseQuarantinesTheEndpointAndItsTaskKeepsItsLoan() {
-    ActorRef<TcpEndpoint.Command> endpoint = spawnEndpoint(holdReads);
+    ActorRef<PeerEndpoint.Command> endpoint = spawnEndpoint(holdReads);
     PeerChannel channel = attach(endpoint);
 
     // A batch of one READ on the endpoint's lane; the lane is then held inside its payload.
@@ -249,21 +257,21 @@ class TcpEndpointTest {
     String lane = heldLanes.receiveMessage(Duration.ofSeconds(10));
     assertEquals("lane 0 to " + peer.descriptor(), lane);
 
-    TestProbe<TcpEndpoint.Closed> closed = testKit.createTestProbe();
-    endpoint.tell(new TcpEndpoint.Close(closed.getRef()));
+    TestProbe<PeerEndpoint.Closed> closed = testKit.createTestProbe();
+    endpoint.tell(new PeerEndpoint.Close("test", closed.getRef()));
     awaitState(endpoint, OwnerState.DRAINING);
     manualTime.expectNoMessageFor(WINDOW.minusMillis(1), closed);
     assertEquals(List.of(), quarantine.list(), "not before the window has passed");
 
     // The window passed with the lane thread still running: answered, and quarantined.
     manualTime.timePasses(Duration.ofMillis(2));
-    assertEquals(new TcpEndpoint.Closed(peer.descriptor()), closed.receiveMessage());
+    assertEquals(new PeerEndpoint.Closed(peer.descriptor()), closed.receiveMessage());
     List<QuarantinedOwner> listed = quarantine.list();
     assertEquals(1, listed.size(), listed::toString);
     QuarantinedOwner q = listed.getFirst();
-    assertEquals("endpoint " + peer.descriptor(), q.owner());
+    assertEquals("TcpEndpoint " + peer.descriptor(), q.owner());
     assertEquals(QuarantinedOwner.Kind.ENDPOINT, q.kind());
-    assertTrue(q.reason().startsWith("1 lane thread(s) still running"), q::toString);
+    assertTrue(q.reason().startsWith("1 worker(s) still running"), q::toString);
     assertTrue(q.reason().endsWith(": " + lane), q::toString);
     awaitState(endpoint, OwnerState.QUARANTINED);
 
@@ -273,14 +281,14 @@ class TcpEndpointTest {
     assertEquals(TaskState.PENDING, batch.status(lease).tasks().getFirst().state());
 
     // Quarantined: a second closer is answered at once, an attach refused.
-    TestProbe<TcpEndpoint.Closed> again = testKit.createTestProbe();
-    endpoint.tell(new TcpEndpoint.Close(again.getRef()));
-    again.expectMessage(new TcpEndpoint.Closed(peer.descriptor()));
+    TestProbe<PeerEndpoint.Closed> again = testKit.createTestProbe();
+    endpoint.tell(new PeerEndpoint.Close("test", again.getRef()));
+    again.expectMessage(new PeerEndpoint.Closed(peer.descriptor()));
     TestProbe<TransportCommand.OpenPeerReply> refused = testKit.createTestProbe();
-    endpoint.tell(new TcpEndpoint.Attach(refused.getRef()));
+    endpoint.tell(new PeerEndpoint.Attach(null, refused.getRef()));
     TransportCommand.PeerOpenFailed failed =
         assertInstanceOf(TransportCommand.PeerOpenFailed.class, refused.receiveMessage());
-    assertEquals(ErrorKind.UNAVAILABLE, failed.kind());
+    assertEquals(ErrorKind.UNQUIESCED, failed.kind(), "a held owner: the one kind table (C18)");
     assertTrue(failed.detail().endsWith("is quarantined"), failed.detail());
 
     // The lane lets go: its task fails drained, the loan comes back, the endpoint leaves the list.
@@ -297,17 +305,20 @@ class TcpEndpointTest {
 
   @Test
   void aDrainWhoseLaneThreadsEndInTimeAnswersAtOnceAndQuarantinesNothing() {
-    ActorRef<TcpEndpoint.Command> endpoint = spawnEndpoint(FaultHooks.NONE);
+    ActorRef<PeerEndpoint.Command> endpoint = spawnEndpoint(FaultHooks.NONE);
     PeerChannel channel = attach(endpoint);
-    assertTrue(channel.active());
+    assertTrue(channel.gate().active());
 
-    TestProbe<TcpEndpoint.Closed> closed = testKit.createTestProbe();
-    endpoint.tell(new TcpEndpoint.Close(closed.getRef()));
+    TestProbe<PeerEndpoint.Closed> closed = testKit.createTestProbe();
+    endpoint.tell(new PeerEndpoint.Close("test", closed.getRef()));
     // No scheduler time has passed: the answer came from the lane thread's end, not the window.
     assertEquals(
-        new TcpEndpoint.Closed(peer.descriptor()), closed.receiveMessage(Duration.ofSeconds(10)));
+        new PeerEndpoint.Closed(peer.descriptor()), closed.receiveMessage(Duration.ofSeconds(10)));
     closed.expectTerminated(endpoint, Duration.ofSeconds(10));
-    assertTrue(!channel.active(), "the channel takes no more work");
+    assertEquals(
+        ErrorKind.UNAVAILABLE,
+        channel.gate().refusalKind(),
+        "the channel takes no more work: closed by this engine");
 
     manualTime.timePasses(WINDOW.multipliedBy(2));
     assertEquals(List.of(), quarantine.list());

@@ -1,4 +1,4 @@
-package io.orbite.engine.guardian;
+package io.orbite.engine.spi;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -13,11 +13,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.registry.Registry;
-import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
-import io.orbite.engine.spi.QuarantineLedger;
-import io.orbite.engine.spi.Registration;
-import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.view.OwnerBoard;
 import java.lang.foreign.Arena;
 import java.time.Duration;

@@ -1,10 +1,8 @@
-package io.orbite.engine.guardian;
+package io.orbite.engine.spi;
 
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.fault.FaultHooks;
-import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
-import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.view.OwnerBoard;
 import java.time.Instant;
 import java.util.Map;
@@ -17,14 +15,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Supervision of the engine's owner actors (the Registry, Admission, the SegmentTable): an
- * unexpected exception in one of them does not stop it, and does not restart it with its state
- * lost. The owner turns <em>quarantined</em>: what it held stays held (its registrations stay
- * mapped, its charges charged, for the process's life), it is listed by {@code quarantined()} with
- * the charges it last reported, every message still reaching it is answered UNAVAILABLE naming it,
- * and the facade refuses calls that need it at once, without a message ({@link #unavailable}). The
- * guardian also watches each of them, and an owner that stopped is marked the same way ({@link
- * #stopped}).
+ * Supervision of the engine's owner actors (the Registry, Admission, the SegmentTable, the control
+ * service, the batches' owners, and every transport's owners: supervisors, endpoints, contexts,
+ * lanes' owners, sessions, grants): an unexpected exception in one of them does not stop it, and
+ * does not restart it with its state lost. The owner turns <em>quarantined</em>: what it held stays
+ * held (its registrations stay mapped, its charges charged, for the process's life), it is listed
+ * by {@code quarantined()} with the charges it last reported, every message still reaching it is
+ * answered UNAVAILABLE naming it, and the facade refuses calls that need it at once, without a
+ * message ({@link #unavailable}). The guardian also watches each of them, and an owner that stopped
+ * is marked the same way ({@link #stopped}).
  */
 public final class OwnerSupervision {
   private static final Logger LOG = LoggerFactory.getLogger(OwnerSupervision.class);
@@ -92,7 +91,7 @@ public final class OwnerSupervision {
   }
 
   /** The guardian saw {@code owner} stop while the engine runs. */
-  void stopped(String owner, String path) {
+  public void stopped(String owner, String path) {
     enter(owner, "its actor " + path + " stopped unexpectedly", Map.of());
   }
 

@@ -1,11 +1,11 @@
-package io.orbite.transport;
+package io.orbite.transport.lane;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
+import io.orbite.engine.spi.Lifecycle;
 
 /**
- * The lifecycle of one lane (a TCP requester lane, an SHM copy lane, a file ring lane) as one state
- * value, readable by any thread with one volatile read. A lane only moves forward:
+ * The lifecycle of one lane (a TCP requester or source lane, an SHM copy lane, a file ring lane, an
+ * RDMA CQ lane) as one state value, readable by any thread with one volatile read. A lane only
+ * moves forward:
  *
  * <pre>
  *   RUNNING ──► DRAINING ──► CLOSING ──► CLOSED
@@ -24,7 +24,7 @@ import java.lang.invoke.VarHandle;
  */
 public final class LaneLifecycle {
   /** Where a lane stands; the order of the constants is the only order a lane moves in. */
-  public enum State {
+  public enum State implements Lifecycle.Stage<State> {
     RUNNING,
     DRAINING,
     CLOSING,
@@ -32,37 +32,28 @@ public final class LaneLifecycle {
     QUARANTINED;
 
     /** CLOSED and QUARANTINED: nothing moves a lane out of them. */
+    @Override
     public boolean terminal() {
       return this == CLOSED || this == QUARANTINED;
     }
 
     /** Whether a lane in this state may move to {@code next}. */
+    @Override
     public boolean mayMoveTo(State next) {
-      return !terminal() && next.ordinal() > ordinal();
+      return Lifecycle.forward(this, next);
     }
   }
 
-  private static final VarHandle STATE;
-
-  static {
-    try {
-      STATE = MethodHandles.lookup().findVarHandle(LaneLifecycle.class, "state", State.class);
-    } catch (ReflectiveOperationException e) {
-      throw new ExceptionInInitializerError(e);
-    }
-  }
-
-  @SuppressWarnings("unused") // written and read through STATE
-  private volatile State state = State.RUNNING;
+  private final Lifecycle<State> state = new Lifecycle<>(State.RUNNING);
 
   /** The state now. */
   public State state() {
-    return state;
+    return state.state();
   }
 
   /** Whether the lane still takes work. */
   public boolean running() {
-    return state == State.RUNNING;
+    return state.is(State.RUNNING);
   }
 
   /**
@@ -70,19 +61,11 @@ public final class LaneLifecycle {
    * when the lane is already there or further on.
    */
   public boolean moveTo(State next) {
-    while (true) {
-      State now = state;
-      if (!now.mayMoveTo(next)) {
-        return false;
-      }
-      if (STATE.compareAndSet(this, now, next)) {
-        return true;
-      }
-    }
+    return state.moveTo(next);
   }
 
   @Override
   public String toString() {
-    return state.name().toLowerCase(java.util.Locale.ROOT);
+    return state.toString();
   }
 }

@@ -1,10 +1,10 @@
-package io.orbite.transport;
+package io.orbite.transport.lane;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.orbite.transport.LaneLifecycle.State;
+import io.orbite.transport.lane.LaneLifecycle.State;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;

@@ -1,4 +1,4 @@
-package io.orbite.transport;
+package io.orbite.transport.lane;
 
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;

@@ -135,4 +135,38 @@ final class Checks {
     }
     return List.copyOf(names);
   }
+
+  /**
+   * A list of dotted IPv4 literals, checked and copied: at most {@code max}, none {@code null},
+   * malformed or repeated.
+   *
+   * @throws ConfigException naming {@code path} for a null or too long list, or {@code path[<i>]}
+   *     for the first bad address
+   */
+  static List<String> requireIpv4s(String path, List<String> addresses, int max) {
+    requireNonNull(path, addresses);
+    if (addresses.size() > max) {
+      throw new ConfigException(
+          path, "must hold at most " + max + " addresses, got " + addresses.size());
+    }
+    // Checked one by one (List.copyOf would throw a bare NullPointerException on a null address).
+    for (int i = 0; i < addresses.size(); i++) {
+      String address = addresses.get(i);
+      String addressPath = path + "[" + i + "]";
+      requireIpv4(addressPath, address);
+      int first = addresses.indexOf(address);
+      if (first < i) {
+        throw new ConfigException(
+            addressPath,
+            "must differ from every other address, got "
+                + quote(address)
+                + " again (first at "
+                + path
+                + "["
+                + first
+                + "])");
+      }
+    }
+    return List.copyOf(addresses);
+  }
 }

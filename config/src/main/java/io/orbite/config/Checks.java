@@ -2,6 +2,7 @@ package io.orbite.config;
 
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
 import java.util.List;
+import java.util.function.BiConsumer;
 import java.util.regex.Pattern;
 
 /**
@@ -107,33 +108,18 @@ final class Checks {
    *     for the first bad name
    */
   static List<String> requireNames(String path, List<String> names, int max) {
-    requireNonNull(path, names);
-    if (names.size() > max) {
-      throw new ConfigException(
-          path, "must hold at most " + max + " device names, got " + names.size());
-    }
-    // Checked one by one (List.copyOf would throw a bare NullPointerException on a null name).
-    for (int i = 0; i < names.size(); i++) {
-      String name = names.get(i);
-      String namePath = path + "[" + i + "]";
-      requireNonNull(namePath, name);
-      if (name.isBlank()) {
-        throw new ConfigException(namePath, "must not be blank, got " + quote(name));
-      }
-      int first = names.indexOf(name);
-      if (first < i) {
-        throw new ConfigException(
-            namePath,
-            "must differ from every other device, got "
-                + quote(name)
-                + " again (first at "
-                + path
-                + "["
-                + first
-                + "])");
-      }
-    }
-    return List.copyOf(names);
+    return requireDistinct(
+        path,
+        names,
+        max,
+        "device names",
+        "device",
+        (namePath, name) -> {
+          requireNonNull(namePath, name);
+          if (name.isBlank()) {
+            throw new ConfigException(namePath, "must not be blank, got " + quote(name));
+          }
+        });
   }
 
   /**
@@ -144,22 +130,38 @@ final class Checks {
    *     for the first bad address
    */
   static List<String> requireIpv4s(String path, List<String> addresses, int max) {
-    requireNonNull(path, addresses);
-    if (addresses.size() > max) {
+    return requireDistinct(path, addresses, max, "addresses", "address", Checks::requireIpv4);
+  }
+
+  /**
+   * A list checked and copied: at most {@code max} values ({@code plural} in the message), each
+   * passing {@code check} (given its path {@code path[<i>]}), none equal to an earlier one.
+   */
+  private static List<String> requireDistinct(
+      String path,
+      List<String> values,
+      int max,
+      String plural,
+      String singular,
+      BiConsumer<String, String> check) {
+    requireNonNull(path, values);
+    if (values.size() > max) {
       throw new ConfigException(
-          path, "must hold at most " + max + " addresses, got " + addresses.size());
+          path, "must hold at most " + max + " " + plural + ", got " + values.size());
     }
-    // Checked one by one (List.copyOf would throw a bare NullPointerException on a null address).
-    for (int i = 0; i < addresses.size(); i++) {
-      String address = addresses.get(i);
-      String addressPath = path + "[" + i + "]";
-      requireIpv4(addressPath, address);
-      int first = addresses.indexOf(address);
+    // Checked one by one (List.copyOf would throw a bare NullPointerException on a null value).
+    for (int i = 0; i < values.size(); i++) {
+      String value = values.get(i);
+      String valuePath = path + "[" + i + "]";
+      check.accept(valuePath, value);
+      int first = values.indexOf(value);
       if (first < i) {
         throw new ConfigException(
-            addressPath,
-            "must differ from every other address, got "
-                + quote(address)
+            valuePath,
+            "must differ from every other "
+                + singular
+                + ", got "
+                + quote(value)
                 + " again (first at "
                 + path
                 + "["
@@ -167,6 +169,6 @@ final class Checks {
                 + "])");
       }
     }
-    return List.copyOf(addresses);
+    return List.copyOf(values);
   }
 }

@@ -9,24 +9,15 @@ import io.orbite.nativebind.verbs.Verbs.Context;
 import io.orbite.nativebind.verbs.Verbs.Cq;
 import io.orbite.nativebind.verbs.Verbs.Wc;
 import io.orbite.nativebind.verbs.VerbsResult;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The verbs of a {@link SoftVerbs} over completion: completion channels, CQs, arming, events and
  * polling. Every call runs under the provider's lock and answers {@code EINVAL} ({@code pollCq}:
  * {@code -EINVAL}) for anything unexpected.
  */
-final class SoftCqVerbs {
-  private final SoftTable table;
-  private final ReentrantLock lock;
-  private final SoftHandles handles;
-  private final SoftFaults faults;
-
+final class SoftCqVerbs extends SoftVerbsGroup {
   SoftCqVerbs(SoftTable table) {
-    this.table = table;
-    this.lock = table.lock;
-    this.handles = table.handles;
-    this.faults = table.faults;
+    super(table);
   }
 
   VerbsResult<CompChannel> createCompChannel(Context context) {

@@ -19,7 +19,6 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The verbs of a {@link SoftVerbs} over devices and their resources: the device list, contexts
@@ -27,20 +26,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * Every call runs under the provider's lock and answers {@code EINVAL} for anything unexpected, as
  * the provider's class comment says.
  */
-final class SoftDeviceVerbs {
+final class SoftDeviceVerbs extends SoftVerbsGroup {
   // Never started: stands for the responder threads that must be able to touch a registered range.
   private static final Thread OTHER_THREAD = Thread.ofPlatform().unstarted(() -> {});
 
-  private final SoftTable table;
-  private final ReentrantLock lock;
-  private final SoftHandles handles;
-  private final SoftFaults faults;
-
   SoftDeviceVerbs(SoftTable table) {
-    this.table = table;
-    this.lock = table.lock;
-    this.handles = table.handles;
-    this.faults = table.faults;
+    super(table);
   }
 
   VerbsResult<List<Device>> getDeviceList() {

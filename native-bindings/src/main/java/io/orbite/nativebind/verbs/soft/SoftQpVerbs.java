@@ -16,7 +16,6 @@ import io.orbite.nativebind.verbs.VerbsResult;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BiFunction;
 
 /**
@@ -24,20 +23,12 @@ import java.util.function.BiFunction;
  * modify and query (the state machine is {@link SoftQp}'s), destroy, and posting. Every call runs
  * under the provider's lock and answers {@code EINVAL} for anything unexpected.
  */
-final class SoftQpVerbs {
+final class SoftQpVerbs extends SoftVerbsGroup {
   // QP numbers are unique in this process (24 bits, from 0x100), whichever provider made them.
   private static final AtomicInteger QP_NUMBERS = new AtomicInteger(0xff);
 
-  private final SoftTable table;
-  private final ReentrantLock lock;
-  private final SoftHandles handles;
-  private final SoftFaults faults;
-
   SoftQpVerbs(SoftTable table) {
-    this.table = table;
-    this.lock = table.lock;
-    this.handles = table.handles;
-    this.faults = table.faults;
+    super(table);
   }
 
   VerbsResult<Qp> createQp(Pd pd, QpInitAttr attr) {

@@ -2,6 +2,7 @@ package io.orbite.config;
 
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
 import java.util.List;
+import java.util.function.BiConsumer;
 import java.util.regex.Pattern;
 
 /**
@@ -107,25 +108,60 @@ final class Checks {
    *     for the first bad name
    */
   static List<String> requireNames(String path, List<String> names, int max) {
-    requireNonNull(path, names);
-    if (names.size() > max) {
+    return requireDistinct(
+        path,
+        names,
+        max,
+        "device names",
+        "device",
+        (namePath, name) -> {
+          requireNonNull(namePath, name);
+          if (name.isBlank()) {
+            throw new ConfigException(namePath, "must not be blank, got " + quote(name));
+          }
+        });
+  }
+
+  /**
+   * A list of dotted IPv4 literals, checked and copied: at most {@code max}, none {@code null},
+   * malformed or repeated.
+   *
+   * @throws ConfigException naming {@code path} for a null or too long list, or {@code path[<i>]}
+   *     for the first bad address
+   */
+  static List<String> requireIpv4s(String path, List<String> addresses, int max) {
+    return requireDistinct(path, addresses, max, "addresses", "address", Checks::requireIpv4);
+  }
+
+  /**
+   * A list checked and copied: at most {@code max} values ({@code plural} in the message), each
+   * passing {@code check} (given its path {@code path[<i>]}), none equal to an earlier one.
+   */
+  private static List<String> requireDistinct(
+      String path,
+      List<String> values,
+      int max,
+      String plural,
+      String singular,
+      BiConsumer<String, String> check) {
+    requireNonNull(path, values);
+    if (values.size() > max) {
       throw new ConfigException(
-          path, "must hold at most " + max + " device names, got " + names.size());
+          path, "must hold at most " + max + " " + plural + ", got " + values.size());
     }
-    // Checked one by one (List.copyOf would throw a bare NullPointerException on a null name).
-    for (int i = 0; i < names.size(); i++) {
-      String name = names.get(i);
-      String namePath = path + "[" + i + "]";
-      requireNonNull(namePath, name);
-      if (name.isBlank()) {
-        throw new ConfigException(namePath, "must not be blank, got " + quote(name));
-      }
-      int first = names.indexOf(name);
+    // Checked one by one (List.copyOf would throw a bare NullPointerException on a null value).
+    for (int i = 0; i < values.size(); i++) {
+      String value = values.get(i);
+      String valuePath = path + "[" + i + "]";
+      check.accept(valuePath, value);
+      int first = values.indexOf(value);
       if (first < i) {
         throw new ConfigException(
-            namePath,
-            "must differ from every other device, got "
-                + quote(name)
+            valuePath,
+            "must differ from every other "
+                + singular
+                + ", got "
+                + quote(value)
                 + " again (first at "
                 + path
                 + "["
@@ -133,6 +169,6 @@ final class Checks {
                 + "])");
       }
     }
-    return List.copyOf(names);
+    return List.copyOf(values);
   }
 }

@@ -1,10 +1,16 @@
 package io.orbite.config;
 
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * The RDMA transport (reliable-connected queue pairs over a verbs provider). JSON section {@code
  * rdma}. See docs/configuration.md and docs/transports/rdma.md.
+ *
+ * <p>One record for the whole section, as for every other section: its 22 components are the
+ * section's JSON keys, documented here with their {@code DEFAULT_}, {@code MIN_} and {@code MAX_}
+ * constants, which callers and docs/configuration.md cite. Splitting it would change its keys or
+ * its API; that is why this file is over 500 lines.
  *
  * @param enabled whether the engine runs the RDMA transport: every peer segment it opens also opens
  *     an RDMA endpoint to the peer (whose engine must run RDMA too; the rails are exchanged on that
@@ -323,7 +329,9 @@ public record RdmaConfig(
         priorityAgingMillis,
         MIN_PRIORITY_AGING_MILLIS,
         MAX_PRIORITY_AGING_MILLIS);
-    softwareAddresses = requireSoftwareAddresses(SECTION + ".softwareAddresses", softwareAddresses);
+    softwareAddresses =
+        Checks.requireIpv4s(
+            SECTION + ".softwareAddresses", softwareAddresses, MAX_SOFTWARE_ADDRESSES);
     Checks.requireRange(SECTION + ".gidIndex", gidIndex, MIN_GID_INDEX, MAX_GID_INDEX);
     Checks.requireRange(
         SECTION + ".maxDirectBytes", maxDirectBytes, MIN_MAX_DIRECT_BYTES, MAX_MAX_DIRECT_BYTES);
@@ -469,29 +477,7 @@ public record RdmaConfig(
    * @return a new {@code RdmaConfig}; this one is unchanged
    */
   public RdmaConfig withCompletionEvents(boolean completionEvents) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        priorityAgingPerEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(c -> c.completionEvents = completionEvents);
   }
 
   /**
@@ -502,29 +488,7 @@ public record RdmaConfig(
    * @return a new {@code RdmaConfig}; this one is unchanged
    */
   public RdmaConfig withEnabled(boolean enabled) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        priorityAgingPerEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(c -> c.enabled = enabled);
   }
 
   /**
@@ -538,29 +502,7 @@ public record RdmaConfig(
    *     #PROVIDERS}
    */
   public RdmaConfig withProvider(String provider) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        priorityAgingPerEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(c -> c.provider = provider);
   }
 
   /**
@@ -575,29 +517,7 @@ public record RdmaConfig(
    *     blank or repeats an earlier one
    */
   public RdmaConfig withDevices(List<String> devices) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        priorityAgingPerEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(c -> c.devices = devices);
   }
 
   /**
@@ -610,29 +530,7 @@ public record RdmaConfig(
    *     #MAX_LANES}
    */
   public RdmaConfig withLanes(int lanes) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        priorityAgingPerEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(c -> c.lanes = lanes);
   }
 
   /**
@@ -645,29 +543,7 @@ public record RdmaConfig(
    *     #MIN_SOFTWARE_DEVICES}..{@value #MAX_SOFTWARE_DEVICES}
    */
   public RdmaConfig withSoftwareDevices(int softwareDevices) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        priorityAgingPerEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(c -> c.softwareDevices = softwareDevices);
   }
 
   /**
@@ -694,29 +570,14 @@ public record RdmaConfig(
       int railCooldownMillis,
       int railMaxCooldownMillis,
       int railProbeIntervalMillis) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        priorityAgingPerEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(
+        c -> {
+          c.railErrors = railErrors;
+          c.railErrorWindowMillis = railErrorWindowMillis;
+          c.railCooldownMillis = railCooldownMillis;
+          c.railMaxCooldownMillis = railMaxCooldownMillis;
+          c.railProbeIntervalMillis = railProbeIntervalMillis;
+        });
   }
 
   /**
@@ -732,29 +593,11 @@ public record RdmaConfig(
    *     #MIN_PRIORITY_AGING_MILLIS}..{@value #MAX_PRIORITY_AGING_MILLIS}
    */
   public RdmaConfig withPriorityAging(int priorityAgingMillis, boolean perEntry) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        perEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(
+        c -> {
+          c.priorityAgingMillis = priorityAgingMillis;
+          c.priorityAgingPerEntry = perEntry;
+        });
   }
 
   /**
@@ -771,29 +614,7 @@ public record RdmaConfig(
    *     repeats an earlier one
    */
   public RdmaConfig withSoftwareAddresses(List<String> softwareAddresses) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        priorityAgingPerEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(c -> c.softwareAddresses = softwareAddresses);
   }
 
   /**
@@ -806,29 +627,7 @@ public record RdmaConfig(
    *     #MIN_GID_INDEX}..{@value #MAX_GID_INDEX}
    */
   public RdmaConfig withGidIndex(int gidIndex) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        priorityAgingPerEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(c -> c.gidIndex = gidIndex);
   }
 
   /**
@@ -841,29 +640,7 @@ public record RdmaConfig(
    *     #MIN_MAX_DIRECT_BYTES}..{@value #MAX_MAX_DIRECT_BYTES}
    */
   public RdmaConfig withMaxDirectBytes(long maxDirectBytes) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        priorityAgingPerEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(c -> c.maxDirectBytes = maxDirectBytes);
   }
 
   /**
@@ -874,29 +651,7 @@ public record RdmaConfig(
    * @throws ConfigException naming {@code rdma.selection} if it is {@code null}
    */
   public RdmaConfig withSelection(RdmaSelectionConfig selection) {
-    return new RdmaConfig(
-        enabled,
-        provider,
-        devices,
-        lanes,
-        softwareAddress,
-        softwareDevices,
-        maxEndpoints,
-        maxGrants,
-        maxSendWr,
-        maxCqes,
-        railErrors,
-        railErrorWindowMillis,
-        railCooldownMillis,
-        railMaxCooldownMillis,
-        railProbeIntervalMillis,
-        priorityAgingMillis,
-        priorityAgingPerEntry,
-        softwareAddresses,
-        gidIndex,
-        maxDirectBytes,
-        selection,
-        completionEvents);
+    return copy(c -> c.selection = selection);
   }
 
   /**
@@ -918,35 +673,12 @@ public record RdmaConfig(
   }
 
   /**
-   * The software provider's addresses, checked and copied: at most {@value
-   * #MAX_SOFTWARE_ADDRESSES}, each a dotted IPv4 literal, none {@code null} or repeated.
+   * This record with the components {@code change} sets replaced, checked as by the constructor.
    */
-  private static List<String> requireSoftwareAddresses(String path, List<String> addresses) {
-    Checks.requireNonNull(path, addresses);
-    if (addresses.size() > MAX_SOFTWARE_ADDRESSES) {
-      throw new ConfigException(
-          path,
-          "must hold at most " + MAX_SOFTWARE_ADDRESSES + " addresses, got " + addresses.size());
-    }
-    // Checked one by one (List.copyOf would throw a bare NullPointerException on a null address).
-    for (int i = 0; i < addresses.size(); i++) {
-      String address = addresses.get(i);
-      String addressPath = path + "[" + i + "]";
-      Checks.requireIpv4(addressPath, address);
-      int first = addresses.indexOf(address);
-      if (first < i) {
-        throw new ConfigException(
-            addressPath,
-            "must differ from every other address, got "
-                + Checks.quote(address)
-                + " again (first at "
-                + path
-                + "["
-                + first
-                + "])");
-      }
-    }
-    return List.copyOf(addresses);
+  private RdmaConfig copy(Consumer<RdmaConfigCopy> change) {
+    RdmaConfigCopy copy = new RdmaConfigCopy(this);
+    change.accept(copy);
+    return copy.build();
   }
 
   static RdmaConfig read(ConfigReader r) {

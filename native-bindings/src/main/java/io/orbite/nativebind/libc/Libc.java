@@ -26,6 +26,11 @@ import java.util.Optional;
  * arguments and the errno captured for that call. Temporary native memory (capture state, C
  * strings, structs) lives in a confined arena owned by the call. Thread-safe: there is no shared
  * mutable state.
+ *
+ * <p>One class per native library: every downcall handle of libc is built once here and probed into
+ * one {@link Availability}, and each public method is one call with its errno check, so the file
+ * stays whole past 500 lines. The struct layouts are {@link Flock} and {@link Stat}; the failure
+ * messages' flag names are rendered by {@code LibcArgs}.
  */
 public final class Libc {
   // ---- protection (mmap prot) ----
@@ -364,7 +369,7 @@ public final class Libc {
             "path=\""
                 + path
                 + "\", flags="
-                + openFlags(flags)
+                + LibcArgs.openFlags(flags)
                 + ", mode=0"
                 + Integer.toOctalString(mode),
             ErrnoCapture.errno(state));
@@ -388,7 +393,7 @@ public final class Libc {
       if (r == -1) {
         throw new NativeCallException(
             "memfd_create",
-            "name=\"" + name + "\", flags=" + memfdFlags(flags),
+            "name=\"" + name + "\", flags=" + LibcArgs.memfdFlags(flags),
             ErrnoCapture.errno(state));
       }
       return r;
@@ -439,9 +444,9 @@ public final class Libc {
             "length="
                 + length
                 + ", prot="
-                + protFlags(prot)
+                + LibcArgs.protFlags(prot)
                 + ", flags="
-                + mapFlags(flags)
+                + LibcArgs.mapFlags(flags)
                 + ", fd="
                 + fd
                 + ", offset="
@@ -646,21 +651,10 @@ public final class Libc {
                 + ", length="
                 + length
                 + ", advice="
-                + adviceName(advice),
+                + LibcArgs.adviceName(advice),
             ErrnoCapture.errno(state));
       }
     }
-  }
-
-  private static String adviceName(int advice) {
-    return switch (advice) {
-      case MADV_NORMAL -> "MADV_NORMAL";
-      case MADV_WILLNEED -> "MADV_WILLNEED";
-      case MADV_DONTNEED -> "MADV_DONTNEED";
-      case MADV_POPULATE_READ -> "MADV_POPULATE_READ";
-      case MADV_POPULATE_WRITE -> "MADV_POPULATE_WRITE";
-      default -> Integer.toString(advice);
-    };
   }
 
   /** {@code gethostname()}: this host's name (of the calling UTS namespace). */
@@ -692,89 +686,5 @@ public final class Libc {
       case F_UNLCK -> "F_UNLCK";
       default -> Short.toString(type);
     };
-  }
-
-  // ---- argument rendering (only on failure) ----
-
-  private static String protFlags(int prot) {
-    return prot == PROT_NONE
-        ? "PROT_NONE"
-        : render(
-            prot,
-            new int[] {PROT_READ, PROT_WRITE, PROT_EXEC},
-            new String[] {"PROT_READ", "PROT_WRITE", "PROT_EXEC"});
-  }
-
-  private static String mapFlags(int flags) {
-    return render(
-        flags,
-        new int[] {
-          MAP_SHARED,
-          MAP_PRIVATE,
-          MAP_FIXED,
-          MAP_ANONYMOUS,
-          MAP_LOCKED,
-          MAP_NORESERVE,
-          MAP_POPULATE,
-          MAP_HUGETLB
-        },
-        new String[] {
-          "MAP_SHARED",
-          "MAP_PRIVATE",
-          "MAP_FIXED",
-          "MAP_ANONYMOUS",
-          "MAP_LOCKED",
-          "MAP_NORESERVE",
-          "MAP_POPULATE",
-          "MAP_HUGETLB"
-        });
-  }
-
-  private static String memfdFlags(int flags) {
-    return render(
-        flags,
-        new int[] {MFD_CLOEXEC, MFD_ALLOW_SEALING, MFD_HUGETLB},
-        new String[] {"MFD_CLOEXEC", "MFD_ALLOW_SEALING", "MFD_HUGETLB"});
-  }
-
-  private static String openFlags(int flags) {
-    String access =
-        switch (flags & 03) {
-          case O_RDONLY -> "O_RDONLY";
-          case O_WRONLY -> "O_WRONLY";
-          case O_RDWR -> "O_RDWR";
-          default -> "0x3";
-        };
-    String rest =
-        render(
-            flags & ~03,
-            new int[] {O_CREAT, O_EXCL, O_TRUNC, O_CLOEXEC},
-            new String[] {"O_CREAT", "O_EXCL", "O_TRUNC", "O_CLOEXEC"});
-    return rest.equals("0") ? access : access + "|" + rest;
-  }
-
-  /** Known bits by name, joined with '|', any remaining bits in hex; {@code "0"} for none. */
-  private static String render(int value, int[] bits, String[] names) {
-    if (value == 0) {
-      return "0";
-    }
-    StringBuilder sb = new StringBuilder();
-    int rest = value;
-    for (int i = 0; i < bits.length; i++) {
-      if ((rest & bits[i]) == bits[i]) {
-        if (!sb.isEmpty()) {
-          sb.append('|');
-        }
-        sb.append(names[i]);
-        rest &= ~bits[i];
-      }
-    }
-    if (rest != 0) {
-      if (!sb.isEmpty()) {
-        sb.append('|');
-      }
-      sb.append("0x").append(Integer.toHexString(rest));
-    }
-    return sb.toString();
   }
 }

@@ -1,10 +1,11 @@
 package io.orbite.nativebind.verbs;
 
+import static io.orbite.nativebind.verbs.IbvStructs.at;
+import static io.orbite.nativebind.verbs.IbvStructs.struct;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import io.orbite.nativebind.Availability;
 import io.orbite.nativebind.Errno;
@@ -49,7 +50,12 @@ import java.util.concurrent.ConcurrentHashMap;
  * creation, so {@link #getCqEvent} and {@link #getAsyncEvent} answer {@code EAGAIN} instead of
  * waiting. The device list is fetched once and kept (never freed): the devices it names must stay
  * valid while any of them is open. Work requests and completions are marshalled through a confined
- * arena per call.
+ * arena per call; the structs are read and written by {@code IbvStructs}, at {@link IbvLayout}'s
+ * offsets.
+ *
+ * <p>One class per native library: every downcall handle of libibverbs (and of the provider's
+ * inline ops) is built once here and probed into one {@link Availability}, and each verb is one
+ * call with its errno capture and availability check, so the file stays whole past 500 lines.
  */
 public final class NativeVerbs implements Verbs {
   /** The shared object loaded by {@link #system()}. */
@@ -209,14 +215,6 @@ public final class NativeVerbs implements Verbs {
     return VerbsResult.failed(Errno.EIO.number(), call + ": " + t);
   }
 
-  private static MemorySegment at(long address) {
-    return MemorySegment.ofAddress(address);
-  }
-
-  private static MemorySegment struct(long address, long size) {
-    return MemorySegment.ofAddress(address).reinterpret(size);
-  }
-
   /** The ops entry at {@code offset} of the context {@code object}'s first field points to. */
   private static MemorySegment op(long object, long offset) {
     MemorySegment context = struct(object, 8).get(ADDRESS, IbvLayout.OBJECT_CONTEXT);
@@ -361,24 +359,7 @@ public final class NativeVerbs implements Verbs {
         return VerbsResult.failed(
             failure(r, state), "ibv_query_device(" + context.deviceName() + ")");
       }
-      return VerbsResult.ok(
-          new DeviceAttr(
-              a.asSlice(IbvLayout.DEVICE_ATTR_FW_VER, IbvLayout.DEVICE_ATTR_FW_VER_LENGTH)
-                  .getString(0, StandardCharsets.US_ASCII),
-              Long.reverseBytes(a.get(JAVA_LONG, IbvLayout.DEVICE_ATTR_NODE_GUID)),
-              a.get(JAVA_LONG, IbvLayout.DEVICE_ATTR_MAX_MR_SIZE),
-              a.get(JAVA_INT, IbvLayout.DEVICE_ATTR_VENDOR_ID),
-              a.get(JAVA_INT, IbvLayout.DEVICE_ATTR_VENDOR_PART_ID),
-              a.get(JAVA_INT, IbvLayout.DEVICE_ATTR_MAX_QP),
-              a.get(JAVA_INT, IbvLayout.DEVICE_ATTR_MAX_QP_WR),
-              a.get(JAVA_INT, IbvLayout.DEVICE_ATTR_MAX_SGE),
-              a.get(JAVA_INT, IbvLayout.DEVICE_ATTR_MAX_CQ),
-              a.get(JAVA_INT, IbvLayout.DEVICE_ATTR_MAX_CQE),
-              a.get(JAVA_INT, IbvLayout.DEVICE_ATTR_MAX_MR),
-              a.get(JAVA_INT, IbvLayout.DEVICE_ATTR_MAX_PD),
-              a.get(JAVA_INT, IbvLayout.DEVICE_ATTR_MAX_MW),
-              a.get(JAVA_INT, IbvLayout.DEVICE_ATTR_MAX_QP_RD_ATOM),
-              Byte.toUnsignedInt(a.get(JAVA_BYTE, IbvLayout.DEVICE_ATTR_PHYS_PORT_CNT))));
+      return VerbsResult.ok(IbvStructs.readDeviceAttr(a));
     } catch (Throwable t) {
       return thrown("ibv_query_device", t);
     }
@@ -397,16 +378,7 @@ public final class NativeVerbs implements Verbs {
         return VerbsResult.failed(
             failure(r, state), "ibv_query_port(" + context.deviceName() + ", " + port + ")");
       }
-      return VerbsResult.ok(
-          new PortAttr(
-              a.get(JAVA_INT, IbvLayout.PORT_ATTR_STATE),
-              a.get(JAVA_INT, IbvLayout.PORT_ATTR_MAX_MTU),
-              a.get(JAVA_INT, IbvLayout.PORT_ATTR_ACTIVE_MTU),
-              a.get(JAVA_INT, IbvLayout.PORT_ATTR_GID_TBL_LEN),
-              Short.toUnsignedInt(a.get(JAVA_SHORT, IbvLayout.PORT_ATTR_LID)),
-              Byte.toUnsignedInt(a.get(JAVA_BYTE, IbvLayout.PORT_ATTR_ACTIVE_WIDTH)),
-              Byte.toUnsignedInt(a.get(JAVA_BYTE, IbvLayout.PORT_ATTR_ACTIVE_SPEED)),
-              Byte.toUnsignedInt(a.get(JAVA_BYTE, IbvLayout.PORT_ATTR_LINK_LAYER))));
+      return VerbsResult.ok(IbvStructs.readPortAttr(a));
     } catch (Throwable t) {
       return thrown("ibv_query_port", t);
     }
@@ -490,22 +462,10 @@ public final class NativeVerbs implements Verbs {
                 + Long.toHexString(range.address())
                 + ")");
       }
-      return VerbsResult.ok(mrOf(mr.address(), pd, access));
+      return VerbsResult.ok(IbvStructs.readMr(mr.address(), pd, access));
     } catch (Throwable t) {
       return thrown("ibv_reg_mr", t);
     }
-  }
-
-  private static Mr mrOf(long address, Pd pd, int access) {
-    MemorySegment m = struct(address, IbvLayout.MR_RKEY + 4);
-    return new Mr(
-        address,
-        pd,
-        m.get(JAVA_LONG, IbvLayout.MR_ADDR),
-        m.get(JAVA_LONG, IbvLayout.MR_LENGTH),
-        m.get(JAVA_INT, IbvLayout.MR_LKEY),
-        m.get(JAVA_INT, IbvLayout.MR_RKEY),
-        access);
   }
 
   @Override
@@ -529,7 +489,7 @@ public final class NativeVerbs implements Verbs {
         return VerbsResult.failed(
             failure(-1, state), "ibv_reg_dmabuf_mr(fd " + fd + ", " + length + " B)");
       }
-      return VerbsResult.ok(mrOf(mr.address(), pd, access));
+      return VerbsResult.ok(IbvStructs.readMr(mr.address(), pd, access));
     } catch (Throwable t) {
       return thrown("ibv_reg_dmabuf_mr", t);
     }
@@ -556,13 +516,7 @@ public final class NativeVerbs implements Verbs {
       if (mw.address() == 0) {
         return VerbsResult.failed(failure(-1, state), "ibv_alloc_mw(type " + type + ")");
       }
-      MemorySegment m = struct(mw.address(), IbvLayout.MW_TYPE + 4);
-      return VerbsResult.ok(
-          new Mw(
-              mw.address(),
-              pd,
-              m.get(JAVA_INT, IbvLayout.MW_TYPE),
-              m.get(JAVA_INT, IbvLayout.MW_RKEY)));
+      return VerbsResult.ok(IbvStructs.readMw(mw.address(), pd));
     } catch (Throwable t) {
       return thrown("ibv_alloc_mw", t);
     }
@@ -704,16 +658,7 @@ public final class NativeVerbs implements Verbs {
     }
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment a = arena.allocate(IbvLayout.QP_INIT_ATTR_SIZE, 8);
-      a.set(ADDRESS, IbvLayout.QP_INIT_ATTR_SEND_CQ, at(attr.sendCq().handle()));
-      a.set(ADDRESS, IbvLayout.QP_INIT_ATTR_RECV_CQ, at(attr.recvCq().handle()));
-      long cap = IbvLayout.QP_INIT_ATTR_CAP;
-      a.set(JAVA_INT, cap, attr.maxSendWr());
-      a.set(JAVA_INT, cap + 4, attr.maxRecvWr());
-      a.set(JAVA_INT, cap + 8, attr.maxSendSge());
-      a.set(JAVA_INT, cap + 12, attr.maxRecvSge());
-      a.set(JAVA_INT, cap + 16, attr.maxInlineData());
-      a.set(JAVA_INT, IbvLayout.QP_INIT_ATTR_QP_TYPE, Ibv.QPT_RC);
-      a.set(JAVA_INT, IbvLayout.QP_INIT_ATTR_SQ_SIG_ALL, attr.sqSigAll() ? 1 : 0);
+      IbvStructs.writeQpInitAttr(a, attr);
       MemorySegment state = ErrnoCapture.allocate(arena);
       MemorySegment qp = (MemorySegment) createQp.invokeExact(state, at(pd.handle()), a);
       if (qp.address() == 0) {
@@ -736,73 +681,13 @@ public final class NativeVerbs implements Verbs {
     }
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment a = arena.allocate(IbvLayout.QP_ATTR_SIZE, 8);
-      writeQpAttr(a, attr);
+      IbvStructs.writeQpAttr(a, attr);
       MemorySegment state = ErrnoCapture.allocate(arena);
       int r = (int) modifyQp.invokeExact(state, at(qp.handle()), a, attrMask);
       return r == 0 ? 0 : failure(r, state);
     } catch (Throwable t) {
       return Errno.EIO.number();
     }
-  }
-
-  static void writeQpAttr(MemorySegment a, QpAttr attr) {
-    a.set(JAVA_INT, IbvLayout.QP_ATTR_QP_STATE, attr.qpState());
-    a.set(JAVA_INT, IbvLayout.QP_ATTR_PATH_MTU, attr.pathMtu());
-    a.set(JAVA_INT, IbvLayout.QP_ATTR_RQ_PSN, attr.rqPsn());
-    a.set(JAVA_INT, IbvLayout.QP_ATTR_SQ_PSN, attr.sqPsn());
-    a.set(JAVA_INT, IbvLayout.QP_ATTR_DEST_QP_NUM, attr.destQpNum());
-    a.set(JAVA_INT, IbvLayout.QP_ATTR_QP_ACCESS_FLAGS, attr.qpAccessFlags());
-    a.set(JAVA_SHORT, IbvLayout.QP_ATTR_PKEY_INDEX, (short) attr.pkeyIndex());
-    a.set(JAVA_BYTE, IbvLayout.QP_ATTR_MAX_RD_ATOMIC, (byte) attr.maxRdAtomic());
-    a.set(JAVA_BYTE, IbvLayout.QP_ATTR_MAX_DEST_RD_ATOMIC, (byte) attr.maxDestRdAtomic());
-    a.set(JAVA_BYTE, IbvLayout.QP_ATTR_MIN_RNR_TIMER, (byte) attr.minRnrTimer());
-    a.set(JAVA_BYTE, IbvLayout.QP_ATTR_PORT_NUM, (byte) attr.portNum());
-    a.set(JAVA_BYTE, IbvLayout.QP_ATTR_TIMEOUT, (byte) attr.timeout());
-    a.set(JAVA_BYTE, IbvLayout.QP_ATTR_RETRY_CNT, (byte) attr.retryCnt());
-    a.set(JAVA_BYTE, IbvLayout.QP_ATTR_RNR_RETRY, (byte) attr.rnrRetry());
-    AddressVector av = attr.av();
-    if (av != null) {
-      long ah = IbvLayout.QP_ATTR_AH_ATTR;
-      boolean global = !av.dgid().equals(Gid.ZERO);
-      if (global) {
-        MemorySegment.copy(
-            MemorySegment.ofArray(av.dgid().bytes()), 0, a, ah + IbvLayout.GRH_DGID, 16);
-        a.set(JAVA_BYTE, ah + IbvLayout.GRH_SGID_INDEX, (byte) av.sgidIndex());
-        a.set(JAVA_BYTE, ah + IbvLayout.GRH_HOP_LIMIT, (byte) av.hopLimit());
-      }
-      a.set(JAVA_SHORT, ah + IbvLayout.AH_ATTR_DLID, (short) av.dlid());
-      a.set(JAVA_BYTE, ah + IbvLayout.AH_ATTR_SL, (byte) av.sl());
-      a.set(JAVA_BYTE, ah + IbvLayout.AH_ATTR_IS_GLOBAL, (byte) (global ? 1 : 0));
-      a.set(JAVA_BYTE, ah + IbvLayout.AH_ATTR_PORT_NUM, (byte) av.portNum());
-    }
-  }
-
-  static QpAttr readQpAttr(MemorySegment a) {
-    long ah = IbvLayout.QP_ATTR_AH_ATTR;
-    AddressVector av =
-        new AddressVector(
-            Short.toUnsignedInt(a.get(JAVA_SHORT, ah + IbvLayout.AH_ATTR_DLID)),
-            Byte.toUnsignedInt(a.get(JAVA_BYTE, ah + IbvLayout.AH_ATTR_SL)),
-            Byte.toUnsignedInt(a.get(JAVA_BYTE, ah + IbvLayout.AH_ATTR_PORT_NUM)),
-            Gid.of(a.asSlice(ah + IbvLayout.GRH_DGID, 16).toArray(JAVA_BYTE)),
-            Byte.toUnsignedInt(a.get(JAVA_BYTE, ah + IbvLayout.GRH_SGID_INDEX)),
-            Byte.toUnsignedInt(a.get(JAVA_BYTE, ah + IbvLayout.GRH_HOP_LIMIT)));
-    return new QpAttr(
-        a.get(JAVA_INT, IbvLayout.QP_ATTR_QP_STATE),
-        a.get(JAVA_INT, IbvLayout.QP_ATTR_PATH_MTU),
-        a.get(JAVA_INT, IbvLayout.QP_ATTR_QP_ACCESS_FLAGS),
-        Short.toUnsignedInt(a.get(JAVA_SHORT, IbvLayout.QP_ATTR_PKEY_INDEX)),
-        Byte.toUnsignedInt(a.get(JAVA_BYTE, IbvLayout.QP_ATTR_PORT_NUM)),
-        a.get(JAVA_INT, IbvLayout.QP_ATTR_DEST_QP_NUM),
-        a.get(JAVA_INT, IbvLayout.QP_ATTR_RQ_PSN),
-        a.get(JAVA_INT, IbvLayout.QP_ATTR_SQ_PSN),
-        Byte.toUnsignedInt(a.get(JAVA_BYTE, IbvLayout.QP_ATTR_MAX_RD_ATOMIC)),
-        Byte.toUnsignedInt(a.get(JAVA_BYTE, IbvLayout.QP_ATTR_MAX_DEST_RD_ATOMIC)),
-        Byte.toUnsignedInt(a.get(JAVA_BYTE, IbvLayout.QP_ATTR_MIN_RNR_TIMER)),
-        Byte.toUnsignedInt(a.get(JAVA_BYTE, IbvLayout.QP_ATTR_TIMEOUT)),
-        Byte.toUnsignedInt(a.get(JAVA_BYTE, IbvLayout.QP_ATTR_RETRY_CNT)),
-        Byte.toUnsignedInt(a.get(JAVA_BYTE, IbvLayout.QP_ATTR_RNR_RETRY)),
-        av);
   }
 
   @Override
@@ -818,7 +703,7 @@ public final class NativeVerbs implements Verbs {
       if (r != 0) {
         return VerbsResult.failed(failure(r, state), "ibv_query_qp(qp " + qp.qpNum() + ")");
       }
-      return VerbsResult.ok(readQpAttr(a));
+      return VerbsResult.ok(IbvStructs.readQpAttr(a));
     } catch (Throwable t) {
       return thrown("ibv_query_qp", t);
     }
@@ -838,40 +723,11 @@ public final class NativeVerbs implements Verbs {
       return PostResult.ALL;
     }
     try (Arena arena = Arena.ofConfined()) {
-      int n = wrs.size();
-      MemorySegment list = arena.allocate(IbvLayout.SEND_WR_SIZE * n, 8);
-      for (int i = 0; i < n; i++) {
-        SendWr wr = wrs.get(i);
-        long base = IbvLayout.SEND_WR_SIZE * i;
-        MemorySegment w = list.asSlice(base, IbvLayout.SEND_WR_SIZE);
-        w.set(JAVA_LONG, IbvLayout.SEND_WR_WR_ID, wr.wrId());
-        w.set(
-            ADDRESS,
-            IbvLayout.SEND_WR_NEXT,
-            i + 1 < n ? list.asSlice(base + IbvLayout.SEND_WR_SIZE) : MemorySegment.NULL);
-        w.set(ADDRESS, IbvLayout.SEND_WR_SG_LIST, sges(arena, wr.sgl()));
-        w.set(JAVA_INT, IbvLayout.SEND_WR_NUM_SGE, wr.sgl().size());
-        w.set(JAVA_INT, IbvLayout.SEND_WR_OPCODE, wr.opcode());
-        w.set(JAVA_INT, IbvLayout.SEND_WR_SEND_FLAGS, wr.sendFlags());
-        w.set(JAVA_INT, IbvLayout.SEND_WR_IMM_DATA, wr.immOrInvalidate());
-        if (wr.bind() != null) {
-          MwBind b = wr.bind();
-          w.set(ADDRESS, IbvLayout.SEND_WR_BIND_MW_MW, at(b.mw().handle()));
-          w.set(JAVA_INT, IbvLayout.SEND_WR_BIND_MW_RKEY, b.newRkey());
-          long info = IbvLayout.SEND_WR_BIND_MW_BIND_INFO;
-          w.set(ADDRESS, info + IbvLayout.MW_BIND_INFO_MR, at(b.mr().handle()));
-          w.set(JAVA_LONG, info + IbvLayout.MW_BIND_INFO_ADDR, b.addr());
-          w.set(JAVA_LONG, info + IbvLayout.MW_BIND_INFO_LENGTH, b.length());
-          w.set(JAVA_INT, info + IbvLayout.MW_BIND_INFO_ACCESS, b.access());
-        } else {
-          w.set(JAVA_LONG, IbvLayout.SEND_WR_RDMA_REMOTE_ADDR, wr.remoteAddr());
-          w.set(JAVA_INT, IbvLayout.SEND_WR_RDMA_RKEY, wr.rkey());
-        }
-      }
+      MemorySegment list = IbvStructs.sendWrs(arena, wrs);
       MemorySegment bad = arena.allocate(ADDRESS);
       MemorySegment fn = op(qp.handle(), IbvLayout.OPS_POST_SEND);
       int r = (int) opPostSend.invokeExact(fn, at(qp.handle()), list, bad);
-      return posted(r, bad, list, IbvLayout.SEND_WR_SIZE, n);
+      return IbvStructs.posted(r, bad, list, IbvLayout.SEND_WR_SIZE, wrs.size());
     } catch (Throwable t) {
       return new PostResult(Errno.EIO.number(), 0);
     }
@@ -886,52 +742,14 @@ public final class NativeVerbs implements Verbs {
       return PostResult.ALL;
     }
     try (Arena arena = Arena.ofConfined()) {
-      int n = wrs.size();
-      MemorySegment list = arena.allocate(IbvLayout.RECV_WR_SIZE * n, 8);
-      for (int i = 0; i < n; i++) {
-        RecvWr wr = wrs.get(i);
-        long base = IbvLayout.RECV_WR_SIZE * i;
-        list.set(JAVA_LONG, base + IbvLayout.RECV_WR_WR_ID, wr.wrId());
-        list.set(
-            ADDRESS,
-            base + IbvLayout.RECV_WR_NEXT,
-            i + 1 < n ? list.asSlice(base + IbvLayout.RECV_WR_SIZE) : MemorySegment.NULL);
-        list.set(ADDRESS, base + IbvLayout.RECV_WR_SG_LIST, sges(arena, wr.sgl()));
-        list.set(JAVA_INT, base + IbvLayout.RECV_WR_NUM_SGE, wr.sgl().size());
-      }
+      MemorySegment list = IbvStructs.recvWrs(arena, wrs);
       MemorySegment bad = arena.allocate(ADDRESS);
       MemorySegment fn = op(qp.handle(), IbvLayout.OPS_POST_RECV);
       int r = (int) opPostRecv.invokeExact(fn, at(qp.handle()), list, bad);
-      return posted(r, bad, list, IbvLayout.RECV_WR_SIZE, n);
+      return IbvStructs.posted(r, bad, list, IbvLayout.RECV_WR_SIZE, wrs.size());
     } catch (Throwable t) {
       return new PostResult(Errno.EIO.number(), 0);
     }
-  }
-
-  private static MemorySegment sges(Arena arena, List<Sge> sgl) {
-    if (sgl.isEmpty()) {
-      return MemorySegment.NULL;
-    }
-    MemorySegment s = arena.allocate(IbvLayout.SGE_SIZE * sgl.size(), 8);
-    for (int i = 0; i < sgl.size(); i++) {
-      Sge e = sgl.get(i);
-      long base = IbvLayout.SGE_SIZE * i;
-      s.set(JAVA_LONG, base + IbvLayout.SGE_ADDR, e.addr());
-      s.set(JAVA_INT, base + IbvLayout.SGE_LENGTH, e.length());
-      s.set(JAVA_INT, base + IbvLayout.SGE_LKEY, e.lkey());
-    }
-    return s;
-  }
-
-  /** The bad_wr pointer back to an index into the list we built. */
-  private static PostResult posted(int r, MemorySegment bad, MemorySegment list, long size, int n) {
-    if (r == 0) {
-      return PostResult.ALL;
-    }
-    long badAddress = bad.get(ADDRESS, 0).address();
-    long index = (badAddress - list.address()) / size;
-    return new PostResult(
-        r < 0 ? -r : r, badAddress == 0 || index < 0 || index >= n ? 0 : (int) index);
   }
 
   @Override
@@ -947,18 +765,7 @@ public final class NativeVerbs implements Verbs {
       MemorySegment fn = op(cq.handle(), IbvLayout.OPS_POLL_CQ);
       int n = (int) opPollCq.invokeExact(fn, at(cq.handle()), out.length, wcs);
       for (int i = 0; i < n; i++) {
-        MemorySegment w = wcs.asSlice(IbvLayout.WC_SIZE * i, IbvLayout.WC_SIZE);
-        out[i] =
-            new Wc(
-                w.get(JAVA_LONG, IbvLayout.WC_WR_ID),
-                w.get(JAVA_INT, IbvLayout.WC_STATUS),
-                w.get(JAVA_INT, IbvLayout.WC_OPCODE),
-                w.get(JAVA_INT, IbvLayout.WC_VENDOR_ERR),
-                w.get(JAVA_INT, IbvLayout.WC_BYTE_LEN),
-                w.get(JAVA_INT, IbvLayout.WC_IMM_DATA),
-                w.get(JAVA_INT, IbvLayout.WC_QP_NUM),
-                w.get(JAVA_INT, IbvLayout.WC_SRC_QP),
-                w.get(JAVA_INT, IbvLayout.WC_WC_FLAGS));
+        out[i] = IbvStructs.readWc(wcs.asSlice(IbvLayout.WC_SIZE * i, IbvLayout.WC_SIZE));
       }
       return n;
     } catch (Throwable t) {
@@ -979,14 +786,7 @@ public final class NativeVerbs implements Verbs {
         return VerbsResult.failed(
             failure(r, state), "ibv_get_async_event(" + context.deviceName() + ")");
       }
-      int type = e.get(JAVA_INT, IbvLayout.ASYNC_EVENT_TYPE);
-      long element =
-          type == Ibv.EVENT_PORT_ACTIVE
-                  || type == Ibv.EVENT_PORT_ERR
-                  || type == Ibv.EVENT_GID_CHANGE
-              ? e.get(JAVA_INT, IbvLayout.ASYNC_EVENT_ELEMENT)
-              : e.get(JAVA_LONG, IbvLayout.ASYNC_EVENT_ELEMENT);
-      return VerbsResult.ok(new AsyncEvent(type, element));
+      return VerbsResult.ok(IbvStructs.readAsyncEvent(e));
     } catch (Throwable t) {
       return thrown("ibv_get_async_event", t);
     }
@@ -1018,8 +818,7 @@ public final class NativeVerbs implements Verbs {
     }
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment e = arena.allocate(IbvLayout.ASYNC_EVENT_SIZE, 8);
-      e.set(JAVA_LONG, IbvLayout.ASYNC_EVENT_ELEMENT, event.element());
-      e.set(JAVA_INT, IbvLayout.ASYNC_EVENT_TYPE, event.eventType());
+      IbvStructs.writeAsyncEvent(e, event);
       ackAsyncEvent.invokeExact(e);
     } catch (Throwable t) {
       // Nothing to report through a void verb.

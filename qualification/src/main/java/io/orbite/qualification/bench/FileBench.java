@@ -3,20 +3,14 @@ package io.orbite.qualification.bench;
 import io.orbite.config.EngineConfig;
 import io.orbite.config.FileConfig;
 import io.orbite.engine.Access;
-import io.orbite.engine.Batch;
-import io.orbite.engine.BatchStatus;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
-import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
-import io.orbite.engine.TransferRequest;
 import io.orbite.nativebind.uring.IoUring;
 import io.orbite.qualification.cli.ExitCodes;
 import io.orbite.qualification.verify.Pattern;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.channels.FileChannel;
@@ -25,13 +19,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
-import java.util.SplittableRandom;
 
 /**
  * {@code ./orbite bench file [--json] [--dir D] [--quick]}: file segments over io_uring on a 1 GiB
@@ -61,20 +50,23 @@ import java.util.SplittableRandom;
  * duty cycle's own cost; buffered writes are copied by the kernel's io-wq worker, not by the lane).
  * {@code seqwrite_jvm_cpu_s_per_GB} is the CPU time of every JVM thread per GB written: all the
  * engine's work outside the kernel's copy, which competes with that copy for CPU.
+ *
+ * <p>This class runs the rounds and fio; the engine's transfers and their byte checks live in
+ * {@link FileTransfers}, the figures made of the samples in {@link FileSamples}.
  */
 public final class FileBench {
-  private static final long FILE_BYTES = 1L << 30;
-  private static final int SEQ_BLOCK = 1 << 20;
+  static final long FILE_BYTES = 1L << 30;
+  static final int SEQ_BLOCK = 1 << 20;
   private static final int SEQ_DEPTH = 16;
 
   /** fio's buffer working set for the sequential jobs: iodepth x bs, reused. */
-  private static final long SEQ_WINDOW = (long) SEQ_DEPTH * SEQ_BLOCK;
+  static final long SEQ_WINDOW = (long) SEQ_DEPTH * SEQ_BLOCK;
 
-  private static final int RAND_BLOCK = 4096;
+  static final int RAND_BLOCK = 4096;
   private static final int RAND_DEPTH = 32;
-  private static final int RAND_BATCH = 4096;
-  private static final long SEED = 0xF11EL;
-  private static final Duration WAIT = Duration.ofMinutes(5);
+  static final int RAND_BATCH = 4096;
+  static final long SEED = 0xF11EL;
+  static final Duration WAIT = Duration.ofMinutes(5);
 
   /**
    * Untimed warm-up: each pass runs what a round runs (WRITE and READ through the window and the 1
@@ -95,13 +87,14 @@ public final class FileBench {
   private int extraWriteRounds = 16;
   private int rounds = 3;
   private int randSeconds = 5;
-  private int failures;
+  private FileTransfers transfers;
 
   public int run(List<String> args) throws Exception {
     boolean json = args.contains("--json");
     if (json) {
       human = System.err;
     }
+    transfers = new FileTransfers(human);
     if (args.contains("--quick")) {
       seqRounds = 1;
       extraWriteRounds = 0;
@@ -164,7 +157,7 @@ public final class FileBench {
       human.println(
           "warning: fio is not installed; the ceilings and ratios are missing (./orbite bench file installs it)");
     }
-    Map<String, List<Double>> samples = new LinkedHashMap<>();
+    FileSamples samples = new FileSamples();
     try {
       try (FileChannel ch =
           FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
@@ -191,13 +184,13 @@ public final class FileBench {
           // As a round's write pair does: a fresh 16 MiB region, fio's size (iodepth x bs).
           RegisteredMemory window = engine.allocate(SEQ_WINDOW, Access.READ_WRITE);
           Pattern.fill(window.segment(), 0, SEQ_WINDOW, SEED, 0);
-          sequential(engine, window, seg, true, SEQ_WINDOW);
+          transfers.sequential(engine, window, seg, true, SEQ_WINDOW);
           engine.unregister(window);
-          sequential(engine, src, seg, true, FILE_BYTES);
-          verifyFile(file, FILE_BYTES);
-          sequential(engine, dst, seg, false, FILE_BYTES);
-          verifyMemory(dst.segment(), 0, FILE_BYTES, 0, "warm-up seqread into 1 GiB");
-          sequential(engine, dst, seg, false, SEQ_WINDOW);
+          transfers.sequential(engine, src, seg, true, FILE_BYTES);
+          transfers.verifyFile(file, FILE_BYTES);
+          transfers.sequential(engine, dst, seg, false, FILE_BYTES);
+          transfers.verifyMemory(dst.segment(), 0, FILE_BYTES, 0, "warm-up seqread into 1 GiB");
+          transfers.sequential(engine, dst, seg, false, SEQ_WINDOW);
           if (haveFio && passes == 0) {
             // Untimed: loads the classes that launching fio and reading its JSON need. Loading them
             // in
@@ -215,7 +208,7 @@ public final class FileBench {
             "warm-up: %d passes%s%n",
             passes,
             quiet < WARMUP_QUIET_PASSES ? " (the JIT was still compiling at the limit)" : "");
-        add(samples, "seq_warmup_passes", passes);
+        samples.add("seq_warmup_passes", passes);
         for (int r = 1; r <= seqRounds; r++) {
           human.printf(
               Locale.ROOT, "round %d of %d: sequential 1 MiB, depth %d%n", r, seqRounds, SEQ_DEPTH);
@@ -224,18 +217,16 @@ public final class FileBench {
           boolean fioFirst = r % 2 == 1;
           writePair(samples, engine, seg, file, haveFio, fioFirst, true);
           flush(file);
-          add(
-              samples,
+          samples.add(
               "seqwrite_1MiB_from_1GiB_GBps",
-              sequential(engine, src, seg, true, FILE_BYTES));
-          verifyFile(file, FILE_BYTES);
+              transfers.sequential(engine, src, seg, true, FILE_BYTES));
+          transfers.verifyFile(file, FILE_BYTES);
           dst.segment().fill((byte) 0);
           flush(file);
-          add(
-              samples,
+          samples.add(
               "seqread_1MiB_into_1GiB_GBps",
-              sequential(engine, dst, seg, false, FILE_BYTES));
-          verifyMemory(dst.segment(), 0, FILE_BYTES, 0, "seqread into 1 GiB");
+              transfers.sequential(engine, dst, seg, false, FILE_BYTES));
+          transfers.verifyMemory(dst.segment(), 0, FILE_BYTES, 0, "seqread into 1 GiB");
           dst.segment().asSlice(0, SEQ_WINDOW).fill((byte) 0);
           if (haveFio && fioFirst) {
             fioRead(samples, file);
@@ -243,13 +234,13 @@ public final class FileBench {
           settleJit();
           long cpu0 = laneCpuNanos("bench-file-seq");
           long jit0 = jitMillis();
-          add(samples, "seqread_1MiB_GBps", sequential(engine, dst, seg, false, SEQ_WINDOW));
-          add(samples, "seqread_jit_ms", jitMillis() - jit0);
-          add(
-              samples,
+          samples.add(
+              "seqread_1MiB_GBps", transfers.sequential(engine, dst, seg, false, SEQ_WINDOW));
+          samples.add("seqread_jit_ms", jitMillis() - jit0);
+          samples.add(
               "seqread_lane_cpu_s_per_GB",
               (laneCpuNanos("bench-file-seq") - cpu0) / 1e9 / (FILE_BYTES / 1e9));
-          verifyReadWindow(dst.segment());
+          transfers.verifyReadWindow(dst.segment());
           if (haveFio && !fioFirst) {
             fioRead(samples, file);
           }
@@ -268,14 +259,15 @@ public final class FileBench {
         }
         // Untimed: the random reads check each block against the whole 1 GiB pattern, which the
         // window writes replaced with the window's 16 MiB repeated.
-        sequential(engine, src, seg, true, FILE_BYTES);
-        verifyFile(file, FILE_BYTES);
+        transfers.sequential(engine, src, seg, true, FILE_BYTES);
+        transfers.verifyFile(file, FILE_BYTES);
       }
       try (TransferEngine engine =
           TransferEngine.start(engineConfig(RAND_DEPTH, "bench-file-rand"))) {
         RegisteredMemory dst = engine.allocate(2L * RAND_BATCH * RAND_BLOCK, Access.READ_WRITE);
         RemoteSegment seg = engine.openFileSegment(file, Access.READ, WAIT);
-        randomReads(engine, dst, seg, 0, randSeconds); // untimed warm-up (JIT) of the random path
+        transfers.randomReads(
+            engine, dst, seg, 0, randSeconds); // untimed warm-up (JIT) of the random path
         for (int r = 1; r <= rounds; r++) {
           human.printf(
               Locale.ROOT,
@@ -287,19 +279,18 @@ public final class FileBench {
           flush(file);
           settleJit();
           long jit0 = jitMillis();
-          add(samples, "randread_4KiB_qd32_iops", randomReads(engine, dst, seg, r, randSeconds));
-          add(samples, "randread_jit_ms", jitMillis() - jit0);
+          samples.add(
+              "randread_4KiB_qd32_iops", transfers.randomReads(engine, dst, seg, r, randSeconds));
+          samples.add("randread_jit_ms", jitMillis() - jit0);
           if (haveFio) {
             flush(file);
-            add(
-                samples,
+            samples.add(
                 "fio_randread_4KiB_qd32_iops",
                 Fio.run(file, FILE_BYTES, "randread", "4k", RAND_DEPTH, randSeconds).iops());
             // fio submits one I/O per io_uring_enter by default; the engine's lane submits all it
             // can
             // at once. The same job with batched submission and reaping is the stronger ceiling.
-            add(
-                samples,
+            samples.add(
                 "fio_randread_4KiB_qd32_batched_iops",
                 Fio.run(
                         file,
@@ -318,60 +309,9 @@ public final class FileBench {
       Files.deleteIfExists(file);
       Files.deleteIfExists(dir);
     }
-    Map<String, Double> figures = new LinkedHashMap<>();
-    Map<String, Double> ceilings = new LinkedHashMap<>();
-    Map<String, Double> ratios = new LinkedHashMap<>();
-    samples.forEach((k, v) -> (k.startsWith("fio_") ? ceilings : figures).put(k, median(v)));
-    samples.forEach(
-        (k, v) -> {
-          for (int i = 0; i < v.size() && v.size() > 1; i++) {
-            (k.startsWith("fio_") ? ceilings : figures).put(k + "_round" + (i + 1), v.get(i));
-          }
-        });
-    ratio(
-        ratios,
-        "seqwrite_1MiB_vs_fio",
-        figures.get("seqwrite_1MiB_GBps"),
-        ceilings.get("fio_seqwrite_1MiB_GBps"));
-    ratio(
-        ratios,
-        "seqwrite_1MiB_vs_fio_scrambling",
-        figures.get("seqwrite_1MiB_GBps"),
-        ceilings.get("fio_seqwrite_1MiB_scrambling_GBps"));
-    ratio(
-        ratios,
-        "seqread_1MiB_vs_fio",
-        figures.get("seqread_1MiB_GBps"),
-        ceilings.get("fio_seqread_1MiB_GBps"));
-    ratio(
-        ratios,
-        "randread_4KiB_qd32_vs_fio",
-        figures.get("randread_4KiB_qd32_iops"),
-        ceilings.get("fio_randread_4KiB_qd32_iops"));
-    ratio(
-        ratios,
-        "randread_4KiB_qd32_vs_fio_batched",
-        figures.get("randread_4KiB_qd32_iops"),
-        ceilings.get("fio_randread_4KiB_qd32_batched_iops"));
-    pairedRatios(
-        ratios, samples, "seqwrite_1MiB_vs_fio", "seqwrite_1MiB_GBps", "fio_seqwrite_1MiB_GBps");
-    pairedRatios(
-        ratios,
-        samples,
-        "seqwrite_1MiB_vs_fio_scrambling",
-        "seqwrite_1MiB_GBps",
-        "fio_seqwrite_1MiB_scrambling_GBps");
-    pairedRatios(
-        ratios, samples, "seqread_1MiB_vs_fio", "seqread_1MiB_GBps", "fio_seqread_1MiB_GBps");
-    pairedRatios(
-        ratios,
-        samples,
-        "randread_4KiB_qd32_vs_fio",
-        "randread_4KiB_qd32_iops",
-        "fio_randread_4KiB_qd32_iops");
-    BenchReport.print(human, json, figures, ceilings, ratios);
-    if (failures > 0) {
-      human.println("RESULT: FAIL - " + failures + " failed task(s) or wrong byte(s)");
+    samples.print(human, json);
+    if (transfers.failures() > 0) {
+      human.println("RESULT: FAIL - " + transfers.failures() + " failed task(s) or wrong byte(s)");
       return ExitCodes.FAILED;
     }
     if (!haveFio) {
@@ -387,7 +327,7 @@ public final class FileBench {
    * from a clean cache, the engine's checked byte for byte; {@code fioFirst} says who goes first.
    */
   private void writePair(
-      Map<String, List<Double>> samples,
+      FileSamples samples,
       TransferEngine engine,
       RemoteSegment seg,
       Path file,
@@ -410,24 +350,21 @@ public final class FileBench {
     long jvm0 = jvmThreadsCpuNanos();
     long jit0 = jitMillis();
     IoWorkers.Sample io0 = IoWorkers.sample();
-    double written = sequential(engine, src, seg, true, SEQ_WINDOW);
+    double written = transfers.sequential(engine, src, seg, true, SEQ_WINDOW);
     IoWorkers.Sample io = IoWorkers.sample().minus(io0);
-    add(samples, "seqwrite_1MiB_GBps", written);
+    samples.add("seqwrite_1MiB_GBps", written);
     if (io.runNanos() > 0) {
       double nanos = FILE_BYTES / written;
-      add(samples, "seqwrite_iowq_busy_pct", 100.0 * io.runNanos() / nanos);
-      add(samples, "seqwrite_iowq_waiting_for_cpu_pct", 100.0 * io.waitNanos() / nanos);
+      samples.add("seqwrite_iowq_busy_pct", 100.0 * io.runNanos() / nanos);
+      samples.add("seqwrite_iowq_waiting_for_cpu_pct", 100.0 * io.waitNanos() / nanos);
     }
-    add(samples, "seqwrite_jit_ms", jitMillis() - jit0);
-    add(
-        samples,
+    samples.add("seqwrite_jit_ms", jitMillis() - jit0);
+    samples.add(
         "seqwrite_lane_cpu_s_per_GB",
         (laneCpuNanos("bench-file-seq") - cpu0) / 1e9 / (FILE_BYTES / 1e9));
-    add(
-        samples,
-        "seqwrite_jvm_cpu_s_per_GB",
-        (jvmThreadsCpuNanos() - jvm0) / 1e9 / (FILE_BYTES / 1e9));
-    verifyFile(file, SEQ_WINDOW);
+    samples.add(
+        "seqwrite_jvm_cpu_s_per_GB", (jvmThreadsCpuNanos() - jvm0) / 1e9 / (FILE_BYTES / 1e9));
+    transfers.verifyFile(file, SEQ_WINDOW);
     engine.unregister(src);
     if (haveFio && !fioFirst) {
       fioWrite(samples, file, alsoScrambling);
@@ -443,29 +380,26 @@ public final class FileBench {
    * 9 % faster (median 9.26 against 8.36 GB/s). The engine writes the caller's memory as it is,
    * like fio with scrambling off (see docs/transports/file.md, "Bench method").
    */
-  private static void fioWrite(Map<String, List<Double>> samples, Path file, boolean alsoScrambling)
+  private static void fioWrite(FileSamples samples, Path file, boolean alsoScrambling)
       throws IOException, InterruptedException {
     flush(file);
-    add(
-        samples,
+    samples.add(
         "fio_seqwrite_1MiB_GBps",
         Fio.run(file, FILE_BYTES, "write", "1M", SEQ_DEPTH, 0, "--scramble_buffers=0")
                 .bytesPerSecond()
             / 1e9);
     if (alsoScrambling) {
       flush(file);
-      add(
-          samples,
+      samples.add(
           "fio_seqwrite_1MiB_scrambling_GBps",
           Fio.run(file, FILE_BYTES, "write", "1M", SEQ_DEPTH, 0).bytesPerSecond() / 1e9);
     }
   }
 
   /** fio's sequential 1 MiB READ job at depth 16 over the whole (cached) file. */
-  private static void fioRead(Map<String, List<Double>> samples, Path file)
+  private static void fioRead(FileSamples samples, Path file)
       throws IOException, InterruptedException {
-    add(
-        samples,
+    samples.add(
         "fio_seqread_1MiB_GBps",
         Fio.run(file, FILE_BYTES, "read", "1M", SEQ_DEPTH, 0).bytesPerSecond() / 1e9);
   }
@@ -478,96 +412,6 @@ public final class FileBench {
                 .withEngine("io_uring")
                 .withQueueDepth(depth)
                 .withMaxChunkBytes(SEQ_BLOCK));
-  }
-
-  /**
-   * One pass over the whole file in 1 MiB tasks, one batch; returns GB/s. Task {@code i} moves file
-   * MiB {@code i} from or to memory at {@code (i MiB) mod window}: a window of {@link #SEQ_WINDOW}
-   * reuses 16 buffers as fio does, {@link #FILE_BYTES} moves a different MiB of a 1 GiB region each
-   * time.
-   */
-  private double sequential(
-      TransferEngine engine, RegisteredMemory mem, RemoteSegment seg, boolean write, long window) {
-    int tasks = (int) (FILE_BYTES / SEQ_BLOCK);
-    List<TransferRequest> requests = new ArrayList<>(tasks);
-    for (int i = 0; i < tasks; i++) {
-      long at = (long) i * SEQ_BLOCK;
-      requests.add(
-          write
-              ? TransferRequest.write(
-                  mem, at % window, seg, TransferEngine.FILE_REGION_ID, at, SEQ_BLOCK)
-              : TransferRequest.read(
-                  mem, at % window, seg, TransferEngine.FILE_REGION_ID, at, SEQ_BLOCK));
-    }
-    Batch b = engine.allocateBatch(tasks);
-    long t0 = System.nanoTime();
-    b.submit(requests);
-    BatchStatus s = b.await(WAIT);
-    double seconds = (System.nanoTime() - t0) / 1e9;
-    b.free();
-    countFailures(s, write ? "seqwrite" : "seqread");
-    return FILE_BYTES / 1e9 / seconds;
-  }
-
-  /**
-   * Random 4 KiB reads for {@code randSeconds}: two batches of 4096 alternate; returns tasks per
-   * second.
-   */
-  private double randomReads(
-      TransferEngine engine, RegisteredMemory dst, RemoteSegment seg, int round, int seconds) {
-    SplittableRandom random = new SplittableRandom(round);
-    long blocks = FILE_BYTES / RAND_BLOCK;
-    long[][] offsets = new long[2][RAND_BATCH];
-    Batch[] inFlight = new Batch[2];
-    long done = 0;
-    long t0 = System.nanoTime();
-    long end = t0 + seconds * 1_000_000_000L;
-    int k = 0;
-    while (true) {
-      if (inFlight[k] != null) {
-        BatchStatus s = inFlight[k].await(WAIT);
-        inFlight[k].free();
-        inFlight[k] = null;
-        countFailures(s, "randread");
-        done += s.tasks().size();
-      }
-      if (System.nanoTime() - end > 0) {
-        if (inFlight[1 - k] == null) {
-          break;
-        }
-        k = 1 - k;
-        continue;
-      }
-      List<TransferRequest> requests = new ArrayList<>(RAND_BATCH);
-      for (int i = 0; i < RAND_BATCH; i++) {
-        offsets[k][i] = random.nextLong(blocks) * RAND_BLOCK;
-        requests.add(
-            TransferRequest.read(
-                dst,
-                ((long) k * RAND_BATCH + i) * RAND_BLOCK,
-                seg,
-                TransferEngine.FILE_REGION_ID,
-                offsets[k][i],
-                RAND_BLOCK));
-      }
-      inFlight[k] = engine.allocateBatch(RAND_BATCH);
-      inFlight[k].submit(requests);
-      k = 1 - k;
-    }
-    double elapsed = (System.nanoTime() - t0) / 1e9;
-    for (int b = 0; b < 2; b++) {
-      for (int i = 0; i < RAND_BATCH; i++) {
-        if (offsets[b][i] != 0 || i == 0) {
-          verifyMemory(
-              dst.segment(),
-              ((long) b * RAND_BATCH + i) * RAND_BLOCK,
-              RAND_BLOCK,
-              offsets[b][i],
-              "randread");
-        }
-      }
-    }
-    return done / elapsed;
   }
 
   /**
@@ -622,101 +466,5 @@ public final class FileBench {
       }
     }
     return sum;
-  }
-
-  private void countFailures(BatchStatus s, String what) {
-    for (TaskResult t : s.tasks()) {
-      if (!t.completed()) {
-        failures++;
-        if (failures <= 5) {
-          human.println(
-              "  " + what + " task " + t.index() + " failed: " + t.errorKind() + " " + t.detail());
-        }
-      }
-    }
-  }
-
-  /**
-   * Checks every byte of the file after a WRITE pass whose source was the first {@code window}
-   * bytes of the pattern.
-   */
-  private void verifyFile(Path file, long window) throws IOException {
-    try (FileChannel ch = FileChannel.open(file);
-        Arena arena = Arena.ofConfined()) {
-      MemorySegment m = ch.map(FileChannel.MapMode.READ_ONLY, 0, FILE_BYTES, arena);
-      for (long at = 0; at < FILE_BYTES; at += window) {
-        verifyMemory(
-            m, at, window, 0, "file after seqwrite from a " + (window >> 20) + " MiB window");
-      }
-    }
-  }
-
-  /**
-   * After a READ pass through the {@link #SEQ_WINDOW}: buffer {@code j} holds file MiB {@code k}
-   * for some {@code k = j (mod SEQ_DEPTH)}, normally the last one (tasks run in order, but two
-   * tasks that share a buffer may overlap, so any {@code k} of that class is accepted, checked byte
-   * for byte). Every byte of every task was checked by the pass into the 1 GiB region just before.
-   */
-  private void verifyReadWindow(MemorySegment m) {
-    int buffers = (int) (SEQ_WINDOW / SEQ_BLOCK);
-    long fileBlocks = FILE_BYTES / SEQ_BLOCK;
-    for (int j = 0; j < buffers; j++) {
-      boolean found = false;
-      for (long k = fileBlocks - buffers + j; k >= 0 && !found; k -= buffers) {
-        found = Pattern.verify(m, (long) j * SEQ_BLOCK, SEQ_BLOCK, SEED, k * SEQ_BLOCK) < 0;
-      }
-      if (!found) {
-        failures++;
-        human.println(
-            "  seqread through the window: buffer "
-                + j
-                + " holds no 1 MiB block of the file it read");
-      }
-    }
-  }
-
-  private void verifyMemory(MemorySegment m, long offset, long length, long from, String what) {
-    long bad = Pattern.verify(m, offset, length, SEED, from);
-    if (bad >= 0) {
-      failures++;
-      human.println("  " + what + ": wrong byte at " + bad);
-    }
-  }
-
-  private static void add(Map<String, List<Double>> samples, String key, double value) {
-    samples.computeIfAbsent(key, x -> new ArrayList<>()).add(value);
-  }
-
-  private static double median(List<Double> v) {
-    List<Double> s = new ArrayList<>(v);
-    Collections.sort(s);
-    return s.get(s.size() / 2);
-  }
-
-  private static void ratio(
-      Map<String, Double> ratios, String name, Double figure, Double ceiling) {
-    if (figure != null && ceiling != null && ceiling > 0) {
-      ratios.put(name, figure / ceiling);
-    }
-  }
-
-  /**
-   * Each round's own ratio ({@code <name>_round<i>}): fio and the engine ran back to back in it, so
-   * these show how much of a ratio's spread is the host's load moving between rounds.
-   */
-  private static void pairedRatios(
-      Map<String, Double> ratios,
-      Map<String, List<Double>> samples,
-      String name,
-      String figure,
-      String ceiling) {
-    List<Double> f = samples.get(figure);
-    List<Double> c = samples.get(ceiling);
-    if (f == null || c == null || f.size() != c.size() || f.size() < 2) {
-      return;
-    }
-    for (int i = 0; i < f.size(); i++) {
-      ratios.put(name + "_round" + (i + 1), f.get(i) / c.get(i));
-    }
   }
 }

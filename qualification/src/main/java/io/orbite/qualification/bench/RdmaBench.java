@@ -61,93 +61,17 @@ public final class RdmaBench {
   private static final String SOURCE_CONF =
       "{\"rdma\":{\"enabled\":true,\"softwareDevices\":" + RAILS + "}}";
 
-  /**
-   * The command line: {@code --json}; {@code --quick} (1 s per figure, a 128 MiB working set);
-   * {@code --sizes 64KiB,1MiB} (the throughput sizes, the TCP reference's included); {@code
-   * --seconds S} per figure.
-   */
-  record Options(boolean json, boolean quick, double secondsPerFigure, List<String> sizes) {
-    static final String USAGE =
-        "usage: ./orbite bench rdma [--json] [--quick] [--sizes 64KiB,1MiB,4MiB,64MiB]"
-            + " [--seconds S]";
-    static final double MIN_SECONDS = 0.1;
-    static final double MAX_SECONDS = 600;
-
-    /**
-     * The options {@code args} give, the rest defaulted.
-     *
-     * @throws IllegalArgumentException naming the option that is unknown or has a bad value
-     */
-    static Options parse(List<String> args) {
-      boolean json = false;
-      boolean quick = false;
-      double seconds = 0;
-      List<String> sizes = SIZE_NAMES;
-      for (int i = 0; i < args.size(); i++) {
-        String a = args.get(i);
-        switch (a) {
-          case "--json" -> json = true;
-          case "--quick" -> quick = true;
-          case "--sizes" -> sizes = sizes(valueOf(args, ++i, a));
-          case "--seconds" -> seconds = seconds(valueOf(args, ++i, a));
-          default -> throw new IllegalArgumentException("unknown option " + a);
-        }
-      }
-      return new Options(json, quick, seconds > 0 ? seconds : quick ? 1.0 : 3.0, sizes);
-    }
-
-    private static String valueOf(List<String> args, int at, String option) {
-      if (at >= args.size()) {
-        throw new IllegalArgumentException(option + " needs a value");
-      }
-      return args.get(at);
-    }
-
-    private static List<String> sizes(String value) {
-      List<String> given = List.of(value.split(","));
-      for (String s : given) {
-        if (!SIZE_NAMES.contains(s)) {
-          throw new IllegalArgumentException(
-              "--sizes " + value + ": " + s + " is not one of " + String.join(", ", SIZE_NAMES));
-        }
-      }
-      return SIZE_NAMES.stream().filter(given::contains).toList();
-    }
-
-    private static double seconds(String value) {
-      double s;
-      try {
-        s = Double.parseDouble(value);
-      } catch (NumberFormatException e) {
-        s = Double.NaN;
-      }
-      if (!(s >= MIN_SECONDS && s <= MAX_SECONDS)) {
-        throw new IllegalArgumentException(
-            "--seconds " + value + ": must be " + MIN_SECONDS + ".." + MAX_SECONDS + " seconds");
-      }
-      return s;
-    }
-
-    long workingSetBytes() {
-      return quick ? 128L << 20 : 256L << 20;
-    }
-
-    double warmupSeconds() {
-      return quick ? 0.2 : 0.5;
-    }
-  }
-
   private PrintStream human = System.out;
-  private Options options;
+  private RdmaBenchOptions options;
 
   /** Tasks completed per transport, warm-ups included: what the engines' counters must show. */
   private final Map<Transport, Long> completed = new EnumMap<>(Transport.class);
 
   public int run(List<String> args) throws Exception {
     try {
-      options = Options.parse(args);
+      options = RdmaBenchOptions.parse(args);
     } catch (IllegalArgumentException e) {
-      System.err.println("bench rdma: " + e.getMessage() + " (" + Options.USAGE + ")");
+      System.err.println("bench rdma: " + e.getMessage() + " (" + RdmaBenchOptions.USAGE + ")");
       return ExitCodes.USAGE;
     }
     if (options.json()) {

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 class RdmaBenchOptionsTest {
   @Test
   void defaultsAreEverySizeForThreeSecondsOnA256MiBWorkingSet() {
-    RdmaBench.Options o = RdmaBench.Options.parse(List.of());
+    RdmaBenchOptions o = RdmaBenchOptions.parse(List.of());
     assertFalse(o.json());
     assertFalse(o.quick());
     assertEquals(3.0, o.secondsPerFigure());
@@ -22,19 +22,19 @@ class RdmaBenchOptionsTest {
 
   @Test
   void quickIsOneSecondPerFigureOnA128MiBWorkingSetUnlessSecondsSaysOtherwise() {
-    RdmaBench.Options quick = RdmaBench.Options.parse(List.of("--quick", "--json"));
+    RdmaBenchOptions quick = RdmaBenchOptions.parse(List.of("--quick", "--json"));
     assertTrue(quick.json());
     assertEquals(1.0, quick.secondsPerFigure());
     assertEquals(128L << 20, quick.workingSetBytes());
     assertEquals(
-        0.5, RdmaBench.Options.parse(List.of("--seconds", "0.5", "--quick")).secondsPerFigure());
+        0.5, RdmaBenchOptions.parse(List.of("--seconds", "0.5", "--quick")).secondsPerFigure());
   }
 
   @Test
   void sizesKeepTheBenchOrderWhateverTheOrderGiven() {
     assertEquals(
         List.of("64KiB", "4MiB"),
-        RdmaBench.Options.parse(List.of("--sizes", "4MiB,64KiB,4MiB")).sizes());
+        RdmaBenchOptions.parse(List.of("--sizes", "4MiB,64KiB,4MiB")).sizes());
   }
 
   @Test
@@ -51,8 +51,7 @@ class RdmaBenchOptionsTest {
   }
 
   private static String message(String... args) {
-    return assertThrows(
-            IllegalArgumentException.class, () -> RdmaBench.Options.parse(List.of(args)))
+    return assertThrows(IllegalArgumentException.class, () -> RdmaBenchOptions.parse(List.of(args)))
         .getMessage();
   }
 }

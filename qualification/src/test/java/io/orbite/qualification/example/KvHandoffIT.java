@@ -54,7 +54,7 @@ class KvHandoffIT {
     KvHandoff.Outcome outcome;
     try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
       // The prefill logs go to a JUnit temp dir: a run the test expects to FAIL would keep its own.
-      outcome = new KvHandoff(out).execute(KvHandoff.Options.parse(args), logs);
+      outcome = new KvHandoff(out).execute(KvOptions.parse(args), logs);
     }
     String output = bytes.toString(StandardCharsets.UTF_8);
     System.out.print(output);
@@ -116,7 +116,7 @@ class KvHandoffIT {
   @Timeout(120)
   void aCorruptedBlockIsFoundAndNamed() {
     List<String> args = small("--corrupt-one-block");
-    KvPlan.Corruption damaged = KvHandoff.Options.parse(args).plan().corruption();
+    KvPlan.Corruption damaged = KvOptions.parse(args).plan().corruption();
     Run run = run(args);
     KvHandoff.Outcome o = run.outcome();
     assertEquals(1, o.exitCode(), "a damaged block must fail the run");
@@ -137,14 +137,13 @@ class KvHandoffIT {
 
   @Test
   void optionsAreParsedAndBadOnesRefused() {
-    KvHandoff.Options o =
-        KvHandoff.Options.parse(List.of("--requests", "7", "--ordering=as-completed"));
+    KvOptions o = KvOptions.parse(List.of("--requests", "7", "--ordering=as-completed"));
     assertEquals(7, o.requests());
     assertEquals(StreamSettings.Ordering.AS_COMPLETED, o.ordering());
     assertEquals(Duration.ofSeconds(300), o.timeout());
-    assertEquals(64, KvHandoff.Options.parse(List.of()).requests());
-    assertTrue(KvHandoff.Options.parse(List.of()).warmup());
-    assertFalse(KvHandoff.Options.parse(List.of("--no-warmup")).warmup());
+    assertEquals(64, KvOptions.parse(List.of()).requests());
+    assertTrue(KvOptions.parse(List.of()).warmup());
+    assertFalse(KvOptions.parse(List.of("--no-warmup")).warmup());
     for (List<String> bad :
         List.of(
             List.of("--requests", "0"),
@@ -153,7 +152,7 @@ class KvHandoffIT {
             List.of("--page-kib", "3"),
             List.of("--frobnicate", "1"))) {
       try {
-        KvHandoff.Options.parse(bad);
+        KvOptions.parse(bad);
         org.junit.jupiter.api.Assertions.fail("accepted " + bad);
       } catch (IllegalArgumentException expected) {
         // refused, as it should be

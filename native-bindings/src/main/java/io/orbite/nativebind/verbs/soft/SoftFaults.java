@@ -1,10 +1,7 @@
 package io.orbite.nativebind.verbs.soft;
 
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -94,36 +91,15 @@ public final class SoftFaults {
   /** The empty table for production: it refuses every fault. */
   public static final SoftFaults NONE = new SoftFaults(false);
 
-  private static final long ANY = -1;
-
-  private static final class DestroyRule {
-    final Kind kind;
-    long handle;
-    final int errno;
-    final boolean sticky;
-
-    DestroyRule(Kind kind, long handle, int errno, boolean sticky) {
-      this.kind = kind;
-      this.handle = handle;
-      this.errno = errno;
-      this.sticky = sticky;
-    }
-  }
-
   private record WrKey(int qpNum, long wrId) {}
 
   private final boolean mutable;
   private final Set<WrKey> withheld = new HashSet<>();
-  private final List<DestroyRule> destroyRules = new ArrayList<>();
-
-  /** {@link #failDeregAt} rules: {@code handle} holds the range's first address. */
-  private final List<DestroyRule> deregRules = new ArrayList<>();
-
+  private final SoftDestroyFaults destroys = new SoftDestroyFaults();
   private final Map<Integer, int[]> postSendFailures = new HashMap<>();
   private final Map<WrKey, Integer> interrupts = new HashMap<>();
   private final Set<Integer> stalled = new HashSet<>();
   private final Map<Long, Integer> pollFailures = new HashMap<>();
-  private final Map<Kind, Integer> destroyCalls = new java.util.EnumMap<>(Kind.class);
   private boolean nullWire;
   private final Map<String, Integer> numaNodes = new HashMap<>();
   private Actions actions;
@@ -162,7 +138,7 @@ public final class SoftFaults {
    */
   public synchronized void failDestroy(Kind kind, long handle, int errno, boolean sticky) {
     checkMutable();
-    destroyRules.add(new DestroyRule(Objects.requireNonNull(kind), handle, errno, sticky));
+    destroys.failDestroy(Objects.requireNonNull(kind), handle, errno, sticky);
   }
 
   /**
@@ -173,7 +149,7 @@ public final class SoftFaults {
    * @param sticky every later destroy of the object it hit fails too
    */
   public synchronized void failNextDestroy(Kind kind, int errno, boolean sticky) {
-    failDestroy(kind, ANY, errno, sticky);
+    failDestroy(kind, SoftDestroyFaults.ANY, errno, sticky);
   }
 
   /**
@@ -186,13 +162,12 @@ public final class SoftFaults {
    */
   public synchronized void failDeregAt(long address, int errno, boolean sticky) {
     checkMutable();
-    deregRules.add(new DestroyRule(Kind.MR, address, errno, sticky));
+    destroys.failDeregAt(address, errno, sticky);
   }
 
   /** Forgets every destroy fault, sticky ones included. */
   public synchronized void clearDestroyFaults() {
-    destroyRules.clear();
-    deregRules.clear();
+    destroys.clear();
   }
 
   /**
@@ -227,7 +202,7 @@ public final class SoftFaults {
    * @return the count so far (always 0 for {@link #NONE})
    */
   public synchronized int destroyCalls(Kind kind) {
-    return destroyCalls.getOrDefault(Objects.requireNonNull(kind), 0);
+    return destroys.calls(Objects.requireNonNull(kind));
   }
 
   /**
@@ -438,36 +413,14 @@ public final class SoftFaults {
   /** The errno a destroy of that object must fail with, or 0. */
   synchronized int destroyFailure(Kind kind, long handle) {
     if (mutable) {
-      destroyCalls.merge(kind, 1, Integer::sum);
+      destroys.count(kind);
     }
-    Iterator<DestroyRule> it = destroyRules.iterator();
-    while (it.hasNext()) {
-      DestroyRule r = it.next();
-      if (r.kind == kind && (r.handle == handle || r.handle == ANY)) {
-        if (r.sticky) {
-          r.handle = handle;
-        } else {
-          it.remove();
-        }
-        return r.errno;
-      }
-    }
-    return 0;
+    return destroys.failure(kind, handle);
   }
 
   /** The errno a deregistration of an MR starting at {@code address} must fail with, or 0. */
   synchronized int deregFailureAt(long address) {
-    Iterator<DestroyRule> it = deregRules.iterator();
-    while (it.hasNext()) {
-      DestroyRule r = it.next();
-      if (r.handle == address) {
-        if (!r.sticky) {
-          it.remove();
-        }
-        return r.errno;
-      }
-    }
-    return 0;
+    return destroys.deregFailureAt(address);
   }
 
   /** The errno a poll of CQ {@code cq} must fail with, or 0. */

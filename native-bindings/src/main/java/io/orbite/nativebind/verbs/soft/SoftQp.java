@@ -3,8 +3,6 @@ package io.orbite.nativebind.verbs.soft;
 import io.orbite.nativebind.Errno;
 import io.orbite.nativebind.verbs.Ibv;
 import io.orbite.nativebind.verbs.Verbs;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -39,7 +37,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * when {@code SEND_SIGNALED} or {@code sqSigAll}; an error always makes one. Entering ERR (by a
  * modify, an error, a fault, a lost connection) completes every outstanding send WR and then every
  * posted receive {@code WC_WR_FLUSH_ERR}, in order, after the erroring WR's own CQE, and closes the
- * QP's connections. Guarded by the provider's lock, except the requester's socket I/O.
+ * QP's connections. Guarded by the provider's lock, except the requester's socket I/O. The local
+ * memory its SGEs name is resolved by its {@link SoftBuffers}.
  */
 final class SoftQp {
   /** A posted send WR and what post time resolved for it. */
@@ -73,6 +72,7 @@ final class SoftQp {
   final ArrayDeque<SendItem> sq = new ArrayDeque<>();
   final ArrayDeque<Verbs.RecvWr> rq = new ArrayDeque<>();
   final Set<SoftResponder.Connection> serving = new LinkedHashSet<>();
+  final SoftBuffers buffers;
   final SoftRequester requester;
 
   int state = Ibv.QPS_RESET;
@@ -115,6 +115,7 @@ final class SoftQp {
     this.faults = faults;
     this.handles = handles;
     this.record = new Verbs.Qp(handle, pd.record, qpNum);
+    this.buffers = new SoftBuffers(device.memory, pd);
     this.requester = new SoftRequester(this);
   }
 
@@ -332,7 +333,7 @@ final class SoftQp {
       }
       byte[] inline = null;
       if ((wr.sendFlags() & Ibv.SEND_INLINE) != 0 && carriesPayload(wr.opcode())) {
-        inline = gather(wr.sgl());
+        inline = buffers.gather(wr.sgl());
         if (inline == null || inline.length > caps.maxInlineData()) {
           return new Verbs.PostResult(Errno.EINVAL.number(), i);
         }
@@ -465,81 +466,5 @@ final class SoftQp {
     return wrOpcode != Ibv.WR_RDMA_READ
         && wrOpcode != Ibv.WR_BIND_MW
         && wrOpcode != Ibv.WR_LOCAL_INV;
-  }
-
-  // ---------------------------------------------------------------- memory
-
-  /** The bytes of {@code sgl} in order, or null when an SGE does not resolve for reading. */
-  byte[] gather(List<Verbs.Sge> sgl) {
-    long total = 0;
-    List<MemorySegment> parts = new ArrayList<>();
-    for (Verbs.Sge sge : sgl) {
-      MemorySegment s = device.memory.local(pd, sge, false);
-      if (s == null) {
-        return null;
-      }
-      parts.add(s);
-      total += s.byteSize();
-    }
-    if (total > SoftWire.MAX_PAYLOAD) {
-      return null;
-    }
-    byte[] bytes = new byte[(int) total];
-    int at = 0;
-    for (MemorySegment s : parts) {
-      MemorySegment.copy(s, ValueLayout.JAVA_BYTE, 0, bytes, at, (int) s.byteSize());
-      at += (int) s.byteSize();
-    }
-    return bytes;
-  }
-
-  /**
-   * The byte count of {@code sgl} when every SGE resolves for reading and the total fits a message
-   * (what {@link #gather} accepts), else -1; nothing is copied.
-   */
-  long readableLength(List<Verbs.Sge> sgl) {
-    long total = 0;
-    for (Verbs.Sge sge : sgl) {
-      MemorySegment s = device.memory.local(pd, sge, false);
-      if (s == null) {
-        return -1;
-      }
-      total += s.byteSize();
-    }
-    return total > SoftWire.MAX_PAYLOAD ? -1 : total;
-  }
-
-  /** The local segments {@code sgl} names for writing, or null when one does not resolve. */
-  List<MemorySegment> targets(List<Verbs.Sge> sgl) {
-    List<MemorySegment> parts = new ArrayList<>();
-    for (Verbs.Sge sge : sgl) {
-      MemorySegment s = device.memory.local(pd, sge, true);
-      if (s == null) {
-        return null;
-      }
-      parts.add(s);
-    }
-    return parts;
-  }
-
-  /** Copies the first {@code count} bytes of {@code bytes} across {@code parts}, in order. */
-  static void scatter(byte[] bytes, int count, List<MemorySegment> parts) {
-    int at = 0;
-    for (MemorySegment s : parts) {
-      if (at >= count) {
-        return;
-      }
-      int n = (int) Math.min(s.byteSize(), count - at);
-      MemorySegment.copy(bytes, at, s, ValueLayout.JAVA_BYTE, 0, n);
-      at += n;
-    }
-  }
-
-  static long capacity(List<MemorySegment> parts) {
-    long n = 0;
-    for (MemorySegment s : parts) {
-      n += s.byteSize();
-    }
-    return n;
   }
 }

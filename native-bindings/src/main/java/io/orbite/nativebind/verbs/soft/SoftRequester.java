@@ -210,12 +210,12 @@ final class SoftRequester implements Runnable {
         return null;
       }
       case Ibv.WR_RDMA_READ -> {
-        List<MemorySegment> targets = qp.targets(wr.sgl());
+        List<MemorySegment> targets = qp.buffers.targets(wr.sgl());
         if (targets == null) {
           qp.fail(item, Ibv.WC_LOC_PROT_ERR);
           return null;
         }
-        long length = SoftQp.capacity(targets);
+        long length = SoftBuffers.capacity(targets);
         if (length > SoftWire.MAX_PAYLOAD) {
           qp.fail(item, Ibv.WC_LOC_LEN_ERR);
           return null;
@@ -235,7 +235,7 @@ final class SoftRequester implements Runnable {
           completeNullWrite(item);
           return null;
         }
-        byte[] payload = item.inline != null ? item.inline : qp.gather(wr.sgl());
+        byte[] payload = item.inline != null ? item.inline : qp.buffers.gather(wr.sgl());
         if (payload == null) {
           qp.fail(item, Ibv.WC_LOC_PROT_ERR);
           return null;
@@ -274,7 +274,8 @@ final class SoftRequester implements Runnable {
    * the copy, then it completes; nothing is sent. Under the lock.
    */
   private void completeNullWrite(SoftQp.SendItem item) {
-    long length = item.inline != null ? item.inline.length : qp.readableLength(item.wr.sgl());
+    long length =
+        item.inline != null ? item.inline.length : qp.buffers.readableLength(item.wr.sgl());
     if (length < 0) {
       qp.fail(item, Ibv.WC_LOC_PROT_ERR);
     } else {
@@ -288,7 +289,7 @@ final class SoftRequester implements Runnable {
       case SoftWire.ACK -> {
         SoftWire.Request request = plan.request();
         if (request.op() == SoftWire.OP_READ) {
-          List<MemorySegment> targets = qp.targets(item.wr.sgl());
+          List<MemorySegment> targets = qp.buffers.targets(item.wr.sgl());
           if (targets == null) {
             qp.fail(item, Ibv.WC_LOC_PROT_ERR);
             return;
@@ -301,7 +302,7 @@ final class SoftRequester implements Runnable {
               plan.interruptAt() >= 0
                   ? Math.min(plan.interruptAt(), request.length())
                   : request.length();
-          SoftQp.scatter(response.payload(), count, targets);
+          SoftBuffers.scatter(response.payload(), count, targets);
           qp.device.payloadBytes.add(count);
         } else if (request.op() == SoftWire.OP_WRITE) {
           qp.device.payloadBytes.add(request.payload().length);

@@ -203,18 +203,18 @@ final class SoftResponder {
         }
       }
       Verbs.RecvWr recv = target.rq.poll();
-      List<MemorySegment> parts = target.targets(recv.sgl());
+      List<MemorySegment> parts = target.buffers.targets(recv.sgl());
       if (parts == null) {
         target.completeRecv(recv, Ibv.WC_LOC_PROT_ERR, Ibv.WC_RECV, 0, 0, srcQpn, 0);
         target.toError();
         return SoftWire.Response.of(SoftWire.NAK_OP);
       }
-      if (SoftQp.capacity(parts) < r.payload().length) {
+      if (SoftBuffers.capacity(parts) < r.payload().length) {
         target.completeRecv(recv, Ibv.WC_LOC_LEN_ERR, Ibv.WC_RECV, 0, 0, srcQpn, 0);
         target.toError();
         return SoftWire.Response.of(SoftWire.NAK_INV_REQ);
       }
-      SoftQp.scatter(r.payload(), r.payload().length, parts);
+      SoftBuffers.scatter(r.payload(), r.payload().length, parts);
       int flags = 0;
       int immOrInv = 0;
       if ((r.flags() & SoftWire.FLAG_IMM) != 0) {

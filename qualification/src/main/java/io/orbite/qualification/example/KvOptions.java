@@ -1,0 +1,164 @@
+package io.orbite.qualification.example;
+
+import io.orbite.engine.streams.StreamSettings;
+import java.time.Duration;
+import java.util.List;
+
+/** What a run of {@link KvHandoff} does, and its command line ({@code USAGE}). */
+public record KvOptions(
+    int requests,
+    StreamSettings.Ordering ordering,
+    int blocksPerRequest,
+    long pageBytes,
+    long poolBytes,
+    int batchTasks,
+    long inflightBytes,
+    long seed,
+    Duration timeout,
+    boolean corruptOneBlock,
+    boolean warmup) {
+  /** The command line, as {@code -h} prints it. */
+  static final String USAGE =
+      """
+      usage: ./orbite example kv-handoff [options]
+        --requests N                  requests whose KV blocks are handed off (default 64)
+        --ordering in-order|as-completed
+                                      order of the stream's results (default in-order)
+        --blocks B                    KV blocks per request (default 4)
+        --page-kib K                  largest KV page; requests use K, K/2, K/4 or K/8 (default 2048)
+        --pool-mib M                  prefill KV pool size, grown when the blocks need more (default 512)
+        --batch-tasks T               most READs per engine batch (default 16)
+        --inflight-mib M              most bytes the stream holds in flight (default 32)
+        --seed S                      seed of sizes, placement and contents (default 20260101)
+        --timeout-s S                 give up on the transfer after S seconds (default 300)
+        --no-warmup                   skip the untimed warm-up passes (every block pulled, the same
+                                      stream, until two passes in a row compile for at most 10 ms of
+                                      JIT time, at most 12 passes; then the destination is reset to
+                                      its guard pattern): time a cold JVM instead
+        --json                        the report goes to stderr; stdout gets one JSON object with
+                                      the figures (pulled_GBps, request_p50_ms, request_p99_ms, ...)
+        --corrupt-one-block           test hook: the prefill damages one byte of one block after
+                                      publishing it; the run must find it and fail""";
+
+  public static KvOptions defaults() {
+    return new KvOptions(
+        64,
+        StreamSettings.Ordering.IN_ORDER,
+        4,
+        2L << 20,
+        512L << 20,
+        16,
+        32L << 20,
+        20260101L,
+        Duration.ofSeconds(300),
+        false,
+        true);
+  }
+
+  public KvPlan plan() {
+    return new KvPlan(requests, blocksPerRequest, pageBytes, poolBytes, seed);
+  }
+
+  /**
+   * Parses command line options over {@link #defaults()}; throws IllegalArgumentException naming
+   * the bad one.
+   */
+  public static KvOptions parse(List<String> args) {
+    KvOptions d = defaults();
+    int requests = d.requests;
+    StreamSettings.Ordering ordering = d.ordering;
+    int blocks = d.blocksPerRequest;
+    long page = d.pageBytes;
+    long pool = d.poolBytes;
+    int batchTasks = d.batchTasks;
+    long inflight = d.inflightBytes;
+    long seed = d.seed;
+    Duration timeout = d.timeout;
+    boolean corrupt = d.corruptOneBlock;
+    boolean warmup = d.warmup;
+    for (int i = 0; i < args.size(); i++) {
+      String a = args.get(i);
+      String v = null;
+      int eq = a.indexOf('=');
+      if (a.startsWith("--") && eq > 0) {
+        v = a.substring(eq + 1);
+        a = a.substring(0, eq);
+      }
+      if (a.equals("--corrupt-one-block")) {
+        corrupt = true;
+        continue;
+      }
+      if (a.equals("--no-warmup")) {
+        warmup = false;
+        continue;
+      }
+      if (v == null) {
+        if (i + 1 >= args.size()) {
+          throw new IllegalArgumentException(a + " needs a value");
+        }
+        v = args.get(++i);
+      }
+      switch (a) {
+        case "--requests" -> requests = positiveInt(a, v);
+        case "--ordering" ->
+            ordering =
+                switch (v) {
+                  case "in-order" -> StreamSettings.Ordering.IN_ORDER;
+                  case "as-completed" -> StreamSettings.Ordering.AS_COMPLETED;
+                  default ->
+                      throw new IllegalArgumentException(
+                          "--ordering: in-order or as-completed, got '" + v + "'");
+                };
+        case "--blocks" -> blocks = positiveInt(a, v);
+        case "--page-kib" -> page = positiveInt(a, v) * 1024L;
+        case "--pool-mib" -> pool = nonNegativeLong(a, v) << 20;
+        case "--batch-tasks" -> batchTasks = positiveInt(a, v);
+        case "--inflight-mib" -> inflight = positiveInt(a, v) * (1L << 20);
+        case "--seed" -> seed = Long.parseLong(v);
+        case "--timeout-s" -> timeout = Duration.ofSeconds(positiveInt(a, v));
+        default -> throw new IllegalArgumentException("unknown option " + a);
+      }
+    }
+    KvOptions o =
+        new KvOptions(
+            requests,
+            ordering,
+            blocks,
+            page,
+            pool,
+            batchTasks,
+            inflight,
+            seed,
+            timeout,
+            corrupt,
+            warmup);
+    o.plan(); // validates the sizes
+    return o;
+  }
+
+  private static int positiveInt(String option, String v) {
+    int n;
+    try {
+      n = Integer.parseInt(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(option + ": not a number: '" + v + "'");
+    }
+    if (n < 1) {
+      throw new IllegalArgumentException(option + " must be >= 1, got " + n);
+    }
+    return n;
+  }
+
+  private static long nonNegativeLong(String option, String v) {
+    long n;
+    try {
+      n = Long.parseLong(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(option + ": not a number: '" + v + "'");
+    }
+    if (n < 0 || n > (1L << 30)) {
+      throw new IllegalArgumentException(option + " must be 0.." + (1L << 30) + ", got " + n);
+    }
+    return n;
+  }
+}

@@ -93,7 +93,13 @@ final class EngineServices {
           .handle(
               (ok, failure) -> {
                 if (failure == null) {
-                  LOG.info("engine {}: closed by CoordinatedShutdown ({})", identity, reason);
+                  // What the close left behind (nothing, for a clean close): the one line that
+                  // shows an engine was closed, not merely stopped with its process.
+                  LOG.info(
+                      "engine {}: closed by CoordinatedShutdown ({}); owed after the close: {}",
+                      identity,
+                      reason,
+                      engine.owed());
                 } else {
                   Throwable cause = CallGate.unwrap(failure);
                   LOG.error(

@@ -82,7 +82,10 @@ public final class TransferEngine implements Engine {
 
   /**
    * Starts an engine in an ActorSystem of its own, named after {@code config.name()}; terminating
-   * that system (or running its CoordinatedShutdown) closes the engine first.
+   * that system (or running its CoordinatedShutdown) closes the engine first. The system runs on
+   * daemon threads, so the engine never keeps the JVM alive: when the JVM exits without {@link
+   * #close} (main returned or threw, SIGTERM), its shutdown hook runs that CoordinatedShutdown and
+   * the engine is closed on the way out. A main that serves must block while it serves.
    *
    * @param config the engine's configuration
    * @return the running engine, listening at {@link #localSegment()}

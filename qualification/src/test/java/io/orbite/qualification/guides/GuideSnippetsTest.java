@@ -312,10 +312,11 @@ class GuideSnippetsTest {
   }
 
   /**
-   * The README's "Use it from Maven" section: its coordinates are the modules' own, and its two
-   * classes, compiled from the README, run as two processes. PrefillServer publishes its endpoint
-   * and region id; DecodeClient pulls and checks every block (over SHM, as the README says) and
-   * exits 0; PrefillServer exits 0 once its stdin closes.
+   * The README's "Use it from Maven" section: its coordinates are the modules' own, it marks the
+   * consumer project's blocks .ci/consumer-pom-check builds, and its two classes, compiled from the
+   * README, run as two processes. PrefillServer publishes its endpoint and region id; DecodeClient
+   * pulls and checks every block (over SHM, as the README says) and exits 0; PrefillServer exits 0
+   * once its stdin closes.
    */
   @Test
   void theReadmesPrefillAndDecodeProcessesMoveEveryBlockAndExit() throws Exception {
@@ -338,6 +339,19 @@ class GuideSnippetsTest {
         List.of("PrefillServer", "DecodeClient"),
         snippets.stream().map(GuideSnippets.Snippet::className).toList(),
         "README's java blocks");
+    // .ci/consumer-pom-check (CI, after the tests) writes the blocks marked on the line before
+    // them into a project of their own, builds it against the installed artifacts and runs it.
+    assertEquals(
+        List.of(
+            "pom.xml",
+            "src/main/resources/logback.xml",
+            "src/main/java/PrefillServer.java",
+            "src/main/java/DecodeClient.java"),
+        text.lines()
+            .filter(l -> l.startsWith("<!-- consumer: ") && l.endsWith(" -->"))
+            .map(l -> l.substring("<!-- consumer: ".length(), l.length() - " -->".length()))
+            .toList(),
+        "README's consumer project blocks, in the order .ci/consumer-pom-check expects");
     Path classes = Files.createDirectories(out.resolve("readme"));
     String errors = GuideSnippets.compile(snippets, classes);
     if (!errors.isEmpty()) {

@@ -1,5 +1,6 @@
 package io.orbite.qualification.harness;
 
+import io.orbite.qualification.verify.Span;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -284,6 +285,20 @@ public final class EngineProcess implements AutoCloseable {
           "engine process " + pid() + " ended during '" + command + "'; see " + log);
     }
     return answer;
+  }
+
+  /**
+   * Checks this engine's whole region {@code regionId} ({@code VERIFY}): each span holds its
+   * pattern, every other byte the guard pattern {@code guardSeed}.
+   *
+   * @return {@code "OK"}, or {@code "MISMATCH <index>"} naming the first wrong byte
+   */
+  public String verify(long regionId, long guardSeed, List<Span> spans) throws IOException {
+    List<String> lines =
+        spans.stream()
+            .map(s -> s.offset() + " " + s.length() + " " + s.seed() + " " + s.from())
+            .toList();
+    return ask("VERIFY " + regionId + " " + guardSeed + " " + spans.size(), lines);
   }
 
   /** SIGKILL: the process dies at once, without closing anything (a real peer death). */

@@ -13,7 +13,7 @@ import java.time.Duration;
 import java.util.List;
 
 /** Byte checks shared by the adversarial tests: whole regions, payload and guards. */
-final class Bytes {
+public final class Bytes {
   private Bytes() {}
 
   /**
@@ -29,7 +29,7 @@ final class Bytes {
    * fromA}) or pattern {@code b} (from {@code fromB}) at its position: what a range that may have
    * been partly written holds.
    */
-  static void assertEachByteIsOneOf(
+  public static void assertEachByteIsOneOf(
       MemorySegment region,
       long offset,
       long length,

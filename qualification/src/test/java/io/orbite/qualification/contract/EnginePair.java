@@ -12,7 +12,7 @@ import java.time.Duration;
  * A source and a requester engine in this JVM, talking over loopback TCP. Tests reach into the
  * source's memory directly to prepare and check its bytes, so both sides are checked in full.
  */
-final class EnginePair implements AutoCloseable {
+public final class EnginePair implements AutoCloseable {
   final TransferEngine source;
   final TransferEngine requester;
 
@@ -46,7 +46,7 @@ final class EnginePair implements AutoCloseable {
   /**
    * Asserts that every byte of {@code region} is right: spans hold their data, the rest its guards.
    */
-  static void assertRegion(
+  public static void assertRegion(
       java.lang.foreign.MemorySegment region,
       java.util.List<io.orbite.qualification.verify.Span> spans,
       long guardSeed,

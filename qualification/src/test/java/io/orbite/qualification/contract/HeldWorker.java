@@ -11,42 +11,71 @@ import java.util.concurrent.atomic.AtomicReference;
  * A fault hook that, once armed, holds the first worker that reaches its point until {@link
  * #release()}: a worker stuck while it owns a task's memory. By default the point is a TCP
  * requester lane about to move a READ payload into local memory; {@link #atSharedCopy()} holds an
- * SHM copy thread about to copy a task instead.
+ * SHM copy thread about to copy a task instead, and {@link #atRdmaPost()} an RDMA CQ lane about to
+ * post a granted slice's payload.
  */
 public final class HeldWorker implements FaultHooks {
-  private final boolean sharedCopy;
+  /** Where a worker is held. */
+  private enum Point {
+    READ_PAYLOAD,
+    SHARED_COPY,
+    RDMA_POST
+  }
+
+  private final Point point;
   private final AtomicBoolean armed = new AtomicBoolean();
-  private final CountDownLatch entered = new CountDownLatch(1);
-  private final CountDownLatch released = new CountDownLatch(1);
+  private volatile CountDownLatch entered = new CountDownLatch(1);
+  private volatile CountDownLatch released = new CountDownLatch(1);
   private final AtomicReference<String> lane = new AtomicReference<>();
 
   public HeldWorker() {
-    this(false);
+    this(Point.READ_PAYLOAD);
   }
 
-  private HeldWorker(boolean sharedCopy) {
-    this.sharedCopy = sharedCopy;
+  private HeldWorker(Point point) {
+    this.point = point;
   }
 
   /** Holds the SHM copy thread that is about to copy a task. */
   public static HeldWorker atSharedCopy() {
-    return new HeldWorker(true);
+    return new HeldWorker(Point.SHARED_COPY);
   }
 
+  /**
+   * Holds the RDMA CQ lane that is about to post a granted slice's payload: the lane's thread, so
+   * nothing else queued on that lane is sent meanwhile.
+   */
+  public static HeldWorker atRdmaPost() {
+    return new HeldWorker(Point.RDMA_POST);
+  }
+
+  /**
+   * Holds the next worker that reaches the point. May be called again once the previous hold was
+   * released: each arming holds one worker.
+   */
   public void arm() {
+    entered = new CountDownLatch(1);
+    released = new CountDownLatch(1);
     armed.set(true);
   }
 
   @Override
   public void beforeReadPayload(String laneName) {
-    if (!sharedCopy) {
+    if (point == Point.READ_PAYLOAD) {
       hold(laneName);
     }
   }
 
   @Override
   public void beforeSharedCopy(String laneName) {
-    if (sharedCopy) {
+    if (point == Point.SHARED_COPY) {
+      hold(laneName);
+    }
+  }
+
+  @Override
+  public void beforeRdmaPost(String laneName, int qpNum, long wrId, boolean write) {
+    if (point == Point.RDMA_POST) {
       hold(laneName);
     }
   }
@@ -73,7 +102,9 @@ public final class HeldWorker implements FaultHooks {
     return lane.get();
   }
 
+  /** Lets the held worker go; disarms the hook if no worker reached it. */
   public void release() {
+    armed.set(false);
     released.countDown();
   }
 }

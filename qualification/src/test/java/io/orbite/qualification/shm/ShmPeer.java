@@ -65,11 +65,6 @@ final class ShmPeer {
   static void assertRemoteRegion(
       EngineProcess p, long regionId, long guardSeed, List<Span> spans, String what)
       throws IOException {
-    List<String> lines =
-        spans.stream()
-            .map(s -> s.offset() + " " + s.length() + " " + s.seed() + " " + s.from())
-            .toList();
-    assertEquals(
-        "OK", p.ask("VERIFY " + regionId + " " + guardSeed + " " + spans.size(), lines), what);
+    assertEquals("OK", p.verify(regionId, guardSeed, spans), what);
   }
 }

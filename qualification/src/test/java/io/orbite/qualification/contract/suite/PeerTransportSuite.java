@@ -19,6 +19,7 @@ import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.adversary.Bytes;
 import io.orbite.qualification.contract.EnginePair;
 import io.orbite.qualification.contract.HeldWorker;
@@ -127,7 +128,7 @@ abstract class PeerTransportSuite extends CrossTransportSuite {
    * does nothing until a check arms it.
    */
   private TransferEngine startRequester(EngineConfig config) {
-    return TransferEngine.start(config, hold);
+    return FaultInjection.start(config, hold);
   }
 
   @Override

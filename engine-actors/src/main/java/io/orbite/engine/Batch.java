@@ -62,10 +62,10 @@ public final class Batch {
     if (closed != null) {
       throw closed;
     }
-    long total = RequestValidator.validate(requests);
+    RequestValidator.Routed routed = RequestValidator.validate(requests);
     // On the caller's thread, no ask: reserve the indexes, charge the budgets and take the loans
     // (a refusal has had no side effect), then hand the work to its lanes.
-    BatchCore.Admitted admitted = core.admit(lease, List.copyOf(requests), total, submitted);
+    BatchCore.Admitted admitted = core.admit(lease, List.copyOf(requests), routed, submitted);
     core.dispatch(admitted);
     return admitted.first();
   }

@@ -10,7 +10,6 @@ import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.PeerChannel;
-import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.ReceiptSink;
 import io.orbite.engine.spi.Receipts;
@@ -20,9 +19,7 @@ import io.orbite.engine.view.OwnerBoard;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
@@ -52,27 +49,6 @@ import org.slf4j.LoggerFactory;
 public final class BatchCore {
   private static final Logger LOG = LoggerFactory.getLogger(BatchCore.class);
 
-  /**
-   * The owner view is refreshed at most this often while tasks run, and at once on a state change.
-   */
-  private static final long REPORT_EVERY_NANOS = 50_000_000L;
-
-  /** The owner view's charges of a batch whose ledger is empty. */
-  private static final Map<String, Long> NO_CHARGES =
-      Map.of(
-          "tasks",
-          0L,
-          "pendingTasks",
-          0L,
-          "inflightBytes",
-          0L,
-          "owedReceipts",
-          0L,
-          "loans",
-          0L,
-          "heldTasks",
-          0L);
-
   private final String name;
   private final AdmissionGate gate;
   private final EngineTally counters;
@@ -89,17 +65,15 @@ public final class BatchCore {
   private ActorRef<BatchActor.Command> actor;
 
   /**
-   * The actor's key in the owner view and the batch's detail line there, made at its first report.
+   * The batch's latest allocation (null before the first): while LEASED its handle holds the batch;
+   * a handle of an earlier one finds it freed. Written under this object's monitor.
    */
-  private String boardKey;
-
-  private String boardDetail;
+  private volatile BatchLease lease;
 
   // Everything below is guarded by this object's monitor.
-  /** Which allocation holds the batch now; a handle of an earlier one finds the batch freed. */
-  private long lease;
+  /** How many leases the batch has had: the next one's id. */
+  private long leases;
 
-  private boolean leased;
   private Sink sink;
   private final List<CompletableFuture<BatchStatus>> idleWaiters = new ArrayList<>();
   private int blockedAwaits;
@@ -107,9 +81,8 @@ public final class BatchCore {
   /** The earliest watchdog the actor was asked to arm, or MAX_VALUE. */
   private long watchdogAtNanos = Long.MAX_VALUE;
 
-  private io.orbite.engine.OwnerState reportedState;
-  private long reportedAtNanos;
-  private boolean refreshAsked;
+  /** Publishes the batch's state and charges to the owner view (under this monitor). */
+  private final BatchReporter reporter;
 
   /** What the receipts being applied now ended, settled by {@link #afterChange}. */
   private int finished;
@@ -145,6 +118,7 @@ public final class BatchCore {
     this.defaultDeadlineNanos = defaultDeadline.toNanos();
     this.destructionWindowNanos = destructionWindow.toNanos();
     this.ledger = new TaskLedger(capacity);
+    this.reporter = new BatchReporter(board, ledger);
   }
 
   /** The sink of one ledger generation; cancellation is a flag that lanes read before sending. */
@@ -162,8 +136,6 @@ public final class BatchCore {
     }
   }
 
-  private volatile boolean retired;
-
   /** The actor that owns this batch's lifecycle; set once, before the first lease. */
   public void bind(ActorRef<BatchActor.Command> owner) {
     this.actor = owner;
@@ -171,13 +143,17 @@ public final class BatchCore {
 
   /** Stops the batch's actor: the batch was freed and is not kept for reuse. */
   public void retire() {
-    retired = true;
+    BatchLease last = lease;
+    if (last != null) {
+      last.state.moveTo(BatchLease.State.RETIRED);
+    }
     actor.tell(BatchActor.Retire.INSTANCE);
   }
 
   /** Whether {@link #retire} was called: its actor's stop is then expected. */
   public boolean retired() {
-    return retired;
+    BatchLease last = lease;
+    return last != null && last.state.is(BatchLease.State.RETIRED);
   }
 
   public String name() {
@@ -194,18 +170,22 @@ public final class BatchCore {
    * @return the lease its handle presents on every call
    */
   public synchronized long lease() {
-    if (leased) {
-      throw new IllegalStateException("batch " + name + " leased twice");
+    BatchLease last = lease;
+    if (last != null && !last.state.is(BatchLease.State.FREED)) {
+      throw new IllegalStateException("batch " + name + " leased while " + last.state);
     }
-    leased = true;
+    lease = new BatchLease(++leases);
     sink = new Sink();
     report(true);
-    return ++lease;
+    return lease.id;
   }
 
   /** Whether {@code handleLease} still holds this batch (it was not freed). */
   public synchronized boolean holds(long handleLease) {
-    return leased && lease == handleLease;
+    BatchLease current = lease;
+    return current != null
+        && current.id == handleLease
+        && current.state.is(BatchLease.State.LEASED);
   }
 
   /**
@@ -219,14 +199,18 @@ public final class BatchCore {
    * loans, on the caller's thread; a refusal has had no side effect. The caller then calls {@link
    * #dispatch} with the result, outside this monitor.
    *
-   * @param total the requests' bytes, already validated
+   * @param routed the requests' byte total and routing, from {@link RequestValidator#validate}
    * @param submittedNanos when the caller called submit: a task's latency is measured from there
    * @throws TransferException INVALID_ARGUMENT if the lease ended; RESOURCE_EXHAUSTED for capacity
    *     or a budget; UNAVAILABLE when the requester side is fenced
    */
   public Admitted admit(
-      long handleLease, List<TransferRequest> requests, long total, long submittedNanos) {
+      long handleLease,
+      List<TransferRequest> requests,
+      RequestValidator.Routed routed,
+      long submittedNanos) {
     int n = requests.size();
+    long total = routed.totalBytes();
     synchronized (this) {
       if (!holds(handleLease)) {
         throw freed("submit");
@@ -277,9 +261,9 @@ public final class BatchCore {
           continue;
         }
         earliestDeadline = Math.min(earliestDeadline, deadline);
-        PeerSegment remote = (PeerSegment) r.remote();
-        PeerChannel channel = remote.channelFor(r.transport(), r.regionId());
-        ledger.handedTo(i, channel.transport(), remote.routeFor(r.transport(), channel));
+        // The channel the validator routed the request to (C13 health was read then, once).
+        PeerChannel channel = routed.routings()[k].channel();
+        ledger.handedTo(i, channel.transport(), routed.routings()[k].route());
         channels[k] = channel;
         work[k] =
             new TaskWork(
@@ -310,102 +294,22 @@ public final class BatchCore {
   }
 
   /**
-   * The most tasks of a submission's first run for a channel: small, so that the lanes start on a
-   * big submission while the rest of it is still being dispatched (each channel is flushed after
-   * its first run).
-   */
-  static final int FIRST_DISPATCH_RUN = 64;
-
-  /**
-   * The most tasks handed to a channel in one later {@link PeerChannel#dispatchRun}: a run's lock
-   * and lane hand-off are spread over many tasks, and a transport that merges neighbouring tasks
-   * (TCP) can merge no further than its run, so a longer run makes fewer, larger wire requests.
-   */
-  static final int DISPATCH_RUN = 512;
-
-  /**
-   * Hands admitted tasks to their channels, on the caller's thread and outside this monitor: a
-   * channel may copy a small task right away and deliver its receipt on this thread. Consecutive
-   * tasks for one channel go in runs: the first of at most {@link #FIRST_DISPATCH_RUN}, the later
-   * ones of at most {@link #DISPATCH_RUN}; each channel is flushed after its first run (so it
-   * starts while the rest are dispatched) and at the end. The receipt counts are recorded together
-   * at the end, under one lock: receipts that arrive meanwhile are counted, and their tasks end
-   * then.
+   * Hands admitted tasks to their channels, on the caller's thread and outside this monitor (see
+   * {@link RunDispatcher}).
    */
   public void dispatch(Admitted admitted) {
-    PeerChannel[] channels = admitted.channels();
-    TaskWork[] work = admitted.work();
-    int[] owed = new int[work.length];
-    Arrays.fill(owed, -1);
-    List<PeerChannel> touched = null;
-    int k = 0;
-    while (k < work.length) {
-      if (work[k] == null) {
-        k++;
-        continue;
-      }
-      PeerChannel channel = channels[k];
-      int runLimit =
-          touched == null || !touched.contains(channel) ? FIRST_DISPATCH_RUN : DISPATCH_RUN;
-      int end = k + 1;
-      long bytes = work[k].lengthBytes();
-      while (end < work.length
-          && end - k < runLimit
-          && work[end] != null
-          && channels[end] == channel) {
-        bytes += work[end].lengthBytes();
-        end++;
-      }
-      try {
-        counters.dispatched(channel.transport(), end - k, bytes);
-        if (work.length == 1) {
-          owed[k] = channel.dispatchAlone(work[k]);
-        } else {
-          channel.dispatchRun(work, k, end, owed);
-        }
-      } catch (RuntimeException e) {
-        // A transport that breaks its contract: the tasks it did not take are failed as never sent.
-        LOG.error(
-            "batch {}: dispatch of tasks {}..{} to {} failed: {}",
-            name,
-            work[k].taskIndex(),
-            work[end - 1].taskIndex(),
-            channel.transport(),
-            e.toString(),
-            e);
-        for (int j = k; j < end; j++) {
-          if (owed[j] < 0) {
-            failUnsent(
-                work[j].taskIndex(),
-                "the " + channel.transport() + " transport refused the task: " + e);
-          }
-        }
-      }
-      if (touched == null) {
-        touched = new ArrayList<>(2);
-      }
-      if (!touched.contains(channel)) {
-        touched.add(channel);
-        channel.flush();
-      }
-      k = end;
-    }
-    sealed(work, owed);
-    if (touched != null && work.length > 1) {
-      for (PeerChannel channel : touched) {
-        channel.flush();
-      }
-    }
+    RunDispatcher.dispatch(this, admitted, counters);
   }
 
-  private synchronized void failUnsent(int i, String why) {
+  /** Fails task {@code i}, which its transport did not take, as never sent. */
+  synchronized void failUnsent(int i, String why) {
     ledger.failUnsent(i, ErrorKind.UNAVAILABLE, why);
     ended(i, TaskLedger.Outcome.FINISHED);
     afterChange();
   }
 
   /** Records the receipt counts of the dispatched tasks ({@code owed[k] < 0}: not dispatched). */
-  private synchronized void sealed(TaskWork[] work, int[] owed) {
+  synchronized void sealed(TaskWork[] work, int[] owed) {
     long now = System.nanoTime();
     for (int k = 0; k < work.length; k++) {
       if (work[k] != null && owed[k] >= 0) {
@@ -618,7 +522,7 @@ public final class BatchCore {
     }
     refuseWhileBusy("free");
     ledger.reset();
-    leased = false;
+    lease.state.moveTo(BatchLease.State.FREED);
     sink = null;
     // Waiters of this lease see it freed.
     notifyAll();
@@ -704,54 +608,14 @@ public final class BatchCore {
 
   /** The refresh the actor was asked for: publishes the owner view now. */
   synchronized void refreshReport() {
-    refreshAsked = false;
+    reporter.refreshed();
     report(true);
   }
 
-  /**
-   * Publishes this batch's state and charges to the owner view: at once when forced or when its
-   * state changed, else at most every 50 ms. A report skipped while tasks ran is made up by the
-   * actor a moment later, so the view never stays behind.
-   */
+  /** Publishes this batch to the owner view ({@link BatchReporter}); under this monitor. */
   private void report(boolean force) {
-    if (actor == null) {
-      return;
-    }
-    io.orbite.engine.OwnerState state =
-        !leased
-            ? io.orbite.engine.OwnerState.POOLED
-            : ledger.held() > 0
-                ? io.orbite.engine.OwnerState.QUARANTINED
-                : io.orbite.engine.OwnerState.OPEN;
-    long now = System.nanoTime();
-    if (!force && state == reportedState && now - reportedAtNanos < REPORT_EVERY_NANOS) {
-      if (!refreshAsked) {
-        refreshAsked = true;
-        actor.tell(BatchActor.Refresh.INSTANCE);
-      }
-      return;
-    }
-    reportedState = state;
-    reportedAtNanos = now;
-    if (boardKey == null) {
-      boardKey = board.key(actor);
-      boardDetail = "capacity " + ledger.capacity();
-    }
-    // A lease and a free find the ledger empty: their report shares one map of zeros.
-    board.publish(
-        boardKey,
-        "BatchActor",
-        state,
-        ledger.size() == 0 && ledger.loansHeld() == 0 && ledger.owedReceipts() == 0
-            ? NO_CHARGES
-            : Map.of(
-                "tasks", (long) ledger.size(),
-                "pendingTasks", (long) ledger.pending(),
-                "inflightBytes", ledger.pendingBytes(),
-                "owedReceipts", ledger.owedReceipts(),
-                "loans", (long) ledger.loansHeld(),
-                "heldTasks", (long) ledger.held()),
-        boardDetail);
+    BatchLease current = lease;
+    reporter.report(actor, current != null && current.state.is(BatchLease.State.LEASED), force);
   }
 
   private TransferException freed(String call) {

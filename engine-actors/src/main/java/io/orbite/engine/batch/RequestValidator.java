@@ -20,23 +20,34 @@ import java.util.Optional;
 public final class RequestValidator {
   private RequestValidator() {}
 
-  /** Throws {@link TransferException} for the first invalid request; returns its byte total. */
-  public static long validate(List<TransferRequest> requests) {
+  /**
+   * A submission that passed: its byte total, and the routing of each request, chosen once here and
+   * used as it is by admission.
+   *
+   * @param totalBytes the requests' bytes
+   * @param routings each request's channel and route, in request order
+   */
+  public record Routed(long totalBytes, PeerSegment.Routing[] routings) {}
+
+  /** Throws {@link TransferException} for the first invalid request; routes every request. */
+  public static Routed validate(List<TransferRequest> requests) {
     if (requests == null || requests.isEmpty()) {
       throw new TransferException(ErrorKind.INVALID_ARGUMENT, "submit: no requests");
     }
     long total = 0;
+    PeerSegment.Routing[] routings = new PeerSegment.Routing[requests.size()];
     for (int i = 0; i < requests.size(); i++) {
       TransferRequest r = requests.get(i);
       if (r == null) {
         throw invalid(i, "request is null");
       }
-      total = Math.addExact(total, check(i, r));
+      routings[i] = check(i, r);
+      total = Math.addExact(total, r.lengthBytes());
     }
-    return total;
+    return new Routed(total, routings);
   }
 
-  private static long check(int i, TransferRequest r) {
+  private static PeerSegment.Routing check(int i, TransferRequest r) {
     if (r.local() == null) {
       throw invalid(i, "local memory is null");
     }
@@ -114,7 +125,8 @@ public final class RequestValidator {
               + ", not remote "
               + (r.op() == Op.READ ? "READ" : "WRITE"));
     }
-    PeerChannel channel = remote.channelFor(r.transport(), r.regionId());
+    PeerSegment.Routing routing = remote.route(r.transport(), r.regionId());
+    PeerChannel channel = routing.channel();
     ChannelGate base = remote.channel().gate();
     if (base.state() instanceof ChannelGate.Fenced) {
       // A replaced incarnation refuses on every transport (C3), whichever channel was chosen.
@@ -132,12 +144,12 @@ public final class RequestValidator {
               + " is not available to "
               + r.remote().label()
               + ": "
-              + remote.unreachableBecause(r.transport(), r.regionId()));
+              + routing.refusal());
     }
     if (!channel.gate().active()) {
       throw channel.gate().refusalException("task " + i + ": ");
     }
-    return r.lengthBytes();
+    return routing;
   }
 
   private static TransferException invalid(int i, String what) {

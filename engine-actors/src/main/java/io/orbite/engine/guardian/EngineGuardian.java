@@ -12,6 +12,7 @@ import io.orbite.engine.batch.BatchCore;
 import io.orbite.engine.control.ControlService;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.registry.Registry;
+import io.orbite.engine.segment.PeerTransport;
 import io.orbite.engine.segment.SegmentTable;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.OwnerSupervision;
@@ -245,9 +246,10 @@ public final class EngineGuardian {
                 SegmentTable.Command.class,
                 SegmentTable.create(
                     admission,
-                    transports.get(Transport.TCP),
-                    transports.get(Transport.SHM),
-                    config.rdma().enabled() ? transports.get(Transport.RDMA) : null,
+                    peerTransports(providers, transports, config, TransportProvider.PeerRole.BASE)
+                        .getFirst(),
+                    peerTransports(
+                        providers, transports, config, TransportProvider.PeerRole.FURTHER),
                     blockingIo,
                     Duration.ofMillis(config.timeouts().describeTimeoutMillis()),
                     config.budgets().maxPeerSegments(),
@@ -294,6 +296,25 @@ public final class EngineGuardian {
   }
 
   /**
+   * The transports of {@code role} enabled in this engine, as the segment table uses them; the
+   * further ones in the order UNSPEC tries them.
+   */
+  private static List<PeerTransport> peerTransports(
+      List<TransportProvider> providers,
+      Map<Transport, ActorRef<TransportCommand>> transports,
+      EngineConfig config,
+      TransportProvider.PeerRole role) {
+    return providers.stream()
+        .filter(p -> p.peerRole() == role && p.enabled(config))
+        .sorted(java.util.Comparator.comparingInt(TransportProvider::preference))
+        .map(
+            p ->
+                new PeerTransport(
+                    p.kind(), transports.get(p.kind()), p.chargesEndpoint(), p::unreachable))
+        .toList();
+  }
+
+  /**
    * How a quarantined transport supervisor answers: opens fail UNAVAILABLE saying why, a
    * handed-over connection is closed, closes and shutdowns are answered (what it held stays listed
    * in {@code quarantined()}), and its own private messages are dropped.
@@ -301,8 +322,6 @@ public final class EngineGuardian {
   private static void refuseTransport(TransportCommand msg, String owner, String why) {
     switch (msg) {
       case TransportCommand.OpenPeer m ->
-          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
-      case TransportCommand.OpenSharedPeer m ->
           m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
       case TransportCommand.OpenFile m ->
           m.replyTo().tell(new TransportCommand.FileOpenFailed(ErrorKind.UNAVAILABLE, why));

@@ -8,39 +8,49 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.control.DescribeClient;
+import io.orbite.engine.segment.TableEntry.Slot;
+import io.orbite.engine.segment.TableEntry.Waiter;
 import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.Description;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
  * Owner of remote peer identities (endpoint, epoch): a bounded table (C9), one entry per peer
- * incarnation, holding every channel to it: the TCP endpoint's and, for a same-host peer that
- * exports memory, the SHM endpoint's. Each channel is charged against {@code budgets.maxEndpoints},
- * counted by the entry's references and fenced with it when a newer epoch answers at its endpoint.
- * Child of the EngineGuardian. {@code openSegment} always asks the peer (Describe) for its current
- * epoch, so a restarted peer is reached only through a fresh open, under a fresh entry (C3).
+ * incarnation ({@link TableEntry}), holding every channel to it: the segment's own transport's
+ * (TCP) and one per further transport that reaches it (SHM for a same-host peer that exports
+ * memory, RDMA when enabled), in the order UNSPEC tries them. The table knows no transport by name:
+ * it asks each {@link PeerTransport} it was given, and each decides whether a peer is within its
+ * reach. Charged channels are counted against {@code budgets.maxEndpoints}; every channel of an
+ * entry is fenced with it when a newer epoch answers at its endpoint. Child of the EngineGuardian.
+ * {@code openSegment} always asks the peer (Describe) for its current epoch, so a restarted peer is
+ * reached only through a fresh open, under a fresh entry (C3).
  *
  * <p>Every {@link RemoteSegment} handed out is a counted reference to its entry, dropped by {@code
  * close()} or by the garbage collector (a {@link java.lang.ref.Cleaner} tells this actor). An
- * entry, with its table slot and endpoint charge, is reclaimed only when no RemoteSegment refers to
- * it and its incarnation is fenced (replaced) or every lane to it has closed; a live, reachable
- * entry is never dropped from under its users.
+ * entry, with its table slot and endpoint charges, is reclaimed only when no RemoteSegment refers
+ * to it and its incarnation is fenced (replaced) or every channel to it has closed; a live,
+ * reachable entry is never dropped from under its users.
  *
  * <p>States: {@link #active}, {@link #fenced} (the requester side is closed: no new opens).
  */
@@ -77,6 +87,9 @@ public final class SegmentTable {
   /** Stop opening peers (closeRequester, C8); opens in progress still finish. */
   public record Fence(String reason) implements Command {}
 
+  /** List the table's entries. */
+  public record GetPeers(ActorRef<List<PeerEntry>> replyTo) implements Command {}
+
   private record Described(
       OpenSegment open, InetSocketAddress address, Description description, Throwable failure)
       implements Command {}
@@ -84,27 +97,18 @@ public final class SegmentTable {
   private record EndpointCharged(SegmentDescriptor peer, Admission.Decision decision)
       implements Command {}
 
-  /** The RDMA transport answered the open of {@code entry}'s RDMA endpoint. */
-  private record RdmaReady(Entry entry, TransportCommand.OpenPeerReply reply) implements Command {}
-
-  private record PeerReady(SegmentDescriptor peer, TransportCommand.OpenPeerReply reply)
+  private record BaseReady(SegmentDescriptor peer, TransportCommand.OpenPeerReply reply)
       implements Command {}
 
-  /** The endpoint charge for an entry's SHM channel was decided. */
-  private record SharedCharged(Entry entry, Admission.Decision decision) implements Command {}
+  /** The endpoint charge for the further transport the entry's answer has reached was decided. */
+  private record FurtherCharged(TableEntry entry, Admission.Decision decision) implements Command {}
 
-  /** The SHM transport answered an attach of {@code waiter}'s exports to {@code entry}. */
-  private record SharedAttached(
-      Entry entry, Waiter waiter, boolean charged, TransportCommand.OpenPeerReply reply)
-      implements Command {}
+  /** That further transport answered; {@code charged}: the table charged an endpoint for it. */
+  private record FurtherReady(
+      TableEntry entry, boolean charged, TransportCommand.OpenPeerReply reply) implements Command {}
 
-  private record Waiter(OpenSegment open, Description description) {}
-
-  /** A RemoteSegment referring to {@code channel}'s entry was closed or collected. */
+  /** A RemoteSegment referring to the entry of {@code channel} was closed or collected. */
   private record Released(PeerChannel channel) implements Command {}
-
-  /** List the table's entries. */
-  public record GetPeers(ActorRef<List<PeerEntry>> replyTo) implements Command {}
 
   /**
    * How a quarantined table answers {@code m} (see {@code OwnerSupervision}): an open fails
@@ -120,127 +124,76 @@ public final class SegmentTable {
     }
   }
 
-  /**
-   * One table entry: the channels to one peer incarnation and the RemoteSegments referring to it.
-   * Each channel holds one endpoint charge, returned when the entry is reclaimed (or, for the SHM
-   * channel, when it is found ended and dropped).
-   */
-  private static final class Entry {
-    final SegmentDescriptor peer;
-    final PeerChannel channel;
-
-    /**
-     * The SHM channel to the peer's exported memory, or null (none yet, refused, or not same-host).
-     */
-    PeerChannel shared;
-
-    /** An SHM charge or open is under way; these opens wait for it (each holds a reference). */
-    final List<Waiter> sharedWaiters = new ArrayList<>();
-
-    boolean sharedOpening;
-
-    /**
-     * The RDMA channel to the peer, or null (RDMA off, or its open failed: {@link #rdmaRefusal}).
-     */
-    PeerChannel rdma;
-
-    String rdmaRefusal = "RDMA is not enabled here (rdma.enabled is false)";
-    int references;
-
-    Entry(SegmentDescriptor peer, PeerChannel channel) {
-      this.peer = peer;
-      this.channel = channel;
-    }
-
-    boolean reclaimable() {
-      return references == 0
-          && !sharedOpening
-          && done(channel)
-          && (shared == null || done(shared))
-          && (rdma == null || done(rdma));
-    }
-
-    /** Endpoint charges the entry holds. */
-    int charges() {
-      return 1 + (shared != null ? 1 : 0);
-    }
-
-    private static boolean done(PeerChannel c) {
-      return !c.gate().active();
-    }
-  }
-
   private final ActorContext<Command> ctx;
+  private final OwnerBoard board;
   private final ActorRef<Admission.Command> admission;
-  private final ActorRef<TransportCommand> transport;
-
-  /** The RDMA transport, or null when RDMA is not enabled: entries then have no RDMA channel. */
-  private final ActorRef<TransportCommand> rdmaTransport;
-
-  /** The SHM transport, or null when this engine has none. */
-  private final ActorRef<TransportCommand> sharedTransport;
-
+  private final PeerTransport base;
+  private final List<PeerTransport> further;
   private final Executor blockingIo;
   private final int describeTimeoutMillis;
   private final int capacity;
 
-  /** Every entry, by channel: current, fenced or closed ones still referenced. */
-  private final Map<PeerChannel, Entry> entries = new IdentityHashMap<>();
+  /** Set once the table has stopped: a RemoteSegment dropped later has nothing to tell. */
+  private final AtomicBoolean stopped = new AtomicBoolean();
+
+  /** Every entry not yet reclaimed, by its own channel: current, superseded but referenced. */
+  private final Map<PeerChannel, TableEntry> entries = new IdentityHashMap<>();
 
   /** The entry through which each incarnation is reached now. */
-  private final Map<SegmentDescriptor, Entry> current = new HashMap<>();
+  private final Map<SegmentDescriptor, TableEntry> current = new HashMap<>();
 
+  /** Opens waiting for a new entry's own channel, by incarnation. */
   private final Map<SegmentDescriptor, List<Waiter>> opening = new HashMap<>();
 
   /** The newest epoch each endpoint ({@code host:port}) answered with. */
-  private final Map<String, Long> latestEpoch =
-      new java.util.LinkedHashMap<>(16, 0.75f, true) {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
-          // Bounded (C9): endpoints not seen for a while are forgotten; reopening them describes
-          // again.
-          return size() > 4 * capacity;
-        }
-      };
+  private final Map<String, Long> latestEpoch;
+
+  private List<PeerEntry> reportedPeers = List.of();
 
   private SegmentTable(
       ActorContext<Command> ctx,
+      OwnerBoard board,
       ActorRef<Admission.Command> admission,
-      ActorRef<TransportCommand> transport,
-      ActorRef<TransportCommand> sharedTransport,
-      ActorRef<TransportCommand> rdmaTransport,
+      PeerTransport base,
+      List<PeerTransport> further,
       Executor blockingIo,
       int describeTimeoutMillis,
       int capacity) {
     this.ctx = ctx;
+    this.board = board;
     this.admission = admission;
-    this.transport = transport;
-    this.rdmaTransport = rdmaTransport;
-    this.sharedTransport = sharedTransport;
+    this.base = base;
+    this.further = List.copyOf(further);
     this.blockingIo = blockingIo;
     this.describeTimeoutMillis = describeTimeoutMillis;
     this.capacity = capacity;
+    this.latestEpoch =
+        new LinkedHashMap<>(16, 0.75f, true) {
+          @Override
+          protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+            // Bounded (C9): endpoints not seen for a while are forgotten; reopening them describes
+            // again.
+            return size() > 4 * capacity;
+          }
+        };
   }
 
   /**
    * The table, reporting its state, its entry counts and every peer entry to {@code board}.
    *
-   * @param transport the TCP transport, which opens every entry's first channel
-   * @param sharedTransport the SHM transport, or null: same-host peers are then reached over TCP
-   *     only
-   * @param rdmaTransport the RDMA transport when {@code rdma.enabled}, else null: every entry then
-   *     also opens an RDMA endpoint to its peer (counted against {@code rdma.maxEndpoints} by that
-   *     transport), and its segments carry it when the open succeeded
+   * @param base the transport whose channel every entry opens first, and every segment falls back
+   *     to (TCP)
+   * @param further the transports that may also reach a peer, in the order UNSPEC tries them (SHM,
+   *     then RDMA when enabled); each is asked for every open, and its channel joins the segment
    */
   public static Behavior<Command> create(
       ActorRef<Admission.Command> admission,
-      ActorRef<TransportCommand> transport,
-      ActorRef<TransportCommand> sharedTransport,
-      ActorRef<TransportCommand> rdmaTransport,
+      PeerTransport base,
+      List<PeerTransport> further,
       Executor blockingIo,
       Duration describeTimeout,
       int capacity,
-      io.orbite.engine.view.OwnerBoard board) {
+      OwnerBoard board) {
     return Behaviors.withTimers(
         timers ->
             Behaviors.setup(
@@ -249,35 +202,25 @@ public final class SegmentTable {
                   SegmentTable table =
                       new SegmentTable(
                           ctx,
+                          board,
                           admission,
-                          transport,
-                          sharedTransport,
-                          rdmaTransport,
+                          base,
+                          further,
                           blockingIo,
                           (int) describeTimeout.toMillis(),
                           capacity);
-                  return io.orbite.engine.view.OwnerBoard.reporting(
-                      board, () -> table.report(board), table.active());
+                  return OwnerBoard.reporting(board, table::report, table.active());
                 }));
   }
 
-  private OwnerState state = OwnerState.ACTIVE;
-
-  /** Set once the table has stopped: a RemoteSegment dropped later has nothing to tell. */
-  private final java.util.concurrent.atomic.AtomicBoolean stopped =
-      new java.util.concurrent.atomic.AtomicBoolean();
-
-  private List<PeerEntry> reportedPeers = List.of();
-
-  private io.orbite.engine.view.OwnerBoard.Report report(io.orbite.engine.view.OwnerBoard board) {
+  private OwnerBoard.Report report() {
     List<PeerEntry> peers = peerEntries();
     if (!peers.equals(reportedPeers)) {
       reportedPeers = peers;
       board.peers(peers);
     }
-    return new io.orbite.engine.view.OwnerBoard.Report(
+    return new OwnerBoard.Report(
         "SegmentTable",
-        state,
         Map.of(
             "entries",
             (long) entries.size(),
@@ -289,44 +232,45 @@ public final class SegmentTable {
   }
 
   private Behavior<Command> active() {
-    return handling(
-        Behaviors.receive(Command.class)
-            .onMessage(OpenSegment.class, this::onOpen)
-            .onMessage(Fence.class, m -> fenced(m.reason())));
+    return board.in(
+        OwnerState.ACTIVE,
+        handling(
+            Behaviors.receive(Command.class)
+                .onMessage(OpenSegment.class, this::onOpen)
+                .onMessage(Fence.class, m -> fenced(m.reason()))));
   }
 
   /** No new opens: the engine's requester side is closed. */
   private Behavior<Command> fenced(String reason) {
-    state = OwnerState.FENCED;
-    return handling(
-        Behaviors.receive(Command.class)
-            .onMessage(
-                OpenSegment.class,
-                m -> {
-                  m.replyTo()
-                      .tell(
-                          new OpenFailed(
-                              ErrorKind.UNAVAILABLE, "open " + m.endpoint() + ": " + reason));
-                  return Behaviors.same();
-                })
-            .onMessage(Fence.class, m -> Behaviors.same()));
+    return board.in(
+        OwnerState.FENCED,
+        handling(
+            Behaviors.receive(Command.class)
+                .onMessage(
+                    OpenSegment.class,
+                    m -> {
+                      m.replyTo()
+                          .tell(
+                              new OpenFailed(
+                                  ErrorKind.UNAVAILABLE, "open " + m.endpoint() + ": " + reason));
+                      return Behaviors.same();
+                    })
+                .onMessage(Fence.class, m -> Behaviors.same())));
   }
 
   /** The handlers every state shares: the steps of opens already under way. */
-  private Behavior<Command> handling(
-      org.apache.pekko.actor.typed.javadsl.BehaviorBuilder<Command> builder) {
+  private Behavior<Command> handling(BehaviorBuilder<Command> builder) {
     return builder
         .onMessage(Released.class, this::onReleased)
         .onMessage(GetPeers.class, this::onGetPeers)
         .onMessageEquals(RefreshView.INSTANCE, Behaviors::same)
         .onMessage(Described.class, this::onDescribed)
         .onMessage(EndpointCharged.class, this::onEndpointCharged)
-        .onMessage(PeerReady.class, this::onPeerReady)
-        .onMessage(RdmaReady.class, this::onRdmaReady)
-        .onMessage(SharedCharged.class, this::onSharedCharged)
-        .onMessage(SharedAttached.class, this::onSharedAttached)
+        .onMessage(BaseReady.class, this::onBaseReady)
+        .onMessage(FurtherCharged.class, this::onFurtherCharged)
+        .onMessage(FurtherReady.class, this::onFurtherReady)
         .onSignal(
-            org.apache.pekko.actor.typed.PostStop.class,
+            PostStop.class,
             signal -> {
               stopped.set(true);
               return Behaviors.same();
@@ -381,26 +325,28 @@ public final class SegmentTable {
                   mismatch(d.open().endpoint(), d.open().expectedEpoch(), peer.epoch())));
       return Behaviors.same();
     }
-    Entry existing = current.get(peer);
-    if (existing != null && existing.channel.gate().active()) {
-      reply(existing, new Waiter(d.open(), d.description()));
+    Waiter waiter = new Waiter(d.open(), d.description());
+    TableEntry existing = current.get(peer);
+    if (existing != null && existing.base.gate().active()) {
+      answer(existing, waiter);
       return Behaviors.same();
     }
     if (existing != null) {
-      // Every lane of that endpoint has closed: open the same incarnation afresh under a new entry;
-      // the old one is reclaimed once nothing refers to it.
+      // Its own channel has closed: the same incarnation is opened afresh under a new entry; the
+      // old one is reclaimed once nothing refers to it.
       current.remove(peer);
+      existing.state.moveTo(TableEntry.State.SUPERSEDED);
     }
     List<Waiter> waiters = opening.get(peer);
     if (waiters != null) {
-      waiters.add(new Waiter(d.open(), d.description()));
+      waiters.add(waiter);
       return Behaviors.same();
     }
     retireReclaimable();
     if (entries.size() + opening.size() >= capacity) {
       long held =
           entries.values().stream()
-              .filter(e -> e.references > 0 && !e.channel.gate().active())
+              .filter(e -> e.references > 0 && !e.base.gate().active())
               .count();
       d.open()
           .replyTo()
@@ -416,19 +362,44 @@ public final class SegmentTable {
                       + peer));
       return Behaviors.same();
     }
-    opening.put(peer, new ArrayList<>(List.of(new Waiter(d.open(), d.description()))));
+    opening.put(peer, new ArrayList<>(List.of(waiter)));
+    chargeEndpoint(decision -> new EndpointCharged(peer, decision));
+    return Behaviors.same();
+  }
+
+  /**
+   * Asks Admission for one of {@code budgets.maxEndpoints}; the decision comes back as a message.
+   */
+  private void chargeEndpoint(java.util.function.Function<Admission.Decision, Command> then) {
     ctx.ask(
         Admission.Decision.class,
         admission,
         Duration.ofSeconds(10),
         Admission.AcquireEndpoint::new,
         (decision, failure) ->
-            new EndpointCharged(
-                peer,
+            then.apply(
                 decision != null
                     ? decision
                     : new Admission.Decision.Unavailable("admission did not answer: " + failure)));
-    return Behaviors.same();
+  }
+
+  private void askOpen(
+      PeerTransport transport,
+      SegmentDescriptor peer,
+      Description description,
+      java.util.function.Function<TransportCommand.OpenPeerReply, Command> then) {
+    ctx.ask(
+        TransportCommand.OpenPeerReply.class,
+        transport.ref(),
+        Duration.ofMinutes(2),
+        replyTo -> new TransportCommand.OpenPeer(peer, description, replyTo),
+        (reply, failure) ->
+            then.apply(
+                reply != null
+                    ? reply
+                    : new TransportCommand.PeerOpenFailed(
+                        ErrorKind.UNAVAILABLE,
+                        "the " + transport.kind() + " transport did not answer: " + failure)));
   }
 
   private Behavior<Command> onEndpointCharged(EndpointCharged m) {
@@ -437,69 +408,25 @@ public final class SegmentTable {
       failWaiters(m.peer(), kind, m.decision().refusal());
       return Behaviors.same();
     }
-    ctx.ask(
-        TransportCommand.OpenPeerReply.class,
-        transport,
-        Duration.ofMinutes(2),
-        replyTo -> new TransportCommand.OpenPeer(m.peer(), replyTo),
-        (reply, failure) ->
-            new PeerReady(
-                m.peer(),
-                reply != null
-                    ? reply
-                    : new TransportCommand.PeerOpenFailed(
-                        ErrorKind.UNAVAILABLE, "transport did not answer: " + failure)));
+    Description first = opening.get(m.peer()).getFirst().description();
+    askOpen(base, m.peer(), first, reply -> new BaseReady(m.peer(), reply));
     return Behaviors.same();
   }
 
-  private Behavior<Command> onPeerReady(PeerReady m) {
-    if (m.reply() instanceof TransportCommand.PeerOpened opened) {
-      Entry entry = new Entry(m.peer(), opened.channel());
-      adoptSharedChannel(entry);
-      entries.put(opened.channel(), entry);
-      current.put(m.peer(), entry);
-      if (rdmaTransport != null) {
-        // The waiters wait for the RDMA endpoint too: a segment carries every channel it will have.
-        ctx.ask(
-            TransportCommand.OpenPeerReply.class,
-            rdmaTransport,
-            Duration.ofMinutes(2),
-            replyTo -> new TransportCommand.OpenPeer(m.peer(), replyTo),
-            (reply, failure) ->
-                new RdmaReady(
-                    entry,
-                    reply != null
-                        ? reply
-                        : new TransportCommand.PeerOpenFailed(
-                            ErrorKind.UNAVAILABLE,
-                            "the RDMA transport did not answer: " + failure)));
-        return Behaviors.same();
+  private Behavior<Command> onBaseReady(BaseReady m) {
+    switch (m.reply()) {
+      case TransportCommand.PeerOpened opened -> {
+        TableEntry entry = new TableEntry(m.peer(), opened.channel());
+        adoptLiveSlots(entry);
+        entries.put(opened.channel(), entry);
+        current.put(m.peer(), entry);
+        for (Waiter w : opening.remove(m.peer())) {
+          answer(entry, w);
+        }
       }
-      for (Waiter w : opening.remove(m.peer())) {
-        reply(entry, w);
-      }
-    } else if (m.reply() instanceof TransportCommand.PeerOpenFailed failed) {
-      admission.tell(new Admission.ReleaseEndpoint());
-      failWaiters(m.peer(), failed.kind(), failed.detail());
-    }
-    return Behaviors.same();
-  }
-
-  private Behavior<Command> onRdmaReady(RdmaReady m) {
-    Entry entry = m.entry();
-    if (m.reply() instanceof TransportCommand.PeerOpened opened) {
-      entry.rdma = opened.channel();
-      entry.rdmaRefusal = null;
-      if (entry.channel.gate().state() instanceof ChannelGate.Fenced f) {
-        entry.rdma.fence(f.newerEpoch(), f.reason());
-      }
-    } else if (m.reply() instanceof TransportCommand.PeerOpenFailed failed) {
-      entry.rdmaRefusal = "the RDMA endpoint could not be opened: " + failed.detail();
-    }
-    List<Waiter> waiting = opening.remove(entry.peer);
-    if (waiting != null) {
-      for (Waiter w : waiting) {
-        reply(entry, w);
+      case TransportCommand.PeerOpenFailed failed -> {
+        admission.tell(new Admission.ReleaseEndpoint());
+        failWaiters(m.peer(), failed.kind(), failed.detail());
       }
     }
     return Behaviors.same();
@@ -507,26 +434,21 @@ public final class SegmentTable {
 
   /**
    * Records the epoch an endpoint answered with; every entry of another epoch at that endpoint is a
-   * replaced incarnation and is fenced: it refuses new work and its endpoint drains and retires.
+   * replaced incarnation and is fenced: it refuses new work and its endpoints drain and retire.
    */
   private void learnEpoch(SegmentDescriptor peer) {
     String key = peer.host() + ":" + peer.port();
     latestEpoch.put(key, peer.epoch());
     String reason = "the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch());
-    // Every entry of another epoch at that endpoint, current or not (one whose lanes all ended is
-    // no longer current, and still refused with its replacement's kind, C3).
-    for (Entry replaced : entries.values()) {
+    // Every entry of another epoch at that endpoint, current or not (one whose own channel closed
+    // is no longer current, and is still refused with its replacement's kind, C3).
+    for (TableEntry replaced : entries.values()) {
       SegmentDescriptor old = replaced.peer;
       if (old.host().equals(peer.host())
           && old.port() == peer.port()
           && old.epoch() != peer.epoch()) {
-        replaced.channel.fence(peer.epoch(), reason);
-        if (replaced.shared != null) {
-          replaced.shared.fence(peer.epoch(), reason);
-        }
-        if (replaced.rdma != null) {
-          replaced.rdma.fence(peer.epoch(), reason);
-        }
+        replaced.fence(peer.epoch(), reason);
+        replaced.state.moveTo(TableEntry.State.SUPERSEDED);
         current.remove(old, replaced);
       }
     }
@@ -534,188 +456,158 @@ public final class SegmentTable {
   }
 
   /**
-   * Answers {@code w} with a segment of {@code entry}: at once when the peer exports no memory
-   * through SHM (or this engine has no SHM transport), else once its exports are attached to the
-   * entry's SHM channel, opening and charging that channel first when the entry has none. The
-   * reference is taken now, so that the entry is not reclaimed while the answer is under way.
+   * Answers {@code w} with a segment of {@code entry} once every further transport had its say, one
+   * open of the entry at a time. The reference is taken now, so that the entry is not reclaimed
+   * while the answer is under way.
    */
-  private void reply(Entry entry, Waiter w) {
+  private void answer(TableEntry entry, Waiter w) {
     entry.references++;
-    if (w.description().shared() == null) {
-      w.open().replyTo().tell(new Opened(segment(entry, w.description(), null, null)));
-      return;
-    }
-    if (sharedTransport == null) {
-      w.open()
-          .replyTo()
-          .tell(
-              new Opened(
-                  segment(entry, w.description(), null, "this engine has no SHM transport")));
-      return;
-    }
-    if (entry.shared != null && entry.shared.gate().state() instanceof ChannelGate.Closed) {
-      // Its SHM endpoint has ended (its lane closed): drop it and its charge, and open afresh.
-      entry.shared = null;
-      admission.tell(new Admission.ReleaseEndpoint());
-    }
-    if (entry.shared != null && !entry.sharedOpening) {
-      attachShared(entry, w, false);
-      return;
-    }
-    entry.sharedWaiters.add(w);
-    if (!entry.sharedOpening) {
-      entry.sharedOpening = true;
-      ctx.ask(
-          Admission.Decision.class,
-          admission,
-          Duration.ofSeconds(10),
-          Admission.AcquireEndpoint::new,
-          (decision, failure) ->
-              new SharedCharged(
-                  entry,
-                  decision != null
-                      ? decision
-                      : new Admission.Decision.Unavailable(
-                          "admission did not answer: " + failure)));
+    entry.answering.add(w);
+    if (entry.answering.size() == 1) {
+      startAnswer(entry);
     }
   }
 
-  private void attachShared(Entry entry, Waiter w, boolean charged) {
-    ctx.ask(
-        TransportCommand.OpenPeerReply.class,
-        sharedTransport,
-        Duration.ofSeconds(30),
-        replyTo ->
-            new TransportCommand.OpenSharedPeer(entry.peer, w.description().shared(), replyTo),
-        (reply, failure) ->
-            new SharedAttached(
-                entry,
-                w,
-                charged,
-                reply != null
-                    ? reply
-                    : new TransportCommand.PeerOpenFailed(
-                        ErrorKind.UNAVAILABLE, "the SHM transport did not answer: " + failure)));
-  }
-
-  private Behavior<Command> onSharedCharged(SharedCharged m) {
-    Entry entry = m.entry();
-    if (!m.decision().granted()) {
-      finishSharedOpen(entry, "SHM not used: " + m.decision().refusal());
-      return Behaviors.same();
-    }
-    if (entry.channel.gate().state() instanceof ChannelGate.Fenced f) {
-      // Fenced while the charge was decided: open no SHM channel to a replaced incarnation.
-      admission.tell(new Admission.ReleaseEndpoint());
-      finishSharedOpen(entry, "SHM not used: " + f.reason());
-      return Behaviors.same();
-    }
-    attachShared(entry, entry.sharedWaiters.removeFirst(), true);
-    return Behaviors.same();
-  }
-
-  private Behavior<Command> onSharedAttached(SharedAttached m) {
-    Entry entry = m.entry();
-    Waiter w = m.waiter();
-    switch (m.reply()) {
-      case TransportCommand.PeerOpened opened -> {
-        // The entry holds one SHM charge, for whichever channel the SHM transport now keeps for the
-        // incarnation (it replaces an endpoint that ended since the check in reply()). With none, a
-        // charged open is under way (reply() started it when it dropped the ended one) and sets it.
-        if (m.charged()) {
-          if (entry.shared != null) {
-            admission.tell(new Admission.ReleaseEndpoint());
-          }
-          entry.shared = opened.channel();
-        } else if (entry.shared != null) {
-          entry.shared = opened.channel();
-        }
-        if (entry.channel.gate().state() instanceof ChannelGate.Fenced f) {
-          opened.channel().fence(f.newerEpoch(), f.reason());
-        }
-        w.open()
-            .replyTo()
-            .tell(new Opened(segment(entry, w.description(), opened.channel(), null)));
-        if (m.charged()) {
-          entry.sharedOpening = false;
-          List<Waiter> waiting = List.copyOf(entry.sharedWaiters);
-          entry.sharedWaiters.clear();
-          for (Waiter next : waiting) {
-            attachShared(entry, next, false);
-          }
-        }
-      }
-      case TransportCommand.PeerOpenFailed failed -> {
-        w.open().replyTo().tell(new Opened(segment(entry, w.description(), null, failed.detail())));
-        if (m.charged()) {
-          admission.tell(new Admission.ReleaseEndpoint());
-          finishSharedOpen(entry, failed.detail());
-        }
-      }
-    }
-    retireReclaimable();
-    return Behaviors.same();
-  }
-
-  /** Answers every open waiting for the entry's SHM channel without one, saying why. */
-  private void finishSharedOpen(Entry entry, String why) {
-    entry.sharedOpening = false;
-    List<Waiter> waiting = List.copyOf(entry.sharedWaiters);
-    entry.sharedWaiters.clear();
-    for (Waiter w : waiting) {
-      w.open().replyTo().tell(new Opened(segment(entry, w.description(), null, why)));
-    }
-    retireReclaimable();
-  }
-
-  /**
-   * A new entry for an incarnation whose previous entry's TCP lanes all closed takes over that
-   * entry's live SHM channel and its charge (the SHM transport keeps one endpoint per incarnation).
-   */
-  private void adoptSharedChannel(Entry entry) {
-    for (Entry old : entries.values()) {
-      if (old.peer.equals(entry.peer)
-          && old.shared != null
-          && old.shared.gate().active()
-          && !old.sharedOpening) {
-        entry.shared = old.shared;
-        old.shared = null;
-        return;
-      }
-    }
-  }
-
-  /**
-   * The segment handed to one open: a counted reference to {@code entry} (taken by {@link #reply}),
-   * dropped when the RemoteSegment is closed or collected.
-   */
-  private RemoteSegment segment(
-      Entry entry, Description description, PeerChannel shared, String sharedRefusal) {
+  private void startAnswer(TableEntry entry) {
+    Waiter w = entry.answering.getFirst();
     ActorRef<Command> self = ctx.getSelf();
-    PeerChannel channel = entry.channel;
-    java.util.concurrent.atomic.AtomicBoolean tableStopped = stopped;
-    PeerSegment segment =
+    PeerChannel own = entry.base;
+    AtomicBoolean tableStopped = stopped;
+    entry.building =
         new PeerSegment(
             entry.peer,
-            description.regions(),
-            channel,
-            description.shared(),
+            w.description().regions(),
+            own,
+            entry.peer.toString(),
             () -> {
               if (!tableStopped.get()) {
-                self.tell(new Released(channel));
+                self.tell(new Released(own));
               }
             });
-    if (rdmaTransport != null) {
-      segment = segment.withRdmaChannel(entry.rdma, entry.rdmaRefusal);
+    entry.step = 0;
+    nextFurther(entry);
+  }
+
+  /**
+   * Takes the answer under way to the next further transport: one out of reach is noted and passed;
+   * a live channel is attached again; a missing one is charged (when the transport is) and opened.
+   * Once every transport had its say, the open is answered and the next one starts.
+   */
+  private void nextFurther(TableEntry entry) {
+    Waiter w = entry.answering.getFirst();
+    while (entry.step < further.size()) {
+      PeerTransport t = further.get(entry.step);
+      String unreachable = t.unreachable().apply(w.description());
+      if (unreachable != null) {
+        entry.building = entry.building.without(t.kind(), unreachable);
+        entry.step++;
+        continue;
+      }
+      Slot slot = entry.slots.get(t.kind());
+      if (slot != null && slot.channel().gate().state() instanceof ChannelGate.Closed) {
+        // Its endpoint has ended: drop it and its charge, and open afresh.
+        entry.slots.remove(t.kind());
+        releaseIfCharged(slot.charged());
+        slot = null;
+      }
+      if (slot == null && t.chargesEndpoint()) {
+        chargeEndpoint(decision -> new FurtherCharged(entry, decision));
+        return;
+      }
+      askOpen(t, entry.peer, w.description(), reply -> new FurtherReady(entry, false, reply));
+      return;
     }
-    if (shared != null) {
-      return segment.withSharedChannel(shared);
+    w.open().replyTo().tell(new Opened(entry.building));
+    entry.building = null;
+    entry.answering.removeFirst();
+    if (!entry.answering.isEmpty()) {
+      startAnswer(entry);
     }
-    return sharedRefusal != null ? segment.withoutSharedChannel(sharedRefusal) : segment;
+    retireReclaimable();
+  }
+
+  private Behavior<Command> onFurtherCharged(FurtherCharged m) {
+    TableEntry entry = m.entry();
+    PeerTransport t = further.get(entry.step);
+    if (!m.decision().granted()) {
+      entry.building =
+          entry.building.without(t.kind(), t.kind() + " not used: " + m.decision().refusal());
+      entry.step++;
+      nextFurther(entry);
+      return Behaviors.same();
+    }
+    if (entry.base.gate().state() instanceof ChannelGate.Fenced f) {
+      // Fenced while the charge was decided: open no further channel to a replaced incarnation.
+      admission.tell(new Admission.ReleaseEndpoint());
+      entry.building = entry.building.without(t.kind(), t.kind() + " not used: " + f.reason());
+      entry.step++;
+      nextFurther(entry);
+      return Behaviors.same();
+    }
+    Description d = entry.answering.getFirst().description();
+    askOpen(t, entry.peer, d, reply -> new FurtherReady(entry, true, reply));
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> onFurtherReady(FurtherReady m) {
+    TableEntry entry = m.entry();
+    PeerTransport t = further.get(entry.step);
+    switch (m.reply()) {
+      case TransportCommand.PeerOpened opened -> {
+        // The entry holds one charge per charged slot, for whichever channel the transport keeps
+        // for the incarnation now (it replaces an endpoint that ended meanwhile).
+        Slot slot = entry.slots.get(t.kind());
+        boolean charged = m.charged() || slot != null && slot.charged();
+        if (m.charged() && slot != null && slot.charged()) {
+          admission.tell(new Admission.ReleaseEndpoint());
+        }
+        entry.slots.put(t.kind(), new Slot(opened.channel(), charged));
+        if (entry.base.gate().state() instanceof ChannelGate.Fenced f) {
+          opened.channel().fence(f.newerEpoch(), f.reason());
+        }
+        entry.building = entry.building.withChannel(opened.channel(), opened.reaches());
+      }
+      case TransportCommand.PeerOpenFailed failed -> {
+        releaseIfCharged(m.charged());
+        entry.building =
+            entry.building.without(
+                t.kind(), "the " + t.kind() + " endpoint could not be opened: " + failed.detail());
+      }
+    }
+    entry.step++;
+    nextFurther(entry);
+    return Behaviors.same();
+  }
+
+  private void releaseIfCharged(boolean charged) {
+    if (charged) {
+      admission.tell(new Admission.ReleaseEndpoint());
+    }
+  }
+
+  /**
+   * A new entry for an incarnation whose previous entry's own channel closed takes over that
+   * entry's live further channels and their charges (a transport keeps one endpoint per
+   * incarnation).
+   */
+  private void adoptLiveSlots(TableEntry entry) {
+    for (TableEntry old : entries.values()) {
+      if (!old.peer.equals(entry.peer) || !old.answering.isEmpty()) {
+        continue;
+      }
+      var it = old.slots.entrySet().iterator();
+      while (it.hasNext()) {
+        var s = it.next();
+        if (s.getValue().channel().gate().active() && !entry.slots.containsKey(s.getKey())) {
+          entry.slots.put(s.getKey(), s.getValue());
+          it.remove();
+        }
+      }
+    }
   }
 
   private Behavior<Command> onReleased(Released m) {
-    Entry entry = entries.get(m.channel());
+    TableEntry entry = entries.get(m.channel());
     if (entry != null) {
       entry.references--;
       retireReclaimable();
@@ -730,33 +622,10 @@ public final class SegmentTable {
 
   private List<PeerEntry> peerEntries() {
     List<PeerEntry> out = new ArrayList<>();
-    for (Entry e : entries.values()) {
-      PeerEntry.State state =
-          switch (e.channel.gate().state()) {
-            case ChannelGate.Active a -> PeerEntry.State.ACTIVE;
-            case ChannelGate.Fenced f -> PeerEntry.State.FENCED;
-            case ChannelGate.Closed c -> PeerEntry.State.CLOSED;
-          };
-      String detail =
-          switch (e.channel.gate().state()) {
-            case ChannelGate.Active a -> "";
-            case ChannelGate.Fenced f -> f.reason();
-            case ChannelGate.Closed c -> c.reason();
-          };
-      out.add(new PeerEntry(e.peer, state, e.references, sharedState(e.shared), detail));
+    for (TableEntry e : entries.values()) {
+      out.add(e.view());
     }
     return List.copyOf(out);
-  }
-
-  private static PeerEntry.Shared sharedState(PeerChannel shared) {
-    if (shared == null) {
-      return PeerEntry.Shared.NONE;
-    }
-    return switch (shared.gate().state()) {
-      case ChannelGate.Active a -> PeerEntry.Shared.ACTIVE;
-      case ChannelGate.Fenced f -> PeerEntry.Shared.FENCED;
-      case ChannelGate.Closed c -> PeerEntry.Shared.CLOSED;
-    };
   }
 
   private static String key(InetSocketAddress address) {
@@ -773,16 +642,17 @@ public final class SegmentTable {
   }
 
   /**
-   * Drops entries that nothing refers to any more and whose incarnation is fenced or whose lanes
-   * have all closed, returning their table slot and endpoint charge.
+   * Drops entries that nothing refers to any more and whose channels are all done (fenced or
+   * closed), returning their table slot and endpoint charges.
    */
   private void retireReclaimable() {
     var it = entries.values().iterator();
     while (it.hasNext()) {
-      Entry e = it.next();
+      TableEntry e = it.next();
       if (e.reclaimable()) {
         it.remove();
         current.remove(e.peer, e);
+        e.state.moveTo(TableEntry.State.RECLAIMED);
         for (int i = 0; i < e.charges(); i++) {
           admission.tell(new Admission.ReleaseEndpoint());
         }

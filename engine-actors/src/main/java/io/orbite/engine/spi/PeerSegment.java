@@ -4,11 +4,12 @@ import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.Route;
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.TransferEngine;
 import io.orbite.engine.Transport;
-import io.orbite.engine.wire.SharedExports;
-import io.orbite.engine.wire.SharedRegion;
 import java.lang.ref.Cleaner;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -16,18 +17,19 @@ import java.util.function.Function;
 import java.util.stream.Collectors;
 
 /**
- * The engine's {@link RemoteSegment}: the API view of an opened peer (or file) plus what the batch
- * path needs to run a request on it: the channel of its own transport, the SHM channel when the
- * peer is on this host and exports memory, and the SegmentTable reference that {@link #close()}
- * drops. The SegmentTable and the transports make them; a batch finds a request's channel with
- * {@link #channelFor}.
+ * The engine's {@link RemoteSegment}: the API view of an opened peer (or file) plus the ordered
+ * channels requests to it run on, behind one routing step ({@link #route}). Its first channel is
+ * the segment's own (TCP to a peer, FILE for a file); the others were opened by further transports
+ * (SHM for a same-host peer, RDMA), each reaching every region or only some. The SegmentTable and
+ * the transports make segments; a batch routes each request once, in {@code RequestValidator}, and
+ * admits it on the channel that routing chose.
  */
 public final class PeerSegment implements RemoteSegment {
   private static final Cleaner CLEANER = Cleaner.create();
 
   /**
-   * One reference to a table entry, shared by the copies the engine derives while opening (with or
-   * without SHM); released once, by the first close or when no copy is reachable any more.
+   * One reference to a table entry, shared by the copies the engine derives while opening; released
+   * once, by the first close or when no copy is reachable any more.
    */
   private static final class Reference {
     private final Cleaner.Cleanable cleanable;
@@ -38,30 +40,84 @@ public final class PeerSegment implements RemoteSegment {
     }
   }
 
+  /**
+   * A channel of the segment and the regions it reaches.
+   *
+   * @param channel the channel
+   * @param regions the region ids it reaches, sorted; null: every region of the segment
+   */
+  private record Way(PeerChannel channel, long[] regions, Routing requested, Routing chosen) {
+    Way(PeerChannel channel, long[] regions) {
+      this(
+          channel,
+          regions,
+          new Routing(channel, Route.REQUESTED, null),
+          new Routing(channel, Routes.chosen(channel.transport()), null));
+    }
+
+    boolean reaches(long regionId) {
+      return regions == null || Arrays.binarySearch(regions, regionId) >= 0;
+    }
+  }
+
+  /**
+   * What the routing step chose for one request: the channel it runs on and why, or, when no
+   * channel of the segment can carry it, why not.
+   *
+   * @param channel the channel, or null
+   * @param route why it runs there (null with no channel)
+   * @param refusal why no channel can carry it (null with a channel)
+   */
+  public record Routing(PeerChannel channel, Route route, String refusal) {}
+
   private final SegmentDescriptor descriptor;
   private final List<RemoteRegion> regions;
   private final Map<Long, RemoteRegion> byId;
-  private final PeerChannel channel;
-  private final SharedExports shared;
-  private final Map<Long, SharedRegion> sharedById;
-
-  /** The keys of {@link #sharedById}, sorted: looked up on every submission without boxing. */
-  private final long[] sharedIds;
-
-  private final PeerChannel sharedChannel;
-  private final String sharedRefusal;
-  private final PeerChannel rdmaChannel;
-  private final String rdmaRefusal;
-
-  /** The route UNSPEC reports when it falls back to TCP while this segment has no RDMA channel. */
-  private final Route noRdmaRoute;
-
-  private final Reference reference;
   private final String label;
+  private final Reference reference;
+
+  /** The segment's own channel: where UNSPEC falls back, and whose fence fences the segment. */
+  private final PeerChannel base;
+
+  /** The further channels, in the order UNSPEC tries them. */
+  private final List<Way> ways;
+
+  /** Why each transport tried for this segment has no channel here. */
+  private final Map<Transport, String> absent;
+
+  /** What {@link #route} answers, made once: routing a request allocates nothing. */
+  private final Routing baseRequested;
+
+  private final Routing fellBack;
+  private final Routing fellBackUnhealthy;
+
+  private PeerSegment(
+      SegmentDescriptor descriptor,
+      List<RemoteRegion> regions,
+      String label,
+      Reference reference,
+      PeerChannel base,
+      List<Way> ways,
+      Map<Transport, String> absent) {
+    this.descriptor = descriptor;
+    this.regions = List.copyOf(regions);
+    this.byId =
+        this.regions.stream()
+            .collect(Collectors.toMap(RemoteRegion::regionId, Function.identity()));
+    this.label = label;
+    this.reference = reference;
+    this.base = base;
+    this.ways = List.copyOf(ways);
+    this.absent = absent;
+    this.baseRequested = new Routing(base, Route.REQUESTED, null);
+    this.fellBack = new Routing(base, Routes.fellBack(base.transport(), false, absent), null);
+    this.fellBackUnhealthy =
+        new Routing(base, Routes.fellBack(base.transport(), true, absent), null);
+  }
 
   /**
-   * A peer reached over {@code channel} only, without SHM, labelled by its descriptor; it is not
-   * counted in the peer table and closing it releases nothing (engine-internal, and for tests).
+   * A peer reached over {@code channel} only, labelled by its descriptor; it is not counted in the
+   * peer table and closing it releases nothing (engine-internal, and for tests).
    *
    * @param descriptor the peer incarnation
    * @param regions the ranges it published
@@ -69,43 +125,18 @@ public final class PeerSegment implements RemoteSegment {
    */
   public PeerSegment(
       SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel) {
-    this(descriptor, regions, channel, null, () -> {});
+    this(descriptor, regions, channel, descriptor.toString(), () -> {});
   }
 
   /**
-   * A segment named {@code label} in messages (a file segment: {@code "file /path"}); a peer's
-   * label is its descriptor. Not counted in the peer table (engine-internal).
+   * A segment over its own channel, named {@code label} in messages (a peer's descriptor, or {@code
+   * "file /path"}), whose table reference {@code release} drops (engine-internal).
    *
    * @param descriptor the incarnation the segment belongs to (for a file segment, this engine's
    *     own)
    * @param regions the ranges requests may name
-   * @param channel the channel requests to it run on
+   * @param channel the segment's own channel (TCP to a peer, FILE for a file)
    * @param label what messages call the segment
-   */
-  public PeerSegment(
-      SegmentDescriptor descriptor, List<RemoteRegion> regions, PeerChannel channel, String label) {
-    this(
-        descriptor,
-        regions,
-        channel,
-        null,
-        null,
-        "not a peer with shared memory",
-        new Reference(() -> {}),
-        label,
-        null,
-        "not a peer reached over RDMA",
-        Route.TCP_RDMA_NOT_ENABLED);
-  }
-
-  /**
-   * A peer opened over TCP whose Describe answer carried {@code shared} (may be null)
-   * (engine-internal: the segment table makes these).
-   *
-   * @param descriptor the peer incarnation, as Describe answered
-   * @param regions the ranges it published
-   * @param channel the TCP channel to it
-   * @param shared what it exports through SHM, or null
    * @param release run exactly once when this reference is dropped (by {@link #close()} or after
    *     the segment and its derived copies became unreachable); it must not refer to the segment
    */
@@ -113,118 +144,85 @@ public final class PeerSegment implements RemoteSegment {
       SegmentDescriptor descriptor,
       List<RemoteRegion> regions,
       PeerChannel channel,
-      SharedExports shared,
+      String label,
       Runnable release) {
     this(
         descriptor,
         regions,
-        channel,
-        shared,
-        null,
-        shared == null
-            ? "the peer exports no memory through SHM"
-            : "SHM to the peer was not opened",
+        label,
         new Reference(release),
-        descriptor.toString(),
-        null,
-        "RDMA is not enabled here (rdma.enabled is false)",
-        Route.TCP_RDMA_NOT_ENABLED);
-  }
-
-  private PeerSegment(
-      SegmentDescriptor descriptor,
-      List<RemoteRegion> regions,
-      PeerChannel channel,
-      SharedExports shared,
-      PeerChannel sharedChannel,
-      String sharedRefusal,
-      Reference reference,
-      String label,
-      PeerChannel rdmaChannel,
-      String rdmaRefusal,
-      Route noRdmaRoute) {
-    this.label = label;
-    this.rdmaChannel = rdmaChannel;
-    this.rdmaRefusal = rdmaRefusal;
-    this.noRdmaRoute = noRdmaRoute;
-    this.descriptor = descriptor;
-    this.regions = List.copyOf(regions);
-    this.byId =
-        this.regions.stream()
-            .collect(Collectors.toMap(RemoteRegion::regionId, Function.identity()));
-    this.channel = channel;
-    this.shared = shared;
-    this.sharedById = shared == null ? Map.of() : shared.byRegion();
-    this.sharedIds = sharedById.keySet().stream().mapToLong(Long::longValue).sorted().toArray();
-    this.sharedChannel = sharedChannel;
-    this.sharedRefusal = sharedRefusal;
-    this.reference = reference;
+        channel,
+        List.of(),
+        new EnumMap<>(Transport.class));
   }
 
   /**
-   * This segment with its SHM channel (engine-internal).
+   * This segment with one more channel, tried after those it has (engine-internal).
    *
-   * @param sharedChannel the channel the SHM transport opened to the peer's exported memory
+   * @param channel a channel another transport opened to the same incarnation
+   * @param reaches the region ids it reaches, or null for every region
    * @return a copy that shares this segment's table reference (closing either closes both)
    */
-  public PeerSegment withSharedChannel(PeerChannel sharedChannel) {
-    return new PeerSegment(
-        descriptor,
-        regions,
-        channel,
-        shared,
-        sharedChannel,
-        null,
-        reference,
-        label,
-        rdmaChannel,
-        rdmaRefusal,
-        noRdmaRoute);
+  public PeerSegment withChannel(PeerChannel channel, long[] reaches) {
+    List<Way> more = new ArrayList<>(ways);
+    long[] sorted = reaches == null ? null : reaches.clone();
+    if (sorted != null) {
+      Arrays.sort(sorted);
+    }
+    more.add(new Way(channel, sorted));
+    Map<Transport, String> why = new EnumMap<>(Transport.class);
+    why.putAll(absent);
+    why.remove(channel.transport());
+    return new PeerSegment(descriptor, regions, label, reference, base, more, why);
   }
 
   /**
-   * This segment with its RDMA channel, or without one saying why, in an engine with RDMA enabled
-   * (engine-internal; a segment never given one reports {@link Route#TCP_RDMA_NOT_ENABLED}).
+   * This segment saying why {@code transport} has no channel to it (engine-internal).
    *
-   * @param rdma the channel the RDMA transport opened to the peer, or null
-   * @param why why there is none (when {@code rdma} is null), as {@link #unreachableBecause} then
-   *     reports for RDMA requests
-   * @return a copy that shares this segment's table reference (closing either closes both)
+   * @param transport a transport tried for this segment
+   * @param why why it has no channel, as {@link #unreachableBecause} then reports
+   * @return a copy that shares this segment's table reference
    */
-  public PeerSegment withRdmaChannel(PeerChannel rdma, String why) {
-    return new PeerSegment(
-        descriptor,
-        regions,
-        channel,
-        shared,
-        sharedChannel,
-        sharedRefusal,
-        reference,
-        label,
-        rdma,
-        rdma != null ? null : why,
-        Route.TCP_NO_RDMA_ENDPOINT);
+  public PeerSegment without(Transport transport, String why) {
+    Map<Transport, String> more = new EnumMap<>(Transport.class);
+    more.putAll(absent);
+    more.put(transport, why);
+    return new PeerSegment(descriptor, regions, label, reference, base, ways, more);
   }
 
   /**
-   * This segment without SHM, saying why (engine-internal).
+   * The routing step: the channel a request naming {@code transport} and {@code regionId} runs on,
+   * and why. A named transport runs on its channel when it has one that reaches the region. UNSPEC
+   * takes the first further channel that reaches the region and is healthy now (SHM before RDMA),
+   * else the segment's own. Run once per request, at submit; admission uses what it chose.
    *
-   * @param why why SHM is not used, as {@link #unreachableBecause} then reports for SHM requests
-   * @return a copy that shares this segment's table reference (closing either closes both)
+   * @param transport the transport the request names
+   * @param regionId the region it names
+   * @return the routing, with a channel or a refusal
    */
-  public PeerSegment withoutSharedChannel(String why) {
-    return new PeerSegment(
-        descriptor,
-        regions,
-        channel,
-        shared,
-        null,
-        why,
-        reference,
-        label,
-        rdmaChannel,
-        rdmaRefusal,
-        noRdmaRoute);
+  public Routing route(Transport transport, long regionId) {
+    if (transport == Transport.UNSPEC) {
+      boolean skippedUnhealthy = false;
+      for (Way w : ways) {
+        if (!w.reaches(regionId)) {
+          continue;
+        }
+        if (w.channel().healthy()) {
+          return w.chosen();
+        }
+        skippedUnhealthy |= Routes.hasRails(w.channel().transport());
+      }
+      return skippedUnhealthy ? fellBackUnhealthy : fellBack;
+    }
+    if (base.transport() == transport) {
+      return baseRequested;
+    }
+    for (Way w : ways) {
+      if (w.channel().transport() == transport && w.reaches(regionId)) {
+        return w.requested();
+      }
+    }
+    return new Routing(null, null, unreachableBecause(transport, regionId));
   }
 
   /**
@@ -290,81 +288,44 @@ public final class PeerSegment implements RemoteSegment {
   }
 
   /**
-   * The channel of the segment's own transport (TCP to a peer, or the file transport)
-   * (engine-internal).
+   * The segment's own channel (TCP to a peer, or the file transport) (engine-internal).
    *
    * @return the channel, never null
    */
   public PeerChannel channel() {
-    return channel;
+    return base;
   }
 
   /**
-   * What the peer's Describe answer said about its shared memory, or {@code null}
-   * (engine-internal).
+   * The channels of the segment, its own first (engine-internal).
    *
-   * @return the peer's SHM exports, or {@code null} when it exports none (and for a file segment)
+   * @return every channel requests to it may run on
    */
-  public SharedExports sharedExports() {
-    return shared;
+  public List<PeerChannel> channels() {
+    List<PeerChannel> all = new ArrayList<>(ways.size() + 1);
+    all.add(base);
+    ways.forEach(w -> all.add(w.channel()));
+    return all;
   }
 
   /**
    * Whether requests to {@code regionId} can go through SHM (same host, exported, proven openable).
    *
    * @param regionId the region's id
-   * @return true when this segment has an SHM channel and the peer exports that region through it
+   * @return true when this segment has an SHM channel that reaches that region
    */
   @Override
   public boolean sharedReachable(long regionId) {
-    return sharedChannel != null && Arrays.binarySearch(sharedIds, regionId) >= 0;
-  }
-
-  /**
-   * The channel a request for {@code regionId} over {@code transport} runs on, or {@code null} when
-   * that transport cannot reach it (then {@link #unreachableBecause} says why). UNSPEC picks SHM
-   * for a region the peer exports to this host, else RDMA when the segment's RDMA channel has a
-   * healthy rail pair, else TCP (engine-internal).
-   *
-   * @param transport the transport the request names
-   * @param regionId the region it names
-   * @return the channel to run the request on, or {@code null}
-   */
-  public PeerChannel channelFor(Transport transport, long regionId) {
-    return switch (transport) {
-      case UNSPEC ->
-          sharedReachable(regionId)
-              ? sharedChannel
-              : rdmaChannel != null && rdmaChannel.healthy() ? rdmaChannel : channel;
-      case SHM -> sharedReachable(regionId) ? sharedChannel : null;
-      case RDMA -> rdmaChannel;
-      default -> transport == channel.transport() ? channel : null;
-    };
-  }
-
-  /**
-   * Why a request naming {@code transport} runs on {@code chosen}, the channel {@link #channelFor}
-   * gave it (engine-internal). Derived from the chosen channel, so it agrees with that choice even
-   * when rail health changed since.
-   *
-   * @param transport the transport the request names
-   * @param chosen what {@link #channelFor} returned for it, not null
-   * @return {@link Route#REQUESTED} unless {@code transport} is UNSPEC, else the step that chose
-   */
-  public Route routeFor(Transport transport, PeerChannel chosen) {
-    if (transport != Transport.UNSPEC) {
-      return Route.REQUESTED;
+    for (Way w : ways) {
+      if (w.channel().transport() == Transport.SHM && w.reaches(regionId)) {
+        return true;
+      }
     }
-    return switch (chosen.transport()) {
-      case SHM -> Route.SHM_SAME_HOST;
-      case RDMA -> Route.RDMA_HEALTHY_RAIL;
-      case FILE -> Route.FILE_SEGMENT;
-      default -> rdmaChannel != null ? Route.TCP_NO_HEALTHY_RAIL : noRdmaRoute;
-    };
+    return false;
   }
 
   /**
-   * Why {@link #channelFor} has no channel for this transport and region.
+   * Why {@link #route} finds no channel of {@code transport} for this region.
    *
    * @param transport the transport the request names
    * @param regionId the region it names
@@ -372,30 +333,25 @@ public final class PeerSegment implements RemoteSegment {
    */
   @Override
   public String unreachableBecause(Transport transport, long regionId) {
-    if (transport == Transport.RDMA) {
-      return rdmaRefusal != null ? rdmaRefusal : "its RDMA endpoint is closed";
+    for (Way w : ways) {
+      if (w.channel().transport() == transport) {
+        return Routes.notReached(transport, regionId);
+      }
     }
-    if (transport != Transport.SHM) {
-      return "it is reached over " + channel.transport() + ", not " + transport;
+    String why = absent.get(transport);
+    if (why != null) {
+      return why;
     }
-    if (sharedChannel == null) {
-      return sharedRefusal;
-    }
-    return "region "
-        + regionId
-        + " is not exported through SHM (only engine-allocated memory of an engine with "
-        + "shm.enabled is)";
+    return Routes.neverTried(transport, base.transport());
   }
 
   @Override
   public String toString() {
-    return "RemoteSegment("
-        + label
-        + ", "
-        + regions.size()
-        + " regions"
-        + (sharedChannel != null ? ", SHM" : "")
-        + (rdmaChannel != null ? ", RDMA" : "")
-        + ")";
+    StringBuilder b = new StringBuilder("RemoteSegment(").append(label);
+    b.append(", ").append(regions.size()).append(" regions");
+    for (Way w : ways) {
+      b.append(", ").append(w.channel().transport());
+    }
+    return b.append(")").toString();
   }
 }

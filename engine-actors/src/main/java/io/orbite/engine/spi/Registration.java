@@ -10,12 +10,12 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * One registered range: its memory, what peers may do with it, and the loans that workers hold on
- * it. The {@link Registry} actor owns its lifecycle (publish, hide, release); workers only take and
+ * it. The {@code Registry} actor owns its lifecycle (publish, hide, release); workers only take and
  * return loans, which is safe from any thread (C1).
  *
- * <p>Loan protocol: a worker increments the loan count and then checks visibility; unregister
- * clears visibility and then waits for the count to reach zero. Both sides use volatile accesses,
- * so either the worker sees the range hidden, or unregister sees its loan.
+ * <p>Loan protocol: a worker increments the loan count and then checks the state; unregister hides
+ * the range and then waits for the count to reach zero. Both sides use volatile accesses, so either
+ * the worker sees the range hidden, or unregister sees its loan.
  */
 public final class Registration implements RegisteredMemory {
   private final long regionId;
@@ -25,8 +25,38 @@ public final class Registration implements RegisteredMemory {
   private final SharedBacking shared;
   private final AtomicLong loans = new AtomicLong();
   private final AtomicLong pins = new AtomicLong();
-  private volatile boolean visible = true;
-  private volatile boolean released;
+
+  /**
+   * Where a registered range stands; it only moves forward:
+   *
+   * <pre>
+   *   VISIBLE ──► HIDDEN ──► RELEASED
+   *      │                      ▲
+   *      └──────────────────────┘
+   * </pre>
+   *
+   * <p>{@code VISIBLE}: published; workers may take loans and devices pins. {@code HIDDEN}:
+   * unregistered (or its engine closing): no new loan or pin, the ones out still held. {@code
+   * RELEASED}: its loans came back and the engine freed what it owned (caller-owned memory is never
+   * freed); terminal.
+   */
+  public enum State implements Lifecycle.Stage<State> {
+    VISIBLE,
+    HIDDEN,
+    RELEASED;
+
+    @Override
+    public boolean mayMoveTo(State next) {
+      return Lifecycle.forward(this, next);
+    }
+
+    @Override
+    public boolean terminal() {
+      return this == RELEASED;
+    }
+  }
+
+  private final Lifecycle<State> state = new Lifecycle<>(State.VISIBLE);
 
   /**
    * The registration behind {@code memory}: every {@link RegisteredMemory} an engine hands out is
@@ -96,12 +126,17 @@ public final class Registration implements RegisteredMemory {
     return ownedArena != null;
   }
 
+  /** The range's state now. */
+  public State state() {
+    return state.state();
+  }
+
   public boolean visible() {
-    return visible;
+    return state.is(State.VISIBLE);
   }
 
   public boolean released() {
-    return released;
+    return state.is(State.RELEASED);
   }
 
   /**
@@ -127,7 +162,7 @@ public final class Registration implements RegisteredMemory {
    */
   public boolean tryPin() {
     pins.incrementAndGet();
-    if (!visible) {
+    if (!state.is(State.VISIBLE)) {
       pins.decrementAndGet();
       return false;
     }
@@ -147,7 +182,7 @@ public final class Registration implements RegisteredMemory {
    */
   public boolean tryLoan() {
     loans.incrementAndGet();
-    if (!visible) {
+    if (!state.is(State.VISIBLE)) {
       loans.decrementAndGet();
       return false;
     }
@@ -168,15 +203,14 @@ public final class Registration implements RegisteredMemory {
 
   /** Hides the range: no new loan is granted. Only the Registry calls this (LayeringArchTest). */
   public void hide() {
-    visible = false;
+    state.moveTo(State.HIDDEN);
   }
 
   /** Frees engine-owned memory. Only the Registry calls this, after the last loan came back. */
   public void release() {
-    if (released) {
+    if (!state.moveTo(State.RELEASED)) {
       return;
     }
-    released = true;
     if (ownedArena != null) {
       ownedArena.close();
     }

@@ -5,6 +5,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferEngine;
+import io.orbite.engine.wire.Description;
 import java.nio.channels.SocketChannel;
 import java.util.List;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -14,26 +15,35 @@ import org.apache.pekko.actor.typed.ActorRef;
  * messages by implementing this interface privately.
  */
 public interface TransportCommand {
-  /** Open (or reuse) the endpoint for one peer incarnation. Sent by the SegmentTable. */
-  record OpenPeer(SegmentDescriptor peer, ActorRef<OpenPeerReply> replyTo)
-      implements TransportCommand {}
-
   /**
-   * Open (or reuse) the SHM endpoint for one peer incarnation that published {@code exports} (the
-   * regions it exports and its host identity). Sent by the engine after a Describe; the SHM
-   * transport answers PeerOpenFailed when the peer is on another host or its memory cannot be
-   * opened from here.
+   * Open (or reuse) the endpoint for one peer incarnation, as it described itself. Sent by the
+   * SegmentTable for every open of the peer: to the segment's own transport (TCP) first, then to
+   * each further transport (SHM, RDMA), which answers with its channel (reusing its endpoint for a
+   * known incarnation) or a refusal.
+   *
+   * @param peer the incarnation
+   * @param description what its Describe answer said (regions, the SHM exports)
+   * @param replyTo where the channel, or the refusal, goes
    */
-  record OpenSharedPeer(
-      SegmentDescriptor peer,
-      io.orbite.engine.wire.SharedExports exports,
-      ActorRef<OpenPeerReply> replyTo)
+  record OpenPeer(SegmentDescriptor peer, Description description, ActorRef<OpenPeerReply> replyTo)
       implements TransportCommand {}
 
   /** The answer to {@link OpenPeer}. */
   sealed interface OpenPeerReply {}
 
-  record PeerOpened(PeerChannel channel) implements OpenPeerReply {}
+  /**
+   * The transport's channel to the peer.
+   *
+   * @param channel the channel
+   * @param reaches the region ids it reaches (SHM: those the peer exports), or null for every
+   *     region
+   */
+  record PeerOpened(PeerChannel channel, long[] reaches) implements OpenPeerReply {
+    /** A channel that reaches every region of the peer. */
+    public PeerOpened(PeerChannel channel) {
+      this(channel, null);
+    }
+  }
 
   record PeerOpenFailed(ErrorKind kind, String detail) implements OpenPeerReply {}
 
@@ -88,7 +98,8 @@ public interface TransportCommand {
           self,
           List.of(new RemoteRegion(TransferEngine.FILE_REGION_ID, lengthBytes, access)),
           channel,
-          label);
+          label,
+          () -> {});
     }
   }
 

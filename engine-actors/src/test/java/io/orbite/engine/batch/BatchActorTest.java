@@ -141,7 +141,11 @@ class BatchActorTest {
             List.of(
                 TransferRequest.read(memory, 0, peer, REGION, 0, 1000).withDeadline(DEADLINE),
                 TransferRequest.write(memory, 1000, peer, REGION, 0, 3000).withDeadline(DEADLINE)),
-            4000,
+            Routings.of(
+                List.of(
+                    TransferRequest.read(memory, 0, peer, REGION, 0, 1000).withDeadline(DEADLINE),
+                    TransferRequest.write(memory, 1000, peer, REGION, 0, 3000)
+                        .withDeadline(DEADLINE))),
             System.nanoTime()));
     assertEquals(2, channel.work.size());
     assertEquals(2, local.loans());
@@ -228,7 +232,9 @@ class BatchActorTest {
         core.admit(
             lease,
             List.of(TransferRequest.read(local, 0, peer, REGION, 0, 512).withDeadline(DEADLINE)),
-            512,
+            Routings.of(
+                List.of(
+                    TransferRequest.read(local, 0, peer, REGION, 0, 512).withDeadline(DEADLINE))),
             System.nanoTime()));
 
     // The core asked for the watchdog; the actor set it a window after the deadline.
@@ -281,7 +287,11 @@ class BatchActorTest {
             List.of(
                 TransferRequest.read(local, 0, peer, REGION, 0, 100).withTransport(Transport.TCP),
                 TransferRequest.write(local, 100, peer, REGION, 0, 200)),
-            300,
+            Routings.of(
+                List.of(
+                    TransferRequest.read(local, 0, peer, REGION, 0, 100)
+                        .withTransport(Transport.TCP),
+                    TransferRequest.write(local, 100, peer, REGION, 0, 200))),
             System.nanoTime()));
     List<TaskResult> pending = core.status(lease).tasks();
     assertEquals(TaskState.PENDING, pending.get(0).state(), pending::toString);
@@ -317,7 +327,7 @@ class BatchActorTest {
         core.admit(
             lease,
             List.of(TransferRequest.read(hidden, 0, peer, REGION, 0, 64)),
-            64,
+            Routings.of(List.of(TransferRequest.read(hidden, 0, peer, REGION, 0, 64))),
             System.nanoTime()));
     TaskResult refused = core.status(lease).tasks().getFirst();
     assertEquals(ErrorKind.INVALID_ARGUMENT, refused.errorKind(), refused::toString);

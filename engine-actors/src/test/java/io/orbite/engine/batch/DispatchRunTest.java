@@ -38,10 +38,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A submission's tasks reach a channel in runs ({@link PeerChannel#dispatchRun}): every task is
- * handed over exactly once, in order, in runs of at most {@link BatchCore#FIRST_DISPATCH_RUN} first
- * and {@link BatchCore#DISPATCH_RUN} after; and when a transport breaks its contract part-way
- * through a run, the tasks it accepted stay owed to it while the ones it never took fail as never
- * sent, their loans and charges returned at once.
+ * handed over exactly once, in order, in runs of at most {@link RunDispatcher#FIRST_RUN} first and
+ * {@link RunDispatcher#RUN} after; and when a transport breaks its contract part-way through a run,
+ * the tasks it accepted stay owed to it while the ones it never took fail as never sent, their
+ * loans and charges returned at once.
  */
 class DispatchRunTest {
   static {
@@ -53,7 +53,7 @@ class DispatchRunTest {
 
   private static final Duration DEADLINE = Duration.ofSeconds(10);
   private static final long REGION = 9;
-  private static final int TASKS = BatchCore.FIRST_DISPATCH_RUN + BatchCore.DISPATCH_RUN + 22;
+  private static final int TASKS = RunDispatcher.FIRST_RUN + RunDispatcher.RUN + 22;
   private static final long TASK_BYTES = 64;
 
   private final EngineTally counters = new EngineTally();
@@ -124,7 +124,7 @@ class DispatchRunTest {
               .withDeadline(DEADLINE));
     }
     lease = core.lease();
-    core.dispatch(core.admit(lease, requests, TASKS * TASK_BYTES, System.nanoTime()));
+    core.dispatch(core.admit(lease, requests, Routings.of(requests), System.nanoTime()));
     return core;
   }
 
@@ -139,9 +139,9 @@ class DispatchRunTest {
     }
     assertEquals(
         List.of(
-            BatchCore.FIRST_DISPATCH_RUN,
-            BatchCore.DISPATCH_RUN,
-            TASKS - BatchCore.FIRST_DISPATCH_RUN - BatchCore.DISPATCH_RUN),
+            RunDispatcher.FIRST_RUN,
+            RunDispatcher.RUN,
+            TASKS - RunDispatcher.FIRST_RUN - RunDispatcher.RUN),
         channel.runLengths);
     assertEquals(TASKS, counters.snapshot().tasksDispatched(Transport.TCP));
     assertEquals(TASKS * TASK_BYTES, counters.snapshot().bytesDispatched(Transport.TCP));
@@ -156,7 +156,7 @@ class DispatchRunTest {
 
   @Test
   void aRunThatBreaksPartWayFailsOnlyTheTasksTheTransportNeverTook() {
-    int taken = BatchCore.DISPATCH_RUN + 5;
+    int taken = RunDispatcher.RUN + 5;
     RunChannel channel = new RunChannel(taken);
     BatchCore core = admitAndDispatch(channel, "runs-2");
     assertEquals(taken, channel.accepted.size());

@@ -98,9 +98,13 @@ class SegmentTableTest {
         testKit.spawn(
             SegmentTable.create(
                 admission.getRef(),
-                tcp.getRef(),
-                shm.getRef(),
-                null,
+                new PeerTransport(Transport.TCP, tcp.getRef(), false, d -> null),
+                List.of(
+                    new PeerTransport(
+                        Transport.SHM,
+                        shm.getRef(),
+                        true,
+                        d -> d.shared() == null ? "the peer exports no memory through SHM" : null)),
                 blockingIo,
                 Duration.ofSeconds(5),
                 8,
@@ -230,14 +234,13 @@ class SegmentTableTest {
     return channel;
   }
 
-  /** Answers the SHM transport's OpenSharedPeer for {@code epoch} with a fresh channel. */
+  /** Answers the SHM transport's OpenPeer for {@code epoch} with a fresh channel. */
   private FakeChannel openShm(long epoch) {
-    TransportCommand.OpenSharedPeer open =
-        shm.expectMessageClass(TransportCommand.OpenSharedPeer.class);
+    TransportCommand.OpenPeer open = shm.expectMessageClass(TransportCommand.OpenPeer.class);
     assertEquals(descriptor(epoch), open.peer());
-    assertEquals(EXPORTS, open.exports());
+    assertEquals(EXPORTS, open.description().shared());
     FakeChannel channel = new FakeChannel(open.peer(), Transport.SHM);
-    open.replyTo().tell(new TransportCommand.PeerOpened(channel));
+    open.replyTo().tell(new TransportCommand.PeerOpened(channel, new long[] {REGION}));
     return channel;
   }
 
@@ -275,8 +278,9 @@ class SegmentTableTest {
     FakeChannel oldShm = openShm(OLD_EPOCH);
     PeerSegment old = opened();
     assertEquals(descriptor(OLD_EPOCH), old.descriptor());
-    assertSame(oldShm, old.channelFor(Transport.UNSPEC, REGION), "an exported region goes by SHM");
-    assertSame(oldTcp, old.channelFor(Transport.TCP, REGION));
+    assertSame(
+        oldShm, old.route(Transport.UNSPEC, REGION).channel(), "an exported region goes by SHM");
+    assertSame(oldTcp, old.route(Transport.TCP, REGION).channel());
     assertEquals(
         List.of(
             new PeerEntry(
@@ -398,7 +402,7 @@ class SegmentTableTest {
     grantEndpoint();
     FakeChannel fresh = openShm(OLD_EPOCH);
     PeerSegment second = opened();
-    assertSame(fresh, second.channelFor(Transport.UNSPEC, REGION));
+    assertSame(fresh, second.route(Transport.UNSPEC, REGION).channel());
     assertSame(tcpChannel, second.channel(), "the same entry, over the same TCP channel");
     tcp.expectNoMessage(Duration.ofMillis(50));
     assertEquals(

@@ -336,7 +336,7 @@ class RdmaFaultsIT {
       // The lane is held with the first slice granted (its window bound, its receive posted).
       assertTrue(held.await(10, TimeUnit.SECONDS), "a grant arrived");
       source.kill();
-      var rdma = ((PeerSegment) peer).channelFor(Transport.RDMA, remote);
+      var rdma = ((PeerSegment) peer).route(Transport.RDMA, remote).channel();
       assertTrue(
           Await.until(Duration.ofSeconds(10), () -> !rdma.gate().active()),
           "the requester saw its control link end");

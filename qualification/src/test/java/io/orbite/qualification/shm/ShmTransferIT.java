@@ -18,7 +18,6 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
-import io.orbite.engine.spi.PeerSegment;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
@@ -141,8 +140,9 @@ class ShmTransferIT {
       RegisteredMemory theirs = plain.allocate(1 << 20, Access.READ_WRITE);
       RemoteSegment plainPeer =
           requester.openSegment(plain.localSegment().endpoint(), Duration.ofSeconds(10));
-      assertTrue(
-          ((PeerSegment) plainPeer).sharedExports() == null,
+      assertEquals(
+          "the peer exports no memory through SHM",
+          plainPeer.unreachableBecause(Transport.SHM, theirs.regionId()),
           "a source without shm.enabled publishes no SHM part");
       refusedBeforeAnyByteMoves(plainPeer, theirs.regionId(), "exports no memory through SHM");
     }

@@ -1,5 +1,6 @@
 package io.orbite.transport.rdma;
 
+import io.orbite.config.EngineConfig;
 import io.orbite.engine.Transport;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
@@ -14,6 +15,23 @@ public final class RdmaTransportProvider implements TransportProvider {
   @Override
   public Transport kind() {
     return Transport.RDMA;
+  }
+
+  /** A further channel to peers whose engines run RDMA, tried after SHM by UNSPEC. */
+  @Override
+  public PeerRole peerRole() {
+    return PeerRole.FURTHER;
+  }
+
+  @Override
+  public int preference() {
+    return 20;
+  }
+
+  /** Segments get an RDMA channel only with {@code rdma.enabled}. */
+  @Override
+  public boolean enabled(EngineConfig config) {
+    return config.rdma().enabled();
   }
 
   @Override

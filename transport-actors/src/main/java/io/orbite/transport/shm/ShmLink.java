@@ -119,10 +119,10 @@ final class ShmLink implements EndpointLink {
   /** A later open of the same incarnation adds the allocations its Describe exported. */
   @Override
   public TransportCommand.OpenPeerReply attach(Object detail) {
-    if (detail instanceof SharedExports exports) {
-      channel.addExports(exports);
-    }
-    return new TransportCommand.PeerOpened(channel);
+    SharedExports exports = (SharedExports) detail;
+    channel.addExports(exports);
+    return new TransportCommand.PeerOpened(
+        channel, exports.byRegion().keySet().stream().mapToLong(Long::longValue).toArray());
   }
 
   @Override

@@ -5,6 +5,7 @@ import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.wire.SharedExports;
 import io.orbite.nativebind.HostIdentity;
 import io.orbite.transport.endpoint.PeerEndpoint;
 import java.io.IOException;
@@ -67,7 +68,7 @@ final class ShmTransport {
   private Behavior<TransportCommand> serving(boolean requesterOpen) {
     return Behaviors.receive(TransportCommand.class)
         .onMessage(
-            TransportCommand.OpenSharedPeer.class,
+            TransportCommand.OpenPeer.class,
             m -> {
               if (!requesterOpen) {
                 m.replyTo()
@@ -77,16 +78,6 @@ final class ShmTransport {
                 return Behaviors.same();
               }
               return onOpenShared(m);
-            })
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(
-                      new TransportCommand.PeerOpenFailed(
-                          ErrorKind.UNAVAILABLE,
-                          "SHM opens a peer only from its Describe exports"));
-              return Behaviors.same();
             })
         .onMessage(
             TransportCommand.AdoptConnection.class,
@@ -137,7 +128,15 @@ final class ShmTransport {
         .build();
   }
 
-  private Behavior<TransportCommand> onOpenShared(TransportCommand.OpenSharedPeer m) {
+  private Behavior<TransportCommand> onOpenShared(TransportCommand.OpenPeer m) {
+    SharedExports exports = m.description().shared();
+    if (exports == null) {
+      m.replyTo()
+          .tell(
+              new TransportCommand.PeerOpenFailed(
+                  ErrorKind.UNAVAILABLE, "the peer exports no memory through SHM"));
+      return Behaviors.same();
+    }
     ActorRef<PeerEndpoint.Command> endpoint = endpoints.get(m.peer());
     if (endpoint == null) {
       int cap = context.config().budgets().maxPeerSegments();
@@ -160,8 +159,8 @@ final class ShmTransport {
                   "ShmEndpoint",
                   m.peer(),
                   context,
-                  fenced -> ShmLink.open(m.peer(), m.exports(), local, context, fenced),
-                  new PeerEndpoint.Attach(m.exports(), m.replyTo()),
+                  fenced -> ShmLink.open(m.peer(), exports, local, context, fenced),
+                  new PeerEndpoint.Attach(exports, m.replyTo()),
                   refused::tell),
               "endpoint-"
                   + m.peer().port()
@@ -173,7 +172,7 @@ final class ShmTransport {
       endpoints.put(m.peer(), endpoint);
       return Behaviors.same();
     }
-    endpoint.tell(new PeerEndpoint.Attach(m.exports(), m.replyTo()));
+    endpoint.tell(new PeerEndpoint.Attach(exports, m.replyTo()));
     return Behaviors.same();
   }
 
@@ -212,15 +211,6 @@ final class ShmTransport {
             TransportCommand.Shutdown.class,
             m -> {
               replyTo.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.OpenSharedPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(
-                      new TransportCommand.PeerOpenFailed(
-                          ErrorKind.UNAVAILABLE, "SHM transport is stopping"));
               return Behaviors.same();
             })
         .onMessage(

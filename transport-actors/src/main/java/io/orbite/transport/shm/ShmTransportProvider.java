@@ -4,6 +4,7 @@ import io.orbite.engine.Transport;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.spi.TransportProvider;
+import io.orbite.engine.wire.Description;
 import io.orbite.nativebind.HostIdentity;
 import io.orbite.nativebind.libc.Libc;
 import java.util.Optional;
@@ -38,6 +39,28 @@ public final class ShmTransportProvider implements TransportProvider {
   @Override
   public boolean available() {
     return UNAVAILABILITY.isEmpty();
+  }
+
+  /** A further channel to a same-host peer whose memory is exported, tried first by UNSPEC. */
+  @Override
+  public PeerRole peerRole() {
+    return PeerRole.FURTHER;
+  }
+
+  @Override
+  public int preference() {
+    return 10;
+  }
+
+  /** Each SHM endpoint holds one of {@code budgets.maxEndpoints}, as a TCP endpoint does. */
+  @Override
+  public boolean chargesEndpoint() {
+    return true;
+  }
+
+  @Override
+  public String unreachable(Description description) {
+    return description.shared() == null ? "the peer exports no memory through SHM" : null;
   }
 
   @Override

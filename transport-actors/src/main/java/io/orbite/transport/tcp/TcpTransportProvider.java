@@ -13,6 +13,12 @@ public final class TcpTransportProvider implements TransportProvider {
     return Transport.TCP;
   }
 
+  /** Every peer is reached over TCP: it is each segment's own channel. */
+  @Override
+  public PeerRole peerRole() {
+    return PeerRole.BASE;
+  }
+
   @Override
   public Behavior<TransportCommand> create(TransportContext context) {
     return TcpTransport.create(context);

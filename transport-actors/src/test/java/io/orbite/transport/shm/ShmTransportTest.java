@@ -14,6 +14,7 @@ import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.wire.Description;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedHost;
 import io.orbite.nativebind.HostIdentity;
@@ -68,15 +69,19 @@ class ShmTransportTest {
     for (int i = 1; i <= 300; i++) {
       SegmentDescriptor peer = new SegmentDescriptor("127.0.0.1", 4000, i);
       // Twice at once: the second may reach the endpoint after its refusal, or a fresh one.
-      shm.tell(new TransportCommand.OpenSharedPeer(peer, elsewhere, replies.getRef()));
-      shm.tell(new TransportCommand.OpenSharedPeer(peer, elsewhere, replies.getRef()));
+      shm.tell(new TransportCommand.OpenPeer(peer, described(peer, elsewhere), replies.getRef()));
+      shm.tell(new TransportCommand.OpenPeer(peer, described(peer, elsewhere), replies.getRef()));
       expectRefusal(replies, i + ".1");
       expectRefusal(replies, i + ".2");
       // Once refused, at once again: the transport may still hold the refused endpoint, be closing
       // it, or have dropped it and spawn a fresh one while the old one is still stopping.
-      shm.tell(new TransportCommand.OpenSharedPeer(peer, elsewhere, replies.getRef()));
+      shm.tell(new TransportCommand.OpenPeer(peer, described(peer, elsewhere), replies.getRef()));
       expectRefusal(replies, i + ".3");
     }
+  }
+
+  private static Description described(SegmentDescriptor peer, SharedExports exports) {
+    return new Description(peer.host(), peer.port(), peer.epoch(), List.of(), exports);
   }
 
   private static void expectRefusal(

@@ -23,6 +23,7 @@ import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.admission.Budgets;
 import io.orbite.engine.batch.BatchActor;
 import io.orbite.engine.batch.BatchCore;
+import io.orbite.engine.batch.RequestValidator;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
@@ -248,12 +249,8 @@ class TcpEndpointTest {
             peer.descriptor(),
             List.of(new RemoteRegion(REGION, 1 << 20, Access.READ_WRITE)),
             channel);
-    batch.dispatch(
-        batch.admit(
-            lease,
-            List.of(TransferRequest.read(local, 0, segment, REGION, 0, 4096)),
-            4096,
-            System.nanoTime()));
+    List<TransferRequest> read = List.of(TransferRequest.read(local, 0, segment, REGION, 0, 4096));
+    batch.dispatch(batch.admit(lease, read, RequestValidator.validate(read), System.nanoTime()));
     String lane = heldLanes.receiveMessage(Duration.ofSeconds(10));
     assertEquals("lane 0 to " + peer.descriptor(), lane);
 

@@ -45,6 +45,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A ledger generation begins at allocation and at each {@link #reset}: its tasks carry that
  * generation's sink, so a receipt can never be applied to a later generation's task.
+ *
+ * <p>Why this file is over 500 lines: one monitor guards the ledger, the lease, the sink and the
+ * waiters, and every method that takes it is here, so that what happens under that lock (admit,
+ * apply, await, cancel, reset, free, the watchdog) reads in one place. What runs outside it lives
+ * elsewhere: the dispatch in runs ({@link RunDispatcher}), the owner-view reports ({@link
+ * BatchReporter}), the ledger's rows ({@link TaskLedger}) and the lease's state ({@link
+ * BatchLease}).
  */
 public final class BatchCore {
   private static final Logger LOG = LoggerFactory.getLogger(BatchCore.class);

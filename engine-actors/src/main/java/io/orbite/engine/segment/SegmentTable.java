@@ -8,11 +8,8 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.control.DescribeClient;
-import io.orbite.engine.segment.TableEntry.Slot;
 import io.orbite.engine.segment.TableEntry.Waiter;
-import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
-import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.Description;
@@ -20,8 +17,6 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -101,14 +96,14 @@ public final class SegmentTable {
       implements Command {}
 
   /** The endpoint charge for the further transport the entry's answer has reached was decided. */
-  private record FurtherCharged(TableEntry entry, Admission.Decision decision) implements Command {}
+  record FurtherCharged(TableEntry entry, Admission.Decision decision) implements Command {}
 
   /** That further transport answered; {@code charged}: the table charged an endpoint for it. */
-  private record FurtherReady(
-      TableEntry entry, boolean charged, TransportCommand.OpenPeerReply reply) implements Command {}
+  record FurtherReady(TableEntry entry, boolean charged, TransportCommand.OpenPeerReply reply)
+      implements Command {}
 
   /** A RemoteSegment referring to the entry of {@code channel} was closed or collected. */
-  private record Released(PeerChannel channel) implements Command {}
+  record Released(PeerChannel channel) implements Command {}
 
   /**
    * How a quarantined table answers {@code m} (see {@code OwnerSupervision}): an open fails
@@ -124,7 +119,7 @@ public final class SegmentTable {
     }
   }
 
-  private final ActorContext<Command> ctx;
+  final ActorContext<Command> ctx;
   private final OwnerBoard board;
   private final ActorRef<Admission.Command> admission;
   private final PeerTransport base;
@@ -134,21 +129,18 @@ public final class SegmentTable {
   private final int capacity;
 
   /** Set once the table has stopped: a RemoteSegment dropped later has nothing to tell. */
-  private final AtomicBoolean stopped = new AtomicBoolean();
+  final AtomicBoolean stopped = new AtomicBoolean();
 
-  /** Every entry not yet reclaimed, by its own channel: current, superseded but referenced. */
-  private final Map<PeerChannel, TableEntry> entries = new IdentityHashMap<>();
-
-  /** The entry through which each incarnation is reached now. */
-  private final Map<SegmentDescriptor, TableEntry> current = new HashMap<>();
+  /** The entries, by channel and by incarnation, and the epochs learned. */
+  private final TableEntries entries;
 
   /** Opens waiting for a new entry's own channel, by incarnation. */
   private final Map<SegmentDescriptor, List<Waiter>> opening = new HashMap<>();
 
-  /** The newest epoch each endpoint ({@code host:port}) answered with. */
-  private final Map<String, Long> latestEpoch;
-
   private List<PeerEntry> reportedPeers = List.of();
+
+  /** Takes each open of an entry through the further transports. */
+  private final FurtherAnswers answers;
 
   private SegmentTable(
       ActorContext<Command> ctx,
@@ -167,15 +159,9 @@ public final class SegmentTable {
     this.blockingIo = blockingIo;
     this.describeTimeoutMillis = describeTimeoutMillis;
     this.capacity = capacity;
-    this.latestEpoch =
-        new LinkedHashMap<>(16, 0.75f, true) {
-          @Override
-          protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
-            // Bounded (C9): endpoints not seen for a while are forgotten; reopening them describes
-            // again.
-            return size() > 4 * capacity;
-          }
-        };
+    this.answers = new FurtherAnswers(this, this.further, admission);
+    this.entries =
+        new TableEntries(capacity, () -> admission.tell(new Admission.ReleaseEndpoint()));
   }
 
   /**
@@ -267,8 +253,18 @@ public final class SegmentTable {
         .onMessage(Described.class, this::onDescribed)
         .onMessage(EndpointCharged.class, this::onEndpointCharged)
         .onMessage(BaseReady.class, this::onBaseReady)
-        .onMessage(FurtherCharged.class, this::onFurtherCharged)
-        .onMessage(FurtherReady.class, this::onFurtherReady)
+        .onMessage(
+            FurtherCharged.class,
+            m -> {
+              answers.charged(m.entry(), m.decision());
+              return Behaviors.same();
+            })
+        .onMessage(
+            FurtherReady.class,
+            m -> {
+              answers.ready(m.entry(), m.charged(), m.reply());
+              return Behaviors.same();
+            })
         .onSignal(
             PostStop.class,
             signal -> {
@@ -286,7 +282,7 @@ public final class SegmentTable {
       m.replyTo().tell(new OpenFailed(e.kind(), e.detail()));
       return Behaviors.same();
     }
-    Long latest = latestEpoch.get(key(address));
+    Long latest = entries.latestEpoch(key(address));
     if (m.expectedEpoch() != null && latest != null && latest.longValue() != m.expectedEpoch()) {
       // Already known to be replaced: refuse without touching the network (C3).
       m.replyTo()
@@ -315,7 +311,7 @@ public final class SegmentTable {
     SegmentDescriptor peer =
         new SegmentDescriptor(
             d.address().getHostString(), d.description().port(), d.description().epoch());
-    learnEpoch(peer);
+    entries.learnEpoch(peer);
     if (d.open().expectedEpoch() != null && d.open().expectedEpoch() != peer.epoch()) {
       d.open()
           .replyTo()
@@ -326,28 +322,25 @@ public final class SegmentTable {
       return Behaviors.same();
     }
     Waiter waiter = new Waiter(d.open(), d.description());
-    TableEntry existing = current.get(peer);
+    TableEntry existing = entries.current(peer);
     if (existing != null && existing.base.gate().active()) {
-      answer(existing, waiter);
+      answers.answer(existing, waiter);
       return Behaviors.same();
     }
     if (existing != null) {
       // Its own channel has closed: the same incarnation is opened afresh under a new entry; the
       // old one is reclaimed once nothing refers to it.
-      current.remove(peer);
-      existing.state.moveTo(TableEntry.State.SUPERSEDED);
+      entries.supersede(existing);
     }
     List<Waiter> waiters = opening.get(peer);
     if (waiters != null) {
       waiters.add(waiter);
       return Behaviors.same();
     }
-    retireReclaimable();
+    entries.retireReclaimable();
     if (entries.size() + opening.size() >= capacity) {
       long held =
-          entries.values().stream()
-              .filter(e -> e.references > 0 && !e.base.gate().active())
-              .count();
+          entries.all().stream().filter(e -> e.references > 0 && !e.base.gate().active()).count();
       d.open()
           .replyTo()
           .tell(
@@ -370,7 +363,7 @@ public final class SegmentTable {
   /**
    * Asks Admission for one of {@code budgets.maxEndpoints}; the decision comes back as a message.
    */
-  private void chargeEndpoint(java.util.function.Function<Admission.Decision, Command> then) {
+  void chargeEndpoint(java.util.function.Function<Admission.Decision, Command> then) {
     ctx.ask(
         Admission.Decision.class,
         admission,
@@ -383,7 +376,7 @@ public final class SegmentTable {
                     : new Admission.Decision.Unavailable("admission did not answer: " + failure)));
   }
 
-  private void askOpen(
+  void askOpen(
       PeerTransport transport,
       SegmentDescriptor peer,
       Description description,
@@ -417,11 +410,10 @@ public final class SegmentTable {
     switch (m.reply()) {
       case TransportCommand.PeerOpened opened -> {
         TableEntry entry = new TableEntry(m.peer(), opened.channel());
-        adoptLiveSlots(entry);
-        entries.put(opened.channel(), entry);
-        current.put(m.peer(), entry);
+        answers.adoptLiveSlots(entry, entries.all());
+        entries.add(entry);
         for (Waiter w : opening.remove(m.peer())) {
-          answer(entry, w);
+          answers.answer(entry, w);
         }
       }
       case TransportCommand.PeerOpenFailed failed -> {
@@ -432,185 +424,11 @@ public final class SegmentTable {
     return Behaviors.same();
   }
 
-  /**
-   * Records the epoch an endpoint answered with; every entry of another epoch at that endpoint is a
-   * replaced incarnation and is fenced: it refuses new work and its endpoints drain and retire.
-   */
-  private void learnEpoch(SegmentDescriptor peer) {
-    String key = peer.host() + ":" + peer.port();
-    latestEpoch.put(key, peer.epoch());
-    String reason = "the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch());
-    // Every entry of another epoch at that endpoint, current or not (one whose own channel closed
-    // is no longer current, and is still refused with its replacement's kind, C3).
-    for (TableEntry replaced : entries.values()) {
-      SegmentDescriptor old = replaced.peer;
-      if (old.host().equals(peer.host())
-          && old.port() == peer.port()
-          && old.epoch() != peer.epoch()) {
-        replaced.fence(peer.epoch(), reason);
-        replaced.state.moveTo(TableEntry.State.SUPERSEDED);
-        current.remove(old, replaced);
-      }
-    }
-    retireReclaimable();
-  }
-
-  /**
-   * Answers {@code w} with a segment of {@code entry} once every further transport had its say, one
-   * open of the entry at a time. The reference is taken now, so that the entry is not reclaimed
-   * while the answer is under way.
-   */
-  private void answer(TableEntry entry, Waiter w) {
-    entry.references++;
-    entry.answering.add(w);
-    if (entry.answering.size() == 1) {
-      startAnswer(entry);
-    }
-  }
-
-  private void startAnswer(TableEntry entry) {
-    Waiter w = entry.answering.getFirst();
-    ActorRef<Command> self = ctx.getSelf();
-    PeerChannel own = entry.base;
-    AtomicBoolean tableStopped = stopped;
-    entry.building =
-        new PeerSegment(
-            entry.peer,
-            w.description().regions(),
-            own,
-            entry.peer.toString(),
-            () -> {
-              if (!tableStopped.get()) {
-                self.tell(new Released(own));
-              }
-            });
-    entry.step = 0;
-    nextFurther(entry);
-  }
-
-  /**
-   * Takes the answer under way to the next further transport: one out of reach is noted and passed;
-   * a live channel is attached again; a missing one is charged (when the transport is) and opened.
-   * Once every transport had its say, the open is answered and the next one starts.
-   */
-  private void nextFurther(TableEntry entry) {
-    Waiter w = entry.answering.getFirst();
-    while (entry.step < further.size()) {
-      PeerTransport t = further.get(entry.step);
-      String unreachable = t.unreachable().apply(w.description());
-      if (unreachable != null) {
-        entry.building = entry.building.without(t.kind(), unreachable);
-        entry.step++;
-        continue;
-      }
-      Slot slot = entry.slots.get(t.kind());
-      if (slot != null && slot.channel().gate().state() instanceof ChannelGate.Closed) {
-        // Its endpoint has ended: drop it and its charge, and open afresh.
-        entry.slots.remove(t.kind());
-        releaseIfCharged(slot.charged());
-        slot = null;
-      }
-      if (slot == null && t.chargesEndpoint()) {
-        chargeEndpoint(decision -> new FurtherCharged(entry, decision));
-        return;
-      }
-      askOpen(t, entry.peer, w.description(), reply -> new FurtherReady(entry, false, reply));
-      return;
-    }
-    w.open().replyTo().tell(new Opened(entry.building));
-    entry.building = null;
-    entry.answering.removeFirst();
-    if (!entry.answering.isEmpty()) {
-      startAnswer(entry);
-    }
-    retireReclaimable();
-  }
-
-  private Behavior<Command> onFurtherCharged(FurtherCharged m) {
-    TableEntry entry = m.entry();
-    PeerTransport t = further.get(entry.step);
-    if (!m.decision().granted()) {
-      entry.building =
-          entry.building.without(t.kind(), t.kind() + " not used: " + m.decision().refusal());
-      entry.step++;
-      nextFurther(entry);
-      return Behaviors.same();
-    }
-    if (entry.base.gate().state() instanceof ChannelGate.Fenced f) {
-      // Fenced while the charge was decided: open no further channel to a replaced incarnation.
-      admission.tell(new Admission.ReleaseEndpoint());
-      entry.building = entry.building.without(t.kind(), t.kind() + " not used: " + f.reason());
-      entry.step++;
-      nextFurther(entry);
-      return Behaviors.same();
-    }
-    Description d = entry.answering.getFirst().description();
-    askOpen(t, entry.peer, d, reply -> new FurtherReady(entry, true, reply));
-    return Behaviors.same();
-  }
-
-  private Behavior<Command> onFurtherReady(FurtherReady m) {
-    TableEntry entry = m.entry();
-    PeerTransport t = further.get(entry.step);
-    switch (m.reply()) {
-      case TransportCommand.PeerOpened opened -> {
-        // The entry holds one charge per charged slot, for whichever channel the transport keeps
-        // for the incarnation now (it replaces an endpoint that ended meanwhile).
-        Slot slot = entry.slots.get(t.kind());
-        boolean charged = m.charged() || slot != null && slot.charged();
-        if (m.charged() && slot != null && slot.charged()) {
-          admission.tell(new Admission.ReleaseEndpoint());
-        }
-        entry.slots.put(t.kind(), new Slot(opened.channel(), charged));
-        if (entry.base.gate().state() instanceof ChannelGate.Fenced f) {
-          opened.channel().fence(f.newerEpoch(), f.reason());
-        }
-        entry.building = entry.building.withChannel(opened.channel(), opened.reaches());
-      }
-      case TransportCommand.PeerOpenFailed failed -> {
-        releaseIfCharged(m.charged());
-        entry.building =
-            entry.building.without(
-                t.kind(), "the " + t.kind() + " endpoint could not be opened: " + failed.detail());
-      }
-    }
-    entry.step++;
-    nextFurther(entry);
-    return Behaviors.same();
-  }
-
-  private void releaseIfCharged(boolean charged) {
-    if (charged) {
-      admission.tell(new Admission.ReleaseEndpoint());
-    }
-  }
-
-  /**
-   * A new entry for an incarnation whose previous entry's own channel closed takes over that
-   * entry's live further channels and their charges (a transport keeps one endpoint per
-   * incarnation).
-   */
-  private void adoptLiveSlots(TableEntry entry) {
-    for (TableEntry old : entries.values()) {
-      if (!old.peer.equals(entry.peer) || !old.answering.isEmpty()) {
-        continue;
-      }
-      var it = old.slots.entrySet().iterator();
-      while (it.hasNext()) {
-        var s = it.next();
-        if (s.getValue().channel().gate().active() && !entry.slots.containsKey(s.getKey())) {
-          entry.slots.put(s.getKey(), s.getValue());
-          it.remove();
-        }
-      }
-    }
-  }
-
   private Behavior<Command> onReleased(Released m) {
-    TableEntry entry = entries.get(m.channel());
+    TableEntry entry = entries.byChannel(m.channel());
     if (entry != null) {
       entry.references--;
-      retireReclaimable();
+      entries.retireReclaimable();
     }
     return Behaviors.same();
   }
@@ -621,11 +439,7 @@ public final class SegmentTable {
   }
 
   private List<PeerEntry> peerEntries() {
-    List<PeerEntry> out = new ArrayList<>();
-    for (TableEntry e : entries.values()) {
-      out.add(e.view());
-    }
-    return List.copyOf(out);
+    return entries.views();
   }
 
   private static String key(InetSocketAddress address) {
@@ -641,23 +455,9 @@ public final class SegmentTable {
         + Long.toHexString(actual);
   }
 
-  /**
-   * Drops entries that nothing refers to any more and whose channels are all done (fenced or
-   * closed), returning their table slot and endpoint charges.
-   */
-  private void retireReclaimable() {
-    var it = entries.values().iterator();
-    while (it.hasNext()) {
-      TableEntry e = it.next();
-      if (e.reclaimable()) {
-        it.remove();
-        current.remove(e.peer, e);
-        e.state.moveTo(TableEntry.State.RECLAIMED);
-        for (int i = 0; i < e.charges(); i++) {
-          admission.tell(new Admission.ReleaseEndpoint());
-        }
-      }
-    }
+  /** Drops the entries that can be reclaimed (see {@link TableEntries#retireReclaimable}). */
+  void retireReclaimable() {
+    entries.retireReclaimable();
   }
 
   private void failWaiters(SegmentDescriptor peer, ErrorKind kind, String detail) {

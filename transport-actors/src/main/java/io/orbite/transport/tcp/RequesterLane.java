@@ -8,16 +8,11 @@ import io.orbite.engine.priority.PostQueue;
 import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.ReceiptBatcher;
-import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
-import io.orbite.engine.wire.FrameType;
 import io.orbite.transport.lane.LaneAgent;
 import io.orbite.transport.lane.LaneLifecycle;
 import io.orbite.transport.lane.Unsendable;
-import java.io.EOFException;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
@@ -46,12 +41,6 @@ import java.util.function.Predicate;
  * already stopped touching it: every failure receipt is sent after local drain (C5).
  */
 final class RequesterLane extends LaneAgent<LaneFrame> {
-  /** Frames whose READ payload is at least this big are read straight into local memory. */
-  static final int DIRECT_READ_BYTES = 32 * 1024;
-
-  private static final int RECEIVE_BUFFER_BYTES = 256 * 1024;
-  private static final int MAX_GATHER = 1024;
-  private static final long MAX_GATHER_BYTES = 16L << 20;
   private static final long SELECT_MILLIS = 50;
   private static final Consumer<SelectionKey> IGNORE_KEY = k -> {};
 
@@ -116,26 +105,15 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
 
   private final ArrayDeque<LaneFrame> inflight = new ArrayDeque<>();
   private long inflightBytes;
-  private long nextRequestId = 1;
-  private final ByteBuffer[] headerSlots;
-  private int nextHeaderSlot;
 
-  private final ByteBuffer[] gather = new ByteBuffer[MAX_GATHER];
-  private int gatherStart;
-  private int gatherEnd;
-  private long streamQueued;
-  private long streamWritten;
-
-  private final ByteBuffer receive = ByteBuffer.allocateDirect(RECEIVE_BUFFER_BYTES);
-  private final MemorySegment receiveSegment = MemorySegment.ofBuffer(receive);
-  private int receiveStart;
-  private int receiveEnd;
-
-  /** The frame whose READ payload is being received, or null while a header is expected. */
-  private LaneFrame payloadFrame;
+  /** The send side of the socket: requests encoded and written with gathering writes. */
+  private final RequestWriter writer;
 
   /** Confirmed bytes of this lane, for per-lane throughput. */
   private final LongAdder laneBytes;
+
+  /** The receive side of the socket: responses checked, payloads moved into local memory. */
+  private final ResponseReader responses;
 
   RequesterLane(
       String name,
@@ -165,11 +143,8 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
     channel.configureBlocking(false);
     this.selector = Selector.open();
     this.key = channel.register(selector, SelectionKey.OP_READ);
-    ByteBuffer headers = ByteBuffer.allocateDirect(windowFrames * FrameCodec.HEADER_BYTES);
-    this.headerSlots = new ByteBuffer[windowFrames];
-    for (int i = 0; i < windowFrames; i++) {
-      headerSlots[i] = headers.slice(i * FrameCodec.HEADER_BYTES, FrameCodec.HEADER_BYTES);
-    }
+    this.responses = new ResponseReader(this, channel, peerEpoch, maxPayloadBytes);
+    this.writer = new RequestWriter(channel, peerEpoch, windowFrames);
   }
 
   /** In-flight bytes charged to this lane, for lane selection. */
@@ -260,7 +235,7 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
 
   @Override
   protected int pass(long nowNanos) throws IOException, FrameRejectedException {
-    return fillGather() + writeSome() + readSome();
+    return fillGather() + writer.writeSome() + responses.readSome();
   }
 
   @Override
@@ -339,56 +314,26 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
   }
 
   /**
-   * Moves waiting frames into the gather list, in priority order (after an aging pass), while the
-   * window and the list have room.
+   * Moves waiting frames into the writer's gather list, in priority order (after an aging pass),
+   * while the window and the list have room.
    */
   private int fillGather() {
-    if (gatherStart < gatherEnd) {
+    if (!writer.begin()) {
       return 0;
     }
-    gatherStart = 0;
-    gatherEnd = 0;
-    long gatherBytes = 0;
     int added = 0;
     long now = System.nanoTime();
     waiting.promote(now);
     while (!waiting.isEmpty()
         && inflight.size() < windowFrames
         && inflightBytes < windowBytes
-        && gatherEnd < MAX_GATHER - 1
-        && gatherBytes < MAX_GATHER_BYTES) {
+        && writer.room()) {
       LaneFrame f = waiting.poll();
       if (Unsendable.applies(f.sink, f.deadlineNanos, now)) {
         failUnsent(f);
         continue;
       }
-      f.requestId = nextRequestId++;
-      ByteBuffer header = headerSlots[nextHeaderSlot];
-      nextHeaderSlot = (nextHeaderSlot + 1) % headerSlots.length;
-      boolean write = f.op == Op.WRITE;
-      long payload = write ? f.length() : 0;
-      FrameCodec.encode(
-          header,
-          0,
-          write ? FrameType.WRITE_REQUEST : FrameType.READ_REQUEST,
-          0,
-          payload,
-          f.requestId,
-          peerEpoch,
-          f.regionId,
-          f.remoteOffset,
-          f.length());
-      header.clear();
-      gather[gatherEnd++] = header;
-      f.streamStart = streamQueued;
-      streamQueued += FrameCodec.HEADER_BYTES;
-      if (write) {
-        ByteBuffer view = f.view();
-        view.clear();
-        gather[gatherEnd++] = view;
-        streamQueued += payload;
-        gatherBytes += payload;
-      }
+      writer.append(f);
       inflight.add(f);
       inflightBytes += f.length();
       added++;
@@ -396,185 +341,30 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
     return added;
   }
 
-  private int writeSome() throws IOException {
-    if (gatherStart >= gatherEnd) {
-      return 0;
-    }
-    long n = GatherWrites.writeSome(channel, gather, gatherStart, gatherEnd);
-    streamWritten += n;
-    while (gatherStart < gatherEnd && !gather[gatherStart].hasRemaining()) {
-      gather[gatherStart++] = null;
-    }
-    return n > 0 ? 1 : 0;
-  }
-
-  /** Reads and handles responses; returns non-zero if anything arrived. */
-  private int readSome() throws IOException, FrameRejectedException {
-    int work = 0;
-    while (true) {
-      if (payloadFrame != null) {
-        int moved = receivePayload();
-        if (moved < 0) {
-          return work;
-        }
-        work += moved;
-        continue;
-      }
-      int buffered = receiveEnd - receiveStart;
-      if (buffered >= FrameCodec.HEADER_BYTES) {
-        handleHeader();
-        work++;
-        continue;
-      }
-      if (buffered > 0) {
-        // Refuse a foreign magic from its first bytes, before waiting for a whole header.
-        FrameCodec.check(receive, receiveStart, buffered, maxPayloadBytes);
-      }
-      // Read even with nothing in flight: that is how a closed or misbehaving peer is noticed.
-      if (fillReceive() == 0) {
-        return work;
-      }
-      work++;
-    }
-  }
-
-  /** Reads more bytes into the receive buffer; returns how many (0 if none are ready). */
-  private int fillReceive() throws IOException {
-    if (receiveStart == receiveEnd) {
-      receiveStart = 0;
-      receiveEnd = 0;
-    } else if (receiveStart > 0 && RECEIVE_BUFFER_BYTES - receiveEnd < FrameCodec.HEADER_BYTES) {
-      int buffered = receiveEnd - receiveStart;
-      MemorySegment.copy(receiveSegment, receiveStart, receiveSegment, 0, buffered);
-      receiveStart = 0;
-      receiveEnd = buffered;
-    }
-    // When the next response carries a large READ payload, take only its header so the payload
-    // can be read straight into local memory rather than through this buffer.
-    LaneFrame head = inflight.peekFirst();
-    int limit = RECEIVE_BUFFER_BYTES;
-    if (head != null && head.op == Op.READ && head.length() >= DIRECT_READ_BYTES) {
-      limit = Math.min(limit, receiveStart + FrameCodec.HEADER_BYTES);
-      limit = Math.max(limit, receiveEnd + 1);
-    }
-    receive.limit(limit).position(receiveEnd);
-    int n = channel.read(receive);
-    if (n < 0) {
-      throw new EOFException("peer closed the lane");
-    }
-    receiveEnd += n;
-    return n;
-  }
-
-  private void handleHeader() throws FrameRejectedException, IOException {
-    int at = receiveStart;
-    FrameCodec.check(receive, at, FrameCodec.HEADER_BYTES, maxPayloadBytes);
-    LaneFrame f = inflight.peekFirst();
-    FrameType type = FrameCodec.type(receive, at);
-    if (f == null) {
-      throw new FrameRejectedException(
-          FrameRejectedException.Reason.UNEXPECTED_TYPE, "unsolicited " + type);
-    }
-    FrameType expected = f.op == Op.READ ? FrameType.READ_RESPONSE : FrameType.WRITE_ACK;
-    long id = FrameCodec.requestId(receive, at);
-    if (type != expected || id != f.requestId) {
-      throw new FrameRejectedException(
-          FrameRejectedException.Reason.UNEXPECTED_TYPE,
-          "expected " + expected + " for request " + f.requestId + ", got " + type + " for " + id);
-    }
-    // Every response on a lane comes from the incarnation its HELLO named: a source answers even a
-    // refusal with its own epoch, so another one here means the bytes are not that peer's.
-    long epoch = FrameCodec.epoch(receive, at);
-    if (epoch != peerEpoch) {
-      throw new FrameRejectedException(
-          FrameRejectedException.Reason.WRONG_EPOCH,
-          type
-              + " for request "
-              + id
-              + " names epoch "
-              + Long.toHexString(epoch)
-              + ", but this lane is to epoch "
-              + Long.toHexString(peerEpoch));
-    }
-    int status = FrameCodec.status(receive, at);
-    receiveStart += FrameCodec.HEADER_BYTES;
-    if (status != 0) {
-      ErrorKind kind = ErrorKind.fromCode(status);
-      inflight.pollFirst();
-      inflightBytes -= f.length();
-      finishFailed(
-          f,
-          kind == null ? ErrorKind.PROTOCOL : kind,
-          RemoteEffect.NONE,
-          (f.op == Op.READ ? "READ" : "WRITE")
-              + " of region "
-              + f.regionId
-              + " ["
-              + f.remoteOffset
-              + ", +"
-              + f.length()
-              + (f.tasks == 1 ? "" : ", " + f.taskLabel())
-              + ") refused by the source: "
-              + (kind == null ? "status " + status : kind));
-      return;
-    }
-    if (f.op == Op.WRITE) {
-      laneBytes.add(f.length());
-      retireHeadOk(f, RemoteEffect.APPLIED);
-      return;
-    }
-    if (FrameCodec.count(receive, at) != f.length()) {
-      throw new FrameRejectedException(
-          FrameRejectedException.Reason.INCONSISTENT_LENGTH,
-          "READ response of "
-              + FrameCodec.count(receive, at)
-              + " B for a request of "
-              + f.length()
-              + " B");
-    }
-    f.received = 0;
-    payloadFrame = f;
-    hooks.beforeReadPayload(name());
-  }
-
-  /** Moves READ payload bytes into local memory; -1 when the socket has nothing more now. */
-  private int receivePayload() throws IOException {
-    LaneFrame f = payloadFrame;
-    long remaining = f.length() - f.received;
-    int buffered = receiveEnd - receiveStart;
-    if (buffered > 0) {
-      int n = (int) Math.min(buffered, remaining);
-      MemorySegment.copy(receiveSegment, receiveStart, f.local, f.localOffset + f.received, n);
-      receiveStart += n;
-      f.received += n;
-    } else if (remaining >= DIRECT_READ_BYTES || f.view != null) {
-      ByteBuffer view = f.view();
-      view.limit((int) f.length()).position((int) f.received);
-      int n = channel.read(view);
-      if (n < 0) {
-        throw new EOFException("peer closed the lane mid-payload");
-      }
-      if (n == 0) {
-        return -1;
-      }
-      f.received += n;
-    } else if (fillReceive() == 0) {
-      return -1;
-    }
-    if (f.received == f.length()) {
-      payloadFrame = null;
-      laneBytes.add(f.length());
-      retireHeadOk(f, RemoteEffect.NONE);
-    }
-    return 1;
+  /** The oldest frame on the wire, whose response comes next; null when none is. */
+  LaneFrame oldestInFlight() {
+    return inflight.peekFirst();
   }
 
   /** Retires the oldest in-flight frame as confirmed: all its bytes moved. */
-  private void retireHeadOk(LaneFrame f, RemoteEffect effect) {
+  void retireHeadOk(LaneFrame f, RemoteEffect effect) {
     inflight.pollFirst();
     inflightBytes -= f.length();
+    laneBytes.add(f.length());
     f.ok(receipts, effect);
     retire(f);
+  }
+
+  /** Retires the oldest in-flight frame as refused by the source, with {@code kind}. */
+  void retireHeadRefused(LaneFrame f, ErrorKind kind, String detail) {
+    inflight.pollFirst();
+    inflightBytes -= f.length();
+    finishFailed(f, kind, RemoteEffect.NONE, detail);
+  }
+
+  /** A READ response's header checked: its payload moves next (a fault hook may hold here). */
+  void beforePayload() throws IOException {
+    hooks.beforeReadPayload(name());
   }
 
   /** Hands a failure receipt for each task of the frame to its batch; the lane is done with it. */
@@ -600,7 +390,7 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
       return;
     }
     try {
-      int ops = SelectionKey.OP_READ | (gatherStart < gatherEnd ? SelectionKey.OP_WRITE : 0);
+      int ops = SelectionKey.OP_READ | (writer.busy() ? SelectionKey.OP_WRITE : 0);
       if (key.interestOps() != ops) {
         key.interestOps(ops);
       }
@@ -608,7 +398,7 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
       try {
         if (inbox.count() == 0 && lifecycle.running()) {
           // The action form skips the selected-key set, whose insertions allocate on every wake.
-          boolean holding = !waiting.isEmpty() || !inflight.isEmpty() || gatherStart < gatherEnd;
+          boolean holding = !waiting.isEmpty() || !inflight.isEmpty() || writer.busy();
           selector.select(IGNORE_KEY, holding ? SELECT_MILLIS : 0);
         }
       } finally {
@@ -634,7 +424,7 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
     long now = System.nanoTime();
     for (LaneFrame f : inflight) {
       RemoteEffect effect = RemoteEffect.NONE;
-      boolean sent = streamWritten > f.streamStart;
+      boolean sent = writer.sent(f);
       if (f.op == Op.WRITE && sent) {
         // Some of this WRITE reached the socket and no acknowledgement came back.
         effect = RemoteEffect.UNKNOWN;
@@ -669,7 +459,7 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
           finishFailed(
               f, neverSentKind(), RemoteEffect.NONE, Unsendable.neverSent(name() + ": " + why));
         });
-    payloadFrame = null;
+    responses.reset();
   }
 
   /** Offers a frame of this broken lane to another lane; true if one took it (and its receipt). */

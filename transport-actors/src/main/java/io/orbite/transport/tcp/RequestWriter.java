@@ -1,0 +1,111 @@
+package io.orbite.transport.tcp;
+
+import io.orbite.engine.Op;
+import io.orbite.engine.wire.FrameCodec;
+import io.orbite.engine.wire.FrameType;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+
+/**
+ * The send side of one requester lane's socket: each request's header is encoded into one of the
+ * lane's preallocated header slots and gathered, with a WRITE's payload straight from local memory,
+ * into one gathering write; it keeps count of the bytes queued and written, so the lane knows
+ * whether any byte of a frame reached the socket (C6). Confined to the lane's thread.
+ */
+final class RequestWriter {
+  private static final int MAX_GATHER = 1024;
+  private static final long MAX_GATHER_BYTES = 16L << 20;
+
+  private final SocketChannel channel;
+  private final long peerEpoch;
+  private final ByteBuffer[] headerSlots;
+  private final ByteBuffer[] gather = new ByteBuffer[MAX_GATHER];
+  private int nextHeaderSlot;
+  private int gatherStart;
+  private int gatherEnd;
+  private long gatherBytes;
+  private long nextRequestId = 1;
+  private long streamQueued;
+  private long streamWritten;
+
+  RequestWriter(SocketChannel channel, long peerEpoch, int windowFrames) {
+    this.channel = channel;
+    this.peerEpoch = peerEpoch;
+    ByteBuffer headers = ByteBuffer.allocateDirect(windowFrames * FrameCodec.HEADER_BYTES);
+    this.headerSlots = new ByteBuffer[windowFrames];
+    for (int i = 0; i < windowFrames; i++) {
+      headerSlots[i] = headers.slice(i * FrameCodec.HEADER_BYTES, FrameCodec.HEADER_BYTES);
+    }
+  }
+
+  /** Whether gathered bytes wait to be written. */
+  boolean busy() {
+    return gatherStart < gatherEnd;
+  }
+
+  /** Starts a new gather list; false while the last one is still being written. */
+  boolean begin() {
+    if (busy()) {
+      return false;
+    }
+    gatherStart = 0;
+    gatherEnd = 0;
+    gatherBytes = 0;
+    return true;
+  }
+
+  /** Whether the gather list takes one more frame. */
+  boolean room() {
+    return gatherEnd < MAX_GATHER - 1 && gatherBytes < MAX_GATHER_BYTES;
+  }
+
+  /** Encodes {@code f}'s request (a fresh request id) and gathers it, with a WRITE's payload. */
+  void append(LaneFrame f) {
+    f.requestId = nextRequestId++;
+    ByteBuffer header = headerSlots[nextHeaderSlot];
+    nextHeaderSlot = (nextHeaderSlot + 1) % headerSlots.length;
+    boolean write = f.op == Op.WRITE;
+    long payload = write ? f.length() : 0;
+    FrameCodec.encode(
+        header,
+        0,
+        write ? FrameType.WRITE_REQUEST : FrameType.READ_REQUEST,
+        0,
+        payload,
+        f.requestId,
+        peerEpoch,
+        f.regionId,
+        f.remoteOffset,
+        f.length());
+    header.clear();
+    gather[gatherEnd++] = header;
+    f.streamStart = streamQueued;
+    streamQueued += FrameCodec.HEADER_BYTES;
+    if (write) {
+      ByteBuffer view = f.view();
+      view.clear();
+      gather[gatherEnd++] = view;
+      streamQueued += payload;
+      gatherBytes += payload;
+    }
+  }
+
+  /** Writes what the socket takes now; non-zero if it took any byte. */
+  int writeSome() throws IOException {
+    if (gatherStart >= gatherEnd) {
+      return 0;
+    }
+    long n = GatherWrites.writeSome(channel, gather, gatherStart, gatherEnd);
+    streamWritten += n;
+    while (gatherStart < gatherEnd && !gather[gatherStart].hasRemaining()) {
+      gather[gatherStart++] = null;
+    }
+    return n > 0 ? 1 : 0;
+  }
+
+  /** Whether any byte of {@code f}'s request reached the socket. */
+  boolean sent(LaneFrame f) {
+    return streamWritten > f.streamStart;
+  }
+}

@@ -6,6 +6,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.view.OwnerBoard;
 import io.orbite.nativebind.uring.IoUring;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -53,6 +54,7 @@ public final class FileTransport {
   private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
   private final FileConfig config;
+  private final OwnerBoard board;
   private final Map<Path, Entry> table = new HashMap<>();
 
   /** Paths with an open or check in progress, and the requests waiting behind it. */
@@ -66,55 +68,53 @@ public final class FileTransport {
     this.ctx = ctx;
     this.context = context;
     this.config = context.config().file();
+    this.board = context.owners();
   }
 
   public static Behavior<TransportCommand> create(TransportContext context) {
     return Behaviors.setup(
         ctx -> {
           FileTransport transport = new FileTransport(ctx, context);
-          return io.orbite.engine.view.OwnerBoard.reporting(
-              context.owners(),
-              () ->
-                  new io.orbite.engine.view.OwnerBoard.Report(
-                      "FileTransport",
-                      transport.state,
-                      java.util.Map.of(
-                          "files", (long) transport.table.size(),
-                          "filesLimit", (long) context.config().file().maxFileSegments()),
-                      ""),
-              transport.serving());
+          return OwnerBoard.reporting(context.owners(), transport::report, transport.serving());
         });
   }
 
-  private OwnerState state = OwnerState.SERVING;
+  private OwnerBoard.Report report() {
+    return new OwnerBoard.Report(
+        "FileTransport",
+        Map.of("files", (long) table.size(), "filesLimit", (long) config.maxFileSegments()),
+        "");
+  }
 
   private Behavior<TransportCommand> serving() {
-    return Behaviors.receive(TransportCommand.class)
-        .onMessage(TransportCommand.OpenFile.class, this::onOpenFile)
-        .onMessage(Checked.class, this::onChecked)
-        .onMessage(Opened.class, this::onOpened)
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(
-                      new TransportCommand.PeerOpenFailed(
-                          ErrorKind.UNAVAILABLE, "the file transport does not open peers"));
-              return Behaviors.same();
-            })
-        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> startClosing(List.of(m.replyTo()), List.of()))
-        .onMessage(
-            TransportCommand.Shutdown.class, m -> startClosing(List.of(), List.of(m.replyTo())))
-        .build();
+    return board.in(
+        OwnerState.SERVING,
+        Behaviors.receive(TransportCommand.class)
+            .onMessage(TransportCommand.OpenFile.class, this::onOpenFile)
+            .onMessage(Checked.class, this::onChecked)
+            .onMessage(Opened.class, this::onOpened)
+            .onMessage(
+                TransportCommand.OpenPeer.class,
+                m -> {
+                  m.replyTo()
+                      .tell(
+                          new TransportCommand.PeerOpenFailed(
+                              ErrorKind.UNAVAILABLE, "the file transport does not open peers"));
+                  return Behaviors.same();
+                })
+            .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
+            .onMessage(
+                TransportCommand.CloseSourceSide.class,
+                m -> {
+                  m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.CloseRequesterSide.class,
+                m -> startClosing(List.of(m.replyTo()), List.of()))
+            .onMessage(
+                TransportCommand.Shutdown.class, m -> startClosing(List.of(), List.of(m.replyTo())))
+            .build());
   }
 
   private Behavior<TransportCommand> onAdopt(TransportCommand.AdoptConnection m) {
@@ -355,7 +355,6 @@ public final class FileTransport {
       int lanesLeft,
       List<ActorRef<TransportCommand.SideClosed>> sideWaiters,
       List<ActorRef<TransportCommand.ShutdownDone>> shutdownWaiters) {
-    state = OwnerState.CLOSING;
     if (lanesLeft == 0) {
       table.values().forEach(e -> e.handle().retire("closed with the engine's requester side"));
       table.clear();
@@ -363,58 +362,60 @@ public final class FileTransport {
       shutdownWaiters.forEach(w -> w.tell(new TransportCommand.ShutdownDone("FILE")));
       return closed();
     }
-    return Behaviors.receive(TransportCommand.class)
-        .onMessage(
-            LaneClosed.class,
-            m -> {
-              if (m.closed().quarantined()) {
-                ctx.getLog()
-                    .error(
-                        "file transport: lane {} is quarantined; its ring and the memory its "
-                            + "stuck operation uses stay retained",
-                        m.closed().lane());
-              }
-              return closing(lanesLeft - 1, sideWaiters, shutdownWaiters);
-            })
-        .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
-        .onMessage(Checked.class, m -> refuseOpen(m.request()))
-        .onMessage(
-            Opened.class,
-            m -> {
-              if (m.handle() != null) {
-                m.handle().retire("opened while the engine was closing");
-              } else {
-                openHandles.decrementAndGet();
-              }
-              return refuseOpen(m.request());
-            })
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              sideWaiters.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.Shutdown.class,
-            m -> {
-              shutdownWaiters.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "closing"));
-              return Behaviors.same();
-            })
-        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
-        .build();
+    return board.in(
+        OwnerState.CLOSING,
+        Behaviors.receive(TransportCommand.class)
+            .onMessage(
+                LaneClosed.class,
+                m -> {
+                  if (m.closed().quarantined()) {
+                    ctx.getLog()
+                        .error(
+                            "file transport: lane {} is quarantined; its ring and the memory its "
+                                + "stuck operation uses stay retained",
+                            m.closed().lane());
+                  }
+                  return closing(lanesLeft - 1, sideWaiters, shutdownWaiters);
+                })
+            .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
+            .onMessage(Checked.class, m -> refuseOpen(m.request()))
+            .onMessage(
+                Opened.class,
+                m -> {
+                  if (m.handle() != null) {
+                    m.handle().retire("opened while the engine was closing");
+                  } else {
+                    openHandles.decrementAndGet();
+                  }
+                  return refuseOpen(m.request());
+                })
+            .onMessage(
+                TransportCommand.CloseSourceSide.class,
+                m -> {
+                  m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.CloseRequesterSide.class,
+                m -> {
+                  sideWaiters.add(m.replyTo());
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.Shutdown.class,
+                m -> {
+                  shutdownWaiters.add(m.replyTo());
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.OpenPeer.class,
+                m -> {
+                  m.replyTo()
+                      .tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "closing"));
+                  return Behaviors.same();
+                })
+            .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
+            .build());
   }
 
   private Behavior<TransportCommand> refuseOpen(TransportCommand.OpenFile m) {
@@ -427,47 +428,48 @@ public final class FileTransport {
   }
 
   private Behavior<TransportCommand> closed() {
-    state = OwnerState.CLOSED;
-    return Behaviors.receive(TransportCommand.class)
-        .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
-        .onMessage(Checked.class, m -> refuseOpen(m.request()))
-        .onMessage(
-            Opened.class,
-            m -> {
-              if (m.handle() != null) {
-                m.handle().retire("opened while the engine was closing");
-              } else {
-                openHandles.decrementAndGet();
-              }
-              return refuseOpen(m.request());
-            })
-        .onMessage(LaneClosed.class, m -> Behaviors.same())
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.Shutdown.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.ShutdownDone("FILE"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "closed"));
-              return Behaviors.same();
-            })
-        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
-        .build();
+    return board.in(
+        OwnerState.CLOSED,
+        Behaviors.receive(TransportCommand.class)
+            .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
+            .onMessage(Checked.class, m -> refuseOpen(m.request()))
+            .onMessage(
+                Opened.class,
+                m -> {
+                  if (m.handle() != null) {
+                    m.handle().retire("opened while the engine was closing");
+                  } else {
+                    openHandles.decrementAndGet();
+                  }
+                  return refuseOpen(m.request());
+                })
+            .onMessage(LaneClosed.class, m -> Behaviors.same())
+            .onMessage(
+                TransportCommand.CloseSourceSide.class,
+                m -> {
+                  m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.CloseRequesterSide.class,
+                m -> {
+                  m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.Shutdown.class,
+                m -> {
+                  m.replyTo().tell(new TransportCommand.ShutdownDone("FILE"));
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.OpenPeer.class,
+                m -> {
+                  m.replyTo()
+                      .tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "closed"));
+                  return Behaviors.same();
+                })
+            .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
+            .build());
   }
 }

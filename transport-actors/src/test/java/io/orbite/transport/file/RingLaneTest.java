@@ -211,22 +211,24 @@ class RingLaneTest {
     return new Lane(lane, owner);
   }
 
-  /** Waits until the owner view shows the lane's owner in {@code state}. */
+  /** Waits until the lane's owner is in the behaviour that declares {@code state}. */
   private void awaitState(TestProbe<?> probe, ActorRef<?> owner, OwnerState state) {
-    String key = board.key(owner);
     probe.awaitAssert(
         Duration.ofSeconds(10),
         () -> {
-          assertTrue(
-              board.snapshot().owners().stream()
-                  .anyMatch(o -> o.path().equals(key) && o.state() == state),
-              () -> board.snapshot().owners().toString());
+          assertEquals(state, board.declaredState(owner));
           return null;
         });
   }
 
   /** Queues a 64-byte READ of {@code file} into {@link #memory} at 64, deadline 100 ms. */
   private void queueRead(Lane lane, FileHandle file, TestProbe<Receipt> receipts, int task) {
+    queueRead(lane, file, receipts, task, DEADLINE_NANOS);
+  }
+
+  /** Queues a 64-byte READ of {@code file} into {@link #memory} at 64. */
+  private void queueRead(
+      Lane lane, FileHandle file, TestProbe<Receipt> receipts, int task, long deadlineNanos) {
     assertTrue(file.acquire());
     assertTrue(
         lane.lane()
@@ -238,7 +240,7 @@ class RingLaneTest {
                     file,
                     memory.asSlice(64, 64),
                     0,
-                    System.nanoTime() + DEADLINE_NANOS)));
+                    System.nanoTime() + deadlineNanos)));
     lane.lane().wakeIfQueued();
   }
 
@@ -378,19 +380,7 @@ class RingLaneTest {
     Lane lane = spawnLane(io);
     TestProbe<Receipt> receipts = testKit.createTestProbe();
     // A READ that waits in the kernel for a writer, its deadline far off.
-    assertTrue(file.acquire());
-    assertTrue(
-        lane.lane()
-            .offer(
-                new FileOp(
-                    sink(receipts),
-                    0,
-                    false,
-                    file,
-                    memory.asSlice(64, 64),
-                    0,
-                    System.nanoTime() + Duration.ofMinutes(1).toNanos())));
-    lane.lane().wakeIfQueued();
+    queueRead(lane, file, receipts, 0, Duration.ofMinutes(1).toNanos());
     awaitState(receipts, lane.owner(), OwnerState.RUNNING);
     receipts.expectNoMessage(Duration.ofMillis(100));
 

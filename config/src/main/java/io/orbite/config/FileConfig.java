@@ -10,8 +10,8 @@ import java.util.List;
  *     it, else FileChannel), {@code "io_uring"} (refuse to open file segments if io_uring is
  *     unavailable) or {@code "channel"} (always FileChannel positioned I/O). Default {@value
  *     #DEFAULT_ENGINE}.
- * @param lanes ring lanes: each owns one io_uring (or one FileChannel worker pool) and one pinned
- *     thread. Default {@value #DEFAULT_LANES}; range {@value #MIN_LANES}..{@value #MAX_LANES}.
+ * @param lanes ring lanes: each owns one io_uring (or one FileChannel worker pool) and one thread
+ *     of its own. Default {@value #DEFAULT_LANES}; range {@value #MIN_LANES}..{@value #MAX_LANES}.
  * @param queueDepth most operations one lane has in the kernel at once (its ring's submission
  *     entries). Default {@value #DEFAULT_QUEUE_DEPTH}; range {@value #MIN_QUEUE_DEPTH}..{@value
  *     #MAX_QUEUE_DEPTH}.
@@ -149,8 +149,7 @@ public record FileConfig(
    * A copy with {@link #lanes()} replaced and every other component kept; the new value is checked
    * as by the constructor.
    *
-   * @param lanes ring lanes, each with its own io_uring (or FileChannel worker pool) and pinned
-   *     thread
+   * @param lanes ring lanes, each with its own io_uring (or FileChannel worker pool) and thread
    * @return a new {@code FileConfig}; this one is unchanged
    * @throws ConfigException naming {@code file.lanes} if it is outside {@value #MIN_LANES}..{@value
    *     #MAX_LANES}

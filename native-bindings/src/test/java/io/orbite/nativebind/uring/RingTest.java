@@ -78,7 +78,7 @@ class RingTest {
           ring.deferredCompletions(),
           "io_uring SINGLE_ISSUER | DEFER_TASKRUN need Linux 6.1; this kernel refused them");
       // Set up here, bound to the owner at its first enter: the file lane's ring is created by the
-      // transport and entered only by the lane's pinned thread.
+      // transport and entered only by the lane's own thread.
       ExecutorService owner = Executors.newSingleThreadExecutor();
       try {
         // A buffered write to ext4 is done by an io-wq worker: its completion is deferred to the

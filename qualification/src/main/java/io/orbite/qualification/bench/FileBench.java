@@ -452,12 +452,12 @@ public final class FileBench {
   }
 
   /**
-   * CPU time so far of the ring lane threads of engine {@code engine} (pinned: one thread per
-   * lane).
+   * CPU time so far of the ring lane threads of engine {@code engine} (one thread per lane, named
+   * {@code orbite-<engine>-file-ring-<i>}; a FileChannel lane's workers are not counted).
    */
   private static long laneCpuNanos(String engine) {
     ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-    String prefix = engine + "-orbite.file-ring-dispatcher";
+    String prefix = "orbite-" + engine + "-file-ring-";
     long sum = 0;
     for (Thread t : Thread.getAllStackTraces().keySet()) {
       if (t.getName().startsWith(prefix)) {

@@ -1,6 +1,7 @@
 package io.orbite.transport.file;
 
 import io.orbite.nativebind.Errno;
+import io.orbite.transport.lane.LaneRuntime;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -10,18 +11,18 @@ import java.nio.channels.FileChannel;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * {@link FileIo} over FileChannel positioned I/O, for machines without io_uring or when it is
  * disabled: each operation is one {@code read(dst, position)} or {@code write(src, position)} on a
- * worker thread of the lane's own pool (one system call, so a short result reaches the lane as it
- * does from io_uring), and its result lands in a completion queue the lane polls.
+ * worker thread of the lane's own pool (threads of the lane runtime; one system call, so a short
+ * result reaches the lane as it does from io_uring), and its result lands in a completion queue the
+ * lane polls.
  *
  * <p>Cancel: an operation not yet started completes -ECANCELED without touching memory. A running
  * operation on a FIFO, which may wait forever, is interrupted, which closes that FileChannel (the
@@ -30,7 +31,6 @@ import org.slf4j.LoggerFactory;
  */
 final class ChannelFileIo implements FileIo {
   private static final Logger LOG = LoggerFactory.getLogger(ChannelFileIo.class);
-  private static final AtomicInteger POOLS = new AtomicInteger();
 
   private static final class Running {
     final FileHandle file;
@@ -47,21 +47,20 @@ final class ChannelFileIo implements FileIo {
   private final Map<Long, Running> running = new ConcurrentHashMap<>();
   private final LinkedBlockingQueue<long[]> completions = new LinkedBlockingQueue<>();
 
-  ChannelFileIo(int capacity, int threads, String laneName) {
+  /**
+   * A pool of {@code threads} workers named {@code <threadPrefix>-<n>} (daemon threads of the lane
+   * runtime, made as operations arrive), for at most {@code capacity} operations in flight.
+   */
+  ChannelFileIo(int capacity, int threads, String threadPrefix) {
     this.capacity = capacity;
-    int pool = POOLS.incrementAndGet();
-    AtomicInteger n = new AtomicInteger();
     this.workers =
-        Executors.newFixedThreadPool(
+        new ThreadPoolExecutor(
             threads,
-            r -> {
-              Thread t =
-                  new Thread(
-                      r,
-                      "orbite-file-channel-" + laneName + "-" + pool + "-" + n.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            });
+            threads,
+            0L,
+            TimeUnit.MILLISECONDS,
+            new LinkedBlockingQueue<>(),
+            LaneRuntime.factory(threadPrefix));
   }
 
   @Override

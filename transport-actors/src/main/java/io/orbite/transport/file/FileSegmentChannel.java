@@ -10,6 +10,7 @@ import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.spi.TaskWork;
+import io.orbite.transport.lane.Unsendable;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -22,12 +23,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class FileSegmentChannel implements PeerChannel {
   private final SegmentDescriptor self;
   private final FileHandle file;
-  private final List<LaneHandle> lanes;
+  private final List<RingLane> lanes;
   private final long maxChunkBytes;
   private final AtomicInteger next = new AtomicInteger();
 
   FileSegmentChannel(
-      SegmentDescriptor self, FileHandle file, List<LaneHandle> lanes, long maxChunkBytes) {
+      SegmentDescriptor self, FileHandle file, List<RingLane> lanes, long maxChunkBytes) {
     this.self = self;
     this.file = file;
     this.lanes = lanes;
@@ -57,25 +58,28 @@ final class FileSegmentChannel implements PeerChannel {
     for (int c = 0; c < chunks; c++) {
       long at = c * maxChunkBytes;
       long n = Math.min(maxChunkBytes, length - at);
-      LaneHandle lane = pickLane();
+      RingLane lane = pickLane();
       String refusal =
           lane == null
               ? "every file ring lane is quarantined or closing"
               : !file.acquire() ? file.gate().refusal() + "; open the segment again" : null;
+      if (refusal == null
+          && !lane.offer(
+              new FileOp(
+                  work.sink(),
+                  work.taskIndex(),
+                  write,
+                  file,
+                  work.local().asSlice(work.localOffset() + at, n),
+                  work.remoteOffset() + at,
+                  work.deadlineNanos()))) {
+        file.release(); // the lane ended between the pick and the offer
+        refusal = Unsendable.neverSent("file ring lane " + lane.name() + " has ended");
+      }
       if (refusal != null) {
         refused.add(
             Receipt.failed(work.taskIndex(), ErrorKind.UNAVAILABLE, RemoteEffect.NONE, refusal));
-        continue;
       }
-      lane.queue.add(
-          new FileOp(
-              work.sink(),
-              work.taskIndex(),
-              write,
-              file,
-              work.local().asSlice(work.localOffset() + at, n),
-              work.remoteOffset() + at,
-              work.deadlineNanos()));
     }
     if (!refused.isEmpty()) {
       // Delivered as a message to the batch, so it arrives after the batch recorded what is owed.
@@ -84,11 +88,11 @@ final class FileSegmentChannel implements PeerChannel {
     return chunks;
   }
 
-  private LaneHandle pickLane() {
+  private RingLane pickLane() {
     int size = lanes.size();
     for (int i = 0; i < size; i++) {
-      LaneHandle lane = lanes.get(Math.floorMod(next.getAndIncrement(), size));
-      if (lane.lifecycle.running()) {
+      RingLane lane = lanes.get(Math.floorMod(next.getAndIncrement(), size));
+      if (lane.running()) {
         return lane;
       }
     }
@@ -97,10 +101,8 @@ final class FileSegmentChannel implements PeerChannel {
 
   @Override
   public void flush() {
-    for (LaneHandle lane : lanes) {
-      if (!lane.queue.isEmpty()) {
-        lane.wake();
-      }
+    for (RingLane lane : lanes) {
+      lane.wakeIfQueued();
     }
   }
 

@@ -6,36 +6,40 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
-import io.orbite.nativebind.uring.IoUring;
+import io.orbite.engine.view.OwnerBoard;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
  * The file transport's supervisor (named {@code transport-file}): owns the per-engine file table
  * (one entry per path, at most {@code file.maxFileSegments} open files) and the ring lanes, which
- * it spawns on first use on the {@code orbite.file-ring-dispatcher} (pinned: one thread per lane).
+ * it makes on first use: each lane's duty cycle runs on the lane runtime ({@link RingLane}), and
+ * each lane's lifecycle has an owner actor, a child of this one under the engine's supervision
+ * ({@link RingLaneOwner}, named {@code ring-lane-<i>}), which this actor watches.
  *
  * <p>An open runs on the blocking-I/O dispatcher (a FIFO's open waits for its writer). Opens of one
  * path are handled one at a time. A path whose entry still names the same file (device and inode)
  * and was opened with enough access reuses the entry; otherwise the old entry is retired (it closes
  * once the operations admitted through it end) and the file is opened afresh.
  *
- * <p>States: {@link #serving}, {@link #closing} (lanes draining), {@link #closed} (every open
- * refused UNAVAILABLE). CloseRequesterSide and Shutdown both close the lanes and retire the table;
- * the source side has nothing to close.
+ * <p>States: {@link #serving}, {@link #closing} (every lane's owner draining its lane), {@link
+ * #closed} (every open refused UNAVAILABLE). CloseRequesterSide and Shutdown both close the lanes
+ * and retire the table; the source side has nothing to close.
  */
 public final class FileTransport {
   private record Entry(FileHandle handle, FileSegmentChannel channel) {}
@@ -48,73 +52,89 @@ public final class FileTransport {
       TransportCommand.OpenFile request, Path key, FileHandle handle, FileOpener.Refused refused)
       implements TransportCommand {}
 
-  private record LaneClosed(RingLane.Closed closed) implements TransportCommand {}
+  private record LaneClosed(RingLaneOwner.Closed closed) implements TransportCommand {}
+
+  /** A lane's owner stopped (watched): after its close, or when its lane ended by itself. */
+  private record LaneOwnerStopped(String lane) implements TransportCommand {}
 
   private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
   private final FileConfig config;
+  private final OwnerBoard board;
   private final Map<Path, Entry> table = new HashMap<>();
 
   /** Paths with an open or check in progress, and the requests waiting behind it. */
   private final Map<Path, List<TransportCommand.OpenFile>> busy = new HashMap<>();
 
   private final AtomicInteger openHandles = new AtomicInteger();
-  private List<LaneHandle> lanes;
+
+  /** The lanes, once made (first open); channels deal their work to them. */
+  private List<RingLane> lanes;
+
+  /** The lanes' owners still alive, by lane name. */
+  private final Map<String, ActorRef<RingLaneOwner.Command>> laneOwners = new LinkedHashMap<>();
+
   private boolean uring;
 
   private FileTransport(ActorContext<TransportCommand> ctx, TransportContext context) {
     this.ctx = ctx;
     this.context = context;
     this.config = context.config().file();
+    this.board = context.owners();
   }
 
   public static Behavior<TransportCommand> create(TransportContext context) {
     return Behaviors.setup(
         ctx -> {
           FileTransport transport = new FileTransport(ctx, context);
-          return io.orbite.engine.view.OwnerBoard.reporting(
-              context.owners(),
-              () ->
-                  new io.orbite.engine.view.OwnerBoard.Report(
-                      "FileTransport",
-                      transport.state,
-                      java.util.Map.of(
-                          "files", (long) transport.table.size(),
-                          "filesLimit", (long) context.config().file().maxFileSegments()),
-                      ""),
-              transport.serving());
+          return OwnerBoard.reporting(context.owners(), transport::report, transport.serving());
         });
   }
 
-  private OwnerState state = OwnerState.SERVING;
+  private OwnerBoard.Report report() {
+    return new OwnerBoard.Report(
+        "FileTransport",
+        Map.of("files", (long) table.size(), "filesLimit", (long) config.maxFileSegments()),
+        "");
+  }
 
   private Behavior<TransportCommand> serving() {
-    return Behaviors.receive(TransportCommand.class)
-        .onMessage(TransportCommand.OpenFile.class, this::onOpenFile)
-        .onMessage(Checked.class, this::onChecked)
-        .onMessage(Opened.class, this::onOpened)
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(
-                      new TransportCommand.PeerOpenFailed(
-                          ErrorKind.UNAVAILABLE, "the file transport does not open peers"));
-              return Behaviors.same();
-            })
-        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> startClosing(List.of(m.replyTo()), List.of()))
-        .onMessage(
-            TransportCommand.Shutdown.class, m -> startClosing(List.of(), List.of(m.replyTo())))
-        .build();
+    return board.in(
+        OwnerState.SERVING,
+        Behaviors.receive(TransportCommand.class)
+            .onMessage(TransportCommand.OpenFile.class, this::onOpenFile)
+            .onMessage(Checked.class, this::onChecked)
+            .onMessage(Opened.class, this::onOpened)
+            .onMessage(TransportCommand.OpenPeer.class, m -> refusePeer(m, "does not open peers"))
+            .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
+            .onMessage(TransportCommand.CloseSourceSide.class, this::onCloseSourceSide)
+            .onMessage(
+                TransportCommand.CloseRequesterSide.class,
+                m -> startClosing(List.of(m.replyTo()), List.of()))
+            .onMessage(
+                TransportCommand.Shutdown.class, m -> startClosing(List.of(), List.of(m.replyTo())))
+            .onMessage(LaneClosed.class, m -> Behaviors.same())
+            .onMessage(
+                LaneOwnerStopped.class,
+                m -> {
+                  laneOwners.remove(m.lane());
+                  ctx.getLog().warn("file transport: ring lane {} has ended", m.lane());
+                  return Behaviors.same();
+                })
+            .build());
+  }
+
+  private Behavior<TransportCommand> refusePeer(TransportCommand.OpenPeer m, String why) {
+    m.replyTo()
+        .tell(
+            new TransportCommand.PeerOpenFailed(
+                ErrorKind.UNAVAILABLE, "the file transport " + why));
+    return Behaviors.same();
+  }
+
+  private Behavior<TransportCommand> onCloseSourceSide(TransportCommand.CloseSourceSide m) {
+    m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
+    return Behaviors.same();
   }
 
   private Behavior<TransportCommand> onAdopt(TransportCommand.AdoptConnection m) {
@@ -282,100 +302,120 @@ public final class FileTransport {
     return Behaviors.same();
   }
 
-  /** Spawns the lanes on first use; returns why they cannot run, or null. */
+  /** Makes the lanes and their owners on first use; returns why they cannot run, or null. */
   private String ensureLanes() {
     if (lanes != null) {
       return null;
     }
-    String engine = config.engine();
-    if (engine.equals("io_uring") && !IoUring.isAvailable()) {
-      return "file.engine is io_uring but io_uring is unavailable: "
-          + IoUring.unavailabilityCause().orElse("?");
+    RingLanes.Made made;
+    try {
+      made = RingLanes.make(context);
+    } catch (FileOpener.Refused r) {
+      return r.getMessage();
     }
-    uring = !engine.equals("channel") && IoUring.isAvailable();
-    if (engine.equals("auto") && !uring) {
-      ctx.getLog()
-          .info(
-              "file transport: io_uring unavailable ({}); using FileChannel positioned I/O",
-              IoUring.unavailabilityCause().orElse("?"));
+    uring = made.uring();
+    for (int i = 0; i < made.lanes().size(); i++) {
+      RingLane lane = made.lanes().get(i);
+      ActorRef<RingLaneOwner.Command> owner =
+          ctx.spawn(RingLaneOwner.create(lane, context), "ring-lane-" + i);
+      ctx.watchWith(owner, new LaneOwnerStopped(lane.name()));
+      laneOwners.put(lane.name(), owner);
     }
-    List<LaneHandle> made = new ArrayList<>();
-    for (int i = 0; i < config.lanes(); i++) {
-      LaneHandle handle = new LaneHandle("file-" + i);
-      FileIo io;
-      try {
-        io =
-            uring
-                ? new UringFileIo(config.queueDepth())
-                : new ChannelFileIo(config.queueDepth(), config.channelThreads(), handle.name);
-      } catch (RuntimeException e) {
-        made.forEach(h -> h.lane.tell(new RingLane.Close(ctx.getSystem().ignoreRef())));
-        return "cannot set up ring lane " + i + ": " + e.getMessage();
-      }
-      ActorRef<RingLane.Command> lane =
-          ctx.spawn(
-              RingLane.create(
-                  handle,
-                  FileIoFaults.apply(io),
-                  context.counters(),
-                  context.owners(),
-                  Duration.ofMillis(context.config().timeouts().destructionWindowMillis()),
-                  context.quarantine()),
-              "ring-lane-" + i,
-              DispatcherSelector.fromConfig("orbite.file-ring-dispatcher"));
-      handle.lane = lane;
-      made.add(handle);
-    }
-    lanes = List.copyOf(made);
-    ctx.getLog()
-        .debug(
-            "file transport: {} {} lane(s), queue depth {}",
-            lanes.size(),
-            uring ? "io_uring" : "FileChannel",
-            config.queueDepth());
+    lanes = made.lanes();
     return null;
   }
 
   private Behavior<TransportCommand> startClosing(
       List<ActorRef<TransportCommand.SideClosed>> sideWaiters,
       List<ActorRef<TransportCommand.ShutdownDone>> shutdownWaiters) {
-    int left = 0;
-    if (lanes != null) {
-      ActorRef<RingLane.Closed> adapter =
-          ctx.messageAdapter(RingLane.Closed.class, LaneClosed::new);
-      for (LaneHandle lane : lanes) {
-        lane.lane.tell(new RingLane.Close(adapter));
-        left++;
-      }
-    }
-    return closing(left, new ArrayList<>(sideWaiters), new ArrayList<>(shutdownWaiters));
+    ActorRef<RingLaneOwner.Closed> adapter =
+        ctx.messageAdapter(RingLaneOwner.Closed.class, LaneClosed::new);
+    laneOwners.values().forEach(owner -> owner.tell(new RingLaneOwner.Close(adapter)));
+    return closing(
+        new HashSet<>(laneOwners.keySet()),
+        new ArrayList<>(sideWaiters),
+        new ArrayList<>(shutdownWaiters));
   }
 
+  /** Waits for every lane in {@code lanesLeft} to be closed (or quarantined, or stopped). */
   private Behavior<TransportCommand> closing(
-      int lanesLeft,
+      Set<String> lanesLeft,
       List<ActorRef<TransportCommand.SideClosed>> sideWaiters,
       List<ActorRef<TransportCommand.ShutdownDone>> shutdownWaiters) {
-    state = OwnerState.CLOSING;
-    if (lanesLeft == 0) {
+    if (lanesLeft.isEmpty()) {
       table.values().forEach(e -> e.handle().retire("closed with the engine's requester side"));
       table.clear();
       sideWaiters.forEach(w -> w.tell(new TransportCommand.SideClosed("FILE")));
       shutdownWaiters.forEach(w -> w.tell(new TransportCommand.ShutdownDone("FILE")));
       return closed();
     }
+    return board.in(
+        OwnerState.CLOSING,
+        refusingOpens("closing")
+            .onMessage(
+                LaneClosed.class,
+                m -> {
+                  if (m.closed().quarantined()) {
+                    ctx.getLog()
+                        .error(
+                            "file transport: lane {} is quarantined; its ring and the memory its "
+                                + "stuck operation uses stay retained",
+                            m.closed().lane());
+                  }
+                  lanesLeft.remove(m.closed().lane());
+                  return closing(lanesLeft, sideWaiters, shutdownWaiters);
+                })
+            .onMessage(
+                LaneOwnerStopped.class,
+                m -> {
+                  laneOwners.remove(m.lane());
+                  lanesLeft.remove(m.lane());
+                  return closing(lanesLeft, sideWaiters, shutdownWaiters);
+                })
+            .onMessage(
+                TransportCommand.CloseRequesterSide.class,
+                m -> {
+                  sideWaiters.add(m.replyTo());
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.Shutdown.class,
+                m -> {
+                  shutdownWaiters.add(m.replyTo());
+                  return Behaviors.same();
+                })
+            .build());
+  }
+
+  private Behavior<TransportCommand> closed() {
+    return board.in(
+        OwnerState.CLOSED,
+        refusingOpens("closed")
+            .onMessage(LaneClosed.class, m -> Behaviors.same())
+            .onMessage(
+                LaneOwnerStopped.class,
+                m -> {
+                  laneOwners.remove(m.lane());
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.CloseRequesterSide.class,
+                m -> {
+                  m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.Shutdown.class,
+                m -> {
+                  m.replyTo().tell(new TransportCommand.ShutdownDone("FILE"));
+                  return Behaviors.same();
+                })
+            .build());
+  }
+
+  /** What closing and closed share: every open refused, the source side answered at once. */
+  private BehaviorBuilder<TransportCommand> refusingOpens(String state) {
     return Behaviors.receive(TransportCommand.class)
-        .onMessage(
-            LaneClosed.class,
-            m -> {
-              if (m.closed().quarantined()) {
-                ctx.getLog()
-                    .error(
-                        "file transport: lane {} is quarantined; its ring and the memory its "
-                            + "stuck operation uses stay retained",
-                        m.closed().lane());
-              }
-              return closing(lanesLeft - 1, sideWaiters, shutdownWaiters);
-            })
         .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
         .onMessage(Checked.class, m -> refuseOpen(m.request()))
         .onMessage(
@@ -388,33 +428,9 @@ public final class FileTransport {
               }
               return refuseOpen(m.request());
             })
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              sideWaiters.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.Shutdown.class,
-            m -> {
-              shutdownWaiters.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "closing"));
-              return Behaviors.same();
-            })
-        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
-        .build();
+        .onMessage(TransportCommand.CloseSourceSide.class, this::onCloseSourceSide)
+        .onMessage(TransportCommand.OpenPeer.class, m -> refusePeer(m, "is " + state))
+        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt);
   }
 
   private Behavior<TransportCommand> refuseOpen(TransportCommand.OpenFile m) {
@@ -424,50 +440,5 @@ public final class FileTransport {
                 ErrorKind.UNAVAILABLE,
                 "openFileSegment " + m.path() + ": the file transport is closed"));
     return Behaviors.same();
-  }
-
-  private Behavior<TransportCommand> closed() {
-    state = OwnerState.CLOSED;
-    return Behaviors.receive(TransportCommand.class)
-        .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
-        .onMessage(Checked.class, m -> refuseOpen(m.request()))
-        .onMessage(
-            Opened.class,
-            m -> {
-              if (m.handle() != null) {
-                m.handle().retire("opened while the engine was closing");
-              } else {
-                openHandles.decrementAndGet();
-              }
-              return refuseOpen(m.request());
-            })
-        .onMessage(LaneClosed.class, m -> Behaviors.same())
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("FILE"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.Shutdown.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.ShutdownDone("FILE"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, "closed"));
-              return Behaviors.same();
-            })
-        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
-        .build();
   }
 }

@@ -1,503 +1,412 @@
 package io.orbite.transport.file;
 
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.spi.EngineTally;
-import io.orbite.engine.spi.EngineTally.Count;
-import io.orbite.engine.spi.QuarantineLedger;
-import io.orbite.engine.spi.Receipt;
-import io.orbite.engine.spi.ReceiptBatcher;
-import io.orbite.engine.view.OwnerBoard;
-import io.orbite.nativebind.Errno;
+import io.orbite.transport.lane.LaneAgent;
 import io.orbite.transport.lane.LaneLifecycle;
+import io.orbite.transport.lane.LaneRuntime;
+import io.orbite.transport.lane.Unsendable;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
-import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.javadsl.ActorContext;
-import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+import java.util.concurrent.locks.LockSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * One ring lane: owns one {@link FileIo} (an io_uring, or a FileChannel pool) and runs on a pinned
- * dispatcher thread of its own, polling completions in a duty cycle. Child of the FileTransport.
+ * One file ring lane's duty cycle, on the lane runtime: owns one {@link FileIo} (an io_uring, or a
+ * FileChannel pool) and the operations in it. Its lifecycle's owner is {@link RingLaneOwner}.
  *
- * <p>Each pass of the duty cycle starts queued operations up to the ring's depth, asks the kernel
- * to cancel in-flight ones whose batch was cancelled, whose deadline passed or whose lane is
- * closing (IORING_OP_ASYNC_CANCEL), submits, waits at most 1 ms for a completion (a quarter of the
- * ring's worth when it is full and more work is queued) when there is nothing else to do, turns
- * completions into receipts and delivers them, one list per batch. A short result continues with
- * the bytes not yet moved (never re-sending bytes the kernel already took); a failure reports what
- * is known. The pass repeats (a message to itself) while anything is queued or in flight; otherwise
- * the lane sleeps until a channel wakes it.
+ * <p>A pass starts queued operations up to the ring's depth (one that is {@link Unsendable} fails
+ * unsent instead), then submits and reaps completions into receipts, delivered one call per batch
+ * when the pass ends. The sweep (at most once a millisecond) asks the kernel to cancel
+ * (IORING_OP_ASYNC_CANCEL) every operation in flight whose batch was cancelled, whose deadline
+ * passed or whose lane is closing, and fails queued operations that became unsendable while the
+ * ring was full. A short result continues with the bytes not yet moved (never re-sending bytes the
+ * kernel already took); a failure reports what is known. When nothing more can start (the ring is
+ * full, or nothing is queued) the lane idles in the kernel: in the {@code io_uring_enter} that also
+ * submits, or on the FileChannel pool's completion queue, at most 1 ms; with nothing in flight it
+ * parks until a channel's flush or a close wakes it.
  *
- * <p>States: {@link #running}, {@link #draining} (closing: nothing new starts, in-flight work is
- * cancelled and waited for, then the ring is closed and the lane stops), and {@link #quarantined}:
- * an operation whose cancel was not answered by a completion within the destruction window. Its
- * task never gets its last receipt, so the batch keeps its loan on the memory and its budget
- * charges (free() answers BATCH_BUSY) and the ring is never unmapped or closed: the kernel may
- * still own that memory. Quarantine is sticky; the lane keeps reaping other operations'
- * completions.
+ * <p>The lane tells its owner what it needs: that a cancelled operation's completion did not come
+ * within the destruction window ({@link Owner#cancelOverdue}; the lane is then QUARANTINED for
+ * good: it keeps its ring and the operation's memory, fails new work unsent and keeps reaping the
+ * others' completions), and that it ended ({@link Owner#ended}: after a close, once nothing is in
+ * flight and its {@code FileIo} is closed).
  */
-final class RingLane {
-  sealed interface Command {}
+final class RingLane extends LaneAgent<FileOp> {
+  private static final Logger LOG = LoggerFactory.getLogger(RingLane.class);
 
-  /** A channel queued work (sent at most once until the lane runs). */
-  enum Wake implements Command {
-    INSTANCE
+  /** The longest wait in the kernel for a completion. */
+  static final long MAX_WAIT_NANOS = 1_000_000L;
+
+  /** How often a quarantined lane reaps its other operations' completions. */
+  static final long QUARANTINED_WAIT_NANOS = 10_000_000L;
+
+  /** The longest park of a lane with nothing in flight (a flush or a close ends it at once). */
+  private static final long IDLE_PARK_NANOS = 1_000_000_000L;
+
+  /** What the lane tells its owner, from the lane's thread. */
+  interface Owner {
+    /**
+     * A cancelled operation's completion did not come within the destruction window: the lane is
+     * QUARANTINED for good.
+     *
+     * @param entry what the quarantine lists: the operation and its bytes
+     * @param cancelReason why it was cancelled
+     */
+    void cancelOverdue(QuarantinedOwner entry, String cancelReason);
+
+    /**
+     * The lane's thread ended.
+     *
+     * @param kept what it leaves in the kernel, its ring kept open; null when it closed its {@code
+     *     FileIo} with nothing in flight
+     * @param cause why it ended by itself, or null after a close
+     */
+    void ended(String kept, Throwable cause);
   }
 
-  /** Stop taking work, drain, close the ring; answered with {@link Closed}. */
-  record Close(ActorRef<Closed> replyTo) implements Command {}
-
-  /** The lane drained and closed its ring, or ({@code quarantined}) could not and keeps it. */
-  record Closed(String lane, boolean quarantined) {}
-
-  private enum Poll implements Command {
-    INSTANCE
-  }
-
-  private static final long MAX_WAIT_NANOS = 1_000_000L;
-  private static final Duration QUARANTINED_POLL = Duration.ofMillis(10);
-  private static final long GENERATION_SHIFT = 32;
-
-  private final ActorContext<Command> ctx;
-  private final LaneHandle handle;
   private final FileIo io;
-  private final EngineTally counters;
-
-  /** Confirmed bytes of this lane, for per-lane throughput. */
-  private final java.util.concurrent.atomic.LongAdder laneBytes;
-
+  private final String threadName;
   private final long destructionWindowNanos;
-  private final FileOp[] slots;
-  private final int[] generations;
 
-  /**
-   * Completions a pass waits for when the ring is full and work is queued: a quarter of the ring.
-   */
+  /** The operations in the kernel. */
+  private final RingSlots slots;
+
+  /** Completions a wait asks for when the ring is full and work is queued: a quarter of it. */
   private final int batchWant;
 
-  private final ArrayDeque<Integer> free = new ArrayDeque<>();
-  private final ReceiptBatcher outgoing = new ReceiptBatcher();
-  private final List<ActorRef<Closed>> closeWaiters = new ArrayList<>();
-  private int inflight;
-  private OwnerState state = OwnerState.RUNNING;
-  private final QuarantineLedger quarantine;
+  private final RingCompletions completions;
 
-  private RingLane(
-      ActorContext<Command> ctx,
-      LaneHandle handle,
-      FileIo io,
-      EngineTally counters,
-      Duration destructionWindow,
-      QuarantineLedger quarantine) {
-    this.ctx = ctx;
-    this.quarantine = quarantine;
-    this.handle = handle;
+  /** Operations taken from the inbox and not yet started, oldest first. Lane thread only. */
+  private ArrayDeque<FileOp> backlog = new ArrayDeque<>(256);
+
+  /** Operations in flight as of the last pass, for the owner view (any thread). */
+  private volatile int shownInflight;
+
+  /** Completions the next idle waits for in the kernel; 0: it does not wait there. */
+  private int waitFor;
+
+  /** A failure of the idle's wait, thrown by the next pass so that the lane ends and drains. */
+  private RuntimeException idleFailure;
+
+  /** Set by the lane thread when it has nothing left to do: the cycle stops. */
+  private boolean finished;
+
+  /** The owner stopped (its system is going away): end, and tell no one. */
+  private volatile boolean abandoned;
+
+  private Owner owner;
+
+  /**
+   * A lane over {@code io}, not started.
+   *
+   * @param name the lane's name in messages, {@code file-<i>}
+   * @param threadName its thread's name
+   * @param io its ring or FileChannel pool
+   * @param counters where its confirmed bytes are counted
+   * @param destructionWindow how long a cancelled operation's completion may take
+   */
+  RingLane(
+      String name, String threadName, FileIo io, EngineTally counters, Duration destructionWindow) {
+    super(name, SWEEP_NANOS);
     this.io = io;
-    this.counters = counters;
-    this.laneBytes = counters.lane("file/" + handle.name);
+    this.threadName = threadName;
     this.destructionWindowNanos = destructionWindow.toNanos();
-    this.slots = new FileOp[io.capacity()];
-    this.generations = new int[io.capacity()];
+    this.slots = new RingSlots(io.capacity());
     this.batchWant = Math.max(1, io.capacity() / 4);
-    for (int i = 0; i < slots.length; i++) {
-      free.add(i);
-    }
-  }
-
-  static Behavior<Command> create(
-      LaneHandle handle,
-      FileIo io,
-      EngineTally counters,
-      OwnerBoard owners,
-      Duration destructionWindow,
-      QuarantineLedger quarantine) {
-    return Behaviors.setup(
-        ctx ->
-            Behaviors.withTimers(
-                timers -> {
-                  RingLane lane =
-                      new RingLane(ctx, handle, io, counters, destructionWindow, quarantine);
-                  return OwnerBoard.reporting(
-                      owners,
-                      () ->
-                          new OwnerBoard.Report(
-                              "RingLane",
-                              lane.state,
-                              java.util.Map.of("inflightOps", (long) lane.inflight),
-                              handle.name),
-                      lane.running(timers));
-                }));
-  }
-
-  private Behavior<Command> running(TimerScheduler<Command> timers) {
-    return Behaviors.receive(Command.class)
-        .onMessageEquals(Wake.INSTANCE, () -> cycle(timers))
-        .onMessageEquals(Poll.INSTANCE, () -> cycle(timers))
-        .onMessage(
-            Close.class,
-            m -> {
-              handle.lifecycle.moveTo(LaneLifecycle.State.CLOSING);
-              closeWaiters.add(m.replyTo());
-              ctx.getSelf().tell(Poll.INSTANCE);
-              return draining(timers);
-            })
-        .build();
+    this.completions =
+        new RingCompletions(
+            name,
+            slots,
+            io,
+            receipts,
+            counters.lane("file/" + name),
+            lifecycle,
+            destructionWindowNanos);
   }
 
   /**
-   * Closing: nothing new starts (queued work fails UNAVAILABLE), in-flight work is cancelled and
-   * waited for, then the ring is closed and the lane stops; or it is quarantined.
+   * Starts the lane's thread. An io_uring lane's ring is bound to that thread at its first enter.
+   *
+   * @param owner told what the lane needs
    */
-  private Behavior<Command> draining(TimerScheduler<Command> timers) {
-    state = OwnerState.DRAINING;
-    return Behaviors.receive(Command.class)
-        .onMessageEquals(Wake.INSTANCE, () -> cycle(timers))
-        .onMessageEquals(Poll.INSTANCE, () -> cycle(timers))
-        .onMessage(
-            Close.class,
-            m -> {
-              closeWaiters.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .build();
+  void start(Owner owner) {
+    this.owner = owner;
+    LaneRuntime.start(threadName, this);
   }
 
-  private Behavior<Command> quarantined(TimerScheduler<Command> timers) {
-    state = OwnerState.QUARANTINED;
-    return Behaviors.receive(Command.class)
-        .onMessageEquals(
-            Wake.INSTANCE,
-            () -> {
-              failQueued(
-                  ErrorKind.UNAVAILABLE, "file ring lane " + handle.name + " is quarantined");
-              deliver();
-              return Behaviors.same();
-            })
-        .onMessageEquals(
-            Poll.INSTANCE,
-            () -> {
-              failQueued(
-                  ErrorKind.UNAVAILABLE, "file ring lane " + handle.name + " is quarantined");
-              io.poll(0, this::onCompletion);
-              deliver();
-              return Behaviors.same();
-            })
-        .onMessage(
-            Close.class,
-            m -> {
-              m.replyTo().tell(new Closed(handle.name, true));
-              return Behaviors.same();
-            })
-        .build();
+  /**
+   * The owner stopped: the lane ends (keeping its ring if anything is in flight), telling no one.
+   */
+  void abandon() {
+    abandoned = true;
+    close();
   }
 
-  /** One pass of the duty cycle. */
-  private Behavior<Command> cycle(TimerScheduler<Command> timers) {
-    long now = System.nanoTime();
-    int started = admit(now);
-    FileOp stuck = checkCancels(now);
-    if (stuck != null) {
-      return quarantine(stuck, now, timers);
-    }
-    // Wait in the kernel (bounded) for a completion whenever nothing more can start: the ring is
-    // full, or nothing is queued. Polling the CQ in user space while the ring is full and work is
-    // queued spins a whole CPU that the kernel's own workers need (measured: see
-    // docs/transports/file.md, "Bench method").
-    //
-    // When the ring is full and more work is queued, wait for a quarter of the ring to complete
-    // rather than one operation: the rest keep the kernel busy meanwhile, and one pass then turns
-    // several completions into receipts (one delivery per batch), refills several slots with one
-    // io_uring_enter, and costs one wake-up of this thread and one message to itself instead of
-    // one each per operation. On 2 vCPUs that per-operation work competed with the io-wq worker
-    // that copies a buffered write (measured: docs/transports/file.md, "Bench method"). With
-    // nothing queued the lane waits for one completion, so an isolated task's receipt is not held.
-    boolean ringFull = inflight >= slots.length;
-    boolean idleWait = inflight > 0 && (ringFull || (started == 0 && handle.queue.isEmpty()));
-    int want = ringFull && !handle.queue.isEmpty() ? batchWant : 1;
-    io.poll(idleWait ? MAX_WAIT_NANOS : 0, want, this::onCompletion);
-    deliver();
-    boolean closing = handle.lifecycle.state() == LaneLifecycle.State.CLOSING;
-    if (closing && inflight == 0 && handle.queue.isEmpty()) {
-      io.close();
-      handle.lifecycle.moveTo(LaneLifecycle.State.CLOSED);
-      closeWaiters.forEach(w -> w.tell(new Closed(handle.name, false)));
-      return Behaviors.stopped();
-    }
-    if (inflight > 0 || !handle.queue.isEmpty() || closing) {
-      ctx.getSelf().tell(Poll.INSTANCE);
-    } else {
-      handle.scheduled.set(false);
-      if (!handle.queue.isEmpty() && handle.scheduled.compareAndSet(false, true)) {
-        ctx.getSelf().tell(Poll.INSTANCE);
-      }
-    }
-    return Behaviors.same();
+  /** Operations in the kernel as of the lane's last pass. */
+  int inflight() {
+    return shownInflight;
   }
 
-  /** Starts queued operations while the ring has room. */
-  private int admit(long now) {
-    int started = 0;
-    while (inflight < slots.length) {
-      FileOp op = handle.queue.poll();
-      if (op == null) {
-        break;
-      }
-      if (!handle.lifecycle.running()) {
-        fail(
-            op,
-            ErrorKind.UNAVAILABLE,
-            RemoteEffect.NONE,
-            "the file transport is closing; not started");
-      } else if (op.sink.cancelled()) {
-        fail(
-            op,
-            ErrorKind.CANCELLED,
-            RemoteEffect.NONE,
-            "batch cancelled before the operation started");
-      } else if (now - op.deadlineNanos > 0) {
-        fail(
-            op,
-            ErrorKind.TIMEOUT,
-            RemoteEffect.NONE,
-            "deadline passed before the operation started");
-      } else {
-        int slot = free.poll();
-        slots[slot] = op;
-        op.id = ((long) generations[slot] << GENERATION_SHIFT) | slot;
-        inflight++;
-        io.submit(op.id, op.write, op.file, op.memory, op.fileOffset);
-        started++;
-      }
-    }
-    return started;
+  /** The lane's engine and ring, for messages. */
+  String io() {
+    return io.toString();
   }
 
-  /** Asks to cancel what must stop; returns an operation whose cancel went unanswered too long. */
-  private FileOp checkCancels(long now) {
-    for (FileOp op : slots) {
+  /** Wakes the lane if work waits in its inbox (a channel's flush). */
+  void wakeIfQueued() {
+    if (inbox.count() != 0) {
+      wake();
+    }
+  }
+
+  @Override
+  protected void take(FileOp op) {
+    backlog.add(op);
+  }
+
+  /** Takes the whole inbox at once while the backlog is empty: producers wait for one swap. */
+  @Override
+  protected int takeInbox() {
+    if (!backlog.isEmpty()) {
+      return super.takeInbox();
+    }
+    backlog = inbox.swap(backlog);
+    return backlog.size();
+  }
+
+  @Override
+  protected boolean keepRunning() {
+    return !finished;
+  }
+
+  @Override
+  protected int sweep(long now) {
+    LaneLifecycle.State state = lifecycle.state();
+    boolean closing = state == LaneLifecycle.State.CLOSING || state == LaneLifecycle.State.DRAINING;
+    boolean quarantined = state == LaneLifecycle.State.QUARANTINED;
+    int asked = 0;
+    for (int i = 0; i < slots.capacity(); i++) {
+      FileOp op = slots.at(i);
       if (op == null) {
         continue;
       }
       if (!op.cancelRequested) {
-        ErrorKind kind = null;
-        String why = null;
-        if (!handle.lifecycle.running()) {
-          kind = ErrorKind.UNAVAILABLE;
-          why = "the file transport is closing";
-        } else if (op.sink.cancelled()) {
-          kind = ErrorKind.CANCELLED;
-          why = "batch cancelled";
-        } else if (now - op.deadlineNanos > 0) {
-          kind = ErrorKind.TIMEOUT;
-          why = "deadline passed";
-        }
+        ErrorKind kind =
+            closing ? ErrorKind.UNAVAILABLE : Unsendable.check(op.sink, op.deadlineNanos, now);
         if (kind != null) {
           op.cancelRequested = true;
           op.cancelRequestedNanos = now;
           op.cancelKind = kind;
-          op.cancelReason = why;
+          op.cancelReason =
+              switch (kind) {
+                case CANCELLED -> "batch cancelled";
+                case TIMEOUT -> "deadline passed";
+                default -> "the file transport is closing";
+              };
           io.cancel(op.id);
+          asked++;
         }
-      } else if (now - op.cancelRequestedNanos > destructionWindowNanos) {
-        return op;
+      } else if (!quarantined && now - op.cancelRequestedNanos > destructionWindowNanos) {
+        quarantine(op, now);
+        quarantined = true;
       }
     }
-    return null;
+    if (slots.full() && !backlog.isEmpty() && state == LaneLifecycle.State.RUNNING) {
+      asked += failUnsendable(now);
+    }
+    return asked;
   }
 
-  private Behavior<Command> quarantine(FileOp stuck, long now, TimerScheduler<Command> timers) {
-    handle.lifecycle.moveTo(LaneLifecycle.State.QUARANTINED);
-    counters.increment(Count.OWNERS_QUARANTINED);
-    // Sticky: the ring and what its kernel operations may still write are kept for the process's
-    // life.
-    quarantine.enter(
+  /** Fails the queued operations that must not start any more, keeping the others' order. */
+  private int failUnsendable(long now) {
+    int failed = 0;
+    for (int n = backlog.size(); n > 0; n--) {
+      FileOp op = backlog.poll();
+      ErrorKind kind = Unsendable.check(op.sink, op.deadlineNanos, now);
+      if (kind == null) {
+        backlog.add(op);
+      } else {
+        failUnstarted(op, kind, Unsendable.detail(kind));
+        failed++;
+      }
+    }
+    return failed;
+  }
+
+  @Override
+  protected int pass(long now) {
+    RuntimeException failed = idleFailure;
+    if (failed != null) {
+      idleFailure = null;
+      throw failed;
+    }
+    int started = startQueued(now);
+    int reaped = 0;
+    boolean more = !backlog.isEmpty() || inbox.count() != 0;
+    boolean ringFull = slots.full();
+    if (slots.inflight() > 0 && (ringFull || (started == 0 && !more))) {
+      // Nothing more can start: the idle submits and waits in one enter. When the ring is full
+      // and work is queued it waits for a quarter of the ring, so that one pass refills several
+      // slots and delivers several receipts; an isolated task's receipt is not held back.
+      // Polling the CQ in user space instead took a whole CPU that the kernel's workers need
+      // (docs/transports/file.md, "Bench method").
+      waitFor = ringFull && more ? batchWant : 1;
+    } else if (started > 0) {
+      // Submit now and come back at once: a batch still dispatching adds the next chunks.
+      reaped = io.poll(0, 1, completions);
+    }
+    if (!lifecycle.running()
+        && lifecycle.state() != LaneLifecycle.State.QUARANTINED
+        && slots.inflight() == 0) {
+      finished = true; // closing, and drained
+    } else if (abandoned && lifecycle.state() == LaneLifecycle.State.QUARANTINED) {
+      finished = true; // its owner is gone; the ring and its operations stay as they are
+    }
+    return started + reaped;
+  }
+
+  /** Starts queued operations while the ring has room; fails them all unsent once not running. */
+  private int startQueued(long now) {
+    if (!lifecycle.running()) {
+      failAllQueued();
+      return 0;
+    }
+    int started = 0;
+    FileOp op;
+    while (!slots.full() && (op = backlog.poll()) != null) {
+      ErrorKind kind = Unsendable.check(op.sink, op.deadlineNanos, now);
+      if (kind != null) {
+        failUnstarted(op, kind, Unsendable.detail(kind));
+        continue;
+      }
+      io.submit(slots.take(op), op.write, op.file, op.memory, op.fileOffset);
+      started++;
+    }
+    return started;
+  }
+
+  private void failAllQueued() {
+    if (backlog.isEmpty()) {
+      return;
+    }
+    String why = Unsendable.neverSent(refusal());
+    FileOp op;
+    while ((op = backlog.poll()) != null) {
+      failUnstarted(op, ErrorKind.UNAVAILABLE, why);
+    }
+  }
+
+  /** Why a lane that is not running refuses work. */
+  private String refusal() {
+    return lifecycle.state() == LaneLifecycle.State.QUARANTINED
+        ? "file ring lane " + name() + " is quarantined"
+        : "file ring lane " + name() + " is closing";
+  }
+
+  /**
+   * Waits in the kernel when the pass found that nothing more can start, at most 1 ms (10 ms once
+   * quarantined); with nothing in flight and nothing queued, parks until woken.
+   */
+  @Override
+  protected void idle(int work) {
+    int want = waitFor;
+    if (want > 0) {
+      waitFor = 0;
+      long waitNanos =
+          lifecycle.state() == LaneLifecycle.State.QUARANTINED
+              ? QUARANTINED_WAIT_NANOS
+              : MAX_WAIT_NANOS;
+      try {
+        io.poll(waitNanos, want, completions);
+      } catch (RuntimeException e) {
+        idleFailure = e;
+      }
+    } else if (work == 0 && slots.inflight() == 0 && !finished && inbox.count() == 0) {
+      LockSupport.parkNanos(this, IDLE_PARK_NANOS);
+    }
+  }
+
+  @Override
+  protected void endPass() {
+    super.endPass();
+    int inflight = slots.inflight();
+    if (shownInflight != inflight) {
+      shownInflight = inflight;
+    }
+  }
+
+  /**
+   * Quarantines the lane: {@code stuck}'s cancel went unanswered for a destruction window. Sticky:
+   * the ring and what its kernel operations may still write are kept for the process's life.
+   */
+  private void quarantine(FileOp stuck, long now) {
+    lifecycle.moveTo(LaneLifecycle.State.QUARANTINED);
+    failAllQueued();
+    long askedMillis = (now - stuck.cancelRequestedNanos) / 1_000_000;
+    owner.cancelOverdue(
         new QuarantinedOwner(
-            "file ring lane " + handle.name,
+            "file ring lane " + name(),
             QuarantinedOwner.Kind.LANE,
             stuck.describe()
                 + " was asked to stop "
-                + (now - stuck.cancelRequestedNanos) / 1_000_000
+                + askedMillis
                 + " ms ago and its completion never came; the ring stays mapped",
             1,
             stuck.length(),
             Instant.now()),
-        () -> true);
-    ctx.getLog()
-        .error(
-            "file ring lane {} ({}) is QUARANTINED: {} was asked to stop {} ms ago ({}) and its "
-                + "completion never came; the ring stays mapped, the memory stays on loan and the task's "
-                + "budget charges stay held for the life of the process",
-            handle.name,
-            io,
-            stuck.describe(),
-            (now - stuck.cancelRequestedNanos) / 1_000_000,
-            stuck.cancelReason);
-    failQueued(ErrorKind.UNAVAILABLE, "file ring lane " + handle.name + " is quarantined");
-    deliver();
-    closeWaiters.forEach(w -> w.tell(new Closed(handle.name, true)));
-    closeWaiters.clear();
-    timers.startTimerWithFixedDelay(Poll.INSTANCE, QUARANTINED_POLL);
-    return quarantined(timers);
+        stuck.cancelReason);
   }
 
-  private void failQueued(ErrorKind kind, String why) {
-    FileOp op;
-    while ((op = handle.queue.poll()) != null) {
-      fail(op, kind, RemoteEffect.NONE, why + "; not started");
-    }
-  }
-
-  private void onCompletion(long id, int result) {
-    int slot = (int) id;
-    int generation = (int) (id >>> GENERATION_SHIFT);
-    FileOp op = slot >= 0 && slot < slots.length ? slots[slot] : null;
-    if (op == null || generations[slot] != generation) {
-      ctx.getLog()
-          .warn(
-              "file ring lane {}: completion for unknown operation id {} (result {})",
-              handle.name,
-              Long.toHexString(id),
-              result);
-      return;
-    }
-    if (handle.lifecycle.state() == LaneLifecycle.State.QUARANTINED
-        && op.cancelRequested
-        && System.nanoTime() - op.cancelRequestedNanos > destructionWindowNanos) {
-      // Quarantine is sticky (C7): a late completion does not release what was retained.
-      ctx.getLog()
-          .warn(
-              "file ring lane {}: late completion ({}) for quarantined {}; kept quarantined",
-              handle.name,
-              result,
-              op.describe());
-      return;
-    }
-    if (result < 0) {
-      retire(slot, op);
-      int errno = -result;
-      if (errno == Errno.ECANCELED.number() || errno == Errno.EINTR.number()) {
-        fail(
-            op,
-            op.cancelKind != null ? op.cancelKind : ErrorKind.CANCELLED,
-            effectSoFar(op),
-            (op.cancelReason != null ? op.cancelReason : "cancelled")
-                + ": "
-                + op.describe()
-                + " stopped in the kernel after "
-                + op.progress
-                + " B; drained");
-      } else {
-        fail(
-            op,
-            kindOf(errno),
-            op.write ? RemoteEffect.UNKNOWN : RemoteEffect.NONE,
-            op.describe() + " failed after " + op.progress + " B: " + Errno.describe(errno));
-      }
-      return;
-    }
-    if (result == 0) {
-      retire(slot, op);
-      if (op.write) {
-        fail(
-            op,
-            ErrorKind.UNAVAILABLE,
-            effectSoFar(op),
-            op.describe() + ": the kernel accepted 0 bytes after " + op.progress + " B");
-      } else {
-        fail(
-            op,
-            ErrorKind.INVALID_ARGUMENT,
-            RemoteEffect.NONE,
-            op.describe()
-                + ": end of file after "
-                + op.progress
-                + " B (the file is shorter than the range; did it shrink after open?)");
-      }
-      return;
-    }
-    op.progress += result;
-    if (op.progress < op.length()) {
-      op.shortResults++;
-      if (op.cancelRequested) {
-        retire(slot, op);
-        fail(
-            op,
-            op.cancelKind,
-            effectSoFar(op),
-            op.cancelReason
-                + ": "
-                + op.describe()
-                + " stopped after a short "
-                + (op.write ? "write" : "read")
-                + " of "
-                + op.progress
-                + " B; drained");
-        return;
-      }
-      // Continue with the bytes not yet moved: a short WRITE is never re-sent from its start.
-      io.submit(
-          op.id, op.write, op.file, op.memory.asSlice(op.progress), op.fileOffset + op.progress);
-      return;
-    }
-    retire(slot, op);
-    laneBytes.add(op.length());
-    outgoing.ok(
-        op.sink, op.taskIndex, op.length(), op.write ? RemoteEffect.APPLIED : RemoteEffect.NONE);
-  }
-
-  private static RemoteEffect effectSoFar(FileOp op) {
-    return op.write && op.progress > 0 ? RemoteEffect.APPLIED : RemoteEffect.NONE;
-  }
-
-  private void retire(int slot, FileOp op) {
-    slots[slot] = null;
-    generations[slot]++;
-    free.add(slot);
-    inflight--;
+  /** Fails an operation that was never started: its use of the file ends here. */
+  private void failUnstarted(FileOp op, ErrorKind kind, String detail) {
     op.file.release();
+    fail(op, kind, RemoteEffect.NONE, detail);
   }
 
   private void fail(FileOp op, ErrorKind kind, RemoteEffect effect, String detail) {
-    if (op.id == -1) {
-      op.file.release(); // queued, never started: its use of the file ends here
-    }
-    receipt(op, Receipt.failed(op.taskIndex, kind, effect, detail));
+    receipts.failed(op.sink, op.taskIndex, kind, effect, detail);
   }
 
-  private void receipt(FileOp op, Receipt r) {
-    outgoing.add(op.sink, r);
+  /**
+   * Fails what was never started and, with nothing in flight, closes the {@code FileIo}. With
+   * operations still in the kernel (the lane failed, or its owner is gone) the ring is kept: the
+   * kernel may still write their memory.
+   */
+  @Override
+  protected void drain(Throwable cause, List<FileOp> unstarted) {
+    if (cause != null) {
+      LOG.error("file ring lane {} failed: {}", name(), cause.toString(), cause);
+    }
+    String why =
+        Unsendable.neverSent(
+            "file ring lane " + name() + (cause == null ? " closed" : " failed: " + cause));
+    backlog.addAll(unstarted);
+    FileOp op;
+    while ((op = backlog.poll()) != null) {
+      failUnstarted(op, ErrorKind.UNAVAILABLE, why);
+    }
+    if (slots.inflight() == 0 && lifecycle.state() != LaneLifecycle.State.QUARANTINED) {
+      io.close();
+    } else {
+      lifecycle.moveTo(LaneLifecycle.State.QUARANTINED);
+    }
   }
 
-  private void deliver() {
-    outgoing.flush();
-  }
-
-  static ErrorKind kindOf(int errno) {
-    if (errno == Errno.ENOSPC.number()
-        || errno == Errno.EDQUOT.number()
-        || errno == Errno.EFBIG.number()
-        || errno == Errno.ENOMEM.number()) {
-      return ErrorKind.RESOURCE_EXHAUSTED;
+  @Override
+  protected void ended(Throwable cause) {
+    if (abandoned) {
+      return;
     }
-    if (errno == Errno.EACCES.number()
-        || errno == Errno.EPERM.number()
-        || errno == Errno.EROFS.number()) {
-      return ErrorKind.PERMISSION_DENIED;
-    }
-    if (errno == Errno.EINVAL.number()
-        || errno == Errno.EFAULT.number()
-        || errno == Errno.EBADF.number()
-        || errno == Errno.ESPIPE.number()) {
-      return ErrorKind.INVALID_ARGUMENT;
-    }
-    return ErrorKind.UNAVAILABLE;
+    String kept =
+        lifecycle.state() == LaneLifecycle.State.QUARANTINED
+            ? slots.inflight() + " operation(s) in " + io + ", which stays open"
+            : null;
+    owner.ended(kept, cause);
   }
 }

@@ -30,8 +30,8 @@ final class UringFileIo implements FileIo {
   UringFileIo(int capacity) {
     this.capacity = capacity;
     // Single issuer with deferred completions, as fio's io_uring engine sets its ring up: the
-    // lane's pinned thread is bound to the ring at its first enter (the ring is created here, on
-    // the transport's thread), and io-wq completions are posted at the lane's next enter.
+    // lane's thread is bound to the ring at its first enter (the ring is created here, on the
+    // transport's thread), and io-wq completions are posted at the lane's next enter.
     this.ring = Ring.openSingleIssuer(Math.max(2, capacity * 2));
   }
 

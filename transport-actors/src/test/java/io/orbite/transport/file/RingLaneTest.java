@@ -6,10 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.typesafe.config.ConfigFactory;
+import io.orbite.config.EngineConfig;
+import io.orbite.config.TimeoutConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.QuarantineLedger;
@@ -19,6 +23,7 @@ import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.nativebind.libc.Libc;
 import io.orbite.nativebind.uring.IoUring;
+import io.orbite.transport.TestContexts;
 import io.orbite.transport.lane.LaneLifecycle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -29,6 +34,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.testkit.typed.annotations.JUnit5TestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -36,7 +42,6 @@ import org.apache.pekko.actor.testkit.typed.javadsl.JUnit5TestKitBuilder;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestKitJUnit5Extension;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -44,14 +49,18 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * A ring lane's cancel (C5, drain before failure; C7, failed cleanup is sticky): a READ of a FIFO
- * that no one writes is cancelled at its deadline. When the kernel confirms the cancel, the task
- * fails TIMEOUT drained, its memory untouched, and the lane closes cleanly. When the confirmation
- * does not come within the destruction window (a decorator at the lane's native function table
- * withholds it), the lane is quarantined: listed as a LANE in the {@link QuarantineLedger} with the
- * task and bytes it retains, the task never gets its receipt (so its batch keeps the loan), the
- * lane keeps its use of the file, refuses new work and answers a close as quarantined. Run over
- * io_uring and over the FileChannel fallback.
+ * A ring lane ({@link RingLane}, on the lane runtime) and its owner ({@link RingLaneOwner}), alone
+ * (C5, drain before failure; C7, failed cleanup is sticky): a READ of a FIFO that no one writes is
+ * cancelled at its deadline. When the kernel confirms the cancel, the task fails TIMEOUT drained,
+ * its memory untouched, and a close drains the lane: it closes its {@code FileIo}, its thread ends
+ * and its owner stops. When the confirmation does not come within the destruction window (a
+ * decorator at the lane's native function table withholds it), the lane is quarantined: listed as a
+ * LANE in the {@link QuarantineLedger} with the task and bytes it retains, its owner shown
+ * quarantined, the task never gets its receipt (so its batch keeps the loan), the lane keeps its
+ * use of the file, refuses new work and its owner answers a close as quarantined; when the owner
+ * stops, the lane's thread ends and the ring stays open. An owner that stops while its lane runs
+ * has the lane cancel and drain what it holds and close its ring. Run over io_uring and over the
+ * FileChannel fallback.
  */
 @ExtendWith(TestKitJUnit5Extension.class)
 class RingLaneTest {
@@ -67,11 +76,15 @@ class RingLaneTest {
   private static final Duration WINDOW = Duration.ofMillis(300);
   private static final long DEADLINE_NANOS = 100_000_000L;
   private static final byte GUARD = 0x5A;
+  private static final AtomicInteger LANES = new AtomicInteger();
 
   @TempDir Path dir;
   private final EngineTally counters = new EngineTally();
   private final QuarantineLedger quarantine = new QuarantineLedger();
+  private final OwnerBoard board = new OwnerBoard();
   private final MemorySegment memory = Arena.ofAuto().allocate(256);
+  private final AtomicBoolean ioClosed = new AtomicBoolean();
+  private final String threadName = "orbite-test-file-ring-" + LANES.incrementAndGet();
   private int writer = -1;
 
   @AfterEach
@@ -98,8 +111,11 @@ class RingLaneTest {
     };
   }
 
-  /** Withholds the completion of every operation, as a kernel that never answers would. */
-  private static FileIo withholding(FileIo io, Set<Long> withheld) {
+  /**
+   * {@code io}, recording its close in {@code closed}. With {@code withheld} it also withholds the
+   * completion of every operation (recording its id there), as a kernel that never answers would.
+   */
+  private static FileIo watched(FileIo io, AtomicBoolean closed, Set<Long> withheld) {
     return new FileIo() {
       @Override
       public String engine() {
@@ -124,12 +140,20 @@ class RingLaneTest {
 
       @Override
       public int poll(long waitNanos, CompletionSink sink) {
-        return io.poll(waitNanos, (id, result) -> withheld.add(id));
+        return withheld == null
+            ? io.poll(waitNanos, sink)
+            : io.poll(waitNanos, (id, result) -> withheld.add(id));
       }
 
       @Override
       public void close() {
+        closed.set(true);
         io.close();
+      }
+
+      @Override
+      public String toString() {
+        return io.toString();
       }
     };
   }
@@ -153,30 +177,84 @@ class RingLaneTest {
     return new ChannelFileIo(4, 2, "file-test");
   }
 
-  /** Spawns a lane over {@code io} on the pinned ring dispatcher, as the FileTransport does. */
-  private LaneHandle spawnLane(FileIo io) {
-    LaneHandle handle = new LaneHandle("file-test");
-    handle.lane =
+  /** A lane over {@code io} and its owner, which starts it, as the FileTransport makes them. */
+  private record Lane(RingLane lane, ActorRef<RingLaneOwner.Command> owner) {}
+
+  private Lane spawnLane(FileIo io) {
+    EngineConfig config =
+        EngineConfig.defaults()
+            .withTimeouts(TimeoutConfig.defaults().withDestructionWindowMillis(WINDOW.toMillis()));
+    RingLane lane = new RingLane("file-test", threadName, io, counters, WINDOW);
+    ActorRef<RingLaneOwner.Command> owner =
         testKit.spawn(
-            RingLane.create(handle, io, counters, new OwnerBoard(), WINDOW, quarantine),
-            "ring-lane-test",
-            DispatcherSelector.fromConfig("orbite.file-ring-dispatcher"));
-    return handle;
+            RingLaneOwner.create(
+                lane,
+                TestContexts.context(
+                    config, Runnable::run, counters, board, quarantine, FaultHooks.NONE)),
+            "ring-lane-test");
+    // The lane's first cycle has run (its classes are loaded) once it idles, so that the
+    // 100 ms deadline of the READ queued next measures the lane, not the JVM warming up.
+    testKit
+        .createTestProbe()
+        .awaitAssert(
+            Duration.ofSeconds(10),
+            () -> {
+              assertTrue(
+                  Thread.getAllStackTraces().keySet().stream()
+                      .anyMatch(
+                          t ->
+                              t.getName().equals(threadName)
+                                  && t.getState() == Thread.State.TIMED_WAITING),
+                  threadName + " does not idle yet");
+              return null;
+            });
+    return new Lane(lane, owner);
+  }
+
+  /** Waits until the lane's owner is in the behaviour that declares {@code state}. */
+  private void awaitState(TestProbe<?> probe, ActorRef<?> owner, OwnerState state) {
+    probe.awaitAssert(
+        Duration.ofSeconds(10),
+        () -> {
+          assertEquals(state, board.declaredState(owner));
+          return null;
+        });
   }
 
   /** Queues a 64-byte READ of {@code file} into {@link #memory} at 64, deadline 100 ms. */
-  private void queueRead(LaneHandle lane, FileHandle file, TestProbe<Receipt> receipts, int task) {
+  private void queueRead(Lane lane, FileHandle file, TestProbe<Receipt> receipts, int task) {
+    queueRead(lane, file, receipts, task, DEADLINE_NANOS);
+  }
+
+  /** Queues a 64-byte READ of {@code file} into {@link #memory} at 64. */
+  private void queueRead(
+      Lane lane, FileHandle file, TestProbe<Receipt> receipts, int task, long deadlineNanos) {
     assertTrue(file.acquire());
-    lane.queue.add(
-        new FileOp(
-            sink(receipts),
-            task,
-            false,
-            file,
-            memory.asSlice(64, 64),
-            0,
-            System.nanoTime() + DEADLINE_NANOS));
-    lane.wake();
+    assertTrue(
+        lane.lane()
+            .offer(
+                new FileOp(
+                    sink(receipts),
+                    task,
+                    false,
+                    file,
+                    memory.asSlice(64, 64),
+                    0,
+                    System.nanoTime() + deadlineNanos)));
+    lane.lane().wakeIfQueued();
+  }
+
+  /** Waits until the lane's thread has left its cycle and ended. */
+  private void awaitThreadEnded(TestProbe<?> probe) {
+    probe.awaitAssert(
+        Duration.ofSeconds(10),
+        () -> {
+          assertTrue(
+              Thread.getAllStackTraces().keySet().stream()
+                  .noneMatch(t -> t.getName().equals(threadName) && t.isAlive()),
+              threadName + " still runs");
+          return null;
+        });
   }
 
   private void assertMemoryUntouched() {
@@ -188,10 +266,10 @@ class RingLaneTest {
   @ParameterizedTest
   @ValueSource(strings = {"io_uring", "channel"})
   void aConfirmedCancelFailsTheTaskDrainedAndTheLaneClosesCleanly(String engine) throws Exception {
-    FileIo io = io(engine);
+    FileIo io = watched(io(engine), ioClosed, null);
     memory.fill(GUARD);
     FileHandle file = heldFifo(engine.equals("io_uring"));
-    LaneHandle lane = spawnLane(io);
+    Lane lane = spawnLane(io);
     TestProbe<Receipt> receipts = testKit.createTestProbe();
     queueRead(lane, file, receipts, 0);
 
@@ -205,14 +283,20 @@ class RingLaneTest {
     assertMemoryUntouched();
     assertEquals(0, file.uses(), "the lane gave back its use of the file");
 
-    TestProbe<RingLane.Closed> closed = testKit.createTestProbe();
-    lane.lane.tell(new RingLane.Close(closed.getRef()));
-    assertEquals(new RingLane.Closed("file-test", false), closed.receiveMessage());
-    closed.expectTerminated(lane.lane);
+    awaitState(receipts, lane.owner(), OwnerState.RUNNING);
+    TestProbe<RingLaneOwner.Closed> closed = testKit.createTestProbe();
+    lane.owner().tell(new RingLaneOwner.Close(closed.getRef()));
+    assertEquals(new RingLaneOwner.Closed("file-test", false), closed.receiveMessage());
+    closed.expectTerminated(lane.owner());
     assertEquals(List.of(), quarantine.list());
     assertEquals(0, counters.sum(Count.OWNERS_QUARANTINED));
     assertEquals(
-        LaneLifecycle.State.CLOSED, lane.lifecycle.state(), "the lane closed, not quarantined");
+        LaneLifecycle.State.CLOSED,
+        lane.lane().lifecycle().state(),
+        "the lane closed, not quarantined");
+    assertTrue(lane.lane().ended(), "the lane's thread left its cycle");
+    assertTrue(ioClosed.get(), "the lane closed its FileIo, with nothing in flight");
+    awaitThreadEnded(receipts);
     receipts.expectNoMessage(Duration.ofMillis(50));
   }
 
@@ -221,10 +305,10 @@ class RingLaneTest {
   void aCancelNotConfirmedWithinTheWindowQuarantinesTheLaneWithWhatItRetains(String engine)
       throws Exception {
     Set<Long> withheld = ConcurrentHashMap.newKeySet();
-    FileIo io = withholding(io(engine), withheld);
+    FileIo io = watched(io(engine), ioClosed, withheld);
     memory.fill(GUARD);
     FileHandle file = heldFifo(engine.equals("io_uring"));
-    LaneHandle lane = spawnLane(io);
+    Lane lane = spawnLane(io);
     TestProbe<Receipt> receipts = testKit.createTestProbe();
     queueRead(lane, file, receipts, 0);
 
@@ -244,7 +328,8 @@ class RingLaneTest {
     assertTrue(q.reason().startsWith("READ of 64 B at offset 0 of file "), q::toString);
     assertTrue(
         q.reason().endsWith("its completion never came; the ring stays mapped"), q::toString);
-    assertEquals(LaneLifecycle.State.QUARANTINED, lane.lifecycle.state());
+    assertEquals(LaneLifecycle.State.QUARANTINED, lane.lane().lifecycle().state());
+    awaitState(receipts, lane.owner(), OwnerState.QUARANTINED);
     assertEquals(1, counters.sum(Count.OWNERS_QUARANTINED));
     assertFalse(withheld.isEmpty(), "the cancelled READ did complete, and was withheld");
 
@@ -267,11 +352,48 @@ class RingLaneTest {
     assertEquals(0, plain.uses(), "the refused READ gave its use back");
     assertEquals(1, file.uses());
     assertMemoryUntouched();
-    TestProbe<RingLane.Closed> closed = testKit.createTestProbe();
-    ActorRef<RingLane.Command> ref = lane.lane;
-    ref.tell(new RingLane.Close(closed.getRef()));
-    assertEquals(new RingLane.Closed("file-test", true), closed.receiveMessage());
+    TestProbe<RingLaneOwner.Closed> closed = testKit.createTestProbe();
+    lane.owner().tell(new RingLaneOwner.Close(closed.getRef()));
+    assertEquals(new RingLaneOwner.Closed("file-test", true), closed.receiveMessage());
     assertEquals(listed, quarantine.list(), "sticky: still listed after the close");
+    assertEquals(LaneLifecycle.State.QUARANTINED, lane.lane().lifecycle().state());
+    assertEquals(1, file.uses(), "the ring keeps its operation and so its use of the file");
     receipts.expectNoMessage(Duration.ofMillis(50));
+
+    // The owner stops (its engine going away): the lane's thread ends, and the ring is kept.
+    testKit.stop(lane.owner());
+    awaitThreadEnded(receipts);
+    assertFalse(ioClosed.get(), "a quarantined lane never closes its ring");
+    assertEquals(LaneLifecycle.State.QUARANTINED, lane.lane().lifecycle().state());
+    assertEquals(listed, quarantine.list(), "sticky: still listed after its owner stopped");
+    assertEquals(1, file.uses());
+    assertMemoryUntouched();
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"io_uring", "channel"})
+  void anOwnerThatStopsWhileItsLaneRunsHasTheLaneDrainAndCloseItsRing(String engine)
+      throws Exception {
+    FileIo io = watched(io(engine), ioClosed, null);
+    memory.fill(GUARD);
+    FileHandle file = heldFifo(engine.equals("io_uring"));
+    Lane lane = spawnLane(io);
+    TestProbe<Receipt> receipts = testKit.createTestProbe();
+    // A READ that waits in the kernel for a writer, its deadline far off.
+    queueRead(lane, file, receipts, 0, Duration.ofMinutes(1).toNanos());
+    awaitState(receipts, lane.owner(), OwnerState.RUNNING);
+    receipts.expectNoMessage(Duration.ofMillis(100));
+
+    testKit.stop(lane.owner());
+    Receipt r = receipts.receiveMessage(Duration.ofSeconds(10));
+    assertEquals(ErrorKind.UNAVAILABLE, r.error(), r::toString);
+    assertEquals(0, r.bytes());
+    assertTrue(r.detail().endsWith("drained"), r::toString);
+    awaitThreadEnded(receipts);
+    assertEquals(LaneLifecycle.State.CLOSED, lane.lane().lifecycle().state());
+    assertTrue(ioClosed.get(), "the lane drained and closed its FileIo");
+    assertEquals(0, file.uses());
+    assertEquals(List.of(), quarantine.list());
+    assertMemoryUntouched();
   }
 }

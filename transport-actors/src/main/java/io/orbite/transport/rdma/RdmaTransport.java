@@ -492,13 +492,7 @@ final class RdmaTransport {
     // grant that can end did, their loans back.
     ActorRef<SourceSessionOwner.Command> owner =
         ctx.spawn(
-            SourceSessionOwner.create(
-                session,
-                context.owners(),
-                context.quarantine(),
-                self,
-                new SessionEnded(session),
-                context.hooks()),
+            SourceSessionOwner.create(session, context, self, new SessionEnded(session)),
             "source-session-" + sessionSequence);
     session.owner(owner);
     sessions.add(session);

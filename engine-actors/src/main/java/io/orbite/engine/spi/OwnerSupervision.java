@@ -140,21 +140,25 @@ public final class OwnerSupervision {
       LOG.error("engine {}: {} quarantined: {}", engine, owner, why, e);
       String key = board.key(ctx.asJava().getSelf());
       Map<String, Long> charges = new java.util.TreeMap<>();
+      // The row keeps the kind its owner reported (several owners of one kind have one row each).
+      String[] kind = {owner};
       board.snapshot().owners().stream()
           .filter(o -> o.path().equals(key))
           .findFirst()
           .ifPresent(
-              o ->
-                  o.charges()
-                      .forEach(
-                          (name, value) -> {
-                            if (!name.endsWith("Limit")) { // the configured limits are not held
-                              charges.put(name, value);
-                            }
-                          }));
+              o -> {
+                kind[0] = o.kind();
+                o.charges()
+                    .forEach(
+                        (name, value) -> {
+                          if (!name.endsWith("Limit")) { // the configured limits are not held
+                            charges.put(name, value);
+                          }
+                        });
+              });
       enter(owner, why, charges);
       board.publish(
-          ctx.asJava().getSelf(), owner, io.orbite.engine.OwnerState.QUARANTINED, charges, why);
+          ctx.asJava().getSelf(), kind[0], io.orbite.engine.OwnerState.QUARANTINED, charges, why);
       refuse(msg);
       return Behaviors.receive(type)
           .onAnyMessage(

@@ -17,8 +17,9 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 
 /**
  * Owner of the CQ lane at one index of a rail ({@code .../context-<device>/lane-<i>}, kind {@code
- * CqLane}), child of its {@link RdmaContext}. The lane's thread ({@link CqLane}) polls the CQ and
- * posts; this actor owns the lane's lifecycle, and its states are behaviours:
+ * CqLane}), child of its {@link RdmaContext}, under the engine's {@code OwnerSupervision}. The lane
+ * ({@link CqLane}, a duty cycle on the lane runtime) polls the CQ and posts; this actor owns the
+ * lane's lifecycle, and its states are behaviours, each declaring the owner view's state:
  *
  * <ul>
  *   <li>{@link #polling}: the lane's thread polls its CQ. The thread tells this actor when the CQ
@@ -72,8 +73,8 @@ final class CqLaneOwner {
   private final int index;
   private final TransportContext context;
   private final ActorRef<RdmaContext.Command> parent;
+  private final OwnerBoard board;
   private CqLane lane;
-  private OwnerState state = OwnerState.ACTIVE;
   private String detail = "";
   private long replaced;
   private long faults;
@@ -92,66 +93,85 @@ final class CqLaneOwner {
     this.lane = lane;
     this.context = context;
     this.parent = parent;
+    this.board = context.owners();
   }
 
-  /** The owner of {@code lane} (started already); it hands the lane its reference at once. */
+  /**
+   * The owner of {@code lane} (started already); it hands the lane its reference at once. Under the
+   * engine's supervision ({@code CqLane <lane>}): a quarantined owner answers its context's close
+   * saying so, and the context keeps the rail.
+   */
   static Behavior<Command> create(
       Rail rail, CqLane lane, TransportContext context, ActorRef<RdmaContext.Command> parent) {
-    return Behaviors.withTimers(
-        timers ->
-            Behaviors.setup(
-                ctx -> {
-                  CqLaneOwner o = new CqLaneOwner(ctx, timers, rail, lane, context, parent);
-                  timers.startTimerWithFixedDelay(Check.INSTANCE, DRAIN_CHECK);
-                  return OwnerBoard.reporting(context.owners(), o::report, o.polling(lane));
-                }));
+    int index = lane.index;
+    Behavior<Command> owner =
+        Behaviors.withTimers(
+            timers ->
+                Behaviors.setup(
+                    ctx -> {
+                      CqLaneOwner o = new CqLaneOwner(ctx, timers, rail, lane, context, parent);
+                      timers.startTimerWithFixedDelay(Check.INSTANCE, DRAIN_CHECK);
+                      return OwnerBoard.reporting(context.owners(), o::report, o.polling(lane));
+                    }));
+    return context
+        .supervision()
+        .supervise(
+            "CqLane " + lane.name(),
+            Command.class,
+            owner,
+            (m, why) -> {
+              if (m instanceof Close c) {
+                c.replyTo().tell(new Stopped(index, why));
+              }
+            });
   }
 
   private OwnerBoard.Report report() {
     return new OwnerBoard.Report(
         "CqLane",
-        state,
         Map.of(
             "qps",
-            (long) lane.liveQps().size(),
+            (long) lane.qps.live().size(),
             "index",
             (long) index,
             "cqes",
-            (long) lane.cqCapacity,
+            (long) lane.qps.cqCapacity,
             "cqesReserved",
-            (long) lane.reservedCqes(),
+            (long) lane.qps.reservedCqes(),
             "faults",
             faults,
             "replaced",
             replaced,
             "completionChannel",
-            lane.channel != null ? 1L : 0L,
+            lane.events.on() ? 1L : 0L,
             "cqEvents",
-            lane.cqEvents.sum()),
-        lane.name + (detail.isEmpty() ? "" : ": " + detail));
+            lane.events.taken.sum()),
+        lane.name() + (detail.isEmpty() ? "" : ": " + detail));
   }
 
-  private void tellParent() {
-    parent.tell(new RdmaContext.LaneStatus(index, state, detail, replaced));
+  /** Tells the context the state this owner enters (the behaviour's, passed, never kept). */
+  private void tellParent(OwnerState entering) {
+    parent.tell(new RdmaContext.LaneStatus(index, entering, detail, replaced));
   }
 
   private Behavior<Command> polling(CqLane now) {
     lane = now;
-    state = OwnerState.ACTIVE;
     now.owner(ctx.getSelf());
     String already = now.faulted();
     if (already != null) {
       // It faulted before it knew this owner: the same as its message.
       return onFaulted(new Faulted(now, already));
     }
-    tellParent();
-    return Behaviors.receive(Command.class)
-        .onMessage(Faulted.class, this::onFaulted)
-        .onMessageEquals(Check.INSTANCE, Behaviors::same) // re-publishes the row's figures
-        .onMessage(Close.class, this::onClose)
-        .onMessage(Reclaimed.class, r -> Behaviors.same())
-        .onMessage(Joined.class, j -> Behaviors.same())
-        .build();
+    tellParent(OwnerState.ACTIVE);
+    return board.in(
+        OwnerState.ACTIVE,
+        Behaviors.receive(Command.class)
+            .onMessage(Faulted.class, this::onFaulted)
+            .onMessageEquals(Check.INSTANCE, Behaviors::same) // re-publishes the row's figures
+            .onMessage(Close.class, this::onClose)
+            .onMessage(Reclaimed.class, r -> Behaviors.same())
+            .onMessage(Joined.class, j -> Behaviors.same())
+            .build());
   }
 
   private Behavior<Command> onFaulted(Faulted m) {
@@ -163,27 +183,28 @@ final class CqLaneOwner {
   }
 
   private Behavior<Command> faulted() {
-    state = OwnerState.FENCED;
     detail = lane.faulted() + " (waiting for its QPs' destroy)";
-    tellParent();
-    return Behaviors.receive(Command.class)
-        .onMessageEquals(
-            Check.INSTANCE,
-            () -> {
-              if (!lane.nativelyDrained()) {
-                return Behaviors.same();
-              }
-              CqLane old = lane;
-              CompletableFuture<Reclaimed> r =
-                  CompletableFuture.supplyAsync(() -> reclaim(old), context.blockingIo());
-              ctx.pipeToSelf(
-                  r, (done, error) -> done != null ? done : new Reclaimed(null, "" + error));
-              return reclaiming(null);
-            })
-        .onMessage(Faulted.class, f -> Behaviors.same())
-        .onMessage(Close.class, this::onClose)
-        .onMessage(Joined.class, j -> Behaviors.same())
-        .build();
+    tellParent(OwnerState.FENCED);
+    return board.in(
+        OwnerState.FENCED,
+        Behaviors.receive(Command.class)
+            .onMessageEquals(
+                Check.INSTANCE,
+                () -> {
+                  if (!lane.nativelyDrained()) {
+                    return Behaviors.same();
+                  }
+                  CqLane old = lane;
+                  CompletableFuture<Reclaimed> r =
+                      CompletableFuture.supplyAsync(() -> reclaim(old), context.blockingIo());
+                  ctx.pipeToSelf(
+                      r, (done, error) -> done != null ? done : new Reclaimed(null, "" + error));
+                  return reclaiming(null);
+                })
+            .onMessage(Faulted.class, f -> Behaviors.same())
+            .onMessage(Close.class, this::onClose)
+            .onMessage(Joined.class, j -> Behaviors.same())
+            .build());
   }
 
   /**
@@ -219,60 +240,63 @@ final class CqLaneOwner {
    */
   private Behavior<Command> reclaiming(ActorRef<Stopped> closer) {
     detail = lane.faulted() + " (natively drained; being reclaimed)";
-    tellParent();
-    return Behaviors.receive(Command.class)
-        .onMessage(
-            Reclaimed.class,
-            r -> {
-              if (r.fresh() == null) {
-                Behavior<Command> keptNow = kept(r.kept());
-                if (closer != null) {
-                  closer.tell(stopped());
-                }
-                return keptNow;
-              }
-              rail.lanes.set(index, r.fresh());
-              replaced++;
-              detail = replaced + " faulted lane(s) replaced after their QPs were destroyed";
-              ctx.getLog().info("{} replaced after its native drain", lane.name);
-              Behavior<Command> next = polling(r.fresh());
-              return closer != null ? onClose(new Close(closer)) : next;
-            })
-        .onMessage(Close.class, c -> reclaiming(c.replyTo()))
-        .onMessageEquals(Check.INSTANCE, Behaviors::same)
-        .onMessage(Faulted.class, f -> Behaviors.same())
-        .onMessage(Joined.class, j -> Behaviors.same())
-        .build();
+    tellParent(OwnerState.FENCED);
+    return board.in(
+        OwnerState.FENCED,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                Reclaimed.class,
+                r -> {
+                  if (r.fresh() == null) {
+                    Behavior<Command> keptNow = kept(r.kept());
+                    if (closer != null) {
+                      closer.tell(stopped());
+                    }
+                    return keptNow;
+                  }
+                  rail.lanes.set(index, r.fresh());
+                  replaced++;
+                  detail = replaced + " faulted lane(s) replaced after their QPs were destroyed";
+                  ctx.getLog().info("{} replaced after its native drain", lane.name());
+                  Behavior<Command> next = polling(r.fresh());
+                  return closer != null ? onClose(new Close(closer)) : next;
+                })
+            .onMessage(Close.class, c -> reclaiming(c.replyTo()))
+            .onMessageEquals(Check.INSTANCE, Behaviors::same)
+            .onMessage(Faulted.class, f -> Behaviors.same())
+            .onMessage(Joined.class, j -> Behaviors.same())
+            .build());
   }
 
   private Behavior<Command> kept(String why) {
-    state = OwnerState.QUARANTINED;
     detail = lane.faulted() + " (kept, not reclaimed: " + why + ")";
-    ctx.getLog().warn("{}: {}", lane.name, detail);
+    ctx.getLog().warn("{}: {}", lane.name(), detail);
     context
         .quarantine()
         .enter(
             new QuarantinedOwner(
-                "CqLane " + lane.name,
+                "CqLane " + lane.name(),
                 QuarantinedOwner.Kind.LANE,
                 detail + "; never retried",
                 0,
                 0,
                 java.time.Instant.now()),
             () -> true);
-    tellParent();
-    return Behaviors.receive(Command.class)
-        .onMessage(
-            Close.class,
-            c -> {
-              c.replyTo().tell(stopped());
-              return Behaviors.same();
-            })
-        .onMessageEquals(Check.INSTANCE, Behaviors::same)
-        .onMessage(Faulted.class, f -> Behaviors.same())
-        .onMessage(Reclaimed.class, r -> Behaviors.same())
-        .onMessage(Joined.class, j -> Behaviors.same())
-        .build();
+    tellParent(OwnerState.QUARANTINED);
+    return board.in(
+        OwnerState.QUARANTINED,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                Close.class,
+                c -> {
+                  c.replyTo().tell(stopped());
+                  return Behaviors.same();
+                })
+            .onMessageEquals(Check.INSTANCE, Behaviors::same)
+            .onMessage(Faulted.class, f -> Behaviors.same())
+            .onMessage(Reclaimed.class, r -> Behaviors.same())
+            .onMessage(Joined.class, j -> Behaviors.same())
+            .build());
   }
 
   /**
@@ -281,43 +305,44 @@ final class CqLaneOwner {
    * whole rail.
    */
   private Stopped stopped() {
-    return new Stopped(index, lane.ended() ? null : lane.name + " is kept and its thread is alive");
+    return new Stopped(
+        index, lane.ended() ? null : lane.name() + " is kept and its thread is alive");
   }
 
   private Behavior<Command> onClose(Close m) {
-    state = OwnerState.CLOSING;
-    tellParent();
+    tellParent(OwnerState.CLOSING);
     CqLane closing = lane;
     CompletableFuture<String> joined =
         CompletableFuture.supplyAsync(
             () -> {
               closing.stop();
-              return closing.join(10_000) ? null : closing.name + " did not end within 10 s";
+              return closing.join(10_000) ? null : closing.name() + " did not end within 10 s";
             },
             context.blockingIo());
     ctx.pipeToSelf(joined, (failure, error) -> new Joined(error != null ? "" + error : failure));
     List<ActorRef<Stopped>> waiting = new ArrayList<>(List.of(m.replyTo()));
-    return Behaviors.receive(Command.class)
-        .onMessage(
-            Joined.class,
-            j -> {
-              waiting.forEach(w -> w.tell(new Stopped(index, j.failure())));
-              if (j.failure() != null) {
-                return kept(j.failure());
-              }
-              timers.cancelAll();
-              state = OwnerState.CLOSED;
-              return Behaviors.stopped();
-            })
-        .onMessage(
-            Close.class,
-            c -> {
-              waiting.add(c.replyTo());
-              return Behaviors.same();
-            })
-        .onMessageEquals(Check.INSTANCE, Behaviors::same)
-        .onMessage(Faulted.class, f -> Behaviors.same())
-        .onMessage(Reclaimed.class, r -> Behaviors.same())
-        .build();
+    return board.in(
+        OwnerState.CLOSING,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                Joined.class,
+                j -> {
+                  waiting.forEach(w -> w.tell(new Stopped(index, j.failure())));
+                  if (j.failure() != null) {
+                    return kept(j.failure());
+                  }
+                  timers.cancelAll();
+                  return Behaviors.stopped();
+                })
+            .onMessage(
+                Close.class,
+                c -> {
+                  waiting.add(c.replyTo());
+                  return Behaviors.same();
+                })
+            .onMessageEquals(Check.INSTANCE, Behaviors::same)
+            .onMessage(Faulted.class, f -> Behaviors.same())
+            .onMessage(Reclaimed.class, r -> Behaviors.same())
+            .build());
   }
 }

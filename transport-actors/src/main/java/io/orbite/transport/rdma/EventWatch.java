@@ -1,5 +1,6 @@
 package io.orbite.transport.rdma;
 
+import io.orbite.transport.lane.LaneRuntime;
 import java.time.Duration;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -8,13 +9,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Waits on one rail's async-event descriptor ({@code Verbs.awaitAsyncEvent}, {@code poll(2)} on
- * hardware) on a thread of its own, {@code orbite-rdma-<device>-events}, so that a port, GID or
- * device event is acted on at once rather than at the monitor's next one-second scan. It takes no
- * event itself: it tells its context ({@code pending}), whose scan drains and judges them as every
- * scan does, and then waits for that scan to end ({@link #scanned}, or at most {@link #SCAN_WAIT})
- * before it looks again, so a pending event never makes it spin. It stops when told to, and before
- * the device is closed ({@link #stop}); a provider whose wait fails ends it, and the periodic scan
- * still reads the events then.
+ * hardware) on a thread of its own, {@code orbite-rdma-<device>-events} (made by {@link
+ * LaneRuntime#startBlocking}), so that a port, GID or device event is acted on at once rather than
+ * at the monitor's next one-second scan. It takes no event itself: it tells its context ({@code
+ * pending}), whose scan drains and judges them as every scan does, and then waits for that scan to
+ * end ({@link #scanned}, or at most {@link #SCAN_WAIT}) before it looks again, so a pending event
+ * never makes it spin. It stops when told to, and before the device is closed ({@link #stop}); a
+ * provider whose wait fails ends it, and the periodic scan still reads the events then.
  */
 final class EventWatch implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(EventWatch.class);
@@ -37,8 +38,7 @@ final class EventWatch implements Runnable {
   }
 
   void start() {
-    thread =
-        Thread.ofPlatform().daemon().name("orbite-rdma-" + rail.device + "-events").start(this);
+    thread = LaneRuntime.startBlocking("orbite-rdma-" + rail.device + "-events", this);
   }
 
   @Override

@@ -27,7 +27,7 @@ final class Grant {
   boolean released;
 
   /**
-   * Whether it counts among its lane's open windows ({@link CqLane#openWindows}) until released.
+   * Whether it counts among its lane's open windows ({@link SourceWindows#open}) until released.
    */
   boolean countedOpen;
 

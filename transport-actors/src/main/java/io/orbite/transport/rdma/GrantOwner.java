@@ -2,6 +2,7 @@ package io.orbite.transport.rdma;
 
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.spi.OwnerSupervision;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.view.OwnerBoard;
 import java.time.Instant;
@@ -39,10 +40,13 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  *       engine's quarantine lists the grant ({@code GRANT}).
  * </ul>
  *
- * <p>It hears from the session's reader thread and the lanes straight, or through its session's
- * owner until that spawned it. Its row ({@code bytes}, {@code regionId}, {@code offset} of the
- * reserved range, {@code windows} held) is published when it starts, at each change of state and at
- * each of its session owner's ticks.
+ * <p>Its behaviours are the promoted states of its reservation's {@link GrantState}: {@code active}
+ * (PROMOTED), {@code draining} (DRAINING), {@code quarantined} (KEPT), and it stops at ENDED. It
+ * hears from the session's reader thread and the lanes straight, or through its session's owner
+ * until that spawned it. Its row ({@code bytes}, {@code regionId}, {@code offset} of the reserved
+ * range, {@code windows} held) is published when it starts, after each message that changed it, and
+ * at each of its session owner's ticks (a {@link Refresh}); it is under the engine's {@link
+ * OwnerSupervision}.
  */
 final class GrantOwner {
   sealed interface Command {}
@@ -70,14 +74,13 @@ final class GrantOwner {
 
   private final Reservation reservation;
   private final String session;
-  private final OwnerBoard board;
   private final QuarantineLedger quarantine;
   private final ActorRef<Kept> parent;
+  private final OwnerBoard board;
   private final String detail;
-
   private final String key;
 
-  private OwnerState state = OwnerState.ACTIVE;
+  /** Why it is quarantined (data of that state); empty until then. */
   private String why = "";
 
   private GrantOwner(
@@ -108,49 +111,62 @@ final class GrantOwner {
             + " slice(s)";
   }
 
+  /** The name the engine's supervision and quarantine list know the grant of {@code r} by. */
+  static String ownerName(String session, Reservation r) {
+    return "RdmaGrant " + session + " parent " + r.id;
+  }
+
   /**
    * The grant of a reserved (not refused) task of {@code session}: from now on it holds the
-   * reservation's loan, until it ends.
+   * reservation's loan, until it ends. Under {@code supervision}: an unexpected exception keeps the
+   * loan, quarantined, instead of stopping the actor.
    */
   static Behavior<Command> create(
       Reservation reservation,
       String session,
       OwnerBoard board,
       QuarantineLedger quarantine,
+      OwnerSupervision supervision,
       ActorRef<Kept> parent) {
-    return Behaviors.setup(
-        ctx -> {
-          GrantOwner g = new GrantOwner(ctx, reservation, session, board, quarantine, parent);
-          g.publish();
-          return g.active();
-        });
+    Behavior<Command> grant =
+        Behaviors.setup(
+            ctx -> {
+              GrantOwner g = new GrantOwner(ctx, reservation, session, board, quarantine, parent);
+              return OwnerBoard.reporting(board, g::report, g.active());
+            });
+    // Its messages expect no answer: a quarantined grant only keeps its loan.
+    return supervision.supervise(
+        ownerName(session, reservation), Command.class, grant, (m, why) -> {});
   }
 
+  /** {@link GrantState#PROMOTED}: the requester may still ask windows of it. */
   private Behavior<Command> active() {
-    return Behaviors.receive(Command.class)
-        .onMessageEquals(Ended.INSTANCE, this::close)
-        .onMessageEquals(
-            Draining.INSTANCE,
-            () -> {
-              state = OwnerState.DRAINING;
-              publish();
-              return draining();
-            })
-        .onMessage(WindowKept.class, m -> keep(m.why()))
-        .onMessageEquals(Refresh.INSTANCE, this::republish)
-        .build();
+    return board.in(
+        OwnerState.ACTIVE,
+        Behaviors.receive(Command.class)
+            .onMessageEquals(Ended.INSTANCE, this::close)
+            .onMessageEquals(Draining.INSTANCE, this::draining)
+            .onMessage(WindowKept.class, m -> keep(m.why()))
+            .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+            .build());
   }
 
+  /** {@link GrantState#DRAINING}: DONE came, or the session ended, while a window is open. */
   private Behavior<Command> draining() {
-    return Behaviors.receive(Command.class)
-        .onMessageEquals(Ended.INSTANCE, this::close)
-        .onMessageEquals(Draining.INSTANCE, Behaviors::same)
-        .onMessage(WindowKept.class, m -> keep(m.why()))
-        .onMessageEquals(Refresh.INSTANCE, this::republish)
-        .build();
+    return board.in(
+        OwnerState.DRAINING,
+        Behaviors.receive(Command.class)
+            .onMessageEquals(Ended.INSTANCE, this::close)
+            .onMessageEquals(Draining.INSTANCE, Behaviors::same)
+            .onMessage(WindowKept.class, m -> keep(m.why()))
+            .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+            .build());
   }
 
-  /** Every window is released and no more will be asked: the loan goes back. */
+  /**
+   * {@link GrantState#ENDED}: every window is released and no more will be asked: the loan goes
+   * back, and the row is withdrawn (grants come and go too often for the retired list).
+   */
   private Behavior<Command> close() {
     reservation.registration.returnLoan();
     board.withdraw(key);
@@ -161,7 +177,7 @@ final class GrantOwner {
   private Behavior<Command> keep(String reason) {
     quarantine.enter(
         new QuarantinedOwner(
-            "RdmaGrant " + session + " parent " + reservation.id,
+            ownerName(session, reservation),
             QuarantinedOwner.Kind.GRANT,
             reason
                 + " (never retried: its loan on region "
@@ -172,32 +188,28 @@ final class GrantOwner {
             Instant.now()),
         () -> true);
     parent.tell(new Kept(reservation));
-    state = OwnerState.QUARANTINED;
     why = reason;
-    publish();
     return quarantined();
   }
 
-  /** Terminal: the reservation never ends now (it is kept), so no {@link Ended} comes. */
+  /**
+   * {@link GrantState#KEPT}, terminal: the reservation never ends now, so no {@link Ended} comes.
+   * One more window kept, or DONE, moves only its windows' count (its row, re-published).
+   */
   private Behavior<Command> quarantined() {
-    return Behaviors.receive(Command.class)
-        // One more window kept, or DONE came: its windows' count moved.
-        .onMessage(WindowKept.class, m -> republish())
-        .onMessageEquals(Draining.INSTANCE, this::republish)
-        .onMessageEquals(Refresh.INSTANCE, this::republish)
-        .build();
+    return board.in(
+        OwnerState.QUARANTINED,
+        Behaviors.receive(Command.class)
+            .onMessage(WindowKept.class, m -> Behaviors.same())
+            .onMessageEquals(Draining.INSTANCE, Behaviors::same)
+            .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+            .build());
   }
 
-  private Behavior<Command> republish() {
-    publish();
-    return Behaviors.same();
-  }
-
-  private void publish() {
-    board.publish(
-        key,
+  /** Its row, published after each message (its windows' count moves on the lanes). */
+  private OwnerBoard.Report report() {
+    return new OwnerBoard.Report(
         "RdmaGrant",
-        state,
         Map.of(
             "bytes",
             reservation.length,

@@ -1,7 +1,6 @@
 package io.orbite.transport.rdma;
 
 import io.orbite.engine.spi.RegistryView;
-import io.orbite.nativebind.verbs.Ibv;
 import io.orbite.nativebind.verbs.Verbs;
 import io.orbite.nativebind.verbs.VerbsResult;
 import java.util.ArrayList;
@@ -23,15 +22,6 @@ import java.util.List;
  */
 final class Rail {
   static final int PORT = 1;
-
-  /** GID entries an automatic choice looks at, at most (the kernel's tables hold 128 or 256). */
-  private static final int MAX_GID_ENTRIES = 256;
-
-  private static final int ACK_TIMEOUT = 14;
-  private static final int RETRY_CNT = 7;
-  private static final int RNR_RETRY = 7;
-  private static final int RD_ATOMIC = 16;
-  private static final int MIN_RECEIVES_PER_QP = 32;
 
   final Verbs verbs;
   final int index;
@@ -58,7 +48,12 @@ final class Rail {
    */
   private volatile double gbps;
 
-  private final int maxSendWr;
+  /** {@code rdma.maxSendWr}: each QP's send queue. */
+  final int maxSendWr;
+
+  /** Makes and connects this rail's QPs. */
+  final RailConnector connector = new RailConnector(this);
+
   private int cqes;
 
   /** Whether its lanes' CQs have completion channels ({@code rdma.completionEvents}). */
@@ -144,8 +139,8 @@ final class Rail {
       Verbs.PortAttr port = require(verbs.queryPort(ctx, PORT), device);
       GidRanking.Choice gid =
           GidRanking.choose(
-              gidTable(verbs, ctx, port, config.gidIndex()),
-              gidTypes(verbs, device.name(), port),
+              GidTable.read(verbs, ctx, port, config.gidIndex()),
+              GidTable.types(verbs, device.name(), port),
               config.gidIndex());
       if (gid == null) {
         throw new IllegalStateException(
@@ -244,50 +239,6 @@ final class Rail {
     }
   }
 
-  /**
-   * The entries of the port's GID table a choice looks at: only the pinned one (the others as
-   * null), or the first {@code gidTblLen} (at most 256). An entry whose query failed is null.
-   */
-  private static List<Verbs.Gid> gidTable(
-      Verbs verbs, Verbs.Context ctx, Verbs.PortAttr port, int pinned) {
-    int n = Math.min(Math.max(port.gidTblLen(), pinned + 1), MAX_GID_ENTRIES);
-    List<Verbs.Gid> table = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
-      if (pinned >= 0 && i != pinned) {
-        table.add(null);
-        continue;
-      }
-      VerbsResult<Verbs.Gid> g = verbs.queryGid(ctx, PORT, i);
-      table.add(g.ok() ? g.value() : null);
-    }
-    return table;
-  }
-
-  /**
-   * Each entry's type as the kernel lists it in sysfs, for a native device; null for the software
-   * provider (it has no GID types) or where sysfs does not say.
-   */
-  private static List<String> gidTypes(Verbs verbs, String device, Verbs.PortAttr port) {
-    if (!(verbs instanceof io.orbite.nativebind.verbs.NativeVerbs)) {
-      return null;
-    }
-    java.nio.file.Path dir =
-        java.nio.file.Path.of(
-            "/sys/class/infiniband", device, "ports", String.valueOf(PORT), "gid_attrs", "types");
-    int n = Math.min(port.gidTblLen(), MAX_GID_ENTRIES);
-    List<String> types = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
-      String type;
-      try {
-        type = java.nio.file.Files.readString(dir.resolve(String.valueOf(i))).trim();
-      } catch (java.io.IOException | RuntimeException e) {
-        type = null; // no such entry, or an entry the kernel does not type (invalid)
-      }
-      types.add(type);
-    }
-    return types;
-  }
-
   /** What the control handshake (RAILS) publishes about this rail: its route's GID. */
   RdmaWire.Rail published() {
     Verbs.Gid gid = route.gid();
@@ -344,96 +295,9 @@ final class Rail {
     return true;
   }
 
-  /** What one monitor scan saw of the port (read on the blocking-I/O executor). */
-  record Observation(
-      int portEvents,
-      boolean deviceFatal,
-      boolean portActive,
-      Verbs.Gid atRoute,
-      GidRanking.Choice candidate,
-      boolean drained,
-      Verbs.PortAttr port) {}
-
-  /**
-   * One monitor scan (blocking: run it on the blocking-I/O executor): drains the context's async
-   * events (counting this port's PORT_ERR and GID_CHANGE, and any DEVICE_FATAL), reads the port's
-   * state, link rate and the GID at the route's index, and, when {@code rank}, chooses the GID a
-   * new route would use and checks that every QP made under an older route was destroyed.
-   */
-  Observation observe(boolean rank) {
-    int events = 0;
-    boolean fatal = false;
-    for (int i = 0; i < 1024; i++) {
-      VerbsResult<Verbs.AsyncEvent> e = verbs.getAsyncEvent(context);
-      if (!e.ok()) {
-        break; // EAGAIN: none left
-      }
-      Verbs.AsyncEvent ev = e.value();
-      if ((ev.eventType() == Ibv.EVENT_PORT_ERR || ev.eventType() == Ibv.EVENT_GID_CHANGE)
-          && ev.element() == PORT) {
-        events++;
-      }
-      fatal |= ev.eventType() == Ibv.EVENT_DEVICE_FATAL;
-      verbs.ackAsyncEvent(ev);
-    }
-    VerbsResult<Verbs.PortAttr> p = verbs.queryPort(context, PORT);
-    boolean active = p.ok() && p.value().state() == Ibv.PORT_ACTIVE;
-    VerbsResult<Verbs.Gid> g = verbs.queryGid(context, PORT, route.gidIndex());
-    Verbs.Gid at = g.ok() ? g.value() : Verbs.Gid.ZERO;
-    GidRanking.Choice candidate = null;
-    boolean drained = false;
-    if (rank) {
-      Verbs.PortAttr attr = p.ok() ? p.value() : port;
-      candidate =
-          GidRanking.choose(
-              gidTable(verbs, context, attr, gidIndexConfig),
-              gidTypes(verbs, device, attr),
-              gidIndexConfig);
-      drained = drained();
-    }
-    return new Observation(
-        events, fatal, active, at, candidate, drained, p.ok() ? p.value() : null);
-  }
-
-  /**
-   * Whether every QP made under a route older than the current generation was destroyed. The QPs
-   * not destroyed yet are those in the live sets of the rail's lanes ({@link CqLane#liveQps}): a
-   * lane leaves {@link #lanes} only once its own set is empty (a faulted lane, reclaimed after its
-   * native drain), and a kept lane stays, its QPs with it.
-   */
-  boolean drained() {
-    long now = generation.get();
-    for (CqLane lane : lanes) {
-      for (RcQp qp : lane.liveQps()) {
-        if (qp.generation < now) {
-          return false;
-        }
-      }
-    }
-    return true;
-  }
-
-  /**
-   * Asks the owner of every QP made under a route older than the current generation to retire it
-   * (on its lane; idempotent: a QP already retiring is left alone).
-   *
-   * @return how many such QPs are still alive
-   */
-  int retireOld(String why) {
-    long now = generation.get();
-    int old = 0;
-    for (CqLane lane : lanes) {
-      for (RcQp qp : lane.liveQps()) {
-        if (qp.generation < now) {
-          old++;
-          RcQp.QpOwner owner = qp.owner;
-          if (owner != null) { // else its owner is still being made: the next scan asks
-            lane.submit(() -> owner.qpFailed(qp, why));
-          }
-        }
-      }
-    }
-    return old;
+  /** Entries of each of this rail's CQs. */
+  int cqes() {
+    return cqes;
   }
 
   /** Link rate in Gb/s from the port's width and speed, for selection; 0 when unknown. */
@@ -446,11 +310,11 @@ final class Rail {
    *
    * @return whether it differs from the rate held before (the selector's seed must follow)
    */
-  boolean relink(Observation seen) {
-    if (seen.port() == null) {
+  boolean relink(Verbs.PortAttr seen) {
+    if (seen == null) {
       return false; // a failed query keeps the last effective value
     }
-    double now = gbpsOf(seen.port());
+    double now = gbpsOf(seen);
     if (now == gbps) {
       return false;
     }
@@ -481,164 +345,6 @@ final class Rail {
           default -> 0;
         };
     return perLane * width;
-  }
-
-  /**
-   * Completion receives a source posts on each QP: at least 32, and at least {@code
-   * rdma.maxSendWr}, so a requester with this engine's settings never has more completion SENDs in
-   * flight on a QP than it has receives (a requester allowed more waits out RNR, retried without
-   * limit).
-   */
-  int receivesPerQp() {
-    return Math.max(MIN_RECEIVES_PER_QP, maxSendWr);
-  }
-
-  /**
-   * CQ entries a QP reserves on its lane's CQ: every send WR it may have outstanding, and for a
-   * source QP its posted completion receives too (a requester QP posts none).
-   */
-  int cqesPerQp(boolean source) {
-    return Math.max(2, maxSendWr) + (source ? receivesPerQp() : 0);
-  }
-
-  /** Entries of each of this rail's CQs. */
-  int cqes() {
-    return cqes;
-  }
-
-  /**
-   * An RC QP in INIT on {@code lane}'s CQ, every WR signalled; its send queue holds at least 2 WRs
-   * (one slice posts two). It reserves {@link #cqesPerQp} entries of the lane's CQ first, so the CQ
-   * cannot overrun; a CQ without them refuses the QP naming {@code rdma.maxCqes}.
-   */
-  VerbsResult<Verbs.Qp> createQp(CqLane lane, boolean source) {
-    if (lane.faulted() != null) {
-      return VerbsResult.failed(
-          io.orbite.nativebind.Errno.EIO.number(),
-          lane.name + " is faulted (" + lane.faulted() + "): no QP is made on it");
-    }
-    int cqes = cqesPerQp(source);
-    if (!lane.reserveCqes(cqes)) {
-      return VerbsResult.failed(
-          io.orbite.nativebind.Errno.ENOMEM.number(),
-          "rdma.maxCqes: "
-              + lane.name
-              + "'s CQ of "
-              + lane.cqCapacity
-              + " entries has "
-              + lane.reservedCqes()
-              + " reserved by the QPs on it, and a "
-              + (source ? "source" : "requester")
-              + " QP needs "
-              + cqes);
-    }
-    VerbsResult<Verbs.Qp> qp =
-        verbs.createQp(
-            pd,
-            new Verbs.QpInitAttr(
-                lane.cq, lane.cq, Math.max(2, maxSendWr), receivesPerQp(), 1, 1, 16, true));
-    if (!qp.ok()) {
-      lane.cancelCqes(cqes);
-      return qp;
-    }
-    lane.recordCqes(qp.value(), cqes);
-    int rc =
-        verbs.modifyQp(
-            qp.value(),
-            new Verbs.QpAttr(
-                Ibv.QPS_INIT,
-                0,
-                Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_READ | Ibv.ACCESS_REMOTE_WRITE,
-                0,
-                PORT,
-                0,
-                0,
-                0,
-                0,
-                0,
-                0,
-                0,
-                0,
-                0,
-                null),
-            Ibv.QP_STATE | Ibv.QP_PKEY_INDEX | Ibv.QP_PORT | Ibv.QP_ACCESS_FLAGS);
-    if (rc != 0) {
-      if (verbs.destroyQp(qp.value()) == 0) {
-        lane.releaseCqes(qp.value());
-      }
-      return VerbsResult.failed(rc, "ibv_modify_qp to INIT on " + device);
-    }
-    return qp;
-  }
-
-  /**
-   * Moves {@code qp} from INIT to RTS, connected to QP {@code remoteQpn} of {@code remote}, from
-   * the GID index of {@code route}.
-   *
-   * @return 0, or the errno of the modify that failed ({@code EAGAIN} when the route is fenced)
-   */
-  int connect(Verbs.Qp qp, Route route, RdmaWire.Rail remote, int remoteQpn) {
-    if (generation.get() != route.generation()) {
-      return io.orbite.nativebind.Errno.EAGAIN.number();
-    }
-    Verbs.Gid rgid = new Verbs.Gid(remote.gidHi(), remote.gidLo());
-    Verbs.AddressVector av =
-        port.linkLayer() == Ibv.LINK_LAYER_INFINIBAND
-            ? new Verbs.AddressVector(remote.lid(), 0, PORT, Verbs.Gid.ZERO, 0, 64)
-            : new Verbs.AddressVector(0, 0, PORT, rgid, route.gidIndex(), 64);
-    int rc =
-        verbs.modifyQp(
-            qp,
-            new Verbs.QpAttr(
-                Ibv.QPS_RTR,
-                Math.min(port.activeMtu(), remote.mtu()),
-                0,
-                0,
-                PORT,
-                remoteQpn,
-                0,
-                0,
-                0,
-                Math.min(RD_ATOMIC, attr.maxQpRdAtom()),
-                1,
-                0,
-                0,
-                0,
-                av),
-            Ibv.QP_STATE
-                | Ibv.QP_AV
-                | Ibv.QP_PATH_MTU
-                | Ibv.QP_DEST_QPN
-                | Ibv.QP_RQ_PSN
-                | Ibv.QP_MAX_DEST_RD_ATOMIC
-                | Ibv.QP_MIN_RNR_TIMER);
-    if (rc != 0) {
-      return rc;
-    }
-    return verbs.modifyQp(
-        qp,
-        new Verbs.QpAttr(
-            Ibv.QPS_RTS,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            Math.min(RD_ATOMIC, attr.maxQpRdAtom()),
-            0,
-            0,
-            ACK_TIMEOUT,
-            RETRY_CNT,
-            RNR_RETRY,
-            null),
-        Ibv.QP_STATE
-            | Ibv.QP_TIMEOUT
-            | Ibv.QP_RETRY_CNT
-            | Ibv.QP_RNR_RETRY
-            | Ibv.QP_SQ_PSN
-            | Ibv.QP_MAX_QP_RD_ATOMIC);
   }
 
   /**

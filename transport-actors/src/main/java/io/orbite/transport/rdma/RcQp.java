@@ -5,7 +5,8 @@ import io.orbite.nativebind.verbs.Verbs;
 
 /**
  * One connected RC QP of an endpoint (requester side) or of a source session, and what its lane
- * knows about it. Everything but {@link #broken} is confined to the lane thread that polls its CQ.
+ * knows about it. Its state is its {@link QpLifecycle} ({@link #life}, any thread); its
+ * work-request accounting is confined to the lane thread that polls its CQ.
  */
 final class RcQp {
   final Verbs.Qp qp;
@@ -49,18 +50,11 @@ final class RcQp {
    */
   final PostQueue<Slice> queue;
 
-  /** Set once the QP erred or its owner started closing: nothing new is posted on it. */
-  volatile String broken;
-
-  /** Whether the QP was destroyed (its lane did it, after its WRs were flushed). */
-  volatile boolean destroyed;
-
-  /** Set once its destroy was claimed (by its lane or its owner): never called twice (spec 001). */
-  private final java.util.concurrent.atomic.AtomicBoolean destroyClaimed =
-      new java.util.concurrent.atomic.AtomicBoolean();
-
-  /** Set (on the lane) once this QP alone is being retired after it failed. */
-  boolean retiring;
+  /**
+   * Its lifecycle: connecting, ready, broken, retiring, destroy claimed, destroyed or kept. The one
+   * place its state is kept and moved (any thread reads it).
+   */
+  final QpLifecycle life = new QpLifecycle();
 
   /**
    * Who retires this QP when it fails, its lane faults or its route is fenced (the endpoint's
@@ -68,10 +62,6 @@ final class RcQp {
    * lane then closes the QP itself, and the monitor asks again at its next scan.
    */
   volatile QpOwner owner;
-
-  /** Completes once the QP was retired alone: destroyed, or kept because its destroy failed. */
-  final java.util.concurrent.CompletableFuture<Void> retired =
-      new java.util.concurrent.CompletableFuture<>();
 
   /** A QP made just now, under the rail's published route; counted on its lane at once. */
   RcQp(Verbs.Qp qp, CqLane lane, Rail rail, int index, int remoteRail) {
@@ -94,29 +84,40 @@ final class RcQp {
     lane.adopt(this);
   }
 
-  /** Connects this QP over {@link #route}; 0 or the errno ({@code EAGAIN}: the route is fenced). */
+  /**
+   * Connects this QP over {@link #route} and moves it to READY; 0 or the errno ({@code EAGAIN}: the
+   * route is fenced).
+   */
   int connect(RdmaWire.Rail remote, int remoteQpn) {
-    int rc = rail.connect(qp, route, remote, remoteQpn);
+    int rc = rail.connector.connect(qp, route, remote, remoteQpn);
     if (rc == 0) {
-      this.remoteQpn = remoteQpn;
+      connected(remoteQpn);
     }
     return rc;
   }
 
-  /** The number of the peer's QP this one is connected to (0 before it is). */
-  volatile int remoteQpn;
-
-  /** Whether its destroy was called (or is being called). */
-  boolean destroyAttempted() {
-    return destroyClaimed.get();
+  /** It was connected to the peer's QP {@code remoteQpn}: READY. */
+  void connected(int remoteQpn) {
+    this.remoteQpn = remoteQpn;
+    life.connected();
   }
 
-  /**
-   * Claims the one destroy call of this QP: true for the first caller only, so that a lane closing
-   * it and an owner destroying it unused never both call {@code ibv_destroy_qp}.
-   */
-  boolean claimDestroy() {
-    return destroyClaimed.compareAndSet(false, true);
+  /** The number of the peer's QP it was connected to (0 before it was): data, not its state. */
+  volatile int remoteQpn;
+
+  /** Whether nothing new may be posted on it (it stopped taking work: BROKEN or later). */
+  boolean broken() {
+    return life.stopped();
+  }
+
+  /** Why it stopped taking work; null while it takes work. */
+  String brokenWhy() {
+    return life.reason();
+  }
+
+  /** Whether it was destroyed (the native proof that none of its work can touch memory). */
+  boolean destroyed() {
+    return life.destroyed();
   }
 
   void posted(int wrs) {

@@ -12,12 +12,14 @@ import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 
 /**
  * Owner of one rail ({@link Rail}: device context, PD, persistent MRs, CQ lanes). Child of the
- * RdmaTransport.
+ * RdmaTransport, under the engine's {@code OwnerSupervision}; its monitor's work is its {@link
+ * RailMonitor}'s, its states are behaviours, each declaring the owner view's state.
  *
  * <p>The monitor: one scan a second, even without traffic, on the blocking-I/O executor (never in
  * the mailbox; one scan at a time). A scan drains the context's async events, reads the port state
@@ -44,8 +46,6 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * depends on it is kept, nothing is retried.
  */
 final class RdmaContext {
-  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(RdmaContext.class);
-
   sealed interface Command {}
 
   record Close(ActorRef<Closed> replyTo) implements Command {}
@@ -75,7 +75,7 @@ final class RdmaContext {
   private record LaneStopped(int index, String failure) implements Command {}
 
   /** A scan's result, or why it failed. */
-  private record Scanned(Rail.Observation seen, Throwable failure) implements Command {}
+  private record Scanned(RailMonitor.Observation seen, Throwable failure) implements Command {}
 
   private static final Duration SCAN = Duration.ofSeconds(1);
 
@@ -86,9 +86,7 @@ final class RdmaContext {
   private final RdmaCounters counters;
   private final TimerScheduler<Command> timers;
   private final ActorContext<Command> ctx;
-  private OwnerState state = OwnerState.ACTIVE;
-  private long pauses;
-  private long recoveries;
+  private final OwnerBoard board;
 
   /** What the monitor says of the route (fenced, validating, abandoned), or of a failed release. */
   private String detail = "";
@@ -102,11 +100,8 @@ final class RdmaContext {
   /** What each lane's owner last said of it, by index. */
   private final Map<Integer, LaneStatus> laneStatus = new java.util.TreeMap<>();
 
-  /** The scan in flight (or the last one): close waits for it before releasing the device. */
-  private CompletableFuture<Rail.Observation> scan = CompletableFuture.completedFuture(null);
-
-  /** The thread waiting for the context's async events; stopped before the device closes. */
-  private EventWatch events;
+  /** The monitor's scans, judgements and fences, and its event watcher (started with it). */
+  private RailMonitor monitor;
 
   private RdmaContext(
       ActorContext<Command> ctx,
@@ -123,6 +118,7 @@ final class RdmaContext {
     this.health = health;
     this.counters = counters;
     this.timers = timers;
+    this.board = context.owners();
   }
 
   static Behavior<Command> create(
@@ -131,74 +127,58 @@ final class RdmaContext {
       RailHealth health,
       RailSelector selector,
       RdmaCounters counters) {
-    return Behaviors.withTimers(
-        timers ->
-            Behaviors.setup(
-                ctx -> {
-                  RdmaContext c =
-                      new RdmaContext(ctx, rail, context, health, selector, counters, timers);
-                  for (CqLane lane : rail.lanes) {
-                    ActorRef<CqLaneOwner.Command> owner =
-                        ctx.spawn(
-                            CqLaneOwner.create(rail, lane, context, ctx.getSelf()),
-                            "lane-" + lane.index);
-                    ctx.watchWith(
-                        owner,
-                        new LaneStopped(
-                            lane.index, "the owner of lane " + lane.index + " stopped"));
-                    c.laneOwners.put(lane.index, owner);
-                    c.laneStatus.put(
-                        lane.index, new LaneStatus(lane.index, OwnerState.ACTIVE, "", 0));
-                  }
-                  timers.startTimerWithFixedDelay(Tick.INSTANCE, SCAN);
-                  timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
-                  ActorRef<Command> self = ctx.getSelf();
-                  c.events = new EventWatch(rail, () -> self.tell(EventPending.INSTANCE));
-                  c.events.start();
-                  return OwnerBoard.reporting(context.owners(), c::report, c.active());
-                }));
+    Behavior<Command> monitored =
+        Behaviors.withTimers(
+            timers ->
+                Behaviors.setup(
+                    ctx -> {
+                      RdmaContext c =
+                          new RdmaContext(ctx, rail, context, health, selector, counters, timers);
+                      for (CqLane lane : rail.lanes) {
+                        ActorRef<CqLaneOwner.Command> owner =
+                            ctx.spawn(
+                                CqLaneOwner.create(rail, lane, context, ctx.getSelf()),
+                                "lane-" + lane.index);
+                        ctx.watchWith(
+                            owner,
+                            new LaneStopped(
+                                lane.index, "the owner of lane " + lane.index + " stopped"));
+                        c.laneOwners.put(lane.index, owner);
+                        c.laneStatus.put(
+                            lane.index, new LaneStatus(lane.index, OwnerState.ACTIVE, "", 0));
+                      }
+                      timers.startTimerWithFixedDelay(Tick.INSTANCE, SCAN);
+                      timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
+                      ActorRef<Command> self = ctx.getSelf();
+                      c.monitor =
+                          new RailMonitor(
+                              rail,
+                              health,
+                              selector,
+                              counters,
+                              context.blockingIo(),
+                              () -> self.tell(EventPending.INSTANCE));
+                      return OwnerBoard.reporting(context.owners(), c::report, c.active());
+                    }));
+    // Quarantined by the supervision, it answers its transport's close at once (keeping the rail).
+    return context
+        .supervision()
+        .supervise(
+            "RdmaContext " + rail.device,
+            Command.class,
+            monitored,
+            (m, why) -> {
+              if (m instanceof Close c) {
+                c.replyTo().tell(new Closed(rail.device));
+              }
+            });
   }
 
   private OwnerBoard.Report report() {
-    RailHealth.RailCounts circuit = health.rail(rail.index);
-    RailSelector.Load load = selector.load(rail.index);
-    Rail.Route route = rail.route();
     return new OwnerBoard.Report(
         "RdmaContext",
-        state,
-        Map.ofEntries(
-            Map.entry("mrs", (long) rail.mrs.size()),
-            Map.entry("mrsRegistered", rail.mrs.registered.sum()),
-            Map.entry("mrsKept", (long) rail.mrs.kept()),
-            Map.entry("lanes", (long) rail.lanes.size()),
-            Map.entry("lanesFaulted", rail.lanesFaulted.sum()),
-            Map.entry(
-                "lanesReplaced",
-                laneStatus.values().stream().mapToLong(LaneStatus::replaced).sum()),
-            Map.entry(
-                "lanesKept",
-                laneStatus.values().stream()
-                    .filter(l -> l.state() == OwnerState.QUARANTINED)
-                    .count()),
-            Map.entry("pauses", pauses),
-            Map.entry("railPairsOpen", (long) circuit.pairsOpen()),
-            Map.entry("railPairsHalfOpen", (long) circuit.pairsHalfOpen()),
-            Map.entry("railErrors", circuit.errors()),
-            Map.entry("gidIndex", (long) route.gidIndex()),
-            Map.entry("routeGeneration", rail.generation()),
-            Map.entry("publishedGeneration", route.generation()),
-            Map.entry("routeRecoveries", recoveries),
-            Map.entry("linkBytesPerSecond", load.linkBytesPerSecond()),
-            Map.entry("selectionBytesPerSecond", load.selectionBytesPerSecond()),
-            Map.entry("transmitBytesPerSecond", load.transmitBytesPerSecond()),
-            Map.entry("chargedBytes", load.chargedBytes()),
-            Map.entry("postedBytes", load.postedBytes()),
-            Map.entry("completedBytes", load.completedBytes()),
-            Map.entry("allocatedBytes", load.allocatedBytes()),
-            Map.entry("numaNode", (long) rail.numaNode),
-            Map.entry("tier", (long) load.tier()),
-            Map.entry("eligible", selector.policy().allowed(rail.index) ? 1L : 0L)),
-        rail.device + " GID " + route.gidIndex() + shown());
+        monitor.figures(laneStatus.values()),
+        rail.device + " GID " + rail.route().gidIndex() + shown());
   }
 
   /** The owner detail after the device and GID index: the route's, then the lanes'. */
@@ -210,34 +190,10 @@ final class RdmaContext {
 
   /** Starts a scan unless one is in flight; its result comes back as {@link Scanned}. */
   private void startScan(boolean rank) {
-    counters.monitorTicks.increment();
-    if (!scan.isDone()) {
-      return;
+    CompletableFuture<RailMonitor.Observation> started = monitor.scan(rank);
+    if (started != null) {
+      ctx.pipeToSelf(started, Scanned::new);
     }
-    counters.routeQueries.increment();
-    EventWatch watch = events;
-    scan =
-        CompletableFuture.supplyAsync(
-            () -> {
-              try {
-                Rail.Observation seen = rail.observe(rank);
-                if (rail.relink(seen)) {
-                  // The port renegotiated its link: selection seeds and clamps follow it.
-                  selector.linkRate(rail.index, rail.gbps());
-                  LOG.info(
-                      "RDMA {}: link rate now {} Gb/s (width {}, speed {})",
-                      rail.device,
-                      rail.gbps(),
-                      seen.port().activeWidth(),
-                      seen.port().activeSpeed());
-                }
-                return seen;
-              } finally {
-                watch.scanned(); // its events were drained: the watcher may look again
-              }
-            },
-            context.blockingIo());
-    ctx.pipeToSelf(scan, Scanned::new);
   }
 
   /**
@@ -245,8 +201,11 @@ final class RdmaContext {
    * {@code own} with what every one of them answers the same way (the view refresh and MR sweep,
    * the close, the lane owners' word).
    */
-  private Behavior<Command> monitoring(
-      org.apache.pekko.actor.typed.javadsl.BehaviorBuilder<Command> own) {
+  private Behavior<Command> monitoring(OwnerState shown, BehaviorBuilder<Command> own) {
+    return board.in(shown, withCommon(own));
+  }
+
+  private Behavior<Command> withCommon(BehaviorBuilder<Command> own) {
     return own.onMessageEquals(Refresh.INSTANCE, this::onRefresh)
         .onMessageEquals(
             EventPending.INSTANCE,
@@ -263,8 +222,8 @@ final class RdmaContext {
   }
 
   private Behavior<Command> active() {
-    state = OwnerState.ACTIVE;
     return monitoring(
+        OwnerState.ACTIVE,
         Behaviors.receive(Command.class)
             .onMessageEquals(
                 Tick.INSTANCE,
@@ -280,7 +239,9 @@ final class RdmaContext {
                     return fatal();
                   }
                   String why =
-                      m.failure() != null ? "scan failed: " + m.failure() : faultIn(m.seen());
+                      m.failure() != null
+                          ? "scan failed: " + m.failure()
+                          : monitor.faultIn(m.seen());
                   if (why == null) {
                     return Behaviors.same();
                   }
@@ -289,21 +250,11 @@ final class RdmaContext {
                 }));
   }
 
-  /**
-   * The MR sweep: a hidden registration's MR is deregistered once no work holds the range, so that
-   * its unregister can free the memory (the MR's device pin keeps it until then). Deregistration is
-   * a native call (on hardware it unpins the pages), so it runs on the blocking-I/O executor, one
-   * sweep at a time.
-   */
+  /** The MR sweep, off the mailbox ({@link RailMonitor#sweepMrs}). */
   private Behavior<Command> onRefresh() {
-    if (rail.mrs.anyHidden() && sweep.isDone()) {
-      sweep = CompletableFuture.runAsync(rail.mrs::sweep, context.blockingIo());
-    }
+    monitor.sweepMrs();
     return Behaviors.same();
   }
-
-  /** The MR sweep in flight (or the last one): close waits for it before releasing the device. */
-  private CompletableFuture<Void> sweep = CompletableFuture.completedFuture(null);
 
   /**
    * A lane's owner said what became of it: the owner detail shows a lane that is not polling, or
@@ -311,49 +262,13 @@ final class RdmaContext {
    */
   private Behavior<Command> onLaneStatus(LaneStatus m) {
     laneStatus.put(m.index(), m);
-    String shown = null;
-    long replaced = 0;
-    for (LaneStatus l : laneStatus.values()) {
-      replaced += l.replaced();
-      if (l.state() != OwnerState.ACTIVE && l.state() != OwnerState.CLOSING) {
-        shown = rail.device + " lane " + l.index() + ": " + l.detail();
-      }
-    }
-    laneDetail =
-        shown != null
-            ? shown
-            : replaced > 0
-                ? replaced + " faulted lane(s) replaced after their QPs were destroyed"
-                : "";
+    laneDetail = RailMonitor.laneDetail(rail.device, laneStatus.values());
     return Behaviors.same();
-  }
-
-  /** Why the published route no longer holds, from what a scan saw; null when it holds. */
-  private String faultIn(Rail.Observation seen) {
-    Rail.Route route = rail.route();
-    if (!seen.portActive()) {
-      return "port " + Rail.PORT + " is down";
-    }
-    if (seen.portEvents() > 0) {
-      return seen.portEvents() + " port or GID event(s) for port " + Rail.PORT;
-    }
-    if (!seen.atRoute().equals(route.gid())) {
-      return "GID index "
-          + route.gidIndex()
-          + (GidRanking.valid(seen.atRoute()) ? " changed to " + seen.atRoute() : " is not valid");
-    }
-    return null;
   }
 
   /** Fences the route: a new generation, the rail's pairs opened, its old QPs retired. */
   private void fence(String why) {
-    long generation = rail.fence();
-    pauses++;
-    counters.routeFences.increment();
-    detail = "route generation " + generation + " fenced: " + why;
-    ctx.getLog().info("RDMA rail {}: {}", rail.device, detail);
-    health.portFault(rail.index);
-    rail.retireOld(rail.device + " route fenced: " + why);
+    detail = monitor.fence(why);
   }
 
   private static final String FATAL = "a DEVICE_FATAL event (fenced for good)";
@@ -364,23 +279,23 @@ final class RdmaContext {
    * serves unregisters, and its pairs stay open in the rail circuit.
    */
   private Behavior<Command> fatal() {
-    state = OwnerState.FENCED;
     detail = "route generation " + rail.generation() + " fenced: " + FATAL;
     return monitoring(
+        OwnerState.FENCED,
         Behaviors.receive(Command.class)
             .onMessageEquals(
                 Tick.INSTANCE,
                 () -> {
                   health.portFault(rail.index);
-                  rail.retireOld(rail.device + " route fenced: " + FATAL);
+                  monitor.retireOld(rail.device + " route fenced: " + FATAL);
                   return Behaviors.same();
                 })
             .onMessage(Scanned.class, x -> Behaviors.same()));
   }
 
   private Behavior<Command> paused() {
-    state = OwnerState.FENCED;
     return monitoring(
+        OwnerState.FENCED,
         Behaviors.receive(Command.class)
             .onMessageEquals(
                 Tick.INSTANCE,
@@ -396,7 +311,9 @@ final class RdmaContext {
                     return fatal();
                   }
                   String wait =
-                      m.failure() != null ? "scan failed: " + m.failure() : waitFor(m.seen());
+                      m.failure() != null
+                          ? "scan failed: " + m.failure()
+                          : monitor.waitFor(m.seen(), laneStatus.values());
                   if (wait != null) {
                     detail = "route generation " + rail.generation() + " fenced: " + wait;
                     return Behaviors.same();
@@ -413,50 +330,14 @@ final class RdmaContext {
   }
 
   /**
-   * What a recovery still waits for, from what a scan saw; null when the route may be validated.
-   */
-  private String waitFor(Rail.Observation seen) {
-    if (!seen.portActive()) {
-      return "port " + Rail.PORT + " is down";
-    }
-    if (seen.candidate() == null) {
-      return rail.gidIndexConfig < 0
-          ? "no valid GID on port " + Rail.PORT
-          : "rdma.gidIndex " + rail.gidIndexConfig + " is not a valid GID (pinned)";
-    }
-    for (LaneStatus l : laneStatus.values()) {
-      if (l.state() == OwnerState.QUARANTINED) {
-        return rail.device + " lane " + l.index() + " is faulted and kept (" + l.detail() + ")";
-      }
-      if (l.state() != OwnerState.ACTIVE) {
-        return rail.device + " lane " + l.index() + " is faulted, not reclaimed yet";
-      }
-    }
-    for (CqLane lane : rail.lanes) {
-      if (lane.faulted() != null) {
-        return lane.name + " is faulted, not reclaimed yet"; // its owner's word is on its way
-      }
-    }
-    int old = rail.retireOld(rail.device + " route fenced");
-    if (!seen.drained() || old > 0) {
-      return old + " QP(s) of the old route not yet drained and destroyed";
-    }
-    return null;
-  }
-
-  /**
-   * Validating the route {@code choice} under {@code generation}: the next scan must see the same,
-   * with no port or GID event in between, for the route to be published under that generation.
-   */
-  /**
    * Validating route {@code generation} on {@code choice}, since {@code sinceNanos}: it is
    * published by a scan that finds it unchanged at least {@link #SCAN} after the validation began,
    * so a burst of scans started by async events cannot shorten the validation (a scan that finds a
    * problem ends it at once).
    */
   private Behavior<Command> validating(long generation, GidRanking.Choice choice, long sinceNanos) {
-    state = OwnerState.FENCED;
     return monitoring(
+        OwnerState.FENCED,
         Behaviors.receive(Command.class)
             .onMessageEquals(
                 Tick.INSTANCE,
@@ -473,7 +354,9 @@ final class RdmaContext {
                     return fatal();
                   }
                   String wait =
-                      m.failure() != null ? "scan failed: " + m.failure() : waitFor(m.seen());
+                      m.failure() != null
+                          ? "scan failed: " + m.failure()
+                          : monitor.waitFor(m.seen(), laneStatus.values());
                   if (wait == null && m.seen().portEvents() > 0) {
                     wait = m.seen().portEvents() + " port or GID event(s) during validation";
                   }
@@ -485,7 +368,7 @@ final class RdmaContext {
                   }
                   Rail.Route next = new Rail.Route(generation, choice.index(), choice.gid());
                   if (wait == null && rail.publish(next)) {
-                    recoveries++;
+                    monitor.recoveries++;
                     counters.routeRecoveries.increment();
                     detail = "";
                     ctx.getLog()
@@ -529,7 +412,6 @@ final class RdmaContext {
    */
   private Behavior<Command> onClose(Close m) {
     timers.cancelAll();
-    state = OwnerState.CLOSING;
     ActorRef<CqLaneOwner.Stopped> stopped =
         ctx.messageAdapter(CqLaneOwner.Stopped.class, s -> new LaneStopped(s.index(), s.failure()));
     laneOwners.values().forEach(o -> o.tell(new CqLaneOwner.Close(stopped)));
@@ -538,68 +420,54 @@ final class RdmaContext {
     ActorRef<Closed> replyTo = m.replyTo();
     Runnable release =
         () -> {
-          List<String> lanesFailed = List.copyOf(laneFailures);
-          CompletableFuture<List<String>> released =
-              CompletableFuture.allOf(
-                      scan.handle((seen, error) -> null), sweep.handle((d, e) -> null))
-                  .thenApplyAsync(
-                      done -> {
-                        // No wait on the event descriptor may outlive the device.
-                        if (!events.stop(EventWatch.SCAN_WAIT)) {
-                          return List.of(
-                              "the async-event watcher of " + rail.device + " did not end");
-                        }
-                        return lanesFailed.isEmpty() ? rail.close() : lanesFailed;
-                      },
-                      context.blockingIo());
           ctx.pipeToSelf(
-              released,
+              monitor.release(List.copyOf(laneFailures)),
               (failures, error) ->
                   new Released(failures != null ? failures : List.of(String.valueOf(error))));
         };
     if (laneOwners.isEmpty()) {
       release.run();
     }
-    return Behaviors.receive(Command.class)
-        .onMessage(
-            LaneStopped.class,
-            s -> {
-              if (answered.add(s.index())) {
-                if (s.failure() != null) {
-                  laneFailures.add(s.failure());
-                }
-                if (answered.size() == laneOwners.size()) {
-                  release.run();
-                }
-              }
-              return Behaviors.same();
-            })
-        .onMessage(
-            Released.class,
-            r -> {
-              replyTo.tell(new Closed(rail.device));
-              if (r.failures().isEmpty()) {
-                state = OwnerState.CLOSED;
-                return Behaviors.stopped();
-              }
-              return quarantined(r.failures());
-            })
-        .onMessage(
-            Close.class,
-            c -> {
-              c.replyTo().tell(new Closed(rail.device));
-              return Behaviors.same();
-            })
-        .onMessage(LaneStatus.class, this::onLaneStatus)
-        .onMessageEquals(Tick.INSTANCE, Behaviors::same)
-        .onMessageEquals(EventPending.INSTANCE, Behaviors::same)
-        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
-        .onMessage(Scanned.class, x -> Behaviors.same())
-        .build();
+    return board.in(
+        OwnerState.CLOSING,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                LaneStopped.class,
+                s -> {
+                  if (answered.add(s.index())) {
+                    if (s.failure() != null) {
+                      laneFailures.add(s.failure());
+                    }
+                    if (answered.size() == laneOwners.size()) {
+                      release.run();
+                    }
+                  }
+                  return Behaviors.same();
+                })
+            .onMessage(
+                Released.class,
+                r -> {
+                  replyTo.tell(new Closed(rail.device));
+                  if (r.failures().isEmpty()) {
+                    return Behaviors.stopped();
+                  }
+                  return quarantined(r.failures());
+                })
+            .onMessage(
+                Close.class,
+                c -> {
+                  c.replyTo().tell(new Closed(rail.device));
+                  return Behaviors.same();
+                })
+            .onMessage(LaneStatus.class, this::onLaneStatus)
+            .onMessageEquals(Tick.INSTANCE, Behaviors::same)
+            .onMessageEquals(EventPending.INSTANCE, Behaviors::same)
+            .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+            .onMessage(Scanned.class, x -> Behaviors.same())
+            .build());
   }
 
   private Behavior<Command> quarantined(List<String> failures) {
-    state = OwnerState.QUARANTINED;
     detail = String.join("; ", failures);
     context
         .quarantine()
@@ -612,19 +480,21 @@ final class RdmaContext {
                 0,
                 java.time.Instant.now()),
             () -> true);
-    return Behaviors.receive(Command.class)
-        .onMessage(
-            Close.class,
-            c -> {
-              c.replyTo().tell(new Closed(rail.device));
-              return Behaviors.same();
-            })
-        .onMessageEquals(Tick.INSTANCE, Behaviors::same)
-        .onMessageEquals(EventPending.INSTANCE, Behaviors::same)
-        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
-        .onMessage(Scanned.class, x -> Behaviors.same())
-        .onMessage(LaneStatus.class, this::onLaneStatus)
-        .onMessage(LaneStopped.class, x -> Behaviors.same())
-        .build();
+    return board.in(
+        OwnerState.QUARANTINED,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                Close.class,
+                c -> {
+                  c.replyTo().tell(new Closed(rail.device));
+                  return Behaviors.same();
+                })
+            .onMessageEquals(Tick.INSTANCE, Behaviors::same)
+            .onMessageEquals(EventPending.INSTANCE, Behaviors::same)
+            .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+            .onMessage(Scanned.class, x -> Behaviors.same())
+            .onMessage(LaneStatus.class, this::onLaneStatus)
+            .onMessage(LaneStopped.class, x -> Behaviors.same())
+            .build());
   }
 }

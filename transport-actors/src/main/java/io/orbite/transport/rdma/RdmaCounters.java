@@ -1,6 +1,7 @@
 package io.orbite.transport.rdma;
 
 import io.orbite.engine.Op;
+import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 
 /** What the RDMA transport counts, per rail where it matters; read by the owner view and tests. */
@@ -71,5 +72,49 @@ final class RdmaCounters {
   /** Requester bytes confirmed on local rail {@code rail} by {@code op}. */
   LongAdder bytes(int rail, Op op) {
     return op == Op.READ ? readBytes[rail] : writeBytes[rail];
+  }
+
+  /** The transport's row in the owner view: its endpoints, sessions, budgets and these counts. */
+  Map<String, Long> transportFigures(
+      int rails,
+      int endpoints,
+      int sessions,
+      int grants,
+      int grantsLimit,
+      DirectBytes direct,
+      DirectBytes parents,
+      long lanesFaulted,
+      long railPairsOpen) {
+    return Map.ofEntries(
+        Map.entry("rails", (long) rails),
+        Map.entry("endpoints", (long) endpoints),
+        Map.entry("sourceSessions", (long) sessions),
+        Map.entry("grants", (long) grants),
+        Map.entry("grantsLimit", (long) grantsLimit),
+        Map.entry("grantsBound", grantsBound.sum()),
+        Map.entry("grantsRefused", grantsRefused.sum()),
+        Map.entry("grantsRetained", grantsRetained.sum()),
+        Map.entry("directBytes", direct.usedBytes()),
+        Map.entry("directBytesLimit", direct.limitBytes()),
+        Map.entry("directBytesWaiting", direct.waitingBytes()),
+        Map.entry("tasksAwaitingDirectBytes", tasksAwaitingDirectBytes.sum()),
+        Map.entry("parentsReserved", parents.usedBytes()),
+        Map.entry("tasksAwaitingGrants", tasksAwaitingGrants.sum()),
+        Map.entry("directBytesRefused", directBytesRefused.sum()),
+        Map.entry("slicesDispatched", slicesDispatched.sum()),
+        Map.entry("slicesRefusedByHealth", slicesRefusedByHealth.sum()),
+        Map.entry("slicesPastDeadline", slicesPastDeadline.sum()),
+        Map.entry("tasksPastDeadline", tasksPastDeadline.sum()),
+        Map.entry("tasksRefusedByPolicy", tasksRefusedByPolicy.sum()),
+        Map.entry("qpsFailed", qpsFailed.sum()),
+        Map.entry("qpsRepaired", qpsRepaired.sum()),
+        Map.entry("lanesFaulted", lanesFaulted),
+        Map.entry("monitorTicks", monitorTicks.sum()),
+        Map.entry("eventScans", eventScans.sum()),
+        Map.entry("qpsGoneAtSource", qpsGoneAtSource.sum()),
+        Map.entry("routeQueries", routeQueries.sum()),
+        Map.entry("routeFences", routeFences.sum()),
+        Map.entry("routeRecoveries", routeRecoveries.sum()),
+        Map.entry("railPairsOpen", railPairsOpen));
   }
 }

@@ -8,16 +8,9 @@ import io.orbite.engine.rail.RailHealth;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
-import io.orbite.engine.wire.FrameCodec;
-import io.orbite.engine.wire.FrameType;
-import io.orbite.nativebind.verbs.NativeVerbs;
-import io.orbite.nativebind.verbs.Verbs;
-import io.orbite.nativebind.verbs.VerbsResult;
-import io.orbite.nativebind.verbs.soft.SoftFabric;
-import io.orbite.nativebind.verbs.soft.SoftFaults;
-import io.orbite.nativebind.verbs.soft.SoftVerbs;
+import io.orbite.transport.endpoint.PeerEndpoint;
+import io.orbite.transport.lane.LaneRuntime;
 import io.orbite.transport.tcp.Authority;
-import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
@@ -47,14 +40,15 @@ import org.apache.pekko.actor.typed.javadsl.StashBuffer;
  * #serving}, then {@link #stopping}.
  */
 final class RdmaTransport {
-  private record Started(Opened opened, Throwable failure) implements TransportCommand {}
-
-  /** The rails the transport opened, and the selection policy over them. */
-  private record Opened(List<Rail> rails, RailPolicy policy) {}
+  private record Started(RailOpener.Opened opened, Throwable failure) implements TransportCommand {}
 
   private record SessionEnded(SourceSession session) implements TransportCommand {}
 
-  private record EndpointClosed(SegmentDescriptor peer) implements TransportCommand {}
+  /** An endpoint answered a close ({@code endpoint} null), or stopped (that one leaves only). */
+  private record EndpointClosed(SegmentDescriptor peer, ActorRef<PeerEndpoint.Command> endpoint)
+      implements TransportCommand {}
+
+  private record EndpointRefused(PeerEndpoint.Refused refused) implements TransportCommand {}
 
   private record ContextClosed(String device) implements TransportCommand {}
 
@@ -82,13 +76,15 @@ final class RdmaTransport {
    */
   private final DirectBytes parents;
 
-  private final Map<SegmentDescriptor, ActorRef<RdmaEndpoint.Command>> endpoints = new HashMap<>();
+  private final Map<SegmentDescriptor, ActorRef<PeerEndpoint.Command>> endpoints = new HashMap<>();
   private final Set<SourceSession> sessions = new HashSet<>();
   private final List<ActorRef<RdmaContext.Command>> contexts = new ArrayList<>();
   private List<Rail> rails = List.of();
   private RailSelector selector;
-  private OwnerState state = OwnerState.OPENING;
+
+  /** Why it refuses (data of the refusing state); empty while it serves. */
   private String why = "";
+
   private long endpointSequence;
   private long sessionSequence;
   private boolean requesterOpen = true;
@@ -103,16 +99,7 @@ final class RdmaTransport {
     this.counters = new RdmaCounters(context.counters());
     this.direct = new DirectBytes(config.maxDirectBytes());
     this.parents = new DirectBytes("rdma.maxGrants", config.maxGrants());
-    this.health =
-        new RailHealth(
-            new RailHealth.Policy(
-                config.railErrors(),
-                java.time.Duration.ofMillis(config.railErrorWindowMillis()),
-                java.time.Duration.ofMillis(config.railCooldownMillis()),
-                java.time.Duration.ofMillis(config.railProbeIntervalMillis()),
-                java.time.Duration.ofMillis(config.railMaxCooldownMillis()),
-                RailHealth.Policy.DEFAULTS.maxPairs()),
-            System::nanoTime);
+    this.health = RailOpener.health(config);
   }
 
   static Behavior<TransportCommand> create(TransportContext context) {
@@ -121,9 +108,8 @@ final class RdmaTransport {
           RdmaTransport t = new RdmaTransport(ctx, context);
           Behavior<TransportCommand> first;
           if (!t.config.enabled()) {
-            t.state = OwnerState.CLOSED;
             t.why = "RDMA is not enabled here (rdma.enabled is false)";
-            first = t.refusing();
+            first = t.refusing(OwnerState.CLOSED);
           } else {
             first =
                 Behaviors.withTimers(
@@ -139,40 +125,16 @@ final class RdmaTransport {
   private OwnerBoard.Report report() {
     return new OwnerBoard.Report(
         "RdmaTransport",
-        state,
-        Map.ofEntries(
-            Map.entry("rails", (long) rails.size()),
-            Map.entry("endpoints", (long) endpoints.size()),
-            Map.entry("sourceSessions", (long) sessions.size()),
-            Map.entry("grants", (long) grantsHeld.get()),
-            Map.entry("grantsLimit", (long) config.maxGrants()),
-            Map.entry("grantsBound", counters.grantsBound.sum()),
-            Map.entry("grantsRefused", counters.grantsRefused.sum()),
-            Map.entry("grantsRetained", counters.grantsRetained.sum()),
-            Map.entry("directBytes", direct.usedBytes()),
-            Map.entry("directBytesLimit", direct.limitBytes()),
-            Map.entry("directBytesWaiting", direct.waitingBytes()),
-            Map.entry("tasksAwaitingDirectBytes", counters.tasksAwaitingDirectBytes.sum()),
-            Map.entry("parentsReserved", parents.usedBytes()),
-            Map.entry("tasksAwaitingGrants", counters.tasksAwaitingGrants.sum()),
-            Map.entry("directBytesRefused", counters.directBytesRefused.sum()),
-            Map.entry("slicesDispatched", counters.slicesDispatched.sum()),
-            Map.entry("slicesRefusedByHealth", counters.slicesRefusedByHealth.sum()),
-            Map.entry("slicesPastDeadline", counters.slicesPastDeadline.sum()),
-            Map.entry("tasksPastDeadline", counters.tasksPastDeadline.sum()),
-            Map.entry("tasksRefusedByPolicy", counters.tasksRefusedByPolicy.sum()),
-            Map.entry("qpsFailed", counters.qpsFailed.sum()),
-            Map.entry("qpsRepaired", counters.qpsRepaired.sum()),
-            Map.entry("lanesFaulted", rails.stream().mapToLong(r -> r.lanesFaulted.sum()).sum()),
-            Map.entry("monitorTicks", counters.monitorTicks.sum()),
-            Map.entry("eventScans", counters.eventScans.sum()),
-            Map.entry("qpsGoneAtSource", counters.qpsGoneAtSource.sum()),
-            Map.entry("routeQueries", counters.routeQueries.sum()),
-            Map.entry("routeFences", counters.routeFences.sum()),
-            Map.entry("routeRecoveries", counters.routeRecoveries.sum()),
-            Map.entry(
-                "railPairsOpen",
-                health.view().stream().filter(p -> p.state() != RailHealth.State.CLOSED).count())),
+        counters.transportFigures(
+            rails.size(),
+            endpoints.size(),
+            sessions.size(),
+            grantsHeld.get(),
+            config.maxGrants(),
+            direct,
+            parents,
+            rails.stream().mapToLong(r -> r.lanesFaulted.sum()).sum(),
+            health.view().stream().filter(p -> p.state() != RailHealth.State.CLOSED).count()),
         why);
   }
 
@@ -180,141 +142,43 @@ final class RdmaTransport {
 
   private Behavior<TransportCommand> starting(StashBuffer<TransportCommand> stash) {
     ctx.pipeToSelf(
-        CompletableFuture.supplyAsync(this::openRails, context.blockingIo()), Started::new);
-    return Behaviors.receive(TransportCommand.class)
-        .onMessage(
-            Started.class,
-            m -> {
-              if (m.failure() != null) {
-                Throwable cause =
-                    m.failure() instanceof java.util.concurrent.CompletionException c
-                        ? c.getCause()
-                        : m.failure();
-                why =
-                    (cause instanceof RailPolicy.Refused
-                                || cause instanceof io.orbite.config.ConfigException
-                            ? "RDMA rail selection refused the rails: "
-                            : "no RDMA rail: ")
-                        + cause.getMessage();
-                state = OwnerState.FENCED;
-                ctx.getLog().warn("RDMA transport unavailable: {}", why);
-                return stash.unstashAll(refusing());
-              }
-              rails = m.opened().rails();
-              selector =
-                  new RailSelector(
-                      rails.stream().mapToDouble(Rail::gbps).toArray(), m.opened().policy());
-              for (Rail rail : rails) {
-                rail.lanes.forEach(CqLane::start);
-                ActorRef<RdmaContext.Command> c =
-                    ctx.spawn(
-                        RdmaContext.create(rail, context, health, selector, counters),
-                        "context-" + rail.device);
-                contexts.add(c);
-              }
-              state = OwnerState.SERVING;
-              return stash.unstashAll(serving());
-            })
-        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
-        .onAnyMessage(
-            m -> {
-              stash.stash(m);
-              return Behaviors.same();
-            })
-        .build();
-  }
-
-  /**
-   * The software provider's devices: {@code soft0}... ({@code rdma.softwareDevices} of them), each
-   * listening on its address ({@code rdma.softwareAddresses}, device i on entry i modulo the list's
-   * length, or all on {@code rdma.softwareAddress}), so rails can run over different links.
-   */
-  private SoftFabric softwareFabric() {
-    List<SoftFabric.DeviceSpec> devices = new ArrayList<>();
-    for (int i = 0; i < config.softwareDevices(); i++) {
-      devices.add(
-          SoftFabric.DeviceSpec.of(
-              "soft" + i, config.softwareAddressOf(i), 0x0200_5e00_0000_0000L | (i + 1)));
-    }
-    return SoftFabric.of(devices);
-  }
-
-  /**
-   * The provider's devices (those {@code rdma.devices} names, or all), opened as rails, and the
-   * selection policy over them ({@code rdma.selection}: the mask and the matrix checked against the
-   * opened devices, the topology file read here, off the mailbox). A failure closes what was
-   * opened.
-   */
-  private Opened openRails() {
-    Verbs verbs =
-        "native".equals(config.provider())
-            ? NativeVerbs.system()
-            : SoftVerbs.create(
-                softwareFabric(),
-                context.hooks().rdmaFaults() instanceof SoftFaults f ? f : SoftFaults.NONE);
-    VerbsResult<List<Verbs.Device>> listed = verbs.getDeviceList();
-    if (!listed.ok()) {
-      throw new IllegalStateException(verbs.provider() + ": " + listed.describe());
-    }
-    List<Verbs.Device> chosen = new ArrayList<>();
-    for (Verbs.Device d : listed.value()) {
-      if (config.devices().isEmpty() || config.devices().contains(d.name())) {
-        chosen.add(d);
-      }
-    }
-    for (String wanted : config.devices()) {
-      if (listed.value().stream().noneMatch(d -> d.name().equals(wanted))) {
-        throw new IllegalStateException(
-            "rdma.devices names "
-                + wanted
-                + ", which "
-                + verbs.provider()
-                + " does not list (it lists "
-                + listed.value().stream().map(Verbs.Device::name).toList()
-                + ")");
-      }
-    }
-    if (chosen.isEmpty()) {
-      throw new IllegalStateException(verbs.provider() + " lists no RDMA device");
-    }
-    List<Rail> opened = new ArrayList<>();
-    try {
-      for (Verbs.Device d : chosen) {
-        opened.add(
-            Rail.open(verbs, d, opened.size(), config, context.registry(), context.counters()));
-        opened.getLast().hooks = context.hooks();
-      }
-      return new Opened(opened, policy(opened));
-    } catch (RuntimeException e) {
-      opened.forEach(Rail::close);
-      throw e;
-    }
-  }
-
-  /**
-   * {@code rdma.selection} over the opened rails; the inline matrix wins over the topology file.
-   *
-   * @throws RailPolicy.Refused for a mask or matrix name that is not an opened device
-   * @throws io.orbite.config.ConfigException for a topology file that cannot be read or parsed
-   */
-  private RailPolicy policy(List<Rail> opened) {
-    io.orbite.config.RdmaSelectionConfig selection = config.selection();
-    io.orbite.config.RdmaPriorityMatrix matrix = selection.priorityMatrix();
-    if (matrix.isEmpty() && !selection.customJsonPath().isEmpty()) {
-      java.nio.file.Path file;
-      try {
-        file = java.nio.file.Path.of(selection.customJsonPath());
-      } catch (java.nio.file.InvalidPathException e) {
-        throw new io.orbite.config.ConfigException(
-            "rdma.selection.customJsonPath", "not a path: " + e.getMessage(), e);
-      }
-      matrix = io.orbite.config.RdmaPriorityMatrix.readFile(file);
-    }
-    return RailPolicy.of(
-        selection,
-        opened.stream().map(r -> r.device).toList(),
-        opened.stream().mapToInt(r -> r.numaNode).toArray(),
-        matrix);
+        CompletableFuture.supplyAsync(new RailOpener(context)::openRails, context.blockingIo()),
+        Started::new);
+    return context
+        .owners()
+        .in(
+            OwnerState.OPENING,
+            Behaviors.receive(TransportCommand.class)
+                .onMessage(
+                    Started.class,
+                    m -> {
+                      if (m.failure() != null) {
+                        why = RailOpener.refusal(m.failure());
+                        ctx.getLog().warn("RDMA transport unavailable: {}", why);
+                        return stash.unstashAll(refusing(OwnerState.FENCED));
+                      }
+                      rails = m.opened().rails();
+                      selector =
+                          new RailSelector(
+                              rails.stream().mapToDouble(Rail::gbps).toArray(),
+                              m.opened().policy());
+                      for (Rail rail : rails) {
+                        rail.lanes.forEach(CqLane::start);
+                        ActorRef<RdmaContext.Command> c =
+                            ctx.spawn(
+                                RdmaContext.create(rail, context, health, selector, counters),
+                                "context-" + rail.device);
+                        contexts.add(c);
+                      }
+                      return stash.unstashAll(serving());
+                    })
+                .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+                .onAnyMessage(
+                    m -> {
+                      stash.stash(m);
+                      return Behaviors.same();
+                    })
+                .build());
   }
 
   /**
@@ -322,112 +186,107 @@ final class RdmaTransport {
    * refused UNAVAILABLE naming it, every RDMA connection is answered (HELLO_ACK UNAVAILABLE) and
    * closed, and closes are answered at once: there is nothing to drain.
    */
-  private Behavior<TransportCommand> refusing() {
-    return Behaviors.receive(TransportCommand.class)
-        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.AdoptConnection.class,
-            m -> {
-              refuseConnection(m.channel(), m.hello(), ErrorKind.UNAVAILABLE);
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("RDMA"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("RDMA"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.Shutdown.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.ShutdownDone("RDMA"));
-              return Behaviors.stopped();
-            })
-        .build();
+  private Behavior<TransportCommand> refusing(OwnerState shown) {
+    return context
+        .owners()
+        .in(
+            shown,
+            Behaviors.receive(TransportCommand.class)
+                .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+                .onMessage(
+                    TransportCommand.OpenPeer.class,
+                    m -> {
+                      m.replyTo()
+                          .tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
+                      return Behaviors.same();
+                    })
+                .onMessage(
+                    TransportCommand.AdoptConnection.class,
+                    m -> {
+                      refuseConnection(m.channel(), m.hello(), ErrorKind.UNAVAILABLE);
+                      return Behaviors.same();
+                    })
+                .onMessage(
+                    TransportCommand.CloseRequesterSide.class,
+                    m -> {
+                      m.replyTo().tell(new TransportCommand.SideClosed("RDMA"));
+                      return Behaviors.same();
+                    })
+                .onMessage(
+                    TransportCommand.CloseSourceSide.class,
+                    m -> {
+                      m.replyTo().tell(new TransportCommand.SideClosed("RDMA"));
+                      return Behaviors.same();
+                    })
+                .onMessage(
+                    TransportCommand.Shutdown.class,
+                    m -> {
+                      m.replyTo().tell(new TransportCommand.ShutdownDone("RDMA"));
+                      return Behaviors.stopped();
+                    })
+                .build());
   }
 
   /** Answers an RDMA HELLO with a refusal (HELLO_ACK {@code kind}) and closes the connection. */
   private void refuseConnection(SocketChannel channel, ByteBuffer hello, ErrorKind kind) {
     context
         .blockingIo()
-        .execute(
-            () -> {
-              try (channel) {
-                channel.configureBlocking(true);
-                ByteBuffer ack = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
-                FrameCodec.encode(
-                    ack,
-                    0,
-                    FrameType.HELLO_ACK,
-                    kind.code(),
-                    0,
-                    FrameCodec.requestId(hello, 0),
-                    context.localEpoch(),
-                    0,
-                    0,
-                    0);
-                while (ack.hasRemaining()) {
-                  channel.write(ack);
-                }
-              } catch (IOException ignored) {
-                // The peer went away: it learns nothing more either way.
-              }
-            });
+        .execute(() -> SourceSession.refuse(channel, hello, kind, context.localEpoch()));
   }
 
   // ---------------------------------------------------------------- serving
 
   private Behavior<TransportCommand> serving() {
-    return Behaviors.receive(TransportCommand.class)
-        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
-        .onMessage(TransportCommand.OpenPeer.class, this::onOpenPeer)
-        .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
-        .onMessage(
-            SessionEnded.class,
-            m -> {
-              sessions.remove(m.session());
-              answerSideClosers();
-              return Behaviors.same();
-            })
-        .onMessage(
-            EndpointClosed.class,
-            m -> {
-              endpoints.remove(m.peer());
-              answerSideClosers();
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              requesterOpen = false;
-              requesterClosers.add(m.replyTo());
-              closeEndpoints("the requester side of this engine closed");
-              answerSideClosers();
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              sourceOpen = false;
-              sourceClosers.add(m.replyTo());
-              List.copyOf(sessions).forEach(s -> s.close("the source side of this engine closed"));
-              answerSideClosers();
-              return Behaviors.same();
-            })
-        .onMessage(TransportCommand.Shutdown.class, this::onShutdown)
-        .build();
+    return context
+        .owners()
+        .in(
+            OwnerState.SERVING,
+            Behaviors.receive(TransportCommand.class)
+                .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+                .onMessage(TransportCommand.OpenPeer.class, this::onOpenPeer)
+                .onMessage(TransportCommand.AdoptConnection.class, this::onAdopt)
+                .onMessage(
+                    SessionEnded.class,
+                    m -> {
+                      sessions.remove(m.session());
+                      answerSideClosers();
+                      return Behaviors.same();
+                    })
+                .onMessage(
+                    EndpointClosed.class,
+                    m -> {
+                      onClosed(m);
+                      answerSideClosers();
+                      return Behaviors.same();
+                    })
+                .onMessage(
+                    EndpointRefused.class,
+                    m -> {
+                      onRefused(m.refused());
+                      answerSideClosers();
+                      return Behaviors.same();
+                    })
+                .onMessage(
+                    TransportCommand.CloseRequesterSide.class,
+                    m -> {
+                      requesterOpen = false;
+                      requesterClosers.add(m.replyTo());
+                      closeEndpoints("the requester side of this engine closed");
+                      answerSideClosers();
+                      return Behaviors.same();
+                    })
+                .onMessage(
+                    TransportCommand.CloseSourceSide.class,
+                    m -> {
+                      sourceOpen = false;
+                      sourceClosers.add(m.replyTo());
+                      List.copyOf(sessions)
+                          .forEach(s -> s.close("the source side of this engine closed"));
+                      answerSideClosers();
+                      return Behaviors.same();
+                    })
+                .onMessage(TransportCommand.Shutdown.class, this::onShutdown)
+                .build());
   }
 
   private Behavior<TransportCommand> onOpenPeer(TransportCommand.OpenPeer m) {
@@ -438,7 +297,8 @@ final class RdmaTransport {
                   ErrorKind.UNAVAILABLE, "the requester side of this engine is closed"));
       return Behaviors.same();
     }
-    ActorRef<RdmaEndpoint.Command> endpoint = endpoints.get(m.peer());
+    ActorRef<PeerEndpoint.Command> endpoint = endpoints.get(m.peer());
+    PeerEndpoint.Attach attach = new PeerEndpoint.Attach(null, m.replyTo());
     if (endpoint == null) {
       if (endpoints.size() >= config.maxEndpoints()) {
         counters.endpointsRefused.increment();
@@ -449,21 +309,31 @@ final class RdmaTransport {
                     "rdma.maxEndpoints: " + config.maxEndpoints() + " RDMA endpoints are open"));
         return Behaviors.same();
       }
+      ActorRef<PeerEndpoint.Refused> refused =
+          ctx.messageAdapter(PeerEndpoint.Refused.class, EndpointRefused::new);
+      RdmaStack stack = new RdmaStack(rails, health, selector, counters, direct, parents);
+      // The sequence keeps names unique: a quarantined endpoint may outlive its entry here.
       endpoint =
           ctx.spawn(
-              RdmaEndpoint.create(
-                  m.peer(), context, rails, health, selector, counters, direct, parents),
+              PeerEndpoint.create(
+                  "RdmaEndpoint",
+                  m.peer(),
+                  context,
+                  fenced -> RdmaLink.open(m.peer(), context, stack, fenced),
+                  attach,
+                  refused::tell),
               "endpoint-"
                   + m.peer().port()
                   + "-"
                   + Long.toHexString(m.peer().epoch())
                   + "-"
                   + (++endpointSequence));
-      ctx.watchWith(endpoint, new EndpointClosed(m.peer()));
+      ctx.watchWith(endpoint, new EndpointClosed(m.peer(), endpoint));
       endpoints.put(m.peer(), endpoint);
       counters.endpointsOpened.increment();
+      return Behaviors.same();
     }
-    endpoint.tell(new RdmaEndpoint.Attach(m.replyTo()));
+    endpoint.tell(attach);
     return Behaviors.same();
   }
 
@@ -492,24 +362,32 @@ final class RdmaTransport {
     // grant that can end did, their loans back.
     ActorRef<SourceSessionOwner.Command> owner =
         ctx.spawn(
-            SourceSessionOwner.create(
-                session,
-                context.owners(),
-                context.quarantine(),
-                self,
-                new SessionEnded(session),
-                context.hooks()),
+            SourceSessionOwner.create(session, context, self, new SessionEnded(session)),
             "source-session-" + sessionSequence);
     session.owner(owner);
     sessions.add(session);
-    Thread.ofPlatform().daemon().name("orbite-" + session.name().replace(' ', '-')).start(session);
+    LaneRuntime.startBlocking("orbite-" + session.name().replace(' ', '-'), session);
     return Behaviors.same();
   }
 
   private void closeEndpoints(String reason) {
-    ActorRef<RdmaEndpoint.Closed> adapter =
-        ctx.messageAdapter(RdmaEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
-    endpoints.values().forEach(e -> e.tell(new RdmaEndpoint.Close(reason, adapter)));
+    ActorRef<PeerEndpoint.Closed> adapter =
+        ctx.messageAdapter(PeerEndpoint.Closed.class, c -> new EndpointClosed(c.peer(), null));
+    endpoints.values().forEach(e -> e.tell(new PeerEndpoint.Close(reason, adapter)));
+  }
+
+  private void onClosed(EndpointClosed m) {
+    if (m.endpoint() == null) {
+      endpoints.remove(m.peer());
+    } else {
+      endpoints.remove(m.peer(), m.endpoint());
+    }
+  }
+
+  /** An endpoint whose open failed: no later open waits on it; it stops once closed. */
+  private void onRefused(PeerEndpoint.Refused r) {
+    endpoints.remove(r.peer(), r.endpoint());
+    r.endpoint().tell(new PeerEndpoint.Close("its open failed", ctx.getSystem().ignoreRef()));
   }
 
   private void answerSideClosers() {
@@ -526,7 +404,6 @@ final class RdmaTransport {
   // ---------------------------------------------------------------- stopping
 
   private Behavior<TransportCommand> onShutdown(TransportCommand.Shutdown m) {
-    state = OwnerState.STOPPING;
     requesterOpen = false;
     sourceOpen = false;
     closeEndpoints("the engine is shutting down");
@@ -551,61 +428,71 @@ final class RdmaTransport {
       }
     }
     boolean closingNow = contextsClosing;
-    return Behaviors.receive(TransportCommand.class)
-        .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
-        .onMessage(
-            SessionEnded.class,
-            m -> {
-              sessions.remove(m.session());
-              return stopping(replyTo, closingNow);
-            })
-        .onMessage(
-            EndpointClosed.class,
-            m -> {
-              endpoints.remove(m.peer());
-              return stopping(replyTo, closingNow);
-            })
-        .onMessage(
-            ContextClosed.class,
-            m -> {
-              if (!contexts.isEmpty()) {
-                contexts.removeFirst();
-              }
-              return stopping(replyTo, closingNow);
-            })
-        .onMessage(
-            TransportCommand.AdoptConnection.class,
-            m -> {
-              refuseConnection(m.channel(), m.hello(), ErrorKind.UNAVAILABLE);
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(
-                      new TransportCommand.PeerOpenFailed(
-                          ErrorKind.UNAVAILABLE, "RDMA transport is stopping"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.Shutdown.class,
-            m -> {
-              replyTo.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              requesterClosers.add(m.replyTo());
-              return stopping(replyTo, closingNow);
-            })
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              sourceClosers.add(m.replyTo());
-              return stopping(replyTo, closingNow);
-            })
-        .build();
+    return context
+        .owners()
+        .in(
+            OwnerState.STOPPING,
+            Behaviors.receive(TransportCommand.class)
+                .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
+                .onMessage(
+                    SessionEnded.class,
+                    m -> {
+                      sessions.remove(m.session());
+                      return stopping(replyTo, closingNow);
+                    })
+                .onMessage(
+                    EndpointClosed.class,
+                    m -> {
+                      onClosed(m);
+                      return stopping(replyTo, closingNow);
+                    })
+                .onMessage(
+                    EndpointRefused.class,
+                    m -> {
+                      onRefused(m.refused());
+                      return stopping(replyTo, closingNow);
+                    })
+                .onMessage(
+                    ContextClosed.class,
+                    m -> {
+                      if (!contexts.isEmpty()) {
+                        contexts.removeFirst();
+                      }
+                      return stopping(replyTo, closingNow);
+                    })
+                .onMessage(
+                    TransportCommand.AdoptConnection.class,
+                    m -> {
+                      refuseConnection(m.channel(), m.hello(), ErrorKind.UNAVAILABLE);
+                      return Behaviors.same();
+                    })
+                .onMessage(
+                    TransportCommand.OpenPeer.class,
+                    m -> {
+                      m.replyTo()
+                          .tell(
+                              new TransportCommand.PeerOpenFailed(
+                                  ErrorKind.UNAVAILABLE, "RDMA transport is stopping"));
+                      return Behaviors.same();
+                    })
+                .onMessage(
+                    TransportCommand.Shutdown.class,
+                    m -> {
+                      replyTo.add(m.replyTo());
+                      return Behaviors.same();
+                    })
+                .onMessage(
+                    TransportCommand.CloseRequesterSide.class,
+                    m -> {
+                      requesterClosers.add(m.replyTo());
+                      return stopping(replyTo, closingNow);
+                    })
+                .onMessage(
+                    TransportCommand.CloseSourceSide.class,
+                    m -> {
+                      sourceClosers.add(m.replyTo());
+                      return stopping(replyTo, closingNow);
+                    })
+                .build());
   }
 }

@@ -1,8 +1,8 @@
 package io.orbite.transport.rdma;
 
 import io.orbite.engine.Op;
+import io.orbite.engine.spi.Lifecycle;
 import io.orbite.engine.spi.Registration;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorRef;
 
 /**
@@ -24,10 +24,11 @@ import org.apache.pekko.actor.typed.ActorRef;
  * once it has been held for {@link SourceSessionOwner#PROMOTE_AFTER} at its session owner's tick,
  * or DONE came while a window of it is open, or a window of it could not be released, its {@link
  * GrantOwner} actor owns the loan from then on, is told when the reservation ends (and then gives
- * the loan back) or is kept (and then keeps it, quarantined). Exactly one of the two happens
- * ({@link #promote} and {@link #endAsRecord} race on one word). A refused reservation holds nothing
- * and is never promoted; it answers each of its slices' grant requests with its reason until DONE.
- * Guarded by itself.
+ * the loan back) or is kept (and then keeps it, quarantined). Exactly one of the two happens: its
+ * state ({@link GrantState}) is one word, moved forward by compare-and-set, and a promotion and a
+ * record's end race on it. A refused reservation holds nothing and is never promoted; it answers
+ * each of its slices' grant requests with its reason until DONE. Its counts are guarded by itself;
+ * its state is read by any thread.
  */
 final class Reservation {
   final long id;
@@ -44,12 +45,8 @@ final class Reservation {
 
   final String refusalDetail;
 
-  private static final int RECORD = 0;
-  private static final int PROMOTED = 1;
-  private static final int ENDED_AS_RECORD = 2;
-
-  /** {@link #RECORD}, then {@link #PROMOTED} or {@link #ENDED_AS_RECORD}, for good. */
-  private final AtomicInteger phase = new AtomicInteger(RECORD);
+  /** Where it stands (any thread reads it; the moves below are its only writers). */
+  private final Lifecycle<GrantState> state;
 
   /** When it was reserved ({@link System#nanoTime}). */
   final long reservedAtNanos = System.nanoTime();
@@ -62,18 +59,14 @@ final class Reservation {
     static final Settled NOTHING = new Settled(false, 0, false);
   }
 
+  /** Grant requests admitted (counted under the lock). */
   private int asked;
-
-  /** Whether it holds its {@code rdma.maxGrants} slot (a reserved parent, until it settles). */
-  private boolean slotHeld;
 
   /** Its {@code rdma.maxDirectBytes} charge not given back yet. */
   private long bytesHeld;
 
+  /** Windows open now (admitted and not released). */
   private int windows;
-  private boolean done;
-  private boolean kept;
-  private boolean ended;
 
   private Reservation(
       long id,
@@ -92,7 +85,7 @@ final class Reservation {
     this.registration = registration;
     this.refusal = refusal;
     this.refusalDetail = refusalDetail;
-    this.slotHeld = refusal == 0;
+    this.state = new Lifecycle<>(refusal == 0 ? GrantState.RESERVED : GrantState.REFUSED);
     this.bytesHeld = refusal == 0 ? length : 0;
   }
 
@@ -104,13 +97,33 @@ final class Reservation {
     return new Reservation(r.parent(), op, r.offset(), r.length(), r.slices(), null, code, detail);
   }
 
+  /** Where it stands now. */
+  GrantState state() {
+    return state.state();
+  }
+
   /**
    * Hands the loan to a grant owner actor, unless the reservation already ended as a record.
+   * Lock-free: the session owner's tick races the lanes and the reader on the state word alone.
    *
-   * @return whether it is promoted now (by this call or an earlier one)
+   * @return whether it is promoted now (by this call or an earlier move)
    */
   boolean promote() {
-    return !isRefused() && (phase.compareAndSet(RECORD, PROMOTED) || phase.get() == PROMOTED);
+    while (true) {
+      GrantState now = state.state();
+      GrantState next =
+          switch (now) {
+            case RESERVED -> GrantState.PROMOTED;
+            case SETTLED -> GrantState.PROMOTED_SETTLED;
+            default -> null;
+          };
+      if (next == null) {
+        return now.promoted();
+      }
+      if (state.moveFrom(now, next)) {
+        return true;
+      }
+    }
   }
 
   /**
@@ -120,7 +133,18 @@ final class Reservation {
    *     the loan and must be told
    */
   boolean endAsRecord() {
-    return phase.compareAndSet(RECORD, ENDED_AS_RECORD);
+    while (true) {
+      GrantState now = state.state();
+      if (now == GrantState.ENDED_AS_RECORD) {
+        return true;
+      }
+      if (now != GrantState.RESERVED && now != GrantState.SETTLED && now != GrantState.REFUSED) {
+        return false;
+      }
+      if (state.moveFrom(now, GrantState.ENDED_AS_RECORD)) {
+        return true;
+      }
+    }
   }
 
   /** Names the grant's owner (the session's owner, as it spawns it). */
@@ -144,7 +168,7 @@ final class Reservation {
    * (in the same step, so the parent cannot settle between the two).
    */
   synchronized String admit(Op asking, long off, long len) {
-    if (done) {
+    if (state.state().doneCame()) {
       return "a grant request for parent " + id + " after its DONE";
     }
     if (asking != op) {
@@ -174,47 +198,99 @@ final class Reservation {
 
   /**
    * A window of this parent was released ({@code released}: its {@code bytes} go back), or could
-   * not be (the parent is then kept for good, with what it holds).
+   * not be (the parent is then kept for good, with what it holds: a promotion).
    */
   synchronized Settled windowClosed(boolean released, long bytes) {
     if (!released) {
-      kept = true;
-      return Settled.NOTHING; // its window stays counted: the parent never ends
+      // Its window stays counted: the parent never ends.
+      while (true) {
+        GrantState now = state.state();
+        GrantState next =
+            switch (now) {
+              case RESERVED, PROMOTED -> GrantState.KEPT;
+              case DRAINING -> GrantState.KEPT_DONE;
+              default -> null; // kept already
+            };
+        if (next == null || state.moveFrom(now, next)) {
+          return Settled.NOTHING;
+        }
+      }
     }
     windows--;
     bytesHeld -= bytes;
-    return settle(bytes);
+    return settle(bytes, false);
   }
 
   /** The requester ended every slice of the parent: what goes back now, and whether it ended. */
   synchronized Settled done() {
-    done = true;
-    return settle(0);
+    return settle(0, true);
   }
 
   /**
    * Gives the slot and the remaining bytes back once no window is open and none can be asked any
-   * more (every declared slice asked, or DONE), unless kept; ends the parent once DONE came too.
+   * more (every declared slice asked, or DONE), unless kept; ends the parent once DONE came too. A
+   * promotion racing this move (the owner's tick) only changes which state it lands in.
    */
-  private Settled settle(long bytes) {
-    boolean slot = false;
-    long back = bytes;
-    if (slotHeld && !kept && windows == 0 && (done || asked >= slices)) {
-      slotHeld = false;
-      slot = true;
-      back += bytesHeld;
-      bytesHeld = 0;
+  private Settled settle(long bytes, boolean doneNow) {
+    while (true) {
+      GrantState now = state.state();
+      GrantState next = null;
+      boolean slot = false;
+      boolean ended = false;
+      switch (now) {
+        case REFUSED -> {
+          if (doneNow) {
+            next = GrantState.ENDED_AS_RECORD;
+            ended = true;
+          }
+        }
+        case RESERVED, PROMOTED -> {
+          boolean record = now == GrantState.RESERVED;
+          if (doneNow && windows == 0) {
+            next = record ? GrantState.ENDED_AS_RECORD : GrantState.ENDED;
+            slot = true;
+            ended = true;
+          } else if (doneNow) {
+            next = GrantState.DRAINING;
+          } else if (windows == 0 && asked >= slices) {
+            next = record ? GrantState.SETTLED : GrantState.PROMOTED_SETTLED;
+            slot = true;
+          }
+        }
+        case SETTLED, PROMOTED_SETTLED -> {
+          if (doneNow) {
+            next = now == GrantState.SETTLED ? GrantState.ENDED_AS_RECORD : GrantState.ENDED;
+            ended = true;
+          }
+        }
+        case DRAINING -> {
+          if (windows == 0) {
+            next = GrantState.ENDED;
+            slot = true;
+            ended = true;
+          }
+        }
+        case KEPT -> {
+          if (doneNow) {
+            next = GrantState.KEPT_DONE;
+          }
+        }
+        default -> {}
+      }
+      if (next != null && !state.moveFrom(now, next)) {
+        continue; // promoted meanwhile: settle from there
+      }
+      long back = bytes;
+      if (slot) {
+        back += bytesHeld;
+        bytesHeld = 0;
+      }
+      return slot || back > 0 || ended ? new Settled(slot, back, ended) : Settled.NOTHING;
     }
-    boolean ended = false;
-    if (!this.ended && done && windows == 0 && !kept) {
-      this.ended = true;
-      ended = true;
-    }
-    return slot || back > 0 || ended ? new Settled(slot, back, ended) : Settled.NOTHING;
   }
 
-  synchronized boolean kept() {
-    return kept;
+  boolean kept() {
+    return state.state().kept();
   }
 
   synchronized int windows() {

@@ -139,7 +139,7 @@ final class Slice {
   void releaseDirect() {
     if (holdsDirect) {
       holdsDirect = false;
-      channel.direct().release(length);
+      channel.budget().releaseBytes(length);
     }
   }
 

@@ -1,19 +1,15 @@
 package io.orbite.transport.rdma;
 
 import io.orbite.engine.OwnerState;
-import io.orbite.engine.QuarantinedOwner;
-import io.orbite.engine.fault.FaultHooks;
-import io.orbite.engine.spi.QuarantineLedger;
+import io.orbite.engine.spi.OwnerSupervision;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
-import java.time.Instant;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.BehaviorInterceptor;
-import org.apache.pekko.actor.typed.TypedActorContext;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
@@ -34,25 +30,25 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * otherwise it is {@link #keeping} them, terminal: a kept grant's owner stays below it,
  * quarantined, for the life of the process.
  *
- * <p>An unexpected exception in this actor (a bug) does not stop it, nor restart it with its
- * grants' owners lost: it turns {@link #quarantined}, terminal. It closes its session (so the
- * session's thread destroys its QPs and releases what it can, as at a peer's death), lists itself
- * once ({@code QuarantinedOwner.Kind.OWNER}, {@code RdmaSourceSession <session>}), keeps its
- * grants' owners and their loans for the life of the process, and keeps the loans of reservations
- * promoted after it failed (their news is dropped: no owner is spawned for them); once the
- * session's thread ended it tells the transport, so that closing the source side or the engine does
+ * <p>It runs under the engine's {@link OwnerSupervision}: an unexpected exception in this actor (a
+ * bug) does not stop it, nor restart it with its grants' owners lost: it turns quarantined,
+ * terminal, listed once ({@code QuarantinedOwner.Kind.OWNER}, {@code RdmaSourceSession <session>}),
+ * and answers every later message through {@link AfterFailure}: it closes its session (so the
+ * session's thread destroys its QPs and releases what it can, as at a peer's death), keeps its
+ * grants' owners and their loans for the life of the process, keeps the loans of reservations
+ * promoted after it failed (their news is dropped: no owner is spawned for them), and once the
+ * session's thread ended tells the transport, so that closing the source side or the engine does
  * not wait on it. {@link io.orbite.engine.fault.FaultHooks#beforeOwnerMessage} (owner {@code
- * RdmaSourceSession}) lets a test throw inside it.
+ * RdmaSourceSession <session>}) lets a test throw inside it.
  *
  * <p>Its row counts the windows bound now ({@code grants}), the reservations held ({@code
  * reservations}), the grants' owners ({@code grantOwners}) and the kept ones ({@code grantsKept});
- * it is published at each change of state and at each tick, when each grant's owner re-publishes
- * its own row too.
+ * it is published after each message that changed it, each tick among them, when each grant's owner
+ * re-publishes its own row too. Its state is the behaviour it is in ({@code serving}, shown {@code
+ * closing} once its session is closing; {@code settling}, {@code closing}; {@code keeping}, {@code
+ * closed}).
  */
 final class SourceSessionOwner {
-  private static final org.slf4j.Logger LOG =
-      org.slf4j.LoggerFactory.getLogger(SourceSessionOwner.class);
-
   sealed interface Command {}
 
   /** Something happened to a promoted reservation before its owner was spawned. */
@@ -78,12 +74,13 @@ final class SourceSessionOwner {
    */
   static final java.time.Duration PROMOTE_AFTER = java.time.Duration.ofSeconds(1);
 
+  /** The owner name's prefix ({@code RdmaSourceSession <session>}), and the row's kind. */
+  static final String OWNER = "RdmaSourceSession";
+
   private final ActorContext<Command> ctx;
   private final SourceSession session;
-  private final QuarantineLedger quarantine;
-  private final OwnerBoard board;
-  private final ActorRef<TransportCommand> transport;
-  private final TransportCommand ended;
+  private final TransportContext context;
+  private final AfterFailure told;
   private final ActorRef<GrantOwner.Kept> keptAdapter;
   private final Set<ActorRef<Void>> kept = new HashSet<>();
 
@@ -91,27 +88,16 @@ final class SourceSessionOwner {
   private final Set<ActorRef<Void>> settlingOn = new HashSet<>();
 
   private long sequence;
-  private OwnerState state = OwnerState.SERVING;
-
-  /** Why it is quarantined; empty until then. */
-  private String why = "";
-
-  /** Whether the transport was told the session ended (once). */
-  private boolean told;
 
   private SourceSessionOwner(
       ActorContext<Command> ctx,
       SourceSession session,
-      OwnerBoard board,
-      QuarantineLedger quarantine,
-      ActorRef<TransportCommand> transport,
-      TransportCommand ended) {
+      TransportContext context,
+      AfterFailure told) {
     this.ctx = ctx;
     this.session = session;
-    this.board = board;
-    this.quarantine = quarantine;
-    this.transport = transport;
-    this.ended = ended;
+    this.context = context;
+    this.told = told;
     this.keptAdapter =
         ctx.messageAdapter(GrantOwner.Kept.class, k -> new GrantKept(k.reservation()));
   }
@@ -122,151 +108,131 @@ final class SourceSessionOwner {
    */
   static Behavior<Command> create(
       SourceSession session,
-      OwnerBoard board,
-      QuarantineLedger quarantine,
+      TransportContext context,
       ActorRef<TransportCommand> transport,
-      TransportCommand ended,
-      FaultHooks hooks) {
-    return Behaviors.setup(
-        ctx -> {
-          SourceSessionOwner o =
-              new SourceSessionOwner(ctx, session, board, quarantine, transport, ended);
-          o.publish();
-          return Behaviors.withTimers(
-              timers -> {
-                timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
-                return OwnerBoard.retiredOnStop(
-                    board, Behaviors.intercept(() -> o.new Guard(hooks), o.serving()));
-              });
-        });
-  }
-
-  /** Turns an unexpected exception in any state into {@link #quarantined}. */
-  private final class Guard extends BehaviorInterceptor<Command, Command> {
-    private final FaultHooks hooks;
-
-    Guard(FaultHooks hooks) {
-      super(Command.class);
-      this.hooks = hooks;
-    }
-
-    @Override
-    public Behavior<Command> aroundReceive(
-        TypedActorContext<Command> c, Command msg, ReceiveTarget<Command> target) {
-      if (state == OwnerState.QUARANTINED) {
-        return target.apply(c, msg);
-      }
-      try {
-        hooks.beforeOwnerMessage(OWNER, msg);
-        return target.apply(c, msg);
-      } catch (RuntimeException e) {
-        return quarantine(msg, e);
-      }
-    }
-  }
-
-  /** The owner name {@link FaultHooks#beforeOwnerMessage} is called with. */
-  static final String OWNER = "RdmaSourceSession";
-
-  private Behavior<Command> quarantine(Command msg, RuntimeException e) {
-    why = "unexpected " + e + " while it handled " + msg.getClass().getSimpleName();
-    LOG.error("{}: its owner is quarantined: {}", session.name(), why, e);
-    state = OwnerState.QUARANTINED;
-    quarantine.enter(
-        new QuarantinedOwner(
-            OWNER + " " + session.name(),
-            QuarantinedOwner.Kind.OWNER,
-            why
-                + "; its session closed, and its "
-                + ctx.getChildren().size()
-                + " grant owner(s) and the grants promoted after keep their loans for good"
-                + " (never retried)",
-            0,
-            0,
-            Instant.now()),
-        () -> true);
-    session.close("its owner failed: " + why);
-    publish();
-    if (session.finished() || msg == Ended.INSTANCE) {
-      tellEnded();
-    }
-    return quarantined();
+      TransportCommand ended) {
+    AfterFailure after = new AfterFailure(session, transport, ended);
+    Behavior<Command> owner =
+        Behaviors.setup(
+            ctx -> {
+              after.ctx = ctx;
+              SourceSessionOwner o = new SourceSessionOwner(ctx, session, context, after);
+              return Behaviors.withTimers(
+                  timers -> {
+                    timers.startTimerWithFixedDelay(Refresh.INSTANCE, RdmaTransport.VIEW_REFRESH);
+                    return OwnerBoard.reporting(context.owners(), o::report, o.serving());
+                  });
+            });
+    return context
+        .supervision()
+        .supervise(OWNER + " " + session.name(), Command.class, owner, after::refuse);
   }
 
   /**
-   * Terminal, after an unexpected exception: its grants' owners stay below it, their loans held;
-   * news of a reservation without an owner is dropped (its loan is kept); the transport is told the
-   * session ended once its thread did.
+   * How a quarantined owner answers (its supervision calls it for the message that failed and for
+   * every later one), and the one "ended" told to the transport, whoever tells it. Confined to the
+   * actor's thread.
    */
-  private Behavior<Command> quarantined() {
-    return Behaviors.receive(Command.class)
-        .onMessage(
-            ToGrant.class,
-            m -> {
-              ActorRef<GrantOwner.Command> grant = m.reservation().owner();
-              if (grant != null) {
-                grant.tell(m.event());
-              }
-              return Behaviors.same();
-            })
-        .onMessage(GrantKept.class, m -> Behaviors.same())
-        .onMessage(GrantEnded.class, m -> Behaviors.same())
-        .onMessageEquals(
-            Ended.INSTANCE,
-            () -> {
-              tellEnded();
-              return Behaviors.same();
-            })
-        .onMessageEquals(Refresh.INSTANCE, this::refresh)
-        .build();
-  }
+  private static final class AfterFailure {
+    private final SourceSession session;
+    private final ActorRef<TransportCommand> transport;
+    private final TransportCommand ended;
+    private ActorContext<Command> ctx;
+    private boolean told;
 
-  private void tellEnded() {
-    if (!told) {
-      told = true;
-      transport.tell(ended);
+    AfterFailure(
+        SourceSession session, ActorRef<TransportCommand> transport, TransportCommand ended) {
+      this.session = session;
+      this.transport = transport;
+      this.ended = ended;
+    }
+
+    /** Tells the transport the session ended, once. */
+    void tellEnded() {
+      if (!told) {
+        told = true;
+        transport.tell(ended);
+      }
+    }
+
+    /**
+     * Quarantined: the session closes (its thread destroys the QPs and releases what it can), news
+     * for a grant with an owner still reaches it (none is spawned now: the loan is kept), the
+     * grants' rows are re-published at each tick, and the transport is told once the thread ended.
+     */
+    void refuse(Command m, String why) {
+      session.close("its owner failed: " + why);
+      switch (m) {
+        case ToGrant t -> {
+          ActorRef<GrantOwner.Command> grant = t.reservation().owner();
+          if (grant != null) {
+            grant.tell(t.event());
+          }
+        }
+        case Refresh r -> refreshGrants(ctx);
+        default -> {}
+      }
+      if (m == Ended.INSTANCE || session.finished()) {
+        tellEnded();
+      }
     }
   }
 
-  private Behavior<Command> serving() {
-    return Behaviors.receive(Command.class)
-        .onMessage(ToGrant.class, this::onToGrant)
-        .onMessage(
-            GrantKept.class,
-            m -> {
-              onGrantKept(m);
-              return Behaviors.same();
-            })
-        .onMessageEquals(Ended.INSTANCE, this::onEnded)
-        .onMessageEquals(
-            Refresh.INSTANCE,
-            () -> {
-              promoteHeld();
-              return refresh();
-            })
-        .build();
+  /** Each grant's owner re-publishes its row. */
+  private static void refreshGrants(ActorContext<Command> ctx) {
+    ctx.getChildren()
+        .forEach(c -> c.<GrantOwner.Command>unsafeUpcast().tell(GrantOwner.Refresh.INSTANCE));
   }
 
+  /** While its session's thread runs: promotes held reservations at each tick. */
+  private Behavior<Command> serving() {
+    return context
+        .owners()
+        .in(
+            OwnerState.SERVING,
+            Behaviors.receive(Command.class)
+                .onMessage(ToGrant.class, this::onToGrant)
+                .onMessage(
+                    GrantKept.class,
+                    m -> {
+                      onGrantKept(m);
+                      return Behaviors.same();
+                    })
+                .onMessageEquals(Ended.INSTANCE, this::onEnded)
+                .onMessageEquals(
+                    Refresh.INSTANCE,
+                    () -> {
+                      promoteHeld();
+                      return refresh();
+                    })
+                .build());
+  }
+
+  /** The thread ended: watching the grants still alive. */
   private Behavior<Command> settling() {
-    return Behaviors.receive(Command.class)
-        .onMessage(ToGrant.class, this::onToGrant)
-        .onMessage(
-            GrantEnded.class,
-            m -> {
-              settlingOn.remove(m.grant());
-              kept.remove(m.grant());
-              return settleIfDue();
-            })
-        .onMessage(
-            GrantKept.class,
-            m -> {
-              onGrantKept(m);
-              return settleIfDue(); // after counting it: it may have been the last one alive
-            })
-        // A session refused while connecting can say it ended twice.
-        .onMessageEquals(Ended.INSTANCE, Behaviors::same)
-        .onMessageEquals(Refresh.INSTANCE, this::refresh)
-        .build();
+    return context
+        .owners()
+        .in(
+            OwnerState.CLOSING,
+            Behaviors.receive(Command.class)
+                .onMessage(ToGrant.class, this::onToGrant)
+                .onMessage(
+                    GrantEnded.class,
+                    m -> {
+                      settlingOn.remove(m.grant());
+                      kept.remove(m.grant());
+                      return settleIfDue();
+                    })
+                .onMessage(
+                    GrantKept.class,
+                    m -> {
+                      onGrantKept(m);
+                      return settleIfDue(); // after counting it: it may have been the last alive
+                    })
+                // A session refused while connecting can say it ended twice.
+                .onMessageEquals(Ended.INSTANCE, Behaviors::same)
+                .onMessageEquals(Refresh.INSTANCE, this::refresh)
+                .build());
   }
 
   /**
@@ -274,18 +240,22 @@ final class SourceSessionOwner {
    * and they never end (their rows and this one are still re-published at each tick).
    */
   private Behavior<Command> keeping() {
-    return Behaviors.receive(Command.class)
-        .onMessage(ToGrant.class, this::onToGrant)
-        .onMessage(GrantEnded.class, m -> Behaviors.same()) // kept grants stop with this actor
-        .onMessage(
-            GrantKept.class,
-            m -> {
-              onGrantKept(m);
-              return Behaviors.same();
-            })
-        .onMessageEquals(Ended.INSTANCE, Behaviors::same)
-        .onMessageEquals(Refresh.INSTANCE, this::refresh)
-        .build();
+    return context
+        .owners()
+        .in(
+            OwnerState.CLOSED,
+            Behaviors.receive(Command.class)
+                .onMessage(ToGrant.class, this::onToGrant)
+                .onMessage(GrantEnded.class, m -> Behaviors.same()) // kept grants stop with it
+                .onMessage(
+                    GrantKept.class,
+                    m -> {
+                      onGrantKept(m);
+                      return Behaviors.same();
+                    })
+                .onMessageEquals(Ended.INSTANCE, Behaviors::same)
+                .onMessageEquals(Refresh.INSTANCE, this::refresh)
+                .build());
   }
 
   /**
@@ -302,11 +272,9 @@ final class SourceSessionOwner {
     }
   }
 
-  /** The tick: each grant's owner re-publishes its row, and so does this actor. */
+  /** The tick: each grant's owner re-publishes its row, and so does this actor (after it). */
   private Behavior<Command> refresh() {
-    ctx.getChildren()
-        .forEach(c -> c.<GrantOwner.Command>unsafeUpcast().tell(GrantOwner.Refresh.INSTANCE));
-    publish();
+    refreshGrants(ctx);
     return Behaviors.same();
   }
 
@@ -316,7 +284,13 @@ final class SourceSessionOwner {
     if (grant == null) {
       grant =
           ctx.spawn(
-              GrantOwner.create(r, session.name(), board, quarantine, keptAdapter),
+              GrantOwner.create(
+                  r,
+                  session.name(),
+                  context.owners(),
+                  context.quarantine(),
+                  context.supervision(),
+                  keptAdapter),
               "grant-" + (++sequence));
       r.owner(grant);
     }
@@ -330,7 +304,6 @@ final class SourceSessionOwner {
 
   private void onGrantKept(GrantKept m) {
     kept.add(m.reservation().owner().unsafeUpcast());
-    publish();
   }
 
   /**
@@ -343,8 +316,6 @@ final class SourceSessionOwner {
       settlingOn.add(child);
       ctx.watchWith(child, new GrantEnded(child));
     }
-    state = OwnerState.CLOSING;
-    publish();
     return settleIfDue();
   }
 
@@ -356,26 +327,27 @@ final class SourceSessionOwner {
     if (!kept.containsAll(settlingOn)) {
       return settling();
     }
-    state = OwnerState.CLOSED;
-    tellEnded();
+    told.tellEnded();
     if (settlingOn.isEmpty()) {
       return Behaviors.stopped();
     }
-    publish();
     return keeping();
   }
 
-  private void publish() {
-    OwnerState now = state == OwnerState.SERVING && session.closing() ? OwnerState.CLOSING : state;
-    board.publish(
-        ctx.getSelf(),
-        "RdmaSourceSession",
-        now,
+  /**
+   * Its row; its state is the behaviour's, except that a session closing while this owner still
+   * serves is shown {@code closing}.
+   */
+  private OwnerBoard.Report report() {
+    OwnerState declared = context.owners().declaredState(ctx.getSelf());
+    return new OwnerBoard.Report(
+        OWNER,
+        declared == OwnerState.SERVING && session.closing() ? OwnerState.CLOSING : null,
         Map.of(
             "grants", (long) session.grantsOutstanding(),
             "reservations", (long) session.reservationsNow().size(),
             "grantOwners", (long) ctx.getChildren().size(),
             "grantsKept", (long) kept.size()),
-        why.isEmpty() ? session.name() : session.name() + ": " + why);
+        session.name());
   }
 }

@@ -8,6 +8,9 @@ import io.orbite.engine.Op;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.OwnerSupervision;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.view.OwnerBoard;
@@ -52,9 +55,13 @@ class GrantOwnerTest {
         new RdmaWire.Reserve(31, Op.READ.ordinal(), 7, 4096, 65536, 4), Op.READ, registration);
   }
 
+  private final OwnerSupervision supervision =
+      new OwnerSupervision("test@here", quarantine, new EngineTally(), board, FaultHooks.NONE);
+
   private ActorRef<GrantOwner.Command> grant(Reservation r) {
     return testKit.spawn(
-        GrantOwner.create(r, "rdma source session 3", board, quarantine, parent.ref()));
+        GrantOwner.create(
+            r, "rdma source session 3", board, quarantine, supervision, parent.ref()));
   }
 
   private Optional<OwnerView.Owner> row() {

@@ -1,0 +1,99 @@
+package io.orbite.transport.rdma;
+
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.TransferException;
+import io.orbite.transport.lane.LaneRuntime;
+import java.io.DataInputStream;
+import java.io.IOException;
+
+/**
+ * The reader of one RDMA channel's control connection, on a blocking thread of its own ({@code
+ * orbite-rdma-control-<port>-<epoch-hex>}, made by {@link LaneRuntime#startBlocking}): it reads the
+ * source's GRANTs, ACKs, QP_GONEs and REPAIREDs and hands each to the lane of its QP (or to the
+ * waiting repair). The connection ending or breaking, or a message out of place, is the peer's loss
+ * ({@link RdmaChannel#peerLost}): the channel's gate closes PEER_LOST and the channel closes.
+ */
+final class ControlReader implements Runnable {
+  private final RdmaChannel channel;
+  private final ControlLink link;
+  private final SegmentDescriptor peer;
+
+  private ControlReader(RdmaChannel channel) {
+    this.channel = channel;
+    this.link = channel.link();
+    this.peer = channel.peer();
+  }
+
+  /** Starts the reader of {@code channel}'s control connection. */
+  static void start(RdmaChannel channel) {
+    SegmentDescriptor peer = channel.peer();
+    LaneRuntime.startBlocking(
+        "orbite-rdma-control-" + peer.port() + "-" + Long.toHexString(peer.epoch()),
+        new ControlReader(channel));
+  }
+
+  @Override
+  public void run() {
+    try {
+      DataInputStream in = link.in;
+      while (true) {
+        int type = RdmaWire.nextType(in);
+        if (type < 0) {
+          channel.peerLost("the RDMA control connection to " + peer + " ended");
+          return;
+        }
+        if (type == RdmaWire.REPAIRED) {
+          channel.repairer().answered(RdmaWire.readRepairedBody(in));
+          continue;
+        }
+        if (type == RdmaWire.QP_GONE) {
+          RdmaWire.QpGone g = RdmaWire.readQpGoneBody(in);
+          if (g.qp() >= channel.qps().count()) {
+            channel.peerLost(
+                "the peer "
+                    + peer
+                    + " named QP "
+                    + g.qp()
+                    + " of "
+                    + channel.qps().count()
+                    + " gone");
+            return;
+          }
+          RcQp qp = channel.qps().at(g.qp());
+          // Only the QP connected to the one it retired: a repaired slot's fresh QP stays.
+          if (qp.remoteQpn == g.qpn()) {
+            channel.counters().qpsGoneAtSource.increment();
+            qp.lane.submit(
+                () ->
+                    channel.qpFailed(
+                        qp, "the source retired its QP " + g.qpn() + ": " + g.detail()));
+          }
+          continue;
+        }
+        if (type == RdmaWire.ACK) {
+          RdmaWire.Ack a = RdmaWire.readAckBody(in);
+          Slice s = channel.ledger().acked(a.id());
+          if (s != null) {
+            CqLane lane = s.qp.lane;
+            lane.submit(() -> lane.requester.acked(s, a));
+          }
+          continue;
+        }
+        if (type != RdmaWire.GRANT) {
+          channel.peerLost(
+              "the peer " + peer + " sent RDMA control message " + type + " where a grant was due");
+          return;
+        }
+        RdmaWire.Grant g = RdmaWire.readGrantBody(in);
+        Slice s = channel.ledger().granted(g.id(), g.status() == 0);
+        if (s != null) {
+          CqLane lane = s.qp.lane;
+          lane.submit(() -> lane.requester.granted(s, g));
+        }
+      }
+    } catch (IOException e) {
+      channel.peerLost(
+          "the RDMA control connection to " + peer + " broke: " + TransferException.describe(e));
+    }
+  }
+}

@@ -64,7 +64,7 @@ final class RailOpener {
             ? NativeVerbs.system()
             : SoftVerbs.create(
                 softwareFabric(),
-                context.hooks().rdmaFaults() instanceof SoftFaults f ? f : SoftFaults.NONE);
+                context.hooks().rdmaFaults() instanceof SoftFaults f ? f : SoftFaults.none());
     VerbsResult<List<Verbs.Device>> listed = verbs.getDeviceList();
     if (!listed.ok()) {
       throw new IllegalStateException(verbs.provider() + ": " + listed.describe());

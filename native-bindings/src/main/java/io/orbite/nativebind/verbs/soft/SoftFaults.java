@@ -8,9 +8,9 @@ import java.util.Set;
 
 /**
  * The fault table of one {@link SoftVerbs}: a test hook, given only to {@link
- * SoftVerbs#create(SoftFabric, SoftFaults)} and never built from configuration. {@link #NONE} (for
- * production) holds nothing and refuses every fault. A table serves one provider; its entries take
- * effect at once, from any thread.
+ * SoftVerbs#create(SoftFabric, SoftFaults)} and never built from configuration. {@link #none()}
+ * (for production) holds nothing and refuses every fault. A table serves one provider; its entries
+ * take effect at once, from any thread.
  *
  * <ul>
  *   <li>{@link #withholdCqe}: the next successful completion of that QP with that WR id is never
@@ -89,7 +89,17 @@ public final class SoftFaults {
   }
 
   /** The empty table for production: it refuses every fault. */
-  public static final SoftFaults NONE = new SoftFaults(false);
+  private static final SoftFaults NONE = new SoftFaults(false);
+
+  /**
+   * The table of a provider with no fault armed: it refuses every arming (a shared instance that
+   * nobody can change).
+   *
+   * @return the empty table
+   */
+  public static SoftFaults none() {
+    return NONE;
+  }
 
   private record WrKey(int qpNum, long wrId) {}
 
@@ -199,7 +209,7 @@ public final class SoftFaults {
    * succeeded or failed (a refused handle is not counted). Not a fault; it changes nothing.
    *
    * @param kind the kind
-   * @return the count so far (always 0 for {@link #NONE})
+   * @return the count so far (always 0 for {@link #none()})
    */
   public synchronized int destroyCalls(Kind kind) {
     return destroys.calls(Objects.requireNonNull(kind));
@@ -242,7 +252,7 @@ public final class SoftFaults {
    * @param device the device's name
    * @param node its node, 0 or more, or -1 for unknown
    * @throws IllegalArgumentException if {@code node} is below -1
-   * @throws UnsupportedOperationException on {@link #NONE}
+   * @throws UnsupportedOperationException on {@link #none()}
    */
   public synchronized void setNumaNode(String device, int node) {
     checkMutable();
@@ -465,7 +475,7 @@ public final class SoftFaults {
 
   private void checkMutable() {
     if (!mutable) {
-      throw new UnsupportedOperationException("SoftFaults.NONE holds no faults");
+      throw new UnsupportedOperationException("SoftFaults.none() holds no faults");
     }
   }
 }

@@ -67,14 +67,14 @@ public final class SoftVerbs implements Verbs {
    * @return the provider; nothing is bound until a device is opened
    */
   public static SoftVerbs create(SoftFabric fabric) {
-    return create(fabric, SoftFaults.NONE);
+    return create(fabric, SoftFaults.none());
   }
 
   /**
    * A provider whose faults come from a table (tests only).
    *
    * @param fabric its devices
-   * @param faults its fault table ({@link SoftFaults#NONE} in production); a table serves one
+   * @param faults its fault table ({@link SoftFaults#none()} in production); a table serves one
    *     provider
    * @return the provider; nothing is bound until a device is opened
    * @throws IllegalStateException if {@code faults} already serves another provider

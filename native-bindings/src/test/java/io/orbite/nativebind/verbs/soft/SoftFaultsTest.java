@@ -16,15 +16,15 @@ import org.junit.jupiter.api.Test;
 class SoftFaultsTest {
   @Test
   void noneRefusesEveryFault() {
-    assertThrows(UnsupportedOperationException.class, () -> SoftFaults.NONE.withholdCqe(1, 1));
+    assertThrows(UnsupportedOperationException.class, () -> SoftFaults.none().withholdCqe(1, 1));
     assertThrows(
         UnsupportedOperationException.class,
-        () -> SoftFaults.NONE.failNextDestroy(SoftFaults.Kind.QP, 5, false));
-    assertThrows(UnsupportedOperationException.class, () -> SoftFaults.NONE.stallWire(1));
-    assertThrows(UnsupportedOperationException.class, () -> SoftFaults.NONE.dropWire(1));
-    assertThrows(UnsupportedOperationException.class, () -> SoftFaults.NONE.nullWire(true));
-    assertFalse(SoftFaults.NONE.nullWire());
-    assertEquals(0, SoftFaults.NONE.destroyFailure(SoftFaults.Kind.QP, 1));
+        () -> SoftFaults.none().failNextDestroy(SoftFaults.Kind.QP, 5, false));
+    assertThrows(UnsupportedOperationException.class, () -> SoftFaults.none().stallWire(1));
+    assertThrows(UnsupportedOperationException.class, () -> SoftFaults.none().dropWire(1));
+    assertThrows(UnsupportedOperationException.class, () -> SoftFaults.none().nullWire(true));
+    assertFalse(SoftFaults.none().nullWire());
+    assertEquals(0, SoftFaults.none().destroyFailure(SoftFaults.Kind.QP, 1));
   }
 
   @Test
@@ -40,7 +40,7 @@ class SoftFaultsTest {
     assertEquals(-1, verbs.numaNode(devices.get(1)));
     assertThrows(IllegalArgumentException.class, () -> f.setNumaNode("soft0", -2));
     assertThrows(
-        UnsupportedOperationException.class, () -> SoftFaults.NONE.setNumaNode("soft0", 0));
+        UnsupportedOperationException.class, () -> SoftFaults.none().setNumaNode("soft0", 0));
     assertEquals(
         -1,
         SoftVerbs.create(SoftFabric.onAddress("127.0.0.1", 1))

@@ -417,60 +417,61 @@ public final class EngineGuardian {
             throw e;
           }
           started.complete(guardian.handles);
-          return io.orbite.engine.view.OwnerBoard.reporting(
+          return OwnerBoard.reporting(
               board,
               () ->
-                  new io.orbite.engine.view.OwnerBoard.Report(
+                  new OwnerBoard.Report(
                       "EngineGuardian",
-                      guardian.state,
                       Map.of("batchesSpawned", guardian.batchSequence),
                       config.name() + "@" + self),
               guardian.running());
         });
   }
 
-  private OwnerState state = OwnerState.RUNNING;
-
   private Behavior<Command> running() {
-    return Behaviors.receive(Command.class)
-        .onMessage(SpawnBatch.class, this::onSpawnBatch)
-        .onMessage(CloseRequester.class, this::onCloseRequester)
-        .onMessage(CloseSource.class, this::onCloseSource)
-        .onMessage(RequesterDrained.class, this::onRequesterDrained)
-        .onMessage(ListenerStopped.class, m -> closeTransports(Side.SOURCE, m.replyTo()))
-        .onMessage(TransportSideClosed.class, this::onTransportSideClosed)
-        .onMessage(SharedFenced.class, this::onSharedFenced)
-        .onMessage(Shutdown.class, this::onShutdown)
-        .onSignal(
-            Terminated.class,
-            t -> {
-              String owner = owners.get(t.getRef());
-              BatchCore batch = batches.remove(t.getRef());
-              if (batch != null) {
-                if (!batch.retired()) {
-                  ctx.getLog()
-                      .error(
-                          "engine {}: {} stopped unexpectedly: quarantined",
-                          handles.self(),
-                          batch.name());
-                  supervision.stopped(batch.name(), t.getRef().path().toString());
-                }
-              } else if (owner != null) {
-                ctx.getLog()
-                    .error(
-                        "engine {}: {} stopped unexpectedly: quarantined", handles.self(), owner);
-                supervision.stopped(owner, t.getRef().path().toString());
-                registryStopped |= t.getRef().equals(handles.registry());
-              } else {
-                ctx.getLog()
-                    .error(
-                        "engine {}: transport supervisor {} stopped unexpectedly",
-                        handles.self(),
-                        t.getRef().path());
-              }
-              return Behaviors.same();
-            })
-        .build();
+    return board.in(
+        OwnerState.RUNNING,
+        Behaviors.receive(Command.class)
+            .onMessage(SpawnBatch.class, this::onSpawnBatch)
+            .onMessage(CloseRequester.class, this::onCloseRequester)
+            .onMessage(CloseSource.class, this::onCloseSource)
+            .onMessage(RequesterDrained.class, this::onRequesterDrained)
+            .onMessage(ListenerStopped.class, m -> closeTransports(Side.SOURCE, m.replyTo()))
+            .onMessage(TransportSideClosed.class, this::onTransportSideClosed)
+            .onMessage(SharedFenced.class, this::onSharedFenced)
+            .onMessage(Shutdown.class, this::onShutdown)
+            .onSignal(
+                Terminated.class,
+                t -> {
+                  String owner = owners.get(t.getRef());
+                  BatchCore batch = batches.remove(t.getRef());
+                  if (batch != null) {
+                    if (!batch.retired()) {
+                      ctx.getLog()
+                          .error(
+                              "engine {}: {} stopped unexpectedly: quarantined",
+                              handles.self(),
+                              batch.name());
+                      supervision.stopped(batch.name(), t.getRef().path().toString());
+                    }
+                  } else if (owner != null) {
+                    ctx.getLog()
+                        .error(
+                            "engine {}: {} stopped unexpectedly: quarantined",
+                            handles.self(),
+                            owner);
+                    supervision.stopped(owner, t.getRef().path().toString());
+                    registryStopped |= t.getRef().equals(handles.registry());
+                  } else {
+                    ctx.getLog()
+                        .error(
+                            "engine {}: transport supervisor {} stopped unexpectedly",
+                            handles.self(),
+                            t.getRef().path());
+                  }
+                  return Behaviors.same();
+                })
+            .build());
   }
 
   private Behavior<Command> onCloseRequester(CloseRequester m) {
@@ -632,7 +633,6 @@ public final class EngineGuardian {
   }
 
   private Behavior<Command> onShutdown(Shutdown m) {
-    state = OwnerState.STOPPING;
     handles.lifecycle().beginClose();
     gate.fence("engine is closing");
     // A side close under way is overtaken: the whole engine closes now.
@@ -660,59 +660,64 @@ public final class EngineGuardian {
       ctx.stop(handles.registry());
       return registryStopped ? confirmed(waiting) : awaitingRegistry(waiting);
     }
-    return Behaviors.receive(Command.class)
-        .onMessage(
-            ControlStopped.class,
-            m -> {
-              handles
-                  .transports()
-                  .forEach(
-                      (kind, ref) ->
-                          ctx.ask(
-                              TransportCommand.ShutdownDone.class,
-                              ref,
-                              Duration.ofSeconds(60),
-                              TransportCommand.Shutdown::new,
-                              (ok, failure) -> new TransportStopped(kind.name())));
-              return stopping(waiting, transportsLeft, true);
-            })
-        .onMessage(
-            TransportStopped.class,
-            m -> {
-              Set<String> left = new HashSet<>(transportsLeft);
-              left.remove(m.transport());
-              return stopping(waiting, left, controlDone);
-            })
-        .onMessage(
-            Shutdown.class,
-            m -> {
-              waiting.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onSignal(
-            Terminated.class,
-            t -> {
-              registryStopped |= t.getRef().equals(handles.registry());
-              return Behaviors.same();
-            })
-        .onAnyMessage(this::answerWhileClosing)
-        .build();
+    return board.in(
+        OwnerState.STOPPING,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                ControlStopped.class,
+                m -> {
+                  handles
+                      .transports()
+                      .forEach(
+                          (kind, ref) ->
+                              ctx.ask(
+                                  TransportCommand.ShutdownDone.class,
+                                  ref,
+                                  Duration.ofSeconds(60),
+                                  TransportCommand.Shutdown::new,
+                                  (ok, failure) -> new TransportStopped(kind.name())));
+                  return stopping(waiting, transportsLeft, true);
+                })
+            .onMessage(
+                TransportStopped.class,
+                m -> {
+                  Set<String> left = new HashSet<>(transportsLeft);
+                  left.remove(m.transport());
+                  return stopping(waiting, left, controlDone);
+                })
+            .onMessage(
+                Shutdown.class,
+                m -> {
+                  waiting.add(m.replyTo());
+                  return Behaviors.same();
+                })
+            .onSignal(
+                Terminated.class,
+                t -> {
+                  registryStopped |= t.getRef().equals(handles.registry());
+                  return Behaviors.same();
+                })
+            .onAnyMessage(this::answerWhileClosing)
+            .build());
   }
 
   /** The owners are stopping: waits for the Registry's end. */
   private Behavior<Command> awaitingRegistry(List<ActorRef<ShutdownDone>> waiting) {
-    return Behaviors.receive(Command.class)
-        .onMessage(
-            Shutdown.class,
-            m -> {
-              waiting.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onSignal(
-            Terminated.class,
-            t -> t.getRef().equals(handles.registry()) ? confirmed(waiting) : Behaviors.same())
-        .onAnyMessage(this::answerWhileClosing)
-        .build();
+    // Still shown stopping: the close is confirmed only once the Registry has ended.
+    return board.in(
+        OwnerState.STOPPING,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                Shutdown.class,
+                m -> {
+                  waiting.add(m.replyTo());
+                  return Behaviors.same();
+                })
+            .onSignal(
+                Terminated.class,
+                t -> t.getRef().equals(handles.registry()) ? confirmed(waiting) : Behaviors.same())
+            .onAnyMessage(this::answerWhileClosing)
+            .build());
   }
 
   /** The Registry has stopped: the close is confirmed, and the guardian stops (the batches too). */

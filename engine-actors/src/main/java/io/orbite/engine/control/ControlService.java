@@ -30,7 +30,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * supervisor.
  *
  * <p>States: {@link #serving}, {@link #stopping} (listener closed, waiting for the acceptor thread
- * to end), then stopped.
+ * to end; skipped when the acceptor already ended while serving), then {@link #stopped}.
  */
 public final class ControlService {
   public sealed interface Command {}
@@ -143,15 +143,19 @@ public final class ControlService {
                       "ControlService",
                       Map.of("unclaimedConnections", (long) service.unclaimed.size()),
                       "listening on " + self.endpoint()),
-              service.serving());
+              service.serving(true));
         });
   }
 
-  private Behavior<Command> serving() {
+  /**
+   * Serving; {@code accepting} until the acceptor thread has ended (the listener failed under it),
+   * after which a Stop has no thread left to wait for. Shown serving either way.
+   */
+  private Behavior<Command> serving(boolean accepting) {
     return board.in(
         OwnerState.SERVING,
         Behaviors.receive(Command.class)
-            .onMessage(Stop.class, this::onStop)
+            .onMessage(Stop.class, m -> onStop(m, accepting))
             .onMessageEquals(
                 AcceptorEnded.INSTANCE,
                 () -> {
@@ -159,14 +163,18 @@ public final class ControlService {
                       .warn(
                           "acceptor ended while serving; the engine no longer accepts"
                               + " connections");
-                  return Behaviors.same();
+                  return serving(false);
                 })
             .build());
   }
 
-  private Behavior<Command> onStop(Stop m) {
+  private Behavior<Command> onStop(Stop m, boolean accepting) {
     closeQuietly(listener);
     unclaimed.forEach(ControlService::closeQuietly);
+    if (!accepting) {
+      m.replyTo().tell(new Stopped());
+      return stopped();
+    }
     // The acceptor thread always ends by telling AcceptorEnded: wait for it even if the thread has
     // already gone, so that message is never left to dead letters.
     return stopping(new ArrayList<>(List.of(m.replyTo())));

@@ -43,7 +43,7 @@ import org.apache.pekko.actor.typed.javadsl.ActorContext;
  * The {@link EngineGuardian}'s children: it spawns the engine's owners (the Registry, Admission,
  * one supervisor per transport, the SegmentTable and the ControlService, each under {@link
  * OwnerSupervision} and watched) when the guardian sets up, and one BatchActor per batch later;
- * says what the stop of a child means while the engine runs; and does the children's part of a
+ * marks a child that stops while the engine runs quarantined; and does the children's part of a
  * close (stopping the listener, shutting the transports down, stopping the owners). Used on the
  * guardian's thread only; the guardian's states decide when each step runs.
  */
@@ -76,7 +76,7 @@ final class GuardianChildren {
   /** The batches' owners, watched: one that stops without being retired is quarantined. */
   private final Map<ActorRef<?>, BatchCore> batches = new HashMap<>();
 
-  /** The supervised owners by actor, for the guardian's watch. */
+  /** The supervised owners and the transports' supervisors by actor, for the guardian's watch. */
   private final Map<ActorRef<?>, String> owners = new HashMap<>();
 
   private long batchSequence;
@@ -306,25 +306,18 @@ final class GuardianChildren {
   }
 
   /**
-   * A child stopped while the engine runs: a batch that was not retired, or one of the supervised
-   * owners, is marked quarantined (it may have kept what it held); a transport supervisor's stop is
-   * only logged.
+   * A child stopped while the engine runs: unless it is a batch that was retired, it is marked
+   * quarantined (a batch's owner, one of the supervised owners or a transport's supervisor: it may
+   * have kept what it held).
    */
   void stoppedWhileRunning(ActorRef<?> child) {
-    String owner = owners.get(child);
     BatchCore batch = batches.remove(child);
-    if (batch != null) {
-      if (!batch.retired()) {
-        ctx.getLog().error("engine {}: {} stopped unexpectedly: quarantined", self, batch.name());
-        supervision.stopped(batch.name(), child.path().toString());
-      }
-    } else if (owner != null) {
-      ctx.getLog().error("engine {}: {} stopped unexpectedly: quarantined", self, owner);
-      supervision.stopped(owner, child.path().toString());
-    } else {
-      ctx.getLog()
-          .error("engine {}: transport supervisor {} stopped unexpectedly", self, child.path());
+    if (batch != null && batch.retired()) {
+      return;
     }
+    String owner = batch != null ? batch.name() : owners.get(child);
+    ctx.getLog().error("engine {}: {} stopped unexpectedly: quarantined", self, owner);
+    supervision.stopped(owner, child.path().toString());
   }
 
   /**

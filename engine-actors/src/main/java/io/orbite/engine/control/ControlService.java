@@ -7,11 +7,14 @@ import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.view.OwnerBoard;
 import java.io.IOException;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -27,7 +30,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * supervisor.
  *
  * <p>States: {@link #serving}, {@link #stopping} (listener closed, waiting for the acceptor thread
- * to end), then stopped.
+ * to end; skipped when the acceptor already ended while serving), then {@link #stopped}.
  */
 public final class ControlService {
   public sealed interface Command {}
@@ -42,6 +45,7 @@ public final class ControlService {
   }
 
   private final ActorContext<Command> ctx;
+  private final OwnerBoard board;
   private final ServerSocketChannel listener;
   private final Set<SocketChannel> unclaimed = ConcurrentHashMap.newKeySet();
   private final Thread acceptor;
@@ -54,9 +58,11 @@ public final class ControlService {
       RegistryView registry,
       Map<Transport, ActorRef<TransportCommand>> transports,
       EngineTally counters,
+      OwnerBoard board,
       int firstFrameTimeoutMillis,
       int maxUnclaimed) {
     this.ctx = ctx;
+    this.board = board;
     this.maxUnclaimed = maxUnclaimed;
     this.listener = listener;
     ActorRef<Command> me = ctx.getSelf();
@@ -113,7 +119,7 @@ public final class ControlService {
       RegistryView registry,
       Map<Transport, ActorRef<TransportCommand>> transports,
       EngineTally counters,
-      io.orbite.engine.view.OwnerBoard board,
+      OwnerBoard board,
       int firstFrameTimeoutMillis,
       int maxUnclaimed) {
     return Behaviors.setup(
@@ -126,61 +132,72 @@ public final class ControlService {
                   registry,
                   Map.copyOf(transports),
                   counters,
+                  board,
                   firstFrameTimeoutMillis,
                   maxUnclaimed);
           service.acceptor.start();
-          return io.orbite.engine.view.OwnerBoard.reporting(
+          return OwnerBoard.reporting(
               board,
               () ->
-                  new io.orbite.engine.view.OwnerBoard.Report(
+                  new OwnerBoard.Report(
                       "ControlService",
-                      service.state,
                       Map.of("unclaimedConnections", (long) service.unclaimed.size()),
                       "listening on " + self.endpoint()),
-              service.serving());
+              service.serving(true));
         });
   }
 
-  private OwnerState state = OwnerState.SERVING;
-
-  private Behavior<Command> serving() {
-    return Behaviors.receive(Command.class)
-        .onMessage(Stop.class, this::onStop)
-        .onMessageEquals(
-            AcceptorEnded.INSTANCE,
-            () -> {
-              ctx.getLog()
-                  .warn("acceptor ended while serving; the engine no longer accepts connections");
-              return Behaviors.same();
-            })
-        .build();
+  /**
+   * Serving; {@code accepting} until the acceptor thread has ended (the listener failed under it),
+   * after which a Stop has no thread left to wait for. Shown serving either way.
+   */
+  private Behavior<Command> serving(boolean accepting) {
+    return board.in(
+        OwnerState.SERVING,
+        Behaviors.receive(Command.class)
+            .onMessage(Stop.class, m -> onStop(m, accepting))
+            .onMessageEquals(
+                AcceptorEnded.INSTANCE,
+                () -> {
+                  ctx.getLog()
+                      .warn(
+                          "acceptor ended while serving; the engine no longer accepts"
+                              + " connections");
+                  return serving(false);
+                })
+            .build());
   }
 
-  private Behavior<Command> onStop(Stop m) {
+  private Behavior<Command> onStop(Stop m, boolean accepting) {
     closeQuietly(listener);
     unclaimed.forEach(ControlService::closeQuietly);
-    state = OwnerState.STOPPING;
+    if (!accepting) {
+      m.replyTo().tell(new Stopped());
+      return stopped();
+    }
     // The acceptor thread always ends by telling AcceptorEnded: wait for it even if the thread has
     // already gone, so that message is never left to dead letters.
-    return stopping(new java.util.ArrayList<>(java.util.List.of(m.replyTo())));
+    return stopping(new ArrayList<>(List.of(m.replyTo())));
   }
 
   /** Listener closed; every Stop is answered once the acceptor thread has ended. */
-  private Behavior<Command> stopping(java.util.List<ActorRef<Stopped>> waiters) {
-    return Behaviors.receive(Command.class)
-        .onMessageEquals(
-            AcceptorEnded.INSTANCE,
-            () -> {
-              waiters.forEach(w -> w.tell(new Stopped()));
-              return stopped();
-            })
-        .onMessage(
-            Stop.class,
-            m -> {
-              waiters.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .build();
+  private Behavior<Command> stopping(List<ActorRef<Stopped>> waiters) {
+    return board.in(
+        OwnerState.STOPPING,
+        Behaviors.receive(Command.class)
+            .onMessageEquals(
+                AcceptorEnded.INSTANCE,
+                () -> {
+                  waiters.forEach(w -> w.tell(new Stopped()));
+                  return stopped();
+                })
+            .onMessage(
+                Stop.class,
+                m -> {
+                  waiters.add(m.replyTo());
+                  return Behaviors.same();
+                })
+            .build());
   }
 
   /**
@@ -188,16 +205,17 @@ public final class ControlService {
    * source side closed first, then the whole engine) is answered at once instead of dead-lettered.
    */
   private Behavior<Command> stopped() {
-    state = OwnerState.STOPPED;
-    return Behaviors.receive(Command.class)
-        .onMessage(
-            Stop.class,
-            m -> {
-              m.replyTo().tell(new Stopped());
-              return Behaviors.same();
-            })
-        .onMessageEquals(AcceptorEnded.INSTANCE, Behaviors::same)
-        .build();
+    return board.in(
+        OwnerState.STOPPED,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                Stop.class,
+                m -> {
+                  m.replyTo().tell(new Stopped());
+                  return Behaviors.same();
+                })
+            .onMessageEquals(AcceptorEnded.INSTANCE, Behaviors::same)
+            .build());
   }
 
   private static void closeQuietly(java.nio.channels.Channel c) {

@@ -1,40 +1,34 @@
 package io.orbite.engine.guardian;
 
 import io.orbite.config.EngineConfig;
-import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.admission.AdmissionGate;
-import io.orbite.engine.batch.BatchActor;
 import io.orbite.engine.batch.BatchCore;
-import io.orbite.engine.control.ControlService;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.registry.Registry;
-import io.orbite.engine.segment.PeerTransport;
 import io.orbite.engine.segment.SegmentTable;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.OwnerSupervision;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
-import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.spi.TransportProvider;
 import io.orbite.engine.view.OwnerBoard;
 import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
-import java.util.EnumMap;
+import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.Set;
-import java.util.concurrent.Executor;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -42,14 +36,15 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 /**
  * Root of one engine incarnation: spawns and watches the Registry, Admission, SegmentTable,
  * ControlService, one supervisor per available transport (found with {@link ServiceLoader}), and
- * one BatchActor per batch. Runs as the guardian of the engine's own ActorSystem or as a system
- * actor under a host application's system.
+ * one BatchActor per batch ({@link GuardianChildren}). Runs as the guardian of the engine's own
+ * ActorSystem or as a system actor under a host application's system.
  *
  * <p>The guardian owns the engine's lifecycle and publishes it in {@link EngineLifecycle}: {@link
- * #running} (it also orchestrates the directional closes, C8: {@link CloseRequester}, {@link
- * CloseSource}), {@link #stopping} (control service, then transports), {@link #awaitingRegistry}
- * (the owners were stopped; the close is confirmed when the Registry has terminated), then stopped.
- * It never polls: it waits on the admission gate's drain signal and on its children's Terminated.
+ * #running} (it also runs the directional closes, C8: {@link CloseRequester}, {@link CloseSource},
+ * step by step in {@link SideCloses}), {@link #stopping} (control service, then transports), {@link
+ * #awaitingRegistry} (the owners were stopped; the close is confirmed when the Registry has
+ * terminated), then stopped. It never polls: it waits on the admission gate's drain signal and on
+ * its children's answers and Terminated.
  */
 public final class EngineGuardian {
   public sealed interface Command {}
@@ -112,237 +107,28 @@ public final class EngineGuardian {
 
   public record ShutdownDone() {}
 
+  // The steps of the closes: internal messages, package-private only so that SideCloses and
+  // GuardianChildren, which run those steps on the guardian's thread, can make them.
+
   /** A step of a side close: the requester's admitted work drained (or its deadline passed). */
-  private record RequesterDrained(ActorRef<SideClosed> replyTo, boolean lanesClosed)
-      implements Command {}
+  record RequesterDrained(ActorRef<SideClosed> replyTo, boolean lanesClosed) implements Command {}
 
   /** A step of a side close: the listener stopped. */
-  private record ListenerStopped(ActorRef<SideClosed> replyTo) implements Command {}
+  record ListenerStopped(ActorRef<SideClosed> replyTo) implements Command {}
 
   /** A step of a side close: one transport (or, with {@code left} 0, none) answered. */
-  private record TransportSideClosed(ActorRef<SideClosed> replyTo, Side side, int left)
+  record TransportSideClosed(ActorRef<SideClosed> replyTo, Side side, int left)
       implements Command {}
 
   /** A step of a source close: the Registry fenced the shared ranges. */
-  private record SharedFenced(ActorRef<SideClosed> replyTo, int stillCopying) implements Command {}
+  record SharedFenced(ActorRef<SideClosed> replyTo, int stillCopying) implements Command {}
 
-  private record ControlStopped() implements Command {}
+  record ControlStopped() implements Command {}
 
-  private record TransportStopped(String transport) implements Command {}
+  record TransportStopped(String transport) implements Command {}
 
   /** How long a requester close waits, after its lanes ended, for their receipts to be applied. */
   public static final Duration RECEIPTS_AFTER_CLOSE = Duration.ofSeconds(5);
-
-  private final ActorContext<Command> ctx;
-  private final EngineConfig config;
-  private final EngineTally counters;
-  private final OwnerBoard board;
-  private final QuarantineLedger quarantine;
-
-  /**
-   * The budgets, charged here and by the batches directly; owned (fenced, reported) by Admission.
-   */
-  private final AdmissionGate gate;
-
-  private final Handles handles;
-  private final ActorRef<Admission.Command> admission;
-  private final ActorRef<ControlService.Command> control;
-  private final OwnerSupervision supervision;
-
-  /** The batches' owners, watched: one that stops without being retired is quarantined. */
-  private final Map<ActorRef<?>, BatchCore> batches = new java.util.HashMap<>();
-
-  /** The supervised owners by actor, for the guardian's watch. */
-  private final Map<ActorRef<?>, String> owners = new java.util.HashMap<>();
-
-  private long batchSequence;
-
-  /** Set once the Registry has terminated: nothing is visible any more, and memory is released. */
-  private boolean registryStopped;
-
-  /** Side closes under way, by reply address; a shutdown answers them all at once. */
-  private final Map<ActorRef<SideClosed>, Side> sideCloses = new java.util.HashMap<>();
-
-  /** Side closes waiting for their transports: reply address to transports still to answer. */
-  private final java.util.Map<ActorRef<SideClosed>, Integer> sideClosesLeft =
-      new java.util.HashMap<>();
-
-  private EngineGuardian(
-      ActorContext<Command> ctx,
-      EngineConfig config,
-      ServerSocketChannel listener,
-      SegmentDescriptor self,
-      RegistryView registryView,
-      EngineTally counters,
-      OwnerBoard board,
-      QuarantineLedger quarantine,
-      FaultHooks hooks,
-      List<TransportProvider> providers) {
-    this.ctx = ctx;
-    this.config = config;
-    this.counters = counters;
-    this.board = board;
-    this.quarantine = quarantine;
-    board.root(ctx.getSelf());
-    Executor blockingIo =
-        ctx.getSystem()
-            .dispatchers()
-            .lookup(DispatcherSelector.fromConfig("orbite.blocking-io-dispatcher"));
-    this.supervision =
-        new OwnerSupervision(config.name() + "@" + self, quarantine, counters, board, hooks);
-    var registry =
-        ctx.spawn(
-            supervision.supervise(
-                REGISTRY,
-                Registry.Command.class,
-                Registry.create(
-                    registryView,
-                    config.budgets().maxRegistrations(),
-                    Duration.ofMillis(config.timeouts().destructionWindowMillis()),
-                    quarantine,
-                    board),
-                Registry::refuse),
-            "registry");
-    this.gate = new AdmissionGate(config.budgets());
-    this.admission =
-        ctx.spawn(
-            supervision.supervise(
-                ADMISSION,
-                Admission.Command.class,
-                Admission.create(gate, config.budgets(), board),
-                (m, why) -> Admission.refuse(m, why, gate)),
-            "admission");
-    TransportContext transportContext =
-        new TransportContext(
-            config,
-            registryView,
-            self.epoch(),
-            blockingIo,
-            counters,
-            board,
-            quarantine,
-            hooks,
-            supervision);
-    Map<Transport, ActorRef<TransportCommand>> transports = new EnumMap<>(Transport.class);
-    for (TransportProvider provider :
-        providers) { // one per kind, TCP among them (transportProviders)
-      String owner = "transport-" + provider.kind().name().toLowerCase(java.util.Locale.ROOT);
-      var ref =
-          ctx.spawn(
-              supervision.supervise(
-                  owner,
-                  TransportCommand.class,
-                  provider.create(transportContext),
-                  (msg, why) -> refuseTransport(msg, owner, why)),
-              owner);
-      ctx.watch(ref);
-      owners.put(ref, owner);
-      transports.put(provider.kind(), ref);
-    }
-    var segmentTable =
-        ctx.spawn(
-            supervision.supervise(
-                SEGMENT_TABLE,
-                SegmentTable.Command.class,
-                SegmentTable.create(
-                    admission,
-                    peerTransports(providers, transports, config, TransportProvider.PeerRole.BASE)
-                        .getFirst(),
-                    peerTransports(
-                        providers, transports, config, TransportProvider.PeerRole.FURTHER),
-                    blockingIo,
-                    Duration.ofMillis(config.timeouts().describeTimeoutMillis()),
-                    config.budgets().maxPeerSegments(),
-                    board),
-                SegmentTable::refuse),
-            "segment-table");
-    // Watched, as the transports are: an owner that stops while the engine runs is marked
-    // quarantined.
-    ctx.watch(registry);
-    ctx.watch(admission);
-    ctx.watch(segmentTable);
-    owners.put(registry, REGISTRY);
-    owners.put(admission, ADMISSION);
-    owners.put(segmentTable, SEGMENT_TABLE);
-    this.control =
-        ctx.spawn(
-            supervision.supervise(
-                CONTROL_SERVICE,
-                ControlService.Command.class,
-                ControlService.create(
-                    listener,
-                    self,
-                    registryView,
-                    transports,
-                    counters,
-                    board,
-                    (int) config.timeouts().describeTimeoutMillis(),
-                    config.budgets().maxEndpoints()),
-                // A Stop is not answered: the listener of a quarantined service stays as it was,
-                // and the guardian no longer asks (stopControl).
-                (msg, why) -> {}),
-            "control-service");
-    ctx.watch(control);
-    owners.put(control, CONTROL_SERVICE);
-    this.handles =
-        new Handles(
-            self,
-            registry,
-            segmentTable,
-            Map.copyOf(transports),
-            gate,
-            supervision,
-            new EngineLifecycle(config.name() + "@" + self, gate, registryView, quarantine));
-  }
-
-  /**
-   * The transports of {@code role} enabled in this engine, as the segment table uses them; the
-   * further ones in the order UNSPEC tries them.
-   */
-  private static List<PeerTransport> peerTransports(
-      List<TransportProvider> providers,
-      Map<Transport, ActorRef<TransportCommand>> transports,
-      EngineConfig config,
-      TransportProvider.PeerRole role) {
-    return providers.stream()
-        .filter(p -> p.peerRole() == role && p.enabled(config))
-        .sorted(java.util.Comparator.comparingInt(TransportProvider::preference))
-        .map(
-            p ->
-                new PeerTransport(
-                    p.kind(), transports.get(p.kind()), p.chargesEndpoint(), p::unreachable))
-        .toList();
-  }
-
-  /**
-   * How a quarantined transport supervisor answers: opens fail UNAVAILABLE saying why, a
-   * handed-over connection is closed, closes and shutdowns are answered (what it held stays listed
-   * in {@code quarantined()}), and its own private messages are dropped.
-   */
-  private static void refuseTransport(TransportCommand msg, String owner, String why) {
-    switch (msg) {
-      case TransportCommand.OpenPeer m ->
-          m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
-      case TransportCommand.OpenFile m ->
-          m.replyTo().tell(new TransportCommand.FileOpenFailed(ErrorKind.UNAVAILABLE, why));
-      case TransportCommand.AdoptConnection m -> {
-        try {
-          m.channel().close();
-        } catch (java.io.IOException ignored) {
-          // Refused either way: the peer sees the connection end.
-        }
-      }
-      case TransportCommand.CloseRequesterSide m ->
-          m.replyTo().tell(new TransportCommand.SideClosed(owner));
-      case TransportCommand.CloseSourceSide m ->
-          m.replyTo().tell(new TransportCommand.SideClosed(owner));
-      case TransportCommand.Shutdown m ->
-          m.replyTo().tell(new TransportCommand.ShutdownDone(owner));
-      default -> {
-        // A transport's own message: nothing waits on it.
-      }
-    }
-  }
 
   /** The supervised owners' names, as messages and {@code quarantined()} give them. */
   public static final String REGISTRY = "Registry";
@@ -358,14 +144,65 @@ public final class EngineGuardian {
       "no TCP transport on the class path: add the Maven dependency "
           + "io.orbite:orbite-transport-actors (the engine needs it beside orbite-engine-actors)";
 
+  private final OwnerBoard board;
+  private final GuardianChildren children;
+  private final SideCloses sideCloses;
+  private final Handles handles;
+
+  /** Set once the Registry has terminated: nothing is visible any more, and memory is released. */
+  private boolean registryStopped;
+
+  private EngineGuardian(
+      ActorContext<Command> ctx,
+      EngineConfig config,
+      ServerSocketChannel listener,
+      SegmentDescriptor self,
+      RegistryView registryView,
+      EngineTally counters,
+      OwnerBoard board,
+      QuarantineLedger quarantine,
+      FaultHooks hooks,
+      List<TransportProvider> providers) {
+    this.board = board;
+    board.root(ctx.getSelf());
+    this.children =
+        new GuardianChildren(
+            ctx,
+            config,
+            listener,
+            self,
+            registryView,
+            counters,
+            board,
+            quarantine,
+            hooks,
+            providers);
+    String identity = config.name() + "@" + self;
+    this.handles =
+        new Handles(
+            self,
+            children.registry(),
+            children.segmentTable(),
+            children.transports(),
+            children.gate(),
+            children.supervision(),
+            new EngineLifecycle(identity, children.gate(), registryView, quarantine));
+    this.sideCloses =
+        new SideCloses(
+            ctx,
+            children,
+            identity,
+            Duration.ofMillis(config.timeouts().destructionWindowMillis()));
+  }
+
   /**
    * The transports this engine can run, found with {@link ServiceLoader} on the caller's thread (so
    * that a start without one fails before any actor exists): the first available provider of each
    * kind. Fails naming the artifact when there is no TCP transport.
    */
   public static List<TransportProvider> transportProviders() {
-    List<TransportProvider> found = new java.util.ArrayList<>();
-    Set<Transport> kinds = java.util.EnumSet.noneOf(Transport.class);
+    List<TransportProvider> found = new ArrayList<>();
+    Set<Transport> kinds = EnumSet.noneOf(Transport.class);
     for (TransportProvider provider : ServiceLoader.load(TransportProvider.class)) {
       if (provider.available() && kinds.add(provider.kind())) {
         found.add(provider);
@@ -395,7 +232,7 @@ public final class EngineGuardian {
       QuarantineLedger quarantine,
       FaultHooks hooks,
       List<TransportProvider> providers,
-      java.util.concurrent.CompletableFuture<Handles> started) {
+      CompletableFuture<Handles> started) {
     return Behaviors.setup(
         ctx -> {
           EngineGuardian guardian;
@@ -417,234 +254,61 @@ public final class EngineGuardian {
             throw e;
           }
           started.complete(guardian.handles);
-          return io.orbite.engine.view.OwnerBoard.reporting(
+          return OwnerBoard.reporting(
               board,
               () ->
-                  new io.orbite.engine.view.OwnerBoard.Report(
+                  new OwnerBoard.Report(
                       "EngineGuardian",
-                      guardian.state,
-                      Map.of("batchesSpawned", guardian.batchSequence),
+                      Map.of("batchesSpawned", guardian.children.batchesSpawned()),
                       config.name() + "@" + self),
               guardian.running());
         });
   }
 
-  private OwnerState state = OwnerState.RUNNING;
-
+  /** Spawns batches and runs side closes; watches its children. */
   private Behavior<Command> running() {
-    return Behaviors.receive(Command.class)
-        .onMessage(SpawnBatch.class, this::onSpawnBatch)
-        .onMessage(CloseRequester.class, this::onCloseRequester)
-        .onMessage(CloseSource.class, this::onCloseSource)
-        .onMessage(RequesterDrained.class, this::onRequesterDrained)
-        .onMessage(ListenerStopped.class, m -> closeTransports(Side.SOURCE, m.replyTo()))
-        .onMessage(TransportSideClosed.class, this::onTransportSideClosed)
-        .onMessage(SharedFenced.class, this::onSharedFenced)
-        .onMessage(Shutdown.class, this::onShutdown)
-        .onSignal(
-            Terminated.class,
-            t -> {
-              String owner = owners.get(t.getRef());
-              BatchCore batch = batches.remove(t.getRef());
-              if (batch != null) {
-                if (!batch.retired()) {
-                  ctx.getLog()
-                      .error(
-                          "engine {}: {} stopped unexpectedly: quarantined",
-                          handles.self(),
-                          batch.name());
-                  supervision.stopped(batch.name(), t.getRef().path().toString());
-                }
-              } else if (owner != null) {
-                ctx.getLog()
-                    .error(
-                        "engine {}: {} stopped unexpectedly: quarantined", handles.self(), owner);
-                supervision.stopped(owner, t.getRef().path().toString());
-                registryStopped |= t.getRef().equals(handles.registry());
-              } else {
-                ctx.getLog()
-                    .error(
-                        "engine {}: transport supervisor {} stopped unexpectedly",
-                        handles.self(),
-                        t.getRef().path());
-              }
-              return Behaviors.same();
-            })
-        .build();
+    return board.in(
+        OwnerState.RUNNING,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                SpawnBatch.class,
+                m -> {
+                  m.replyTo().tell(new BatchSpawned(children.spawnBatch(m.capacity())));
+                  return Behaviors.same();
+                })
+            .onMessage(CloseRequester.class, m -> step(() -> sideCloses.closeRequester(m)))
+            .onMessage(CloseSource.class, m -> step(() -> sideCloses.closeSource(m)))
+            .onMessage(RequesterDrained.class, m -> step(() -> sideCloses.requesterDrained(m)))
+            .onMessage(ListenerStopped.class, m -> step(() -> sideCloses.listenerStopped(m)))
+            .onMessage(
+                TransportSideClosed.class, m -> step(() -> sideCloses.transportSideClosed(m)))
+            .onMessage(SharedFenced.class, m -> step(() -> sideCloses.sharedFenced(m)))
+            .onMessage(Shutdown.class, this::onShutdown)
+            .onSignal(
+                Terminated.class,
+                t -> {
+                  children.stoppedWhileRunning(t.getRef());
+                  registryStopped |= t.getRef().equals(handles.registry());
+                  return Behaviors.same();
+                })
+            .build());
   }
 
-  private Behavior<Command> onCloseRequester(CloseRequester m) {
-    sideCloses.put(m.replyTo(), Side.REQUESTER);
-    // At once, and no message to Admission (it reports the gate's state): nothing to dead-letter.
-    gate.fence("the requester side is closed");
-    handles
-        .segmentTable()
-        .tell(new SegmentTable.Fence("the requester side of this engine is closed"));
-    ctx.pipeToSelf(
-        drainedBy(m.deadlineNanos()), (ok, failure) -> new RequesterDrained(m.replyTo(), false));
-    return Behaviors.same();
-  }
-
-  /**
-   * Completes when no task is charged any more (the gate is fenced) or at {@code deadlineNanos},
-   * whichever comes first; waits on the gate's own signal, never polls.
-   */
-  private java.util.concurrent.CompletableFuture<Void> drainedBy(long deadlineNanos) {
-    return gate.whenDrained()
-        .toCompletableFuture()
-        .copy()
-        .completeOnTimeout(
-            null, Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
-  }
-
-  private Behavior<Command> onRequesterDrained(RequesterDrained m) {
-    if (!m.lanesClosed()) {
-      return closeTransports(Side.REQUESTER, m.replyTo());
-    }
-    sideCloses.remove(m.replyTo());
-    m.replyTo().tell(new SideClosed(Side.REQUESTER, 0));
-    return Behaviors.same();
-  }
-
-  private Behavior<Command> onCloseSource(CloseSource m) {
-    sideCloses.put(m.replyTo(), Side.SOURCE);
-    stopControl(() -> new ListenerStopped(m.replyTo()));
-    return Behaviors.same();
-  }
-
-  /**
-   * Stops the control service, then tells itself {@code next}; at once when the service is
-   * quarantined (its listener stays as it was, listed by {@code quarantined()}).
-   */
-  private void stopControl(java.util.function.Supplier<Command> next) {
-    String down = supervision.unavailable(CONTROL_SERVICE);
-    if (down != null) {
-      ctx.getLog().error("engine {}: not stopping the listener: {}", handles.self(), down);
-      ctx.getSelf().tell(next.get());
-      return;
-    }
-    ctx.ask(
-        ControlService.Stopped.class,
-        control,
-        Duration.ofSeconds(30),
-        ControlService.Stop::new,
-        (ok, failure) -> next.get());
-  }
-
-  /** Closes one direction's lanes in every transport; each answers when its threads have ended. */
-  private Behavior<Command> closeTransports(Side side, ActorRef<SideClosed> replyTo) {
-    int transports = handles.transports().size();
-    handles
-        .transports()
-        .values()
-        .forEach(
-            ref ->
-                ctx.ask(
-                    TransportCommand.SideClosed.class,
-                    ref,
-                    Duration.ofSeconds(60),
-                    to ->
-                        side == Side.REQUESTER
-                            ? new TransportCommand.CloseRequesterSide(to)
-                            : new TransportCommand.CloseSourceSide(to),
-                    (ok, failure) -> new TransportSideClosed(replyTo, side, 1)));
-    sideClosesLeft.put(replyTo, transports);
-    return transports == 0
-        ? onTransportSideClosed(new TransportSideClosed(replyTo, side, 0))
-        : Behaviors.same();
-  }
-
-  private Behavior<Command> onTransportSideClosed(TransportSideClosed m) {
-    int left = sideClosesLeft.merge(m.replyTo(), -m.left(), Integer::sum);
-    if (left > 0) {
-      return Behaviors.same();
-    }
-    sideClosesLeft.remove(m.replyTo());
-    if (m.side() == Side.REQUESTER) {
-      // The lanes have ended, but their last receipts may still be on their way to the batches. A
-      // task still in flight after this wait is held by a worker that did not let go; its batch's
-      // watchdog quarantines it.
-      ctx.pipeToSelf(
-          drainedBy(System.nanoTime() + RECEIPTS_AFTER_CLOSE.toNanos()),
-          (ok, failure) -> new RequesterDrained(m.replyTo(), true));
-    } else {
-      // Same-host peers copy through shared memory without any lane: fence them out too.
-      ctx.ask(
-          Registry.SharedFenced.class,
-          handles.registry(),
-          Duration.ofMillis(config.timeouts().destructionWindowMillis()).plusSeconds(30),
-          Registry.FenceShared::new,
-          (ok, failure) -> new SharedFenced(m.replyTo(), ok == null ? -1 : ok.stillCopying()));
-    }
-    return Behaviors.same();
-  }
-
-  private Behavior<Command> onSharedFenced(SharedFenced m) {
-    if (m.stillCopying() < 0) {
-      ctx.getLog()
-          .error(
-              "engine {}: closeSource: the Registry is quarantined and could not fence the ranges"
-                  + " shared with same-host peers (owed() lists it)",
-              handles.lifecycle().identity());
-    } else if (m.stillCopying() > 0) {
-      ctx.getLog()
-          .warn(
-              "engine {}: closeSource: {} shared range(s) still being copied by a same-host peer"
-                  + " after the destruction window; no new copy can start",
-              handles.lifecycle().identity(),
-              m.stillCopying());
-    }
-    sideCloses.remove(m.replyTo());
-    m.replyTo().tell(new SideClosed(Side.SOURCE, m.stillCopying()));
-    return Behaviors.same();
-  }
-
-  /**
-   * Spawns a batch (the caller charged its slot): its core, and the actor that owns its lifecycle.
-   * Only when the engine has no freed batch of that capacity to reuse.
-   */
-  private Behavior<Command> onSpawnBatch(SpawnBatch m) {
-    String name = "batch-" + (++batchSequence);
-    var core =
-        new BatchCore(
-            name,
-            m.capacity(),
-            gate,
-            counters,
-            board,
-            Duration.ofMillis(config.timeouts().defaultDeadlineMillis()),
-            Duration.ofMillis(config.timeouts().destructionWindowMillis()),
-            quarantine,
-            ctx.getExecutionContext());
-    ActorRef<BatchActor.Command> actor =
-        ctx.spawn(
-            supervision.supervise(
-                name,
-                BatchActor.Command.class,
-                BatchActor.create(core, board),
-                (msg, why) -> {}), // every message to a batch's owner is a tell
-            name);
-    core.bind(actor);
-    ctx.watch(actor);
-    batches.put(actor, core);
-    m.replyTo().tell(new BatchSpawned(core));
+  /** Runs one step of a side close; the guardian stays as it is. */
+  private static Behavior<Command> step(Runnable step) {
+    step.run();
     return Behaviors.same();
   }
 
   private Behavior<Command> onShutdown(Shutdown m) {
-    state = OwnerState.STOPPING;
     handles.lifecycle().beginClose();
-    gate.fence("engine is closing");
+    children.gate().fence("engine is closing");
     // A side close under way is overtaken: the whole engine closes now.
-    sideCloses.forEach((replyTo, side) -> replyTo.tell(new SideClosed(side, 0)));
-    sideCloses.clear();
-    stopControl(ControlStopped::new);
-    List<ActorRef<ShutdownDone>> waiting = new java.util.ArrayList<>();
+    sideCloses.overtaken();
+    children.stopControl(ControlStopped::new);
+    List<ActorRef<ShutdownDone>> waiting = new ArrayList<>();
     waiting.add(m.replyTo());
-    return stopping(
-        waiting,
-        new HashSet<>(handles.transports().keySet().stream().map(Enum::name).toList()),
-        false);
+    return stopping(waiting, children.transportNames(), false);
   }
 
   /**
@@ -655,64 +319,58 @@ public final class EngineGuardian {
   private Behavior<Command> stopping(
       List<ActorRef<ShutdownDone>> waiting, Set<String> transportsLeft, boolean controlDone) {
     if (controlDone && transportsLeft.isEmpty()) {
-      ctx.stop(handles.segmentTable());
-      ctx.stop(admission);
-      ctx.stop(handles.registry());
+      children.stopOwners();
       return registryStopped ? confirmed(waiting) : awaitingRegistry(waiting);
     }
-    return Behaviors.receive(Command.class)
-        .onMessage(
-            ControlStopped.class,
-            m -> {
-              handles
-                  .transports()
-                  .forEach(
-                      (kind, ref) ->
-                          ctx.ask(
-                              TransportCommand.ShutdownDone.class,
-                              ref,
-                              Duration.ofSeconds(60),
-                              TransportCommand.Shutdown::new,
-                              (ok, failure) -> new TransportStopped(kind.name())));
-              return stopping(waiting, transportsLeft, true);
-            })
-        .onMessage(
-            TransportStopped.class,
-            m -> {
-              Set<String> left = new HashSet<>(transportsLeft);
-              left.remove(m.transport());
-              return stopping(waiting, left, controlDone);
-            })
-        .onMessage(
-            Shutdown.class,
-            m -> {
-              waiting.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onSignal(
-            Terminated.class,
-            t -> {
-              registryStopped |= t.getRef().equals(handles.registry());
-              return Behaviors.same();
-            })
-        .onAnyMessage(this::answerWhileClosing)
-        .build();
+    return board.in(
+        OwnerState.STOPPING,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                ControlStopped.class,
+                m -> {
+                  children.shutdownTransports();
+                  return stopping(waiting, transportsLeft, true);
+                })
+            .onMessage(
+                TransportStopped.class,
+                m -> {
+                  Set<String> left = new HashSet<>(transportsLeft);
+                  left.remove(m.transport());
+                  return stopping(waiting, left, controlDone);
+                })
+            .onMessage(
+                Shutdown.class,
+                m -> {
+                  waiting.add(m.replyTo());
+                  return Behaviors.same();
+                })
+            .onSignal(
+                Terminated.class,
+                t -> {
+                  registryStopped |= t.getRef().equals(handles.registry());
+                  return Behaviors.same();
+                })
+            .onAnyMessage(this::answerWhileClosing)
+            .build());
   }
 
   /** The owners are stopping: waits for the Registry's end. */
   private Behavior<Command> awaitingRegistry(List<ActorRef<ShutdownDone>> waiting) {
-    return Behaviors.receive(Command.class)
-        .onMessage(
-            Shutdown.class,
-            m -> {
-              waiting.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onSignal(
-            Terminated.class,
-            t -> t.getRef().equals(handles.registry()) ? confirmed(waiting) : Behaviors.same())
-        .onAnyMessage(this::answerWhileClosing)
-        .build();
+    // Still shown stopping: the close is confirmed only once the Registry has ended.
+    return board.in(
+        OwnerState.STOPPING,
+        Behaviors.receive(Command.class)
+            .onMessage(
+                Shutdown.class,
+                m -> {
+                  waiting.add(m.replyTo());
+                  return Behaviors.same();
+                })
+            .onSignal(
+                Terminated.class,
+                t -> t.getRef().equals(handles.registry()) ? confirmed(waiting) : Behaviors.same())
+            .onAnyMessage(this::answerWhileClosing)
+            .build());
   }
 
   /** The Registry has stopped: the close is confirmed, and the guardian stops (the batches too). */

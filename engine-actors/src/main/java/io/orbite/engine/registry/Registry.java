@@ -2,11 +2,13 @@ package io.orbite.engine.registry;
 
 import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.OwnerState;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.SharedBacking;
+import io.orbite.engine.view.OwnerBoard;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -129,6 +131,7 @@ public final class Registry {
   private final long destructionWindowNanos;
   private final TimerScheduler<Command> timers;
   private final QuarantineLedger quarantine;
+  private final OwnerBoard board;
   private final Map<Long, Registration> live = new HashMap<>();
   private final List<PendingRelease> releasing = new ArrayList<>();
   private long nextRegionId = 1;
@@ -145,9 +148,11 @@ public final class Registry {
       int maxRegistrations,
       Duration destructionWindow,
       QuarantineLedger quarantine,
+      OwnerBoard board,
       TimerScheduler<Command> timers) {
     this.view = view;
     this.quarantine = quarantine;
+    this.board = board;
     this.maxRegistrations = maxRegistrations;
     this.destructionWindowNanos = destructionWindow.toNanos();
     this.timers = timers;
@@ -166,12 +171,7 @@ public final class Registry {
       int maxRegistrations,
       Duration destructionWindow,
       QuarantineLedger quarantine) {
-    return create(
-        view,
-        maxRegistrations,
-        destructionWindow,
-        quarantine,
-        new io.orbite.engine.view.OwnerBoard());
+    return create(view, maxRegistrations, destructionWindow, quarantine, new OwnerBoard());
   }
 
   /**
@@ -183,21 +183,19 @@ public final class Registry {
       int maxRegistrations,
       Duration destructionWindow,
       QuarantineLedger quarantine,
-      io.orbite.engine.view.OwnerBoard board) {
+      OwnerBoard board) {
     return Behaviors.withTimers(
         timers -> {
           Registry registry =
-              new Registry(view, maxRegistrations, destructionWindow, quarantine, timers);
-          return io.orbite.engine.view.OwnerBoard.reporting(
-              board, registry::report, registry.active());
+              new Registry(view, maxRegistrations, destructionWindow, quarantine, board, timers);
+          return OwnerBoard.reporting(board, registry::report, registry.active());
         });
   }
 
-  private io.orbite.engine.view.OwnerBoard.Report report() {
-    return new io.orbite.engine.view.OwnerBoard.Report(
+  private OwnerBoard.Report report() {
+    return new OwnerBoard.Report(
         "Registry",
-        io.orbite.engine.OwnerState.ACTIVE,
-        java.util.Map.of(
+        Map.of(
             "registrations",
             (long) live.size(),
             "registrationsLimit",
@@ -208,13 +206,15 @@ public final class Registry {
   }
 
   private Behavior<Command> active() {
-    return Behaviors.receive(Command.class)
-        .onMessage(Register.class, this::onRegister)
-        .onMessage(Unregister.class, this::onUnregister)
-        .onMessage(FenceShared.class, this::onFenceShared)
-        .onMessageEquals(LoanTick.INSTANCE, this::onLoanTick)
-        .onSignal(PostStop.class, s -> onStop())
-        .build();
+    return board.in(
+        OwnerState.ACTIVE,
+        Behaviors.receive(Command.class)
+            .onMessage(Register.class, this::onRegister)
+            .onMessage(Unregister.class, this::onUnregister)
+            .onMessage(FenceShared.class, this::onFenceShared)
+            .onMessageEquals(LoanTick.INSTANCE, this::onLoanTick)
+            .onSignal(PostStop.class, s -> onStop())
+            .build());
   }
 
   /**

@@ -32,15 +32,16 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * supervisor, under the engine's {@link io.orbite.engine.spi.OwnerSupervision}.
  *
  * <p>States: {@link #opening} (the link opens on the blocking-I/O executor; every Attach and Close
- * meanwhile waits for it and shares its outcome; a failed open answers them and then {@link
- * #refused}: it answers later Attaches with the same failure until its parent, told, closes it) →
- * {@link #active} → {@link #draining} (the gate closed or fenced, the workers told to close; it
- * waits for their drain, at most a destruction window) → stopped; or {@link #quarantined} when the
- * drain could not be shown within the window (it keeps what it holds, is listed, answers closers,
- * and stops once the workers end), or when the link kept something for good (never). A lifecycle
- * only moves forward; a peer reached again is a fresh endpoint. Its states map to the one kind
- * table: an Attach to an endpoint that is not active is refused with its channel's kind (C18), a
- * quarantined one UNQUIESCED.
+ * meanwhile waits for it and shares its outcome, and a link whose channel was fenced meanwhile is
+ * drained as soon as it is open; a failed open answers them and then {@link #refused}: it answers
+ * later Attaches with the same failure until its parent, told, closes it) → {@link #active} →
+ * {@link #draining} (the gate closed or fenced, the workers told to close; it waits for their
+ * drain, at most a destruction window) → stopped; or {@link #quarantined} when the drain could not
+ * be shown within the window (it keeps what it holds, is listed, answers closers, and stops once
+ * the workers end), or when the link kept something for good (never). A lifecycle only moves
+ * forward; a peer reached again is a fresh endpoint. Its states map to the one kind table: an
+ * Attach to an endpoint that is not active is refused with its channel's kind (C18), a quarantined
+ * one UNQUIESCED.
  */
 public final class PeerEndpoint {
   /** The endpoint's protocol. */
@@ -211,6 +212,8 @@ public final class PeerEndpoint {
                   return Behaviors.same();
                 })
             .onMessage(Opened.class, m -> onOpened(m, waiters, closers))
+            // A fence before the open returned: the gate keeps it, and onOpened drains the link.
+            .onMessageEquals(Fenced.INSTANCE, Behaviors::same)
             .build());
   }
 
@@ -242,6 +245,11 @@ public final class PeerEndpoint {
     if (!closers.isEmpty()) {
       return startDraining(closers.getFirst().reason(), closers);
     }
+    if (link.channel().gate().state() instanceof ChannelGate.Fenced) {
+      // Its workers found the incarnation ended while the link opened: drain as a fence would.
+      ctx.getLog().info("{} to {} fenced: {}", kind, peer, link.channel().gate().refusal());
+      return startDraining("fenced", new ArrayList<>());
+    }
     Duration every = link.tickEvery();
     if (every != null) {
       timers.startTimerWithFixedDelay(Tick.INSTANCE, every);
@@ -266,6 +274,7 @@ public final class PeerEndpoint {
                   m.replyTo().tell(new Closed(peer));
                   return Behaviors.stopped();
                 })
+            .onMessageEquals(Fenced.INSTANCE, Behaviors::same)
             .build());
   }
 

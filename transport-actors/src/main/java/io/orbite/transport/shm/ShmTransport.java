@@ -5,6 +5,7 @@ import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.nativebind.HostIdentity;
 import io.orbite.transport.endpoint.PeerEndpoint;
@@ -35,6 +36,7 @@ final class ShmTransport {
 
   private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
+  private final OwnerBoard board;
   private final HostIdentity local;
   private final Map<SegmentDescriptor, ActorRef<PeerEndpoint.Command>> endpoints = new HashMap<>();
   private final List<ActorRef<TransportCommand.SideClosed>> requesterClosers = new ArrayList<>();
@@ -44,6 +46,7 @@ final class ShmTransport {
       ActorContext<TransportCommand> ctx, TransportContext context, HostIdentity local) {
     this.ctx = ctx;
     this.context = context;
+    this.board = context.owners();
     this.local = local;
   }
 
@@ -51,81 +54,81 @@ final class ShmTransport {
     return Behaviors.setup(
         ctx -> {
           ShmTransport transport = new ShmTransport(ctx, context, local);
-          return io.orbite.engine.view.OwnerBoard.reporting(
+          return OwnerBoard.reporting(
               context.owners(),
               () ->
-                  new io.orbite.engine.view.OwnerBoard.Report(
-                      "ShmTransport",
-                      transport.state,
-                      java.util.Map.of("endpoints", (long) transport.endpoints.size()),
-                      ""),
+                  new OwnerBoard.Report(
+                      "ShmTransport", Map.of("endpoints", (long) transport.endpoints.size()), ""),
               transport.serving(true));
         });
   }
 
-  private OwnerState state = OwnerState.SERVING;
-
+  /** Serving; after CloseRequesterSide opens are refused here, and it is still shown serving. */
   private Behavior<TransportCommand> serving(boolean requesterOpen) {
-    return Behaviors.receive(TransportCommand.class)
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              if (!requesterOpen) {
-                m.replyTo()
-                    .tell(
-                        new TransportCommand.PeerOpenFailed(
-                            ErrorKind.UNAVAILABLE, "the requester side of this engine is closed"));
-                return Behaviors.same();
-              }
-              return onOpenShared(m);
-            })
-        .onMessage(
-            TransportCommand.AdoptConnection.class,
-            m -> {
-              closeQuietly(m.channel());
-              return Behaviors.same();
-            })
-        .onMessage(EndpointClosed.class, m -> Behaviors.same())
-        .onMessage(
-            EndpointRefused.class,
-            m -> {
-              // Dropped first, so no later open is sent to it; then closed.
-              endpoints.remove(m.refused().peer(), m.refused().endpoint());
-              m.refused()
-                  .endpoint()
-                  .tell(new PeerEndpoint.Close("its open failed", ctx.getSystem().ignoreRef()));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              requesterClosers.add(m.replyTo());
-              closeEndpoints();
-              answerRequesterClosers();
-              return serving(false);
-            })
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              // Nothing runs here on the source side; exported memory is fenced by unregister and
-              // close.
-              m.replyTo().tell(new TransportCommand.SideClosed("SHM"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.Shutdown.class,
-            m -> {
-              closeEndpoints();
-              return stopping(new ArrayList<>(List.of(m.replyTo())));
-            })
-        .onSignal(
-            Terminated.class,
-            t -> {
-              endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
-              answerRequesterClosers();
-              return Behaviors.same();
-            })
-        .build();
+    return board.in(
+        OwnerState.SERVING,
+        Behaviors.receive(TransportCommand.class)
+            .onMessage(
+                TransportCommand.OpenPeer.class,
+                m -> {
+                  if (!requesterOpen) {
+                    m.replyTo()
+                        .tell(
+                            new TransportCommand.PeerOpenFailed(
+                                ErrorKind.UNAVAILABLE,
+                                "the requester side of this engine is closed"));
+                    return Behaviors.same();
+                  }
+                  return onOpenShared(m);
+                })
+            .onMessage(
+                TransportCommand.AdoptConnection.class,
+                m -> {
+                  closeQuietly(m.channel());
+                  return Behaviors.same();
+                })
+            .onMessage(EndpointClosed.class, m -> Behaviors.same())
+            .onMessage(
+                EndpointRefused.class,
+                m -> {
+                  // Dropped first, so no later open is sent to it; then closed.
+                  endpoints.remove(m.refused().peer(), m.refused().endpoint());
+                  m.refused()
+                      .endpoint()
+                      .tell(new PeerEndpoint.Close("its open failed", ctx.getSystem().ignoreRef()));
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.CloseRequesterSide.class,
+                m -> {
+                  requesterClosers.add(m.replyTo());
+                  closeEndpoints();
+                  answerRequesterClosers();
+                  return serving(false);
+                })
+            .onMessage(
+                TransportCommand.CloseSourceSide.class,
+                m -> {
+                  // Nothing runs here on the source side; exported memory is fenced by unregister
+                  // and
+                  // close.
+                  m.replyTo().tell(new TransportCommand.SideClosed("SHM"));
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.Shutdown.class,
+                m -> {
+                  closeEndpoints();
+                  return stopping(new ArrayList<>(List.of(m.replyTo())));
+                })
+            .onSignal(
+                Terminated.class,
+                t -> {
+                  endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
+                  answerRequesterClosers();
+                  return Behaviors.same();
+                })
+            .build());
   }
 
   private Behavior<TransportCommand> onOpenShared(TransportCommand.OpenPeer m) {
@@ -192,55 +195,56 @@ final class ShmTransport {
   /** Every endpoint closing; each Shutdown is answered when they all have stopped. */
   private Behavior<TransportCommand> stopping(
       List<ActorRef<TransportCommand.ShutdownDone>> replyTo) {
-    state = OwnerState.STOPPING;
     answerRequesterClosers();
     if (endpoints.isEmpty()) {
       replyTo.forEach(r -> r.tell(new TransportCommand.ShutdownDone("SHM")));
       return Behaviors.stopped();
     }
-    return Behaviors.receive(TransportCommand.class)
-        .onSignal(
-            Terminated.class,
-            t -> {
-              endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
-              return stopping(replyTo);
-            })
-        .onMessage(EndpointClosed.class, m -> Behaviors.same())
-        .onMessage(EndpointRefused.class, m -> Behaviors.same()) // closeEndpoints closes it
-        .onMessage(
-            TransportCommand.Shutdown.class,
-            m -> {
-              replyTo.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(
-                      new TransportCommand.PeerOpenFailed(
-                          ErrorKind.UNAVAILABLE, "SHM transport is stopping"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.AdoptConnection.class,
-            m -> {
-              closeQuietly(m.channel());
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              requesterClosers.add(m.replyTo());
-              return stopping(replyTo);
-            })
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              m.replyTo().tell(new TransportCommand.SideClosed("SHM"));
-              return Behaviors.same();
-            })
-        .build();
+    return board.in(
+        OwnerState.STOPPING,
+        Behaviors.receive(TransportCommand.class)
+            .onSignal(
+                Terminated.class,
+                t -> {
+                  endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
+                  return stopping(replyTo);
+                })
+            .onMessage(EndpointClosed.class, m -> Behaviors.same())
+            .onMessage(EndpointRefused.class, m -> Behaviors.same()) // closeEndpoints closes it
+            .onMessage(
+                TransportCommand.Shutdown.class,
+                m -> {
+                  replyTo.add(m.replyTo());
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.OpenPeer.class,
+                m -> {
+                  m.replyTo()
+                      .tell(
+                          new TransportCommand.PeerOpenFailed(
+                              ErrorKind.UNAVAILABLE, "SHM transport is stopping"));
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.AdoptConnection.class,
+                m -> {
+                  closeQuietly(m.channel());
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.CloseRequesterSide.class,
+                m -> {
+                  requesterClosers.add(m.replyTo());
+                  return stopping(replyTo);
+                })
+            .onMessage(
+                TransportCommand.CloseSourceSide.class,
+                m -> {
+                  m.replyTo().tell(new TransportCommand.SideClosed("SHM"));
+                  return Behaviors.same();
+                })
+            .build());
   }
 
   private static void closeQuietly(java.nio.channels.SocketChannel channel) {

@@ -1,9 +1,11 @@
 package io.orbite.transport.tcp;
 
+import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.transport.endpoint.PeerEndpoint;
 import io.orbite.transport.lane.LaneRuntime;
@@ -37,6 +39,7 @@ final class TcpTransport {
 
   private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
+  private final OwnerBoard board;
   private final Authority authority;
 
   /** At most this many source lanes at once: budgets.maxEndpoints x tcp.lanes. */
@@ -50,6 +53,7 @@ final class TcpTransport {
   private TcpTransport(ActorContext<TransportCommand> ctx, TransportContext context) {
     this.ctx = ctx;
     this.context = context;
+    this.board = context.owners();
     this.authority = new Authority(context.registry(), context.localEpoch());
     this.maxSourceLanes =
         context.config().budgets().maxEndpoints() * context.config().tcp().lanes();
@@ -59,18 +63,15 @@ final class TcpTransport {
     return Behaviors.setup(
         ctx -> {
           TcpTransport transport = new TcpTransport(ctx, context);
-          return io.orbite.engine.view.OwnerBoard.reporting(
+          return OwnerBoard.reporting(
               context.owners(), transport::report, transport.serving(new Sides(true, true)));
         });
   }
 
-  private OwnerState state = OwnerState.SERVING;
-
-  private io.orbite.engine.view.OwnerBoard.Report report() {
-    return new io.orbite.engine.view.OwnerBoard.Report(
+  private OwnerBoard.Report report() {
+    return new OwnerBoard.Report(
         "TcpTransport",
-        state,
-        java.util.Map.of(
+        Map.of(
             "endpoints",
             (long) endpoints.size(),
             "sourceLanes",
@@ -86,77 +87,80 @@ final class TcpTransport {
   private final List<ActorRef<TransportCommand.SideClosed>> requesterClosers = new ArrayList<>();
   private final List<ActorRef<TransportCommand.SideClosed>> sourceClosers = new ArrayList<>();
 
+  /** Serving; a closed side is refused here, and still shown serving. */
   private Behavior<TransportCommand> serving(Sides sides) {
-    return Behaviors.receive(TransportCommand.class)
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              if (!sides.requester()) {
-                m.replyTo()
-                    .tell(
-                        new TransportCommand.PeerOpenFailed(
-                            io.orbite.engine.ErrorKind.UNAVAILABLE,
-                            "the requester side of this engine is closed"));
-                return Behaviors.same();
-              }
-              return onOpenPeer(m);
-            })
-        .onMessage(
-            TransportCommand.AdoptConnection.class,
-            m -> {
-              if (!sides.source()) {
-                closeQuietly(m.channel());
-                return Behaviors.same();
-              }
-              return onAdopt(m);
-            })
-        .onMessage(
-            SourceLaneEnded.class,
-            m -> {
-              sourceLanes.remove(m.lane());
-              answerSideClosers();
-              return Behaviors.same();
-            })
-        .onMessage(
-            EndpointClosed.class,
-            m -> {
-              // Closed, or quarantined (it then lives on, listed in the engine's quarantine).
-              endpoints.remove(m.peer());
-              answerSideClosers();
-              return Behaviors.same();
-            })
-        .onMessage(
-            EndpointRefused.class,
-            m -> {
-              onRefused(m.refused());
-              answerSideClosers();
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              requesterClosers.add(m.replyTo());
-              closeEndpoints("the requester side was closed");
-              answerSideClosers();
-              return serving(new Sides(false, sides.source()));
-            })
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              sourceClosers.add(m.replyTo());
-              sourceLanes.forEach(SourceLane::close);
-              answerSideClosers();
-              return serving(new Sides(sides.requester(), false));
-            })
-        .onMessage(TransportCommand.Shutdown.class, this::onShutdown)
-        .onSignal(
-            Terminated.class,
-            t -> {
-              onEndpointStopped(t);
-              answerSideClosers();
-              return Behaviors.same();
-            })
-        .build();
+    return board.in(
+        OwnerState.SERVING,
+        Behaviors.receive(TransportCommand.class)
+            .onMessage(
+                TransportCommand.OpenPeer.class,
+                m -> {
+                  if (!sides.requester()) {
+                    m.replyTo()
+                        .tell(
+                            new TransportCommand.PeerOpenFailed(
+                                ErrorKind.UNAVAILABLE,
+                                "the requester side of this engine is closed"));
+                    return Behaviors.same();
+                  }
+                  return onOpenPeer(m);
+                })
+            .onMessage(
+                TransportCommand.AdoptConnection.class,
+                m -> {
+                  if (!sides.source()) {
+                    closeQuietly(m.channel());
+                    return Behaviors.same();
+                  }
+                  return onAdopt(m);
+                })
+            .onMessage(
+                SourceLaneEnded.class,
+                m -> {
+                  sourceLanes.remove(m.lane());
+                  answerSideClosers();
+                  return Behaviors.same();
+                })
+            .onMessage(
+                EndpointClosed.class,
+                m -> {
+                  // Closed, or quarantined (it then lives on, listed in the engine's quarantine).
+                  endpoints.remove(m.peer());
+                  answerSideClosers();
+                  return Behaviors.same();
+                })
+            .onMessage(
+                EndpointRefused.class,
+                m -> {
+                  onRefused(m.refused());
+                  answerSideClosers();
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.CloseRequesterSide.class,
+                m -> {
+                  requesterClosers.add(m.replyTo());
+                  closeEndpoints("the requester side was closed");
+                  answerSideClosers();
+                  return serving(new Sides(false, sides.source()));
+                })
+            .onMessage(
+                TransportCommand.CloseSourceSide.class,
+                m -> {
+                  sourceClosers.add(m.replyTo());
+                  sourceLanes.forEach(SourceLane::close);
+                  answerSideClosers();
+                  return serving(new Sides(sides.requester(), false));
+                })
+            .onMessage(TransportCommand.Shutdown.class, this::onShutdown)
+            .onSignal(
+                Terminated.class,
+                t -> {
+                  onEndpointStopped(t);
+                  answerSideClosers();
+                  return Behaviors.same();
+                })
+            .build());
   }
 
   /** Asks every endpoint to close; each answers (EndpointClosed) once its lanes drained. */
@@ -270,7 +274,6 @@ final class TcpTransport {
   }
 
   private Behavior<TransportCommand> onShutdown(TransportCommand.Shutdown m) {
-    state = OwnerState.STOPPING;
     sourceLanes.forEach(SourceLane::close);
     closeEndpoints("the engine is closing");
     return stopping(new ArrayList<>(List.of(m.replyTo())));
@@ -284,68 +287,70 @@ final class TcpTransport {
       replyTo.forEach(r -> r.tell(new TransportCommand.ShutdownDone("TCP")));
       return Behaviors.stopped();
     }
-    return Behaviors.receive(TransportCommand.class)
-        .onMessage(
-            SourceLaneEnded.class,
-            m -> {
-              sourceLanes.remove(m.lane());
-              return stopping(replyTo);
-            })
-        .onMessage(
-            EndpointClosed.class,
-            m -> {
-              endpoints.remove(m.peer());
-              return stopping(replyTo);
-            })
-        .onMessage(
-            EndpointRefused.class,
-            m -> {
-              onRefused(m.refused());
-              return stopping(replyTo);
-            })
-        .onSignal(
-            Terminated.class,
-            t -> {
-              onEndpointStopped(t);
-              return stopping(replyTo);
-            })
-        .onMessage(
-            TransportCommand.AdoptConnection.class,
-            m -> {
-              try {
-                m.channel().close();
-              } catch (IOException ignored) {
-                // Refusing a connection while stopping: nothing else to do.
-              }
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.OpenPeer.class,
-            m -> {
-              m.replyTo()
-                  .tell(
-                      new TransportCommand.PeerOpenFailed(
-                          io.orbite.engine.ErrorKind.UNAVAILABLE, "TCP transport is stopping"));
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.Shutdown.class,
-            m -> {
-              replyTo.add(m.replyTo());
-              return Behaviors.same();
-            })
-        .onMessage(
-            TransportCommand.CloseRequesterSide.class,
-            m -> {
-              requesterClosers.add(m.replyTo());
-              return stopping(replyTo);
-            })
-        .onMessage(
-            TransportCommand.CloseSourceSide.class,
-            m -> {
-              sourceClosers.add(m.replyTo());
-              return stopping(replyTo);
-            })
-        .build();
+    return board.in(
+        OwnerState.STOPPING,
+        Behaviors.receive(TransportCommand.class)
+            .onMessage(
+                SourceLaneEnded.class,
+                m -> {
+                  sourceLanes.remove(m.lane());
+                  return stopping(replyTo);
+                })
+            .onMessage(
+                EndpointClosed.class,
+                m -> {
+                  endpoints.remove(m.peer());
+                  return stopping(replyTo);
+                })
+            .onMessage(
+                EndpointRefused.class,
+                m -> {
+                  onRefused(m.refused());
+                  return stopping(replyTo);
+                })
+            .onSignal(
+                Terminated.class,
+                t -> {
+                  onEndpointStopped(t);
+                  return stopping(replyTo);
+                })
+            .onMessage(
+                TransportCommand.AdoptConnection.class,
+                m -> {
+                  try {
+                    m.channel().close();
+                  } catch (IOException ignored) {
+                    // Refusing a connection while stopping: nothing else to do.
+                  }
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.OpenPeer.class,
+                m -> {
+                  m.replyTo()
+                      .tell(
+                          new TransportCommand.PeerOpenFailed(
+                              ErrorKind.UNAVAILABLE, "TCP transport is stopping"));
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.Shutdown.class,
+                m -> {
+                  replyTo.add(m.replyTo());
+                  return Behaviors.same();
+                })
+            .onMessage(
+                TransportCommand.CloseRequesterSide.class,
+                m -> {
+                  requesterClosers.add(m.replyTo());
+                  return stopping(replyTo);
+                })
+            .onMessage(
+                TransportCommand.CloseSourceSide.class,
+                m -> {
+                  sourceClosers.add(m.replyTo());
+                  return stopping(replyTo);
+                })
+            .build());
   }
 }

@@ -1,0 +1,230 @@
+package io.orbite.engine.control;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.ConfigFactory;
+import io.orbite.engine.OwnerState;
+import io.orbite.engine.OwnerView;
+import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.Transport;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.EngineTally.Count;
+import io.orbite.engine.spi.RegistryView;
+import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.wire.FrameCodec;
+import io.orbite.engine.wire.FrameType;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.BehaviorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestInbox;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The control service (the owner of the engine's listener): while serving it hands a connection
+ * whose first frame is a HELLO to the transport the HELLO names and closes connections beyond its
+ * bound of unclaimed ones (C9); a Stop closes the listener and every unclaimed connection and is
+ * answered once the acceptor thread has ended (stopping), and later Stops at once (stopped); the
+ * owner view shows each. The stopping state is held open with a {@link BehaviorTestKit}, which
+ * keeps the acceptor's last message in its inbox until the test runs it.
+ */
+class ControlServiceTest {
+  static {
+    // Initialise SLF4J on this thread before actors log from theirs (no replay warning).
+    org.slf4j.LoggerFactory.getLogger(ControlServiceTest.class);
+  }
+
+  private static final ActorTestKit testKit = ActorTestKit.create(ConfigFactory.load());
+
+  /** Longer than any wait here: no connection is closed for its silence during a test. */
+  private static final int FIRST_FRAME_TIMEOUT_MILLIS = 60_000;
+
+  private final OwnerBoard board = new OwnerBoard();
+  private final EngineTally counters = new EngineTally();
+  private final TestProbe<TransportCommand> tcp = testKit.createTestProbe();
+  private final List<SocketChannel> clients = new ArrayList<>();
+  private ServerSocketChannel listener;
+  private SegmentDescriptor self;
+
+  @BeforeEach
+  void bind() throws IOException {
+    listener = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
+    self = new SegmentDescriptor("127.0.0.1", listener.socket().getLocalPort(), 0x5e1fL);
+  }
+
+  @AfterEach
+  void close() throws IOException {
+    for (SocketChannel c : clients) {
+      c.close();
+    }
+    listener.close();
+  }
+
+  @AfterAll
+  static void shutDown() {
+    testKit.shutdownTestKit();
+  }
+
+  private org.apache.pekko.actor.typed.Behavior<ControlService.Command> service(int maxUnclaimed) {
+    return ControlService.create(
+        listener,
+        self,
+        new RegistryView(),
+        Map.of(Transport.TCP, tcp.getRef()),
+        counters,
+        board,
+        FIRST_FRAME_TIMEOUT_MILLIS,
+        maxUnclaimed);
+  }
+
+  private SocketChannel connect() throws IOException {
+    SocketChannel c = SocketChannel.open(new InetSocketAddress("127.0.0.1", self.port()));
+    // Well inside the first-frame timeout: a connection the service did not close times out here.
+    c.socket().setSoTimeout(5_000);
+    clients.add(c);
+    return c;
+  }
+
+  private static void assertClosedByService(SocketChannel c) throws IOException {
+    assertEquals(-1, c.socket().getInputStream().read(), "the service closed it");
+  }
+
+  private OwnerView.Owner row(ActorRef<?> service) {
+    String key = board.key(service);
+    return board.snapshot().owners().stream()
+        .filter(o -> o.path().equals(key))
+        .findFirst()
+        .orElse(null);
+  }
+
+  private void awaitState(ActorRef<?> service, OwnerState state) {
+    tcp.awaitAssert(
+        Duration.ofSeconds(10),
+        () -> {
+          OwnerView.Owner r = row(service);
+          assertTrue(r != null && r.state() == state, () -> "want " + state + ": " + r);
+          assertEquals("ControlService", r.kind());
+          assertEquals("listening on " + self.endpoint(), r.detail());
+          return null;
+        });
+  }
+
+  @Test
+  void aConnectionWhoseFirstFrameIsAHelloIsHandedToTheTransportItNames() throws IOException {
+    ActorRef<ControlService.Command> service = testKit.spawn(service(4));
+    awaitState(service, OwnerState.SERVING);
+    SocketChannel client = connect();
+    ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
+    FrameCodec.encode(
+        hello, 0, FrameType.HELLO, 0, 0, 7, self.epoch(), 0xabcL, 2, Transport.TCP.code());
+    client.write(hello);
+
+    TransportCommand.AdoptConnection adopted =
+        assertInstanceOf(TransportCommand.AdoptConnection.class, tcp.receiveMessage());
+    assertEquals(7, FrameCodec.requestId(adopted.hello(), 0));
+    assertEquals(2, FrameCodec.offset(adopted.hello(), 0));
+    assertEquals(client.getLocalAddress(), adopted.channel().getRemoteAddress());
+    adopted.channel().close();
+  }
+
+  @Test
+  void connectionsBeyondTheBoundOfUnclaimedOnesAreClosedAtOnce() throws IOException {
+    ActorRef<ControlService.Command> service = testKit.spawn(service(1));
+    awaitState(service, OwnerState.SERVING);
+    connect(); // says nothing: it stays unclaimed
+    SocketChannel second = connect();
+    assertClosedByService(second);
+    assertEquals(2, counters.sum(Count.CONNECTIONS_ACCEPTED));
+    assertEquals(1, counters.sum(Count.CONNECTIONS_REFUSED));
+    tcp.expectNoMessage(Duration.ofMillis(100));
+  }
+
+  @Test
+  void stopClosesTheListenerAndEveryUnclaimedConnectionThenLaterStopsAreAnsweredAtOnce()
+      throws IOException {
+    ActorRef<ControlService.Command> service = testKit.spawn(service(4));
+    awaitState(service, OwnerState.SERVING);
+    SocketChannel waiting = connect();
+    tcp.awaitAssert(
+        () -> {
+          assertEquals(1, counters.sum(Count.CONNECTIONS_ACCEPTED));
+          return null;
+        });
+
+    TestProbe<ControlService.Stopped> stopped = testKit.createTestProbe();
+    service.tell(new ControlService.Stop(stopped.getRef()));
+    stopped.expectMessage(new ControlService.Stopped());
+    assertClosedByService(waiting);
+    assertThrows(ConnectException.class, this::connect, "the listener is closed");
+    awaitState(service, OwnerState.STOPPED);
+
+    // Stopped: it stays (its guardian stops it), answering every later Stop at once.
+    service.tell(new ControlService.Stop(stopped.getRef()));
+    stopped.expectMessage(new ControlService.Stopped());
+    awaitState(service, OwnerState.STOPPED);
+  }
+
+  /** Waits until the acceptor thread's last message has reached the BehaviorTestKit's inbox. */
+  private static void awaitAcceptorEnded(BehaviorTestKit<ControlService.Command> kit) {
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (!kit.selfInbox().hasMessages()) {
+      assertTrue(System.nanoTime() < deadline, "the acceptor thread did not end");
+      Thread.onSpinWait();
+    }
+  }
+
+  @Test
+  void stopsWhileTheAcceptorEndsAreAllAnsweredOnceItHasEnded() {
+    BehaviorTestKit<ControlService.Command> kit = BehaviorTestKit.create(service(4));
+    assertEquals(OwnerState.SERVING, board.declaredState(kit.getRef()));
+    TestInbox<ControlService.Stopped> first = TestInbox.create();
+    TestInbox<ControlService.Stopped> second = TestInbox.create();
+
+    kit.run(new ControlService.Stop(first.getRef()));
+    assertEquals(OwnerState.STOPPING, row(kit.getRef()).state());
+    kit.run(new ControlService.Stop(second.getRef()));
+    assertEquals(List.of(), first.getAllReceived(), "not before the acceptor has ended");
+    assertEquals(List.of(), second.getAllReceived());
+
+    awaitAcceptorEnded(kit);
+    kit.runOne();
+    assertEquals(List.of(new ControlService.Stopped()), first.getAllReceived());
+    assertEquals(List.of(new ControlService.Stopped()), second.getAllReceived());
+    assertEquals(OwnerState.STOPPED, row(kit.getRef()).state());
+  }
+
+  @Test
+  void aStopAfterTheAcceptorEndedByItselfIsAnsweredAtOnce() throws IOException {
+    BehaviorTestKit<ControlService.Command> kit = BehaviorTestKit.create(service(4));
+    // The listener fails under the acceptor while serving (closed here, as a failure would).
+    listener.close();
+    awaitAcceptorEnded(kit);
+    kit.runOne();
+    assertEquals(OwnerState.SERVING, row(kit.getRef()).state(), "still shown serving");
+
+    TestInbox<ControlService.Stopped> stopped = TestInbox.create();
+    kit.run(new ControlService.Stop(stopped.getRef()));
+    assertEquals(
+        List.of(new ControlService.Stopped()),
+        stopped.getAllReceived(),
+        "no acceptor is left to wait for");
+    assertEquals(OwnerState.STOPPED, row(kit.getRef()).state());
+  }
+}

@@ -11,18 +11,19 @@ import java.util.concurrent.atomic.AtomicReference;
  * beside it: whether it accepts work, and why not, is read here.
  *
  * <pre>
- *   ACTIVE ──► CLOSED(why, reason) ──► FENCED(newer epoch, reason)
- *      │                                  ▲
- *      └──────────────────────────────────┘
+ *   ACTIVE ──► CLOSED(PEER_LOST | LOCAL_CLOSE) ──► CLOSED(HELD) ──► FENCED(newer epoch)
+ *   (a move may skip any state to its right; none goes left)
  * </pre>
  *
  * <p>{@code ACTIVE}: it takes work. {@code CLOSED}: it takes none, for a reason of this incarnation
  * ({@link Why}): its peer was lost, this engine closed it, or its owner holds memory it could not
  * prove released. {@code FENCED}: a newer incarnation of the peer answers at its endpoint; it never
  * sends again (C3), and a closed channel still moves here when the newer epoch is learned later, so
- * a restart learned after a loss reads as a restart. Nothing leaves FENCED. The state moves by
- * compare-and-set, so the first closer's reason stands and racing movers never undo each other. A
- * reconnecting state (a lane being rebuilt while the peer proves the same epoch) slots in between
+ * a restart learned after a loss reads as a restart. A closed channel whose owner then cannot prove
+ * its workers let go (a drain past the destruction window) moves on to CLOSED(HELD): what it holds
+ * outranks why it closed, so later refusals read UNQUIESCED. Nothing leaves FENCED. The state moves
+ * by compare-and-set, so the first closer's reason stands and racing movers never undo each other.
+ * A reconnecting state (a lane being rebuilt while the peer proves the same epoch) slots in between
  * ACTIVE and CLOSED.
  */
 public final class ChannelGate {
@@ -86,8 +87,8 @@ public final class ChannelGate {
   private static int rank(State s) {
     return switch (s) {
       case Active a -> 0;
-      case Closed c -> 1;
-      case Fenced f -> 2;
+      case Closed c -> c.why() == Why.HELD ? 2 : 1;
+      case Fenced f -> 3;
     };
   }
 
@@ -136,7 +137,8 @@ public final class ChannelGate {
    *
    * @param why the kind of closure
    * @param reason why, for messages
-   * @return true when this call closed it; false when it was already closed or fenced
+   * @return true when this call moved it: it was active, or {@code why} is HELD and it was closed
+   *     for another reason; false when it was already closed (or held) or fenced
    */
   public boolean close(Why why, String reason) {
     return move(new Closed(why, reason));

@@ -60,6 +60,7 @@ class ChannelGateTest {
         List.of(
             ChannelGate.Active.INSTANCE,
             new ChannelGate.Closed(Why.PEER_LOST, "a"),
+            new ChannelGate.Closed(Why.HELD, "h"),
             new ChannelGate.Fenced(1, "b"));
     for (int from = 0; from < states.size(); from++) {
       for (int to = 1; to < states.size(); to++) {
@@ -72,6 +73,21 @@ class ChannelGateTest {
         assertEquals(states.get(Math.max(from, to)), gate.state(), from + " -> " + to);
       }
     }
+  }
+
+  @Test
+  void aClosedChannelWhoseOwnerIsHeldReadsUnquiescedButAHeldOneStaysHeld() {
+    ChannelGate gate = new ChannelGate(LABEL);
+    assertTrue(gate.close(Why.LOCAL_CLOSE, "the endpoint was closed"));
+    assertEquals(ErrorKind.UNAVAILABLE, gate.refusalKind());
+    assertTrue(gate.close(Why.HELD, "it keeps lane 1"), "what it holds outranks why it closed");
+    assertEquals(ErrorKind.UNQUIESCED, gate.refusalKind());
+    assertEquals(LABEL + " is held: it keeps lane 1", gate.refusal());
+    assertFalse(gate.close(Why.PEER_LOST, "later"), "a held channel never reads as lost again");
+    assertFalse(gate.close(Why.HELD, "again"), "the first holder's reason stands");
+    assertEquals(new ChannelGate.Closed(Why.HELD, "it keeps lane 1"), gate.state());
+    assertTrue(gate.fence(5, "newer"), "a restart learned later still fences it");
+    assertEquals(ErrorKind.EPOCH_MISMATCH, gate.refusalKind());
   }
 
   private static ChannelGate at(ChannelGate.State s) {
@@ -159,7 +175,7 @@ class ChannelGateTest {
         t.join();
       }
       assertEquals(1, fences.get(), "exactly one fence wins");
-      assertTrue(closes.get() <= 1, "at most one close wins");
+      assertTrue(closes.get() <= 2, "at most one close, then one HELD, wins");
       assertInstanceOf(ChannelGate.Fenced.class, gate.state());
     }
   }

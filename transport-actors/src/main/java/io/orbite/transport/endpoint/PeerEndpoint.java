@@ -412,6 +412,9 @@ public final class PeerEndpoint {
                 0,
                 Instant.now()),
             () -> !held.running().isEmpty());
+    link.channel()
+        .gate()
+        .close(ChannelGate.Why.HELD, String.join(", ", stuck) + " did not end within the window");
     ctx.getLog()
         .error(
             "{} quarantined: {} worker(s) did not end within the destruction window: {}",

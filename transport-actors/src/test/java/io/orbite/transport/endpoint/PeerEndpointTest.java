@@ -500,6 +500,10 @@ class PeerEndpointTest {
     assertEquals(QuarantinedOwner.Kind.ENDPOINT, q.kind());
     assertEquals(
         "1 worker(s) still running 5000 ms after they were told to close: worker 0", q.reason());
+    // The channel closed here now reads held: what it keeps outranks why it closed (C18).
+    assertEquals(
+        new ChannelGate.Closed(ChannelGate.Why.HELD, "worker 0 did not end within the window"),
+        link.channel.gate().state());
 
     // Quarantined: attaches refused UNQUIESCED, closers answered at once.
     TestProbe<OpenPeerReply> replies = replies();
@@ -535,6 +539,7 @@ class PeerEndpointTest {
     assertEquals(KIND + " " + peer, q.owner());
     assertEquals(QuarantinedOwner.Kind.ENDPOINT, q.kind());
     assertEquals("could not release (never retried): [qp 3]", q.reason());
+    assertEquals(ErrorKind.UNQUIESCED, link.channel.gate().refusalKind());
     TestProbe<OpenPeerReply> replies = replies();
     endpoint[0].tell(new PeerEndpoint.Attach(null, replies.getRef()));
     assertEquals(ErrorKind.UNQUIESCED, refusal(replies).kind());

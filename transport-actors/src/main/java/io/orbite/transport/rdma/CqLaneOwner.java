@@ -272,7 +272,9 @@ final class CqLaneOwner {
   }
 
   private Behavior<Command> kept(String why) {
-    detail = lane.faulted() + " (kept, not reclaimed: " + why + ")";
+    String fault = lane.faulted();
+    // A lane kept at its close (its thread did not end) never faulted: nothing was to reclaim.
+    detail = fault == null ? "kept: " + why : fault + " (kept, not reclaimed: " + why + ")";
     ctx.getLog().warn("{}: {}", lane.name(), detail);
     context
         .quarantine()

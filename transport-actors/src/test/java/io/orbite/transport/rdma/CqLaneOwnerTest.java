@@ -13,14 +13,12 @@ import com.typesafe.config.ConfigFactory;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.QuarantinedOwner;
-import io.orbite.engine.fault.FaultHooks;
 import io.orbite.nativebind.Errno;
 import io.orbite.nativebind.verbs.Verbs;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -54,21 +52,11 @@ class CqLaneOwnerTest {
   private static final Duration SHORT = Duration.ofMillis(300);
   private static final String LANE = "rdma soft0 lane 0";
   private static final String POLL_FAILED = "ibv_poll_cq on soft0 failed: errno 5";
+  private static final String WAITING = POLL_FAILED + " (waiting for its QPs' destroy)";
+  private static final String RECLAIMING = POLL_FAILED + " (natively drained; being reclaimed)";
   private static final int EIO = Errno.EIO.number();
 
-  /** While set, the owner's supervision sees an unexpected exception at a Close. */
-  private final AtomicBoolean breakAtClose = new AtomicBoolean();
-
-  private final SoftRail soft =
-      new SoftRail(
-          new FaultHooks() {
-            @Override
-            public void beforeOwnerMessage(String owner, Object message) {
-              if (breakAtClose.get() && message instanceof CqLaneOwner.Close) {
-                throw new IllegalStateException("test: the owner broke at its close");
-              }
-            }
-          });
+  private final SoftRail soft = new SoftRail(CqLaneOwner.Close.class);
 
   private final TestProbe<RdmaContext.Command> parent = testKit.createTestProbe();
   private final TestProbe<CqLaneOwner.Stopped> closer = testKit.createTestProbe();
@@ -127,12 +115,21 @@ class CqLaneOwnerTest {
   }
 
   private void awaitTrue(BooleanSupplier what, String said) {
-    parent.awaitAssert(
-        WAIT,
-        () -> {
-          assertTrue(what.getAsBoolean(), said);
-          return null;
-        });
+    SoftRail.await(parent, what, said);
+  }
+
+  /**
+   * The owner of {@code lane}, polling, then faulted by a failed poll of its CQ (the fault cleared
+   * then: the lane never polls again), waiting for {@code held} to be destroyed.
+   */
+  private ActorRef<CqLaneOwner.Command> faulted(CqLane lane, SoftRail.HeldQp held) {
+    ActorRef<CqLaneOwner.Command> owner = owner(lane);
+    expectStatus(OwnerState.ACTIVE, "");
+    failPollOf(held);
+    expectStatus(OwnerState.FENCED, WAITING);
+    assertEquals(POLL_FAILED, lane.faulted());
+    soft.faults.clearPollFaults();
+    return owner;
   }
 
   @Test
@@ -163,16 +160,9 @@ class CqLaneOwnerTest {
   void aFailedPollFaultsTheLaneWhichIsReplacedOnlyOnceEveryQpOnItsCqWasDestroyed() {
     CqLane first = soft.lane(0);
     SoftRail.HeldQp held = soft.qp(first);
-    ActorRef<CqLaneOwner.Command> owner = owner(first);
-    expectStatus(OwnerState.ACTIVE, "");
-
-    failPollOf(held);
-    String waiting = POLL_FAILED + " (waiting for its QPs' destroy)";
-    expectStatus(OwnerState.FENCED, waiting);
-    assertEquals(POLL_FAILED, first.faulted());
-    soft.faults.clearPollFaults(); // the lane is faulted for good: it never polls again
+    ActorRef<CqLaneOwner.Command> owner = faulted(first, held);
     awaitTrue(() -> held.retireRequests.equals(List.of(POLL_FAILED)), "its QP's owner was told");
-    awaitRow(OwnerState.FENCED, LANE + ": " + waiting, Map.of("faults", 1L, "qps", 1L));
+    awaitRow(OwnerState.FENCED, LANE + ": " + WAITING, Map.of("faults", 1L, "qps", 1L));
 
     // The same fault said again, and drain checks while the QP lives: nothing moves.
     owner.tell(new CqLaneOwner.Faulted(first, "again"));
@@ -184,7 +174,7 @@ class CqLaneOwnerTest {
 
     held.destroy();
     manualTime.timePasses(CqLaneOwner.DRAIN_CHECK);
-    expectStatus(OwnerState.FENCED, POLL_FAILED + " (natively drained; being reclaimed)");
+    expectStatus(OwnerState.FENCED, RECLAIMING);
     String replaced = "1 faulted lane(s) replaced after their QPs were destroyed";
     assertEquals(1, expectStatus(OwnerState.ACTIVE, replaced).replaced());
     CqLane fresh = soft.lane(0);
@@ -204,11 +194,8 @@ class CqLaneOwnerTest {
     // The owner watches the fresh lane: its failed poll faults it in turn.
     SoftRail.HeldQp second = soft.qp(fresh);
     failPollOf(second);
-    expectStatus(OwnerState.FENCED, POLL_FAILED + " (waiting for its QPs' destroy)");
-    awaitRow(
-        OwnerState.FENCED,
-        LANE + ": " + POLL_FAILED + " (waiting for its QPs' destroy)",
-        Map.of("faults", 2L, "replaced", 1L));
+    expectStatus(OwnerState.FENCED, WAITING);
+    awaitRow(OwnerState.FENCED, LANE + ": " + WAITING, Map.of("faults", 2L, "replaced", 1L));
     second.destroy();
     owner.tell(new CqLaneOwner.Close(closer.getRef()));
     assertEquals(new CqLaneOwner.Stopped(0, null), closer.receiveMessage(WAIT));
@@ -222,11 +209,8 @@ class CqLaneOwnerTest {
     failPollOf(held);
     awaitTrue(() -> lane.faulted() != null, "the lane faulted");
     owner(lane);
-    expectStatus(OwnerState.FENCED, POLL_FAILED + " (waiting for its QPs' destroy)");
-    awaitRow(
-        OwnerState.FENCED,
-        LANE + ": " + POLL_FAILED + " (waiting for its QPs' destroy)",
-        Map.of("faults", 1L));
+    expectStatus(OwnerState.FENCED, WAITING);
+    awaitRow(OwnerState.FENCED, LANE + ": " + WAITING, Map.of("faults", 1L));
     parent.expectNoMessage(SHORT);
     held.destroy();
   }
@@ -235,15 +219,11 @@ class CqLaneOwnerTest {
   void aLaneWhoseReleaseFailsIsKeptAtItsIndexQuarantinedAndNeverRetried() {
     CqLane first = soft.lane(0);
     SoftRail.HeldQp held = soft.qp(first);
-    ActorRef<CqLaneOwner.Command> owner = owner(first);
-    expectStatus(OwnerState.ACTIVE, "");
+    ActorRef<CqLaneOwner.Command> owner = faulted(first, held);
     soft.faults.failNextDestroy(SoftFaults.Kind.CQ, EIO, false);
-    failPollOf(held);
-    expectStatus(OwnerState.FENCED, POLL_FAILED + " (waiting for its QPs' destroy)");
-    soft.faults.clearPollFaults();
     held.destroy();
     manualTime.timePasses(CqLaneOwner.DRAIN_CHECK);
-    expectStatus(OwnerState.FENCED, POLL_FAILED + " (natively drained; being reclaimed)");
+    expectStatus(OwnerState.FENCED, RECLAIMING);
 
     String kept =
         POLL_FAILED
@@ -280,15 +260,11 @@ class CqLaneOwnerTest {
   void aFaultedLaneWhoseThreadDoesNotEndIsKeptWithEverythingItHolds() {
     CqLane first = soft.lane(0);
     SoftRail.HeldQp held = soft.qp(first);
-    ActorRef<CqLaneOwner.Command> owner = owner(first);
-    expectStatus(OwnerState.ACTIVE, "");
-    failPollOf(held);
-    expectStatus(OwnerState.FENCED, POLL_FAILED + " (waiting for its QPs' destroy)");
-    soft.faults.clearPollFaults();
+    ActorRef<CqLaneOwner.Command> owner = faulted(first, held);
     soft.block(first);
     held.destroy();
     manualTime.timePasses(CqLaneOwner.DRAIN_CHECK);
-    expectStatus(OwnerState.FENCED, POLL_FAILED + " (natively drained; being reclaimed)");
+    expectStatus(OwnerState.FENCED, RECLAIMING);
 
     // The reclaim waits 10 s for the thread, then keeps the lane unreleased.
     String kept = POLL_FAILED + " (kept, not reclaimed: its thread did not end within 10 s)";
@@ -350,15 +326,11 @@ class CqLaneOwnerTest {
   void everyCloseDuringAReclaimIsAnsweredOnceTheFreshLaneIsStopped() {
     CqLane first = soft.lane(0);
     SoftRail.HeldQp held = soft.qp(first);
-    ActorRef<CqLaneOwner.Command> owner = owner(first);
-    expectStatus(OwnerState.ACTIVE, "");
-    failPollOf(held);
-    expectStatus(OwnerState.FENCED, POLL_FAILED + " (waiting for its QPs' destroy)");
-    soft.faults.clearPollFaults();
+    ActorRef<CqLaneOwner.Command> owner = faulted(first, held);
     held.destroy();
     soft.blockingIo.hold();
     manualTime.timePasses(CqLaneOwner.DRAIN_CHECK);
-    expectStatus(OwnerState.FENCED, POLL_FAILED + " (natively drained; being reclaimed)");
+    expectStatus(OwnerState.FENCED, RECLAIMING);
     assertEquals(1, soft.blockingIo.waiting(), "the reclaim waits for the executor");
 
     TestProbe<CqLaneOwner.Stopped> second = testKit.createTestProbe();
@@ -387,7 +359,7 @@ class CqLaneOwnerTest {
     CqLane lane = soft.lane(0);
     ActorRef<CqLaneOwner.Command> owner = owner(lane);
     expectStatus(OwnerState.ACTIVE, "");
-    breakAtClose.set(true);
+    soft.breakAtClose.set(true);
     owner.tell(new CqLaneOwner.Close(closer.getRef()));
     CqLaneOwner.Stopped s = closer.receiveMessage(WAIT);
     assertEquals(0, s.index());

@@ -12,7 +12,6 @@ import io.orbite.engine.Access;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.QuarantinedOwner;
-import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.rail.RailHealth;
 import io.orbite.engine.spi.Registration;
 import io.orbite.nativebind.Errno;
@@ -25,7 +24,6 @@ import java.lang.foreign.Arena;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
@@ -63,19 +61,7 @@ class RdmaContextTest {
   private static final String DEVICE = SoftRail.DEVICE;
   private static final int EIO = Errno.EIO.number();
 
-  /** While set, the context's supervision sees an unexpected exception at a Close. */
-  private final AtomicBoolean breakAtClose = new AtomicBoolean();
-
-  private final SoftRail soft =
-      new SoftRail(
-          new FaultHooks() {
-            @Override
-            public void beforeOwnerMessage(String owner, Object message) {
-              if (breakAtClose.get() && message instanceof RdmaContext.Close) {
-                throw new IllegalStateException("test: the context broke at its close");
-              }
-            }
-          });
+  private final SoftRail soft = new SoftRail(RdmaContext.Close.class);
 
   private final Rail rail = soft.rail;
   private final RailHealth health = RailOpener.health(soft.context.config().rdma());
@@ -135,12 +121,7 @@ class RdmaContextTest {
   }
 
   private void await(BooleanSupplier what, String said) {
-    watcher.awaitAssert(
-        WAIT,
-        () -> {
-          assertTrue(what.getAsBoolean(), said);
-          return null;
-        });
+    SoftRail.await(watcher, what, said);
   }
 
   /**
@@ -192,6 +173,23 @@ class RdmaContextTest {
     rail.lanes.forEach(l -> assertTrue(l.ended(), l.name() + "'s thread ended"));
     assertTrue(soft.board.snapshot().owners().isEmpty(), () -> "rows: " + soft.board.snapshot());
     assertTrue(soft.quarantine.list().isEmpty(), soft.quarantine.list()::toString);
+  }
+
+  /**
+   * Spawns a context and closes it: it answers, then is quarantined because a release failed
+   * ({@code failed}), its row and its one ledger entry (kind LANE) saying so.
+   */
+  private ActorRef<RdmaContext.Command> closedQuarantined(String failed) {
+    ActorRef<RdmaContext.Command> context = spawn();
+    context.tell(new RdmaContext.Close(closer.getRef()));
+    assertEquals(new RdmaContext.Closed(DEVICE), closer.receiveMessage(WAIT));
+    awaitRow(OwnerState.QUARANTINED, DEVICE + " GID 0: " + failed);
+    List<QuarantinedOwner> listed = soft.quarantine.list();
+    assertEquals(1, listed.size(), listed::toString);
+    assertEquals("RdmaContext " + DEVICE, listed.getFirst().owner());
+    assertEquals(QuarantinedOwner.Kind.LANE, listed.getFirst().kind());
+    assertEquals("native release failed (never retried): " + failed, listed.getFirst().reason());
+    return context;
   }
 
   @Test
@@ -480,16 +478,8 @@ class RdmaContextTest {
   @Test
   void aFailedPdReleaseQuarantinesTheContextKeepsTheDeviceAndIsNeverRetried() {
     soft.faults.failNextDestroy(SoftFaults.Kind.PD, EIO, false);
-    ActorRef<RdmaContext.Command> context = spawn();
-    context.tell(new RdmaContext.Close(closer.getRef()));
-    assertEquals(new RdmaContext.Closed(DEVICE), closer.receiveMessage(WAIT));
     String failed = DEVICE + ": ibv_dealloc_pd errno 5";
-    awaitRow(OwnerState.QUARANTINED, DEVICE + " GID 0: " + failed);
-    List<QuarantinedOwner> listed = soft.quarantine.list();
-    assertEquals(1, listed.size(), listed::toString);
-    assertEquals("RdmaContext " + DEVICE, listed.getFirst().owner());
-    assertEquals(QuarantinedOwner.Kind.LANE, listed.getFirst().kind());
-    assertEquals("native release failed (never retried): " + failed, listed.getFirst().reason());
+    ActorRef<RdmaContext.Command> context = closedQuarantined(failed);
     assertEquals(2, soft.faults.destroyCalls(SoftFaults.Kind.CQ), "the lanes were released");
     assertEquals(1, soft.faults.destroyCalls(SoftFaults.Kind.PD));
     assertEquals(0, soft.faults.destroyCalls(SoftFaults.Kind.CONTEXT), "the device is kept");
@@ -514,14 +504,7 @@ class RdmaContextTest {
   @Test
   void aFailedCqReleaseKeepsThePdAndTheDeviceThatDependOnIt() {
     soft.faults.failNextDestroy(SoftFaults.Kind.CQ, EIO, false);
-    ActorRef<RdmaContext.Command> context = spawn();
-    context.tell(new RdmaContext.Close(closer.getRef()));
-    assertEquals(new RdmaContext.Closed(DEVICE), closer.receiveMessage(WAIT));
-    String failed = "rdma " + DEVICE + " lane 0: ibv_destroy_cq errno 5";
-    awaitRow(OwnerState.QUARANTINED, DEVICE + " GID 0: " + failed);
-    assertEquals(
-        "native release failed (never retried): " + failed,
-        soft.quarantine.list().getFirst().reason());
+    closedQuarantined("rdma " + DEVICE + " lane 0: ibv_destroy_cq errno 5");
     assertEquals(2, soft.faults.destroyCalls(SoftFaults.Kind.CQ), "each lane's CQ tried once");
     assertEquals(0, soft.faults.destroyCalls(SoftFaults.Kind.PD), "the PD is kept");
     assertEquals(0, soft.faults.destroyCalls(SoftFaults.Kind.CONTEXT), "the device is kept");
@@ -557,7 +540,7 @@ class RdmaContextTest {
   @Test
   void aContextQuarantinedBySupervisionAnswersItsCloseAtOnceAndKeepsTheRail() {
     ActorRef<RdmaContext.Command> context = spawn();
-    breakAtClose.set(true);
+    soft.breakAtClose.set(true);
     context.tell(new RdmaContext.Close(closer.getRef()));
     assertEquals(new RdmaContext.Closed(DEVICE), closer.receiveMessage(WAIT));
     List<QuarantinedOwner> listed = soft.quarantine.list();
@@ -565,7 +548,7 @@ class RdmaContextTest {
     assertEquals("RdmaContext " + DEVICE, listed.getFirst().owner());
     assertEquals(QuarantinedOwner.Kind.OWNER, listed.getFirst().kind());
     assertTrue(
-        listed.getFirst().reason().contains("test: the context broke at its close"),
+        listed.getFirst().reason().contains("test: the owner broke at its close"),
         listed.getFirst()::reason);
     await(() -> row() != null && row().state() == OwnerState.QUARANTINED, "its row");
     for (SoftFaults.Kind kind : SoftFaults.Kind.values()) {

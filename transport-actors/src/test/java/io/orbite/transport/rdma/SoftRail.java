@@ -16,10 +16,14 @@ import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.nativebind.verbs.soft.SoftVerbs;
 import io.orbite.transport.HeldExecutor;
 import io.orbite.transport.TestContexts;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 
 /**
  * One rail ({@code soft0}, two CQ lanes, their threads started) of the software verbs provider,
@@ -41,11 +45,27 @@ final class SoftRail {
   final TransportContext context;
   final Rail rail;
 
+  /**
+   * While set, the engine's supervision of the owner under test sees an unexpected exception when a
+   * message of the close type given at construction reaches it.
+   */
+  final AtomicBoolean breakAtClose = new AtomicBoolean();
+
   /** Lane threads a test blocked ({@link #block}), let go at {@link #close}. */
   private final List<CountDownLatch> blocked = new CopyOnWriteArrayList<>();
 
-  SoftRail(FaultHooks hooks) {
+  /** A rail whose owners' supervision breaks at a message of type {@code close} when told to. */
+  SoftRail(Class<?> close) {
     EngineConfig config = EngineConfig.defaults();
+    FaultHooks hooks =
+        new FaultHooks() {
+          @Override
+          public void beforeOwnerMessage(String owner, Object message) {
+            if (breakAtClose.get() && close.isInstance(message)) {
+              throw new IllegalStateException("test: the owner broke at its close");
+            }
+          }
+        };
     context = TestContexts.context(config, blockingIo, tally, board, quarantine, hooks);
     Verbs.Device device = verbs.getDeviceList().value().getFirst();
     assertEquals(DEVICE, device.name());
@@ -92,6 +112,16 @@ final class SoftRail {
     } catch (InterruptedException e) {
       throw new AssertionError(e);
     }
+  }
+
+  /** Waits (at most 5 s, on {@code probe}) until {@code what} holds. */
+  static void await(TestProbe<?> probe, BooleanSupplier what, String said) {
+    probe.awaitAssert(
+        Duration.ofSeconds(5),
+        () -> {
+          assertTrue(what.getAsBoolean(), said);
+          return null;
+        });
   }
 
   /** Lets blocked lane threads go and stops the executor's threads. */

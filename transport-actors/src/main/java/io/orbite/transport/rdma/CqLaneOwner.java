@@ -199,7 +199,7 @@ final class CqLaneOwner {
                       CompletableFuture.supplyAsync(() -> reclaim(old), context.blockingIo());
                   ctx.pipeToSelf(
                       r, (done, error) -> done != null ? done : new Reclaimed(null, "" + error));
-                  return reclaiming(null);
+                  return reclaiming(new ArrayList<>());
                 })
             .onMessage(Faulted.class, f -> Behaviors.same())
             .onMessage(Close.class, this::onClose)
@@ -235,10 +235,10 @@ final class CqLaneOwner {
   }
 
   /**
-   * The reclaim runs off the mailbox; {@code closer} is the context's close that came meanwhile
-   * (answered once the reclaim is over), or null.
+   * The reclaim runs off the mailbox; {@code closers} are those of the closes that came meanwhile,
+   * each answered once the reclaim is over.
    */
-  private Behavior<Command> reclaiming(ActorRef<Stopped> closer) {
+  private Behavior<Command> reclaiming(List<ActorRef<Stopped>> closers) {
     detail = lane.faulted() + " (natively drained; being reclaimed)";
     tellParent(OwnerState.FENCED);
     return board.in(
@@ -249,9 +249,7 @@ final class CqLaneOwner {
                 r -> {
                   if (r.fresh() == null) {
                     Behavior<Command> keptNow = kept(r.kept());
-                    if (closer != null) {
-                      closer.tell(stopped());
-                    }
+                    closers.forEach(c -> c.tell(stopped()));
                     return keptNow;
                   }
                   rail.lanes.set(index, r.fresh());
@@ -259,9 +257,14 @@ final class CqLaneOwner {
                   detail = replaced + " faulted lane(s) replaced after their QPs were destroyed";
                   ctx.getLog().info("{} replaced after its native drain", lane.name());
                   Behavior<Command> next = polling(r.fresh());
-                  return closer != null ? onClose(new Close(closer)) : next;
+                  return closers.isEmpty() ? next : onClose(closers);
                 })
-            .onMessage(Close.class, c -> reclaiming(c.replyTo()))
+            .onMessage(
+                Close.class,
+                c -> {
+                  closers.add(c.replyTo());
+                  return Behaviors.same();
+                })
             .onMessageEquals(Check.INSTANCE, Behaviors::same)
             .onMessage(Faulted.class, f -> Behaviors.same())
             .onMessage(Joined.class, j -> Behaviors.same())
@@ -269,7 +272,9 @@ final class CqLaneOwner {
   }
 
   private Behavior<Command> kept(String why) {
-    detail = lane.faulted() + " (kept, not reclaimed: " + why + ")";
+    String fault = lane.faulted();
+    // A lane kept at its close (its thread did not end) never faulted: nothing was to reclaim.
+    detail = fault == null ? "kept: " + why : fault + " (kept, not reclaimed: " + why + ")";
     ctx.getLog().warn("{}: {}", lane.name(), detail);
     context
         .quarantine()
@@ -310,6 +315,11 @@ final class CqLaneOwner {
   }
 
   private Behavior<Command> onClose(Close m) {
+    return onClose(List.of(m.replyTo()));
+  }
+
+  /** Stops the lane's thread; {@code closers} are answered once it ended, or why not. */
+  private Behavior<Command> onClose(List<ActorRef<Stopped>> closers) {
     tellParent(OwnerState.CLOSING);
     CqLane closing = lane;
     CompletableFuture<String> joined =
@@ -320,7 +330,7 @@ final class CqLaneOwner {
             },
             context.blockingIo());
     ctx.pipeToSelf(joined, (failure, error) -> new Joined(error != null ? "" + error : failure));
-    List<ActorRef<Stopped>> waiting = new ArrayList<>(List.of(m.replyTo()));
+    List<ActorRef<Stopped>> waiting = new ArrayList<>(closers);
     return board.in(
         OwnerState.CLOSING,
         Behaviors.receive(Command.class)

@@ -38,6 +38,7 @@ import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.Description;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
+import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.transport.HeldExecutor;
 import java.io.DataInputStream;
 import java.io.EOFException;
@@ -152,6 +153,10 @@ class RdmaTransportTest {
     final RegistryView registry = new RegistryView();
     final MemorySegment memory = Arena.ofAuto().allocate(REGION_BYTES, 4096);
     final Gate posts = new Gate();
+
+    /** Its software provider's fault table: none armed, its destroys counted. */
+    final SoftFaults faults = SoftFaults.create();
+
     final ServerSocketChannel listener;
     final ActorRef<TransportCommand> rdma;
     boolean stopped;
@@ -172,6 +177,11 @@ class RdmaTransportTest {
             @Override
             public void beforeRdmaPost(String lane, int qpNum, long wrId, boolean write) {
               posts.pass();
+            }
+
+            @Override
+            public Object rdmaFaults() {
+              return faults;
             }
           };
       String name = "rdma-test-" + NAMES.incrementAndGet();
@@ -701,6 +711,7 @@ class RdmaTransportTest {
     requesterClosed.expectNoMessage(Duration.ZERO);
     again.expectNoMessage(Duration.ZERO);
     assertEquals(1, a.rows("RdmaContext").size(), "the contexts wait for the endpoints");
+    assertEquals(0, a.faults.destroyCalls(SoftFaults.Kind.CONTEXT), "its rail is still open");
 
     // The endpoint's open fails; then the contexts close, and every waiter is answered.
     a.blockingIo.release();
@@ -714,6 +725,7 @@ class RdmaTransportTest {
     assertEquals(
         new TransportCommand.ShutdownDone("RDMA"), done.receiveMessage(Duration.ofSeconds(20)));
     assertEquals(new TransportCommand.ShutdownDone("RDMA"), again.receiveMessage());
+    assertEquals(1, a.faults.destroyCalls(SoftFaults.Kind.CONTEXT), "its rail was released");
     assertEquals(ErrorKind.UNAVAILABLE.code(), helloAck(late, a));
     assertEnded(late);
     watcher.expectTerminated(a.rdma, Duration.ofSeconds(10));
@@ -737,10 +749,14 @@ class RdmaTransportTest {
     Side idle = side(0x1d1L);
     idle.awaitRow(OwnerState.SERVING, Map.of("rails", 1L));
     eventually(() -> assertEquals(1, idle.rows("RdmaContext").size()));
+    assertEquals(0, idle.faults.destroyCalls(SoftFaults.Kind.CONTEXT));
     TestProbe<TransportCommand.ShutdownDone> done = testKit.createTestProbe();
     idle.rdma.tell(new TransportCommand.Shutdown(done.getRef()));
     assertEquals(
         new TransportCommand.ShutdownDone("RDMA"), done.receiveMessage(Duration.ofSeconds(20)));
+    // Answered once its context released the rail: its PD deallocated and its device closed.
+    assertEquals(1, idle.faults.destroyCalls(SoftFaults.Kind.PD));
+    assertEquals(1, idle.faults.destroyCalls(SoftFaults.Kind.CONTEXT));
     watcher.expectTerminated(idle.rdma, Duration.ofSeconds(10));
     idle.stopped = true;
     assertNull(idle.row());

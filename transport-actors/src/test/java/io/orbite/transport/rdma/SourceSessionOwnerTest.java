@@ -442,6 +442,8 @@ class SourceSessionOwnerTest {
         "no grant's owner was ever spawned");
 
     // A task whose payload post is held: its window stays bound at the source.
+    posts.reached.set(0);
+    acks.reached.set(0);
     posts.hold();
     acks.hold();
     TestProbe<Receipt> receipts = read();

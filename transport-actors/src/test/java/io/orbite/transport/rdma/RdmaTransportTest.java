@@ -301,6 +301,9 @@ class RdmaTransportTest {
   private static final String ENABLED =
       "{\"rdma\":{\"enabled\":true,\"softwareDevices\":1,\"lanes\":1}}";
 
+  private static final String ONE_ENDPOINT =
+      "{\"rdma\":{\"enabled\":true,\"softwareDevices\":1,\"lanes\":1,\"maxEndpoints\":1}}";
+
   private Side side(long epoch) throws IOException {
     return new Side(ENABLED, epoch);
   }
@@ -579,10 +582,8 @@ class RdmaTransportTest {
   @Test
   void opensOfOneIncarnationShareItsEndpointAndMaxEndpointsBoundsEndpointsAndSessions()
       throws IOException {
-    String one =
-        "{\"rdma\":{\"enabled\":true,\"softwareDevices\":1,\"lanes\":1,\"maxEndpoints\":1}}";
-    Side source = new Side(one, 0x50cL);
-    Side requester = new Side(one, 0x7e9L);
+    Side source = new Side(ONE_ENDPOINT, 0x50cL);
+    Side requester = new Side(ONE_ENDPOINT, 0x7e9L);
     PeerChannel first = requester.opened(source.incarnation());
     assertSame(first, requester.opened(source.incarnation()), "one endpoint per incarnation");
     source.awaitRow(OwnerState.SERVING, Map.of("sourceSessions", 1L));
@@ -604,21 +605,35 @@ class RdmaTransportTest {
   }
 
   @Test
-  void aRefusedOpenDropsItsEndpointAndTheNextOpenOfThePeerGetsAFreshOne() throws IOException {
-    Side source = side(0x50cL);
+  void aRefusedOpenDropsItsEndpointAndTheNextOpenOfThatIncarnationGetsAFreshOne()
+      throws IOException {
+    Side source = new Side(ONE_ENDPOINT, 0x50cL);
     Side requester = side(0x7e9L);
+    Side other = side(0x07eL);
     // An incarnation the source does not run: its session refuses it before any QP is made.
-    PeerOpenFailed refused =
+    PeerOpenFailed stale =
         assertInstanceOf(PeerOpenFailed.class, requester.open(source.incarnation(0x50dL)));
-    assertEquals(ErrorKind.EPOCH_MISMATCH, refused.kind(), refused::toString);
-    assertTrue(refused.detail().contains("the peer now runs epoch 50c"), refused::detail);
+    assertEquals(ErrorKind.EPOCH_MISMATCH, stale.kind(), stale::toString);
+    assertTrue(stale.detail().contains("the peer now runs epoch 50c"), stale::detail);
     eventually(() -> assertEquals(List.of(), requester.rows("RdmaEndpoint")));
     requester.awaitRow(OwnerState.SERVING, Map.of("endpoints", 0L));
-    source.awaitRow(OwnerState.SERVING, Map.of("sourceSessions", 0L));
 
+    // The source serves another requester, and so refuses a second session: the open fails.
+    assertTrue(other.opened(source.incarnation()).gate().active());
+    PeerOpenFailed busy =
+        assertInstanceOf(PeerOpenFailed.class, requester.open(source.incarnation()));
+    assertEquals(ErrorKind.RESOURCE_EXHAUSTED, busy.kind(), busy::toString);
+    eventually(() -> assertEquals(List.of(), requester.rows("RdmaEndpoint")));
+    requester.awaitRow(OwnerState.SERVING, Map.of("endpoints", 0L));
+
+    // Once the other requester left, the same incarnation opens: a fresh endpoint, not the
+    // refused one answering again.
+    assertEquals(new TransportCommand.SideClosed("RDMA"), other.closeRequesterSide());
+    source.awaitRow(OwnerState.SERVING, Map.of("sourceSessions", 0L));
     PeerChannel channel = requester.opened(source.incarnation());
     assertTrue(channel.gate().active());
     requester.awaitRow(OwnerState.SERVING, Map.of("endpoints", 1L));
+    source.awaitRow(OwnerState.SERVING, Map.of("sourceSessions", 1L));
   }
 
   @Test

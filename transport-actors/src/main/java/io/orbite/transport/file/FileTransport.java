@@ -183,7 +183,7 @@ public final class FileTransport {
                       null,
                       new FileOpener.Refused(ErrorKind.UNAVAILABLE, failure.toString())));
     } else {
-      openFresh(m, key);
+      openFresh(m, key, m.access());
     }
     return Behaviors.same();
   }
@@ -214,18 +214,18 @@ public final class FileTransport {
           .tell(new TransportCommand.FileOpenFailed(c.refused().kind, c.refused().getMessage()));
       return done(c.key());
     }
+    // Opened for both when the old entry served the other direction; the answer still grants
+    // only the access this request asked for.
     Access wanted =
         existing != null && existing.handle().access() != c.request().access()
             ? Access.READ_WRITE
             : c.request().access();
-    openFresh(
-        new TransportCommand.OpenFile(
-            c.request().path(), wanted, c.request().self(), c.request().replyTo()),
-        c.key());
+    openFresh(c.request(), c.key(), wanted);
     return Behaviors.same();
   }
 
-  private void openFresh(TransportCommand.OpenFile m, Path key) {
+  /** Opens {@code key} for {@code openAs} (at least what {@code m} asked), answering {@code m}. */
+  private void openFresh(TransportCommand.OpenFile m, Path key, Access openAs) {
     int max = config.maxFileSegments();
     if (openHandles.incrementAndGet() > max) {
       openHandles.decrementAndGet();
@@ -249,7 +249,7 @@ public final class FileTransport {
             () -> {
               try {
                 return new Opened(
-                    m, key, FileOpener.open(key, m.access(), useUring, openHandles), null);
+                    m, key, FileOpener.open(key, openAs, useUring, openHandles), null);
               } catch (FileOpener.Refused r) {
                 return new Opened(m, key, null, r);
               }
@@ -413,11 +413,19 @@ public final class FileTransport {
             .build());
   }
 
-  /** What closing and closed share: every open refused, the source side answered at once. */
+  /**
+   * What closing and closed share: every open refused, the source side answered at once. An open or
+   * check that ends now is refused, and so is every open of its path that waited behind it.
+   */
   private BehaviorBuilder<TransportCommand> refusingOpens(String state) {
     return Behaviors.receive(TransportCommand.class)
         .onMessage(TransportCommand.OpenFile.class, this::refuseOpen)
-        .onMessage(Checked.class, m -> refuseOpen(m.request()))
+        .onMessage(
+            Checked.class,
+            m -> {
+              refuseOpen(m.request());
+              return done(m.key());
+            })
         .onMessage(
             Opened.class,
             m -> {
@@ -426,7 +434,8 @@ public final class FileTransport {
               } else {
                 openHandles.decrementAndGet();
               }
-              return refuseOpen(m.request());
+              refuseOpen(m.request());
+              return done(m.key());
             })
         .onMessage(TransportCommand.CloseSourceSide.class, this::onCloseSourceSide)
         .onMessage(TransportCommand.OpenPeer.class, m -> refusePeer(m, "is " + state))

@@ -36,8 +36,9 @@ import org.apache.pekko.actor.typed.javadsl.StashBuffer;
  *
  * <p>States: {@link #refusing} ({@code rdma.enabled} is false, or no device could be opened: every
  * open is refused UNAVAILABLE naming why, and every RDMA connection is answered and closed), {@code
- * starting} (the provider and its devices open on the blocking-I/O executor; messages wait), {@link
- * #serving}, then {@link #stopping}.
+ * starting} (the provider and its devices open on the blocking-I/O executor; messages wait, opens
+ * and connections past {@link #START_OPENS} are refused UNAVAILABLE), {@link #serving}, then {@link
+ * #stopping}.
  */
 final class RdmaTransport {
   private record Started(RailOpener.Opened opened, Throwable failure) implements TransportCommand {}
@@ -56,6 +57,15 @@ final class RdmaTransport {
   private enum Refresh implements TransportCommand {
     INSTANCE
   }
+
+  /** Messages held while the rails open. */
+  private static final int START_STASH = 256;
+
+  /**
+   * Opens and connections held while the rails open, at most: the rest of the stash keeps room for
+   * the closes and the shutdown, which wait for the start's outcome however many opens came.
+   */
+  static final int START_OPENS = START_STASH - 16;
 
   /** How often owners whose figures move between messages re-publish them. */
   static final java.time.Duration VIEW_REFRESH = java.time.Duration.ofMillis(200);
@@ -115,7 +125,7 @@ final class RdmaTransport {
                 Behaviors.withTimers(
                     timers -> {
                       timers.startTimerWithFixedDelay(Refresh.INSTANCE, VIEW_REFRESH);
-                      return Behaviors.withStash(256, stash -> t.starting(stash));
+                      return Behaviors.withStash(START_STASH, stash -> t.starting(stash));
                     });
           }
           return OwnerBoard.reporting(context.owners(), t::report, first);
@@ -175,6 +185,15 @@ final class RdmaTransport {
                 .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
                 .onAnyMessage(
                     m -> {
+                      // Past what the start holds, opens are answered now: a stash overflow
+                      // would stop the transport with every waiting open unanswered.
+                      boolean full = stash.size() >= START_OPENS;
+                      if (full && m instanceof TransportCommand.OpenPeer o) {
+                        return refuseOpen(o, "RDMA transport is starting: its rails are opening");
+                      }
+                      if (full && m instanceof TransportCommand.AdoptConnection a) {
+                        return refuseConnection(a);
+                      }
                       stash.stash(m);
                       return Behaviors.same();
                     })
@@ -193,19 +212,8 @@ final class RdmaTransport {
             shown,
             Behaviors.receive(TransportCommand.class)
                 .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
-                .onMessage(
-                    TransportCommand.OpenPeer.class,
-                    m -> {
-                      m.replyTo()
-                          .tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
-                      return Behaviors.same();
-                    })
-                .onMessage(
-                    TransportCommand.AdoptConnection.class,
-                    m -> {
-                      refuseConnection(m.channel(), m.hello(), ErrorKind.UNAVAILABLE);
-                      return Behaviors.same();
-                    })
+                .onMessage(TransportCommand.OpenPeer.class, m -> refuseOpen(m, why))
+                .onMessage(TransportCommand.AdoptConnection.class, this::refuseConnection)
                 .onMessage(
                     TransportCommand.CloseRequesterSide.class,
                     m -> {
@@ -227,11 +235,20 @@ final class RdmaTransport {
                 .build());
   }
 
-  /** Answers an RDMA HELLO with a refusal (HELLO_ACK {@code kind}) and closes the connection. */
-  private void refuseConnection(SocketChannel channel, ByteBuffer hello, ErrorKind kind) {
+  /** Answers a handed-over RDMA HELLO with HELLO_ACK UNAVAILABLE and closes the connection. */
+  private Behavior<TransportCommand> refuseConnection(TransportCommand.AdoptConnection m) {
+    SocketChannel channel = m.channel();
+    ByteBuffer hello = m.hello();
+    long epoch = context.localEpoch();
     context
         .blockingIo()
-        .execute(() -> SourceSession.refuse(channel, hello, kind, context.localEpoch()));
+        .execute(() -> SourceSession.refuse(channel, hello, ErrorKind.UNAVAILABLE, epoch));
+    return Behaviors.same();
+  }
+
+  private static Behavior<TransportCommand> refuseOpen(TransportCommand.OpenPeer m, String why) {
+    m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
+    return Behaviors.same();
   }
 
   // ---------------------------------------------------------------- serving
@@ -291,11 +308,7 @@ final class RdmaTransport {
 
   private Behavior<TransportCommand> onOpenPeer(TransportCommand.OpenPeer m) {
     if (!requesterOpen) {
-      m.replyTo()
-          .tell(
-              new TransportCommand.PeerOpenFailed(
-                  ErrorKind.UNAVAILABLE, "the requester side of this engine is closed"));
-      return Behaviors.same();
+      return refuseOpen(m, "the requester side of this engine is closed");
     }
     ActorRef<PeerEndpoint.Command> endpoint = endpoints.get(m.peer());
     PeerEndpoint.Attach attach = new PeerEndpoint.Attach(null, m.replyTo());
@@ -339,8 +352,7 @@ final class RdmaTransport {
 
   private Behavior<TransportCommand> onAdopt(TransportCommand.AdoptConnection m) {
     if (!sourceOpen) {
-      refuseConnection(m.channel(), m.hello(), ErrorKind.UNAVAILABLE);
-      return Behaviors.same();
+      return refuseConnection(m);
     }
     int refusal =
         sessions.size() >= config.maxEndpoints() ? ErrorKind.RESOURCE_EXHAUSTED.code() : 0;
@@ -460,21 +472,10 @@ final class RdmaTransport {
                       }
                       return stopping(replyTo, closingNow);
                     })
-                .onMessage(
-                    TransportCommand.AdoptConnection.class,
-                    m -> {
-                      refuseConnection(m.channel(), m.hello(), ErrorKind.UNAVAILABLE);
-                      return Behaviors.same();
-                    })
+                .onMessage(TransportCommand.AdoptConnection.class, this::refuseConnection)
                 .onMessage(
                     TransportCommand.OpenPeer.class,
-                    m -> {
-                      m.replyTo()
-                          .tell(
-                              new TransportCommand.PeerOpenFailed(
-                                  ErrorKind.UNAVAILABLE, "RDMA transport is stopping"));
-                      return Behaviors.same();
-                    })
+                    m -> refuseOpen(m, "RDMA transport is stopping"))
                 .onMessage(
                     TransportCommand.Shutdown.class,
                     m -> {

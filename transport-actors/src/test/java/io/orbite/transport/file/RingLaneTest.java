@@ -34,6 +34,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.testkit.typed.annotations.JUnit5TestKit;
@@ -59,8 +60,11 @@ import org.junit.jupiter.params.provider.ValueSource;
  * quarantined, the task never gets its receipt (so its batch keeps the loan), the lane keeps its
  * use of the file, refuses new work and its owner answers a close as quarantined; when the owner
  * stops, the lane's thread ends and the ring stays open. An owner that stops while its lane runs
- * has the lane cancel and drain what it holds and close its ring. Run over io_uring and over the
- * FileChannel fallback.
+ * has the lane cancel and drain what it holds and close its ring. A lane whose thread has not ended
+ * long after its close (its ring's close is held) is quarantined at the owner's backstop, answering
+ * every closer, until the thread ends: then it leaves the quarantine and its owner stops. A lane
+ * whose ring breaks with an operation in the kernel is quarantined for good, keeping the ring. Run
+ * over io_uring and over the FileChannel fallback.
  */
 @ExtendWith(TestKitJUnit5Extension.class)
 class RingLaneTest {
@@ -395,5 +399,157 @@ class RingLaneTest {
     assertEquals(0, file.uses());
     assertEquals(List.of(), quarantine.list());
     assertMemoryUntouched();
+  }
+
+  /**
+   * {@code io}, recording its close in {@code closed}: its close waits for {@code closeMay} (a lane
+   * thread that cannot let go of its ring), and once {@code pollFails} is set its next poll throws
+   * before it reaps anything (a ring that breaks with operations in it).
+   */
+  private static FileIo breakable(
+      FileIo io, AtomicBoolean closed, CountDownLatch closeMay, AtomicBoolean pollFails) {
+    return new FileIo() {
+      @Override
+      public String engine() {
+        return io.engine();
+      }
+
+      @Override
+      public int capacity() {
+        return io.capacity();
+      }
+
+      @Override
+      public void submit(
+          long id, boolean write, FileHandle file, MemorySegment memory, long fileOffset) {
+        io.submit(id, write, file, memory, fileOffset);
+      }
+
+      @Override
+      public void cancel(long id) {
+        io.cancel(id);
+      }
+
+      @Override
+      public int poll(long waitNanos, CompletionSink sink) {
+        if (pollFails.compareAndSet(true, false)) {
+          throw new IllegalStateException("test: the ring broke");
+        }
+        return io.poll(waitNanos, sink);
+      }
+
+      @Override
+      public void close() {
+        try {
+          closeMay.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        closed.set(true);
+        io.close();
+      }
+
+      @Override
+      public String toString() {
+        return io.toString();
+      }
+    };
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"io_uring", "channel"})
+  void aLaneWhoseThreadHasNotEndedLongAfterItsCloseIsHeldUntilItEndsThenLeavesTheQuarantine(
+      String engine) throws Exception {
+    CountDownLatch closeMay = new CountDownLatch(1);
+    Lane lane = spawnLane(breakable(io(engine), ioClosed, closeMay, new AtomicBoolean()));
+    TestProbe<RingLaneOwner.Closed> first = testKit.createTestProbe();
+    TestProbe<RingLaneOwner.Closed> second = testKit.createTestProbe();
+    lane.owner().tell(new RingLaneOwner.Close(first.getRef()));
+    awaitState(first, lane.owner(), OwnerState.DRAINING);
+    lane.owner().tell(new RingLaneOwner.Close(second.getRef()));
+
+    // Its thread is stuck closing its ring: past the backstop (twice the window, plus a second)
+    // both closers are answered quarantined, and the lane is listed until its thread ends.
+    first.expectNoMessage(Duration.ofMillis(1000));
+    second.expectNoMessage(Duration.ZERO);
+    assertEquals(
+        new RingLaneOwner.Closed("file-test", true), first.receiveMessage(WINDOW.multipliedBy(10)));
+    assertEquals(new RingLaneOwner.Closed("file-test", true), second.receiveMessage());
+    awaitState(first, lane.owner(), OwnerState.QUARANTINED);
+    List<QuarantinedOwner> listed = quarantine.list();
+    assertEquals(1, listed.size(), listed::toString);
+    assertEquals("file ring lane file-test", listed.getFirst().owner());
+    assertEquals(QuarantinedOwner.Kind.LANE, listed.getFirst().kind());
+    assertEquals(
+        "its thread has not ended 1600 ms after the close; the ring stays mapped",
+        listed.getFirst().reason());
+    assertEquals(1, counters.sum(Count.OWNERS_QUARANTINED));
+    assertFalse(lane.lane().ended());
+    assertFalse(ioClosed.get());
+    TestProbe<RingLaneOwner.Closed> late = testKit.createTestProbe();
+    lane.owner().tell(new RingLaneOwner.Close(late.getRef()));
+    assertEquals(new RingLaneOwner.Closed("file-test", true), late.receiveMessage());
+
+    // The thread lets go: the ring is closed, the lane leaves the quarantine, its owner stops.
+    closeMay.countDown();
+    late.expectTerminated(lane.owner(), Duration.ofSeconds(10));
+    assertEquals(List.of(), quarantine.list());
+    assertTrue(ioClosed.get());
+    assertEquals(LaneLifecycle.State.CLOSED, lane.lane().lifecycle().state());
+    awaitThreadEnded(late);
+    assertEquals(1, counters.sum(Count.OWNERS_QUARANTINED), "counted once");
+    first.expectNoMessage(Duration.ZERO);
+    second.expectNoMessage(Duration.ZERO);
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"io_uring", "channel"})
+  void aLaneThatBreaksWithAnOperationInTheKernelIsQuarantinedForGoodKeepingItsRing(String engine)
+      throws Exception {
+    AtomicBoolean pollFails = new AtomicBoolean();
+    CountDownLatch never = new CountDownLatch(1);
+    FileIo io = breakable(io(engine), ioClosed, never, pollFails);
+    memory.fill(GUARD);
+    FileHandle file = heldFifo(engine.equals("io_uring"));
+    Lane lane = spawnLane(io);
+    TestProbe<Receipt> receipts = testKit.createTestProbe();
+    // A READ that waits in the kernel for a writer, its deadline far off; then the ring breaks.
+    queueRead(lane, file, receipts, 0, Duration.ofMinutes(1).toNanos());
+    receipts.expectNoMessage(Duration.ofMillis(100));
+    pollFails.set(true);
+    lane.lane().wake();
+
+    List<QuarantinedOwner> listed =
+        receipts.awaitAssert(
+            Duration.ofSeconds(10),
+            () -> {
+              List<QuarantinedOwner> now = quarantine.list();
+              assertEquals(1, now.size(), now::toString);
+              return now;
+            });
+    QuarantinedOwner q = listed.getFirst();
+    assertEquals("file ring lane file-test", q.owner());
+    assertEquals(QuarantinedOwner.Kind.LANE, q.kind());
+    assertEquals(
+        "the lane ended (java.lang.IllegalStateException: test: the ring broke) with 1"
+            + " operation(s) in "
+            + io
+            + ", which stays open",
+        q.reason());
+    awaitState(receipts, lane.owner(), OwnerState.QUARANTINED);
+    assertEquals(1, counters.sum(Count.OWNERS_QUARANTINED));
+    awaitThreadEnded(receipts);
+    assertEquals(LaneLifecycle.State.QUARANTINED, lane.lane().lifecycle().state());
+    assertFalse(ioClosed.get(), "the ring with an operation in it is kept");
+    assertEquals(1, file.uses(), "the READ keeps its use of the file");
+    receipts.expectNoMessage(Duration.ofMillis(50));
+    assertMemoryUntouched();
+
+    // For good: a close is answered quarantined, and it stays listed.
+    TestProbe<RingLaneOwner.Closed> closed = testKit.createTestProbe();
+    lane.owner().tell(new RingLaneOwner.Close(closed.getRef()));
+    assertEquals(new RingLaneOwner.Closed("file-test", true), closed.receiveMessage());
+    assertEquals(listed, quarantine.list());
+    awaitState(receipts, lane.owner(), OwnerState.QUARANTINED);
   }
 }

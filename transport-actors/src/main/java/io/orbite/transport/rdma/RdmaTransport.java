@@ -3,21 +3,18 @@ package io.orbite.transport.rdma;
 import io.orbite.config.RdmaConfig;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
-import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.rail.RailHealth;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.transport.endpoint.PeerEndpoint;
+import io.orbite.transport.endpoint.PeerEndpoints;
+import io.orbite.transport.endpoint.SideClosers;
 import io.orbite.transport.lane.LaneRuntime;
 import io.orbite.transport.tcp.Authority;
-import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -43,12 +40,6 @@ final class RdmaTransport {
   private record Started(RailOpener.Opened opened, Throwable failure) implements TransportCommand {}
 
   private record SessionEnded(SourceSession session) implements TransportCommand {}
-
-  /** An endpoint answered a close ({@code endpoint} null), or stopped (that one leaves only). */
-  private record EndpointClosed(SegmentDescriptor peer, ActorRef<PeerEndpoint.Command> endpoint)
-      implements TransportCommand {}
-
-  private record EndpointRefused(PeerEndpoint.Refused refused) implements TransportCommand {}
 
   private record ContextClosed(String device) implements TransportCommand {}
 
@@ -76,7 +67,7 @@ final class RdmaTransport {
    */
   private final DirectBytes parents;
 
-  private final Map<SegmentDescriptor, ActorRef<PeerEndpoint.Command>> endpoints = new HashMap<>();
+  private final PeerEndpoints endpoints;
   private final Set<SourceSession> sessions = new HashSet<>();
   private final List<ActorRef<RdmaContext.Command>> contexts = new ArrayList<>();
   private List<Rail> rails = List.of();
@@ -85,12 +76,10 @@ final class RdmaTransport {
   /** Why it refuses (data of the refusing state); empty while it serves. */
   private String why = "";
 
-  private long endpointSequence;
   private long sessionSequence;
   private boolean requesterOpen = true;
   private boolean sourceOpen = true;
-  private final List<ActorRef<TransportCommand.SideClosed>> requesterClosers = new ArrayList<>();
-  private final List<ActorRef<TransportCommand.SideClosed>> sourceClosers = new ArrayList<>();
+  private final SideClosers sourceClosers = new SideClosers("RDMA");
 
   private RdmaTransport(ActorContext<TransportCommand> ctx, TransportContext context) {
     this.ctx = ctx;
@@ -100,6 +89,7 @@ final class RdmaTransport {
     this.direct = new DirectBytes(config.maxDirectBytes());
     this.parents = new DirectBytes("rdma.maxGrants", config.maxGrants());
     this.health = RailOpener.health(config);
+    this.endpoints = new PeerEndpoints(ctx, "RDMA");
   }
 
   static Behavior<TransportCommand> create(TransportContext context) {
@@ -200,12 +190,7 @@ final class RdmaTransport {
                           .tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
                       return Behaviors.same();
                     })
-                .onMessage(
-                    TransportCommand.AdoptConnection.class,
-                    m -> {
-                      refuseConnection(m.channel(), m.hello(), ErrorKind.UNAVAILABLE);
-                      return Behaviors.same();
-                    })
+                .onMessage(TransportCommand.AdoptConnection.class, this::refuseConnection)
                 .onMessage(
                     TransportCommand.CloseRequesterSide.class,
                     m -> {
@@ -227,11 +212,15 @@ final class RdmaTransport {
                 .build());
   }
 
-  /** Answers an RDMA HELLO with a refusal (HELLO_ACK {@code kind}) and closes the connection. */
-  private void refuseConnection(SocketChannel channel, ByteBuffer hello, ErrorKind kind) {
+  /** Answers an RDMA HELLO with a refusal (HELLO_ACK UNAVAILABLE) and closes the connection. */
+  private Behavior<TransportCommand> refuseConnection(TransportCommand.AdoptConnection m) {
     context
         .blockingIo()
-        .execute(() -> SourceSession.refuse(channel, hello, kind, context.localEpoch()));
+        .execute(
+            () ->
+                SourceSession.refuse(
+                    m.channel(), m.hello(), ErrorKind.UNAVAILABLE, context.localEpoch()));
+    return Behaviors.same();
   }
 
   // ---------------------------------------------------------------- serving
@@ -249,30 +238,21 @@ final class RdmaTransport {
                     SessionEnded.class,
                     m -> {
                       sessions.remove(m.session());
-                      answerSideClosers();
+                      sourceClosers.answerIf(sessions.isEmpty());
                       return Behaviors.same();
                     })
                 .onMessage(
-                    EndpointClosed.class,
+                    PeerEndpoints.Event.class,
                     m -> {
-                      onClosed(m);
-                      answerSideClosers();
-                      return Behaviors.same();
-                    })
-                .onMessage(
-                    EndpointRefused.class,
-                    m -> {
-                      onRefused(m.refused());
-                      answerSideClosers();
+                      endpoints.on(m);
                       return Behaviors.same();
                     })
                 .onMessage(
                     TransportCommand.CloseRequesterSide.class,
                     m -> {
                       requesterOpen = false;
-                      requesterClosers.add(m.replyTo());
-                      closeEndpoints("the requester side of this engine closed");
-                      answerSideClosers();
+                      endpoints.closeRequesterSide(
+                          m.replyTo(), "the requester side of this engine closed");
                       return Behaviors.same();
                     })
                 .onMessage(
@@ -282,7 +262,7 @@ final class RdmaTransport {
                       sourceClosers.add(m.replyTo());
                       List.copyOf(sessions)
                           .forEach(s -> s.close("the source side of this engine closed"));
-                      answerSideClosers();
+                      sourceClosers.answerIf(sessions.isEmpty());
                       return Behaviors.same();
                     })
                 .onMessage(TransportCommand.Shutdown.class, this::onShutdown)
@@ -291,10 +271,7 @@ final class RdmaTransport {
 
   private Behavior<TransportCommand> onOpenPeer(TransportCommand.OpenPeer m) {
     if (!requesterOpen) {
-      m.replyTo()
-          .tell(
-              new TransportCommand.PeerOpenFailed(
-                  ErrorKind.UNAVAILABLE, "the requester side of this engine is closed"));
+      PeerEndpoints.refuse(m, PeerEndpoints.REQUESTER_SIDE_CLOSED);
       return Behaviors.same();
     }
     ActorRef<PeerEndpoint.Command> endpoint = endpoints.get(m.peer());
@@ -309,27 +286,13 @@ final class RdmaTransport {
                     "rdma.maxEndpoints: " + config.maxEndpoints() + " RDMA endpoints are open"));
         return Behaviors.same();
       }
-      ActorRef<PeerEndpoint.Refused> refused =
-          ctx.messageAdapter(PeerEndpoint.Refused.class, EndpointRefused::new);
       RdmaStack stack = new RdmaStack(rails, health, selector, counters, direct, parents);
-      // The sequence keeps names unique: a quarantined endpoint may outlive its entry here.
-      endpoint =
-          ctx.spawn(
-              PeerEndpoint.create(
-                  "RdmaEndpoint",
-                  m.peer(),
-                  context,
-                  fenced -> RdmaLink.open(m.peer(), context, stack, fenced),
-                  attach,
-                  refused::tell),
-              "endpoint-"
-                  + m.peer().port()
-                  + "-"
-                  + Long.toHexString(m.peer().epoch())
-                  + "-"
-                  + (++endpointSequence));
-      ctx.watchWith(endpoint, new EndpointClosed(m.peer(), endpoint));
-      endpoints.put(m.peer(), endpoint);
+      endpoints.open(
+          "RdmaEndpoint",
+          m.peer(),
+          context,
+          fenced -> RdmaLink.open(m.peer(), context, stack, fenced),
+          attach);
       counters.endpointsOpened.increment();
       return Behaviors.same();
     }
@@ -339,8 +302,7 @@ final class RdmaTransport {
 
   private Behavior<TransportCommand> onAdopt(TransportCommand.AdoptConnection m) {
     if (!sourceOpen) {
-      refuseConnection(m.channel(), m.hello(), ErrorKind.UNAVAILABLE);
-      return Behaviors.same();
+      return refuseConnection(m);
     }
     int refusal =
         sessions.size() >= config.maxEndpoints() ? ErrorKind.RESOURCE_EXHAUSTED.code() : 0;
@@ -370,43 +332,12 @@ final class RdmaTransport {
     return Behaviors.same();
   }
 
-  private void closeEndpoints(String reason) {
-    ActorRef<PeerEndpoint.Closed> adapter =
-        ctx.messageAdapter(PeerEndpoint.Closed.class, c -> new EndpointClosed(c.peer(), null));
-    endpoints.values().forEach(e -> e.tell(new PeerEndpoint.Close(reason, adapter)));
-  }
-
-  private void onClosed(EndpointClosed m) {
-    if (m.endpoint() == null) {
-      endpoints.remove(m.peer());
-    } else {
-      endpoints.remove(m.peer(), m.endpoint());
-    }
-  }
-
-  /** An endpoint whose open failed: no later open waits on it; it stops once closed. */
-  private void onRefused(PeerEndpoint.Refused r) {
-    endpoints.remove(r.peer(), r.endpoint());
-    r.endpoint().tell(new PeerEndpoint.Close("its open failed", ctx.getSystem().ignoreRef()));
-  }
-
-  private void answerSideClosers() {
-    if (endpoints.isEmpty() && !requesterClosers.isEmpty()) {
-      requesterClosers.forEach(r -> r.tell(new TransportCommand.SideClosed("RDMA")));
-      requesterClosers.clear();
-    }
-    if (sessions.isEmpty() && !sourceClosers.isEmpty()) {
-      sourceClosers.forEach(r -> r.tell(new TransportCommand.SideClosed("RDMA")));
-      sourceClosers.clear();
-    }
-  }
-
   // ---------------------------------------------------------------- stopping
 
   private Behavior<TransportCommand> onShutdown(TransportCommand.Shutdown m) {
     requesterOpen = false;
     sourceOpen = false;
-    closeEndpoints("the engine is shutting down");
+    endpoints.closeAll("the engine is shutting down");
     List.copyOf(sessions).forEach(s -> s.close("the engine is shutting down"));
     return stopping(new ArrayList<>(List.of(m.replyTo())), false);
   }
@@ -414,7 +345,8 @@ final class RdmaTransport {
   /** Endpoints and sessions first, then the contexts (their lanes and native objects). */
   private Behavior<TransportCommand> stopping(
       List<ActorRef<TransportCommand.ShutdownDone>> replyTo, boolean contextsClosing) {
-    answerSideClosers();
+    endpoints.answerRequesterClosers();
+    sourceClosers.answerIf(sessions.isEmpty());
     if (endpoints.isEmpty() && sessions.isEmpty()) {
       if (contexts.isEmpty()) {
         replyTo.forEach(r -> r.tell(new TransportCommand.ShutdownDone("RDMA")));
@@ -432,7 +364,8 @@ final class RdmaTransport {
         .owners()
         .in(
             OwnerState.STOPPING,
-            Behaviors.receive(TransportCommand.class)
+            endpoints
+                .stopping(replyTo, () -> stopping(replyTo, closingNow))
                 .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
                 .onMessage(
                     SessionEnded.class,
@@ -441,15 +374,9 @@ final class RdmaTransport {
                       return stopping(replyTo, closingNow);
                     })
                 .onMessage(
-                    EndpointClosed.class,
+                    PeerEndpoints.Event.class,
                     m -> {
-                      onClosed(m);
-                      return stopping(replyTo, closingNow);
-                    })
-                .onMessage(
-                    EndpointRefused.class,
-                    m -> {
-                      onRefused(m.refused());
+                      endpoints.on(m);
                       return stopping(replyTo, closingNow);
                     })
                 .onMessage(
@@ -460,33 +387,7 @@ final class RdmaTransport {
                       }
                       return stopping(replyTo, closingNow);
                     })
-                .onMessage(
-                    TransportCommand.AdoptConnection.class,
-                    m -> {
-                      refuseConnection(m.channel(), m.hello(), ErrorKind.UNAVAILABLE);
-                      return Behaviors.same();
-                    })
-                .onMessage(
-                    TransportCommand.OpenPeer.class,
-                    m -> {
-                      m.replyTo()
-                          .tell(
-                              new TransportCommand.PeerOpenFailed(
-                                  ErrorKind.UNAVAILABLE, "RDMA transport is stopping"));
-                      return Behaviors.same();
-                    })
-                .onMessage(
-                    TransportCommand.Shutdown.class,
-                    m -> {
-                      replyTo.add(m.replyTo());
-                      return Behaviors.same();
-                    })
-                .onMessage(
-                    TransportCommand.CloseRequesterSide.class,
-                    m -> {
-                      requesterClosers.add(m.replyTo());
-                      return stopping(replyTo, closingNow);
-                    })
+                .onMessage(TransportCommand.AdoptConnection.class, this::refuseConnection)
                 .onMessage(
                     TransportCommand.CloseSourceSide.class,
                     m -> {

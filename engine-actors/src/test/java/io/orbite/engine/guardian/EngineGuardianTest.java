@@ -133,17 +133,18 @@ class EngineGuardianTest {
     guardian =
         testKit.spawn(
             EngineGuardian.create(
-                config,
-                listener,
-                self,
-                new RegistryView(),
-                new EngineTally(),
-                board,
-                quarantine,
-                hooks,
-                List.of(
-                    new FakeProvider(Transport.TCP, TransportProvider.PeerRole.BASE, tcp),
-                    new FakeProvider(Transport.FILE, TransportProvider.PeerRole.NONE, file)),
+                new EngineGuardian.Parts(
+                    config,
+                    listener,
+                    self,
+                    new RegistryView(),
+                    new EngineTally(),
+                    board,
+                    quarantine,
+                    hooks,
+                    List.of(
+                        new FakeProvider(Transport.TCP, TransportProvider.PeerRole.BASE, tcp),
+                        new FakeProvider(Transport.FILE, TransportProvider.PeerRole.NONE, file))),
                 started));
     handles = started.get(10, TimeUnit.SECONDS);
   }

@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.orbite.engine.testkit.Racers;
 import io.orbite.transport.lane.LaneLifecycle.State;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -65,33 +65,20 @@ class LaneLifecycleTest {
       for (int i = 0; i < won.length; i++) {
         won[i] = new AtomicInteger();
       }
-      List<State> seen = java.util.Collections.synchronizedList(new ArrayList<>());
-      CountDownLatch go = new CountDownLatch(1);
-      List<Thread> threads = new ArrayList<>();
+      List<Runnable> movers = new ArrayList<>();
       for (int t = 0; t < 8; t++) {
         int which = t % moves.length;
-        threads.add(
-            Thread.ofPlatform()
-                .start(
-                    () -> {
-                      try {
-                        go.await();
-                      } catch (InterruptedException e) {
-                        return;
-                      }
-                      State before = l.state();
-                      if (l.moveTo(moves[which])) {
-                        won[which].incrementAndGet();
-                      }
-                      State after = l.state();
-                      assertTrue(after.ordinal() >= before.ordinal(), before + " then " + after);
-                      seen.add(after);
-                    }));
+        movers.add(
+            () -> {
+              State before = l.state();
+              if (l.moveTo(moves[which])) {
+                won[which].incrementAndGet();
+              }
+              State after = l.state();
+              assertTrue(after.ordinal() >= before.ordinal(), before + " then " + after);
+            });
       }
-      go.countDown();
-      for (Thread t : threads) {
-        t.join();
-      }
+      Racers.race(movers);
       for (int i = 0; i < moves.length; i++) {
         assertTrue(won[i].get() <= 1, moves[i] + " won " + won[i].get() + " times");
       }

@@ -1,13 +1,14 @@
-package io.orbite.engine.spi;
+package io.orbite.engine.testkit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.orbite.engine.spi.Lifecycle;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -74,28 +75,17 @@ public final class StateTypes {
       Lifecycle<S> l = new Lifecycle<>(first);
       List<AtomicInteger> won = new ArrayList<>();
       moves.forEach(m -> won.add(new AtomicInteger()));
-      CountDownLatch go = new CountDownLatch(1);
-      List<Thread> threads = new ArrayList<>();
+      List<Runnable> movers = new ArrayList<>();
       for (int t = 0; t < 2 * moves.size(); t++) {
         int which = t % moves.size();
-        threads.add(
-            Thread.ofPlatform()
-                .start(
-                    () -> {
-                      try {
-                        go.await();
-                      } catch (InterruptedException e) {
-                        return;
-                      }
-                      if (l.moveTo(moves.get(which))) {
-                        won.get(which).incrementAndGet();
-                      }
-                    }));
+        movers.add(
+            () -> {
+              if (l.moveTo(moves.get(which))) {
+                won.get(which).incrementAndGet();
+              }
+            });
       }
-      go.countDown();
-      for (Thread t : threads) {
-        t.join();
-      }
+      Racers.race(movers);
       for (AtomicInteger w : won) {
         assertTrue(w.get() <= 1, "a move is won at most once");
       }
@@ -112,7 +102,7 @@ public final class StateTypes {
 
   /** The usual forward relation of {@code type}: every later state, from a non-terminal one. */
   public static <S extends Enum<S> & Lifecycle.Stage<S>> Set<List<S>> forward(Class<S> type) {
-    java.util.Set<List<S>> out = new java.util.HashSet<>();
+    Set<List<S>> out = new HashSet<>();
     for (S from : EnumSet.allOf(type)) {
       for (S to : EnumSet.allOf(type)) {
         if (!from.terminal() && to.ordinal() > from.ordinal()) {

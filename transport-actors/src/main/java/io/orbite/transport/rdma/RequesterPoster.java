@@ -336,16 +336,23 @@ final class RequesterPoster {
     s.succeedIfDone(receipts);
   }
 
-  private final class PayloadDone implements CqLane.Completion {
-    private final Slice s;
+  /** A completion of one of slice {@code s}'s WRs, on whichever QP the slice is on now. */
+  private abstract static class SliceCompletion implements CqLane.Completion {
+    final Slice s;
 
-    PayloadDone(Slice s) {
+    SliceCompletion(Slice s) {
       this.s = s;
     }
 
     @Override
     public RcQp qp() {
       return s.qp;
+    }
+  }
+
+  private final class PayloadDone extends SliceCompletion {
+    PayloadDone(Slice s) {
+      super(s);
     }
 
     @Override
@@ -378,16 +385,9 @@ final class RequesterPoster {
     }
   }
 
-  private final class SendDone implements CqLane.Completion {
-    private final Slice s;
-
+  private final class SendDone extends SliceCompletion {
     SendDone(Slice s) {
-      this.s = s;
-    }
-
-    @Override
-    public RcQp qp() {
-      return s.qp;
+      super(s);
     }
 
     @Override

@@ -6,11 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.engine.ErrorKind;
-import io.orbite.engine.testkit.Racers;
+import io.orbite.engine.testkit.StateTypes;
 import io.orbite.transport.rdma.QpLifecycle.State;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -98,34 +96,16 @@ class QpLifecycleTest {
 
   @Test
   void racingMoversNeverUndoEachOtherAndTheDestroyIsClaimedOnce() throws Exception {
-    for (int round = 0; round < 200; round++) {
-      QpLifecycle l = new QpLifecycle();
-      State[] moves = {State.READY, State.BROKEN, State.RETIRING, State.DESTROY_CLAIMED};
-      AtomicInteger[] won = new AtomicInteger[moves.length];
-      for (int i = 0; i < won.length; i++) {
-        won[i] = new AtomicInteger();
-      }
-      List<Runnable> movers = new ArrayList<>();
-      for (int t = 0; t < 8; t++) {
-        int which = t % moves.length;
-        movers.add(
-            () -> {
-              State before = l.state();
-              if (move(l, moves[which])) {
-                won[which].incrementAndGet();
-              }
-              State after = l.state();
-              assertTrue(after.ordinal() >= before.ordinal(), before + " then " + after);
-            });
-      }
-      Racers.race(movers);
-      for (int i = 0; i < moves.length; i++) {
-        assertTrue(won[i].get() <= 1, moves[i] + " won " + won[i].get() + " times");
-      }
-      assertEquals(1, won[3].get(), "some racer claims the destroy, once");
-      assertEquals(State.DESTROY_CLAIMED, l.state());
-      assertFalse(l.takesWork());
-      assertFalse(l.settled().isDone(), "nothing settles before the claimed destroy ends");
-    }
+    StateTypes.racing(
+        QpLifecycle::new,
+        QpLifecycle::state,
+        QpLifecycleTest::move,
+        List.of(State.READY, State.BROKEN, State.RETIRING, State.DESTROY_CLAIMED),
+        (l, won) -> {
+          assertEquals(1, won.get(State.DESTROY_CLAIMED), "some racer claims the destroy, once");
+          assertEquals(State.DESTROY_CLAIMED, l.state());
+          assertFalse(l.takesWork());
+          assertFalse(l.settled().isDone(), "nothing settles before the claimed destroy ends");
+        });
   }
 }

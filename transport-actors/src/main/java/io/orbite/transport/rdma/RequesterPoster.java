@@ -336,7 +336,10 @@ final class RequesterPoster {
     s.succeedIfDone(receipts);
   }
 
-  /** A completion of one of slice {@code s}'s WRs, on whichever QP the slice is on now. */
+  /**
+   * A completion of one of slice {@code s}'s WRs, on whichever QP the slice is on now: each pays
+   * one WR of that QP's debt.
+   */
   private abstract static class SliceCompletion implements CqLane.Completion {
     final Slice s;
 
@@ -348,6 +351,15 @@ final class RequesterPoster {
     public RcQp qp() {
       return s.qp;
     }
+
+    @Override
+    public final void completed(CqLane lane, Verbs.Wc wc) {
+      s.qp.debt--;
+      done(wc);
+    }
+
+    /** The WR completed with {@code wc}. */
+    abstract void done(Verbs.Wc wc);
   }
 
   private final class PayloadDone extends SliceCompletion {
@@ -356,8 +368,7 @@ final class RequesterPoster {
     }
 
     @Override
-    public void completed(CqLane lane, Verbs.Wc wc) {
-      s.qp.debt--;
+    void done(Verbs.Wc wc) {
       s.payloadCompleted = true;
       if (!s.sendPosted) {
         s.releaseSlot();
@@ -391,8 +402,7 @@ final class RequesterPoster {
     }
 
     @Override
-    public void completed(CqLane lane, Verbs.Wc wc) {
-      s.qp.debt--;
+    void done(Verbs.Wc wc) {
       s.releaseSlot();
       if (wc.status() == Ibv.WC_SUCCESS) {
         s.sendDone = true;

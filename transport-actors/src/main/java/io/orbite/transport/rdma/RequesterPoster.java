@@ -177,11 +177,7 @@ final class RequesterPoster {
   private void ask(Slice s) {
     RcQp qp = s.qp;
     if (qp.broken()) {
-      s.fail(
-          receipts,
-          s.channel.kindFor(qp.life.kind()),
-          s.channel.label() + ": " + qp.brokenWhy(),
-          false);
+      failBroken(s, qp);
       return;
     }
     long now = System.nanoTime();
@@ -200,6 +196,15 @@ final class RequesterPoster {
       return;
     }
     lane.wrote(s.channel.link());
+  }
+
+  /** Fails {@code s} because its QP {@code qp} broke, with the kind the QP stopped with. */
+  private void failBroken(Slice s, RcQp qp) {
+    s.fail(
+        receipts,
+        s.channel.kindFor(qp.life.kind()),
+        s.channel.label() + ": " + qp.brokenWhy(),
+        false);
   }
 
   /** Asks for {@code qp}'s next queued slices while it has room (after one finished, too). */
@@ -233,11 +238,7 @@ final class RequesterPoster {
     }
     RcQp qp = s.qp;
     if (qp.broken()) {
-      s.fail(
-          receipts,
-          s.channel.kindFor(qp.life.kind()),
-          s.channel.label() + ": " + qp.brokenWhy(),
-          false);
+      failBroken(s, qp);
       next(qp);
       return;
     }

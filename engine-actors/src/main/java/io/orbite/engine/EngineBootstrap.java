@@ -42,7 +42,9 @@ record EngineBootstrap(
     CompletableFuture<EngineGuardian.Handles> started) {
   org.apache.pekko.actor.typed.Behavior<EngineGuardian.Command> guardian(EngineConfig config) {
     return EngineGuardian.create(
-        config, listener, self, view, counters, owners, quarantine, hooks, providers, started);
+        new EngineGuardian.Parts(
+            config, listener, self, view, counters, owners, quarantine, hooks, providers),
+        started);
   }
 
   /** The start failed: release what {@link #prepare} took (the listener may already be closed). */

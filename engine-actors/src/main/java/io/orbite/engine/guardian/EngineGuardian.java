@@ -63,6 +63,31 @@ public final class EngineGuardian {
       OwnerSupervision supervision,
       EngineLifecycle lifecycle) {}
 
+  /**
+   * What an engine start prepared before any actor exists, handed to the guardian and through it to
+   * its children.
+   *
+   * @param config the engine's configuration
+   * @param listener the engine's bound listener; ownership passes to the ControlService
+   * @param self this incarnation
+   * @param registryView the registrations, shared with the facade
+   * @param counters the engine's counters
+   * @param board the owner view
+   * @param quarantine where owners that cannot prove their drain are listed; outlives the actors
+   * @param hooks fault-injection points for qualification tests ({@link FaultHooks#NONE} otherwise)
+   * @param providers the transports to run ({@link #transportProviders()})
+   */
+  public record Parts(
+      EngineConfig config,
+      ServerSocketChannel listener,
+      SegmentDescriptor self,
+      RegistryView registryView,
+      EngineTally counters,
+      OwnerBoard board,
+      QuarantineLedger quarantine,
+      FaultHooks hooks,
+      List<TransportProvider> providers) {}
+
   /** Charge a batch slot and spawn its actor. */
   public record SpawnBatch(int capacity, ActorRef<SpawnBatchReply> replyTo) implements Command {}
 
@@ -152,47 +177,27 @@ public final class EngineGuardian {
   /** Set once the Registry has terminated: nothing is visible any more, and memory is released. */
   private boolean registryStopped;
 
-  private EngineGuardian(
-      ActorContext<Command> ctx,
-      EngineConfig config,
-      ServerSocketChannel listener,
-      SegmentDescriptor self,
-      RegistryView registryView,
-      EngineTally counters,
-      OwnerBoard board,
-      QuarantineLedger quarantine,
-      FaultHooks hooks,
-      List<TransportProvider> providers) {
-    this.board = board;
+  private EngineGuardian(ActorContext<Command> ctx, Parts parts) {
+    this.board = parts.board();
     board.root(ctx.getSelf());
-    this.children =
-        new GuardianChildren(
-            ctx,
-            config,
-            listener,
-            self,
-            registryView,
-            counters,
-            board,
-            quarantine,
-            hooks,
-            providers);
-    String identity = config.name() + "@" + self;
+    this.children = new GuardianChildren(ctx, parts);
+    String identity = parts.config().name() + "@" + parts.self();
     this.handles =
         new Handles(
-            self,
+            parts.self(),
             children.registry(),
             children.segmentTable(),
             children.transports(),
             children.gate(),
             children.supervision(),
-            new EngineLifecycle(identity, children.gate(), registryView, quarantine));
+            new EngineLifecycle(
+                identity, children.gate(), parts.registryView(), parts.quarantine()));
     this.sideCloses =
         new SideCloses(
             ctx,
             children,
             identity,
-            Duration.ofMillis(config.timeouts().destructionWindowMillis()));
+            Duration.ofMillis(parts.config().timeouts().destructionWindowMillis()));
   }
 
   /**
@@ -215,52 +220,28 @@ public final class EngineGuardian {
   }
 
   /**
-   * @param listener the engine's bound listener; ownership passes to the ControlService
-   * @param quarantine where owners that cannot prove their drain are listed; outlives the actors
-   * @param hooks fault-injection points for qualification tests ({@link FaultHooks#NONE} otherwise)
-   * @param providers the transports to run ({@link #transportProviders()})
+   * @param parts what the start prepared
    * @param started completed with the engine's handles once the guardian has set up, or with the
    *     cause if its setup fails (the guardian then stops)
    */
-  public static Behavior<Command> create(
-      EngineConfig config,
-      ServerSocketChannel listener,
-      SegmentDescriptor self,
-      RegistryView registryView,
-      EngineTally counters,
-      OwnerBoard board,
-      QuarantineLedger quarantine,
-      FaultHooks hooks,
-      List<TransportProvider> providers,
-      CompletableFuture<Handles> started) {
+  public static Behavior<Command> create(Parts parts, CompletableFuture<Handles> started) {
     return Behaviors.setup(
         ctx -> {
           EngineGuardian guardian;
           try {
-            guardian =
-                new EngineGuardian(
-                    ctx,
-                    config,
-                    listener,
-                    self,
-                    registryView,
-                    counters,
-                    board,
-                    quarantine,
-                    hooks,
-                    providers);
+            guardian = new EngineGuardian(ctx, parts);
           } catch (RuntimeException | Error e) {
             started.completeExceptionally(e);
             throw e;
           }
           started.complete(guardian.handles);
           return OwnerBoard.reporting(
-              board,
+              parts.board(),
               () ->
                   new OwnerBoard.Report(
                       "EngineGuardian",
                       Map.of("batchesSpawned", guardian.children.batchesSpawned()),
-                      config.name() + "@" + self),
+                      parts.config().name() + "@" + parts.self()),
               guardian.running());
         });
   }

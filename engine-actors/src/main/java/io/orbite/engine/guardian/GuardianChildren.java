@@ -9,7 +9,6 @@ import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.batch.BatchActor;
 import io.orbite.engine.batch.BatchCore;
 import io.orbite.engine.control.ControlService;
-import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.guardian.EngineGuardian.Command;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.segment.PeerTransport;
@@ -23,7 +22,6 @@ import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.spi.TransportProvider;
 import io.orbite.engine.view.OwnerBoard;
 import java.io.IOException;
-import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.EnumMap;
@@ -82,29 +80,22 @@ final class GuardianChildren {
   private long batchSequence;
 
   /** Spawns and watches the owners, the transports' supervisors and the control service. */
-  GuardianChildren(
-      ActorContext<Command> ctx,
-      EngineConfig config,
-      ServerSocketChannel listener,
-      SegmentDescriptor self,
-      RegistryView registryView,
-      EngineTally counters,
-      OwnerBoard board,
-      QuarantineLedger quarantine,
-      FaultHooks hooks,
-      List<TransportProvider> providers) {
+  GuardianChildren(ActorContext<Command> ctx, EngineGuardian.Parts parts) {
     this.ctx = ctx;
-    this.config = config;
-    this.self = self;
-    this.counters = counters;
-    this.board = board;
-    this.quarantine = quarantine;
+    this.config = parts.config();
+    this.self = parts.self();
+    this.counters = parts.counters();
+    this.board = parts.board();
+    this.quarantine = parts.quarantine();
+    RegistryView registryView = parts.registryView();
+    List<TransportProvider> providers = parts.providers();
     Executor blockingIo =
         ctx.getSystem()
             .dispatchers()
             .lookup(DispatcherSelector.fromConfig("orbite.blocking-io-dispatcher"));
     this.supervision =
-        new OwnerSupervision(config.name() + "@" + self, quarantine, counters, board, hooks);
+        new OwnerSupervision(
+            config.name() + "@" + self, quarantine, counters, board, parts.hooks());
     this.registry =
         ctx.spawn(
             supervision.supervise(
@@ -136,7 +127,7 @@ final class GuardianChildren {
             counters,
             board,
             quarantine,
-            hooks,
+            parts.hooks(),
             supervision);
     Map<Transport, ActorRef<TransportCommand>> spawned = new EnumMap<>(Transport.class);
     for (TransportProvider provider : providers) { // one per kind, TCP among them
@@ -184,7 +175,7 @@ final class GuardianChildren {
                 EngineGuardian.CONTROL_SERVICE,
                 ControlService.Command.class,
                 ControlService.create(
-                    listener,
+                    parts.listener(),
                     self,
                     registryView,
                     spawned,

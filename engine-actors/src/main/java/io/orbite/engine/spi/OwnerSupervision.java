@@ -1,11 +1,14 @@
 package io.orbite.engine.spi;
 
+import io.orbite.engine.OwnerState;
+import io.orbite.engine.OwnerView;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.view.OwnerBoard;
 import java.time.Instant;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.BehaviorInterceptor;
@@ -138,27 +141,22 @@ public final class OwnerSupervision {
     private Behavior<T> quarantine(TypedActorContext<T> ctx, T msg, RuntimeException e) {
       String why = "unexpected " + e + " while it handled " + msg.getClass().getSimpleName();
       LOG.error("engine {}: {} quarantined: {}", engine, owner, why, e);
-      String key = board.key(ctx.asJava().getSelf());
-      Map<String, Long> charges = new java.util.TreeMap<>();
+      Map<String, Long> charges = new TreeMap<>();
       // The row keeps the kind its owner reported (several owners of one kind have one row each).
-      String[] kind = {owner};
-      board.snapshot().owners().stream()
-          .filter(o -> o.path().equals(key))
-          .findFirst()
-          .ifPresent(
-              o -> {
-                kind[0] = o.kind();
-                o.charges()
-                    .forEach(
-                        (name, value) -> {
-                          if (!name.endsWith("Limit")) { // the configured limits are not held
-                            charges.put(name, value);
-                          }
-                        });
-              });
+      String kind = owner;
+      OwnerView.Owner row = board.row(ctx.asJava().getSelf());
+      if (row != null) {
+        kind = row.kind();
+        row.charges()
+            .forEach(
+                (name, value) -> {
+                  if (!name.endsWith("Limit")) { // the configured limits are not held
+                    charges.put(name, value);
+                  }
+                });
+      }
       enter(owner, why, charges);
-      board.publish(
-          ctx.asJava().getSelf(), kind[0], io.orbite.engine.OwnerState.QUARANTINED, charges, why);
+      board.publish(ctx.asJava().getSelf(), kind, OwnerState.QUARANTINED, charges, why);
       refuse(msg);
       return Behaviors.receive(type)
           .onAnyMessage(

@@ -153,6 +153,16 @@ public final class OwnerBoard {
   }
 
   /**
+   * The row a live owner published last, or null.
+   *
+   * @param self the owner
+   * @return its row
+   */
+  public Owner row(ActorRef<?> self) {
+    return owners.get(key(self));
+  }
+
+  /**
    * The state a live owner's behaviour declared last, or null.
    *
    * @param self the owner

@@ -10,6 +10,7 @@ import io.orbite.config.BudgetConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
+import io.orbite.engine.OwnerView;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
@@ -118,12 +119,11 @@ class BatchActorTest {
   }
 
   private OwnerState boardState(ActorRef<?> actor) {
-    String key = board.key(actor);
-    return board.snapshot().owners().stream()
-        .filter(o -> o.path().equals(key))
-        .findFirst()
-        .orElseThrow(() -> new AssertionError("no owner " + key + " in the owner view"))
-        .state();
+    OwnerView.Owner row = board.row(actor);
+    if (row == null) {
+      throw new AssertionError("no owner " + board.key(actor) + " in the owner view");
+    }
+    return row.state();
   }
 
   @Test

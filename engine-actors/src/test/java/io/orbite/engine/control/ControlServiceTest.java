@@ -107,11 +107,7 @@ class ControlServiceTest {
   }
 
   private OwnerView.Owner row(ActorRef<?> service) {
-    String key = board.key(service);
-    return board.snapshot().owners().stream()
-        .filter(o -> o.path().equals(key))
-        .findFirst()
-        .orElse(null);
+    return board.row(service);
   }
 
   private void awaitState(ActorRef<?> service, OwnerState state) {

@@ -29,6 +29,7 @@ import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.spi.TransportProvider;
+import io.orbite.engine.testkit.Probes;
 import io.orbite.engine.view.OwnerBoard;
 import java.io.IOException;
 import java.net.ConnectException;
@@ -133,17 +134,18 @@ class EngineGuardianTest {
     guardian =
         testKit.spawn(
             EngineGuardian.create(
-                config,
-                listener,
-                self,
-                new RegistryView(),
-                new EngineTally(),
-                board,
-                quarantine,
-                hooks,
-                List.of(
-                    new FakeProvider(Transport.TCP, TransportProvider.PeerRole.BASE, tcp),
-                    new FakeProvider(Transport.FILE, TransportProvider.PeerRole.NONE, file)),
+                new EngineGuardian.Parts(
+                    config,
+                    listener,
+                    self,
+                    new RegistryView(),
+                    new EngineTally(),
+                    board,
+                    quarantine,
+                    hooks,
+                    List.of(
+                        new FakeProvider(Transport.TCP, TransportProvider.PeerRole.BASE, tcp),
+                        new FakeProvider(Transport.FILE, TransportProvider.PeerRole.NONE, file))),
                 started));
     handles = started.get(10, TimeUnit.SECONDS);
   }
@@ -167,12 +169,7 @@ class EngineGuardianTest {
 
   /** Waits (at most 10 s) until {@code check} passes. */
   private void eventually(Runnable check) {
-    watcher.awaitAssert(
-        Duration.ofSeconds(10),
-        () -> {
-          check.run();
-          return null;
-        });
+    Probes.eventually(watcher, check);
   }
 
   private void awaitState(String path, OwnerState state) {

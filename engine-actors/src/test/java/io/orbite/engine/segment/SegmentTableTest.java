@@ -15,10 +15,9 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.spi.ChannelGate;
-import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
-import io.orbite.engine.spi.TaskWork;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.testkit.GateChannel;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.DescribeCodec;
 import io.orbite.engine.wire.Description;
@@ -169,51 +168,6 @@ class SegmentTableTest {
     }
   }
 
-  /** A transport's channel whose state the test sets: open, lanes ended, or fenced. */
-  private static final class FakeChannel implements PeerChannel {
-    final SegmentDescriptor peer;
-    final Transport transport;
-    final ChannelGate gate;
-
-    FakeChannel(SegmentDescriptor peer, Transport transport) {
-      this.peer = peer;
-      this.transport = transport;
-      this.gate = new ChannelGate("the fake " + transport + " channel to " + peer);
-    }
-
-    String fencedBecause() {
-      return gate.state() instanceof ChannelGate.Fenced f ? f.reason() : null;
-    }
-
-    @Override
-    public SegmentDescriptor peer() {
-      return peer;
-    }
-
-    @Override
-    public Transport transport() {
-      return transport;
-    }
-
-    @Override
-    public int dispatch(TaskWork work) {
-      throw new AssertionError("no task is dispatched in this test");
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public ChannelGate gate() {
-      return gate;
-    }
-
-    @Override
-    public void fence(long newerEpoch, String reason) {
-      gate.fence(newerEpoch, reason);
-    }
-  }
-
   private SegmentDescriptor descriptor(long epoch) {
     return new SegmentDescriptor("127.0.0.1", server.port(), epoch);
   }
@@ -226,20 +180,20 @@ class SegmentTableTest {
   }
 
   /** Answers the TCP transport's OpenPeer for {@code epoch} with a fresh channel. */
-  private FakeChannel openTcp(long epoch) {
+  private GateChannel openTcp(long epoch) {
     TransportCommand.OpenPeer open = tcp.expectMessageClass(TransportCommand.OpenPeer.class);
     assertEquals(descriptor(epoch), open.peer());
-    FakeChannel channel = new FakeChannel(open.peer(), Transport.TCP);
+    GateChannel channel = new GateChannel(open.peer(), Transport.TCP);
     open.replyTo().tell(new TransportCommand.PeerOpened(channel));
     return channel;
   }
 
   /** Answers the SHM transport's OpenPeer for {@code epoch} with a fresh channel. */
-  private FakeChannel openShm(long epoch) {
+  private GateChannel openShm(long epoch) {
     TransportCommand.OpenPeer open = shm.expectMessageClass(TransportCommand.OpenPeer.class);
     assertEquals(descriptor(epoch), open.peer());
     assertEquals(EXPORTS, open.description().shared());
-    FakeChannel channel = new FakeChannel(open.peer(), Transport.SHM);
+    GateChannel channel = new GateChannel(open.peer(), Transport.SHM);
     open.replyTo().tell(new TransportCommand.PeerOpened(channel, new long[] {REGION}));
     return channel;
   }
@@ -273,9 +227,9 @@ class SegmentTableTest {
     server.describe(OLD_EPOCH, EXPORTS);
     open();
     grantEndpoint();
-    FakeChannel oldTcp = openTcp(OLD_EPOCH);
+    GateChannel oldTcp = openTcp(OLD_EPOCH);
     grantEndpoint();
-    FakeChannel oldShm = openShm(OLD_EPOCH);
+    GateChannel oldShm = openShm(OLD_EPOCH);
     PeerSegment old = opened();
     assertEquals(descriptor(OLD_EPOCH), old.descriptor());
     assertSame(
@@ -291,7 +245,7 @@ class SegmentTableTest {
     server.describe(NEW_EPOCH, null);
     open();
     grantEndpoint();
-    FakeChannel newTcp = openTcp(NEW_EPOCH);
+    GateChannel newTcp = openTcp(NEW_EPOCH);
     PeerSegment fresh = opened();
     assertEquals(descriptor(NEW_EPOCH), fresh.descriptor());
     String reason = "the peer at " + server.endpoint() + " now runs epoch 2222";
@@ -338,7 +292,7 @@ class SegmentTableTest {
     server.describe(OLD_EPOCH, null);
     open();
     grantEndpoint();
-    FakeChannel channel = openTcp(OLD_EPOCH);
+    GateChannel channel = openTcp(OLD_EPOCH);
     PeerSegment first = opened();
 
     // Unreferenced but live: kept, charge held, reused by the next opens without a new charge.
@@ -359,7 +313,7 @@ class SegmentTableTest {
     noChargeMoved();
 
     // Every lane ended: CLOSED, still held by its two references.
-    channel.gate.close(ChannelGate.Why.PEER_LOST, "every lane to it ended");
+    channel.gate().close(ChannelGate.Why.PEER_LOST, "every lane to it ended");
     second.close();
     assertEquals(
         List.of(
@@ -383,12 +337,12 @@ class SegmentTableTest {
     server.describe(OLD_EPOCH, EXPORTS);
     open();
     grantEndpoint();
-    FakeChannel tcpChannel = openTcp(OLD_EPOCH);
+    GateChannel tcpChannel = openTcp(OLD_EPOCH);
     grantEndpoint();
-    FakeChannel ended = openShm(OLD_EPOCH);
+    GateChannel ended = openShm(OLD_EPOCH);
     PeerSegment first = opened();
 
-    ended.gate.close(ChannelGate.Why.PEER_LOST, "every lane to it ended");
+    ended.gate().close(ChannelGate.Why.PEER_LOST, "every lane to it ended");
     assertEquals(
         List.of(
             new PeerEntry(
@@ -400,7 +354,7 @@ class SegmentTableTest {
     open();
     admission.expectMessageClass(Admission.ReleaseEndpoint.class);
     grantEndpoint();
-    FakeChannel fresh = openShm(OLD_EPOCH);
+    GateChannel fresh = openShm(OLD_EPOCH);
     PeerSegment second = opened();
     assertSame(fresh, second.route(Transport.UNSPEC, REGION).channel());
     assertSame(tcpChannel, second.channel(), "the same entry, over the same TCP channel");

@@ -1,7 +1,7 @@
 package io.orbite.engine.segment;
 
 import io.orbite.engine.segment.TableEntry.State;
-import io.orbite.engine.spi.StateTypes;
+import io.orbite.engine.testkit.StateTypes;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;

@@ -12,10 +12,10 @@ import io.orbite.engine.Priority;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.spi.ChannelGate.Why;
+import io.orbite.engine.testkit.Racers;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -151,29 +151,18 @@ class ChannelGateTest {
       ChannelGate gate = new ChannelGate(LABEL);
       AtomicInteger closes = new AtomicInteger();
       AtomicInteger fences = new AtomicInteger();
-      CountDownLatch go = new CountDownLatch(1);
-      List<Thread> threads = new ArrayList<>();
+      List<Runnable> movers = new ArrayList<>();
       for (int t = 0; t < 6; t++) {
         boolean fencer = t % 3 == 0;
         Why why = Why.values()[t % Why.values().length];
-        threads.add(
-            Thread.ofPlatform()
-                .start(
-                    () -> {
-                      try {
-                        go.await();
-                      } catch (InterruptedException e) {
-                        return;
-                      }
-                      if (fencer ? gate.fence(9, "newer") : gate.close(why, "closed")) {
-                        (fencer ? fences : closes).incrementAndGet();
-                      }
-                    }));
+        movers.add(
+            () -> {
+              if (fencer ? gate.fence(9, "newer") : gate.close(why, "closed")) {
+                (fencer ? fences : closes).incrementAndGet();
+              }
+            });
       }
-      go.countDown();
-      for (Thread t : threads) {
-        t.join();
-      }
+      Racers.race(movers);
       assertEquals(1, fences.get(), "exactly one fence wins");
       assertTrue(closes.get() <= 2, "at most one close, then one HELD, wins");
       assertInstanceOf(ChannelGate.Fenced.class, gate.state());

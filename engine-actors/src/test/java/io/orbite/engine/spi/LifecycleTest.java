@@ -4,10 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
+import io.orbite.engine.testkit.StateTypes;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -65,37 +64,7 @@ class LifecycleTest {
 
   @Test
   void racingMoversEachWinAtMostOnceAndTheStateOnlyGoesForward() throws Exception {
-    for (int round = 0; round < 200; round++) {
-      Lifecycle<Sample> l = new Lifecycle<>(Sample.A);
-      Sample[] moves = {Sample.B, Sample.C, Sample.X};
-      AtomicInteger[] won = {new AtomicInteger(), new AtomicInteger(), new AtomicInteger()};
-      CountDownLatch go = new CountDownLatch(1);
-      List<Thread> threads = new ArrayList<>();
-      for (int t = 0; t < 6; t++) {
-        int which = t % moves.length;
-        threads.add(
-            Thread.ofPlatform()
-                .start(
-                    () -> {
-                      try {
-                        go.await();
-                      } catch (InterruptedException e) {
-                        return;
-                      }
-                      if (l.moveTo(moves[which])) {
-                        won[which].incrementAndGet();
-                      }
-                    }));
-      }
-      go.countDown();
-      for (Thread t : threads) {
-        t.join();
-      }
-      for (AtomicInteger w : won) {
-        assertTrue(w.get() <= 1, "a move is won at most once");
-      }
-      assertTrue(l.state().terminal(), "some terminal move won: " + l.state());
-      assertEquals(1, won[1].get() + won[2].get(), "exactly one terminal state is reached");
-    }
+    StateTypes.racing(
+        Sample.class, List.of(Sample.B, Sample.C, Sample.X), Set.of(Sample.C, Sample.X));
   }
 }

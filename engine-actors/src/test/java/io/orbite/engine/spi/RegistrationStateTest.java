@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.engine.Access;
 import io.orbite.engine.spi.Registration.State;
+import io.orbite.engine.testkit.StateTypes;
 import java.lang.foreign.Arena;
 import java.util.List;
 import java.util.Set;

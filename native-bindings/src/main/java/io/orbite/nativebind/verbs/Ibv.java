@@ -49,6 +49,20 @@ public final class Ibv {
   public static final int QP_CAP = 1 << 19;
   public static final int QP_DEST_QPN = 1 << 20;
 
+  /** The attributes an RC QP's move from INIT to RTR sets (the ones the verbs require for it). */
+  public static final int RC_RTR_MASK =
+      QP_STATE
+          | QP_AV
+          | QP_PATH_MTU
+          | QP_DEST_QPN
+          | QP_RQ_PSN
+          | QP_MAX_DEST_RD_ATOMIC
+          | QP_MIN_RNR_TIMER;
+
+  /** The attributes an RC QP's move from RTR to RTS sets (the ones the verbs require for it). */
+  public static final int RC_RTS_MASK =
+      QP_STATE | QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY | QP_SQ_PSN | QP_MAX_QP_RD_ATOMIC;
+
   // enum ibv_wr_opcode
   public static final int WR_RDMA_WRITE = 0;
   public static final int WR_RDMA_WRITE_WITH_IMM = 1;

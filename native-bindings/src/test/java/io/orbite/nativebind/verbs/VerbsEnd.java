@@ -59,22 +59,9 @@ public class VerbsEnd implements AutoCloseable {
   public static final int QP_ACCESS =
       Ibv.ACCESS_LOCAL_WRITE | Ibv.ACCESS_REMOTE_WRITE | Ibv.ACCESS_REMOTE_READ;
 
-  public static final int RTR_MASK =
-      Ibv.QP_STATE
-          | Ibv.QP_AV
-          | Ibv.QP_PATH_MTU
-          | Ibv.QP_DEST_QPN
-          | Ibv.QP_RQ_PSN
-          | Ibv.QP_MAX_DEST_RD_ATOMIC
-          | Ibv.QP_MIN_RNR_TIMER;
+  public static final int RTR_MASK = Ibv.RC_RTR_MASK;
 
-  public static final int RTS_MASK =
-      Ibv.QP_STATE
-          | Ibv.QP_TIMEOUT
-          | Ibv.QP_RETRY_CNT
-          | Ibv.QP_RNR_RETRY
-          | Ibv.QP_SQ_PSN
-          | Ibv.QP_MAX_QP_RD_ATOMIC;
+  public static final int RTS_MASK = Ibv.RC_RTS_MASK;
 
   public final Verbs verbs;
   public final Verbs.Context context;

@@ -14,6 +14,32 @@ import java.util.Map;
  * engine's medians to fio's, and each round's own ratio.
  */
 final class FileSamples {
+  /**
+   * A ratio of the report: {@code figure}'s median (the engine's) over {@code ceiling}'s (fio's),
+   * and with {@code perRound} each round's own too.
+   */
+  private record Ratio(String name, String figure, String ceiling, boolean perRound) {}
+
+  private static final List<Ratio> RATIOS =
+      List.of(
+          new Ratio("seqwrite_1MiB_vs_fio", "seqwrite_1MiB_GBps", "fio_seqwrite_1MiB_GBps", true),
+          new Ratio(
+              "seqwrite_1MiB_vs_fio_scrambling",
+              "seqwrite_1MiB_GBps",
+              "fio_seqwrite_1MiB_scrambling_GBps",
+              true),
+          new Ratio("seqread_1MiB_vs_fio", "seqread_1MiB_GBps", "fio_seqread_1MiB_GBps", true),
+          new Ratio(
+              "randread_4KiB_qd32_vs_fio",
+              "randread_4KiB_qd32_iops",
+              "fio_randread_4KiB_qd32_iops",
+              true),
+          new Ratio(
+              "randread_4KiB_qd32_vs_fio_batched",
+              "randread_4KiB_qd32_iops",
+              "fio_randread_4KiB_qd32_batched_iops",
+              false));
+
   private final Map<String, List<Double>> samples = new LinkedHashMap<>();
 
   /** Adds one sample of {@code key}, after those already taken. */
@@ -33,47 +59,15 @@ final class FileSamples {
             (k.startsWith("fio_") ? ceilings : figures).put(k + "_round" + (i + 1), v.get(i));
           }
         });
-    ratio(
-        ratios,
-        "seqwrite_1MiB_vs_fio",
-        figures.get("seqwrite_1MiB_GBps"),
-        ceilings.get("fio_seqwrite_1MiB_GBps"));
-    ratio(
-        ratios,
-        "seqwrite_1MiB_vs_fio_scrambling",
-        figures.get("seqwrite_1MiB_GBps"),
-        ceilings.get("fio_seqwrite_1MiB_scrambling_GBps"));
-    ratio(
-        ratios,
-        "seqread_1MiB_vs_fio",
-        figures.get("seqread_1MiB_GBps"),
-        ceilings.get("fio_seqread_1MiB_GBps"));
-    ratio(
-        ratios,
-        "randread_4KiB_qd32_vs_fio",
-        figures.get("randread_4KiB_qd32_iops"),
-        ceilings.get("fio_randread_4KiB_qd32_iops"));
-    ratio(
-        ratios,
-        "randread_4KiB_qd32_vs_fio_batched",
-        figures.get("randread_4KiB_qd32_iops"),
-        ceilings.get("fio_randread_4KiB_qd32_batched_iops"));
-    pairedRatios(
-        ratios, samples, "seqwrite_1MiB_vs_fio", "seqwrite_1MiB_GBps", "fio_seqwrite_1MiB_GBps");
-    pairedRatios(
-        ratios,
-        samples,
-        "seqwrite_1MiB_vs_fio_scrambling",
-        "seqwrite_1MiB_GBps",
-        "fio_seqwrite_1MiB_scrambling_GBps");
-    pairedRatios(
-        ratios, samples, "seqread_1MiB_vs_fio", "seqread_1MiB_GBps", "fio_seqread_1MiB_GBps");
-    pairedRatios(
-        ratios,
-        samples,
-        "randread_4KiB_qd32_vs_fio",
-        "randread_4KiB_qd32_iops",
-        "fio_randread_4KiB_qd32_iops");
+    // The medians' ratios first, then each round's: the report lists them in this order.
+    for (Ratio r : RATIOS) {
+      ratio(ratios, r.name(), figures.get(r.figure()), ceilings.get(r.ceiling()));
+    }
+    for (Ratio r : RATIOS) {
+      if (r.perRound()) {
+        pairedRatios(ratios, samples, r.name(), r.figure(), r.ceiling());
+      }
+    }
     BenchReport.print(human, json, figures, ceilings, ratios);
   }
 

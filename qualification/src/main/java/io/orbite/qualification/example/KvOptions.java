@@ -3,6 +3,7 @@ package io.orbite.qualification.example;
 import io.orbite.engine.streams.StreamSettings;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.Function;
 
 /** What a run of {@link KvHandoff} does, and its command line ({@code USAGE}). */
 public record KvOptions(
@@ -137,12 +138,7 @@ public record KvOptions(
   }
 
   private static int positiveInt(String option, String v) {
-    int n;
-    try {
-      n = Integer.parseInt(v);
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(option + ": not a number: '" + v + "'");
-    }
+    int n = number(option, v, Integer::parseInt);
     if (n < 1) {
       throw new IllegalArgumentException(option + " must be >= 1, got " + n);
     }
@@ -150,15 +146,19 @@ public record KvOptions(
   }
 
   private static long nonNegativeLong(String option, String v) {
-    long n;
-    try {
-      n = Long.parseLong(v);
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(option + ": not a number: '" + v + "'");
-    }
+    long n = number(option, v, Long::parseLong);
     if (n < 0 || n > (1L << 30)) {
       throw new IllegalArgumentException(option + " must be 0.." + (1L << 30) + ", got " + n);
     }
     return n;
+  }
+
+  /** {@code v} as {@code parser} reads it, or an error naming {@code option}. */
+  private static <N> N number(String option, String v, Function<String, N> parser) {
+    try {
+      return parser.apply(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(option + ": not a number: '" + v + "'");
+    }
   }
 }

@@ -13,8 +13,6 @@ import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.domain.JavaField;
 import com.tngtech.archunit.core.domain.JavaModifier;
-import com.tngtech.archunit.core.importer.ClassFileImporter;
-import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.lang.ArchCondition;
 import com.tngtech.archunit.lang.ConditionEvents;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
@@ -59,18 +57,11 @@ class StructureArchTest {
   @BeforeAll
   static void importProduct() {
     product =
-        new ClassFileImporter()
-            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
-            .withImportOption(location -> !location.contains("-tests.jar"))
-            .importPackages("io.orbite");
-    for (String c :
-        List.of(
+        ProductClasses.load(
             "io.orbite.transport.lane.LaneRuntime",
             "io.orbite.transport.tcp.RequesterLane",
             "io.orbite.transport.shm.ShmLane",
-            "io.orbite.engine.spi.ChannelGate")) {
-      assertTrue(product.contain(c), c + " was not imported");
-    }
+            "io.orbite.engine.spi.ChannelGate");
   }
 
   /** A call that makes or starts a thread, or runs an agent on one. */

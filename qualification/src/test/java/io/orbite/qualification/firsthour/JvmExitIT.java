@@ -7,7 +7,6 @@ import io.orbite.qualification.harness.EngineProcess;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -43,7 +42,7 @@ class JvmExitIT {
     try {
       assertTrue(
           out.contains("CLOSED"),
-          () -> "the child did not reach the end of main: " + out + "\n" + tail(log));
+          () -> "the child did not reach the end of main: " + out + "\n" + ChildLog.tail(log));
       assertTrue(out.stream().anyMatch(l -> l.startsWith("VERIFIED")), out::toString);
       boolean exited = child.waitFor(10, TimeUnit.SECONDS);
       // Threads still ending (a dispatcher finishing its system's termination) are listed too; they
@@ -55,19 +54,10 @@ class JvmExitIT {
                   + "returned: "
                   + out.stream().filter(l -> l.startsWith("NON-DAEMON")).toList()
                   + "\n"
-                  + tail(log));
-      assertEquals(0, child.exitValue(), () -> tail(log));
+                  + ChildLog.tail(log));
+      assertEquals(0, child.exitValue(), () -> ChildLog.tail(log));
     } finally {
       child.destroyForcibly();
-    }
-  }
-
-  private static String tail(Path log) {
-    try {
-      List<String> lines = Files.readAllLines(log);
-      return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
-    } catch (Exception e) {
-      return "(no log: " + e + ")";
     }
   }
 }

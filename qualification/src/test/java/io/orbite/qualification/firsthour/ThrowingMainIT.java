@@ -89,7 +89,7 @@ class ThrowingMainIT {
     try {
       assertTrue(
           throwing.await(90, TimeUnit.SECONDS),
-          () -> "the child did not reach its throw: " + lines(out) + "\n" + tail(log));
+          () -> "the child did not reach its throw: " + lines(out) + "\n" + ChildLog.tail(log));
       long thrownAt = System.nanoTime();
       boolean exited = child.waitFor(EXIT_WITHIN.toMillis(), TimeUnit.MILLISECONDS);
       long exitMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - thrownAt);
@@ -101,14 +101,15 @@ class ThrowingMainIT {
                   + " s after main threw; non-daemon threads when it threw: "
                   + lines(out).stream().filter(l -> l.startsWith("NON-DAEMON")).toList()
                   + "\n"
-                  + tail(log));
+                  + ChildLog.tail(log));
       reader.get(10, TimeUnit.SECONDS);
       String said = Files.readString(log);
       assertEquals(
           1,
           child.exitValue(),
-          () -> "an uncaught exception in main exits with status 1\n" + tail(log));
-      assertTrue(said.contains(ThrowingApp.FAILURE), () -> "it died of its throw:\n" + tail(log));
+          () -> "an uncaught exception in main exits with status 1\n" + ChildLog.tail(log));
+      assertTrue(
+          said.contains(ThrowingApp.FAILURE), () -> "it died of its throw:\n" + ChildLog.tail(log));
       assertTrue(
           lines(out).stream().anyMatch(l -> l.startsWith("VERIFIED")), () -> lines(out) + "");
       assertEquals(
@@ -171,15 +172,6 @@ class ThrowingMainIT {
   private static List<String> lines(List<String> out) {
     synchronized (out) {
       return List.copyOf(out);
-    }
-  }
-
-  private static String tail(Path log) {
-    try {
-      List<String> lines = Files.readAllLines(log);
-      return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
-    } catch (Exception e) {
-      return "(no log: " + e + ")";
     }
   }
 }

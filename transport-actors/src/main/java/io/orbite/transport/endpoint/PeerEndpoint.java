@@ -199,22 +199,18 @@ public final class PeerEndpoint {
     return board.in(
         OwnerState.OPENING,
         Behaviors.receive(Command.class)
-            .onMessage(
-                Attach.class,
-                m -> {
-                  waiters.add(m);
-                  return Behaviors.same();
-                })
-            .onMessage(
-                Close.class,
-                m -> {
-                  closers.add(m);
-                  return Behaviors.same();
-                })
+            .onMessage(Attach.class, m -> waitWith(waiters, m))
+            .onMessage(Close.class, m -> waitWith(closers, m))
             .onMessage(Opened.class, m -> onOpened(m, waiters, closers))
             // A fence before the open returned: the gate keeps it, and onOpened drains the link.
             .onMessageEquals(Fenced.INSTANCE, Behaviors::same)
             .build());
+  }
+
+  /** Keeps {@code m} to be answered when the state it waits for is reached. */
+  private static <M extends Command> Behavior<Command> waitWith(List<M> waiting, M m) {
+    waiting.add(m);
+    return Behaviors.same();
   }
 
   private Behavior<Command> onOpened(Opened m, List<Attach> waiters, List<Close> closers) {
@@ -350,12 +346,7 @@ public final class PeerEndpoint {
                   m.replyTo().tell(new PeerOpenFailed(refusalKind(gate), gate.refusal()));
                   return Behaviors.same();
                 })
-            .onMessage(
-                Close.class,
-                m -> {
-                  closers.add(m);
-                  return Behaviors.same();
-                })
+            .onMessage(Close.class, m -> waitWith(closers, m))
             .onMessage(Drained.class, m -> afterDrain(m.kept(), closers))
             .onMessageEquals(DrainOverdue.INSTANCE, () -> overdue(closers))
             .onMessageEquals(Fenced.INSTANCE, Behaviors::same)

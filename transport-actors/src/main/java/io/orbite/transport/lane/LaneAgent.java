@@ -1,6 +1,7 @@
 package io.orbite.transport.lane;
 
 import io.orbite.engine.spi.ReceiptBatcher;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
@@ -103,6 +104,23 @@ public abstract class LaneAgent<T> implements Agent {
    */
   public final boolean ended() {
     return lifecycle.state() == LaneLifecycle.State.CLOSED;
+  }
+
+  /**
+   * The names of those of {@code lanes} whose thread has not ended, for a quarantine's reason; any
+   * thread.
+   *
+   * @param lanes an endpoint's lanes
+   * @return their names, empty once every one has ended
+   */
+  public static List<String> stillRunning(List<? extends LaneAgent<?>> lanes) {
+    List<String> names = new ArrayList<>();
+    for (LaneAgent<?> lane : lanes) {
+      if (!lane.ended()) {
+        names.add(lane.name());
+      }
+    }
+    return names;
   }
 
   /**

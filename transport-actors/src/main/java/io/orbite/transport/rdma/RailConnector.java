@@ -142,13 +142,7 @@ final class RailConnector {
                 0,
                 0,
                 av),
-            Ibv.QP_STATE
-                | Ibv.QP_AV
-                | Ibv.QP_PATH_MTU
-                | Ibv.QP_DEST_QPN
-                | Ibv.QP_RQ_PSN
-                | Ibv.QP_MAX_DEST_RD_ATOMIC
-                | Ibv.QP_MIN_RNR_TIMER);
+            Ibv.RC_RTR_MASK);
     if (rc != 0) {
       return rc;
     }
@@ -170,11 +164,6 @@ final class RailConnector {
             RETRY_CNT,
             RNR_RETRY,
             null),
-        Ibv.QP_STATE
-            | Ibv.QP_TIMEOUT
-            | Ibv.QP_RETRY_CNT
-            | Ibv.QP_RNR_RETRY
-            | Ibv.QP_SQ_PSN
-            | Ibv.QP_MAX_QP_RD_ATOMIC);
+        Ibv.RC_RTS_MASK);
   }
 }

@@ -3,21 +3,18 @@ package io.orbite.transport.rdma;
 import io.orbite.config.RdmaConfig;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
-import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.rail.RailHealth;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.transport.endpoint.PeerEndpoint;
+import io.orbite.transport.endpoint.PeerEndpoints;
+import io.orbite.transport.endpoint.SideClosers;
 import io.orbite.transport.lane.LaneRuntime;
 import io.orbite.transport.tcp.Authority;
-import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -44,12 +41,6 @@ final class RdmaTransport {
   private record Started(RailOpener.Opened opened, Throwable failure) implements TransportCommand {}
 
   private record SessionEnded(SourceSession session) implements TransportCommand {}
-
-  /** An endpoint answered a close ({@code endpoint} null), or stopped (that one leaves only). */
-  private record EndpointClosed(SegmentDescriptor peer, ActorRef<PeerEndpoint.Command> endpoint)
-      implements TransportCommand {}
-
-  private record EndpointRefused(PeerEndpoint.Refused refused) implements TransportCommand {}
 
   private record ContextClosed(String device) implements TransportCommand {}
 
@@ -86,7 +77,7 @@ final class RdmaTransport {
    */
   private final DirectBytes parents;
 
-  private final Map<SegmentDescriptor, ActorRef<PeerEndpoint.Command>> endpoints = new HashMap<>();
+  private final PeerEndpoints endpoints;
   private final Set<SourceSession> sessions = new HashSet<>();
   private final List<ActorRef<RdmaContext.Command>> contexts = new ArrayList<>();
   private List<Rail> rails = List.of();
@@ -95,12 +86,10 @@ final class RdmaTransport {
   /** Why it refuses (data of the refusing state); empty while it serves. */
   private String why = "";
 
-  private long endpointSequence;
   private long sessionSequence;
   private boolean requesterOpen = true;
   private boolean sourceOpen = true;
-  private final List<ActorRef<TransportCommand.SideClosed>> requesterClosers = new ArrayList<>();
-  private final List<ActorRef<TransportCommand.SideClosed>> sourceClosers = new ArrayList<>();
+  private final SideClosers sourceClosers = new SideClosers("RDMA");
 
   private RdmaTransport(ActorContext<TransportCommand> ctx, TransportContext context) {
     this.ctx = ctx;
@@ -110,6 +99,7 @@ final class RdmaTransport {
     this.direct = new DirectBytes(config.maxDirectBytes());
     this.parents = new DirectBytes("rdma.maxGrants", config.maxGrants());
     this.health = RailOpener.health(config);
+    this.endpoints = new PeerEndpoints(ctx, "RDMA");
   }
 
   static Behavior<TransportCommand> create(TransportContext context) {
@@ -189,7 +179,9 @@ final class RdmaTransport {
                       // would stop the transport with every waiting open unanswered.
                       boolean full = stash.size() >= START_OPENS;
                       if (full && m instanceof TransportCommand.OpenPeer o) {
-                        return refuseOpen(o, "RDMA transport is starting: its rails are opening");
+                        PeerEndpoints.refuse(
+                            o, "RDMA transport is starting: its rails are opening");
+                        return Behaviors.same();
                       }
                       if (full && m instanceof TransportCommand.AdoptConnection a) {
                         return refuseConnection(a);
@@ -212,7 +204,12 @@ final class RdmaTransport {
             shown,
             Behaviors.receive(TransportCommand.class)
                 .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
-                .onMessage(TransportCommand.OpenPeer.class, m -> refuseOpen(m, why))
+                .onMessage(
+                    TransportCommand.OpenPeer.class,
+                    m -> {
+                      PeerEndpoints.refuse(m, why);
+                      return Behaviors.same();
+                    })
                 .onMessage(TransportCommand.AdoptConnection.class, this::refuseConnection)
                 .onMessage(
                     TransportCommand.CloseRequesterSide.class,
@@ -235,19 +232,14 @@ final class RdmaTransport {
                 .build());
   }
 
-  /** Answers a handed-over RDMA HELLO with HELLO_ACK UNAVAILABLE and closes the connection. */
+  /** Answers an RDMA HELLO with a refusal (HELLO_ACK UNAVAILABLE) and closes the connection. */
   private Behavior<TransportCommand> refuseConnection(TransportCommand.AdoptConnection m) {
-    SocketChannel channel = m.channel();
-    ByteBuffer hello = m.hello();
-    long epoch = context.localEpoch();
     context
         .blockingIo()
-        .execute(() -> SourceSession.refuse(channel, hello, ErrorKind.UNAVAILABLE, epoch));
-    return Behaviors.same();
-  }
-
-  private static Behavior<TransportCommand> refuseOpen(TransportCommand.OpenPeer m, String why) {
-    m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
+        .execute(
+            () ->
+                SourceSession.refuse(
+                    m.channel(), m.hello(), ErrorKind.UNAVAILABLE, context.localEpoch()));
     return Behaviors.same();
   }
 
@@ -266,30 +258,21 @@ final class RdmaTransport {
                     SessionEnded.class,
                     m -> {
                       sessions.remove(m.session());
-                      answerSideClosers();
+                      sourceClosers.answerIf(sessions.isEmpty());
                       return Behaviors.same();
                     })
                 .onMessage(
-                    EndpointClosed.class,
+                    PeerEndpoints.Event.class,
                     m -> {
-                      onClosed(m);
-                      answerSideClosers();
-                      return Behaviors.same();
-                    })
-                .onMessage(
-                    EndpointRefused.class,
-                    m -> {
-                      onRefused(m.refused());
-                      answerSideClosers();
+                      endpoints.on(m);
                       return Behaviors.same();
                     })
                 .onMessage(
                     TransportCommand.CloseRequesterSide.class,
                     m -> {
                       requesterOpen = false;
-                      requesterClosers.add(m.replyTo());
-                      closeEndpoints("the requester side of this engine closed");
-                      answerSideClosers();
+                      endpoints.closeRequesterSide(
+                          m.replyTo(), "the requester side of this engine closed");
                       return Behaviors.same();
                     })
                 .onMessage(
@@ -299,7 +282,7 @@ final class RdmaTransport {
                       sourceClosers.add(m.replyTo());
                       List.copyOf(sessions)
                           .forEach(s -> s.close("the source side of this engine closed"));
-                      answerSideClosers();
+                      sourceClosers.answerIf(sessions.isEmpty());
                       return Behaviors.same();
                     })
                 .onMessage(TransportCommand.Shutdown.class, this::onShutdown)
@@ -308,7 +291,8 @@ final class RdmaTransport {
 
   private Behavior<TransportCommand> onOpenPeer(TransportCommand.OpenPeer m) {
     if (!requesterOpen) {
-      return refuseOpen(m, "the requester side of this engine is closed");
+      PeerEndpoints.refuse(m, PeerEndpoints.REQUESTER_SIDE_CLOSED);
+      return Behaviors.same();
     }
     ActorRef<PeerEndpoint.Command> endpoint = endpoints.get(m.peer());
     PeerEndpoint.Attach attach = new PeerEndpoint.Attach(null, m.replyTo());
@@ -322,27 +306,13 @@ final class RdmaTransport {
                     "rdma.maxEndpoints: " + config.maxEndpoints() + " RDMA endpoints are open"));
         return Behaviors.same();
       }
-      ActorRef<PeerEndpoint.Refused> refused =
-          ctx.messageAdapter(PeerEndpoint.Refused.class, EndpointRefused::new);
       RdmaStack stack = new RdmaStack(rails, health, selector, counters, direct, parents);
-      // The sequence keeps names unique: a quarantined endpoint may outlive its entry here.
-      endpoint =
-          ctx.spawn(
-              PeerEndpoint.create(
-                  "RdmaEndpoint",
-                  m.peer(),
-                  context,
-                  fenced -> RdmaLink.open(m.peer(), context, stack, fenced),
-                  attach,
-                  refused::tell),
-              "endpoint-"
-                  + m.peer().port()
-                  + "-"
-                  + Long.toHexString(m.peer().epoch())
-                  + "-"
-                  + (++endpointSequence));
-      ctx.watchWith(endpoint, new EndpointClosed(m.peer(), endpoint));
-      endpoints.put(m.peer(), endpoint);
+      endpoints.open(
+          "RdmaEndpoint",
+          m.peer(),
+          context,
+          fenced -> RdmaLink.open(m.peer(), context, stack, fenced),
+          attach);
       counters.endpointsOpened.increment();
       return Behaviors.same();
     }
@@ -382,43 +352,12 @@ final class RdmaTransport {
     return Behaviors.same();
   }
 
-  private void closeEndpoints(String reason) {
-    ActorRef<PeerEndpoint.Closed> adapter =
-        ctx.messageAdapter(PeerEndpoint.Closed.class, c -> new EndpointClosed(c.peer(), null));
-    endpoints.values().forEach(e -> e.tell(new PeerEndpoint.Close(reason, adapter)));
-  }
-
-  private void onClosed(EndpointClosed m) {
-    if (m.endpoint() == null) {
-      endpoints.remove(m.peer());
-    } else {
-      endpoints.remove(m.peer(), m.endpoint());
-    }
-  }
-
-  /** An endpoint whose open failed: no later open waits on it; it stops once closed. */
-  private void onRefused(PeerEndpoint.Refused r) {
-    endpoints.remove(r.peer(), r.endpoint());
-    r.endpoint().tell(new PeerEndpoint.Close("its open failed", ctx.getSystem().ignoreRef()));
-  }
-
-  private void answerSideClosers() {
-    if (endpoints.isEmpty() && !requesterClosers.isEmpty()) {
-      requesterClosers.forEach(r -> r.tell(new TransportCommand.SideClosed("RDMA")));
-      requesterClosers.clear();
-    }
-    if (sessions.isEmpty() && !sourceClosers.isEmpty()) {
-      sourceClosers.forEach(r -> r.tell(new TransportCommand.SideClosed("RDMA")));
-      sourceClosers.clear();
-    }
-  }
-
   // ---------------------------------------------------------------- stopping
 
   private Behavior<TransportCommand> onShutdown(TransportCommand.Shutdown m) {
     requesterOpen = false;
     sourceOpen = false;
-    closeEndpoints("the engine is shutting down");
+    endpoints.closeAll("the engine is shutting down");
     List.copyOf(sessions).forEach(s -> s.close("the engine is shutting down"));
     return stopping(new ArrayList<>(List.of(m.replyTo())), false);
   }
@@ -426,7 +365,8 @@ final class RdmaTransport {
   /** Endpoints and sessions first, then the contexts (their lanes and native objects). */
   private Behavior<TransportCommand> stopping(
       List<ActorRef<TransportCommand.ShutdownDone>> replyTo, boolean contextsClosing) {
-    answerSideClosers();
+    endpoints.answerRequesterClosers();
+    sourceClosers.answerIf(sessions.isEmpty());
     if (endpoints.isEmpty() && sessions.isEmpty()) {
       if (contexts.isEmpty()) {
         replyTo.forEach(r -> r.tell(new TransportCommand.ShutdownDone("RDMA")));
@@ -444,7 +384,8 @@ final class RdmaTransport {
         .owners()
         .in(
             OwnerState.STOPPING,
-            Behaviors.receive(TransportCommand.class)
+            endpoints
+                .stopping(replyTo, () -> stopping(replyTo, closingNow))
                 .onMessageEquals(Refresh.INSTANCE, Behaviors::same)
                 .onMessage(
                     SessionEnded.class,
@@ -453,15 +394,9 @@ final class RdmaTransport {
                       return stopping(replyTo, closingNow);
                     })
                 .onMessage(
-                    EndpointClosed.class,
+                    PeerEndpoints.Event.class,
                     m -> {
-                      onClosed(m);
-                      return stopping(replyTo, closingNow);
-                    })
-                .onMessage(
-                    EndpointRefused.class,
-                    m -> {
-                      onRefused(m.refused());
+                      endpoints.on(m);
                       return stopping(replyTo, closingNow);
                     })
                 .onMessage(
@@ -473,21 +408,6 @@ final class RdmaTransport {
                       return stopping(replyTo, closingNow);
                     })
                 .onMessage(TransportCommand.AdoptConnection.class, this::refuseConnection)
-                .onMessage(
-                    TransportCommand.OpenPeer.class,
-                    m -> refuseOpen(m, "RDMA transport is stopping"))
-                .onMessage(
-                    TransportCommand.Shutdown.class,
-                    m -> {
-                      replyTo.add(m.replyTo());
-                      return Behaviors.same();
-                    })
-                .onMessage(
-                    TransportCommand.CloseRequesterSide.class,
-                    m -> {
-                      requesterClosers.add(m.replyTo());
-                      return stopping(replyTo, closingNow);
-                    })
                 .onMessage(
                     TransportCommand.CloseSourceSide.class,
                     m -> {

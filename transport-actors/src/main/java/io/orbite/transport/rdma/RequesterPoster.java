@@ -177,11 +177,7 @@ final class RequesterPoster {
   private void ask(Slice s) {
     RcQp qp = s.qp;
     if (qp.broken()) {
-      s.fail(
-          receipts,
-          s.channel.kindFor(qp.life.kind()),
-          s.channel.label() + ": " + qp.brokenWhy(),
-          false);
+      failBroken(s, qp);
       return;
     }
     long now = System.nanoTime();
@@ -200,6 +196,15 @@ final class RequesterPoster {
       return;
     }
     lane.wrote(s.channel.link());
+  }
+
+  /** Fails {@code s} because its QP {@code qp} broke, with the kind the QP stopped with. */
+  private void failBroken(Slice s, RcQp qp) {
+    s.fail(
+        receipts,
+        s.channel.kindFor(qp.life.kind()),
+        s.channel.label() + ": " + qp.brokenWhy(),
+        false);
   }
 
   /** Asks for {@code qp}'s next queued slices while it has room (after one finished, too). */
@@ -233,11 +238,7 @@ final class RequesterPoster {
     }
     RcQp qp = s.qp;
     if (qp.broken()) {
-      s.fail(
-          receipts,
-          s.channel.kindFor(qp.life.kind()),
-          s.channel.label() + ": " + qp.brokenWhy(),
-          false);
+      failBroken(s, qp);
       next(qp);
       return;
     }
@@ -336,10 +337,14 @@ final class RequesterPoster {
     s.succeedIfDone(receipts);
   }
 
-  private final class PayloadDone implements CqLane.Completion {
-    private final Slice s;
+  /**
+   * A completion of one of slice {@code s}'s WRs, on whichever QP the slice is on now: each pays
+   * one WR of that QP's debt.
+   */
+  private abstract static class SliceCompletion implements CqLane.Completion {
+    final Slice s;
 
-    PayloadDone(Slice s) {
+    SliceCompletion(Slice s) {
       this.s = s;
     }
 
@@ -349,8 +354,22 @@ final class RequesterPoster {
     }
 
     @Override
-    public void completed(CqLane lane, Verbs.Wc wc) {
+    public final void completed(CqLane lane, Verbs.Wc wc) {
       s.qp.debt--;
+      done(wc);
+    }
+
+    /** The WR completed with {@code wc}. */
+    abstract void done(Verbs.Wc wc);
+  }
+
+  private final class PayloadDone extends SliceCompletion {
+    PayloadDone(Slice s) {
+      super(s);
+    }
+
+    @Override
+    void done(Verbs.Wc wc) {
       s.payloadCompleted = true;
       if (!s.sendPosted) {
         s.releaseSlot();
@@ -378,21 +397,13 @@ final class RequesterPoster {
     }
   }
 
-  private final class SendDone implements CqLane.Completion {
-    private final Slice s;
-
+  private final class SendDone extends SliceCompletion {
     SendDone(Slice s) {
-      this.s = s;
+      super(s);
     }
 
     @Override
-    public RcQp qp() {
-      return s.qp;
-    }
-
-    @Override
-    public void completed(CqLane lane, Verbs.Wc wc) {
-      s.qp.debt--;
+    void done(Verbs.Wc wc) {
       s.releaseSlot();
       if (wc.status() == Ibv.WC_SUCCESS) {
         s.sendDone = true;

@@ -66,12 +66,7 @@ final class SourceWindows {
     long addr = g.registration.segment().address() + g.offset;
     long id =
         lane.track(
-            new CqLane.Completion() {
-              @Override
-              public RcQp qp() {
-                return qp;
-              }
-
+            new OnQp(qp) {
               @Override
               public void completed(CqLane l, Verbs.Wc wc) {
                 qp.debt--;
@@ -114,12 +109,7 @@ final class SourceWindows {
       SourceGrants session, RcQp qp, MemorySegment slab, Verbs.Mr slabMr, int slot) {
     long id =
         lane.track(
-            new CqLane.Completion() {
-              @Override
-              public RcQp qp() {
-                return qp;
-              }
-
+            new OnQp(qp) {
               @Override
               public void completed(CqLane l, Verbs.Wc wc) {
                 if (wc.status() == Ibv.WC_SUCCESS) {
@@ -154,5 +144,19 @@ final class SourceWindows {
       return false;
     }
     return true;
+  }
+
+  /** A completion of a WR posted on {@code qp}. */
+  private abstract static class OnQp implements CqLane.Completion {
+    private final RcQp qp;
+
+    OnQp(RcQp qp) {
+      this.qp = qp;
+    }
+
+    @Override
+    public RcQp qp() {
+      return qp;
+    }
   }
 }

@@ -10,6 +10,7 @@ import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedRegion;
 import io.orbite.nativebind.HostIdentity;
 import io.orbite.transport.endpoint.EndpointLink;
+import io.orbite.transport.lane.LaneAgent;
 import io.orbite.transport.lane.LaneRuntime;
 import java.util.ArrayList;
 import java.util.List;
@@ -137,13 +138,7 @@ final class ShmLink implements EndpointLink {
 
   @Override
   public List<String> running() {
-    List<String> names = new ArrayList<>();
-    for (ShmLane lane : lanes) {
-      if (!lane.ended()) {
-        names.add(lane.name());
-      }
-    }
-    return names;
+    return LaneAgent.stillRunning(lanes);
   }
 
   @Override

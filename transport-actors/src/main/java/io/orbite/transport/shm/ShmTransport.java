@@ -2,21 +2,20 @@ package io.orbite.transport.shm;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
-import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.nativebind.HostIdentity;
 import io.orbite.transport.endpoint.PeerEndpoint;
+import io.orbite.transport.endpoint.PeerEndpoints;
 import java.io.IOException;
+import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
@@ -30,24 +29,17 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * <p>States: {@link #serving}, {@link #stopping} (every endpoint's lane closing), then stopped.
  */
 final class ShmTransport {
-  private record EndpointClosed(SegmentDescriptor peer) implements TransportCommand {}
-
-  private record EndpointRefused(PeerEndpoint.Refused refused) implements TransportCommand {}
-
-  private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
   private final OwnerBoard board;
   private final HostIdentity local;
-  private final Map<SegmentDescriptor, ActorRef<PeerEndpoint.Command>> endpoints = new HashMap<>();
-  private final List<ActorRef<TransportCommand.SideClosed>> requesterClosers = new ArrayList<>();
-  private long endpointSequence;
+  private final PeerEndpoints endpoints;
 
   private ShmTransport(
       ActorContext<TransportCommand> ctx, TransportContext context, HostIdentity local) {
-    this.ctx = ctx;
     this.context = context;
     this.board = context.owners();
     this.local = local;
+    this.endpoints = new PeerEndpoints(ctx, "SHM");
   }
 
   static Behavior<TransportCommand> create(TransportContext context, HostIdentity local) {
@@ -72,11 +64,7 @@ final class ShmTransport {
                 TransportCommand.OpenPeer.class,
                 m -> {
                   if (!requesterOpen) {
-                    m.replyTo()
-                        .tell(
-                            new TransportCommand.PeerOpenFailed(
-                                ErrorKind.UNAVAILABLE,
-                                "the requester side of this engine is closed"));
+                    PeerEndpoints.refuse(m, PeerEndpoints.REQUESTER_SIDE_CLOSED);
                     return Behaviors.same();
                   }
                   return onOpenShared(m);
@@ -87,46 +75,33 @@ final class ShmTransport {
                   closeQuietly(m.channel());
                   return Behaviors.same();
                 })
-            .onMessage(EndpointClosed.class, m -> Behaviors.same())
+            // An endpoint leaves only once it has stopped: a quarantined one holds the closes.
+            .onMessage(PeerEndpoints.EndpointClosed.class, m -> Behaviors.same())
             .onMessage(
-                EndpointRefused.class,
+                PeerEndpoints.Event.class,
                 m -> {
-                  // Dropped first, so no later open is sent to it; then closed.
-                  endpoints.remove(m.refused().peer(), m.refused().endpoint());
-                  m.refused()
-                      .endpoint()
-                      .tell(new PeerEndpoint.Close("its open failed", ctx.getSystem().ignoreRef()));
+                  endpoints.on(m);
                   return Behaviors.same();
                 })
             .onMessage(
                 TransportCommand.CloseRequesterSide.class,
                 m -> {
-                  requesterClosers.add(m.replyTo());
-                  closeEndpoints();
-                  answerRequesterClosers();
+                  endpoints.closeRequesterSide(m.replyTo(), "closing");
                   return serving(false);
                 })
             .onMessage(
                 TransportCommand.CloseSourceSide.class,
                 m -> {
                   // Nothing runs here on the source side; exported memory is fenced by unregister
-                  // and
-                  // close.
+                  // and close.
                   m.replyTo().tell(new TransportCommand.SideClosed("SHM"));
                   return Behaviors.same();
                 })
             .onMessage(
                 TransportCommand.Shutdown.class,
                 m -> {
-                  closeEndpoints();
+                  endpoints.closeAll("closing");
                   return stopping(new ArrayList<>(List.of(m.replyTo())));
-                })
-            .onSignal(
-                Terminated.class,
-                t -> {
-                  endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
-                  answerRequesterClosers();
-                  return Behaviors.same();
                 })
             .build());
   }
@@ -151,92 +126,43 @@ final class ShmTransport {
                     "SHM endpoints: " + cap + " peer incarnations are open"));
         return Behaviors.same();
       }
-      // The sequence keeps names unique: a refused endpoint is dropped from the map at once but
-      // stops later, and a name is reserved until its owner has stopped; an open of the same peer
-      // in between used to reuse the name, which threw and stopped this transport.
-      ActorRef<PeerEndpoint.Refused> refused =
-          ctx.messageAdapter(PeerEndpoint.Refused.class, EndpointRefused::new);
-      endpoint =
-          ctx.spawn(
-              PeerEndpoint.create(
-                  "ShmEndpoint",
-                  m.peer(),
-                  context,
-                  fenced -> ShmLink.open(m.peer(), exports, local, context, fenced),
-                  new PeerEndpoint.Attach(exports, m.replyTo()),
-                  refused::tell),
-              "endpoint-"
-                  + m.peer().port()
-                  + "-"
-                  + Long.toHexString(m.peer().epoch())
-                  + "-"
-                  + (++endpointSequence));
-      ctx.watch(endpoint);
-      endpoints.put(m.peer(), endpoint);
+      endpoints.open(
+          "ShmEndpoint",
+          m.peer(),
+          context,
+          fenced -> ShmLink.open(m.peer(), exports, local, context, fenced),
+          new PeerEndpoint.Attach(exports, m.replyTo()));
       return Behaviors.same();
     }
     endpoint.tell(new PeerEndpoint.Attach(exports, m.replyTo()));
     return Behaviors.same();
   }
 
-  private void closeEndpoints() {
-    ActorRef<PeerEndpoint.Closed> adapter =
-        ctx.messageAdapter(PeerEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
-    endpoints.values().forEach(e -> e.tell(new PeerEndpoint.Close("closing", adapter)));
-  }
-
-  private void answerRequesterClosers() {
-    if (endpoints.isEmpty() && !requesterClosers.isEmpty()) {
-      requesterClosers.forEach(r -> r.tell(new TransportCommand.SideClosed("SHM")));
-      requesterClosers.clear();
-    }
-  }
-
   /** Every endpoint closing; each Shutdown is answered when they all have stopped. */
   private Behavior<TransportCommand> stopping(
       List<ActorRef<TransportCommand.ShutdownDone>> replyTo) {
-    answerRequesterClosers();
+    endpoints.answerRequesterClosers();
     if (endpoints.isEmpty()) {
       replyTo.forEach(r -> r.tell(new TransportCommand.ShutdownDone("SHM")));
       return Behaviors.stopped();
     }
     return board.in(
         OwnerState.STOPPING,
-        Behaviors.receive(TransportCommand.class)
-            .onSignal(
-                Terminated.class,
-                t -> {
-                  endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
+        endpoints
+            .stopping(replyTo, () -> stopping(replyTo))
+            .onMessage(
+                PeerEndpoints.EndpointStopped.class,
+                m -> {
+                  endpoints.on(m);
                   return stopping(replyTo);
                 })
-            .onMessage(EndpointClosed.class, m -> Behaviors.same())
-            .onMessage(EndpointRefused.class, m -> Behaviors.same()) // closeEndpoints closes it
-            .onMessage(
-                TransportCommand.Shutdown.class,
-                m -> {
-                  replyTo.add(m.replyTo());
-                  return Behaviors.same();
-                })
-            .onMessage(
-                TransportCommand.OpenPeer.class,
-                m -> {
-                  m.replyTo()
-                      .tell(
-                          new TransportCommand.PeerOpenFailed(
-                              ErrorKind.UNAVAILABLE, "SHM transport is stopping"));
-                  return Behaviors.same();
-                })
+            .onMessage(PeerEndpoints.EndpointClosed.class, m -> Behaviors.same())
+            .onMessage(PeerEndpoints.EndpointRefused.class, m -> Behaviors.same()) // closeAll did
             .onMessage(
                 TransportCommand.AdoptConnection.class,
                 m -> {
                   closeQuietly(m.channel());
                   return Behaviors.same();
-                })
-            .onMessage(
-                TransportCommand.CloseRequesterSide.class,
-                m -> {
-                  requesterClosers.add(m.replyTo());
-                  return stopping(replyTo);
                 })
             .onMessage(
                 TransportCommand.CloseSourceSide.class,
@@ -247,7 +173,7 @@ final class ShmTransport {
             .build());
   }
 
-  private static void closeQuietly(java.nio.channels.SocketChannel channel) {
+  private static void closeQuietly(SocketChannel channel) {
     try {
       channel.close();
     } catch (IOException ignored) {

@@ -8,6 +8,7 @@ import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.transport.endpoint.EndpointLink;
+import io.orbite.transport.lane.LaneAgent;
 import io.orbite.transport.lane.LaneRuntime;
 import java.io.IOException;
 import java.nio.channels.SocketChannel;
@@ -145,13 +146,7 @@ final class TcpLink implements EndpointLink {
 
   @Override
   public List<String> running() {
-    List<String> names = new ArrayList<>();
-    for (RequesterLane lane : lanes) {
-      if (!lane.ended()) {
-        names.add(lane.name());
-      }
-    }
-    return names;
+    return LaneAgent.stillRunning(List.of(lanes));
   }
 
   @Override

@@ -2,23 +2,24 @@ package io.orbite.transport.tcp;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
-import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.transport.endpoint.PeerEndpoint;
+import io.orbite.transport.endpoint.PeerEndpoints;
+import io.orbite.transport.endpoint.SideClosers;
 import io.orbite.transport.lane.LaneRuntime;
 import java.io.IOException;
+import java.net.StandardSocketOptions;
+import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
@@ -33,10 +34,6 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 final class TcpTransport {
   private record SourceLaneEnded(SourceLane lane) implements TransportCommand {}
 
-  private record EndpointClosed(SegmentDescriptor peer) implements TransportCommand {}
-
-  private record EndpointRefused(PeerEndpoint.Refused refused) implements TransportCommand {}
-
   private final ActorContext<TransportCommand> ctx;
   private final TransportContext context;
   private final OwnerBoard board;
@@ -45,15 +42,16 @@ final class TcpTransport {
   /** At most this many source lanes at once: budgets.maxEndpoints x tcp.lanes. */
   private final int maxSourceLanes;
 
-  private final Map<SegmentDescriptor, ActorRef<PeerEndpoint.Command>> endpoints = new HashMap<>();
+  private final PeerEndpoints endpoints;
   private final Set<SourceLane> sourceLanes = new HashSet<>();
+  private final SideClosers sourceClosers = new SideClosers("TCP");
   private long laneSequence;
-  private long endpointSequence;
 
   private TcpTransport(ActorContext<TransportCommand> ctx, TransportContext context) {
     this.ctx = ctx;
     this.context = context;
     this.board = context.owners();
+    this.endpoints = new PeerEndpoints(ctx, "TCP");
     this.authority = new Authority(context.registry(), context.localEpoch());
     this.maxSourceLanes =
         context.config().budgets().maxEndpoints() * context.config().tcp().lanes();
@@ -84,9 +82,6 @@ final class TcpTransport {
   /** Which directions are still open (C8): each only ever closes. */
   private record Sides(boolean requester, boolean source) {}
 
-  private final List<ActorRef<TransportCommand.SideClosed>> requesterClosers = new ArrayList<>();
-  private final List<ActorRef<TransportCommand.SideClosed>> sourceClosers = new ArrayList<>();
-
   /** Serving; a closed side is refused here, and still shown serving. */
   private Behavior<TransportCommand> serving(Sides sides) {
     return board.in(
@@ -96,11 +91,7 @@ final class TcpTransport {
                 TransportCommand.OpenPeer.class,
                 m -> {
                   if (!sides.requester()) {
-                    m.replyTo()
-                        .tell(
-                            new TransportCommand.PeerOpenFailed(
-                                ErrorKind.UNAVAILABLE,
-                                "the requester side of this engine is closed"));
+                    PeerEndpoints.refuse(m, PeerEndpoints.REQUESTER_SIDE_CLOSED);
                     return Behaviors.same();
                   }
                   return onOpenPeer(m);
@@ -118,30 +109,19 @@ final class TcpTransport {
                 SourceLaneEnded.class,
                 m -> {
                   sourceLanes.remove(m.lane());
-                  answerSideClosers();
+                  sourceClosers.answerIf(sourceLanes.isEmpty());
                   return Behaviors.same();
                 })
             .onMessage(
-                EndpointClosed.class,
+                PeerEndpoints.Event.class,
                 m -> {
-                  // Closed, or quarantined (it then lives on, listed in the engine's quarantine).
-                  endpoints.remove(m.peer());
-                  answerSideClosers();
-                  return Behaviors.same();
-                })
-            .onMessage(
-                EndpointRefused.class,
-                m -> {
-                  onRefused(m.refused());
-                  answerSideClosers();
+                  endpoints.on(m);
                   return Behaviors.same();
                 })
             .onMessage(
                 TransportCommand.CloseRequesterSide.class,
                 m -> {
-                  requesterClosers.add(m.replyTo());
-                  closeEndpoints("the requester side was closed");
-                  answerSideClosers();
+                  endpoints.closeRequesterSide(m.replyTo(), "the requester side was closed");
                   return serving(new Sides(false, sides.source()));
                 })
             .onMessage(
@@ -149,46 +129,14 @@ final class TcpTransport {
                 m -> {
                   sourceClosers.add(m.replyTo());
                   sourceLanes.forEach(SourceLane::close);
-                  answerSideClosers();
+                  sourceClosers.answerIf(sourceLanes.isEmpty());
                   return serving(new Sides(sides.requester(), false));
                 })
             .onMessage(TransportCommand.Shutdown.class, this::onShutdown)
-            .onSignal(
-                Terminated.class,
-                t -> {
-                  onEndpointStopped(t);
-                  answerSideClosers();
-                  return Behaviors.same();
-                })
             .build());
   }
 
-  /** Asks every endpoint to close; each answers (EndpointClosed) once its lanes drained. */
-  private void closeEndpoints(String reason) {
-    ActorRef<PeerEndpoint.Closed> closedAdapter =
-        ctx.messageAdapter(PeerEndpoint.Closed.class, c -> new EndpointClosed(c.peer()));
-    endpoints.values().forEach(e -> e.tell(new PeerEndpoint.Close(reason, closedAdapter)));
-  }
-
-  /** An endpoint whose open failed: no later open waits on it; it stops once closed. */
-  private void onRefused(PeerEndpoint.Refused r) {
-    endpoints.remove(r.peer(), r.endpoint());
-    r.endpoint().tell(new PeerEndpoint.Close("its open failed", ctx.getSystem().ignoreRef()));
-  }
-
-  /** Answers side closes whose lanes have all ended. */
-  private void answerSideClosers() {
-    if (endpoints.isEmpty() && !requesterClosers.isEmpty()) {
-      requesterClosers.forEach(r -> r.tell(new TransportCommand.SideClosed("TCP")));
-      requesterClosers.clear();
-    }
-    if (sourceLanes.isEmpty() && !sourceClosers.isEmpty()) {
-      sourceClosers.forEach(r -> r.tell(new TransportCommand.SideClosed("TCP")));
-      sourceClosers.clear();
-    }
-  }
-
-  private static void closeQuietly(java.nio.channels.SocketChannel channel) {
+  private static void closeQuietly(SocketChannel channel) {
     try {
       channel.close();
     } catch (IOException ignored) {
@@ -200,29 +148,15 @@ final class TcpTransport {
     ActorRef<PeerEndpoint.Command> endpoint = endpoints.get(m.peer());
     PeerEndpoint.Attach attach = new PeerEndpoint.Attach(null, m.replyTo());
     if (endpoint == null) {
-      ActorRef<PeerEndpoint.Refused> refused =
-          ctx.messageAdapter(PeerEndpoint.Refused.class, EndpointRefused::new);
-      // The sequence keeps names unique: a quarantined endpoint may outlive its entry here.
-      endpoint =
-          ctx.spawn(
-              PeerEndpoint.create(
-                  "TcpEndpoint",
-                  m.peer(),
-                  context,
-                  fenced -> TcpLink.open(m.peer(), context, fenced),
-                  attach,
-                  refused::tell),
-              "endpoint-"
-                  + m.peer().port()
-                  + "-"
-                  + Long.toHexString(m.peer().epoch())
-                  + "-"
-                  + (++endpointSequence));
-      ctx.watch(endpoint);
-      endpoints.put(m.peer(), endpoint);
-      return Behaviors.same();
+      endpoints.open(
+          "TcpEndpoint",
+          m.peer(),
+          context,
+          fenced -> TcpLink.open(m.peer(), context, fenced),
+          attach);
+    } else {
+      endpoint.tell(attach);
     }
-    endpoint.tell(attach);
     return Behaviors.same();
   }
 
@@ -238,20 +172,15 @@ final class TcpTransport {
             + ")";
     try {
       m.channel()
-          .setOption(
-              java.net.StandardSocketOptions.SO_SNDBUF, context.config().tcp().socketBufferBytes());
+          .setOption(StandardSocketOptions.SO_SNDBUF, context.config().tcp().socketBufferBytes());
       m.channel()
-          .setOption(
-              java.net.StandardSocketOptions.SO_RCVBUF, context.config().tcp().socketBufferBytes());
+          .setOption(StandardSocketOptions.SO_RCVBUF, context.config().tcp().socketBufferBytes());
     } catch (IOException e) {
       ctx.getLog().debug("{}: socket options: {}", name, e.toString());
     }
     // C9: source lanes are bounded like the requester's endpoints. A lane over the bound is still
     // answered (HELLO_ACK RESOURCE_EXHAUSTED) and closed, so the peer learns why.
-    int refusal =
-        sourceLanes.size() >= maxSourceLanes
-            ? io.orbite.engine.ErrorKind.RESOURCE_EXHAUSTED.code()
-            : 0;
+    int refusal = sourceLanes.size() >= maxSourceLanes ? ErrorKind.RESOURCE_EXHAUSTED.code() : 0;
     SourceLane lane =
         new SourceLane(
             name,
@@ -268,28 +197,25 @@ final class TcpTransport {
     return Behaviors.same();
   }
 
-  private Behavior<TransportCommand> onEndpointStopped(Terminated t) {
-    endpoints.values().removeIf(ref -> ref.equals(t.getRef()));
-    return Behaviors.same();
-  }
-
   private Behavior<TransportCommand> onShutdown(TransportCommand.Shutdown m) {
     sourceLanes.forEach(SourceLane::close);
-    closeEndpoints("the engine is closing");
+    endpoints.closeAll("the engine is closing");
     return stopping(new ArrayList<>(List.of(m.replyTo())));
   }
 
   /** Every endpoint and source lane closing; each Shutdown is answered when they all have. */
   private Behavior<TransportCommand> stopping(
       List<ActorRef<TransportCommand.ShutdownDone>> replyTo) {
-    answerSideClosers();
+    endpoints.answerRequesterClosers();
+    sourceClosers.answerIf(sourceLanes.isEmpty());
     if (endpoints.isEmpty() && sourceLanes.isEmpty()) {
       replyTo.forEach(r -> r.tell(new TransportCommand.ShutdownDone("TCP")));
       return Behaviors.stopped();
     }
     return board.in(
         OwnerState.STOPPING,
-        Behaviors.receive(TransportCommand.class)
+        endpoints
+            .stopping(replyTo, () -> stopping(replyTo))
             .onMessage(
                 SourceLaneEnded.class,
                 m -> {
@@ -297,53 +223,16 @@ final class TcpTransport {
                   return stopping(replyTo);
                 })
             .onMessage(
-                EndpointClosed.class,
+                PeerEndpoints.Event.class,
                 m -> {
-                  endpoints.remove(m.peer());
-                  return stopping(replyTo);
-                })
-            .onMessage(
-                EndpointRefused.class,
-                m -> {
-                  onRefused(m.refused());
-                  return stopping(replyTo);
-                })
-            .onSignal(
-                Terminated.class,
-                t -> {
-                  onEndpointStopped(t);
+                  endpoints.on(m);
                   return stopping(replyTo);
                 })
             .onMessage(
                 TransportCommand.AdoptConnection.class,
                 m -> {
-                  try {
-                    m.channel().close();
-                  } catch (IOException ignored) {
-                    // Refusing a connection while stopping: nothing else to do.
-                  }
+                  closeQuietly(m.channel());
                   return Behaviors.same();
-                })
-            .onMessage(
-                TransportCommand.OpenPeer.class,
-                m -> {
-                  m.replyTo()
-                      .tell(
-                          new TransportCommand.PeerOpenFailed(
-                              ErrorKind.UNAVAILABLE, "TCP transport is stopping"));
-                  return Behaviors.same();
-                })
-            .onMessage(
-                TransportCommand.Shutdown.class,
-                m -> {
-                  replyTo.add(m.replyTo());
-                  return Behaviors.same();
-                })
-            .onMessage(
-                TransportCommand.CloseRequesterSide.class,
-                m -> {
-                  requesterClosers.add(m.replyTo());
-                  return stopping(replyTo);
                 })
             .onMessage(
                 TransportCommand.CloseSourceSide.class,

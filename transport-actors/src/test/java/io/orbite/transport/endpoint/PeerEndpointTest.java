@@ -20,11 +20,12 @@ import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.QuarantineLedger;
-import io.orbite.engine.spi.TaskWork;
 import io.orbite.engine.spi.TransportCommand.OpenPeerReply;
 import io.orbite.engine.spi.TransportCommand.PeerOpenFailed;
 import io.orbite.engine.spi.TransportCommand.PeerOpened;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.testkit.GateChannel;
+import io.orbite.engine.testkit.Probes;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.transport.TestContexts;
 import java.io.IOException;
@@ -105,48 +106,9 @@ class PeerEndpointTest {
     testKit.shutdownTestKit();
   }
 
-  /** A channel whose gate is the state the test reads; no task is ever dispatched. */
-  private static final class FakeChannel implements PeerChannel {
-    final SegmentDescriptor peer;
-    final ChannelGate gate;
-
-    FakeChannel(SegmentDescriptor peer) {
-      this.peer = peer;
-      this.gate = new ChannelGate("the fake channel to " + peer);
-    }
-
-    @Override
-    public SegmentDescriptor peer() {
-      return peer;
-    }
-
-    @Override
-    public Transport transport() {
-      return Transport.TCP;
-    }
-
-    @Override
-    public int dispatch(TaskWork work) {
-      throw new AssertionError("no task is dispatched in this test");
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public ChannelGate gate() {
-      return gate;
-    }
-
-    @Override
-    public void fence(long newerEpoch, String reason) {
-      gate.fence(newerEpoch, reason);
-    }
-  }
-
   /** A link whose drain, workers and ticks the test controls, recording what it was asked. */
   private static final class FakeLink implements EndpointLink {
-    final FakeChannel channel;
+    final GateChannel channel;
     final CompletableFuture<List<String>> drained = new CompletableFuture<>();
     final List<Object> attached = Collections.synchronizedList(new ArrayList<>());
     final List<String> closes = new CopyOnWriteArrayList<>();
@@ -156,7 +118,7 @@ class PeerEndpointTest {
     final Duration tickEvery;
 
     FakeLink(SegmentDescriptor peer, Duration tickEvery) {
-      this.channel = new FakeChannel(peer);
+      this.channel = new GateChannel(peer, Transport.TCP);
       this.tickEvery = tickEvery;
     }
 
@@ -248,11 +210,7 @@ class PeerEndpointTest {
   }
 
   private OwnerView.Owner row(ActorRef<?> endpoint) {
-    String key = board.key(endpoint);
-    return board.snapshot().owners().stream()
-        .filter(o -> o.path().equals(key))
-        .findFirst()
-        .orElse(null);
+    return board.row(endpoint);
   }
 
   /** Waits until the owner view shows the endpoint in {@code state}. */
@@ -269,12 +227,7 @@ class PeerEndpointTest {
 
   /** Waits (at most 10 s) until {@code check} passes. */
   private void eventually(Runnable check) {
-    refused.awaitAssert(
-        Duration.ofSeconds(10),
-        () -> {
-          check.run();
-          return null;
-        });
+    Probes.eventually(refused, check);
   }
 
   /** The endpoint stopped, and the owner view remembers it with {@code lastState}. */
@@ -408,7 +361,7 @@ class PeerEndpointTest {
     assertEquals(
         new PeerOpenFailed(
             ErrorKind.EPOCH_MISMATCH,
-            "the fake channel to " + peer + " is fenced: a newer incarnation answers"),
+            "the fake TCP channel to " + peer + " is fenced: a newer incarnation answers"),
         replies.receiveMessage());
     assertEquals(List.of("none"), link.attached, "a refused attach never reaches the link");
   }
@@ -469,7 +422,7 @@ class PeerEndpointTest {
     assertEquals(
         new PeerOpenFailed(
             ErrorKind.UNAVAILABLE,
-            "the fake channel to " + peer + " is closed: the requester side was closed"),
+            "the fake TCP channel to " + peer + " is closed: the requester side was closed"),
         replies.receiveMessage());
     first.expectNoMessage(SHORT);
     assertEquals(List.of("the requester side was closed"), link.closes, "closed once");

@@ -4,11 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.orbite.engine.testkit.StateTypes;
 import io.orbite.transport.lane.LaneLifecycle.State;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -58,45 +56,15 @@ class LaneLifecycleTest {
 
   @Test
   void racingMoversEachSucceedAtMostOnceAndTheStateOnlyGoesForward() throws Exception {
-    for (int round = 0; round < 200; round++) {
-      LaneLifecycle l = new LaneLifecycle();
-      State[] moves = {State.DRAINING, State.CLOSING, State.CLOSED, State.QUARANTINED};
-      AtomicInteger[] won = new AtomicInteger[moves.length];
-      for (int i = 0; i < won.length; i++) {
-        won[i] = new AtomicInteger();
-      }
-      List<State> seen = java.util.Collections.synchronizedList(new ArrayList<>());
-      CountDownLatch go = new CountDownLatch(1);
-      List<Thread> threads = new ArrayList<>();
-      for (int t = 0; t < 8; t++) {
-        int which = t % moves.length;
-        threads.add(
-            Thread.ofPlatform()
-                .start(
-                    () -> {
-                      try {
-                        go.await();
-                      } catch (InterruptedException e) {
-                        return;
-                      }
-                      State before = l.state();
-                      if (l.moveTo(moves[which])) {
-                        won[which].incrementAndGet();
-                      }
-                      State after = l.state();
-                      assertTrue(after.ordinal() >= before.ordinal(), before + " then " + after);
-                      seen.add(after);
-                    }));
-      }
-      go.countDown();
-      for (Thread t : threads) {
-        t.join();
-      }
-      for (int i = 0; i < moves.length; i++) {
-        assertTrue(won[i].get() <= 1, moves[i] + " won " + won[i].get() + " times");
-      }
-      assertTrue(l.state().terminal() || l.state() == State.CLOSING || l.state() == State.DRAINING);
-      assertFalse(l.running());
-    }
+    StateTypes.racing(
+        LaneLifecycle::new,
+        LaneLifecycle::state,
+        LaneLifecycle::moveTo,
+        List.of(State.DRAINING, State.CLOSING, State.CLOSED, State.QUARANTINED),
+        (l, won) -> {
+          assertTrue(
+              l.state().terminal() || l.state() == State.CLOSING || l.state() == State.DRAINING);
+          assertFalse(l.running());
+        });
   }
 }

@@ -7,13 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.engine.Op;
 import io.orbite.engine.spi.Lifecycle;
+import io.orbite.engine.testkit.Racers;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -136,35 +136,13 @@ class GrantStateTest {
       r.admit(Op.READ, 1000, 200);
       r.admit(Op.READ, 1200, 200);
       AtomicBoolean promoted = new AtomicBoolean();
-      List<Reservation.Settled> ends = java.util.Collections.synchronizedList(new ArrayList<>());
-      CountDownLatch go = new CountDownLatch(1);
-      List<Supplier<Object>> movers =
+      List<Reservation.Settled> ends = Collections.synchronizedList(new ArrayList<>());
+      Racers.race(
           List.of(
-              () -> {
-                promoted.set(r.promote());
-                return null;
-              },
+              () -> promoted.set(r.promote()),
               () -> ends.add(r.windowClosed(true, 200)),
               () -> ends.add(r.windowClosed(true, 200)),
-              () -> ends.add(r.done()));
-      List<Thread> threads = new ArrayList<>();
-      for (Supplier<Object> m : movers) {
-        threads.add(
-            Thread.ofPlatform()
-                .start(
-                    () -> {
-                      try {
-                        go.await();
-                      } catch (InterruptedException e) {
-                        return;
-                      }
-                      m.get();
-                    }));
-      }
-      go.countDown();
-      for (Thread t : threads) {
-        t.join();
-      }
+              () -> ends.add(r.done())));
       GrantState end = r.state();
       assertTrue(end == GrantState.ENDED || end == GrantState.ENDED_AS_RECORD, end::toString);
       assertEquals(1, ends.stream().filter(Reservation.Settled::ended).count(), "ended once");

@@ -6,11 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.testkit.StateTypes;
 import io.orbite.transport.rdma.QpLifecycle.State;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -98,45 +96,16 @@ class QpLifecycleTest {
 
   @Test
   void racingMoversNeverUndoEachOtherAndTheDestroyIsClaimedOnce() throws Exception {
-    for (int round = 0; round < 200; round++) {
-      QpLifecycle l = new QpLifecycle();
-      State[] moves = {State.READY, State.BROKEN, State.RETIRING, State.DESTROY_CLAIMED};
-      AtomicInteger[] won = new AtomicInteger[moves.length];
-      for (int i = 0; i < won.length; i++) {
-        won[i] = new AtomicInteger();
-      }
-      CountDownLatch go = new CountDownLatch(1);
-      List<Thread> threads = new ArrayList<>();
-      for (int t = 0; t < 8; t++) {
-        int which = t % moves.length;
-        threads.add(
-            Thread.ofPlatform()
-                .start(
-                    () -> {
-                      try {
-                        go.await();
-                      } catch (InterruptedException e) {
-                        return;
-                      }
-                      State before = l.state();
-                      if (move(l, moves[which])) {
-                        won[which].incrementAndGet();
-                      }
-                      State after = l.state();
-                      assertTrue(after.ordinal() >= before.ordinal(), before + " then " + after);
-                    }));
-      }
-      go.countDown();
-      for (Thread t : threads) {
-        t.join();
-      }
-      for (int i = 0; i < moves.length; i++) {
-        assertTrue(won[i].get() <= 1, moves[i] + " won " + won[i].get() + " times");
-      }
-      assertEquals(1, won[3].get(), "some racer claims the destroy, once");
-      assertEquals(State.DESTROY_CLAIMED, l.state());
-      assertFalse(l.takesWork());
-      assertFalse(l.settled().isDone(), "nothing settles before the claimed destroy ends");
-    }
+    StateTypes.racing(
+        QpLifecycle::new,
+        QpLifecycle::state,
+        QpLifecycleTest::move,
+        List.of(State.READY, State.BROKEN, State.RETIRING, State.DESTROY_CLAIMED),
+        (l, won) -> {
+          assertEquals(1, won.get(State.DESTROY_CLAIMED), "some racer claims the destroy, once");
+          assertEquals(State.DESTROY_CLAIMED, l.state());
+          assertFalse(l.takesWork());
+          assertFalse(l.settled().isDone(), "nothing settles before the claimed destroy ends");
+        });
   }
 }

@@ -17,6 +17,7 @@ import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportCommand.OpenPeerReply;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.testkit.Probes;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.Description;
 import io.orbite.engine.wire.SharedExports;
@@ -148,11 +149,7 @@ class ShmTransportTest {
   }
 
   private OwnerView.Owner row(ActorRef<?> shm) {
-    String key = board.key(shm);
-    return board.snapshot().owners().stream()
-        .filter(o -> o.path().equals(key))
-        .findFirst()
-        .orElse(null);
+    return board.row(shm);
   }
 
   private void awaitRow(ActorRef<?> shm, OwnerState state, long endpoints) {
@@ -166,12 +163,7 @@ class ShmTransportTest {
   }
 
   private void eventually(Runnable check) {
-    watcher.awaitAssert(
-        Duration.ofSeconds(10),
-        () -> {
-          check.run();
-          return null;
-        });
+    Probes.eventually(watcher, check);
   }
 
   /** A connection handed over to SHM (which has none of its own); returns the client's end. */

@@ -41,8 +41,6 @@ import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.foreign.Arena;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -128,44 +126,25 @@ class TcpEndpointTest {
    * request with a READ_RESPONSE header whose payload never follows.
    */
   private static final class FakePeer implements AutoCloseable {
-    final ServerSocket socket = new ServerSocket(0, 8, InetAddress.getLoopbackAddress());
+    final LoopbackSource source = new LoopbackSource(FakePeer::serve);
 
-    FakePeer() throws IOException {
-      Thread.ofPlatform().daemon().name("test-tcp-peer").start(this::accept);
-    }
+    FakePeer() throws IOException {}
 
     SegmentDescriptor descriptor() {
-      return new SegmentDescriptor("127.0.0.1", socket.getLocalPort(), PEER_EPOCH);
+      return source.incarnation(PEER_EPOCH);
     }
 
-    private void accept() {
-      while (!socket.isClosed()) {
-        try {
-          Socket s = socket.accept();
-          Thread.ofPlatform().daemon().name("test-tcp-peer-lane").start(() -> serve(s));
-        } catch (IOException e) {
-          // Closed by the test.
-        }
-      }
-    }
-
-    private void serve(Socket s) {
-      try (s) {
-        DataInputStream in = new DataInputStream(s.getInputStream());
-        OutputStream out = s.getOutputStream();
-        byte[] header = new byte[FrameCodec.HEADER_BYTES];
+    private static void serve(Socket s, DataInputStream in, OutputStream out, ByteBuffer hello)
+        throws IOException {
+      out.write(frame(FrameType.HELLO_ACK, 0, FrameCodec.requestId(hello, 0)));
+      byte[] header = new byte[FrameCodec.HEADER_BYTES];
+      while (true) {
         in.readFully(header);
-        out.write(frame(FrameType.HELLO_ACK, 0, FrameCodec.requestId(ByteBuffer.wrap(header), 0)));
-        while (true) {
-          in.readFully(header);
-          ByteBuffer h = ByteBuffer.wrap(header);
-          if (FrameCodec.type(h, 0) == FrameType.READ_REQUEST) {
-            out.write(
-                frame(FrameType.READ_RESPONSE, FrameCodec.count(h, 0), FrameCodec.requestId(h, 0)));
-          }
+        ByteBuffer h = ByteBuffer.wrap(header);
+        if (FrameCodec.type(h, 0) == FrameType.READ_REQUEST) {
+          out.write(
+              frame(FrameType.READ_RESPONSE, FrameCodec.count(h, 0), FrameCodec.requestId(h, 0)));
         }
-      } catch (IOException e) {
-        // The lane closed its socket.
       }
     }
 
@@ -177,7 +156,7 @@ class TcpEndpointTest {
 
     @Override
     public void close() throws IOException {
-      socket.close();
+      source.close();
     }
   }
 

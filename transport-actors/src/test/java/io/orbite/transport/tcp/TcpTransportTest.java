@@ -24,6 +24,7 @@ import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportCommand.OpenPeerReply;
 import io.orbite.engine.spi.TransportCommand.PeerOpenFailed;
 import io.orbite.engine.spi.TransportCommand.PeerOpened;
+import io.orbite.engine.testkit.Probes;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.Description;
 import io.orbite.engine.wire.FrameCodec;
@@ -118,64 +119,43 @@ class TcpTransportTest {
    * {@link #refusals}, else accepted) and then reads until its lane closes.
    */
   private static final class FakePeer implements AutoCloseable {
-    final ServerSocket socket = new ServerSocket(0, 8, InetAddress.getLoopbackAddress());
     final Queue<ErrorKind> refusals = new ConcurrentLinkedQueue<>();
     final List<Socket> lanes = new CopyOnWriteArrayList<>();
-    final Queue<Socket> ended = new ConcurrentLinkedQueue<>();
+    final LoopbackSource source;
 
     FakePeer() throws IOException {
-      Thread.ofPlatform().daemon().name("test-tcp-peer").start(this::accept);
+      source = new LoopbackSource(this::serve);
     }
 
     SegmentDescriptor incarnation(long epoch) {
-      return new SegmentDescriptor("127.0.0.1", socket.getLocalPort(), epoch);
+      return source.incarnation(epoch);
     }
 
-    private void accept() {
-      while (!socket.isClosed()) {
-        try {
-          Socket s = socket.accept();
-          Thread.ofPlatform().daemon().name("test-tcp-peer-lane").start(() -> serve(s));
-        } catch (IOException e) {
-          // Closed by the test.
-        }
+    private void serve(Socket s, DataInputStream in, OutputStream out, ByteBuffer hello)
+        throws IOException {
+      ErrorKind refusal = refusals.poll();
+      if (refusal == null) {
+        lanes.add(s); // before the answer: the requester counts it once its open is answered
       }
-    }
-
-    private void serve(Socket s) {
-      try (s) {
-        DataInputStream in = new DataInputStream(s.getInputStream());
-        OutputStream out = s.getOutputStream();
-        byte[] header = new byte[FrameCodec.HEADER_BYTES];
-        in.readFully(header);
-        ByteBuffer hello = ByteBuffer.wrap(header);
-        ErrorKind refusal = refusals.poll();
-        if (refusal == null) {
-          lanes.add(s); // before the answer: the requester counts it once its open is answered
-        }
-        ByteBuffer ack = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
-        FrameCodec.encode(
-            ack,
-            0,
-            FrameType.HELLO_ACK,
-            refusal == null ? 0 : refusal.code(),
-            0,
-            FrameCodec.requestId(hello, 0),
-            FrameCodec.epoch(hello, 0),
-            0,
-            0,
-            0);
-        out.write(ack.array());
-        if (refusal != null) {
-          return;
-        }
-        while (in.read() >= 0) {
-          // A requester lane sends nothing here unless asked; read until it closes.
-        }
-      } catch (IOException e) {
-        // The lane closed its socket, or the test dropped it.
+      ByteBuffer ack = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
+      FrameCodec.encode(
+          ack,
+          0,
+          FrameType.HELLO_ACK,
+          refusal == null ? 0 : refusal.code(),
+          0,
+          FrameCodec.requestId(hello, 0),
+          FrameCodec.epoch(hello, 0),
+          0,
+          0,
+          0);
+      out.write(ack.array());
+      if (refusal != null) {
+        return;
       }
-      ended.add(s);
+      while (in.read() >= 0) {
+        // A requester lane sends nothing here unless asked; read until it closes.
+      }
     }
 
     /** The peer goes away: every lane's socket closes from this end. */
@@ -187,7 +167,7 @@ class TcpTransportTest {
 
     @Override
     public void close() throws IOException {
-      socket.close();
+      source.close();
       dropLanes();
     }
   }
@@ -207,11 +187,7 @@ class TcpTransportTest {
   }
 
   private OwnerView.Owner row() {
-    String key = board.key(tcp);
-    return board.snapshot().owners().stream()
-        .filter(o -> o.path().equals(key))
-        .findFirst()
-        .orElse(null);
+    return board.row(tcp);
   }
 
   private List<OwnerView.Owner> endpointRows() {
@@ -220,12 +196,7 @@ class TcpTransportTest {
 
   /** Waits (at most 10 s) until {@code check} passes. */
   private void eventually(Runnable check) {
-    watcher.awaitAssert(
-        Duration.ofSeconds(10),
-        () -> {
-          check.run();
-          return null;
-        });
+    Probes.eventually(watcher, check);
   }
 
   private void awaitRow(OwnerState state, Map<String, Long> charges) {
@@ -333,7 +304,7 @@ class TcpTransportTest {
     tcp.tell(new TransportCommand.CloseRequesterSide(closed.getRef()));
 
     assertEquals(new TransportCommand.SideClosed("TCP"), closed.receiveMessage());
-    eventually(() -> assertEquals(1, peer.ended.size(), "the lane's socket was closed"));
+    eventually(() -> assertEquals(1, peer.source.ended.size(), "the lane's socket was closed"));
     assertEquals(
         new ChannelGate.Closed(ChannelGate.Why.LOCAL_CLOSE, "the requester side was closed"),
         channel.gate().state());

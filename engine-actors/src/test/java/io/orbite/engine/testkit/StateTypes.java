@@ -1,14 +1,21 @@
-package io.orbite.engine.spi;
+package io.orbite.engine.testkit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.orbite.engine.spi.Lifecycle;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
+import java.util.function.BiPredicate;
+import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * The checks every forward-only state type gets (the pattern of {@code LaneLifecycleTest}): every
@@ -70,49 +77,75 @@ public final class StateTypes {
   public static <S extends Enum<S> & Lifecycle.Stage<S>> void racing(
       Class<S> type, List<S> moves, Set<S> terminals) throws InterruptedException {
     S first = type.getEnumConstants()[0];
+    racing(
+        () -> new Lifecycle<>(first),
+        Lifecycle::state,
+        Lifecycle::moveTo,
+        moves,
+        (l, won) -> {
+          if (!terminals.isEmpty()) {
+            assertTrue(terminals.contains(l.state()), "a terminal move won: " + l.state());
+            int terminalWins = 0;
+            for (S t : terminals) {
+              terminalWins += won.getOrDefault(t, 0);
+            }
+            assertEquals(1, terminalWins, "exactly one terminal state is reached");
+          }
+        });
+  }
+
+  /**
+   * Racing movers on a lifecycle that its own methods move: in each of 200 rounds, two threads per
+   * move each try it once on a fresh lifecycle; a move is won at most once, no thread sees the
+   * state go back, and {@code end} checks where the round ended.
+   *
+   * @param fresh a lifecycle in its first state
+   * @param state reads its state
+   * @param move makes one move by the lifecycle's own method: true when this call made it
+   * @param moves the states the racers try to move to
+   * @param end checks the lifecycle and how often each move was won, after a round
+   * @param <L> the lifecycle
+   * @param <S> its state type
+   * @throws InterruptedException if interrupted while waiting for a round
+   */
+  public static <L, S extends Enum<S>> void racing(
+      Supplier<L> fresh,
+      Function<L, S> state,
+      BiPredicate<L, S> move,
+      List<S> moves,
+      BiConsumer<L, Map<S, Integer>> end)
+      throws InterruptedException {
     for (int round = 0; round < 200; round++) {
-      Lifecycle<S> l = new Lifecycle<>(first);
-      List<AtomicInteger> won = new ArrayList<>();
-      moves.forEach(m -> won.add(new AtomicInteger()));
-      CountDownLatch go = new CountDownLatch(1);
-      List<Thread> threads = new ArrayList<>();
+      L l = fresh.get();
+      Map<S, AtomicInteger> won = new HashMap<>();
+      moves.forEach(m -> won.put(m, new AtomicInteger()));
+      List<Runnable> movers = new ArrayList<>();
       for (int t = 0; t < 2 * moves.size(); t++) {
-        int which = t % moves.size();
-        threads.add(
-            Thread.ofPlatform()
-                .start(
-                    () -> {
-                      try {
-                        go.await();
-                      } catch (InterruptedException e) {
-                        return;
-                      }
-                      if (l.moveTo(moves.get(which))) {
-                        won.get(which).incrementAndGet();
-                      }
-                    }));
+        S to = moves.get(t % moves.size());
+        movers.add(
+            () -> {
+              S before = state.apply(l);
+              if (move.test(l, to)) {
+                won.get(to).incrementAndGet();
+              }
+              S after = state.apply(l);
+              assertTrue(after.ordinal() >= before.ordinal(), before + " then " + after);
+            });
       }
-      go.countDown();
-      for (Thread t : threads) {
-        t.join();
-      }
-      for (AtomicInteger w : won) {
-        assertTrue(w.get() <= 1, "a move is won at most once");
-      }
-      if (!terminals.isEmpty()) {
-        assertTrue(terminals.contains(l.state()), "a terminal move won: " + l.state());
-        int terminalWins = 0;
-        for (int i = 0; i < moves.size(); i++) {
-          terminalWins += terminals.contains(moves.get(i)) ? won.get(i).get() : 0;
-        }
-        assertEquals(1, terminalWins, "exactly one terminal state is reached");
-      }
+      Racers.race(movers);
+      Map<S, Integer> wins = new HashMap<>();
+      won.forEach(
+          (m, w) -> {
+            assertTrue(w.get() <= 1, m + " won " + w.get() + " times");
+            wins.put(m, w.get());
+          });
+      end.accept(l, wins);
     }
   }
 
   /** The usual forward relation of {@code type}: every later state, from a non-terminal one. */
   public static <S extends Enum<S> & Lifecycle.Stage<S>> Set<List<S>> forward(Class<S> type) {
-    java.util.Set<List<S>> out = new java.util.HashSet<>();
+    Set<List<S>> out = new HashSet<>();
     for (S from : EnumSet.allOf(type)) {
       for (S to : EnumSet.allOf(type)) {
         if (!from.terminal() && to.ordinal() > from.ordinal()) {

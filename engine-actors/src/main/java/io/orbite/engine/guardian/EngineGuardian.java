@@ -319,12 +319,7 @@ public final class EngineGuardian {
                   left.remove(m.transport());
                   return stopping(waiting, left, controlDone);
                 })
-            .onMessage(
-                Shutdown.class,
-                m -> {
-                  waiting.add(m.replyTo());
-                  return Behaviors.same();
-                })
+            .onMessage(Shutdown.class, m -> waitWith(waiting, m))
             .onSignal(
                 Terminated.class,
                 t -> {
@@ -335,18 +330,19 @@ public final class EngineGuardian {
             .build());
   }
 
+  /** A further Shutdown while the engine closes waits to be answered with the first. */
+  private static Behavior<Command> waitWith(List<ActorRef<ShutdownDone>> waiting, Shutdown m) {
+    waiting.add(m.replyTo());
+    return Behaviors.same();
+  }
+
   /** The owners are stopping: waits for the Registry's end. */
   private Behavior<Command> awaitingRegistry(List<ActorRef<ShutdownDone>> waiting) {
     // Still shown stopping: the close is confirmed only once the Registry has ended.
     return board.in(
         OwnerState.STOPPING,
         Behaviors.receive(Command.class)
-            .onMessage(
-                Shutdown.class,
-                m -> {
-                  waiting.add(m.replyTo());
-                  return Behaviors.same();
-                })
+            .onMessage(Shutdown.class, m -> waitWith(waiting, m))
             .onSignal(
                 Terminated.class,
                 t -> t.getRef().equals(handles.registry()) ? confirmed(waiting) : Behaviors.same())

@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -361,21 +362,29 @@ public final class PeerEndpoint {
     if (kept.isEmpty()) {
       return Behaviors.stopped();
     }
+    String owner = enterQuarantine("could not release (never retried): " + kept, () -> true);
+    link.channel().gate().close(ChannelGate.Why.HELD, "it keeps " + kept);
+    ctx.getLog().error("{} quarantined for good: could not release {}", owner, kept);
+    return quarantined(owner, true);
+  }
+
+  /**
+   * Lists this endpoint in the engine's quarantine (no tasks or bytes of its own: the loans stay
+   * with their batches).
+   *
+   * @param reason why, as the listing says
+   * @param stillHeld whether it still holds what it kept; it stays listed while this is true
+   * @return its name in the listing
+   */
+  private String enterQuarantine(String reason, BooleanSupplier stillHeld) {
     String owner = kind + " " + peer;
     context
         .quarantine()
         .enter(
             new QuarantinedOwner(
-                owner,
-                QuarantinedOwner.Kind.ENDPOINT,
-                "could not release (never retried): " + kept,
-                0,
-                0,
-                Instant.now()),
-            () -> true);
-    link.channel().gate().close(ChannelGate.Why.HELD, "it keeps " + kept);
-    ctx.getLog().error("{} quarantined for good: could not release {}", owner, kept);
-    return quarantined(owner, true);
+                owner, QuarantinedOwner.Kind.ENDPOINT, reason, 0, 0, Instant.now()),
+            stillHeld);
+    return owner;
   }
 
   /**
@@ -386,22 +395,14 @@ public final class PeerEndpoint {
    */
   private Behavior<Command> overdue(List<Close> closers) {
     List<String> stuck = link.running();
-    String owner = kind + " " + peer;
     EndpointLink held = link;
-    context
-        .quarantine()
-        .enter(
-            new QuarantinedOwner(
-                owner,
-                QuarantinedOwner.Kind.ENDPOINT,
-                stuck.size()
-                    + " worker(s) still running "
-                    + context.config().timeouts().destructionWindowMillis()
-                    + " ms after they were told to close: "
-                    + String.join(", ", stuck),
-                0,
-                0,
-                Instant.now()),
+    String owner =
+        enterQuarantine(
+            stuck.size()
+                + " worker(s) still running "
+                + context.config().timeouts().destructionWindowMillis()
+                + " ms after they were told to close: "
+                + String.join(", ", stuck),
             () -> !held.running().isEmpty());
     link.channel()
         .gate()

@@ -3,10 +3,12 @@ package io.orbite.transport.endpoint;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.spi.TransportCommand.AdoptConnection;
 import io.orbite.engine.spi.TransportCommand.OpenPeer;
 import io.orbite.engine.spi.TransportCommand.ShutdownDone;
 import io.orbite.engine.spi.TransportCommand.SideClosed;
 import io.orbite.engine.spi.TransportContext;
+import java.io.IOException;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,8 +22,9 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 /**
  * The requester side of a transport supervisor (TCP, SHM, RDMA): its {@link PeerEndpoint} children,
  * one per peer incarnation, spawned, watched, closed and dropped alike, and the closes of the
- * requester side (C8) that wait for them. Used on the supervisor's thread only; the supervisor
- * routes the {@link Event}s to {@link #on}.
+ * requester side (C8) that wait for them; and the answers every such supervisor gives alike (a
+ * refused open, a refused connection, the start of its stopping state). Used on the supervisor's
+ * thread only; the supervisor routes the {@link Event}s to {@link #on}.
  */
 public final class PeerEndpoints {
   /** What the supervisor's endpoints tell it; internal to the transports. */
@@ -172,6 +175,18 @@ public final class PeerEndpoints {
     answerRequesterClosers();
   }
 
+  /**
+   * A serving supervisor's handler of its endpoints' events: {@link #on}, and the supervisor stays
+   * as it is.
+   *
+   * @param event what an endpoint told
+   * @return the same behaviour
+   */
+  public Behavior<TransportCommand> onEvent(Event event) {
+    on(event);
+    return Behaviors.same();
+  }
+
   /** Answers the requester-side closes if no endpoint is left. */
   public void answerRequesterClosers() {
     requesterClosers.answerIf(endpoints.isEmpty());
@@ -185,6 +200,35 @@ public final class PeerEndpoints {
    */
   public static void refuse(OpenPeer m, String why) {
     m.replyTo().tell(new TransportCommand.PeerOpenFailed(ErrorKind.UNAVAILABLE, why));
+  }
+
+  /**
+   * Refuses an open once the requester side of this engine was closed: UNAVAILABLE, {@link
+   * #REQUESTER_SIDE_CLOSED}.
+   *
+   * @param m the open
+   * @return the same behaviour
+   */
+  public static Behavior<TransportCommand> refuseRequesterSideClosed(OpenPeer m) {
+    refuse(m, REQUESTER_SIDE_CLOSED);
+    return Behaviors.same();
+  }
+
+  /**
+   * Refuses a connection the control service handed over by closing it, for a transport that does
+   * not serve it: SHM has no data connections, and TCP's source side is closed or stopping. The
+   * peer learns of it from the closed connection.
+   *
+   * @param m the connection
+   * @return the same behaviour
+   */
+  public static Behavior<TransportCommand> refuseByClosing(AdoptConnection m) {
+    try {
+      m.channel().close();
+    } catch (IOException ignored) {
+      // Refusing a connection: nothing else to do.
+    }
+    return Behaviors.same();
   }
 
   /**

@@ -261,12 +261,7 @@ final class RdmaTransport {
                       sourceClosers.answerIf(sessions.isEmpty());
                       return Behaviors.same();
                     })
-                .onMessage(
-                    PeerEndpoints.Event.class,
-                    m -> {
-                      endpoints.on(m);
-                      return Behaviors.same();
-                    })
+                .onMessage(PeerEndpoints.Event.class, endpoints::onEvent)
                 .onMessage(
                     TransportCommand.CloseRequesterSide.class,
                     m -> {
@@ -291,8 +286,7 @@ final class RdmaTransport {
 
   private Behavior<TransportCommand> onOpenPeer(TransportCommand.OpenPeer m) {
     if (!requesterOpen) {
-      PeerEndpoints.refuse(m, PeerEndpoints.REQUESTER_SIDE_CLOSED);
-      return Behaviors.same();
+      return PeerEndpoints.refuseRequesterSideClosed(m);
     }
     ActorRef<PeerEndpoint.Command> endpoint = endpoints.get(m.peer());
     PeerEndpoint.Attach attach = new PeerEndpoint.Attach(null, m.replyTo());

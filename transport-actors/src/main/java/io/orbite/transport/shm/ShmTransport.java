@@ -9,8 +9,6 @@ import io.orbite.engine.wire.SharedExports;
 import io.orbite.nativebind.HostIdentity;
 import io.orbite.transport.endpoint.PeerEndpoint;
 import io.orbite.transport.endpoint.PeerEndpoints;
-import java.io.IOException;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -62,27 +60,11 @@ final class ShmTransport {
         Behaviors.receive(TransportCommand.class)
             .onMessage(
                 TransportCommand.OpenPeer.class,
-                m -> {
-                  if (!requesterOpen) {
-                    PeerEndpoints.refuse(m, PeerEndpoints.REQUESTER_SIDE_CLOSED);
-                    return Behaviors.same();
-                  }
-                  return onOpenShared(m);
-                })
-            .onMessage(
-                TransportCommand.AdoptConnection.class,
-                m -> {
-                  closeQuietly(m.channel());
-                  return Behaviors.same();
-                })
+                m -> requesterOpen ? onOpenShared(m) : PeerEndpoints.refuseRequesterSideClosed(m))
+            .onMessage(TransportCommand.AdoptConnection.class, PeerEndpoints::refuseByClosing)
             // An endpoint leaves only once it has stopped: a quarantined one holds the closes.
             .onMessage(PeerEndpoints.EndpointClosed.class, m -> Behaviors.same())
-            .onMessage(
-                PeerEndpoints.Event.class,
-                m -> {
-                  endpoints.on(m);
-                  return Behaviors.same();
-                })
+            .onMessage(PeerEndpoints.Event.class, endpoints::onEvent)
             .onMessage(
                 TransportCommand.CloseRequesterSide.class,
                 m -> {
@@ -158,12 +140,7 @@ final class ShmTransport {
                 })
             .onMessage(PeerEndpoints.EndpointClosed.class, m -> Behaviors.same())
             .onMessage(PeerEndpoints.EndpointRefused.class, m -> Behaviors.same()) // closeAll did
-            .onMessage(
-                TransportCommand.AdoptConnection.class,
-                m -> {
-                  closeQuietly(m.channel());
-                  return Behaviors.same();
-                })
+            .onMessage(TransportCommand.AdoptConnection.class, PeerEndpoints::refuseByClosing)
             .onMessage(
                 TransportCommand.CloseSourceSide.class,
                 m -> {
@@ -171,13 +148,5 @@ final class ShmTransport {
                   return Behaviors.same();
                 })
             .build());
-  }
-
-  private static void closeQuietly(SocketChannel channel) {
-    try {
-      channel.close();
-    } catch (IOException ignored) {
-      // SHM has no data connections: a HELLO naming it is refused by closing.
-    }
   }
 }

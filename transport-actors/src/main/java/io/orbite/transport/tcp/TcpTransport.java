@@ -12,7 +12,6 @@ import io.orbite.transport.endpoint.SideClosers;
 import io.orbite.transport.lane.LaneRuntime;
 import java.io.IOException;
 import java.net.StandardSocketOptions;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -89,19 +88,12 @@ final class TcpTransport {
         Behaviors.receive(TransportCommand.class)
             .onMessage(
                 TransportCommand.OpenPeer.class,
-                m -> {
-                  if (!sides.requester()) {
-                    PeerEndpoints.refuse(m, PeerEndpoints.REQUESTER_SIDE_CLOSED);
-                    return Behaviors.same();
-                  }
-                  return onOpenPeer(m);
-                })
+                m -> sides.requester() ? onOpenPeer(m) : PeerEndpoints.refuseRequesterSideClosed(m))
             .onMessage(
                 TransportCommand.AdoptConnection.class,
                 m -> {
                   if (!sides.source()) {
-                    closeQuietly(m.channel());
-                    return Behaviors.same();
+                    return PeerEndpoints.refuseByClosing(m);
                   }
                   return onAdopt(m);
                 })
@@ -112,12 +104,7 @@ final class TcpTransport {
                   sourceClosers.answerIf(sourceLanes.isEmpty());
                   return Behaviors.same();
                 })
-            .onMessage(
-                PeerEndpoints.Event.class,
-                m -> {
-                  endpoints.on(m);
-                  return Behaviors.same();
-                })
+            .onMessage(PeerEndpoints.Event.class, endpoints::onEvent)
             .onMessage(
                 TransportCommand.CloseRequesterSide.class,
                 m -> {
@@ -134,14 +121,6 @@ final class TcpTransport {
                 })
             .onMessage(TransportCommand.Shutdown.class, this::onShutdown)
             .build());
-  }
-
-  private static void closeQuietly(SocketChannel channel) {
-    try {
-      channel.close();
-    } catch (IOException ignored) {
-      // Refusing a connection: nothing else to do.
-    }
   }
 
   private Behavior<TransportCommand> onOpenPeer(TransportCommand.OpenPeer m) {
@@ -228,12 +207,7 @@ final class TcpTransport {
                   endpoints.on(m);
                   return stopping(replyTo);
                 })
-            .onMessage(
-                TransportCommand.AdoptConnection.class,
-                m -> {
-                  closeQuietly(m.channel());
-                  return Behaviors.same();
-                })
+            .onMessage(TransportCommand.AdoptConnection.class, PeerEndpoints::refuseByClosing)
             .onMessage(
                 TransportCommand.CloseSourceSide.class,
                 m -> {

@@ -1,5 +1,6 @@
 package io.orbite.transport.file;
 
+import static io.orbite.transport.ReceiptProbes.sink;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -28,14 +29,13 @@ import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
-import io.orbite.engine.spi.ReceiptSink;
-import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.spi.TaskWork;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportCommand.FileOpenFailed;
 import io.orbite.engine.spi.TransportCommand.FileOpened;
 import io.orbite.engine.spi.TransportCommand.OpenFileReply;
 import io.orbite.engine.spi.TransportCommand.PeerOpenFailed;
+import io.orbite.engine.testkit.Probes;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.nativebind.libc.Libc;
 import io.orbite.transport.HeldExecutor;
@@ -133,8 +133,7 @@ class FileTransportTest {
    * withhold every completion (as a kernel that never answers would) or, once armed, break at its
    * next poll after handing over what it reaped (a lane whose ring fails with nothing in flight).
    */
-  private static final class Watched implements FileIo {
-    final FileIo io;
+  private static final class Watched extends ForwardingFileIo {
     final AtomicInteger submitted = new AtomicInteger();
     final AtomicBoolean closed = new AtomicBoolean();
     final Set<Long> withheld = ConcurrentHashMap.newKeySet();
@@ -142,29 +141,14 @@ class FileTransportTest {
     final AtomicBoolean breakAfterReap = new AtomicBoolean();
 
     Watched(FileIo io) {
-      this.io = io;
-    }
-
-    @Override
-    public String engine() {
-      return io.engine();
-    }
-
-    @Override
-    public int capacity() {
-      return io.capacity();
+      super(io);
     }
 
     @Override
     public void submit(
         long id, boolean write, FileHandle file, MemorySegment memory, long fileOffset) {
       submitted.incrementAndGet();
-      io.submit(id, write, file, memory, fileOffset);
-    }
-
-    @Override
-    public void cancel(long id) {
-      io.cancel(id);
+      super.submit(id, write, file, memory, fileOffset);
     }
 
     @Override
@@ -182,12 +166,7 @@ class FileTransportTest {
     @Override
     public void close() {
       closed.set(true);
-      io.close();
-    }
-
-    @Override
-    public String toString() {
-      return io.toString();
+      super.close();
     }
   }
 
@@ -242,23 +221,6 @@ class FileTransportTest {
       }
     }
     return b;
-  }
-
-  /** Hands every receipt it gets to {@code probe}, as a batch's sink would take them. */
-  private static ReceiptSink sink(TestProbe<Receipt> probe) {
-    return new ReceiptSink() {
-      @Override
-      public void deliver(Receipts receipts) {
-        for (int k = 0; k < receipts.size(); k++) {
-          probe.getRef().tell(receipts.get(k));
-        }
-      }
-
-      @Override
-      public boolean cancelled() {
-        return false;
-      }
-    };
   }
 
   /** Dispatches a task on {@code channel} and returns the receipts it owes. */
@@ -324,12 +286,7 @@ class FileTransportTest {
 
   /** Waits (at most 10 s) until {@code check} passes. */
   private void eventually(Runnable check) {
-    watcher.awaitAssert(
-        Duration.ofSeconds(10),
-        () -> {
-          check.run();
-          return null;
-        });
+    Probes.eventually(watcher, check);
   }
 
   private void awaitRow(OwnerState state, long files, long filesLimit) {

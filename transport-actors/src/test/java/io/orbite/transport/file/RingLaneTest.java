@@ -1,5 +1,6 @@
 package io.orbite.transport.file;
 
+import static io.orbite.transport.ReceiptProbes.sink;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -18,8 +19,6 @@ import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
-import io.orbite.engine.spi.ReceiptSink;
-import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.nativebind.libc.Libc;
 import io.orbite.nativebind.uring.IoUring;
@@ -98,50 +97,12 @@ class RingLaneTest {
     }
   }
 
-  /** Hands every receipt it gets to {@code probe}, as a batch's sink would take them. */
-  private static ReceiptSink sink(TestProbe<Receipt> probe) {
-    return new ReceiptSink() {
-      @Override
-      public void deliver(Receipts receipts) {
-        for (int k = 0; k < receipts.size(); k++) {
-          probe.getRef().tell(receipts.get(k));
-        }
-      }
-
-      @Override
-      public boolean cancelled() {
-        return false;
-      }
-    };
-  }
-
   /**
    * {@code io}, recording its close in {@code closed}. With {@code withheld} it also withholds the
    * completion of every operation (recording its id there), as a kernel that never answers would.
    */
   private static FileIo watched(FileIo io, AtomicBoolean closed, Set<Long> withheld) {
-    return new FileIo() {
-      @Override
-      public String engine() {
-        return io.engine();
-      }
-
-      @Override
-      public int capacity() {
-        return io.capacity();
-      }
-
-      @Override
-      public void submit(
-          long id, boolean write, FileHandle file, MemorySegment memory, long fileOffset) {
-        io.submit(id, write, file, memory, fileOffset);
-      }
-
-      @Override
-      public void cancel(long id) {
-        io.cancel(id);
-      }
-
+    return new ForwardingFileIo(io) {
       @Override
       public int poll(long waitNanos, CompletionSink sink) {
         return withheld == null
@@ -153,11 +114,6 @@ class RingLaneTest {
       public void close() {
         closed.set(true);
         io.close();
-      }
-
-      @Override
-      public String toString() {
-        return io.toString();
       }
     };
   }
@@ -248,6 +204,21 @@ class RingLaneTest {
     lane.lane().wakeIfQueued();
   }
 
+  /** Waits (at most 10 s, on {@code probe}) until the lane is the one owner listed quarantined. */
+  private QuarantinedOwner theQuarantinedLane(TestProbe<?> probe) {
+    List<QuarantinedOwner> listed =
+        probe.awaitAssert(
+            Duration.ofSeconds(10),
+            () -> {
+              List<QuarantinedOwner> now = quarantine.list();
+              assertEquals(1, now.size(), now::toString);
+              return now;
+            });
+    QuarantinedOwner q = listed.getFirst();
+    assertEquals("file ring lane file-test", q.owner());
+    return q;
+  }
+
   /** Waits until the lane's thread has left its cycle and ended. */
   private void awaitThreadEnded(TestProbe<?> probe) {
     probe.awaitAssert(
@@ -316,16 +287,7 @@ class RingLaneTest {
     TestProbe<Receipt> receipts = testKit.createTestProbe();
     queueRead(lane, file, receipts, 0);
 
-    List<QuarantinedOwner> listed =
-        receipts.awaitAssert(
-            Duration.ofSeconds(10),
-            () -> {
-              List<QuarantinedOwner> now = quarantine.list();
-              assertEquals(1, now.size(), now::toString);
-              return now;
-            });
-    QuarantinedOwner q = listed.getFirst();
-    assertEquals("file ring lane file-test", q.owner());
+    QuarantinedOwner q = theQuarantinedLane(receipts);
     assertEquals(QuarantinedOwner.Kind.LANE, q.kind());
     assertEquals(1, q.tasks());
     assertEquals(64, q.bytes());
@@ -359,7 +321,7 @@ class RingLaneTest {
     TestProbe<RingLaneOwner.Closed> closed = testKit.createTestProbe();
     lane.owner().tell(new RingLaneOwner.Close(closed.getRef()));
     assertEquals(new RingLaneOwner.Closed("file-test", true), closed.receiveMessage());
-    assertEquals(listed, quarantine.list(), "sticky: still listed after the close");
+    assertEquals(List.of(q), quarantine.list(), "sticky: still listed after the close");
     assertEquals(LaneLifecycle.State.QUARANTINED, lane.lane().lifecycle().state());
     assertEquals(1, file.uses(), "the ring keeps its operation and so its use of the file");
     receipts.expectNoMessage(Duration.ofMillis(50));
@@ -369,7 +331,7 @@ class RingLaneTest {
     awaitThreadEnded(receipts);
     assertFalse(ioClosed.get(), "a quarantined lane never closes its ring");
     assertEquals(LaneLifecycle.State.QUARANTINED, lane.lane().lifecycle().state());
-    assertEquals(listed, quarantine.list(), "sticky: still listed after its owner stopped");
+    assertEquals(List.of(q), quarantine.list(), "sticky: still listed after its owner stopped");
     assertEquals(1, file.uses());
     assertMemoryUntouched();
   }
@@ -408,28 +370,7 @@ class RingLaneTest {
    */
   private static FileIo breakable(
       FileIo io, AtomicBoolean closed, CountDownLatch closeMay, AtomicBoolean pollFails) {
-    return new FileIo() {
-      @Override
-      public String engine() {
-        return io.engine();
-      }
-
-      @Override
-      public int capacity() {
-        return io.capacity();
-      }
-
-      @Override
-      public void submit(
-          long id, boolean write, FileHandle file, MemorySegment memory, long fileOffset) {
-        io.submit(id, write, file, memory, fileOffset);
-      }
-
-      @Override
-      public void cancel(long id) {
-        io.cancel(id);
-      }
-
+    return new ForwardingFileIo(io) {
       @Override
       public int poll(long waitNanos, CompletionSink sink) {
         if (pollFails.compareAndSet(true, false)) {
@@ -447,11 +388,6 @@ class RingLaneTest {
         }
         closed.set(true);
         io.close();
-      }
-
-      @Override
-      public String toString() {
-        return io.toString();
       }
     };
   }
@@ -519,16 +455,7 @@ class RingLaneTest {
     pollFails.set(true);
     lane.lane().wake();
 
-    List<QuarantinedOwner> listed =
-        receipts.awaitAssert(
-            Duration.ofSeconds(10),
-            () -> {
-              List<QuarantinedOwner> now = quarantine.list();
-              assertEquals(1, now.size(), now::toString);
-              return now;
-            });
-    QuarantinedOwner q = listed.getFirst();
-    assertEquals("file ring lane file-test", q.owner());
+    QuarantinedOwner q = theQuarantinedLane(receipts);
     assertEquals(QuarantinedOwner.Kind.LANE, q.kind());
     assertEquals(
         "the lane ended (java.lang.IllegalStateException: test: the ring broke) with 1"
@@ -549,7 +476,7 @@ class RingLaneTest {
     TestProbe<RingLaneOwner.Closed> closed = testKit.createTestProbe();
     lane.owner().tell(new RingLaneOwner.Close(closed.getRef()));
     assertEquals(new RingLaneOwner.Closed("file-test", true), closed.receiveMessage());
-    assertEquals(listed, quarantine.list());
+    assertEquals(List.of(q), quarantine.list());
     awaitState(receipts, lane.owner(), OwnerState.QUARANTINED);
   }
 }

@@ -1,5 +1,7 @@
 package io.orbite.transport.rdma;
 
+import static io.orbite.transport.rdma.SoftRail.SHORT;
+import static io.orbite.transport.rdma.SoftRail.WAIT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -26,8 +28,8 @@ import org.apache.pekko.actor.testkit.typed.javadsl.ManualTime;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The owner of one CQ lane ({@link CqLaneOwner}) over a lane of the software provider, its context
@@ -48,24 +50,17 @@ class CqLaneOwnerTest {
   private static final ManualTime manualTime = ManualTime.get(testKit.system());
   private static final AtomicInteger SPAWNED = new AtomicInteger();
 
-  private static final Duration WAIT = Duration.ofSeconds(5);
-  private static final Duration SHORT = Duration.ofMillis(300);
   private static final String LANE = "rdma soft0 lane 0";
   private static final String POLL_FAILED = "ibv_poll_cq on soft0 failed: errno 5";
   private static final String WAITING = POLL_FAILED + " (waiting for its QPs' destroy)";
   private static final String RECLAIMING = POLL_FAILED + " (natively drained; being reclaimed)";
   private static final int EIO = Errno.EIO.number();
 
-  private final SoftRail soft = new SoftRail(CqLaneOwner.Close.class);
+  @RegisterExtension final SoftRail soft = new SoftRail(CqLaneOwner.Close.class);
 
   private final TestProbe<RdmaContext.Command> parent = testKit.createTestProbe();
   private final TestProbe<CqLaneOwner.Stopped> closer = testKit.createTestProbe();
   private final TestProbe<Object> watcher = testKit.createTestProbe();
-
-  @AfterEach
-  void closeRail() {
-    soft.close();
-  }
 
   @AfterAll
   static void shutDown() {

@@ -1,5 +1,7 @@
 package io.orbite.transport.rdma;
 
+import static io.orbite.transport.rdma.SoftRail.SHORT;
+import static io.orbite.transport.rdma.SoftRail.WAIT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -32,8 +34,8 @@ import org.apache.pekko.actor.testkit.typed.javadsl.ManualTime;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The owner of one rail ({@link RdmaContext}) over a rail of the software provider, with its CQ
@@ -56,23 +58,16 @@ class RdmaContextTest {
   private static final AtomicInteger SPAWNED = new AtomicInteger();
 
   private static final Duration SCAN = Duration.ofSeconds(1);
-  private static final Duration WAIT = Duration.ofSeconds(5);
-  private static final Duration SHORT = Duration.ofMillis(300);
   private static final String DEVICE = SoftRail.DEVICE;
   private static final int EIO = Errno.EIO.number();
 
-  private final SoftRail soft = new SoftRail(RdmaContext.Close.class);
+  @RegisterExtension final SoftRail soft = new SoftRail(RdmaContext.Close.class);
 
   private final Rail rail = soft.rail;
   private final RailHealth health = RailOpener.health(soft.context.config().rdma());
   private final RailSelector selector = new RailSelector(new double[] {rail.gbps()});
   private final TestProbe<RdmaContext.Closed> closer = testKit.createTestProbe();
   private final TestProbe<Object> watcher = testKit.createTestProbe();
-
-  @AfterEach
-  void closeRail() {
-    soft.close();
-  }
 
   @AfterAll
   static void shutDown() {

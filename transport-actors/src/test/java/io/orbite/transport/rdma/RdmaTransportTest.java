@@ -1,5 +1,7 @@
 package io.orbite.transport.rdma;
 
+import static io.orbite.transport.ReceiptProbes.readSucceeded;
+import static io.orbite.transport.ReceiptProbes.sink;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -14,7 +16,6 @@ import io.orbite.engine.Op;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.Priority;
-import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.fault.FaultHooks;
@@ -24,8 +25,6 @@ import io.orbite.engine.spi.OwnerSupervision;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
-import io.orbite.engine.spi.ReceiptSink;
-import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TaskWork;
@@ -34,6 +33,7 @@ import io.orbite.engine.spi.TransportCommand.OpenPeerReply;
 import io.orbite.engine.spi.TransportCommand.PeerOpenFailed;
 import io.orbite.engine.spi.TransportCommand.PeerOpened;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.testkit.Probes;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.Description;
 import io.orbite.engine.wire.FrameCodec;
@@ -57,8 +57,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
@@ -107,36 +105,6 @@ class RdmaTransportTest {
   @AfterAll
   static void shutDown() {
     testKit.shutdownTestKit();
-  }
-
-  /** A point in a lane's path that the test can hold shut, and see reached. */
-  private static final class Gate {
-    private volatile CountDownLatch shut;
-    final AtomicInteger reached = new AtomicInteger();
-
-    void hold() {
-      shut = new CountDownLatch(1);
-    }
-
-    void release() {
-      CountDownLatch s = shut;
-      shut = null;
-      if (s != null) {
-        s.countDown();
-      }
-    }
-
-    void pass() {
-      reached.incrementAndGet();
-      CountDownLatch s = shut;
-      if (s != null) {
-        try {
-          s.await(20, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      }
-    }
   }
 
   /**
@@ -310,12 +278,7 @@ class RdmaTransportTest {
 
   /** Waits (at most 10 s) until {@code check} passes. */
   private void eventually(Runnable check) {
-    watcher.awaitAssert(
-        Duration.ofSeconds(10),
-        () -> {
-          check.run();
-          return null;
-        });
+    Probes.eventually(watcher, check);
   }
 
   /**
@@ -355,23 +318,6 @@ class RdmaTransportTest {
     client.close();
   }
 
-  /** Hands every receipt it gets to {@code probe}, as a batch's sink would take them. */
-  private static ReceiptSink sink(TestProbe<Receipt> probe) {
-    return new ReceiptSink() {
-      @Override
-      public void deliver(Receipts receipts) {
-        for (int k = 0; k < receipts.size(); k++) {
-          probe.getRef().tell(receipts.get(k));
-        }
-      }
-
-      @Override
-      public boolean cancelled() {
-        return false;
-      }
-    };
-  }
-
   /** Starts a READ of {@link #TASK} bytes of the peer's region at 4096 into local at 64. */
   private TestProbe<Receipt> read(Side requester, Side source, PeerChannel channel) {
     for (long i = 0; i < REGION_BYTES; i++) {
@@ -399,10 +345,7 @@ class RdmaTransportTest {
 
   /** The READ succeeded: the whole local region is the peer's bytes at 64 and guards elsewhere. */
   private static void assertReadLanded(TestProbe<Receipt> receipts, Side requester, Side source) {
-    Receipt r = receipts.receiveMessage(Duration.ofSeconds(20));
-    assertNull(r.error(), r::toString);
-    assertEquals(TASK, r.bytes());
-    assertEquals(RemoteEffect.NONE, r.effect());
+    readSucceeded(receipts, TASK);
     for (long i = 0; i < REGION_BYTES; i++) {
       byte want =
           i >= 64 && i < 64 + TASK

@@ -24,6 +24,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * One rail ({@code soft0}, two CQ lanes, their threads started) of the software verbs provider,
@@ -32,8 +34,14 @@ import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
  * rail's owner actors ({@link RdmaContext}, {@link CqLaneOwner}); nothing of the provider is
  * stubbed.
  */
-final class SoftRail {
+final class SoftRail implements AfterEachCallback {
   static final String DEVICE = "soft0";
+
+  /** How long a test waits for an owner's answer or row. */
+  static final Duration WAIT = Duration.ofSeconds(5);
+
+  /** How long a test watches for a message that must not come. */
+  static final Duration SHORT = Duration.ofMillis(300);
 
   final SoftFaults faults = SoftFaults.create();
   final SoftVerbs verbs = SoftVerbs.create(SoftFabric.onAddress("127.0.0.1", 1), faults);
@@ -114,14 +122,20 @@ final class SoftRail {
     }
   }
 
-  /** Waits (at most 5 s, on {@code probe}) until {@code what} holds. */
+  /** Waits (at most {@link #WAIT}, on {@code probe}) until {@code what} holds. */
   static void await(TestProbe<?> probe, BooleanSupplier what, String said) {
     probe.awaitAssert(
-        Duration.ofSeconds(5),
+        WAIT,
         () -> {
           assertTrue(what.getAsBoolean(), said);
           return null;
         });
+  }
+
+  /** Closes the rail after each test of the class that registers it as an extension. */
+  @Override
+  public void afterEach(ExtensionContext test) {
+    close();
   }
 
   /** Lets blocked lane threads go and stops the executor's threads. */

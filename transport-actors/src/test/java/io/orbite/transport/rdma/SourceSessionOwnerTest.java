@@ -1,5 +1,7 @@
 package io.orbite.transport.rdma;
 
+import static io.orbite.transport.ReceiptProbes.readSucceeded;
+import static io.orbite.transport.ReceiptProbes.sink;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -15,7 +17,6 @@ import io.orbite.engine.OwnerState;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.Priority;
 import io.orbite.engine.QuarantinedOwner;
-import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.spi.EngineTally;
@@ -23,13 +24,12 @@ import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.OwnerSupervision;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
-import io.orbite.engine.spi.ReceiptSink;
-import io.orbite.engine.spi.Receipts;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TaskWork;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.testkit.Probes;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
@@ -48,12 +48,10 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ManualTime;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
@@ -101,36 +99,6 @@ class SourceSessionOwnerTest {
   private record SessionEnded() implements TransportCommand {}
 
   private static final TransportCommand ENDED = new SessionEnded();
-
-  /** A point in a thread's path that the test can hold shut, and see reached. */
-  private static final class Gate {
-    private volatile CountDownLatch shut;
-    final AtomicInteger reached = new AtomicInteger();
-
-    void hold() {
-      shut = new CountDownLatch(1);
-    }
-
-    void release() {
-      CountDownLatch s = shut;
-      shut = null;
-      if (s != null) {
-        s.countDown();
-      }
-    }
-
-    void pass() {
-      reached.incrementAndGet();
-      CountDownLatch s = shut;
-      if (s != null) {
-        try {
-          s.await(20, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      }
-    }
-  }
 
   private final Gate posts = new Gate();
   private final Gate acks = new Gate();
@@ -291,23 +259,6 @@ class SourceSessionOwnerTest {
     awaitOwnerRow(OwnerState.SERVING, 0, 0, 0, 0);
   }
 
-  /** Hands every receipt it gets to {@code probe}, as a batch's sink would take them. */
-  private static ReceiptSink sink(TestProbe<Receipt> probe) {
-    return new ReceiptSink() {
-      @Override
-      public void deliver(Receipts receipts) {
-        for (int k = 0; k < receipts.size(); k++) {
-          probe.getRef().tell(receipts.get(k));
-        }
-      }
-
-      @Override
-      public boolean cancelled() {
-        return false;
-      }
-    };
-  }
-
   /** Starts a READ of {@link #TASK} bytes of the source's region at 4096 into local at 64. */
   private TestProbe<Receipt> read() {
     local.fill(GUARD);
@@ -333,10 +284,7 @@ class SourceSessionOwnerTest {
 
   /** The READ succeeded: local holds the source's bytes at 64, the guard everywhere else. */
   private void assertReadLanded(TestProbe<Receipt> receipts) {
-    Receipt r = receipts.receiveMessage(Duration.ofSeconds(20));
-    assertNull(r.error(), r::toString);
-    assertEquals(TASK, r.bytes());
-    assertEquals(RemoteEffect.NONE, r.effect());
+    readSucceeded(receipts, TASK);
     for (long i = 0; i < REGION_BYTES; i++) {
       byte want =
           i >= 64 && i < 64 + TASK ? remote.get(ValueLayout.JAVA_BYTE, 4096 + i - 64) : GUARD;
@@ -346,12 +294,7 @@ class SourceSessionOwnerTest {
 
   /** Waits (at most 10 s) until {@code check} passes. */
   private void eventually(Runnable check) {
-    watcher.awaitAssert(
-        Duration.ofSeconds(10),
-        () -> {
-          check.run();
-          return null;
-        });
+    Probes.eventually(watcher, check);
   }
 
   private OwnerView.Owner ownerRow() {

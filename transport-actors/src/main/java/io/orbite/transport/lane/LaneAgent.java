@@ -52,6 +52,10 @@ public abstract class LaneAgent<T> implements Agent {
   private long lastSweepNanos;
   private long cycleNanos;
   private volatile Thread thread;
+
+  /** The thread the runtime started the lane on, set before it starts: what a join waits for. */
+  private volatile Thread runner;
+
   private Throwable failure;
 
   /**
@@ -165,6 +169,32 @@ public abstract class LaneAgent<T> implements Agent {
    */
   protected final Thread thread() {
     return thread;
+  }
+
+  /** Called by {@link LaneRuntime#start} with the lane's thread before it starts it. */
+  final void runsOn(Thread unstarted) {
+    runner = unstarted;
+  }
+
+  /**
+   * Waits for the lane's thread to end, any thread but the lane's. A lane the runtime started is
+   * waited for even if its thread has not reached its first cycle yet (it then sees the close and
+   * ends); a lane never started has nothing to wait for.
+   *
+   * @param millis how long to wait at most
+   * @return true when its thread ended within {@code millis}, or it was never started
+   */
+  public final boolean join(long millis) {
+    Thread t = runner;
+    if (t == null) {
+      return true;
+    }
+    try {
+      t.join(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return !t.isAlive();
   }
 
   @Override

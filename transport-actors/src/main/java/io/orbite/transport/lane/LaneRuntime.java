@@ -48,7 +48,9 @@ public final class LaneRuntime {
     IdleStrategy idle = new Idler(lane);
     AgentRunner runner = new AgentRunner(idle, ERRORS, null, lane);
     // Not AgentRunner.startOnThread: it renames the thread after the agent's role.
-    platform(threadName).start(runner);
+    Thread thread = platform(threadName).unstarted(runner);
+    lane.runsOn(thread);
+    thread.start();
   }
 
   /**

@@ -436,20 +436,6 @@ final class CqLane extends LaneAgent<Runnable> {
     close();
   }
 
-  /** Waits for the lane thread to end; true when it did within {@code millis}. */
-  boolean join(long millis) {
-    Thread t = thread();
-    if (t == null) {
-      return true;
-    }
-    try {
-      t.join(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    return !t.isAlive();
-  }
-
   /**
    * Releases the lane's own native objects after its thread ended: its id slot's MR, then the CQ
    * (its taken events acknowledged first, as {@code ibv_destroy_cq} requires), then its completion

@@ -10,6 +10,7 @@ import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.ReceiptSink;
 import io.orbite.engine.spi.Receipts;
@@ -197,9 +198,10 @@ public final class BatchCore {
 
   /**
    * Tasks the caller admitted: indexes {@code first ..}, each with its work, or null if it failed
-   * unsent.
+   * unsent, and the routing the validator chose for it (its channel is the one it is handed to: no
+   * second array of channels per submission).
    */
-  public record Admitted(int first, TaskWork[] work, PeerChannel[] channels) {}
+  public record Admitted(int first, TaskWork[] work, PeerSegment.Routing[] routings) {}
 
   /**
    * Fits {@code requests} into the batch, charges the budgets for all of them and takes their local
@@ -245,7 +247,6 @@ public final class BatchCore {
       long now = System.nanoTime();
       int first = ledger.size();
       TaskWork[] work = new TaskWork[n];
-      PeerChannel[] channels = new PeerChannel[n];
       int releasedTasks = 0;
       long releasedBytes = 0;
       long earliestDeadline = Long.MAX_VALUE;
@@ -271,7 +272,6 @@ public final class BatchCore {
         // The channel the validator routed the request to (C13 health was read then, once).
         PeerChannel channel = routed.routings()[k].channel();
         ledger.handedTo(i, channel.transport(), routed.routings()[k].route());
-        channels[k] = channel;
         work[k] =
             new TaskWork(
                 sink,
@@ -296,7 +296,7 @@ public final class BatchCore {
       }
       report(false);
       notifyIfIdle();
-      return new Admitted(first, work, channels);
+      return new Admitted(first, work, routed.routings());
     }
   }
 

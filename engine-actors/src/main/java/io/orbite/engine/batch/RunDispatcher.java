@@ -2,6 +2,7 @@ package io.orbite.engine.batch;
 
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.TaskWork;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -42,7 +43,7 @@ final class RunDispatcher {
    * lock: receipts that arrive meanwhile are counted, and their tasks end then.
    */
   static void dispatch(BatchCore core, BatchCore.Admitted admitted, EngineTally counters) {
-    PeerChannel[] channels = admitted.channels();
+    PeerSegment.Routing[] routings = admitted.routings();
     TaskWork[] work = admitted.work();
     int[] owed = new int[work.length];
     Arrays.fill(owed, -1);
@@ -53,14 +54,14 @@ final class RunDispatcher {
         k++;
         continue;
       }
-      PeerChannel channel = channels[k];
+      PeerChannel channel = routings[k].channel();
       int runLimit = touched == null || !touched.contains(channel) ? FIRST_RUN : RUN;
       int end = k + 1;
       long bytes = work[k].lengthBytes();
       while (end < work.length
           && end - k < runLimit
           && work[end] != null
-          && channels[end] == channel) {
+          && routings[end].channel() == channel) {
         bytes += work[end].lengthBytes();
         end++;
       }

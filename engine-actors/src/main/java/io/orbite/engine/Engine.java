@@ -46,7 +46,8 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    * Each RDMA rail's link rate, bandwidth estimates and byte charges, as the rail selection sees
    * them; local observations, never a device query. Still answers after close.
    *
-   * @return one entry per rail; empty when the RDMA transport is off
+   * @return one entry per rail; empty when the RDMA transport is off, and until its rails have
+   *     opened (the transport opens them off the caller's thread after {@code start})
    */
   default java.util.List<NicLoadStats> nicLoadStats() {
     return NicLoadStats.of(ownerView());

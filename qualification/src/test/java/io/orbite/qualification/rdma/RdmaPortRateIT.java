@@ -133,7 +133,10 @@ class RdmaPortRateIT {
       assertTrue(
           Await.until(
               Duration.ofSeconds(5),
-              () -> source.nicLoadStats().get(0).linkBytesPerSecond() == EDR_1X),
+              // Empty until the source's rails have opened and its contexts published their rows.
+              () ->
+                  !source.nicLoadStats().isEmpty()
+                      && source.nicLoadStats().get(0).linkBytesPerSecond() == EDR_1X),
           () -> "the source read its new rate: " + source.nicLoadStats());
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 33;

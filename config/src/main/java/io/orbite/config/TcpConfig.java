@@ -27,6 +27,34 @@ package io.orbite.config;
  *     on the open lane to the same peer incarnation with the fewest bytes charged. A WRITE that may
  *     have reached the socket is never sent again (effect UNKNOWN). Off: such frames fail
  *     PEER_LOST. Default {@value #DEFAULT_RETRY_READ_ON_OTHER_LANE}.
+ * @param reconnectInitialBackoffMillis a lane whose connection broke (and drained) reconnects to
+ *     the same peer incarnation after this long, then after twice that, and so on up to {@code
+ *     reconnectMaxBackoffMillis}, each step with up to 25% random jitter. Default {@value
+ *     #DEFAULT_RECONNECT_INITIAL_BACKOFF_MILLIS}; range {@value
+ *     #MIN_RECONNECT_INITIAL_BACKOFF_MILLIS}..{@value #MAX_RECONNECT_INITIAL_BACKOFF_MILLIS}.
+ * @param reconnectMaxBackoffMillis the longest step between reconnection attempts; at least {@code
+ *     reconnectInitialBackoffMillis}. Default {@value #DEFAULT_RECONNECT_MAX_BACKOFF_MILLIS}; range
+ *     {@value #MIN_RECONNECT_MAX_BACKOFF_MILLIS}..{@value #MAX_RECONNECT_MAX_BACKOFF_MILLIS}.
+ * @param reconnectGiveUpMillis how long a channel with no working lane keeps reconnecting before
+ *     the peer is declared lost (its gate closes PEER_LOST, {@code PeerLost} is published). Default
+ *     {@value #DEFAULT_RECONNECT_GIVE_UP_MILLIS}; range {@value
+ *     #MIN_RECONNECT_GIVE_UP_MILLIS}..{@value #MAX_RECONNECT_GIVE_UP_MILLIS}.
+ * @param waitWhileReconnecting whether a task submitted while no lane works (the channel is
+ *     RECONNECTING) waits for a lane, within its deadline; {@code false} fails it PEER_LOST at
+ *     once, never sent. Default {@value #DEFAULT_WAIT_WHILE_RECONNECTING}.
+ * @param keepaliveIntervalMillis an idle requester lane sends a keepalive after this long without
+ *     traffic. Default {@value #DEFAULT_KEEPALIVE_INTERVAL_MILLIS}; range {@value
+ *     #MIN_KEEPALIVE_INTERVAL_MILLIS}..{@value #MAX_KEEPALIVE_INTERVAL_MILLIS}.
+ * @param livenessTimeoutMillis a lane that has heard nothing from its peer for this long while
+ *     expecting an answer (a keepalive or a request outstanding) is lost: it drains and reconnects.
+ *     The bound within which a dead, stopped or replaced peer is noticed with no task running; more
+ *     than {@code keepaliveIntervalMillis}. Default {@value #DEFAULT_LIVENESS_TIMEOUT_MILLIS};
+ *     range {@value #MIN_LIVENESS_TIMEOUT_MILLIS}..{@value #MAX_LIVENESS_TIMEOUT_MILLIS}.
+ * @param sourceIdleTimeoutMillis source side: an accepted lane that received no request (keepalives
+ *     do not count) for this long is closed and its loans returned; the requester reconnects when
+ *     it next needs it. 0: never. Default {@value #DEFAULT_SOURCE_IDLE_TIMEOUT_MILLIS} (5 minutes);
+ *     range {@value #MIN_SOURCE_IDLE_TIMEOUT_MILLIS}..{@value #MAX_SOURCE_IDLE_TIMEOUT_MILLIS} (1
+ *     day).
  */
 public record TcpConfig(
     int lanes,
@@ -35,7 +63,14 @@ public record TcpConfig(
     int connectTimeoutMillis,
     int laneWindowFrames,
     long laneWindowBytes,
-    boolean retryReadOnOtherLane) {
+    boolean retryReadOnOtherLane,
+    int reconnectInitialBackoffMillis,
+    int reconnectMaxBackoffMillis,
+    int reconnectGiveUpMillis,
+    boolean waitWhileReconnecting,
+    int keepaliveIntervalMillis,
+    int livenessTimeoutMillis,
+    long sourceIdleTimeoutMillis) {
   /** JSON key of this section, and the path prefix of its messages. */
   static final String SECTION = "tcp";
 
@@ -93,6 +128,63 @@ public record TcpConfig(
   /** Largest accepted {@link #laneWindowBytes()}: 4 GiB. */
   public static final long MAX_LANE_WINDOW_BYTES = 4L * 1024 * 1024 * 1024;
 
+  /** Default {@link #reconnectInitialBackoffMillis()}. */
+  public static final int DEFAULT_RECONNECT_INITIAL_BACKOFF_MILLIS = 20;
+
+  /** Minimum {@link #reconnectInitialBackoffMillis()}. */
+  public static final int MIN_RECONNECT_INITIAL_BACKOFF_MILLIS = 1;
+
+  /** Maximum {@link #reconnectInitialBackoffMillis()}. */
+  public static final int MAX_RECONNECT_INITIAL_BACKOFF_MILLIS = 60_000;
+
+  /** Default {@link #reconnectMaxBackoffMillis()}. */
+  public static final int DEFAULT_RECONNECT_MAX_BACKOFF_MILLIS = 500;
+
+  /** Minimum {@link #reconnectMaxBackoffMillis()}. */
+  public static final int MIN_RECONNECT_MAX_BACKOFF_MILLIS = 1;
+
+  /** Maximum {@link #reconnectMaxBackoffMillis()}. */
+  public static final int MAX_RECONNECT_MAX_BACKOFF_MILLIS = 600_000;
+
+  /** Default {@link #reconnectGiveUpMillis()}. */
+  public static final int DEFAULT_RECONNECT_GIVE_UP_MILLIS = 30_000;
+
+  /** Minimum {@link #reconnectGiveUpMillis()}. */
+  public static final int MIN_RECONNECT_GIVE_UP_MILLIS = 1;
+
+  /** Maximum {@link #reconnectGiveUpMillis()} (1 day). */
+  public static final int MAX_RECONNECT_GIVE_UP_MILLIS = 86_400_000;
+
+  /** Default {@link #waitWhileReconnecting()}. */
+  public static final boolean DEFAULT_WAIT_WHILE_RECONNECTING = true;
+
+  /** Default {@link #keepaliveIntervalMillis()}. */
+  public static final int DEFAULT_KEEPALIVE_INTERVAL_MILLIS = 500;
+
+  /** Minimum {@link #keepaliveIntervalMillis()}. */
+  public static final int MIN_KEEPALIVE_INTERVAL_MILLIS = 10;
+
+  /** Maximum {@link #keepaliveIntervalMillis()}. */
+  public static final int MAX_KEEPALIVE_INTERVAL_MILLIS = 600_000;
+
+  /** Default {@link #livenessTimeoutMillis()}. */
+  public static final int DEFAULT_LIVENESS_TIMEOUT_MILLIS = 2_000;
+
+  /** Minimum {@link #livenessTimeoutMillis()}. */
+  public static final int MIN_LIVENESS_TIMEOUT_MILLIS = 20;
+
+  /** Maximum {@link #livenessTimeoutMillis()}. */
+  public static final int MAX_LIVENESS_TIMEOUT_MILLIS = 3_600_000;
+
+  /** Default {@link #sourceIdleTimeoutMillis()} (5 minutes). */
+  public static final long DEFAULT_SOURCE_IDLE_TIMEOUT_MILLIS = 300_000;
+
+  /** Minimum {@link #sourceIdleTimeoutMillis()} (0: never). */
+  public static final long MIN_SOURCE_IDLE_TIMEOUT_MILLIS = 0;
+
+  /** Maximum {@link #sourceIdleTimeoutMillis()} (1 day). */
+  public static final long MAX_SOURCE_IDLE_TIMEOUT_MILLIS = 86_400_000;
+
   /**
    * Validates every numeric component against its {@code MIN_*}..{@code MAX_*} range; any {@link
    * #retryReadOnOtherLane()} is accepted.
@@ -126,6 +218,52 @@ public record TcpConfig(
         laneWindowBytes,
         MIN_LANE_WINDOW_BYTES,
         MAX_LANE_WINDOW_BYTES);
+    Checks.requireRange(
+        SECTION + ".reconnectInitialBackoffMillis",
+        reconnectInitialBackoffMillis,
+        MIN_RECONNECT_INITIAL_BACKOFF_MILLIS,
+        MAX_RECONNECT_INITIAL_BACKOFF_MILLIS);
+    Checks.requireRange(
+        SECTION + ".reconnectMaxBackoffMillis",
+        reconnectMaxBackoffMillis,
+        MIN_RECONNECT_MAX_BACKOFF_MILLIS,
+        MAX_RECONNECT_MAX_BACKOFF_MILLIS);
+    if (reconnectMaxBackoffMillis < reconnectInitialBackoffMillis) {
+      throw new ConfigException(
+          SECTION + ".reconnectMaxBackoffMillis",
+          "must be at least tcp.reconnectInitialBackoffMillis ("
+              + reconnectInitialBackoffMillis
+              + "), got "
+              + reconnectMaxBackoffMillis);
+    }
+    Checks.requireRange(
+        SECTION + ".reconnectGiveUpMillis",
+        reconnectGiveUpMillis,
+        MIN_RECONNECT_GIVE_UP_MILLIS,
+        MAX_RECONNECT_GIVE_UP_MILLIS);
+    Checks.requireRange(
+        SECTION + ".keepaliveIntervalMillis",
+        keepaliveIntervalMillis,
+        MIN_KEEPALIVE_INTERVAL_MILLIS,
+        MAX_KEEPALIVE_INTERVAL_MILLIS);
+    Checks.requireRange(
+        SECTION + ".livenessTimeoutMillis",
+        livenessTimeoutMillis,
+        MIN_LIVENESS_TIMEOUT_MILLIS,
+        MAX_LIVENESS_TIMEOUT_MILLIS);
+    if (livenessTimeoutMillis <= keepaliveIntervalMillis) {
+      throw new ConfigException(
+          SECTION + ".livenessTimeoutMillis",
+          "must be more than tcp.keepaliveIntervalMillis ("
+              + keepaliveIntervalMillis
+              + "), got "
+              + livenessTimeoutMillis);
+    }
+    Checks.requireRange(
+        SECTION + ".sourceIdleTimeoutMillis",
+        sourceIdleTimeoutMillis,
+        MIN_SOURCE_IDLE_TIMEOUT_MILLIS,
+        MAX_SOURCE_IDLE_TIMEOUT_MILLIS);
   }
 
   /**
@@ -143,7 +281,14 @@ public record TcpConfig(
         DEFAULT_CONNECT_TIMEOUT_MILLIS,
         DEFAULT_LANE_WINDOW_FRAMES,
         DEFAULT_LANE_WINDOW_BYTES,
-        DEFAULT_RETRY_READ_ON_OTHER_LANE);
+        DEFAULT_RETRY_READ_ON_OTHER_LANE,
+        DEFAULT_RECONNECT_INITIAL_BACKOFF_MILLIS,
+        DEFAULT_RECONNECT_MAX_BACKOFF_MILLIS,
+        DEFAULT_RECONNECT_GIVE_UP_MILLIS,
+        DEFAULT_WAIT_WHILE_RECONNECTING,
+        DEFAULT_KEEPALIVE_INTERVAL_MILLIS,
+        DEFAULT_LIVENESS_TIMEOUT_MILLIS,
+        DEFAULT_SOURCE_IDLE_TIMEOUT_MILLIS);
   }
 
   /** Default {@link #retryReadOnOtherLane()}. */
@@ -166,7 +311,14 @@ public record TcpConfig(
         connectTimeoutMillis,
         laneWindowFrames,
         laneWindowBytes,
-        retryReadOnOtherLane);
+        retryReadOnOtherLane,
+        reconnectInitialBackoffMillis,
+        reconnectMaxBackoffMillis,
+        reconnectGiveUpMillis,
+        waitWhileReconnecting,
+        keepaliveIntervalMillis,
+        livenessTimeoutMillis,
+        sourceIdleTimeoutMillis);
   }
 
   /**
@@ -186,7 +338,14 @@ public record TcpConfig(
         connectTimeoutMillis,
         laneWindowFrames,
         laneWindowBytes,
-        retryReadOnOtherLane);
+        retryReadOnOtherLane,
+        reconnectInitialBackoffMillis,
+        reconnectMaxBackoffMillis,
+        reconnectGiveUpMillis,
+        waitWhileReconnecting,
+        keepaliveIntervalMillis,
+        livenessTimeoutMillis,
+        sourceIdleTimeoutMillis);
   }
 
   /**
@@ -207,7 +366,14 @@ public record TcpConfig(
         connectTimeoutMillis,
         laneWindowFrames,
         laneWindowBytes,
-        retryReadOnOtherLane);
+        retryReadOnOtherLane,
+        reconnectInitialBackoffMillis,
+        reconnectMaxBackoffMillis,
+        reconnectGiveUpMillis,
+        waitWhileReconnecting,
+        keepaliveIntervalMillis,
+        livenessTimeoutMillis,
+        sourceIdleTimeoutMillis);
   }
 
   /**
@@ -228,7 +394,14 @@ public record TcpConfig(
         connectTimeoutMillis,
         laneWindowFrames,
         laneWindowBytes,
-        retryReadOnOtherLane);
+        retryReadOnOtherLane,
+        reconnectInitialBackoffMillis,
+        reconnectMaxBackoffMillis,
+        reconnectGiveUpMillis,
+        waitWhileReconnecting,
+        keepaliveIntervalMillis,
+        livenessTimeoutMillis,
+        sourceIdleTimeoutMillis);
   }
 
   /**
@@ -248,7 +421,14 @@ public record TcpConfig(
         connectTimeoutMillis,
         laneWindowFrames,
         laneWindowBytes,
-        retryReadOnOtherLane);
+        retryReadOnOtherLane,
+        reconnectInitialBackoffMillis,
+        reconnectMaxBackoffMillis,
+        reconnectGiveUpMillis,
+        waitWhileReconnecting,
+        keepaliveIntervalMillis,
+        livenessTimeoutMillis,
+        sourceIdleTimeoutMillis);
   }
 
   /**
@@ -268,7 +448,14 @@ public record TcpConfig(
         connectTimeoutMillis,
         laneWindowFrames,
         laneWindowBytes,
-        retryReadOnOtherLane);
+        retryReadOnOtherLane,
+        reconnectInitialBackoffMillis,
+        reconnectMaxBackoffMillis,
+        reconnectGiveUpMillis,
+        waitWhileReconnecting,
+        keepaliveIntervalMillis,
+        livenessTimeoutMillis,
+        sourceIdleTimeoutMillis);
   }
 
   /**
@@ -288,7 +475,14 @@ public record TcpConfig(
         connectTimeoutMillis,
         laneWindowFrames,
         laneWindowBytes,
-        retryReadOnOtherLane);
+        retryReadOnOtherLane,
+        reconnectInitialBackoffMillis,
+        reconnectMaxBackoffMillis,
+        reconnectGiveUpMillis,
+        waitWhileReconnecting,
+        keepaliveIntervalMillis,
+        livenessTimeoutMillis,
+        sourceIdleTimeoutMillis);
   }
 
   static TcpConfig read(ConfigReader r) {
@@ -319,6 +513,139 @@ public record TcpConfig(
             DEFAULT_LANE_WINDOW_BYTES,
             MIN_LANE_WINDOW_BYTES,
             MAX_LANE_WINDOW_BYTES),
-        r.booleanValue("retryReadOnOtherLane", DEFAULT_RETRY_READ_ON_OTHER_LANE));
+        r.booleanValue("retryReadOnOtherLane", DEFAULT_RETRY_READ_ON_OTHER_LANE),
+        r.intValue(
+            "reconnectInitialBackoffMillis",
+            DEFAULT_RECONNECT_INITIAL_BACKOFF_MILLIS,
+            MIN_RECONNECT_INITIAL_BACKOFF_MILLIS,
+            MAX_RECONNECT_INITIAL_BACKOFF_MILLIS),
+        r.intValue(
+            "reconnectMaxBackoffMillis",
+            DEFAULT_RECONNECT_MAX_BACKOFF_MILLIS,
+            MIN_RECONNECT_MAX_BACKOFF_MILLIS,
+            MAX_RECONNECT_MAX_BACKOFF_MILLIS),
+        r.intValue(
+            "reconnectGiveUpMillis",
+            DEFAULT_RECONNECT_GIVE_UP_MILLIS,
+            MIN_RECONNECT_GIVE_UP_MILLIS,
+            MAX_RECONNECT_GIVE_UP_MILLIS),
+        r.booleanValue("waitWhileReconnecting", DEFAULT_WAIT_WHILE_RECONNECTING),
+        r.intValue(
+            "keepaliveIntervalMillis",
+            DEFAULT_KEEPALIVE_INTERVAL_MILLIS,
+            MIN_KEEPALIVE_INTERVAL_MILLIS,
+            MAX_KEEPALIVE_INTERVAL_MILLIS),
+        r.intValue(
+            "livenessTimeoutMillis",
+            DEFAULT_LIVENESS_TIMEOUT_MILLIS,
+            MIN_LIVENESS_TIMEOUT_MILLIS,
+            MAX_LIVENESS_TIMEOUT_MILLIS),
+        r.longValue(
+            "sourceIdleTimeoutMillis",
+            DEFAULT_SOURCE_IDLE_TIMEOUT_MILLIS,
+            MIN_SOURCE_IDLE_TIMEOUT_MILLIS,
+            MAX_SOURCE_IDLE_TIMEOUT_MILLIS));
+  }
+
+  /**
+   * A copy with the reconnection settings replaced and every other component kept.
+   *
+   * @param initialBackoffMillis {@link #reconnectInitialBackoffMillis()}
+   * @param maxBackoffMillis {@link #reconnectMaxBackoffMillis()}
+   * @param giveUpMillis {@link #reconnectGiveUpMillis()}
+   * @return a new {@code TcpConfig}; this one is unchanged
+   * @throws ConfigException naming the first key out of range
+   */
+  public TcpConfig withReconnect(int initialBackoffMillis, int maxBackoffMillis, int giveUpMillis) {
+    return new TcpConfig(
+        lanes,
+        socketBufferBytes,
+        maxFramePayloadBytes,
+        connectTimeoutMillis,
+        laneWindowFrames,
+        laneWindowBytes,
+        retryReadOnOtherLane,
+        initialBackoffMillis,
+        maxBackoffMillis,
+        giveUpMillis,
+        waitWhileReconnecting,
+        keepaliveIntervalMillis,
+        livenessTimeoutMillis,
+        sourceIdleTimeoutMillis);
+  }
+
+  /**
+   * A copy with {@link #waitWhileReconnecting()} replaced and every other component kept.
+   *
+   * @param waitWhileReconnecting whether tasks wait for a lane while the channel reconnects
+   * @return a new {@code TcpConfig}; this one is unchanged
+   */
+  public TcpConfig withWaitWhileReconnecting(boolean waitWhileReconnecting) {
+    return new TcpConfig(
+        lanes,
+        socketBufferBytes,
+        maxFramePayloadBytes,
+        connectTimeoutMillis,
+        laneWindowFrames,
+        laneWindowBytes,
+        retryReadOnOtherLane,
+        reconnectInitialBackoffMillis,
+        reconnectMaxBackoffMillis,
+        reconnectGiveUpMillis,
+        waitWhileReconnecting,
+        keepaliveIntervalMillis,
+        livenessTimeoutMillis,
+        sourceIdleTimeoutMillis);
+  }
+
+  /**
+   * A copy with the keepalive settings replaced and every other component kept.
+   *
+   * @param intervalMillis {@link #keepaliveIntervalMillis()}
+   * @param livenessTimeoutMillis {@link #livenessTimeoutMillis()}
+   * @return a new {@code TcpConfig}; this one is unchanged
+   * @throws ConfigException naming the first key out of range
+   */
+  public TcpConfig withKeepalive(int intervalMillis, int livenessTimeoutMillis) {
+    return new TcpConfig(
+        lanes,
+        socketBufferBytes,
+        maxFramePayloadBytes,
+        connectTimeoutMillis,
+        laneWindowFrames,
+        laneWindowBytes,
+        retryReadOnOtherLane,
+        reconnectInitialBackoffMillis,
+        reconnectMaxBackoffMillis,
+        reconnectGiveUpMillis,
+        waitWhileReconnecting,
+        intervalMillis,
+        livenessTimeoutMillis,
+        sourceIdleTimeoutMillis);
+  }
+
+  /**
+   * A copy with {@link #sourceIdleTimeoutMillis()} replaced and every other component kept.
+   *
+   * @param sourceIdleTimeoutMillis how long an accepted lane may stay idle (0: for ever)
+   * @return a new {@code TcpConfig}; this one is unchanged
+   * @throws ConfigException naming {@code tcp.sourceIdleTimeoutMillis} when out of range
+   */
+  public TcpConfig withSourceIdleTimeoutMillis(long sourceIdleTimeoutMillis) {
+    return new TcpConfig(
+        lanes,
+        socketBufferBytes,
+        maxFramePayloadBytes,
+        connectTimeoutMillis,
+        laneWindowFrames,
+        laneWindowBytes,
+        retryReadOnOtherLane,
+        reconnectInitialBackoffMillis,
+        reconnectMaxBackoffMillis,
+        reconnectGiveUpMillis,
+        waitWhileReconnecting,
+        keepaliveIntervalMillis,
+        livenessTimeoutMillis,
+        sourceIdleTimeoutMillis);
   }
 }

@@ -203,7 +203,7 @@ class EngineConfigSourcesTest {
             () -> EngineConfig.fromEnv(Map.of("ORBITE_CONF", "{\"tcp\":{\"lanez\":4}}")));
     assertEquals(
         "tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, "
-            + "connectTimeoutMillis, laneWindowFrames, laneWindowBytes, retryReadOnOtherLane) (in $ORBITE_CONF)",
+            + "connectTimeoutMillis, laneWindowFrames, laneWindowBytes, retryReadOnOtherLane, reconnectInitialBackoffMillis, reconnectMaxBackoffMillis, reconnectGiveUpMillis, waitWhileReconnecting, keepaliveIntervalMillis, livenessTimeoutMillis, sourceIdleTimeoutMillis) (in $ORBITE_CONF)",
         e.getMessage());
   }
 

@@ -221,7 +221,7 @@ class EngineConfigStrictnessTest {
   @CsvSource(
       delimiter = '|',
       value = {
-        "{\"tcp\":{\"lanez\":2}}    | tcp.lanez      | tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis, laneWindowFrames, laneWindowBytes, retryReadOnOtherLane)",
+        "{\"tcp\":{\"lanez\":2}}    | tcp.lanez      | tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis, laneWindowFrames, laneWindowBytes, retryReadOnOtherLane, reconnectInitialBackoffMillis, reconnectMaxBackoffMillis, reconnectGiveUpMillis, waitWhileReconnecting, keepaliveIntervalMillis, livenessTimeoutMillis, sourceIdleTimeoutMillis)",
         "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability)",
         "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability)",
         "{\"listen\":{\"addr\":1}}  | listen.addr    | listen.addr: unknown key (known: host, port)",

@@ -7,7 +7,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Consumer;
+import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.stream.javadsl.Source;
 
 /**
  * What an application calls on an engine incarnation: memory, peers, batches, directional close and
@@ -167,6 +170,26 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    *     begun
    */
   List<PeerEntry> peers();
+
+  /**
+   * What this engine learns of its peers from now on, as a stream: {@link PeerEvent.PeerUp}, {@link
+   * PeerEvent.LaneLost}, {@link PeerEvent.LaneRestored}, {@link PeerEvent.PeerFenced} and {@link
+   * PeerEvent.PeerLost}. Each materialisation is a subscription of its own, ended when the stream
+   * ends (or is cancelled); a consumer more than {@code 1024} events behind loses the oldest.
+   *
+   * @return a source of events, materialised as often as wanted
+   */
+  Source<PeerEvent, NotUsed> peerEvents();
+
+  /**
+   * Calls {@code listener} with every {@link PeerEvent} from now on, one at a time, on the engine's
+   * blocking-I/O dispatcher (never on a lane thread), until the handle is closed; what it throws is
+   * logged.
+   *
+   * @param listener the listener
+   * @return closes the subscription (idempotent)
+   */
+  AutoCloseable onPeerEvent(Consumer<PeerEvent> listener);
 
   /**
    * Describes the peer at {@code endpoint} ({@code host:port}) and opens its current incarnation.

@@ -6,6 +6,7 @@ import io.orbite.config.EngineConfig;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.guardian.EngineGuardian;
 import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.SharedMemory;
@@ -18,6 +19,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.security.SecureRandom;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ForkJoinPool;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
 
@@ -39,11 +41,21 @@ record EngineBootstrap(
     FaultHooks hooks,
     SharedMemory shared,
     List<TransportProvider> providers,
+    PeerEventHub peerEvents,
     CompletableFuture<EngineGuardian.Handles> started) {
   org.apache.pekko.actor.typed.Behavior<EngineGuardian.Command> guardian(EngineConfig config) {
     return EngineGuardian.create(
         new EngineGuardian.Parts(
-            config, listener, self, view, counters, owners, quarantine, hooks, providers),
+            config,
+            listener,
+            self,
+            view,
+            counters,
+            owners,
+            quarantine,
+            hooks,
+            providers,
+            peerEvents),
         started);
   }
 
@@ -163,6 +175,7 @@ record EngineBootstrap(
         java.util.Objects.requireNonNull(hooks, "hooks"),
         shared,
         providers,
+        new PeerEventHub(ForkJoinPool.commonPool()),
         new CompletableFuture<>());
   }
 }

@@ -47,6 +47,20 @@ import java.util.Map;
  * @param ownersQuarantined Owners (file ring lanes) that could not prove their work stopped
  *     touching memory within the destruction window and were quarantined: their native resources,
  *     loans and charges are kept.
+ * @param lanesLost Requester side: data lanes (TCP lanes, the RDMA control connection) whose
+ *     connection broke or missed its keepalives; each drained before anything else happened to it.
+ * @param lanesRestored Requester side: lanes reconnected to the same peer incarnation (its HELLO
+ *     proved the same epoch).
+ * @param keepaliveMisses Requester side: lanes ended because their peer answered no keepalive
+ *     within {@code tcp.livenessTimeoutMillis}.
+ * @param peersFenced Requester side: peer entries fenced because a newer incarnation answered at
+ *     their endpoint (learned by a reconnect, a keepalive's lane or an open).
+ * @param transportFailovers Requester side: tasks that ran once more on another transport after
+ *     their first transport drained them ({@code retry.maxTransportFailovers}).
+ * @param sourceIdleCloses Source side: lanes closed after {@code tcp.sourceIdleTimeoutMillis}
+ *     without a request.
+ * @param sourceIncarnationsFenced Source side: lanes and sessions of a requester's old incarnation
+ *     closed because its new incarnation said HELLO.
  * @param tasksDispatched per transport, tasks the engine handed to it (UNSPEC never dispatches: a
  *     task always runs on a chosen transport)
  * @param bytesDispatched per transport, bytes of the tasks handed to it
@@ -77,6 +91,13 @@ public record EngineCounters(
     long shmCopiedByCaller,
     long shmTasksStolen,
     long ownersQuarantined,
+    long lanesLost,
+    long lanesRestored,
+    long keepaliveMisses,
+    long peersFenced,
+    long transportFailovers,
+    long sourceIdleCloses,
+    long sourceIncarnationsFenced,
     Map<Transport, Long> tasksDispatched,
     Map<Transport, Long> bytesDispatched,
     Map<String, Long> laneBytes) {

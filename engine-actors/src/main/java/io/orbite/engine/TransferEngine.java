@@ -8,6 +8,7 @@ import io.orbite.engine.guardian.EngineGuardian;
 import io.orbite.engine.guardian.EngineLifecycle;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.segment.SegmentTable;
+import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.TransportCommand;
 import java.lang.foreign.MemorySegment;
@@ -17,10 +18,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Consumer;
 import java.util.function.Function;
+import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.stream.OverflowStrategy;
+import org.apache.pekko.stream.javadsl.Source;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -209,6 +214,32 @@ public final class TransferEngine implements Engine {
           }
           return null;
         });
+  }
+
+  @Override
+  public Source<PeerEvent, NotUsed> peerEvents() {
+    return Source.<PeerEvent>queue(PeerEventHub.BACKLOG, OverflowStrategy.dropHead())
+        .mapMaterializedValue(
+            queue -> {
+              AutoCloseable subscription = parts.peerEvents().subscribe(queue::offer);
+              queue
+                  .watchCompletion()
+                  .whenComplete(
+                      (done, failure) -> {
+                        try {
+                          subscription.close();
+                        } catch (Exception ignored) {
+                          // Removing a listener cannot fail.
+                        }
+                      });
+              return NotUsed.getInstance();
+            });
+  }
+
+  @Override
+  public AutoCloseable onPeerEvent(Consumer<PeerEvent> listener) {
+    java.util.Objects.requireNonNull(listener, "onPeerEvent: listener");
+    return parts.peerEvents().subscribe(listener);
   }
 
   @Override

@@ -4,6 +4,7 @@ import io.orbite.config.EngineConfig;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.OwnerSupervision;
+import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportContext;
@@ -37,6 +38,7 @@ public final class TestContexts {
         board,
         quarantine,
         hooks,
-        new OwnerSupervision("test-engine", quarantine, counters, board, hooks));
+        new OwnerSupervision("test-engine", quarantine, counters, board, hooks),
+        new PeerEventHub(Runnable::run));
   }
 }

@@ -12,6 +12,7 @@ import io.orbite.engine.registry.Registry;
 import io.orbite.engine.segment.SegmentTable;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.OwnerSupervision;
+import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
@@ -76,6 +77,8 @@ public final class EngineGuardian {
    * @param quarantine where owners that cannot prove their drain are listed; outlives the actors
    * @param hooks fault-injection points for qualification tests ({@link FaultHooks#NONE} otherwise)
    * @param providers the transports to run ({@link #transportProviders()})
+   * @param peerEvents where owners publish what they learn of peers ({@link
+   *     io.orbite.engine.Engine#peerEvents()})
    */
   public record Parts(
       EngineConfig config,
@@ -86,7 +89,8 @@ public final class EngineGuardian {
       OwnerBoard board,
       QuarantineLedger quarantine,
       FaultHooks hooks,
-      List<TransportProvider> providers) {}
+      List<TransportProvider> providers,
+      PeerEventHub peerEvents) {}
 
   /** Charge a batch slot and spawn its actor. */
   public record SpawnBatch(int capacity, ActorRef<SpawnBatchReply> replyTo) implements Command {}

@@ -128,7 +128,9 @@ final class GuardianChildren {
             board,
             quarantine,
             parts.hooks(),
-            supervision);
+            supervision,
+            parts.peerEvents());
+    parts.peerEvents().runOn(blockingIo);
     Map<Transport, ActorRef<TransportCommand>> spawned = new EnumMap<>(Transport.class);
     for (TransportProvider provider : providers) { // one per kind, TCP among them
       String owner = "transport-" + provider.kind().name().toLowerCase(Locale.ROOT);

@@ -43,7 +43,14 @@ public final class EngineTally {
     SHM_FENCED,
     SHM_COPIED_BY_CALLER,
     SHM_TASKS_STOLEN,
-    OWNERS_QUARANTINED
+    OWNERS_QUARANTINED,
+    LANES_LOST,
+    LANES_RESTORED,
+    KEEPALIVE_MISSES,
+    PEERS_FENCED,
+    TRANSPORT_FAILOVERS,
+    SOURCE_IDLE_CLOSES,
+    SOURCE_INCARNATIONS_FENCED
   }
 
   /**
@@ -232,6 +239,13 @@ public final class EngineTally {
         sums[Count.SHM_COPIED_BY_CALLER.ordinal()],
         sums[Count.SHM_TASKS_STOLEN.ordinal()],
         sums[Count.OWNERS_QUARANTINED.ordinal()],
+        sums[Count.LANES_LOST.ordinal()],
+        sums[Count.LANES_RESTORED.ordinal()],
+        sums[Count.KEEPALIVE_MISSES.ordinal()],
+        sums[Count.PEERS_FENCED.ordinal()],
+        sums[Count.TRANSPORT_FAILOVERS.ordinal()],
+        sums[Count.SOURCE_IDLE_CLOSES.ordinal()],
+        sums[Count.SOURCE_INCARNATIONS_FENCED.ordinal()],
         tasks,
         bytes,
         laneBytes);

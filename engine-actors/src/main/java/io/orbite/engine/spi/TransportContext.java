@@ -27,4 +27,5 @@ public record TransportContext(
     OwnerBoard owners,
     QuarantineLedger quarantine,
     FaultHooks hooks,
-    OwnerSupervision supervision) {}
+    OwnerSupervision supervision,
+    PeerEventHub peerEvents) {}

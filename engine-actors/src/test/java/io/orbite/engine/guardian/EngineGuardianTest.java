@@ -24,6 +24,7 @@ import io.orbite.engine.guardian.EngineGuardian.Side;
 import io.orbite.engine.guardian.EngineGuardian.SideClosed;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
@@ -145,7 +146,8 @@ class EngineGuardianTest {
                     hooks,
                     List.of(
                         new FakeProvider(Transport.TCP, TransportProvider.PeerRole.BASE, tcp),
-                        new FakeProvider(Transport.FILE, TransportProvider.PeerRole.NONE, file))),
+                        new FakeProvider(Transport.FILE, TransportProvider.PeerRole.NONE, file)),
+                    new PeerEventHub(Runnable::run)),
                 started));
     handles = started.get(10, TimeUnit.SECONDS);
   }

@@ -23,6 +23,7 @@ import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.OwnerSupervision;
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.Registration;
@@ -163,7 +164,8 @@ class RdmaTransportTest {
               board,
               quarantine,
               hooks,
-              new OwnerSupervision(name, quarantine, tally, board, hooks));
+              new OwnerSupervision(name, quarantine, tally, board, hooks),
+              new PeerEventHub(Runnable::run));
       listener = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
       rdma = testKit.spawn(RdmaTransport.create(context), "transport-rdma-" + NAMES.get());
       Thread.ofPlatform().daemon().name("test-control-service-" + name).start(this::accept);

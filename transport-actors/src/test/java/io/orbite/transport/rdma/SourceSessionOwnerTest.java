@@ -22,6 +22,7 @@ import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.OwnerSupervision;
+import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.Registration;
@@ -172,7 +173,8 @@ class SourceSessionOwnerTest {
             board,
             quarantine,
             sourceHooks,
-            new OwnerSupervision("source", quarantine, tally, board, sourceHooks));
+            new OwnerSupervision("source", quarantine, tally, board, sourceHooks),
+            new PeerEventHub(Runnable::run));
     RegistryView requesterRegistry = new RegistryView();
     requesterRegistry.publish(
         Map.of(LOCAL_REGION, new Registration(LOCAL_REGION, local, Access.READ_WRITE, null)));
@@ -190,7 +192,8 @@ class SourceSessionOwnerTest {
             requesterQuarantine,
             requesterHooks,
             new OwnerSupervision(
-                "requester", requesterQuarantine, requesterTally, requesterBoard, requesterHooks));
+                "requester", requesterQuarantine, requesterTally, requesterBoard, requesterHooks),
+            new PeerEventHub(Runnable::run));
     source = SoftRails.open(sourceContext);
     requester = SoftRails.open(requesterContext);
     listener = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));

@@ -30,6 +30,12 @@ public record PeerEntry(
     /** Its endpoint's lanes are open; requests are accepted. */
     ACTIVE,
     /**
+     * Every lane to it broke; lanes are being rebuilt while the peer proves the same epoch.
+     * Requests are accepted and wait for a lane within their deadline ({@code
+     * tcp.waitWhileReconnecting}).
+     */
+    RECONNECTING,
+    /**
      * A newer incarnation answers at its endpoint: every request naming it is refused
      * EPOCH_MISMATCH (C3).
      */

@@ -76,4 +76,14 @@ public interface FaultHooks {
    * @param sliceId the slice's id, as its grant request named it
    */
   default void beforeRdmaAck(String lane, long sliceId) {}
+
+  /**
+   * A source lane started serving an accepted connection; {@code cut} closes its socket from under
+   * it, as a network fault would (the requester sees its connection break). Any thread may run
+   * {@code cut}, once or more.
+   *
+   * @param lane the source lane's name
+   * @param cut closes the lane's socket
+   */
+  default void sourceLaneStarted(String lane, Runnable cut) {}
 }

@@ -158,6 +158,8 @@ final class GuardianChildren {
                         .getFirst(),
                     peerTransports(providers, spawned, config, TransportProvider.PeerRole.FURTHER),
                     blockingIo,
+                    parts.peerEvents(),
+                    counters,
                     Duration.ofMillis(config.timeouts().describeTimeoutMillis()),
                     config.budgets().maxPeerSegments(),
                     board),

@@ -3,18 +3,22 @@ package io.orbite.engine.segment;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.PeerEntry;
+import io.orbite.engine.PeerEvent;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.control.DescribeClient;
 import io.orbite.engine.segment.TableEntry.Waiter;
+import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
+import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.Description;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -102,6 +106,12 @@ public final class SegmentTable {
   record FurtherReady(TableEntry entry, boolean charged, TransportCommand.OpenPeerReply reply)
       implements Command {}
 
+  /**
+   * An owner learned that {@code newerEpoch} answers at {@code old}'s endpoint (a reconnecting
+   * lane's HELLO was refused by it), with no open asking.
+   */
+  private record Replaced(SegmentDescriptor old, long newerEpoch) implements Command {}
+
   /** A RemoteSegment referring to the entry of {@code channel} was closed or collected. */
   record Released(PeerChannel channel) implements Command {}
 
@@ -125,6 +135,8 @@ public final class SegmentTable {
   private final PeerTransport base;
   private final List<PeerTransport> further;
   private final Executor blockingIo;
+  private final PeerEventHub events;
+  private final EngineTally counters;
   private final int describeTimeoutMillis;
   private final int capacity;
 
@@ -149,8 +161,12 @@ public final class SegmentTable {
       PeerTransport base,
       List<PeerTransport> further,
       Executor blockingIo,
+      PeerEventHub events,
+      EngineTally counters,
       int describeTimeoutMillis,
       int capacity) {
+    this.events = events;
+    this.counters = counters;
     this.ctx = ctx;
     this.board = board;
     this.admission = admission;
@@ -177,6 +193,8 @@ public final class SegmentTable {
       PeerTransport base,
       List<PeerTransport> further,
       Executor blockingIo,
+      PeerEventHub events,
+      EngineTally counters,
       Duration describeTimeout,
       int capacity,
       OwnerBoard board) {
@@ -193,8 +211,12 @@ public final class SegmentTable {
                           base,
                           further,
                           blockingIo,
+                          events,
+                          counters,
                           (int) describeTimeout.toMillis(),
                           capacity);
+                  ActorRef<Command> self = ctx.getSelf();
+                  events.onReplaced((old, newer) -> self.tell(new Replaced(old, newer)));
                   return OwnerBoard.reporting(board, table::report, table.active());
                 }));
   }
@@ -248,6 +270,12 @@ public final class SegmentTable {
   private Behavior<Command> handling(BehaviorBuilder<Command> builder) {
     return builder
         .onMessage(Released.class, this::onReleased)
+        .onMessage(
+            Replaced.class,
+            m -> {
+              learnEpoch(new SegmentDescriptor(m.old().host(), m.old().port(), m.newerEpoch()));
+              return Behaviors.same();
+            })
         .onMessage(GetPeers.class, this::onGetPeers)
         .onMessageEquals(RefreshView.INSTANCE, Behaviors::same)
         .onMessage(Described.class, this::onDescribed)
@@ -311,7 +339,7 @@ public final class SegmentTable {
     SegmentDescriptor peer =
         new SegmentDescriptor(
             d.address().getHostString(), d.description().port(), d.description().epoch());
-    entries.learnEpoch(peer);
+    learnEpoch(peer);
     if (d.open().expectedEpoch() != null && d.open().expectedEpoch() != peer.epoch()) {
       d.open()
           .replyTo()
@@ -415,6 +443,7 @@ public final class SegmentTable {
         for (Waiter w : opening.remove(m.peer())) {
           answers.answer(entry, w);
         }
+        events.publish(new PeerEvent.PeerUp(m.peer(), Instant.now()));
       }
       case TransportCommand.PeerOpenFailed failed -> {
         admission.tell(new Admission.ReleaseEndpoint());
@@ -422,6 +451,22 @@ public final class SegmentTable {
       }
     }
     return Behaviors.same();
+  }
+
+  /**
+   * Records the epoch {@code peer}'s endpoint runs; every entry of another epoch there is fenced,
+   * counted and published ({@link PeerEvent.PeerFenced}).
+   */
+  private void learnEpoch(SegmentDescriptor peer) {
+    for (SegmentDescriptor old : entries.learnEpoch(peer)) {
+      counters.increment(EngineTally.Count.PEERS_FENCED);
+      ctx.getLog()
+          .info(
+              "peer {} fenced: its endpoint now runs epoch {}",
+              old,
+              Long.toHexString(peer.epoch()));
+      events.publish(new PeerEvent.PeerFenced(old, Instant.now(), peer));
+    }
   }
 
   private Behavior<Command> onReleased(Released m) {

@@ -2,6 +2,7 @@ package io.orbite.engine.segment;
 
 import io.orbite.engine.PeerEntry;
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -82,27 +83,30 @@ final class TableEntries {
    * current or not (one whose own channel closed is no longer current, and is still refused with
    * its replacement's kind, C3), is a replaced incarnation and is fenced: it refuses new work and
    * its endpoints drain and retire.
+   *
+   * @return the incarnations this call fenced (not fenced before)
    */
-  void learnEpoch(SegmentDescriptor peer) {
+  List<SegmentDescriptor> learnEpoch(SegmentDescriptor peer) {
     String key = peer.host() + ":" + peer.port();
     latestEpoch.put(key, peer.epoch());
     String reason = "the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch());
+    List<SegmentDescriptor> fenced = new ArrayList<>();
     for (TableEntry replaced : byChannel.values()) {
       SegmentDescriptor old = replaced.peer;
       if (old.host().equals(peer.host())
           && old.port() == peer.port()
           && old.epoch() != peer.epoch()) {
+        if (!(replaced.base.gate().state() instanceof ChannelGate.Fenced)) {
+          fenced.add(old);
+        }
         replaced.fence(peer.epoch(), reason);
         supersede(replaced);
       }
     }
     retireReclaimable();
+    return fenced;
   }
 
-  /**
-   * Drops entries that nothing refers to any more and whose channels are all done (fenced or
-   * closed), returning their table slot and endpoint charges.
-   */
   void retireReclaimable() {
     var it = byChannel.values().iterator();
     while (it.hasNext()) {

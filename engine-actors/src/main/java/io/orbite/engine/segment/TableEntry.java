@@ -123,12 +123,14 @@ final class TableEntry {
     PeerEntry.State state =
         switch (s) {
           case ChannelGate.Active a -> PeerEntry.State.ACTIVE;
+          case ChannelGate.Reconnecting r -> PeerEntry.State.RECONNECTING;
           case ChannelGate.Fenced f -> PeerEntry.State.FENCED;
           case ChannelGate.Closed c -> PeerEntry.State.CLOSED;
         };
     String detail =
         switch (s) {
           case ChannelGate.Active a -> "";
+          case ChannelGate.Reconnecting r -> r.reason();
           case ChannelGate.Fenced f -> f.reason();
           case ChannelGate.Closed c -> c.reason();
         };
@@ -138,6 +140,7 @@ final class TableEntry {
             ? PeerEntry.Shared.NONE
             : switch (shared.channel().gate().state()) {
               case ChannelGate.Active a -> PeerEntry.Shared.ACTIVE;
+              case ChannelGate.Reconnecting r -> PeerEntry.Shared.ACTIVE;
               case ChannelGate.Fenced f -> PeerEntry.Shared.FENCED;
               case ChannelGate.Closed c -> PeerEntry.Shared.CLOSED;
             };

@@ -11,9 +11,20 @@ import java.util.concurrent.atomic.AtomicReference;
  * beside it: whether it accepts work, and why not, is read here.
  *
  * <pre>
- *   ACTIVE ──► CLOSED(PEER_LOST | LOCAL_CLOSE) ──► CLOSED(HELD) ──► FENCED(newer epoch)
- *   (a move may skip any state to its right; none goes left)
+ *   ACTIVE ◄──► RECONNECTING
+ *     │            │
+ *     └─────┬──────┘
+ *           ▼
+ *   CLOSED(PEER_LOST | LOCAL_CLOSE) ──► CLOSED(HELD) ──► FENCED(newer epoch)
+ *   (a move may skip any state to its right; none goes left, and only ACTIVE and RECONNECTING
+ *   move both ways between each other)
  * </pre>
+ *
+ * <p>{@code RECONNECTING}: every lane of the channel broke and drained, and lanes are being rebuilt
+ * while the peer proves, by its HELLO, that it still runs the same epoch. The channel still takes
+ * work ({@link #active()} is true): a task waits for a lane within its deadline, or is refused
+ * PEER_LOST when the configuration says so. A HELLO answered by another epoch fences it; a peer
+ * that answers no reconnection within the configured bound closes it (PEER_LOST).
  *
  * <p>{@code ACTIVE}: it takes work. {@code CLOSED}: it takes none, for a reason of this incarnation
  * ({@link Why}): its peer was lost, this engine closed it, or its owner holds memory it could not
@@ -23,8 +34,6 @@ import java.util.concurrent.atomic.AtomicReference;
  * its workers let go (a drain past the destruction window) moves on to CLOSED(HELD): what it holds
  * outranks why it closed, so later refusals read UNQUIESCED. Nothing leaves FENCED. The state moves
  * by compare-and-set, so the first closer's reason stands and racing movers never undo each other.
- * A reconnecting state (a lane being rebuilt while the peer proves the same epoch) slots in between
- * ACTIVE and CLOSED.
  */
 public final class ChannelGate {
   /** Why a channel of this incarnation closed. */
@@ -41,13 +50,21 @@ public final class ChannelGate {
   }
 
   /** A state of a channel. */
-  public sealed interface State permits Active, Closed, Fenced {}
+  public sealed interface State permits Active, Reconnecting, Closed, Fenced {}
 
   /** The channel takes work. */
   public enum Active implements State {
     /** The one value. */
     INSTANCE
   }
+
+  /**
+   * No lane works; lanes are being rebuilt to the same incarnation. The channel still takes work.
+   *
+   * @param reason why the last lane was lost, for messages
+   * @param sinceNanos when the channel began reconnecting ({@link System#nanoTime()})
+   */
+  public record Reconnecting(String reason, long sinceNanos) implements State {}
 
   /**
    * The channel takes no work, for a reason of this incarnation.
@@ -69,11 +86,13 @@ public final class ChannelGate {
    * The error kind a task or call refused by a channel in {@code state} gets: the one mapping.
    *
    * @param state a channel's state
-   * @return null for {@link Active}; PEER_LOST, UNAVAILABLE, UNQUIESCED or EPOCH_MISMATCH
+   * @return null for {@link Active}; PEER_LOST (also for a task refused while {@link
+   *     Reconnecting}), UNAVAILABLE, UNQUIESCED or EPOCH_MISMATCH
    */
   public static ErrorKind kindOf(State state) {
     return switch (state) {
       case Active a -> null;
+      case Reconnecting r -> ErrorKind.PEER_LOST;
       case Fenced f -> ErrorKind.EPOCH_MISMATCH;
       case Closed c ->
           switch (c.why()) {
@@ -87,6 +106,7 @@ public final class ChannelGate {
   private static int rank(State s) {
     return switch (s) {
       case Active a -> 0;
+      case Reconnecting r -> 0;
       case Closed c -> c.why() == Why.HELD ? 2 : 1;
       case Fenced f -> 3;
     };
@@ -126,10 +146,48 @@ public final class ChannelGate {
   /**
    * Whether the channel takes work.
    *
-   * @return true while {@link Active}
+   * @return true while {@link Active} or {@link Reconnecting}
    */
   public boolean active() {
+    State s = state.get();
+    return s == Active.INSTANCE || s instanceof Reconnecting;
+  }
+
+  /**
+   * Whether a lane of the channel works now.
+   *
+   * @return true while {@link Active}
+   */
+  public boolean working() {
     return state.get() == Active.INSTANCE;
+  }
+
+  /**
+   * Marks an active channel reconnecting: its last lane broke and lanes are being rebuilt.
+   *
+   * @param reason why the last lane was lost
+   * @return true when this call moved it (it was {@link Active})
+   */
+  public boolean reconnecting(String reason) {
+    return state.compareAndSet(Active.INSTANCE, new Reconnecting(reason, System.nanoTime()));
+  }
+
+  /**
+   * Marks a reconnecting channel active again: a lane to the same incarnation works.
+   *
+   * @return true when this call moved it (it was {@link Reconnecting}); false when it was active,
+   *     closed or fenced meanwhile
+   */
+  public boolean restored() {
+    while (true) {
+      State now = state.get();
+      if (!(now instanceof Reconnecting)) {
+        return false;
+      }
+      if (state.compareAndSet(now, Active.INSTANCE)) {
+        return true;
+      }
+    }
   }
 
   /**
@@ -170,7 +228,7 @@ public final class ChannelGate {
   /**
    * The kind a task or call refused now gets.
    *
-   * @return null while active, else {@link #kindOf} of the state
+   * @return null while {@link Active}, else {@link #kindOf} of the state
    */
   public ErrorKind refusalKind() {
     return kindOf(state.get());
@@ -185,6 +243,7 @@ public final class ChannelGate {
   public String refusal() {
     return switch (state.get()) {
       case Active a -> label + " is active";
+      case Reconnecting r -> label + " is reconnecting: " + r.reason();
       case Fenced f -> label + " is fenced: " + f.reason();
       case Closed c ->
           switch (c.why()) {

@@ -1,11 +1,13 @@
 package io.orbite.engine.spi;
 
 import io.orbite.engine.PeerEvent;
+import io.orbite.engine.SegmentDescriptor;
 import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,6 +29,7 @@ public final class PeerEventHub {
   private final List<Subscriber> subscribers = new CopyOnWriteArrayList<>();
   private final AtomicLong dropped = new AtomicLong();
   private volatile Executor executor;
+  private volatile BiConsumer<SegmentDescriptor, Long> fencer;
 
   /**
    * A hub whose subscribers are called on {@code executor}.
@@ -68,6 +71,31 @@ public final class PeerEventHub {
     Subscriber s = new Subscriber(listener);
     subscribers.add(s);
     return () -> subscribers.remove(s);
+  }
+
+  /**
+   * Sets who fences a peer's entry when an owner learns that a newer incarnation answers at its
+   * endpoint (the segment table); called once.
+   *
+   * @param fencer told the old incarnation and the newer epoch; must not block
+   */
+  public void onReplaced(BiConsumer<SegmentDescriptor, Long> fencer) {
+    this.fencer = fencer;
+  }
+
+  /**
+   * An owner learned that {@code newerEpoch} answers at {@code old}'s endpoint (a reconnecting
+   * lane's HELLO was refused by it): the fencer fences every channel of {@code old} and publishes
+   * {@link PeerEvent.PeerFenced}. Any thread, never blocks.
+   *
+   * @param old the incarnation the owner served
+   * @param newerEpoch the epoch that answered
+   */
+  public void replaced(SegmentDescriptor old, long newerEpoch) {
+    BiConsumer<SegmentDescriptor, Long> f = fencer;
+    if (f != null) {
+      f.accept(old, newerEpoch);
+    }
   }
 
   /**

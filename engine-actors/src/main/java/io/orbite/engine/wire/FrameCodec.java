@@ -166,6 +166,7 @@ public final class FrameCodec {
           case READ_RESPONSE -> status == 0 ? payload == count : payload == 0;
           case WRITE_ACK, HELLO, HELLO_ACK, DESCRIBE_REQUEST -> payload == 0;
           case DESCRIBE_RESPONSE -> true;
+          case KEEPALIVE, KEEPALIVE_ACK -> payload == 0;
         };
     if (!consistent) {
       throw new FrameRejectedException(

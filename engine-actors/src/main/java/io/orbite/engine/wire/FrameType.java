@@ -17,9 +17,17 @@ public enum FrameType {
   /** Write the {@code count}-byte payload into region {@code regionId} at {@code offset}. */
   WRITE_REQUEST(7),
   /** The source applied the WRITE (status 0) or refused it before touching memory. */
-  WRITE_ACK(8);
+  WRITE_ACK(8),
+  /**
+   * Requester to source on an idle data lane: are you still there? Its region id and offset carry
+   * the bytes the requester moved over SHM straight from the source's memory since its last
+   * keepalive (READ, WRITE), so the source can count what it served without seeing the copies.
+   */
+  KEEPALIVE(9),
+  /** Source to requester: the answer to a KEEPALIVE, in request order, with the source's epoch. */
+  KEEPALIVE_ACK(10);
 
-  private static final FrameType[] BY_CODE = new FrameType[9];
+  private static final FrameType[] BY_CODE = new FrameType[11];
 
   static {
     for (FrameType type : values()) {

@@ -15,6 +15,8 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.spi.ChannelGate;
+import io.orbite.engine.spi.EngineTally;
+import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.testkit.GateChannel;
@@ -85,6 +87,8 @@ class SegmentTableTest {
   private TestProbe<List<PeerEntry>> peers;
   private ActorRef<SegmentTable.Command> table;
 
+  private PeerEventHub events;
+
   @BeforeEach
   void start() throws IOException {
     server = new DescribeServer();
@@ -93,6 +97,7 @@ class SegmentTableTest {
     shm = testKit.createTestProbe();
     replies = testKit.createTestProbe();
     peers = testKit.createTestProbe();
+    events = new PeerEventHub(Runnable::run);
     table =
         testKit.spawn(
             SegmentTable.create(
@@ -105,6 +110,8 @@ class SegmentTableTest {
                         true,
                         d -> d.shared() == null ? "the peer exports no memory through SHM" : null)),
                 blockingIo,
+                events,
+                new EngineTally(),
                 Duration.ofSeconds(5),
                 8,
                 new OwnerBoard()));

@@ -76,6 +76,52 @@ class ChannelGateTest {
   }
 
   @Test
+  void aReconnectingChannelTakesWorkGoesBackToActiveAndStillClosesOrFences() {
+    ChannelGate gate = new ChannelGate(LABEL);
+    assertFalse(gate.restored(), "an active channel has nothing to restore");
+    assertTrue(gate.reconnecting("lane 0 broke"));
+    assertFalse(gate.reconnecting("lane 1 broke"), "the first loss's reason stands");
+    assertTrue(gate.active(), "a reconnecting channel still takes work");
+    assertFalse(gate.working());
+    assertInstanceOf(ChannelGate.Reconnecting.class, gate.state());
+    assertEquals(ErrorKind.PEER_LOST, gate.refusalKind(), "a task refused meanwhile: PEER_LOST");
+    assertEquals(LABEL + " is reconnecting: lane 0 broke", gate.refusal());
+    assertTrue(gate.restored());
+    assertTrue(gate.working());
+    assertNull(gate.refusalKind());
+    assertTrue(gate.reconnecting("again"));
+    assertTrue(gate.fence(9, "the peer now runs epoch 9"), "a HELLO of another epoch fences");
+    assertFalse(gate.restored(), "nothing leaves FENCED");
+    assertFalse(gate.reconnecting("late"));
+    assertEquals(ErrorKind.EPOCH_MISMATCH, gate.refusalKind());
+    ChannelGate lost = new ChannelGate(LABEL);
+    lost.reconnecting("both lanes broke");
+    assertTrue(lost.close(Why.PEER_LOST, "no lane reconnected within 30000 ms"));
+    assertFalse(lost.restored(), "a closed channel is not restored by a late lane");
+    assertFalse(lost.active());
+  }
+
+  @Test
+  void racingRestorersAndFencersEndFenced() throws Exception {
+    for (int round = 0; round < 200; round++) {
+      ChannelGate gate = new ChannelGate(LABEL);
+      gate.reconnecting("lost");
+      AtomicInteger restores = new AtomicInteger();
+      Runnable restorer =
+          () -> {
+            if (gate.restored()) {
+              restores.incrementAndGet();
+            }
+          };
+      Runnable fencer = () -> gate.fence(3, "newer");
+      Runnable loser = () -> gate.reconnecting("lost again");
+      Racers.race(List.of(restorer, fencer, loser));
+      assertEquals(new ChannelGate.Fenced(3, "newer"), gate.state(), "round " + round);
+      assertTrue(restores.get() <= 1);
+    }
+  }
+
+  @Test
   void aClosedChannelWhoseOwnerIsHeldReadsUnquiescedButAHeldOneStaysHeld() {
     ChannelGate gate = new ChannelGate(LABEL);
     assertTrue(gate.close(Why.LOCAL_CLOSE, "the endpoint was closed"));
@@ -94,6 +140,7 @@ class ChannelGateTest {
     ChannelGate gate = new ChannelGate(LABEL);
     switch (s) {
       case ChannelGate.Active a -> {}
+      case ChannelGate.Reconnecting r -> gate.reconnecting(r.reason());
       case ChannelGate.Closed c -> gate.close(c.why(), c.reason());
       case ChannelGate.Fenced f -> gate.fence(f.newerEpoch(), f.reason());
     }

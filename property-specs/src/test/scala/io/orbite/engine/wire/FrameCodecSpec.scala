@@ -79,7 +79,7 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
       case FrameType.WRITE_REQUEST => (inCap, inCap)
       case FrameType.READ_RESPONSE => if (status == 0) (upToCap, upToCap) else (0L, anyCount)
       case FrameType.DESCRIBE_RESPONSE => (upToCap, anyCount)
-      case _ => (0L, anyCount) // WRITE_ACK, HELLO, HELLO_ACK, DESCRIBE_REQUEST
+      case _ => (0L, anyCount) // WRITE_ACK, HELLO, HELLO_ACK, DESCRIBE_REQUEST, KEEPALIVE, KEEPALIVE_ACK
     }
     new FrameHeader(t, status, payload, requestId, epoch, regionId, offset, count)
   }
@@ -273,7 +273,7 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
         )
       case FrameType.DESCRIBE_RESPONSE =>
         throw new IllegalArgumentException("every in-cap DESCRIBE_RESPONSE is consistent")
-      case _ => // WRITE_ACK, HELLO, HELLO_ACK, DESCRIBE_REQUEST: never a payload
+      case _ => // WRITE_ACK, HELLO, HELLO_ACK, DESCRIBE_REQUEST, KEEPALIVE, KEEPALIVE_ACK: never a payload
         for (s <- genStatus; pl <- inCap; c <- anyLong) yield (s, pl, c)
     }
   }
@@ -363,10 +363,11 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
     Types.map(t => t -> t.code()) shouldBe Seq(
       FrameType.DESCRIBE_REQUEST -> 1, FrameType.DESCRIBE_RESPONSE -> 2, FrameType.HELLO -> 3,
       FrameType.HELLO_ACK -> 4, FrameType.READ_REQUEST -> 5, FrameType.READ_RESPONSE -> 6,
-      FrameType.WRITE_REQUEST -> 7, FrameType.WRITE_ACK -> 8)
+      FrameType.WRITE_REQUEST -> 7, FrameType.WRITE_ACK -> 8, FrameType.KEEPALIVE -> 9,
+      FrameType.KEEPALIVE_ACK -> 10)
     forAll(Gen.chooseNum(Int.MinValue, Int.MaxValue)) { code =>
       val t = FrameType.fromCode(code)
-      if (code >= 1 && code <= 8) t.code() shouldBe code else t shouldBe null
+      if (code >= 1 && code <= 10) t.code() shouldBe code else t shouldBe null
     }
   }
 }

@@ -277,6 +277,16 @@ final class AdversarialSource implements AutoCloseable {
       if (h == null) {
         return "requester closed";
       }
+      if (h.type() == Wire.Type.KEEPALIVE) {
+        // An idle requester lane asks whether this source is still there: answer in order.
+        synchronized (out) {
+          out.write(
+              new Wire.Header(Wire.Type.KEEPALIVE_ACK, Wire.OK, 0, h.requestId(), epoch, 0, 0, 0)
+                  .encode());
+          out.flush();
+        }
+        continue;
+      }
       if (h.type() != Wire.Type.READ_REQUEST && h.type() != Wire.Type.WRITE_REQUEST) {
         throw new Wire.Violation(h.type() + " on a data lane");
       }

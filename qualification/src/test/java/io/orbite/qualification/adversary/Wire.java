@@ -43,7 +43,9 @@ final class Wire {
     READ_REQUEST(5),
     READ_RESPONSE(6),
     WRITE_REQUEST(7),
-    WRITE_ACK(8);
+    WRITE_ACK(8),
+    KEEPALIVE(9),
+    KEEPALIVE_ACK(10);
 
     final int code;
 

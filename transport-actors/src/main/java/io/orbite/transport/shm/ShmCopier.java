@@ -15,6 +15,7 @@ import io.orbite.engine.wire.SharedRegion;
 import io.orbite.nativebind.Errno;
 import io.orbite.nativebind.NativeCallException;
 import io.orbite.nativebind.libc.Libc;
+import io.orbite.transport.endpoint.PeerBytes;
 import io.orbite.transport.lane.Unsendable;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -310,6 +311,8 @@ final class ShmCopier {
     }
     if (bytesRead + bytesWritten != 0) {
       laneBytes.add(bytesRead + bytesWritten);
+      // The source is told of these on a TCP lane's next keepalive (it cannot see SHM copies).
+      PeerBytes.of(counters, peer).copied(bytesRead, bytesWritten);
     }
     bytesRead = 0;
     bytesWritten = 0;

@@ -81,6 +81,8 @@ public final class LaneConnector {
       int status = FrameCodec.status(a, 0);
       if (status != 0) {
         ErrorKind kind = ErrorKind.fromCode(status);
+        EpochRefused replaced =
+            kind == ErrorKind.EPOCH_MISMATCH ? new EpochRefused(FrameCodec.epoch(a, 0)) : null;
         throw new TransferException(
             kind == null ? ErrorKind.PROTOCOL : kind,
             "lane "
@@ -90,7 +92,8 @@ public final class LaneConnector {
                 + " refused"
                 + (kind == ErrorKind.EPOCH_MISMATCH
                     ? ": the peer now runs epoch " + Long.toHexString(FrameCodec.epoch(a, 0))
-                    : ""));
+                    : ""),
+            replaced);
       }
       if (FrameCodec.epoch(a, 0) != peer.epoch()) {
         // An acceptance must come from the incarnation the HELLO named.
@@ -144,6 +147,38 @@ public final class LaneConnector {
     } catch (RuntimeException e) {
       closeQuietly(channel);
       throw e;
+    }
+  }
+
+  /** The cause of an EPOCH_MISMATCH refusal of a HELLO: the epoch the peer's endpoint runs now. */
+  public static final class EpochRefused extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    /** The epoch that answered. */
+    private final long epoch;
+
+    EpochRefused(long epoch) {
+      super("the peer now runs epoch " + Long.toHexString(epoch), null, false, false);
+      this.epoch = epoch;
+    }
+
+    /**
+     * The epoch that answered.
+     *
+     * @return the newer incarnation's epoch
+     */
+    public long epoch() {
+      return epoch;
+    }
+
+    /**
+     * The epoch a refusal names, if it is an EPOCH_MISMATCH refusal of a HELLO.
+     *
+     * @param e what {@link #connect} threw
+     * @return the epoch, or null
+     */
+    public static Long of(TransferException e) {
+      return e.getCause() instanceof EpochRefused r ? r.epoch : null;
     }
   }
 

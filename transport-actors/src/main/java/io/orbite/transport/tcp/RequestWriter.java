@@ -91,6 +91,19 @@ final class RequestWriter {
     }
   }
 
+  /**
+   * Encodes a KEEPALIVE (request id 0, so no response is confused with it) and gathers it; after
+   * {@link #begin}. Its region id and offset report the SHM bytes read and written since the last.
+   */
+  void appendKeepalive(long shmRead, long shmWritten) {
+    ByteBuffer header = headerSlots[nextHeaderSlot];
+    nextHeaderSlot = (nextHeaderSlot + 1) % headerSlots.length;
+    FrameCodec.encode(header, 0, FrameType.KEEPALIVE, 0, 0, 0, peerEpoch, shmRead, shmWritten, 0);
+    header.clear();
+    gather[gatherEnd++] = header;
+    streamQueued += FrameCodec.HEADER_BYTES;
+  }
+
   /** Writes what the socket takes now; non-zero if it took any byte. */
   int writeSome() throws IOException {
     if (gatherStart >= gatherEnd) {

@@ -103,6 +103,9 @@ final class ResponseReader {
     if (n < 0) {
       throw new EOFException("peer closed the lane");
     }
+    if (n > 0) {
+      lane.heard();
+    }
     receiveEnd += n;
     return n;
   }
@@ -110,8 +113,22 @@ final class ResponseReader {
   private void handleHeader() throws FrameRejectedException, IOException {
     int at = receiveStart;
     FrameCodec.check(receive, at, FrameCodec.HEADER_BYTES, maxPayloadBytes);
-    LaneFrame f = lane.oldestInFlight();
     FrameType type = FrameCodec.type(receive, at);
+    if (type == FrameType.KEEPALIVE_ACK) {
+      // The source answers a keepalive in request order, from the incarnation the HELLO named.
+      if (FrameCodec.epoch(receive, at) != peerEpoch) {
+        throw new FrameRejectedException(
+            FrameRejectedException.Reason.WRONG_EPOCH,
+            "KEEPALIVE_ACK names epoch "
+                + Long.toHexString(FrameCodec.epoch(receive, at))
+                + ", but this lane is to epoch "
+                + Long.toHexString(peerEpoch));
+      }
+      receiveStart += FrameCodec.HEADER_BYTES;
+      lane.keepaliveAnswered();
+      return;
+    }
+    LaneFrame f = lane.oldestInFlight();
     if (f == null) {
       throw new FrameRejectedException(
           FrameRejectedException.Reason.UNEXPECTED_TYPE, "unsolicited " + type);
@@ -194,6 +211,7 @@ final class ResponseReader {
       if (n == 0) {
         return -1;
       }
+      lane.heard();
       f.received += n;
     } else if (fillReceive() == 0) {
       return -1;

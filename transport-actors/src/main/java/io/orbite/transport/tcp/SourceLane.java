@@ -2,6 +2,7 @@ package io.orbite.transport.tcp;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
+import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.Registration;
@@ -44,6 +45,20 @@ final class SourceLane extends LaneAgent<Void> {
   private final EngineTally counters;
   private final Consumer<SourceLane> onEnd;
 
+  private final FaultHooks hooks;
+
+  /** Told of the SHM bytes a requester reports on its keepalives. */
+  private final ShmServed shmServed;
+
+  /** Counts the bytes a requester copied over SHM out of ({@code read}) and into this engine. */
+  interface ShmServed {
+    /**
+     * @param read bytes copied out of this engine's memory
+     * @param written bytes copied into it
+     */
+    void accept(long read, long written);
+  }
+
   /** Non-zero when the transport has no room for this lane: the HELLO is refused with it. */
   private final int refusal;
 
@@ -81,8 +96,12 @@ final class SourceLane extends LaneAgent<Void> {
       long maxPayloadBytes,
       EngineTally counters,
       int refusal,
+      FaultHooks hooks,
+      ShmServed shmServed,
       Consumer<SourceLane> onEnd) {
     super(name, Long.MAX_VALUE);
+    this.hooks = hooks;
+    this.shmServed = shmServed;
     this.refusal = refusal;
     this.channel = channel;
     this.hello = hello;
@@ -113,6 +132,12 @@ final class SourceLane extends LaneAgent<Void> {
     } catch (IOException ignored) {
       // The lane reports its own end.
     }
+  }
+
+  @Override
+  protected void started() {
+    // A qualification test may cut this lane's socket from under it, as a network fault would.
+    hooks.sourceLaneStarted(name(), this::closeSocket);
   }
 
   @Override
@@ -215,6 +240,7 @@ final class SourceLane extends LaneAgent<Void> {
     switch (type) {
       case READ_REQUEST -> serveRead();
       case WRITE_REQUEST -> serveWrite();
+      case KEEPALIVE -> answerKeepalive();
       default ->
           throw new FrameRejectedException(
               FrameRejectedException.Reason.UNEXPECTED_TYPE, type + " on a data lane");
@@ -301,6 +327,28 @@ final class SourceLane extends LaneAgent<Void> {
   private static MemorySegment ioView(Registration r) {
     MemorySegment s = r.segment();
     return r.engineOwned() ? MemorySegment.ofAddress(s.address()).reinterpret(s.byteSize()) : s;
+  }
+
+  /**
+   * Answers a requester's keepalive in request order, and counts the SHM bytes it reports as served
+   * (the copies themselves never reach this engine's code).
+   */
+  private void answerKeepalive() throws IOException {
+    int at = receiveStart;
+    long id = FrameCodec.requestId(receive, at);
+    long shmRead = FrameCodec.regionId(receive, at);
+    long shmWritten = FrameCodec.offset(receive, at);
+    receiveStart += FrameCodec.HEADER_BYTES;
+    if (shmRead > 0 || shmWritten > 0) {
+      shmServed.accept(Math.max(0, shmRead), Math.max(0, shmWritten));
+    }
+    if (gatherCount + 1 > MAX_GATHER || headersUsed == HEADER_SLOTS) {
+      flush();
+    }
+    ByteBuffer header = headerSlots[headersUsed++];
+    FrameCodec.encode(header, 0, FrameType.KEEPALIVE_ACK, 0, 0, id, localEpoch, 0, 0, 0);
+    header.clear();
+    gather[gatherCount++] = header;
   }
 
   private void serveWrite() throws IOException {

@@ -1,22 +1,33 @@
 package io.orbite.transport.tcp;
 
 import io.orbite.config.EngineConfig;
+import io.orbite.config.TcpConfig;
+import io.orbite.engine.PeerEvent;
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.TransferException;
+import io.orbite.engine.Transport;
 import io.orbite.engine.slicing.SlicePlanner;
 import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.transport.endpoint.EndpointLink;
+import io.orbite.transport.endpoint.PeerBytes;
 import io.orbite.transport.lane.LaneAgent;
 import io.orbite.transport.lane.LaneRuntime;
 import java.io.IOException;
 import java.nio.channels.SocketChannel;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,18 +35,51 @@ import org.slf4j.LoggerFactory;
 /**
  * The persistent data lanes to one peer incarnation (endpoint, epoch) and the channel over them:
  * what a TCP endpoint owns ({@link io.orbite.transport.endpoint.PeerEndpoint} runs its lifecycle).
- * Each lane is a {@link RequesterLane} on the lane runtime; a lane whose connection breaks ends
- * alone (offering its READs to another lane), and once the last one has ended the channel's gate
- * closes (the peer was lost) and the link is drained.
+ * Each lane is a {@link RequesterLane} on the lane runtime, in a slot of its own.
+ *
+ * <p>Self-healing: a lane whose connection breaks, or whose peer misses its keepalives, drains
+ * alone (offering its READs to another lane; a WRITE that may have been sent is never replayed, C6)
+ * and then its slot reconnects, after {@code tcp.reconnectInitialBackoffMillis}, doubling up to
+ * {@code tcp.reconnectMaxBackoffMillis}, each step with up to 25% jitter. The new lane's HELLO must
+ * be accepted by the same epoch: then it takes the slot ({@link PeerEvent.LaneRestored}). With no
+ * lane working the channel's gate is RECONNECTING and tasks wait for a lane within their deadline.
+ * A HELLO refused by another epoch fences the channel and tells the segment table, which fences the
+ * peer's whole entry ({@link PeerEvent.PeerFenced}); a slot that cannot reconnect within {@code
+ * tcp.reconnectGiveUpMillis} gives up, and when the last slot has, the gate closes PEER_LOST
+ * ({@link PeerEvent.PeerLost}) and the link is drained. A lane ended by this engine (a close), or
+ * by a frame that breaks the protocol, is not reconnected.
  */
 final class TcpLink implements EndpointLink {
   private static final Logger LOG = LoggerFactory.getLogger(TcpLink.class);
 
   private final SegmentDescriptor peer;
-  private final RequesterLane[] lanes;
+  private final TransportContext context;
+  private final TcpConfig tcp;
+  private final FramePool frames;
   private final TcpPeerChannel channel;
-  private final AtomicInteger running;
+  private final ChannelGate gate;
+
+  /** Lanes started and not yet ended (old ones of a slot included, until they end). */
+  private final Set<RequesterLane> alive = ConcurrentHashMap.newKeySet();
+
+  /** Lanes running now. */
+  private final AtomicInteger working = new AtomicInteger();
+
+  /** Slots whose reconnection is under way. */
+  private final AtomicInteger reconnecting = new AtomicInteger();
+
   private final CompletableFuture<List<String>> drained = new CompletableFuture<>();
+
+  /**
+   * Set by {@link #close}, under this link's monitor: no lane is reconnected or installed after.
+   */
+  private boolean closing;
+
+  /** The reason of the last lane lost, for the gate and events. */
+  private volatile String lastLoss = "";
+
+  /** Bytes copied over SHM to and from this peer and not yet reported on a keepalive. */
+  private final PeerBytes shmReport;
 
   private TcpLink(
       SegmentDescriptor peer,
@@ -44,26 +88,15 @@ final class TcpLink implements EndpointLink {
       Runnable fenced)
       throws IOException {
     EngineConfig config = context.config();
-    EngineTally counters = context.counters();
     this.peer = peer;
-    this.lanes = new RequesterLane[sockets.size()];
-    this.running = new AtomicInteger(lanes.length);
-    ChannelGate gate = new ChannelGate("the TCP channel to " + peer);
-    FramePool frames = new FramePool();
+    this.context = context;
+    this.tcp = config.tcp();
+    this.frames = new FramePool();
+    this.gate = new ChannelGate("the TCP channel to " + peer);
+    this.shmReport = PeerBytes.of(context.counters(), peer);
+    RequesterLane[] lanes = new RequesterLane[sockets.size()];
     for (int i = 0; i < lanes.length; i++) {
-      lanes[i] =
-          new RequesterLane(
-              "lane " + i + " to " + peer,
-              sockets.get(i),
-              peer.epoch(),
-              config.tcp().maxFramePayloadBytes(),
-              config.tcp().laneWindowFrames(),
-              config.tcp().laneWindowBytes(),
-              frames,
-              gate,
-              counters,
-              context.hooks(),
-              this::laneEnded);
+      lanes[i] = lane(i, sockets.get(i));
     }
     SlicePlanner planner =
         new SlicePlanner(
@@ -77,14 +110,36 @@ final class TcpLink implements EndpointLink {
             lanes,
             frames,
             planner,
-            config.tcp().maxFramePayloadBytes(),
+            tcp.maxFramePayloadBytes(),
             fenced,
-            counters);
-    if (config.tcp().retryReadOnOtherLane()) {
-      for (RequesterLane lane : lanes) {
-        lane.retryOn(channel::retry);
-      }
+            context.counters(),
+            tcp.waitWhileReconnecting(),
+            this::healing);
+  }
+
+  private RequesterLane lane(int slot, SocketChannel socket) throws IOException {
+    RequesterLane[] self = new RequesterLane[1];
+    RequesterLane lane =
+        new RequesterLane(
+            "lane " + slot + " to " + peer,
+            socket,
+            peer.epoch(),
+            tcp.maxFramePayloadBytes(),
+            tcp.laneWindowFrames(),
+            tcp.laneWindowBytes(),
+            frames,
+            gate,
+            context.counters(),
+            context.hooks(),
+            tcp.keepaliveIntervalMillis(),
+            tcp.livenessTimeoutMillis(),
+            shmReport::take,
+            cause -> laneEnded(slot, self[0], cause));
+    self[0] = lane;
+    if (tcp.retryReadOnOtherLane() && channel != null) {
+      lane.retryOn(channel::retry);
     }
+    return lane;
   }
 
   /**
@@ -106,25 +161,224 @@ final class TcpLink implements EndpointLink {
       sockets.forEach(LaneConnector::closeQuietly);
       throw e;
     }
-    for (RequesterLane lane : link.lanes) {
-      LaneRuntime.start("orbite-tcp-" + lane.name(), lane);
+    for (RequesterLane lane : link.channel.lanes()) {
+      if (link.context.config().tcp().retryReadOnOtherLane()) {
+        lane.retryOn(link.channel::retry);
+      }
+      link.start(lane);
     }
     return link;
   }
 
-  private void laneEnded(Throwable cause) {
-    if (cause != null) {
-      LOG.info("a TCP lane to {} ended: {}", peer, cause.toString());
+  private void start(RequesterLane lane) {
+    alive.add(lane);
+    working.incrementAndGet();
+    LaneRuntime.start("orbite-tcp-" + lane.name(), lane);
+  }
+
+  /** Whether a lane may still come back: the link is not closing and some slot reconnects. */
+  private boolean healing() {
+    synchronized (this) {
+      if (closing) {
+        return false;
+      }
     }
-    if (running.decrementAndGet() == 0) {
-      channel
-          .gate()
-          .close(
-              ChannelGate.Why.PEER_LOST,
-              "every lane to it ended"
-                  + (cause == null ? "" : " (the last: " + cause.getMessage() + ")"));
-      drained.complete(List.of());
+    return gate.active() && (working.get() > 0 || reconnecting.get() > 0);
+  }
+
+  private void laneEnded(int slot, RequesterLane lane, Throwable cause) {
+    alive.remove(lane);
+    int left = working.decrementAndGet();
+    boolean heal;
+    synchronized (this) {
+      heal =
+          !closing && cause != null && !(cause instanceof FrameRejectedException) && gate.active();
+      if (heal) {
+        reconnecting.incrementAndGet();
+      }
     }
+    if (!heal) {
+      if (cause != null) {
+        LOG.info("a TCP lane to {} ended: {}", peer, cause.toString());
+      }
+      finishIfDone(cause == null ? null : cause.getMessage());
+      return;
+    }
+    String reason = cause.getMessage() == null ? cause.toString() : cause.getMessage();
+    lastLoss = reason;
+    context.counters().increment(EngineTally.Count.LANES_LOST);
+    LOG.info("TCP {} lost ({}); {} lane(s) left, reconnecting", lane.name(), reason, left);
+    context
+        .peerEvents()
+        .publish(
+            new PeerEvent.LaneLost(peer, Instant.now(), Transport.TCP, lane.name(), reason, left));
+    if (left == 0) {
+      gate.reconnecting(reason);
+      sweepParkedWhileReconnecting();
+    }
+    schedule(slot, System.nanoTime(), 1, tcp.reconnectInitialBackoffMillis());
+  }
+
+  /** Tries slot {@code slot} again after {@code backoffMillis} (with up to 25% jitter). */
+  private void schedule(int slot, long lostNanos, int attempt, long backoffMillis) {
+    long jitter = (long) (backoffMillis * 0.25 * ThreadLocalRandom.current().nextDouble());
+    CompletableFuture.delayedExecutor(
+            backoffMillis + jitter, TimeUnit.MILLISECONDS, context.blockingIo())
+        .execute(() -> attempt(slot, lostNanos, attempt, backoffMillis));
+  }
+
+  /** One reconnection attempt of a slot, on the blocking-I/O executor. */
+  private void attempt(int slot, long lostNanos, int attempt, long backoffMillis) {
+    if (!healingSlot()) {
+      reconnecting.decrementAndGet();
+      finishIfDone(lastLoss);
+      return;
+    }
+    SocketChannel socket;
+    try {
+      socket = LaneConnector.connect(peer, slot, context.localEpoch(), tcp);
+    } catch (TransferException e) {
+      Long newer = LaneConnector.EpochRefused.of(e);
+      if (newer != null) {
+        replaced(newer);
+        reconnecting.decrementAndGet();
+        finishIfDone(e.getMessage());
+        return;
+      }
+      long outMillis = (System.nanoTime() - lostNanos) / 1_000_000L;
+      if (outMillis >= tcp.reconnectGiveUpMillis()) {
+        LOG.warn(
+            "TCP lane {} to {}: gave up after {} attempts in {} ms: {}",
+            slot,
+            peer,
+            attempt,
+            outMillis,
+            e.getMessage());
+        reconnecting.decrementAndGet();
+        giveUpIfLast(
+            "no lane reconnected within "
+                + tcp.reconnectGiveUpMillis()
+                + " ms (tcp.reconnectGiveUpMillis; the last attempt: "
+                + e.getMessage()
+                + ")");
+        return;
+      }
+      LOG.debug("TCP lane {} to {}: attempt {} failed: {}", slot, peer, attempt, e.getMessage());
+      schedule(
+          slot,
+          lostNanos,
+          attempt + 1,
+          Math.min(tcp.reconnectMaxBackoffMillis(), backoffMillis * 2));
+      return;
+    }
+    context.counters().increment(EngineTally.Count.CONNECTIONS_OPENED);
+    RequesterLane lane;
+    try {
+      lane = lane(slot, socket);
+    } catch (IOException e) {
+      LaneConnector.closeQuietly(socket);
+      schedule(slot, lostNanos, attempt + 1, tcp.reconnectMaxBackoffMillis());
+      return;
+    }
+    synchronized (this) {
+      if (closing || !gate.active()) {
+        LaneConnector.closeQuietly(socket);
+        reconnecting.decrementAndGet();
+        finishIfDone(lastLoss);
+        return;
+      }
+      channel.install(slot, lane);
+      start(lane);
+      reconnecting.decrementAndGet();
+    }
+    gate.restored();
+    channel.flush();
+    long outage = (System.nanoTime() - lostNanos) / 1_000_000L;
+    context.counters().increment(EngineTally.Count.LANES_RESTORED);
+    LOG.info("TCP {} restored after {} ms ({} attempts)", lane.name(), outage, attempt);
+    context
+        .peerEvents()
+        .publish(
+            new PeerEvent.LaneRestored(
+                peer, Instant.now(), Transport.TCP, lane.name(), outage, attempt));
+  }
+
+  private boolean healingSlot() {
+    synchronized (this) {
+      return !closing && gate.active();
+    }
+  }
+
+  /** A reconnecting lane's HELLO was refused by {@code newer}: the peer was replaced. */
+  private void replaced(long newer) {
+    String reason =
+        "the peer at "
+            + peer.host()
+            + ":"
+            + peer.port()
+            + " now runs epoch "
+            + Long.toHexString(newer)
+            + " (a reconnecting lane's HELLO was refused)";
+    LOG.info("TCP channel to {}: {}", peer, reason);
+    // The table fences the whole entry (every transport's channel) and publishes PeerFenced; the
+    // channel is fenced here too, at once, so no task waits for a lane that cannot come.
+    channel.fence(newer, reason);
+    context.peerEvents().replaced(peer, newer);
+    channel.failParked("TCP channel to " + peer);
+  }
+
+  /** A slot gave up; if it was the last hope, the peer is lost. */
+  private void giveUpIfLast(String reason) {
+    if (working.get() == 0 && reconnecting.get() == 0) {
+      if (gate.close(ChannelGate.Why.PEER_LOST, reason)) {
+        context.peerEvents().publish(new PeerEvent.PeerLost(peer, Instant.now(), reason));
+      }
+    }
+    finishIfDone(reason);
+  }
+
+  /**
+   * Fails parked frames whose deadline passed or whose batch was cancelled, every few milliseconds
+   * while the channel reconnects and frames are parked.
+   */
+  private void sweepParkedWhileReconnecting() {
+    CompletableFuture.delayedExecutor(5, TimeUnit.MILLISECONDS, context.blockingIo())
+        .execute(
+            () -> {
+              boolean left = channel.sweepParked();
+              if (gate.state() instanceof ChannelGate.Reconnecting || left) {
+                if (gate.active() && !gate.working()) {
+                  sweepParkedWhileReconnecting();
+                }
+              }
+            });
+  }
+
+  /**
+   * Completes {@link #drained} once no lane runs and no slot reconnects: the channel's gate is
+   * closed (PEER_LOST when the peer was lost, unless it was closed or fenced already) and parked
+   * frames fail.
+   */
+  private void finishIfDone(String reason) {
+    if (!alive.isEmpty() || reconnecting.get() > 0 || working.get() > 0) {
+      return;
+    }
+    boolean closed;
+    synchronized (this) {
+      closed = closing;
+    }
+    if (!closed
+        && gate.close(
+            ChannelGate.Why.PEER_LOST,
+            "every lane to it ended" + (reason == null ? "" : " (the last: " + reason + ")"))) {
+      context
+          .peerEvents()
+          .publish(
+              new PeerEvent.PeerLost(
+                  peer, Instant.now(), reason == null ? "every lane ended" : reason));
+    }
+    channel.failParked("TCP channel to " + peer);
+    drained.complete(List.of());
   }
 
   @Override
@@ -134,9 +388,16 @@ final class TcpLink implements EndpointLink {
 
   @Override
   public void close(String reason) {
-    for (RequesterLane lane : lanes) {
+    synchronized (this) {
+      closing = true;
+    }
+    for (RequesterLane lane : channel.lanes()) {
       lane.close();
     }
+    for (RequesterLane lane : alive) {
+      lane.close();
+    }
+    finishIfDone(reason);
   }
 
   @Override
@@ -146,17 +407,18 @@ final class TcpLink implements EndpointLink {
 
   @Override
   public List<String> running() {
-    return LaneAgent.stillRunning(List.of(lanes));
+    return LaneAgent.stillRunning(List.copyOf(alive));
   }
 
   @Override
   public Map<String, Long> charges() {
     long inflight = 0;
     long up = 0;
-    for (RequesterLane lane : lanes) {
+    for (RequesterLane lane : channel.lanes()) {
       inflight += lane.chargedBytes();
       up += lane.running() ? 1 : 0;
     }
-    return Map.of("lanes", up, "inflightBytes", inflight);
+    return Map.of(
+        "lanes", up, "inflightBytes", inflight, "reconnecting", (long) reconnecting.get());
   }
 }

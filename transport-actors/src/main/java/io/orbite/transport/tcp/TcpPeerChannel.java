@@ -1,5 +1,6 @@
 package io.orbite.transport.tcp;
 
+import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
@@ -11,15 +12,24 @@ import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.Receipt;
+import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.spi.TaskWork;
 import io.orbite.transport.lane.Unsendable;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 
 /**
  * Requester data plane to one peer incarnation over TCP: slices each task (C15), picks a lane per
  * slice by score, and queues the resulting frames on the lanes. Owned by a TcpEndpoint actor.
+ *
+ * <p>Lanes are slots: a lane that broke is replaced in its slot by the one its link reconnects
+ * ({@link #install}). While no lane works and the link is still reconnecting, the frames of new
+ * tasks are parked here ({@code tcp.waitWhileReconnecting}); the first lane installed takes them,
+ * and a parked frame whose task was cancelled or whose deadline passed is failed by {@link
+ * #sweepParked}, never sent.
  */
 final class TcpPeerChannel implements PeerChannel {
   /**
@@ -33,7 +43,19 @@ final class TcpPeerChannel implements PeerChannel {
   static final long DEAL_BYTES = 1024L << 10;
 
   private final SegmentDescriptor peer;
+
+  /** The lane in each slot; replaced only under this channel's monitor ({@link #install}). */
   private final RequesterLane[] lanes;
+
+  /** Frames of tasks taken while no lane works; guarded by this channel's monitor. */
+  private final ArrayDeque<LaneFrame> parked = new ArrayDeque<>();
+
+  /** Whether tasks may wait for a reconnecting lane ({@code tcp.waitWhileReconnecting}). */
+  private final boolean waitWhileReconnecting;
+
+  /** Whether the link will still reconnect a lane (it is not closing and has not given up). */
+  private final BooleanSupplier healing;
+
   private final FramePool frames;
   private final SlicePlanner planner;
   private final long maxFrameBytes;
@@ -67,7 +89,11 @@ final class TcpPeerChannel implements PeerChannel {
       SlicePlanner planner,
       long maxFrameBytes,
       Runnable onFence,
-      EngineTally counters) {
+      EngineTally counters,
+      boolean waitWhileReconnecting,
+      BooleanSupplier healing) {
+    this.waitWhileReconnecting = waitWhileReconnecting;
+    this.healing = healing;
     this.frames = frames;
     this.peer = peer;
     this.counters = counters;
@@ -128,7 +154,10 @@ final class TcpPeerChannel implements PeerChannel {
       return gate.refuse(work);
     }
     if (!anyLaneRunning()) {
-      // Every lane ended a moment ago; the endpoint is about to close the gate saying why.
+      if (waitWhileReconnecting && healing.getAsBoolean()) {
+        return park(work);
+      }
+      // Every lane ended and none will come back; the link is about to close the gate saying why.
       return refuseLaneless(work);
     }
     readCharges();
@@ -265,6 +294,85 @@ final class TcpPeerChannel implements PeerChannel {
       touched[lane] = true;
     } else {
       RequesterLane.failLate(List.of(frame), lanes[lane].name(), lanes[lane].neverSentKind());
+    }
+  }
+
+  /** Parks the frames of {@code work} until a lane is installed; returns the receipts owed. */
+  private int park(TaskWork work) {
+    long length = work.lengthBytes();
+    int owed = 0;
+    for (long at = 0; at < length; at += maxFrameBytes) {
+      parked.add(frame(work, at, Math.min(maxFrameBytes, length - at)));
+      owed++;
+    }
+    return owed;
+  }
+
+  /**
+   * Puts {@code lane} in slot {@code slot} (the lane it replaces has ended) and hands it the parked
+   * frames; the caller starts the lane.
+   */
+  synchronized void install(int slot, RequesterLane lane) {
+    lanes[slot] = lane;
+    bandwidth[slot] = 1.0;
+    if (parked.isEmpty()) {
+      return;
+    }
+    List<LaneFrame> all = new ArrayList<>(parked);
+    parked.clear();
+    long bytes = 0;
+    for (LaneFrame f : all) {
+      bytes += f.length();
+    }
+    lane.enqueueAll(all, bytes);
+    touched[slot] = true;
+  }
+
+  /** The lane in each slot now (for the link's close and its view). */
+  synchronized RequesterLane[] lanes() {
+    return lanes.clone();
+  }
+
+  /**
+   * Fails the parked frames that may no longer be sent (cancelled or past their deadline), never
+   * sent; any thread.
+   *
+   * @return whether frames are still parked
+   */
+  boolean sweepParked() {
+    List<LaneFrame> dead = new ArrayList<>();
+    boolean left;
+    long now = System.nanoTime();
+    synchronized (this) {
+      parked.removeIf(
+          f -> {
+            if (Unsendable.applies(f.sink, f.deadlineNanos, now)) {
+              dead.add(f);
+              return true;
+            }
+            return false;
+          });
+      left = !parked.isEmpty();
+    }
+    ReceiptBatcher late = new ReceiptBatcher();
+    for (LaneFrame f : dead) {
+      ErrorKind kind = f.sink.cancelled() ? ErrorKind.CANCELLED : ErrorKind.TIMEOUT;
+      f.fail(late, kind, RemoteEffect.NONE, Unsendable.detail(kind) + " while " + gate.refusal());
+    }
+    late.flush();
+    return left;
+  }
+
+  /** Fails every parked frame with the gate's kind, never sent: no lane will take them. */
+  void failParked(String why) {
+    List<LaneFrame> all;
+    synchronized (this) {
+      all = new ArrayList<>(parked);
+      parked.clear();
+    }
+    if (!all.isEmpty()) {
+      ErrorKind kind = gate.refusalKind();
+      RequesterLane.failLate(all, why, kind == null ? ErrorKind.PEER_LOST : kind);
     }
   }
 

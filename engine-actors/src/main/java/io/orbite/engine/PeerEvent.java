@@ -6,7 +6,7 @@ import java.time.Instant;
  * Something that happened to a peer incarnation this engine has open, as {@link
  * Engine#peerEvents()} and {@link Engine#onPeerEvent} report it. Events say what the engine
  * learned; they carry no authority: reaching a new incarnation still takes an explicit open (C3),
- * for which {@link Engine#reopen} is the one call.
+ * for which {@code Engine.reopen} is the one call.
  */
 public sealed interface PeerEvent {
   /**
@@ -72,7 +72,7 @@ public sealed interface PeerEvent {
 
   /**
    * A newer incarnation answers at the peer's endpoint: every channel to {@code peer} is fenced,
-   * and tasks for it fail EPOCH_MISMATCH. {@link Engine#reopen} reaches {@code replacement}.
+   * and tasks for it fail EPOCH_MISMATCH. {@code Engine.reopen} reaches {@code replacement}.
    *
    * @param peer the old incarnation
    * @param at when

@@ -36,6 +36,8 @@ import java.util.Map;
  *                                                  the data pattern's (a WRITE that may have landed in
  *                                                  part); n = bytes inside that differ from the guard)
  * LOANS                         -> OK n          (loans workers hold on the engine's memory now: owed())
+ * CUT n                         -> OK n          (closes the sockets of the n source lanes that
+ *                                                  started last, as a network fault would)
  * UNREGISTER regionId           -> OK
  * OPEN endpoint                 -> OK epoch-hex  (the peer segment the later commands use)
  * XFER op transport local n length stride localBase remote remoteBase
@@ -76,7 +78,20 @@ public final class EngineMain {
             new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
     // Logs go to stderr; stdout carries only the protocol.
     System.setOut(System.err);
-    TransferEngine engine = TransferEngine.start(config);
+    // Source lanes are recorded so that CUT can break their sockets as a network fault would.
+    java.util.Deque<Runnable> sourceLanes = new java.util.concurrent.ConcurrentLinkedDeque<>();
+    TransferEngine engine =
+        io.orbite.engine.fault.FaultInjection.start(
+            config,
+            new io.orbite.engine.fault.FaultHooks() {
+              @Override
+              public void sourceLaneStarted(String lane, Runnable cut) {
+                sourceLanes.addFirst(cut);
+                while (sourceLanes.size() > 256) {
+                  sourceLanes.pollLast();
+                }
+              }
+            });
     Map<Long, RegisteredMemory> regions = new HashMap<>();
     io.orbite.engine.RemoteSegment[] peer = new io.orbite.engine.RemoteSegment[1];
     out.println(
@@ -136,6 +151,18 @@ public final class EngineMain {
                     Long.parseLong(t[5])));
           }
           case "LOANS" -> out.println("OK " + engine.owed().loans());
+          case "CUT" -> {
+            // CUT n: closes the sockets of the n source lanes that started last.
+            int n = Integer.parseInt(t[1]);
+            int cut = 0;
+            for (Runnable r : sourceLanes) {
+              if (cut++ >= n) {
+                break;
+              }
+              r.run();
+            }
+            out.println("OK " + Math.min(n, sourceLanes.size()));
+          }
           case "CLOSE_SOURCE" ->
               out.println(
                   "OK " + engine.closeSource(Duration.ofSeconds(30)).toString().replace('\n', ' '));

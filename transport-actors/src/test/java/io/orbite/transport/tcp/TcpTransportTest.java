@@ -286,14 +286,31 @@ class TcpTransportTest {
   }
 
   @Test
-  void anEndpointWhoseLanesEndedByThemselvesLeavesAndTheNextOpenGetsAFreshOne() throws IOException {
-    PeerChannel lost = opened(peer.incarnation(PEER_EPOCH));
+  void aLaneWhoseConnectionBrokeReconnectsToTheSameIncarnationAndTheEndpointStays()
+      throws IOException {
+    PeerChannel channel = opened(peer.incarnation(PEER_EPOCH));
     peer.dropLanes();
-    eventually(() -> assertEquals(ErrorKind.PEER_LOST, lost.gate().refusalKind()));
+    eventually(
+        () -> {
+          assertEquals(2, peer.lanes.size(), "the lane said HELLO again");
+          assertTrue(channel.gate().working(), channel.gate().refusal());
+        });
+    awaitRow(OwnerState.SERVING, charges(1, 0));
+    assertSame(channel, opened(peer.incarnation(PEER_EPOCH)), "the same endpoint still serves");
+  }
+
+  @Test
+  void aReconnectingLaneRefusedByAnotherEpochFencesTheChannelAndTheEndpointLeaves()
+      throws IOException {
+    PeerChannel replaced = opened(peer.incarnation(PEER_EPOCH));
+    peer.refusals.add(ErrorKind.EPOCH_MISMATCH);
+    peer.dropLanes();
+    eventually(() -> assertEquals(ErrorKind.EPOCH_MISMATCH, replaced.gate().refusalKind()));
+    assertInstanceOf(ChannelGate.Fenced.class, replaced.gate().state());
     awaitRow(OwnerState.SERVING, charges(0, 0));
 
-    PeerChannel fresh = opened(peer.incarnation(PEER_EPOCH));
-    assertNotSame(lost, fresh);
+    PeerChannel fresh = opened(peer.incarnation(PEER_EPOCH + 1));
+    assertNotSame(replaced, fresh);
     assertTrue(fresh.gate().active());
   }
 

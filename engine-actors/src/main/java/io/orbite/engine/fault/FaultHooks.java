@@ -86,4 +86,11 @@ public interface FaultHooks {
    * @param cut closes the lane's socket
    */
   default void sourceLaneStarted(String lane, Runnable cut) {}
+
+  /**
+   * A source lane that {@link #sourceLaneStarted} reported has ended.
+   *
+   * @param lane the source lane's name
+   */
+  default void sourceLaneEnded(String lane) {}
 }

@@ -2,7 +2,6 @@ package io.orbite.engine.segment;
 
 import io.orbite.engine.PeerEntry;
 import io.orbite.engine.SegmentDescriptor;
-import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -96,8 +95,12 @@ final class TableEntries {
       if (old.host().equals(peer.host())
           && old.port() == peer.port()
           && old.epoch() != peer.epoch()) {
-        if (!(replaced.base.gate().state() instanceof ChannelGate.Fenced)) {
-          fenced.add(old);
+        if (!replaced.fenceReported) {
+          // Once per entry; the channel itself may have been fenced first by what learned it.
+          replaced.fenceReported = true;
+          if (!fenced.contains(old)) {
+            fenced.add(old);
+          }
         }
         replaced.fence(peer.epoch(), reason);
         supersede(replaced);

@@ -68,6 +68,10 @@ final class TableEntry {
   final SegmentDescriptor peer;
   final PeerChannel base;
   final Lifecycle<State> state = new Lifecycle<>(State.ACTIVE);
+
+  /** Whether the table has published this entry's replacement (PeerFenced); table actor only. */
+  boolean fenceReported;
+
   final Map<Transport, Slot> slots = new EnumMap<>(Transport.class);
 
   /** Opens answered one at a time through the further transports: the one under way is first. */

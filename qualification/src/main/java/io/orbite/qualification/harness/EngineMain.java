@@ -36,8 +36,8 @@ import java.util.Map;
  *                                                  the data pattern's (a WRITE that may have landed in
  *                                                  part); n = bytes inside that differ from the guard)
  * LOANS                         -> OK n          (loans workers hold on the engine's memory now: owed())
- * CUT n                         -> OK n          (closes the sockets of the n source lanes that
- *                                                  started last, as a network fault would)
+ * CUT n                         -> OK n          (closes the sockets of the n live source lanes
+ *                                                  that started last, as a network fault would)
  * UNREGISTER regionId           -> OK
  * OPEN endpoint                 -> OK epoch-hex  (the peer segment the later commands use)
  * XFER op transport local n length stride localBase remote remoteBase
@@ -79,17 +79,20 @@ public final class EngineMain {
     // Logs go to stderr; stdout carries only the protocol.
     System.setOut(System.err);
     // Source lanes are recorded so that CUT can break their sockets as a network fault would.
-    java.util.Deque<Runnable> sourceLanes = new java.util.concurrent.ConcurrentLinkedDeque<>();
+    java.util.Map<String, Runnable> sourceLanes =
+        java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
     TransferEngine engine =
         io.orbite.engine.fault.FaultInjection.start(
             config,
             new io.orbite.engine.fault.FaultHooks() {
               @Override
               public void sourceLaneStarted(String lane, Runnable cut) {
-                sourceLanes.addFirst(cut);
-                while (sourceLanes.size() > 256) {
-                  sourceLanes.pollLast();
-                }
+                sourceLanes.put(lane, cut);
+              }
+
+              @Override
+              public void sourceLaneEnded(String lane) {
+                sourceLanes.remove(lane);
               }
             });
     Map<Long, RegisteredMemory> regions = new HashMap<>();
@@ -152,16 +155,16 @@ public final class EngineMain {
           }
           case "LOANS" -> out.println("OK " + engine.owed().loans());
           case "CUT" -> {
-            // CUT n: closes the sockets of the n source lanes that started last.
+            // CUT n: closes the sockets of the n live source lanes that started last.
             int n = Integer.parseInt(t[1]);
-            int cut = 0;
-            for (Runnable r : sourceLanes) {
-              if (cut++ >= n) {
-                break;
-              }
-              r.run();
+            List<Runnable> live;
+            synchronized (sourceLanes) {
+              live = new java.util.ArrayList<>(sourceLanes.values());
             }
-            out.println("OK " + Math.min(n, sourceLanes.size()));
+            java.util.Collections.reverse(live);
+            List<Runnable> cut = live.subList(0, Math.min(n, live.size()));
+            cut.forEach(Runnable::run);
+            out.println("OK " + cut.size());
           }
           case "CLOSE_SOURCE" ->
               out.println(

@@ -170,16 +170,23 @@ class ShmFencingIT {
         assertEquals(remote, replacement, "the replacement publishes the same region id");
         second.call("FILL " + replacement + " 23");
 
-        // Through the old segment, before this engine has heard of the replacement: its peer is
-        // gone, PEER_LOST (C18), whether the lane has noticed the death yet or not; nothing moves.
+        // The engine learns of the replacement by itself (a reconnecting TCP lane's HELLO is
+        // refused by the new epoch, issue 38), with no reopen: the old segment is then refused
+        // EPOCH_MISMATCH over SHM as over TCP (C3); nothing moves.
+        assertTrue(
+            Await.until(Duration.ofSeconds(10), () -> requester.counters().peersFenced() == 1),
+            "the replacement was learned without a reopen");
         long guard = 24;
         Pattern.fill(local.segment(), 0, REGION, guard, 0);
         refused(
-            requester, TransferRequest.read(local, 0, old, remote, 0, TASK), ErrorKind.PEER_LOST);
+            requester,
+            TransferRequest.read(local, 0, old, remote, 0, TASK).withTransport(Transport.SHM),
+            ErrorKind.EPOCH_MISMATCH);
         refused(
             requester,
-            TransferRequest.write(local, TASK, old, remote, TASK, TASK),
-            ErrorKind.PEER_LOST);
+            TransferRequest.write(local, TASK, old, remote, TASK, TASK)
+                .withTransport(Transport.SHM),
+            ErrorKind.EPOCH_MISMATCH);
         assertEquals(
             -1,
             Pattern.verify(local.segment(), 0, REGION, guard, 0),

@@ -188,6 +188,7 @@ final class SourceLane extends LaneAgent<Void> {
 
   @Override
   protected void ended(Throwable cause) {
+    hooks.sourceLaneEnded(name());
     onEnd.accept(this);
   }
 

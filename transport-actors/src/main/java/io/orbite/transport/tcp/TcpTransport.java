@@ -2,7 +2,6 @@ package io.orbite.transport.tcp;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
-import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
@@ -172,10 +171,7 @@ final class TcpTransport {
             context.counters(),
             refusal,
             context.hooks(),
-            (read, written) -> {
-              context.counters().add(Count.SOURCE_BYTES_READ, read);
-              context.counters().add(Count.SOURCE_BYTES_WRITTEN, written);
-            },
+            (read, written) -> {},
             l -> self.tell(new SourceLaneEnded(l)));
     sourceLanes.add(lane);
     LaneRuntime.start("orbite-tcp-" + name, lane);

@@ -236,6 +236,41 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
   }
 
   /**
+   * Reaches the incarnation that answers now at {@code old}'s endpoint, in one call: Describes the
+   * endpoint (as {@link #openSegmentAsync(String)} does, through the segment table) and opens what
+   * answers, then looks up {@code old}'s region ids again. After a restart that is the new
+   * incarnation (a new epoch); when {@code old}'s incarnation was not replaced, it is that
+   * incarnation again (a new reference to its entry, or a fresh entry when its channel has closed).
+   * The regions of {@code old} that the answering peer no longer publishes are listed by {@link
+   * RemoteSegment#regionsGone()} on the result.
+   *
+   * <p>{@code old} is never revived: once another epoch has answered at its endpoint it stays
+   * refused EPOCH_MISMATCH, for data and for {@link #openSegmentAsync(SegmentDescriptor)} (C3).
+   * Close it when it is no longer used (it may be closed already: only its descriptor and regions
+   * are read). The usual trigger is a {@link PeerEvent.PeerFenced} from {@link #peerEvents()} or
+   * {@link #onPeerEvent}, or a task that failed EPOCH_MISMATCH or PEER_LOST.
+   *
+   * @param old a segment this engine opened from a peer
+   * @return a stage with the segment of the incarnation answering now (close it when done); it
+   *     fails INVALID_ARGUMENT for a null segment or a file segment ({@link #openFileSegmentAsync}:
+   *     there is no peer to describe; open the file again), otherwise as {@link
+   *     #openSegmentAsync(String)} does
+   */
+  CompletionStage<RemoteSegment> reopenAsync(RemoteSegment old);
+
+  /**
+   * Blocking form of {@link #reopenAsync(RemoteSegment)}.
+   *
+   * @param old a segment this engine opened from a peer
+   * @param timeout how long to wait; TIMEOUT after it
+   * @return the segment of the incarnation answering now; {@link RemoteSegment#regionsGone()} lists
+   *     the regions of {@code old} it no longer publishes
+   */
+  default RemoteSegment reopen(RemoteSegment old, Duration timeout) {
+    return Batch.join(reopenAsync(old), timeout, "reopen " + (old == null ? "null" : old.label()));
+  }
+
+  /**
    * Opens the file at {@code path} as a segment of one region ({@link
    * TransferEngine#FILE_REGION_ID}) covering its bytes at open; requests use it like a peer's
    * segment. {@code READ} lets READ tasks copy file bytes into registered memory, {@code WRITE}

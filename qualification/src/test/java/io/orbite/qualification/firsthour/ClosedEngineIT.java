@@ -115,7 +115,9 @@ class ClosedEngineIT {
                     "TransferEngine.openSegment",
                     "TransferEngine.register",
                     "Batch.submit",
-                    "Batch.await")),
+                    "Batch.await",
+                    "TransferEngine.reopen",
+                    "TransferEngine.reopenAsync")),
             checked::toString);
       }
 
@@ -176,6 +178,8 @@ class ClosedEngineIT {
         return peer.endpoint();
       } else if (type == SegmentDescriptor.class) {
         return peer;
+      } else if (type == RemoteSegment.class) {
+        return remote;
       } else if (type == RegisteredMemory.class) {
         return memory;
       } else if (type == MemorySegment.class) {

@@ -205,7 +205,9 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
 
   /**
    * Opens exactly the incarnation {@code expected} names: EPOCH_MISMATCH if a different epoch now
-   * answers at its endpoint (without a network round trip when the engine already knows).
+   * answers at its endpoint. The epoch is checked against what Describe answers now, so the
+   * descriptor a restarted peer published opens at once; only an epoch this engine already knows to
+   * be replaced at that endpoint is refused without a network round trip.
    *
    * @param expected the incarnation to open
    * @return a stage with the segment; it fails EPOCH_MISMATCH as above, or as {@link

@@ -178,6 +178,7 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    * ends (or is cancelled); a consumer more than {@code 1024} events behind loses the oldest.
    *
    * @return a source of events, materialised as often as wanted
+   * @throws TransferException UNAVAILABLE once the engine is closing or closed
    */
   Source<PeerEvent, NotUsed> peerEvents();
 
@@ -188,6 +189,7 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    *
    * @param listener the listener
    * @return closes the subscription (idempotent)
+   * @throws TransferException UNAVAILABLE once the engine is closing or closed
    */
   AutoCloseable onPeerEvent(Consumer<PeerEvent> listener);
 
@@ -205,7 +207,9 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
 
   /**
    * Opens exactly the incarnation {@code expected} names: EPOCH_MISMATCH if a different epoch now
-   * answers at its endpoint (without a network round trip when the engine already knows).
+   * answers at its endpoint. The epoch is checked against what Describe answers now, so the
+   * descriptor a restarted peer published opens at once; only an epoch this engine already knows to
+   * be replaced at that endpoint is refused without a network round trip.
    *
    * @param expected the incarnation to open
    * @return a stage with the segment; it fails EPOCH_MISMATCH as above, or as {@link
@@ -233,6 +237,41 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    */
   default RemoteSegment openSegment(String endpoint, Duration timeout) {
     return Batch.join(openSegmentAsync(endpoint), timeout, "openSegment " + endpoint);
+  }
+
+  /**
+   * Reaches the incarnation that answers now at {@code old}'s endpoint, in one call: Describes the
+   * endpoint (as {@link #openSegmentAsync(String)} does, through the segment table) and opens what
+   * answers, then looks up {@code old}'s region ids again. After a restart that is the new
+   * incarnation (a new epoch); when {@code old}'s incarnation was not replaced, it is that
+   * incarnation again (a new reference to its entry, or a fresh entry when its channel has closed).
+   * The regions of {@code old} that the answering peer no longer publishes are listed by {@link
+   * RemoteSegment#regionsGone()} on the result.
+   *
+   * <p>{@code old} is never revived: once another epoch has answered at its endpoint it stays
+   * refused EPOCH_MISMATCH, for data and for {@link #openSegmentAsync(SegmentDescriptor)} (C3).
+   * Close it when it is no longer used (it may be closed already: only its descriptor and regions
+   * are read). The usual trigger is a {@link PeerEvent.PeerFenced} from {@link #peerEvents()} or
+   * {@link #onPeerEvent}, or a task that failed EPOCH_MISMATCH or PEER_LOST.
+   *
+   * @param old a segment this engine opened from a peer
+   * @return a stage with the segment of the incarnation answering now (close it when done); it
+   *     fails INVALID_ARGUMENT for a null segment or a file segment ({@link #openFileSegmentAsync}:
+   *     there is no peer to describe; open the file again), otherwise as {@link
+   *     #openSegmentAsync(String)} does
+   */
+  CompletionStage<RemoteSegment> reopenAsync(RemoteSegment old);
+
+  /**
+   * Blocking form of {@link #reopenAsync(RemoteSegment)}.
+   *
+   * @param old a segment this engine opened from a peer
+   * @param timeout how long to wait; TIMEOUT after it
+   * @return the segment of the incarnation answering now; {@link RemoteSegment#regionsGone()} lists
+   *     the regions of {@code old} it no longer publishes
+   */
+  default RemoteSegment reopen(RemoteSegment old, Duration timeout) {
+    return Batch.join(reopenAsync(old), timeout, "reopen " + (old == null ? "null" : old.label()));
   }
 
   /**

@@ -60,6 +60,19 @@ public sealed interface RemoteSegment extends AutoCloseable permits PeerSegment 
   Optional<RemoteRegion> region(long regionId);
 
   /**
+   * What {@link Engine#reopen} learned: the regions of the segment it reopened whose ids the peer
+   * (the incarnation this segment names) no longer publishes. A request naming one of them is
+   * refused INVALID_ARGUMENT (an unknown region). Each entry is the old segment's, as that peer
+   * described it. Ids still published are not listed, even if the region behind the id is now
+   * another one (a restarted peer numbers its allocations afresh): compare with {@link
+   * #region(long)} when the length or access matters.
+   *
+   * @return an unmodifiable list in the old segment's order; empty for a segment opened by {@code
+   *     openSegment} or {@code openFileSegment}, and when every region is still published
+   */
+  List<RemoteRegion> regionsGone();
+
+  /**
    * What messages call this segment: the peer's descriptor, or {@code "file <path>"}.
    *
    * @return the label

@@ -9,6 +9,7 @@ import io.orbite.engine.guardian.EngineLifecycle;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.segment.SegmentTable;
 import io.orbite.engine.spi.PeerEventHub;
+import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.TransportCommand;
 import java.lang.foreign.MemorySegment;
@@ -218,6 +219,10 @@ public final class TransferEngine implements Engine {
 
   @Override
   public Source<PeerEvent, NotUsed> peerEvents() {
+    TransferException closed = calls.closedError("peerEvents");
+    if (closed != null) {
+      throw closed;
+    }
     return Source.<PeerEvent>queue(PeerEventHub.BACKLOG, OverflowStrategy.dropHead())
         .mapMaterializedValue(
             queue -> {
@@ -238,6 +243,10 @@ public final class TransferEngine implements Engine {
 
   @Override
   public AutoCloseable onPeerEvent(Consumer<PeerEvent> listener) {
+    TransferException closed = calls.closedError("onPeerEvent");
+    if (closed != null) {
+      throw closed;
+    }
     java.util.Objects.requireNonNull(listener, "onPeerEvent: listener");
     return parts.peerEvents().subscribe(listener);
   }
@@ -267,8 +276,14 @@ public final class TransferEngine implements Engine {
   }
 
   private CompletionStage<RemoteSegment> open(String endpoint, Long epoch) {
+    return open("openSegment", endpoint, epoch, "");
+  }
+
+  /** Asks the segment table to open {@code endpoint}; a refusal's detail follows {@code prefix}. */
+  private CompletionStage<RemoteSegment> open(
+      String call, String endpoint, Long epoch, String prefix) {
     return ask(
-        "openSegment",
+        call,
         EngineGuardian.SEGMENT_TABLE,
         handles.segmentTable(),
         CallTimeouts.open(config),
@@ -276,8 +291,27 @@ public final class TransferEngine implements Engine {
         reply ->
             switch (reply) {
               case SegmentTable.Opened o -> o.segment();
-              case SegmentTable.OpenFailed f -> throw new TransferException(f.kind(), f.detail());
+              case SegmentTable.OpenFailed f ->
+                  throw new TransferException(f.kind(), prefix + f.detail());
             });
+  }
+
+  @Override
+  public CompletionStage<RemoteSegment> reopenAsync(RemoteSegment old) {
+    // RemoteSegment is sealed: every one is a PeerSegment, whose own channel says what it reaches.
+    if (!(old instanceof PeerSegment segment) || segment.channel().transport() == Transport.FILE) {
+      return CompletableFuture.failedFuture(
+          new TransferException(
+              ErrorKind.INVALID_ARGUMENT,
+              old == null
+                  ? "reopen: segment must not be null"
+                  : "reopen "
+                      + old.label()
+                      + ": a file segment has no peer to describe; open the file again with"
+                      + " openFileSegment"));
+    }
+    return open("reopen", old.descriptor().endpoint(), null, "reopen " + old.label() + ": ")
+        .thenApply(fresh -> ((PeerSegment) fresh).reopenedFrom(old));
   }
 
   @Override

@@ -43,7 +43,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * reach. Charged channels are counted against {@code budgets.maxEndpoints}; every channel of an
  * entry is fenced with it when a newer epoch answers at its endpoint. Child of the EngineGuardian.
  * {@code openSegment} always asks the peer (Describe) for its current epoch, so a restarted peer is
- * reached only through a fresh open, under a fresh entry (C3).
+ * reached only through a fresh open, under a fresh entry (C3). An open that expects an epoch is
+ * refused without asking only when that epoch is known to be replaced at its endpoint.
  *
  * <p>Every {@link RemoteSegment} handed out is a counted reference to its entry, dropped by {@code
  * close()} or by the garbage collector (a {@link java.lang.ref.Cleaner} tells this actor). An
@@ -52,6 +53,10 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * reachable entry is never dropped from under its users.
  *
  * <p>States: {@link #active}, {@link #fenced} (the requester side is closed: no new opens).
+ *
+ * <p>Longer than 500 lines: the open's steps (Describe, endpoint charge, base and further
+ * transports), the replacement learned without an open ({@code Replaced}) and the events it
+ * publishes all move one entry's state, and splitting them would spread that state over classes.
  */
 public final class SegmentTable {
   public sealed interface Command {}
@@ -310,13 +315,16 @@ public final class SegmentTable {
       m.replyTo().tell(new OpenFailed(e.kind(), e.detail()));
       return Behaviors.same();
     }
-    Long latest = entries.latestEpoch(key(address));
-    if (m.expectedEpoch() != null && latest != null && latest.longValue() != m.expectedEpoch()) {
-      // Already known to be replaced: refuse without touching the network (C3).
+    String key = key(address);
+    if (m.expectedEpoch() != null && entries.replaced(key, m.expectedEpoch())) {
+      // Already known to be replaced: refuse without touching the network (C3). Any other epoch,
+      // the newest one remembered included, is checked against what Describe answers now: the
+      // remembered incarnation may have died, and the expected one may be its replacement.
       m.replyTo()
           .tell(
               new OpenFailed(
-                  ErrorKind.EPOCH_MISMATCH, mismatch(m.endpoint(), m.expectedEpoch(), latest)));
+                  ErrorKind.EPOCH_MISMATCH,
+                  mismatch(m.endpoint(), m.expectedEpoch(), entries.latestEpoch(key))));
       return Behaviors.same();
     }
     ctx.pipeToSelf(
@@ -339,7 +347,28 @@ public final class SegmentTable {
     SegmentDescriptor peer =
         new SegmentDescriptor(
             d.address().getHostString(), d.description().port(), d.description().epoch());
-    learnEpoch(peer);
+    if (!learnEpoch(peer)) {
+      // Describe reached the incarnation before it was replaced, and answered after its
+      // replacement did: stale, never a way back to the replaced incarnation (C3).
+      Long latest = entries.latestEpoch(key(d.address()));
+      d.open()
+          .replyTo()
+          .tell(
+              d.open().expectedEpoch() != null
+                  ? new OpenFailed(
+                      ErrorKind.EPOCH_MISMATCH,
+                      mismatch(d.open().endpoint(), d.open().expectedEpoch(), latest))
+                  : new OpenFailed(
+                      ErrorKind.UNAVAILABLE,
+                      "open "
+                          + d.open().endpoint()
+                          + ": Describe answered epoch "
+                          + Long.toHexString(peer.epoch())
+                          + ", which epoch "
+                          + Long.toHexString(latest)
+                          + " has replaced; open again"));
+      return Behaviors.same();
+    }
     if (d.open().expectedEpoch() != null && d.open().expectedEpoch() != peer.epoch()) {
       d.open()
           .replyTo()
@@ -457,8 +486,12 @@ public final class SegmentTable {
    * Records the epoch {@code peer}'s endpoint runs; every entry of another epoch there is fenced,
    * counted and published ({@link PeerEvent.PeerFenced}).
    */
-  private void learnEpoch(SegmentDescriptor peer) {
-    for (SegmentDescriptor old : entries.learnEpoch(peer)) {
+  private boolean learnEpoch(SegmentDescriptor peer) {
+    List<SegmentDescriptor> fenced = entries.learnEpoch(peer);
+    if (fenced == null) {
+      return false;
+    }
+    for (SegmentDescriptor old : fenced) {
       counters.increment(EngineTally.Count.PEERS_FENCED);
       ctx.getLog()
           .info(
@@ -467,6 +500,7 @@ public final class SegmentTable {
               Long.toHexString(peer.epoch()));
       events.publish(new PeerEvent.PeerFenced(old, Instant.now(), peer));
     }
+    return true;
   }
 
   private Behavior<Command> onReleased(Released m) {

@@ -3,6 +3,7 @@ package io.orbite.engine.segment;
 import io.orbite.engine.PeerEntry;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.spi.PeerChannel;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -13,28 +14,52 @@ import java.util.Map;
 
 /**
  * The segment table's entries: every entry not yet reclaimed (by its own channel), the one through
- * which each incarnation is reached now, and the newest epoch each endpoint answered with (bounded,
- * C9). Confined to the table's actor.
+ * which each incarnation is reached now, and what each endpoint's answers taught (bounded, C9): the
+ * newest epoch it answered with and the epochs known to be replaced there. Confined to the table's
+ * actor.
  */
 final class TableEntries {
+  /** How many replaced epochs are remembered per endpoint; an older one is described again. */
+  static final int REPLACED_PER_ENDPOINT = 16;
+
+  /** What an endpoint's answers taught: its newest epoch, and those it replaced (newest last). */
+  private static final class Epochs {
+    long latest;
+    final ArrayDeque<Long> replaced = new ArrayDeque<>();
+
+    Epochs(long latest) {
+      this.latest = latest;
+    }
+
+    void replace(long epoch) {
+      if (epoch == latest || replaced.contains(epoch)) {
+        return;
+      }
+      if (replaced.size() == REPLACED_PER_ENDPOINT) {
+        replaced.removeFirst();
+      }
+      replaced.addLast(epoch);
+    }
+  }
+
   /** Every entry not yet reclaimed, by its own channel: current, superseded but referenced. */
   private final Map<PeerChannel, TableEntry> byChannel = new IdentityHashMap<>();
 
   /** The entry through which each incarnation is reached now. */
   private final Map<SegmentDescriptor, TableEntry> current = new HashMap<>();
 
-  /** The newest epoch each endpoint ({@code host:port}) answered with. */
-  private final Map<String, Long> latestEpoch;
+  /** What each endpoint ({@code host:port}) answered, by endpoint. */
+  private final Map<String, Epochs> epochs;
 
   /** Returns one endpoint charge (of {@code budgets.maxEndpoints}) to Admission. */
   private final Runnable releaseCharge;
 
   TableEntries(int capacity, Runnable releaseCharge) {
     this.releaseCharge = releaseCharge;
-    this.latestEpoch =
+    this.epochs =
         new LinkedHashMap<>(16, 0.75f, true) {
           @Override
-          protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+          protected boolean removeEldestEntry(Map.Entry<String, Epochs> eldest) {
             // Bounded (C9): endpoints not seen for a while are forgotten; reopening them describes
             // again.
             return size() > 4 * capacity;
@@ -62,7 +87,19 @@ final class TableEntries {
 
   /** The newest epoch {@code endpoint} ({@code host:port}) answered with, or null. */
   Long latestEpoch(String endpoint) {
-    return latestEpoch.get(endpoint);
+    Epochs e = epochs.get(endpoint);
+    return e == null ? null : e.latest;
+  }
+
+  /**
+   * Whether {@code epoch} is known to be replaced at {@code endpoint} ({@code host:port}): a newer
+   * incarnation answered there since it did. Only then may an open expecting it be refused without
+   * asking the peer; an epoch the table never saw, or the newest it saw, must be described (the
+   * newest one's incarnation may have died since, and an unseen one may be its replacement).
+   */
+  boolean replaced(String endpoint, long epoch) {
+    Epochs e = epochs.get(endpoint);
+    return e != null && e.replaced.contains(epoch);
   }
 
   /** A new entry, the one through which its incarnation is reached from now on. */
@@ -81,13 +118,24 @@ final class TableEntries {
    * Records the epoch an endpoint answered with; every entry of another epoch at that endpoint,
    * current or not (one whose own channel closed is no longer current, and is still refused with
    * its replacement's kind, C3), is a replaced incarnation and is fenced: it refuses new work and
-   * its endpoints drain and retire.
+   * its endpoints drain and retire. An answer naming an epoch already known to be replaced there is
+   * stale (it was under way while the peer restarted): it teaches nothing and fences nothing.
    *
-   * @return the incarnations this call fenced (not fenced before)
+   * @return the incarnations this call fenced (not fenced before); null for such a stale answer
    */
   List<SegmentDescriptor> learnEpoch(SegmentDescriptor peer) {
     String key = peer.host() + ":" + peer.port();
-    latestEpoch.put(key, peer.epoch());
+    Epochs now = epochs.get(key);
+    if (now == null) {
+      now = new Epochs(peer.epoch());
+      epochs.put(key, now);
+    } else if (now.replaced.contains(peer.epoch())) {
+      return null;
+    } else if (now.latest != peer.epoch()) {
+      long previous = now.latest;
+      now.latest = peer.epoch();
+      now.replace(previous);
+    }
     String reason = "the peer at " + key + " now runs epoch " + Long.toHexString(peer.epoch());
     List<SegmentDescriptor> fenced = new ArrayList<>();
     for (TableEntry replaced : byChannel.values()) {
@@ -104,6 +152,7 @@ final class TableEntries {
         }
         replaced.fence(peer.epoch(), reason);
         supersede(replaced);
+        now.replace(old.epoch());
       }
     }
     retireReclaimable();

@@ -85,6 +85,9 @@ public final class PeerSegment implements RemoteSegment {
   /** Why each transport tried for this segment has no channel here. */
   private final Map<Transport, String> absent;
 
+  /** The regions of the segment this one reopened that the peer no longer publishes. */
+  private final List<RemoteRegion> gone;
+
   /** What {@link #route} answers, made once: routing a request allocates nothing. */
   private final Routing baseRequested;
 
@@ -98,7 +101,8 @@ public final class PeerSegment implements RemoteSegment {
       Reference reference,
       PeerChannel base,
       List<Way> ways,
-      Map<Transport, String> absent) {
+      Map<Transport, String> absent,
+      List<RemoteRegion> gone) {
     this.descriptor = descriptor;
     this.regions = List.copyOf(regions);
     this.byId =
@@ -109,6 +113,7 @@ public final class PeerSegment implements RemoteSegment {
     this.base = base;
     this.ways = List.copyOf(ways);
     this.absent = absent;
+    this.gone = List.copyOf(gone);
     this.baseRequested = new Routing(base, Route.REQUESTED, null);
     this.fellBack = new Routing(base, Routes.fellBack(base.transport(), false, absent), null);
     this.fellBackUnhealthy =
@@ -153,7 +158,8 @@ public final class PeerSegment implements RemoteSegment {
         new Reference(release),
         channel,
         List.of(),
-        new EnumMap<>(Transport.class));
+        new EnumMap<>(Transport.class),
+        List.of());
   }
 
   /**
@@ -173,7 +179,7 @@ public final class PeerSegment implements RemoteSegment {
     Map<Transport, String> why = new EnumMap<>(Transport.class);
     why.putAll(absent);
     why.remove(channel.transport());
-    return new PeerSegment(descriptor, regions, label, reference, base, more, why);
+    return new PeerSegment(descriptor, regions, label, reference, base, more, why, gone);
   }
 
   /**
@@ -187,7 +193,25 @@ public final class PeerSegment implements RemoteSegment {
     Map<Transport, String> more = new EnumMap<>(Transport.class);
     more.putAll(absent);
     more.put(transport, why);
-    return new PeerSegment(descriptor, regions, label, reference, base, ways, more);
+    return new PeerSegment(descriptor, regions, label, reference, base, ways, more, gone);
+  }
+
+  /**
+   * This segment as the answer to {@link io.orbite.engine.Engine#reopen} of {@code old}: the same
+   * region ids looked up again (engine-internal).
+   *
+   * @param old the segment that was reopened
+   * @return a copy that shares this segment's table reference, whose {@link #regionsGone()} lists
+   *     the regions of {@code old} whose ids this segment's peer no longer publishes
+   */
+  public PeerSegment reopenedFrom(RemoteSegment old) {
+    List<RemoteRegion> missing = new ArrayList<>();
+    for (RemoteRegion r : old.regions()) {
+      if (!byId.containsKey(r.regionId())) {
+        missing.add(r);
+      }
+    }
+    return new PeerSegment(descriptor, regions, label, reference, base, ways, absent, missing);
   }
 
   /**
@@ -275,6 +299,16 @@ public final class PeerSegment implements RemoteSegment {
   @Override
   public Optional<RemoteRegion> region(long regionId) {
     return Optional.ofNullable(byId.get(regionId));
+  }
+
+  /**
+   * The regions of the segment this one was reopened from that its peer no longer publishes.
+   *
+   * @return empty unless this segment is the answer of {@link io.orbite.engine.Engine#reopen}
+   */
+  @Override
+  public List<RemoteRegion> regionsGone() {
+    return gone;
   }
 
   /**

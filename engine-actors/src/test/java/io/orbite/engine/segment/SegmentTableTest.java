@@ -39,6 +39,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.testkit.typed.annotations.JUnit5TestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -56,8 +57,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * endpoint fences the replaced incarnation's TCP and SHM channels, the entry stays (FENCED, with
  * its endpoint charges) while a RemoteSegment refers to it, and it is reclaimed, each charge
  * returned to Admission, once no reference is left and its channels are fenced or closed; an SHM
- * channel that ended is shown CLOSED and replaced, with its charge, by the next open. Describe is
- * answered by a loopback server of the test's own; Admission and the transports are TestProbes.
+ * channel that ended is shown CLOSED and replaced, with its charge, by the next open; an open by
+ * the descriptor of a restarted peer is checked against what Describe answers now, never against
+ * the epoch the table remembers from the dead incarnation. Describe is answered by a loopback
+ * server of the test's own; Admission and the transports are TestProbes.
  */
 @ExtendWith(TestKitJUnit5Extension.class)
 class SegmentTableTest {
@@ -128,6 +131,9 @@ class SegmentTableTest {
     final ServerSocket socket = new ServerSocket(0, 8, InetAddress.getLoopbackAddress());
     final AtomicReference<Description> answer = new AtomicReference<>();
 
+    /** Describe requests served, counted before each answer is written. */
+    final AtomicInteger served = new AtomicInteger();
+
     DescribeServer() throws IOException {
       Thread.ofPlatform().daemon().name("test-describe-server").start(this::serve);
     }
@@ -154,6 +160,7 @@ class SegmentTableTest {
       while (!socket.isClosed()) {
         try (Socket s = socket.accept()) {
           new DataInputStream(s.getInputStream()).readFully(new byte[FrameCodec.HEADER_BYTES]);
+          served.incrementAndGet();
           Description d = answer.get();
           ByteBuffer payload = DescribeCodec.encode(d);
           ByteBuffer frame = ByteBuffer.allocate(FrameCodec.HEADER_BYTES + payload.remaining());
@@ -374,5 +381,66 @@ class SegmentTableTest {
     noChargeMoved();
     first.close();
     second.close();
+  }
+
+  /**
+   * The peer died and restarted; the table still remembers the dead incarnation's epoch as the
+   * newest at the endpoint. An open by the replacement's descriptor asks Describe and opens it (the
+   * bug: it was refused EPOCH_MISMATCH naming the dead epoch, without asking). Then: the replaced
+   * epoch is refused without a Describe, an epoch the table never saw is described (and refused,
+   * naming the epoch that answered), and a Describe answer naming a replaced epoch is stale and
+   * fences nothing.
+   */
+  @Test
+  void anOpenByTheReplacementsDescriptorAsksDescribeInsteadOfTheRememberedDeadEpoch() {
+    server.describe(OLD_EPOCH, null);
+    open();
+    grantEndpoint();
+    GateChannel oldTcp = openTcp(OLD_EPOCH);
+    PeerSegment old = opened();
+    assertEquals(1, server.served.get());
+
+    // SIGKILL: the lanes end; the replacement listens at the same endpoint.
+    oldTcp.gate().close(ChannelGate.Why.PEER_LOST, "every lane to it ended");
+    server.describe(NEW_EPOCH, null);
+    table.tell(new SegmentTable.OpenSegment(server.endpoint(), NEW_EPOCH, replies.getRef()));
+    grantEndpoint();
+    GateChannel newTcp = openTcp(NEW_EPOCH);
+    PeerSegment fresh = opened();
+    assertEquals(descriptor(NEW_EPOCH), fresh.descriptor());
+    assertSame(newTcp, fresh.channel());
+    assertEquals(2, server.served.get(), "the replacement's epoch was checked by Describe");
+    assertEquals(
+        "the peer at " + server.endpoint() + " now runs epoch 2222", oldTcp.fencedBecause());
+
+    // The dead epoch is known to be replaced: refused without touching the network (C3).
+    table.tell(new SegmentTable.OpenSegment(server.endpoint(), OLD_EPOCH, replies.getRef()));
+    SegmentTable.OpenFailed stale =
+        assertInstanceOf(SegmentTable.OpenFailed.class, replies.receiveMessage());
+    assertEquals(ErrorKind.EPOCH_MISMATCH, stale.kind());
+    assertTrue(stale.detail().endsWith("the peer now runs epoch 2222"), stale.detail());
+    assertEquals(2, server.served.get(), "no Describe for a replaced epoch");
+
+    // An epoch never seen here may be a newer incarnation: described, and refused by the answer.
+    long unseen = 0x3333L;
+    table.tell(new SegmentTable.OpenSegment(server.endpoint(), unseen, replies.getRef()));
+    SegmentTable.OpenFailed unknown =
+        assertInstanceOf(SegmentTable.OpenFailed.class, replies.receiveMessage());
+    assertEquals(ErrorKind.EPOCH_MISMATCH, unknown.kind());
+    assertTrue(unknown.detail().endsWith("the peer now runs epoch 2222"), unknown.detail());
+    assertEquals(3, server.served.get(), "an unseen epoch is described");
+
+    // A Describe answer naming the replaced epoch is stale: the live entry is not fenced by it.
+    server.describe(OLD_EPOCH, null);
+    open();
+    SegmentTable.OpenFailed late =
+        assertInstanceOf(SegmentTable.OpenFailed.class, replies.receiveMessage());
+    assertEquals(ErrorKind.UNAVAILABLE, late.kind(), late.detail());
+    assertNull(newTcp.fencedBecause(), "a stale answer fences nothing");
+    tcp.expectNoMessage(Duration.ofMillis(50));
+    noChargeMoved();
+    old.close();
+    admission.expectMessageClass(Admission.ReleaseEndpoint.class);
+    fresh.close();
   }
 }

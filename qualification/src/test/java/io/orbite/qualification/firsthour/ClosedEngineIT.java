@@ -115,7 +115,9 @@ class ClosedEngineIT {
                     "TransferEngine.openSegment",
                     "TransferEngine.register",
                     "Batch.submit",
-                    "Batch.await")),
+                    "Batch.await",
+                    "TransferEngine.reopen",
+                    "TransferEngine.reopenAsync")),
             checked::toString);
       }
 
@@ -176,10 +178,14 @@ class ClosedEngineIT {
         return peer.endpoint();
       } else if (type == SegmentDescriptor.class) {
         return peer;
+      } else if (type == RemoteSegment.class) {
+        return remote;
       } else if (type == RegisteredMemory.class) {
         return memory;
       } else if (type == MemorySegment.class) {
         return range;
+      } else if (type == java.util.function.Consumer.class) {
+        return (java.util.function.Consumer<Object>) x -> {};
       } else if (type == Path.class) {
         return file;
       } else if (type == List.class) {

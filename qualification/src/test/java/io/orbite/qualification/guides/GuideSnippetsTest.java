@@ -69,7 +69,7 @@ class GuideSnippetsTest {
 
   @Test
   void everyJavaSnippetOfTheEmbeddingGuideCompiles() throws Exception {
-    compileGuide("embedding.md", 5);
+    compileGuide("embedding.md", 6);
   }
 
   /**
@@ -185,7 +185,7 @@ class GuideSnippetsTest {
 
   @Test
   void theEmbeddingGuidesFetcherFetchesExactBytesAndItsEngineClosesWithTheHost() throws Exception {
-    ClassLoader guide = compileGuide("embedding.md", 5);
+    ClassLoader guide = compileGuide("embedding.md", 6);
     Class<?> fetcher = guide.loadClass("EmbeddedFetcher");
     TransferEngine source =
         TransferEngine.start(EngineConfig.defaults().withName("guide-embed-source"));
@@ -270,7 +270,7 @@ class GuideSnippetsTest {
    */
   @Test
   void theEmbeddingGuidesSpawnSnippetExitsOnABadConfiguration() throws Exception {
-    compileGuide("embedding.md", 5);
+    compileGuide("embedding.md", 6);
     List<GuideSnippets.Snippet> snippets =
         GuideSnippets.extract(GuideSnippets.guidesDir().resolve("embedding.md"));
     GuideSnippets.Snippet spawning =

@@ -90,6 +90,7 @@ public final class PeerSegment implements RemoteSegment {
 
   private final Routing fellBack;
   private final Routing fellBackUnhealthy;
+  private final Routing failedOver;
 
   private PeerSegment(
       SegmentDescriptor descriptor,
@@ -113,6 +114,7 @@ public final class PeerSegment implements RemoteSegment {
     this.fellBack = new Routing(base, Routes.fellBack(base.transport(), false, absent), null);
     this.fellBackUnhealthy =
         new Routing(base, Routes.fellBack(base.transport(), true, absent), null);
+    this.failedOver = new Routing(base, Route.FAILED_OVER, null);
   }
 
   /**
@@ -223,6 +225,27 @@ public final class PeerSegment implements RemoteSegment {
       }
     }
     return new Routing(null, null, unreachableBecause(transport, regionId));
+  }
+
+  /**
+   * The routing step for a task that a further channel ({@code failed}: SHM or RDMA) failed drained
+   * with nothing posted: the segment's own channel, when it is TCP (it reaches every region of the
+   * same incarnation) and takes work now. Run when the failed attempt's last receipt came, on the
+   * thread that delivered it; only looks at the gate.
+   *
+   * @param failed the transport that failed the task
+   * @return the segment's TCP channel with {@link Route#FAILED_OVER}, or a refusal saying why not
+   *     (a file segment, a task that already ran on TCP, a TCP channel closed or fenced)
+   */
+  public Routing failover(Transport failed) {
+    if (base.transport() != Transport.TCP || failed == Transport.TCP) {
+      return new Routing(
+          null, null, "no other transport to fail over to from " + failed + " at " + label);
+    }
+    if (!base.gate().active()) {
+      return new Routing(null, null, base.gate().refusal());
+    }
+    return failedOver;
   }
 
   /**

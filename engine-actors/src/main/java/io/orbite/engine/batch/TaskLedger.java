@@ -22,11 +22,11 @@ import java.util.List;
  *
  * <p>A task the engine routed to SHM or RDMA may run once more over TCP when that transport failed
  * it drained ({@link TransportFailover}): its last receipt then leaves it {@link
- * Outcome#DRAINED_FAILED}, still pending with its loan, and the batch either starts it over
- * ({@link #failOver}) or ends it ({@link #end}) under the same lock.
+ * Outcome#DRAINED_FAILED}, still pending with its loan, and the batch either starts it over ({@link
+ * #failOver}) or ends it ({@link #end}) under the same lock.
  *
- * <p>Why this file is over 500 lines: every per-task column (a plain array, so that a task costs
- * no object) and every move of a task's state is here, the failover's included, so that the drain
+ * <p>Why this file is over 500 lines: every per-task column (a plain array, so that a task costs no
+ * object) and every move of a task's state is here, the failover's included, so that the drain
  * rules (C5) read in one place.
  */
 final class TaskLedger {

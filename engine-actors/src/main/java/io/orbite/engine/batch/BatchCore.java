@@ -331,7 +331,7 @@ public final class BatchCore {
                 r.priority());
         if (failover.enabled() && TransportFailover.candidate(routing)) {
           ledger.mayFailOver(i);
-          failover.remember(i, work[k], (PeerSegment) r.remote());
+          failover.remember(i, work[k], (PeerSegment) r.remote(), channel);
         }
       }
       if (releasedTasks > 0) {

@@ -44,10 +44,14 @@ final class TransportFailover {
   private final int capacity;
   private final EngineTally counters;
 
-  /** Per task index: the work and segment of a candidate; made on the first candidate. */
+  /**
+   * Per task index: the work, segment and first channel of a candidate; made on the first
+   * candidate.
+   */
   private TaskWork[] work;
 
   private PeerSegment[] segment;
+  private PeerChannel[] first;
 
   TransportFailover(int maxFailovers, int capacity, EngineTally counters) {
     this.maxFailovers = maxFailovers;
@@ -125,14 +129,19 @@ final class TransportFailover {
     return maxFailovers > 0;
   }
 
-  /** Remembers candidate task {@code i}: its work and the segment it was routed on. */
-  void remember(int i, TaskWork w, PeerSegment s) {
+  /**
+   * Remembers candidate task {@code i}: its work, the segment it was routed on and the channel it
+   * was handed to.
+   */
+  void remember(int i, TaskWork w, PeerSegment s, PeerChannel channel) {
     if (work == null) {
       work = new TaskWork[capacity];
       segment = new PeerSegment[capacity];
+      first = new PeerChannel[capacity];
     }
     work[i] = w;
     segment[i] = s;
+    first[i] = channel;
   }
 
   /** Forgets task {@code i} (it ended, or its index is reused). */
@@ -140,6 +149,7 @@ final class TransportFailover {
     if (work != null) {
       work[i] = null;
       segment[i] = null;
+      first[i] = null;
     }
   }
 
@@ -167,8 +177,8 @@ final class TransportFailover {
             cancelled)) {
       return false;
     }
-    PeerSegment.Routing routing = segment[i].failover(ledger.transport(i));
-    if (routing.channel() == null) {
+    PeerSegment.Routing routing = segment[i].failover(first[i]);
+    if (routing.channel() == null || routing.channel().transport() != Transport.TCP) {
       return false;
     }
     ledger.failOver(i, routing.channel().transport(), routing.route());

@@ -228,19 +228,19 @@ public final class PeerSegment implements RemoteSegment {
   }
 
   /**
-   * The routing step for a task that a further channel ({@code failed}: SHM or RDMA) failed drained
-   * with nothing posted: the segment's own channel, when it is TCP (it reaches every region of the
-   * same incarnation) and takes work now. Run when the failed attempt's last receipt came, on the
-   * thread that delivered it; only looks at the gate.
+   * The routing step for a task that one of the further channels ({@code failed}) failed drained
+   * with nothing posted: the segment's own channel (TCP to a peer), which reaches every region of
+   * the same incarnation, when it takes work now. Run when the failed attempt's last receipt came,
+   * on the thread that delivered it; it only reads the gate. Which failures qualify is the batch's
+   * rule, not the segment's.
    *
-   * @param failed the transport that failed the task
-   * @return the segment's TCP channel with {@link Route#FAILED_OVER}, or a refusal saying why not
-   *     (a file segment, a task that already ran on TCP, a TCP channel closed or fenced)
+   * @param failed the channel that failed the task
+   * @return the segment's own channel with {@link Route#FAILED_OVER}, or a refusal saying why not
+   *     (the task failed on that very channel, or it is closed or fenced)
    */
-  public Routing failover(Transport failed) {
-    if (base.transport() != Transport.TCP || failed == Transport.TCP) {
-      return new Routing(
-          null, null, "no other transport to fail over to from " + failed + " at " + label);
+  public Routing failover(PeerChannel failed) {
+    if (failed == base) {
+      return new Routing(null, null, "the task failed on " + label + "'s own channel");
     }
     if (!base.gate().active()) {
       return new Routing(null, null, base.gate().refusal());

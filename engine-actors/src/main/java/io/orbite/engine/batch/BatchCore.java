@@ -456,6 +456,7 @@ public final class BatchCore {
         }
       }
       case LATE_DRAINED -> {
+        failover.forget(i);
         lateTasks++;
         lateBytes += ledger.length(i);
       }

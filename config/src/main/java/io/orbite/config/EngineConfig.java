@@ -34,6 +34,8 @@ import java.util.regex.Pattern;
  * @param budgets resource budgets. Default {@link BudgetConfig#defaults()}.
  * @param slicing how tasks are cut into slices. Default {@link SlicingConfig#defaults()}.
  * @param timeouts engine-wide time limits. Default {@link TimeoutConfig#defaults()}.
+ * @param retry what the engine runs again on its own across transports (failover from SHM or RDMA
+ *     to TCP). Default {@link RetryConfig#defaults()}.
  * @param shm same-host shared-memory transport settings. Default {@link ShmConfig#defaults()}.
  * @param file the file transport (file segments, io_uring lanes). Default {@link
  *     FileConfig#defaults()}.
@@ -49,6 +51,7 @@ public record EngineConfig(
     BudgetConfig budgets,
     SlicingConfig slicing,
     TimeoutConfig timeouts,
+    RetryConfig retry,
     ShmConfig shm,
     FileConfig file,
     RdmaConfig rdma,
@@ -102,6 +105,7 @@ public record EngineConfig(
     Checks.requireNonNull(BudgetConfig.SECTION, budgets);
     Checks.requireNonNull(SlicingConfig.SECTION, slicing);
     Checks.requireNonNull(TimeoutConfig.SECTION, timeouts);
+    Checks.requireNonNull(RetryConfig.SECTION, retry);
     Checks.requireNonNull(ShmConfig.SECTION, shm);
     Checks.requireNonNull(FileConfig.SECTION, file);
     Checks.requireNonNull(RdmaConfig.SECTION, rdma);
@@ -122,6 +126,7 @@ public record EngineConfig(
         BudgetConfig.defaults(),
         SlicingConfig.defaults(),
         TimeoutConfig.defaults(),
+        RetryConfig.defaults(),
         ShmConfig.defaults(),
         FileConfig.defaults(),
         RdmaConfig.defaults(),
@@ -140,7 +145,7 @@ public record EngineConfig(
    */
   public EngineConfig withName(String name) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
+        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
   }
 
   /**
@@ -154,7 +159,7 @@ public record EngineConfig(
    */
   public EngineConfig withListen(ListenConfig listen) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
+        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
   }
 
   /**
@@ -167,7 +172,7 @@ public record EngineConfig(
    */
   public EngineConfig withTcp(TcpConfig tcp) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
+        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
   }
 
   /**
@@ -180,7 +185,7 @@ public record EngineConfig(
    */
   public EngineConfig withBudgets(BudgetConfig budgets) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
+        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
   }
 
   /**
@@ -194,7 +199,7 @@ public record EngineConfig(
    */
   public EngineConfig withSlicing(SlicingConfig slicing) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
+        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
   }
 
   /**
@@ -207,7 +212,7 @@ public record EngineConfig(
    */
   public EngineConfig withFile(FileConfig file) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
+        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
   }
 
   /**
@@ -221,7 +226,20 @@ public record EngineConfig(
    */
   public EngineConfig withTimeouts(TimeoutConfig timeouts) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
+        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+  }
+
+  /**
+   * A copy with {@link #retry()} replaced and every other component kept; the new value is checked
+   * as by the constructor.
+   *
+   * @param retry failover settings, already validated by {@link RetryConfig}'s constructor
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code retry} if {@code retry} is {@code null}
+   */
+  public EngineConfig withRetry(RetryConfig retry) {
+    return new EngineConfig(
+        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
   }
 
   /**
@@ -235,7 +253,7 @@ public record EngineConfig(
    */
   public EngineConfig withShm(ShmConfig shm) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
+        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
   }
 
   /**
@@ -248,7 +266,7 @@ public record EngineConfig(
    */
   public EngineConfig withRdma(RdmaConfig rdma) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
+        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
   }
 
   /**
@@ -262,7 +280,7 @@ public record EngineConfig(
    */
   public EngineConfig withObservability(ObservabilityConfig observability) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, shm, file, rdma, observability);
+        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
   }
 
   /**
@@ -367,6 +385,7 @@ public record EngineConfig(
         r.section(BudgetConfig.SECTION, BudgetConfig.class, BudgetConfig::read),
         r.section(SlicingConfig.SECTION, SlicingConfig.class, SlicingConfig::read),
         r.section(TimeoutConfig.SECTION, TimeoutConfig.class, TimeoutConfig::read),
+        r.section(RetryConfig.SECTION, RetryConfig.class, RetryConfig::read),
         r.section(ShmConfig.SECTION, ShmConfig.class, ShmConfig::read),
         r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read),
         r.section(RdmaConfig.SECTION, RdmaConfig.class, RdmaConfig::read),

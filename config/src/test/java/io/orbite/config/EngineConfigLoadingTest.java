@@ -106,6 +106,7 @@ class EngineConfigLoadingTest {
                   "slicing": {"baseBlockBytes": 67108864, "maxReadSlices": 1024, "maxWriteSlices": 1},
                   "timeouts": {"defaultDeadlineMillis": 86400000, "destructionWindowMillis": 3600000,
                                "describeTimeoutMillis": 600000},
+                  "retry": {"maxTransportFailovers": 4},
                   "shm": {"enabled": true, "maxMappings": 65536, "lanes": 16},
                   "file": {"engine": "channel", "lanes": 64, "queueDepth": 4096, "maxChunkBytes": 4096,
                            "maxFileSegments": 1, "channelThreads": 256},
@@ -135,6 +136,7 @@ class EngineConfigLoadingTest {
             new BudgetConfig(1, 1048576, 16777216, 1099511627776L, 4096, 1000000, 65536),
             new SlicingConfig(67108864, 1024, 1),
             new TimeoutConfig(86400000, 3600000, 600000),
+            new RetryConfig(4),
             new ShmConfig(true, 65536, 16),
             new FileConfig("channel", 64, 4096, 4096, 1, 256),
             new RdmaConfig(
@@ -197,6 +199,7 @@ class EngineConfigLoadingTest {
             new BudgetConfig(1000000, 1, 1, 1099511627776L, 1, 1, 1),
             new SlicingConfig(4096, 1, 1024),
             new TimeoutConfig(1, 3600000, 1),
+            new RetryConfig(0),
             new ShmConfig(true, 1, 16),
             new FileConfig("io_uring", 1, 1, 1073741824, 65536, 1),
             new RdmaConfig(
@@ -282,6 +285,9 @@ class EngineConfigLoadingTest {
                     "defaultDeadlineMillis": 30000,
                     "destructionWindowMillis": 30000,
                     "describeTimeoutMillis": 5000
+                  },
+                  "retry": {
+                    "maxTransportFailovers": 1
                   },
                   "shm": {
                     "enabled": false,

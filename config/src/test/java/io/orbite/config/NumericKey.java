@@ -279,6 +279,13 @@ record NumericKey(
               c -> c.timeouts().describeTimeoutMillis(),
               (c, v) -> c.withTimeouts(c.timeouts().withDescribeTimeoutMillis(v))),
           new NumericKey(
+              "retry.maxTransportFailovers",
+              1,
+              0,
+              4,
+              c -> (long) c.retry().maxTransportFailovers(),
+              (c, v) -> c.withRetry(c.retry().withMaxTransportFailovers(Math.toIntExact(v)))),
+          new NumericKey(
               "shm.maxMappings",
               1024,
               1,

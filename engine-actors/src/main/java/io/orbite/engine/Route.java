@@ -44,5 +44,13 @@ public enum Route {
   /** UNSPEC, TCP: RDMA is not enabled in this engine ({@code rdma.enabled} is false). */
   TCP_RDMA_NOT_ENABLED,
   /** UNSPEC on a file segment: only the file transport reaches it. */
-  FILE_SEGMENT
+  FILE_SEGMENT,
+  /**
+   * UNSPEC, TCP after a failover: the engine first handed the task to SHM or RDMA, that transport
+   * failed it drained with nothing posted (the transport unavailable, its peer lost, an SHM mapping
+   * refused), and the task ran once more on the segment's own TCP channel, to the same incarnation,
+   * within its deadline ({@code retry.maxTransportFailovers}). Its result's {@link
+   * TaskResult#attempts()} is then 2, and its bytes and state are the TCP run's alone.
+   */
+  FAILED_OVER
 }

@@ -17,7 +17,11 @@ package io.orbite.engine;
  *     one ({@code route} is then {@link Route#NOT_DISPATCHED}) or when that is not known ({@link
  *     Route#UNREPORTED})
  * @param route why it ran on {@code transport}: {@link Route#REQUESTED}, or the step of the UNSPEC
- *     rule that picked it; never {@code null}
+ *     rule that picked it, or {@link Route#FAILED_OVER} when it ran again over TCP after SHM or
+ *     RDMA failed it drained; never {@code null}
+ * @param attempts how many transports the task was handed to: 1 for a task that ran once, 2 for one
+ *     that failed over ({@code transport} is then the one that finished it, TCP); 0 when {@code
+ *     transport} is null (it never reached one, or that is not known)
  */
 public record TaskResult(
     int index,
@@ -29,13 +33,15 @@ public record TaskResult(
     String detail,
     long elapsedNanos,
     Transport transport,
-    Route route) {
+    Route route,
+    int attempts) {
 
   /**
    * Checks the components.
    *
    * @throws NullPointerException if {@code route} is null (a task never dispatched says {@link
    *     Route#NOT_DISPATCHED})
+   * @throws IllegalArgumentException if {@code attempts} is negative
    */
   public TaskResult {
     if (route == null) {
@@ -43,6 +49,10 @@ public record TaskResult(
           "TaskResult.route of task "
               + index
               + " is null; a task never dispatched is NOT_DISPATCHED");
+    }
+    if (attempts < 0) {
+      throw new IllegalArgumentException(
+          "TaskResult.attempts of task " + index + " is " + attempts + "; at least 0");
     }
   }
 

@@ -1,5 +1,6 @@
 package io.orbite.engine.batch;
 
+import io.orbite.config.RetryConfig;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.QuarantinedOwner;
@@ -51,8 +52,8 @@ import org.slf4j.LoggerFactory;
  * waiters, and every method that takes it is here, so that what happens under that lock (admit,
  * apply, await, cancel, reset, free, the watchdog) reads in one place. What runs outside it lives
  * elsewhere: the dispatch in runs ({@link RunDispatcher}), the owner-view reports ({@link
- * BatchReporter}), the ledger's rows ({@link TaskLedger}) and the lease's state ({@link
- * BatchLease}).
+ * BatchReporter}), the ledger's rows ({@link TaskLedger}), the lease's state ({@link BatchLease})
+ * and the failover rule and hand-off ({@link TransportFailover}).
  */
 public final class BatchCore {
   private static final Logger LOG = LoggerFactory.getLogger(BatchCore.class);
@@ -66,6 +67,16 @@ public final class BatchCore {
   private final long defaultDeadlineNanos;
   private final long destructionWindowNanos;
   private final TaskLedger ledger;
+
+  /** Which tasks may run again over TCP after SHM or RDMA failed them drained, and how. */
+  private final TransportFailover failover;
+
+  /**
+   * Retries decided under this monitor and not yet handed to their channel: the thread that decided
+   * them takes them before it releases the monitor and hands them over after ({@link
+   * #takeRetries}), so this is empty whenever the monitor is free.
+   */
+  private final List<TransportFailover.Retry> retries = new ArrayList<>(0);
 
   /** UNQUIESCED tasks still held, readable by the quarantine ledger from any thread. */
   private final AtomicInteger heldTasks = new AtomicInteger();
@@ -102,7 +113,8 @@ public final class BatchCore {
   private long lateBytes;
 
   /**
-   * A batch's data-path state, not yet leased.
+   * A batch's data-path state, not yet leased, failing over as {@code retry.maxTransportFailovers}
+   * does by default.
    *
    * @param completions where {@link #completion} futures are completed, so that no caller's
    *     continuation ever runs on a lane thread
@@ -117,6 +129,37 @@ public final class BatchCore {
       Duration destructionWindow,
       QuarantineLedger quarantine,
       Executor completions) {
+    this(
+        name,
+        capacity,
+        gate,
+        counters,
+        board,
+        defaultDeadline,
+        destructionWindow,
+        quarantine,
+        completions,
+        RetryConfig.DEFAULT_MAX_TRANSPORT_FAILOVERS);
+  }
+
+  /**
+   * A batch's data-path state, not yet leased.
+   *
+   * @param completions where {@link #completion} futures are completed, so that no caller's
+   *     continuation ever runs on a lane thread
+   * @param maxTransportFailovers {@code retry.maxTransportFailovers}: 0 turns failover off
+   */
+  public BatchCore(
+      String name,
+      int capacity,
+      AdmissionGate gate,
+      EngineTally counters,
+      OwnerBoard board,
+      Duration defaultDeadline,
+      Duration destructionWindow,
+      QuarantineLedger quarantine,
+      Executor completions,
+      int maxTransportFailovers) {
     this.name = name;
     this.gate = gate;
     this.counters = counters;
@@ -126,6 +169,7 @@ public final class BatchCore {
     this.defaultDeadlineNanos = defaultDeadline.toNanos();
     this.destructionWindowNanos = destructionWindow.toNanos();
     this.ledger = new TaskLedger(capacity);
+    this.failover = new TransportFailover(maxTransportFailovers, capacity, counters);
     this.reporter = new BatchReporter(board, ledger);
   }
 
@@ -270,8 +314,9 @@ public final class BatchCore {
         }
         earliestDeadline = Math.min(earliestDeadline, deadline);
         // The channel the validator routed the request to (C13 health was read then, once).
-        PeerChannel channel = routed.routings()[k].channel();
-        ledger.handedTo(i, channel.transport(), routed.routings()[k].route());
+        PeerSegment.Routing routing = routed.routings()[k];
+        PeerChannel channel = routing.channel();
+        ledger.handedTo(i, channel.transport(), routing.route());
         work[k] =
             new TaskWork(
                 sink,
@@ -284,6 +329,10 @@ public final class BatchCore {
                 r.lengthBytes(),
                 deadline,
                 r.priority());
+        if (failover.enabled() && TransportFailover.candidate(routing)) {
+          ledger.mayFailOver(i);
+          failover.remember(i, work[k], (PeerSegment) r.remote(), channel);
+        }
       }
       if (releasedTasks > 0) {
         counters.add(Count.TASKS_FAILED, releasedTasks);
@@ -316,18 +365,26 @@ public final class BatchCore {
   }
 
   /** Records the receipt counts of the dispatched tasks ({@code owed[k] < 0}: not dispatched). */
-  synchronized void sealed(TaskWork[] work, int[] owed) {
-    long now = System.nanoTime();
-    for (int k = 0; k < work.length; k++) {
-      if (work[k] != null && owed[k] >= 0) {
-        ended(work[k].taskIndex(), ledger.owe(work[k].taskIndex(), owed[k], now));
+  void sealed(TaskWork[] work, int[] owed) {
+    List<TransportFailover.Retry> again;
+    synchronized (this) {
+      long now = System.nanoTime();
+      for (int k = 0; k < work.length; k++) {
+        if (work[k] != null && owed[k] >= 0) {
+          ended(work[k].taskIndex(), ledger.owe(work[k].taskIndex(), owed[k], now));
+        }
       }
+      afterChange();
+      again = takeRetries();
     }
-    afterChange();
+    if (again != null) {
+      retry(again);
+    }
   }
 
   /** Applies receipts from a lane (or from the caller's thread, for a copy it ran). */
   private void apply(Sink from, Receipts receipts) {
+    List<TransportFailover.Retry> again;
     synchronized (this) {
       if (from != sink) {
         // A receipt for a generation that ended: the ledger had it drained, so a lane broke its
@@ -353,7 +410,26 @@ public final class BatchCore {
                 now));
       }
       afterChange();
+      again = takeRetries();
     }
+    if (again != null) {
+      retry(again);
+    }
+  }
+
+  /** The retries decided under this monitor, now to be handed over by the caller; or null. */
+  private List<TransportFailover.Retry> takeRetries() {
+    if (retries.isEmpty()) {
+      return null;
+    }
+    List<TransportFailover.Retry> taken = List.copyOf(retries);
+    retries.clear();
+    return taken;
+  }
+
+  /** Hands tasks that failed over to their channel ({@link TransportFailover#handOver}). */
+  private void retry(List<TransportFailover.Retry> again) {
+    TransportFailover.handOver(this, again, counters);
   }
 
   /**
@@ -363,7 +439,14 @@ public final class BatchCore {
   private void ended(int i, TaskLedger.Outcome outcome) {
     switch (outcome) {
       case NONE -> {}
+      case DRAINED_FAILED -> {
+        long now = System.nanoTime();
+        if (!failover.tryFailOver(ledger, i, sink.cancelled, now, retries)) {
+          ended(i, ledger.end(i, now));
+        }
+      }
       case FINISHED -> {
+        failover.forget(i);
         reportEnded(i);
         finished++;
         finishedBytes += ledger.length(i);
@@ -373,6 +456,7 @@ public final class BatchCore {
         }
       }
       case LATE_DRAINED -> {
+        failover.forget(i);
         lateTasks++;
         lateBytes += ledger.length(i);
       }

@@ -19,6 +19,15 @@ import java.util.List;
  * memory (C5). A task whose receipts have not all arrived within the destruction window after its
  * deadline is reported UNQUIESCED: terminal for the caller, but it keeps its loan (and the batch
  * keeps its charge) until the late receipts prove its workers let go.
+ *
+ * <p>A task the engine routed to SHM or RDMA may run once more over TCP when that transport failed
+ * it drained ({@link TransportFailover}): its last receipt then leaves it {@link
+ * Outcome#DRAINED_FAILED}, still pending with its loan, and the batch either starts it over ({@link
+ * #failOver}) or ends it ({@link #end}) under the same lock.
+ *
+ * <p>Why this file is over 500 lines: every per-task column (a plain array, so that a task costs no
+ * object) and every move of a task's state is here, the failover's included, so that the drain
+ * rules (C5) read in one place.
  */
 final class TaskLedger {
   /** {@link Transport#values()} and {@link Route#values()} once: each call would copy them. */
@@ -56,6 +65,27 @@ final class TaskLedger {
 
   private final byte[] route;
 
+  /**
+   * How many transports each task was handed to (0: none yet); a byte each, since a failover adds
+   * at most one ({@link #failOver}).
+   */
+  private final byte[] attempts;
+
+  /**
+   * Whether the task may run again on another transport once its last receipt says it failed
+   * ({@link #mayFailOver}); such a task ends {@link Outcome#DRAINED_FAILED}, not FINISHED.
+   */
+  private final boolean[] candidate;
+
+  /**
+   * Whether a failure receipt of the task named a kind that never fails over ({@link
+   * TransportFailover#kindFailsOver}): a later receipt's kind cannot undo it.
+   */
+  private final boolean[] vetoed;
+
+  /** The failed attempt's transport and detail, for the detail of a retry that fails too. */
+  private final String[] priorDetail;
+
   private int size;
   private int pending;
 
@@ -90,6 +120,10 @@ final class TaskLedger {
     sealed = new boolean[capacity];
     transport = new byte[capacity];
     route = new byte[capacity];
+    attempts = new byte[capacity];
+    candidate = new boolean[capacity];
+    vetoed = new boolean[capacity];
+    priorDetail = new String[capacity];
   }
 
   /** What applying a receipt or a receipt count did to its task. */
@@ -101,7 +135,14 @@ final class TaskLedger {
     /**
      * An UNQUIESCED task's workers let go at last: its loan was returned, its outcome unchanged.
      */
-    LATE_DRAINED
+    LATE_DRAINED,
+    /**
+     * A task marked {@link #mayFailOver} got its last receipt, and it failed: it owes nothing (its
+     * transport drained it) but is still PENDING, loan and charges held. The caller, under the same
+     * lock and before releasing it, either runs it again ({@link #failOver}) or ends it ({@link
+     * #end}).
+     */
+    DRAINED_FAILED
   }
 
   int size() {
@@ -149,6 +190,10 @@ final class TaskLedger {
     sealed[i] = false;
     transport[i] = NO_TRANSPORT;
     route[i] = (byte) Route.NOT_DISPATCHED.ordinal();
+    attempts[i] = 0;
+    candidate[i] = false;
+    vetoed[i] = false;
+    priorDetail[i] = null;
     pending++;
     pendingBytes += taskLength;
     if (localLoan != null) {
@@ -228,6 +273,79 @@ final class TaskLedger {
   void handedTo(int i, Transport t, Route why) {
     transport[i] = (byte) t.ordinal();
     route[i] = (byte) why.ordinal();
+    attempts[i] = 1;
+  }
+
+  /**
+   * Marks task {@code i} as one that may run again on another transport: when its last receipt says
+   * it failed, {@link #apply} and {@link #owe} answer {@link Outcome#DRAINED_FAILED} instead of
+   * ending it.
+   */
+  void mayFailOver(int i) {
+    candidate[i] = true;
+  }
+
+  /**
+   * Ends a task that {@link Outcome#DRAINED_FAILED} left pending, with the failure it has.
+   *
+   * @return FINISHED
+   */
+  Outcome end(int i, long now) {
+    requireDrainedFailed(i);
+    finish(i, now);
+    return Outcome.FINISHED;
+  }
+
+  /**
+   * Starts a task that {@link Outcome#DRAINED_FAILED} left pending over on transport {@code t}:
+   * what the failed attempt said is forgotten (its confirmed bytes, error and effect; it posted
+   * nothing and its transport drained it), its loan, charges and deadline stay, and it owes
+   * receipts again once {@link #owe} gives the new attempt's count. It is no longer a candidate.
+   */
+  void failOver(int i, Transport t, Route why) {
+    requireDrainedFailed(i);
+    priorDetail[i] =
+        transport(i) + " failed it " + error[i] + (detail[i] == null ? "" : ": " + detail[i]);
+    sealed[i] = false;
+    confirmed[i] = 0;
+    error[i] = null;
+    detail[i] = null;
+    applied[i] = false;
+    ambiguous[i] = false;
+    vetoed[i] = false;
+    candidate[i] = false;
+    transport[i] = (byte) t.ordinal();
+    route[i] = (byte) why.ordinal();
+    attempts[i]++;
+  }
+
+  private void requireDrainedFailed(int i) {
+    if (i < 0
+        || i >= size
+        || state[i] != TaskState.PENDING
+        || owing(i)
+        || error[i] == null
+        || !candidate[i]) {
+      throw new IllegalStateException("task " + i + " is not a drained failure left pending");
+    }
+  }
+
+  /** Whether a failure receipt of task {@code i} named a kind that never fails over. */
+  boolean vetoed(int i) {
+    return vetoed[i];
+  }
+
+  /** Whether task {@code i}'s receipts so far left the peer's bytes untouched (effect NONE). */
+  boolean effectNone(int i) {
+    return !applied[i] && !ambiguous[i];
+  }
+
+  int attempts(int i) {
+    return attempts[i];
+  }
+
+  long deadlineNanos(int i) {
+    return deadlineNanos[i];
   }
 
   /** The transport task {@code i} was handed to, or {@code null} if it never reached one. */
@@ -267,10 +385,19 @@ final class TaskLedger {
       return lateDrained(i);
     }
     if (state[i] == TaskState.PENDING) {
-      finish(i, now);
-      return Outcome.FINISHED;
+      return drainedFailed(i) ? Outcome.DRAINED_FAILED : finishNow(i, now);
     }
     return Outcome.NONE;
+  }
+
+  /** Whether task {@code i}, owing nothing more, failed and may run again elsewhere. */
+  private boolean drainedFailed(int i) {
+    return candidate[i] && error[i] != null;
+  }
+
+  private Outcome finishNow(int i, long now) {
+    finish(i, now);
+    return Outcome.FINISHED;
   }
 
   /** Fails a task that never reached a worker (it owes no receipt). */
@@ -312,9 +439,14 @@ final class TaskLedger {
     }
     if (kind == null) {
       confirmed[i] += bytes;
-    } else if (error[i] == null || error[i] == ErrorKind.CANCELLED) {
-      error[i] = kind;
-      detail[i] = why;
+    } else {
+      if (error[i] == null || error[i] == ErrorKind.CANCELLED) {
+        error[i] = kind;
+        detail[i] = why;
+      }
+      if (candidate[i] && !TransportFailover.kindFailsOver(transport(i), kind)) {
+        vetoed[i] = true;
+      }
     }
     if (effect == RemoteEffect.APPLIED) {
       applied[i] = true;
@@ -324,8 +456,7 @@ final class TaskLedger {
     if (!sealed[i] || owed[i] > 0) {
       return Outcome.NONE;
     }
-    finish(i, now);
-    return Outcome.FINISHED;
+    return drainedFailed(i) ? Outcome.DRAINED_FAILED : finishNow(i, now);
   }
 
   /**
@@ -347,6 +478,12 @@ final class TaskLedger {
       detail[i] = "confirmed " + confirmed[i] + " of " + length[i] + " bytes";
     }
     state[i] = error[i] == null ? TaskState.COMPLETED : TaskState.FAILED;
+    if (error[i] != null && priorDetail[i] != null) {
+      detail[i] =
+          (detail[i] == null ? "" : detail[i]) + " (after a failover: " + priorDetail[i] + ")";
+    }
+    priorDetail[i] = null;
+    candidate[i] = false;
     elapsedNanos[i] = now - admittedNanos[i];
     if (loan[i] != null) {
       loan[i].returnLoan();
@@ -423,6 +560,7 @@ final class TaskLedger {
         detail[i] == null ? "" : detail[i],
         elapsedNanos[i],
         transport(i),
-        route(i));
+        route(i),
+        attempts[i]);
   }
 }

@@ -1,7 +1,11 @@
 package io.orbite.engine.fault;
 
 import io.orbite.config.EngineConfig;
+import io.orbite.engine.ErrorKind;
+import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.TransferEngine;
+import io.orbite.engine.TransferException;
+import io.orbite.engine.spi.Registration;
 import java.util.Objects;
 import java.util.function.BiFunction;
 
@@ -49,5 +53,28 @@ public final class FaultInjection {
       }
     }
     return starter.apply(config, hooks);
+  }
+
+  /**
+   * Fences the same-host (SHM) export of {@code memory}, an allocation of an engine started with
+   * {@code shm.enabled}, while the range stays registered and visible: the step unregister takes
+   * first (the allocation's liveness lock withdrawn, then its activity lock taken once no peer is
+   * inside a copy), without the rest. A same-host peer's next copy finds the allocation fenced and
+   * fails its task unsent, while TCP still serves the range: how a test fences an SHM mapping under
+   * a running transfer. Idempotent; the Registry's own fence at unregister then finds it done.
+   *
+   * @param memory engine-owned memory exported through SHM
+   * @return true once no peer can copy into or out of it; false while a peer's copy that started
+   *     before the call is still under way (no new copy can start)
+   * @throws TransferException INVALID_ARGUMENT if the memory is not exported through SHM
+   */
+  public static boolean fenceSharedExport(RegisteredMemory memory) {
+    Registration r = Registration.of(memory, "fenceSharedExport: memory");
+    if (r.shared() == null) {
+      throw new TransferException(
+          ErrorKind.INVALID_ARGUMENT,
+          "fenceSharedExport: region " + r.regionId() + " is not exported through SHM");
+    }
+    return r.fenceShared();
   }
 }

@@ -285,7 +285,8 @@ final class GuardianChildren {
             Duration.ofMillis(config.timeouts().defaultDeadlineMillis()),
             Duration.ofMillis(config.timeouts().destructionWindowMillis()),
             quarantine,
-            ctx.getExecutionContext());
+            ctx.getExecutionContext(),
+            config.retry().maxTransportFailovers());
     ActorRef<BatchActor.Command> actor =
         ctx.spawn(
             supervision.supervise(

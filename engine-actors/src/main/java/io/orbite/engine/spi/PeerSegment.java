@@ -93,6 +93,7 @@ public final class PeerSegment implements RemoteSegment {
 
   private final Routing fellBack;
   private final Routing fellBackUnhealthy;
+  private final Routing failedOver;
 
   private PeerSegment(
       SegmentDescriptor descriptor,
@@ -118,6 +119,7 @@ public final class PeerSegment implements RemoteSegment {
     this.fellBack = new Routing(base, Routes.fellBack(base.transport(), false, absent), null);
     this.fellBackUnhealthy =
         new Routing(base, Routes.fellBack(base.transport(), true, absent), null);
+    this.failedOver = new Routing(base, Route.FAILED_OVER, null);
   }
 
   /**
@@ -247,6 +249,27 @@ public final class PeerSegment implements RemoteSegment {
       }
     }
     return new Routing(null, null, unreachableBecause(transport, regionId));
+  }
+
+  /**
+   * The routing step for a task that one of the further channels ({@code failed}) failed drained
+   * with nothing posted: the segment's own channel (TCP to a peer), which reaches every region of
+   * the same incarnation, when it takes work now. Run when the failed attempt's last receipt came,
+   * on the thread that delivered it; it only reads the gate. Which failures qualify is the batch's
+   * rule, not the segment's.
+   *
+   * @param failed the channel that failed the task
+   * @return the segment's own channel with {@link Route#FAILED_OVER}, or a refusal saying why not
+   *     (the task failed on that very channel, or it is closed or fenced)
+   */
+  public Routing failover(PeerChannel failed) {
+    if (failed == base) {
+      return new Routing(null, null, "the task failed on " + label + "'s own channel");
+    }
+    if (!base.gate().active()) {
+      return new Routing(null, null, base.gate().refusal());
+    }
+    return failedOver;
   }
 
   /**

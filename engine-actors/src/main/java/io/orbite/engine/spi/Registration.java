@@ -99,7 +99,8 @@ public final class Registration implements RegisteredMemory {
   /**
    * One non-blocking step of fencing same-host peers out of this range before it is released: true
    * once no peer can copy into or out of it any more (at once for memory that is not shared). Only
-   * the Registry calls this.
+   * the Registry calls this (and a qualification test, through {@code
+   * FaultInjection.fenceSharedExport}); the backing serialises the calls.
    */
   public boolean fenceShared() {
     return shared == null || shared.tryFence();

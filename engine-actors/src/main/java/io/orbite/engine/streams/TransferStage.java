@@ -231,7 +231,8 @@ final class TransferStage
                 "refused at submit: " + e.detail(),
                 0,
                 null,
-                Route.NOT_DISPATCHED));
+                Route.NOT_DISPATCHED,
+                0));
         return;
       }
       group.add(held);
@@ -345,7 +346,8 @@ final class TransferStage
                     "the batch's drain could not be observed: " + cause,
                     0,
                     null,
-                    Route.UNREPORTED));
+                    Route.UNREPORTED,
+                    0));
           }
         } else {
           for (Held h : o.group()) {
@@ -361,7 +363,8 @@ final class TransferStage
                     "refused at submit: " + TransferException.describe(cause),
                     0,
                     null,
-                    Route.NOT_DISPATCHED));
+                    Route.NOT_DISPATCHED,
+                    0));
           }
         }
       } else {
@@ -382,7 +385,8 @@ final class TransferStage
                   "the batch did not take the submission",
                   0,
                   null,
-                  Route.NOT_DISPATCHED));
+                  Route.NOT_DISPATCHED,
+                  0));
         }
       }
       emit();

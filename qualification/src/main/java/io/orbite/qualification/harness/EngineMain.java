@@ -7,6 +7,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
+import io.orbite.engine.fault.FaultInjection;
 import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
 import io.orbite.qualification.verify.Span;
@@ -39,6 +40,9 @@ import java.util.Map;
  * CUT n                         -> OK n          (closes the sockets of the n live source lanes
  *                                                  that started last, as a network fault would)
  * UNREGISTER regionId           -> OK
+ * SHM_FENCE regionId            -> OK fenced | OK busy   (fences the region's SHM export while it
+ *                                                  stays registered, FaultInjection.fenceSharedExport:
+ *                                                  busy while a peer's copy started before is under way)
  * OPEN endpoint                 -> OK epoch-hex  (the peer segment the later commands use)
  * XFER op transport local n length stride localBase remote remoteBase
  *                               -> OK bytes | ERR first failure   (one batch of n tasks of op, READ
@@ -173,6 +177,11 @@ public final class EngineMain {
             engine.unregister(regions.remove(Long.parseLong(t[1])));
             out.println("OK");
           }
+          case "SHM_FENCE" ->
+              out.println(
+                  FaultInjection.fenceSharedExport(region(regions, t[1]))
+                      ? "OK fenced"
+                      : "OK busy");
           case "OPEN" -> {
             peer[0] = engine.openSegment(t[1], Duration.ofSeconds(30));
             out.println("OK " + Long.toHexString(peer[0].descriptor().epoch()));

@@ -53,7 +53,8 @@ public final class TaskRunner {
                 r.detail(),
                 r.elapsedNanos(),
                 r.transport(),
-                r.route()));
+                r.route(),
+                r.attempts()));
         bytes += r.bytes();
       }
       o.batch().free();

@@ -375,6 +375,16 @@ public final class EngineMain {
   static String counters(EngineCounters c) {
     return "connectionsOpened="
         + c.connectionsOpened()
+        + " lanesLost="
+        + c.lanesLost()
+        + " lanesRestored="
+        + c.lanesRestored()
+        + " keepaliveMisses="
+        + c.keepaliveMisses()
+        + " peersFenced="
+        + c.peersFenced()
+        + " transportFailovers="
+        + c.transportFailovers()
         + " connectionsAccepted="
         + c.connectionsAccepted()
         + " framesRejected="

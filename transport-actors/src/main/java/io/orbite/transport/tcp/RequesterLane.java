@@ -293,7 +293,8 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
   @Override
   protected int pass(long nowNanos) throws IOException, FrameRejectedException {
     int wrote = fillGather() + writer.writeSome();
-    if (wrote > 0) {
+    if (wrote > 0 && !inflight.isEmpty()) {
+      // Request bytes only: a keepalive (sent with nothing in flight) is not a sign of the peer's.
       wroteNanos = nowNanos;
     }
     return wrote + responses.readSome();

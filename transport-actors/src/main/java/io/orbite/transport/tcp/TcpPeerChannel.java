@@ -405,6 +405,12 @@ final class TcpPeerChannel implements PeerChannel {
       }
     }
     if (best == null) {
+      if (waitWhileReconnecting && healing.getAsBoolean()) {
+        // The last lane broke: the frame waits, like a new task's, for the lane that reconnects.
+        counters.increment(EngineTally.Count.READ_RETRIES);
+        parked.add(frame);
+        return true;
+      }
       return false;
     }
     // Counted before the frame is queued: once queued, its task may end (and a caller read the

@@ -12,8 +12,8 @@ import io.orbite.qualification.example.KvHandoff;
 import java.util.List;
 
 /**
- * The {@code ./orbite} command line: {@code demo}, {@code bench tcp|shm|rdma|file [--json]} and
- * {@code example kv-handoff}.
+ * The {@code ./orbite} command line: {@code demo}, {@code bench tcp|shm|rdma|file|heal [--json]}
+ * and {@code example kv-handoff}.
  */
 public final class OrbiteCli {
   private OrbiteCli() {}
@@ -65,11 +65,14 @@ public final class OrbiteCli {
     if (!args.isEmpty() && args.get(0).equals("idle")) {
       return new io.orbite.qualification.bench.IdleBench().run(args.subList(1, args.size()));
     }
+    if (!args.isEmpty() && args.get(0).equals("heal")) {
+      return new io.orbite.qualification.bench.HealBench().run(args.subList(1, args.size()));
+    }
     if (!args.isEmpty() && args.get(0).equals("rdma")) {
       return new RdmaBench().run(args.subList(1, args.size()));
     }
     if (args.isEmpty() || !(args.get(0).equals("tcp") || args.get(0).equals("shm"))) {
-      System.err.println("bench: name a bench: tcp, shm, rdma, file, latency, idle");
+      System.err.println("bench: name a bench: tcp, shm, rdma, file, latency, idle, heal");
       return ExitCodes.USAGE;
     }
     if (args.get(0).equals("shm")) {
@@ -138,6 +141,10 @@ public final class OrbiteCli {
                              batch), p50/p99/p99.9, beside sockperf and ucx_perftest in the same run
           bench idle [--json] [--seconds S]
                              CPU of an idle requester and source engine (lanes up), % of one core
+          bench heal [--json] [--trials N]
+                             how fast a peer heals over TCP: a lane cut, both lanes cut, a SIGSTOPped and a
+                             restarted source (median of N trials, default 5), beside the goals; every byte
+                             of every READ verified
           bench file [--json] [--dir D] [--quick]
                              file segments over io_uring on a 1 GiB file: 1 MiB sequential WRITE/READ and
                              4 KiB random READs at depth 32, beside fio --ioengine=io_uring in the same run

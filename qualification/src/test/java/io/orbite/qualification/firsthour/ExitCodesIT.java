@@ -67,6 +67,8 @@ class ExitCodesIT {
             new String[] {"bench"},
             new String[] {"bench", "sideways"},
             new String[] {"bench", "rdma", "--sizes", "3MiB"},
+            new String[] {"bench", "heal", "--trials", "0"},
+            new String[] {"bench", "heal", "--seconds", "3"},
             new String[] {"example", "nothing"},
             new String[] {"version", "--yaml"},
             new String[] {"example", "kv-handoff", "--requests", "0"},

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.config.EngineConfig;
+import io.orbite.config.RdmaConfig;
 import io.orbite.config.ShmConfig;
 import io.orbite.config.TcpConfig;
 import io.orbite.engine.Access;
@@ -176,6 +177,57 @@ class HealIT {
         // The old segment stays refused after the new one works (C3).
         refused(requester, TransferRequest.read(local, 0, old, remote, 0, TASK));
         assertEquals(1, requester.counters().peersFenced());
+      } finally {
+        if (second != null) {
+          second.close();
+        }
+        first.close();
+      }
+    }
+  }
+
+  @Test
+  void aRestartedRdmaSourceIsFencedWithNoTaskRunningAndItsOldSegmentIsRefusedOverRdma(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
+    int port = freePort();
+    EngineConfig config =
+        requesterConfig("heal-rdma")
+            .withRdma(RdmaConfig.defaults().withEnabled(true).withSoftwareDevices(2).withLanes(2));
+    Map<String, String> rdmaSource =
+        Map.of("ORBITE_CONF", "{\"rdma\":{\"enabled\":true,\"softwareDevices\":2,\"lanes\":2}}");
+    try (TransferEngine requester = TransferEngine.start(config)) {
+      List<PeerEvent> events = new CopyOnWriteArrayList<>();
+      requester.onPeerEvent(events::add);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      EngineProcess first = EngineProcess.startAt("heal-rdma-source", logs, port, rdmaSource);
+      EngineProcess second = null;
+      try {
+        long remote = Long.parseLong(first.call("ALLOC " + REGION + " READ_WRITE"));
+        RemoteSegment old = requester.openSegment(first.endpoint(), Duration.ofSeconds(10));
+        roundTrip(requester, first, local, old, remote, Transport.RDMA, 10);
+
+        first.kill();
+        second = first.restart();
+        long replacement = Long.parseLong(second.call("ALLOC " + REGION + " READ_WRITE"));
+        second.call("FILL " + replacement + " 43");
+        assertTrue(
+            Await.until(
+                Duration.ofSeconds(5), () -> count(events, PeerEvent.PeerFenced.class) == 1),
+            () -> "PeerFenced: " + events);
+        long guard = 44;
+        Pattern.fill(local.segment(), 0, REGION, guard, 0);
+        refused(
+            requester,
+            TransferRequest.read(local, 0, old, remote, 0, TASK).withTransport(Transport.RDMA));
+        refused(
+            requester,
+            TransferRequest.write(local, TASK, old, remote, TASK, TASK)
+                .withTransport(Transport.RDMA));
+        assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "nothing landed");
+        assertEquals("OK", second.ask("VERIFY " + replacement + " 43 0", List.of()));
+        RemoteSegment fresh = requester.reopen(old, Duration.ofSeconds(10));
+        assertEquals(second.epoch(), fresh.descriptor().epoch());
+        roundTrip(requester, second, local, fresh, replacement, Transport.RDMA, 11);
       } finally {
         if (second != null) {
           second.close();

@@ -244,6 +244,9 @@ class HealIT {
         EngineProcess source = EngineProcess.start("heal-stop-source", logs, Map.of())) {
       List<PeerEvent> events = new CopyOnWriteArrayList<>();
       requester.onPeerEvent(events::add);
+      // The same events through the Streams API.
+      List<PeerEvent> streamed = new CopyOnWriteArrayList<>();
+      requester.peerEvents().runForeach(streamed::add, requester.system());
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
@@ -267,6 +270,9 @@ class HealIT {
           () -> "both lanes back after SIGCONT: " + events);
       assertEquals(0, count(events, PeerEvent.PeerFenced.class), "the same epoch answered");
       roundTrip(requester, source, local, peer, remote, Transport.TCP, 9);
+      assertTrue(
+          Await.until(Duration.ofSeconds(5), () -> streamed.equals(events)),
+          () -> "the stream saw what the listener saw: " + streamed + " vs " + events);
     }
   }
 

@@ -16,9 +16,10 @@ import org.slf4j.LoggerFactory;
  * Where an engine's owners publish {@link PeerEvent}s, and the applications' listeners (and the
  * segment table) take them. Publishing never blocks and never runs a listener: a lane thread that
  * loses its connection only queues the event. Each subscriber is called on {@code executor}, one
- * event at a time and in the order published; a subscriber that falls more than {@link #BACKLOG}
- * events behind loses the oldest (counted in {@link #dropped()}), so a stuck listener costs bounded
- * memory.
+ * event at a time, and gets the events of one publishing thread in the order it published them (two
+ * lanes losing their connections at once may reach two subscribers in either order); a subscriber
+ * that falls more than {@link #BACKLOG} events behind loses the oldest (counted in {@link
+ * #dropped()}), so a stuck listener costs bounded memory.
  */
 public final class PeerEventHub {
   private static final Logger LOG = LoggerFactory.getLogger(PeerEventHub.class);

@@ -31,9 +31,10 @@ import org.junit.jupiter.api.Test;
 /**
  * C6, judged by an adversarial source's ledger: a WRITE that may have changed the peer's bytes
  * without an acknowledgement reports {@code UNKNOWN} (never COMPLETED, never NONE) and is never
- * sent again, across a dropped acknowledgement, a lane that breaks with READ retry on, and a source
- * restart. The ledger records every WRITE frame that reached the peer, applied or not, so a replay
- * is caught even when the first copy never landed. Both regions are checked in full.
+ * sent again, across a dropped acknowledgement, a lane that breaks with READ retry on (and then
+ * reconnects), and a source restart. The ledger records every WRITE frame that reached the peer,
+ * applied or not, so a replay is caught even when the first copy never landed. Both regions are
+ * checked in full.
  */
 class NoReplayIT {
   private static final long REGION = 8L << 20;
@@ -140,6 +141,26 @@ class NoReplayIT {
       long unknown =
           s.tasks().stream().filter(t -> t.remoteEffect() == RemoteEffect.UNKNOWN).count();
       assertTrue(unknown >= 1, () -> "the WRITE applied before the reset is UNKNOWN: " + s);
+
+      // The broken lane reconnects to the same incarnation (issue 38), and WRITEs through the same
+      // segment land on it and the other lane, each once; no earlier WRITE is sent again.
+      assertTrue(
+          Await.until(Duration.ofSeconds(10), () -> engine.counters().lanesRestored() >= 1),
+          "the broken lane reconnected");
+      List<TransferRequest> after = new ArrayList<>();
+      for (int i = 0; i < 8; i++) {
+        long at = (2L << 20) + i * TASK;
+        after.add(TransferRequest.write(local, at, segment, AdversarialSource.REGION_ID, at, TASK));
+      }
+      BatchStatus later = run(engine, after);
+      for (TaskResult t : later.tasks()) {
+        assertEquals(TaskState.COMPLETED, t.state(), t::toString);
+        assertEquals(RemoteEffect.APPLIED, t.remoteEffect(), t::toString);
+        long at = after.get(t.index()).remoteOffset();
+        peerSpans.add(new Span(at, TASK, LOCAL_SEED, at));
+      }
+      assertNull(peer.ledger().firstReplayedWrite(), "no WRITE reached the peer twice");
+      assertNull(peer.ledger().firstByteAppliedTwice());
       assertRegion(
           peer.region(), peerSpans, PEER_SEED, "peer region: exactly the WRITEs it applied");
       assertRegion(

@@ -72,8 +72,11 @@ final class TcpLink implements EndpointLink {
 
   /**
    * Set by {@link #close}, under this link's monitor: no lane is reconnected or installed after.
+   * Read without the monitor by {@link #healing}, which the channel calls under its own monitor
+   * (the link takes the channel's monitor inside its own when it installs a lane, so the channel
+   * must never wait for the link's).
    */
-  private boolean closing;
+  private volatile boolean closing;
 
   /** The reason of the last lane lost, for the gate and events. */
   private volatile String lastLoss = "";
@@ -178,12 +181,7 @@ final class TcpLink implements EndpointLink {
 
   /** Whether a lane may still come back: the link is not closing and some slot reconnects. */
   private boolean healing() {
-    synchronized (this) {
-      if (closing) {
-        return false;
-      }
-    }
-    return gate.active() && (working.get() > 0 || reconnecting.get() > 0);
+    return !closing && gate.active() && (working.get() > 0 || reconnecting.get() > 0);
   }
 
   private void laneEnded(int slot, RequesterLane lane, Throwable cause) {
@@ -304,9 +302,7 @@ final class TcpLink implements EndpointLink {
   }
 
   private boolean healingSlot() {
-    synchronized (this) {
-      return !closing && gate.active();
-    }
+    return !closing && gate.active();
   }
 
   /** A reconnecting lane's HELLO was refused by {@code newer}: the peer was replaced. */
@@ -363,11 +359,7 @@ final class TcpLink implements EndpointLink {
     if (!alive.isEmpty() || reconnecting.get() > 0 || working.get() > 0) {
       return;
     }
-    boolean closed;
-    synchronized (this) {
-      closed = closing;
-    }
-    if (!closed
+    if (!closing
         && gate.close(
             ChannelGate.Why.PEER_LOST,
             "every lane to it ended" + (reason == null ? "" : " (the last: " + reason + ")"))) {

@@ -2,6 +2,7 @@ package io.orbite.transport.tcp;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
+import io.orbite.engine.Transport;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.Registration;
@@ -100,6 +101,17 @@ final class SourceLane extends LaneAgent<Void> {
   /** Whether the HELLO was answered: the lane serves frames from then on. */
   private boolean greeted;
 
+  /**
+   * The requester as the source's ledger names it ({@link RequesterLabel}) and its epoch, from the
+   * HELLO; set once it was accepted (the lane is then counted connected until it ends).
+   */
+  private String requester;
+
+  private long requesterEpoch;
+
+  /** The ledger row the bytes this lane serves are counted in; set with {@link #requester}. */
+  private EngineTally.ServedTo servedTo;
+
   /** Closes the socket; the lane thread returns its loans and ends. Any thread. */
   @Override
   public void close() {
@@ -163,6 +175,9 @@ final class SourceLane extends LaneAgent<Void> {
 
   @Override
   protected void ended(Throwable cause) {
+    if (servedTo != null) {
+      counters.requesterDisconnected(requester, requesterEpoch, Transport.TCP);
+    }
     onEnd.accept(this);
   }
 
@@ -192,6 +207,10 @@ final class SourceLane extends LaneAgent<Void> {
           ErrorKind.fromCode(status));
       return false;
     }
+    requesterEpoch = FrameCodec.regionId(hello, 0);
+    requester = RequesterLabel.of(channel, requesterEpoch);
+    servedTo = counters.servedTo(requester, requesterEpoch);
+    counters.requesterConnected(requester, requesterEpoch, Transport.TCP);
     return true;
   }
 
@@ -279,6 +298,7 @@ final class SourceLane extends LaneAgent<Void> {
       gather[gatherCount++] = heldView.asSlice(offset, count).asByteBuffer();
       gatherBytes += count;
       counters.add(Count.SOURCE_BYTES_READ, count);
+      servedTo.add(Transport.TCP, Op.READ, count);
     } else {
       counters.increment(Count.SOURCE_REFUSALS);
       FrameCodec.encode(header, 0, FrameType.READ_RESPONSE, status, 0, id, localEpoch, 0, 0, count);
@@ -350,6 +370,7 @@ final class SourceLane extends LaneAgent<Void> {
     receiveStart += fromBuffer;
     if (fromBuffer == length) {
       counters.add(Count.SOURCE_BYTES_WRITTEN, length);
+      servedTo.add(Transport.TCP, Op.WRITE, length);
       return;
     }
     ByteBuffer view = target.asByteBuffer();
@@ -363,6 +384,7 @@ final class SourceLane extends LaneAgent<Void> {
       }
     } finally {
       counters.add(Count.SOURCE_BYTES_WRITTEN, view.position());
+      servedTo.add(Transport.TCP, Op.WRITE, view.position());
     }
   }
 

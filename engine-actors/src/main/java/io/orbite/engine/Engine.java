@@ -26,8 +26,8 @@ import org.apache.pekko.stream.javadsl.Source;
  *
  * <p>Once a close has begun, every operation fails UNAVAILABLE at once, naming the engine and the
  * call ({@code "engine <name> closing|closed (<call>)"}); {@link #owed()}, {@link #config()},
- * {@link #localSegment()}, {@link #counters()}, {@link #ownerView()}, {@link #nicLoadStats()} and
- * {@link #quarantined()} still answer.
+ * {@link #localSegment()}, {@link #counters()}, {@link #sourceLedger()}, {@link #ownerView()},
+ * {@link #nicLoadStats()} and {@link #quarantined()} still answer.
  */
 public sealed interface Engine extends AutoCloseable permits TransferEngine {
   /**
@@ -85,6 +85,14 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    * @return a snapshot of the counters now (immutable; call again for later figures)
    */
   EngineCounters counters();
+
+  /**
+   * What this incarnation served as a source: bytes by requester, transport and op, and the
+   * requesters connected now with their epochs; still answers after close.
+   *
+   * @return a snapshot of the ledger now (immutable; call again for later figures)
+   */
+  SourceLedger sourceLedger();
 
   /**
    * The actor system the engine runs in (its own, or the host's).

@@ -165,12 +165,16 @@ record EngineBootstrap(
     if (shared != null) {
       view.publishSharedHost(shared.host());
     }
+    EngineTally tally = new EngineTally();
+    OwnerBoard board = new OwnerBoard();
+    // The engine's row shows the self-healing counts, read whenever the owner view is taken.
+    board.figures("EngineGuardian", tally::healingFigures);
     return new EngineBootstrap(
         listener,
         new SegmentDescriptor(host, port, epoch),
         view,
-        new EngineTally(),
-        new OwnerBoard(),
+        tally,
+        board,
         new QuarantineLedger(),
         java.util.Objects.requireNonNull(hooks, "hooks"),
         shared,

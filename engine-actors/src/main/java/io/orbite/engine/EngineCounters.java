@@ -13,9 +13,13 @@ import java.util.Map;
  *     their first frame.
  * @param framesRejected Frames refused for breaking the protocol (foreign magic, truncated, absurd
  *     length...).
- * @param sourceBytesRead Source side: bytes queued to READ responses.
+ * @param sourceBytesRead Source side: bytes queued to READ responses (TCP) and of READ windows
+ *     whose completion arrived (RDMA). SHM copies, which requesters make without the source, are
+ *     not here: {@link Engine#sourceLedger()} has them as the requesters report them, and every
+ *     served byte by requester and transport.
  * @param sourceBytesWritten Source side: bytes WRITEs put into registered memory, the landed prefix
- *     of a payload torn by a broken connection included (whether or not it was acknowledged).
+ *     of a payload torn by a broken connection included (whether or not it was acknowledged); TCP
+ *     and RDMA, as {@code sourceBytesRead}.
  * @param sourceRefusals Source side: requests refused by the authority check.
  * @param bytesCompleted Requester side: bytes of completed tasks.
  * @param tasksCompleted Requester side: tasks that ended COMPLETED.

@@ -30,6 +30,11 @@ public enum OwnerState {
   /** Stopped serving (the control service after closeSource). */
   STOPPED(OwnerView.StateClass.FENCED),
   /**
+   * Off by configuration (a transport whose {@code enabled} key is false): it refuses work saying
+   * so, and holds nothing. Not a fault, so not shown as fenced.
+   */
+  OFF(OwnerView.StateClass.OFF),
+  /**
    * Could not prove its workers let go, or hit an unexpected exception: what it holds stays held.
    */
   QUARANTINED(OwnerView.StateClass.QUARANTINED);

@@ -33,7 +33,9 @@ public record OwnerView(
     /** Refusing new work, or closed. */
     FENCED,
     /** Keeping what it holds because it could not prove its workers let go. */
-    QUARANTINED;
+    QUARANTINED,
+    /** Off by configuration: it refuses work saying so, and holds nothing. */
+    OFF;
 
     /**
      * Its name in lower case, as the metrics' labels show it.

@@ -154,6 +154,11 @@ public final class TransferEngine implements Engine {
     return parts.counters().snapshot();
   }
 
+  @Override
+  public SourceLedger sourceLedger() {
+    return parts.counters().sourceLedger();
+  }
+
   /** The writers behind {@link #counters()}, for the observability provider (engine-internal). */
   io.orbite.engine.spi.EngineTally tally() {
     return parts.counters();

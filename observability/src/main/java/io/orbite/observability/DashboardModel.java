@@ -3,10 +3,13 @@ package io.orbite.observability;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.orbite.engine.BuildInfo;
+import io.orbite.engine.EngineCounters;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.PeerEntry;
 import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.SourceLedger;
 import io.orbite.engine.TransferEngine;
+import io.orbite.engine.spi.EngineTally;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,13 +20,19 @@ final class DashboardModel {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final TransferEngine engine;
+  private final EngineTally tally;
   private final EngineMetrics metrics;
   private final ThroughputHistory history;
   private final long tickMillis;
 
   DashboardModel(
-      TransferEngine engine, EngineMetrics metrics, ThroughputHistory history, long tickMillis) {
+      TransferEngine engine,
+      EngineTally tally,
+      EngineMetrics metrics,
+      ThroughputHistory history,
+      long tickMillis) {
     this.engine = engine;
+    this.tally = tally;
     this.metrics = metrics;
     this.history = history;
     this.tickMillis = tickMillis;
@@ -120,6 +129,7 @@ final class DashboardModel {
       m.put("requesterBytes", p.total());
       m.put("byTransport", new java.util.TreeMap<>(p.requesterBytes()));
       m.put("sourceBytes", p.sourceBytes());
+      m.put("servedByTransport", new java.util.TreeMap<>(p.servedBytes()));
       m.put("byLane", new java.util.TreeMap<>(p.laneBytes()));
       points.add(m);
     }
@@ -131,6 +141,20 @@ final class DashboardModel {
 
   Map<String, Long> errors() {
     return metrics.errors();
+  }
+
+  /** The source side: {@code transports} and {@code requesters} (as in the snapshot). */
+  Map<String, Object> source() {
+    SourceLedger ledger = tally.sourceLedger();
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("transports", SourceView.transports(engine, engine.ownerView(), ledger));
+    m.put("requesters", SourceView.requesters(ledger));
+    return m;
+  }
+
+  /** The latency panel's rows (as in the snapshot). */
+  List<Map<String, Object>> latency() {
+    return metrics.latencies();
   }
 
   OwnerView ownerSnapshot() {
@@ -149,7 +173,32 @@ final class DashboardModel {
     m.put("peers", peers(view));
     m.put("quarantined", quarantined());
     m.put("errors", errors());
+    m.put("errorsSeen", metrics.errorsSeen());
     m.put("throughput", throughput());
+    m.put("latency", metrics.latencies());
+    m.put("healing", healing());
+    SourceLedger ledger = tally.sourceLedger();
+    m.put("transports", SourceView.transports(engine, view, ledger));
+    m.put("requesters", SourceView.requesters(ledger));
+    return m;
+  }
+
+  /**
+   * The self-healing counts: {@code lanesLost}, {@code lanesRestored}, {@code keepaliveMisses},
+   * {@code peersFenced}, {@code transportFailovers}, {@code readRetries}, {@code sourceIdleCloses}
+   * and {@code sourceIncarnationsFenced}.
+   */
+  Map<String, Long> healing() {
+    EngineCounters c = tally.snapshot();
+    Map<String, Long> m = new LinkedHashMap<>();
+    m.put("lanesLost", c.lanesLost());
+    m.put("lanesRestored", c.lanesRestored());
+    m.put("keepaliveMisses", c.keepaliveMisses());
+    m.put("peersFenced", c.peersFenced());
+    m.put("transportFailovers", c.transportFailovers());
+    m.put("readRetries", c.readRetries());
+    m.put("sourceIdleCloses", c.sourceIdleCloses());
+    m.put("sourceIncarnationsFenced", c.sourceIncarnationsFenced());
     return m;
   }
 }

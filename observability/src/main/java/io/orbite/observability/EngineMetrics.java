@@ -6,89 +6,60 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.PeerEntry;
+import io.orbite.engine.SourceLedger;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.Transport;
 import io.orbite.engine.spi.EngineTally;
-import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
-import java.util.List;
+import java.util.HashSet;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.function.Supplier;
-import kamon.Kamon;
 import kamon.metric.Counter;
-import kamon.metric.Gauge;
 import kamon.metric.Histogram;
-import kamon.metric.Instrument;
-import kamon.metric.MeasurementUnit;
-import kamon.tag.TagSet;
 
 /**
  * The {@code orbite_*} metrics of one engine, in Kamon, every series tagged {@code engine} with the
  * engine's {@code name@host:port@epoch}. Task counters and latencies are recorded as batches report
  * ended tasks; everything else is sampled each tick from the engine's cumulative counters (as
- * deltas) and its owner view (as gauges). {@link #close()} removes every series of the engine. See
- * docs/operations.md for the list.
+ * deltas) and its source ledger, both read from the tally the provider was handed (the engine's
+ * own), and from its owner view (as gauges). {@link #close()} removes every series of the engine.
+ * See docs/operations.md for the list.
  */
 final class EngineMetrics implements EngineTally.TaskObserver, AutoCloseable {
+  /** The transports a source serves over, each always shown (0 when idle or off). */
+  static final Transport[] SOURCE_TRANSPORTS = {Transport.TCP, Transport.SHM, Transport.RDMA};
+
   private final TransferEngine engine;
   private final EngineTally tally;
-  private final String engineTag;
   private final ThroughputHistory history;
-  private final Map<String, Instrument<?, ?>> instruments = new ConcurrentHashMap<>();
-
-  /** Last sampled value of each cumulative source, by series key. */
-  private final Map<String, Long> last = new HashMap<>();
+  private final Instruments in;
+  private final ErrorsSeen errors = new ErrorsSeen();
+  private final RdmaMetrics rdma;
+  private final LatencyWindow latencies;
 
   private final Map<Transport, LongAdder> transportBytes = new EnumMap<>(Transport.class);
   private final LongAdder otherTransportBytes = new LongAdder();
-  private final Map<String, LongAdder> errorsByKind = new ConcurrentHashMap<>();
 
-  EngineMetrics(TransferEngine engine, EngineTally tally, ThroughputHistory history) {
+  /** The served bytes per transport, cumulative, as of the last tick (the sampler's only). */
+  private final Map<Transport, Long> servedLast = new EnumMap<>(Transport.class);
+
+  EngineMetrics(TransferEngine engine, EngineTally tally, ThroughputHistory history, long tick) {
     this.engine = engine;
     this.tally = tally;
-    this.engineTag = engine.config().name() + "@" + engine.localSegment();
+    this.in = new Instruments(engine.config().name() + "@" + engine.localSegment());
     this.history = history;
+    this.rdma = new RdmaMetrics(in, errors);
+    // About 30 s of latencies, whatever the tick (at most 300 ticks).
+    this.latencies = new LatencyWindow((int) Math.min(300, Math.max(1, 30_000 / tick)));
     for (Transport t : Transport.values()) {
       transportBytes.put(t, new LongAdder());
     }
     tally.addObserver(this);
-  }
-
-  private TagSet tags(String... kv) {
-    TagSet.Builder b = TagSet.builder().add("engine", engineTag);
-    for (int i = 0; i < kv.length; i += 2) {
-      b.add(kv[i], kv[i + 1]);
-    }
-    return b.build();
-  }
-
-  @SuppressWarnings("unchecked")
-  private <I extends Instrument<?, ?>> I instrument(String key, Supplier<I> create) {
-    return (I) instruments.computeIfAbsent(key, k -> create.get());
-  }
-
-  private Counter counter(String name, String... kv) {
-    return instrument(
-        "c " + name + " " + String.join(",", kv), () -> Kamon.counter(name).withTags(tags(kv)));
-  }
-
-  private Gauge gauge(String name, String... kv) {
-    return instrument(
-        "g " + name + " " + String.join(",", kv), () -> Kamon.gauge(name).withTags(tags(kv)));
-  }
-
-  private Histogram latency(String... kv) {
-    return instrument(
-        "h orbite_task_latency " + String.join(",", kv),
-        () ->
-            Kamon.histogram("orbite_task_latency", MeasurementUnit.time().nanoseconds())
-                .withTags(tags(kv)));
   }
 
   static String label(Enum<?> e) {
@@ -101,7 +72,7 @@ final class EngineMetrics implements EngineTally.TaskObserver, AutoCloseable {
       Counter bytes,
       Histogram latency,
       Counter errors,
-      LongAdder errorsByKind,
+      ErrorsSeen.Seen seen,
       LongAdder transportBytes) {}
 
   /**
@@ -131,13 +102,18 @@ final class EngineMetrics implements EngineTally.TaskObserver, AutoCloseable {
       boolean completed = state == TaskState.COMPLETED;
       s =
           new TaskSeries(
-              counter("orbite_tasks", "transport", t, "op", o, "outcome", outcome),
-              counter("orbite_bytes", "transport", t, "op", o, "outcome", outcome),
-              latency("transport", t, "op", o, "outcome", completed ? "completed" : "failed"),
-              completed ? null : counter("orbite_errors", "kind", "task_" + outcome),
-              completed
-                  ? null
-                  : errorsByKind.computeIfAbsent("task_" + outcome, k -> new LongAdder()),
+              in.counter(Metric.TASKS, "transport", t, "op", o, "outcome", outcome),
+              in.counter(Metric.BYTES, "transport", t, "op", o, "outcome", outcome),
+              in.nanosHistogram(
+                  Metric.TASK_LATENCY,
+                  "transport",
+                  t,
+                  "op",
+                  o,
+                  "outcome",
+                  completed ? "completed" : "failed"),
+              completed ? null : in.counter(Metric.ERRORS, "kind", "task_" + outcome),
+              completed ? null : errors.of("task_" + outcome),
               transport != null ? transportBytes.get(transport) : otherTransportBytes);
       series.compareAndSet(i, null, s);
     }
@@ -161,36 +137,23 @@ final class EngineMetrics implements EngineTally.TaskObserver, AutoCloseable {
     s.tasks().increment();
     s.bytes().increment(lengthBytes);
     s.latency().record(Math.max(0, elapsedNanos));
-    if (state == TaskState.COMPLETED) {
+    boolean completed = state == TaskState.COMPLETED;
+    latencies.record(transport, op, completed, elapsedNanos);
+    if (completed) {
       s.transportBytes().add(lengthBytes);
     } else {
-      s.errorsByKind().increment();
+      s.seen().add(1, System.currentTimeMillis());
       s.errors().increment();
-    }
-  }
-
-  /** Adds to {@code counter} what {@code cumulative} grew by since the last sample. */
-  private long delta(String key, long cumulative) {
-    long before = last.getOrDefault(key, 0L);
-    last.put(key, cumulative);
-    return Math.max(0, cumulative - before);
-  }
-
-  private void errorDelta(String kind, long cumulative) {
-    long d = delta("err " + kind, cumulative);
-    if (d > 0) {
-      counter("orbite_errors", "kind", kind).increment(d);
-      errorsByKind.computeIfAbsent(kind, k -> new LongAdder()).add(d);
     }
   }
 
   /** One sample (called every tick from one scheduler thread at a time). */
   synchronized void sample() {
-    EngineCounters counters = engine.counters();
+    EngineCounters counters = tally.snapshot();
     // The build identity, as Prometheus's *_build_info convention has it: a gauge of 1 with labels.
     BuildInfo build = BuildInfo.current();
-    gauge(
-            "orbite_build_info",
+    in.gauge(
+            Metric.BUILD_INFO,
             "version",
             build.version(),
             "commit",
@@ -198,39 +161,29 @@ final class EngineMetrics implements EngineTally.TaskObserver, AutoCloseable {
             "jdk",
             build.runtimeJdk())
         .update(1);
-    long sourceRead = delta("source read", counters.sourceBytesRead());
-    long sourceWritten = delta("source write", counters.sourceBytesWritten());
-    counter("orbite_source_bytes", "op", "read").increment(sourceRead);
-    counter("orbite_source_bytes", "op", "write").increment(sourceWritten);
-    counter("orbite_connections", "event", "opened")
-        .increment(delta("conn opened", counters.connectionsOpened()));
-    counter("orbite_connections", "event", "accepted")
-        .increment(delta("conn accepted", counters.connectionsAccepted()));
-    counter("orbite_connections", "event", "refused")
-        .increment(delta("conn refused", counters.connectionsRefused()));
-    counter("orbite_shm_caller_copies")
-        .increment(delta("shm caller copies", counters.shmCopiedByCaller()));
-    counter("orbite_shm_tasks_stolen")
-        .increment(delta("shm tasks stolen", counters.shmTasksStolen()));
-    errorDelta("frames_rejected", counters.framesRejected());
-    errorDelta("source_refusals", counters.sourceRefusals());
-    errorDelta("connections_refused", counters.connectionsRefused());
-    errorDelta("read_retries", counters.readRetries());
-    errorDelta("tasks_unquiesced", counters.tasksUnquiesced());
-    errorDelta("shm_opens_refused", counters.shmOpensRefused());
-    errorDelta("shm_fenced", counters.shmFenced());
-    errorDelta("shm_mappings_quarantined", counters.shmMappingsQuarantined());
-    errorDelta("owners_quarantined", counters.ownersQuarantined());
+    Map<String, Long> served = source(tally.sourceLedger());
+    in.sampleCounter(Metric.CONNECTIONS, counters.connectionsOpened(), "event", "opened");
+    in.sampleCounter(Metric.CONNECTIONS, counters.connectionsAccepted(), "event", "accepted");
+    in.sampleCounter(Metric.CONNECTIONS, counters.connectionsRefused(), "event", "refused");
+    in.sampleCounter(Metric.SHM_CALLER_COPIES, counters.shmCopiedByCaller());
+    in.sampleCounter(Metric.SHM_TASKS_STOLEN, counters.shmTasksStolen());
+    healing(counters);
+    errors.sample(in, "frames_rejected", counters.framesRejected());
+    errors.sample(in, "source_refusals", counters.sourceRefusals());
+    errors.sample(in, "connections_refused", counters.connectionsRefused());
+    errors.sample(in, "read_retries", counters.readRetries());
+    errors.sample(in, "tasks_unquiesced", counters.tasksUnquiesced());
+    errors.sample(in, "shm_opens_refused", counters.shmOpensRefused());
+    errors.sample(in, "shm_fenced", counters.shmFenced());
+    errors.sample(in, "shm_mappings_quarantined", counters.shmMappingsQuarantined());
+    errors.sample(in, "owners_quarantined", counters.ownersQuarantined());
 
     Map<String, Long> laneRates = new HashMap<>();
     counters
         .laneBytes()
         .forEach(
-            (lane, bytes) -> {
-              long d = delta("lane " + lane, bytes);
-              counter("orbite_lane_bytes", "lane", lane).increment(d);
-              laneRates.put(lane, d);
-            });
+            (lane, bytes) ->
+                laneRates.put(lane, in.sampleCounter(Metric.LANE_BYTES, bytes, "lane", lane)));
 
     OwnerView view = engine.ownerView();
     Map<String, Long> byState = new HashMap<>();
@@ -241,9 +194,9 @@ final class EngineMetrics implements EngineTally.TaskObserver, AutoCloseable {
       byState.merge(o.stateClass().label(), 1L, Long::sum);
       budgets(o);
       if (o.kind().equals("RdmaTransport")) {
-        rdma(o.charges());
+        rdma.transport(o.charges());
       } else if (o.kind().equals("RdmaContext")) {
-        rdmaRail(o);
+        rdma.rail(o);
       }
     }
     // Quarantined owner actors are on the board already, in state "quarantined": count them once.
@@ -252,74 +205,68 @@ final class EngineMetrics implements EngineTally.TaskObserver, AutoCloseable {
             .filter(q -> q.kind() != io.orbite.engine.QuarantinedOwner.Kind.OWNER)
             .count();
     byState.merge(OwnerView.StateClass.QUARANTINED.label(), quarantined, Long::sum);
-    byState.forEach((state, n) -> gauge("orbite_owners", "state", state).update(n));
+    byState.forEach((state, n) -> in.gauge(Metric.OWNERS, "state", state).update(n));
     Map<String, Long> peers = new HashMap<>();
     for (PeerEntry.State s : PeerEntry.State.values()) {
       peers.put(label(s), 0L);
     }
     view.peers().forEach(p -> peers.merge(label(p.state()), 1L, Long::sum));
-    peers.forEach((state, n) -> gauge("orbite_peers", "state", state).update(n));
+    peers.forEach((state, n) -> in.gauge(Metric.PEERS, "state", state).update(n));
 
     Map<String, Long> byTransport = new HashMap<>();
     transportBytes.forEach(
-        (t, adder) -> byTransport.put(label(t), delta("tput " + t, adder.sum())));
-    history.add(System.currentTimeMillis(), byTransport, sourceRead + sourceWritten, laneRates);
+        (t, adder) -> byTransport.put(label(t), in.delta("tput " + t, adder.sum())));
+    latencies.roll();
+    history.add(System.currentTimeMillis(), byTransport, served, laneRates);
   }
 
   /**
-   * The RDMA transport's rail figures: the rail circuit's open pairs (a gauge), its QP repairs, the
-   * port monitor's scans, route queries, fences and recoveries, and its QP failures, CQ lanes
-   * faulted by a failed poll, slices refused because no rail pair was healthy, and refused grants
-   * (errors).
+   * The source side: {@code orbite_source_bytes} by transport, op and requester (bounded by the
+   * ledger: at most {@link SourceLedger#MAX_REQUESTERS} labels and {@code other}), and the
+   * requester incarnations connected now per transport.
+   *
+   * @return the bytes served per transport since the last tick, for the served-throughput chart
    */
-  private void rdma(Map<String, Long> charges) {
-    gauge("orbite_rdma_rail_pairs_open").update(charges.getOrDefault("railPairsOpen", 0L));
-    counter("orbite_rdma_qps_repaired")
-        .increment(delta("rdma qps repaired", charges.getOrDefault("qpsRepaired", 0L)));
-    counter("orbite_rdma_monitor_ticks")
-        .increment(delta("rdma monitor ticks", charges.getOrDefault("monitorTicks", 0L)));
-    counter("orbite_rdma_route_queries")
-        .increment(delta("rdma route queries", charges.getOrDefault("routeQueries", 0L)));
-    counter("orbite_rdma_route_fences")
-        .increment(delta("rdma route fences", charges.getOrDefault("routeFences", 0L)));
-    counter("orbite_rdma_route_recoveries")
-        .increment(delta("rdma route recoveries", charges.getOrDefault("routeRecoveries", 0L)));
-    errorDelta("rdma_qps_failed", charges.getOrDefault("qpsFailed", 0L));
-    errorDelta("rdma_lanes_faulted", charges.getOrDefault("lanesFaulted", 0L));
-    errorDelta("rdma_slices_refused_by_health", charges.getOrDefault("slicesRefusedByHealth", 0L));
-    errorDelta("rdma_grants_refused", charges.getOrDefault("grantsRefused", 0L));
-    errorDelta("rdma_direct_bytes_refused", charges.getOrDefault("directBytesRefused", 0L));
+  private Map<String, Long> source(SourceLedger ledger) {
+    Map<Transport, Long> now = new EnumMap<>(Transport.class);
+    for (SourceLedger.Served s : ledger.served()) {
+      in.sampleCounter(
+          Metric.SOURCE_BYTES,
+          s.bytes(),
+          "transport",
+          label(s.transport()),
+          "op",
+          label(s.op()),
+          "requester",
+          s.requester());
+      now.merge(s.transport(), s.bytes(), Long::sum);
+    }
+    Map<Transport, Set<String>> incarnations = new EnumMap<>(Transport.class);
+    for (SourceLedger.Connected c : ledger.connected()) {
+      incarnations
+          .computeIfAbsent(c.transport(), t -> new HashSet<>())
+          .add(c.requester() + " " + c.requesterEpoch());
+    }
+    Map<String, Long> delta = new HashMap<>();
+    for (Transport t : SOURCE_TRANSPORTS) {
+      in.gauge(Metric.SOURCE_REQUESTERS, "transport", label(t))
+          .update(incarnations.getOrDefault(t, Set.of()).size());
+      long cumulative = now.getOrDefault(t, 0L);
+      delta.put(label(t), Math.max(0, cumulative - servedLast.getOrDefault(t, 0L)));
+      servedLast.put(t, cumulative);
+    }
+    return delta;
   }
 
-  /**
-   * One rail's figures, labelled by its device: the rail circuit's pairs of that local rail that
-   * refuse work (open, half-open), the failures counted on it (a counter), whether its context is
-   * paused (1) or serving (0), and the rail selector's figures for it (link rate, selection and
-   * transmit estimates, bytes in flight).
-   */
-  private void rdmaRail(OwnerView.Owner o) {
-    Map<String, Long> charges = o.charges();
-    // The context's actor is "context-<device>".
-    String path = o.path();
-    int at = path.lastIndexOf("/context-");
-    String rail = at >= 0 ? path.substring(at + "/context-".length()) : path;
-    gauge("orbite_rdma_rail_circuit_open", "rail", rail)
-        .update(charges.getOrDefault("railPairsOpen", 0L));
-    gauge("orbite_rdma_rail_circuit_half_open", "rail", rail)
-        .update(charges.getOrDefault("railPairsHalfOpen", 0L));
-    counter("orbite_rdma_rail_errors", "rail", rail)
-        .increment(delta("rdma rail errors " + rail, charges.getOrDefault("railErrors", 0L)));
-    gauge("orbite_rdma_rail_paused", "rail", rail)
-        .update(o.state() == io.orbite.engine.OwnerState.FENCED ? 1 : 0);
-    // The rail selector's figures (nicLoadStats()): the seed, both estimates, what is in flight.
-    gauge("orbite_rdma_rail_link_bytes_per_second", "rail", rail)
-        .update(charges.getOrDefault("linkBytesPerSecond", 0L));
-    gauge("orbite_rdma_rail_selection_bytes_per_second", "rail", rail)
-        .update(charges.getOrDefault("selectionBytesPerSecond", 0L));
-    gauge("orbite_rdma_rail_transmit_bytes_per_second", "rail", rail)
-        .update(charges.getOrDefault("transmitBytesPerSecond", 0L));
-    gauge("orbite_rdma_rail_charged_bytes", "rail", rail)
-        .update(charges.getOrDefault("chargedBytes", 0L));
+  /** Reconnects, keepalive misses, fences, failovers and idle closes, as counters. */
+  private void healing(EngineCounters c) {
+    in.sampleCounter(Metric.LANES_LOST, c.lanesLost());
+    in.sampleCounter(Metric.LANES_RESTORED, c.lanesRestored());
+    in.sampleCounter(Metric.KEEPALIVE_MISSES, c.keepaliveMisses());
+    in.sampleCounter(Metric.PEERS_FENCED, c.peersFenced());
+    in.sampleCounter(Metric.TRANSPORT_FAILOVERS, c.transportFailovers());
+    in.sampleCounter(Metric.SOURCE_IDLE_CLOSES, c.sourceIdleCloses());
+    in.sampleCounter(Metric.SOURCE_INCARNATIONS_FENCED, c.sourceIncarnationsFenced());
   }
 
   /**
@@ -350,8 +297,8 @@ final class EngineMetrics implements EngineTally.TaskObserver, AutoCloseable {
                     prefix.isEmpty()
                         ? used
                         : prefix.endsWith("_") ? prefix + snakeCase(used) : prefix;
-                gauge("orbite_budget_limit", "budget", budget).update(value);
-                gauge("orbite_budget_used", "budget", budget)
+                in.gauge(Metric.BUDGET_LIMIT, "budget", budget).update(value);
+                in.gauge(Metric.BUDGET_USED, "budget", budget)
                     .update(o.charges().getOrDefault(used, 0L));
               }
             });
@@ -373,16 +320,22 @@ final class EngineMetrics implements EngineTally.TaskObserver, AutoCloseable {
 
   /** Errors seen so far, by kind (task failures by error kind, protocol refusals...). */
   Map<String, Long> errors() {
-    Map<String, Long> out = new java.util.TreeMap<>();
-    errorsByKind.forEach((k, v) -> out.put(k, v.sum()));
-    return out;
+    return errors.counts();
+  }
+
+  /** Errors seen so far, by kind, with when each was first and last seen. */
+  Map<String, Map<String, Long>> errorsSeen() {
+    return errors.detail();
+  }
+
+  /** The latency panel's rows: the last 30 s or so of ended tasks, per transport and op. */
+  java.util.List<Map<String, Object>> latencies() {
+    return latencies.report();
   }
 
   @Override
   public void close() {
     tally.removeObserver(this);
-    List<Instrument<?, ?>> all = new ArrayList<>(instruments.values());
-    instruments.clear();
-    all.forEach(Instrument::remove);
+    in.close();
   }
 }

@@ -6,10 +6,11 @@ import kamon.Kamon;
 import kamon.prometheus.PrometheusReporter;
 
 /**
- * Kamon is one registry per JVM: it is initialised once (without the Kanela agent, with the tick
- * interval of the first engine that serves metrics), and its Prometheus reporter is kept here so
- * that each engine's scrape endpoint can read the latest scrape. Kamon's own embedded HTTP server
- * is never started; the engines serve {@code /metrics} themselves, bounded.
+ * Kamon is one registry per JVM: it is initialised once (without the Kanela agent and without its
+ * start-up status line, with the tick interval of the first engine that serves metrics), and its
+ * Prometheus reporter is kept here so that each engine's scrape endpoint can read the latest
+ * scrape. Kamon's own embedded HTTP server is never started; the engines serve {@code /metrics}
+ * themselves, bounded.
  *
  * <p>The reporter runs on a non-daemon thread Kamon names after it ({@code orbite-prometheus}), so
  * it is counted: every engine that serves metrics {@link #acquire acquires} it and {@link #release
@@ -67,13 +68,20 @@ final class KamonRuntime {
             String.join(
                 "\n",
                 "kamon.metric.tick-interval = " + tick + " ms",
-                "kamon.init.hide-banner = true",
                 "kamon.prometheus.start-embedded-http-server = no",
                 "kamon.modules.prometheus-reporter.enabled = false",
                 // Task latencies: 10 us .. 30 s, in seconds.
                 "kamon.prometheus.buckets.custom { \"orbite_task_latency\" = "
                     + "[0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30] }"));
-    Kamon.initWithoutAttaching(overrides.withFallback(ConfigFactory.load()));
+    // What Kamon.initWithoutAttaching does, less its last step: that one logs, at INFO on
+    // kamon.Init, "Initializing Kamon Telemetry v... / Kanela" and an ANSI-red "not found" (this
+    // engine never attaches the Kanela agent), on whatever console the application logs to. No
+    // configuration key turns it off (kamon.init.hide-banner only shortens it). Skipped too: the
+    // scheduler Kamon binds to auto-updated instruments and spans; no orbite metric uses either.
+    Kamon.reconfigure(overrides.withFallback(ConfigFactory.load()));
+    Kamon.loadModules();
+    // Starts the ticker that hands each tick's snapshot to the reporters (the Prometheus one).
+    kamon.Kamon$.MODULE$.moduleRegistry().init();
     initialised = true;
     tickMillis = tick;
   }

@@ -22,7 +22,7 @@ public final class ObservabilityService implements ObservabilityProvider {
     ActorSystem<?> system = engine.system();
     KamonRuntime.acquire(oc.tickMillis());
     ThroughputHistory history = new ThroughputHistory();
-    EngineMetrics metrics = new EngineMetrics(engine, tally, history);
+    EngineMetrics metrics = new EngineMetrics(engine, tally, history, oc.tickMillis());
     Cancellable sampler =
         system
             .scheduler()
@@ -32,7 +32,8 @@ public final class ObservabilityService implements ObservabilityProvider {
                 metrics::sample,
                 system.executionContext());
     Routes routes =
-        new Routes(new DashboardModel(engine, metrics, history, oc.tickMillis()), oc.tickMillis());
+        new Routes(
+            new DashboardModel(engine, tally, metrics, history, oc.tickMillis()), oc.tickMillis());
     HttpEndpoint metricsEndpoint = null;
     HttpEndpoint dashboardEndpoint = null;
     try {

@@ -46,6 +46,19 @@ final class Routes extends AllDirectives {
     }
   }
 
+  /** Where the page's script takes the snapshot it draws before anything else. */
+  static final String INITIAL = "/*initial snapshot*/null";
+
+  /**
+   * The page with the snapshot of now written into it, so that it is drawn before the page has
+   * loaded: a screenshot taken at load (headless Chromium's {@code --screenshot}, whose {@code
+   * --timeout} stop cancels what is still being fetched) shows the engine, not an empty page. In
+   * the JSON every {@code <} is escaped, so no string in it (a detail, a path) can end the script.
+   */
+  private String page() {
+    return page.replace(INITIAL, DashboardModel.json(model.snapshot()).replace("<", "\\u003c"));
+  }
+
   /** {@code GET /metrics}: the Prometheus text of the last tick. */
   Route metrics() {
     return path(
@@ -75,10 +88,13 @@ final class Routes extends AllDirectives {
             concat(
                 pathSingleSlash(
                     () ->
-                        complete(
-                            HttpResponse.create()
-                                .withEntity(
-                                    HttpEntities.create(ContentTypes.TEXT_HTML_UTF8, page)))),
+                        extractRequest(
+                            r ->
+                                complete(
+                                    HttpResponse.create()
+                                        .withEntity(
+                                            HttpEntities.create(
+                                                ContentTypes.TEXT_HTML_UTF8, page()))))),
                 pathPrefix(
                     "api",
                     () ->
@@ -104,6 +120,8 @@ final class Routes extends AllDirectives {
                                     extractRequest(r -> json(model.peers(model.ownerSnapshot())))),
                             path("throughput", () -> extractRequest(r -> json(model.throughput()))),
                             path("errors", () -> extractRequest(r -> json(model.errors()))),
+                            path("source", () -> extractRequest(r -> json(model.source()))),
+                            path("latency", () -> extractRequest(r -> json(model.latency()))),
                             path(
                                 "quarantined",
                                 () -> extractRequest(r -> json(model.quarantined()))),

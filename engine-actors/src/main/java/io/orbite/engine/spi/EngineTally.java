@@ -3,9 +3,12 @@ package io.orbite.engine.spi;
 import io.orbite.engine.EngineCounters;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
+import io.orbite.engine.SourceLedger;
 import io.orbite.engine.TaskState;
 import io.orbite.engine.Transport;
+import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -89,6 +92,12 @@ public final class EngineTally {
   private final List<TaskObserver> observers = new CopyOnWriteArrayList<>();
   private final ConcurrentHashMap<String, LongAdder> lanes = new ConcurrentHashMap<>();
 
+  /** The source side's ledger: bytes served by requester label, at most MAX_REQUESTERS + 1. */
+  private final ConcurrentHashMap<String, ServedTo> served = new ConcurrentHashMap<>();
+
+  /** Requester incarnations connected now, by transport; bounded by the open connections. */
+  private final ConcurrentHashMap<Connection, Open> connected = new ConcurrentHashMap<>();
+
   /** Every count at zero; the engine makes one per incarnation. */
   public EngineTally() {
     for (int i = 0; i < counts.length; i++) {
@@ -155,6 +164,178 @@ public final class EngineTally {
     return lanes.size() >= MAX_LANES
         ? lanes.computeIfAbsent("other", n -> new LongAdder())
         : lanes.computeIfAbsent(name, n -> new LongAdder());
+  }
+
+  /**
+   * The bytes this source served to one requester label, one adder per transport and op; a source
+   * lane or session looks it up once ({@link #servedTo}) and adds to it per request. Thread-safe.
+   */
+  public static final class ServedTo {
+    private final String requester;
+    private volatile long epoch;
+    private final LongAdder[] bytes = new LongAdder[Transport.values().length * Op.values().length];
+
+    private ServedTo(String requester, long epoch) {
+      this.requester = requester;
+      this.epoch = epoch;
+      for (int i = 0; i < bytes.length; i++) {
+        bytes[i] = new LongAdder();
+      }
+    }
+
+    /**
+     * Counts {@code n} bytes served.
+     *
+     * @param transport the transport that carried them
+     * @param op READ (bytes this source gave) or WRITE (bytes that landed in its memory)
+     * @param n the bytes; nothing is counted when not positive
+     */
+    public void add(Transport transport, Op op, long n) {
+      if (n > 0) {
+        bytes[transport.ordinal() * Op.values().length + op.ordinal()].add(n);
+      }
+    }
+
+    /**
+     * The label the bytes are counted under.
+     *
+     * @return the requester's label, or {@link SourceLedger#OTHER}
+     */
+    public String requester() {
+      return requester;
+    }
+  }
+
+  /**
+   * The ledger row of {@code requester}, made on first use. Past {@link
+   * SourceLedger#MAX_REQUESTERS} labels, a new label gets the shared {@link SourceLedger#OTHER}
+   * row, so churn of requesters cannot grow the ledger.
+   *
+   * @param requester the requester's label (its HELLO's identity; today its address and epoch)
+   * @param requesterEpoch the requester incarnation's epoch, remembered as the row's latest
+   * @return its row
+   */
+  public ServedTo servedTo(String requester, long requesterEpoch) {
+    ServedTo row = served.get(requester);
+    if (row == null) {
+      // Rare (once per lane or session): the bound is checked and the row added under one lock.
+      synchronized (served) {
+        row = served.get(requester);
+        if (row == null) {
+          String label =
+              served.size() >= SourceLedger.MAX_REQUESTERS ? SourceLedger.OTHER : requester;
+          row = served.computeIfAbsent(label, l -> new ServedTo(l, requesterEpoch));
+        }
+      }
+    }
+    if (row.epoch != requesterEpoch) {
+      row.epoch = requesterEpoch;
+    }
+    return row;
+  }
+
+  /**
+   * Counts bytes this engine served as a source ({@link #servedTo} and {@link ServedTo#add} in one
+   * call, for a caller that does not keep the row).
+   *
+   * @param requester the requester's label
+   * @param requesterEpoch its epoch
+   * @param transport the transport that carried them (SHM: as the requester reported its copies)
+   * @param op READ or WRITE
+   * @param bytes the bytes
+   */
+  public void served(
+      String requester, long requesterEpoch, Transport transport, Op op, long bytes) {
+    servedTo(requester, requesterEpoch).add(transport, op, bytes);
+  }
+
+  /** A requester incarnation connected over one transport. */
+  private record Connection(String requester, long epoch, Transport transport) {}
+
+  /** How many of its connections are open, since when. */
+  private record Open(int count, long sinceMillis) {}
+
+  /**
+   * A requester incarnation opened a connection to this source (a TCP lane's HELLO, an RDMA
+   * endpoint's control connection); each call is matched by one {@link #requesterDisconnected}.
+   *
+   * @param requester the requester's label
+   * @param requesterEpoch its epoch
+   * @param transport the transport
+   */
+  public void requesterConnected(String requester, long requesterEpoch, Transport transport) {
+    long now = System.currentTimeMillis();
+    connected.compute(
+        new Connection(requester, requesterEpoch, transport),
+        (k, open) ->
+            open == null ? new Open(1, now) : new Open(open.count() + 1, open.sinceMillis()));
+  }
+
+  /**
+   * A connection counted by {@link #requesterConnected} ended; the incarnation leaves the list with
+   * its last one.
+   *
+   * @param requester the requester's label
+   * @param requesterEpoch its epoch
+   * @param transport the transport
+   */
+  public void requesterDisconnected(String requester, long requesterEpoch, Transport transport) {
+    connected.computeIfPresent(
+        new Connection(requester, requesterEpoch, transport),
+        (k, open) -> open.count() <= 1 ? null : new Open(open.count() - 1, open.sinceMillis()));
+  }
+
+  /**
+   * The source side's ledger now, as the API's immutable snapshot.
+   *
+   * @return the bytes served by requester, transport and op, and the requesters connected now
+   */
+  public SourceLedger sourceLedger() {
+    List<SourceLedger.Served> rows = new ArrayList<>();
+    served.forEach(
+        (label, row) -> {
+          for (Transport t : Transport.values()) {
+            for (Op op : Op.values()) {
+              long n = row.bytes[t.ordinal() * Op.values().length + op.ordinal()].sum();
+              if (n > 0) {
+                rows.add(new SourceLedger.Served(label, row.epoch, t, op, n));
+              }
+            }
+          }
+        });
+    List<SourceLedger.Connected> open = new ArrayList<>();
+    connected.forEach(
+        (k, v) ->
+            open.add(
+                new SourceLedger.Connected(
+                    k.requester(), k.epoch(), k.transport(), v.count(), v.sinceMillis())));
+    return new SourceLedger(rows, open);
+  }
+
+  /**
+   * The self-healing counts and the requesters connected now, by name, for the engine's row in the
+   * owner view (read when the view is taken, so they are never stale).
+   *
+   * @return {@code lanesLost}, {@code lanesRestored}, {@code keepaliveMisses}, {@code peersFenced},
+   *     {@code transportFailovers}, {@code sourceIdleCloses}, {@code sourceIncarnationsFenced} and
+   *     {@code requestersConnected}
+   */
+  public Map<String, Long> healingFigures() {
+    Map<String, Long> m = new LinkedHashMap<>();
+    m.put("lanesLost", sum(Count.LANES_LOST));
+    m.put("lanesRestored", sum(Count.LANES_RESTORED));
+    m.put("keepaliveMisses", sum(Count.KEEPALIVE_MISSES));
+    m.put("peersFenced", sum(Count.PEERS_FENCED));
+    m.put("transportFailovers", sum(Count.TRANSPORT_FAILOVERS));
+    m.put("sourceIdleCloses", sum(Count.SOURCE_IDLE_CLOSES));
+    m.put("sourceIncarnationsFenced", sum(Count.SOURCE_INCARNATIONS_FENCED));
+    m.put(
+        "requestersConnected",
+        connected.keySet().stream()
+            .map(c -> new Connection(c.requester(), c.epoch(), Transport.UNSPEC))
+            .distinct()
+            .count());
+    return m;
   }
 
   /**

@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.BehaviorInterceptor;
@@ -39,6 +40,22 @@ public final class OwnerBoard {
   private final AtomicLong version = new AtomicLong();
   private volatile String rootPath = "";
   private volatile List<PeerEntry> peers = List.of();
+
+  /** Live figures merged into the rows of an owner kind when a snapshot is taken, by kind. */
+  private final ConcurrentHashMap<String, Supplier<Map<String, Long>>> figures =
+      new ConcurrentHashMap<>();
+
+  /**
+   * Adds live figures to every row of owners of {@code kind}, read each time a snapshot is taken:
+   * for counts that threads other than the owner's move (the engine's self-healing counts, on the
+   * guardian's row), which the owner's own reports, made after its messages, would show late.
+   *
+   * @param kind the owners' kind, for example {@code "EngineGuardian"}
+   * @param live the figures, by name; a name the owner reports itself keeps the owner's value
+   */
+  public void figures(String kind, Supplier<Map<String, Long>> live) {
+    figures.put(kind, live);
+  }
 
   /** Names the engine's guardian: owner paths are given relative to it. */
   public void root(ActorRef<?> guardian) {
@@ -121,7 +138,19 @@ public final class OwnerBoard {
 
   public OwnerView snapshot() {
     long v = version.get();
-    List<Owner> live = new ArrayList<>(owners.values());
+    List<Owner> live = new ArrayList<>(owners.size());
+    for (Owner o : owners.values()) {
+      Supplier<Map<String, Long>> extra = figures.get(o.kind());
+      if (extra == null) {
+        live.add(o);
+      } else {
+        Map<String, Long> charges = new java.util.TreeMap<>(extra.get());
+        charges.putAll(o.charges());
+        live.add(
+            new Owner(
+                o.path(), o.kind(), o.state(), Map.copyOf(charges), o.detail(), o.sinceMillis()));
+      }
+    }
     live.sort(Comparator.comparing(Owner::path));
     return new OwnerView(v, live, List.copyOf(retired), peers);
   }

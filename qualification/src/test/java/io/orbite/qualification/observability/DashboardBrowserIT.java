@@ -12,6 +12,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
 import io.orbite.nativebind.testkit.Prerequisite;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
@@ -40,7 +41,11 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * and CI install): the page draws the live supervision tree; a batch's owner appears when it is
  * allocated and leaves (to the retired list) when it is freed; throughput moves while it reads
  * (every byte verified); killing the peer's process retires its endpoint and marks the peer closed.
- * Screenshots are saved under target/dashboard-screenshots/.
+ * A source's page (an engine process serving a requester of this JVM over TCP) shows the bytes it
+ * served per transport, exactly what the verified READs and WRITEs moved (and its metrics count the
+ * same), lists the requester with its epoch while it is connected, shows RDMA (off by
+ * configuration) as off, not as a fault, and SHM as not serving peers. Screenshots are saved under
+ * target/dashboard-screenshots/.
  */
 class DashboardBrowserIT {
   @TempDir(cleanup = CleanupMode.ON_SUCCESS)
@@ -52,6 +57,7 @@ class DashboardBrowserIT {
   private static final long REGION = 32L << 20;
   private static final long SOURCE_SEED = 41;
   private static final long GUARD_SEED = 0x6A4D_0042L;
+  private static final long WRITE_SEED = 0x3717_0043L;
 
   private EngineProcess peer;
   private TransferEngine engine;
@@ -259,5 +265,144 @@ class DashboardBrowserIT {
                 && count("#peers tr[data-endpoint='" + peer.endpoint() + "']") == 1);
     screenshot("2-peer-killed.png");
     assertTrue(Files.size(SHOTS.resolve("2-peer-killed.png")) > 1000);
+  }
+
+  @Test
+  void aSourcesPageShowsTheBytesItServedPerTransportAndItsRequesters() throws Exception {
+    requireBrowser();
+    peer =
+        EngineProcess.start(
+            "dashboard-source",
+            logs,
+            Map.of(
+                "ORBITE_CONF",
+                "{\"observability\":{\"dashboard\":{\"enabled\":true},"
+                    + "\"metrics\":{\"enabled\":true},\"tickMillis\":200}}"));
+    Map<String, String> urls = new java.util.HashMap<>();
+    for (String kv : peer.call("URLS").split(" ")) {
+      int eq = kv.indexOf('=');
+      if (eq > 0) {
+        urls.put(kv.substring(0, eq), kv.substring(eq + 1));
+      }
+    }
+    String dashboard = urls.get("dashboard");
+    String metrics = urls.get("metrics");
+    assertTrue(dashboard != null && metrics != null, "the source serves both: " + urls);
+    long remote = Long.parseLong(peer.call("ALLOC " + REGION + " READ_WRITE"));
+    peer.call("FILL " + remote + " " + SOURCE_SEED);
+
+    engine = TransferEngine.start(EngineConfig.defaults().withName("dashboard-requester"));
+    String epochHex = Long.toHexString(engine.localSegment().epoch());
+    String label = "127.0.0.1@" + epochHex;
+    RemoteSegment segment = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));
+    long regionId = segment.regions().getFirst().regionId();
+    RegisteredMemory local = engine.allocate(REGION, Access.READ_WRITE);
+    Pattern.fill(local.segment(), 0, REGION, GUARD_SEED, 0);
+
+    // READs over TCP, at odd offsets and sizes; every byte and guard checked.
+    List<TransferRequest> reads = new ArrayList<>();
+    List<Span> readSpans = new ArrayList<>();
+    long readTotal = 0;
+    long[] sizes = {4093, 1 << 20, 3 * (1 << 20) + 5, 65_536, 123};
+    long at = 17;
+    for (long size : sizes) {
+      reads.add(
+          TransferRequest.read(local, at, segment, regionId, at + 11, size)
+              .withTransport(Transport.TCP));
+      readSpans.add(new Span(at, size, SOURCE_SEED, at + 11));
+      readTotal += size;
+      at += size + 4099;
+    }
+    Batch batch = engine.allocateBatch(8);
+    batch.submit(reads);
+    for (TaskResult t : batch.await(Duration.ofSeconds(60)).tasks()) {
+      assertTrue(t.completed(), t.toString());
+    }
+    assertEquals(
+        -1, RegionCheck.check(local.segment(), readSpans, GUARD_SEED), "every read byte, guards");
+    batch.free();
+
+    // WRITEs over TCP into the source's region; the source checks its whole region.
+    Pattern.fill(local.segment(), 0, REGION, WRITE_SEED, 0);
+    long writeTotal = 2L * (1 << 20) + 77;
+    Batch writes = engine.allocateBatch(2);
+    writes.submit(
+        List.of(
+            TransferRequest.write(local, 3, segment, regionId, 8 * (1 << 20) + 1, writeTotal)
+                .withTransport(Transport.TCP),
+            TransferRequest.write(local, 5000, segment, regionId, 12 * (1 << 20) + 3, 4097)
+                .withTransport(Transport.TCP)));
+    for (TaskResult t : writes.await(Duration.ofSeconds(60)).tasks()) {
+      assertTrue(t.completed(), t.toString());
+    }
+    writes.free();
+    assertEquals(
+        "OK",
+        peer.verify(
+            remote,
+            SOURCE_SEED,
+            List.of(
+                new Span(8 * (1 << 20) + 1, writeTotal, WRITE_SEED, 3),
+                new Span(12 * (1 << 20) + 3, 4097, WRITE_SEED, 5000))),
+        "every written byte at the source, and its untouched bytes");
+    writeTotal += 4097;
+    long read = readTotal;
+    long written = writeTotal;
+
+    browser = chromium();
+    browser.get(dashboard);
+    String row = "#requesters tr[data-requester='" + label + "'][data-epoch='" + epochHex + "']";
+    until(
+        "the requester listed with its epoch, connected over TCP, with the bytes served to it",
+        d ->
+            count(row + "[data-connected=true]") == 1
+                && Long.parseLong(attribute(row, "data-connections-tcp")) >= 1
+                && String.valueOf(read).equals(attribute(row, "data-read-tcp"))
+                && String.valueOf(written).equals(attribute(row, "data-written-tcp")));
+    until(
+        "the TCP transport's served bytes, exactly those verified",
+        d ->
+            String.valueOf(read)
+                    .equals(attribute("#transports tr[data-transport=tcp]", "data-served-read"))
+                && String.valueOf(written)
+                    .equals(attribute("#transports tr[data-transport=tcp]", "data-served-written"))
+                && "1".equals(attribute("#transports tr[data-transport=tcp]", "data-requesters")));
+    until(
+        "the served chart moved for TCP",
+        d -> {
+          String w = attribute("#served tr[data-transport=tcp]", "data-window-bytes");
+          return w != null && Long.parseLong(w) > 0 && Long.parseLong(w) <= read + written;
+        });
+    assertEquals("0", attribute("#served tr[data-transport=rdma]", "data-window-bytes"));
+    // RDMA is off by configuration here: shown off (grey), not a red closed or fenced.
+    assertEquals(1, count("#transports tr[data-transport=rdma][data-state=off][data-source=off]"));
+    assertEquals(1, count("#transports tr[data-transport=rdma] td:nth-child(2) span.state.off"));
+    assertEquals(0, count("#transports tr[data-transport=rdma] span.state.fenced"));
+    assertEquals(1, count("#tree li[data-kind=RdmaTransport][data-state=off]"));
+    assertEquals(0, count("#tree li[data-kind=RdmaTransport] span.state.fenced"));
+    // shm.enabled is false on the source: SHM does not serve peers from it.
+    assertEquals(1, count("#transports tr[data-transport=shm][data-source=off]"));
+    screenshot("3-source.png");
+
+    // Its metrics count the same bytes, labelled by transport, op and requester.
+    String scrape = Http.get(metrics).body();
+    Map<String, String> tcpRead = Map.of("transport", "tcp", "op", "read", "requester", label);
+    Map<String, String> tcpWrite = Map.of("transport", "tcp", "op", "write", "requester", label);
+    assertEquals(read, (long) Http.sample(scrape, "orbite_source_bytes_total", tcpRead), scrape);
+    assertEquals(written, (long) Http.sample(scrape, "orbite_source_bytes_total", tcpWrite));
+    assertEquals(
+        1.0, Http.sample(scrape, "orbite_source_requesters", Map.of("transport", "tcp")), scrape);
+    assertTrue(
+        scrape.contains("# HELP orbite_source_bytes_total "), "the metric's HELP line: " + scrape);
+
+    // The requester closes: its lanes end, and it stays listed, disconnected, with its bytes.
+    engine.close(Duration.ofSeconds(20));
+    engine = null;
+    until(
+        "the requester disconnected, its bytes kept",
+        d ->
+            count(row + "[data-connected=false]") == 1
+                && String.valueOf(read).equals(attribute(row, "data-read-tcp"))
+                && "0".equals(attribute("#transports tr[data-transport=tcp]", "data-requesters")));
   }
 }

@@ -9,8 +9,10 @@ import io.orbite.config.RdmaConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
+import io.orbite.engine.Op;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
+import io.orbite.engine.SourceLedger;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
@@ -28,7 +30,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The RDMA transport's per-rail metrics on a real scrape: each rail's bytes, and, once a rail's
- * port goes down, that rail (and only it) paused with its circuit open, by its {@code rail} tag.
+ * port goes down, that rail (and only it) paused with its circuit open, by its {@code rail} tag; a
+ * source's budget gauges; and the bytes a source served over RDMA, by requester, with the requester
+ * listed connected while its endpoint is open.
  */
 class RdmaMetricsIT {
   private static final long REGION = 1L << 20;
@@ -230,5 +234,105 @@ class RdmaMetricsIT {
     java.util.Map<String, String> labels = new java.util.HashMap<>(engine);
     labels.put("rail", r);
     return Http.sample(scrape, metric, labels);
+  }
+
+  @Test
+  void aSourceCountsTheBytesItServedOverRdmaByRequesterAndListsItConnected() {
+    EngineConfig config = rdma("rdma-served-source");
+    config =
+        config.withObservability(
+            config
+                .observability()
+                .withMetrics(MetricsConfig.defaults().withEnabled(true))
+                .withTickMillis(200));
+    try (TransferEngine source = TransferEngine.start(config);
+        TransferEngine requester = TransferEngine.start(rdma("rdma-served-requester"))) {
+      String url = source.observabilityUrls().get("metrics");
+      String label = "127.0.0.1@" + Long.toHexString(requester.localSegment().epoch());
+      long epoch = requester.localSegment().epoch();
+      RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
+      long data = 93;
+      Pattern.fill(remote.segment(), 0, REGION, data, 0);
+      RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
+      Pattern.fill(local.segment(), 0, REGION, data + 1, 0);
+      RemoteSegment peer =
+          requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(20));
+      long readLength = REGION / 2 + 4093;
+      long writeLength = 65_536 + 7;
+      long writeAt = REGION - writeLength - 64;
+      Batch batch = requester.allocateBatch(2);
+      batch.submit(
+          List.of(
+              TransferRequest.read(local, 0, peer, remote.regionId(), 0, readLength)
+                  .withTransport(Transport.RDMA)));
+      BatchStatus s = batch.await(Duration.ofSeconds(30));
+      assertTrue(s.allCompleted(), s::toString);
+      assertEquals(-1, Pattern.verify(local.segment(), 0, readLength, data, 0), "every byte");
+      assertEquals(
+          -1,
+          Pattern.verify(local.segment(), readLength, REGION - readLength, data + 1, readLength),
+          "and the guard after it");
+      batch.reset();
+      // The WRITE sends the requester's bytes from writeAt: the pattern it was filled with there.
+      batch.submit(
+          List.of(
+              TransferRequest.write(local, writeAt, peer, remote.regionId(), writeAt, writeLength)
+                  .withTransport(Transport.RDMA)));
+      s = batch.await(Duration.ofSeconds(30));
+      batch.free();
+      assertTrue(s.allCompleted(), s::toString);
+      assertEquals(
+          -1,
+          Pattern.verify(remote.segment(), writeAt, writeLength, data + 1, writeAt),
+          "every written byte at the source");
+      assertEquals(-1, Pattern.verify(remote.segment(), 0, writeAt, data, 0), "its guard before");
+      assertEquals(
+          -1,
+          Pattern.verify(
+              remote.segment(),
+              writeAt + writeLength,
+              REGION - writeAt - writeLength,
+              data,
+              writeAt + writeLength),
+          "and after");
+
+      SourceLedger ledger = source.sourceLedger();
+      assertEquals(readLength, ledger.bytes(Transport.RDMA, Op.READ), ledger.toString());
+      assertEquals(writeLength, ledger.bytes(Transport.RDMA, Op.WRITE), ledger.toString());
+      assertTrue(
+          ledger.served().stream()
+              .filter(r -> r.transport() == Transport.RDMA)
+              .allMatch(r -> r.requester().equals(label) && r.requesterEpoch() == epoch),
+          () -> "served to " + label + ": " + ledger);
+      assertTrue(
+          ledger.connected().stream()
+              .anyMatch(
+                  c ->
+                      c.transport() == Transport.RDMA
+                          && c.requester().equals(label)
+                          && c.requesterEpoch() == epoch
+                          && c.connections() == 1),
+          () -> "the requester's RDMA endpoint listed connected: " + ledger);
+      Map<String, String> read =
+          Map.of("engine", "rdma-served-source@" + source.localSegment(), "transport", "rdma");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () -> {
+                String scrape = Http.get(url).body();
+                return Http.sample(scrape, "orbite_source_bytes_total", withOp(read, "read"))
+                        == readLength
+                    && Http.sample(scrape, "orbite_source_bytes_total", withOp(read, "write"))
+                        == writeLength
+                    && Http.sample(scrape, "orbite_source_requesters", read) == 1;
+              }),
+          () -> "the source's RDMA bytes and requester in its scrape: " + Http.get(url).body());
+    }
+  }
+
+  private static Map<String, String> withOp(Map<String, String> labels, String op) {
+    Map<String, String> m = new java.util.HashMap<>(labels);
+    m.put("op", op);
+    return m;
   }
 }

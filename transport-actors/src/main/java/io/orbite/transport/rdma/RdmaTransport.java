@@ -109,7 +109,7 @@ final class RdmaTransport {
           Behavior<TransportCommand> first;
           if (!t.config.enabled()) {
             t.why = "RDMA is not enabled here (rdma.enabled is false)";
-            first = t.refusing(OwnerState.CLOSED);
+            first = t.refusing(OwnerState.OFF);
           } else {
             first =
                 Behaviors.withTimers(

@@ -2,6 +2,8 @@ package io.orbite.transport.rdma;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
+import io.orbite.engine.Transport;
+import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.Registration;
 import io.orbite.transport.tcp.Authority;
@@ -343,6 +345,10 @@ final class SourceGrants {
       counters.engine.add(Count.SOURCE_BYTES_READ, g.length);
     } else {
       counters.engine.add(Count.SOURCE_BYTES_WRITTEN, g.length);
+    }
+    EngineTally.ServedTo served = session.servedTo();
+    if (served != null) {
+      served.add(Transport.RDMA, g.op, g.length);
     }
     release(g);
     lane.rail.hooks.beforeRdmaAck(lane.name(), grantId);

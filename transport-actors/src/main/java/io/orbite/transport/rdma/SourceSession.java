@@ -1,9 +1,12 @@
 package io.orbite.transport.rdma;
 
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.Transport;
+import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
 import io.orbite.transport.tcp.Authority;
+import io.orbite.transport.tcp.RequesterLabel;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -68,6 +71,17 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
 
   /** Set once the thread ended, just before its owner is told (its last act). */
   private volatile boolean finished;
+
+  /**
+   * The requester as the source's ledger names it, and its epoch, from the HELLO; set once the
+   * HELLO was accepted (the session is then counted connected until it finishes).
+   */
+  private volatile String requester;
+
+  private volatile long requesterEpoch;
+
+  /** The ledger row the windows this session serves are counted in; set with the requester. */
+  private volatile EngineTally.ServedTo servedTo;
 
   SourceSession(
       String name,
@@ -174,7 +188,18 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       counters.endpointsRefused.increment();
       return false;
     }
+    long epochOfRequester = FrameCodec.regionId(hello, 0);
+    String label = RequesterLabel.of(socket, epochOfRequester);
+    requesterEpoch = epochOfRequester;
+    servedTo = counters.engine.servedTo(label, epochOfRequester);
+    requester = label;
+    counters.engine.requesterConnected(label, epochOfRequester, Transport.RDMA);
     return true;
+  }
+
+  /** The ledger row of this session's requester; null until its HELLO was accepted. */
+  EngineTally.ServedTo servedTo() {
+    return servedTo;
   }
 
   /** Publishes this engine's rails, reads the requester's and its QPs' ends, makes the QPs. */
@@ -314,6 +339,15 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       } catch (IOException ignored) {
         // Refused: nothing else to do.
       }
+    }
+    // Counted disconnected once, however many paths end here.
+    String connected;
+    synchronized (this) {
+      connected = requester;
+      requester = null;
+    }
+    if (connected != null) {
+      counters.engine.requesterDisconnected(connected, requesterEpoch, Transport.RDMA);
     }
     finished = true;
     owner.tell(SourceSessionOwner.Ended.INSTANCE);

@@ -2,6 +2,7 @@ package io.orbite.transport.tcp;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
+import io.orbite.engine.Transport;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
@@ -47,18 +48,6 @@ final class SourceLane extends LaneAgent<Void> {
 
   private final FaultHooks hooks;
 
-  /** Told of the SHM bytes a requester reports on its keepalives. */
-  private final ShmServed shmServed;
-
-  /** Counts the bytes a requester copied over SHM out of ({@code read}) and into this engine. */
-  interface ShmServed {
-    /**
-     * @param read bytes copied out of this engine's memory
-     * @param written bytes copied into it
-     */
-    void accept(long read, long written);
-  }
-
   /** Non-zero when the transport has no room for this lane: the HELLO is refused with it. */
   private final int refusal;
 
@@ -97,11 +86,9 @@ final class SourceLane extends LaneAgent<Void> {
       EngineTally counters,
       int refusal,
       FaultHooks hooks,
-      ShmServed shmServed,
       Consumer<SourceLane> onEnd) {
     super(name, Long.MAX_VALUE);
     this.hooks = hooks;
-    this.shmServed = shmServed;
     this.refusal = refusal;
     this.channel = channel;
     this.hello = hello;
@@ -118,6 +105,17 @@ final class SourceLane extends LaneAgent<Void> {
 
   /** Whether the HELLO was answered: the lane serves frames from then on. */
   private boolean greeted;
+
+  /**
+   * The requester as the source's ledger names it ({@link RequesterLabel}) and its epoch, from the
+   * HELLO; set once it was accepted (the lane is then counted connected until it ends).
+   */
+  private String requester;
+
+  private long requesterEpoch;
+
+  /** The ledger row the bytes this lane serves are counted in; set with {@link #requester}. */
+  private EngineTally.ServedTo servedTo;
 
   /** Closes the socket; the lane thread returns its loans and ends. Any thread. */
   @Override
@@ -189,6 +187,9 @@ final class SourceLane extends LaneAgent<Void> {
   @Override
   protected void ended(Throwable cause) {
     hooks.sourceLaneEnded(name());
+    if (servedTo != null) {
+      counters.requesterDisconnected(requester, requesterEpoch, Transport.TCP);
+    }
     onEnd.accept(this);
   }
 
@@ -218,6 +219,10 @@ final class SourceLane extends LaneAgent<Void> {
           ErrorKind.fromCode(status));
       return false;
     }
+    requesterEpoch = FrameCodec.regionId(hello, 0);
+    requester = RequesterLabel.of(channel, requesterEpoch);
+    servedTo = counters.servedTo(requester, requesterEpoch);
+    counters.requesterConnected(requester, requesterEpoch, Transport.TCP);
     return true;
   }
 
@@ -306,6 +311,7 @@ final class SourceLane extends LaneAgent<Void> {
       gather[gatherCount++] = heldView.asSlice(offset, count).asByteBuffer();
       gatherBytes += count;
       counters.add(Count.SOURCE_BYTES_READ, count);
+      servedTo.add(Transport.TCP, Op.READ, count);
     } else {
       counters.increment(Count.SOURCE_REFUSALS);
       FrameCodec.encode(header, 0, FrameType.READ_RESPONSE, status, 0, id, localEpoch, 0, 0, count);
@@ -340,8 +346,11 @@ final class SourceLane extends LaneAgent<Void> {
     long shmRead = FrameCodec.regionId(receive, at);
     long shmWritten = FrameCodec.offset(receive, at);
     receiveStart += FrameCodec.HEADER_BYTES;
-    if (shmRead > 0 || shmWritten > 0) {
-      shmServed.accept(Math.max(0, shmRead), Math.max(0, shmWritten));
+    if (shmRead > 0) {
+      servedTo.add(Transport.SHM, Op.READ, shmRead);
+    }
+    if (shmWritten > 0) {
+      servedTo.add(Transport.SHM, Op.WRITE, shmWritten);
     }
     if (gatherCount + 1 > MAX_GATHER || headersUsed == HEADER_SLOTS) {
       flush();
@@ -399,6 +408,7 @@ final class SourceLane extends LaneAgent<Void> {
     receiveStart += fromBuffer;
     if (fromBuffer == length) {
       counters.add(Count.SOURCE_BYTES_WRITTEN, length);
+      servedTo.add(Transport.TCP, Op.WRITE, length);
       return;
     }
     ByteBuffer view = target.asByteBuffer();
@@ -412,6 +422,7 @@ final class SourceLane extends LaneAgent<Void> {
       }
     } finally {
       counters.add(Count.SOURCE_BYTES_WRITTEN, view.position());
+      servedTo.add(Transport.TCP, Op.WRITE, view.position());
     }
   }
 

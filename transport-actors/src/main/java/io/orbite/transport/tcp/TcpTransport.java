@@ -171,7 +171,6 @@ final class TcpTransport {
             context.counters(),
             refusal,
             context.hooks(),
-            (read, written) -> {},
             l -> self.tell(new SourceLaneEnded(l)));
     sourceLanes.add(lane);
     LaneRuntime.start("orbite-tcp-" + name, lane);

@@ -68,7 +68,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The RDMA transport's supervisor ({@link RdmaTransport}) over the software provider: refusing
- * (rdma.enabled false: shown closed; no rail opened: shown fenced; every open refused UNAVAILABLE
+ * (rdma.enabled false: shown off; no rail opened: shown fenced; every open refused UNAVAILABLE
  * naming why, every connection answered and closed), starting (its rails open on the blocking-I/O
  * executor, shown opening, messages waiting) → serving (one endpoint per peer incarnation, up to
  * {@code rdma.maxEndpoints}; a source session per connection, over the bound refused
@@ -364,11 +364,11 @@ class RdmaTransportTest {
   }
 
   @Test
-  void withRdmaDisabledItIsShownClosedAndRefusesEveryOpenAndConnectionNamingWhy()
-      throws IOException {
+  void withRdmaDisabledItIsShownOffAndRefusesEveryOpenAndConnectionNamingWhy() throws IOException {
     Side off = new Side("{}", 0x0ffL);
     String why = "RDMA is not enabled here (rdma.enabled is false)";
-    OwnerView.Owner row = off.awaitRow(OwnerState.CLOSED, Map.of("rails", 0L, "endpoints", 0L));
+    OwnerView.Owner row = off.awaitRow(OwnerState.OFF, Map.of("rails", 0L, "endpoints", 0L));
+    assertEquals(OwnerView.StateClass.OFF, row.stateClass(), "off by configuration, not fenced");
     assertEquals(why, row.detail());
     assertEquals(
         new PeerOpenFailed(ErrorKind.UNAVAILABLE, why),
@@ -378,7 +378,7 @@ class RdmaTransportTest {
     assertEnded(client);
     assertEquals(new TransportCommand.SideClosed("RDMA"), off.closeRequesterSide());
     assertEquals(new TransportCommand.SideClosed("RDMA"), off.closeSourceSide());
-    off.awaitRow(OwnerState.CLOSED, Map.of("rails", 0L, "endpoints", 0L));
+    off.awaitRow(OwnerState.OFF, Map.of("rails", 0L, "endpoints", 0L));
 
     TestProbe<TransportCommand.ShutdownDone> done = testKit.createTestProbe();
     off.rdma.tell(new TransportCommand.Shutdown(done.getRef()));
@@ -388,7 +388,7 @@ class RdmaTransportTest {
     assertNull(off.row());
     assertTrue(
         off.board.snapshot().retired().stream()
-            .anyMatch(r -> r.kind().equals("RdmaTransport") && r.lastState() == OwnerState.CLOSED));
+            .anyMatch(r -> r.kind().equals("RdmaTransport") && r.lastState() == OwnerState.OFF));
   }
 
   @Test

@@ -37,7 +37,9 @@ import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.testkit.Probes;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.Description;
+import io.orbite.engine.wire.EngineIdentity;
 import io.orbite.engine.wire.FrameCodec;
+import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.transport.HeldExecutor;
@@ -154,6 +156,7 @@ class RdmaTransportTest {
             }
           };
       String name = "rdma-test-" + NAMES.incrementAndGet();
+      listener = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
       TransportContext context =
           new TransportContext(
               EngineConfig.fromJson(json).withName(name),
@@ -165,8 +168,9 @@ class RdmaTransportTest {
               quarantine,
               hooks,
               new OwnerSupervision(name, quarantine, tally, board, hooks),
-              new PeerEventHub(Runnable::run));
-      listener = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
+              new PeerEventHub(Runnable::run),
+              new SegmentDescriptor(
+                  "127.0.0.1", ((InetSocketAddress) listener.getLocalAddress()).getPort(), epoch));
       rdma = testKit.spawn(RdmaTransport.create(context), "transport-rdma-" + NAMES.get());
       Thread.ofPlatform().daemon().name("test-control-service-" + name).start(this::accept);
       sides.add(this);
@@ -178,14 +182,23 @@ class RdmaTransportTest {
         try {
           SocketChannel accepted = listener.accept();
           ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
-          while (hello.hasRemaining()) {
-            if (accepted.read(hello) < 0) {
-              break;
-            }
-          }
-          rdma.tell(new TransportCommand.AdoptConnection(accepted, hello));
-        } catch (IOException e) {
+          readFully(accepted, hello);
+          // The requester's identity follows the header.
+          ByteBuffer identity = ByteBuffer.allocate((int) FrameCodec.payloadLength(hello, 0));
+          readFully(accepted, identity);
+          rdma.tell(
+              new TransportCommand.AdoptConnection(
+                  accepted, hello, EngineIdentity.decode(identity.flip())));
+        } catch (IOException | FrameRejectedException e) {
           // Closed by the test.
+        }
+      }
+    }
+
+    private static void readFully(SocketChannel channel, ByteBuffer into) throws IOException {
+      while (into.hasRemaining()) {
+        if (channel.read(into) < 0) {
+          throw new IOException("closed within the HELLO");
         }
       }
     }

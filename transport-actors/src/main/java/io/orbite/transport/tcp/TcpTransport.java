@@ -29,6 +29,8 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Supervisor of the TCP transport. Child of the EngineGuardian. Requester side: one endpoint
@@ -45,6 +47,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * stopped.
  */
 final class TcpTransport {
+  private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
+
   private record SourceLaneEnded(SourceLane lane) implements TransportCommand {}
 
   /** Time to look for idle source lanes. */
@@ -251,12 +255,11 @@ final class TcpTransport {
     for (SourceLane lane : sourceLanes) {
       if (lane.idle().closeIfIdle(now, idleTimeoutNanos)) {
         context.counters().increment(EngineTally.Count.SOURCE_IDLE_CLOSES);
-        ctx.getLog()
-            .info(
-                "{}: no data request for {} ms (tcp.sourceIdleTimeoutMillis): closing it; its"
-                    + " requester connects again when it needs it",
-                lane.name(),
-                context.config().tcp().sourceIdleTimeoutMillis());
+        LOG.info(
+            "{}: no data request for {} ms (tcp.sourceIdleTimeoutMillis): closing it; its"
+                + " requester connects again when it needs it",
+            lane.name(),
+            context.config().tcp().sourceIdleTimeoutMillis());
         lane.close();
       }
     }

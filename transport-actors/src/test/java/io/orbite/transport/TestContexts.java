@@ -1,6 +1,7 @@
 package io.orbite.transport;
 
 import io.orbite.config.EngineConfig;
+import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.OwnerSupervision;
@@ -16,6 +17,9 @@ public final class TestContexts {
   /** The epoch the tests' engine claims. */
   public static final long EPOCH = 0x10caL;
 
+  /** Where the tests' engine claims to listen (nothing listens there: no test connects to it). */
+  public static final SegmentDescriptor SELF = new SegmentDescriptor("127.0.0.1", 1, EPOCH);
+
   private TestContexts() {}
 
   /**
@@ -29,16 +33,31 @@ public final class TestContexts {
       OwnerBoard board,
       QuarantineLedger quarantine,
       FaultHooks hooks) {
+    return context(
+        config, new RegistryView(), SELF, blockingIo, counters, board, quarantine, hooks);
+  }
+
+  /** The same, over {@code registry}, for the incarnation {@code self}. */
+  public static TransportContext context(
+      EngineConfig config,
+      RegistryView registry,
+      SegmentDescriptor self,
+      Executor blockingIo,
+      EngineTally counters,
+      OwnerBoard board,
+      QuarantineLedger quarantine,
+      FaultHooks hooks) {
     return new TransportContext(
         config,
-        new RegistryView(),
-        EPOCH,
+        registry,
+        self.epoch(),
         blockingIo,
         counters,
         board,
         quarantine,
         hooks,
         new OwnerSupervision("test-engine", quarantine, counters, board, hooks),
-        new PeerEventHub(Runnable::run));
+        new PeerEventHub(Runnable::run),
+        self);
   }
 }

@@ -1,5 +1,6 @@
 package io.orbite.engine.control;
 
+import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
@@ -11,6 +12,7 @@ import io.orbite.engine.spi.SharedBacking;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.wire.DescribeCodec;
 import io.orbite.engine.wire.Description;
+import io.orbite.engine.wire.EngineIdentity;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
@@ -34,7 +36,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Serves one accepted connection until it is handed to a transport or closed: reads the first frame
  * (refusing foreign bytes before the rest of a header arrives), answers DESCRIBE requests from the
- * published registry, and passes a HELLO's connection to the transport it names. Runs on its own
+ * published registry, and passes a HELLO's connection to the transport it names, with the
+ * requester's identity the HELLO carries (checked here, once for every transport). Runs on its own
  * thread, started by the ControlService.
  */
 final class ControlConnection implements Runnable {
@@ -82,7 +85,7 @@ final class ControlConnection implements Runnable {
         if (type == FrameType.DESCRIBE_REQUEST) {
           answerDescribe(out, FrameCodec.requestId(h, 0));
         } else if (type == FrameType.HELLO) {
-          handedOver = handOver(h);
+          handedOver = handOver(h, in, out);
           return;
         } else {
           reject("first frame of a connection must be DESCRIBE_REQUEST or HELLO, got " + type);
@@ -163,7 +166,25 @@ final class ControlConnection implements Runnable {
     out.flush();
   }
 
-  private boolean handOver(ByteBuffer hello) throws IOException {
+  /**
+   * Reads the HELLO's identity (its payload, bounded by the header check), then hands the
+   * connection to the transport the HELLO names. A malformed identity is answered HELLO_ACK
+   * PROTOCOL and the connection closed: a source must never guess who a requester is, since it
+   * fences the other incarnations of whoever it names.
+   */
+  private boolean handOver(ByteBuffer hello, InputStream in, OutputStream out) throws IOException {
+    EngineIdentity requester = null;
+    int length = (int) FrameCodec.payloadLength(hello, 0);
+    if (length > 0) {
+      byte[] payload = new byte[length];
+      new java.io.DataInputStream(in).readFully(payload);
+      try {
+        requester = EngineIdentity.decode(ByteBuffer.wrap(payload));
+      } catch (FrameRejectedException e) {
+        refuseHello(out, hello, e.getMessage());
+        return false;
+      }
+    }
     long code = FrameCodec.count(hello, 0);
     Transport transport = Transport.fromCode(code);
     ActorRef<TransportCommand> target = transport == null ? null : transports.get(transport);
@@ -179,8 +200,27 @@ final class ControlConnection implements Runnable {
     // (with budgets.maxEndpoints 1, it would be closed unanswered). onEnd runs again at the end; a
     // second removal does nothing.
     onEnd.accept(channel);
-    target.tell(new TransportCommand.AdoptConnection(channel, copy));
+    target.tell(new TransportCommand.AdoptConnection(channel, copy, requester));
     return true;
+  }
+
+  /** Answers a HELLO that breaks the protocol with HELLO_ACK PROTOCOL, so the peer learns why. */
+  private void refuseHello(OutputStream out, ByteBuffer hello, String why) throws IOException {
+    reject(why);
+    byte[] ack = new byte[FrameCodec.HEADER_BYTES];
+    FrameCodec.encode(
+        ByteBuffer.wrap(ack),
+        0,
+        FrameType.HELLO_ACK,
+        ErrorKind.PROTOCOL.code(),
+        0,
+        FrameCodec.requestId(hello, 0),
+        self.epoch(),
+        0,
+        0,
+        0);
+    out.write(ack);
+    out.flush();
   }
 
   private void reject(String why) {

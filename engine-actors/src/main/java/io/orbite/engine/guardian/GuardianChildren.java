@@ -129,7 +129,8 @@ final class GuardianChildren {
             quarantine,
             parts.hooks(),
             supervision,
-            parts.peerEvents());
+            parts.peerEvents(),
+            self);
     parts.peerEvents().runOn(blockingIo);
     Map<Transport, ActorRef<TransportCommand>> spawned = new EnumMap<>(Transport.class);
     for (TransportProvider provider : providers) { // one per kind, TCP among them

@@ -48,11 +48,22 @@ public interface TransportCommand {
   record PeerOpenFailed(ErrorKind kind, String detail) implements OpenPeerReply {}
 
   /**
-   * An accepted connection whose first frame (a HELLO, in {@code hello}) opens a data lane of this
-   * transport. Sent by the ControlService; the transport owns the socket from now on.
+   * An accepted connection whose first frame (a HELLO, its header in {@code hello}) opens a data
+   * lane of this transport. Sent by the ControlService; the transport owns the socket from now on.
+   *
+   * @param requester who the HELLO said sent it (its payload, checked), or null when it named no
+   *     identity: such a requester's lanes are never fenced as another incarnation's
    */
-  record AdoptConnection(SocketChannel channel, java.nio.ByteBuffer hello)
-      implements TransportCommand {}
+  record AdoptConnection(
+      SocketChannel channel,
+      java.nio.ByteBuffer hello,
+      io.orbite.engine.wire.EngineIdentity requester)
+      implements TransportCommand {
+    /** A connection whose HELLO named no identity. */
+    public AdoptConnection(SocketChannel channel, java.nio.ByteBuffer hello) {
+      this(channel, hello, null);
+    }
+  }
 
   /**
    * Close the requester side (C8): refuse new peers, close every endpoint's lanes, answer when they

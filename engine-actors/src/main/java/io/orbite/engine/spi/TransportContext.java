@@ -1,8 +1,10 @@
 package io.orbite.engine.spi;
 
 import io.orbite.config.EngineConfig;
+import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.wire.EngineIdentity;
 import java.util.concurrent.Executor;
 
 /**
@@ -17,6 +19,9 @@ import java.util.concurrent.Executor;
  *     production
  * @param supervision the engine's supervision: every owner actor a transport spawns runs under it,
  *     so an unexpected exception quarantines that owner instead of stopping or restarting it
+ * @param peerEvents where the requester side publishes what happens to its peers
+ * @param self this engine incarnation: where it listens, and {@code localEpoch}; its HELLOs name
+ *     this engine by {@link #identity()}
  */
 public record TransportContext(
     EngineConfig config,
@@ -28,4 +33,27 @@ public record TransportContext(
     QuarantineLedger quarantine,
     FaultHooks hooks,
     OwnerSupervision supervision,
-    PeerEventHub peerEvents) {}
+    PeerEventHub peerEvents,
+    SegmentDescriptor self) {
+  /**
+   * Checks that {@code self} is this incarnation.
+   *
+   * @throws IllegalArgumentException if {@code self}'s epoch is not {@code localEpoch}
+   */
+  public TransportContext {
+    java.util.Objects.requireNonNull(self, "self");
+    if (self.epoch() != localEpoch) {
+      throw new IllegalArgumentException(
+          "self " + self + " is not the incarnation of epoch " + Long.toHexString(localEpoch));
+    }
+  }
+
+  /**
+   * Who this engine is across its restarts, as its HELLOs say: its name and where it listens.
+   *
+   * @return {@code config.name()} at {@code self}'s host and port
+   */
+  public EngineIdentity identity() {
+    return new EngineIdentity(config.name(), self.host(), self.port());
+  }
+}

@@ -17,8 +17,12 @@ import java.nio.ByteBuffer;
  *                         responses: the responder's epoch
  * 32  regionId       u64  data frames: the target region; HELLO: the requester's epoch
  * 40  offset         u64  data frames: offset in the region; HELLO: the lane index
- * 48  count          u64  data frames: bytes to move
+ * 48  count          u64  data frames: bytes to move; HELLO: the transport code
  * </pre>
+ *
+ * <p>A HELLO's payload is the requester's {@link EngineIdentity} (at most {@link
+ * EngineIdentity#MAX_BYTES}, whatever the receiver's cap for data payloads), or empty: a requester
+ * that names no identity is never taken for another incarnation of anyone.
  *
  * <p>{@link #check} validates a header before any payload is read: a foreign magic is refused as
  * soon as its first four bytes are seen, and lengths are checked against the receiver's cap. All
@@ -148,14 +152,13 @@ public final class FrameCodec {
           Reason.UNKNOWN_TYPE, "type code " + (buf.get(at + OFF_TYPE) & 0xff));
     }
     long payload = buf.getLong(at + OFF_PAYLOAD);
-    if (payload < 0 || payload > maxPayloadBytes) {
+    // A HELLO's identity is small and bounded on its own: the control service reads it with a cap
+    // of 0 for data payloads.
+    long cap = type == FrameType.HELLO ? EngineIdentity.MAX_BYTES : maxPayloadBytes;
+    if (payload < 0 || payload > cap) {
       throw new FrameRejectedException(
           Reason.ABSURD_LENGTH,
-          type
-              + " payload length "
-              + Long.toUnsignedString(payload)
-              + " exceeds cap "
-              + maxPayloadBytes);
+          type + " payload length " + Long.toUnsignedString(payload) + " exceeds cap " + cap);
     }
     long count = buf.getLong(at + OFF_COUNT);
     int status = buf.getShort(at + OFF_STATUS) & 0xffff;
@@ -164,7 +167,9 @@ public final class FrameCodec {
           case READ_REQUEST -> payload == 0 && count > 0 && count <= maxPayloadBytes;
           case WRITE_REQUEST -> count > 0 && payload == count;
           case READ_RESPONSE -> status == 0 ? payload == count : payload == 0;
-          case WRITE_ACK, HELLO, HELLO_ACK, DESCRIBE_REQUEST -> payload == 0;
+          case WRITE_ACK, HELLO_ACK, DESCRIBE_REQUEST -> payload == 0;
+          case HELLO -> true; // bounded by its cap above
+
           case DESCRIBE_RESPONSE -> true;
           case KEEPALIVE, KEEPALIVE_ACK -> payload == 0;
         };

@@ -2,8 +2,9 @@ package io.orbite.engine.wire;
 
 /**
  * A frame broke the protocol (foreign magic, unknown version or type, absurd or inconsistent
- * length, truncated header, or a response from another incarnation). The connection that carried it
- * must be closed; nothing of its payload has been read.
+ * length, truncated header, a response from another incarnation, or a malformed HELLO identity).
+ * The connection that carried it must be closed; nothing of its payload has been read, but for a
+ * HELLO's identity, which is read whole before it is judged.
  */
 public final class FrameRejectedException extends Exception {
   /** Which rule the frame broke. */
@@ -16,7 +17,9 @@ public final class FrameRejectedException extends Exception {
     TRUNCATED_HEADER,
     UNEXPECTED_TYPE,
     /** A response on a lane that names another incarnation than the one the lane was opened to. */
-    WRONG_EPOCH
+    WRONG_EPOCH,
+    /** A payload whose contents break its format (a HELLO's requester identity). */
+    MALFORMED_PAYLOAD
   }
 
   private final Reason reason;

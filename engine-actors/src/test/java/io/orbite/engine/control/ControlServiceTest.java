@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
+import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.SegmentDescriptor;
@@ -15,6 +16,7 @@ import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.wire.EngineIdentity;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
 import java.io.IOException;
@@ -39,11 +41,12 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The control service (the owner of the engine's listener): while serving it hands a connection
- * whose first frame is a HELLO to the transport the HELLO names and closes connections beyond its
- * bound of unclaimed ones (C9); a Stop closes the listener and every unclaimed connection and is
- * answered once the acceptor thread has ended (stopping), and later Stops at once (stopped); the
- * owner view shows each. The stopping state is held open with a {@link BehaviorTestKit}, which
- * keeps the acceptor's last message in its inbox until the test runs it.
+ * whose first frame is a HELLO to the transport the HELLO names, with the requester identity its
+ * payload carries (a malformed one is refused PROTOCOL, never handed over), and closes connections
+ * beyond its bound of unclaimed ones (C9); a Stop closes the listener and every unclaimed
+ * connection and is answered once the acceptor thread has ended (stopping), and later Stops at once
+ * (stopped); the owner view shows each. The stopping state is held open with a {@link
+ * BehaviorTestKit}, which keeps the acceptor's last message in its inbox until the test runs it.
  */
 class ControlServiceTest {
   static {
@@ -138,6 +141,81 @@ class ControlServiceTest {
     assertEquals(2, FrameCodec.offset(adopted.hello(), 0));
     assertEquals(client.getLocalAddress(), adopted.channel().getRemoteAddress());
     adopted.channel().close();
+  }
+
+  /** A HELLO for the TCP transport whose payload is {@code payload}. */
+  private static ByteBuffer helloWith(ByteBuffer payload, long epoch) {
+    ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES + payload.remaining());
+    FrameCodec.encode(
+        hello,
+        0,
+        FrameType.HELLO,
+        0,
+        payload.remaining(),
+        3,
+        epoch,
+        0xabcL,
+        1,
+        Transport.TCP.code());
+    hello.put(FrameCodec.HEADER_BYTES, payload, payload.position(), payload.remaining());
+    return hello;
+  }
+
+  @Test
+  void aHellosIdentityIsReadAndHandedOverWithItsConnection() throws IOException {
+    ActorRef<ControlService.Command> service = testKit.spawn(service(4));
+    awaitState(service, OwnerState.SERVING);
+    SocketChannel client = connect();
+    EngineIdentity identity = new EngineIdentity("requester-7", "10.1.2.3", 4711);
+    client.write(helloWith(identity.encode(), self.epoch()));
+
+    TransportCommand.AdoptConnection adopted =
+        assertInstanceOf(TransportCommand.AdoptConnection.class, tcp.receiveMessage());
+    assertEquals(identity, adopted.requester());
+    assertEquals(3, FrameCodec.requestId(adopted.hello(), 0));
+    assertEquals(0xabcL, FrameCodec.regionId(adopted.hello(), 0));
+    // The transport reads the connection from the first byte after the HELLO.
+    client.write(ByteBuffer.wrap(new byte[] {42}));
+    ByteBuffer next = ByteBuffer.allocate(1);
+    adopted.channel().read(next);
+    assertEquals(42, next.get(0));
+    adopted.channel().close();
+  }
+
+  @Test
+  void aHelloWhoseIdentityIsMalformedIsRefusedProtocolAndNeverHandedOver() throws IOException {
+    ActorRef<ControlService.Command> service = testKit.spawn(service(4));
+    awaitState(service, OwnerState.SERVING);
+    ByteBuffer bad = new EngineIdentity("requester-7", "127.0.0.1", 4711).encode();
+    bad.put(2, (byte) ' '); // the name's first character: no longer a valid engine name
+    SocketChannel client = connect();
+    client.write(helloWith(bad, self.epoch()));
+
+    byte[] ack = new byte[FrameCodec.HEADER_BYTES];
+    new java.io.DataInputStream(client.socket().getInputStream()).readFully(ack);
+    ByteBuffer a = ByteBuffer.wrap(ack);
+    assertEquals(FrameType.HELLO_ACK, FrameCodec.type(a, 0));
+    assertEquals(ErrorKind.PROTOCOL.code(), FrameCodec.status(a, 0));
+    assertEquals(3, FrameCodec.requestId(a, 0));
+    assertEquals(self.epoch(), FrameCodec.epoch(a, 0));
+    assertClosedByService(client);
+    assertEquals(1, counters.sum(Count.FRAMES_REJECTED));
+    tcp.expectNoMessage(Duration.ofMillis(100));
+  }
+
+  @Test
+  void aHelloWithAnIdentityLongerThanAnyIsClosedBeforeItsPayloadIsRead() throws IOException {
+    ActorRef<ControlService.Command> service = testKit.spawn(service(4));
+    awaitState(service, OwnerState.SERVING);
+    SocketChannel client = connect();
+    client.write(helloWith(ByteBuffer.allocate(EngineIdentity.MAX_BYTES + 1), self.epoch()));
+    try {
+      assertClosedByService(client);
+    } catch (java.net.SocketException reset) {
+      // Closed with the payload unread: a reset is a close too.
+    }
+    assertEquals(1, counters.sum(Count.FRAMES_REJECTED));
+    tcp.expectNoMessage(Duration.ofMillis(100));
   }
 
   @Test

@@ -204,6 +204,7 @@ final class AdversarialSource implements AutoCloseable {
       switch (first.type()) {
         case DESCRIBE_REQUEST -> describe(first, in, out);
         case HELLO -> {
+          in.skipNBytes(first.payloadLength()); // the requester's identity: not judged here
           if (hello(first, connection, out)) {
             how = lane(s, in, out, connection, first.offset());
           } else {

@@ -73,6 +73,7 @@ final class Wire {
   /**
    * One frame header.
    *
+   * @param payloadLength bytes that follow; HELLO: the requester's identity (name, host, port)
    * @param epoch requests: the epoch the sender believes the target has; responses: the responder's
    * @param regionId data frames: the target region; HELLO: the requester's own epoch
    * @param offset data frames: offset in the region; HELLO: the lane index

@@ -1,6 +1,7 @@
 package io.orbite.qualification.contract;
 
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.wire.EngineIdentity;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameHeader;
 import io.orbite.engine.wire.FrameRejectedException;
@@ -49,6 +50,22 @@ final class RawLane implements AutoCloseable {
 
   static RawLane connect(SegmentDescriptor target) throws IOException {
     return connect(target.host(), target.port());
+  }
+
+  /**
+   * Connects to {@code target} with a receive buffer of {@code receiveBufferBytes}: an answer this
+   * lane does not read soon fills it, and the peer's write then blocks.
+   */
+  static RawLane connect(SegmentDescriptor target, int receiveBufferBytes) throws IOException {
+    SocketChannel ch = SocketChannel.open();
+    try {
+      ch.setOption(StandardSocketOptions.SO_RCVBUF, receiveBufferBytes);
+      ch.socket().connect(new InetSocketAddress(target.host(), target.port()), 5_000);
+      return new RawLane(ch);
+    } catch (IOException | RuntimeException e) {
+      ch.close();
+      throw e;
+    }
   }
 
   /** A 56-byte header built with {@link FrameCodec#encode}, as a byte array. */
@@ -120,16 +137,35 @@ final class RawLane implements AutoCloseable {
    */
   FrameHeader hello(long targetEpoch, long requesterEpoch, int laneIndex)
       throws IOException, TimeoutException {
+    return hello(targetEpoch, requesterEpoch, laneIndex, null);
+  }
+
+  /**
+   * The HELLO handshake of a data lane of the engine {@code requester} names (null: a HELLO that
+   * names no engine).
+   *
+   * @return the HELLO_ACK header the peer answered with (the caller asserts its status)
+   */
+  FrameHeader hello(long targetEpoch, long requesterEpoch, int laneIndex, EngineIdentity requester)
+      throws IOException, TimeoutException {
+    byte[] identity = new byte[0];
+    if (requester != null) {
+      ByteBuffer b = requester.encode();
+      identity = new byte[b.remaining()];
+      b.get(identity);
+    }
     send(
-        header(
-            FrameType.HELLO,
-            0,
-            0,
-            laneIndex + 1L,
-            targetEpoch,
-            requesterEpoch,
-            laneIndex,
-            1 /* TCP's wire code */));
+        concat(
+            header(
+                FrameType.HELLO,
+                0,
+                identity.length,
+                laneIndex + 1L,
+                targetEpoch,
+                requesterEpoch,
+                laneIndex,
+                1 /* TCP's wire code */),
+            identity));
     return readHeader(Duration.ofSeconds(10));
   }
 

@@ -184,6 +184,7 @@ final class StallingPeer implements AutoCloseable {
           out.write(response);
           out.flush();
         } else if (!dataLane && f.type() == FrameType.HELLO) {
+          in.skipNBytes(f.payloadLength()); // the requester's identity
           hellos.incrementAndGet();
           int status = f.epoch() == epoch ? 0 : ErrorKind.EPOCH_MISMATCH.code();
           out.write(RawLane.header(FrameType.HELLO_ACK, status, 0, f.requestId(), epoch, 0, 0, 0));

@@ -111,6 +111,7 @@ final class SilentPeer implements AutoCloseable {
             out.flush();
           }
           case HELLO -> {
+            in.skipNBytes(f.payloadLength()); // the requester's identity
             ByteBuffer r = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
             FrameCodec.encode(r, 0, FrameType.HELLO_ACK, 0, 0, f.requestId(), EPOCH, 0, 0, 0);
             out.write(r.array());

@@ -51,8 +51,7 @@ final class RdmaLink implements EndpointLink {
   static RdmaLink open(
       SegmentDescriptor peer, TransportContext context, RdmaStack stack, Runnable fenced) {
     TcpConfig tcp = context.config().tcp();
-    SocketChannel socket =
-        LaneConnector.connect(peer, 0, context.localEpoch(), tcp, Transport.RDMA);
+    SocketChannel socket = LaneConnector.connect(peer, 0, context, Transport.RDMA);
     ControlLink link;
     try {
       link = new ControlLink(socket);

@@ -7,11 +7,15 @@ import io.orbite.engine.rail.RailHealth;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.wire.FrameCodec;
 import io.orbite.transport.endpoint.PeerEndpoint;
 import io.orbite.transport.endpoint.PeerEndpoints;
+import io.orbite.transport.endpoint.RequesterIncarnations;
 import io.orbite.transport.endpoint.SideClosers;
 import io.orbite.transport.lane.LaneRuntime;
 import io.orbite.transport.tcp.Authority;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -79,6 +83,10 @@ final class RdmaTransport {
 
   private final PeerEndpoints endpoints;
   private final Set<SourceSession> sessions = new HashSet<>();
+
+  /** Which requester incarnation each session serves: a new one fences the old one's sessions. */
+  private final RequesterIncarnations<SourceSession> incarnations;
+
   private final List<ActorRef<RdmaContext.Command>> contexts = new ArrayList<>();
   private List<Rail> rails = List.of();
   private RailSelector selector;
@@ -100,6 +108,7 @@ final class RdmaTransport {
     this.parents = new DirectBytes("rdma.maxGrants", config.maxGrants());
     this.health = RailOpener.health(config);
     this.endpoints = new PeerEndpoints(ctx, "RDMA");
+    this.incarnations = new RequesterIncarnations<>("RDMA source sessions", context.counters());
   }
 
   static Behavior<TransportCommand> create(TransportContext context) {
@@ -257,7 +266,7 @@ final class RdmaTransport {
                 .onMessage(
                     SessionEnded.class,
                     m -> {
-                      sessions.remove(m.session());
+                      sessionEnded(m.session());
                       sourceClosers.answerIf(sessions.isEmpty());
                       return Behaviors.same();
                     })
@@ -318,8 +327,21 @@ final class RdmaTransport {
     if (!sourceOpen) {
       return refuseConnection(m);
     }
+    // Its HELLO fences the sessions of its requester's older incarnation first (they are leaving:
+    // the bound does not count them); the new session answers once they have ended.
+    long requesterEpoch = FrameCodec.regionId(m.hello(), 0);
+    InetAddress from = remoteAddress(m);
+    CompletableFuture<Void> fenced =
+        incarnations.fence(
+            m.requester(),
+            requesterEpoch,
+            from,
+            FrameCodec.epoch(m.hello(), 0) == context.localEpoch(),
+            SourceSession::close);
     int refusal =
-        sessions.size() >= config.maxEndpoints() ? ErrorKind.RESOURCE_EXHAUSTED.code() : 0;
+        sessions.size() - incarnations.fencing() >= config.maxEndpoints()
+            ? ErrorKind.RESOURCE_EXHAUSTED.code()
+            : 0;
     ActorRef<TransportCommand> self = ctx.getSelf();
     SourceSession session =
         new SourceSession(
@@ -328,6 +350,8 @@ final class RdmaTransport {
             m.hello(),
             context.localEpoch(),
             refusal,
+            fenced,
+            Math.max(1, context.config().tcp().connectTimeoutMillis() / 2),
             rails,
             new Authority(context.registry(), context.localEpoch()),
             grantsHeld,
@@ -341,9 +365,23 @@ final class RdmaTransport {
             SourceSessionOwner.create(session, context, self, new SessionEnded(session)),
             "source-session-" + sessionSequence);
     session.owner(owner);
+    incarnations.record(session, m.requester(), requesterEpoch, from);
     sessions.add(session);
     LaneRuntime.startBlocking("orbite-" + session.name().replace(' ', '-'), session);
     return Behaviors.same();
+  }
+
+  private static InetAddress remoteAddress(TransportCommand.AdoptConnection m) {
+    try {
+      return m.channel().getRemoteAddress() instanceof InetSocketAddress a ? a.getAddress() : null;
+    } catch (java.io.IOException e) {
+      return null; // closed already: the session ends at once
+    }
+  }
+
+  private void sessionEnded(SourceSession session) {
+    sessions.remove(session);
+    incarnations.ended(session);
   }
 
   // ---------------------------------------------------------------- stopping
@@ -384,7 +422,7 @@ final class RdmaTransport {
                 .onMessage(
                     SessionEnded.class,
                     m -> {
-                      sessions.remove(m.session());
+                      sessionEnded(m.session());
                       return stopping(replyTo, closingNow);
                     })
                 .onMessage(

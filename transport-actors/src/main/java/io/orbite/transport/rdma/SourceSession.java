@@ -5,6 +5,7 @@ import io.orbite.engine.Transport;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
+import io.orbite.transport.endpoint.RequesterIncarnations;
 import io.orbite.transport.tcp.Authority;
 import io.orbite.transport.tcp.RequesterLabel;
 import java.io.DataInputStream;
@@ -13,6 +14,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.Collection;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.slf4j.Logger;
@@ -20,18 +22,19 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The source side of one RDMA endpoint: one adopted control connection and the QPs it asked for.
- * Its thread answers the HELLO (EPOCH_MISMATCH for another incarnation, before any QP exists),
- * publishes this engine's rails, makes and connects one QP per requester QP (on this engine's rail
- * of the index it names, lanes in turn), posts each QP's completion receives, then reads
- * reservations, grant requests and DONEs: its QPs are its {@link SourceQps}, its reservations and
- * windows its {@link SourceGrants}. A task is reserved as a whole first ({@link Reservation}: C2,
- * C3, its whole range checked and one loan taken) and charged as a whole: one {@code
- * rdma.maxGrants} slot and its length in {@code rdma.maxDirectBytes}, all or nothing, or it is
- * refused RESOURCE_EXHAUSTED before any window of it exists. Each of its slices' grant requests
- * must lie inside it; its lane binds the window. After a slice's completion SEND landed and its
- * window was released (its length given back), its lane answers ACK (the source's receipt); once
- * every declared slice's window was released the parent's slot goes back, and the requester's DONE
- * ends the reservation. A window that cannot be released keeps its parent's slot and bytes.
+ * Its thread answers the HELLO (EPOCH_MISMATCH for another incarnation, before any QP exists; only
+ * once the sessions of its requester's older incarnation, fenced for it, have ended), publishes
+ * this engine's rails, makes and connects one QP per requester QP (on this engine's rail of the
+ * index it names, lanes in turn), posts each QP's completion receives, then reads reservations,
+ * grant requests and DONEs: its QPs are its {@link SourceQps}, its reservations and windows its
+ * {@link SourceGrants}. A task is reserved as a whole first ({@link Reservation}: C2, C3, its whole
+ * range checked and one loan taken) and charged as a whole: one {@code rdma.maxGrants} slot and its
+ * length in {@code rdma.maxDirectBytes}, all or nothing, or it is refused RESOURCE_EXHAUSTED before
+ * any window of it exists. Each of its slices' grant requests must lie inside it; its lane binds
+ * the window. After a slice's completion SEND landed and its window was released (its length given
+ * back), its lane answers ACK (the source's receipt); once every declared slice's window was
+ * released the parent's slot goes back, and the requester's DONE ends the reservation. A window
+ * that cannot be released keeps its parent's slot and bytes.
  *
  * <p>A task that ends within a second gives its loan back where it ended. One that lives on (its
  * session owner's tick promotes it), drains (DONE came while a window is open) or keeps a window is
@@ -55,6 +58,13 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
   private final ByteBuffer hello;
   private final long localEpoch;
   private final int refusal;
+
+  /** The end of every session of this requester's older incarnations, fenced for this one. */
+  private final CompletableFuture<Void> fenced;
+
+  /** How long the HELLO waits on {@link #fenced} before it is refused UNAVAILABLE. */
+  private final long fenceWaitMillis;
+
   private final List<Rail> rails;
   private final int maxGrants;
   private final DirectBytes direct;
@@ -89,6 +99,8 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       ByteBuffer hello,
       long localEpoch,
       int refusal,
+      CompletableFuture<Void> fenced,
+      long fenceWaitMillis,
       List<Rail> rails,
       Authority authority,
       AtomicInteger grantsHeld,
@@ -100,6 +112,8 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
     this.hello = hello;
     this.localEpoch = localEpoch;
     this.refusal = refusal;
+    this.fenced = fenced;
+    this.fenceWaitMillis = fenceWaitMillis;
     this.rails = rails;
     this.maxGrants = maxGrants;
     this.direct = direct;
@@ -164,6 +178,15 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
   private boolean acceptHello() throws IOException {
     long epoch = FrameCodec.epoch(hello, 0);
     int status = epoch != localEpoch ? ErrorKind.EPOCH_MISMATCH.code() : refusal;
+    if (status == 0
+        && !fenced.isDone()
+        && !RequesterIncarnations.await(fenced, fenceWaitMillis, () -> closedBecause == null)) {
+      if (closedBecause != null) {
+        return false; // closed while it waited: no answer, the socket is closed
+      }
+      // Its requester's older sessions still hold grants: no QP is made until they are gone.
+      status = ErrorKind.UNAVAILABLE.code();
+    }
     ByteBuffer ack = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
     FrameCodec.encode(
         ack,

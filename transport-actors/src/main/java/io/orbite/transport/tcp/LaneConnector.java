@@ -5,6 +5,8 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.wire.EngineIdentity;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
@@ -24,20 +26,38 @@ import java.nio.channels.SocketChannel;
 public final class LaneConnector {
   private LaneConnector() {}
 
-  static SocketChannel connect(
-      SegmentDescriptor peer, int laneIndex, long localEpoch, TcpConfig tcp) {
-    return connect(peer, laneIndex, localEpoch, tcp, Transport.TCP);
+  /** Opens TCP data lane {@code laneIndex} to {@code peer}, as {@code context}'s engine. */
+  static SocketChannel connect(SegmentDescriptor peer, int laneIndex, TransportContext context) {
+    return connect(peer, laneIndex, context, Transport.TCP);
   }
 
   /**
    * Opens a data connection of {@code transport} (its HELLO names it, so the peer's control service
-   * hands the connection to that transport) to the incarnation {@code peer} names.
+   * hands the connection to that transport) to the incarnation {@code peer} names. The HELLO names
+   * this engine's epoch and its {@link TransportContext#identity()}: a source that still serves an
+   * older incarnation of this engine fences it before it answers.
    *
    * @throws TransferException EPOCH_MISMATCH when another incarnation answers, UNAVAILABLE or
    *     TIMEOUT when none does, PROTOCOL when the answer breaks the protocol
    */
   public static SocketChannel connect(
-      SegmentDescriptor peer, int laneIndex, long localEpoch, TcpConfig tcp, Transport transport) {
+      SegmentDescriptor peer, int laneIndex, TransportContext context, Transport transport) {
+    return connect(
+        peer,
+        laneIndex,
+        context.localEpoch(),
+        context.identity(),
+        context.config().tcp(),
+        transport);
+  }
+
+  private static SocketChannel connect(
+      SegmentDescriptor peer,
+      int laneIndex,
+      long localEpoch,
+      EngineIdentity identity,
+      TcpConfig tcp,
+      Transport transport) {
     SocketChannel channel = null;
     try {
       channel = SocketChannel.open();
@@ -47,13 +67,15 @@ public final class LaneConnector {
       channel
           .socket()
           .connect(new InetSocketAddress(peer.host(), peer.port()), tcp.connectTimeoutMillis());
-      ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
+      ByteBuffer payload = identity.encode();
+      ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES + payload.remaining());
+      hello.put(FrameCodec.HEADER_BYTES, payload, 0, payload.remaining());
       FrameCodec.encode(
           hello,
           0,
           FrameType.HELLO,
           0,
-          0,
+          payload.remaining(),
           laneIndex + 1L,
           peer.epoch(),
           localEpoch,
@@ -90,9 +112,12 @@ public final class LaneConnector {
                 + " to "
                 + peer
                 + " refused"
-                + (kind == ErrorKind.EPOCH_MISMATCH
-                    ? ": the peer now runs epoch " + Long.toHexString(FrameCodec.epoch(a, 0))
-                    : ""),
+                + switch (kind) {
+                  case EPOCH_MISMATCH ->
+                      ": the peer now runs epoch " + Long.toHexString(FrameCodec.epoch(a, 0));
+                  case PROTOCOL -> ": the peer found the HELLO malformed (its log says why)";
+                  case null, default -> "";
+                },
             replaced);
       }
       if (FrameCodec.epoch(a, 0) != peer.epoch()) {

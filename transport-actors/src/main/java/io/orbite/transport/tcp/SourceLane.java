@@ -10,6 +10,7 @@ import io.orbite.engine.spi.Registration;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
+import io.orbite.transport.endpoint.RequesterIncarnations;
 import io.orbite.transport.lane.LaneAgent;
 import io.orbite.transport.lane.LaneLifecycle;
 import java.io.EOFException;
@@ -19,6 +20,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,6 +32,11 @@ import org.slf4j.LoggerFactory;
  * registered memory is touched; READ responses buffered from one read of the socket leave in one
  * gathering write straight from registered memory, WRITE payloads are read straight into it. A
  * frame that breaks the protocol closes this lane only.
+ *
+ * <p>Before it answers its HELLO, a lane waits until every lane of its requester's older
+ * incarnation has ended ({@code fenced}, see {@link
+ * io.orbite.transport.endpoint.RequesterIncarnations}); one that took no data request for {@code
+ * tcp.sourceIdleTimeoutMillis} is closed by its transport's sweep (its {@link #idle} clock).
  */
 final class SourceLane extends LaneAgent<Void> {
   private static final Logger LOG = LoggerFactory.getLogger(SourceLane.class);
@@ -50,6 +57,15 @@ final class SourceLane extends LaneAgent<Void> {
 
   /** Non-zero when the transport has no room for this lane: the HELLO is refused with it. */
   private final int refusal;
+
+  /** The end of every lane of this requester's older incarnations, fenced for this one. */
+  private final CompletableFuture<Void> fenced;
+
+  /** How long the HELLO waits on {@link #fenced} before it is refused UNAVAILABLE. */
+  private final long fenceWaitMillis;
+
+  /** Whether the lane took no data request for the idle timeout; see {@link SourceIdleClock}. */
+  private final SourceIdleClock idle = new SourceIdleClock();
 
   private final ByteBuffer receive = ByteBuffer.allocateDirect(RECEIVE_BUFFER_BYTES);
   private final MemorySegment receiveSegment = MemorySegment.ofBuffer(receive);
@@ -86,10 +102,14 @@ final class SourceLane extends LaneAgent<Void> {
       EngineTally counters,
       int refusal,
       FaultHooks hooks,
+      CompletableFuture<Void> fenced,
+      long fenceWaitMillis,
       Consumer<SourceLane> onEnd) {
     super(name, Long.MAX_VALUE);
     this.hooks = hooks;
     this.refusal = refusal;
+    this.fenced = fenced;
+    this.fenceWaitMillis = fenceWaitMillis;
     this.channel = channel;
     this.hello = hello;
     this.authority = authority;
@@ -124,6 +144,11 @@ final class SourceLane extends LaneAgent<Void> {
     closeSocket();
   }
 
+  /** Its idle clock: the transport's sweep closes the lane once the clock says it was idle. */
+  SourceIdleClock idle() {
+    return idle;
+  }
+
   private void closeSocket() {
     try {
       channel.close();
@@ -151,6 +176,7 @@ final class SourceLane extends LaneAgent<Void> {
         return 0;
       }
       greeted = true;
+      idle.quiet();
       return 1;
     }
     if (!serveOne()) {
@@ -196,6 +222,19 @@ final class SourceLane extends LaneAgent<Void> {
   private boolean acceptHello() throws IOException {
     long epoch = FrameCodec.epoch(hello, 0);
     int status = epoch != localEpoch ? ErrorKind.EPOCH_MISMATCH.code() : refusal;
+    if (status == 0
+        && !fenced.isDone()
+        && !RequesterIncarnations.await(fenced, fenceWaitMillis, this::running)) {
+      if (!running()) {
+        return false; // closed while it waited: no answer, the socket is closed
+      }
+      status = ErrorKind.UNAVAILABLE.code();
+      LOG.warn(
+          "{}: its requester's older incarnation still holds lanes after {} ms: refusing this"
+              + " one UNAVAILABLE (it may connect again)",
+          name(),
+          fenceWaitMillis);
+    }
     ByteBuffer ack = headerSlots[0];
     FrameCodec.encode(
         ack,
@@ -239,6 +278,9 @@ final class SourceLane extends LaneAgent<Void> {
       }
       // About to block: send what is ready first, so the requester is never kept waiting.
       flush();
+      if (buffered == 0) {
+        idle.quiet(); // answered, loans returned: idle from now
+      }
       return fill(buffered);
     }
     FrameCodec.check(receive, receiveStart, buffered, maxPayloadBytes);
@@ -280,6 +322,10 @@ final class SourceLane extends LaneAgent<Void> {
   }
 
   private void serveRead() throws IOException {
+    if (!idle.serving()) {
+      lifecycle.moveTo(LaneLifecycle.State.CLOSING); // closed idle as it arrived: not served
+      return;
+    }
     int at = receiveStart;
     long id = FrameCodec.requestId(receive, at);
     long count = FrameCodec.count(receive, at);
@@ -362,6 +408,10 @@ final class SourceLane extends LaneAgent<Void> {
   }
 
   private void serveWrite() throws IOException {
+    if (!idle.serving()) {
+      lifecycle.moveTo(LaneLifecycle.State.CLOSING); // closed idle as it arrived: not applied
+      return;
+    }
     int at = receiveStart;
     long id = FrameCodec.requestId(receive, at);
     long count = FrameCodec.count(receive, at);

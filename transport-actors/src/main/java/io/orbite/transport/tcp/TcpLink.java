@@ -156,7 +156,7 @@ final class TcpLink implements EndpointLink {
     TcpLink link;
     try {
       for (int i = 0; i < context.config().tcp().lanes(); i++) {
-        sockets.add(LaneConnector.connect(peer, i, context.localEpoch(), context.config().tcp()));
+        sockets.add(LaneConnector.connect(peer, i, context));
         context.counters().increment(EngineTally.Count.CONNECTIONS_OPENED);
       }
       link = new TcpLink(peer, sockets, context, fenced);
@@ -234,7 +234,7 @@ final class TcpLink implements EndpointLink {
     }
     SocketChannel socket;
     try {
-      socket = LaneConnector.connect(peer, slot, context.localEpoch(), tcp);
+      socket = LaneConnector.connect(peer, slot, context);
     } catch (TransferException e) {
       Long newer = LaneConnector.EpochRefused.of(e);
       if (newer != null) {

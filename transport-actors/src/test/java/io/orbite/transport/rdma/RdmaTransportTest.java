@@ -4,6 +4,7 @@ import static io.orbite.transport.ReceiptProbes.readSucceeded;
 import static io.orbite.transport.ReceiptProbes.sink;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -37,7 +38,9 @@ import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.testkit.Probes;
 import io.orbite.engine.view.OwnerBoard;
 import io.orbite.engine.wire.Description;
+import io.orbite.engine.wire.EngineIdentity;
 import io.orbite.engine.wire.FrameCodec;
+import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
 import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.transport.HeldExecutor;
@@ -136,6 +139,16 @@ class RdmaTransportTest {
 
     /** With {@code holdStart}, its rails' open waits on the held executor: it stays starting. */
     Side(String json, long epoch, boolean holdStart) throws IOException {
+      this(json, epoch, holdStart, null, 0);
+    }
+
+    /**
+     * An engine named {@code engineName} that says it listens at {@code selfPort}: two sides made
+     * with the same are two incarnations of one requester (null and 0: a name of its own, and its
+     * listener's port).
+     */
+    Side(String json, long epoch, boolean holdStart, String engineName, int selfPort)
+        throws IOException {
       this.epoch = epoch;
       if (holdStart) {
         blockingIo.hold();
@@ -153,7 +166,9 @@ class RdmaTransportTest {
               return faults;
             }
           };
-      String name = "rdma-test-" + NAMES.incrementAndGet();
+      int n = NAMES.incrementAndGet();
+      String name = engineName != null ? engineName : "rdma-test-" + n;
+      listener = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
       TransportContext context =
           new TransportContext(
               EngineConfig.fromJson(json).withName(name),
@@ -165,9 +180,14 @@ class RdmaTransportTest {
               quarantine,
               hooks,
               new OwnerSupervision(name, quarantine, tally, board, hooks),
-              new PeerEventHub(Runnable::run));
-      listener = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
-      rdma = testKit.spawn(RdmaTransport.create(context), "transport-rdma-" + NAMES.get());
+              new PeerEventHub(Runnable::run),
+              new SegmentDescriptor(
+                  "127.0.0.1",
+                  selfPort != 0
+                      ? selfPort
+                      : ((InetSocketAddress) listener.getLocalAddress()).getPort(),
+                  epoch));
+      rdma = testKit.spawn(RdmaTransport.create(context), "transport-rdma-" + n);
       Thread.ofPlatform().daemon().name("test-control-service-" + name).start(this::accept);
       sides.add(this);
     }
@@ -178,14 +198,23 @@ class RdmaTransportTest {
         try {
           SocketChannel accepted = listener.accept();
           ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
-          while (hello.hasRemaining()) {
-            if (accepted.read(hello) < 0) {
-              break;
-            }
-          }
-          rdma.tell(new TransportCommand.AdoptConnection(accepted, hello));
-        } catch (IOException e) {
+          readFully(accepted, hello);
+          // The requester's identity follows the header.
+          ByteBuffer identity = ByteBuffer.allocate((int) FrameCodec.payloadLength(hello, 0));
+          readFully(accepted, identity);
+          rdma.tell(
+              new TransportCommand.AdoptConnection(
+                  accepted, hello, EngineIdentity.decode(identity.flip())));
+        } catch (IOException | FrameRejectedException e) {
           // Closed by the test.
+        }
+      }
+    }
+
+    private static void readFully(SocketChannel channel, ByteBuffer into) throws IOException {
+      while (into.hasRemaining()) {
+        if (channel.read(into) < 0) {
+          throw new IOException("closed within the HELLO");
         }
       }
     }
@@ -702,6 +731,36 @@ class RdmaTransportTest {
         a.board.snapshot().retired().stream().anyMatch(r -> r.kind().equals("RdmaContext")),
         () -> a.board.snapshot().retired().toString());
     assertEquals(List.of(), a.quarantine.list());
+  }
+
+  @Test
+  void aRequestersNewIncarnationFencesItsOldSessionWhichReturnsItsLoanBeforeTheNewIsAnswered()
+      throws IOException {
+    Side source = side(0x50cL);
+    Side old = new Side(ENABLED, 0x7e9L, false, "restarting-requester", 41_000);
+    Side restarted = new Side(ENABLED, 0x7eaL, false, "restarting-requester", 41_000);
+    PeerChannel oldChannel = old.opened(source.incarnation());
+    // The old incarnation's READ, held before its payload post: its parent is reserved at the
+    // source, with one loan on the region.
+    old.posts.hold();
+    TestProbe<Receipt> oldReceipts = read(old, source, oldChannel);
+    eventually(() -> assertEquals(1, old.posts.reached.get()));
+    source.awaitRow(OwnerState.SERVING, Map.of("grants", 1L, "sourceSessions", 1L));
+    Registration region = source.registry.lookup(REGION);
+    assertEquals(1, region.loans() - region.pins(), "the reservation's loan");
+
+    PeerChannel fresh = restarted.opened(source.incarnation());
+    // Its HELLO was answered only once the old session had ended: the loan was back by then.
+    assertEquals(0, region.loans() - region.pins(), "the old incarnation's loan is back");
+    assertEquals(1, source.tally.sum(EngineTally.Count.SOURCE_INCARNATIONS_FENCED));
+    source.awaitRow(OwnerState.SERVING, Map.of("grants", 0L, "sourceSessions", 1L));
+    eventually(() -> assertEquals(ErrorKind.PEER_LOST, oldChannel.gate().refusalKind()));
+    old.posts.release();
+    assertNotNull(oldReceipts.receiveMessage(Duration.ofSeconds(20)).error(), "drained, failed");
+
+    assertReadLanded(read(restarted, source, fresh), restarted, source);
+    assertEquals(0, region.loans() - region.pins());
+    assertEquals(0, restarted.tally.sum(EngineTally.Count.SOURCE_INCARNATIONS_FENCED));
   }
 
   @Test

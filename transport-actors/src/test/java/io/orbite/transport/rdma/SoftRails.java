@@ -68,6 +68,8 @@ final class SoftRails implements AutoCloseable {
         hello,
         context.localEpoch(),
         0,
+        java.util.concurrent.CompletableFuture.completedFuture(null),
+        1,
         rails(),
         new Authority(context.registry(), context.localEpoch()),
         grantsHeld,

@@ -174,7 +174,8 @@ class SourceSessionOwnerTest {
             quarantine,
             sourceHooks,
             new OwnerSupervision("source", quarantine, tally, board, sourceHooks),
-            new PeerEventHub(Runnable::run));
+            new PeerEventHub(Runnable::run),
+            new SegmentDescriptor("127.0.0.1", 1, SOURCE_EPOCH));
     RegistryView requesterRegistry = new RegistryView();
     requesterRegistry.publish(
         Map.of(LOCAL_REGION, new Registration(LOCAL_REGION, local, Access.READ_WRITE, null)));
@@ -193,7 +194,8 @@ class SourceSessionOwnerTest {
             requesterHooks,
             new OwnerSupervision(
                 "requester", requesterQuarantine, requesterTally, requesterBoard, requesterHooks),
-            new PeerEventHub(Runnable::run));
+            new PeerEventHub(Runnable::run),
+            new SegmentDescriptor("127.0.0.1", 2, REQUESTER_EPOCH));
     source = SoftRails.open(sourceContext);
     requester = SoftRails.open(requesterContext);
     listener = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
@@ -233,6 +235,14 @@ class SourceSessionOwnerTest {
     blockingIo.shutdownNow();
   }
 
+  private static void readFully(SocketChannel channel, ByteBuffer into) throws IOException {
+    while (into.hasRemaining()) {
+      if (channel.read(into) < 0) {
+        throw new IOException("the requester closed before its HELLO");
+      }
+    }
+  }
+
   /**
    * Connects the requester to the source: the session made for the accepted control connection, its
    * owner spawned (the transport's probe told when it ended) and its thread started, as the
@@ -246,11 +256,9 @@ class SourceSessionOwnerTest {
         CompletableFuture.supplyAsync(() -> requester.connect(peer), blockingIo);
     SocketChannel accepted = listener.accept();
     ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
-    while (hello.hasRemaining()) {
-      if (accepted.read(hello) < 0) {
-        throw new IOException("the requester closed before its HELLO");
-      }
-    }
+    readFully(accepted, hello);
+    // The requester's identity follows: read past it, the session reads what comes after.
+    readFully(accepted, ByteBuffer.allocate((int) FrameCodec.payloadLength(hello, 0)));
     session = source.session(SESSION, accepted, hello);
     owner =
         testKit.spawn(

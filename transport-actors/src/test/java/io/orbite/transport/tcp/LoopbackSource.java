@@ -14,8 +14,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * A loopback listener standing in for a peer's source end in the TCP tests: each lane it accepts
- * has its HELLO read and is then served by the test's {@link Lane}, on a daemon thread of its own,
- * until the lane or the test closes its socket.
+ * has its HELLO read (its identity payload skipped) and is then served by the test's {@link Lane},
+ * on a daemon thread of its own, until the lane or the test closes its socket.
  */
 final class LoopbackSource implements AutoCloseable {
   /** What the test's peer does with one lane once its HELLO is read. */
@@ -65,6 +65,8 @@ final class LoopbackSource implements AutoCloseable {
       DataInputStream in = new DataInputStream(s.getInputStream());
       byte[] header = new byte[FrameCodec.HEADER_BYTES];
       in.readFully(header);
+      // The requester's identity follows the header; the fake source does not need it.
+      in.skipNBytes(FrameCodec.payloadLength(ByteBuffer.wrap(header), 0));
       lane.serve(s, in, s.getOutputStream(), ByteBuffer.wrap(header));
     } catch (IOException e) {
       // The lane closed its socket, or the test dropped it.

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.orbite.config.DashboardConfig;
 import io.orbite.config.EngineConfig;
+import io.orbite.config.TcpConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.RegisteredMemory;
@@ -150,7 +151,12 @@ class DashboardBrowserIT {
     peer = EngineProcess.start("dashboard-peer", logs, Map.of());
     long remote = Long.parseLong(peer.call("ALLOC " + REGION + " READ_WRITE"));
     peer.call("FILL " + remote + " " + SOURCE_SEED);
-    EngineConfig config = EngineConfig.defaults().withName("dashboard-it");
+    // A killed peer's lanes reconnect for tcp.reconnectGiveUpMillis before it is declared lost:
+    // short here, so the page shows it reconnecting, then lost.
+    EngineConfig config =
+        EngineConfig.defaults()
+            .withName("dashboard-it")
+            .withTcp(TcpConfig.defaults().withReconnect(20, 200, 3_000));
     engine =
         TransferEngine.start(
             config.withObservability(
@@ -253,8 +259,14 @@ class DashboardBrowserIT {
             count("#tree li[data-kind=BatchActor]") == 1
                 && count("#retired tr[data-path='" + largePath + "']") == 1);
 
-    // Kill the peer's process: its endpoint is retired and the peer is no longer active.
+    // Kill the peer's process: its lanes reconnect (the peer row says so), then give up; its
+    // endpoint is retired and the peer is no longer active.
     peer.kill();
+    until(
+        "the peer reconnecting",
+        d ->
+            count("#peers tr[data-endpoint='" + peer.endpoint() + "'][data-state=reconnecting]")
+                == 1);
     until(
         "the endpoint retired and the peer closed or fenced",
         d ->

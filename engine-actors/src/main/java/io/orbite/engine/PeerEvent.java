@@ -82,8 +82,10 @@ public sealed interface PeerEvent {
       implements PeerEvent {}
 
   /**
-   * The peer stopped answering for good: its lanes could not reconnect within {@code
-   * tcp.reconnectGiveUpMillis} and no newer incarnation answered. Tasks for it fail PEER_LOST.
+   * The peer is gone: its endpoint refused a reconnection (nothing listens there), or its lanes
+   * could not reconnect within {@code tcp.reconnectGiveUpMillis}, and no newer incarnation has
+   * answered. Tasks for it fail PEER_LOST. A replacement that comes up at the endpoint within that
+   * bound is still learned ({@link PeerFenced}).
    *
    * @param peer the incarnation
    * @param at when

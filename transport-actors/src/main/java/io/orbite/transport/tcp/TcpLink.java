@@ -17,6 +17,7 @@ import io.orbite.transport.endpoint.PeerBytes;
 import io.orbite.transport.lane.LaneAgent;
 import io.orbite.transport.lane.LaneRuntime;
 import java.io.IOException;
+import java.net.ConnectException;
 import java.nio.channels.SocketChannel;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -64,6 +65,12 @@ final class TcpLink implements EndpointLink {
 
   /** Lanes running now. */
   private final AtomicInteger working = new AtomicInteger();
+
+  /**
+   * The slot that keeps trying a lost peer's endpoint (after it refused connections) to learn a
+   * replacement; -1 while none does.
+   */
+  private final AtomicInteger watcher = new AtomicInteger(-1);
 
   /** Slots whose reconnection is under way. */
   private final AtomicInteger reconnecting = new AtomicInteger();
@@ -227,7 +234,9 @@ final class TcpLink implements EndpointLink {
 
   /** One reconnection attempt of a slot, on the blocking-I/O executor. */
   private void attempt(int slot, long lostNanos, int attempt, long backoffMillis) {
-    if (!healingSlot()) {
+    boolean watching = watcher.get() == slot;
+    if (closing || (!gate.active() && !(watching && gate.state() instanceof ChannelGate.Closed))) {
+      // Closed by this engine, fenced, or lost and watched by another slot: this slot is done.
       reconnecting.decrementAndGet();
       finishIfDone(lastLoss);
       return;
@@ -242,6 +251,18 @@ final class TcpLink implements EndpointLink {
         reconnecting.decrementAndGet();
         finishIfDone(e.getMessage());
         return;
+      }
+      if (working.get() == 0 && refused(e) && gate.active()) {
+        // Nothing listens at the peer's endpoint: its process is gone. Work for it fails now
+        // (PEER_LOST) instead of waiting; this slot keeps watching the endpoint, so that a
+        // replacement that comes up there is learned (and fences the entry) with no open.
+        if (gate.close(
+            ChannelGate.Why.PEER_LOST,
+            "its endpoint refuses connections (" + e.getMessage() + ")")) {
+          watcher.compareAndSet(-1, slot);
+          context.peerEvents().publish(new PeerEvent.PeerLost(peer, Instant.now(), gate.refusal()));
+          channel.failParked("TCP channel to " + peer);
+        }
       }
       long outMillis = (System.nanoTime() - lostNanos) / 1_000_000L;
       if (outMillis >= tcp.reconnectGiveUpMillis()) {
@@ -280,6 +301,8 @@ final class TcpLink implements EndpointLink {
     }
     synchronized (this) {
       if (closing || !gate.active()) {
+        // Closed or fenced meanwhile, or a watched endpoint answering in the lost epoch's name
+        // again: a lost channel never comes back (C18), so the connection is not used.
         LaneConnector.closeQuietly(socket);
         reconnecting.decrementAndGet();
         finishIfDone(lastLoss);
@@ -301,8 +324,14 @@ final class TcpLink implements EndpointLink {
                 peer, Instant.now(), Transport.TCP, lane.name(), outage, attempt));
   }
 
-  private boolean healingSlot() {
-    return !closing && gate.active();
+  /** Whether the connection attempt failed because nothing listens at the peer's endpoint. */
+  private static boolean refused(TransferException e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ConnectException && String.valueOf(t.getMessage()).contains("refused")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** A reconnecting lane's HELLO was refused by {@code newer}: the peer was replaced. */

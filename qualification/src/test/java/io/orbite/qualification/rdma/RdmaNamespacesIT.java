@@ -1,5 +1,7 @@
 package io.orbite.qualification.rdma;
 
+import static io.orbite.qualification.Shell.sh;
+import static io.orbite.qualification.Shell.status;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,14 +10,12 @@ import io.orbite.nativebind.testkit.Prerequisite;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
@@ -187,26 +187,5 @@ class RdmaNamespacesIT {
       out.put(kv.substring(0, eq), Long.parseLong(kv.substring(eq + 1)));
     }
     return out;
-  }
-
-  private static String sh(String... cmd) throws IOException, InterruptedException {
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(p.waitFor(30, TimeUnit.SECONDS), "timed out: " + String.join(" ", cmd));
-    assertEquals(0, p.exitValue(), String.join(" ", cmd) + ": " + out);
-    return out;
-  }
-
-  private static int status(String... cmd) {
-    try {
-      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-      p.getInputStream().readAllBytes();
-      return p.waitFor(30, TimeUnit.SECONDS) ? p.exitValue() : -1;
-    } catch (IOException e) {
-      return -1;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return -1;
-    }
   }
 }

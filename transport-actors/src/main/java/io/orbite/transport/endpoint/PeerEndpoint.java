@@ -35,14 +35,15 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * <p>States: {@link #opening} (the link opens on the blocking-I/O executor; every Attach and Close
  * meanwhile waits for it and shares its outcome, and a link whose channel was fenced meanwhile is
  * drained as soon as it is open; a failed open answers them and then {@link #refused}: it answers
- * later Attaches with the same failure until its parent, told, closes it) → {@link #active} →
- * {@link #draining} (the gate closed or fenced, the workers told to close; it waits for their
- * drain, at most a destruction window) → stopped; or {@link #quarantined} when the drain could not
- * be shown within the window (it keeps what it holds, is listed, answers closers, and stops once
- * the workers end), or when the link kept something for good (never). A lifecycle only moves
- * forward; a peer reached again is a fresh endpoint. Its states map to the one kind table: an
- * Attach to an endpoint that is not active is refused with its channel's kind (C18), a quarantined
- * one UNQUIESCED.
+ * later Attaches with the same failure until its parent, told, closes it) → {@link #active} (when
+ * its workers all end by themselves, the peer lost, it turns {@link #refused} the same way, so an
+ * open racing its end is answered rather than lost on a stopped actor) → {@link #draining} (the
+ * gate closed or fenced, the workers told to close; it waits for their drain, at most a destruction
+ * window) → stopped; or {@link #quarantined} when the drain could not be shown within the window
+ * (it keeps what it holds, is listed, answers closers, and stops once the workers end), or when the
+ * link kept something for good (never). A lifecycle only moves forward; a peer reached again is a
+ * fresh endpoint. Its states map to the one kind table: an Attach to an endpoint that is not active
+ * is refused with its channel's kind (C18), a quarantined one UNQUIESCED.
  */
 public final class PeerEndpoint {
   /** The endpoint's protocol. */
@@ -254,7 +255,10 @@ public final class PeerEndpoint {
     return active();
   }
 
-  /** The open failed: later opens get the same refusal until the parent closes the endpoint. */
+  /**
+   * The open failed, or the workers of an open link all ended by themselves: later opens get the
+   * refusal until the parent, told, closes the endpoint.
+   */
   private Behavior<Command> refused(ErrorKind errorKind, String detail) {
     return board.in(
         OwnerState.CLOSED,
@@ -312,6 +316,15 @@ public final class PeerEndpoint {
                       .gate()
                       .close(ChannelGate.Why.PEER_LOST, "every worker to " + peer + " ended");
                   ctx.getLog().info("{} to {} ended: {}", kind, peer, link.channel().gate());
+                  if (m.kept().isEmpty()) {
+                    // The parent drops it from its table and closes it; an open that reaches it
+                    // meanwhile is answered with the loss rather than left waiting on a stopped
+                    // actor.
+                    timers.cancel(Tick.INSTANCE);
+                    refusedTo.accept(new Refused(peer, ctx.getSelf()));
+                    ChannelGate gate = link.channel().gate();
+                    return refused(refusalKind(gate), gate.refusal());
+                  }
                   return afterDrain(m.kept(), List.of());
                 })
             .build());

@@ -58,6 +58,7 @@ class ClosedEngineIT {
           "config",
           "localSegment",
           "counters",
+          "sourceLedger",
           "system",
           "observabilityUrls",
           "ownerView",

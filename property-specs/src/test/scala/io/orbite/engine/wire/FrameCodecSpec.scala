@@ -58,6 +58,11 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
   // Valid headers, type by type
 
   private val anyLong = Arbitrary.arbitrary[Long]
+
+  /** A HELLO's payload (the requester's identity) has its own cap, whatever the receiver's. */
+  private val HelloCap: Long = EngineIdentity.MAX_BYTES.toLong
+
+  private def capOf(t: FrameType, cap: Long): Long = if (t == FrameType.HELLO) HelloCap else cap
   private val genStatus: Gen[Int] = Gen.frequency(2 -> Gen.const(0), 3 -> Gen.chooseNum(1, 0xffff))
 
   /** Receiver caps: at least 1 so every type has a valid header, sometimes without limit. */
@@ -79,7 +84,8 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
       case FrameType.WRITE_REQUEST => (inCap, inCap)
       case FrameType.READ_RESPONSE => if (status == 0) (upToCap, upToCap) else (0L, anyCount)
       case FrameType.DESCRIBE_RESPONSE => (upToCap, anyCount)
-      case _ => (0L, anyCount) // WRITE_ACK, HELLO, HELLO_ACK, DESCRIBE_REQUEST, KEEPALIVE, KEEPALIVE_ACK
+      case FrameType.HELLO => (upToCap.min(HelloCap), anyCount) // its identity, within its own cap
+      case _ => (0L, anyCount) // WRITE_ACK, HELLO_ACK, DESCRIBE_REQUEST, KEEPALIVE, KEEPALIVE_ACK
     }
     new FrameHeader(t, status, payload, requestId, epoch, regionId, offset, count)
   }
@@ -242,8 +248,10 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
       count <- Gen.oneOf(Gen.const(payload), anyLong)
     } yield (h, cap, p, payload, count)
     forAll(gen) { case (h, cap, p, payload, count) =>
-      val header = fieldsOf(h).copy(payload = payload, count = count).bytes
-      rejected(p.holding(header), p.at, Header, cap) shouldBe Reason.ABSURD_LENGTH
+      whenever(payload < 0 || payload > capOf(h.`type`(), cap)) {
+        val header = fieldsOf(h).copy(payload = payload, count = count).bytes
+        rejected(p.holding(header), p.at, Header, cap) shouldBe Reason.ABSURD_LENGTH
+      }
     }
   }
 
@@ -271,14 +279,14 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
           for (pl <- upToCap; c <- anyLong.suchThat(_ != pl)) yield (0, pl, c), // OK must carry count bytes
           for (s <- Gen.chooseNum(1, 0xffff); pl <- inCap; c <- anyLong) yield (s, pl, c) // a refusal carries none
         )
-      case FrameType.DESCRIBE_RESPONSE =>
-        throw new IllegalArgumentException("every in-cap DESCRIBE_RESPONSE is consistent")
-      case _ => // WRITE_ACK, HELLO, HELLO_ACK, DESCRIBE_REQUEST, KEEPALIVE, KEEPALIVE_ACK: never a payload
+      case FrameType.DESCRIBE_RESPONSE | FrameType.HELLO =>
+        throw new IllegalArgumentException(s"every in-cap $t is consistent")
+      case _ => // WRITE_ACK, HELLO_ACK, DESCRIBE_REQUEST, KEEPALIVE, KEEPALIVE_ACK: never a payload
         for (s <- genStatus; pl <- inCap; c <- anyLong) yield (s, pl, c)
     }
   }
 
-  for (t <- Types if t != FrameType.DESCRIBE_RESPONSE) {
+  for (t <- Types if t != FrameType.DESCRIBE_RESPONSE && t != FrameType.HELLO) {
     property(s"a $t whose lengths break its rule is INCONSISTENT_LENGTH") {
       val gen = for {
         (h, cap, p) <- genValidCase(t)
@@ -303,13 +311,13 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
     else if (available < Header) NeedMore
     else if (f.version != 1) Reject(Reason.UNSUPPORTED_VERSION)
     else if (!KnownCodes(f.typeCode)) Reject(Reason.UNKNOWN_TYPE)
-    else if (f.payload < 0 || f.payload > cap) Reject(Reason.ABSURD_LENGTH)
+    else if (f.payload < 0 || f.payload > capOf(FrameType.fromCode(f.typeCode), cap)) Reject(Reason.ABSURD_LENGTH)
     else {
       val consistent = FrameType.fromCode(f.typeCode) match {
         case FrameType.READ_REQUEST => f.payload == 0 && f.count > 0 && f.count <= cap
         case FrameType.WRITE_REQUEST => f.count > 0 && f.payload == f.count
         case FrameType.READ_RESPONSE => if (f.status == 0) f.payload == f.count else f.payload == 0
-        case FrameType.DESCRIBE_RESPONSE => true
+        case FrameType.DESCRIBE_RESPONSE | FrameType.HELLO => true
         case _ => f.payload == 0
       }
       if (consistent) Accept else Reject(Reason.INCONSISTENT_LENGTH)

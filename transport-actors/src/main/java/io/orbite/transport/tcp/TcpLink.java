@@ -385,7 +385,9 @@ final class TcpLink implements EndpointLink {
    * frames fail.
    */
   private void finishIfDone(String reason) {
-    if (!alive.isEmpty() || reconnecting.get() > 0 || working.get() > 0) {
+    // A closing link does not wait for reconnection attempts under way: none of them holds a
+    // task's frame, and one that connects after the close closes its socket unused.
+    if (!alive.isEmpty() || (!closing && (reconnecting.get() > 0 || working.get() > 0))) {
       return;
     }
     if (!closing

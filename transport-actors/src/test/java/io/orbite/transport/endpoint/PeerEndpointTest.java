@@ -391,18 +391,29 @@ class PeerEndpointTest {
   }
 
   @Test
-  void workersThatAllEndByThemselvesCloseTheChannelPeerLostAndStopTheEndpoint() {
+  void workersThatAllEndByThemselvesCloseTheChannelPeerLostAndTheEndpointAnswersUntilDropped() {
     ActorRef<PeerEndpoint.Command>[] endpoint = ref();
     FakeLink link = active(endpoint, null);
     link.running = List.of();
     link.drained.complete(List.of());
 
-    TestProbe<Object> watcher = testKit.createTestProbe();
-    assertRetired(endpoint[0], watcher, OwnerState.ACTIVE);
+    // The parent is told, to drop it from its table; an open that reaches it meanwhile is
+    // answered with the loss, never left waiting on a stopped actor.
+    assertEquals(new PeerEndpoint.Refused(peer, endpoint[0]), refused.receiveMessage());
     assertEquals(
         new ChannelGate.Closed(ChannelGate.Why.PEER_LOST, "every worker to " + peer + " ended"),
         link.channel.gate().state());
     assertEquals(ErrorKind.PEER_LOST, link.channel.gate().refusalKind());
+    awaitState(endpoint[0], OwnerState.CLOSED);
+    TestProbe<OpenPeerReply> late = replies();
+    endpoint[0].tell(new PeerEndpoint.Attach(null, late.getRef()));
+    assertEquals(
+        new PeerOpenFailed(ErrorKind.PEER_LOST, link.channel.gate().refusal()),
+        late.receiveMessage());
+    TestProbe<PeerEndpoint.Closed> closed = closers();
+    endpoint[0].tell(new PeerEndpoint.Close("dropped by its parent", closed.getRef()));
+    assertEquals(new PeerEndpoint.Closed(peer), closed.receiveMessage());
+    assertRetired(endpoint[0], closed, OwnerState.CLOSED);
     assertEquals(List.of(), link.closes, "nothing left to close");
     assertEquals(List.of(), quarantine.list());
   }

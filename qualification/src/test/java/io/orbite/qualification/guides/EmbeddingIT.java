@@ -16,6 +16,7 @@ import ch.qos.logback.core.read.ListAppender;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.EngineConfig;
+import io.orbite.config.TcpConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
@@ -270,8 +271,14 @@ class EmbeddingIT {
     try (SilentPeer peer = new SilentPeer(1024 * KIB)) {
       ActorSystem<Void> host = ActorSystem.create(Behaviors.empty(), "embed-late-host", busyHost);
       try {
+        // The silent peer must stay unnoticed for the whole phase: a liveness bound longer than
+        // the test (the default 2 s would lose its lanes, and drain the tasks, before the report).
         TransferEngine engine =
-            TransferEngine.spawn(host, EngineConfig.defaults().withName("embedded-late"));
+            TransferEngine.spawn(
+                host,
+                EngineConfig.defaults()
+                    .withName("embedded-late")
+                    .withTcp(TcpConfig.defaults().withKeepalive(500, 60_000)));
         RegisteredMemory local = guarded(engine, 64 * KIB, SEED_LOCAL);
         RemoteSegment remote = engine.openSegment(peer.endpoint(), OPEN);
         Batch batch = engine.allocateBatch(2);

@@ -40,12 +40,14 @@ import java.util.function.Predicate;
  * <p>The lane is the only thread that touches its frames' memory, so when it fails a frame it has
  * already stopped touching it: every failure receipt is sent after local drain (C5).
  *
- * <p>Liveness: a lane that has sent and heard nothing for {@code tcp.keepaliveIntervalMillis} sends
- * a KEEPALIVE (which also reports the bytes this engine copied over SHM out of and into the peer,
- * so the source can count them); a lane that has heard nothing for {@code
- * tcp.livenessTimeoutMillis} while it waits for an answer (a keepalive or a request), and has
- * written nothing meanwhile, ends with a {@link LivenessLost}: a killed, stopped or unplugged peer
- * is noticed within that bound with no task running. Its owner ({@link TcpLink}) then reconnects.
+ * <p>Liveness ({@link LaneLiveness}): an idle lane sends KEEPALIVEs, and a lane whose peer stays
+ * silent past {@code tcp.livenessTimeoutMillis} while it waits for an answer ends, so that its
+ * owner ({@link TcpLink}) can drain it and reconnect.
+ *
+ * <p>Why this file is over 500 lines: the duty cycle (take, window, write, read, retire), the
+ * deadline sweep and the drain are one state machine over the same frame queues, confined to one
+ * thread; the socket's two halves ({@link RequestWriter}, {@link ResponseReader}) and the liveness
+ * clock are already their own classes, and what is left is mostly the why of each step.
  */
 final class RequesterLane extends LaneAgent<LaneFrame> {
   private static final long SELECT_MILLIS = 50;
@@ -62,47 +64,8 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
   private final EngineTally counters;
   private final FaultHooks hooks;
 
-  /** Idle time after which the lane sends a keepalive. */
-  private final long keepaliveNanos;
-
-  /** Silence after which a lane waiting for an answer is lost. */
-  private final long livenessNanos;
-
-  /** Fills the SHM byte counts a keepalive reports (READ, WRITE); null: none to report. */
-  private final KeepaliveReport report;
-
-  /** When a byte last came from the peer. Lane thread only. */
-  private long heardNanos;
-
-  /** When a byte last went to the peer. Lane thread only. */
-  private long wroteNanos;
-
-  /** When the keepalive now awaiting its answer was sent; 0 when none is. Lane thread only. */
-  private long keepaliveSentNanos;
-
-  private final long[] reported = new long[2];
-
-  /**
-   * What a keepalive reports: the bytes this engine copied over SHM out of ({@code [0]}) and into
-   * ({@code [1]}) the peer's memory since the last report.
-   */
-  interface KeepaliveReport {
-    /**
-     * Fills {@code readWritten} and resets the counts; lane thread.
-     *
-     * @param readWritten where the two counts go
-     */
-    void take(long[] readWritten);
-  }
-
-  /** The peer answered nothing within the liveness bound: the lane is lost. */
-  static final class LivenessLost extends IOException {
-    private static final long serialVersionUID = 1L;
-
-    LivenessLost(String message) {
-      super(message);
-    }
-  }
+  /** When the peer was last heard, and whether a keepalive is due or overdue. */
+  private final LaneLiveness liveness;
 
   /** The gate of the channel this lane serves: the kind of what it fails unsent. */
   private final ChannelGate gate;
@@ -177,15 +140,11 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
       FaultHooks hooks,
       long keepaliveMillis,
       long livenessMillis,
-      KeepaliveReport report,
+      LaneLiveness.KeepaliveReport report,
       Consumer<Throwable> onEnd)
       throws IOException {
     super(name, SWEEP_NANOS);
-    this.keepaliveNanos = keepaliveMillis * 1_000_000L;
-    this.livenessNanos = livenessMillis * 1_000_000L;
-    this.report = report;
-    this.heardNanos = System.nanoTime();
-    this.wroteNanos = heardNanos;
+    this.liveness = new LaneLiveness(name, keepaliveMillis, livenessMillis, report, counters);
     this.gate = gate;
     this.pool = pool;
     this.counters = counters;
@@ -295,64 +254,36 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
     int wrote = fillGather() + writer.writeSome();
     if (wrote > 0 && !inflight.isEmpty()) {
       // Request bytes only: a keepalive (sent with nothing in flight) is not a sign of the peer's.
-      wroteNanos = nowNanos;
+      liveness.wroteRequests(nowNanos);
     }
     return wrote + responses.readSome();
   }
 
   /** Bytes came from the peer; the reader calls this on every read that returned some. */
   void heard() {
-    heardNanos = cycleNanos();
+    liveness.heard(cycleNanos());
   }
 
   /** The peer answered the outstanding keepalive. */
   void keepaliveAnswered() {
-    keepaliveSentNanos = 0;
+    liveness.answered();
   }
 
   /**
    * Ends the lane if the peer has been silent past the liveness bound while the lane waits for an
    * answer; sends a keepalive if the lane has been idle for the keepalive interval.
    */
-  private int liveness(long now) throws LivenessLost {
-    boolean waiting = keepaliveSentNanos != 0 || !inflight.isEmpty();
-    if (waiting && now - heardNanos > livenessNanos && now - wroteNanos > livenessNanos) {
-      counters.increment(EngineTally.Count.KEEPALIVE_MISSES);
-      throw new LivenessLost(
-          name()
-              + ": the peer answered nothing for "
-              + (now - heardNanos) / 1_000_000
-              + " ms (tcp.livenessTimeoutMillis "
-              + livenessNanos / 1_000_000
-              + ")");
-    }
-    if (keepaliveSentNanos == 0
-        && inflight.isEmpty()
-        && waiting().isEmpty()
+  private int keepLive(long now) throws LaneLiveness.LivenessLost {
+    liveness.check(now, !inflight.isEmpty());
+    if (inflight.isEmpty()
+        && waiting.isEmpty()
         && !writer.busy()
-        && now - Math.max(heardNanos, wroteNanos) >= keepaliveNanos
+        && liveness.keepaliveDue(now)
         && writer.begin()) {
-      if (report != null) {
-        report.take(reported);
-      }
-      writer.appendKeepalive(reported[0], reported[1]);
-      // Not counted as written: the liveness bound runs from the peer's last sign of life.
-      keepaliveSentNanos = now;
+      liveness.sendKeepalive(now, writer);
       return 1;
     }
     return 0;
-  }
-
-  private PostQueue<LaneFrame> waiting() {
-    return waiting;
-  }
-
-  /** Nanoseconds until {@link #liveness} has something to do, for an idle lane's sleep. */
-  private long untilLivenessNanos(long now) {
-    if (keepaliveSentNanos != 0) {
-      return Math.max(1_000_000L, heardNanos + livenessNanos - now + 1_000_000L);
-    }
-    return Math.max(1_000_000L, Math.max(heardNanos, wroteNanos) + keepaliveNanos - now);
   }
 
   @Override
@@ -397,9 +328,9 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
    * socket proves that nothing will still land in its memory).
    */
   @Override
-  protected int sweep(long now) throws LaneDeadlineException, LivenessLost {
+  protected int sweep(long now) throws LaneDeadlineException, LaneLiveness.LivenessLost {
     sweepNanos = now;
-    int failed = waiting.removeIf(unsendable, failUnsent) + liveness(now);
+    int failed = waiting.removeIf(unsendable, failUnsent) + keepLive(now);
     for (LaneFrame f : inflight) {
       if (now - f.deadlineNanos > 0) {
         throw new LaneDeadlineException(
@@ -483,7 +414,7 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
   void beforePayload() throws IOException {
     hooks.beforeReadPayload(name());
     // A hook that held the lane is not the peer's silence.
-    heardNanos = System.nanoTime();
+    liveness.heard(System.nanoTime());
   }
 
   /** Hands a failure receipt for each task of the frame to its batch; the lane is done with it. */
@@ -521,7 +452,7 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
           long sleep =
               Math.min(
                   holding ? SELECT_MILLIS : Long.MAX_VALUE,
-                  untilLivenessNanos(System.nanoTime()) / 1_000_000L);
+                  liveness.untilNextNanos(System.nanoTime()) / 1_000_000L);
           selector.select(IGNORE_KEY, Math.max(1, sleep));
         }
       } finally {
@@ -544,7 +475,7 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
         cause instanceof FrameRejectedException ? ErrorKind.PROTOCOL : ErrorKind.PEER_LOST;
     boolean broke =
         cause instanceof IOException
-            && !(cause instanceof LivenessLost)
+            && !(cause instanceof LaneLiveness.LivenessLost)
             && lifecycle.state() == LaneLifecycle.State.DRAINING;
     long now = System.nanoTime();
     for (LaneFrame f : inflight) {

@@ -105,9 +105,6 @@ final class TcpLink implements EndpointLink {
     this.gate = new ChannelGate("the TCP channel to " + peer);
     this.shmReport = PeerBytes.of(context.counters(), peer);
     RequesterLane[] lanes = new RequesterLane[sockets.size()];
-    for (int i = 0; i < lanes.length; i++) {
-      lanes[i] = lane(i, sockets.get(i));
-    }
     SlicePlanner planner =
         new SlicePlanner(
             config.slicing().baseBlockBytes(),
@@ -125,6 +122,10 @@ final class TcpLink implements EndpointLink {
             context.counters(),
             tcp.waitWhileReconnecting(),
             this::healing);
+    // The channel only keeps the array: its slots are filled now, each lane knowing the channel.
+    for (int i = 0; i < lanes.length; i++) {
+      lanes[i] = lane(i, sockets.get(i));
+    }
   }
 
   private RequesterLane lane(int slot, SocketChannel socket) throws IOException {
@@ -146,7 +147,7 @@ final class TcpLink implements EndpointLink {
             shmReport::take,
             cause -> laneEnded(slot, self[0], cause));
     self[0] = lane;
-    if (tcp.retryReadOnOtherLane() && channel != null) {
+    if (tcp.retryReadOnOtherLane()) {
       lane.retryOn(channel::retry);
     }
     return lane;
@@ -172,9 +173,6 @@ final class TcpLink implements EndpointLink {
       throw e;
     }
     for (RequesterLane lane : link.channel.lanes()) {
-      if (link.context.config().tcp().retryReadOnOtherLane()) {
-        lane.retryOn(link.channel::retry);
-      }
       link.start(lane);
     }
     return link;

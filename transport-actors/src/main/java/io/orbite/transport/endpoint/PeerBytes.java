@@ -5,7 +5,7 @@ import io.orbite.engine.spi.EngineTally;
 import java.util.Map;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The bytes this engine copied over SHM out of and into one peer incarnation's memory that the peer
@@ -22,8 +22,10 @@ public final class PeerBytes {
   /** At most this many peers tracked per engine: an unbounded peer churn cannot grow the map. */
   static final int MAX_PEERS = 4096;
 
-  private final LongAdder read = new LongAdder();
-  private final LongAdder written = new LongAdder();
+  // Atomic swaps, not LongAdder: sumThenReset may lose an add that races it, and these are
+  // added to once per copy group, not per task.
+  private final AtomicLong read = new AtomicLong();
+  private final AtomicLong written = new AtomicLong();
 
   private PeerBytes() {}
 
@@ -57,10 +59,10 @@ public final class PeerBytes {
    */
   public void copied(long readBytes, long writtenBytes) {
     if (readBytes != 0) {
-      read.add(readBytes);
+      read.addAndGet(readBytes);
     }
     if (writtenBytes != 0) {
-      written.add(writtenBytes);
+      written.addAndGet(writtenBytes);
     }
   }
 
@@ -70,7 +72,7 @@ public final class PeerBytes {
    * @param readWritten where they go
    */
   public void take(long[] readWritten) {
-    readWritten[0] = read.sumThenReset();
-    readWritten[1] = written.sumThenReset();
+    readWritten[0] = read.getAndSet(0);
+    readWritten[1] = written.getAndSet(0);
   }
 }

@@ -47,6 +47,10 @@ final class ShmCopier {
   private final EngineTally counters;
   private final FaultHooks hooks;
   private final LongAdder laneBytes;
+
+  /** This peer's SHM bytes not yet reported to it, looked up once (its TCP lanes report them). */
+  private final PeerBytes peerBytes;
+
   private final Runnable peerLost;
 
   ShmCopier(
@@ -66,6 +70,7 @@ final class ShmCopier {
     this.counters = counters;
     this.hooks = hooks;
     this.laneBytes = counters.lane("shm/" + lane);
+    this.peerBytes = PeerBytes.of(counters, peer);
     this.peerLost = peerLost;
   }
 
@@ -312,7 +317,7 @@ final class ShmCopier {
     if (bytesRead + bytesWritten != 0) {
       laneBytes.add(bytesRead + bytesWritten);
       // The source is told of these on a TCP lane's next keepalive (it cannot see SHM copies).
-      PeerBytes.of(counters, peer).copied(bytesRead, bytesWritten);
+      peerBytes.copied(bytesRead, bytesWritten);
     }
     bytesRead = 0;
     bytesWritten = 0;

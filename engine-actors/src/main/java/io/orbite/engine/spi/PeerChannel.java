@@ -45,6 +45,17 @@ public interface PeerChannel {
     }
   }
 
+  /**
+   * How many bytes one physical transfer of this channel may carry when the engine merges adjacent
+   * tasks of a submission into it (request merging): the least of this side's and the peer's
+   * advertised limits. 0, the default, means this channel never takes merged work.
+   *
+   * @return the limit in bytes, or 0
+   */
+  default long mergeLimitBytes() {
+    return 0;
+  }
+
   /** Wakes lanes after a run of {@link #dispatch} calls. */
   void flush();
 

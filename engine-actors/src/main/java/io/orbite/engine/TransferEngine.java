@@ -62,6 +62,34 @@ public final class TransferEngine implements Engine {
   private final BatchAllocator batches;
   private final EngineClose closing;
 
+  /**
+   * Sends notifications to peers (submissions' and standalone ones). Until the notification
+   * transport is wired, every notification is refused.
+   */
+  private volatile io.orbite.engine.spi.NotificationSender notificationSender =
+      new io.orbite.engine.spi.NotificationSender() {
+        @Override
+        public void check(Notification notification) {
+          throw new TransferException(
+              ErrorKind.UNAVAILABLE, "notifications are not available in this engine");
+        }
+
+        @Override
+        public java.util.concurrent.CompletableFuture<NotificationResult> send(
+            io.orbite.engine.spi.PeerSegment peer, Notification notification) {
+          return java.util.concurrent.CompletableFuture.completedFuture(
+              new NotificationResult(
+                  NotificationResult.State.NOT_SENT,
+                  ErrorKind.UNAVAILABLE,
+                  "notifications are not available in this engine"));
+        }
+      };
+
+  /** The engine's notification sender, for the batches' notified submissions. */
+  io.orbite.engine.spi.NotificationSender notificationSender() {
+    return notificationSender;
+  }
+
   /** Whether a close has begun, checked by every call (the batches' too). */
   final CallGate calls;
 

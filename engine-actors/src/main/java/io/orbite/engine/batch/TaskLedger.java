@@ -11,6 +11,7 @@ import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.Registration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.IntConsumer;
 
 /**
  * The per-task drain ledger of one batch: how many receipts each task still owes, what they said,
@@ -86,6 +87,9 @@ final class TaskLedger {
   /** The failed attempt's transport and detail, for the detail of a retry that fails too. */
   private final String[] priorDetail;
 
+  /** The submission each task belongs to: a reference each, shared by its tasks. */
+  private final SubmissionState[] owner;
+
   private int size;
   private int pending;
 
@@ -124,6 +128,7 @@ final class TaskLedger {
     candidate = new boolean[capacity];
     vetoed = new boolean[capacity];
     priorDetail = new String[capacity];
+    owner = new SubmissionState[capacity];
   }
 
   /** What applying a receipt or a receipt count did to its task. */
@@ -166,14 +171,26 @@ final class TaskLedger {
     return heldBytes;
   }
 
-  /** Adds a pending task and returns its index; the caller then sets its owed receipts. */
+  /** {@link #add(Op, long, Registration, long, long, SubmissionState)} outside any submission. */
   int add(
       Op taskOp,
       long taskLength,
       Registration localLoan,
       long taskDeadlineNanos,
       long submittedNanos) {
+    return add(taskOp, taskLength, localLoan, taskDeadlineNanos, submittedNanos, null);
+  }
+
+  /** Adds a pending task and returns its index; the caller then sets its owed receipts. */
+  int add(
+      Op taskOp,
+      long taskLength,
+      Registration localLoan,
+      long taskDeadlineNanos,
+      long submittedNanos,
+      SubmissionState submission) {
     int i = size++;
+    owner[i] = submission;
     op[i] = taskOp;
     length[i] = taskLength;
     state[i] = TaskState.PENDING;
@@ -222,6 +239,14 @@ final class TaskLedger {
    * @return how many tasks were quarantined now
    */
   int quarantineOverdue(long now, long windowNanos, String why) {
+    return quarantineOverdue(now, windowNanos, i -> {}, why);
+  }
+
+  /**
+   * {@link #quarantineOverdue(long, long, String)}, telling {@code ended} each task it turned
+   * UNQUIESCED.
+   */
+  int quarantineOverdue(long now, long windowNanos, IntConsumer ended, String why) {
     int n = 0;
     for (int i = 0; i < size; i++) {
       if (state[i] == TaskState.PENDING && owing(i) && now - deadlineNanos[i] - windowNanos > 0) {
@@ -238,6 +263,7 @@ final class TaskLedger {
         held++;
         heldBytes += length[i];
         n++;
+        ended.accept(i);
       }
     }
     return n;
@@ -468,6 +494,7 @@ final class TaskLedger {
       throw new IllegalStateException(
           "reset of a ledger with " + pending + " pending and " + held + " held task(s)");
     }
+    Arrays.fill(owner, 0, size, null);
     size = 0;
     owedReceipts = 0;
   }
@@ -492,6 +519,11 @@ final class TaskLedger {
     }
     pending--;
     pendingBytes -= length[i];
+  }
+
+  /** The submission task {@code i} belongs to. */
+  SubmissionState owner(int i) {
+    return owner[i];
   }
 
   boolean succeeded(int i) {

@@ -59,14 +59,19 @@ import java.util.Map;
  *     within {@code tcp.livenessTimeoutMillis}.
  * @param peersFenced Requester side: peer entries fenced because a newer incarnation answered at
  *     their endpoint (learned by a reconnect, a keepalive's lane or an open).
+ * @param tasksMerged Requester side: tasks that request merging carried in a physical transfer
+ *     shared with adjacent tasks of their submission (each keeps its own result); {@code
+ *     tasksDispatched} counts physical transfers
+ * @param mergedTransfers Requester side: physical transfers that carried two or more merged tasks
  * @param transportFailovers Requester side: tasks that ran once more on another transport after
  *     their first transport drained them ({@code retry.maxTransportFailovers}).
  * @param sourceIdleCloses Source side: lanes closed after {@code tcp.sourceIdleTimeoutMillis}
  *     without a request.
  * @param sourceIncarnationsFenced Source side: lanes and sessions of a requester's old incarnation
  *     closed because its new incarnation said HELLO.
- * @param tasksDispatched per transport, tasks the engine handed to it (UNSPEC never dispatches: a
- *     task always runs on a chosen transport)
+ * @param tasksDispatched per transport, physical transfers the engine handed to it: a task, or a
+ *     group of adjacent tasks merged into one (UNSPEC never dispatches: a task always runs on a
+ *     chosen transport)
  * @param bytesDispatched per transport, bytes of the tasks handed to it
  * @param laneBytes every lane's cumulative confirmed bytes, by lane name (at most 1024 lanes by
  *     name; later ones share {@code "other"})
@@ -102,6 +107,8 @@ public record EngineCounters(
     long transportFailovers,
     long sourceIdleCloses,
     long sourceIncarnationsFenced,
+    long tasksMerged,
+    long mergedTransfers,
     Map<Transport, Long> tasksDispatched,
     Map<Transport, Long> bytesDispatched,
     Map<String, Long> laneBytes) {

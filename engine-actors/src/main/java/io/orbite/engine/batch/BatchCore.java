@@ -409,6 +409,20 @@ public final class BatchCore {
     RunDispatcher.dispatch(this, admitted, counters);
   }
 
+  /**
+   * Records the groups of adjacent tasks {@link RequestMerger} merged, before any of them is
+   * dispatched: each group's leader carries the whole group's bytes, and its members end with it.
+   */
+  synchronized void merged(RequestMerger.Plan plan) {
+    for (int g = 0; g < plan.groups(); g++) {
+      int head = plan.head(g);
+      ledger.group(head, plan.count(g), plan.merged(g).lengthBytes());
+      failover.merged(head, plan.merged(g), plan.count(g));
+    }
+    counters.add(Count.TASKS_MERGED, plan.tasksMerged());
+    counters.add(Count.MERGED_TRANSFERS, plan.groups());
+  }
+
   /** Fails task {@code i}, which its transport did not take, as never sent. */
   synchronized void failUnsent(int i, String why) {
     ledger.failUnsent(i, ErrorKind.UNAVAILABLE, why);
@@ -615,19 +629,24 @@ public final class BatchCore {
       }
       case FINISHED -> {
         failover.forget(i);
-        reportEnded(i);
-        countDown(i);
-        finished++;
-        finishedBytes += ledger.length(i);
-        if (ledger.succeeded(i)) {
-          completed++;
-          completedBytes += ledger.length(i);
+        // A merged transfer's leader ends its members with it.
+        for (int j = i, end = i + ledger.span(i); j < end; j++) {
+          reportEnded(j);
+          countDown(j);
+          finished++;
+          finishedBytes += ledger.length(j);
+          if (ledger.succeeded(j)) {
+            completed++;
+            completedBytes += ledger.length(j);
+          }
         }
       }
       case LATE_DRAINED -> {
         failover.forget(i);
-        lateTasks++;
-        lateBytes += ledger.length(i);
+        for (int j = i, end = i + ledger.span(i); j < end; j++) {
+          lateTasks++;
+          lateBytes += ledger.length(j);
+        }
       }
     }
   }

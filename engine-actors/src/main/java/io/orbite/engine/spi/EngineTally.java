@@ -53,7 +53,9 @@ public final class EngineTally {
     PEERS_FENCED,
     TRANSPORT_FAILOVERS,
     SOURCE_IDLE_CLOSES,
-    SOURCE_INCARNATIONS_FENCED
+    SOURCE_INCARNATIONS_FENCED,
+    TASKS_MERGED,
+    MERGED_TRANSFERS
   }
 
   /**
@@ -427,6 +429,8 @@ public final class EngineTally {
         sums[Count.TRANSPORT_FAILOVERS.ordinal()],
         sums[Count.SOURCE_IDLE_CLOSES.ordinal()],
         sums[Count.SOURCE_INCARNATIONS_FENCED.ordinal()],
+        sums[Count.TASKS_MERGED.ordinal()],
+        sums[Count.MERGED_TRANSFERS.ordinal()],
         tasks,
         bytes,
         laneBytes);

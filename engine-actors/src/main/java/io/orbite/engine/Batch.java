@@ -76,7 +76,7 @@ public final class Batch {
    * decided; {@link SubmissionStatus#notification()} says whether the peer's inbox accepted it.
    *
    * @param requests the transfers to start, every one to the same remote segment
-   * @param notification what the peer receives through its {@link Engine#notifications()}
+   * @param notification what the peer receives through its {@code Engine.notifications()}
    * @return the submission
    * @throws TransferException as {@link #submit(List)} does; INVALID_ARGUMENT when the requests go
    *     to more than one remote segment or to a file segment, or the notification exceeds a bound

@@ -2,7 +2,6 @@ package io.orbite.qualification.example;
 
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.streams.TransferResult;
-import io.orbite.qualification.example.KvHandoff.Destination;
 import io.orbite.qualification.verify.Pattern;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
@@ -52,7 +51,7 @@ final class KvCheck {
       Pass timed,
       int requestCount,
       RegisteredMemory local,
-      Destination dst,
+      KvDestination dst,
       long guardSeed) {
     int n = blocks.size();
     String streamProblem = timed.problem();
@@ -146,8 +145,8 @@ final class KvCheck {
         .parallel()
         .forEach(
             i -> {
-              long gapFrom = i == 0 ? 0 : dst.offsets()[i - 1] + blocks.get(i - 1).length();
-              long gapTo = i == n ? dst.bytes() : dst.offsets()[i];
+              long gapFrom = dst.gapFrom(blocks, i);
+              long gapTo = dst.gapTo(i);
               long badGuard = Pattern.verify(seg, gapFrom, gapTo - gapFrom, guardSeed, gapFrom);
               if (badGuard >= 0) {
                 guardProblem[i] =

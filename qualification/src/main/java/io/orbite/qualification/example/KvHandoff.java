@@ -25,7 +25,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Random;
 
 /**
  * {@code ./orbite example kv-handoff}: the KV-cache handoff between a prefill and a decode server.
@@ -52,6 +51,8 @@ public final class KvHandoff {
    * @param problems one line per failed task, missing result, wrong block or damaged guard
    * @param badBlocks the blocks named in {@code problems} ("request r block b")
    * @param prefillPid the prefill process (gone when the run returns)
+   * @param layers layers pulled in the layer phase's timed rounds
+   * @param layersVerified of those, layers whose every byte (and the guard gap before it) was right
    */
   public record Outcome(
       int exitCode,
@@ -60,7 +61,9 @@ public final class KvHandoff {
       long bytes,
       List<String> problems,
       List<String> badBlocks,
-      long prefillPid) {}
+      long prefillPid,
+      long layers,
+      long layersVerified) {}
 
   /**
    * Warm-up passes repeat until two in a row compile for at most this long (JIT ms, as the JVM
@@ -164,7 +167,8 @@ public final class KvHandoff {
         size(plan.pageBytes() / 8),
         size(plan.pageBytes()));
     long prefillPid = -1;
-    try (PrefillProcess prefill = PrefillProcess.start(plan, o.corruptOneBlock(), logs)) {
+    try (PrefillProcess prefill =
+        PrefillProcess.start(plan, o.layered(), o.corruptOneBlock(), logs)) {
       prefillPid = prefill.pid();
       out.printf(
           Locale.ROOT,
@@ -190,27 +194,9 @@ public final class KvHandoff {
       out.printf(
           "RESULT: FAIL - the handoff could not run: %s (prefill log: %s)%n",
           why, logs.resolve("prefill.log"));
-      return new Outcome(ExitCodes.forFailure(e), 0, 0, 0, List.of(why), List.of(), prefillPid);
+      return new Outcome(
+          ExitCodes.forFailure(e), 0, 0, 0, List.of(why), List.of(), prefillPid, 0, 0);
     }
-  }
-
-  /** Where each block goes on the decode side. */
-  record Destination(long[] offsets, long bytes) {}
-
-  /**
-   * Blocks one after another, each after a guard gap of 1..4096 bytes, so most offsets are
-   * unaligned.
-   */
-  private static Destination layout(List<KvBlock> blocks, long seed) {
-    Random random = new Random(seed ^ 0x6465636f6465L);
-    long[] offsets = new long[blocks.size()];
-    long at = 0;
-    for (int i = 0; i < blocks.size(); i++) {
-      at += 1 + random.nextInt(4096);
-      offsets[i] = at;
-      at += blocks.get(i).length();
-    }
-    return new Destination(offsets, at + 4096 + 7);
   }
 
   private Outcome handoff(KvOptions o, PrefillProcess prefill, TransferEngine decode)
@@ -225,8 +211,8 @@ public final class KvHandoff {
               + ", but the blocks were published by epoch "
               + Long.toHexString(prefill.epoch()));
     }
-    Destination dst = layout(blocks, o.seed());
-    long guardSeed = KvPlan.mix(o.seed(), 0x67756172L, 0x64L);
+    KvDestination dst = KvDestination.layout(blocks, o.seed());
+    long guardSeed = KvDestination.guardSeed(o.seed());
     // The decode side's KV pool: the pulled blocks land here. Nothing remote reads it; WRITE would
     // let
     // a prefill push instead (the other handoff direction).
@@ -334,12 +320,16 @@ public final class KvHandoff {
     List<String> badBlocks = verdict.badBlocks();
     long bytes = verdict.bytes();
     int verified = verdict.verified();
+    decode.unregister(local);
+
+    LayerPhase.Result layered =
+        new LayerPhase(out, figures, decode, peer, o).run(o.layered(), prefill.layeredRegionId());
+    layered.problems().forEach(p -> problems.add("layers: " + p));
     try {
       out.printf("prefill  counters: %s%n", prefill.call("COUNTERS"));
     } catch (java.io.IOException e) {
       problems.add("the prefill process did not answer COUNTERS: " + e.getMessage());
     }
-    decode.unregister(local);
 
     if (problems.isEmpty()) {
       out.printf(
@@ -349,7 +339,16 @@ public final class KvHandoff {
           n,
           requestCount,
           size(bytes));
-      return new Outcome(0, n, verified, bytes, List.of(), List.of(), prefill.pid());
+      return new Outcome(
+          0,
+          n,
+          verified,
+          bytes,
+          List.of(),
+          List.of(),
+          prefill.pid(),
+          layered.layers(),
+          layered.verified());
     }
     int shown = Math.min(problems.size(), 10);
     for (int i = 0; i < shown; i++) {
@@ -362,7 +361,15 @@ public final class KvHandoff {
         "RESULT: FAIL - %d problem(s), first: %s; prefill log: %s%n",
         problems.size(), problems.get(0), prefill.log());
     return new Outcome(
-        1, n, verified, bytes, List.copyOf(problems), List.copyOf(badBlocks), prefill.pid());
+        1,
+        n,
+        verified,
+        bytes,
+        List.copyOf(problems),
+        List.copyOf(badBlocks),
+        prefill.pid(),
+        layered.layers(),
+        layered.verified());
   }
 
   static String size(long bytes) {

@@ -17,11 +17,21 @@ public record KvOptions(
     long seed,
     Duration timeout,
     boolean corruptOneBlock,
-    boolean warmup) {
+    boolean warmup,
+    int pushWindow,
+    int layerRequests,
+    int layers,
+    int layerPages,
+    long layerPageBytes,
+    int layerDepth,
+    int layerRounds) {
   /** The command line, as {@code -h} prints it. */
   static final String USAGE =
       """
       usage: ./orbite example kv-handoff [options]
+      Phases against one prefill process: the decode pulls every KV block through the Streams API;
+      then it pulls a layered KV cache layer by layer, one submission per layer on one batch.
+      Every byte checked.
         --requests N                  requests whose KV blocks are handed off (default 64)
         --ordering in-order|as-completed
                                       order of the stream's results (default in-order)
@@ -36,10 +46,20 @@ public record KvOptions(
                                       stream, until two passes in a row compile for at most 10 ms of
                                       JIT time, at most 12 passes; then the destination is reset to
                                       its guard pattern): time a cold JVM instead
+        --layer-requests N            layer phase: requests in the prefill's layered region (default 8)
+        --layers L                    layer phase: layers per request (default 32)
+        --layer-pages P               layer phase: adjacent pages per layer (default 16)
+        --layer-page-kib K            layer phase: page size (default 64)
+        --layer-depth D               layer phase: most layers in flight, D >= 2: layer k+1 .. k+D-1
+                                      are submitted before layer k is awaited (default 16)
+        --layer-rounds R              layer phase: timed rounds, each pulling every layer of every
+                                      request once (default 3)
         --json                        the report goes to stderr; stdout gets one JSON object with
-                                      the figures (pulled_GBps, request_p50_ms, request_p99_ms, ...)
+                                      the figures (pulled_GBps, request_p50_ms, request_p99_ms,
+                                      layers_pulled_GBps, tasks_merged, physical_transfers, ...)
         --corrupt-one-block           test hook: the prefill damages one byte of one block after
-                                      publishing it; the run must find it and fail""";
+                                      publishing it, and one byte of one layer of its layered
+                                      region; the run must find both and fail""";
 
   public static KvOptions defaults() {
     return new KvOptions(
@@ -53,11 +73,23 @@ public record KvOptions(
         20260101L,
         Duration.ofSeconds(300),
         false,
-        true);
+        true,
+        8,
+        8,
+        32,
+        16,
+        64L << 10,
+        16,
+        3);
   }
 
   public KvPlan plan() {
     return new KvPlan(requests, blocksPerRequest, pageBytes, poolBytes, seed);
+  }
+
+  /** The layered region of the layer-by-layer phase. */
+  public KvLayers layered() {
+    return new KvLayers(layerRequests, layers, layerPages, layerPageBytes, seed);
   }
 
   /**
@@ -77,6 +109,13 @@ public record KvOptions(
     Duration timeout = d.timeout;
     boolean corrupt = d.corruptOneBlock;
     boolean warmup = d.warmup;
+    int pushWindow = d.pushWindow;
+    int layerRequests = d.layerRequests;
+    int layers = d.layers;
+    int layerPages = d.layerPages;
+    long layerPage = d.layerPageBytes;
+    int layerDepth = d.layerDepth;
+    int layerRounds = d.layerRounds;
     for (int i = 0; i < args.size(); i++) {
       String a = args.get(i);
       String v = null;
@@ -117,6 +156,19 @@ public record KvOptions(
         case "--inflight-mib" -> inflight = positiveInt(a, v) * (1L << 20);
         case "--seed" -> seed = Long.parseLong(v);
         case "--timeout-s" -> timeout = Duration.ofSeconds(positiveInt(a, v));
+        case "--push-window" -> pushWindow = positiveInt(a, v);
+        case "--layer-requests" -> layerRequests = positiveInt(a, v);
+        case "--layers" -> layers = positiveInt(a, v);
+        case "--layer-pages" -> layerPages = positiveInt(a, v);
+        case "--layer-page-kib" -> layerPage = positiveInt(a, v) * 1024L;
+        case "--layer-depth" -> {
+          layerDepth = positiveInt(a, v);
+          if (layerDepth < 2) {
+            throw new IllegalArgumentException(
+                a + " must be >= 2 (layer k+1 is submitted before layer k is awaited), got 1");
+          }
+        }
+        case "--layer-rounds" -> layerRounds = positiveInt(a, v);
         default -> throw new IllegalArgumentException("unknown option " + a);
       }
     }
@@ -132,8 +184,16 @@ public record KvOptions(
             seed,
             timeout,
             corrupt,
-            warmup);
+            warmup,
+            pushWindow,
+            layerRequests,
+            layers,
+            layerPages,
+            layerPage,
+            layerDepth,
+            layerRounds);
     o.plan(); // validates the sizes
+    o.layered();
     return o;
   }
 

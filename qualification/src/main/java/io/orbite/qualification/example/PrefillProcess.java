@@ -30,6 +30,8 @@ final class PrefillProcess implements AutoCloseable {
   private final long epoch;
   private final long regionId;
   private final long regionBytes;
+  private final long layeredRegionId;
+  private final long layeredBytes;
   private final List<KvBlock> blocks;
   private final long publishedBytes;
 
@@ -66,6 +68,9 @@ final class PrefillProcess implements AutoCloseable {
       String[] region = expect("REGION", 3);
       this.regionId = Long.parseLong(region[1]);
       this.regionBytes = Long.parseLong(region[2]);
+      String[] layered = expect("LAYERED", 3);
+      this.layeredRegionId = Long.parseLong(layered[1]);
+      this.layeredBytes = Long.parseLong(layered[2]);
       List<KvBlock> list = new ArrayList<>();
       String line;
       while ((line = out.readLine()) != null && line.startsWith(KvBlock.TAG + " ")) {
@@ -89,12 +94,14 @@ final class PrefillProcess implements AutoCloseable {
   }
 
   /** Starts the prefill process for {@code plan} and waits until it has published every block. */
-  static PrefillProcess start(KvPlan plan, boolean corruptOneBlock, Path logDir)
+  static PrefillProcess start(KvPlan plan, KvLayers layers, boolean corruptOneBlock, Path logDir)
       throws IOException {
+    List<String> args = new ArrayList<>(plan.toArgs());
+    args.addAll(layers.toArgs());
     List<String> cmd =
         new ArrayList<>(
             EngineProcess.javaCommand(
-                EngineProcess.classPath(), PrefillMain.class.getName(), plan.toArgs()));
+                EngineProcess.classPath(), PrefillMain.class.getName(), args));
     if (corruptOneBlock) {
       cmd.add("--corrupt-one-block");
     }
@@ -102,7 +109,8 @@ final class PrefillProcess implements AutoCloseable {
     Path log = logDir.resolve("prefill.log");
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(log.toFile());
     // Producing the blocks runs at memory speed; allow a minute plus 30 s per GiB of pool.
-    Duration publishWithin = Duration.ofSeconds(60 + 30 * (plan.regionBytes() >> 30));
+    Duration publishWithin =
+        Duration.ofSeconds(60 + 30 * ((plan.regionBytes() + layers.sourceBytes()) >> 30));
     return new PrefillProcess(pb.start(), log, publishWithin);
   }
 
@@ -138,6 +146,15 @@ final class PrefillProcess implements AutoCloseable {
     return regionBytes;
   }
 
+  /** The layered region of the layer-by-layer phase. */
+  long layeredRegionId() {
+    return layeredRegionId;
+  }
+
+  long layeredBytes() {
+    return layeredBytes;
+  }
+
   /** The published blocks, in the order they were published. */
   List<KvBlock> blocks() {
     return blocks;
@@ -165,6 +182,29 @@ final class PrefillProcess implements AutoCloseable {
     }
     if (answer.equals("OK") || answer.startsWith("OK ")) {
       return answer.length() > 3 ? answer.substring(3) : "";
+    }
+    throw new IOException("prefill process answered '" + answer + "' to '" + command + "'");
+  }
+
+  /**
+   * Sends one command whose answer is any number of lines starting with {@code prefix}, then {@code
+   * OK ...}; returns those lines, the OK line's words after {@code OK} last. Waits as long as the
+   * command runs.
+   */
+  synchronized List<String> callLines(String command, String prefix) throws IOException {
+    in.println(command);
+    List<String> lines = new ArrayList<>();
+    String answer;
+    while ((answer = out.readLine()) != null && answer.startsWith(prefix + " ")) {
+      lines.add(answer);
+    }
+    if (answer == null) {
+      throw new IOException(
+          "prefill process " + pid() + " ended during '" + command + "'; see " + log);
+    }
+    if (answer.equals("OK") || answer.startsWith("OK ")) {
+      lines.add(answer.length() > 3 ? answer.substring(3) : "");
+      return lines;
     }
     throw new IOException("prefill process answered '" + answer + "' to '" + command + "'");
   }

@@ -21,7 +21,10 @@ import org.junit.jupiter.api.io.TempDir;
  * engine in this JVM, every block pulled through the transfer stream and every byte checked.
  */
 class KvHandoffIT {
-  /** 12 requests x 3 blocks of 8..64 KiB pages in a small pool. */
+  /**
+   * 12 requests x 3 blocks of 8..64 KiB pages in a small pool; a layered region of 3 requests x 4
+   * layers x 4 pages of 16 KiB, pulled 3 layers deep in 2 timed rounds.
+   */
   private static List<String> small(String... more) {
     List<String> args =
         new java.util.ArrayList<>(
@@ -39,7 +42,19 @@ class KvHandoffIT {
                 "--inflight-mib",
                 "1",
                 "--timeout-s",
-                "60"));
+                "60",
+                "--layer-requests",
+                "3",
+                "--layers",
+                "4",
+                "--layer-pages",
+                "4",
+                "--layer-page-kib",
+                "16",
+                "--layer-depth",
+                "3",
+                "--layer-rounds",
+                "2"));
     args.addAll(List.of(more));
     return args;
   }
@@ -92,6 +107,18 @@ class KvHandoffIT {
     assertEquals(36, o.blocks());
     assertEquals(36, o.verifiedBlocks());
     assertTrue(o.problems().isEmpty(), () -> o.problems().toString());
+    // The layer phase: 2 timed rounds of 3 requests x 4 layers, every byte and guard right.
+    assertEquals(24, o.layers());
+    assertEquals(24, o.layersVerified());
+    assertTrue(
+        run.output()
+            .contains(
+                "layers   3 requests x 4 layers x 4 adjacent pages of 16 KiB (a layer is 64 KiB), one"
+                    + " submission per layer on one batch"),
+        run.output());
+    assertTrue(
+        run.output().matches("(?s).*merging  96 page READs travelled as [1-9][0-9]* physical.*"),
+        run.output());
     assertTrue(
         run.output()
             .matches(
@@ -109,6 +136,7 @@ class KvHandoffIT {
     KvHandoff.Outcome o = run.outcome();
     assertEquals(0, o.exitCode(), () -> "problems: " + o.problems());
     assertEquals(36, o.verifiedBlocks());
+    assertEquals(24, o.layersVerified());
     assertTrue(run.output().contains("RESULT: PASS"), run.output());
   }
 
@@ -117,12 +145,12 @@ class KvHandoffIT {
   void aCorruptedBlockIsFoundAndNamed() {
     List<String> args = small("--corrupt-one-block");
     KvPlan.Corruption damaged = KvOptions.parse(args).plan().corruption();
+    KvLayers.Corruption damagedLayer = KvOptions.parse(args).layered().corruption();
     Run run = run(args);
     KvHandoff.Outcome o = run.outcome();
     assertEquals(1, o.exitCode(), "a damaged block must fail the run");
     assertEquals(List.of(damaged.name()), o.badBlocks(), () -> "problems: " + o.problems());
     assertEquals(35, o.verifiedBlocks(), "every other block is right");
-    assertEquals(1, o.problems().size(), () -> o.problems().toString());
     String line = o.problems().get(0);
     assertTrue(
         line.startsWith(
@@ -132,6 +160,24 @@ class KvHandoffIT {
                 + damaged.byteInBlock()
                 + " of "),
         line);
+    // The layer phase finds the damaged layer in each of its 2 untimed and 2 timed rounds, and
+    // nothing else.
+    List<String> layerProblems =
+        o.problems().stream().filter(p -> p.startsWith("layers: ")).toList();
+    assertEquals(4, layerProblems.size(), () -> o.problems().toString());
+    for (String p : layerProblems) {
+      assertTrue(
+          p.contains(
+              "MISMATCH "
+                  + damagedLayer.name()
+                  + ": first bad byte is byte "
+                  + damagedLayer.byteInLayer()
+                  + " of the layer (page 2)"),
+          p);
+    }
+    assertEquals(1 + 4, o.problems().size(), () -> o.problems().toString());
+    assertEquals(24, o.layers());
+    assertEquals(22, o.layersVerified(), "every other layer of the timed rounds is right");
     assertTrue(run.output().contains("RESULT: FAIL"), run.output());
   }
 
@@ -150,6 +196,8 @@ class KvHandoffIT {
             List.of("--ordering", "sideways"),
             List.of("--requests"),
             List.of("--page-kib", "3"),
+            List.of("--layer-depth", "1"),
+            List.of("--layers", "1024", "--layer-pages", "1024"),
             List.of("--frobnicate", "1"))) {
       try {
         KvOptions.parse(bad);

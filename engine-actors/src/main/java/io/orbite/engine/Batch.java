@@ -62,7 +62,7 @@ public final class Batch {
     if (closed != null) {
       throw closed;
     }
-    RequestValidator.Routed routed = RequestValidator.validate(requests);
+    RequestValidator.Routed routed = RequestValidator.validate(requests, engine.selector);
     // On the caller's thread, no ask: reserve the indexes, charge the budgets and take the loans
     // (a refusal has had no side effect), then hand the work to its lanes.
     BatchCore.Admitted admitted = core.admit(lease, List.copyOf(requests), routed, submitted);

@@ -317,6 +317,7 @@ public final class BatchCore {
         PeerSegment.Routing routing = routed.routings()[k];
         PeerChannel channel = routing.channel();
         ledger.handedTo(i, channel.transport(), routing.route());
+        ledger.ruled(i, routed.rule(k));
         work[k] =
             new TaskWork(
                 sink,
@@ -328,8 +329,10 @@ public final class BatchCore {
                 r.remoteOffset(),
                 r.lengthBytes(),
                 deadline,
-                r.priority());
-        if (failover.enabled() && TransportFailover.candidate(routing)) {
+                routed.priority(k, r.priority()));
+        if (failover.enabled()
+            && TransportFailover.candidate(routing)
+            && routed.mayFailOver(k, channel.transport())) {
           ledger.mayFailOver(i);
           failover.remember(i, work[k], (PeerSegment) r.remote(), channel);
         }

@@ -27,6 +27,9 @@ import java.util.regex.Pattern;
  * defaults. Pekko's own settings (dispatchers and so on) are not part of this; they live in {@code
  * application.conf}.
  *
+ * <p>Why this file is over 500 lines: a record has no copy syntax, so each section's {@code
+ * withXxx} method names every component, one a line, and each is documented.
+ *
  * @param name engine name shown in logs and metrics. Default {@value #DEFAULT_NAME}; 1..{@value
  *     #MAX_NAME_LENGTH} characters, each one of {@code A-Z a-z 0-9 . _ -}.
  * @param listen where the engine accepts peer connections. Default {@link ListenConfig#defaults()}.
@@ -43,6 +46,9 @@ import java.util.regex.Pattern;
  *     Default {@link RdmaConfig#defaults()}.
  * @param observability metrics (Prometheus) and the dashboard, both off by default. Default {@link
  *     ObservabilityConfig#defaults()}.
+ * @param policies first-match transport policies for requests that let the engine choose their
+ *     transport ({@code UNSPEC}); a JSON array of rules. Default {@link TransportPolicies#NONE}:
+ *     the engine's own choice for every request.
  */
 public record EngineConfig(
     String name,
@@ -55,7 +61,8 @@ public record EngineConfig(
     ShmConfig shm,
     FileConfig file,
     RdmaConfig rdma,
-    ObservabilityConfig observability) {
+    ObservabilityConfig observability,
+    TransportPolicies policies) {
 
   /** Default {@link #name()}. */
   public static final String DEFAULT_NAME = "orbite";
@@ -110,6 +117,7 @@ public record EngineConfig(
     Checks.requireNonNull(FileConfig.SECTION, file);
     Checks.requireNonNull(RdmaConfig.SECTION, rdma);
     Checks.requireNonNull(ObservabilityConfig.SECTION, observability);
+    Checks.requireNonNull(TransportPolicies.SECTION, policies);
   }
 
   /**
@@ -130,7 +138,8 @@ public record EngineConfig(
         ShmConfig.defaults(),
         FileConfig.defaults(),
         RdmaConfig.defaults(),
-        ObservabilityConfig.defaults());
+        ObservabilityConfig.defaults(),
+        TransportPolicies.NONE);
   }
 
   /**
@@ -145,7 +154,18 @@ public record EngineConfig(
    */
   public EngineConfig withName(String name) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -159,7 +179,18 @@ public record EngineConfig(
    */
   public EngineConfig withListen(ListenConfig listen) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -172,7 +203,18 @@ public record EngineConfig(
    */
   public EngineConfig withTcp(TcpConfig tcp) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -185,7 +227,18 @@ public record EngineConfig(
    */
   public EngineConfig withBudgets(BudgetConfig budgets) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -199,7 +252,18 @@ public record EngineConfig(
    */
   public EngineConfig withSlicing(SlicingConfig slicing) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -212,7 +276,18 @@ public record EngineConfig(
    */
   public EngineConfig withFile(FileConfig file) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -226,7 +301,18 @@ public record EngineConfig(
    */
   public EngineConfig withTimeouts(TimeoutConfig timeouts) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -239,7 +325,18 @@ public record EngineConfig(
    */
   public EngineConfig withRetry(RetryConfig retry) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -253,7 +350,18 @@ public record EngineConfig(
    */
   public EngineConfig withShm(ShmConfig shm) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -266,7 +374,18 @@ public record EngineConfig(
    */
   public EngineConfig withRdma(RdmaConfig rdma) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -280,7 +399,42 @@ public record EngineConfig(
    */
   public EngineConfig withObservability(ObservabilityConfig observability) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
+  }
+
+  /**
+   * A copy with {@link #policies()} replaced and every other component kept; the new value is
+   * checked as by the constructor.
+   *
+   * @param policies transport policies, already checked by {@link TransportPolicies#of}
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code policies} if {@code policies} is {@code null}
+   */
+  public EngineConfig withPolicies(TransportPolicies policies) {
+    return new EngineConfig(
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -390,7 +544,8 @@ public record EngineConfig(
         r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read),
         r.section(RdmaConfig.SECTION, RdmaConfig.class, RdmaConfig::read),
         r.section(
-            ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read));
+            ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read),
+        r.policiesValue(TransportPolicies.SECTION));
   }
 
   private static String readFile(Path file) {

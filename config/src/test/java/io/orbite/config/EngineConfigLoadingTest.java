@@ -165,7 +165,8 @@ class EngineConfigLoadingTest {
             new ObservabilityConfig(
                 new MetricsConfig(true, "0.0.0.0", 9100),
                 new DashboardConfig(true, "::1", 65535),
-                60000)),
+                60000),
+            TransportPolicies.NONE),
         config);
   }
 
@@ -235,7 +236,21 @@ class EngineConfigLoadingTest {
             new ObservabilityConfig(
                 new MetricsConfig(true, "localhost", 1),
                 new DashboardConfig(false, "10.1.2.3", 0),
-                100));
+                100),
+            TransportPolicies.of(
+                new TransportPolicy(
+                    PolicyMatch.any()
+                        .withOp(TransportPolicy.Op.WRITE)
+                        .withMinBytes(1)
+                        .withMaxBytes(Long.MAX_VALUE)
+                        .withPriority(TransportPolicy.Priority.LOW)
+                        .withPeer("*:7000")
+                        .withMemory(TransportPolicy.Memory.REGISTERED),
+                    PolicyChoice.of(
+                            TransportPolicy.Transport.RDMA,
+                            TransportPolicy.Transport.SHM,
+                            TransportPolicy.Transport.TCP)
+                        .withPriority(TransportPolicy.Priority.MEDIUM))));
     String json = config.toJson();
     assertEquals(config, EngineConfig.fromJson(json));
     assertEquals(json, EngineConfig.fromJson(json).toJson(), "serialising is deterministic");
@@ -344,7 +359,8 @@ class EngineConfigLoadingTest {
                       "port": 0
                     },
                     "tickMillis": 1000
-                  }
+                  },
+                  "policies": []
                 }""";
     assertEquals(expected, EngineConfig.defaults().toJson());
   }

@@ -36,6 +36,8 @@ import java.util.regex.Pattern;
  * @param timeouts engine-wide time limits. Default {@link TimeoutConfig#defaults()}.
  * @param retry what the engine runs again on its own across transports (failover from SHM or RDMA
  *     to TCP). Default {@link RetryConfig#defaults()}.
+ * @param merge request merging: adjacent tasks of one submission carried as one physical transfer.
+ *     Default {@link MergeConfig#defaults()}.
  * @param shm same-host shared-memory transport settings. Default {@link ShmConfig#defaults()}.
  * @param file the file transport (file segments, io_uring lanes). Default {@link
  *     FileConfig#defaults()}.
@@ -52,6 +54,7 @@ public record EngineConfig(
     SlicingConfig slicing,
     TimeoutConfig timeouts,
     RetryConfig retry,
+    MergeConfig merge,
     ShmConfig shm,
     FileConfig file,
     RdmaConfig rdma,
@@ -106,6 +109,7 @@ public record EngineConfig(
     Checks.requireNonNull(SlicingConfig.SECTION, slicing);
     Checks.requireNonNull(TimeoutConfig.SECTION, timeouts);
     Checks.requireNonNull(RetryConfig.SECTION, retry);
+    Checks.requireNonNull(MergeConfig.SECTION, merge);
     Checks.requireNonNull(ShmConfig.SECTION, shm);
     Checks.requireNonNull(FileConfig.SECTION, file);
     Checks.requireNonNull(RdmaConfig.SECTION, rdma);
@@ -127,6 +131,7 @@ public record EngineConfig(
         SlicingConfig.defaults(),
         TimeoutConfig.defaults(),
         RetryConfig.defaults(),
+        MergeConfig.defaults(),
         ShmConfig.defaults(),
         FileConfig.defaults(),
         RdmaConfig.defaults(),
@@ -145,7 +150,18 @@ public record EngineConfig(
    */
   public EngineConfig withName(String name) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
   }
 
   /**
@@ -159,7 +175,18 @@ public record EngineConfig(
    */
   public EngineConfig withListen(ListenConfig listen) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
   }
 
   /**
@@ -172,7 +199,18 @@ public record EngineConfig(
    */
   public EngineConfig withTcp(TcpConfig tcp) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
   }
 
   /**
@@ -185,7 +223,18 @@ public record EngineConfig(
    */
   public EngineConfig withBudgets(BudgetConfig budgets) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
   }
 
   /**
@@ -199,7 +248,18 @@ public record EngineConfig(
    */
   public EngineConfig withSlicing(SlicingConfig slicing) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
   }
 
   /**
@@ -212,7 +272,18 @@ public record EngineConfig(
    */
   public EngineConfig withFile(FileConfig file) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
   }
 
   /**
@@ -226,7 +297,18 @@ public record EngineConfig(
    */
   public EngineConfig withTimeouts(TimeoutConfig timeouts) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
   }
 
   /**
@@ -239,7 +321,42 @@ public record EngineConfig(
    */
   public EngineConfig withRetry(RetryConfig retry) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
+  }
+
+  /**
+   * A copy with {@link #merge()} replaced and every other component kept; the new value is checked
+   * as by the constructor.
+   *
+   * @param merge request merging settings, already validated by {@link MergeConfig}'s constructor
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code merge} if {@code merge} is {@code null}
+   */
+  public EngineConfig withMerge(MergeConfig merge) {
+    return new EngineConfig(
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
   }
 
   /**
@@ -253,7 +370,18 @@ public record EngineConfig(
    */
   public EngineConfig withShm(ShmConfig shm) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
   }
 
   /**
@@ -266,7 +394,18 @@ public record EngineConfig(
    */
   public EngineConfig withRdma(RdmaConfig rdma) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
   }
 
   /**
@@ -280,7 +419,18 @@ public record EngineConfig(
    */
   public EngineConfig withObservability(ObservabilityConfig observability) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability);
   }
 
   /**
@@ -386,6 +536,7 @@ public record EngineConfig(
         r.section(SlicingConfig.SECTION, SlicingConfig.class, SlicingConfig::read),
         r.section(TimeoutConfig.SECTION, TimeoutConfig.class, TimeoutConfig::read),
         r.section(RetryConfig.SECTION, RetryConfig.class, RetryConfig::read),
+        r.section(MergeConfig.SECTION, MergeConfig.class, MergeConfig::read),
         r.section(ShmConfig.SECTION, ShmConfig.class, ShmConfig::read),
         r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read),
         r.section(RdmaConfig.SECTION, RdmaConfig.class, RdmaConfig::read),

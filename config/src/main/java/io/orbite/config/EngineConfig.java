@@ -39,6 +39,8 @@ import java.util.regex.Pattern;
  * @param timeouts engine-wide time limits. Default {@link TimeoutConfig#defaults()}.
  * @param retry what the engine runs again on its own across transports (failover from SHM or RDMA
  *     to TCP). Default {@link RetryConfig#defaults()}.
+ * @param merge request merging: adjacent tasks of one submission carried as one physical transfer.
+ *     Default {@link MergeConfig#defaults()}.
  * @param shm same-host shared-memory transport settings. Default {@link ShmConfig#defaults()}.
  * @param file the file transport (file segments, io_uring lanes). Default {@link
  *     FileConfig#defaults()}.
@@ -58,6 +60,7 @@ public record EngineConfig(
     SlicingConfig slicing,
     TimeoutConfig timeouts,
     RetryConfig retry,
+    MergeConfig merge,
     ShmConfig shm,
     FileConfig file,
     RdmaConfig rdma,
@@ -113,6 +116,7 @@ public record EngineConfig(
     Checks.requireNonNull(SlicingConfig.SECTION, slicing);
     Checks.requireNonNull(TimeoutConfig.SECTION, timeouts);
     Checks.requireNonNull(RetryConfig.SECTION, retry);
+    Checks.requireNonNull(MergeConfig.SECTION, merge);
     Checks.requireNonNull(ShmConfig.SECTION, shm);
     Checks.requireNonNull(FileConfig.SECTION, file);
     Checks.requireNonNull(RdmaConfig.SECTION, rdma);
@@ -135,6 +139,7 @@ public record EngineConfig(
         SlicingConfig.defaults(),
         TimeoutConfig.defaults(),
         RetryConfig.defaults(),
+        MergeConfig.defaults(),
         ShmConfig.defaults(),
         FileConfig.defaults(),
         RdmaConfig.defaults(),
@@ -161,6 +166,7 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
@@ -186,6 +192,7 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
@@ -210,6 +217,7 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
@@ -234,6 +242,7 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
@@ -259,6 +268,7 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
@@ -283,6 +293,7 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
@@ -308,6 +319,7 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
@@ -332,6 +344,32 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
+  }
+
+  /**
+   * A copy with {@link #merge()} replaced and every other component kept; the new value is checked
+   * as by the constructor.
+   *
+   * @param merge request merging settings, already validated by {@link MergeConfig}'s constructor
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code merge} if {@code merge} is {@code null}
+   */
+  public EngineConfig withMerge(MergeConfig merge) {
+    return new EngineConfig(
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
         shm,
         file,
         rdma,
@@ -357,6 +395,7 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
@@ -381,6 +420,7 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
@@ -406,6 +446,7 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
@@ -430,6 +471,7 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
@@ -540,6 +582,7 @@ public record EngineConfig(
         r.section(SlicingConfig.SECTION, SlicingConfig.class, SlicingConfig::read),
         r.section(TimeoutConfig.SECTION, TimeoutConfig.class, TimeoutConfig::read),
         r.section(RetryConfig.SECTION, RetryConfig.class, RetryConfig::read),
+        r.section(MergeConfig.SECTION, MergeConfig.class, MergeConfig::read),
         r.section(ShmConfig.SECTION, ShmConfig.class, ShmConfig::read),
         r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read),
         r.section(RdmaConfig.SECTION, RdmaConfig.class, RdmaConfig::read),

@@ -27,6 +27,9 @@ import java.util.regex.Pattern;
  * defaults. Pekko's own settings (dispatchers and so on) are not part of this; they live in {@code
  * application.conf}.
  *
+ * <p>Why this file is over 500 lines: a record has no copy syntax, so each section's {@code
+ * withXxx} method names every component, one a line, and each is documented.
+ *
  * @param name engine name shown in logs and metrics. Default {@value #DEFAULT_NAME}; 1..{@value
  *     #MAX_NAME_LENGTH} characters, each one of {@code A-Z a-z 0-9 . _ -}.
  * @param listen where the engine accepts peer connections. Default {@link ListenConfig#defaults()}.
@@ -36,6 +39,8 @@ import java.util.regex.Pattern;
  * @param timeouts engine-wide time limits. Default {@link TimeoutConfig#defaults()}.
  * @param retry what the engine runs again on its own across transports (failover from SHM or RDMA
  *     to TCP). Default {@link RetryConfig#defaults()}.
+ * @param merge request merging: adjacent tasks of one submission carried as one physical transfer.
+ *     Default {@link MergeConfig#defaults()}.
  * @param shm same-host shared-memory transport settings. Default {@link ShmConfig#defaults()}.
  * @param file the file transport (file segments, io_uring lanes). Default {@link
  *     FileConfig#defaults()}.
@@ -43,6 +48,9 @@ import java.util.regex.Pattern;
  *     Default {@link RdmaConfig#defaults()}.
  * @param observability metrics (Prometheus) and the dashboard, both off by default. Default {@link
  *     ObservabilityConfig#defaults()}.
+ * @param policies first-match transport policies for requests that let the engine choose their
+ *     transport ({@code UNSPEC}); a JSON array of rules. Default {@link TransportPolicies#NONE}:
+ *     the engine's own choice for every request.
  */
 public record EngineConfig(
     String name,
@@ -52,10 +60,12 @@ public record EngineConfig(
     SlicingConfig slicing,
     TimeoutConfig timeouts,
     RetryConfig retry,
+    MergeConfig merge,
     ShmConfig shm,
     FileConfig file,
     RdmaConfig rdma,
-    ObservabilityConfig observability) {
+    ObservabilityConfig observability,
+    TransportPolicies policies) {
 
   /** Default {@link #name()}. */
   public static final String DEFAULT_NAME = "orbite";
@@ -106,10 +116,12 @@ public record EngineConfig(
     Checks.requireNonNull(SlicingConfig.SECTION, slicing);
     Checks.requireNonNull(TimeoutConfig.SECTION, timeouts);
     Checks.requireNonNull(RetryConfig.SECTION, retry);
+    Checks.requireNonNull(MergeConfig.SECTION, merge);
     Checks.requireNonNull(ShmConfig.SECTION, shm);
     Checks.requireNonNull(FileConfig.SECTION, file);
     Checks.requireNonNull(RdmaConfig.SECTION, rdma);
     Checks.requireNonNull(ObservabilityConfig.SECTION, observability);
+    Checks.requireNonNull(TransportPolicies.SECTION, policies);
   }
 
   /**
@@ -127,10 +139,12 @@ public record EngineConfig(
         SlicingConfig.defaults(),
         TimeoutConfig.defaults(),
         RetryConfig.defaults(),
+        MergeConfig.defaults(),
         ShmConfig.defaults(),
         FileConfig.defaults(),
         RdmaConfig.defaults(),
-        ObservabilityConfig.defaults());
+        ObservabilityConfig.defaults(),
+        TransportPolicies.NONE);
   }
 
   /**
@@ -145,7 +159,19 @@ public record EngineConfig(
    */
   public EngineConfig withName(String name) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -159,7 +185,19 @@ public record EngineConfig(
    */
   public EngineConfig withListen(ListenConfig listen) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -172,7 +210,19 @@ public record EngineConfig(
    */
   public EngineConfig withTcp(TcpConfig tcp) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -185,7 +235,19 @@ public record EngineConfig(
    */
   public EngineConfig withBudgets(BudgetConfig budgets) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -199,7 +261,19 @@ public record EngineConfig(
    */
   public EngineConfig withSlicing(SlicingConfig slicing) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -212,7 +286,19 @@ public record EngineConfig(
    */
   public EngineConfig withFile(FileConfig file) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -226,7 +312,19 @@ public record EngineConfig(
    */
   public EngineConfig withTimeouts(TimeoutConfig timeouts) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -239,7 +337,44 @@ public record EngineConfig(
    */
   public EngineConfig withRetry(RetryConfig retry) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
+  }
+
+  /**
+   * A copy with {@link #merge()} replaced and every other component kept; the new value is checked
+   * as by the constructor.
+   *
+   * @param merge request merging settings, already validated by {@link MergeConfig}'s constructor
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code merge} if {@code merge} is {@code null}
+   */
+  public EngineConfig withMerge(MergeConfig merge) {
+    return new EngineConfig(
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -253,7 +388,19 @@ public record EngineConfig(
    */
   public EngineConfig withShm(ShmConfig shm) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -266,7 +413,19 @@ public record EngineConfig(
    */
   public EngineConfig withRdma(RdmaConfig rdma) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -280,7 +439,44 @@ public record EngineConfig(
    */
   public EngineConfig withObservability(ObservabilityConfig observability) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
+  }
+
+  /**
+   * A copy with {@link #policies()} replaced and every other component kept; the new value is
+   * checked as by the constructor.
+   *
+   * @param policies transport policies, already checked by {@link TransportPolicies#of}
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code policies} if {@code policies} is {@code null}
+   */
+  public EngineConfig withPolicies(TransportPolicies policies) {
+    return new EngineConfig(
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        observability,
+        policies);
   }
 
   /**
@@ -386,11 +582,13 @@ public record EngineConfig(
         r.section(SlicingConfig.SECTION, SlicingConfig.class, SlicingConfig::read),
         r.section(TimeoutConfig.SECTION, TimeoutConfig.class, TimeoutConfig::read),
         r.section(RetryConfig.SECTION, RetryConfig.class, RetryConfig::read),
+        r.section(MergeConfig.SECTION, MergeConfig.class, MergeConfig::read),
         r.section(ShmConfig.SECTION, ShmConfig.class, ShmConfig::read),
         r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read),
         r.section(RdmaConfig.SECTION, RdmaConfig.class, RdmaConfig::read),
         r.section(
-            ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read));
+            ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read),
+        r.policiesValue(TransportPolicies.SECTION));
   }
 
   private static String readFile(Path file) {

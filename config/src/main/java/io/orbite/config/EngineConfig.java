@@ -41,6 +41,9 @@ import java.util.regex.Pattern;
  *     FileConfig#defaults()}.
  * @param rdma the RDMA transport (provider, rails, queue pairs), off by default and being built.
  *     Default {@link RdmaConfig#defaults()}.
+ * @param notifications notifications between engines: the receiver's inbox, the bounds of tags and
+ *     payloads, how long a sender waits for an answer. Default {@link
+ *     NotificationConfig#defaults()}.
  * @param observability metrics (Prometheus) and the dashboard, both off by default. Default {@link
  *     ObservabilityConfig#defaults()}.
  */
@@ -55,6 +58,7 @@ public record EngineConfig(
     ShmConfig shm,
     FileConfig file,
     RdmaConfig rdma,
+    NotificationConfig notifications,
     ObservabilityConfig observability) {
 
   /** Default {@link #name()}. */
@@ -109,6 +113,7 @@ public record EngineConfig(
     Checks.requireNonNull(ShmConfig.SECTION, shm);
     Checks.requireNonNull(FileConfig.SECTION, file);
     Checks.requireNonNull(RdmaConfig.SECTION, rdma);
+    Checks.requireNonNull(NotificationConfig.SECTION, notifications);
     Checks.requireNonNull(ObservabilityConfig.SECTION, observability);
   }
 
@@ -130,6 +135,7 @@ public record EngineConfig(
         ShmConfig.defaults(),
         FileConfig.defaults(),
         RdmaConfig.defaults(),
+        NotificationConfig.defaults(),
         ObservabilityConfig.defaults());
   }
 
@@ -145,7 +151,18 @@ public record EngineConfig(
    */
   public EngineConfig withName(String name) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
   }
 
   /**
@@ -159,7 +176,18 @@ public record EngineConfig(
    */
   public EngineConfig withListen(ListenConfig listen) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
   }
 
   /**
@@ -172,7 +200,18 @@ public record EngineConfig(
    */
   public EngineConfig withTcp(TcpConfig tcp) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
   }
 
   /**
@@ -185,7 +224,18 @@ public record EngineConfig(
    */
   public EngineConfig withBudgets(BudgetConfig budgets) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
   }
 
   /**
@@ -199,7 +249,18 @@ public record EngineConfig(
    */
   public EngineConfig withSlicing(SlicingConfig slicing) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
   }
 
   /**
@@ -212,7 +273,18 @@ public record EngineConfig(
    */
   public EngineConfig withFile(FileConfig file) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
   }
 
   /**
@@ -226,7 +298,18 @@ public record EngineConfig(
    */
   public EngineConfig withTimeouts(TimeoutConfig timeouts) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
   }
 
   /**
@@ -239,7 +322,18 @@ public record EngineConfig(
    */
   public EngineConfig withRetry(RetryConfig retry) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
   }
 
   /**
@@ -253,7 +347,18 @@ public record EngineConfig(
    */
   public EngineConfig withShm(ShmConfig shm) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
   }
 
   /**
@@ -266,7 +371,43 @@ public record EngineConfig(
    */
   public EngineConfig withRdma(RdmaConfig rdma) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
+  }
+
+  /**
+   * A copy with {@link #notifications()} replaced and every other component kept; the new value is
+   * checked as by the constructor.
+   *
+   * @param notifications notification settings, already validated by {@link NotificationConfig}'s
+   *     constructor
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code notifications} if {@code notifications} is {@code null}
+   */
+  public EngineConfig withNotifications(NotificationConfig notifications) {
+    return new EngineConfig(
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
   }
 
   /**
@@ -280,7 +421,18 @@ public record EngineConfig(
    */
   public EngineConfig withObservability(ObservabilityConfig observability) {
     return new EngineConfig(
-        name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, observability);
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability);
   }
 
   /**
@@ -389,6 +541,7 @@ public record EngineConfig(
         r.section(ShmConfig.SECTION, ShmConfig.class, ShmConfig::read),
         r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read),
         r.section(RdmaConfig.SECTION, RdmaConfig.class, RdmaConfig::read),
+        r.section(NotificationConfig.SECTION, NotificationConfig.class, NotificationConfig::read),
         r.section(
             ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read));
   }

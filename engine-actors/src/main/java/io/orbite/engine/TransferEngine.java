@@ -6,17 +6,21 @@ import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.guardian.EngineGuardian;
 import io.orbite.engine.guardian.EngineLifecycle;
+import io.orbite.engine.notify.Notifier;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.segment.SegmentTable;
+import io.orbite.engine.spi.NotificationSender;
 import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.wire.EngineIdentity;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
@@ -61,6 +65,7 @@ public final class TransferEngine implements Engine {
   private final EngineServices services;
   private final BatchAllocator batches;
   private final EngineClose closing;
+  private final EngineNotifications notifications;
 
   /** Whether a close has begun, checked by every call (the batches' too). */
   final CallGate calls;
@@ -81,9 +86,31 @@ public final class TransferEngine implements Engine {
     this.batches =
         new BatchAllocator(
             config.budgets().maxBatchCapacity(), handles.gate(), guardian, system.scheduler());
+    SegmentDescriptor self = handles.self();
+    this.notifications =
+        new EngineNotifications(
+            new Notifier(
+                config.notifications(),
+                config.tcp().connectTimeoutMillis(),
+                new EngineIdentity(config.name(), self.host(), self.port()),
+                self.epoch(),
+                parts.counters(),
+                handles.gate()::fencedBecause,
+                parts.hooks()),
+            parts.notifications(),
+            calls,
+            system.executionContext());
     this.closing =
         new EngineClose(
-            calls, lifecycle, batches, services, system, ownsSystem, guardian, parts.shared());
+            calls,
+            lifecycle,
+            batches,
+            services,
+            system,
+            ownsSystem,
+            guardian,
+            parts.shared(),
+            notifications);
   }
 
   /**
@@ -254,6 +281,40 @@ public final class TransferEngine implements Engine {
     }
     java.util.Objects.requireNonNull(listener, "onPeerEvent: listener");
     return parts.peerEvents().subscribe(listener);
+  }
+
+  /**
+   * The engine's notification sender (engine-internal): what a submission's notification is sent
+   * with once its WRITEs completed.
+   */
+  NotificationSender notificationSender() {
+    return notifications.notifier();
+  }
+
+  @Override
+  public CompletionStage<NotificationResult> notifyAsync(
+      RemoteSegment segment, String tag, byte[] bytes) {
+    return notifications.notifyAsync(segment, tag, bytes);
+  }
+
+  @Override
+  public NotificationResult notify(RemoteSegment segment, String tag, byte[] bytes) {
+    return notifications.notifyBlocking(segment, tag, bytes);
+  }
+
+  @Override
+  public Source<ReceivedNotification, NotUsed> notifications() {
+    return notifications.notifications();
+  }
+
+  @Override
+  public List<ReceivedNotification> pollNotifications(int max) {
+    return notifications.poll(max);
+  }
+
+  @Override
+  public Optional<ReceivedNotification> pollNotification(Duration timeout) {
+    return notifications.poll(timeout);
   }
 
   @Override

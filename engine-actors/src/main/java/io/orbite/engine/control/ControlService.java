@@ -3,6 +3,7 @@ package io.orbite.engine.control;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
+import io.orbite.engine.notify.NotifyReceiver;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.RegistryView;
@@ -35,7 +36,10 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 public final class ControlService {
   public sealed interface Command {}
 
-  /** Close the listener and every connection not yet handed to a transport. */
+  /**
+   * Close the listener, every connection not yet handed to a transport and every notification
+   * connection.
+   */
   public record Stop(ActorRef<Stopped> replyTo) implements Command {}
 
   public record Stopped() {}
@@ -50,6 +54,7 @@ public final class ControlService {
   private final Set<SocketChannel> unclaimed = ConcurrentHashMap.newKeySet();
   private final Thread acceptor;
   private final int maxUnclaimed;
+  private final NotifyReceiver notifications;
 
   private ControlService(
       ActorContext<Command> ctx,
@@ -60,8 +65,10 @@ public final class ControlService {
       EngineTally counters,
       OwnerBoard board,
       int firstFrameTimeoutMillis,
-      int maxUnclaimed) {
+      int maxUnclaimed,
+      NotifyReceiver notifications) {
     this.ctx = ctx;
+    this.notifications = notifications;
     this.board = board;
     this.maxUnclaimed = maxUnclaimed;
     this.listener = listener;
@@ -97,7 +104,8 @@ public final class ControlService {
                                   transports,
                                   counters,
                                   firstFrameTimeoutMillis,
-                                  unclaimed::remove));
+                                  unclaimed::remove,
+                                  notifications));
                     }
                   } catch (ClosedChannelException e) {
                     // The listener was closed by Stop: the normal way out.
@@ -112,6 +120,7 @@ public final class ControlService {
   /**
    * @param listener a bound listener; the ControlService owns it from now on
    * @param maxUnclaimed how many accepted connections may wait for their first frame at once
+   * @param notifications serves the connections that carry notifications to this engine
    */
   public static Behavior<Command> create(
       ServerSocketChannel listener,
@@ -121,7 +130,8 @@ public final class ControlService {
       EngineTally counters,
       OwnerBoard board,
       int firstFrameTimeoutMillis,
-      int maxUnclaimed) {
+      int maxUnclaimed,
+      NotifyReceiver notifications) {
     return Behaviors.setup(
         ctx -> {
           ControlService service =
@@ -134,7 +144,8 @@ public final class ControlService {
                   counters,
                   board,
                   firstFrameTimeoutMillis,
-                  maxUnclaimed);
+                  maxUnclaimed,
+                  notifications);
           service.acceptor.start();
           return OwnerBoard.reporting(
               board,
@@ -171,6 +182,7 @@ public final class ControlService {
   private Behavior<Command> onStop(Stop m, boolean accepting) {
     closeQuietly(listener);
     unclaimed.forEach(ControlService::closeQuietly);
+    notifications.closeConnections();
     if (!accepting) {
       m.replyTo().tell(new Stopped());
       return stopped();

@@ -53,7 +53,10 @@ public final class EngineTally {
     PEERS_FENCED,
     TRANSPORT_FAILOVERS,
     SOURCE_IDLE_CLOSES,
-    SOURCE_INCARNATIONS_FENCED
+    SOURCE_INCARNATIONS_FENCED,
+    NOTIFICATIONS_SENT,
+    NOTIFICATIONS_RECEIVED,
+    NOTIFICATIONS_REFUSED
   }
 
   /**
@@ -427,6 +430,9 @@ public final class EngineTally {
         sums[Count.TRANSPORT_FAILOVERS.ordinal()],
         sums[Count.SOURCE_IDLE_CLOSES.ordinal()],
         sums[Count.SOURCE_INCARNATIONS_FENCED.ordinal()],
+        sums[Count.NOTIFICATIONS_SENT.ordinal()],
+        sums[Count.NOTIFICATIONS_RECEIVED.ordinal()],
+        sums[Count.NOTIFICATIONS_REFUSED.ordinal()],
         tasks,
         bytes,
         laneBytes);

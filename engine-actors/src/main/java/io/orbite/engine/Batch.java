@@ -46,9 +46,18 @@ public final class Batch {
    * Validates, admits and dispatches {@code requests}: all of them or none. Returns as soon as the
    * work is accepted; a small SHM copy may already have run, on this thread, when it returns.
    *
+   * <p>The returned {@link Submission} waits for these tasks only: its {@code await}, {@code
+   * completion} and {@code status} cost what its own tasks cost, however many tasks the batch
+   * holds. That is the pattern for layer-by-layer transfers: submit layer k+1, then await layer k's
+   * submission, on one batch; {@link #await} and {@link #status} of the whole batch read every task
+   * and grow with it.
+   *
+   * <p>Adjacent tasks of one submission may be merged into one physical transfer (request merging,
+   * {@code merge.enabled}); each task still gets its own result.
+   *
    * @param requests the transfers to start; with those submitted since the last {@link #reset}, at
    *     most {@link #capacity()}
-   * @return the task index of the first request
+   * @return the submission: the index range of its tasks, with its own await and results
    * @throws TransferException nothing was submitted, and {@link TransferException#kind()} says why:
    *     INVALID_ARGUMENT for a malformed request (the message names it: bad offset or length, a
    *     range past its region, an unknown or closed segment or region, a freed batch);
@@ -56,18 +65,52 @@ public final class Batch {
    *     batch's capacity or a budget (tasks, bytes in flight) would be exceeded; UNAVAILABLE when
    *     the engine or its requester side is closing or closed
    */
-  public int submit(List<TransferRequest> requests) {
+  public Submission submit(List<TransferRequest> requests) {
+    return submit(requests, null, null);
+  }
+
+  /**
+   * {@link #submit(List)}, with a notification for the peer: it is sent once every task of this
+   * submission completed, so that it arrives only after every WRITE of it was applied at the peer
+   * (C16), and it is never sent when a task failed. The submission is done when its notification is
+   * decided; {@link SubmissionStatus#notification()} says whether the peer's inbox accepted it.
+   *
+   * @param requests the transfers to start, every one to the same remote segment
+   * @param notification what the peer receives through its {@code Engine.notifications()}
+   * @return the submission
+   * @throws TransferException as {@link #submit(List)} does; INVALID_ARGUMENT when the requests go
+   *     to more than one remote segment or to a file segment, or the notification exceeds a bound
+   *     ({@code notify.maxTagBytes}, {@code notify.maxPayloadBytes})
+   */
+  public Submission submit(List<TransferRequest> requests, Notification notification) {
+    if (notification == null) {
+      throw new TransferException(
+          ErrorKind.INVALID_ARGUMENT, "submit: the notification is null (use submit(requests))");
+    }
+    return submit(requests, notification, engine.notificationSender());
+  }
+
+  private Submission submit(
+      List<TransferRequest> requests,
+      Notification notification,
+      io.orbite.engine.spi.NotificationSender sender) {
     long submitted = System.nanoTime();
     TransferException closed = engine.calls.closedError("submit");
     if (closed != null) {
       throw closed;
     }
     RequestValidator.Routed routed = RequestValidator.validate(requests);
+    io.orbite.engine.spi.PeerSegment peer = null;
+    if (notification != null) {
+      peer = RequestValidator.notifiedPeer(requests);
+      sender.check(notification);
+    }
     // On the caller's thread, no ask: reserve the indexes, charge the budgets and take the loans
     // (a refusal has had no side effect), then hand the work to its lanes.
-    BatchCore.Admitted admitted = core.admit(lease, List.copyOf(requests), routed, submitted);
+    BatchCore.Admitted admitted =
+        core.admit(lease, List.copyOf(requests), routed, submitted, notification, peer, sender);
     core.dispatch(admitted);
-    return admitted.first();
+    return new Submission(core, lease, admitted.submission(), engine);
   }
 
   /**

@@ -59,6 +59,10 @@ import java.util.Map;
  *     within {@code tcp.livenessTimeoutMillis}.
  * @param peersFenced Requester side: peer entries fenced because a newer incarnation answered at
  *     their endpoint (learned by a reconnect, a keepalive's lane or an open).
+ * @param tasksMerged Requester side: tasks that request merging carried in a physical transfer
+ *     shared with adjacent tasks of their submission (each keeps its own result); {@code
+ *     tasksDispatched} counts physical transfers
+ * @param mergedTransfers Requester side: physical transfers that carried two or more merged tasks
  * @param transportFailovers Requester side: tasks that ran once more on another transport after
  *     their first transport drained them ({@code retry.maxTransportFailovers}).
  * @param sourceIdleCloses Source side: lanes closed after {@code tcp.sourceIdleTimeoutMillis}
@@ -71,8 +75,9 @@ import java.util.Map;
  * @param notificationsRefused Receiver side: notifications refused: the inbox full ({@code
  *     RESOURCE_EXHAUSTED}), a tag or payload over this engine's bound ({@code INVALID_ARGUMENT}),
  *     another incarnation named ({@code EPOCH_MISMATCH}), or the engine closing.
- * @param tasksDispatched per transport, tasks the engine handed to it (UNSPEC never dispatches: a
- *     task always runs on a chosen transport)
+ * @param tasksDispatched per transport, physical transfers the engine handed to it: a task, or a
+ *     group of adjacent tasks merged into one (UNSPEC never dispatches: a task always runs on a
+ *     chosen transport)
  * @param bytesDispatched per transport, bytes of the tasks handed to it
  * @param laneBytes every lane's cumulative confirmed bytes, by lane name (at most 1024 lanes by
  *     name; later ones share {@code "other"})
@@ -108,6 +113,8 @@ public record EngineCounters(
     long transportFailovers,
     long sourceIdleCloses,
     long sourceIncarnationsFenced,
+    long tasksMerged,
+    long mergedTransfers,
     long notificationsSent,
     long notificationsReceived,
     long notificationsRefused,

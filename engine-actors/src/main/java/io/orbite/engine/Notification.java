@@ -33,13 +33,21 @@ public record Notification(String tag, byte[] bytes) {
     return new Notification(tag, bytes);
   }
 
-  /** A copy of the payload. */
+  /**
+   * A copy of the payload.
+   *
+   * @return the payload's bytes
+   */
   @Override
   public byte[] bytes() {
     return bytes.clone();
   }
 
-  /** The payload's length, without a copy. */
+  /**
+   * The payload's length, without a copy.
+   *
+   * @return its length in bytes
+   */
   public int length() {
     return bytes.length;
   }

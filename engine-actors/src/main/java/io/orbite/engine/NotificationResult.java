@@ -41,7 +41,11 @@ public record NotificationResult(State state, ErrorKind errorKind, String detail
     detail = detail == null ? "" : detail;
   }
 
-  /** Whether the peer accepted it. */
+  /**
+   * Whether the peer accepted it.
+   *
+   * @return true when DELIVERED
+   */
   public boolean delivered() {
     return state == State.DELIVERED;
   }

@@ -284,8 +284,8 @@ public final class TransferEngine implements Engine {
   }
 
   /**
-   * The engine's notification sender (engine-internal): what a submission's notification is sent
-   * with once its WRITEs completed.
+   * The engine's notification sender (engine-internal): the batches' notified submissions send with
+   * it once their tasks completed, as {@link #notifyAsync} does at once.
    */
   NotificationSender notificationSender() {
     return notifications.notifier();

@@ -3,13 +3,18 @@ package io.orbite.engine.batch;
 import io.orbite.config.RetryConfig;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.Notification;
+import io.orbite.engine.NotificationResult;
 import io.orbite.engine.QuarantinedOwner;
+import io.orbite.engine.SubmissionStatus;
+import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
+import io.orbite.engine.spi.NotificationSender;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.QuarantineLedger;
@@ -77,6 +82,25 @@ public final class BatchCore {
    * #takeRetries}), so this is empty whenever the monitor is free.
    */
   private final List<TransportFailover.Retry> retries = new ArrayList<>(0);
+
+  /**
+   * Submissions whose last task ended in the change being applied now, settled by {@link
+   * #afterChange}; empty whenever the monitor is free.
+   */
+  private final List<SubmissionState> settled = new ArrayList<>(0);
+
+  /**
+   * Notifications whose submissions completed under this monitor and that are not sent yet: the
+   * thread that decided them sends them after it releases the monitor ({@link #takeNotifications}),
+   * so this is empty whenever the monitor is free.
+   */
+  private final List<SubmissionState> toNotify = new ArrayList<>(0);
+
+  /**
+   * The ledger's generation: a new lease and every {@link #reset} begin one, and a submission of an
+   * earlier one can no longer read its tasks.
+   */
+  private long generation;
 
   /** UNQUIESCED tasks still held, readable by the quarantine ledger from any thread. */
   private final AtomicInteger heldTasks = new AtomicInteger();
@@ -245,7 +269,20 @@ public final class BatchCore {
    * unsent, and the routing the validator chose for it (its channel is the one it is handed to: no
    * second array of channels per submission).
    */
-  public record Admitted(int first, TaskWork[] work, PeerSegment.Routing[] routings) {}
+  public record Admitted(
+      int first, TaskWork[] work, PeerSegment.Routing[] routings, SubmissionState submission) {}
+
+  /**
+   * {@link #admit(long, List, RequestValidator.Routed, long, Notification, PeerSegment,
+   * NotificationSender)} without a notification.
+   */
+  public Admitted admit(
+      long handleLease,
+      List<TransferRequest> requests,
+      RequestValidator.Routed routed,
+      long submittedNanos) {
+    return admit(handleLease, requests, routed, submittedNanos, null, null, null);
+  }
 
   /**
    * Fits {@code requests} into the batch, charges the budgets for all of them and takes their local
@@ -254,6 +291,8 @@ public final class BatchCore {
    *
    * @param routed the requests' byte total and routing, from {@link RequestValidator#validate}
    * @param submittedNanos when the caller called submit: a task's latency is measured from there
+   * @param notification sent to {@code notifyPeer} by {@code sender} once every task completed;
+   *     null for none
    * @throws TransferException INVALID_ARGUMENT if the lease ended; RESOURCE_EXHAUSTED for capacity
    *     or a budget; UNAVAILABLE when the requester side is fenced
    */
@@ -261,7 +300,10 @@ public final class BatchCore {
       long handleLease,
       List<TransferRequest> requests,
       RequestValidator.Routed routed,
-      long submittedNanos) {
+      long submittedNanos,
+      Notification notification,
+      PeerSegment notifyPeer,
+      NotificationSender sender) {
     int n = requests.size();
     long total = routed.totalBytes();
     synchronized (this) {
@@ -290,6 +332,8 @@ public final class BatchCore {
       }
       long now = System.nanoTime();
       int first = ledger.size();
+      SubmissionState submission =
+          new SubmissionState(first, n, generation, notification, notifyPeer, sender);
       TaskWork[] work = new TaskWork[n];
       int releasedTasks = 0;
       long releasedBytes = 0;
@@ -301,13 +345,20 @@ public final class BatchCore {
         long deadline =
             now + (r.deadline() != null ? r.deadline().toNanos() : defaultDeadlineNanos);
         int i =
-            ledger.add(r.op(), r.lengthBytes(), loaned ? local : null, deadline, submittedNanos);
+            ledger.add(
+                r.op(),
+                r.lengthBytes(),
+                loaned ? local : null,
+                deadline,
+                submittedNanos,
+                submission);
         if (!loaned) {
           ledger.failUnsent(
               i,
               ErrorKind.INVALID_ARGUMENT,
               "local region " + local.regionId() + " was unregistered");
           reportEnded(i);
+          countDown(i);
           releasedTasks++;
           releasedBytes += r.lengthBytes();
           continue;
@@ -345,7 +396,8 @@ public final class BatchCore {
       }
       report(false);
       notifyIfIdle();
-      return new Admitted(first, work, routed.routings());
+      settleSubmissions();
+      return new Admitted(first, work, routed.routings(), submission);
     }
   }
 
@@ -355,6 +407,20 @@ public final class BatchCore {
    */
   public void dispatch(Admitted admitted) {
     RunDispatcher.dispatch(this, admitted, counters);
+  }
+
+  /**
+   * Records the groups of adjacent tasks {@link RequestMerger} merged, before any of them is
+   * dispatched: each group's leader carries the whole group's bytes, and its members end with it.
+   */
+  synchronized void merged(RequestMerger.Plan plan) {
+    for (int g = 0; g < plan.groups(); g++) {
+      int head = plan.head(g);
+      ledger.group(head, plan.count(g), plan.merged(g).lengthBytes());
+      failover.merged(head, plan.merged(g), plan.count(g));
+    }
+    counters.add(Count.TASKS_MERGED, plan.tasksMerged());
+    counters.add(Count.MERGED_TRANSFERS, plan.groups());
   }
 
   /** Fails task {@code i}, which its transport did not take, as never sent. */
@@ -367,6 +433,7 @@ public final class BatchCore {
   /** Records the receipt counts of the dispatched tasks ({@code owed[k] < 0}: not dispatched). */
   void sealed(TaskWork[] work, int[] owed) {
     List<TransportFailover.Retry> again;
+    List<SubmissionState> notify;
     synchronized (this) {
       long now = System.nanoTime();
       for (int k = 0; k < work.length; k++) {
@@ -376,15 +443,20 @@ public final class BatchCore {
       }
       afterChange();
       again = takeRetries();
+      notify = takeNotifications();
     }
     if (again != null) {
       retry(again);
+    }
+    if (notify != null) {
+      sendNotifications(notify);
     }
   }
 
   /** Applies receipts from a lane (or from the caller's thread, for a copy it ran). */
   private void apply(Sink from, Receipts receipts) {
     List<TransportFailover.Retry> again;
+    List<SubmissionState> notify;
     synchronized (this) {
       if (from != sink) {
         // A receipt for a generation that ended: the ledger had it drained, so a lane broke its
@@ -411,9 +483,13 @@ public final class BatchCore {
       }
       afterChange();
       again = takeRetries();
+      notify = takeNotifications();
     }
     if (again != null) {
       retry(again);
+    }
+    if (notify != null) {
+      sendNotifications(notify);
     }
   }
 
@@ -425,6 +501,112 @@ public final class BatchCore {
     List<TransportFailover.Retry> taken = List.copyOf(retries);
     retries.clear();
     return taken;
+  }
+
+  /** The notifications decided under this monitor, now to be sent by the caller; or null. */
+  private List<SubmissionState> takeNotifications() {
+    if (toNotify.isEmpty()) {
+      return null;
+    }
+    List<SubmissionState> taken = List.copyOf(toNotify);
+    toNotify.clear();
+    return taken;
+  }
+
+  /**
+   * Sends the notifications of submissions whose every task completed, outside this monitor; the
+   * sender never blocks on I/O, and its answer settles the submission.
+   */
+  private void sendNotifications(List<SubmissionState> notify) {
+    for (SubmissionState s : notify) {
+      CompletableFuture<NotificationResult> sent;
+      try {
+        sent = s.sender.send(s.peer, s.notification);
+      } catch (RuntimeException e) {
+        sent =
+            CompletableFuture.completedFuture(
+                new NotificationResult(
+                    NotificationResult.State.NOT_SENT,
+                    ErrorKind.UNAVAILABLE,
+                    "the notification sender failed: " + e));
+      }
+      sent.whenComplete((r, e) -> notified(s, r, e));
+    }
+  }
+
+  /** The sender's answer for submission {@code s}'s notification. */
+  private synchronized void notified(SubmissionState s, NotificationResult r, Throwable e) {
+    s.notificationResult =
+        r != null
+            ? r
+            : new NotificationResult(
+                NotificationResult.State.UNKNOWN,
+                ErrorKind.UNAVAILABLE,
+                "the notification sender failed after sending: " + e);
+    wake(s);
+  }
+
+  /**
+   * Counts task {@code i} down in its submission, which it has just left pending; a submission
+   * whose last task this was is settled by {@link #settleSubmissions}.
+   */
+  private void countDown(int i) {
+    SubmissionState s = ledger.owner(i);
+    if (!ledger.succeeded(i) && s.failed++ == 0) {
+      s.firstFailed = i;
+    }
+    if (--s.pending == 0) {
+      settled.add(s);
+    }
+  }
+
+  /**
+   * Decides the notification of every submission whose last task ended (sent only when every task
+   * completed: C16) and wakes its waiters. Under the monitor.
+   */
+  private void settleSubmissions() {
+    if (settled.isEmpty()) {
+      return;
+    }
+    for (SubmissionState s : settled) {
+      if (s.notificationResult.state() == NotificationResult.State.PENDING) {
+        if (s.failed > 0) {
+          s.notificationResult =
+              new NotificationResult(
+                  NotificationResult.State.NOT_SENT,
+                  ledger.error(s.firstFailed),
+                  "not sent: "
+                      + s.failed
+                      + " of its "
+                      + s.count
+                      + " task(s) did not complete, the first task "
+                      + s.firstFailed
+                      + " ("
+                      + ledger.error(s.firstFailed)
+                      + ")");
+        } else {
+          toNotify.add(s);
+          continue;
+        }
+      }
+      wake(s);
+    }
+    settled.clear();
+  }
+
+  /** Wakes the waiters of submission {@code s} once it is done. Under the monitor. */
+  private void wake(SubmissionState s) {
+    if (!s.done()) {
+      return;
+    }
+    if (s.blockedAwaits > 0) {
+      notifyAll();
+    }
+    if (s.completion != null && !s.completion.isDone()) {
+      CompletableFuture<SubmissionStatus> f = s.completion;
+      SubmissionStatus status = statusOf(s);
+      completions.execute(() -> f.complete(status));
+    }
   }
 
   /** Hands tasks that failed over to their channel ({@link TransportFailover#handOver}). */
@@ -447,18 +629,24 @@ public final class BatchCore {
       }
       case FINISHED -> {
         failover.forget(i);
-        reportEnded(i);
-        finished++;
-        finishedBytes += ledger.length(i);
-        if (ledger.succeeded(i)) {
-          completed++;
-          completedBytes += ledger.length(i);
+        // A merged transfer's leader ends its members with it.
+        for (int j = i, end = i + ledger.span(i); j < end; j++) {
+          reportEnded(j);
+          countDown(j);
+          finished++;
+          finishedBytes += ledger.length(j);
+          if (ledger.succeeded(j)) {
+            completed++;
+            completedBytes += ledger.length(j);
+          }
         }
       }
       case LATE_DRAINED -> {
         failover.forget(i);
-        lateTasks++;
-        lateBytes += ledger.length(i);
+        for (int j = i, end = i + ledger.span(i); j < end; j++) {
+          lateTasks++;
+          lateBytes += ledger.length(j);
+        }
       }
     }
   }
@@ -468,6 +656,7 @@ public final class BatchCore {
    * monitor.
    */
   private void afterChange() {
+    settleSubmissions();
     if (finished > 0) {
       gate.releaseTasks(finished, finishedBytes);
       counters.add(Count.TASKS_COMPLETED, completed);
@@ -565,6 +754,88 @@ public final class BatchCore {
     return f;
   }
 
+  /**
+   * Waits up to {@code timeoutNanos} for submission {@code s} to be done: its tasks terminal and
+   * its notification decided. Costs what its own tasks cost, whatever the batch holds.
+   *
+   * @throws InterruptedException if the waiting thread is interrupted
+   */
+  public synchronized SubmissionStatus await(long handleLease, SubmissionState s, long timeoutNanos)
+      throws InterruptedException {
+    if (!holds(handleLease)) {
+      throw freed("await");
+    }
+    requireCurrent(s, "await");
+    long end = System.nanoTime() + timeoutNanos;
+    while (!s.done() && holds(handleLease)) {
+      long left = end - System.nanoTime();
+      if (left <= 0) {
+        break;
+      }
+      s.blockedAwaits++;
+      try {
+        TimeUnit.NANOSECONDS.timedWait(this, left);
+      } finally {
+        s.blockedAwaits--;
+      }
+    }
+    return statusOf(s);
+  }
+
+  /** A future completed (on the engine's dispatcher) once submission {@code s} is done. */
+  public synchronized CompletableFuture<SubmissionStatus> completion(
+      long handleLease, SubmissionState s) {
+    if (!holds(handleLease)) {
+      return CompletableFuture.failedFuture(freed("completion"));
+    }
+    if (s.generation != generation) {
+      return CompletableFuture.failedFuture(resetSince(s, "completion"));
+    }
+    if (s.done()) {
+      return CompletableFuture.completedFuture(statusOf(s));
+    }
+    if (s.completion == null) {
+      s.completion = new CompletableFuture<>();
+    }
+    return s.completion;
+  }
+
+  /** Submission {@code s}'s tasks and notification now. */
+  public synchronized SubmissionStatus status(long handleLease, SubmissionState s) {
+    if (!holds(handleLease)) {
+      throw freed("status");
+    }
+    requireCurrent(s, "status");
+    return statusOf(s);
+  }
+
+  private SubmissionStatus statusOf(SubmissionState s) {
+    TaskResult[] results = new TaskResult[s.count];
+    for (int k = 0; k < s.count; k++) {
+      results[k] = ledger.result(s.first + k);
+    }
+    return new SubmissionStatus(s.first, List.of(results), s.done(), s.notificationResult);
+  }
+
+  private void requireCurrent(SubmissionState s, String call) {
+    if (s.generation != generation) {
+      throw resetSince(s, call);
+    }
+  }
+
+  private TransferException resetSince(SubmissionState s, String call) {
+    return new TransferException(
+        ErrorKind.INVALID_ARGUMENT,
+        call
+            + ": batch "
+            + name
+            + " was reset (or freed) after the submission of tasks "
+            + s.first
+            + ".."
+            + (s.first + s.count - 1)
+            + "; its task results are gone (read them before reset)");
+  }
+
   /** Every task's state now. */
   public synchronized BatchStatus status(long handleLease) {
     if (!holds(handleLease)) {
@@ -597,6 +868,7 @@ public final class BatchCore {
     }
     refuseWhileBusy("reset");
     ledger.reset();
+    generation++;
     sink = new Sink();
     report(false);
   }
@@ -613,6 +885,7 @@ public final class BatchCore {
     }
     refuseWhileBusy("free");
     ledger.reset();
+    generation++;
     lease.state.moveTo(BatchLease.State.FREED);
     sink = null;
     // Waiters of this lease see it freed.
@@ -665,6 +938,7 @@ public final class BatchCore {
         ledger.quarantineOverdue(
             now,
             destructionWindowNanos,
+            this::countDown,
             "its worker did not let go of its memory within the destruction window ("
                 + destructionWindowNanos / 1_000_000
                 + " ms) after its deadline; memory and charges retained");
@@ -689,6 +963,7 @@ public final class BatchCore {
               Instant.now()),
           () -> heldTasks.get() > 0);
       notifyIfIdle();
+      settleSubmissions();
       report(true);
     }
     long earliest = ledger.earliestPendingDeadline();

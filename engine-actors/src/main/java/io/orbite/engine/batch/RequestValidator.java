@@ -47,6 +47,32 @@ public final class RequestValidator {
     return new Routed(total, routings);
   }
 
+  /**
+   * The one peer a notified submission's requests go to (they have passed {@link #validate}).
+   *
+   * @throws TransferException INVALID_ARGUMENT when they go to more than one remote segment, or to
+   *     a file segment
+   */
+  public static PeerSegment notifiedPeer(List<TransferRequest> requests) {
+    PeerSegment peer = (PeerSegment) requests.get(0).remote();
+    if (peer.channel().transport() == io.orbite.engine.Transport.FILE) {
+      throw invalid(
+          0, "a notification goes to a peer engine, not to a file segment (" + peer.label() + ")");
+    }
+    for (int i = 1; i < requests.size(); i++) {
+      if (requests.get(i).remote() != peer) {
+        throw invalid(
+            i,
+            "a notification needs every request of its submission to go to one remote segment:"
+                + " this one goes to "
+                + requests.get(i).remote().label()
+                + ", task 0 to "
+                + peer.label());
+      }
+    }
+    return peer;
+  }
+
   private static PeerSegment.Routing check(int i, TransferRequest r) {
     if (r.local() == null) {
       throw invalid(i, "local memory is null");

@@ -40,11 +40,19 @@ final class RunDispatcher {
    * tasks for one channel go in runs: the first of at most {@link #FIRST_RUN}, the later ones of at
    * most {@link #RUN}; each channel is flushed after its first run (so it starts while the rest are
    * dispatched) and at the end. The receipt counts are recorded together at the end, under one
-   * lock: receipts that arrive meanwhile are counted, and their tasks end then.
+   * lock: receipts that arrive meanwhile are counted, and their tasks end then. Adjacent tasks are
+   * first merged into physical transfers where their channel allows ({@link RequestMerger}).
    */
   static void dispatch(BatchCore core, BatchCore.Admitted admitted, EngineTally counters) {
     PeerSegment.Routing[] routings = admitted.routings();
     TaskWork[] work = admitted.work();
+    RequestMerger.Plan plan = RequestMerger.plan(work, routings);
+    if (plan != null) {
+      // Recorded before the first dispatch: a merged transfer's receipt can arrive at once.
+      core.merged(plan);
+      work = plan.work();
+      routings = plan.routings();
+    }
     int[] owed = new int[work.length];
     Arrays.fill(owed, -1);
     List<PeerChannel> touched = null;

@@ -11,6 +11,7 @@ import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.Registration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.IntConsumer;
 
 /**
  * The per-task drain ledger of one batch: how many receipts each task still owes, what they said,
@@ -86,6 +87,19 @@ final class TaskLedger {
   /** The failed attempt's transport and detail, for the detail of a retry that fails too. */
   private final String[] priorDetail;
 
+  /** The submission each task belongs to: a reference each, shared by its tasks. */
+  private final SubmissionState[] owner;
+
+  /**
+   * Request merging: how many tasks the physical transfer led by task {@code i} carries (1: its own
+   * bytes only), and the bytes it carries. The tasks after a leader in its group are {@link
+   * #member}s: they owe no receipt of their own, and end when their leader ends, with its outcome.
+   */
+  private final int[] span;
+
+  private final long[] physical;
+  private final boolean[] member;
+
   private int size;
   private int pending;
 
@@ -124,6 +138,10 @@ final class TaskLedger {
     candidate = new boolean[capacity];
     vetoed = new boolean[capacity];
     priorDetail = new String[capacity];
+    owner = new SubmissionState[capacity];
+    span = new int[capacity];
+    physical = new long[capacity];
+    member = new boolean[capacity];
   }
 
   /** What applying a receipt or a receipt count did to its task. */
@@ -166,14 +184,29 @@ final class TaskLedger {
     return heldBytes;
   }
 
-  /** Adds a pending task and returns its index; the caller then sets its owed receipts. */
+  /** {@link #add(Op, long, Registration, long, long, SubmissionState)} outside any submission. */
   int add(
       Op taskOp,
       long taskLength,
       Registration localLoan,
       long taskDeadlineNanos,
       long submittedNanos) {
+    return add(taskOp, taskLength, localLoan, taskDeadlineNanos, submittedNanos, null);
+  }
+
+  /** Adds a pending task and returns its index; the caller then sets its owed receipts. */
+  int add(
+      Op taskOp,
+      long taskLength,
+      Registration localLoan,
+      long taskDeadlineNanos,
+      long submittedNanos,
+      SubmissionState submission) {
     int i = size++;
+    owner[i] = submission;
+    span[i] = 1;
+    physical[i] = taskLength;
+    member[i] = false;
     op[i] = taskOp;
     length[i] = taskLength;
     state[i] = TaskState.PENDING;
@@ -222,6 +255,14 @@ final class TaskLedger {
    * @return how many tasks were quarantined now
    */
   int quarantineOverdue(long now, long windowNanos, String why) {
+    return quarantineOverdue(now, windowNanos, i -> {}, why);
+  }
+
+  /**
+   * {@link #quarantineOverdue(long, long, String)}, telling {@code ended} each task it turned
+   * UNQUIESCED.
+   */
+  int quarantineOverdue(long now, long windowNanos, IntConsumer ended, String why) {
     int n = 0;
     for (int i = 0; i < size; i++) {
       if (state[i] == TaskState.PENDING && owing(i) && now - deadlineNanos[i] - windowNanos > 0) {
@@ -238,6 +279,21 @@ final class TaskLedger {
         held++;
         heldBytes += length[i];
         n++;
+        ended.accept(i);
+        for (int j = i + 1; j < i + span[i]; j++) {
+          // A member's memory is its leader's transfer's: held with it, until it lets go.
+          state[j] = TaskState.UNQUIESCED;
+          error[j] = ErrorKind.UNQUIESCED;
+          detail[j] = why;
+          ambiguous[j] = ambiguous[i];
+          elapsedNanos[j] = now - admittedNanos[j];
+          pending--;
+          pendingBytes -= length[j];
+          held++;
+          heldBytes += length[j];
+          n++;
+          ended.accept(j);
+        }
       }
     }
     return n;
@@ -259,14 +315,50 @@ final class TaskLedger {
    * A late receipt (or receipt count) left an UNQUIESCED task owing nothing: its workers let go.
    */
   private Outcome lateDrained(int i) {
-    if (loan[i] != null) {
-      loan[i].returnLoan();
-      loan[i] = null;
-      loansHeld--;
+    for (int j = i; j < i + span[i]; j++) {
+      if (loan[j] != null) {
+        loan[j].returnLoan();
+        loan[j] = null;
+        loansHeld--;
+      }
+      held--;
+      heldBytes -= length[j];
     }
-    held--;
-    heldBytes -= length[i];
     return Outcome.LATE_DRAINED;
+  }
+
+  /**
+   * Merges tasks {@code head .. head + count - 1}, adjacent tasks of one submission not dispatched
+   * yet, into one physical transfer of {@code bytes} led by {@code head}: its receipts confirm the
+   * group's bytes, and when it ends, every member ends with its outcome. The group's deadline is
+   * its earliest member's. A member is no candidate for failover on its own: its leader fails over
+   * with the whole group.
+   */
+  void group(int head, int count, long bytes) {
+    if (count < 2 || head + count > size || sealed[head] || member[head]) {
+      throw new IllegalStateException(
+          "cannot merge tasks " + head + ".." + (head + count - 1) + " of " + size);
+    }
+    span[head] = count;
+    physical[head] = bytes;
+    long deadline = deadlineNanos[head];
+    for (int j = head + 1; j < head + count; j++) {
+      if (state[j] != TaskState.PENDING || sealed[j]) {
+        throw new IllegalStateException("task " + j + " merged after it was sealed");
+      }
+      member[j] = true;
+      sealed[j] = true;
+      candidate[j] = false;
+      if (deadlineNanos[j] - deadline < 0) {
+        deadline = deadlineNanos[j];
+      }
+    }
+    deadlineNanos[head] = deadline;
+  }
+
+  /** How many tasks the physical transfer task {@code i} leads carries (1: itself alone). */
+  int span(int i) {
+    return span[i];
   }
 
   /** Records the transport task {@code i} is being handed to, and why it was chosen. */
@@ -468,14 +560,15 @@ final class TaskLedger {
       throw new IllegalStateException(
           "reset of a ledger with " + pending + " pending and " + held + " held task(s)");
     }
+    Arrays.fill(owner, 0, size, null);
     size = 0;
     owedReceipts = 0;
   }
 
   private void finish(int i, long now) {
-    if (error[i] == null && confirmed[i] != length[i]) {
+    if (error[i] == null && confirmed[i] != physical[i]) {
       error[i] = ErrorKind.PROTOCOL;
-      detail[i] = "confirmed " + confirmed[i] + " of " + length[i] + " bytes";
+      detail[i] = "confirmed " + confirmed[i] + " of " + physical[i] + " bytes";
     }
     state[i] = error[i] == null ? TaskState.COMPLETED : TaskState.FAILED;
     if (error[i] != null && priorDetail[i] != null) {
@@ -492,6 +585,47 @@ final class TaskLedger {
     }
     pending--;
     pendingBytes -= length[i];
+    for (int j = i + 1; j < i + span[i]; j++) {
+      finishMember(j, i, now);
+    }
+  }
+
+  /**
+   * Ends member {@code j} of the group {@code head} leads, as its leader ended: every task of a
+   * merged transfer reports the transfer's outcome with its effect (a transfer that failed part-way
+   * leaves no member known to be whole, so every member reports the failure).
+   */
+  private void finishMember(int j, int head, long now) {
+    error[j] = error[head];
+    detail[j] =
+        error[head] == null
+            ? null
+            : "merged with tasks "
+                + head
+                + ".."
+                + (head + span[head] - 1)
+                + " into one transfer: "
+                + (detail[head] == null ? error[head] : detail[head]);
+    applied[j] = applied[head];
+    ambiguous[j] = ambiguous[head];
+    confirmed[j] = error[head] == null ? length[j] : 0;
+    state[j] = state[head];
+    transport[j] = transport[head];
+    route[j] = route[head];
+    attempts[j] = attempts[head];
+    elapsedNanos[j] = now - admittedNanos[j];
+    if (loan[j] != null) {
+      loan[j].returnLoan();
+      loan[j] = null;
+      loansHeld--;
+    }
+    pending--;
+    pendingBytes -= length[j];
+  }
+
+  /** The submission task {@code i} belongs to. */
+  SubmissionState owner(int i) {
+    return owner[i];
   }
 
   boolean succeeded(int i) {

@@ -144,6 +144,22 @@ final class TransportFailover {
     first[i] = channel;
   }
 
+  /**
+   * Tasks {@code head .. head + count - 1} were merged into {@code w}: when the leader was a
+   * candidate, the merged transfer is what runs again; the members do not run on their own.
+   */
+  void merged(int head, TaskWork w, int count) {
+    if (work == null) {
+      return;
+    }
+    if (work[head] != null) {
+      work[head] = w;
+    }
+    for (int j = head + 1; j < head + count; j++) {
+      forget(j);
+    }
+  }
+
   /** Forgets task {@code i} (it ended, or its index is reused). */
   void forget(int i) {
     if (work != null) {

@@ -54,6 +54,8 @@ public final class EngineTally {
     TRANSPORT_FAILOVERS,
     SOURCE_IDLE_CLOSES,
     SOURCE_INCARNATIONS_FENCED,
+    TASKS_MERGED,
+    MERGED_TRANSFERS,
     NOTIFICATIONS_SENT,
     NOTIFICATIONS_RECEIVED,
     NOTIFICATIONS_REFUSED
@@ -430,6 +432,8 @@ public final class EngineTally {
         sums[Count.TRANSPORT_FAILOVERS.ordinal()],
         sums[Count.SOURCE_IDLE_CLOSES.ordinal()],
         sums[Count.SOURCE_INCARNATIONS_FENCED.ordinal()],
+        sums[Count.TASKS_MERGED.ordinal()],
+        sums[Count.MERGED_TRANSFERS.ordinal()],
         sums[Count.NOTIFICATIONS_SENT.ordinal()],
         sums[Count.NOTIFICATIONS_RECEIVED.ordinal()],
         sums[Count.NOTIFICATIONS_REFUSED.ordinal()],

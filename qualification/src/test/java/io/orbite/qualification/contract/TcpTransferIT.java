@@ -157,8 +157,8 @@ class TcpTransferIT {
     Pattern.fill(remote.segment(), 0, REGION, guard, 0);
     Batch batch = pair.requester.allocateBatch(10);
     List<Task> tasks = layout(10, new long[] {70_000});
-    int first = batch.submit(tasks.subList(0, 4).stream().map(this::write).toList());
-    int second = batch.submit(tasks.subList(4, 10).stream().map(this::write).toList());
+    int first = batch.submit(tasks.subList(0, 4).stream().map(this::write).toList()).first();
+    int second = batch.submit(tasks.subList(4, 10).stream().map(this::write).toList()).first();
     assertEquals(0, first);
     assertEquals(4, second);
     BatchStatus s = batch.await(Duration.ofSeconds(30));

@@ -230,7 +230,7 @@ class ShmCallerCopyIT {
         TransferRequest read =
             TransferRequest.read(local, at, peer, remote, at + 8, TASK)
                 .withTransport(Transport.SHM);
-        assertEquals(0, batch.submit(List.of(read)), "every generation starts at task 0");
+        assertEquals(0, batch.submit(List.of(read)).first(), "every generation starts at task 0");
         BatchStatus s = batch.await(Duration.ofSeconds(30));
         TaskResult t = s.tasks().getFirst();
         if (t.state() != TaskState.COMPLETED

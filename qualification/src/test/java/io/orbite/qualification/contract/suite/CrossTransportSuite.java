@@ -206,6 +206,53 @@ abstract class CrossTransportSuite {
 
   @Test
   @DisplayName(
+      "C4, C12: 64 adjacent 4 KiB READs and WRITEs at unaligned offsets travel merged (not on"
+          + " FILE), each task keeps its own result, and the two whose destination another task"
+          + " of the submission overlaps are not merged; no guard changes on either side")
+  void c4c12AdjacentTasksAreMergedAndEachKeepsItsResult() throws Exception {
+    int tasks = 64;
+    long size = 4096;
+    for (Op op : Op.values()) {
+      Far far = data;
+      Fill f = fill(far);
+      long payload = op == Op.READ ? f.payload() : f.guard();
+      long guard = op == Op.READ ? f.guard() : f.payload();
+      List<TransferRequest> requests = new ArrayList<>();
+      long localAt = 5;
+      long remoteAt = 8195;
+      for (int k = 0; k < tasks; k++) {
+        requests.add(request(op, local, localAt + k * size, far, remoteAt + k * size, size));
+      }
+      // One more task over the end of task 10's destination and the start of task 11's, moving
+      // the same bytes they move there (so whichever lands last, the bytes are known): tasks 10
+      // and 11 keep transfers of their own, the other 62 merge.
+      long shift = 10 * size + 100;
+      requests.add(request(op, local, localAt + shift, far, remoteAt + shift, size));
+      long mergedBefore = requester.counters().tasksMerged();
+      assertCompleted(run(requester, requests), requests);
+      long merged = requester.counters().tasksMerged() - mergedBefore;
+      assertEquals(
+          transport == Transport.FILE ? 0 : tasks - 2,
+          merged,
+          () -> op + ": tasks merged (the file transport merges none)");
+      String what = op + " of " + tasks + " adjacent 4 KiB tasks";
+      if (op == Op.READ) {
+        EnginePair.assertRegion(
+            local.segment(),
+            List.of(new Span(localAt, tasks * size, payload, remoteAt)),
+            guard,
+            what + ": the requester's region");
+        far.assertHolds(List.of(), payload, what + ": untouched");
+      } else {
+        far.assertHolds(List.of(new Span(remoteAt, tasks * size, payload, localAt)), guard, what);
+        EnginePair.assertRegion(
+            local.segment(), List.of(), payload, what + ": the requester's region untouched");
+      }
+    }
+  }
+
+  @Test
+  @DisplayName(
       "C2: a range past a region's end is refused INVALID_ARGUMENT before a byte moves, both"
           + " regions untouched")
   void c2ARangePastTheRegionEndIsRefusedBeforeAByteMoves() throws Exception {

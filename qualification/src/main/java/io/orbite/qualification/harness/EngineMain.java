@@ -51,6 +51,7 @@ import java.util.Map;
  *                                                  peer's region remote; OK only when every task
  *                                                  completed with length bytes and the effect its op
  *                                                  has: NONE for a READ, APPLIED for a WRITE)
+ * NOTIFY, XFERN, NOTIFICATIONS  -> notifications: see {@link NotifyCommands}
  * COUNTERS                      -> OK key=value ...
  * CHARGE kind name              -> OK n          (the owner view's charge {@code name}, summed over
  *                                                  the owners of kind {@code kind})
@@ -197,6 +198,8 @@ public final class EngineMain {
                       Integer.parseInt(t[4]),
                       Long.parseLong(t[5])));
           case "XFER" -> out.println(transfer(engine, peer[0], regions, t));
+          case "NOTIFY", "XFERN", "NOTIFICATIONS" ->
+              out.println(NotifyCommands.run(engine, peer[0], regions, t));
           case "LOOP" -> {
             RegisteredMemory local = region(regions, t[1]);
             io.orbite.engine.RemoteSegment target = peer[0];
@@ -418,7 +421,13 @@ public final class EngineMain {
         + " shmOpensRefused="
         + c.shmOpensRefused()
         + " shmMappingsOpened="
-        + c.shmMappingsOpened();
+        + c.shmMappingsOpened()
+        + " notificationsSent="
+        + c.notificationsSent()
+        + " notificationsReceived="
+        + c.notificationsReceived()
+        + " notificationsRefused="
+        + c.notificationsRefused();
   }
 
   /** Heap bytes allocated by every thread of this JVM so far (HotSpot's allocation counters). */

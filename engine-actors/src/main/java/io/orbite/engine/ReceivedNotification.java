@@ -26,13 +26,21 @@ public record ReceivedNotification(
     bytes = bytes == null ? new byte[0] : bytes.clone();
   }
 
-  /** A copy of the payload. */
+  /**
+   * A copy of the payload.
+   *
+   * @return the payload's bytes
+   */
   @Override
   public byte[] bytes() {
     return bytes.clone();
   }
 
-  /** The payload's length, without a copy. */
+  /**
+   * The payload's length, without a copy.
+   *
+   * @return its length in bytes
+   */
   public int length() {
     return bytes.length;
   }

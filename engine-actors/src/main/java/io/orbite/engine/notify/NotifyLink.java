@@ -214,6 +214,7 @@ final class NotifyLink implements Runnable {
       c.configureBlocking(false);
       Selector s = Selector.open();
       owner.counters().increment(Count.CONNECTIONS_OPENED);
+      expire(); // what waited past its deadline for the connect is NOT_SENT, not written late
       synchronized (this) {
         channel = c;
         selector = s;

@@ -226,6 +226,8 @@ final class ConfigJson {
       String key = component.getName();
       if (value instanceof RdmaPriorityMatrix matrix) {
         object.set(key, matrix.toJson());
+      } else if (value instanceof TransportPolicies policies) {
+        object.set(key, policies.toJson());
       } else if (value instanceof Record nested) {
         object.set(key, toTree(nested));
       } else if (value instanceof Integer i) {

@@ -23,14 +23,36 @@ final class ConfigReader {
   private final String path;
 
   private ConfigReader(ObjectNode object, String path, Class<? extends Record> schema) {
+    this(object, path, Arrays.stream(schema.getRecordComponents()).map(c -> c.getName()).toList());
+  }
+
+  private ConfigReader(ObjectNode object, String path, List<String> known) {
     this.object = object;
     this.path = path;
-    rejectUnknownKeys(schema);
+    rejectUnknownKeys(known);
   }
 
   /** A reader for the document root. */
   static ConfigReader root(ObjectNode document, Class<? extends Record> schema) {
     return new ConfigReader(document, ConfigException.ROOT_PATH, schema);
+  }
+
+  /**
+   * A reader for an object that sits at {@code path} (an element of an array, say {@code
+   * policies[2]}) whose keys may only be {@code known}.
+   */
+  static ConfigReader at(ObjectNode object, String path, List<String> known) {
+    return new ConfigReader(object, path, known);
+  }
+
+  /** The path of this reader's object. */
+  String path() {
+    return path;
+  }
+
+  /** The raw value under {@code key}, or null when absent. */
+  JsonNode raw(String key) {
+    return object.get(key);
   }
 
   /**
@@ -143,8 +165,20 @@ final class ConfigReader {
     return RdmaPriorityMatrix.read(value, Checks.child(path, key));
   }
 
-  private void rejectUnknownKeys(Class<? extends Record> schema) {
-    List<String> known = Arrays.stream(schema.getRecordComponents()).map(c -> c.getName()).toList();
+  /**
+   * The transport policies under {@code key} (an array of rules), or {@link TransportPolicies#NONE}
+   * when absent; read and checked strictly, each error naming its path ({@code
+   * policies[2].choose.transports[1]}).
+   */
+  TransportPolicies policiesValue(String key) {
+    JsonNode value = object.get(key);
+    if (value == null) {
+      return TransportPolicies.NONE;
+    }
+    return PolicyReader.read(value, Checks.child(path, key));
+  }
+
+  private void rejectUnknownKeys(List<String> known) {
     for (Iterator<String> keys = object.fieldNames(); keys.hasNext(); ) {
       String key = keys.next();
       if (!known.contains(key)) {
@@ -154,7 +188,7 @@ final class ConfigReader {
     }
   }
 
-  private static ConfigException wrongType(String path, String expected, JsonNode got) {
+  static ConfigException wrongType(String path, String expected, JsonNode got) {
     return new ConfigException(path, "expected " + expected + ", got " + ConfigJson.describe(got));
   }
 }

@@ -27,6 +27,9 @@ import java.util.regex.Pattern;
  * defaults. Pekko's own settings (dispatchers and so on) are not part of this; they live in {@code
  * application.conf}.
  *
+ * <p>Why this file is over 500 lines: a record has no copy syntax, so each section's {@code
+ * withXxx} method names every component, one a line, and each is documented.
+ *
  * @param name engine name shown in logs and metrics. Default {@value #DEFAULT_NAME}; 1..{@value
  *     #MAX_NAME_LENGTH} characters, each one of {@code A-Z a-z 0-9 . _ -}.
  * @param listen where the engine accepts peer connections. Default {@link ListenConfig#defaults()}.
@@ -36,6 +39,8 @@ import java.util.regex.Pattern;
  * @param timeouts engine-wide time limits. Default {@link TimeoutConfig#defaults()}.
  * @param retry what the engine runs again on its own across transports (failover from SHM or RDMA
  *     to TCP). Default {@link RetryConfig#defaults()}.
+ * @param merge request merging: adjacent tasks of one submission carried as one physical transfer.
+ *     Default {@link MergeConfig#defaults()}.
  * @param shm same-host shared-memory transport settings. Default {@link ShmConfig#defaults()}.
  * @param file the file transport (file segments, io_uring lanes). Default {@link
  *     FileConfig#defaults()}.
@@ -46,6 +51,9 @@ import java.util.regex.Pattern;
  *     NotificationConfig#defaults()}.
  * @param observability metrics (Prometheus) and the dashboard, both off by default. Default {@link
  *     ObservabilityConfig#defaults()}.
+ * @param policies first-match transport policies for requests that let the engine choose their
+ *     transport ({@code UNSPEC}); a JSON array of rules. Default {@link TransportPolicies#NONE}:
+ *     the engine's own choice for every request.
  */
 public record EngineConfig(
     String name,
@@ -55,11 +63,13 @@ public record EngineConfig(
     SlicingConfig slicing,
     TimeoutConfig timeouts,
     RetryConfig retry,
+    MergeConfig merge,
     ShmConfig shm,
     FileConfig file,
     RdmaConfig rdma,
     NotificationConfig notifications,
-    ObservabilityConfig observability) {
+    ObservabilityConfig observability,
+    TransportPolicies policies) {
 
   /** Default {@link #name()}. */
   public static final String DEFAULT_NAME = "orbite";
@@ -110,11 +120,13 @@ public record EngineConfig(
     Checks.requireNonNull(SlicingConfig.SECTION, slicing);
     Checks.requireNonNull(TimeoutConfig.SECTION, timeouts);
     Checks.requireNonNull(RetryConfig.SECTION, retry);
+    Checks.requireNonNull(MergeConfig.SECTION, merge);
     Checks.requireNonNull(ShmConfig.SECTION, shm);
     Checks.requireNonNull(FileConfig.SECTION, file);
     Checks.requireNonNull(RdmaConfig.SECTION, rdma);
     Checks.requireNonNull(NotificationConfig.SECTION, notifications);
     Checks.requireNonNull(ObservabilityConfig.SECTION, observability);
+    Checks.requireNonNull(TransportPolicies.SECTION, policies);
   }
 
   /**
@@ -132,11 +144,13 @@ public record EngineConfig(
         SlicingConfig.defaults(),
         TimeoutConfig.defaults(),
         RetryConfig.defaults(),
+        MergeConfig.defaults(),
         ShmConfig.defaults(),
         FileConfig.defaults(),
         RdmaConfig.defaults(),
         NotificationConfig.defaults(),
-        ObservabilityConfig.defaults());
+        ObservabilityConfig.defaults(),
+        TransportPolicies.NONE);
   }
 
   /**
@@ -158,11 +172,13 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
   }
 
   /**
@@ -183,11 +199,13 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
   }
 
   /**
@@ -207,11 +225,13 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
   }
 
   /**
@@ -231,11 +251,13 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
   }
 
   /**
@@ -256,11 +278,13 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
   }
 
   /**
@@ -280,11 +304,13 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
   }
 
   /**
@@ -305,11 +331,13 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
   }
 
   /**
@@ -329,11 +357,39 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
+  }
+
+  /**
+   * A copy with {@link #merge()} replaced and every other component kept; the new value is checked
+   * as by the constructor.
+   *
+   * @param merge request merging settings, already validated by {@link MergeConfig}'s constructor
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code merge} if {@code merge} is {@code null}
+   */
+  public EngineConfig withMerge(MergeConfig merge) {
+    return new EngineConfig(
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability,
+        policies);
   }
 
   /**
@@ -354,11 +410,13 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
   }
 
   /**
@@ -378,11 +436,13 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
   }
 
   /**
@@ -403,11 +463,13 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
   }
 
   /**
@@ -428,11 +490,39 @@ public record EngineConfig(
         slicing,
         timeouts,
         retry,
+        merge,
         shm,
         file,
         rdma,
         notifications,
-        observability);
+        observability,
+        policies);
+  }
+
+  /**
+   * A copy with {@link #policies()} replaced and every other component kept; the new value is
+   * checked as by the constructor.
+   *
+   * @param policies transport policies, already checked by {@link TransportPolicies#of}
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code policies} if {@code policies} is {@code null}
+   */
+  public EngineConfig withPolicies(TransportPolicies policies) {
+    return new EngineConfig(
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability,
+        policies);
   }
 
   /**
@@ -538,12 +628,14 @@ public record EngineConfig(
         r.section(SlicingConfig.SECTION, SlicingConfig.class, SlicingConfig::read),
         r.section(TimeoutConfig.SECTION, TimeoutConfig.class, TimeoutConfig::read),
         r.section(RetryConfig.SECTION, RetryConfig.class, RetryConfig::read),
+        r.section(MergeConfig.SECTION, MergeConfig.class, MergeConfig::read),
         r.section(ShmConfig.SECTION, ShmConfig.class, ShmConfig::read),
         r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read),
         r.section(RdmaConfig.SECTION, RdmaConfig.class, RdmaConfig::read),
         r.section(NotificationConfig.SECTION, NotificationConfig.class, NotificationConfig::read),
         r.section(
-            ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read));
+            ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read),
+        r.policiesValue(TransportPolicies.SECTION));
   }
 
   private static String readFile(Path file) {

@@ -84,6 +84,27 @@ class ConfigurationDocsTest {
   }
 
   @Test
+  void everyKeyOfAPolicyRuleHasARow() throws IOException {
+    String doc = doc();
+    assertTrue(row(doc, "policies").contains("| `[]` |"));
+    assertTrue(row(doc, "policies").contains("at most " + TransportPolicies.MAX_RULES + " rules"));
+    for (RecordComponent c : TransportPolicy.class.getRecordComponents()) {
+      row(doc, "policies[]." + c.getName());
+    }
+    for (RecordComponent c : PolicyMatch.class.getRecordComponents()) {
+      row(doc, "policies[].match." + c.getName());
+    }
+    for (RecordComponent c : PolicyChoice.class.getRecordComponents()) {
+      row(doc, "policies[].choose." + c.getName());
+    }
+    assertTrue(row(doc, "policies[].match.minBytes").contains("| `0` |"));
+    assertTrue(row(doc, "policies[].match.maxBytes").contains("| `" + Long.MAX_VALUE + "`"));
+    for (String mask : List.of("laneMask", "railMask")) {
+      assertTrue(row(doc, "policies[].choose." + mask).contains("Not supported yet"));
+    }
+  }
+
+  @Test
   void theRailCircuitRowsNameC13AndTheCrossFieldRule() throws IOException {
     String doc = doc();
     for (String key :

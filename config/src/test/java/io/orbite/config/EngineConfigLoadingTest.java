@@ -107,6 +107,7 @@ class EngineConfigLoadingTest {
                   "timeouts": {"defaultDeadlineMillis": 86400000, "destructionWindowMillis": 3600000,
                                "describeTimeoutMillis": 600000},
                   "retry": {"maxTransportFailovers": 4},
+                  "merge": {"enabled": false, "maxBytes": 4096},
                   "shm": {"enabled": true, "maxMappings": 65536, "lanes": 16},
                   "file": {"engine": "channel", "lanes": 64, "queueDepth": 4096, "maxChunkBytes": 4096,
                            "maxFileSegments": 1, "channelThreads": 256},
@@ -140,6 +141,7 @@ class EngineConfigLoadingTest {
             new SlicingConfig(67108864, 1024, 1),
             new TimeoutConfig(86400000, 3600000, 600000),
             new RetryConfig(4),
+            new MergeConfig(false, 4096),
             new ShmConfig(true, 65536, 16),
             new FileConfig("channel", 64, 4096, 4096, 1, 256),
             new RdmaConfig(
@@ -169,7 +171,8 @@ class EngineConfigLoadingTest {
             new ObservabilityConfig(
                 new MetricsConfig(true, "0.0.0.0", 9100),
                 new DashboardConfig(true, "::1", 65535),
-                60000)),
+                60000),
+            TransportPolicies.NONE),
         config);
   }
 
@@ -204,6 +207,7 @@ class EngineConfigLoadingTest {
             new SlicingConfig(4096, 1, 1024),
             new TimeoutConfig(1, 3600000, 1),
             new RetryConfig(0),
+            new MergeConfig(true, 1073741824L),
             new ShmConfig(true, 1, 16),
             new FileConfig("io_uring", 1, 1, 1073741824, 65536, 1),
             new RdmaConfig(
@@ -240,7 +244,21 @@ class EngineConfigLoadingTest {
             new ObservabilityConfig(
                 new MetricsConfig(true, "localhost", 1),
                 new DashboardConfig(false, "10.1.2.3", 0),
-                100));
+                100),
+            TransportPolicies.of(
+                new TransportPolicy(
+                    PolicyMatch.any()
+                        .withOp(TransportPolicy.Op.WRITE)
+                        .withMinBytes(1)
+                        .withMaxBytes(Long.MAX_VALUE)
+                        .withPriority(TransportPolicy.Priority.LOW)
+                        .withPeer("*:7000")
+                        .withMemory(TransportPolicy.Memory.REGISTERED),
+                    PolicyChoice.of(
+                            TransportPolicy.Transport.RDMA,
+                            TransportPolicy.Transport.SHM,
+                            TransportPolicy.Transport.TCP)
+                        .withPriority(TransportPolicy.Priority.MEDIUM))));
     String json = config.toJson();
     assertEquals(config, EngineConfig.fromJson(json));
     assertEquals(json, EngineConfig.fromJson(json).toJson(), "serialising is deterministic");
@@ -293,6 +311,10 @@ class EngineConfigLoadingTest {
                   },
                   "retry": {
                     "maxTransportFailovers": 1
+                  },
+                  "merge": {
+                    "enabled": true,
+                    "maxBytes": 1048576
                   },
                   "shm": {
                     "enabled": false,
@@ -356,7 +378,8 @@ class EngineConfigLoadingTest {
                       "port": 0
                     },
                     "tickMillis": 1000
-                  }
+                  },
+                  "policies": []
                 }""";
     assertEquals(expected, EngineConfig.defaults().toJson());
   }

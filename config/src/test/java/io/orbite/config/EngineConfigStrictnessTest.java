@@ -150,7 +150,16 @@ class EngineConfigStrictnessTest {
             new String[] {"[]", "array"},
             new String[] {"true", "boolean true"});
     return Stream.of(
-            "listen", "tcp", "budgets", "slicing", "timeouts", "retry", "shm", "file", "rdma")
+            "listen",
+            "tcp",
+            "budgets",
+            "slicing",
+            "timeouts",
+            "retry",
+            "merge",
+            "shm",
+            "file",
+            "rdma")
         .flatMap(s -> values.stream().map(v -> Arguments.of(s, v[0], v[1])));
   }
 
@@ -177,10 +186,24 @@ class EngineConfigStrictnessTest {
         "{\"rdma\":{\"priorityAgingPerEntry\":[]}}      | rdma.priorityAgingPerEntry: expected a boolean, got array",
         "{\"tcp\":{\"retryReadOnOtherLane\":0}}      | tcp.retryReadOnOtherLane: expected a boolean, got integer 0",
         "{\"tcp\":{\"retryReadOnOtherLane\":\"no\"}} | tcp.retryReadOnOtherLane: expected a boolean, got string \"no\"",
+        "{\"merge\":{\"enabled\":1}}      | merge.enabled: expected a boolean, got integer 1",
+        "{\"merge\":{\"enabled\":\"false\"}} | merge.enabled: expected a boolean, got string \"false\"",
       })
   void nonBooleanValueForABooleanKeyIsRejected(String json, String message) {
     String key = message.substring(0, message.indexOf(':'));
     assertEquals(message, assertJsonRejected(json, key, key + ": ").getMessage());
+  }
+
+  @Test
+  void mergeEnabledReadsTrueAndFalseAndGivesTheRequesterLimit() {
+    MergeConfig off = EngineConfig.fromJson("{\"merge\":{\"enabled\":false}}").merge();
+    assertEquals(false, off.enabled());
+    assertEquals(0, off.requesterLimitBytes(), "off: no merging, whatever maxBytes says");
+    MergeConfig on =
+        EngineConfig.fromJson("{\"merge\":{\"enabled\":true,\"maxBytes\":8192}}").merge();
+    assertEquals(8192, on.requesterLimitBytes());
+    assertEquals(true, EngineConfig.defaults().merge().enabled(), "on by default");
+    assertEquals(1 << 20, EngineConfig.defaults().merge().requesterLimitBytes());
   }
 
   @Test
@@ -223,8 +246,8 @@ class EngineConfigStrictnessTest {
       delimiter = '|',
       value = {
         "{\"tcp\":{\"lanez\":2}}    | tcp.lanez      | tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis, laneWindowFrames, laneWindowBytes, retryReadOnOtherLane, reconnectInitialBackoffMillis, reconnectMaxBackoffMillis, reconnectGiveUpMillis, waitWhileReconnecting, keepaliveIntervalMillis, livenessTimeoutMillis, sourceIdleTimeoutMillis)",
-        "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, notifications, observability)",
-        "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, notifications, observability)",
+        "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, merge, shm, file, rdma, notifications, observability, policies)",
+        "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, merge, shm, file, rdma, notifications, observability, policies)",
         "{\"listen\":{\"addr\":1}}  | listen.addr    | listen.addr: unknown key (known: host, port)",
         "{\"budgets\":{\"x\":1}}    | budgets.x      | budgets.x: unknown key (known: maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes, maxEndpoints, maxRegistrations, maxPeerSegments)",
         "{\"slicing\":{\"\":1}}     | slicing.       | slicing.: unknown key (known: baseBlockBytes, maxReadSlices, maxWriteSlices)",
@@ -232,7 +255,7 @@ class EngineConfigStrictnessTest {
         "{\"retry\":{\"maxFailovers\":1}} | retry.maxFailovers | retry.maxFailovers: unknown key (known: maxTransportFailovers)",
         "{\"rdma\":{\"lane\":2}}     | rdma.lane      | rdma.lane: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes, railErrors, railErrorWindowMillis, railCooldownMillis, railMaxCooldownMillis, railProbeIntervalMillis, priorityAgingMillis, priorityAgingPerEntry, softwareAddresses, gidIndex, maxDirectBytes, selection, completionEvents)",
         "{\"rdma\":{\"softwareAddress\":\"127.0.0.1\",\"maxCQEs\":16}} | rdma.maxCQEs | rdma.maxCQEs: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes, railErrors, railErrorWindowMillis, railCooldownMillis, railMaxCooldownMillis, railProbeIntervalMillis, priorityAgingMillis, priorityAgingPerEntry, softwareAddresses, gidIndex, maxDirectBytes, selection, completionEvents)",
-        "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, shm, file, rdma, notifications, observability)",
+        "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, merge, shm, file, rdma, notifications, observability, policies)",
       })
   void unknownKeyIsRejectedNamingItsPath(String json, String path, String message) {
     assertEquals(message, assertJsonRejected(json, path, path + ": unknown key").getMessage());

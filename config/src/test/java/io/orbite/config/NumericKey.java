@@ -286,6 +286,13 @@ record NumericKey(
               c -> (long) c.retry().maxTransportFailovers(),
               (c, v) -> c.withRetry(c.retry().withMaxTransportFailovers(Math.toIntExact(v)))),
           new NumericKey(
+              "merge.maxBytes",
+              1048576,
+              4096,
+              1073741824,
+              c -> c.merge().maxBytes(),
+              (c, v) -> c.withMerge(c.merge().withMaxBytes(v))),
+          new NumericKey(
               "shm.maxMappings",
               1024,
               1,

@@ -99,7 +99,7 @@ public final class Batch {
     if (closed != null) {
       throw closed;
     }
-    RequestValidator.Routed routed = RequestValidator.validate(requests);
+    RequestValidator.Routed routed = RequestValidator.validate(requests, engine.selector);
     io.orbite.engine.spi.PeerSegment peer = null;
     if (notification != null) {
       peer = RequestValidator.notifiedPeer(requests);

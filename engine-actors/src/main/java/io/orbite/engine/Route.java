@@ -11,6 +11,10 @@ package io.orbite.engine;
  * (TCP to a peer, FILE for a file segment). Every {@code RDMA_} and {@code TCP_} value therefore
  * also means SHM could not carry the task: the peer is on another host, it does not export that
  * region through SHM, or SHM to it was not opened.
+ *
+ * <p>A first-match transport policy ({@code policies} in the configuration) replaces that rule for
+ * the requests it matches: {@link #POLICY}, and the result's {@link TaskResult#rule()} names the
+ * rule.
  */
 public enum Route {
   /**
@@ -52,5 +56,12 @@ public enum Route {
    * within its deadline ({@code retry.maxTransportFailovers}). Its result's {@link
    * TaskResult#attempts()} is then 2, and its bytes and state are the TCP run's alone.
    */
-  FAILED_OVER
+  FAILED_OVER,
+  /**
+   * UNSPEC, chosen by a transport policy rule: the first rule of {@code policies} that matched the
+   * request named this transport, and it was the first of the rule's transports whose channel
+   * reached the region and took work at submit. The result's {@link TaskResult#rule()} is the
+   * rule's index.
+   */
+  POLICY
 }

@@ -2,6 +2,7 @@ package io.orbite.engine;
 
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.batch.BatchCore;
+import io.orbite.engine.batch.TransportSelector;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.guardian.EngineGuardian;
@@ -70,6 +71,9 @@ public final class TransferEngine implements Engine {
   /** Whether a close has begun, checked by every call (the batches' too). */
   final CallGate calls;
 
+  /** The configuration's transport policies, compiled once: every batch routes through them. */
+  final TransportSelector selector;
+
   TransferEngine(
       EngineConfig config,
       ActorSystem<?> system,
@@ -83,6 +87,7 @@ public final class TransferEngine implements Engine {
     this.lifecycle = handles.lifecycle();
     this.services = new EngineServices(this, lifecycle.identity());
     this.calls = new CallGate(config.name(), lifecycle);
+    this.selector = TransportSelector.compile(config.policies());
     this.batches =
         new BatchAllocator(
             config.budgets().maxBatchCapacity(), handles.gate(), guardian, system.scheduler());

@@ -368,6 +368,7 @@ public final class BatchCore {
         PeerSegment.Routing routing = routed.routings()[k];
         PeerChannel channel = routing.channel();
         ledger.handedTo(i, channel.transport(), routing.route());
+        ledger.ruled(i, routed.rule(k));
         work[k] =
             new TaskWork(
                 sink,
@@ -379,8 +380,10 @@ public final class BatchCore {
                 r.remoteOffset(),
                 r.lengthBytes(),
                 deadline,
-                r.priority());
-        if (failover.enabled() && TransportFailover.candidate(routing)) {
+                routed.priority(k, r.priority()));
+        if (failover.enabled()
+            && TransportFailover.candidate(routing)
+            && routed.mayFailOver(k, channel.transport())) {
           ledger.mayFailOver(i);
           failover.remember(i, work[k], (PeerSegment) r.remote(), channel);
         }

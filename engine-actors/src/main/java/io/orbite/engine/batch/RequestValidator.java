@@ -2,13 +2,16 @@ package io.orbite.engine.batch;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
+import io.orbite.engine.Priority;
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
+import io.orbite.engine.Transport;
 import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.Registration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 
@@ -16,35 +19,121 @@ import java.util.Optional;
  * Requester-side checks of a submission, run before anything is charged or sent. The source checks
  * authority again on every frame; this only refuses what is already known to be wrong, naming the
  * task and the field.
+ *
+ * <p>It is also the routing step: each request is routed once, here, through its segment ({@link
+ * PeerSegment#route}), or, for an UNSPEC request to a peer that a transport policy rule matches,
+ * through the rule ({@link TransportSelector}).
  */
 public final class RequestValidator {
   private RequestValidator() {}
 
   /**
    * A submission that passed: its byte total, and the routing of each request, chosen once here and
-   * used as it is by admission.
+   * used as it is by admission, with the policy rule that chose it, if any.
    *
    * @param totalBytes the requests' bytes
    * @param routings each request's channel and route, in request order
+   * @param selector the transport policies the requests were routed with
+   * @param rules the index of the rule that chose each request's transport (-1: none), in request
+   *     order; null when no rule chose any (one array per submission, none per task)
    */
-  public record Routed(long totalBytes, PeerSegment.Routing[] routings) {}
+  public record Routed(
+      long totalBytes, PeerSegment.Routing[] routings, TransportSelector selector, short[] rules) {
 
-  /** Throws {@link TransferException} for the first invalid request; routes every request. */
+    /**
+     * Requests routed without policies.
+     *
+     * @param totalBytes the requests' bytes
+     * @param routings each request's channel and route, in request order
+     */
+    public Routed(long totalBytes, PeerSegment.Routing[] routings) {
+      this(totalBytes, routings, TransportSelector.NONE, null);
+    }
+
+    /** The rule that chose request {@code k}'s transport, or -1. */
+    public int rule(int k) {
+      return rules == null ? -1 : rules[k];
+    }
+
+    /** The priority request {@code k}'s task runs at ({@link TransportSelector#priority}). */
+    public Priority priority(int k, Priority requested) {
+      return rules == null ? requested : selector.priority(rules[k], requested);
+    }
+
+    /**
+     * Whether request {@code k}'s task, handed to {@code from}, may fail over to TCP as far as the
+     * rule that chose it goes ({@link TransportSelector#mayFailOver}).
+     */
+    public boolean mayFailOver(int k, Transport from) {
+      return rules == null || selector.mayFailOver(rules[k], from);
+    }
+  }
+
+  /**
+   * What the routing step keeps across the requests of one submission when policies are on: the
+   * last segment's peer mask (matched once per segment, not per task) and the rules chosen.
+   */
+  private static final class Selection {
+    private final TransportSelector selector;
+    private final int size;
+    private PeerSegment segment;
+    private long peers;
+    private short[] rules;
+
+    Selection(TransportSelector selector, int size) {
+      this.selector = selector;
+      this.size = size;
+    }
+
+    /** The first rule that accepts request {@code r} to {@code remote}, or -1. */
+    int match(TransferRequest r, PeerSegment remote, Registration local) {
+      if (r.transport() != Transport.UNSPEC || remote.channel().transport() == Transport.FILE) {
+        return -1;
+      }
+      if (remote != segment) {
+        segment = remote;
+        peers = selector.peerMask(remote);
+      }
+      return selector.match(
+          r.op(), r.lengthBytes(), r.priority(), TransportSelector.memoryKind(local), peers);
+    }
+
+    void chose(int i, int rule) {
+      if (rules == null) {
+        rules = new short[size];
+        Arrays.fill(rules, (short) -1);
+      }
+      rules[i] = (short) rule;
+    }
+  }
+
+  /**
+   * {@link #validate(List, TransportSelector)} without policies: every request routed as it names.
+   */
   public static Routed validate(List<TransferRequest> requests) {
+    return validate(requests, TransportSelector.NONE);
+  }
+
+  /**
+   * Throws {@link TransferException} for the first invalid request; routes every request, through
+   * {@code selector}'s first matching rule for an UNSPEC request to a peer.
+   */
+  public static Routed validate(List<TransferRequest> requests, TransportSelector selector) {
     if (requests == null || requests.isEmpty()) {
       throw new TransferException(ErrorKind.INVALID_ARGUMENT, "submit: no requests");
     }
     long total = 0;
     PeerSegment.Routing[] routings = new PeerSegment.Routing[requests.size()];
+    Selection selection = selector.active() ? new Selection(selector, requests.size()) : null;
     for (int i = 0; i < requests.size(); i++) {
       TransferRequest r = requests.get(i);
       if (r == null) {
         throw invalid(i, "request is null");
       }
-      routings[i] = check(i, r);
+      routings[i] = check(i, r, selection);
       total = Math.addExact(total, r.lengthBytes());
     }
-    return new Routed(total, routings);
+    return new Routed(total, routings, selector, selection == null ? null : selection.rules);
   }
 
   /**
@@ -73,7 +162,7 @@ public final class RequestValidator {
     return peer;
   }
 
-  private static PeerSegment.Routing check(int i, TransferRequest r) {
+  private static PeerSegment.Routing check(int i, TransferRequest r, Selection selection) {
     if (r.local() == null) {
       throw invalid(i, "local memory is null");
     }
@@ -151,7 +240,11 @@ public final class RequestValidator {
               + ", not remote "
               + (r.op() == Op.READ ? "READ" : "WRITE"));
     }
-    PeerSegment.Routing routing = remote.route(r.transport(), r.regionId());
+    int rule = selection == null ? -1 : selection.match(r, remote, local);
+    PeerSegment.Routing routing =
+        rule >= 0
+            ? selection.selector.route(rule, remote, r.regionId())
+            : remote.route(r.transport(), r.regionId());
     PeerChannel channel = routing.channel();
     ChannelGate base = remote.channel().gate();
     if (base.state() instanceof ChannelGate.Fenced) {
@@ -159,6 +252,9 @@ public final class RequestValidator {
       throw new TransferException(
           ErrorKind.EPOCH_MISMATCH,
           "task " + i + ": " + base.refusal() + "; open the segment again");
+    }
+    if (channel == null && rule >= 0) {
+      throw new TransferException(ErrorKind.UNAVAILABLE, "task " + i + ": " + routing.refusal());
     }
     if (channel == null) {
       throw new TransferException(
@@ -174,6 +270,9 @@ public final class RequestValidator {
     }
     if (!channel.gate().active()) {
       throw channel.gate().refusalException("task " + i + ": ");
+    }
+    if (rule >= 0) {
+      selection.chose(i, rule);
     }
     return routing;
   }

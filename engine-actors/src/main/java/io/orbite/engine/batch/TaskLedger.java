@@ -67,6 +67,12 @@ final class TaskLedger {
   private final byte[] route;
 
   /**
+   * The index of the policy rule that chose each task's transport ({@link TaskResult#NO_RULE}:
+   * none); a short each, since there are at most 64 rules.
+   */
+  private final short[] rule;
+
+  /**
    * How many transports each task was handed to (0: none yet); a byte each, since a failover adds
    * at most one ({@link #failOver}).
    */
@@ -134,6 +140,7 @@ final class TaskLedger {
     sealed = new boolean[capacity];
     transport = new byte[capacity];
     route = new byte[capacity];
+    rule = new short[capacity];
     attempts = new byte[capacity];
     candidate = new boolean[capacity];
     vetoed = new boolean[capacity];
@@ -223,6 +230,7 @@ final class TaskLedger {
     sealed[i] = false;
     transport[i] = NO_TRANSPORT;
     route[i] = (byte) Route.NOT_DISPATCHED.ordinal();
+    rule[i] = TaskResult.NO_RULE;
     attempts[i] = 0;
     candidate[i] = false;
     vetoed[i] = false;
@@ -366,6 +374,11 @@ final class TaskLedger {
     transport[i] = (byte) t.ordinal();
     route[i] = (byte) why.ordinal();
     attempts[i] = 1;
+  }
+
+  /** Records the policy rule that chose task {@code i}'s transport ({@code -1}: none). */
+  void ruled(int i, int policyRule) {
+    rule[i] = (short) policyRule;
   }
 
   /**
@@ -695,6 +708,7 @@ final class TaskLedger {
         elapsedNanos[i],
         transport(i),
         route(i),
-        attempts[i]);
+        attempts[i],
+        rule[i]);
   }
 }

@@ -20,6 +20,7 @@ import io.orbite.engine.wire.FrameType;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedHost;
 import io.orbite.engine.wire.SharedRegion;
+import io.orbite.engine.wire.TransferLimits;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -48,6 +49,7 @@ final class ControlConnection implements Runnable {
   private final SocketChannel channel;
   private final SegmentDescriptor self;
   private final RegistryView registry;
+  private final TransferLimits limits;
   private final Map<Transport, ActorRef<TransportCommand>> transports;
   private final EngineTally counters;
   private final int firstFrameTimeoutMillis;
@@ -58,6 +60,7 @@ final class ControlConnection implements Runnable {
       SocketChannel channel,
       SegmentDescriptor self,
       RegistryView registry,
+      TransferLimits limits,
       Map<Transport, ActorRef<TransportCommand>> transports,
       EngineTally counters,
       int firstFrameTimeoutMillis,
@@ -66,6 +69,7 @@ final class ControlConnection implements Runnable {
     this.channel = channel;
     this.self = self;
     this.registry = registry;
+    this.limits = limits;
     this.transports = transports;
     this.counters = counters;
     this.firstFrameTimeoutMillis = firstFrameTimeoutMillis;
@@ -161,7 +165,7 @@ final class ControlConnection implements Runnable {
     SharedExports shared = sharedHost == null ? null : new SharedExports(sharedHost, exports);
     ByteBuffer payload =
         DescribeCodec.encode(
-            new Description(self.host(), self.port(), self.epoch(), regions, shared));
+            new Description(self.host(), self.port(), self.epoch(), regions, shared, limits));
     byte[] frame = new byte[FrameCodec.HEADER_BYTES + payload.remaining()];
     ByteBuffer f = ByteBuffer.wrap(frame);
     FrameCodec.encode(

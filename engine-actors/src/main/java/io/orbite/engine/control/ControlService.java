@@ -9,6 +9,7 @@ import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.wire.TransferLimits;
 import java.io.IOException;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ClosedChannelException;
@@ -61,6 +62,7 @@ public final class ControlService {
       ServerSocketChannel listener,
       SegmentDescriptor self,
       RegistryView registry,
+      TransferLimits limits,
       Map<Transport, ActorRef<TransportCommand>> transports,
       EngineTally counters,
       OwnerBoard board,
@@ -101,6 +103,7 @@ public final class ControlService {
                                   channel,
                                   self,
                                   registry,
+                                  limits,
                                   transports,
                                   counters,
                                   firstFrameTimeoutMillis,
@@ -119,6 +122,8 @@ public final class ControlService {
 
   /**
    * @param listener a bound listener; the ControlService owns it from now on
+   * @param limits what this engine's Describe answers advertise as the largest single transfers it
+   *     takes; null advertises none
    * @param maxUnclaimed how many accepted connections may wait for their first frame at once
    * @param notifications serves the connections that carry notifications to this engine
    */
@@ -126,6 +131,7 @@ public final class ControlService {
       ServerSocketChannel listener,
       SegmentDescriptor self,
       RegistryView registry,
+      TransferLimits limits,
       Map<Transport, ActorRef<TransportCommand>> transports,
       EngineTally counters,
       OwnerBoard board,
@@ -140,6 +146,7 @@ public final class ControlService {
                   listener,
                   self,
                   registry,
+                  limits,
                   Map.copyOf(transports),
                   counters,
                   board,

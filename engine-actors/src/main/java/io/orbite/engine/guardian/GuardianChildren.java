@@ -21,6 +21,7 @@ import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.spi.TransportProvider;
 import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.wire.TransferLimits;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Comparator;
@@ -183,6 +184,8 @@ final class GuardianChildren {
                     parts.listener(),
                     self,
                     registryView,
+                    new TransferLimits(
+                        config.tcp().maxFramePayloadBytes(), config.merge().maxBytes()),
                     spawned,
                     counters,
                     board,

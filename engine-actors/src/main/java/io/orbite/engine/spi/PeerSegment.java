@@ -46,13 +46,15 @@ public final class PeerSegment implements RemoteSegment {
    * @param channel the channel
    * @param regions the region ids it reaches, sorted; null: every region of the segment
    */
-  private record Way(PeerChannel channel, long[] regions, Routing requested, Routing chosen) {
+  private record Way(
+      PeerChannel channel, long[] regions, Routing requested, Routing chosen, Routing policy) {
     Way(PeerChannel channel, long[] regions) {
       this(
           channel,
           regions,
           new Routing(channel, Route.REQUESTED, null),
-          new Routing(channel, Routes.chosen(channel.transport()), null));
+          new Routing(channel, Routes.chosen(channel.transport()), null),
+          new Routing(channel, Route.POLICY, null));
     }
 
     boolean reaches(long regionId) {
@@ -91,6 +93,7 @@ public final class PeerSegment implements RemoteSegment {
   /** What {@link #route} answers, made once: routing a request allocates nothing. */
   private final Routing baseRequested;
 
+  private final Routing basePolicy;
   private final Routing fellBack;
   private final Routing fellBackUnhealthy;
   private final Routing failedOver;
@@ -116,6 +119,7 @@ public final class PeerSegment implements RemoteSegment {
     this.absent = absent;
     this.gone = List.copyOf(gone);
     this.baseRequested = new Routing(base, Route.REQUESTED, null);
+    this.basePolicy = new Routing(base, Route.POLICY, null);
     this.fellBack = new Routing(base, Routes.fellBack(base.transport(), false, absent), null);
     this.fellBackUnhealthy =
         new Routing(base, Routes.fellBack(base.transport(), true, absent), null);
@@ -249,6 +253,47 @@ public final class PeerSegment implements RemoteSegment {
       }
     }
     return new Routing(null, null, unreachableBecause(transport, regionId));
+  }
+
+  /**
+   * The routing step for a transport a policy rule names ({@link Route#POLICY}): the channel of
+   * {@code transport} when it reaches {@code regionId} and takes work now (for RDMA, with a healthy
+   * rail pair: {@link PeerChannel#healthy()}). Allocates nothing.
+   *
+   * @param transport a transport the rule names
+   * @param regionId the region the request names
+   * @return the routing, or null when that transport cannot carry the request now ({@link
+   *     #unavailableBecause} says why)
+   */
+  public Routing policyRoute(Transport transport, long regionId) {
+    if (base.transport() == transport) {
+      return base.healthy() ? basePolicy : null;
+    }
+    for (Way w : ways) {
+      if (w.channel().transport() == transport && w.reaches(regionId) && w.channel().healthy()) {
+        return w.policy();
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Why {@link #policyRoute} finds no channel of {@code transport} for this region now.
+   *
+   * @param transport a transport a policy rule names
+   * @param regionId the region the request names
+   * @return a sentence for the refusal's message
+   */
+  public String unavailableBecause(Transport transport, long regionId) {
+    if (base.transport() == transport) {
+      return base.gate().refusal();
+    }
+    for (Way w : ways) {
+      if (w.channel().transport() == transport && w.reaches(regionId)) {
+        return Routes.unhealthy(w.channel());
+      }
+    }
+    return unreachableBecause(transport, regionId);
   }
 
   /**

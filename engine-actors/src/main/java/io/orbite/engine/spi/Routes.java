@@ -79,6 +79,19 @@ final class Routes {
   }
 
   /**
+   * Why a channel that reaches a region cannot carry a request now.
+   *
+   * @param channel the channel
+   * @return a sentence for the refusal
+   */
+  static String unhealthy(PeerChannel channel) {
+    if (channel.gate().active() && hasRails(channel.transport())) {
+      return "no rail pair to the peer is healthy now (C13)";
+    }
+    return channel.gate().refusal();
+  }
+
+  /**
    * Why a channel of {@code transport} does not reach {@code regionId}.
    *
    * @param transport the channel's transport

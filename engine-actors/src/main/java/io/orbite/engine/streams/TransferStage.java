@@ -11,6 +11,7 @@ import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.batch.RequestValidator;
+import io.orbite.engine.batch.TransportSelector;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -53,12 +54,17 @@ final class TransferStage
 
   private final TransferEngine engine;
   private final StreamSettings settings;
+
+  /** The engine's transport policies, compiled once for the stage's own per-request check. */
+  private final TransportSelector selector;
+
   private final Inlet<TransferRequest> in = Inlet.create("TransferStage.in");
   private final Outlet<TransferResult> out = Outlet.create("TransferStage.out");
   private final FlowShape<TransferRequest, TransferResult> shape = FlowShape.of(in, out);
 
   TransferStage(TransferEngine engine, StreamSettings settings) {
     this.engine = engine;
+    this.selector = TransportSelector.compile(engine.config().policies());
     this.settings = settings;
   }
 
@@ -217,7 +223,7 @@ final class TransferStage
       heldBytes += length;
       try {
         // Refuse a bad request on its own, so it cannot fail the valid requests of its group.
-        RequestValidator.validate(List.of(r));
+        RequestValidator.validate(List.of(r), selector);
       } catch (TransferException e) {
         record(
             held,

@@ -19,6 +19,14 @@ import java.util.Set;
  * flag (u8: 0 none, 1 present) and, when present, hostname (u16 length + UTF-8), boot id (u16
  * length + UTF-8), pid (u32), token fd (u32), token inode (u64), export count (u32), then per
  * export region id (u64), fd (u32), inode (u64), offset (u64), length (u64), access (u8).
+ *
+ * <p>Then any number of tagged parts, each a tag (u8), a body length (u16) and the body: tag
+ * {@value #LIMITS_TAG} is the limits part ({@link TransferLimits}: TCP frame payload limit (u32),
+ * largest merged transfer (u64)). An answer that ends after the SHM part is an older engine's,
+ * which advertised no limits ({@link Description#limits()} null). A part whose tag this engine does
+ * not know is skipped, so a newer engine may add parts without making its answers unreadable here;
+ * a known tag must come once, with its body's exact length. (An engine from before the tagged parts
+ * refuses an answer that carries any: the answer has no version to tell it to skip them.)
  */
 public final class DescribeCodec {
   /** Bytes per encoded region. */
@@ -32,6 +40,15 @@ public final class DescribeCodec {
 
   /** The largest boot id accepted (the kernel's is a 36-character UUID). */
   public static final int MAX_BOOT_ID_BYTES = 64;
+
+  /** Tag of the limits part. */
+  public static final int LIMITS_TAG = 1;
+
+  /** Body bytes of the limits part. */
+  public static final int LIMITS_BYTES = 4 + 8;
+
+  /** Bytes of a tagged part's tag and body length. */
+  private static final int PART_HEADER_BYTES = 1 + 2;
 
   private DescribeCodec() {}
 
@@ -60,9 +77,19 @@ public final class DescribeCodec {
                 + 8
                 + 4
                 + shared.regions().size() * EXPORT_BYTES;
+    TransferLimits limits = d.limits();
+    int limitsBytes = limits == null ? 0 : PART_HEADER_BYTES + LIMITS_BYTES;
     ByteBuffer buf =
         ByteBuffer.allocate(
-            2 + host.length + 4 + 8 + 4 + d.regions().size() * REGION_BYTES + 1 + sharedBytes);
+            2
+                + host.length
+                + 4
+                + 8
+                + 4
+                + d.regions().size() * REGION_BYTES
+                + 1
+                + sharedBytes
+                + limitsBytes);
     buf.putShort((short) host.length)
         .put(host)
         .putInt(d.port())
@@ -92,6 +119,12 @@ public final class DescribeCodec {
             .putLong(e.lengthBytes())
             .put((byte) e.access().code());
       }
+    }
+    if (limits != null) {
+      buf.put((byte) LIMITS_TAG)
+          .putShort((short) LIMITS_BYTES)
+          .putInt(limits.tcpFramePayloadBytes())
+          .putLong(limits.maxTransferBytes());
     }
     return buf.flip();
   }
@@ -126,11 +159,9 @@ public final class DescribeCodec {
         throw rejected("describe: port " + port);
       }
       SharedExports shared = decodeShared(buf, regions);
-      if (buf.hasRemaining()) {
-        throw rejected("describe: " + buf.remaining() + " bytes after the SHM part");
-      }
+      TransferLimits limits = decodeParts(buf);
       return new Description(
-          new String(host, StandardCharsets.UTF_8), port, epoch, regions, shared);
+          new String(host, StandardCharsets.UTF_8), port, epoch, regions, shared, limits);
     } catch (BufferUnderflowException e) {
       throw rejected("describe: payload ends early");
     }
@@ -154,7 +185,7 @@ public final class DescribeCodec {
     if (pid <= 0 || tokenFd < 0) {
       throw rejected("describe: SHM pid " + pid + ", token fd " + tokenFd);
     }
-    if (count < 0 || (long) count * EXPORT_BYTES != buf.remaining()) {
+    if (count < 0 || (long) count * EXPORT_BYTES > buf.remaining()) {
       throw rejected("describe: " + count + " SHM exports but " + buf.remaining() + " bytes left");
     }
     Map<Long, RemoteRegion> published = new HashMap<>();
@@ -193,6 +224,43 @@ public final class DescribeCodec {
       exports.add(new SharedRegion(id, fd, inode, offset, length, region.access()));
     }
     return new SharedExports(new SharedHost(hostname, bootId, pid, tokenFd, tokenInode), exports);
+  }
+
+  /**
+   * Reads the tagged parts after the SHM part, to the end of the payload: the limits part, or null
+   * when there is none (an older engine's answer).
+   */
+  private static TransferLimits decodeParts(ByteBuffer buf) throws FrameRejectedException {
+    TransferLimits limits = null;
+    while (buf.hasRemaining()) {
+      if (buf.remaining() < PART_HEADER_BYTES) {
+        throw rejected("describe: " + buf.remaining() + " bytes after the SHM part");
+      }
+      int tag = buf.get() & 0xff;
+      int length = buf.getShort() & 0xffff;
+      if (length > buf.remaining()) {
+        throw rejected(
+            "describe: part " + tag + " of " + length + " B but " + buf.remaining() + " B left");
+      }
+      if (tag != LIMITS_TAG) {
+        // A newer engine's part: skipped, so its answers stay readable here.
+        buf.position(buf.position() + length);
+        continue;
+      }
+      if (limits != null || length != LIMITS_BYTES) {
+        throw rejected(
+            "describe: limits part "
+                + (limits != null ? "given twice" : "of " + length + " B, not " + LIMITS_BYTES));
+      }
+      int frame = buf.getInt();
+      long transfer = buf.getLong();
+      if (frame <= 0 || transfer <= 0) {
+        throw rejected(
+            "describe: limits of frame payload " + frame + " B and transfer " + transfer + " B");
+      }
+      limits = new TransferLimits(frame, transfer);
+    }
+    return limits;
   }
 
   private static String string(ByteBuffer buf, int max, String what) throws FrameRejectedException {

@@ -8,15 +8,28 @@ import java.util.List;
  *
  * @param shared what a same-host peer needs to map the source's exported allocations; {@code null}
  *     when the source exports nothing through SHM
+ * @param limits the largest single transfers the source takes; {@code null} when its answer carried
+ *     none (an engine from before it was advertised)
  */
 public record Description(
-    String host, int port, long epoch, List<RemoteRegion> regions, SharedExports shared) {
+    String host,
+    int port,
+    long epoch,
+    List<RemoteRegion> regions,
+    SharedExports shared,
+    TransferLimits limits) {
   public Description {
     regions = List.copyOf(regions);
   }
 
+  /** A description that advertises no limits (as an older engine's answer reads). */
+  public Description(
+      String host, int port, long epoch, List<RemoteRegion> regions, SharedExports shared) {
+    this(host, port, epoch, regions, shared, null);
+  }
+
   /** A description without an SHM part. */
   public Description(String host, int port, long epoch, List<RemoteRegion> regions) {
-    this(host, port, epoch, regions, null);
+    this(host, port, epoch, regions, null, null);
   }
 }

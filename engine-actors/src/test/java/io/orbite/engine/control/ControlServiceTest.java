@@ -16,9 +16,11 @@ import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.RegistryView;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.view.OwnerBoard;
+import io.orbite.engine.wire.Description;
 import io.orbite.engine.wire.EngineIdentity;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
+import io.orbite.engine.wire.TransferLimits;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
@@ -59,6 +61,9 @@ class ControlServiceTest {
   /** Longer than any wait here: no connection is closed for its silence during a test. */
   private static final int FIRST_FRAME_TIMEOUT_MILLIS = 60_000;
 
+  /** What this service's Describe answers advertise: an odd frame limit, to be recognised. */
+  private static final TransferLimits LIMITS = new TransferLimits(12_288, 300_000);
+
   private final OwnerBoard board = new OwnerBoard();
   private final EngineTally counters = new EngineTally();
   private final TestProbe<TransportCommand> tcp = testKit.createTestProbe();
@@ -90,6 +95,7 @@ class ControlServiceTest {
         listener,
         self,
         new RegistryView(),
+        LIMITS,
         Map.of(Transport.TCP, tcp.getRef()),
         counters,
         board,
@@ -143,6 +149,16 @@ class ControlServiceTest {
     assertEquals(2, FrameCodec.offset(adopted.hello(), 0));
     assertEquals(client.getLocalAddress(), adopted.channel().getRemoteAddress());
     adopted.channel().close();
+  }
+
+  @Test
+  void aDescribeAnswerAdvertisesTheLimitsTheServiceWasGiven() {
+    testKit.spawn(service(4));
+    Description d =
+        DescribeClient.describe(
+            InetSocketAddress.createUnresolved("127.0.0.1", self.port()), 5_000);
+    assertEquals(self.epoch(), d.epoch());
+    assertEquals(LIMITS, d.limits());
   }
 
   /** A HELLO for the TCP transport whose payload is {@code payload}. */

@@ -11,7 +11,9 @@ import scala.jdk.CollectionConverters._
 /**
  * Properties of the DESCRIBE_RESPONSE payload: descriptions survive a round trip in the documented
  * layout, and anything but a whole, exact encoding is refused with a FrameRejectedException (never
- * a BufferUnderflowException, IllegalArgumentException or other escape).
+ * a BufferUnderflowException, IllegalArgumentException or other escape). The tagged parts after
+ * the SHM part are the one allowance: an answer without them is an older engine's (no limits), and
+ * a part of a tag this engine does not know is skipped whole.
  */
 class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
   private val anyLong = Arbitrary.arbitrary[Long]
@@ -55,7 +57,14 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
     n <- Gen.frequency(1 -> Gen.const(0), 2 -> Gen.choose(1, 5), 3 -> Gen.choose(0, 200), 1 -> Gen.const(200))
     regions <- Gen.listOfN(n, genRegion).map(_.groupBy(_.regionId()).values.map(_.head).toList)
     shared <- Gen.frequency(1 -> Gen.const(None), 1 -> genShared(regions).map(Some(_)))
-  } yield new Description(host, port, epoch, regions.asJava, shared.orNull)
+    limits <- Gen.frequency(1 -> Gen.const(None), 2 -> genLimits.map(Some(_)))
+  } yield new Description(host, port, epoch, regions.asJava, shared.orNull, limits.orNull)
+
+  /** The limits part: any positive frame payload and transfer limits. */
+  private val genLimits: Gen[TransferLimits] = for {
+    frame <- Gen.chooseNum(1, Int.MaxValue)
+    transfer <- Gen.chooseNum(1L, Long.MaxValue)
+  } yield new TransferLimits(frame, transfer)
 
   /** An SHM part exporting a subset of `regions`, each exactly as published. */
   private def genShared(regions: List[RemoteRegion]): Gen[SharedExports] = for {
@@ -90,8 +99,23 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
     be(host.length.toLong, 2) ++ host ++ be(d.port().toLong, 4) ++ be(d.epoch(), 8) ++
       be(d.regions().size().toLong, 4) ++
       d.regions().asScala.flatMap(r => be(r.regionId(), 8) ++ be(r.lengthBytes(), 8) ++ be(r.access().code().toLong, 1)) ++
-      sharedLayout(d)
+      sharedLayout(d) ++ limitsLayout(d)
   }
+
+  /** The limits part when there are limits: tag 1, body length 12, frame payload, transfer. */
+  private def limitsLayout(d: Description): Array[Byte] = {
+    def be(v: Long, width: Int) = Array.tabulate(width)(i => (v >>> (8 * (width - 1 - i))).toByte)
+    Option(d.limits()) match {
+      case None => Array[Byte]()
+      case Some(l) =>
+        be(DescribeCodec.LIMITS_TAG.toLong, 1) ++ be(DescribeCodec.LIMITS_BYTES.toLong, 2) ++
+          be(l.tcpFramePayloadBytes().toLong, 4) ++ be(l.maxTransferBytes(), 8)
+    }
+  }
+
+  /** A tagged part of `tag` with `body`. */
+  private def part(tag: Int, body: Array[Byte]): Array[Byte] =
+    Array(tag.toByte, (body.length >>> 8).toByte, body.length.toByte) ++ body
 
   /** The SHM part: a flag byte, then (when present) host, boot id, pid, token, and the exports. */
   private def sharedLayout(d: Description): Array[Byte] = {
@@ -116,7 +140,8 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
       val buf = DescribeCodec.encode(d)
       buf.position() shouldBe 0
       val hostBytes = utf8Length(d.host())
-      buf.remaining() shouldBe 2 + hostBytes + 4 + 8 + 4 + d.regions().size() * DescribeCodec.REGION_BYTES + sharedBytes(d)
+      buf.remaining() shouldBe 2 + hostBytes + 4 + 8 + 4 + d.regions().size() * DescribeCodec.REGION_BYTES +
+        sharedBytes(d) + limitsLayout(d).length
       bytesOf(buf) shouldBe layout(d)
 
       val back = DescribeCodec.decode(buf)
@@ -147,23 +172,76 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
     }
   }
 
-  property("every truncation of a valid encoding is refused with FrameRejectedException") {
+  property("every truncation of a valid encoding is refused, but the one that drops the whole limits part") {
     forAll(genDescription, minSuccessful(150)) { d =>
       val bytes = encoded(d)
+      // Cut right after the SHM part, an encoding with limits reads as an older engine's answer.
+      val olderAnswer = bytes.length - limitsLayout(d).length
       for (k <- 0 until bytes.length) {
-        val e = withClue(s"prefix of $k of ${bytes.length} bytes: ") {
-          intercept[FrameRejectedException](DescribeCodec.decode(ByteBuffer.wrap(bytes, 0, k)))
+        if (d.limits() != null && k == olderAnswer) {
+          val back = DescribeCodec.decode(ByteBuffer.wrap(bytes, 0, k))
+          back shouldBe new Description(d.host(), d.port(), d.epoch(), d.regions(), d.shared())
+        } else {
+          val e = withClue(s"prefix of $k of ${bytes.length} bytes: ") {
+            intercept[FrameRejectedException](DescribeCodec.decode(ByteBuffer.wrap(bytes, 0, k)))
+          }
+          e.reason() should (be(Reason.INCONSISTENT_LENGTH) or be(Reason.TRUNCATED_HEADER))
         }
-        e.reason() should (be(Reason.INCONSISTENT_LENGTH) or be(Reason.TRUNCATED_HEADER))
       }
     }
   }
 
-  property("a valid encoding followed by extra bytes is refused") {
-    forAll(genDescription, Gen.choose(1, 3 * DescribeCodec.REGION_BYTES), anyLong) { (d, extra, seed) =>
-      val rnd = new scala.util.Random(seed)
-      val bytes = encoded(d) ++ Array.fill(extra)(rnd.nextInt().toByte)
-      intercept[FrameRejectedException](decode(bytes))
+  property("a valid encoding followed by bytes that are not whole tagged parts is refused") {
+    val gen = for {
+      d <- genDescription
+      extra <- Gen.oneOf(
+        // Too short for a part's tag and length.
+        Gen.choose(1, 2).flatMap(n => Gen.listOfN(n, Arbitrary.arbitrary[Byte])),
+        // A part whose body would run past the payload's end.
+        for {
+          tag <- Gen.choose(0, 255)
+          have <- Gen.choose(0, 40)
+          claimed <- Gen.choose(have + 1, 0xffff)
+          body <- Gen.listOfN(have, Arbitrary.arbitrary[Byte])
+        } yield List(tag.toByte, (claimed >>> 8).toByte, claimed.toByte) ++ body)
+    } yield (d, extra.toArray)
+    forAll(gen) { case (d, extra) =>
+      intercept[FrameRejectedException](decode(encoded(d) ++ extra))
+    }
+  }
+
+  property("parts of tags this engine does not know are skipped whole, wherever they stand") {
+    val genUnknown = for {
+      tag <- Gen.choose(2, 255)
+      n <- Gen.frequency(3 -> Gen.choose(0, 40), 1 -> Gen.const(0xffff))
+      body <- Gen.listOfN(n, Arbitrary.arbitrary[Byte])
+    } yield part(tag, body.toArray)
+    forAll(genDescription, Gen.listOf(genUnknown), Gen.listOf(genUnknown)) { (d, before, after) =>
+      val bytes = encoded(d)
+      val base = bytes.dropRight(limitsLayout(d).length)
+      decode(base ++ before.flatten ++ limitsLayout(d) ++ after.flatten) shouldBe d
+    }
+  }
+
+  property("a limits part given twice, of another length, or with a limit <= 0 is refused") {
+    val gen = for {
+      d <- genDescription.map(d => new Description(d.host(), d.port(), d.epoch(), d.regions(), d.shared()))
+      limits <- genLimits
+      how <- Gen.choose(0, 3)
+      badLength <- Gen.choose(0, 40).suchThat(_ != DescribeCodec.LIMITS_BYTES)
+      badValue <- Gen.chooseNum(Long.MinValue, 0L)
+    } yield (d, limits, how, badLength, badValue)
+    forAll(gen) { case (d, limits, how, badLength, badValue) =>
+      val good = limitsLayout(new Description(d.host(), 1, 1, List.empty[RemoteRegion].asJava, null, limits))
+      val body = good.drop(3)
+      val damaged = how match {
+        case 0 => good ++ good
+        case 1 => part(DescribeCodec.LIMITS_TAG, Array.fill(badLength)(7.toByte))
+        case 2 => part(DescribeCodec.LIMITS_TAG, ByteBuffer.allocate(12).putInt(badValue.toInt.min(0)).putLong(1L).array())
+        case _ => part(DescribeCodec.LIMITS_TAG, ByteBuffer.allocate(12).putInt(1).putLong(badValue).array())
+      }
+      body.length shouldBe DescribeCodec.LIMITS_BYTES
+      intercept[FrameRejectedException](decode(encoded(d) ++ damaged))
     }
   }
 
@@ -281,8 +359,9 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
         back.port() should (be >= 1 and be <= 65535)
         back.regions().asScala.foreach(_.lengthBytes() should be > 0L)
         withClue("a decoded description must account for every byte: ") {
-          damaged.length shouldBe 2 + (damaged(0) & 0xff) * 256 + (damaged(1) & 0xff) + 16 +
+          val parts = 2 + (damaged(0) & 0xff) * 256 + (damaged(1) & 0xff) + 16 +
             back.regions().size() * DescribeCodec.REGION_BYTES + sharedBytes(back)
+          wholeParts(damaged, parts) shouldBe true
         }
         hostLength should be > 0
       } catch {
@@ -290,6 +369,15 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
       }
     }
   }
+
+  /** Whether `bytes` from `at` to the end are whole tagged parts, as the decoder skips them. */
+  private def wholeParts(bytes: Array[Byte], at: Int): Boolean =
+    if (at == bytes.length) true
+    else if (at > bytes.length || bytes.length - at < 3) false
+    else {
+      val length = (bytes(at + 1) & 0xff) * 256 + (bytes(at + 2) & 0xff)
+      wholeParts(bytes, at + 3 + length)
+    }
 
   property("arbitrary bytes are decoded or refused, never another exception") {
     forAll(Gen.choose(0, 400).flatMap(n => Gen.listOfN(n, Arbitrary.arbitrary[Byte])), minSuccessful(500)) { bytes =>

@@ -245,6 +245,25 @@ final class BenchLoop {
       boolean swapPairs,
       double seconds)
       throws InterruptedException {
+    return taskRate(
+        human, engine, Transport.UNSPEC, local, peer, remote, regionBytes, swapPairs, seconds);
+  }
+
+  /**
+   * {@link #taskRate} with every request naming {@code transport} ({@link Transport#UNSPEC}: the
+   * engine chooses).
+   */
+  static Run taskRate(
+      PrintStream human,
+      TransferEngine engine,
+      Transport transport,
+      RegisteredMemory local,
+      RemoteSegment peer,
+      long remote,
+      long regionBytes,
+      boolean swapPairs,
+      double seconds)
+      throws InterruptedException {
     long size = 4096;
     long slots = regionBytes / size;
     long warmStart = System.nanoTime();
@@ -259,7 +278,7 @@ final class BenchLoop {
           human,
           engine,
           Op.READ,
-          Transport.UNSPEC,
+          transport,
           local,
           peer,
           remote,
@@ -281,20 +300,8 @@ final class BenchLoop {
     long jitBefore = Jit.millis();
     Run timed =
         runFor(
-            human,
-            engine,
-            Op.READ,
-            Transport.UNSPEC,
-            local,
-            peer,
-            remote,
-            size,
-            1024,
-            4,
-            slots,
-            swapPairs,
-            seconds,
-            progress);
+            human, engine, Op.READ, transport, local, peer, remote, size, 1024, 4, slots, swapPairs,
+            seconds, progress);
     Run r =
         new Run(
             timed.bytes(),

@@ -31,11 +31,12 @@ import java.util.Map;
  * hardware figure. A source engine process and a requester engine (this process), each with {@value
  * #RAILS} software devices as rails and the default lanes: READ and WRITE throughput at 64 KiB, 1
  * MiB, 4 MiB and 64 MiB, the 64 KiB slice rate, and as the same-run reference the TCP READ at 1 MiB
- * and 4 MiB through the same two engines. Then a second requester, whose provider runs the null
- * wire ({@link SoftFaults#nullWire}), gives the slice rate of the engine's own RDMA path (grant
- * request, window bind, payload WR, completion SEND, release) with no byte moved. Every byte a run
- * moves is verified, the destination scrambled before each run; {@code --json} prints one JSON
- * object in the shape of {@code bench tcp --json}, with a {@code label}.
+ * and 4 MiB through the same two engines; adjacent 4 KiB READs with request merging on and off
+ * ({@link AdjacentTasks}). Then a second requester, whose provider runs the null wire ({@link
+ * SoftFaults#nullWire}), gives the slice rate of the engine's own RDMA path (grant request, window
+ * bind, payload WR, completion SEND, release) with no byte moved. Every byte a run moves is
+ * verified, the destination scrambled before each run; {@code --json} prints one JSON object in the
+ * shape of {@code bench tcp --json}, with a {@code label}.
  */
 public final class RdmaBench {
   /** What every figure of this bench is, and is not. */
@@ -103,6 +104,22 @@ public final class RdmaBench {
         BenchReport.printUrls(human, requester);
         failures += overTheWire(requester, source, remote, figures, ratios);
       }
+      // Request merging: the adjacent loop on two fresh requesters, merge.enabled on and off, over
+      // the source's pattern (the WRITE runs above changed it).
+      source.call("FILL " + remote + " " + SOURCE_SEED);
+      failures +=
+          AdjacentTasks.measure(
+              human,
+              requesterConfig("bench-rdma-requester"),
+              source,
+              remote,
+              options.workingSetBytes(),
+              SOURCE_SEED,
+              Transport.RDMA,
+              Transport.RDMA,
+              options.secondsPerFigure(),
+              figures,
+              ratios);
       SoftFaults nullWire = SoftFaults.create();
       nullWire.nullWire(true);
       try (TransferEngine requester =

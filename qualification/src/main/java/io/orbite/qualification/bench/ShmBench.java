@@ -165,6 +165,20 @@ public final class ShmBench {
           ratios.put(
               "tasks_4KiB_vs_memcpy_" + lanes + "t", small.tasks() / small.seconds() / copies);
         }
+        // Request merging: the adjacent loop on two fresh requesters, merge.enabled on and off.
+        failures +=
+            AdjacentTasks.measure(
+                human,
+                requester.config(),
+                source,
+                remote,
+                workingSetBytes,
+                sourceSeed,
+                Transport.UNSPEC,
+                Transport.SHM,
+                secondsPerFigure,
+                figures,
+                ratios);
       }
       long overTcp = requester.counters().tasksDispatched(Transport.TCP);
       figures.put("tasks_over_shm", (double) requester.counters().tasksDispatched(Transport.SHM));

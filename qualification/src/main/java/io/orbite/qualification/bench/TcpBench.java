@@ -6,6 +6,7 @@ import io.orbite.engine.Op;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
+import io.orbite.engine.Transport;
 import io.orbite.qualification.cli.ExitCodes;
 import io.orbite.qualification.cli.Progress;
 import io.orbite.qualification.harness.ChildLogs;
@@ -24,7 +25,8 @@ import java.util.Map;
  * {@code ./orbite bench tcp}: a source engine process and a requester engine (this process) on
  * loopback. READ and WRITE throughput at 64 KiB, 1 MiB, 4 MiB and 64 MiB with many tasks in flight;
  * 4 KiB tasks per second in batches of 1024 (over the whole region, and over an 8 MiB working set
- * that stays in cache); heap bytes allocated per MiB moved on both sides; and, in the same run,
+ * that stays in cache), and adjacent 4 KiB tasks with request merging on and off ({@link
+ * AdjacentTasks}); heap bytes allocated per MiB moved on both sides; and, in the same run,
  * interleaved, the iperf3 one-stream 1 MiB-write loopback ceiling. Every measured run's bytes are
  * verified afterwards. {@code --json} prints one JSON object.
  */
@@ -190,6 +192,20 @@ public final class TcpBench {
         ratios.put(
             "tasks_4KiB_cold_vs_hot",
             (small.tasks() / small.seconds()) / (hot.tasks() / hot.seconds()));
+        // Request merging: the adjacent loop on two fresh requesters, merge.enabled on and off.
+        failures +=
+            AdjacentTasks.measure(
+                human,
+                requester.config(),
+                source,
+                remote,
+                workingSetBytes,
+                sourceSeed,
+                Transport.UNSPEC,
+                Transport.TCP,
+                secondsPerFigure,
+                figures,
+                ratios);
       }
       if (haveIperf && !skipSmall) {
         addIperf(iperf, iperfCpu);

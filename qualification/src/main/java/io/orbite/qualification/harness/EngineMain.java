@@ -52,6 +52,10 @@ import java.util.Map;
  *                                                  completed with length bytes and the effect its op
  *                                                  has: NONE for a READ, APPLIED for a WRITE)
  * NOTIFY, XFERN, NOTIFICATIONS  -> notifications: see {@link NotifyCommands}
+ * RULES                         -> OK r0 r1 ...  (the policy rule index, TaskResult.rule, of each task
+ *                                                  of the last XFER, -1 where no rule chose its
+ *                                                  transport; the engine's policies come, as all its
+ *                                                  configuration, from ORBITE_CONF)
  * COUNTERS                      -> OK key=value ...
  * CHARGE kind name              -> OK n          (the owner view's charge {@code name}, summed over
  *                                                  the owners of kind {@code kind})
@@ -61,6 +65,9 @@ import java.util.Map;
  * </pre>
  */
 public final class EngineMain {
+  /** The rule indices of the last XFER's tasks, for RULES (the command loop is one thread). */
+  private static String lastRules = "";
+
   private EngineMain() {}
 
   /** Runs the command loop; the process exits when it ends, however it ends (no lingering JVM). */
@@ -200,6 +207,7 @@ public final class EngineMain {
           case "XFER" -> out.println(transfer(engine, peer[0], regions, t));
           case "NOTIFY", "XFERN", "NOTIFICATIONS" ->
               out.println(NotifyCommands.run(engine, peer[0], regions, t));
+          case "RULES" -> out.println("OK " + lastRules);
           case "LOOP" -> {
             RegisteredMemory local = region(regions, t[1]);
             io.orbite.engine.RemoteSegment target = peer[0];
@@ -330,6 +338,8 @@ public final class EngineMain {
     } finally {
       batch.free();
     }
+    lastRules =
+        String.join(" ", status.tasks().stream().map(r -> Integer.toString(r.rule())).toList());
     io.orbite.engine.RemoteEffect effect =
         op == io.orbite.engine.Op.READ
             ? io.orbite.engine.RemoteEffect.NONE

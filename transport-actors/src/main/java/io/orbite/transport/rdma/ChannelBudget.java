@@ -69,6 +69,31 @@ final class ChannelBudget {
   }
 
   /**
+   * Refuses {@code work} when {@code plan} makes a slice longer than one work request carries (2
+   * GiB - 1), before anything is charged or sent: one receipt, {@code INVALID_ARGUMENT}.
+   *
+   * @return the receipts promised: 1, or 0 when every slice fits
+   */
+  static int refuseHugeSlices(TaskWork work, SlicePlan plan) {
+    long length = work.lengthBytes();
+    if (plan.blockBytes() + (length - plan.blockBytes() * plan.count()) <= Integer.MAX_VALUE) {
+      return 0;
+    }
+    work.sink()
+        .deliver(
+            Receipt.failed(
+                work.taskIndex(),
+                ErrorKind.INVALID_ARGUMENT,
+                RemoteEffect.NONE,
+                "an RDMA slice is at most 2 GiB - 1 and "
+                    + length
+                    + " B in "
+                    + plan.count()
+                    + " slices makes larger ones (never sent)"));
+    return 1;
+  }
+
+  /**
    * Refuses {@code work} when it is longer than the whole budget, or than its peer reserves at
    * most, before anything is charged or sent: one receipt, {@code RESOURCE_EXHAUSTED} naming {@code
    * rdma.maxDirectBytes}.

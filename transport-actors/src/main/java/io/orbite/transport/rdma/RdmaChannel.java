@@ -71,6 +71,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   /** Told when the gate is fenced: the endpoint then drains and retires the channel. */
   private final Runnable onFence;
 
+  /** What {@link #mergeLimitBytes} answers ({@link RdmaLink#mergeLimit}). */
+  private final long mergeLimitBytes;
+
   /**
    * The channel over {@code link} and {@code qps} (connected on both ends) to {@code peer}, whose
    * RAILS published {@code peerLimits}; its gate is the one {@code qps} installs repairs under.
@@ -81,10 +84,12 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       ChannelGate gate,
       ChannelQps qps,
       RdmaWire.Limits peerLimits,
+      long mergeLimitBytes,
       RdmaStack stack,
       SlicingConfig slicing,
       Runnable onFence) {
     this.peer = peer;
+    this.mergeLimitBytes = mergeLimitBytes;
     this.gate = gate;
     this.onFence = onFence;
     this.link = link;
@@ -129,6 +134,11 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     return gate;
   }
 
+  @Override
+  public long mergeLimitBytes() {
+    return mergeLimitBytes;
+  }
+
   /**
    * Active, and some rail pair to the peer whose local rail the selection policy allows is healthy
    * (closed circuit) now; so UNSPEC never picks RDMA when the policy allows no rail.
@@ -165,18 +175,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     }
     long length = work.lengthBytes();
     SlicePlan plan = planner.plan(work.op(), length);
-    if (plan.blockBytes() + (length - plan.blockBytes() * plan.count()) > Integer.MAX_VALUE) {
-      work.sink()
-          .deliver(
-              Receipt.failed(
-                  work.taskIndex(),
-                  ErrorKind.INVALID_ARGUMENT,
-                  RemoteEffect.NONE,
-                  "an RDMA slice is at most 2 GiB - 1 and "
-                      + length
-                      + " B in "
-                      + plan.count()
-                      + " slices makes larger ones (never sent)"));
+    if (ChannelBudget.refuseHugeSlices(work, plan) != 0) {
       return 1;
     }
     RailPolicy policy = selector.policy();

@@ -1,5 +1,6 @@
 package io.orbite.transport.rdma;
 
+import io.orbite.config.MergeConfig;
 import io.orbite.config.TcpConfig;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.SegmentDescriptor;
@@ -8,6 +9,7 @@ import io.orbite.engine.Transport;
 import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.TransportContext;
+import io.orbite.engine.wire.TransferLimits;
 import io.orbite.nativebind.verbs.Verbs;
 import io.orbite.nativebind.verbs.VerbsResult;
 import io.orbite.transport.endpoint.EndpointLink;
@@ -45,11 +47,16 @@ final class RdmaLink implements EndpointLink {
    * stale one is refused before any QP is made), the peer's rails, then the QPs, connected on both
    * ends; then starts the control reader. Blocking.
    *
+   * @param peerLimits what the peer's Describe answer advertised, or null when it advertised none
    * @param fenced told when the channel is fenced
    * @throws TransferException naming the peer and what failed; nothing made is left behind
    */
   static RdmaLink open(
-      SegmentDescriptor peer, TransportContext context, RdmaStack stack, Runnable fenced) {
+      SegmentDescriptor peer,
+      TransferLimits peerLimits,
+      TransportContext context,
+      RdmaStack stack,
+      Runnable fenced) {
     TcpConfig tcp = context.config().tcp();
     SocketChannel socket = LaneConnector.connect(peer, 0, context, Transport.RDMA);
     ControlLink link;
@@ -114,6 +121,11 @@ final class RdmaLink implements EndpointLink {
               gate,
               new ChannelQps(made.toArray(RcQp[]::new), remote, lanes, rails.size(), gate),
               described.limits(),
+              mergeLimit(
+                  context.config().merge(),
+                  peerLimits,
+                  described.limits(),
+                  stack.direct().limitBytes()),
               stack,
               context.config().slicing(),
               fenced);
@@ -132,6 +144,20 @@ final class RdmaLink implements EndpointLink {
           "RDMA handshake with " + peer + ": " + TransferException.describe(e),
           e);
     }
+  }
+
+  /**
+   * The most bytes the channel takes as one merged task: {@code merge.maxBytes} (0 with {@code
+   * merge.enabled} off), no more than the peer's Describe advertised, and never more than a task
+   * the channel would refuse as oversized (this side's {@code rdma.maxDirectBytes}, the most the
+   * peer reserves as its RAILS published): merging must not turn tasks that each fit into one that
+   * fails. A merged task is sliced as any task is (C15), so it becomes as few slices as the slicing
+   * allows for its length.
+   */
+  static long mergeLimit(
+      MergeConfig merge, TransferLimits peerLimits, RdmaWire.Limits rails, long directLimit) {
+    long own = Math.min(merge.requesterLimitBytes(), Math.min(directLimit, rails.maxTaskBytes()));
+    return TransferLimits.mergeTowards(own, peerLimits);
   }
 
   @Override

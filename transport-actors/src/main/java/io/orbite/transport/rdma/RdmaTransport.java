@@ -314,7 +314,7 @@ final class RdmaTransport {
           "RdmaEndpoint",
           m.peer(),
           context,
-          fenced -> RdmaLink.open(m.peer(), context, stack, fenced),
+          fenced -> RdmaLink.open(m.peer(), m.description().limits(), context, stack, fenced),
           attach);
       counters.endpointsOpened.increment();
       return Behaviors.same();

@@ -8,6 +8,7 @@ import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedRegion;
+import io.orbite.engine.wire.TransferLimits;
 import io.orbite.nativebind.HostIdentity;
 import io.orbite.transport.endpoint.EndpointLink;
 import io.orbite.transport.lane.LaneAgent;
@@ -39,6 +40,7 @@ final class ShmLink implements EndpointLink {
   private ShmLink(
       SegmentDescriptor peer,
       SharedExports exports,
+      long mergeLimitBytes,
       int tokenFd,
       TransportContext context,
       Runnable fenced) {
@@ -70,7 +72,7 @@ final class ShmLink implements EndpointLink {
               this::laneEnded));
     }
     lanes.forEach(l -> l.siblings(lanes));
-    this.channel = new ShmPeerChannel(peer, gate, lanes, table, fenced);
+    this.channel = new ShmPeerChannel(peer, gate, lanes, table, mergeLimitBytes, fenced);
     channelOf[0] = channel;
   }
 
@@ -78,11 +80,13 @@ final class ShmLink implements EndpointLink {
    * Proves that {@code peer}'s memory opens from here (same host, live token), then starts the copy
    * lanes; blocks.
    *
+   * @param peerLimits what the peer's Describe answer advertised, or null when it advertised none
    * @param fenced told when the channel is fenced
    */
   static ShmLink open(
       SegmentDescriptor peer,
       SharedExports exports,
+      TransferLimits peerLimits,
       HostIdentity local,
       TransportContext context,
       Runnable fenced) {
@@ -94,7 +98,14 @@ final class ShmLink implements EndpointLink {
       LOG.info("SHM to {} not used: {}", peer, e.getMessage());
       throw e;
     }
-    ShmLink link = new ShmLink(peer, exports, tokenFd, context, fenced);
+    ShmLink link =
+        new ShmLink(
+            peer,
+            exports,
+            ShmPeerChannel.mergeLimit(context.config().merge(), peerLimits),
+            tokenFd,
+            context,
+            fenced);
     for (ShmLane lane : link.lanes) {
       LaneRuntime.start(lane);
     }

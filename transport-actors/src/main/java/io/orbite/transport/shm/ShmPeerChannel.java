@@ -1,5 +1,6 @@
 package io.orbite.transport.shm;
 
+import io.orbite.config.MergeConfig;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
@@ -10,6 +11,7 @@ import io.orbite.engine.spi.Receipt;
 import io.orbite.engine.spi.TaskWork;
 import io.orbite.engine.wire.SharedExports;
 import io.orbite.engine.wire.SharedRegion;
+import io.orbite.engine.wire.TransferLimits;
 import io.orbite.transport.lane.Unsendable;
 import java.util.List;
 import java.util.Map;
@@ -45,18 +47,40 @@ final class ShmPeerChannel implements PeerChannel {
   private final ChannelGate gate;
   private final Runnable onFence;
 
+  /** What {@link #mergeLimitBytes} answers. */
+  private final long mergeLimitBytes;
+
   ShmPeerChannel(
       SegmentDescriptor peer,
       ChannelGate gate,
       List<ShmLane> lanes,
       Map<Long, SharedRegion> exports,
+      long mergeLimitBytes,
       Runnable onFence) {
     this.peer = peer;
+    this.mergeLimitBytes = mergeLimitBytes;
     this.gate = gate;
     this.lanes = lanes.toArray(ShmLane[]::new);
     this.dealer = new RunDealer(this.lanes.length, DEAL_BYTES);
     this.exports = exports;
     this.onFence = onFence;
+  }
+
+  /**
+   * The most bytes an SHM channel takes as one merged task: {@code merge.maxBytes} (0 with {@code
+   * merge.enabled} off), no more than the peer advertised, and no more than {@link #DEAL_BYTES}. A
+   * task is copied whole by one lane, while a run is dealt across the lanes in parts of up to
+   * {@link #DEAL_BYTES}: a merged task longer than a part would leave the other lanes idle while
+   * one copies the bytes they would have shared.
+   */
+  static long mergeLimit(MergeConfig merge, TransferLimits peerLimits) {
+    return TransferLimits.mergeTowards(
+        Math.min(merge.requesterLimitBytes(), DEAL_BYTES), peerLimits);
+  }
+
+  @Override
+  public long mergeLimitBytes() {
+    return mergeLimitBytes;
   }
 
   static Map<Long, SharedRegion> exportTable(SharedExports exports) {

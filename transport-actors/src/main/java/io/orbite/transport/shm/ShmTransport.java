@@ -112,7 +112,8 @@ final class ShmTransport {
           "ShmEndpoint",
           m.peer(),
           context,
-          fenced -> ShmLink.open(m.peer(), exports, local, context, fenced),
+          fenced ->
+              ShmLink.open(m.peer(), exports, m.description().limits(), local, context, fenced),
           new PeerEndpoint.Attach(exports, m.replyTo()));
       return Behaviors.same();
     }

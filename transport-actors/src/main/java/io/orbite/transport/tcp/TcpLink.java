@@ -12,6 +12,7 @@ import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.wire.FrameRejectedException;
+import io.orbite.engine.wire.TransferLimits;
 import io.orbite.transport.endpoint.EndpointLink;
 import io.orbite.transport.endpoint.PeerBytes;
 import io.orbite.transport.lane.LaneAgent;
@@ -93,6 +94,7 @@ final class TcpLink implements EndpointLink {
 
   private TcpLink(
       SegmentDescriptor peer,
+      TransferLimits peerLimits,
       List<SocketChannel> sockets,
       TransportContext context,
       Runnable fenced)
@@ -117,7 +119,9 @@ final class TcpLink implements EndpointLink {
             lanes,
             frames,
             planner,
-            tcp.maxFramePayloadBytes(),
+            // Frames no longer than the peer takes: a longer one would break its lane's protocol.
+            TransferLimits.framePayloadTowards(tcp.maxFramePayloadBytes(), peerLimits),
+            mergeLimit(config, peerLimits),
             fenced,
             context.counters(),
             tcp.waitWhileReconnecting(),
@@ -154,11 +158,28 @@ final class TcpLink implements EndpointLink {
   }
 
   /**
+   * The most bytes the channel takes as one merged transfer: {@code merge.maxBytes} (0 with {@code
+   * merge.enabled} off), no more than one frame to this peer (own limit and the peer's advertised
+   * one), nor than the peer's advertised merge limit. One frame is the most one request to the
+   * source carries, so merging beyond it would save nothing on the wire.
+   */
+  static long mergeLimit(EngineConfig config, TransferLimits peerLimits) {
+    long own =
+        Math.min(
+            config.merge().requesterLimitBytes(),
+            TransferLimits.framePayloadTowards(config.tcp().maxFramePayloadBytes(), peerLimits));
+    return TransferLimits.mergeTowards(own, peerLimits);
+  }
+
+  /**
    * Connects {@code tcp.lanes} lanes to {@code peer} (each with its HELLO) and starts them; blocks.
    *
+   * @param peerLimits what the peer's Describe answer advertised, or null when it advertised none
+   *     (an older engine): this engine's own limits then apply
    * @param fenced told when the channel is fenced
    */
-  static TcpLink open(SegmentDescriptor peer, TransportContext context, Runnable fenced)
+  static TcpLink open(
+      SegmentDescriptor peer, TransferLimits peerLimits, TransportContext context, Runnable fenced)
       throws IOException {
     List<SocketChannel> sockets = new ArrayList<>();
     TcpLink link;
@@ -167,7 +188,7 @@ final class TcpLink implements EndpointLink {
         sockets.add(LaneConnector.connect(peer, i, context));
         context.counters().increment(EngineTally.Count.CONNECTIONS_OPENED);
       }
-      link = new TcpLink(peer, sockets, context, fenced);
+      link = new TcpLink(peer, peerLimits, sockets, context, fenced);
     } catch (IOException | RuntimeException e) {
       sockets.forEach(LaneConnector::closeQuietly);
       throw e;

@@ -58,7 +58,13 @@ final class TcpPeerChannel implements PeerChannel {
 
   private final FramePool frames;
   private final SlicePlanner planner;
+
+  /** The longest frame payload to this peer: the least of its advertised limit and this side's. */
   private final long maxFrameBytes;
+
+  /** What {@link #mergeLimitBytes} answers. */
+  private final long mergeLimitBytes;
+
   private final double[] bandwidth;
   private final boolean[] touched;
 
@@ -88,6 +94,7 @@ final class TcpPeerChannel implements PeerChannel {
       FramePool frames,
       SlicePlanner planner,
       long maxFrameBytes,
+      long mergeLimitBytes,
       Runnable onFence,
       EngineTally counters,
       boolean waitWhileReconnecting,
@@ -102,6 +109,7 @@ final class TcpPeerChannel implements PeerChannel {
     this.lanes = lanes;
     this.planner = planner;
     this.maxFrameBytes = maxFrameBytes;
+    this.mergeLimitBytes = mergeLimitBytes;
     this.bandwidth = new double[lanes.length];
     // Lanes of one peer share a link and start with equal estimates.
     Arrays.fill(bandwidth, 1.0);
@@ -129,6 +137,21 @@ final class TcpPeerChannel implements PeerChannel {
   @Override
   public ChannelGate gate() {
     return gate;
+  }
+
+  /**
+   * The least of {@code merge.maxBytes}, one frame to this peer and the peer's advertised merge
+   * limit; 0 with {@code merge.enabled} off ({@link TcpLink#mergeLimit}). A merged task longer than
+   * one slice is sliced and framed as any task is.
+   */
+  @Override
+  public long mergeLimitBytes() {
+    return mergeLimitBytes;
+  }
+
+  /** The longest frame payload this channel sends (for tests). */
+  long maxFrameBytes() {
+    return maxFrameBytes;
   }
 
   /** Whether any lane still takes frames (a channel whose lanes all ended refuses work). */

@@ -174,7 +174,7 @@ final class TcpTransport {
           "TcpEndpoint",
           m.peer(),
           context,
-          fenced -> TcpLink.open(m.peer(), context, fenced),
+          fenced -> TcpLink.open(m.peer(), m.description().limits(), context, fenced),
           attach);
     } else {
       endpoint.tell(attach);

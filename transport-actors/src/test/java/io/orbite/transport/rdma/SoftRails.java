@@ -53,7 +53,7 @@ final class SoftRails implements AutoCloseable {
 
   /** The requester's end of an RDMA endpoint to {@code peer}, opened now (blocking). */
   RdmaLink connect(SegmentDescriptor peer) {
-    return RdmaLink.open(peer, context, stack, () -> {});
+    return RdmaLink.open(peer, null, context, stack, () -> {});
   }
 
   /**

@@ -172,7 +172,7 @@ class TcpEndpointTest {
             "TcpEndpoint",
             peer.descriptor(),
             context,
-            fenced -> TcpLink.open(peer.descriptor(), context, fenced),
+            fenced -> TcpLink.open(peer.descriptor(), null, context, fenced),
             null,
             refused -> {}));
   }

@@ -13,6 +13,8 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
+import java.nio.channels.CancelledKeyException;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
@@ -164,7 +166,7 @@ final class NotifyLink implements Runnable {
     ErrorKind kind;
     try {
       connect();
-    } catch (IOException e) {
+    } catch (IOException | RuntimeException e) { // an unresolvable host is unchecked
       end(
           ErrorKind.UNAVAILABLE,
           closing
@@ -197,6 +199,10 @@ final class NotifyLink implements Runnable {
       owner.counters().increment(Count.FRAMES_REJECTED);
       kind = ErrorKind.PROTOCOL;
       why = peer + " answered outside the protocol: " + e.describe();
+    } catch (RuntimeException e) {
+      // Never leave a notification unresolved: whatever went wrong ends the link.
+      kind = ErrorKind.PEER_LOST;
+      why = "the notification link to " + peer + " failed: " + e;
     }
     end(kind, why);
   }
@@ -229,7 +235,7 @@ final class NotifyLink implements Runnable {
                 closeQuietly(c);
                 s.wakeup();
               });
-    } catch (IOException e) {
+    } catch (IOException | RuntimeException e) {
       closeQuietly(c);
       throw e;
     } finally {
@@ -256,13 +262,22 @@ final class NotifyLink implements Runnable {
         owner.counters().increment(Count.NOTIFICATIONS_SENT);
       }
       if (o.frame.hasRemaining()) {
-        key.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
+        interest(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
         selector.wakeup();
         return;
       }
       unsent.pollFirst();
     }
-    key.interestOps(SelectionKey.OP_READ);
+    interest(SelectionKey.OP_READ);
+  }
+
+  /** Sets what the link's thread waits for; a connection closed under it is a broken one. */
+  private void interest(int ops) throws IOException {
+    try {
+      key.interestOps(ops);
+    } catch (CancelledKeyException e) {
+      throw new ClosedChannelException();
+    }
   }
 
   /**

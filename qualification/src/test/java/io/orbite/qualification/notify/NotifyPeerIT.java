@@ -177,4 +177,36 @@ class NotifyPeerIT {
       assertEquals(got.size(), counter(receiver, "notificationsReceived"));
     }
   }
+
+  @Test
+  void aNotificationUnansweredWithinTheAnswerTimeoutIsUnknownAndItsLateAnswerIgnored(
+      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
+    EngineConfig config =
+        EngineConfig.defaults()
+            .withName("notify-sender")
+            .withNotifications(
+                io.orbite.config.NotificationConfig.defaults().withAnswerTimeoutMillis(500));
+    try (EngineProcess receiver = EngineProcess.start("notify-slow", logs, Map.of());
+        TransferEngine sender = TransferEngine.start(config)) {
+      long me = sender.localSegment().epoch();
+      RemoteSegment peer = sender.openSegment(receiver.endpoint(), Duration.ofSeconds(10));
+      byte[] warm = NotifyIT.bytes(8, 16);
+      assertEquals(NotificationResult.DELIVERED, sender.notify(peer, "warm", warm));
+      receiver.stop();
+      byte[] late = NotifyIT.bytes(9, 16);
+      NotificationResult r = sender.notify(peer, "late", late);
+      assertEquals(NotificationResult.State.UNKNOWN, r.state(), r.toString());
+      assertEquals(ErrorKind.TIMEOUT, r.errorKind(), r.toString());
+      assertTrue(r.detail().contains("notifications.answerTimeoutMillis (500)"), r.detail());
+      receiver.resume();
+      // The same connection carries on: the late answer is ignored, the next one is answered.
+      byte[] after = NotifyIT.bytes(10, 16);
+      assertEquals(NotificationResult.DELIVERED, sender.notify(peer, "after", after));
+      assertEquals(
+          List.of(expect("warm", warm, me), expect("late", late, me), expect("after", after, me)),
+          received(receiver),
+          "the late one delivered once, in its place, and never sent again");
+      assertEquals(3, sender.counters().notificationsSent());
+    }
+  }
 }

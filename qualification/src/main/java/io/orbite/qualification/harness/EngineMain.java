@@ -51,7 +51,7 @@ import java.util.Map;
  *                                                  peer's region remote; OK only when every task
  *                                                  completed with length bytes and the effect its op
  *                                                  has: NONE for a READ, APPLIED for a WRITE)
- * NOTIFY, XFERN, NOTIFICATIONS  -> notifications: see {@link NotifyCommands}
+ * NOTIFY, XFERN, XFERNT, NOTIFICATIONS  -> notifications: see {@link NotifyCommands}
  * RULES                         -> OK r0 r1 ...  (the policy rule index, TaskResult.rule, of each task
  *                                                  of the last XFER, -1 where no rule chose its
  *                                                  transport; the engine's policies come, as all its
@@ -205,7 +205,7 @@ public final class EngineMain {
                       Integer.parseInt(t[4]),
                       Long.parseLong(t[5])));
           case "XFER" -> out.println(transfer(engine, peer[0], regions, t));
-          case "NOTIFY", "XFERN", "NOTIFICATIONS" ->
+          case "NOTIFY", "XFERN", "XFERNT", "NOTIFICATIONS" ->
               out.println(NotifyCommands.run(engine, peer[0], regions, t));
           case "RULES" -> out.println("OK " + lastRules);
           case "LOOP" -> {

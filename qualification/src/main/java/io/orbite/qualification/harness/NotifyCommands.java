@@ -30,6 +30,11 @@ import java.util.zip.CRC32;
  *                                                  XFER lays them out, with a notification of the
  *                                                  tag and length bytes of pattern seed; bytes are
  *                                                  the completed bytes, state the notification's)
+ * XFERNT (the arguments of XFERN)
+ *                               -> OK bytes state kind writeDoneNanos roundTripNanos   (XFERN,
+ *                                                  timed for bench notify: when the last WRITE
+ *                                                  completed, in this process's nanoTime, and the
+ *                                                  longest WRITE's submit-to-receipt time)
  * NOTIFICATIONS max             -> OK n tag/length/crc32-hex/sender-epoch-hex ...   (polls up to
  *                                                  max notifications this engine received)
  * </pre>
@@ -45,7 +50,8 @@ final class NotifyCommands {
           "OK "
               + result(
                   engine.notify(peer, t[1], payload(Long.parseLong(t[3]), Integer.parseInt(t[2]))));
-      case "XFERN" -> writeAndNotify(engine, peer, regions, t);
+      case "XFERN" -> writeAndNotify(engine, peer, regions, t, false);
+      case "XFERNT" -> writeAndNotify(engine, peer, regions, t, true);
       case "NOTIFICATIONS" -> {
         List<ReceivedNotification> got = engine.pollNotifications(Integer.parseInt(t[1]));
         StringBuilder b = new StringBuilder("OK ").append(got.size());
@@ -90,7 +96,11 @@ final class NotifyCommands {
   }
 
   private static String writeAndNotify(
-      TransferEngine engine, RemoteSegment peer, Map<Long, RegisteredMemory> regions, String[] t) {
+      TransferEngine engine,
+      RemoteSegment peer,
+      Map<Long, RegisteredMemory> regions,
+      String[] t,
+      boolean timed) {
     Transport transport = Transport.valueOf(t[1]);
     RegisteredMemory local = regions.get(Long.parseLong(t[2]));
     int n = Integer.parseInt(t[3]);
@@ -110,14 +120,32 @@ final class NotifyCommands {
     }
     Batch batch = engine.allocateBatch(n);
     try {
+      // Batch.submit reads the clock as it starts: a task's elapsed time runs from there, so
+      // submitted + the longest elapsed is when the last WRITE completed (within a microsecond).
+      long submitted = System.nanoTime();
       SubmissionStatus s = batch.submit(requests, notification).await(Duration.ofSeconds(120));
+      long longest = 0;
       for (TaskResult r : s.tasks()) {
+        longest = Math.max(longest, r.elapsedNanos());
         if (r.completed()
             && (r.bytes() != length
                 || r.remoteEffect() != RemoteEffect.APPLIED
                 || r.transport() != transport)) {
           return "ERR " + r;
         }
+      }
+      if (timed) {
+        NotificationResult sent = s.notification();
+        return "OK "
+            + s.completedBytes()
+            + " "
+            + sent.state()
+            + " "
+            + (sent.errorKind() == null ? "-" : sent.errorKind().name())
+            + " "
+            + (submitted + longest)
+            + " "
+            + longest;
       }
       return "OK " + s.completedBytes() + " " + result(s.notification());
     } finally {

@@ -46,6 +46,9 @@ import java.util.regex.Pattern;
  *     FileConfig#defaults()}.
  * @param rdma the RDMA transport (provider, rails, queue pairs), off by default and being built.
  *     Default {@link RdmaConfig#defaults()}.
+ * @param notifications notifications between engines: the receiver's inbox, the bounds of tags and
+ *     payloads, how long a sender waits for an answer. Default {@link
+ *     NotificationConfig#defaults()}.
  * @param observability metrics (Prometheus) and the dashboard, both off by default. Default {@link
  *     ObservabilityConfig#defaults()}.
  * @param policies first-match transport policies for requests that let the engine choose their
@@ -64,6 +67,7 @@ public record EngineConfig(
     ShmConfig shm,
     FileConfig file,
     RdmaConfig rdma,
+    NotificationConfig notifications,
     ObservabilityConfig observability,
     TransportPolicies policies) {
 
@@ -120,6 +124,7 @@ public record EngineConfig(
     Checks.requireNonNull(ShmConfig.SECTION, shm);
     Checks.requireNonNull(FileConfig.SECTION, file);
     Checks.requireNonNull(RdmaConfig.SECTION, rdma);
+    Checks.requireNonNull(NotificationConfig.SECTION, notifications);
     Checks.requireNonNull(ObservabilityConfig.SECTION, observability);
     Checks.requireNonNull(TransportPolicies.SECTION, policies);
   }
@@ -143,6 +148,7 @@ public record EngineConfig(
         ShmConfig.defaults(),
         FileConfig.defaults(),
         RdmaConfig.defaults(),
+        NotificationConfig.defaults(),
         ObservabilityConfig.defaults(),
         TransportPolicies.NONE);
   }
@@ -170,6 +176,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -196,6 +203,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -221,6 +229,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -246,6 +255,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -272,6 +282,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -297,6 +308,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -323,6 +335,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -348,6 +361,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -373,6 +387,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -399,6 +414,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -424,6 +440,34 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
+        observability,
+        policies);
+  }
+
+  /**
+   * A copy with {@link #notifications()} replaced and every other component kept; the new value is
+   * checked as by the constructor.
+   *
+   * @param notifications notification settings, already validated by {@link NotificationConfig}'s
+   *     constructor
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code notifications} if {@code notifications} is {@code null}
+   */
+  public EngineConfig withNotifications(NotificationConfig notifications) {
+    return new EngineConfig(
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        notifications,
         observability,
         policies);
   }
@@ -450,6 +494,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -475,6 +520,7 @@ public record EngineConfig(
         shm,
         file,
         rdma,
+        notifications,
         observability,
         policies);
   }
@@ -586,6 +632,7 @@ public record EngineConfig(
         r.section(ShmConfig.SECTION, ShmConfig.class, ShmConfig::read),
         r.section(FileConfig.SECTION, FileConfig.class, FileConfig::read),
         r.section(RdmaConfig.SECTION, RdmaConfig.class, RdmaConfig::read),
+        r.section(NotificationConfig.SECTION, NotificationConfig.class, NotificationConfig::read),
         r.section(
             ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read),
         r.policiesValue(TransportPolicies.SECTION));

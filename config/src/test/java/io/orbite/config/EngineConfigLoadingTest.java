@@ -123,6 +123,9 @@ class EngineConfigLoadingTest {
                            "selection": {"deviceMask": ["mlx5_1"], "preferredNumaNode": 1023,
                                          "strictLocalNuma": true,
                                          "customJsonPath": "/etc/orbite/topology.json"}},
+                  "notifications": {"inboxCapacity": 1048576, "inboxBytes": 17179869184,
+                                    "maxTagBytes": 4096, "maxPayloadBytes": 0,
+                                    "answerTimeoutMillis": 600000},
                   "observability": {"metrics": {"enabled": true, "host": "0.0.0.0", "port": 9100},
                                     "dashboard": {"enabled": true, "host": "::1", "port": 65535},
                                     "tickMillis": 60000}
@@ -164,6 +167,7 @@ class EngineConfigLoadingTest {
                 1099511627776L,
                 new RdmaSelectionConfig(
                     List.of("mlx5_1"), 1023, true, "/etc/orbite/topology.json")),
+            new NotificationConfig(1048576, 17179869184L, 4096, 0, 600000),
             new ObservabilityConfig(
                 new MetricsConfig(true, "0.0.0.0", 9100),
                 new DashboardConfig(true, "::1", 65535),
@@ -236,6 +240,7 @@ class EngineConfigLoadingTest {
                 RdmaConfig.DEFAULT_GID_INDEX,
                 RdmaConfig.DEFAULT_MAX_DIRECT_BYTES,
                 RdmaSelectionConfig.defaults()),
+            new NotificationConfig(1, 16777216L, 1, 8388608, 1),
             new ObservabilityConfig(
                 new MetricsConfig(true, "localhost", 1),
                 new DashboardConfig(false, "10.1.2.3", 0),
@@ -353,6 +358,13 @@ class EngineConfigLoadingTest {
                       "priorityMatrix": {}
                     },
                     "completionEvents": false
+                  },
+                  "notifications": {
+                    "inboxCapacity": 4096,
+                    "inboxBytes": 67108864,
+                    "maxTagBytes": 256,
+                    "maxPayloadBytes": 65536,
+                    "answerTimeoutMillis": 10000
                   },
                   "observability": {
                     "metrics": {

@@ -457,6 +457,45 @@ record NumericKey(
                                       Math.toIntExact(v),
                                       c.rdma().selection().strictLocalNuma())))),
           new NumericKey(
+              "notifications.inboxCapacity",
+              4096,
+              1,
+              1048576,
+              c -> (long) c.notifications().inboxCapacity(),
+              (c, v) ->
+                  c.withNotifications(c.notifications().withInboxCapacity(Math.toIntExact(v)))),
+          new NumericKey(
+              "notifications.inboxBytes",
+              67108864L,
+              16777216L,
+              17179869184L,
+              c -> c.notifications().inboxBytes(),
+              (c, v) -> c.withNotifications(c.notifications().withInboxBytes(v))),
+          new NumericKey(
+              "notifications.maxTagBytes",
+              256,
+              1,
+              4096,
+              c -> (long) c.notifications().maxTagBytes(),
+              (c, v) -> c.withNotifications(c.notifications().withMaxTagBytes(Math.toIntExact(v)))),
+          new NumericKey(
+              "notifications.maxPayloadBytes",
+              65536,
+              0,
+              8388608,
+              c -> (long) c.notifications().maxPayloadBytes(),
+              (c, v) ->
+                  c.withNotifications(c.notifications().withMaxPayloadBytes(Math.toIntExact(v)))),
+          new NumericKey(
+              "notifications.answerTimeoutMillis",
+              10000,
+              1,
+              600000,
+              c -> (long) c.notifications().answerTimeoutMillis(),
+              (c, v) ->
+                  c.withNotifications(
+                      c.notifications().withAnswerTimeoutMillis(Math.toIntExact(v)))),
+          new NumericKey(
               "observability.metrics.port",
               0,
               0,

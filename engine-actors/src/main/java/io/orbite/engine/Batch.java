@@ -80,7 +80,7 @@ public final class Batch {
    * @return the submission
    * @throws TransferException as {@link #submit(List)} does; INVALID_ARGUMENT when the requests go
    *     to more than one remote segment or to a file segment, or the notification exceeds a bound
-   *     ({@code notify.maxTagBytes}, {@code notify.maxPayloadBytes})
+   *     ({@code notifications.maxTagBytes}, {@code notifications.maxPayloadBytes})
    */
   public Submission submit(List<TransferRequest> requests, Notification notification) {
     if (notification == null) {

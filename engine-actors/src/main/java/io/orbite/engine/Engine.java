@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
 import org.apache.pekko.NotUsed;
@@ -200,6 +201,72 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    * @throws TransferException UNAVAILABLE once the engine is closing or closed
    */
   AutoCloseable onPeerEvent(Consumer<PeerEvent> listener);
+
+  /**
+   * Sends a notification to the peer incarnation {@code segment} names, at once and at most once,
+   * over one persistent control connection per peer incarnation (opened on first use, off the
+   * caller's thread), whichever transport carries the segment's data. It is delivered to the peer's
+   * {@link #notifications()} and polls if the peer's inbox accepts it; a notification that follows
+   * WRITEs goes with them: {@code batch.submit(requests, notification)} (C16).
+   *
+   * @param segment the peer to notify, opened by this engine and not closed
+   * @param tag what the receiver dispatches on, at most {@code notifications.maxTagBytes} of UTF-8
+   * @param bytes the payload (null: empty), at most {@code notifications.maxPayloadBytes}; copied
+   * @return a stage with the result: DELIVERED (the peer's inbox took it), REFUSED (its inbox was
+   *     full: RESOURCE_EXHAUSTED; over the peer's own bound: INVALID_ARGUMENT; another incarnation
+   *     answers there now: EPOCH_MISMATCH), NOT_SENT (no byte of it left: the segment's peer is
+   *     lost or fenced, or no connection could be made) or UNKNOWN (sent, and the answer was lost:
+   *     it may have been delivered; it is never sent again). The stage fails INVALID_ARGUMENT,
+   *     naming what is wrong, for a null segment, one not opened by an engine, a file segment, a
+   *     closed segment, a null tag, or a tag or payload over this engine's bound (nothing is sent);
+   *     UNAVAILABLE once the requester side or the engine is closing
+   */
+  CompletionStage<NotificationResult> notifyAsync(RemoteSegment segment, String tag, byte[] bytes);
+
+  /**
+   * Blocking form of {@link #notifyAsync}: waits for the peer's answer, at most {@code
+   * tcp.connectTimeoutMillis} + {@code notifications.answerTimeoutMillis} and a few seconds.
+   *
+   * @param segment the peer to notify
+   * @param tag the tag
+   * @param bytes the payload (null: empty)
+   * @return the result, as {@link #notifyAsync}'s stage completes
+   * @throws TransferException as {@link #notifyAsync}'s stage fails
+   */
+  NotificationResult notify(RemoteSegment segment, String tag, byte[] bytes);
+
+  /**
+   * The notifications peers send this engine, as a stream with backpressure: a notification is
+   * taken from the bounded inbox only when the stream demands one, so a consumer that falls behind
+   * leaves them in the inbox, which then refuses senders ({@code REFUSED}, RESOURCE_EXHAUSTED).
+   * Every materialisation and the poll calls take from the same inbox, each notification by exactly
+   * one of them. A stream ends once the engine has closed and the inbox is empty.
+   *
+   * @return a source of notifications, materialised as often as wanted
+   * @throws TransferException UNAVAILABLE once the engine is closing or closed
+   */
+  Source<ReceivedNotification, NotUsed> notifications();
+
+  /**
+   * Takes up to {@code max} notifications from the inbox, oldest first, without waiting.
+   *
+   * @param max how many at most, positive
+   * @return the notifications taken; empty when there were none
+   * @throws TransferException INVALID_ARGUMENT for {@code max < 1}; UNAVAILABLE once the engine is
+   *     closing
+   */
+  List<ReceivedNotification> pollNotifications(int max);
+
+  /**
+   * Takes the oldest notification, waiting at most {@code timeout} for one; the waiting thread is
+   * parked and woken by the connection that puts the next one in.
+   *
+   * @param timeout how long to wait, zero or positive
+   * @return the notification, or empty when none came in time
+   * @throws TransferException INVALID_ARGUMENT for a null or negative timeout; CANCELLED when the
+   *     thread is interrupted; UNAVAILABLE once the engine is closing
+   */
+  Optional<ReceivedNotification> pollNotification(Duration timeout);
 
   /**
    * Describes the peer at {@code endpoint} ({@code host:port}) and opens its current incarnation.

@@ -5,6 +5,7 @@ import com.typesafe.config.ConfigFactory;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.guardian.EngineGuardian;
+import io.orbite.engine.notify.NotifyReceiver;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.QuarantineLedger;
@@ -27,9 +28,10 @@ import org.apache.pekko.actor.typed.Props;
  * What an engine start takes before any actor exists, on the caller's thread: the transport
  * providers (found by ServiceLoader; none for TCP fails the start), a fresh epoch, the bound
  * listener, this incarnation's shared memory when {@code shm.enabled}, and the shared parts the
- * guardian and the facade both hold (registry view, counters, quarantine ledger). {@link #abandon}
- * gives them back when the start fails after this. {@link #startOwn} and {@link #spawnIn} are the
- * two ways of starting, behind {@link TransferEngine#start} and {@link TransferEngine#spawn}.
+ * guardian and the facade both hold (registry view, counters, quarantine ledger, the receiving side
+ * of notifications). {@link #abandon} gives them back when the start fails after this. {@link
+ * #startOwn} and {@link #spawnIn} are the two ways of starting, behind {@link TransferEngine#start}
+ * and {@link TransferEngine#spawn}.
  */
 record EngineBootstrap(
     ServerSocketChannel listener,
@@ -42,6 +44,7 @@ record EngineBootstrap(
     SharedMemory shared,
     List<TransportProvider> providers,
     PeerEventHub peerEvents,
+    NotifyReceiver notifications,
     CompletableFuture<EngineGuardian.Handles> started) {
   org.apache.pekko.actor.typed.Behavior<EngineGuardian.Command> guardian(EngineConfig config) {
     return EngineGuardian.create(
@@ -55,7 +58,8 @@ record EngineBootstrap(
             quarantine,
             hooks,
             providers,
-            peerEvents),
+            peerEvents,
+            notifications),
         started);
   }
 
@@ -169,9 +173,10 @@ record EngineBootstrap(
     OwnerBoard board = new OwnerBoard();
     // The engine's row shows the self-healing counts, read whenever the owner view is taken.
     board.figures("EngineGuardian", tally::healingFigures);
+    SegmentDescriptor self = new SegmentDescriptor(host, port, epoch);
     return new EngineBootstrap(
         listener,
-        new SegmentDescriptor(host, port, epoch),
+        self,
         view,
         tally,
         board,
@@ -180,6 +185,7 @@ record EngineBootstrap(
         shared,
         providers,
         new PeerEventHub(ForkJoinPool.commonPool()),
+        new NotifyReceiver(config.notifications(), self, tally, config.budgets().maxEndpoints()),
         new CompletableFuture<>());
   }
 }

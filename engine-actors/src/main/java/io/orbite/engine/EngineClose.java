@@ -14,11 +14,11 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
 
 /**
  * The engine's close, run once however many callers ask (the facade's {@code close}, the
- * CoordinatedShutdown task, a failed start): the close gate is shut, the batch pool and the
- * observability endpoints stop, and the guardian fences admission, stops serving, the transports
- * and the owners, and confirms once the Registry has stopped. Then the incarnation's shared-memory
- * lock is withdrawn, so same-host peers see it ended, and an engine that owns its actor system
- * terminates it.
+ * CoordinatedShutdown task, a failed start): the close gate is shut, the batch pool, the
+ * notification links and inbox, and the observability endpoints stop, and the guardian fences
+ * admission, stops serving, the transports and the owners, and confirms once the Registry has
+ * stopped. Then the incarnation's shared-memory lock is withdrawn, so same-host peers see it ended,
+ * and an engine that owns its actor system terminates it.
  */
 final class EngineClose {
   private final CallGate calls;
@@ -29,6 +29,7 @@ final class EngineClose {
   private final boolean ownsSystem;
   private final ActorRef<EngineGuardian.Command> guardian;
   private final SharedMemory shared;
+  private final EngineNotifications notifications;
 
   EngineClose(
       CallGate calls,
@@ -38,7 +39,8 @@ final class EngineClose {
       ActorSystem<?> system,
       boolean ownsSystem,
       ActorRef<EngineGuardian.Command> guardian,
-      SharedMemory shared) {
+      SharedMemory shared,
+      EngineNotifications notifications) {
     this.calls = calls;
     this.lifecycle = lifecycle;
     this.batches = batches;
@@ -47,6 +49,7 @@ final class EngineClose {
     this.ownsSystem = ownsSystem;
     this.guardian = guardian;
     this.shared = shared;
+    this.notifications = notifications;
   }
 
   /**
@@ -97,7 +100,15 @@ final class EngineClose {
                             : new EngineGuardian.CloseSource(to),
                     timeout.plus(CallTimeouts.CLOSE_LIMIT),
                     system.scheduler())
-                .thenApply(closed -> lifecycle.owed()));
+                .thenApply(
+                    closed -> {
+                      if (side == EngineGuardian.Side.REQUESTER) {
+                        // Admitted work, and the notifications it sent, had their time: the
+                        // notification links close with the lanes.
+                        notifications.closeRequester();
+                      }
+                      return lifecycle.owed();
+                    }));
   }
 
   /** The close itself, begun by the first caller; later callers get the same future. */
@@ -107,6 +118,7 @@ final class EngineClose {
       return calls.close();
     }
     batches.close();
+    notifications.close();
     services.stopServing();
     CompletionStage<EngineGuardian.ShutdownDone> asked =
         system.whenTerminated().isCompleted()

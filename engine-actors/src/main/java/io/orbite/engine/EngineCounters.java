@@ -69,6 +69,12 @@ import java.util.Map;
  *     without a request.
  * @param sourceIncarnationsFenced Source side: lanes and sessions of a requester's old incarnation
  *     closed because its new incarnation said HELLO.
+ * @param notificationsSent Requester side: notifications written to a peer's control connection,
+ *     each once (whatever became of them: the sender's result says).
+ * @param notificationsReceived Receiver side: notifications accepted into this engine's inbox.
+ * @param notificationsRefused Receiver side: notifications refused: the inbox full ({@code
+ *     RESOURCE_EXHAUSTED}), a tag or payload over this engine's bound ({@code INVALID_ARGUMENT}),
+ *     another incarnation named ({@code EPOCH_MISMATCH}), or the engine closing.
  * @param tasksDispatched per transport, physical transfers the engine handed to it: a task, or a
  *     group of adjacent tasks merged into one (UNSPEC never dispatches: a task always runs on a
  *     chosen transport)
@@ -109,6 +115,9 @@ public record EngineCounters(
     long sourceIncarnationsFenced,
     long tasksMerged,
     long mergedTransfers,
+    long notificationsSent,
+    long notificationsReceived,
+    long notificationsRefused,
     Map<Transport, Long> tasksDispatched,
     Map<Transport, Long> bytesDispatched,
     Map<String, Long> laneBytes) {

@@ -11,9 +11,9 @@ import java.util.Objects;
  * {@code Engine.pollNotifications(max)}, at most once.
  *
  * @param tag what the receiver dispatches on (a request id, a layer); bounded by {@code
- *     notify.maxTagBytes} in UTF-8
- * @param bytes an opaque payload, bounded by {@code notify.maxPayloadBytes}; copied on the way in
- *     and out, so that neither side can change the other's copy
+ *     notifications.maxTagBytes} in UTF-8
+ * @param bytes an opaque payload, bounded by {@code notifications.maxPayloadBytes}; copied on the
+ *     way in and out, so that neither side can change the other's copy
  */
 public record Notification(String tag, byte[] bytes) {
   /** Checks the components and copies {@code bytes}. */

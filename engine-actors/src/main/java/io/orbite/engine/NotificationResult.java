@@ -16,7 +16,12 @@ public record NotificationResult(State state, ErrorKind errorKind, String detail
     PENDING,
     /** The peer's inbox accepted it: it is delivered to the peer's receivers exactly once. */
     DELIVERED,
-    /** The peer answered and refused it (its inbox was full: RESOURCE_EXHAUSTED); not delivered. */
+    /**
+     * The peer answered and refused it; not delivered. Why: its inbox was full
+     * (RESOURCE_EXHAUSTED), the tag or payload was over the peer's own bound (INVALID_ARGUMENT,
+     * naming its key), another incarnation answers at the peer's endpoint now (EPOCH_MISMATCH), or
+     * the peer is closing (UNAVAILABLE).
+     */
     REFUSED,
     /**
      * It was never sent: a WRITE of its submission failed (or was cancelled), or no connection to

@@ -7,17 +7,21 @@ import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.guardian.EngineGuardian;
 import io.orbite.engine.guardian.EngineLifecycle;
+import io.orbite.engine.notify.Notifier;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.segment.SegmentTable;
+import io.orbite.engine.spi.NotificationSender;
 import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.TransportCommand;
+import io.orbite.engine.wire.EngineIdentity;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
@@ -62,34 +66,7 @@ public final class TransferEngine implements Engine {
   private final EngineServices services;
   private final BatchAllocator batches;
   private final EngineClose closing;
-
-  /**
-   * Sends notifications to peers (submissions' and standalone ones). Until the notification
-   * transport is wired, every notification is refused.
-   */
-  private volatile io.orbite.engine.spi.NotificationSender notificationSender =
-      new io.orbite.engine.spi.NotificationSender() {
-        @Override
-        public void check(Notification notification) {
-          throw new TransferException(
-              ErrorKind.UNAVAILABLE, "notifications are not available in this engine");
-        }
-
-        @Override
-        public java.util.concurrent.CompletableFuture<NotificationResult> send(
-            io.orbite.engine.spi.PeerSegment peer, Notification notification) {
-          return java.util.concurrent.CompletableFuture.completedFuture(
-              new NotificationResult(
-                  NotificationResult.State.NOT_SENT,
-                  ErrorKind.UNAVAILABLE,
-                  "notifications are not available in this engine"));
-        }
-      };
-
-  /** The engine's notification sender, for the batches' notified submissions. */
-  io.orbite.engine.spi.NotificationSender notificationSender() {
-    return notificationSender;
-  }
+  private final EngineNotifications notifications;
 
   /** Whether a close has begun, checked by every call (the batches' too). */
   final CallGate calls;
@@ -114,9 +91,31 @@ public final class TransferEngine implements Engine {
     this.batches =
         new BatchAllocator(
             config.budgets().maxBatchCapacity(), handles.gate(), guardian, system.scheduler());
+    SegmentDescriptor self = handles.self();
+    this.notifications =
+        new EngineNotifications(
+            new Notifier(
+                config.notifications(),
+                config.tcp().connectTimeoutMillis(),
+                new EngineIdentity(config.name(), self.host(), self.port()),
+                self.epoch(),
+                parts.counters(),
+                handles.gate()::fencedBecause,
+                parts.hooks()),
+            parts.notifications(),
+            calls,
+            system.executionContext());
     this.closing =
         new EngineClose(
-            calls, lifecycle, batches, services, system, ownsSystem, guardian, parts.shared());
+            calls,
+            lifecycle,
+            batches,
+            services,
+            system,
+            ownsSystem,
+            guardian,
+            parts.shared(),
+            notifications);
   }
 
   /**
@@ -287,6 +286,40 @@ public final class TransferEngine implements Engine {
     }
     java.util.Objects.requireNonNull(listener, "onPeerEvent: listener");
     return parts.peerEvents().subscribe(listener);
+  }
+
+  /**
+   * The engine's notification sender (engine-internal): the batches' notified submissions send with
+   * it once their tasks completed, as {@link #notifyAsync} does at once.
+   */
+  NotificationSender notificationSender() {
+    return notifications.notifier();
+  }
+
+  @Override
+  public CompletionStage<NotificationResult> notifyAsync(
+      RemoteSegment segment, String tag, byte[] bytes) {
+    return notifications.notifyAsync(segment, tag, bytes);
+  }
+
+  @Override
+  public NotificationResult notify(RemoteSegment segment, String tag, byte[] bytes) {
+    return notifications.notifyBlocking(segment, tag, bytes);
+  }
+
+  @Override
+  public Source<ReceivedNotification, NotUsed> notifications() {
+    return notifications.notifications();
+  }
+
+  @Override
+  public List<ReceivedNotification> pollNotifications(int max) {
+    return notifications.poll(max);
+  }
+
+  @Override
+  public Optional<ReceivedNotification> pollNotification(Duration timeout) {
+    return notifications.poll(timeout);
   }
 
   @Override

@@ -29,6 +29,9 @@ enum Metric {
       "Requester incarnations connected to this source now, by transport."),
   CONNECTIONS(
       "orbite_connections", "Data-lane and control connections opened, accepted and refused."),
+  NOTIFICATIONS(
+      "orbite_notifications",
+      "Notifications sent to peers, and received into or refused by this engine's inbox."),
   LANES_LOST(
       "orbite_lanes_lost",
       "Requester lanes whose connection broke or missed its keepalives (each drained first)."),

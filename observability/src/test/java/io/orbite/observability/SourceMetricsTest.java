@@ -212,6 +212,16 @@ class SourceMetricsTest {
   }
 
   @Test
+  void notificationsAreCountedByEvent() throws Exception {
+    tally.add(Count.NOTIFICATIONS_SENT, 5);
+    tally.add(Count.NOTIFICATIONS_RECEIVED, 3);
+    tally.add(Count.NOTIFICATIONS_REFUSED, 2);
+    scrapeShowing("orbite_notifications_total", Map.of("event", "sent"), 5);
+    scrapeShowing("orbite_notifications_total", Map.of("event", "received"), 3);
+    scrapeShowing("orbite_notifications_total", Map.of("event", "refused"), 2);
+  }
+
+  @Test
   void everyOrbiteMetricInTheScrapeHasAHelpLineAndEveryMetricIsDocumented() throws Exception {
     tally.served("10.0.0.7@1f", 0x1f, Transport.TCP, Op.READ, 10);
     tally.requesterConnected("10.0.0.7@1f", 0x1f, Transport.RDMA);

@@ -4,6 +4,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
+import io.orbite.engine.notify.NotifyReceiver;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.Registration;
@@ -37,9 +38,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Serves one accepted connection until it is handed to a transport or closed: reads the first frame
  * (refusing foreign bytes before the rest of a header arrives), answers DESCRIBE requests from the
- * published registry, and passes a HELLO's connection to the transport it names, with the
- * requester's identity the HELLO carries (checked here, once for every transport). Runs on its own
- * thread, started by the ControlService.
+ * published registry, passes a HELLO's connection to the transport it names, with the requester's
+ * identity the HELLO carries (checked here, once for every transport), and serves a connection
+ * whose first frame is a NOTIFY as a notification connection ({@link NotifyReceiver}). Runs on its
+ * own thread, started by the ControlService.
  */
 final class ControlConnection implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(ControlConnection.class);
@@ -52,6 +54,7 @@ final class ControlConnection implements Runnable {
   private final EngineTally counters;
   private final int firstFrameTimeoutMillis;
   private final Consumer<SocketChannel> onEnd;
+  private final NotifyReceiver notifications;
 
   ControlConnection(
       SocketChannel channel,
@@ -61,7 +64,8 @@ final class ControlConnection implements Runnable {
       Map<Transport, ActorRef<TransportCommand>> transports,
       EngineTally counters,
       int firstFrameTimeoutMillis,
-      Consumer<SocketChannel> onEnd) {
+      Consumer<SocketChannel> onEnd,
+      NotifyReceiver notifications) {
     this.channel = channel;
     this.self = self;
     this.registry = registry;
@@ -70,6 +74,7 @@ final class ControlConnection implements Runnable {
     this.counters = counters;
     this.firstFrameTimeoutMillis = firstFrameTimeoutMillis;
     this.onEnd = onEnd;
+    this.notifications = notifications;
   }
 
   @Override
@@ -91,8 +96,17 @@ final class ControlConnection implements Runnable {
         } else if (type == FrameType.HELLO) {
           handedOver = handOver(h, in, out);
           return;
+        } else if (type == FrameType.NOTIFY) {
+          // A notification connection from now on, served on this thread until it ends. Claimed
+          // first: it leaves the bound of connections that have not said what they are (the
+          // receiver bounds notification connections on its own).
+          onEnd.accept(channel);
+          channel.socket().setSoTimeout(0);
+          notifications.serve(channel, h);
+          return;
         } else {
-          reject("first frame of a connection must be DESCRIBE_REQUEST or HELLO, got " + type);
+          reject(
+              "first frame of a connection must be DESCRIBE_REQUEST, HELLO or NOTIFY, got " + type);
           return;
         }
       }

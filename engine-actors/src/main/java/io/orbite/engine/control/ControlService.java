@@ -3,6 +3,7 @@ package io.orbite.engine.control;
 import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
+import io.orbite.engine.notify.NotifyReceiver;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.RegistryView;
@@ -36,7 +37,10 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 public final class ControlService {
   public sealed interface Command {}
 
-  /** Close the listener and every connection not yet handed to a transport. */
+  /**
+   * Close the listener, every connection not yet handed to a transport and every notification
+   * connection.
+   */
   public record Stop(ActorRef<Stopped> replyTo) implements Command {}
 
   public record Stopped() {}
@@ -51,6 +55,7 @@ public final class ControlService {
   private final Set<SocketChannel> unclaimed = ConcurrentHashMap.newKeySet();
   private final Thread acceptor;
   private final int maxUnclaimed;
+  private final NotifyReceiver notifications;
 
   private ControlService(
       ActorContext<Command> ctx,
@@ -62,8 +67,10 @@ public final class ControlService {
       EngineTally counters,
       OwnerBoard board,
       int firstFrameTimeoutMillis,
-      int maxUnclaimed) {
+      int maxUnclaimed,
+      NotifyReceiver notifications) {
     this.ctx = ctx;
+    this.notifications = notifications;
     this.board = board;
     this.maxUnclaimed = maxUnclaimed;
     this.listener = listener;
@@ -100,7 +107,8 @@ public final class ControlService {
                                   transports,
                                   counters,
                                   firstFrameTimeoutMillis,
-                                  unclaimed::remove));
+                                  unclaimed::remove,
+                                  notifications));
                     }
                   } catch (ClosedChannelException e) {
                     // The listener was closed by Stop: the normal way out.
@@ -117,6 +125,7 @@ public final class ControlService {
    * @param limits what this engine's Describe answers advertise as the largest single transfers it
    *     takes; null advertises none
    * @param maxUnclaimed how many accepted connections may wait for their first frame at once
+   * @param notifications serves the connections that carry notifications to this engine
    */
   public static Behavior<Command> create(
       ServerSocketChannel listener,
@@ -127,7 +136,8 @@ public final class ControlService {
       EngineTally counters,
       OwnerBoard board,
       int firstFrameTimeoutMillis,
-      int maxUnclaimed) {
+      int maxUnclaimed,
+      NotifyReceiver notifications) {
     return Behaviors.setup(
         ctx -> {
           ControlService service =
@@ -141,7 +151,8 @@ public final class ControlService {
                   counters,
                   board,
                   firstFrameTimeoutMillis,
-                  maxUnclaimed);
+                  maxUnclaimed,
+                  notifications);
           service.acceptor.start();
           return OwnerBoard.reporting(
               board,
@@ -178,6 +189,7 @@ public final class ControlService {
   private Behavior<Command> onStop(Stop m, boolean accepting) {
     closeQuietly(listener);
     unclaimed.forEach(ControlService::closeQuietly);
+    notifications.closeConnections();
     if (!accepting) {
       m.replyTo().tell(new Stopped());
       return stopped();

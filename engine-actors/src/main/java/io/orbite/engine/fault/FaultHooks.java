@@ -93,4 +93,14 @@ public interface FaultHooks {
    * @param lane the source lane's name
    */
   default void sourceLaneEnded(String lane) {}
+
+  /**
+   * A notification link (the requester's control connection that carries NOTIFYs to one peer
+   * incarnation) connected; {@code cut} closes its socket from under it, as a network fault would:
+   * its notifications still unanswered resolve UNKNOWN, and the peer still reads what reached it.
+   *
+   * @param peer the peer incarnation, as {@code host:port@epoch-hex}
+   * @param cut closes the link's socket
+   */
+  default void notificationLinkStarted(String peer, Runnable cut) {}
 }

@@ -8,6 +8,7 @@ import io.orbite.engine.admission.Admission;
 import io.orbite.engine.admission.AdmissionGate;
 import io.orbite.engine.batch.BatchCore;
 import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.notify.NotifyReceiver;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.segment.SegmentTable;
 import io.orbite.engine.spi.EngineTally;
@@ -79,6 +80,8 @@ public final class EngineGuardian {
    * @param providers the transports to run ({@link #transportProviders()})
    * @param peerEvents where owners publish what they learn of peers ({@link
    *     io.orbite.engine.Engine#peerEvents()})
+   * @param notifications the receiving side of notifications, shared with the facade: the control
+   *     service serves its connections
    */
   public record Parts(
       EngineConfig config,
@@ -90,7 +93,8 @@ public final class EngineGuardian {
       QuarantineLedger quarantine,
       FaultHooks hooks,
       List<TransportProvider> providers,
-      PeerEventHub peerEvents) {}
+      PeerEventHub peerEvents,
+      NotifyReceiver notifications) {}
 
   /** Charge a batch slot and spawn its actor. */
   public record SpawnBatch(int capacity, ActorRef<SpawnBatchReply> replyTo) implements Command {}

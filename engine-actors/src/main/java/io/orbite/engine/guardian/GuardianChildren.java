@@ -190,7 +190,8 @@ final class GuardianChildren {
                     counters,
                     board,
                     (int) config.timeouts().describeTimeoutMillis(),
-                    config.budgets().maxEndpoints()),
+                    config.budgets().maxEndpoints(),
+                    parts.notifications()),
                 // A Stop is not answered: the listener of a quarantined service stays as it was,
                 // and the guardian no longer asks (stopControl).
                 (msg, why) -> {}),

@@ -55,7 +55,10 @@ public final class EngineTally {
     SOURCE_IDLE_CLOSES,
     SOURCE_INCARNATIONS_FENCED,
     TASKS_MERGED,
-    MERGED_TRANSFERS
+    MERGED_TRANSFERS,
+    NOTIFICATIONS_SENT,
+    NOTIFICATIONS_RECEIVED,
+    NOTIFICATIONS_REFUSED
   }
 
   /**
@@ -431,6 +434,9 @@ public final class EngineTally {
         sums[Count.SOURCE_INCARNATIONS_FENCED.ordinal()],
         sums[Count.TASKS_MERGED.ordinal()],
         sums[Count.MERGED_TRANSFERS.ordinal()],
+        sums[Count.NOTIFICATIONS_SENT.ordinal()],
+        sums[Count.NOTIFICATIONS_RECEIVED.ordinal()],
+        sums[Count.NOTIFICATIONS_REFUSED.ordinal()],
         tasks,
         bytes,
         laneBytes);

@@ -22,7 +22,9 @@ import java.nio.ByteBuffer;
  *
  * <p>A HELLO's payload is the requester's {@link EngineIdentity} (at most {@link
  * EngineIdentity#MAX_BYTES}, whatever the receiver's cap for data payloads), or empty: a requester
- * that names no identity is never taken for another incarnation of anyone.
+ * that names no identity is never taken for another incarnation of anyone. A NOTIFY's payload (at
+ * most {@link NotifyCodec#MAX_PAYLOAD_BYTES}) and a NOTIFY_ACK's detail (at most {@link
+ * NotifyCodec#MAX_DETAIL_BYTES}) have their own caps too.
  *
  * <p>{@link #check} validates a header before any payload is read: a foreign magic is refused as
  * soon as its first four bytes are seen, and lengths are checked against the receiver's cap. All
@@ -152,9 +154,15 @@ public final class FrameCodec {
           Reason.UNKNOWN_TYPE, "type code " + (buf.get(at + OFF_TYPE) & 0xff));
     }
     long payload = buf.getLong(at + OFF_PAYLOAD);
-    // A HELLO's identity is small and bounded on its own: the control service reads it with a cap
-    // of 0 for data payloads.
-    long cap = type == FrameType.HELLO ? EngineIdentity.MAX_BYTES : maxPayloadBytes;
+    // A HELLO's identity, a NOTIFY and a NOTIFY_ACK are bounded on their own: the control service
+    // and the notification links read them with a cap of 0 for data payloads.
+    long cap =
+        switch (type) {
+          case HELLO -> EngineIdentity.MAX_BYTES;
+          case NOTIFY -> NotifyCodec.MAX_PAYLOAD_BYTES;
+          case NOTIFY_ACK -> NotifyCodec.MAX_DETAIL_BYTES;
+          default -> maxPayloadBytes;
+        };
     if (payload < 0 || payload > cap) {
       throw new FrameRejectedException(
           Reason.ABSURD_LENGTH,
@@ -172,6 +180,10 @@ public final class FrameCodec {
 
           case DESCRIBE_RESPONSE -> true;
           case KEEPALIVE, KEEPALIVE_ACK -> payload == 0;
+          // The bytes follow the identity and the tag, which are bounded on their own.
+          case NOTIFY ->
+              count >= 0 && count <= payload && payload - count <= NotifyCodec.MAX_HEAD_BYTES;
+          case NOTIFY_ACK -> status != 0 || payload == 0;
         };
     if (!consistent) {
       throw new FrameRejectedException(

@@ -25,9 +25,20 @@ public enum FrameType {
    */
   KEEPALIVE(9),
   /** Source to requester: the answer to a KEEPALIVE, in request order, with the source's epoch. */
-  KEEPALIVE_ACK(10);
+  KEEPALIVE_ACK(10),
+  /**
+   * A notification, on a control connection: sequence number in {@code requestId}, the receiver's
+   * epoch the sender names in {@code epoch}, the sender's epoch in {@code regionId}, the payload's
+   * bytes in {@code count}; payload encoded by {@link NotifyCodec} (sender identity, tag, bytes).
+   */
+  NOTIFY(11),
+  /**
+   * The answer to a NOTIFY: its sequence number, the receiver's epoch, status 0 (accepted into the
+   * inbox) or the refusal's kind, and for a refusal an optional UTF-8 detail.
+   */
+  NOTIFY_ACK(12);
 
-  private static final FrameType[] BY_CODE = new FrameType[11];
+  private static final FrameType[] BY_CODE = new FrameType[13];
 
   static {
     for (FrameType type : values()) {

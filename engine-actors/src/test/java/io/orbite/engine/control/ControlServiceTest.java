@@ -100,7 +100,9 @@ class ControlServiceTest {
         counters,
         board,
         FIRST_FRAME_TIMEOUT_MILLIS,
-        maxUnclaimed);
+        maxUnclaimed,
+        new io.orbite.engine.notify.NotifyReceiver(
+            io.orbite.config.NotificationConfig.defaults(), self, counters, maxUnclaimed));
   }
 
   private SocketChannel connect() throws IOException {

@@ -147,7 +147,9 @@ class EngineGuardianTest {
                     List.of(
                         new FakeProvider(Transport.TCP, TransportProvider.PeerRole.BASE, tcp),
                         new FakeProvider(Transport.FILE, TransportProvider.PeerRole.NONE, file)),
-                    new PeerEventHub(Runnable::run)),
+                    new PeerEventHub(Runnable::run),
+                    new io.orbite.engine.notify.NotifyReceiver(
+                        config.notifications(), self, new EngineTally(), 4)),
                 started));
     handles = started.get(10, TimeUnit.SECONDS);
   }

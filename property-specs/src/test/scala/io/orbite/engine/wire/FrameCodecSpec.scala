@@ -62,7 +62,17 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
   /** A HELLO's payload (the requester's identity) has its own cap, whatever the receiver's. */
   private val HelloCap: Long = EngineIdentity.MAX_BYTES.toLong
 
-  private def capOf(t: FrameType, cap: Long): Long = if (t == FrameType.HELLO) HelloCap else cap
+  /** A NOTIFY (identity, tag, bytes) and a NOTIFY_ACK (a refusal's detail) have their own caps too. */
+  private val NotifyCap: Long = NotifyCodec.MAX_PAYLOAD_BYTES
+  private val MaxHead: Long = NotifyCodec.MAX_HEAD_BYTES.toLong
+  private val AckCap: Long = NotifyCodec.MAX_DETAIL_BYTES.toLong
+
+  private def capOf(t: FrameType, cap: Long): Long = t match {
+    case FrameType.HELLO => HelloCap
+    case FrameType.NOTIFY => NotifyCap
+    case FrameType.NOTIFY_ACK => AckCap
+    case _ => cap
+  }
   private val genStatus: Gen[Int] = Gen.frequency(2 -> Gen.const(0), 3 -> Gen.chooseNum(1, 0xffff))
 
   /** Receiver caps: at least 1 so every type has a valid header, sometimes without limit. */
@@ -78,6 +88,9 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
     anyCount <- anyLong
     inCap <- Gen.chooseNum(1L, cap)
     upToCap <- Gen.chooseNum(0L, cap)
+    head <- Gen.chooseNum(0L, MaxHead)
+    notifyCount <- Gen.chooseNum(0L, NotifyCap - MaxHead)
+    detail <- Gen.chooseNum(0L, AckCap)
   } yield {
     val (payload, count) = t match {
       case FrameType.READ_REQUEST => (0L, inCap)
@@ -85,6 +98,8 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
       case FrameType.READ_RESPONSE => if (status == 0) (upToCap, upToCap) else (0L, anyCount)
       case FrameType.DESCRIBE_RESPONSE => (upToCap, anyCount)
       case FrameType.HELLO => (upToCap.min(HelloCap), anyCount) // its identity, within its own cap
+      case FrameType.NOTIFY => (head + notifyCount, notifyCount) // a bounded head, then the bytes
+      case FrameType.NOTIFY_ACK => if (status == 0) (0L, anyCount) else (detail, anyCount)
       case _ => (0L, anyCount) // WRITE_ACK, HELLO_ACK, DESCRIBE_REQUEST, KEEPALIVE, KEEPALIVE_ACK
     }
     new FrameHeader(t, status, payload, requestId, epoch, regionId, offset, count)
@@ -281,6 +296,17 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
         )
       case FrameType.DESCRIBE_RESPONSE | FrameType.HELLO =>
         throw new IllegalArgumentException(s"every in-cap $t is consistent")
+      case FrameType.NOTIFY =>
+        Gen.oneOf(
+          for (s <- genStatus; pl <- Gen.chooseNum(0L, NotifyCap); c <- Gen.chooseNum(Long.MinValue, -1L))
+            yield (s, pl, c), // a negative count
+          for (s <- genStatus; pl <- Gen.chooseNum(0L, NotifyCap - 1); c <- Gen.chooseNum(pl + 1, Long.MaxValue))
+            yield (s, pl, c), // more bytes than the payload holds
+          for (s <- genStatus; pl <- Gen.chooseNum(MaxHead + 1, NotifyCap); c <- Gen.chooseNum(0L, pl - MaxHead - 1))
+            yield (s, pl, c) // a head over its bound
+        )
+      case FrameType.NOTIFY_ACK =>
+        for (pl <- Gen.chooseNum(1L, AckCap); c <- anyLong) yield (0, pl, c) // an acceptance carries no detail
       case _ => // WRITE_ACK, HELLO_ACK, DESCRIBE_REQUEST, KEEPALIVE, KEEPALIVE_ACK: never a payload
         for (s <- genStatus; pl <- inCap; c <- anyLong) yield (s, pl, c)
     }
@@ -318,6 +344,8 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
         case FrameType.WRITE_REQUEST => f.count > 0 && f.payload == f.count
         case FrameType.READ_RESPONSE => if (f.status == 0) f.payload == f.count else f.payload == 0
         case FrameType.DESCRIBE_RESPONSE | FrameType.HELLO => true
+        case FrameType.NOTIFY => f.count >= 0 && f.count <= f.payload && f.payload - f.count <= MaxHead
+        case FrameType.NOTIFY_ACK => f.status != 0 || f.payload == 0
         case _ => f.payload == 0
       }
       if (consistent) Accept else Reject(Reason.INCONSISTENT_LENGTH)
@@ -372,10 +400,10 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
       FrameType.DESCRIBE_REQUEST -> 1, FrameType.DESCRIBE_RESPONSE -> 2, FrameType.HELLO -> 3,
       FrameType.HELLO_ACK -> 4, FrameType.READ_REQUEST -> 5, FrameType.READ_RESPONSE -> 6,
       FrameType.WRITE_REQUEST -> 7, FrameType.WRITE_ACK -> 8, FrameType.KEEPALIVE -> 9,
-      FrameType.KEEPALIVE_ACK -> 10)
+      FrameType.KEEPALIVE_ACK -> 10, FrameType.NOTIFY -> 11, FrameType.NOTIFY_ACK -> 12)
     forAll(Gen.chooseNum(Int.MinValue, Int.MaxValue)) { code =>
       val t = FrameType.fromCode(code)
-      if (code >= 1 && code <= 10) t.code() shouldBe code else t shouldBe null
+      if (code >= 1 && code <= 12) t.code() shouldBe code else t shouldBe null
     }
   }
 }

@@ -68,6 +68,9 @@ public final class OrbiteCli {
     if (!args.isEmpty() && args.get(0).equals("heal")) {
       return new io.orbite.qualification.bench.HealBench().run(args.subList(1, args.size()));
     }
+    if (!args.isEmpty() && args.get(0).equals("notify")) {
+      return new io.orbite.qualification.bench.NotifyBench().run(args.subList(1, args.size()));
+    }
     if (!args.isEmpty() && args.get(0).equals("layers")) {
       return new io.orbite.qualification.bench.LayersBench().run(args.subList(1, args.size()));
     }
@@ -75,7 +78,8 @@ public final class OrbiteCli {
       return new RdmaBench().run(args.subList(1, args.size()));
     }
     if (args.isEmpty() || !(args.get(0).equals("tcp") || args.get(0).equals("shm"))) {
-      System.err.println("bench: name a bench: tcp, shm, rdma, file, latency, idle, heal, layers");
+      System.err.println(
+          "bench: name a bench: tcp, shm, rdma, file, latency, idle, heal, layers, notify");
       return ExitCodes.USAGE;
     }
     if (args.get(0).equals("shm")) {

@@ -51,6 +51,7 @@ import java.util.Map;
  *                                                  peer's region remote; OK only when every task
  *                                                  completed with length bytes and the effect its op
  *                                                  has: NONE for a READ, APPLIED for a WRITE)
+ * NOTIFY, XFERN, XFERNT, NOTIFICATIONS  -> notifications: see {@link NotifyCommands}
  * RULES                         -> OK r0 r1 ...  (the policy rule index, TaskResult.rule, of each task
  *                                                  of the last XFER, -1 where no rule chose its
  *                                                  transport; the engine's policies come, as all its
@@ -204,6 +205,8 @@ public final class EngineMain {
                       Integer.parseInt(t[4]),
                       Long.parseLong(t[5])));
           case "XFER" -> out.println(transfer(engine, peer[0], regions, t));
+          case "NOTIFY", "XFERN", "XFERNT", "NOTIFICATIONS" ->
+              out.println(NotifyCommands.run(engine, peer[0], regions, t));
           case "RULES" -> out.println("OK " + lastRules);
           case "LOOP" -> {
             RegisteredMemory local = region(regions, t[1]);
@@ -428,7 +431,13 @@ public final class EngineMain {
         + " shmOpensRefused="
         + c.shmOpensRefused()
         + " shmMappingsOpened="
-        + c.shmMappingsOpened();
+        + c.shmMappingsOpened()
+        + " notificationsSent="
+        + c.notificationsSent()
+        + " notificationsReceived="
+        + c.notificationsReceived()
+        + " notificationsRefused="
+        + c.notificationsRefused();
   }
 
   /** Heap bytes allocated by every thread of this JVM so far (HotSpot's allocation counters). */

@@ -56,6 +56,10 @@ final class AdversarialSource implements AutoCloseable {
   private final List<Thread> threads = new CopyOnWriteArrayList<>();
   private final Thread acceptor;
   private volatile long helloAckEpoch;
+
+  /** The tag of a NOTIFY to be read and then left unanswered, its connection reset; or null. */
+  private volatile String resetAfterNotify;
+
   private volatile boolean killed;
 
   private AdversarialSource(
@@ -116,6 +120,15 @@ final class AdversarialSource implements AutoCloseable {
   /** Answer every HELLO that names this incarnation with status 0 but naming {@code otherEpoch}. */
   void acceptHellosAs(long otherEpoch) {
     this.helloAckEpoch = otherEpoch;
+  }
+
+  /**
+   * The next NOTIFY tagged {@code tag} is read and recorded, and its connection reset instead of
+   * answered (a connection broken after the notification was sent). Every other NOTIFY is answered:
+   * accepted when it names this incarnation, EPOCH_MISMATCH otherwise.
+   */
+  void resetAfterNotify(String tag) {
+    this.resetAfterNotify = tag;
   }
 
   int port() {
@@ -211,6 +224,7 @@ final class AdversarialSource implements AutoCloseable {
             how = "HELLO refused";
           }
         }
+        case NOTIFY -> how = notifications(s, first, in, out, connection);
         default -> throw new Wire.Violation(first.type() + " as the first frame");
       }
     } catch (Wire.Violation e) {
@@ -233,6 +247,34 @@ final class AdversarialSource implements AutoCloseable {
         // Gone already.
       }
     }
+  }
+
+  /** Serves a notification connection from its first NOTIFY; says how it ended. */
+  private String notifications(
+      Socket s, Wire.Header first, InputStream in, OutputStream out, int connection)
+      throws IOException {
+    Wire.Header h = first;
+    while (h != null) {
+      if (h.type() != Wire.Type.NOTIFY) {
+        throw new Wire.Violation(h.type() + " on a notification connection");
+      }
+      Wire.Notify n = Wire.Notify.decode(in.readNBytes((int) h.payloadLength()), h.count());
+      boolean reset = n.tag().equals(resetAfterNotify);
+      ledger.notified(
+          new Ledger.Notified(
+              incarnation, connection, h.requestId(), h.epoch(), h.regionId(), n, !reset));
+      if (reset) {
+        resetAfterNotify = null;
+        reset(s);
+        return "reset after NOTIFY " + n.tag();
+      }
+      int status = h.epoch() == epoch ? Wire.OK : Wire.EPOCH_MISMATCH;
+      out.write(
+          new Wire.Header(Wire.Type.NOTIFY_ACK, status, 0, h.requestId(), epoch, 0, 0, 0).encode());
+      out.flush();
+      h = Wire.Header.read(in);
+    }
+    return "requester closed";
   }
 
   private void describe(Wire.Header request, InputStream in, OutputStream out) throws IOException {

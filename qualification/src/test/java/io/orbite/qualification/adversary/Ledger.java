@@ -55,6 +55,19 @@ final class Ledger {
   record LateSend(
       int connection, long requestId, boolean peerClosedFirst, long bytesWritten, String error) {}
 
+  /**
+   * A NOTIFY as read off a notification connection, and whether the peer answered it (false: the
+   * connection was reset instead, as its script said).
+   */
+  record Notified(
+      int incarnation,
+      int connection,
+      long sequence,
+      long namedEpoch,
+      long senderEpoch,
+      Wire.Notify frame,
+      boolean answered) {}
+
   /** How a lane ended, as the peer saw it. */
   record LaneEnd(int incarnation, int connection, String how) {}
 
@@ -64,6 +77,7 @@ final class Ledger {
   private final List<Answered> answered = new CopyOnWriteArrayList<>();
   private final List<LateSend> lateSends = new CopyOnWriteArrayList<>();
   private final List<LaneEnd> laneEnds = new CopyOnWriteArrayList<>();
+  private final List<Notified> notified = new CopyOnWriteArrayList<>();
   private final List<Throwable> problems = new CopyOnWriteArrayList<>();
 
   void hello(Hello h) {
@@ -84,6 +98,14 @@ final class Ledger {
 
   void lateSend(LateSend s) {
     lateSends.add(s);
+  }
+
+  void notified(Notified n) {
+    notified.add(n);
+  }
+
+  List<Notified> notified() {
+    return List.copyOf(notified);
   }
 
   void laneEnded(LaneEnd e) {

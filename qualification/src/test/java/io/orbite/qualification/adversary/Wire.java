@@ -11,8 +11,8 @@ import java.util.List;
  * The engine's wire format as docs/architecture.md ("Wire protocol summary") and
  * docs/transports/tcp.md document it, written here from those tables and not from the engine's own
  * codec, so that a test facing the engine does not share its mistakes: a 56-byte big-endian header,
- * eight frame types, status codes that are the documented error-kind codes, and the Describe
- * payload.
+ * the frame types, status codes that are the documented error-kind codes, the Describe payload and
+ * the NOTIFY payload.
  */
 final class Wire {
   static final int MAGIC = 0x4F524254;
@@ -45,7 +45,9 @@ final class Wire {
     WRITE_REQUEST(7),
     WRITE_ACK(8),
     KEEPALIVE(9),
-    KEEPALIVE_ACK(10);
+    KEEPALIVE_ACK(10),
+    NOTIFY(11),
+    NOTIFY_ACK(12);
 
     final int code;
 
@@ -164,6 +166,34 @@ final class Wire {
     }
     b.put((byte) 0);
     return b.array();
+  }
+
+  /**
+   * A NOTIFY's payload as docs/architecture.md lays it out: the sender's identity (name: u16 length
+   * and UTF-8; host: u16 length and UTF-8; port: u16), the tag (u16 length and UTF-8), then the
+   * header's {@code count} bytes.
+   */
+  record Notify(String senderName, String senderHost, int senderPort, String tag, byte[] bytes) {
+    static Notify decode(byte[] payload, long count) throws Violation {
+      ByteBuffer b = ByteBuffer.wrap(payload);
+      String name = text(b);
+      String host = text(b);
+      int port = b.getShort() & 0xffff;
+      String tag = text(b);
+      if (b.remaining() != count) {
+        throw new Violation(
+            b.remaining() + " bytes after the tag, the header's count says " + count);
+      }
+      byte[] bytes = new byte[b.remaining()];
+      b.get(bytes);
+      return new Notify(name, host, port, tag, bytes);
+    }
+
+    private static String text(ByteBuffer b) {
+      byte[] t = new byte[b.getShort() & 0xffff];
+      b.get(t);
+      return new String(t, StandardCharsets.UTF_8);
+    }
   }
 
   /** Concatenates byte arrays (a header and its payload in one write). */

@@ -66,6 +66,7 @@ class LayeringArchTest {
     "io.orbite.engine.batch..",
     "io.orbite.engine.control..",
     "io.orbite.engine.guardian..",
+    "io.orbite.engine.notify..",
     "io.orbite.engine.registry..",
     "io.orbite.engine.segment..",
     "io.orbite.engine.rail..",

@@ -206,11 +206,11 @@ abstract class CrossTransportSuite {
 
   @Test
   @DisplayName(
-      "C4, C12: 64 adjacent 4 KiB READs and WRITEs at unaligned offsets travel merged (not on"
+      "C4, C12: 48 adjacent 4 KiB READs and WRITEs at unaligned offsets travel merged (not on"
           + " FILE), each task keeps its own result, and the two whose destination another task"
           + " of the submission overlaps are not merged; no guard changes on either side")
   void c4c12AdjacentTasksAreMergedAndEachKeepsItsResult() throws Exception {
-    int tasks = 64;
+    int tasks = 48;
     long size = 4096;
     for (Op op : Op.values()) {
       Far far = data;
@@ -225,7 +225,7 @@ abstract class CrossTransportSuite {
       }
       // One more task over the end of task 10's destination and the start of task 11's, moving
       // the same bytes they move there (so whichever lands last, the bytes are known): tasks 10
-      // and 11 keep transfers of their own, the other 62 merge.
+      // and 11 keep transfers of their own, the other 46 merge.
       long shift = 10 * size + 100;
       requests.add(request(op, local, localAt + shift, far, remoteAt + shift, size));
       long mergedBefore = requester.counters().tasksMerged();

@@ -51,6 +51,11 @@ public final class KvHandoff {
    * @param problems one line per failed task, missing result, wrong block or damaged guard
    * @param badBlocks the blocks named in {@code problems} ("request r block b")
    * @param prefillPid the prefill process (gone when the run returns)
+   * @param pushed requests the push phase's timed pass pushed
+   * @param notified of those, requests whose notification arrived
+   * @param pushVerified of those, requests notified exactly once, DELIVERED by the prefill's
+   *     account, and every byte and guard right when the notification arrived
+   * @param pushBadBlocks the blocks the push phase found wrong on arrival, in any pass
    * @param layers layers pulled in the layer phase's timed rounds
    * @param layersVerified of those, layers whose every byte (and the guard gap before it) was right
    */
@@ -62,20 +67,12 @@ public final class KvHandoff {
       List<String> problems,
       List<String> badBlocks,
       long prefillPid,
+      int pushed,
+      int notified,
+      int pushVerified,
+      List<String> pushBadBlocks,
       long layers,
       long layersVerified) {}
-
-  /**
-   * Warm-up passes repeat until two in a row compile for at most this long (JIT ms, as the JVM
-   * counts it).
-   */
-  static final long WARMUP_QUIET_JIT_MS = 10;
-
-  /** At most this many warm-up passes. */
-  static final int WARMUP_MAX_PASSES = 12;
-
-  /** No warm-up pass starts after this many seconds of warm-up. */
-  static final long WARMUP_MAX_SECONDS = 20;
 
   private final PrintStream out;
 
@@ -195,7 +192,19 @@ public final class KvHandoff {
           "RESULT: FAIL - the handoff could not run: %s (prefill log: %s)%n",
           why, logs.resolve("prefill.log"));
       return new Outcome(
-          ExitCodes.forFailure(e), 0, 0, 0, List.of(why), List.of(), prefillPid, 0, 0);
+          ExitCodes.forFailure(e),
+          0,
+          0,
+          0,
+          List.of(why),
+          List.of(),
+          prefillPid,
+          0,
+          0,
+          0,
+          List.of(),
+          0,
+          0);
     }
   }
 
@@ -257,44 +266,35 @@ public final class KvHandoff {
         new Pass.Plan(decode, reads, byOffset, requestOf, requestCount, settings, o.timeout());
 
     if (o.warmup()) {
-      // Untimed passes over every block, the same stream as the timed one, so that the timed pass
-      // measures the engine and not the JIT compiling it: on two cores C2 competes with the
-      // transfer,
-      // and the stage's per-batch methods reach C2's thresholds only after several passes. They
-      // repeat until two passes in a row compile for at most WARMUP_QUIET_JIT_MS (at most
-      // WARMUP_MAX_PASSES passes, WARMUP_MAX_SECONDS). Then the destination is reset to its guard
-      // pattern: the timed pass must land every byte again.
-      long warmStart = System.nanoTime();
-      int passes = 0;
-      int quiet = 0;
+      // Untimed passes over every block, the same stream as the timed one, until the JIT is quiet
+      // (see Warmup). Then the destination is reset to its guard pattern: the timed pass must land
+      // every byte again.
+      Warmup warmup = new Warmup();
       double firstGBps = 0;
-      while (quiet < 2
-          && passes < WARMUP_MAX_PASSES
-          && (passes == 0 || System.nanoTime() - warmStart < WARMUP_MAX_SECONDS * 1_000_000_000L)) {
+      while (warmup.more()) {
         long jitBefore = Jit.millis();
         // With a Progress, as the timed pass has, so that no branch is first taken in the timed
         // pass.
-        Progress warmProgress = new Progress("warm-up pass " + (passes + 1), n, "blocks");
+        Progress warmProgress = new Progress("warm-up pass " + (warmup.passes() + 1), n, "blocks");
         Pass warm = Pass.run(passPlan, warmProgress);
         warmProgress.done();
-        long jit = Jit.millis() - jitBefore;
-        passes++;
-        quiet = jit <= WARMUP_QUIET_JIT_MS ? quiet + 1 : 0;
+        warmup.passed(Jit.millis() - jitBefore, 1);
         long failed = warm.failedOrMissing();
         if (warm.problem() != null || failed > 0) {
           throw new IllegalStateException(
               "untimed warm-up pass "
-                  + passes
+                  + warmup.passes()
                   + ": "
                   + (warm.problem() != null
                       ? warm.problem()
                       : failed + " of " + n + " blocks not completed"));
         }
-        if (passes == 1) {
+        if (warmup.passes() == 1) {
           firstGBps = warm.bytes() / 1e9 / warm.seconds();
         }
       }
-      double warmSeconds = (System.nanoTime() - warmStart) / 1e9;
+      int passes = warmup.passes();
+      double warmSeconds = warmup.seconds();
       Pattern.fill(local.segment(), 0, dst.bytes(), guardSeed, 0);
       // The JIT is still compiling what the passes made hot: let it finish before the clock starts.
       Jit.settle();
@@ -320,10 +320,15 @@ public final class KvHandoff {
     List<String> badBlocks = verdict.badBlocks();
     long bytes = verdict.bytes();
     int verified = verdict.verified();
+
+    PushPhase.Result push =
+        new PushPhase(out, figures, decode, prefill, blocks, local, dst, guardSeed, o).run();
+    push.problems().forEach(p -> problems.add("push: " + p));
     decode.unregister(local);
 
     LayerPhase.Result layered =
-        new LayerPhase(out, figures, decode, peer, o).run(o.layered(), prefill.layeredRegionId());
+        new LayerPhase(out, figures, decode, peer, prefill, o)
+            .run(o.layered(), prefill.layeredRegionId());
     layered.problems().forEach(p -> problems.add("layers: " + p));
     try {
       out.printf("prefill  counters: %s%n", prefill.call("COUNTERS"));
@@ -334,11 +339,13 @@ public final class KvHandoff {
     if (problems.isEmpty()) {
       out.printf(
           Locale.ROOT,
-          "RESULT: PASS - %d KV blocks of %d requests handed off (%s), every block and guard byte "
-              + "verified%n",
+          "RESULT: PASS - %d KV blocks of %d requests handed off (%s), pulled and pushed, every "
+              + "request notified exactly once; %d layers pulled layer by layer; every block, layer "
+              + "and guard byte verified%n",
           n,
           requestCount,
-          size(bytes));
+          size(bytes),
+          layered.layers());
       return new Outcome(
           0,
           n,
@@ -347,6 +354,10 @@ public final class KvHandoff {
           List.of(),
           List.of(),
           prefill.pid(),
+          push.requests(),
+          push.notified(),
+          push.verified(),
+          List.of(),
           layered.layers(),
           layered.verified());
     }
@@ -368,6 +379,10 @@ public final class KvHandoff {
         List.copyOf(problems),
         List.copyOf(badBlocks),
         prefill.pid(),
+        push.requests(),
+        push.notified(),
+        push.verified(),
+        List.copyOf(push.badBlocks()),
         layered.layers(),
         layered.verified());
   }

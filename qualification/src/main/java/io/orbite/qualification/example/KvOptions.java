@@ -24,7 +24,8 @@ public record KvOptions(
     int layerPages,
     long layerPageBytes,
     int layerDepth,
-    int layerRounds) {
+    int layerRounds,
+    boolean notificationFault) {
   /** The command line, as {@code -h} prints it. */
   static final String USAGE =
       """
@@ -46,20 +47,28 @@ public record KvOptions(
                                       stream, until two passes in a row compile for at most 10 ms of
                                       JIT time, at most 12 passes; then the destination is reset to
                                       its guard pattern): time a cold JVM instead
+        --push-window W               push phase: most requests the prefill has in flight, each one
+                                      submission of its blocks' WRITEs with a notification (default 8)
         --layer-requests N            layer phase: requests in the prefill's layered region (default 8)
         --layers L                    layer phase: layers per request (default 32)
         --layer-pages P               layer phase: adjacent pages per layer (default 16)
         --layer-page-kib K            layer phase: page size (default 64)
         --layer-depth D               layer phase: most layers in flight, D >= 2: layer k+1 .. k+D-1
-                                      are submitted before layer k is awaited (default 16)
+                                      are submitted before layer k is awaited (default 32: 32 MiB
+                                      in flight with the default layer, as the stream pull holds)
         --layer-rounds R              layer phase: timed rounds, each pulling every layer of every
                                       request once (default 3)
         --json                        the report goes to stderr; stdout gets one JSON object with
                                       the figures (pulled_GBps, request_p50_ms, request_p99_ms,
+                                      push_notified_GBps, notify_after_write_p50_us,
                                       layers_pulled_GBps, tasks_merged, physical_transfers, ...)
         --corrupt-one-block           test hook: the prefill damages one byte of one block after
                                       publishing it, and one byte of one layer of its layered
-                                      region; the run must find both and fail""";
+                                      region; the run must find both (the block in the pull and in
+                                      the push) and fail
+        --notification-fault          test hook: in the timed push pass the prefill submits one
+                                      request without its notification and sends another's twice;
+                                      the run must report one missing and one duplicate and fail""";
 
   public static KvOptions defaults() {
     return new KvOptions(
@@ -79,8 +88,9 @@ public record KvOptions(
         32,
         16,
         64L << 10,
-        16,
-        3);
+        32,
+        3,
+        false);
   }
 
   public KvPlan plan() {
@@ -116,6 +126,7 @@ public record KvOptions(
     long layerPage = d.layerPageBytes;
     int layerDepth = d.layerDepth;
     int layerRounds = d.layerRounds;
+    boolean notificationFault = d.notificationFault;
     for (int i = 0; i < args.size(); i++) {
       String a = args.get(i);
       String v = null;
@@ -126,6 +137,10 @@ public record KvOptions(
       }
       if (a.equals("--corrupt-one-block")) {
         corrupt = true;
+        continue;
+      }
+      if (a.equals("--notification-fault")) {
+        notificationFault = true;
         continue;
       }
       if (a.equals("--no-warmup")) {
@@ -191,7 +206,8 @@ public record KvOptions(
             layerPages,
             layerPage,
             layerDepth,
-            layerRounds);
+            layerRounds,
+            notificationFault);
     o.plan(); // validates the sizes
     o.layered();
     return o;

@@ -13,6 +13,7 @@ import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.qualification.bench.Jit;
 import io.orbite.qualification.verify.Pattern;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -49,9 +50,6 @@ final class LayerPhase {
    */
   record Result(long layers, long verified, List<String> problems) {}
 
-  /** Warm-up rounds before the timed ones, when warming up. */
-  static final int WARMUP_ROUNDS = 2;
-
   /** Problems listed per round at most; the count says how many more. */
   private static final int LISTED = 20;
 
@@ -59,6 +57,7 @@ final class LayerPhase {
   private final Map<String, Double> figures;
   private final TransferEngine decode;
   private final RemoteSegment peer;
+  private final PrefillProcess prefill;
   private final KvOptions o;
 
   LayerPhase(
@@ -66,11 +65,13 @@ final class LayerPhase {
       Map<String, Double> figures,
       TransferEngine decode,
       RemoteSegment peer,
+      PrefillProcess prefill,
       KvOptions o) {
     this.out = out;
     this.figures = figures;
     this.decode = decode;
     this.peer = peer;
+    this.prefill = prefill;
     this.o = o;
   }
 
@@ -81,18 +82,18 @@ final class LayerPhase {
    * Runs the phase against the prefill's layered region {@code regionId}, laid out as {@code plan}
    * says.
    */
-  Result run(KvLayers plan, long regionId) throws InterruptedException {
+  Result run(KvLayers plan, long regionId) throws InterruptedException, IOException {
     KvLayers.Destination dst = plan.destination();
     RegisteredMemory local = decode.allocate(dst.bytes(), Access.WRITE);
-    int warmRounds = o.warmup() ? WARMUP_ROUNDS : 0;
-    int rounds = warmRounds + o.layerRounds();
     int perRound = plan.requests() * plan.layers() * plan.pages();
-    Batch batch = decode.allocateBatch((int) Math.min(65_536L, (long) perRound * rounds));
+    Batch batch =
+        decode.allocateBatch(
+            (int) Math.max(perRound, Math.min(65_536L, (long) perRound * (o.layerRounds() + 2))));
     out.printf(
         Locale.ROOT,
         "layers   %d requests x %d layers x %d adjacent pages of %s (a layer is %s), one "
             + "submission per layer on one batch of %d tasks, up to %d layers in flight (layer "
-            + "k+1 submitted before layer k is awaited); %d untimed round(s), then %d timed%n",
+            + "k+1 submitted before layer k is awaited); %s, then %d timed round(s)%n",
         plan.requests(),
         plan.layers(),
         plan.pages(),
@@ -100,7 +101,7 @@ final class LayerPhase {
         KvHandoff.size(plan.layerBytes()),
         batch.capacity(),
         o.layerDepth(),
-        warmRounds,
+        o.warmup() ? "untimed rounds until the JIT is quiet" : "no warm-up",
         o.layerRounds());
     List<String> problems = new ArrayList<>();
     long[] latencies = new long[plan.requests() * plan.layers() * o.layerRounds()];
@@ -110,10 +111,16 @@ final class LayerPhase {
     long layers = 0;
     long verified = 0;
     EngineCounters before = null;
+    Warmup warmup = o.warmup() ? new Warmup() : null;
+    int timedRounds = 0;
     try {
       int used = 0;
-      for (int round = 0; round < rounds; round++) {
-        boolean timed = round >= warmRounds;
+      for (int round = 0; ; round++) {
+        boolean timed = warmup == null || !warmup.more();
+        if (timed && timedRounds++ == o.layerRounds()) {
+          break;
+        }
+        long jitBefore = timed ? 0 : jitMillis();
         Pattern.fill(local.segment(), 0, dst.bytes(), plan.guardSeed(), 0);
         if (used + perRound > batch.capacity()) {
           batch.reset(); // every layer of the previous rounds was awaited
@@ -148,6 +155,9 @@ final class LayerPhase {
           }
         }
         long roundNanos = System.nanoTime() - start;
+        if (!timed) {
+          warmup.passed(jitMillis() - jitBefore, 2);
+        }
         long bad = verify(plan, dst, local.segment(), found);
         for (String line : found) {
           problems.add(timed ? line : "untimed round " + (round + 1) + ": " + line);
@@ -164,6 +174,13 @@ final class LayerPhase {
       decode.unregister(local);
     }
     EngineCounters after = decode.counters();
+    if (warmup != null) {
+      out.printf(
+          Locale.ROOT,
+          "warm-up  %d untimed round(s) until the JIT was quiet (%.1f s), each checked%n",
+          warmup.passes(),
+          warmup.seconds());
+    }
     report(plan, before, after, timedBytes, timedNanos, Arrays.copyOf(latencies, measured));
     figures.put("layers_verified", (double) verified);
     out.printf(
@@ -173,6 +190,11 @@ final class LayerPhase {
         verified,
         layers);
     return new Result(layers, verified, problems);
+  }
+
+  /** JIT time of both processes so far, ms. */
+  private long jitMillis() throws IOException {
+    return Jit.millis() + prefill.jitMillis();
   }
 
   private List<TransferRequest> reads(

@@ -5,6 +5,7 @@ import io.orbite.engine.Access;
 import io.orbite.engine.EngineCounters;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.TransferEngine;
+import io.orbite.qualification.bench.Jit;
 import io.orbite.qualification.verify.Pattern;
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
@@ -37,6 +38,7 @@ import java.util.List;
  *
  * <pre>
  * COUNTERS  -> OK key=value ...
+ * JIT       -> OK &lt;ms&gt;: this JVM's JIT compile time so far (the decode's warm-up rule)
  * PUSH &lt;endpoint&gt; &lt;epoch-hex&gt; &lt;regionId&gt; &lt;pass&gt; &lt;window&gt; &lt;timeout-s&gt;
  *           -> PUSHED ... (one line per request, see {@link PrefillPush}), then OK ...
  * QUIT      -> OK, then the engine closes and the process exits (end of input does the same)
@@ -152,6 +154,7 @@ public final class PrefillMain {
         switch (words[0]) {
           case "COUNTERS" -> out.println("OK " + counters(engine.counters()));
           case "PUSH" -> push.push(words, out);
+          case "JIT" -> out.println("OK " + Jit.millis());
           case "QUIT" -> {
             out.println("OK");
             return;

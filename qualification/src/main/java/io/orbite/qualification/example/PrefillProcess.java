@@ -186,6 +186,11 @@ final class PrefillProcess implements AutoCloseable {
     throw new IOException("prefill process answered '" + answer + "' to '" + command + "'");
   }
 
+  /** The prefill JVM's JIT compile time so far, ms. */
+  long jitMillis() throws IOException {
+    return Long.parseLong(call("JIT").trim());
+  }
+
   /**
    * Sends one command whose answer is any number of lines starting with {@code prefix}, then {@code
    * OK ...}; returns those lines, the OK line's words after {@code OK} last. Waits as long as the

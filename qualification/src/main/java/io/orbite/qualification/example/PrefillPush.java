@@ -21,9 +21,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * The prefill side of the push phase: on {@code PUSH <endpoint> <epoch-hex> <regionId> <pass>
- * <window> <timeout-s>} it WRITEs every request's KV blocks from its pool into the decode side's
- * landing region {@code regionId} (at the offsets {@link KvDestination#layout} gives both sides),
- * one submission per request with a notification attached: {@code batch.submit(writes,
+ * <window> <timeout-s> <fault>} it WRITEs every request's KV blocks from its pool into the decode
+ * side's landing region {@code regionId} (at the offsets {@link KvDestination#layout} gives both
+ * sides), one submission per request with a notification attached: {@code batch.submit(writes,
  * Notification.of("request-<r>", "pass=<p> blocks=<b> bytes=<n>"))}. The engine sends the
  * notification only after every WRITE of the submission completed, so the decode side may read the
  * request's blocks when it arrives. At most {@code window} requests are in flight: the oldest is
@@ -33,7 +33,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
  *
  * <pre>
  * PUSHED &lt;r&gt; &lt;notification state&gt; &lt;completed&gt;/&lt;tasks&gt; &lt;submit-ns&gt; &lt;writes-done-ns&gt; &lt;decided-ns&gt; &lt;detail&gt;
- * OK requests=&lt;R&gt; bytes=&lt;B&gt; first_submit_ns=&lt;t&gt; last_decided_ns=&lt;t&gt;
+ * OK requests=&lt;R&gt; bytes=&lt;B&gt; extra_delivered=&lt;n&gt;
  * </pre>
  *
  * where the times are this process's {@link System#nanoTime()} (comparable with the decode's on one
@@ -41,6 +41,12 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * {@link TaskResult#elapsedNanos()}, 0 when a WRITE failed), and when the submission was done (its
  * notification decided). The state is the sender's {@link NotificationResult.State}: DELIVERED,
  * REFUSED, NOT_SENT or UNKNOWN, or SUBMIT_REFUSED when the engine refused the submission itself.
+ *
+ * <p>{@code fault} 1 is a test hook ({@code --notification-fault}): request {@link
+ * #missingHook(int)} is submitted without its notification (state NONE), and once every submission
+ * is done, request {@link #duplicateHook(int)}'s notification is sent a second time with {@code
+ * Engine.notify}, the same tag and payload; {@code extra_delivered} counts such standalone
+ * notifications the decode's inbox accepted. The decode must report one missing and one duplicate.
  */
 final class PrefillPush {
   private final TransferEngine engine;
@@ -74,15 +80,26 @@ final class PrefillPush {
         .getBytes(StandardCharsets.UTF_8);
   }
 
+  /** The request the {@code fault} hook submits without its notification. */
+  static int missingHook(int requests) {
+    return Math.min(1, requests - 1);
+  }
+
+  /** The request whose notification the {@code fault} hook sends twice. */
+  static int duplicateHook(int requests) {
+    return requests - 1;
+  }
+
   /** One request in flight. */
   private record Pending(int request, Submission submission) {}
 
   /** Runs one PUSH command; writes its answer to {@code out}. */
   void push(String[] words, PrintStream out) {
-    if (words.length != 7) {
+    if (words.length != 8) {
       throw new IllegalArgumentException(
-          "PUSH <endpoint> <epoch-hex> <regionId> <pass> <window> <timeout-s>");
+          "PUSH <endpoint> <epoch-hex> <regionId> <pass> <window> <timeout-s> <fault>");
     }
+    boolean fault = words[7].equals("1");
     long epoch = Long.parseUnsignedLong(words[2], 16);
     long regionId = Long.parseLong(words[3]);
     int pass = Integer.parseInt(words[4]);
@@ -99,6 +116,7 @@ final class PrefillPush {
       }
     }
     int requests = firstBlock.length - 1;
+    Notification[] sent = new Notification[requests];
     long[] submitted = new long[requests];
     AtomicLongArray decided = new AtomicLongArray(requests);
     SubmissionStatus[] status = new SubmissionStatus[requests];
@@ -124,9 +142,11 @@ final class PrefillPush {
         int request = blocks.get(firstBlock[r]).request();
         Notification n =
             Notification.of("request-" + request, payload(pass, writes.size(), requestBytes));
+        sent[r] = n;
         submitted[r] = System.nanoTime();
         try {
-          Submission s = batch.submit(writes, n);
+          Submission s =
+              fault && r == missingHook(requests) ? batch.submit(writes) : batch.submit(writes, n);
           int index = r;
           s.completion().thenRun(() -> decided.set(index, System.nanoTime()));
           inFlight.add(new Pending(r, s));
@@ -142,7 +162,11 @@ final class PrefillPush {
     } finally {
       batch.free();
     }
-    long lastDecided = 0;
+    int extraDelivered = 0;
+    if (fault) {
+      Notification again = sent[duplicateHook(requests)];
+      extraDelivered += engine.notify(decode, again.tag(), again.bytes()).delivered() ? 1 : 0;
+    }
     for (int r = 0; r < requests; r++) {
       int request = blocks.get(firstBlock[r]).request();
       int tasks = firstBlock[r + 1] - firstBlock[r];
@@ -163,18 +187,10 @@ final class PrefillPush {
       String detail = nr.errorKind() == null ? nr.detail() : nr.errorKind() + " " + nr.detail();
       // The completion callback may not have run yet when await returned: the await is the bound.
       long done = decided.get(r) == 0 ? System.nanoTime() : decided.get(r);
-      lastDecided = Math.max(lastDecided, done);
       out.println(line(request, state, completed, tasks, submitted[r], writesDone, done, detail));
     }
     out.println(
-        "OK requests="
-            + requests
-            + " bytes="
-            + bytes
-            + " first_submit_ns="
-            + (requests > 0 ? submitted[0] : 0)
-            + " last_decided_ns="
-            + lastDecided);
+        "OK requests=" + requests + " bytes=" + bytes + " extra_delivered=" + extraDelivered);
   }
 
   private static String line(

@@ -107,6 +107,16 @@ class KvHandoffIT {
     assertEquals(36, o.blocks());
     assertEquals(36, o.verifiedBlocks());
     assertTrue(o.problems().isEmpty(), () -> o.problems().toString());
+    // The push phase: every request pushed, notified exactly once, its bytes right on arrival.
+    assertEquals(12, o.pushed());
+    assertEquals(12, o.notified());
+    assertEquals(12, o.pushVerified());
+    assertTrue(
+        run.output().contains("pushed   12/12 requests notified (12 DELIVERED by the prefill's"),
+        run.output());
+    assertTrue(
+        run.output().contains("verified 12/12 requests on their notification: every block"),
+        run.output());
     // The layer phase: 2 timed rounds of 3 requests x 4 layers, every byte and guard right.
     assertEquals(24, o.layers());
     assertEquals(24, o.layersVerified());
@@ -136,6 +146,7 @@ class KvHandoffIT {
     KvHandoff.Outcome o = run.outcome();
     assertEquals(0, o.exitCode(), () -> "problems: " + o.problems());
     assertEquals(36, o.verifiedBlocks());
+    assertEquals(12, o.pushVerified());
     assertEquals(24, o.layersVerified());
     assertTrue(run.output().contains("RESULT: PASS"), run.output());
   }
@@ -160,24 +171,93 @@ class KvHandoffIT {
                 + damaged.byteInBlock()
                 + " of "),
         line);
-    // The layer phase finds the damaged layer in each of its 2 untimed and 2 timed rounds, and
-    // nothing else.
+    // The push phase finds the damaged block when its request's notification arrives, in the
+    // timed pass and in every untimed one, and nothing else.
+    List<String> pushProblems = o.problems().stream().filter(p -> p.startsWith("push: ")).toList();
+    assertFalse(pushProblems.isEmpty(), () -> o.problems().toString());
+    for (String p : pushProblems) {
+      assertTrue(
+          p.matches(
+              "push: (untimed pass [0-9]+: )?MISMATCH "
+                  + damaged.name()
+                  + ": on its notification, byte "
+                  + damaged.byteInBlock()
+                  + " of [0-9]+ is 0x.*"),
+          p);
+    }
+    assertEquals(
+        1,
+        pushProblems.stream().filter(p -> !p.contains("untimed")).count(),
+        () -> pushProblems.toString());
+    assertEquals(pushProblems.size(), o.pushBadBlocks().size());
+    assertTrue(
+        o.pushBadBlocks().stream().allMatch(damaged.name()::equals), o.pushBadBlocks()::toString);
+    assertEquals(12, o.notified(), "every request was notified");
+    assertEquals(11, o.pushVerified(), "every other request is right on arrival");
+    // The layer phase finds the damaged layer in each of its 2 timed rounds and every untimed one,
+    // and nothing else.
     List<String> layerProblems =
         o.problems().stream().filter(p -> p.startsWith("layers: ")).toList();
-    assertEquals(4, layerProblems.size(), () -> o.problems().toString());
     for (String p : layerProblems) {
       assertTrue(
-          p.contains(
-              "MISMATCH "
+          p.matches(
+              "layers: (untimed round [0-9]+: )?MISMATCH "
                   + damagedLayer.name()
                   + ": first bad byte is byte "
                   + damagedLayer.byteInLayer()
-                  + " of the layer (page 2)"),
+                  + " of the layer \\(page 2\\).*"),
           p);
     }
-    assertEquals(1 + 4, o.problems().size(), () -> o.problems().toString());
+    assertEquals(
+        2,
+        layerProblems.stream().filter(p -> !p.contains("untimed")).count(),
+        () -> layerProblems.toString());
+    assertEquals(
+        1 + pushProblems.size() + layerProblems.size(),
+        o.problems().size(),
+        () -> o.problems().toString());
     assertEquals(24, o.layers());
     assertEquals(22, o.layersVerified(), "every other layer of the timed rounds is right");
+    assertTrue(run.output().contains("RESULT: FAIL"), run.output());
+  }
+
+  /**
+   * The notification count is exact: in the timed push pass the prefill leaves one request's
+   * notification out and sends another's twice (the same tag and payload, by Engine.notify); the
+   * run names both and fails, and every byte is still right.
+   */
+  @Test
+  @Timeout(120)
+  void aMissingAndADuplicateNotificationFailTheRun() {
+    Run run = run(small("--notification-fault", "--no-warmup"));
+    KvHandoff.Outcome o = run.outcome();
+    int missing = PrefillPush.missingHook(12);
+    int duplicate = PrefillPush.duplicateHook(12);
+    assertEquals(1, o.exitCode(), "a missing and a duplicate notification must fail the run");
+    assertEquals(36, o.verifiedBlocks(), () -> o.problems().toString());
+    assertEquals(24, o.layersVerified(), () -> o.problems().toString());
+    assertEquals(List.of(), o.pushBadBlocks(), "every pushed byte is right");
+    assertEquals(11, o.notified(), "every request but one was notified");
+    assertEquals(10, o.pushVerified(), "neither the missing nor the duplicated request counts");
+    List<String> problems = o.problems();
+    assertEquals(3, problems.size(), problems::toString);
+    assertTrue(
+        problems
+            .get(0)
+            .startsWith(
+                "push: NOT DELIVERED request-"
+                    + missing
+                    + ": the prefill's submission says NONE (3/3 WRITEs completed)"),
+        problems::toString);
+    assertEquals("push: MISSING notification request-" + missing, problems.get(1));
+    assertTrue(
+        problems
+            .get(2)
+            .startsWith(
+                "push: DUPLICATE notification in push pass 1: tag 'request-"
+                    + duplicate
+                    + "', payload 'pass=0 blocks=3 bytes="),
+        problems::toString);
     assertTrue(run.output().contains("RESULT: FAIL"), run.output());
   }
 

@@ -33,6 +33,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -40,13 +41,16 @@ import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.stream.UniqueKillSwitch;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Every {@code ```java} block of docs/guides/streams.md and docs/guides/embedding.md compiles (the
- * convention is in {@link GuideSnippets} and at the top of each guide), and the guides' example
- * classes do what the guides say when run against real engines.
+ * Every {@code ```java} block of docs/guides/streams.md, docs/guides/embedding.md and
+ * docs/guides/kv-connector.md compiles (the convention is in {@link GuideSnippets} and at the top
+ * of each guide), and the guides' example classes do what the guides say when run against real
+ * engines.
  */
 class GuideSnippetsTest {
   private static final long KIB = 1024;
@@ -60,6 +64,9 @@ class GuideSnippetsTest {
           + "Sink.seq/writeSink completed. (One known cause: onPull() pushing the last results without calling "
           + "maybeFinish() afterwards.)";
 
+  /** {@code ```java} blocks in docs/guides/kv-connector.md. */
+  private static final int KV_GUIDE_SNIPPETS = 9;
+
   @TempDir Path out;
 
   @Test
@@ -70,6 +77,148 @@ class GuideSnippetsTest {
   @Test
   void everyJavaSnippetOfTheEmbeddingGuideCompiles() throws Exception {
     compileGuide("embedding.md", 6);
+  }
+
+  @Test
+  void everyJavaSnippetOfTheKvConnectorGuideCompiles() throws Exception {
+    compileGuide("kv-connector.md", KV_GUIDE_SNIPPETS);
+  }
+
+  /**
+   * The KV connector guide's LayerPuller pulls 8 layers of 4 adjacent 16 KiB pages, one submission
+   * per layer on one batch, into layers with odd guard gaps between them: every layer byte and
+   * every guard byte is right, the source is untouched, and the requester's counters show each
+   * layer's 4 pages travelled as one merged transfer.
+   */
+  @Test
+  void theKvConnectorGuidesLayerPullerPullsEveryLayerMerged() throws Exception {
+    Class<?> puller = compileGuide("kv-connector.md", KV_GUIDE_SNIPPETS).loadClass("LayerPuller");
+    TransferEngine source = TransferEngine.start(EngineConfig.defaults().withName("guide-kv-src"));
+    try {
+      TransferEngine requester =
+          TransferEngine.start(EngineConfig.defaults().withName("guide-kv-requester"));
+      try {
+        int layers = 8;
+        int pages = 4;
+        long page = 16 * KIB;
+        long layer = pages * page;
+        long gap = 4099;
+        RegisteredMemory src = guarded(source, layers * layer, SEED_SRC);
+        RegisteredMemory local = guarded(requester, layers * (layer + gap) + gap, SEED_LOCAL);
+        RemoteSegment remote =
+            requester.openSegment(source.localSegment().endpoint(), Duration.ofSeconds(10));
+        List<List<TransferRequest>> plan = new ArrayList<>();
+        List<Span> spans = new ArrayList<>();
+        for (int k = 0; k < layers; k++) {
+          long to = gap + k * (layer + gap);
+          List<TransferRequest> reads = new ArrayList<>();
+          for (int p = 0; p < pages; p++) {
+            reads.add(
+                TransferRequest.read(
+                    local, to + p * page, remote, src.regionId(), k * layer + p * page, page));
+          }
+          plan.add(reads);
+          spans.add(new Span(to, layer, SEED_SRC, k * layer));
+        }
+        io.orbite.engine.Batch batch = requester.allocateBatch(layers * pages);
+        io.orbite.engine.EngineCounters before = requester.counters();
+        long bytes = (long) invoke(puller, "pullLayers", batch, plan, Duration.ofSeconds(10));
+        io.orbite.engine.EngineCounters after = requester.counters();
+        batch.free();
+        assertEquals(layers * layer, bytes, "every layer's bytes counted once");
+        assertRegion(local.segment(), spans, SEED_LOCAL, "requester region after pullLayers");
+        assertRegion(src.segment(), List.of(), SEED_SRC, "source region after pullLayers");
+        assertEquals(
+            layers * pages,
+            after.tasksMerged() - before.tasksMerged(),
+            "every page travelled merged");
+        assertEquals(layers, after.mergedTransfers() - before.mergedTransfers(), "one per layer");
+        assertEquals(
+            layers,
+            after.tasksDispatched(io.orbite.engine.Transport.TCP)
+                - before.tasksDispatched(io.orbite.engine.Transport.TCP),
+            "one physical transfer per layer");
+      } finally {
+        requester.close(Duration.ofSeconds(20));
+      }
+    } finally {
+      source.close(Duration.ofSeconds(20));
+    }
+  }
+
+  /**
+   * The KV connector guide's KvPush writes 4 blocks of 64 KiB + 3 with a notification into a
+   * receiver whose KvArrivals handler checks its whole region the moment the notification arrives:
+   * five rounds, each with bytes of its own (a notification ahead of its WRITEs would find the
+   * previous round's), every block and guard right on arrival, each notification DELIVERED and
+   * received once with its tag and payload.
+   */
+  @Test
+  void theKvConnectorGuidesPushIsReadWhenItsNotificationArrives() throws Exception {
+    ClassLoader guide = compileGuide("kv-connector.md", KV_GUIDE_SNIPPETS);
+    Class<?> push = guide.loadClass("KvPush");
+    Class<?> arrivals = guide.loadClass("KvArrivals");
+    TransferEngine receiver =
+        TransferEngine.start(EngineConfig.defaults().withName("guide-kv-receiver"));
+    try {
+      TransferEngine sender =
+          TransferEngine.start(EngineConfig.defaults().withName("guide-kv-sender"));
+      try {
+        int blocks = 4;
+        long block = 64 * KIB + 3;
+        long gap = 1001;
+        RegisteredMemory landing = guarded(receiver, blocks * (block + gap) + gap, SEED_SRC);
+        RegisteredMemory local = sender.allocate(blocks * block, Access.READ_WRITE);
+        RemoteSegment remote =
+            sender.openSegment(receiver.localSegment().endpoint(), Duration.ofSeconds(10));
+        java.util.concurrent.BlockingQueue<String> seen =
+            new java.util.concurrent.LinkedBlockingQueue<>();
+        long[] roundSeed = new long[1];
+        java.util.function.Consumer<io.orbite.engine.ReceivedNotification> check =
+            n -> {
+              List<Span> spans = new ArrayList<>();
+              for (int i = 0; i < blocks; i++) {
+                spans.add(new Span(gap + i * (block + gap), block, roundSeed[0], i * block));
+              }
+              long bad = RegionCheck.check(landing.segment(), spans, SEED_SRC);
+              int count = java.nio.ByteBuffer.wrap(n.bytes()).getInt();
+              seen.add(n.tag() + " blocks=" + count + " bad=" + bad);
+            };
+        @SuppressWarnings("unchecked")
+        Pair<UniqueKillSwitch, CompletionStage<?>> running =
+            (Pair<UniqueKillSwitch, CompletionStage<?>>)
+                invoke(arrivals, "start", receiver, receiver.system(), check);
+        io.orbite.engine.Batch batch = sender.allocateBatch(blocks);
+        for (int round = 0; round < 5; round++) {
+          roundSeed[0] = SEED_LOCAL + round;
+          Pattern.fill(local.segment(), 0, blocks * block, roundSeed[0], 0);
+          List<TransferRequest> writes = new ArrayList<>();
+          for (int i = 0; i < blocks; i++) {
+            writes.add(
+                TransferRequest.write(
+                    local, i * block, remote, landing.regionId(), gap + i * (block + gap), block));
+          }
+          Object told =
+              invoke(
+                  push, "pushRequest", batch, writes, "request-" + round, Duration.ofSeconds(10));
+          assertEquals(io.orbite.engine.NotificationResult.DELIVERED, told, "round " + round);
+          assertEquals(
+              "request-" + round + " blocks=4 bad=-1",
+              seen.poll(10, TimeUnit.SECONDS),
+              "round " + round + ": the receiver read every block and guard on arrival");
+          batch.reset();
+        }
+        batch.free();
+        running.first().shutdown();
+        running.second().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        assertEquals(List.of(), List.copyOf(seen), "each notification arrived once");
+        assertEquals(List.of(), receiver.pollNotifications(16), "nothing left in the inbox");
+      } finally {
+        sender.close(Duration.ofSeconds(20));
+      }
+    } finally {
+      receiver.close(Duration.ofSeconds(20));
+    }
   }
 
   /**

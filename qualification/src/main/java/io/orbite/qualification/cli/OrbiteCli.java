@@ -156,8 +156,9 @@ public final class OrbiteCli {
                              file segments over io_uring on a 1 GiB file: 1 MiB sequential WRITE/READ and
                              4 KiB random READs at depth 32, beside fio --ioengine=io_uring in the same run
           example kv-handoff [options]
-                             prefill and decode processes hand off KV-cache blocks through a transfer stream,
-                             every byte verified (--help for its options)
+                             prefill and decode processes hand off KV-cache blocks: pulled through a transfer
+                             stream, pushed with a notification per request (checked on arrival), and pulled
+                             layer by layer; every byte verified (--help for its options)
           version [--json]   the build identity: version, git commit, build time, JDK
           test               the whole test suite (mvn verify)
           build              build and write the class path

@@ -57,7 +57,7 @@ public record KvOptions(
                                       are submitted before layer k is awaited (default 32: 32 MiB
                                       in flight with the default layer, as the stream pull holds)
         --layer-rounds R              layer phase: timed rounds, each pulling every layer of every
-                                      request once (default 3)
+                                      request once (default 5: 1.25 GiB with the default layout)
         --json                        the report goes to stderr; stdout gets one JSON object with
                                       the figures (pulled_GBps, request_p50_ms, request_p99_ms,
                                       push_notified_GBps, notify_after_write_p50_us,
@@ -89,7 +89,7 @@ public record KvOptions(
         16,
         64L << 10,
         32,
-        3,
+        5,
         false);
   }
 

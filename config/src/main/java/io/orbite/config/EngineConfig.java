@@ -98,9 +98,11 @@ public record EngineConfig(
 
   /**
    * Validates every component: {@link #name()} must match {@link #NAME_REGEX} and no section may be
-   * {@code null} (each section validated its own keys when it was built).
+   * {@code null} (each section validated its own keys when it was built); a policy's {@code
+   * choose.laneMask} may only name lanes below {@code tcp.lanes}.
    *
-   * @throws ConfigException naming {@code name} or the {@code null} section
+   * @throws ConfigException naming {@code name}, the {@code null} section, or {@code
+   *     policies[i].choose.laneMask} for a lane mask naming a lane at or above {@code tcp.lanes}
    */
   public EngineConfig {
     Checks.requireNonNull("name", name);
@@ -127,6 +129,8 @@ public record EngineConfig(
     Checks.requireNonNull(NotificationConfig.SECTION, notifications);
     Checks.requireNonNull(ObservabilityConfig.SECTION, observability);
     Checks.requireNonNull(TransportPolicies.SECTION, policies);
+    // The one check across sections: a lane mask may only name lanes each peer gets.
+    policies.checkLanes(tcp.lanes());
   }
 
   /**

@@ -2,6 +2,7 @@ package io.orbite.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -18,9 +19,8 @@ final class PolicyReader {
   private static final List<String> MATCH_KEYS =
       Arrays.stream(PolicyMatch.class.getRecordComponents()).map(c -> c.getName()).toList();
 
-  /** The keys of {@code choose}: the record's, and the masks that are refused by name. */
   private static final List<String> CHOOSE_KEYS =
-      List.of("transports", "priority", "laneMask", "railMask");
+      Arrays.stream(PolicyChoice.class.getRecordComponents()).map(c -> c.getName()).toList();
 
   private PolicyReader() {}
 
@@ -84,17 +84,6 @@ final class PolicyReader {
       throw ConfigReader.wrongType(at, "an object", node);
     }
     ConfigReader r = ConfigReader.at((ObjectNode) node, at, CHOOSE_KEYS);
-    if (r.raw("laneMask") != null) {
-      throw new ConfigException(
-          Checks.child(at, "laneMask"),
-          "lane masks are not supported yet (every TCP lane may carry any task); remove the key");
-    }
-    if (r.raw("railMask") != null) {
-      throw new ConfigException(
-          Checks.child(at, "railMask"),
-          "rail masks are not supported yet (rails are chosen by rdma.selection and health);"
-              + " remove the key");
-    }
     List<String> names = r.stringListValue("transports", List.of());
     List<TransportPolicy.Transport> transports = new ArrayList<>(names.size());
     String listPath = Checks.child(at, "transports");
@@ -102,7 +91,38 @@ final class PolicyReader {
       transports.add(
           parse(listPath + "[" + i + "]", names.get(i), TransportPolicy.Transport.class));
     }
-    return new PolicyChoice(transports, name(r, "priority", TransportPolicy.Priority.class));
+    return new PolicyChoice(
+        transports,
+        name(r, "priority", TransportPolicy.Priority.class),
+        mask(r, "laneMask"),
+        mask(r, "railMask"));
+  }
+
+  /**
+   * The unsigned 64-bit mask under {@code key}, or null when absent: a JSON integer 0..2^64-1 (0 is
+   * let through for {@link PolicyChoice#check} to refuse with the rule's words).
+   */
+  private static Long mask(ConfigReader r, String key) {
+    JsonNode value = r.raw(key);
+    if (value == null) {
+      return null;
+    }
+    String at = Checks.child(r.path(), key);
+    if (!value.isIntegralNumber()) {
+      throw ConfigReader.wrongType(at, "an integer (a bit mask)", value);
+    }
+    BigInteger number = value.bigIntegerValue();
+    if (number.signum() < 0 || number.bitLength() > PolicyChoice.MAX_MASK_BITS) {
+      throw new ConfigException(
+          at,
+          "must be 1.."
+              + PolicyChoice.unsigned(-1L)
+              + " (a mask of at most "
+              + PolicyChoice.MAX_MASK_BITS
+              + " bits), got "
+              + number);
+    }
+    return number.longValue();
   }
 
   /** The constant named by the string under {@code key}, or null when absent. */

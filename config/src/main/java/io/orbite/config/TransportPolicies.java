@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -20,7 +21,8 @@ import java.util.List;
  * <p>JSON form: <code>
  * "policies": [{"match": {"maxBytes": 65536}, "choose": {"transports": ["SHM", "TCP"]}},
  * {"match": {"op": "WRITE", "peer": "10.0.*:*"}, "choose": {"transports": ["TCP"], "priority":
- * "LOW"}}]</code>. A rule without {@code match} matches every request; {@code choose} is required.
+ * "LOW", "laneMask": 1}}]</code>. A rule without {@code match} matches every request; {@code
+ * choose} is required.
  */
 public final class TransportPolicies {
   /** JSON key of the list, and the path prefix of its messages. */
@@ -48,7 +50,10 @@ public final class TransportPolicies {
    *     {@code policies[i].choose} (null), {@code policies[i].match.minBytes} (out of range, or
    *     above {@code maxBytes}), {@code policies[i].match.maxBytes}, {@code policies[i].match.peer}
    *     (not a pattern), {@code policies[i].choose.transports} (null, empty or too long), {@code
-   *     policies[i].choose.transports[j]} (null or repeated)
+   *     policies[i].choose.transports[j]} (null or repeated), {@code policies[i].choose.laneMask}
+   *     (0, or on a rule without TCP), {@code policies[i].choose.railMask} (0, or on a rule without
+   *     RDMA). A lane mask naming a lane at or above {@code tcp.lanes} is refused by {@link
+   *     EngineConfig}, which knows the lanes
    */
   public static TransportPolicies of(List<TransportPolicy> rules) {
     Checks.requireNonNull(SECTION, rules);
@@ -96,6 +101,16 @@ public final class TransportPolicies {
   }
 
   /**
+   * Checks each rule's lane mask against the lanes each peer gets, naming {@code
+   * policies[i].choose.laneMask}: a bit at or above {@code lanes} names a lane no channel has.
+   */
+  void checkLanes(int lanes) {
+    for (int i = 0; i < rules.size(); i++) {
+      rules.get(i).choose().checkLanes(path(i), lanes);
+    }
+  }
+
+  /**
    * The rules, first match first.
    *
    * @return an unmodifiable list; empty for {@link #NONE}
@@ -139,6 +154,12 @@ public final class TransportPolicies {
       rule.choose().transports().forEach(t -> transports.add(t.name()));
       if (rule.choose().priority() != null) {
         choose.put("priority", rule.choose().priority().name());
+      }
+      if (rule.choose().laneMask() != null) {
+        choose.put("laneMask", new BigInteger(PolicyChoice.unsigned(rule.choose().laneMask())));
+      }
+      if (rule.choose().railMask() != null) {
+        choose.put("railMask", new BigInteger(PolicyChoice.unsigned(rule.choose().railMask())));
       }
     }
     return array;

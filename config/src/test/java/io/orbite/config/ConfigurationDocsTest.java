@@ -99,9 +99,12 @@ class ConfigurationDocsTest {
     }
     assertTrue(row(doc, "policies[].match.minBytes").contains("| `0` |"));
     assertTrue(row(doc, "policies[].match.maxBytes").contains("| `" + Long.MAX_VALUE + "`"));
-    for (String mask : List.of("laneMask", "railMask")) {
-      assertTrue(row(doc, "policies[].choose." + mask).contains("Not supported yet"));
-    }
+    String lanes = row(doc, "policies[].choose.laneMask");
+    assertTrue(lanes.contains("`tcp.lanes`"), lanes);
+    assertTrue(lanes.contains("18446744073709551615"), lanes);
+    String rails = row(doc, "policies[].choose.railMask");
+    assertTrue(rails.contains("UNAVAILABLE"), rails);
+    assertTrue(rails.contains("18446744073709551615"), rails);
   }
 
   @Test

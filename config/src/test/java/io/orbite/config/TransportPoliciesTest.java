@@ -76,6 +76,54 @@ class TransportPoliciesTest {
   }
 
   @Test
+  void masksReadAsUnsignedBitsAndWriteBackEqual() {
+    EngineConfig read =
+        EngineConfig.fromJson(
+            "{\"tcp\":{\"lanes\":64},\"policies\":"
+                + ("[{'match':{'op':'WRITE'},'choose':{'transports':['RDMA','TCP'],"
+                        + "'laneMask':2,'railMask':5}},"
+                        + "{'choose':{'transports':['TCP'],'laneMask':18446744073709551615}},"
+                        + "{'choose':{'transports':['RDMA'],'railMask':9223372036854775808}}]")
+                    .replace('\'', '"')
+                + "}");
+    TransportPolicies expected =
+        TransportPolicies.of(
+            rule(
+                PolicyMatch.any().withOp(Op.WRITE),
+                PolicyChoice.of(Transport.RDMA, Transport.TCP).withLaneMask(2L).withRailMask(5L)),
+            rule(PolicyMatch.any(), PolicyChoice.of(Transport.TCP).withLaneMask(-1L)),
+            rule(PolicyMatch.any(), PolicyChoice.of(Transport.RDMA).withRailMask(Long.MIN_VALUE)));
+    assertEquals(expected, read.policies());
+    assertEquals(-1L, read.policies().rules().get(1).choose().laneMask(), "all 64 lanes");
+    assertEquals(Long.MIN_VALUE, read.policies().rules().get(2).choose().railMask(), "rail 63");
+    assertNull(read.policies().rules().get(1).choose().railMask(), "absent: every rail");
+    String json = read.toJson();
+    assertTrue(json.contains("\"laneMask\": 18446744073709551615"), json);
+    assertTrue(json.contains("\"railMask\": 9223372036854775808"), json);
+    assertEquals(read, EngineConfig.fromJson(json), json);
+  }
+
+  @Test
+  void aLaneMaskWithinTcpLanesIsAcceptedAndLoweringTheLanesLaterIsRefused() {
+    TransportPolicies lane1 =
+        TransportPolicies.of(
+            tcp(), rule(PolicyMatch.any(), PolicyChoice.of(Transport.TCP).withLaneMask(2L)));
+    EngineConfig config = EngineConfig.defaults().withPolicies(lane1);
+    assertEquals(2L, config.policies().rules().get(1).choose().laneMask());
+    // The check spans two sections: whichever is set last, the mask's path is named.
+    assertRejected(
+        "policies[1].choose.laneMask",
+        "policies[1].choose.laneMask: names lane 1, but tcp.lanes is 1 (lanes 0..0; 2 is more"
+            + " than 1)",
+        () -> config.withTcp(config.tcp().withLanes(1)));
+    EngineConfig oneLane = EngineConfig.defaults().withTcp(TcpConfig.defaults().withLanes(1));
+    assertRejected(
+        "policies[1].choose.laneMask",
+        "policies[1].choose.laneMask: names lane 1, but tcp.lanes is 1",
+        () -> oneLane.withPolicies(lane1));
+  }
+
+  @Test
   void withoutTheKeyThereIsNoRuleAndTheDefaultsDocumentSaysSo() {
     assertTrue(EngineConfig.fromJson("{}").policies().isEmpty());
     assertEquals(TransportPolicies.NONE, EngineConfig.fromJson(doc("[]")).policies());
@@ -253,17 +301,60 @@ class TransportPoliciesTest {
             "policies[0].choose.priority",
             "policies[0].choose.priority: must be one of \"HIGH\", \"MEDIUM\", \"LOW\""),
         Arguments.of(
-            "[{'choose':{'transports':['TCP'],'laneMask':3}}]",
-            "policies[0].choose.laneMask",
-            "policies[0].choose.laneMask: lane masks are not supported yet"),
-        Arguments.of(
             "[{'choose':{'transports':['TCP'],'laneMask':0}}]",
             "policies[0].choose.laneMask",
-            "policies[0].choose.laneMask: lane masks are not supported yet"),
+            "policies[0].choose.laneMask: must name at least one lane (bit i stands for lane i;"
+                + " leave the key out for every lane), got 0"),
         Arguments.of(
-            "[{'choose':{'transports':['RDMA'],'railMask':1}}]",
+            "[" + OK_RULE + ",{'choose':{'transports':['RDMA','TCP'],'railMask':0}}]",
+            "policies[1].choose.railMask",
+            "policies[1].choose.railMask: must name at least one rail (bit i stands for rail i;"
+                + " leave the key out for every rail), got 0"),
+        Arguments.of(
+            "[{'choose':{'transports':['TCP'],'laneMask':-1}}]",
+            "policies[0].choose.laneMask",
+            "policies[0].choose.laneMask: must be 1..18446744073709551615 (a mask of at most 64"
+                + " bits), got -1"),
+        Arguments.of(
+            "[{'choose':{'transports':['RDMA'],'railMask':18446744073709551616}}]",
             "policies[0].choose.railMask",
-            "policies[0].choose.railMask: rail masks are not supported yet"),
+            "policies[0].choose.railMask: must be 1..18446744073709551615 (a mask of at most 64"
+                + " bits), got 18446744073709551616"),
+        Arguments.of(
+            "[{'choose':{'transports':['TCP'],'laneMask':1.0}}]",
+            "policies[0].choose.laneMask",
+            "policies[0].choose.laneMask: expected an integer (a bit mask), got float 1.0"),
+        Arguments.of(
+            "[{'choose':{'transports':['TCP'],'laneMask':'1'}}]",
+            "policies[0].choose.laneMask",
+            "policies[0].choose.laneMask: expected an integer (a bit mask), got string \"1\""),
+        Arguments.of(
+            "[{'choose':{'transports':['RDMA'],'railMask':[0]}}]",
+            "policies[0].choose.railMask",
+            "policies[0].choose.railMask: expected an integer (a bit mask), got array"),
+        Arguments.of(
+            "[{'choose':{'transports':['SHM','RDMA'],'laneMask':1}}]",
+            "policies[0].choose.laneMask",
+            "policies[0].choose.laneMask: restricts TCP lanes, but the rule's transports (SHM,"
+                + " RDMA) do not include TCP"),
+        Arguments.of(
+            "["
+                + OK_RULE
+                + ","
+                + OK_RULE
+                + ",{'choose':{'transports':['SHM','TCP'],'railMask':1}}]",
+            "policies[2].choose.railMask",
+            "policies[2].choose.railMask: restricts RDMA rails, but the rule's transports (SHM,"
+                + " TCP) do not include RDMA"),
+        Arguments.of(
+            "[{'choose':{'transports':['TCP'],'laneMask':4}}]",
+            "policies[0].choose.laneMask",
+            "policies[0].choose.laneMask: names lane 2, but tcp.lanes is 2 (lanes 0..1; 4 is"
+                + " more than 3)"),
+        Arguments.of(
+            "[{'choose':{'transports':['TCP'],'laneMask':18446744073709551615}}]",
+            "policies[0].choose.laneMask",
+            "policies[0].choose.laneMask: names lane 63, but tcp.lanes is 2"),
         Arguments.of(
             "[{'match':{'op':'READ','op':'WRITE'},'choose':{'transports':['TCP']}}]",
             "policies[0].match.op",
@@ -349,6 +440,38 @@ class TransportPoliciesTest {
         "policies[0].match.peer",
         "policies[0].match.peer: must be 1..255 characters without whitespace",
         rule(PolicyMatch.any().withPeer("h:" + "1".repeat(255)), tcp));
+  }
+
+  @Test
+  void typedMasks() {
+    PolicyMatch any = PolicyMatch.any();
+    typed(
+        "policies[0].choose.laneMask",
+        "policies[0].choose.laneMask: must name at least one lane",
+        rule(any, PolicyChoice.of(Transport.TCP).withLaneMask(0L)));
+    typed(
+        "policies[1].choose.railMask",
+        "policies[1].choose.railMask: must name at least one rail",
+        tcp(),
+        rule(any, PolicyChoice.of(Transport.RDMA).withRailMask(0L)));
+    typed(
+        "policies[0].choose.laneMask",
+        "policies[0].choose.laneMask: restricts TCP lanes, but the rule's transports (SHM) do not"
+            + " include TCP",
+        rule(any, PolicyChoice.of(Transport.SHM).withLaneMask(1L)));
+    typed(
+        "policies[0].choose.railMask",
+        "policies[0].choose.railMask: restricts RDMA rails, but the rule's transports (TCP) do not"
+            + " include RDMA",
+        rule(any, PolicyChoice.of(Transport.TCP).withRailMask(1L)));
+    // Every nonzero bit pattern is a mask; lanes beyond tcp.lanes are EngineConfig's to refuse.
+    assertEquals(
+        -1L,
+        TransportPolicies.of(rule(any, PolicyChoice.of(Transport.RDMA).withRailMask(-1L)))
+            .rules()
+            .get(0)
+            .choose()
+            .railMask());
   }
 
   @Test

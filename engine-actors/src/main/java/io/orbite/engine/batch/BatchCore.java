@@ -380,7 +380,9 @@ public final class BatchCore {
                 r.remoteOffset(),
                 r.lengthBytes(),
                 deadline,
-                routed.priority(k, r.priority()));
+                routed.priority(k, r.priority()),
+                routed.laneMask(k),
+                routed.railMask(k));
         if (failover.enabled()
             && TransportFailover.candidate(routing)
             && routed.mayFailOver(k, channel.transport())) {

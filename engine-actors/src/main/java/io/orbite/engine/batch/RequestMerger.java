@@ -9,9 +9,10 @@ import java.util.Arrays;
 /**
  * Request merging: finds runs of adjacent tasks of one submission that can travel as one physical
  * transfer, and plans them. Tasks merge when they are consecutive in the submission, go to the same
- * channel (one peer incarnation, one transport) with the same op, priority, local registration and
- * remote region, and their local and remote ranges both continue where the previous task's end; a
- * run stops at the channel's {@link PeerChannel#mergeLimitBytes()} (0: the channel never merges, as
+ * channel (one peer incarnation, one transport) with the same op, priority, lane and rail masks
+ * (one merged transfer goes where every one of its tasks may go), local registration and remote
+ * region, and their local and remote ranges both continue where the previous task's end; a run
+ * stops at the channel's {@link PeerChannel#mergeLimitBytes()} (0: the channel never merges, as
  * when {@code merge.enabled} is false). A task whose destination overlaps another task's of the
  * same submission is never merged, so which bytes land last is what it would have been unmerged.
  * Pure: it reads the submission and returns a plan; the batch records the plan in its ledger before
@@ -106,7 +107,9 @@ final class RequestMerger {
                   a.remoteOffset(),
                   bytes,
                   deadline,
-                  a.priority());
+                  a.priority(),
+                  a.laneMask(),
+                  a.railMask());
           heads[groups] = a.taskIndex();
           counts[groups] = end - k;
           merged[groups] = m;
@@ -147,6 +150,8 @@ final class RequestMerger {
         && channel.mergeLimitBytes() > 0
         && a.op() == b.op()
         && a.priority() == b.priority()
+        && a.laneMask() == b.laneMask()
+        && a.railMask() == b.railMask()
         && a.regionId() == b.regionId()
         && a.sink() == b.sink()
         && a.local().address() == b.local().address()

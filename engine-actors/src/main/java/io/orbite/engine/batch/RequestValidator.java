@@ -11,6 +11,7 @@ import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.Registration;
+import io.orbite.engine.spi.TaskWork;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
@@ -58,6 +59,16 @@ public final class RequestValidator {
     /** The priority request {@code k}'s task runs at ({@link TransportSelector#priority}). */
     public Priority priority(int k, Priority requested) {
       return rules == null ? requested : selector.priority(rules[k], requested);
+    }
+
+    /** The TCP lanes request {@code k}'s task may use ({@link TransportSelector#laneMask}). */
+    public long laneMask(int k) {
+      return rules == null ? TaskWork.ANY : selector.laneMask(rules[k]);
+    }
+
+    /** The RDMA rails request {@code k}'s task may use ({@link TransportSelector#railMask}). */
+    public long railMask(int k) {
+      return rules == null ? TaskWork.ANY : selector.railMask(rules[k]);
     }
 
     /**

@@ -6,8 +6,10 @@ import io.orbite.config.TransportPolicy;
 import io.orbite.engine.Op;
 import io.orbite.engine.Priority;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.PeerSegment;
 import io.orbite.engine.spi.Registration;
+import io.orbite.engine.spi.TaskWork;
 import java.util.List;
 
 /**
@@ -21,6 +23,12 @@ import java.util.List;
  * order ({@link #route}), and the first whose channel reaches the region and takes work now carries
  * the task ({@link io.orbite.engine.Route#POLICY}). When none can, the request is refused, naming
  * the rule. A peer pattern is matched once per segment ({@link #peerMask}), not once per task.
+ *
+ * <p>A rule's lane and rail masks ({@code choose.laneMask}, {@code choose.railMask}) travel on each
+ * task it chose ({@link io.orbite.engine.spi.TaskWork#laneMask}), and a transport with a mask is
+ * available to the rule only when its channel can honour the mask now ({@link
+ * PeerChannel#maskRefusal}): a rail mask whose rails have no healthy pair moves on to the rule's
+ * next transport, as an unhealthy RDMA channel does.
  *
  * <p>Immutable, so shared by every submitting thread.
  */
@@ -64,6 +72,12 @@ public final class TransportSelector {
   /** Per rule, {@code rule 2 (policies[2]) chose SHM, TCP}, for refusals. */
   private final String[] described;
 
+  /** Per rule, the TCP lanes its tasks may use; {@link TaskWork#ANY}: every lane. */
+  private final long[] laneMask;
+
+  /** Per rule, the RDMA rails its tasks may use; {@link TaskWork#ANY}: every rail. */
+  private final long[] railMask;
+
   private TransportSelector(List<TransportPolicy> list) {
     rules = list.size();
     op = new byte[rules];
@@ -76,6 +90,8 @@ public final class TransportSelector {
     gives = new Priority[rules];
     failsOverFrom = new int[rules];
     described = new String[rules];
+    laneMask = new long[rules];
+    railMask = new long[rules];
     long everyPeer = 0;
     for (int r = 0; r < rules; r++) {
       PolicyMatch m = list.get(r).match();
@@ -105,6 +121,10 @@ public final class TransportSelector {
       TransportPolicy.Priority p = list.get(r).choose().priority();
       gives[r] = p == null ? null : Priority.valueOf(p.name());
       described[r] = "rule " + r + " (policies[" + r + "]) chose " + text;
+      Long lanes = list.get(r).choose().laneMask();
+      Long rails = list.get(r).choose().railMask();
+      laneMask[r] = lanes == null ? TaskWork.ANY : lanes;
+      railMask[r] = rails == null ? TaskWork.ANY : rails;
     }
     anyPeer = everyPeer;
   }
@@ -200,7 +220,7 @@ public final class TransportSelector {
     Transport[] order = transports[rule];
     for (Transport t : order) {
       PeerSegment.Routing routing = segment.policyRoute(t, regionId);
-      if (routing != null) {
+      if (routing != null && maskRefusal(rule, t, routing.channel()) == null) {
         return routing;
       }
     }
@@ -210,12 +230,69 @@ public final class TransportSelector {
             .append(segment.label())
             .append(": ");
     for (int k = 0; k < order.length; k++) {
+      PeerSegment.Routing routing = segment.policyRoute(order[k], regionId);
+      String masked = routing == null ? null : maskRefusal(rule, order[k], routing.channel());
       why.append(k == 0 ? "" : "; ")
           .append(order[k])
           .append(": ")
-          .append(segment.unavailableBecause(order[k], regionId));
+          .append(
+              routing == null
+                  ? segment.unavailableBecause(order[k], regionId)
+                  : masked != null ? masked : "available again only as this was refused");
     }
     return new PeerSegment.Routing(null, null, why.toString());
+  }
+
+  /**
+   * Why {@code channel} cannot honour rule {@code rule}'s mask for {@code transport} now, naming
+   * the mask's path; null when the rule has no mask for it or the channel can.
+   */
+  private String maskRefusal(int rule, Transport transport, PeerChannel channel) {
+    long mask = mask(rule, transport);
+    if (mask == TaskWork.ANY) {
+      return null;
+    }
+    String refusal = channel.maskRefusal(mask);
+    if (refusal == null) {
+      return null;
+    }
+    return "policies["
+        + rule
+        + "].choose."
+        + (transport == Transport.TCP ? "laneMask" : "railMask")
+        + " ("
+        + Long.toUnsignedString(mask)
+        + ") "
+        + refusal;
+  }
+
+  /** Rule {@code rule}'s mask for {@code transport}: lanes for TCP, rails for RDMA, else none. */
+  private long mask(int rule, Transport transport) {
+    return switch (transport) {
+      case TCP -> laneMask[rule];
+      case RDMA -> railMask[rule];
+      default -> TaskWork.ANY;
+    };
+  }
+
+  /**
+   * The TCP lanes a task rule {@code rule} chose may use.
+   *
+   * @param rule the rule, or -1
+   * @return its lane mask; {@link TaskWork#ANY} for none, or without a rule
+   */
+  long laneMask(int rule) {
+    return rule < 0 ? TaskWork.ANY : laneMask[rule];
+  }
+
+  /**
+   * The RDMA rails a task rule {@code rule} chose may use.
+   *
+   * @param rule the rule, or -1
+   * @return its rail mask; {@link TaskWork#ANY} for none, or without a rule
+   */
+  long railMask(int rule) {
+    return rule < 0 ? TaskWork.ANY : railMask[rule];
   }
 
   /**

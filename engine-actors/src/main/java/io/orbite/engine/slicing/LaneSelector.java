@@ -7,13 +7,33 @@ package io.orbite.engine.slicing;
  * weight = 1 / (score + 1e-12)}, leftovers to the best lane. Slices given to one lane are
  * contiguous, so a transport may carry a lane's run in fewer, larger frames.
  *
+ * <p>A task a policy rule keeps on some lanes ({@code policies[i].choose.laneMask}) is scored the
+ * same way among those lanes only: the others get no slice, whatever their score ({@link
+ * #assign(SlicePlan, long[], double[], int, long)}, {@link #single(long[], double[], long, int,
+ * long)}).
+ *
  * <p>Pure and allocation-free apart from the returned array; not thread-safe per call site only
  * because callers pass their own arrays.
  */
 public final class LaneSelector {
+  /** Every lane: the mask of a task no rule restricts. */
+  public static final long EVERY_LANE = -1L;
+
   private LaneSelector() {}
 
   /**
+   * The mask of lanes {@code 0 .. lanes - 1}.
+   *
+   * @param lanes how many lanes there are (1..64)
+   * @return one bit per lane
+   */
+  public static long all(int lanes) {
+    return lanes >= Long.SIZE ? -1L : (1L << lanes) - 1;
+  }
+
+  /**
+   * {@link #assign(SlicePlan, long[], double[], int, long)} among every lane.
+   *
    * @param chargedBytes in-flight bytes already charged to each lane
    * @param bandwidthBytesPerSecond each lane's bandwidth estimate (positive)
    * @param rotation a counter the caller advances per task, so ties and run order rotate
@@ -21,14 +41,36 @@ public final class LaneSelector {
    */
   public static int[] assign(
       SlicePlan plan, long[] chargedBytes, double[] bandwidthBytesPerSecond, int rotation) {
+    return assign(plan, chargedBytes, bandwidthBytesPerSecond, rotation, EVERY_LANE);
+  }
+
+  /**
+   * @param chargedBytes in-flight bytes already charged to each lane
+   * @param bandwidthBytesPerSecond each lane's bandwidth estimate (positive)
+   * @param rotation a counter the caller advances per task, so ties and run order rotate
+   * @param mask the lanes that may take slices (bit {@code i}: lane {@code i}); {@link #EVERY_LANE}
+   *     for all. It must name at least one of the lanes
+   * @return the lane of each slice of {@code plan}, each a lane {@code mask} names
+   */
+  public static int[] assign(
+      SlicePlan plan,
+      long[] chargedBytes,
+      double[] bandwidthBytesPerSecond,
+      int rotation,
+      long mask) {
     int lanes = chargedBytes.length;
     if (lanes == 0 || bandwidthBytesPerSecond.length != lanes) {
       throw new IllegalArgumentException("need one bandwidth per lane and at least one lane");
     }
+    long allowed = mask & all(lanes);
+    if (allowed == 0) {
+      throw new IllegalArgumentException(
+          "lane mask " + Long.toUnsignedString(mask) + " names none of " + lanes + " lanes");
+    }
     int[] laneOfSlice = new int[plan.count()];
     int start = Math.floorMod(rotation, lanes);
-    if (plan.count() == 1 || lanes == 1) {
-      int best = best(chargedBytes, bandwidthBytesPerSecond, plan.length(0), start);
+    if (plan.count() == 1 || Long.bitCount(allowed) == 1) {
+      int best = best(chargedBytes, bandwidthBytesPerSecond, plan.length(0), start, allowed);
       java.util.Arrays.fill(laneOfSlice, best);
       return laneOfSlice;
     }
@@ -36,9 +78,11 @@ public final class LaneSelector {
     double total = 0;
     long sliceBytes = plan.blockBytes();
     for (int l = 0; l < lanes; l++) {
-      double score = (chargedBytes[l] + sliceBytes) / bandwidthBytesPerSecond[l];
-      weight[l] = 1.0 / (score + 1e-12);
-      total += weight[l];
+      if ((allowed >>> l & 1) != 0) {
+        double score = (chargedBytes[l] + sliceBytes) / bandwidthBytesPerSecond[l];
+        weight[l] = 1.0 / (score + 1e-12);
+        total += weight[l];
+      }
     }
     int[] share = new int[lanes];
     int given = 0;
@@ -51,7 +95,8 @@ public final class LaneSelector {
       throw new IllegalStateException(
           "lane shares " + given + " exceed " + plan.count() + " slices");
     }
-    share[best(chargedBytes, bandwidthBytesPerSecond, sliceBytes, start)] += plan.count() - given;
+    share[best(chargedBytes, bandwidthBytesPerSecond, sliceBytes, start, allowed)] +=
+        plan.count() - given;
     int slice = 0;
     for (int k = 0; k < lanes; k++) {
       int lane = (start + k) % lanes;
@@ -68,24 +113,44 @@ public final class LaneSelector {
    */
   public static int single(
       long[] chargedBytes, double[] bandwidthBytesPerSecond, long sliceBytes, int rotation) {
-    if (chargedBytes.length == 0 || bandwidthBytesPerSecond.length != chargedBytes.length) {
-      throw new IllegalArgumentException("need one bandwidth per lane and at least one lane");
-    }
-    return best(
-        chargedBytes,
-        bandwidthBytesPerSecond,
-        sliceBytes,
-        Math.floorMod(rotation, chargedBytes.length));
+    return single(chargedBytes, bandwidthBytesPerSecond, sliceBytes, rotation, EVERY_LANE);
   }
 
-  private static int best(long[] charged, double[] bandwidth, long sliceBytes, int start) {
+  /**
+   * {@link #single(long[], double[], long, int)} among the lanes {@code mask} names (bit {@code i}:
+   * lane {@code i}), which must name at least one of them.
+   */
+  public static int single(
+      long[] chargedBytes,
+      double[] bandwidthBytesPerSecond,
+      long sliceBytes,
+      int rotation,
+      long mask) {
+    int lanes = chargedBytes.length;
+    if (lanes == 0 || bandwidthBytesPerSecond.length != lanes) {
+      throw new IllegalArgumentException("need one bandwidth per lane and at least one lane");
+    }
+    long allowed = mask & all(lanes);
+    if (allowed == 0) {
+      throw new IllegalArgumentException(
+          "lane mask " + Long.toUnsignedString(mask) + " names none of " + lanes + " lanes");
+    }
+    return best(
+        chargedBytes, bandwidthBytesPerSecond, sliceBytes, Math.floorMod(rotation, lanes), allowed);
+  }
+
+  private static int best(
+      long[] charged, double[] bandwidth, long sliceBytes, int start, long allowed) {
     int lanes = charged.length;
-    int best = start;
+    int best = -1;
     double bestScore = Double.MAX_VALUE;
     for (int k = 0; k < lanes; k++) {
       int lane = (start + k) % lanes;
+      if ((allowed >>> lane & 1) == 0) {
+        continue;
+      }
       double score = (charged[lane] + sliceBytes) / bandwidth[lane];
-      if (score < bestScore) {
+      if (best < 0 || score < bestScore) {
         bestScore = score;
         best = lane;
       }

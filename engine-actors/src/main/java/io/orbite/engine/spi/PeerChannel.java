@@ -77,6 +77,21 @@ public interface PeerChannel {
   }
 
   /**
+   * Why a task restricted to {@code mask} cannot be taken by this channel now, or null when it can:
+   * the routing step asks before it chooses the channel for a task whose policy rule has a mask for
+   * this transport ({@code policies[i].choose.laneMask} for TCP, {@code railMask} for RDMA). Bit
+   * {@code i} stands for the channel's lane or rail {@code i}. A transport without lanes or rails
+   * to choose among takes any mask (the default). Only looks, as {@link #healthy} does.
+   *
+   * @param mask the lanes or rails the task may use; never 0
+   * @return a sentence for the refusal (after the mask's path: "names none of the 2 lanes ..."), or
+   *     null
+   */
+  default String maskRefusal(long mask) {
+    return null;
+  }
+
+  /**
    * Fences the channel: a newer incarnation answers at the peer's endpoint. No new work is
    * accepted, queued work fails EPOCH_MISMATCH unsent, and the transport drains and retires the
    * endpoint. Idempotent.

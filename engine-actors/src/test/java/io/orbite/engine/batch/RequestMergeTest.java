@@ -5,6 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import io.orbite.config.BudgetConfig;
+import io.orbite.config.PolicyChoice;
+import io.orbite.config.PolicyMatch;
+import io.orbite.config.TransportPolicies;
+import io.orbite.config.TransportPolicy;
 import io.orbite.engine.Access;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
@@ -131,6 +135,11 @@ class RequestMergeTest {
   private record Place(Op op, long localOffset, long remoteOffset, long length) {}
 
   private BatchCore submit(CopyChannel channel, List<Place> places) {
+    return submit(channel, places, null);
+  }
+
+  /** Submits {@code places}, routed by {@code selector}'s rules when it is not null. */
+  private BatchCore submit(CopyChannel channel, List<Place> places, TransportSelector selector) {
     for (long p = 0; p < SPAN; p++) {
       localBytes.set(ValueLayout.JAVA_BYTE, p, localAt(p));
       remoteBytes.set(ValueLayout.JAVA_BYTE, p, remoteAt(p));
@@ -170,7 +179,9 @@ class RequestMergeTest {
               .withDeadline(DEADLINE));
     }
     lease = core.lease();
-    core.dispatch(core.admit(lease, requests, Routings.of(requests), System.nanoTime()));
+    RequestValidator.Routed routed =
+        selector == null ? Routings.of(requests) : RequestValidator.validate(requests, selector);
+    core.dispatch(core.admit(lease, requests, routed, System.nanoTime()));
     return core;
   }
 
@@ -250,6 +261,41 @@ class RequestMergeTest {
     BatchStatus status = core.status(lease);
     assertTrue(status.allCompleted(), status::toString);
     status.tasks().forEach(r -> assertEquals(RemoteEffect.APPLIED, r.remoteEffect()));
+    assertBytesAsIfUnmerged(places);
+  }
+
+  @Test
+  void tasksWithDifferentLaneMasksAreNotMergedAndAMergedTransferKeepsItsMask() {
+    CopyChannel channel = new CopyChannel(64 << 10);
+    // Rule 0 keeps 4 KiB tasks on lane 0, rule 1 larger ones on lane 1: the four READs continue
+    // each other, but the run breaks where the mask changes.
+    TransportSelector byMask =
+        TransportSelector.compile(
+            TransportPolicies.of(
+                new TransportPolicy(
+                    PolicyMatch.any().withMaxBytes(4096),
+                    PolicyChoice.of(TransportPolicy.Transport.TCP).withLaneMask(1L)),
+                new TransportPolicy(
+                    PolicyMatch.any(),
+                    PolicyChoice.of(TransportPolicy.Transport.TCP).withLaneMask(2L))));
+    List<Place> places =
+        List.of(
+            new Place(Op.READ, 100, 5000, 4096),
+            new Place(Op.READ, 4196, 9096, 4096),
+            new Place(Op.READ, 8292, 13_192, 8192),
+            new Place(Op.READ, 16_484, 21_384, 8192));
+    BatchCore core = submit(channel, places, byMask);
+    assertEquals(
+        List.of(8192L, 16_384L), channel.taken.stream().map(TaskWork::lengthBytes).toList());
+    assertEquals(List.of(0, 2), channel.taken.stream().map(TaskWork::taskIndex).toList());
+    assertEquals(List.of(1L, 2L), channel.taken.stream().map(TaskWork::laneMask).toList());
+    channel.runAll();
+    BatchStatus status = core.status(lease);
+    assertTrue(status.allCompleted(), status::toString);
+    for (TaskResult r : status.tasks()) {
+      assertEquals(r.index() < 2 ? 0 : 1, r.rule(), r::toString);
+      assertEquals(places.get(r.index()).length(), r.bytes(), r::toString);
+    }
     assertBytesAsIfUnmerged(places);
   }
 

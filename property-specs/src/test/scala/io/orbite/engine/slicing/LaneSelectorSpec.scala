@@ -9,7 +9,8 @@ import org.scalatest.flatspec.AnyFlatSpec
  * Lane choice: score = (charged + slice bytes) / bandwidth. A single slice takes the lowest score
  * (ties to the first lane from the rotation start); a multi-slice task gives each lane
  * floor(weight / total * count) slices, leftovers to the best lane, in one contiguous run per
- * lane, runs in rotation order.
+ * lane, runs in rotation order. A masked task (a rule's laneMask) is scored among the lanes its mask
+ * names only.
  */
 class LaneSelectorSpec extends AnyFlatSpec with PropertySupport {
   import LaneSelectorSpec._
@@ -187,6 +188,65 @@ class LaneSelectorSpec extends AnyFlatSpec with PropertySupport {
     forAll(genCase, Gen.choose(-3, 3)) { case ((plan, l), turns) =>
       val turned = l.copy(rotation = l.rotation + turns * l.count)
       assign(plan, turned) shouldBe assign(plan, l)
+    }
+  }
+
+  /** A case and a mask naming at least one of its lanes, maybe bits beyond them too. */
+  private val genMaskedCase: Gen[(SlicePlan, Lanes, Long)] = for {
+    (plan, l) <- genCase
+    named <- Gen.choose(0, l.count - 1)
+    bits <- Gen.frequency(2 -> Gen.const(0L), 3 -> Gen.chooseNum(Long.MinValue, Long.MaxValue))
+  } yield (plan, l, bits | (1L << named))
+
+  private def masked(mask: Long, lane: Int): Boolean = (mask >>> lane & 1L) != 0
+
+  it should "give every slice of a masked task a lane the mask names (a rule's laneMask)" in {
+    forAll(genMaskedCase) { case (plan, l, mask) =>
+      val lanes = LaneSelector.assign(plan, l.charged, l.bandwidth, l.rotation, mask).toIndexedSeq
+      lanes should have size plan.count().toLong
+      all(lanes.map(masked(mask, _))) shouldBe true
+      val rs = runs(lanes).map(_._1)
+      withClue(s"runs $rs: ")(rs.distinct shouldBe rs)
+    }
+  }
+
+  it should "choose as without a mask when the mask names every lane" in {
+    forAll(genCase) { case (plan, l) =>
+      LaneSelector.assign(plan, l.charged, l.bandwidth, l.rotation, LaneSelector.all(l.count)).toIndexedSeq shouldBe assign(plan, l)
+      LaneSelector.assign(plan, l.charged, l.bandwidth, l.rotation, -1L).toIndexedSeq shouldBe assign(plan, l)
+    }
+  }
+
+  it should "send a masked lone slice to the lowest-score named lane, the first from the rotation start on a tie" in {
+    forAll(genMaskedCase) { case (plan, l, mask) =>
+      val bytes = plan.length(0)
+      val lane = LaneSelector.single(l.charged, l.bandwidth, bytes, l.rotation, mask)
+      val named = l.inRotation.filter(masked(mask, _))
+      val min = named.map(l.score(_, bytes)).min
+      lane shouldBe named.find(l.score(_, bytes) == min).get
+      val Seq(same) = LaneSelector.assign(new SlicePlan(bytes, bytes, 1), l.charged, l.bandwidth, l.rotation, mask).toIndexedSeq
+      same shouldBe lane
+    }
+  }
+
+  it should "give the named lanes of a masked task no fewer slices than a lane with a worse score" in {
+    forAll(genMaskedCase.retryUntil { case (p, l, _) => p.count() > 1 && l.count > 1 }) { case (plan, l, mask) =>
+      val lanes = LaneSelector.assign(plan, l.charged, l.bandwidth, l.rotation, mask).toIndexedSeq
+      val named = (0 until l.count).filter(masked(mask, _))
+      val share = named.map(lane => lane -> lanes.count(_ == lane)).toMap
+      val block = plan.blockBytes()
+      val top = named.minBy(lane => (l.score(lane, block), l.inRotation.indexOf(lane)))
+      for (lane <- named) share(top) should be >= share(lane)
+    }
+  }
+
+  it should "refuse a mask that names none of the lanes" in {
+    forAll(genCase) { case (plan, l) =>
+      whenever(l.count < 64) {
+        val beyond = -1L << l.count
+        an[IllegalArgumentException] should be thrownBy LaneSelector.assign(plan, l.charged, l.bandwidth, l.rotation, beyond)
+        an[IllegalArgumentException] should be thrownBy LaneSelector.single(l.charged, l.bandwidth, 1L, l.rotation, beyond)
+      }
     }
   }
 

@@ -50,6 +50,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   private final SlicePlanner planner;
   private final SliceLedger ledger;
 
+  /** Which rails a task may use: the selection policy, its rail mask, the pairs' health. */
+  private final RailEligibility rails;
+
   private final AtomicLong parentIds = new AtomicLong();
   private final AtomicLong ids = new AtomicLong();
   private final AtomicInteger rotation = new AtomicInteger();
@@ -98,6 +101,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     this.selector = stack.selector();
     this.health = stack.health();
     this.counters = stack.counters();
+    this.rails = new RailEligibility(peer.epoch(), qps, selector.policy(), health);
     this.peerCap = new double[railCount];
     List<RdmaWire.Rail> remote = qps.remoteRails();
     for (int r = 0; r < railCount; r++) {
@@ -145,19 +149,13 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
    */
   @Override
   public boolean healthy() {
-    if (!gate.active()) {
-      return false;
-    }
-    RailPolicy policy = selector.policy();
-    for (int r = 0; r < railCount; r++) {
-      RcQp qp = qps.first(r);
-      if (policy.allowed(qp.rail.index)
-          && !qp.rail.fenced()
-          && health.healthy(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail))) {
-        return true;
-      }
-    }
-    return false;
+    return gate.active() && rails.anyHealthy();
+  }
+
+  /** A rule's rail mask is honoured when a rail it names is allowed and has a healthy pair now. */
+  @Override
+  public String maskRefusal(long mask) {
+    return rails.maskRefusal(mask, true);
   }
 
   /** Fences the gate; the endpoint, told, closes the channel (its work fails EPOCH_MISMATCH). */
@@ -179,7 +177,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       return 1;
     }
     RailPolicy policy = selector.policy();
-    String noRail = policy.noneAllowed();
+    String noRail = rails.noRail(work.railMask());
     if (noRail != null) {
       counters.tasksRefusedByPolicy.increment();
       work.sink()
@@ -213,22 +211,7 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
       budget.refuseWaiting(work, plan.count(), gate.refusal(), "its charges");
       return;
     }
-    boolean[] eligible = new boolean[railCount];
-    boolean any = false;
-    for (int r = 0; r < railCount; r++) {
-      RcQp qp = qps.first(r);
-      eligible[r] =
-          policy.allowed(r)
-              && !qp.rail.fenced()
-              && health.admissible(new RailHealth.Pair(peer.epoch(), qp.rail.index, qp.remoteRail));
-      any |= eligible[r];
-    }
-    if (!any) {
-      // No allowed pair admits work now: let admission refuse each, naming why.
-      for (int r = 0; r < railCount; r++) {
-        eligible[r] = policy.allowed(r);
-      }
-    }
+    boolean[] eligible = rails.forSlices(work.railMask());
     int[] railOfSlice = selector.assign(plan.count(), plan.blockBytes(), eligible, peerCap);
     int turn = rotation.getAndIncrement();
     // The whole task is reserved before any slice asks its grant (the same stream carries both).
@@ -259,10 +242,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   private void admit(
       TaskWork work, Slice.Parent parent, long offset, long length, int rail, int turn) {
     String refusals = "";
-    RailPolicy policy = selector.policy();
     for (int k = 0; k < railCount; k++) {
       int r = (rail + k) % railCount;
-      if (!policy.allowed(r)) {
+      if (!rails.allowed(work.railMask(), r)) {
         continue; // a hard limit: another rail's refusal never sends the slice here
       }
       RcQp live = qps.live(r, turn);

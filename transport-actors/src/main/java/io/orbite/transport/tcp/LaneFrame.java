@@ -50,6 +50,13 @@ final class LaneFrame {
   /** The task's tier: where the frame waits in its lane's post queue (C14). */
   Priority priority;
 
+  /**
+   * The lanes that may carry the frame (bit {@code i}: slot {@code i}), from its task's policy rule
+   * ({@code TaskWork.laneMask}); 0: any lane. A frame retried after its lane broke, or parked while
+   * no lane of its mask works, goes only to one of these.
+   */
+  long laneMask;
+
   /** Assigned by the lane when the frame is queued for the wire. */
   long requestId;
 
@@ -98,7 +105,19 @@ final class LaneFrame {
     this.received = 0;
     this.view = null;
     this.retried = false;
+    this.laneMask = 0;
     return this;
+  }
+
+  /** Restricts the frame to the lanes {@code mask} names (0: any lane); after {@link #set}. */
+  LaneFrame lanes(long mask) {
+    this.laneMask = mask;
+    return this;
+  }
+
+  /** Whether the lane in slot {@code slot} may carry this frame. */
+  boolean allows(int slot) {
+    return laneMask == 0 || (laneMask >>> slot & 1) != 0;
   }
 
   long length() {
@@ -109,8 +128,8 @@ final class LaneFrame {
    * Whether the task {@code taskIndex} of {@code sink}, of {@code length} bytes at {@code
    * localOffset} of {@code local} and {@code remoteOffset} of {@code regionId}, can join this
    * frame, which is then at most {@code capBytes} long: a whole task of the same batch, op, memory,
-   * region, deadline and tier, of the frame's unit size, that starts where the frame ends on both
-   * sides and is the next task. A frame that is part of a larger task never takes one.
+   * region, deadline, tier and lane mask, of the frame's unit size, that starts where the frame
+   * ends on both sides and is the next task. A frame that is part of a larger task never takes one.
    */
   boolean absorbs(
       ReceiptSink sink,
@@ -123,8 +142,10 @@ final class LaneFrame {
       long remoteOffset,
       long deadlineNanos,
       Priority priority,
+      long laneMask,
       long capBytes) {
     return sink == this.sink
+        && laneMask == this.laneMask
         && taskIndex == this.taskIndex + tasks
         && length == unit
         && this.length + length <= capBytes

@@ -125,7 +125,8 @@ final class TcpLink implements EndpointLink {
             fenced,
             context.counters(),
             tcp.waitWhileReconnecting(),
-            this::healing);
+            this::healing,
+            this::sweepParkedWhileReconnecting);
     // The channel only keeps the array: its slots are filled now, each lane knowing the channel.
     for (int i = 0; i < lanes.length; i++) {
       lanes[i] = lane(i, sockets.get(i));
@@ -225,6 +226,8 @@ final class TcpLink implements EndpointLink {
       if (cause != null) {
         LOG.info("a TCP lane to {} ended: {}", peer, cause.toString());
       }
+      // Frames parked for this slot alone (a rule's lane mask) will not get it back.
+      channel.parked().gone(slot);
       finishIfDone(cause == null ? null : cause.getMessage());
       return;
     }
@@ -257,6 +260,7 @@ final class TcpLink implements EndpointLink {
     if (closing || (!gate.active() && !(watching && gate.state() instanceof ChannelGate.Closed))) {
       // Closed by this engine, fenced, or lost and watched by another slot: this slot is done.
       reconnecting.decrementAndGet();
+      channel.parked().gone(slot);
       finishIfDone(lastLoss);
       return;
     }
@@ -280,7 +284,7 @@ final class TcpLink implements EndpointLink {
             "its endpoint refuses connections (" + e.getMessage() + ")")) {
           watcher.compareAndSet(-1, slot);
           context.peerEvents().publish(new PeerEvent.PeerLost(peer, Instant.now(), gate.refusal()));
-          channel.failParked("TCP channel to " + peer);
+          channel.parked().failAll("TCP channel to " + peer);
         }
       }
       long outMillis = (System.nanoTime() - lostNanos) / 1_000_000L;
@@ -293,6 +297,7 @@ final class TcpLink implements EndpointLink {
             outMillis,
             e.getMessage());
         reconnecting.decrementAndGet();
+        channel.parked().gone(slot);
         giveUpIfLast(
             "no lane reconnected within "
                 + tcp.reconnectGiveUpMillis()
@@ -368,7 +373,7 @@ final class TcpLink implements EndpointLink {
     // channel is fenced here too, at once, so no task waits for a lane that cannot come.
     channel.fence(newer, reason);
     context.peerEvents().replaced(peer, newer);
-    channel.failParked("TCP channel to " + peer);
+    channel.parked().failAll("TCP channel to " + peer);
   }
 
   /** A slot gave up; if it was the last hope, the peer is lost. */
@@ -383,17 +388,16 @@ final class TcpLink implements EndpointLink {
 
   /**
    * Fails parked frames whose deadline passed or whose batch was cancelled, every few milliseconds
-   * while the channel reconnects and frames are parked.
+   * while the channel reconnects, and while frames are parked: those of a rule's lane mask wait for
+   * their lanes while other lanes work (the channel starts this when it parks the first of them).
    */
   private void sweepParkedWhileReconnecting() {
     CompletableFuture.delayedExecutor(5, TimeUnit.MILLISECONDS, context.blockingIo())
         .execute(
             () -> {
-              boolean left = channel.sweepParked();
-              if (gate.state() instanceof ChannelGate.Reconnecting || left) {
-                if (gate.active() && !gate.working()) {
-                  sweepParkedWhileReconnecting();
-                }
+              boolean left = channel.parked().sweep();
+              if (gate.active() && (left || !gate.working())) {
+                sweepParkedWhileReconnecting();
               }
             });
   }
@@ -419,7 +423,7 @@ final class TcpLink implements EndpointLink {
               new PeerEvent.PeerLost(
                   peer, Instant.now(), reason == null ? "every lane ended" : reason));
     }
-    channel.failParked("TCP channel to " + peer);
+    channel.parked().failAll("TCP channel to " + peer);
     drained.complete(List.of());
   }
 

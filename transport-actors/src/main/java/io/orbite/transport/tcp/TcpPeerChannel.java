@@ -1,6 +1,5 @@
 package io.orbite.transport.tcp;
 
-import io.orbite.engine.ErrorKind;
 import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
@@ -12,10 +11,8 @@ import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.Receipt;
-import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.spi.TaskWork;
 import io.orbite.transport.lane.Unsendable;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -29,7 +26,15 @@ import java.util.function.BooleanSupplier;
  * ({@link #install}). While no lane works and the link is still reconnecting, the frames of new
  * tasks are parked here ({@code tcp.waitWhileReconnecting}); the first lane installed takes them,
  * and a parked frame whose task was cancelled or whose deadline passed is failed by {@link
- * #sweepParked}, never sent.
+ * ParkedFrames#sweep}, never sent.
+ *
+ * <p>A task a policy rule keeps on some lanes ({@link TaskWork#laneMask}, {@code
+ * policies[i].choose.laneMask}) is carried by those slots only: its lane is chosen by the same
+ * score among them, its frames carry the mask ({@link LaneFrame#laneMask}), a READ retried after
+ * its lane broke goes to another of them, and while none of them works it is parked as above, even
+ * if other lanes work, until one of its slots is installed again; when none of its slots can come
+ * back ({@link ParkedFrames#gone}) it fails, never sent. Unmasked tasks choose among every lane as
+ * before.
  */
 final class TcpPeerChannel implements PeerChannel {
   /**
@@ -47,8 +52,8 @@ final class TcpPeerChannel implements PeerChannel {
   /** The lane in each slot; replaced only under this channel's monitor ({@link #install}). */
   private final RequesterLane[] lanes;
 
-  /** Frames of tasks taken while no lane works; guarded by this channel's monitor. */
-  private final ArrayDeque<LaneFrame> parked = new ArrayDeque<>();
+  /** Frames of tasks taken while no lane they may use works; guarded by this channel's monitor. */
+  private final ParkedFrames parked;
 
   /** Whether tasks may wait for a reconnecting lane ({@code tcp.waitWhileReconnecting}). */
   private final boolean waitWhileReconnecting;
@@ -87,6 +92,12 @@ final class TcpPeerChannel implements PeerChannel {
   private int rotation;
   private final EngineTally counters;
 
+  /** Every slot: what a task's mask is when no rule restricts it. */
+  private final long allLanes;
+
+  /** Told when frames are parked while other lanes work: the link then sweeps them. */
+  private final Runnable parkedWhileWorking;
+
   TcpPeerChannel(
       SegmentDescriptor peer,
       ChannelGate gate,
@@ -98,8 +109,12 @@ final class TcpPeerChannel implements PeerChannel {
       Runnable onFence,
       EngineTally counters,
       boolean waitWhileReconnecting,
-      BooleanSupplier healing) {
+      BooleanSupplier healing,
+      Runnable parkedWhileWorking) {
     this.waitWhileReconnecting = waitWhileReconnecting;
+    this.parkedWhileWorking = parkedWhileWorking;
+    this.allLanes = LaneSelector.all(lanes.length);
+    this.parked = new ParkedFrames(this, gate, peer.toString(), allLanes);
     this.healing = healing;
     this.frames = frames;
     this.peer = peer;
@@ -154,14 +169,35 @@ final class TcpPeerChannel implements PeerChannel {
     return maxFrameBytes;
   }
 
-  /** Whether any lane still takes frames (a channel whose lanes all ended refuses work). */
-  private boolean anyLaneRunning() {
-    for (RequesterLane lane : lanes) {
-      if (lane.running()) {
+  /** The slots {@code work} may use: its rule's lane mask, or every slot. */
+  private long lanesOf(TaskWork work) {
+    return work.laneMask() == TaskWork.ANY ? allLanes : work.laneMask() & allLanes;
+  }
+
+  /** Whether a lane {@code mask} names still takes frames. */
+  private boolean anyLaneRunning(long mask) {
+    for (int i = 0; i < lanes.length; i++) {
+      if ((mask >>> i & 1) != 0 && lanes[i].running()) {
         return true;
       }
     }
     return false;
+  }
+
+  /**
+   * Refuses only a mask without a bit below the lane count (a checked config keeps masks below
+   * {@code tcp.lanes}); a named lane that is down now is waited for, as every lane is.
+   */
+  @Override
+  public String maskRefusal(long mask) {
+    return (mask & allLanes) != 0
+        ? null
+        : "names none of the " + lanes.length + " TCP lanes to " + peer;
+  }
+
+  /** Whether a frame restricted to {@code mask} may wait for one of its slots to reconnect. */
+  private boolean mayWait(long mask) {
+    return waitWhileReconnecting && parked.mayComeBack(mask) && healing.getAsBoolean();
   }
 
   @Override
@@ -176,22 +212,29 @@ final class TcpPeerChannel implements PeerChannel {
     if (!gate.active()) {
       return gate.refuse(work);
     }
-    if (!anyLaneRunning()) {
-      if (waitWhileReconnecting && healing.getAsBoolean()) {
-        return park(work);
+    long mask = lanesOf(work);
+    if (!anyLaneRunning(mask)) {
+      if (mayWait(mask)) {
+        return park(work, mask);
       }
-      // Every lane ended and none will come back; the link is about to close the gate saying why.
-      return refuseLaneless(work);
+      // Every lane it may use ended and none will come back: when that is every lane, the link is
+      // about to close the gate saying why.
+      String of = mask == allLanes ? "" : " of its lane mask " + Long.toUnsignedString(mask);
+      return refuseLaneless(work, "no open lane" + of + " to " + peer);
     }
     readCharges();
     long length = work.lengthBytes();
     if (length <= maxFrameBytes && planner.singleSlice(work.op(), length)) {
       // One slice in one frame (every small task): the lane the plan would pick, with no plan made.
-      queue(LaneSelector.single(charged, bandwidth, length, rotation++), work, 0, length);
+      int lane =
+          mask == allLanes
+              ? LaneSelector.single(charged, bandwidth, length, rotation++)
+              : LaneSelector.single(charged, bandwidth, length, rotation++, mask);
+      queue(lane, work, 0, length);
       return 1;
     }
     SlicePlan plan = planner.plan(work.op(), length);
-    int[] laneOfSlice = LaneSelector.assign(plan, charged, bandwidth, rotation++);
+    int[] laneOfSlice = LaneSelector.assign(plan, charged, bandwidth, rotation++, mask);
     return FrameSplitter.split(
         plan, laneOfSlice, maxFrameBytes, (lane, offset, part) -> queue(lane, work, offset, part));
   }
@@ -206,7 +249,8 @@ final class TcpPeerChannel implements PeerChannel {
    * small tasks, such as one request's KV pages laid out in order, costs one request on the wire,
    * one header and one copy of its payload (a READ of 32 KiB or more lands in local memory straight
    * from the socket), instead of one per task. Each task still gets its own receipt, for what
-   * happened to its frame.
+   * happened to its frame. A task of a rule's lane mask starts a part of its own on one of its
+   * lanes unless the part under way is on one.
    */
   @Override
   public synchronized void dispatchRun(TaskWork[] work, int from, int to, int[] owed) {
@@ -223,15 +267,19 @@ final class TcpPeerChannel implements PeerChannel {
       for (int k = from; k < to; k++) {
         TaskWork w = work[k];
         long length = w.lengthBytes();
-        if (!gate.active() || !anyLaneRunning()) {
+        long mask = lanesOf(w);
+        if (!gate.active() || !anyLaneRunning(mask)) {
           // Fenced or closed meanwhile: what was taken goes on; this task and the rest are failed
           // as dispatch fails them, never sent.
           handOverPending();
           owed[k] = dispatch(w);
         } else if (length <= maxFrameBytes && planner.singleSlice(w.op(), length)) {
-          if (partLeft <= 0) {
+          if (partLeft <= 0 || (mask >>> lane & 1) == 0) {
             // A part of the run goes to one lane, chosen as a task of the part's size would be.
-            lane = LaneSelector.single(charged, bandwidth, part, rotation++);
+            lane =
+                mask == allLanes
+                    ? LaneSelector.single(charged, bandwidth, part, rotation++)
+                    : LaneSelector.single(charged, bandwidth, part, rotation++, mask);
             partLeft = part;
           }
           partLeft -= length;
@@ -249,6 +297,7 @@ final class TcpPeerChannel implements PeerChannel {
                   w.remoteOffset(),
                   w.deadlineNanos(),
                   w.priority(),
+                  w.laneMask(),
                   mergeCap)) {
             // The task follows the lane's last frame on both sides: one request carries both.
             last.absorb(length);
@@ -304,7 +353,8 @@ final class TcpPeerChannel implements PeerChannel {
             work.regionId(),
             work.remoteOffset() + offset,
             work.deadlineNanos(),
-            work.priority());
+            work.priority())
+        .lanes(work.laneMask());
   }
 
   /**
@@ -320,35 +370,46 @@ final class TcpPeerChannel implements PeerChannel {
     }
   }
 
-  /** Parks the frames of {@code work} until a lane is installed; returns the receipts owed. */
-  private int park(TaskWork work) {
+  /**
+   * Parks the frames of {@code work} until a lane of {@code mask} is installed; returns the
+   * receipts owed.
+   */
+  private int park(TaskWork work, long mask) {
     long length = work.lengthBytes();
     int owed = 0;
+    boolean first = parked.isEmpty();
     for (long at = 0; at < length; at += maxFrameBytes) {
       parked.add(frame(work, at, Math.min(maxFrameBytes, length - at)));
       owed++;
+    }
+    if (first && mask != allLanes && gate.working()) {
+      parkedWhileWorking.run();
     }
     return owed;
   }
 
   /**
    * Puts {@code lane} in slot {@code slot} (the lane it replaces has ended) and hands it the parked
-   * frames; the caller starts the lane.
+   * frames its slot may carry (a frame of another lane mask stays parked); the caller starts the
+   * lane.
    */
   synchronized void install(int slot, RequesterLane lane) {
     lanes[slot] = lane;
     bandwidth[slot] = 1.0;
-    if (parked.isEmpty()) {
-      return;
+    List<LaneFrame> mine = parked.takeFor(slot);
+    if (!mine.isEmpty()) {
+      long bytes = 0;
+      for (LaneFrame f : mine) {
+        bytes += f.length();
+      }
+      lane.enqueueAll(mine, bytes);
+      touched[slot] = true;
     }
-    List<LaneFrame> all = new ArrayList<>(parked);
-    parked.clear();
-    long bytes = 0;
-    for (LaneFrame f : all) {
-      bytes += f.length();
-    }
-    lane.enqueueAll(all, bytes);
-    touched[slot] = true;
+  }
+
+  /** The frames waiting for a lane (the link sweeps and fails them). */
+  ParkedFrames parked() {
+    return parked;
   }
 
   /** The lane in each slot now (for the link's close and its view). */
@@ -357,81 +418,49 @@ final class TcpPeerChannel implements PeerChannel {
   }
 
   /**
-   * Fails the parked frames that may no longer be sent (cancelled or past their deadline), never
-   * sent; any thread.
-   *
-   * @return whether frames are still parked
+   * Fails a task none of whose lanes works or will come back, never sent: its peer (or the lanes
+   * its rule allows) was lost.
    */
-  boolean sweepParked() {
-    List<LaneFrame> dead = new ArrayList<>();
-    boolean left;
-    long now = System.nanoTime();
-    synchronized (this) {
-      parked.removeIf(
-          f -> {
-            if (Unsendable.applies(f.sink, f.deadlineNanos, now)) {
-              dead.add(f);
-              return true;
-            }
-            return false;
-          });
-      left = !parked.isEmpty();
-    }
-    ReceiptBatcher late = new ReceiptBatcher();
-    for (LaneFrame f : dead) {
-      ErrorKind kind = f.sink.cancelled() ? ErrorKind.CANCELLED : ErrorKind.TIMEOUT;
-      f.fail(late, kind, RemoteEffect.NONE, Unsendable.detail(kind) + " while " + gate.refusal());
-    }
-    late.flush();
-    return left;
-  }
-
-  /** Fails every parked frame with the gate's kind, never sent: no lane will take them. */
-  void failParked(String why) {
-    List<LaneFrame> all;
-    synchronized (this) {
-      all = new ArrayList<>(parked);
-      parked.clear();
-    }
-    if (!all.isEmpty()) {
-      ErrorKind kind = gate.refusalKind();
-      RequesterLane.failLate(all, why, kind == null ? ErrorKind.PEER_LOST : kind);
-    }
-  }
-
-  /** Fails a task of a channel whose lanes have all ended, never sent: its peer was lost. */
-  private int refuseLaneless(TaskWork work) {
+  private int refuseLaneless(TaskWork work, String why) {
     work.sink()
         .deliver(
             Receipt.failed(
                 work.taskIndex(),
                 lanes[0].neverSentKind(),
                 RemoteEffect.NONE,
-                Unsendable.neverSent("no open lane to " + peer)));
+                Unsendable.neverSent(why)));
     return 1;
   }
 
   /**
-   * Takes a frame from a lane that broke and queues it on the open lane with the fewest bytes
-   * charged, once (the lane decides which frames may go: READs, and frames never sent).
+   * Takes a frame from a lane that broke and queues it on the open lane of its mask with the fewest
+   * bytes charged, once (the lane decides which frames may go: READs, and frames never sent).
    */
   synchronized boolean retry(LaneFrame frame, RequesterLane from) {
     if (!gate.active() || System.nanoTime() - frame.deadlineNanos > 0) {
       return false;
     }
     RequesterLane best = null;
-    for (RequesterLane lane : lanes) {
+    for (int i = 0; i < lanes.length; i++) {
+      RequesterLane lane = lanes[i];
       if (lane != from
+          && frame.allows(i)
           && lane.running()
           && (best == null || lane.chargedBytes() < best.chargedBytes())) {
         best = lane;
       }
     }
     if (best == null) {
-      if (waitWhileReconnecting && healing.getAsBoolean()) {
-        // The last lane broke: the frame waits, like a new task's, for the lane that reconnects.
+      long mask = parked.slotsOf(frame);
+      if (mayWait(mask)) {
+        // The last lane of its mask broke: the frame waits, like a new task's, for one of its
+        // lanes to reconnect.
         counters.increment(EngineTally.Count.READ_RETRIES);
+        boolean first = parked.isEmpty();
         parked.add(frame);
+        if (first && mask != allLanes && gate.working()) {
+          parkedWhileWorking.run();
+        }
         return true;
       }
       return false;

@@ -52,8 +52,50 @@ class LaneFrameTest {
       long deadline,
       Priority priority,
       long cap) {
+    return takes(
+        f,
+        sink,
+        task,
+        op,
+        local,
+        localOffset,
+        length,
+        region,
+        remoteOffset,
+        deadline,
+        priority,
+        0,
+        cap);
+  }
+
+  /** {@link #takes} for a task of lane mask {@code laneMask}. */
+  private static boolean takes(
+      LaneFrame f,
+      ReceiptSink sink,
+      int task,
+      Op op,
+      MemorySegment local,
+      long localOffset,
+      long length,
+      long region,
+      long remoteOffset,
+      long deadline,
+      Priority priority,
+      long laneMask,
+      long cap) {
     return f.absorbs(
-        sink, task, op, local, localOffset, length, region, remoteOffset, deadline, priority, cap);
+        sink,
+        task,
+        op,
+        local,
+        localOffset,
+        length,
+        region,
+        remoteOffset,
+        deadline,
+        priority,
+        laneMask,
+        cap);
   }
 
   @Test
@@ -149,6 +191,16 @@ class LaneFrameTest {
     assertFalse(
         takes(f, sink, 8, Op.READ, local, lo, UNIT, 3, ro, DEADLINE, Priority.HIGH, cap),
         "another tier");
+    assertFalse(
+        takes(f, sink, 8, Op.READ, local, lo, UNIT, 3, ro, DEADLINE, Priority.MEDIUM, 1L, cap),
+        "another lane mask (a rule's laneMask): a retry must move both tasks within one mask");
+    LaneFrame lane1 = frame().lanes(2L);
+    assertFalse(lane1.allows(0));
+    assertTrue(lane1.allows(1));
+    assertTrue(frame().allows(63), "no mask: any lane");
+    assertTrue(
+        takes(lane1, sink, 8, Op.READ, local, lo, UNIT, 3, ro, DEADLINE, Priority.MEDIUM, 2L, cap),
+        "the same mask");
     assertTrue(
         takes(f, sink, 8, Op.READ, local, lo, UNIT, 3, ro, DEADLINE, Priority.MEDIUM, cap),
         "the next task itself");

@@ -39,6 +39,12 @@ import org.junit.jupiter.api.Test;
  * each. Later runs of a submission merge into requests of up to 1 MiB. A merged request the source
  * refuses fails every one of its tasks, and copies nothing.
  *
+ * <p>This is the TCP channel's own merging of the frames of a run: the requester runs with {@code
+ * merge.enabled=false}, so that the engine's request merging (which would hand the channel one
+ * physical transfer of up to 1 MiB for these tasks, sliced across the lanes; {@code
+ * RequestMergeTest} and the cross-transport suite cover it) leaves the tasks as they were
+ * submitted.
+ *
  * <p>Requests are counted where they show: the requester's lane calls {@link
  * FaultHooks#beforeReadPayload} once per READ response with a payload, and the source counts each
  * refused request in {@code sourceRefusals}.
@@ -279,7 +285,9 @@ class TcpMergedFramesIT {
       TransferEngine source = TransferEngine.start(d.withName(name + "-source"));
       TransferEngine requester = null;
       try {
-        requester = FaultInjection.start(d.withName(name + "-requester"), hooks);
+        requester =
+            FaultInjection.start(
+                d.withName(name + "-requester").withMerge(d.merge().withEnabled(false)), hooks);
         RegisteredMemory remote =
             EnginePair.guarded(source, regionBytes, Access.READ_WRITE, remoteSeed);
         RegisteredMemory local =

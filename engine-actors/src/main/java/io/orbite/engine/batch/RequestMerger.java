@@ -65,7 +65,7 @@ final class RequestMerger {
     if (firstPair < 0) {
       return null;
     }
-    boolean[] overlapping = overlaps(work, routings);
+    boolean[] overlapping = inOrder(work, routings) ? null : overlaps(work, routings);
     TaskWork[] out = new TaskWork[n];
     PeerSegment.Routing[] outRoutings = new PeerSegment.Routing[n];
     int[] heads = new int[n / 2];
@@ -80,11 +80,11 @@ final class RequestMerger {
         continue;
       }
       int end = k + 1;
-      if (k >= firstPair && !overlapping[k]) {
+      if (k >= firstPair && (overlapping == null || !overlapping[k])) {
         long limit = routings[k].channel().mergeLimitBytes();
         long bytes = work[k].lengthBytes();
         while (end < n
-            && !overlapping[end]
+            && (overlapping == null || !overlapping[end])
             && adjacent(work, routings, end - 1)
             && bytes + work[end].lengthBytes() <= limit) {
           bytes += work[end].lengthBytes();
@@ -158,6 +158,32 @@ final class RequestMerger {
         && a.local().byteSize() == b.local().byteSize()
         && a.localOffset() + a.lengthBytes() == b.localOffset()
         && a.remoteOffset() + a.lengthBytes() == b.remoteOffset();
+  }
+
+  /**
+   * Whether no two destinations of the submission can overlap, found in one pass without
+   * allocating: every task's destination is in one space and begins at or after the end of the one
+   * before it (the usual layout of pages to merge). Otherwise {@link #overlaps} sorts them.
+   */
+  static boolean inOrder(TaskWork[] work, PeerSegment.Routing[] routings) {
+    boolean first = true;
+    long space = 0;
+    long end = 0;
+    for (int k = 0; k < work.length; k++) {
+      TaskWork w = work[k];
+      if (w == null) {
+        continue;
+      }
+      long s = space(w, routings[k]);
+      long begin = start(w);
+      if (!first && (s != space || begin < end)) {
+        return false;
+      }
+      first = false;
+      space = s;
+      end = begin + w.lengthBytes();
+    }
+    return true;
   }
 
   /**

@@ -39,11 +39,10 @@ import org.junit.jupiter.api.Test;
  * each. Later runs of a submission merge into requests of up to 1 MiB. A merged request the source
  * refuses fails every one of its tasks, and copies nothing.
  *
- * <p>This is the TCP channel's own merging of the frames of a run: the requester runs with {@code
- * merge.enabled=false}, so that the engine's request merging (which would hand the channel one
- * physical transfer of up to 1 MiB for these tasks, sliced across the lanes; {@code
- * RequestMergeTest} and the cross-transport suite cover it) leaves the tasks as they were
- * submitted.
+ * <p>With request merging on (the default), the engine hands the channel these neighbouring tasks
+ * already merged into physical transfers of up to 1 MiB ({@code merge.maxBytes}), which a transfer
+ * of more than one slice spreads across the lanes; with {@code merge.enabled=false} every task goes
+ * in a request of its own ({@link #withMergingOffEveryTaskIsARequestOfItsOwn}).
  *
  * <p>Requests are counted where they show: the requester's lane calls {@link
  * FaultHooks#beforeReadPayload} once per READ response with a payload, and the source counts each
@@ -93,11 +92,10 @@ class TcpMergedFramesIT {
   }
 
   /**
-   * After a submission's first run (64 tasks), the engine hands the channel up to 512 tasks at a
-   * time, and a part of a run may grow to 1 MiB: 576 neighbouring READs of 4 KiB take at most one
-   * request per lane for the first run and two more for the second (10 in all with 256 KiB parts,
-   * 18 with later runs of 64, 576 with one per task), and land whole with the guards around them
-   * intact.
+   * 576 neighbouring READs of 4 KiB (2.25 MiB): the engine merges them into physical transfers of
+   * at most 1 MiB ({@code merge.maxBytes}), each spread across the lanes, so they take at most one
+   * request per lane for each MiB (6 with two lanes; 576 with one per task), and land whole with
+   * the guards around them intact.
    */
   @Test
   void aLongRunOfNeighbouringReadsGoesInRequestsOfUpToOneMebibyte() {
@@ -110,7 +108,8 @@ class TcpMergedFramesIT {
     try (Engines e = Engines.open("merge-long", responses, region, data, guard)) {
       readAll(e, pagesInOrder(tasks));
       int requests = responses.count.get();
-      int mostExpected = lanes + Math.max(2, lanes);
+      long mebibytes = (tasks * TASK + (1 << 20) - 1) >> 20;
+      long mostExpected = lanes * mebibytes;
       assertTrue(
           requests >= 2 && requests <= mostExpected,
           tasks
@@ -121,6 +120,35 @@ class TcpMergedFramesIT {
               + " lane(s), expected at most "
               + mostExpected);
       assertRunLanded(e, tasks, region, data, guard, "the long run of READs");
+    }
+  }
+
+  /**
+   * {@code merge.enabled=false} turns off every kind of request merging, the TCP channel's
+   * coalescing of neighbouring frames included: 64 neighbouring READs take 64 requests, and land
+   * whole with the guards intact.
+   */
+  @Test
+  void withMergingOffEveryTaskIsARequestOfItsOwn() {
+    ReadResponses responses = new ReadResponses();
+    long data = 0x7c1dL;
+    long guard = 0x2b3eL;
+    try (Engines e =
+        Engines.open(
+            "merge-off",
+            responses,
+            REGION,
+            data,
+            guard,
+            EngineConfig.defaults().merge().withEnabled(false))) {
+      List<Integer> inOrder = new ArrayList<>();
+      for (int i = 0; i < TASKS; i++) {
+        inOrder.add(i);
+      }
+      readAll(e, inOrder);
+      assertEquals(TASKS, responses.count.get(), "one request per task with merging off");
+      assertEquals(0, e.requester().counters().tasksMerged());
+      assertRunLanded(e, TASKS, REGION, data, guard, "the unmerged READs");
     }
   }
 
@@ -281,13 +309,21 @@ class TcpMergedFramesIT {
       implements AutoCloseable {
     static Engines open(
         String name, FaultHooks hooks, long regionBytes, long remoteSeed, long localSeed) {
+      return open(name, hooks, regionBytes, remoteSeed, localSeed, EngineConfig.defaults().merge());
+    }
+
+    static Engines open(
+        String name,
+        FaultHooks hooks,
+        long regionBytes,
+        long remoteSeed,
+        long localSeed,
+        io.orbite.config.MergeConfig merge) {
       EngineConfig d = EngineConfig.defaults();
       TransferEngine source = TransferEngine.start(d.withName(name + "-source"));
       TransferEngine requester = null;
       try {
-        requester =
-            FaultInjection.start(
-                d.withName(name + "-requester").withMerge(d.merge().withEnabled(false)), hooks);
+        requester = FaultInjection.start(d.withName(name + "-requester").withMerge(merge), hooks);
         RegisteredMemory remote =
             EnginePair.guarded(source, regionBytes, Access.READ_WRITE, remoteSeed);
         RegisteredMemory local =

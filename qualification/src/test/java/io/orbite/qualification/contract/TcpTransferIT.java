@@ -242,7 +242,7 @@ class TcpTransferIT {
                 op == Op.READ ? sourceSeed : data,
                 op == Op.READ ? base + t.remoteOffset() : t.localOffset()));
       }
-      assertEquals(0, batch.submit(requests), "every round starts at task 0");
+      assertEquals(0, batch.submit(requests).first(), "every round starts at task 0");
       BatchStatus s = batch.await(Duration.ofSeconds(30));
       int n = round;
       assertTrue(s.allCompleted(), () -> "round " + n + ": " + firstFailure(s));

@@ -285,7 +285,10 @@ final class TcpPeerChannel implements PeerChannel {
           partLeft -= length;
           ArrayList<LaneFrame> mine = pending[lane];
           LaneFrame last = mine.isEmpty() ? null : mine.getLast();
+          // Coalescing neighbouring frames is request merging too: merge.enabled=false (a limit
+          // of 0) sends every task in a frame of its own.
           if (last != null
+              && mergeLimitBytes > 0
               && last.absorbs(
                   w.sink(),
                   w.taskIndex(),

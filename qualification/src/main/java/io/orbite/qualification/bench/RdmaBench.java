@@ -150,12 +150,16 @@ public final class RdmaBench {
   }
 
   /**
-   * This process's configuration, with RDMA on over the software provider's {@value #RAILS} rails.
+   * This process's configuration, with RDMA on over the software provider's {@value #RAILS} rails,
+   * and request merging off: the figures are per slice (one 64 KiB task, one slice), and merging
+   * would fold the adjacent tasks of a batch into fewer, larger ones. The adjacent-task figures
+   * turn it on and off themselves ({@link AdjacentTasks}).
    */
   private static EngineConfig requesterConfig(String name) {
     EngineConfig c = EngineConfig.fromEnv().withName(name);
     return c.withRdma(
-        c.rdma().withEnabled(true).withProvider("software").withSoftwareDevices(RAILS));
+            c.rdma().withEnabled(true).withProvider("software").withSoftwareDevices(RAILS))
+        .withMerge(c.merge().withEnabled(false));
   }
 
   /** Hooks that change one thing: the engine's software provider is made with {@code faults}. */

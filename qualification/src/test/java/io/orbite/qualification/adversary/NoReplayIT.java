@@ -89,7 +89,10 @@ class NoReplayIT {
     EngineConfig config =
         EngineConfig.defaults()
             .withName("lane-break")
-            .withTcp(TcpConfig.defaults().withRetryReadOnOtherLane(true));
+            .withTcp(TcpConfig.defaults().withRetryReadOnOtherLane(true))
+            // Each task its own frame, as the layout below intends: merged, the adjacent WRITE
+            // and READ pairs would travel as larger transfers on lanes of their own choosing.
+            .withMerge(io.orbite.config.MergeConfig.defaults().withEnabled(false));
     try (AdversarialSource peer = AdversarialSource.start(REGION, PEER_SEED, script);
         TransferEngine engine = TransferEngine.start(config)) {
       RegisteredMemory local = guarded(engine);

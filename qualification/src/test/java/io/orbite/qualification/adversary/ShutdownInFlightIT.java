@@ -143,7 +143,12 @@ class ShutdownInFlightIT {
     try (AdversarialSource peer =
             AdversarialSource.start(REGION, PEER_SEED, r -> new Script.Reply.Hold(release));
         TransferEngine engine =
-            TransferEngine.start(EngineConfig.defaults().withName("close-requester-long"))) {
+            // Eight READs of their own (merged, they would be one transfer): each lane's first is
+            // held and the rest wait behind it.
+            TransferEngine.start(
+                EngineConfig.defaults()
+                    .withName("close-requester-long")
+                    .withMerge(io.orbite.config.MergeConfig.defaults().withEnabled(false)))) {
       RegisteredMemory local = engine.allocate(REGION, Access.READ_WRITE);
       Pattern.fill(local.segment(), 0, REGION, LOCAL_SEED, 0);
       RemoteSegment segment = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));

@@ -447,7 +447,11 @@ class RdmaFaultsIT {
               }
             });
     EngineConfig c = RdmaTransferIT.rdmaConfig("poll");
-    EngineConfig config = c.withRdma(c.rdma().withSoftwareDevices(1).withLanes(2));
+    // Eight READs of their own, spread over the two lanes (merged, they would be one transfer on
+    // one lane).
+    EngineConfig config =
+        c.withRdma(c.rdma().withSoftwareDevices(1).withLanes(2))
+            .withMerge(c.merge().withEnabled(false));
     int n = 8;
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("poll-source"));
         TransferEngine other = TransferEngine.start(RdmaTransferIT.rdmaConfig("poll-other"));

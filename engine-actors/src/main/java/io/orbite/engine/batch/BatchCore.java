@@ -55,10 +55,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Why this file is over 500 lines: one monitor guards the ledger, the lease, the sink and the
  * waiters, and every method that takes it is here, so that what happens under that lock (admit,
- * apply, await, cancel, reset, free, the watchdog) reads in one place. What runs outside it lives
- * elsewhere: the dispatch in runs ({@link RunDispatcher}), the owner-view reports ({@link
- * BatchReporter}), the ledger's rows ({@link TaskLedger}), the lease's state ({@link BatchLease})
- * and the failover rule and hand-off ({@link TransportFailover}).
+ * apply, await, cancel, reset, free, the watchdog, and since per-submission completion each
+ * submission's count-down, settling, notification hand-off and its own await, completion and
+ * status, which wait on the same monitor and read the same rows) reads in one place. Merged
+ * transfers are recorded here too ({@link #merged}), before dispatch, under that lock. What runs
+ * outside it lives elsewhere: the dispatch in runs ({@link RunDispatcher}), the owner-view reports
+ * ({@link BatchReporter}), the ledger's rows ({@link TaskLedger}), the lease's state ({@link
+ * BatchLease}) and the failover rule and hand-off ({@link TransportFailover}).
  */
 public final class BatchCore {
   private static final Logger LOG = LoggerFactory.getLogger(BatchCore.class);

@@ -27,8 +27,9 @@ import java.util.function.IntConsumer;
  * #failOver}) or ends it ({@link #end}) under the same lock.
  *
  * <p>Why this file is over 500 lines: every per-task column (a plain array, so that a task costs no
- * object) and every move of a task's state is here, the failover's included, so that the drain
- * rules (C5) read in one place.
+ * object) and every move of a task's state is here, the failover's, a merged transfer's members'
+ * (which end, quarantine and drain with their leader) and the policy rule's included, so that the
+ * drain rules (C5) read in one place.
  */
 final class TaskLedger {
   /** {@link Transport#values()} and {@link Route#values()} once: each call would copy them. */

@@ -54,10 +54,8 @@ final class TransferStage
 
   private final TransferEngine engine;
   private final StreamSettings settings;
-
-  /** The engine's transport policies, compiled once for the stage's own per-request check. */
+  // The engine's transport policies, compiled once for the stage's own per-request check.
   private final TransportSelector selector;
-
   private final Inlet<TransferRequest> in = Inlet.create("TransferStage.in");
   private final Outlet<TransferResult> out = Outlet.create("TransferStage.out");
   private final FlowShape<TransferRequest, TransferResult> shape = FlowShape.of(in, out);

@@ -204,6 +204,9 @@ class OwnerSupervisionIT {
           open.getMessage().contains("transport-tcp") && open.getMessage().contains("quarantined"),
           open.getMessage());
       assertEquals(QuarantinedOwner.Kind.OWNER, quarantined(requester, "transport-tcp").kind());
+      // The refused open's endpoint charge is given back when the SegmentTable takes the refusal,
+      // which may be just after the caller saw it.
+      Await.until(Duration.ofSeconds(10), () -> requester.owed().endpoints() == 0);
       assertEquals(0, requester.owed().endpoints(), requester.owed()::toString);
 
       // The first batch's owner throws on its first message (the watchdog's Arm at submit): the

@@ -9,6 +9,7 @@ module io.orbite.qualification {
   requires io.orbite.nativebind;
   requires io.orbite.transport;
   requires io.orbite.observability;
+  requires io.orbite.cluster;
   requires com.fasterxml.jackson.databind;
   requires org.slf4j;
   requires java.management;

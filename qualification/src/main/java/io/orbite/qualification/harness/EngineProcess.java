@@ -225,13 +225,21 @@ public final class EngineProcess implements AutoCloseable {
         : System.getProperty("java.class.path");
   }
 
-  /** JVM flags for child engines: the launcher's, else native access (and Unsafe on 23+). */
+  /**
+   * JVM flags for child engines: the launcher's, else native access, jdk.internal.misc for Artery's
+   * Agrona queues (cluster nodes) and Unsafe on 23+.
+   */
   public static List<String> jvmFlags() {
     String flags = System.getenv("ORBITE_JVM_FLAGS");
     if (flags != null && !flags.isBlank()) {
       return Arrays.asList(flags.trim().split("\\s+"));
     }
-    List<String> out = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED"));
+    List<String> out =
+        new ArrayList<>(
+            List.of(
+                "--enable-native-access=ALL-UNNAMED",
+                "--add-exports",
+                "java.base/jdk.internal.misc=ALL-UNNAMED"));
     if (Runtime.version().feature() >= 23) {
       out.add("--sun-misc-unsafe-memory-access=allow");
     }

@@ -276,7 +276,10 @@ final class DirectoryActor {
       m.replyTo().tell(Done.getInstance());
       return Behaviors.stopped();
     }
-    withdraw(m.replyTo());
+    if (!withdraw(m.replyTo())) {
+      m.replyTo().tell(Done.getInstance());
+      return Behaviors.stopped();
+    }
     return leaving(m.replyTo());
   }
 
@@ -326,9 +329,24 @@ final class DirectoryActor {
         response -> new Written(response, value));
   }
 
-  /** Removes this engine's entry if the map still lists this incarnation under its name. */
-  private void withdraw(ActorRef<Done> replyTo) {
+  /**
+   * Removes this engine's entry if the map still lists this incarnation under its name.
+   *
+   * @return whether a write was sent ({@link Withdrawn} follows); false when the map lists another
+   *     incarnation under the name, whose entry stays
+   */
+  private boolean withdraw(ActorRef<Done> replyTo) {
     withdrawing = true;
+    Listed listedNow = parsed.get(name);
+    if (listedNow != null && !isMine(listedNow)) {
+      LOG.info(
+          "directory of {}: leaves the entry of {} in place (another incarnation published under"
+              + " this name)",
+          name,
+          listedNow.entry().segment());
+      published = null;
+      return false;
+    }
     String entryName = name;
     var segment = engine.localSegment();
     long uid = selfUid;
@@ -352,12 +370,20 @@ final class DirectoryActor {
                   return mine ? map.remove(self, entryName) : map;
                 }),
         response -> new Withdrawn(response, replyTo));
+    return true;
   }
 
   private void logWithdrawal(Replicator.UpdateResponse<LWWMap<String, String>> response) {
     published = null;
     if (response instanceof Replicator.UpdateSuccess<?>) {
       LOG.info("directory of {}: entry withdrawn", name);
+    } else if (response instanceof Replicator.UpdateTimeout<?>) {
+      LOG.info(
+          "directory of {}: the withdrawal reached fewer replicas than '{}' within {} ms; it"
+              + " spreads by gossip",
+          name,
+          config.writeConsistency(),
+          config.consistencyTimeoutMillis());
     } else {
       LOG.warn(
           "directory of {}: withdrawing the entry did not complete ({}); its member's removal"

@@ -55,6 +55,26 @@ final class EngineFacts {
    * authority).
    */
   static void checkPeer(TransferEngine engine, String endpoint, String reason) {
-    LOG.info("directory of {}: {} ({})", engine.config().name(), reason, endpoint);
+    LOG.info("directory of {}: {}; checking {}", engine.config().name(), reason, endpoint);
+    engine
+        .checkPeer(endpoint, reason)
+        .whenComplete(
+            (check, failure) -> {
+              if (failure != null) {
+                LOG.debug(
+                    "directory of {}: checking {} failed: {}",
+                    engine.config().name(),
+                    endpoint,
+                    failure.toString());
+              } else if (!check.fenced().isEmpty() || !check.lost().isEmpty()) {
+                LOG.info(
+                    "directory of {}: {} answers {}; fenced {}, lost {}",
+                    engine.config().name(),
+                    endpoint,
+                    check.answering(),
+                    check.fenced(),
+                    check.lost());
+              }
+            });
   }
 }

@@ -5,8 +5,6 @@ import io.orbite.config.DirectoryConfig;
 import io.orbite.engine.TransferEngine;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -18,8 +16,6 @@ import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.cluster.ClusterEvent;
-import org.apache.pekko.cluster.Member;
-import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.ddata.Key;
 import org.apache.pekko.cluster.ddata.LWWMap;
 import org.apache.pekko.cluster.ddata.LWWMapKey;
@@ -50,25 +46,15 @@ import org.slf4j.LoggerFactory;
  * claim stands (last writer wins, as a restarted process publishes over its dead predecessor): this
  * directory logs it once and stops publishing, and its withdrawal removes only its own entry.
  *
- * <p>States: {@link #running()} and {@link #leaving}. The replica's map, the membership and what
- * was published are fields of this instance, confined to the actor like a behaviour's data; they
- * change together on every message.
+ * <p>States: {@link #running()} and {@link #leaving}. What the replica holds (the map, the
+ * membership) is a {@link Replica}; it and what was published are fields of this instance, confined
+ * to the actor like a behaviour's data.
  */
 final class DirectoryActor {
   private static final Logger LOG = LoggerFactory.getLogger(DirectoryActor.class);
 
   /** The one key of the replicated map: engine name to its entry as JSON. */
   static final Key<LWWMap<String, String>> KEY = LWWMapKey.create("orbite-peers");
-
-  /** Statuses of a member whose engines are listed. */
-  private static final Set<MemberStatus> LIVE =
-      Set.of(
-          MemberStatus.joining(),
-          MemberStatus.weaklyUp(),
-          MemberStatus.up(),
-          MemberStatus.leaving(),
-          MemberStatus.shuttingDown(),
-          MemberStatus.shutDown());
 
   /** What the actor understands. */
   sealed interface Command {}
@@ -113,10 +99,7 @@ final class DirectoryActor {
   private final long selfUid;
   private final Replicator.WriteConsistency write;
 
-  private Map<String, String> raw = Map.of();
-  private final Map<String, Listed> parsed = new HashMap<>();
-  private final Map<String, String> refusedLogged = new HashMap<>();
-  private final Map<String, MemberStatus> members = new HashMap<>();
+  private final Replica replica;
   private DirectoryView view = DirectoryView.EMPTY;
   private String published;
   private boolean writing;
@@ -138,7 +121,8 @@ final class DirectoryActor {
     this.self = DistributedData.get(context.getSystem()).selfUniqueAddress();
     this.selfAddress = self.uniqueAddress().address().toString();
     this.selfUid = self.uniqueAddress().longUid();
-    this.write = writeConsistency(config);
+    this.write = Consistency.write(config);
+    this.replica = new Replica(name);
   }
 
   /**
@@ -214,8 +198,7 @@ final class DirectoryActor {
 
   private Behavior<Command> onReplicaChanged(ReplicaChanged m) {
     if (m.response() instanceof Replicator.Changed<LWWMap<String, String>> changed) {
-      raw = Map.copyOf(changed.get(KEY).getEntries());
-      reparse();
+      replica.mapChanged(changed.get(KEY).getEntries());
       cleanDeparted();
       updateView();
       maybePublish();
@@ -224,9 +207,8 @@ final class DirectoryActor {
   }
 
   private Behavior<Command> onMembershipChanged(MembershipChanged m) {
-    Member member = m.event().member();
-    members.put(key(member), member.status());
-    if (!LIVE.contains(member.status())) {
+    replica.memberChanged(m.event().member());
+    if (!Replica.LIVE.contains(m.event().member().status())) {
       cleanDeparted();
     }
     updateView();
@@ -304,12 +286,12 @@ final class DirectoryActor {
                 selfAddress),
             selfUid);
     String value = EntryCodec.write(mine);
-    String current = raw.get(name);
+    String current = replica.value(name);
     if (value.equals(current)) {
       published = value;
       return;
     }
-    Listed other = parsed.get(name);
+    Listed other = replica.entry(name).orElse(null);
     if (published != null && other != null && !isMine(other)) {
       yielded = true;
       LOG.warn(
@@ -337,7 +319,7 @@ final class DirectoryActor {
    */
   private boolean withdraw(ActorRef<Done> replyTo) {
     withdrawing = true;
-    Listed listedNow = parsed.get(name);
+    Listed listedNow = replica.entry(name).orElse(null);
     if (listedNow != null && !isMine(listedNow)) {
       LOG.info(
           "directory of {}: leaves the entry of {} in place (another incarnation published under"
@@ -395,18 +377,10 @@ final class DirectoryActor {
 
   /** Removes the entries of members that exited, were downed or removed (any node; idempotent). */
   private void cleanDeparted() {
-    Set<String> departed = new HashSet<>();
-    members.forEach(
-        (k, status) -> {
-          if (!LIVE.contains(status)) {
-            departed.add(k);
-          }
-        });
-    boolean any =
-        parsed.values().stream().anyMatch(listed -> departed.contains(listed.memberKey()));
-    if (!any || cleaning) {
+    if (cleaning || !replica.listsDeparted()) {
       return;
     }
+    Set<String> departed = replica.departed();
     cleaning = true;
     replicator.askUpdate(
         to ->
@@ -428,44 +402,10 @@ final class DirectoryActor {
         Cleaned::new);
   }
 
-  /** Parses the map's values again, logging each refused value once. */
-  private void reparse() {
-    Map<String, Listed> previous = Map.copyOf(parsed);
-    parsed.clear();
-    raw.forEach(
-        (k, v) -> {
-          Listed before = previous.get(k);
-          if (before != null && EntryCodec.write(before).equals(v)) {
-            parsed.put(k, before);
-            return;
-          }
-          EntryCodec.Read read = EntryCodec.read(k, v);
-          if (read.listed() != null) {
-            parsed.put(k, read.listed());
-            refusedLogged.remove(k);
-          } else if (!v.equals(refusedLogged.put(k, v))) {
-            LOG.warn(
-                "directory of {}: skipped the entry under '{}': {} (value {})",
-                name,
-                k,
-                read.refusal(),
-                v.length() > 200 ? v.substring(0, 200) + "..." : v);
-          }
-        });
-    refusedLogged.keySet().retainAll(raw.keySet());
-  }
-
   private void updateView() {
-    Set<String> live = new HashSet<>();
-    members.forEach(
-        (k, status) -> {
-          if (LIVE.contains(status)) {
-            live.add(k);
-          }
-        });
-    DirectoryView next = DirectoryView.of(parsed, live);
+    DirectoryView next = replica.view();
     List<DirectoryChange> changes =
-        next.changesSince(view, name, Instant.now(), this::removedReason);
+        next.changesSince(view, name, Instant.now(), replica::removedReason);
     view = next;
     outlet.accept(next, changes);
     if (!EngineFacts.running(engine)) {
@@ -498,50 +438,7 @@ final class DirectoryActor {
     }
   }
 
-  private String removedReason(DirectoryEntry entry) {
-    Listed listed = parsed.get(entry.name());
-    if (listed != null && listed.entry().segment().equals(entry.segment())) {
-      MemberStatus status =
-          members.get(EntryCodec.Listed.memberKey(entry.member(), listed.memberUid()));
-      return "its cluster member "
-          + entry.member()
-          + (status == null ? " is not known here" : " is " + status.toString().toLowerCase());
-    }
-    for (Map.Entry<String, MemberStatus> m : members.entrySet()) {
-      if (m.getKey().startsWith(entry.member() + "#") && !LIVE.contains(m.getValue())) {
-        return "its cluster member "
-            + entry.member()
-            + " is "
-            + m.getValue().toString().toLowerCase();
-      }
-    }
-    return "its entry was withdrawn (the engine closed, or its directory was closed)";
-  }
-
   private boolean isMine(Listed listed) {
     return listed.memberUid() == selfUid && listed.entry().segment().equals(engine.localSegment());
-  }
-
-  private static String key(Member member) {
-    return EntryCodec.Listed.memberKey(
-        member.uniqueAddress().address().toString(), member.uniqueAddress().longUid());
-  }
-
-  static Replicator.WriteConsistency writeConsistency(DirectoryConfig config) {
-    Duration timeout = Duration.ofMillis(config.consistencyTimeoutMillis());
-    return switch (config.writeConsistency()) {
-      case "local" -> Replicator.writeLocal();
-      case "all" -> new Replicator.WriteAll(timeout);
-      default -> new Replicator.WriteMajority(timeout);
-    };
-  }
-
-  static Replicator.ReadConsistency readConsistency(DirectoryConfig config) {
-    Duration timeout = Duration.ofMillis(config.consistencyTimeoutMillis());
-    return switch (config.readConsistency()) {
-      case "local" -> Replicator.readLocal();
-      case "all" -> new Replicator.ReadAll(timeout);
-      default -> new Replicator.ReadMajority(timeout);
-    };
   }
 }

@@ -237,8 +237,7 @@ public final class PeerDirectory implements AutoCloseable {
         AskPattern.ask(
             DistributedData.get(system).replicator(),
             (ActorRef<Replicator.GetResponse<LWWMap<String, String>>> replyTo) ->
-                new Replicator.Get<>(
-                    DirectoryActor.KEY, DirectoryActor.readConsistency(directory), replyTo),
+                new Replicator.Get<>(DirectoryActor.KEY, Consistency.read(directory), replyTo),
             timeout,
             system.scheduler());
     return asked.handle(

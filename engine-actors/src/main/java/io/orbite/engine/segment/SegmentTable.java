@@ -24,7 +24,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -342,9 +341,9 @@ public final class SegmentTable {
                   mismatch(m.endpoint(), m.expectedEpoch(), entries.latestEpoch(key))));
       return Behaviors.same();
     }
+    // Off the mailbox: a source that is not ready yet is asked again until the describe timeout.
     ctx.pipeToSelf(
-        CompletableFuture.supplyAsync(
-            () -> DescribeClient.describe(address, describeTimeoutMillis), blockingIo),
+        DescribeClient.describeWhenReady(address, describeTimeoutMillis, blockingIo),
         (description, failure) -> new Described(m, address, description, failure));
     return Behaviors.same();
   }

@@ -37,6 +37,10 @@ import org.apache.pekko.stream.javadsl.Source;
  * RemoteSegment#region(String)}. An engine started with {@code listen.readyAtStart} off answers
  * Describe "not ready" until {@link #markReady()}, and peers' opens wait for that within their
  * describe timeout, so none of them sees the engine before its regions are registered.
+ *
+ * <p>Longer than 500 lines: it is the whole API an application calls, each call with its async and
+ * blocking form and the Javadoc that states its refusals; splitting it would split what a caller
+ * reads in one place.
  */
 public sealed interface Engine extends AutoCloseable permits TransferEngine {
   /**

@@ -49,6 +49,9 @@ import org.slf4j.LoggerFactory;
  * CoordinatedShutdown}: a task in phase {@code service-requests-done} closes the engine when the
  * system shuts down, and logs at ERROR what it still {@link #owed() owes} if that close is not
  * confirmed in time.
+ *
+ * <p>Longer than 500 lines: it implements every call of {@link Engine}, each a few lines that send
+ * one message or read one published object; the logic lives in the owners it asks.
  */
 public final class TransferEngine implements Engine {
   private static final Logger LOG = LoggerFactory.getLogger(TransferEngine.class);

@@ -55,51 +55,87 @@ public final class DescribeClient {
     CompletableFuture<Description> result = new CompletableFuture<>();
     long deadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
     tryReady(
-        endpoint, timeoutMillis, deadlineNanos, FIRST_READY_BACKOFF_MILLIS, blockingIo, result);
+        endpoint,
+        timeoutMillis,
+        deadlineNanos,
+        FIRST_READY_BACKOFF_MILLIS,
+        null,
+        blockingIo,
+        result);
     return result;
   }
 
+  /**
+   * One Describe; {@code notReadyBefore} is the previous try's "not ready" answer (null on the
+   * first try).
+   */
   private static void tryReady(
       InetSocketAddress endpoint,
       int timeoutMillis,
       long deadlineNanos,
       long backoffMillis,
+      Description notReadyBefore,
       Executor blockingIo,
       CompletableFuture<Description> result) {
-    CompletableFuture.runAsync(
+    Runnable attempt =
         () -> {
+          Description d;
           try {
             long leftMillis =
                 Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
-            Description d = describe(endpoint, (int) Math.min(timeoutMillis, leftMillis));
-            if (d.ready()) {
-              result.complete(d);
-              return;
-            }
-            long waitMillis =
-                Math.min(
-                    backoffMillis,
-                    TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
-            if (waitMillis <= 0) {
-              result.completeExceptionally(notReady(endpoint, d, timeoutMillis));
-              return;
-            }
-            Executor later =
-                CompletableFuture.delayedExecutor(waitMillis, TimeUnit.MILLISECONDS, blockingIo);
-            later.execute(
-                () ->
-                    tryReady(
-                        endpoint,
-                        timeoutMillis,
-                        deadlineNanos,
-                        Math.min(backoffMillis * 2, MAX_READY_BACKOFF_MILLIS),
-                        blockingIo,
-                        result));
+            d = describe(endpoint, (int) Math.min(timeoutMillis, leftMillis));
+          } catch (TransferException e) {
+            // A last try cut short by the deadline says less than the "not ready" the source gave
+            // before it; any other failure (the source went) is news, and reported.
+            boolean cutShort =
+                notReadyBefore != null
+                    && e.kind() == ErrorKind.TIMEOUT
+                    && System.nanoTime() - deadlineNanos >= 0;
+            result.completeExceptionally(
+                cutShort ? notReady(endpoint, notReadyBefore, timeoutMillis) : e);
+            return;
           } catch (RuntimeException e) {
             result.completeExceptionally(e);
+            return;
           }
-        },
-        blockingIo);
+          if (d.ready()) {
+            result.complete(d);
+            return;
+          }
+          long waitMillis =
+              Math.min(
+                  backoffMillis, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
+          if (waitMillis <= 0) {
+            result.completeExceptionally(notReady(endpoint, d, timeoutMillis));
+            return;
+          }
+          Executor later =
+              CompletableFuture.delayedExecutor(waitMillis, TimeUnit.MILLISECONDS, blockingIo);
+          later.execute(
+              () ->
+                  tryReady(
+                      endpoint,
+                      timeoutMillis,
+                      deadlineNanos,
+                      Math.min(backoffMillis * 2, MAX_READY_BACKOFF_MILLIS),
+                      d,
+                      blockingIo,
+                      result));
+        };
+    try {
+      blockingIo.execute(attempt);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      // The engine is closing: its dispatcher takes no more work.
+      result.completeExceptionally(
+          new TransferException(
+              ErrorKind.UNAVAILABLE,
+              "describe "
+                  + endpoint.getHostString()
+                  + ":"
+                  + endpoint.getPort()
+                  + ": the blocking-I/O dispatcher is shut down",
+              e));
+    }
   }
 
   private static TransferException notReady(

@@ -23,6 +23,10 @@ import java.util.stream.Collectors;
  * (SHM for a same-host peer, RDMA), each reaching every region or only some. The SegmentTable and
  * the transports make segments; a batch routes each request once, in {@code RequestValidator}, and
  * admits it on the channel that routing chose.
+ *
+ * <p>Longer than 500 lines: the API view (regions by id and by name, the reopen's regions gone) and
+ * the routing step share the segment's immutable state, and each derived copy ({@code withChannel},
+ * {@code without}, {@code reopenedFrom}) must carry all of it.
  */
 public final class PeerSegment implements RemoteSegment {
   private static final Cleaner CLEANER = Cleaner.create();

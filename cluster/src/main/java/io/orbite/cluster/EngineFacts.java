@@ -1,9 +1,12 @@
 package io.orbite.cluster;
 
+import io.orbite.config.DirectoryConfig;
 import io.orbite.engine.EngineOwed;
+import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,7 +27,7 @@ final class EngineFacts {
 
   /** Whether the engine is ready to be listed (its application marked it so). */
   static boolean ready(TransferEngine engine) {
-    return true;
+    return engine.isReady();
   }
 
   /** The transports the engine serves peers on. */
@@ -41,12 +44,25 @@ final class EngineFacts {
 
   /** The engine's named regions that its {@code directory.publish} lets it publish. */
   static List<DirectoryRegion> publishedRegions(TransferEngine engine) {
-    return List.of();
+    DirectoryConfig publish = engine.config().directory();
+    List<DirectoryRegion> regions = new ArrayList<>();
+    for (RegisteredMemory memory : engine.localRegions()) {
+      memory
+          .name()
+          .filter(publish::publishes)
+          .ifPresent(
+              name ->
+                  regions.add(
+                      new DirectoryRegion(
+                          name, memory.regionId(), memory.lengthBytes(), memory.access())));
+    }
+    regions.sort(Comparator.comparing(DirectoryRegion::name));
+    return regions;
   }
 
   /** The engine name the segment's Describe answer gave ("" when the peer did not send one). */
   static String describedName(RemoteSegment segment) {
-    return "";
+    return segment.engineName();
   }
 
   /**

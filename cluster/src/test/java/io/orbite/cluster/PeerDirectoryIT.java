@@ -45,6 +45,7 @@ class PeerDirectoryIT {
   private static final long GUARD = 4096;
   private static final long SOURCE_SEED = 0x40_0001L;
   private static final long GUARD_SEED = 0x40_0002L;
+  private static final String POOL = "kv-pool";
 
   private final ClusterNodes nodes = new ClusterNodes();
 
@@ -66,9 +67,9 @@ class PeerDirectoryIT {
         .anyMatch(e -> e.segment().equals(engine.localSegment()));
   }
 
-  /** A source region filled with the pattern, with the region's id. */
+  /** A source region named {@value #POOL}, filled with the pattern. */
   private static RegisteredMemory sourceRegion(TransferEngine source) {
-    RegisteredMemory region = source.allocate(LEN, Access.READ_WRITE);
+    RegisteredMemory region = source.allocate(LEN, Access.READ_WRITE, POOL);
     Bytes.fill(region.segment(), 0, LEN, SOURCE_SEED);
     return region;
   }
@@ -114,6 +115,7 @@ class PeerDirectoryIT {
     TransferEngine prefill = nodes.engine(nodes.node(0), "prefill");
     TransferEngine decode = nodes.engine(nodes.node(1), "decode");
     RegisteredMemory source = sourceRegion(prefill);
+    prefill.allocate(4096, Access.READ);
     PeerDirectory atPrefill = nodes.join(prefill);
     PeerDirectory atDecode = nodes.join(decode);
     assertTrue(
@@ -127,10 +129,17 @@ class PeerDirectoryIT {
     assertEquals(List.of("TCP"), entry.transports());
     assertEquals(Cluster.get(nodes.node(0)).selfMember().address().toString(), entry.member());
 
+    DirectoryRegion pool = atDecode.region("prefill", POOL);
+    assertEquals(new DirectoryRegion(POOL, source.regionId(), LEN, Access.READ_WRITE), pool);
+    // Only named regions are published.
+    assertEquals(List.of(pool), entry.regions());
+
     try (RemoteSegment remote = atDecode.open("prefill", WAIT)) {
       assertEquals(prefill.localSegment(), remote.descriptor());
+      assertEquals("prefill", remote.engineName());
+      assertEquals(pool.regionId(), remote.region(POOL).orElseThrow().regionId());
       RegisteredMemory local = guarded(decode);
-      BatchStatus status = read(decode, local, remote, source.regionId());
+      BatchStatus status = read(decode, local, remote, pool.regionId());
       assertTrue(status.allCompleted(), status::toString);
       assertEquals(LEN, status.completedBytes());
       assertReadWhole(local, source, "READ of the engine found by name");
@@ -142,9 +151,15 @@ class PeerDirectoryIT {
     nodes.start(2);
     TransferEngine prefill = nodes.engine(nodes.node(0), "prefill");
     TransferEngine decode = nodes.engine(nodes.node(1), "decode");
+    sourceRegion(prefill);
     nodes.join(prefill);
     PeerDirectory atDecode = nodes.join(decode);
-    assertTrue(await(WAIT, () -> lists(atDecode, prefill) && lists(atDecode, decode)));
+    assertTrue(
+        await(
+            WAIT,
+            () ->
+                lists(atDecode, decode)
+                    && atDecode.entry("prefill").stream().anyMatch(e -> !e.regions().isEmpty())));
 
     TransferException open =
         assertThrows(TransferException.class, () -> atDecode.open("prefil", WAIT));
@@ -172,11 +187,15 @@ class PeerDirectoryIT {
         "INVALID_ARGUMENT: no engine named 'nobody' in the directory (published now: decode, prefill)",
         engine.getMessage());
     TransferException region =
-        assertThrows(TransferException.class, () -> atDecode.region("prefill", "kv-pool"));
+        assertThrows(TransferException.class, () -> atDecode.region("prefill", "kv-poo"));
     assertEquals(ErrorKind.INVALID_ARGUMENT, region.kind());
-    assertTrue(
-        region.getMessage().contains("no region named 'kv-pool' published by engine 'prefill'"),
+    assertEquals(
+        "INVALID_ARGUMENT: no region named 'kv-poo' published by engine 'prefill' in the directory"
+            + " (it publishes: kv-pool)",
         region.getMessage());
+    TransferException none =
+        assertThrows(TransferException.class, () -> atDecode.region("decode", "kv-pool"));
+    assertTrue(none.getMessage().endsWith("(it publishes: none)"), none.getMessage());
   }
 
   @Test
@@ -360,10 +379,155 @@ class PeerDirectoryIT {
     assertRefusedWithNoByte(decode, stale, oldRemote, oldSource.regionId());
     try (RemoteSegment fresh = atDecode.open("prefill", WAIT)) {
       assertEquals(restarted.localSegment(), fresh.descriptor());
+      assertEquals(newSource.regionId(), atDecode.region("prefill", POOL).regionId());
       RegisteredMemory again = guarded(decode);
       assertTrue(read(decode, again, fresh, newSource.regionId()).allCompleted());
       assertReadWhole(again, newSource, "READ of the new incarnation");
     }
+  }
+
+  @Test
+  void onlyListedNamesArePublishedAndRegistrationChangesAreUpdates() {
+    nodes.start(2);
+    TransferEngine prefill =
+        nodes.engine(
+            nodes.node(0),
+            EngineConfig.defaults()
+                .withName("prefill")
+                .withDirectory(
+                    DirectoryConfig.defaults().withRefreshMillis(100).withPublish(List.of(POOL))));
+    TransferEngine decode = nodes.engine(nodes.node(1), "decode");
+    RegisteredMemory pool = sourceRegion(prefill);
+    prefill.allocate(4096, Access.READ_WRITE, "private");
+    prefill.allocate(4096, Access.READ_WRITE);
+    nodes.join(prefill);
+    PeerDirectory atDecode = nodes.join(decode);
+    ConcurrentLinkedQueue<DirectoryChange> changes = collect(atDecode, nodes.node(1));
+    assertTrue(await(WAIT, () -> lists(atDecode, prefill)));
+    assertEquals(
+        List.of(new DirectoryRegion(POOL, pool.regionId(), LEN, Access.READ_WRITE)),
+        atDecode.entry("prefill").orElseThrow().regions());
+
+    prefill.unregister(pool);
+    assertTrue(
+        await(
+            WAIT,
+            () ->
+                changes.stream()
+                    .anyMatch(
+                        c ->
+                            c instanceof DirectoryChange.Updated u
+                                && u.entry().regions().isEmpty())),
+        changes::toString);
+    TransferException gone =
+        assertThrows(TransferException.class, () -> atDecode.region("prefill", POOL));
+    assertTrue(gone.getMessage().endsWith("(it publishes: none)"), gone.getMessage());
+
+    RegisteredMemory again = prefill.allocate(8192, Access.READ, POOL);
+    assertTrue(
+        await(
+            WAIT,
+            () ->
+                atDecode
+                    .entry("prefill")
+                    .orElseThrow()
+                    .regions()
+                    .equals(
+                        List.of(new DirectoryRegion(POOL, again.regionId(), 8192, Access.READ)))),
+        () -> "" + atDecode.entry("prefill"));
+    DirectoryChange.Updated updated =
+        (DirectoryChange.Updated)
+            changes.stream().filter(c -> c instanceof DirectoryChange.Updated).findFirst().get();
+    assertEquals(prefill.localSegment(), updated.entry().segment());
+    assertTrue(
+        changes.stream().noneMatch(c -> c instanceof DirectoryChange.Restarted), changes::toString);
+  }
+
+  @Test
+  void anEngineIsListedOnlyOnceItsApplicationMarksItReady() {
+    nodes.start(2);
+    TransferEngine prefill =
+        nodes.engine(
+            nodes.node(0),
+            EngineConfig.defaults()
+                .withName("prefill")
+                .withListen(ListenConfig.defaults().withReadyAtStart(false))
+                .withDirectory(DirectoryConfig.defaults().withRefreshMillis(100)));
+    TransferEngine decode = nodes.engine(nodes.node(1), "decode");
+    PeerDirectory atPrefill = nodes.join(prefill);
+    PeerDirectory atDecode = nodes.join(decode);
+    // Once prefill's replica lists decode, and decode's its own entry, replication runs both ways;
+    // prefill's directory has looked at its engine many times by then (every 100 ms).
+    assertTrue(await(WAIT, () -> lists(atPrefill, decode) && lists(atDecode, decode)));
+    assertTrue(
+        await(Duration.ofMillis(500), () -> atDecode.entry("prefill").isPresent()) == false,
+        () -> "listed before it was ready: " + atDecode.members());
+    RegisteredMemory pool = sourceRegion(prefill);
+    prefill.markReady();
+    assertTrue(await(WAIT, () -> lists(atDecode, prefill)));
+    assertEquals(
+        List.of(new DirectoryRegion(POOL, pool.regionId(), LEN, Access.READ_WRITE)),
+        atDecode.entry("prefill").orElseThrow().regions());
+  }
+
+  @Test
+  void aMalformedValueInTheMapIsSkippedAndTheDirectoryGoesOn() throws Exception {
+    nodes.start(2);
+    TransferEngine decode = nodes.engine(nodes.node(1), "decode");
+    PeerDirectory atDecode = nodes.join(decode);
+    assertTrue(await(WAIT, () -> lists(atDecode, decode)));
+    // Another node writes garbage under two names: not JSON, and an entry whose name is not its
+    // key.
+    ActorSystem<?> writer = nodes.node(0);
+    var self =
+        org.apache.pekko.cluster.ddata.typed.javadsl.DistributedData.get(writer)
+            .selfUniqueAddress();
+    String liar =
+        EntryCodec.write(
+            new EntryCodec.Listed(
+                new DirectoryEntry(
+                    "someone-else",
+                    decode.localSegment(),
+                    List.of("TCP"),
+                    List.of(),
+                    Cluster.get(writer).selfMember().address().toString()),
+                Cluster.get(writer).selfMember().uniqueAddress().longUid()));
+    org.apache.pekko.cluster.ddata.typed.javadsl.Replicator.UpdateResponse<
+            org.apache.pekko.cluster.ddata.LWWMap<String, String>>
+        written =
+            org.apache.pekko.actor.typed.javadsl.AskPattern
+                .<org.apache.pekko.cluster.ddata.typed.javadsl.Replicator.Command,
+                    org.apache.pekko.cluster.ddata.typed.javadsl.Replicator.UpdateResponse<
+                        org.apache.pekko.cluster.ddata.LWWMap<String, String>>>
+                    ask(
+                        org.apache.pekko.cluster.ddata.typed.javadsl.DistributedData.get(writer)
+                            .replicator(),
+                        replyTo ->
+                            new org.apache.pekko.cluster.ddata.typed.javadsl.Replicator.Update<>(
+                                DirectoryActor.KEY,
+                                org.apache.pekko.cluster.ddata.LWWMap.create(),
+                                org.apache.pekko.cluster.ddata.typed.javadsl.Replicator
+                                    .writeLocal(),
+                                replyTo,
+                                map ->
+                                    map.put(self, "garbage", "{not json").put(self, "liar", liar)),
+                        WAIT,
+                        writer.scheduler())
+                .toCompletableFuture()
+                .get(20, java.util.concurrent.TimeUnit.SECONDS);
+    assertTrue(
+        written instanceof org.apache.pekko.cluster.ddata.typed.javadsl.Replicator.UpdateSuccess<?>,
+        written::toString);
+    // A well-formed engine joins after the garbage and is listed; the garbage never is.
+    TransferEngine prefill = nodes.engine(nodes.node(0), "prefill");
+    nodes.join(prefill);
+    assertTrue(await(WAIT, () -> lists(atDecode, prefill)), atDecode.members()::toString);
+    assertEquals(
+        List.of("decode", "prefill"),
+        atDecode.members().stream().map(DirectoryEntry::name).toList());
+    TransferException refused =
+        assertThrows(TransferException.class, () -> atDecode.open("garbage", WAIT));
+    assertEquals(ErrorKind.INVALID_ARGUMENT, refused.kind());
   }
 
   @Test

@@ -141,6 +141,9 @@ final class Replica {
             + m.getValue().toString().toLowerCase();
       }
     }
-    return "its entry was withdrawn (the engine closed, or its directory was closed)";
+    // The map lost the entry before this node heard of its member's departure, if it did: the
+    // engine's own withdrawal, or another node's clean-up of a departed member's entries.
+    return "its entry was withdrawn from the directory (its engine or directory closed, or its"
+        + " member departed)";
   }
 }

@@ -81,9 +81,14 @@ final class ClusterNodes implements AutoCloseable {
 
   /** Starts {@code n} nodes and waits until each sees all of them up. */
   ClusterNodes start(int n) {
+    return start(n, ConfigFactory.empty());
+  }
+
+  /** Starts {@code n} nodes with {@code extra} settings and waits until all are up. */
+  ClusterNodes start(int n, Config extra) {
     seedPort = freePort();
     for (int i = 0; i < n; i++) {
-      add();
+      add(extra);
     }
     awaitUp(systems.size());
     return this;
@@ -91,9 +96,14 @@ final class ClusterNodes implements AutoCloseable {
 
   /** One more node, joining the same seed; not waited for. */
   ActorSystem<Void> add() {
+    return add(ConfigFactory.empty());
+  }
+
+  /** One more node with {@code extra} settings over the test's, joining the same seed. */
+  ActorSystem<Void> add(Config extra) {
     int port = systems.isEmpty() ? seedPort : freePort();
     ActorSystem<Void> system =
-        ActorSystem.create(Behaviors.empty(), SYSTEM, config(port, seedPort));
+        ActorSystem.create(Behaviors.empty(), SYSTEM, extra.withFallback(config(port, seedPort)));
     systems.add(system);
     return system;
   }

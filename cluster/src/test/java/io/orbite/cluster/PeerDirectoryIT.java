@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.typesafe.config.ConfigFactory;
 import io.orbite.config.DashboardConfig;
 import io.orbite.config.DirectoryConfig;
 import io.orbite.config.EngineConfig;
@@ -568,6 +569,96 @@ class PeerDirectoryIT {
     try (InputStream in = URI.create(url).toURL().openStream()) {
       return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
+  }
+
+  @Test
+  void aMemberDownedBySplitBrainResolverIsRemovedAndItsSegmentsAreRefused() throws Exception {
+    // Every node runs the split-brain resolver (keep-majority). The prefill node's system stops
+    // without leaving (no coordinated shutdown): to the others it goes unreachable, is downed by
+    // the
+    // majority and removed, as a killed process is.
+    nodes.start(
+        3,
+        ConfigFactory.parseString(
+            """
+            pekko.cluster.downing-provider-class = "org.apache.pekko.cluster.sbr.SplitBrainResolverProvider"
+            pekko.cluster.split-brain-resolver.active-strategy = keep-majority
+            pekko.cluster.split-brain-resolver.stable-after = 2s
+            pekko.coordinated-shutdown.run-by-actor-system-terminate = off
+            """));
+    // Its directory looks at its engine once a minute, so the engine's close below (which stands
+    // for
+    // the killed process's sockets closing) is not withdrawn: only the member's removal takes the
+    // entry out.
+    TransferEngine prefill =
+        nodes.engine(
+            nodes.node(0),
+            EngineConfig.defaults()
+                .withName("prefill")
+                .withDirectory(DirectoryConfig.defaults().withRefreshMillis(60_000)));
+    TransferEngine decode = nodes.engine(nodes.node(1), "decode");
+    RegisteredMemory source = sourceRegion(prefill);
+    nodes.join(prefill);
+    PeerDirectory atDecode = nodes.join(decode);
+    PeerDirectory atThird = nodes.join(nodes.engine(nodes.node(2), "decode-2"));
+    ConcurrentLinkedQueue<DirectoryChange> changes = collect(atDecode, nodes.node(1));
+    assertTrue(await(WAIT, () -> lists(atDecode, prefill) && lists(atThird, prefill)));
+    RemoteSegment remote = nodes.closeLater(atDecode.open("prefill", WAIT));
+    RegisteredMemory local = guarded(decode);
+    assertTrue(read(decode, local, remote, source.regionId()).allCompleted());
+    assertReadWhole(local, source, "READ before the member died");
+    String member = Cluster.get(nodes.node(0)).selfMember().address().toString();
+
+    prefill.close(Duration.ofSeconds(20));
+    nodes.node(0).terminate();
+    Duration detection = Duration.ofSeconds(40);
+    assertTrue(
+        await(
+            detection,
+            () ->
+                changes.stream()
+                    .anyMatch(
+                        c -> c instanceof DirectoryChange.Removed r && r.name().equals("prefill"))),
+        changes::toString);
+    DirectoryChange.Removed removed =
+        (DirectoryChange.Removed)
+            changes.stream().filter(c -> c instanceof DirectoryChange.Removed).findFirst().get();
+    assertEquals(member, removed.previous().member());
+    // The reason names the member's status, unless the map lost the entry (another node removed it
+    // for the departed member) before this node heard of the departure.
+    assertTrue(
+        removed.reason().startsWith("its cluster member " + member + " is ")
+            || removed.reason().startsWith("its entry was withdrawn"),
+        removed.reason());
+    assertTrue(await(WAIT, () -> atThird.entry("prefill").isEmpty()), atThird.members()::toString);
+    assertRefusedWithNoByte(decode, guarded(decode), remote, source.regionId());
+  }
+
+  @Test
+  void anOpenThatMeetsAnotherIncarnationThanTheListedOneSaysTheDirectoryLags() {
+    nodes.start(2);
+    int port = ClusterNodes.freePort();
+    EngineConfig config =
+        EngineConfig.defaults()
+            .withName("prefill")
+            .withListen(ListenConfig.defaults().withPort(port))
+            .withDirectory(DirectoryConfig.defaults().withRefreshMillis(60_000));
+    TransferEngine old = nodes.engine(nodes.node(0), config);
+    TransferEngine decode = nodes.engine(nodes.node(1), "decode");
+    nodes.join(old);
+    PeerDirectory atDecode = nodes.join(decode);
+    assertTrue(await(WAIT, () -> lists(atDecode, old)));
+    // The listed incarnation goes without withdrawing (its directory looks once a minute) and
+    // another answers at its endpoint, one that never joined the directory.
+    old.close(Duration.ofSeconds(20));
+    TransferEngine other = nodes.engine(nodes.node(0), config.withName("not-prefill"));
+    assertEquals(port, other.localSegment().port());
+
+    TransferException lags =
+        assertThrows(TransferException.class, () -> atDecode.open("prefill", WAIT));
+    assertEquals(ErrorKind.EPOCH_MISMATCH, lags.kind(), lags::toString);
+    assertTrue(lags.getMessage().contains("the directory lags"), lags.getMessage());
+    assertTrue(lags.getMessage().contains(old.localSegment().toString()), lags.getMessage());
   }
 
   @Test

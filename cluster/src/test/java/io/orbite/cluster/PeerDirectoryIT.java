@@ -350,10 +350,12 @@ class PeerDirectoryIT {
     TransferEngine old = nodes.engine(nodes.node(0), first);
     TransferEngine decode = nodes.engine(nodes.node(1), "decode");
     RegisteredMemory oldSource = sourceRegion(old);
-    nodes.join(old);
+    PeerDirectory atOld = nodes.join(old);
     PeerDirectory atDecode = nodes.join(decode);
     ConcurrentLinkedQueue<DirectoryChange> changes = collect(atDecode, nodes.node(1));
-    assertTrue(await(WAIT, () -> lists(atDecode, old)));
+    // Both replicas hold both entries: no change of the map is on its way to the old directory,
+    // which would make it look at its engine and withdraw once the engine closed.
+    assertTrue(await(WAIT, () -> lists(atDecode, old) && lists(atOld, decode)));
     RemoteSegment oldRemote = nodes.closeLater(atDecode.open("prefill", WAIT));
     RegisteredMemory local = guarded(decode);
     assertTrue(read(decode, local, oldRemote, oldSource.regionId()).allCompleted());
@@ -598,11 +600,19 @@ class PeerDirectoryIT {
                 .withDirectory(DirectoryConfig.defaults().withRefreshMillis(60_000)));
     TransferEngine decode = nodes.engine(nodes.node(1), "decode");
     RegisteredMemory source = sourceRegion(prefill);
-    nodes.join(prefill);
+    PeerDirectory atPrefill = nodes.join(prefill);
     PeerDirectory atDecode = nodes.join(decode);
-    PeerDirectory atThird = nodes.join(nodes.engine(nodes.node(2), "decode-2"));
+    TransferEngine third = nodes.engine(nodes.node(2), "decode-2");
+    PeerDirectory atThird = nodes.join(third);
     ConcurrentLinkedQueue<DirectoryChange> changes = collect(atDecode, nodes.node(1));
-    assertTrue(await(WAIT, () -> lists(atDecode, prefill) && lists(atThird, prefill)));
+    assertTrue(
+        await(
+            WAIT,
+            () ->
+                lists(atDecode, prefill)
+                    && lists(atThird, prefill)
+                    && lists(atPrefill, decode)
+                    && lists(atPrefill, third)));
     RemoteSegment remote = nodes.closeLater(atDecode.open("prefill", WAIT));
     RegisteredMemory local = guarded(decode);
     assertTrue(read(decode, local, remote, source.regionId()).allCompleted());
@@ -645,9 +655,9 @@ class PeerDirectoryIT {
             .withDirectory(DirectoryConfig.defaults().withRefreshMillis(60_000));
     TransferEngine old = nodes.engine(nodes.node(0), config);
     TransferEngine decode = nodes.engine(nodes.node(1), "decode");
-    nodes.join(old);
+    PeerDirectory atOld = nodes.join(old);
     PeerDirectory atDecode = nodes.join(decode);
-    assertTrue(await(WAIT, () -> lists(atDecode, old)));
+    assertTrue(await(WAIT, () -> lists(atDecode, old) && lists(atOld, decode)));
     // The listed incarnation goes without withdrawing (its directory looks once a minute) and
     // another answers at its endpoint, one that never joined the directory.
     old.close(Duration.ofSeconds(20));

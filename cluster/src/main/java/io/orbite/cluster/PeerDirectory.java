@@ -121,6 +121,8 @@ public final class PeerDirectory implements AutoCloseable {
       throw new TransferException(
           ErrorKind.UNAVAILABLE, "PeerDirectory.join: engine '" + name + "' is closing or closed");
     }
+    // An engine closed without closing its directory is not held here for ever.
+    JOINED.removeIf(joined -> !EngineFacts.running(joined));
     if (!JOINED.add(engine)) {
       throw new TransferException(
           ErrorKind.INVALID_ARGUMENT,

@@ -350,6 +350,34 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
   }
 
   /**
+   * Acts on a hint from outside the engine (a peer directory, an operator) that the peer at {@code
+   * endpoint} may have restarted or gone, without waiting for a lane to notice. The hint is only a
+   * reason to ask: the endpoint is described (off any mailbox; Describe is the authority, C3), and
+   *
+   * <ul>
+   *   <li>when an incarnation answers, every entry of this engine's segment table at that endpoint
+   *       with another epoch is fenced, through the same path as a restart a reconnecting lane
+   *       learns: {@link PeerEvent.PeerFenced} on {@link #peerEvents()}, its tasks and later
+   *       submissions fail EPOCH_MISMATCH with no byte moved; entries of the answering epoch are
+   *       left alone;
+   *   <li>when nothing answers (refused, unreachable, no answer within {@code
+   *       timeouts.describeTimeoutMillis}), every entry at that endpoint that still takes work is
+   *       fenced as "no longer that incarnation" (newer epoch unknown): {@link PeerEvent.PeerLost}
+   *       on {@link #peerEvents()}, its tasks fail EPOCH_MISMATCH. Use it only where the hint's
+   *       source knows the incarnation cannot come back (a member removed from the cluster).
+   * </ul>
+   *
+   * <p>{@link #reopen} reaches whatever answers later. A check of an endpoint this engine never
+   * opened describes it and changes nothing.
+   *
+   * @param endpoint the peer's endpoint, {@code host:port} as its segment's descriptor names it
+   * @param reason why the check was asked for, for the log and the events' sentences
+   * @return a stage with what was learned; it fails INVALID_ARGUMENT for a malformed endpoint,
+   *     UNAVAILABLE when a close has begun
+   */
+  CompletionStage<PeerCheck> checkPeer(String endpoint, String reason);
+
+  /**
    * Opens the file at {@code path} as a segment of one region ({@link
    * TransferEngine#FILE_REGION_ID}) covering its bytes at open; requests use it like a peer's
    * segment. {@code READ} lets READ tasks copy file bytes into registered memory, {@code WRITE}

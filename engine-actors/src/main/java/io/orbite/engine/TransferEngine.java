@@ -3,6 +3,7 @@ package io.orbite.engine;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.batch.BatchCore;
 import io.orbite.engine.batch.TransportSelector;
+import io.orbite.engine.control.DescribeClient;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.fault.FaultInjection;
 import io.orbite.engine.guardian.EngineGuardian;
@@ -17,6 +18,7 @@ import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.TransportCommand;
 import io.orbite.engine.wire.EngineIdentity;
 import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -365,6 +367,25 @@ public final class TransferEngine implements Engine {
               case SegmentTable.OpenFailed f ->
                   throw new TransferException(f.kind(), prefix + f.detail());
             });
+  }
+
+  @Override
+  public CompletionStage<PeerCheck> checkPeer(String endpoint, String reason) {
+    InetSocketAddress address;
+    try {
+      address = DescribeClient.parseEndpoint(endpoint);
+    } catch (TransferException e) {
+      return CompletableFuture.failedFuture(
+          new TransferException(e.kind(), "checkPeer: " + e.detail()));
+    }
+    String why = reason == null || reason.isBlank() ? "a check was asked for" : reason;
+    return ask(
+        "checkPeer",
+        EngineGuardian.SEGMENT_TABLE,
+        handles.segmentTable(),
+        CallTimeouts.open(config),
+        (ActorRef<PeerCheck> to) -> new SegmentTable.CheckPeer(address, why, to),
+        check -> check);
   }
 
   @Override

@@ -2,6 +2,7 @@ package io.orbite.engine.segment;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
+import io.orbite.engine.PeerCheck;
 import io.orbite.engine.PeerEntry;
 import io.orbite.engine.PeerEvent;
 import io.orbite.engine.RemoteSegment;
@@ -94,6 +95,16 @@ public final class SegmentTable {
   /** List the table's entries. */
   public record GetPeers(ActorRef<List<PeerEntry>> replyTo) implements Command {}
 
+  /**
+   * A hint that the peer at {@code address} may have restarted or gone ({@code Engine.checkPeer}):
+   * describe it and fence what it no longer runs.
+   */
+  public record CheckPeer(InetSocketAddress address, String reason, ActorRef<PeerCheck> replyTo)
+      implements Command {}
+
+  private record Checked(CheckPeer check, Description description, Throwable failure)
+      implements Command {}
+
   private record Described(
       OpenSegment open, InetSocketAddress address, Description description, Throwable failure)
       implements Command {}
@@ -130,6 +141,8 @@ public final class SegmentTable {
           o.replyTo()
               .tell(new OpenFailed(ErrorKind.UNAVAILABLE, "open " + o.endpoint() + ": " + why));
       case GetPeers g -> g.replyTo().tell(List.of());
+      case CheckPeer k ->
+          k.replyTo().tell(new PeerCheck(key(k.address()), null, List.of(), List.of(), why));
       default -> {}
     }
   }
@@ -282,6 +295,8 @@ public final class SegmentTable {
               return Behaviors.same();
             })
         .onMessage(GetPeers.class, this::onGetPeers)
+        .onMessage(CheckPeer.class, this::onCheckPeer)
+        .onMessage(Checked.class, this::onChecked)
         .onMessageEquals(RefreshView.INSTANCE, Behaviors::same)
         .onMessage(Described.class, this::onDescribed)
         .onMessage(EndpointCharged.class, this::onEndpointCharged)
@@ -501,6 +516,60 @@ public final class SegmentTable {
       events.publish(new PeerEvent.PeerFenced(old, Instant.now(), peer));
     }
     return true;
+  }
+
+  private Behavior<Command> onCheckPeer(CheckPeer m) {
+    ctx.pipeToSelf(
+        CompletableFuture.supplyAsync(
+            () -> DescribeClient.describe(m.address(), describeTimeoutMillis), blockingIo),
+        (description, failure) -> new Checked(m, description, failure));
+    return Behaviors.same();
+  }
+
+  /**
+   * Acts on a check's Describe: an answering epoch is learned (older entries there are fenced, as a
+   * reconnecting lane's refused HELLO would have it); no answer fences every entry there that still
+   * takes work as "no longer that incarnation" and publishes {@link PeerEvent.PeerLost}.
+   */
+  private Behavior<Command> onChecked(Checked c) {
+    InetSocketAddress address = c.check().address();
+    String endpoint = key(address);
+    if (c.failure() == null) {
+      SegmentDescriptor answering =
+          new SegmentDescriptor(
+              address.getHostString(), c.description().port(), c.description().epoch());
+      List<SegmentDescriptor> fenced = entries.learnEpoch(answering);
+      if (fenced == null) {
+        fenced = List.of();
+      }
+      for (SegmentDescriptor old : fenced) {
+        counters.increment(EngineTally.Count.PEERS_FENCED);
+        ctx.getLog()
+            .info(
+                "peer {} fenced ({}): its endpoint now runs epoch {}",
+                old,
+                c.check().reason(),
+                Long.toHexString(answering.epoch()));
+        events.publish(new PeerEvent.PeerFenced(old, Instant.now(), answering));
+      }
+      c.check().replyTo().tell(new PeerCheck(endpoint, answering, fenced, List.of(), ""));
+      return Behaviors.same();
+    }
+    Throwable cause =
+        c.failure() instanceof CompletionException ce && ce.getCause() != null
+            ? ce.getCause()
+            : c.failure();
+    String detail = TransferException.describe(cause);
+    String reason = c.check().reason() + "; nothing answers at " + endpoint + " (" + detail + ")";
+    List<SegmentDescriptor> lost =
+        entries.loseAt(address.getHostString(), address.getPort(), reason);
+    for (SegmentDescriptor old : lost) {
+      counters.increment(EngineTally.Count.PEERS_FENCED);
+      ctx.getLog().info("peer {} fenced: {}", old, reason);
+      events.publish(new PeerEvent.PeerLost(old, Instant.now(), reason));
+    }
+    c.check().replyTo().tell(new PeerCheck(endpoint, null, List.of(), lost, detail));
+    return Behaviors.same();
   }
 
   private Behavior<Command> onReleased(Released m) {

@@ -159,6 +159,30 @@ final class TableEntries {
     return fenced;
   }
 
+  /**
+   * Fences every entry at {@code host:port} that still takes work, its newer epoch unknown: the
+   * incarnation is known to be over (nothing answers there and the hint's source says it cannot
+   * come back), so its work fails EPOCH_MISMATCH, as after a restart (C3).
+   *
+   * @return the incarnations this call fenced
+   */
+  List<SegmentDescriptor> loseAt(String host, int port, String reason) {
+    List<SegmentDescriptor> lost = new ArrayList<>();
+    for (TableEntry entry : List.copyOf(byChannel.values())) {
+      SegmentDescriptor old = entry.peer;
+      if (old.host().equals(host) && old.port() == port && entry.base.gate().active()) {
+        entry.fenceReported = true;
+        if (!lost.contains(old)) {
+          lost.add(old);
+        }
+        entry.fence(0, reason);
+        supersede(entry);
+      }
+    }
+    retireReclaimable();
+    return lost;
+  }
+
   void retireReclaimable() {
     var it = byChannel.values().iterator();
     while (it.hasNext()) {

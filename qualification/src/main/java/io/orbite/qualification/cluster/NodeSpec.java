@@ -87,10 +87,6 @@ public record NodeSpec(
         """
         pekko {
           loglevel = INFO
-          # pekko-discovery 1.2.1 (the newest served) beside Pekko 1.7.0: see docs/guides/cluster.md.
-          # Set here as well as in orbite-cluster's reference.conf, because among several
-          # reference.conf files the one earlier on the class path wins, and pekko-actor's says on.
-          fail-mixed-versions = off
           actor.provider = cluster
           remote.artery {
             transport = tcp

@@ -72,8 +72,9 @@ import org.apache.pekko.stream.javadsl.Sink;
  *                                 | FAILED kind bytes untouched|touched detail
  *                                   (the slot's whole region into a destination with guards of
  *                                   its own, rounds times, every byte and guard checked; on a
- *                                   failure, the bytes every task moved and whether the
- *                                   destination still holds only its guard pattern)
+ *                                   failure, or a refusal at submit ("at submit: ..."), the bytes
+ *                                   every task moved and whether the destination still holds
+ *                                   only its guard pattern)
  * CHANGE name kinds sinceMillis timeoutMs -> OK kind atMillis   (the first change about name of
  *                                   one of kinds, e.g. Removed,Restarted, seen at or after since)
  * CHANGES                        -> OK kind:name:atMillis ...   (every directory change seen)
@@ -381,6 +382,9 @@ public final class ClusterNode {
       try {
         batch.submit(reads);
         status = batch.await(timeout);
+      } catch (TransferException refused) {
+        // Refused at submit (a fenced or closed segment): nothing was admitted.
+        return failed(slot, refused.kind(), 0, "at submit: " + refused.getMessage());
       } finally {
         nanos += System.nanoTime() - start;
         batch.free();
@@ -389,16 +393,7 @@ public final class ClusterNode {
         TaskResult failed =
             status.tasks().stream().filter(r -> !r.completed()).findFirst().orElseThrow();
         long moved = status.tasks().stream().mapToLong(TaskResult::bytes).sum();
-        boolean untouched =
-            RegionCheck.check(slot.destination().segment(), List.of(), GUARD_SEED) < 0;
-        return "FAILED "
-            + failed.errorKind()
-            + " "
-            + moved
-            + " "
-            + (untouched ? "untouched" : "touched")
-            + " "
-            + oneLine(failed.detail());
+        return failed(slot, failed.errorKind(), moved, failed.detail());
       }
       long bad =
           RegionCheck.check(
@@ -411,6 +406,20 @@ public final class ClusterNode {
       bytes += status.completedBytes();
     }
     return "OK " + bytes + " " + nanos;
+  }
+
+  /** A READ that failed or was refused: its kind, the bytes moved, whether the guards are whole. */
+  private static String failed(
+      Slot slot, io.orbite.engine.ErrorKind kind, long moved, String detail) {
+    boolean untouched = RegionCheck.check(slot.destination().segment(), List.of(), GUARD_SEED) < 0;
+    return "FAILED "
+        + kind
+        + " "
+        + moved
+        + " "
+        + (untouched ? "untouched" : "touched")
+        + " "
+        + oneLine(detail);
   }
 
   private String change(String name, List<String> kinds, long sinceMillis, Duration timeout) {

@@ -7,8 +7,12 @@ package io.orbite.config;
  *     #MAX_HOST_LENGTH} characters, no whitespace or control characters.
  * @param port TCP port to bind. Default {@value #DEFAULT_PORT}; range {@value #MIN_PORT}..{@value
  *     #MAX_PORT}; {@code 0} asks the operating system for an ephemeral port.
+ * @param readyAtStart whether the engine answers Describe as ready from the start. Off: its
+ *     Describe answers say "not ready" until the application calls {@code Engine.markReady()} (once
+ *     its regions are registered), and a peer's open waits for that within its describe timeout.
+ *     Default {@value #DEFAULT_READY_AT_START}.
  */
-public record ListenConfig(String host, int port) {
+public record ListenConfig(String host, int port, boolean readyAtStart) {
   /** JSON key of this section, and the path prefix of its messages. */
   static final String SECTION = "listen";
 
@@ -17,6 +21,9 @@ public record ListenConfig(String host, int port) {
 
   /** Longest accepted {@link #host()}, in characters (the DNS name limit). */
   public static final int MAX_HOST_LENGTH = 253;
+
+  /** Default {@link #readyAtStart()}: ready as soon as the engine listens. */
+  public static final boolean DEFAULT_READY_AT_START = true;
 
   /** Default {@link #port()}: {@code 0}, an ephemeral port. */
   public static final int DEFAULT_PORT = 0;
@@ -39,13 +46,25 @@ public record ListenConfig(String host, int port) {
   }
 
   /**
+   * An address to bind, ready at start ({@link #DEFAULT_READY_AT_START}).
+   *
+   * @param host interface address or host name to bind
+   * @param port TCP port to bind; {@code 0} asks for an ephemeral port
+   * @throws ConfigException naming {@code listen.host} or {@code listen.port} for the first invalid
+   *     one
+   */
+  public ListenConfig(String host, int port) {
+    this(host, port, DEFAULT_READY_AT_START);
+  }
+
+  /**
    * All components at their defaults.
    *
    * @return the settings an absent or empty {@code listen} section reads as: {@value #DEFAULT_HOST}
    *     (loopback only) on an ephemeral port
    */
   public static ListenConfig defaults() {
-    return new ListenConfig(DEFAULT_HOST, DEFAULT_PORT);
+    return new ListenConfig(DEFAULT_HOST, DEFAULT_PORT, DEFAULT_READY_AT_START);
   }
 
   /**
@@ -58,7 +77,7 @@ public record ListenConfig(String host, int port) {
    *     {@value #MAX_HOST_LENGTH} characters, or contains whitespace or control characters
    */
   public ListenConfig withHost(String host) {
-    return new ListenConfig(host, port);
+    return new ListenConfig(host, port, readyAtStart);
   }
 
   /**
@@ -72,11 +91,24 @@ public record ListenConfig(String host, int port) {
    *     #MAX_PORT}
    */
   public ListenConfig withPort(int port) {
-    return new ListenConfig(host, port);
+    return new ListenConfig(host, port, readyAtStart);
+  }
+
+  /**
+   * A copy with {@link #readyAtStart()} replaced and every other component kept.
+   *
+   * @param readyAtStart whether Describe answers say ready from the start; off, the application
+   *     marks the engine ready with {@code Engine.markReady()}
+   * @return a new {@code ListenConfig}; this one is unchanged
+   */
+  public ListenConfig withReadyAtStart(boolean readyAtStart) {
+    return new ListenConfig(host, port, readyAtStart);
   }
 
   static ListenConfig read(ConfigReader r) {
     return new ListenConfig(
-        r.stringValue("host", DEFAULT_HOST), r.intValue("port", DEFAULT_PORT, MIN_PORT, MAX_PORT));
+        r.stringValue("host", DEFAULT_HOST),
+        r.intValue("port", DEFAULT_PORT, MIN_PORT, MAX_PORT),
+        r.booleanValue("readyAtStart", DEFAULT_READY_AT_START));
   }
 }

@@ -93,7 +93,7 @@ class EngineConfigLoadingTest {
             """
                 {
                   "name": "full",
-                  "listen": {"host": "10.0.0.1", "port": 9000},
+                  "listen": {"host": "10.0.0.1", "port": 9000, "readyAtStart": false},
                   "tcp": {"lanes": 8, "socketBufferBytes": 65536, "maxFramePayloadBytes": 4096,
                           "connectTimeoutMillis": 1, "laneWindowFrames": 65536, "laneWindowBytes": 4294967296,
                           "retryReadOnOtherLane": false, "reconnectInitialBackoffMillis": 7,
@@ -134,7 +134,7 @@ class EngineConfigLoadingTest {
     assertEquals(
         new EngineConfig(
             "full",
-            new ListenConfig("10.0.0.1", 9000),
+            new ListenConfig("10.0.0.1", 9000, false),
             new TcpConfig(
                 8, 65536, 4096, 1, 65536, 4294967296L, false, 7, 70, 7000, false, 300, 900, 0L),
             new BudgetConfig(1, 1048576, 16777216, 1099511627776L, 4096, 1000000, 65536),
@@ -272,7 +272,8 @@ class EngineConfigLoadingTest {
                   "name": "orbite",
                   "listen": {
                     "host": "127.0.0.1",
-                    "port": 0
+                    "port": 0,
+                    "readyAtStart": true
                   },
                   "tcp": {
                     "lanes": 2,

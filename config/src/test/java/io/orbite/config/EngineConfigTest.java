@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertAll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -285,6 +286,18 @@ class EngineConfigTest {
     assertEquals(
         "name: must be 1..64 characters of [A-Za-z0-9._-], got \"" + "x".repeat(80) + "...\"",
         e.getMessage());
+  }
+
+  @Test
+  void readyAtStartDefaultsToTrueAndIsKeptByTheOtherWithers() {
+    assertTrue(ListenConfig.defaults().readyAtStart());
+    assertTrue(new ListenConfig("127.0.0.1", 7070).readyAtStart());
+    ListenConfig notReady = ListenConfig.defaults().withReadyAtStart(false);
+    assertEquals(new ListenConfig("127.0.0.1", 0, false), notReady);
+    assertEquals(
+        new ListenConfig("10.0.0.1", 9000, false), notReady.withHost("10.0.0.1").withPort(9000));
+    assertTrue(notReady.withReadyAtStart(true).readyAtStart());
+    assertEquals(notReady, EngineConfig.fromJson("{\"listen\":{\"readyAtStart\":false}}").listen());
   }
 
   @Test

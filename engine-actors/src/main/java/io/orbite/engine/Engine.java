@@ -28,7 +28,19 @@ import org.apache.pekko.stream.javadsl.Source;
  * <p>Once a close has begun, every operation fails UNAVAILABLE at once, naming the engine and the
  * call ({@code "engine <name> closing|closed (<call>)"}); {@link #owed()}, {@link #config()},
  * {@link #localSegment()}, {@link #counters()}, {@link #sourceLedger()}, {@link #ownerView()},
- * {@link #nicLoadStats()} and {@link #quarantined()} still answer.
+ * {@link #nicLoadStats()}, {@link #quarantined()}, {@link #localRegions()} and {@link #isReady()}
+ * still answer.
+ *
+ * <p>Names and readiness: a range may be registered under a name ({@link #allocate(long, Access,
+ * String)}, {@link #register(MemorySegment, Access, String)}), which this engine's Describe answer
+ * carries with its own name ({@code EngineConfig.name}); a peer finds it with {@link
+ * RemoteSegment#region(String)}. An engine started with {@code listen.readyAtStart} off answers
+ * Describe "not ready" until {@link #markReady()}, and peers' opens wait for that within their
+ * describe timeout, so none of them sees the engine before its regions are registered.
+ *
+ * <p>Longer than 500 lines: it is the whole API an application calls, each call with its async and
+ * blocking form and the Javadoc that states its refusals; splitting it would split what a caller
+ * reads in one place.
  */
 public sealed interface Engine extends AutoCloseable permits TransferEngine {
   /**
@@ -115,7 +127,25 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    *     RESOURCE_EXHAUSTED or UNAVAILABLE), UNAVAILABLE when the Registry is quarantined or a close
    *     has begun
    */
-  CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access);
+  default CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access) {
+    return allocateAsync(bytes, access, null);
+  }
+
+  /**
+   * Allocates as {@link #allocateAsync(long, Access)} does, registered under {@code name}.
+   *
+   * @param bytes the size of the range; positive
+   * @param access what peers may do with it
+   * @param name the name peers find the range by in this engine's Describe answer ({@link
+   *     RemoteSegment#region(String)}), 1..128 characters of {@code A-Z a-z 0-9 . _ : / -}, unique
+   *     among this engine's live registrations (free again once the range holding it is
+   *     unregistered); null for an unnamed range
+   * @return a stage with the registered range; it fails as {@link #allocateAsync(long, Access)}
+   *     does, and INVALID_ARGUMENT, naming the name, for a name that breaks the rule above or that
+   *     a live registration holds (naming that region), before any memory is allocated for a
+   *     malformed one
+   */
+  CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access, String name);
 
   /**
    * Blocking form of {@link #allocateAsync}.
@@ -129,6 +159,18 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
   }
 
   /**
+   * Blocking form of {@link #allocateAsync(long, Access, String)}.
+   *
+   * @param bytes the size of the range; positive
+   * @param access what peers may do with it
+   * @param name the range's name, or null for an unnamed range
+   * @return the registered range
+   */
+  default RegisteredMemory allocate(long bytes, Access access, String name) {
+    return Batch.join(allocateAsync(bytes, access, name), CallTimeouts.CONTROL, "allocate");
+  }
+
+  /**
    * Registers caller-owned native memory; the caller keeps it alive until unregister completes.
    *
    * @param range the native memory to register; the engine never frees it
@@ -137,7 +179,22 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    *     for a null range or access, a heap segment or an empty range, RESOURCE_EXHAUSTED when
    *     {@code budgets.maxRegistrations} is in use, UNAVAILABLE as {@link #allocateAsync} does
    */
-  CompletionStage<RegisteredMemory> registerAsync(MemorySegment range, Access access);
+  default CompletionStage<RegisteredMemory> registerAsync(MemorySegment range, Access access) {
+    return registerAsync(range, access, null);
+  }
+
+  /**
+   * Registers as {@link #registerAsync(MemorySegment, Access)} does, under {@code name}.
+   *
+   * @param range the native memory to register; the engine never frees it
+   * @param access what peers may do with it
+   * @param name the name peers find the range by, as for {@link #allocateAsync(long, Access,
+   *     String)}; null for an unnamed range
+   * @return a stage with the registered range; it fails as {@link #registerAsync(MemorySegment,
+   *     Access)} does, and INVALID_ARGUMENT, naming the name, for a name that breaks the rule or
+   *     that a live registration holds (naming that region)
+   */
+  CompletionStage<RegisteredMemory> registerAsync(MemorySegment range, Access access, String name);
 
   /**
    * Blocking form of {@link #registerAsync}.
@@ -149,6 +206,43 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
   default RegisteredMemory register(MemorySegment range, Access access) {
     return Batch.join(registerAsync(range, access), CallTimeouts.CONTROL, "register");
   }
+
+  /**
+   * Blocking form of {@link #registerAsync(MemorySegment, Access, String)}.
+   *
+   * @param range the native memory to register
+   * @param access what peers may do with it
+   * @param name the range's name, or null for an unnamed range
+   * @return the registered range
+   */
+  default RegisteredMemory register(MemorySegment range, Access access, String name) {
+    return Batch.join(registerAsync(range, access, name), CallTimeouts.CONTROL, "register");
+  }
+
+  /**
+   * The ranges registered now and visible to peers (not those being unregistered), read at once
+   * from what the Registry last published, never from a mailbox; empty once the engine has closed.
+   *
+   * @return an unmodifiable list in region id order
+   */
+  List<RegisteredMemory> localRegions();
+
+  /**
+   * Marks the engine ready (idempotent): from now on its Describe answers say ready, listing every
+   * range whose registration completed before this call, and peers' opens waiting for it complete.
+   * An engine started with {@code listen.readyAtStart} on (the default) is ready from the start.
+   *
+   * @throws TransferException UNAVAILABLE once a close has begun
+   */
+  void markReady();
+
+  /**
+   * Whether the engine's Describe answers say ready; still answers after close.
+   *
+   * @return true once {@link #markReady()} was called, or from the start with {@code
+   *     listen.readyAtStart} on
+   */
+  boolean isReady();
 
   /**
    * Hides the range from peers at once, waits for admitted work to return its loans, then releases

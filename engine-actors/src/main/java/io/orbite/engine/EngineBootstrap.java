@@ -166,6 +166,8 @@ record EngineBootstrap(
     int port = ((InetSocketAddress) listener.socket().getLocalSocketAddress()).getPort();
     String host = config.listen().host().equals("0.0.0.0") ? "127.0.0.1" : config.listen().host();
     RegistryView view = new RegistryView();
+    view.publishEngineName(config.name());
+    view.startReady(config.listen().readyAtStart());
     if (shared != null) {
       view.publishSharedHost(shared.host());
     }

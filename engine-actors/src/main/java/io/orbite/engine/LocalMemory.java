@@ -4,6 +4,7 @@ import io.orbite.engine.registry.Registry;
 import io.orbite.engine.spi.SharedAllocation;
 import io.orbite.engine.spi.SharedBacking;
 import io.orbite.engine.spi.SharedMemory;
+import io.orbite.engine.wire.RegionNames;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -13,13 +14,26 @@ import org.apache.pekko.actor.typed.ActorRef;
  * thread, never in the Registry's mailbox: zeroing a large allocation takes time. If the Registry
  * refuses it, memory the engine allocated is freed again ({@link #answer}).
  */
-record LocalMemory(MemorySegment segment, Access access, Arena owned, SharedBacking backing) {
+record LocalMemory(
+    MemorySegment segment, Access access, Arena owned, SharedBacking backing, String name) {
+
+  /**
+   * Fails INVALID_ARGUMENT, naming {@code call} and what is wrong, unless {@code name} is null (an
+   * unnamed range) or a region name ({@link RegionNames}).
+   */
+  static void checkName(String call, String name) {
+    String invalid = name == null ? null : RegionNames.invalidBecause(name);
+    if (invalid != null) {
+      throw new TransferException(ErrorKind.INVALID_ARGUMENT, call + ": " + invalid);
+    }
+  }
 
   /**
    * Engine-owned memory: a memfd that same-host peers may map when {@code shared} is not null (page
    * aligned), else zeroed, 64-byte aligned off-heap memory.
    */
-  static LocalMemory allocate(SharedMemory shared, String label, long bytes, Access access) {
+  static LocalMemory allocate(
+      SharedMemory shared, String label, long bytes, Access access, String name) {
     if (bytes <= 0) {
       throw new TransferException(
           ErrorKind.INVALID_ARGUMENT, "allocate: bytes must be positive, got " + bytes);
@@ -27,14 +41,15 @@ record LocalMemory(MemorySegment segment, Access access, Arena owned, SharedBack
     if (access == null) {
       throw new TransferException(ErrorKind.INVALID_ARGUMENT, "allocate: access is null");
     }
+    checkName("allocate", name);
     if (shared != null) {
       SharedAllocation allocation = shared.allocate(bytes, label);
       return new LocalMemory(
-          allocation.segment(), access, allocation.arena(), allocation.backing());
+          allocation.segment(), access, allocation.arena(), allocation.backing(), name);
     }
     Arena arena = Arena.ofShared();
     try {
-      return new LocalMemory(arena.allocate(bytes, 64), access, arena, null);
+      return new LocalMemory(arena.allocate(bytes, 64), access, arena, null, name);
     } catch (OutOfMemoryError | IllegalArgumentException e) {
       arena.close();
       throw new TransferException(
@@ -43,7 +58,7 @@ record LocalMemory(MemorySegment segment, Access access, Arena owned, SharedBack
   }
 
   /** Caller-owned native memory; the engine never frees it. */
-  static LocalMemory callers(MemorySegment range, Access access) {
+  static LocalMemory callers(MemorySegment range, Access access, String name) {
     if (range == null || access == null) {
       throw new TransferException(
           ErrorKind.INVALID_ARGUMENT, "register: range and access must not be null");
@@ -56,11 +71,12 @@ record LocalMemory(MemorySegment segment, Access access, Arena owned, SharedBack
     if (range.byteSize() == 0) {
       throw new TransferException(ErrorKind.INVALID_ARGUMENT, "register: range is empty");
     }
-    return new LocalMemory(range, access, null, null);
+    checkName("register", name);
+    return new LocalMemory(range, access, null, null, name);
   }
 
   Registry.Register register(ActorRef<Registry.RegisterReply> replyTo) {
-    return new Registry.Register(segment, access, owned, backing, replyTo);
+    return new Registry.Register(segment, access, owned, backing, name, replyTo);
   }
 
   /** The registered range, or the refusal (engine-allocated memory freed first). */
@@ -71,7 +87,9 @@ record LocalMemory(MemorySegment segment, Access access, Arena owned, SharedBack
         if (owned != null) {
           owned.close();
         }
-        throw new TransferException(r.kind(), "register: " + r.detail());
+        // Engine-owned memory comes only from allocate.
+        throw new TransferException(
+            r.kind(), (owned != null ? "allocate: " : "register: ") + r.detail());
       }
     };
   }

@@ -2,6 +2,7 @@ package io.orbite.engine;
 
 import io.orbite.engine.spi.Registration;
 import java.lang.foreign.MemorySegment;
+import java.util.Optional;
 
 /**
  * A range registered with the engine: local memory that transfers may use and that peers may reach
@@ -17,6 +18,16 @@ public sealed interface RegisteredMemory permits Registration {
    * @return the region id, unique within this engine incarnation
    */
   long regionId();
+
+  /**
+   * The name the range was registered under ({@link Engine#allocate(long, Access, String)}, {@link
+   * Engine#register(MemorySegment, Access, String)}); peers find it by that name in the engine's
+   * Describe answer ({@link RemoteSegment#region(String)}). A name only finds the id: peers'
+   * requests still name the id, and are checked against the live registration (C2).
+   *
+   * @return the name, or empty for an unnamed range
+   */
+  Optional<String> name();
 
   /**
    * The memory itself. Callers fill or read it between transfers.

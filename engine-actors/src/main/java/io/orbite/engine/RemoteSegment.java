@@ -60,6 +60,26 @@ public sealed interface RemoteSegment extends AutoCloseable permits PeerSegment 
   Optional<RemoteRegion> region(long regionId);
 
   /**
+   * The published range registered under {@code name} at the peer ({@link Engine#allocate(long,
+   * Access, String)}), as its Describe answer named it. The name only finds the range's id:
+   * requests name the id, and the peer checks every request against its live registration (C2).
+   * After the peer restarts, the same name may belong to another id; {@link Engine#reopen} gives a
+   * segment whose names are the new incarnation's.
+   *
+   * @param name the region's name
+   * @return the range, or empty when the peer published no region under that name (a file segment
+   *     has no names; a null name finds nothing)
+   */
+  Optional<RemoteRegion> region(String name);
+
+  /**
+   * The peer engine's name ({@code EngineConfig.name}) as its Describe answer gave it.
+   *
+   * @return the name; {@code ""} for a file segment and for an engine that does not send its name
+   */
+  String engineName();
+
+  /**
    * What {@link Engine#reopen} learned: the regions of the segment it reopened whose ids the peer
    * (the incarnation this segment names) no longer publishes. A request naming one of them is
    * refused INVALID_ARGUMENT (an unknown region). Each entry is the old segment's, as that peer

@@ -49,6 +49,9 @@ import org.slf4j.LoggerFactory;
  * CoordinatedShutdown}: a task in phase {@code service-requests-done} closes the engine when the
  * system shuts down, and logs at ERROR what it still {@link #owed() owes} if that close is not
  * confirmed in time.
+ *
+ * <p>Longer than 500 lines: it implements every call of {@link Engine}, each a few lines that send
+ * one message or read one published object; the logic lives in the owners it asks.
  */
 public final class TransferEngine implements Engine {
   private static final Logger LOG = LoggerFactory.getLogger(TransferEngine.class);
@@ -204,23 +207,24 @@ public final class TransferEngine implements Engine {
   }
 
   @Override
-  public CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access) {
+  public CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access, String name) {
     return calls.whileOpen(
         "allocate",
         () -> {
           refuseIfDown("allocate", EngineGuardian.REGISTRY);
-          LocalMemory m = LocalMemory.allocate(parts.shared(), config.name(), bytes, access);
+          LocalMemory m = LocalMemory.allocate(parts.shared(), config.name(), bytes, access, name);
           return ask(
               "allocate", null, handles.registry(), CallTimeouts.CONTROL, m::register, m::answer);
         });
   }
 
   @Override
-  public CompletionStage<RegisteredMemory> registerAsync(MemorySegment range, Access access) {
+  public CompletionStage<RegisteredMemory> registerAsync(
+      MemorySegment range, Access access, String name) {
     return calls.whileOpen(
         "register",
         () -> {
-          LocalMemory m = LocalMemory.callers(range, access);
+          LocalMemory m = LocalMemory.callers(range, access, name);
           return ask(
               "register",
               EngineGuardian.REGISTRY,
@@ -229,6 +233,28 @@ public final class TransferEngine implements Engine {
               m::register,
               m::answer);
         });
+  }
+
+  @Override
+  public List<RegisteredMemory> localRegions() {
+    return parts.view().snapshot().values().stream()
+        .sorted(java.util.Comparator.comparingLong(Registration::regionId))
+        .map(RegisteredMemory.class::cast)
+        .toList();
+  }
+
+  @Override
+  public void markReady() {
+    TransferException closed = calls.closedError("markReady");
+    if (closed != null) {
+      throw closed;
+    }
+    parts.view().markReady();
+  }
+
+  @Override
+  public boolean isReady() {
+    return parts.view().ready();
   }
 
   @Override

@@ -149,12 +149,16 @@ final class ControlConnection implements Runnable {
   }
 
   private void answerDescribe(OutputStream out, long requestId) throws IOException {
+    // Readiness first, then the registrations: an answer that says ready lists every range
+    // registered before markReady (see RegistryView#ready).
+    boolean ready = registry.ready();
     Map<Long, Registration> visible = registry.snapshot();
     List<RemoteRegion> regions = new ArrayList<>(visible.size());
     SharedHost sharedHost = registry.sharedHost();
     List<SharedRegion> exports = new ArrayList<>();
     for (Registration r : visible.values()) {
-      regions.add(new RemoteRegion(r.regionId(), r.lengthBytes(), r.access()));
+      regions.add(
+          new RemoteRegion(r.regionId(), r.lengthBytes(), r.access(), r.name().orElse(null)));
       SharedBacking b = r.shared();
       if (sharedHost != null && b != null) {
         exports.add(
@@ -165,7 +169,15 @@ final class ControlConnection implements Runnable {
     SharedExports shared = sharedHost == null ? null : new SharedExports(sharedHost, exports);
     ByteBuffer payload =
         DescribeCodec.encode(
-            new Description(self.host(), self.port(), self.epoch(), regions, shared, limits));
+            new Description(
+                self.host(),
+                self.port(),
+                self.epoch(),
+                regions,
+                shared,
+                limits,
+                registry.engineName(),
+                ready));
     byte[] frame = new byte[FrameCodec.HEADER_BYTES + payload.remaining()];
     ByteBuffer f = ByteBuffer.wrap(frame);
     FrameCodec.encode(

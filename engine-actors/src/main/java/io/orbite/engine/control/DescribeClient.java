@@ -15,16 +15,145 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Requester side of Describe: a short control connection that asks a source for its endpoint, epoch
- * and regions. Blocking; callers run it on the engine's blocking-I/O executor.
+ * and regions. Blocking; callers run it on the engine's blocking-I/O executor. {@link
+ * #describeWhenReady} asks again while the source answers "not ready", waiting between tries
+ * without holding a thread.
  */
 public final class DescribeClient {
   /** The largest Describe payload accepted (a million regions is far above any budget). */
   public static final int MAX_DESCRIBE_BYTES = 1 << 26;
 
+  /** The first wait before Describe is asked again of a source that is not ready. */
+  public static final long FIRST_READY_BACKOFF_MILLIS = 10;
+
+  /** The longest wait between two Describes of a source that is not ready. */
+  public static final long MAX_READY_BACKOFF_MILLIS = 200;
+
   private DescribeClient() {}
+
+  /**
+   * Describes {@code endpoint} until it answers ready, within {@code timeoutMillis} in all: each
+   * try runs on {@code blockingIo} with what is left of the time as its own timeout, and a "not
+   * ready" answer is followed by another try after 10 ms, doubling to 200 ms (the wait is a delayed
+   * task, never a blocked thread).
+   *
+   * @param endpoint the source
+   * @param timeoutMillis how long the whole wait may take
+   * @param blockingIo where each Describe runs (it blocks on the socket)
+   * @return a stage with the first ready answer; it fails as {@link #describe} does, or
+   *     UNAVAILABLE, naming the peer and its engine, when it still answered "not ready" once the
+   *     time was spent
+   */
+  public static CompletableFuture<Description> describeWhenReady(
+      InetSocketAddress endpoint, int timeoutMillis, Executor blockingIo) {
+    CompletableFuture<Description> result = new CompletableFuture<>();
+    long deadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+    tryReady(
+        endpoint,
+        timeoutMillis,
+        deadlineNanos,
+        FIRST_READY_BACKOFF_MILLIS,
+        null,
+        blockingIo,
+        result);
+    return result;
+  }
+
+  /**
+   * One Describe; {@code notReadyBefore} is the previous try's "not ready" answer (null on the
+   * first try).
+   */
+  private static void tryReady(
+      InetSocketAddress endpoint,
+      int timeoutMillis,
+      long deadlineNanos,
+      long backoffMillis,
+      Description notReadyBefore,
+      Executor blockingIo,
+      CompletableFuture<Description> result) {
+    Runnable attempt =
+        () -> {
+          Description d;
+          try {
+            long leftMillis =
+                Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
+            d = describe(endpoint, (int) Math.min(timeoutMillis, leftMillis));
+          } catch (TransferException e) {
+            // A last try cut short by the deadline says less than the "not ready" the source gave
+            // before it; any other failure (the source went) is news, and reported.
+            boolean cutShort =
+                notReadyBefore != null
+                    && e.kind() == ErrorKind.TIMEOUT
+                    && System.nanoTime() - deadlineNanos >= 0;
+            result.completeExceptionally(
+                cutShort ? notReady(endpoint, notReadyBefore, timeoutMillis) : e);
+            return;
+          } catch (RuntimeException e) {
+            result.completeExceptionally(e);
+            return;
+          }
+          if (d.ready()) {
+            result.complete(d);
+            return;
+          }
+          long waitMillis =
+              Math.min(
+                  backoffMillis, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
+          if (waitMillis <= 0) {
+            result.completeExceptionally(notReady(endpoint, d, timeoutMillis));
+            return;
+          }
+          Executor later =
+              CompletableFuture.delayedExecutor(waitMillis, TimeUnit.MILLISECONDS, blockingIo);
+          later.execute(
+              () ->
+                  tryReady(
+                      endpoint,
+                      timeoutMillis,
+                      deadlineNanos,
+                      Math.min(backoffMillis * 2, MAX_READY_BACKOFF_MILLIS),
+                      d,
+                      blockingIo,
+                      result));
+        };
+    try {
+      blockingIo.execute(attempt);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      // The engine is closing: its dispatcher takes no more work.
+      result.completeExceptionally(
+          new TransferException(
+              ErrorKind.UNAVAILABLE,
+              "describe "
+                  + endpoint.getHostString()
+                  + ":"
+                  + endpoint.getPort()
+                  + ": the blocking-I/O dispatcher is shut down",
+              e));
+    }
+  }
+
+  private static TransferException notReady(
+      InetSocketAddress endpoint, Description d, int timeoutMillis) {
+    return new TransferException(
+        ErrorKind.UNAVAILABLE,
+        "describe "
+            + endpoint.getHostString()
+            + ":"
+            + endpoint.getPort()
+            + ": engine "
+            + (d.engineName().isEmpty() ? "" : "'" + d.engineName() + "' ")
+            + "(epoch "
+            + Long.toHexString(d.epoch())
+            + ") is not marked ready: its application has not called markReady within "
+            + timeoutMillis
+            + " ms (it started with listen.readyAtStart off)");
+  }
 
   /** Parses {@code host:port}, naming what is wrong. */
   public static InetSocketAddress parseEndpoint(String endpoint) {

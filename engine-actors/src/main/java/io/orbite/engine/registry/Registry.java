@@ -39,18 +39,32 @@ public final class Registry {
 
   /**
    * Register {@code segment}; {@code ownedArena} is non-null when the engine allocated it, {@code
-   * shared} when that memory is a memfd exported to same-host peers.
+   * shared} when that memory is a memfd exported to same-host peers, {@code name} when it is
+   * registered under a name (already checked against {@code RegionNames}' rule by the caller; the
+   * Registry refuses one that a live registration holds).
    */
   public record Register(
       MemorySegment segment,
       Access access,
       Arena ownedArena,
       SharedBacking shared,
+      String name,
       ActorRef<RegisterReply> replyTo)
       implements Command {
+    /** An unnamed range. */
+    public Register(
+        MemorySegment segment,
+        Access access,
+        Arena ownedArena,
+        SharedBacking shared,
+        ActorRef<RegisterReply> replyTo) {
+      this(segment, access, ownedArena, shared, null, replyTo);
+    }
+
+    /** An unnamed range that is not shared. */
     public Register(
         MemorySegment segment, Access access, Arena ownedArena, ActorRef<RegisterReply> replyTo) {
-      this(segment, access, ownedArena, null, replyTo);
+      this(segment, access, ownedArena, null, null, replyTo);
     }
   }
 
@@ -133,6 +147,10 @@ public final class Registry {
   private final QuarantineLedger quarantine;
   private final OwnerBoard board;
   private final Map<Long, Registration> live = new HashMap<>();
+
+  /** The names of the live registrations, each to its region id; freed when it is unregistered. */
+  private final Map<String, Long> names = new HashMap<>();
+
   private final List<PendingRelease> releasing = new ArrayList<>();
   private long nextRegionId = 1;
   private Duration currentPoll;
@@ -225,6 +243,7 @@ public final class Registry {
     List<Registration> all = new ArrayList<>(live.values());
     releasing.forEach(p -> all.add(p.registration));
     live.clear();
+    names.clear();
     view.publish(live);
     for (Registration r : all) {
       r.hide();
@@ -244,9 +263,33 @@ public final class Registry {
                   "registrations: budget of " + maxRegistrations + " is in use"));
       return Behaviors.same();
     }
+    Long holder = msg.name() == null ? null : names.get(msg.name());
+    if (holder != null) {
+      msg.replyTo()
+          .tell(
+              new RegisterRefused(
+                  ErrorKind.INVALID_ARGUMENT,
+                  "region name '"
+                      + msg.name()
+                      + "' is held by region "
+                      + holder
+                      + "; names are unique among this engine's live registrations (unregister"
+                      + " region "
+                      + holder
+                      + " first, or choose another name)"));
+      return Behaviors.same();
+    }
     Registration registration =
         new Registration(
-            nextRegionId++, msg.segment(), msg.access(), msg.ownedArena(), msg.shared());
+            nextRegionId++,
+            msg.segment(),
+            msg.access(),
+            msg.ownedArena(),
+            msg.shared(),
+            msg.name());
+    if (msg.name() != null) {
+      names.put(msg.name(), registration.regionId());
+    }
     if (sharedClosed) {
       // The source side is closed: a new range is never offered to same-host peers (nobody can
       // have mapped it yet, so its first fencing step succeeds).
@@ -268,6 +311,7 @@ public final class Registry {
                   "region " + msg.regionId() + " is not registered (or already unregistered)"));
       return Behaviors.same();
     }
+    registration.name().ifPresent(names::remove);
     registration.hide();
     view.publish(live);
     releasing.add(

@@ -53,6 +53,7 @@ final class FurtherAnswers {
         new PeerSegment(
             entry.peer,
             w.description().regions(),
+            w.description().engineName(),
             own,
             entry.peer.toString(),
             () -> {

@@ -342,9 +342,9 @@ public final class SegmentTable {
                   mismatch(m.endpoint(), m.expectedEpoch(), entries.latestEpoch(key))));
       return Behaviors.same();
     }
+    // Off the mailbox: a source that is not ready yet is asked again until the describe timeout.
     ctx.pipeToSelf(
-        CompletableFuture.supplyAsync(
-            () -> DescribeClient.describe(address, describeTimeoutMillis), blockingIo),
+        DescribeClient.describeWhenReady(address, describeTimeoutMillis, blockingIo),
         (description, failure) -> new Described(m, address, description, failure));
     return Behaviors.same();
   }

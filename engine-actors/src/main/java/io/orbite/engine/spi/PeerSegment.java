@@ -23,6 +23,10 @@ import java.util.stream.Collectors;
  * (SHM for a same-host peer, RDMA), each reaching every region or only some. The SegmentTable and
  * the transports make segments; a batch routes each request once, in {@code RequestValidator}, and
  * admits it on the channel that routing chose.
+ *
+ * <p>Longer than 500 lines: the API view (regions by id and by name, the reopen's regions gone) and
+ * the routing step share the segment's immutable state, and each derived copy ({@code withChannel},
+ * {@code without}, {@code reopenedFrom}) must carry all of it.
  */
 public final class PeerSegment implements RemoteSegment {
   private static final Cleaner CLEANER = Cleaner.create();
@@ -75,6 +79,8 @@ public final class PeerSegment implements RemoteSegment {
   private final SegmentDescriptor descriptor;
   private final List<RemoteRegion> regions;
   private final Map<Long, RemoteRegion> byId;
+  private final Map<String, RemoteRegion> byName;
+  private final String engineName;
   private final String label;
   private final Reference reference;
 
@@ -101,6 +107,7 @@ public final class PeerSegment implements RemoteSegment {
   private PeerSegment(
       SegmentDescriptor descriptor,
       List<RemoteRegion> regions,
+      String engineName,
       String label,
       Reference reference,
       PeerChannel base,
@@ -112,6 +119,11 @@ public final class PeerSegment implements RemoteSegment {
     this.byId =
         this.regions.stream()
             .collect(Collectors.toMap(RemoteRegion::regionId, Function.identity()));
+    this.byName =
+        this.regions.stream()
+            .filter(r -> r.name() != null)
+            .collect(Collectors.toMap(RemoteRegion::name, Function.identity()));
+    this.engineName = engineName == null ? "" : engineName;
     this.label = label;
     this.reference = reference;
     this.base = base;
@@ -157,9 +169,32 @@ public final class PeerSegment implements RemoteSegment {
       PeerChannel channel,
       String label,
       Runnable release) {
+    this(descriptor, regions, "", channel, label, release);
+  }
+
+  /**
+   * A peer's segment over its own channel, with the name its engine gave in Describe
+   * (engine-internal).
+   *
+   * @param descriptor the incarnation the segment belongs to
+   * @param regions the ranges requests may name, with their names
+   * @param engineName the peer engine's name as Describe gave it; {@code ""} when it gave none
+   * @param channel the segment's own channel
+   * @param label what messages call the segment
+   * @param release run exactly once when this reference is dropped, as for {@link
+   *     #PeerSegment(SegmentDescriptor, List, PeerChannel, String, Runnable)}
+   */
+  public PeerSegment(
+      SegmentDescriptor descriptor,
+      List<RemoteRegion> regions,
+      String engineName,
+      PeerChannel channel,
+      String label,
+      Runnable release) {
     this(
         descriptor,
         regions,
+        engineName,
         label,
         new Reference(release),
         channel,
@@ -185,7 +220,8 @@ public final class PeerSegment implements RemoteSegment {
     Map<Transport, String> why = new EnumMap<>(Transport.class);
     why.putAll(absent);
     why.remove(channel.transport());
-    return new PeerSegment(descriptor, regions, label, reference, base, more, why, gone);
+    return new PeerSegment(
+        descriptor, regions, engineName, label, reference, base, more, why, gone);
   }
 
   /**
@@ -199,7 +235,8 @@ public final class PeerSegment implements RemoteSegment {
     Map<Transport, String> more = new EnumMap<>(Transport.class);
     more.putAll(absent);
     more.put(transport, why);
-    return new PeerSegment(descriptor, regions, label, reference, base, ways, more, gone);
+    return new PeerSegment(
+        descriptor, regions, engineName, label, reference, base, ways, more, gone);
   }
 
   /**
@@ -217,7 +254,8 @@ public final class PeerSegment implements RemoteSegment {
         missing.add(r);
       }
     }
-    return new PeerSegment(descriptor, regions, label, reference, base, ways, absent, missing);
+    return new PeerSegment(
+        descriptor, regions, engineName, label, reference, base, ways, absent, missing);
   }
 
   /**
@@ -356,6 +394,27 @@ public final class PeerSegment implements RemoteSegment {
   @Override
   public List<RemoteRegion> regions() {
     return regions;
+  }
+
+  /**
+   * The published range registered under {@code name}, as the Describe answer named it.
+   *
+   * @param name the region's name
+   * @return the range, or empty when the peer published none under that name
+   */
+  @Override
+  public Optional<RemoteRegion> region(String name) {
+    return Optional.ofNullable(name == null ? null : byName.get(name));
+  }
+
+  /**
+   * The peer engine's name as its Describe answer gave it.
+   *
+   * @return the name; {@code ""} for a file segment or an engine that sent none
+   */
+  @Override
+  public String engineName() {
+    return engineName;
   }
 
   /**

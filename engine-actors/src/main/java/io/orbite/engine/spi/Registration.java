@@ -23,6 +23,7 @@ public final class Registration implements RegisteredMemory {
   private final Access access;
   private final Arena ownedArena;
   private final SharedBacking shared;
+  private final String name;
   private final AtomicLong loans = new AtomicLong();
   private final AtomicLong pins = new AtomicLong();
 
@@ -84,6 +85,23 @@ public final class Registration implements RegisteredMemory {
    */
   public Registration(
       long regionId, MemorySegment segment, Access access, Arena ownedArena, SharedBacking shared) {
+    this(regionId, segment, access, ownedArena, shared, null);
+  }
+
+  /**
+   * @param shared the memfd behind engine-owned memory that the SHM transport exports; {@code null}
+   *     for memory that is not shared
+   * @param name the name the range is registered under, unique among the engine's live
+   *     registrations (the Registry checks); {@code null} for an unnamed range
+   */
+  public Registration(
+      long regionId,
+      MemorySegment segment,
+      Access access,
+      Arena ownedArena,
+      SharedBacking shared,
+      String name) {
+    this.name = name;
     this.regionId = regionId;
     this.segment = segment;
     this.access = access;
@@ -108,6 +126,11 @@ public final class Registration implements RegisteredMemory {
 
   public long regionId() {
     return regionId;
+  }
+
+  @Override
+  public java.util.Optional<String> name() {
+    return java.util.Optional.ofNullable(name);
   }
 
   public MemorySegment segment() {
@@ -219,6 +242,13 @@ public final class Registration implements RegisteredMemory {
 
   @Override
   public String toString() {
-    return "region " + regionId + " (" + segment.byteSize() + " B, " + access + ")";
+    return "region "
+        + regionId
+        + (name == null ? "" : " '" + name + "'")
+        + " ("
+        + segment.byteSize()
+        + " B, "
+        + access
+        + ")";
   }
 }

@@ -68,6 +68,7 @@ class ControlServiceTest {
   private final EngineTally counters = new EngineTally();
   private final TestProbe<TransportCommand> tcp = testKit.createTestProbe();
   private final List<SocketChannel> clients = new ArrayList<>();
+  private final RegistryView registry = new RegistryView();
   private ServerSocketChannel listener;
   private SegmentDescriptor self;
 
@@ -94,7 +95,7 @@ class ControlServiceTest {
     return ControlService.create(
         listener,
         self,
-        new RegistryView(),
+        registry,
         LIMITS,
         Map.of(Transport.TCP, tcp.getRef()),
         counters,
@@ -159,6 +160,85 @@ class ControlServiceTest {
             InetSocketAddress.createUnresolved("127.0.0.1", self.port()), 5_000);
     assertEquals(self.epoch(), d.epoch());
     assertEquals(LIMITS, d.limits());
+  }
+
+  @Test
+  void aDescribeAnswerCarriesTheEngineNameTheRegionNamesAndWhetherItIsReady() {
+    java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined();
+    registry.publishEngineName("prefill-3");
+    registry.publish(
+        Map.of(
+            4L,
+            new io.orbite.engine.spi.Registration(
+                4, arena.allocate(4096), io.orbite.engine.Access.READ, null, null, "kv-pool"),
+            5L,
+            new io.orbite.engine.spi.Registration(
+                5, arena.allocate(64), io.orbite.engine.Access.WRITE, null)));
+    registry.startReady(false);
+    testKit.spawn(service(4));
+    InetSocketAddress at = InetSocketAddress.createUnresolved("127.0.0.1", self.port());
+    Description notReady = DescribeClient.describe(at, 5_000);
+    assertEquals(false, notReady.ready());
+    assertEquals("prefill-3", notReady.engineName());
+    registry.markReady();
+    Description ready = DescribeClient.describe(at, 5_000);
+    assertTrue(ready.ready());
+    assertEquals(
+        java.util.Set.of(
+            new io.orbite.engine.RemoteRegion(4, 4096, io.orbite.engine.Access.READ, "kv-pool"),
+            new io.orbite.engine.RemoteRegion(5, 64, io.orbite.engine.Access.WRITE)),
+        java.util.Set.copyOf(ready.regions()));
+    arena.close();
+  }
+
+  @Test
+  void describeWhenReadyAsksAgainUntilTheServiceIsMarkedReadyOrTheTimeIsSpent() throws Exception {
+    registry.publishEngineName("slow-start");
+    registry.startReady(false);
+    testKit.spawn(service(4));
+    InetSocketAddress at = InetSocketAddress.createUnresolved("127.0.0.1", self.port());
+    java.util.concurrent.ExecutorService io = java.util.concurrent.Executors.newFixedThreadPool(2);
+    try {
+      long started = System.nanoTime();
+      java.util.concurrent.ExecutionException spent =
+          assertThrows(
+              java.util.concurrent.ExecutionException.class,
+              () ->
+                  DescribeClient.describeWhenReady(at, 300, io)
+                      .get(10, java.util.concurrent.TimeUnit.SECONDS));
+      long tookMillis = (System.nanoTime() - started) / 1_000_000;
+      io.orbite.engine.TransferException e =
+          assertInstanceOf(io.orbite.engine.TransferException.class, spent.getCause());
+      assertEquals(ErrorKind.UNAVAILABLE, e.kind(), e::getMessage);
+      assertTrue(
+          e.getMessage()
+              .startsWith(
+                  "UNAVAILABLE: describe 127.0.0.1:"
+                      + self.port()
+                      + ": engine 'slow-start' (epoch 5e1f) is not marked ready"),
+          e::getMessage);
+      assertTrue(tookMillis >= 290, "spent the time: " + tookMillis + " ms");
+      // Asked again after 10, 20, 40, ... ms (the first Describe also loads classes: at least 3).
+      long asked = counters.sum(Count.CONNECTIONS_ACCEPTED);
+      assertTrue(asked >= 3, "asked again: " + asked + " Describes");
+
+      long before = counters.sum(Count.CONNECTIONS_ACCEPTED);
+      java.util.concurrent.CompletableFuture<Description> waiting =
+          DescribeClient.describeWhenReady(at, 10_000, io);
+      tcp.awaitAssert(
+          Duration.ofSeconds(5),
+          () -> {
+            assertTrue(counters.sum(Count.CONNECTIONS_ACCEPTED) - before >= 3);
+            return null;
+          });
+      assertEquals(false, waiting.isDone(), "still waiting while not ready");
+      registry.markReady();
+      Description d = waiting.get(10, java.util.concurrent.TimeUnit.SECONDS);
+      assertTrue(d.ready());
+      assertEquals("slow-start", d.engineName());
+    } finally {
+      io.shutdownNow();
+    }
   }
 
   /** A HELLO for the TCP transport whose payload is {@code payload}. */

@@ -115,6 +115,54 @@ class RegistryTest {
     arena.close();
   }
 
+  private Registry.RegisterReply registerNamed(
+      org.apache.pekko.actor.typed.ActorRef<Registry.Command> registry,
+      MemorySegment segment,
+      String name) {
+    TestProbe<Registry.RegisterReply> probe = testKit.createTestProbe();
+    registry.tell(
+        new Registry.Register(segment, Access.READ_WRITE, null, null, name, probe.getRef()));
+    return probe.receiveMessage();
+  }
+
+  @Test
+  void aNameHeldByALiveRegistrationIsRefusedNamingItsHolderAndFreedByUnregister() {
+    RegistryView view = new RegistryView();
+    var registry = testKit.spawn(Registry.create(view, 8, Duration.ofSeconds(5)));
+    Arena arena = Arena.ofShared();
+    Registration first =
+        assertInstanceOf(
+                Registry.Registered.class, registerNamed(registry, arena.allocate(64), "kv-pool"))
+            .memory();
+    assertEquals(java.util.Optional.of("kv-pool"), first.name());
+    Registration unnamed =
+        assertInstanceOf(
+                Registry.Registered.class, registerNamed(registry, arena.allocate(64), null))
+            .memory();
+    assertTrue(unnamed.name().isEmpty());
+
+    var refused =
+        assertInstanceOf(
+            Registry.RegisterRefused.class, registerNamed(registry, arena.allocate(64), "kv-pool"));
+    assertEquals(ErrorKind.INVALID_ARGUMENT, refused.kind());
+    assertTrue(
+        refused.detail().startsWith("region name 'kv-pool' is held by region " + first.regionId()),
+        refused.detail());
+    assertEquals(2, view.snapshot().size(), "the refused range was not published");
+
+    TestProbe<Registry.UnregisterReply> done = testKit.createTestProbe();
+    registry.tell(new Registry.Unregister(first.regionId(), done.getRef()));
+    done.expectMessageClass(Registry.Unregistered.class);
+    Registration again =
+        assertInstanceOf(
+                Registry.Registered.class, registerNamed(registry, arena.allocate(64), "kv-pool"))
+            .memory();
+    assertEquals(java.util.Optional.of("kv-pool"), again.name());
+    assertTrue(again.regionId() > unnamed.regionId(), "a fresh region id under the freed name");
+    assertSame(again, view.lookup(again.regionId()));
+    arena.close();
+  }
+
   @Test
   void unregisterOfAnUnknownRegionNamesIt() {
     var registry = testKit.spawn(Registry.create(new RegistryView(), 2, Duration.ofSeconds(5)));

@@ -138,4 +138,165 @@ class DescribeCodecTest {
     assertTrue(
         refusal(with(olderEngineAnswer(true), longer)).contains("part 7 of 9 B but 2 B left"));
   }
+
+  private static final List<RemoteRegion> NAMED =
+      List.of(
+          new RemoteRegion(7, 1 << 20, Access.READ_WRITE, "kv-pool"),
+          new RemoteRegion(9, 4096, Access.READ),
+          new RemoteRegion(11, 8192, Access.WRITE, "a.b_c:d/e-F9"));
+
+  @Test
+  void theEngineNameRegionNamesAndNotReadyRoundTrip() throws FrameRejectedException {
+    TransferLimits limits = new TransferLimits(65_536, 1 << 20);
+    for (boolean ready : new boolean[] {true, false}) {
+      Description d =
+          new Description(
+              "10.0.0.1", 7000, 0xabcdL, NAMED, SHARED_NAMED, limits, "prefill-3", ready);
+      Description back = roundTrip(d);
+      assertEquals(d, back);
+      assertEquals("prefill-3", back.engineName());
+      assertEquals(ready, back.ready());
+      assertEquals("kv-pool", back.regions().get(0).name());
+      assertNull(back.regions().get(1).name(), "an unnamed region stays unnamed");
+    }
+    Description anonymous = roundTrip(new Description("h", 1, 1, REGIONS, null, null));
+    assertEquals("", anonymous.engineName(), "no name part: the empty name");
+    assertTrue(anonymous.ready(), "no not-ready part: ready");
+  }
+
+  private static final SharedExports SHARED_NAMED =
+      new SharedExports(
+          new SharedHost("host-a", "0b5e7a1c-boot", 4242, 17, 99L),
+          List.of(new SharedRegion(7, 21, 1234L, 0, 1 << 20, Access.READ_WRITE)));
+
+  @Test
+  void namesBeyondOnePartsBodyAreSplitOverSeveralPartsAndAllReadBack()
+      throws FrameRejectedException {
+    List<RemoteRegion> many = new java.util.ArrayList<>();
+    for (int i = 0; i < 1200; i++) {
+      String name = String.format("r%05d-", i) + "x".repeat(RegionNames.MAX_NAME_BYTES - 7);
+      many.add(new RemoteRegion(i + 1, 64, Access.READ, name));
+    }
+    Description d = new Description("h", 1, 1, many, null, null, "e", true);
+    ByteBuffer payload = DescribeCodec.encode(d);
+    Description back = DescribeCodec.decode(payload.duplicate());
+    assertEquals(d, back);
+    // 1200 entries of 8 + 1 + 128 B do not fit one part's 65535 B body.
+    assertTrue(partTags(payload, 1200).stream().filter(t -> t == 3).count() >= 3);
+  }
+
+  /** The tags of the parts after the SHM part (absent here) of a payload with {@code n} regions. */
+  private static List<Integer> partTags(ByteBuffer payload, int n) {
+    ByteBuffer b = payload.duplicate();
+    int hostLength = b.getShort() & 0xffff;
+    b.position(b.position() + hostLength + 4 + 8 + 4 + n * DescribeCodec.REGION_BYTES);
+    assertEquals(0, b.get(), "no SHM part");
+    List<Integer> tags = new java.util.ArrayList<>();
+    // Walked with nothing but the generic part header: how a reader that knows none of the tags
+    // skips them, reaching the payload's end exactly.
+    while (b.hasRemaining()) {
+      tags.add(b.get() & 0xff);
+      int length = b.getShort() & 0xffff;
+      b.position(b.position() + length);
+    }
+    return tags;
+  }
+
+  @Test
+  void theNewPartsAreSkippableByTheirHeadersAndUnknownPartsAmongThemAreSkipped()
+      throws FrameRejectedException {
+    Description d =
+        new Description("h", 1, 1, NAMED, null, new TransferLimits(4096, 4096), "dec", false);
+    ByteBuffer payload = DescribeCodec.encode(d);
+    assertEquals(
+        List.of(
+            DescribeCodec.LIMITS_TAG,
+            DescribeCodec.ENGINE_NAME_TAG,
+            DescribeCodec.REGION_NAMES_TAG,
+            DescribeCodec.NOT_READY_TAG),
+        partTags(payload, NAMED.size()));
+    // A newer engine's part between them changes nothing that is read.
+    ByteBuffer unknown =
+        ByteBuffer.allocate(3 + 4).put((byte) 0x42).putShort((short) 4).putInt(-1).flip();
+    ByteBuffer base = payload.duplicate();
+    int hostLength = base.getShort(0) & 0xffff;
+    int cut = 2 + hostLength + 4 + 8 + 4 + NAMED.size() * DescribeCodec.REGION_BYTES + 1;
+    ByteBuffer head = payload.duplicate().limit(cut);
+    ByteBuffer tail = payload.duplicate().position(cut);
+    assertEquals(d, DescribeCodec.decode(with(with(head, unknown), tail)));
+  }
+
+  private static ByteBuffer namesPart(long id, String name) {
+    byte[] bytes = name.getBytes(StandardCharsets.ISO_8859_1);
+    ByteBuffer p = ByteBuffer.allocate(3 + 9 + bytes.length);
+    p.put((byte) DescribeCodec.REGION_NAMES_TAG).putShort((short) (9 + bytes.length));
+    return p.putLong(id).put((byte) bytes.length).put(bytes).flip();
+  }
+
+  @Test
+  void aMalformedNamesOrReadinessPartIsRefusedNamingWhatIsWrong() {
+    assertTrue(
+        refusal(with(olderEngineAnswer(false), namesPart(8, "kv-pool")))
+            .contains("name 'kv-pool' given to region 8, not published"));
+    assertTrue(
+        refusal(with(olderEngineAnswer(false), namesPart(7, "kv pool")))
+            .contains("region name 'kv pool' has ' ' at index 2"));
+    assertTrue(
+        refusal(with(olderEngineAnswer(false), namesPart(7, ""))).contains("region name is empty"));
+    assertTrue(
+        refusal(
+                with(
+                    olderEngineAnswer(false),
+                    with(namesPart(7, "kv-pool"), namesPart(9, "kv-pool"))))
+            .contains("name 'kv-pool' given to two regions"));
+    assertTrue(
+        refusal(with(olderEngineAnswer(false), with(namesPart(7, "a"), namesPart(7, "b"))))
+            .contains("region 7 named twice"));
+    ByteBuffer cutEntry =
+        ByteBuffer.allocate(3 + 5)
+            .put((byte) DescribeCodec.REGION_NAMES_TAG)
+            .putShort((short) 5)
+            .put(new byte[5])
+            .flip();
+    assertTrue(refusal(with(olderEngineAnswer(false), cutEntry)).contains("ends inside an entry"));
+    ByteBuffer notReady =
+        ByteBuffer.allocate(4)
+            .put((byte) DescribeCodec.NOT_READY_TAG)
+            .putShort((short) 1)
+            .put((byte) 0)
+            .flip();
+    assertTrue(
+        refusal(with(olderEngineAnswer(false), notReady)).contains("not-ready part of 1 B, not 0"));
+    ByteBuffer noName =
+        ByteBuffer.allocate(3).put((byte) DescribeCodec.ENGINE_NAME_TAG).putShort((short) 0).flip();
+    assertTrue(refusal(with(olderEngineAnswer(false), noName)).contains("engine name of 0 B"));
+    ByteBuffer badUtf8 =
+        ByteBuffer.allocate(4)
+            .put((byte) DescribeCodec.ENGINE_NAME_TAG)
+            .putShort((short) 1)
+            .put((byte) 0xff)
+            .flip();
+    assertTrue(
+        refusal(with(olderEngineAnswer(false), badUtf8))
+            .contains("engine name is not valid UTF-8"));
+  }
+
+  @Test
+  void anInvalidRegionNameIsNotEncoded() {
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                DescribeCodec.encode(
+                    new Description(
+                        "h",
+                        1,
+                        1,
+                        List.of(new RemoteRegion(3, 64, Access.READ, "no spaces")),
+                        null,
+                        null,
+                        "e",
+                        true)));
+    assertTrue(e.getMessage().contains("region 3: region name 'no spaces'"), e.getMessage());
+  }
 }

@@ -51,6 +51,9 @@ import java.util.regex.Pattern;
  *     NotificationConfig#defaults()}.
  * @param observability metrics (Prometheus) and the dashboard, both off by default. Default {@link
  *     ObservabilityConfig#defaults()}.
+ * @param directory what this engine publishes in the peer directory of module {@code
+ *     orbite-cluster} (under {@link #name()}) and how firmly; unused unless the engine joins one.
+ *     Default {@link DirectoryConfig#defaults()}.
  * @param policies first-match transport policies for requests that let the engine choose their
  *     transport ({@code UNSPEC}); a JSON array of rules. Default {@link TransportPolicies#NONE}:
  *     the engine's own choice for every request.
@@ -69,6 +72,7 @@ public record EngineConfig(
     RdmaConfig rdma,
     NotificationConfig notifications,
     ObservabilityConfig observability,
+    DirectoryConfig directory,
     TransportPolicies policies) {
 
   /** Default {@link #name()}. */
@@ -128,6 +132,7 @@ public record EngineConfig(
     Checks.requireNonNull(RdmaConfig.SECTION, rdma);
     Checks.requireNonNull(NotificationConfig.SECTION, notifications);
     Checks.requireNonNull(ObservabilityConfig.SECTION, observability);
+    Checks.requireNonNull(DirectoryConfig.SECTION, directory);
     Checks.requireNonNull(TransportPolicies.SECTION, policies);
     // The one check across sections: a lane mask may only name lanes each peer gets.
     policies.checkLanes(tcp.lanes());
@@ -154,6 +159,7 @@ public record EngineConfig(
         RdmaConfig.defaults(),
         NotificationConfig.defaults(),
         ObservabilityConfig.defaults(),
+        DirectoryConfig.defaults(),
         TransportPolicies.NONE);
   }
 
@@ -182,6 +188,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -209,6 +216,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -235,6 +243,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -261,6 +270,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -288,6 +298,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -314,6 +325,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -341,6 +353,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -367,6 +380,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -393,6 +407,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -420,6 +435,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -446,6 +462,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -473,6 +490,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -500,6 +518,35 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
+        policies);
+  }
+
+  /**
+   * A copy with {@link #directory()} replaced and every other component kept; the new value is
+   * checked as by the constructor.
+   *
+   * @param directory peer directory settings, already validated by {@link DirectoryConfig}'s
+   *     constructor
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code directory} if {@code directory} is {@code null}
+   */
+  public EngineConfig withDirectory(DirectoryConfig directory) {
+    return new EngineConfig(
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability,
+        directory,
         policies);
   }
 
@@ -526,6 +573,7 @@ public record EngineConfig(
         rdma,
         notifications,
         observability,
+        directory,
         policies);
   }
 
@@ -639,6 +687,7 @@ public record EngineConfig(
         r.section(NotificationConfig.SECTION, NotificationConfig.class, NotificationConfig::read),
         r.section(
             ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read),
+        r.section(DirectoryConfig.SECTION, DirectoryConfig.class, DirectoryConfig::read),
         r.policiesValue(TransportPolicies.SECTION));
   }
 

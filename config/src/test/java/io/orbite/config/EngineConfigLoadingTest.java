@@ -128,7 +128,10 @@ class EngineConfigLoadingTest {
                                     "answerTimeoutMillis": 600000},
                   "observability": {"metrics": {"enabled": true, "host": "0.0.0.0", "port": 9100},
                                     "dashboard": {"enabled": true, "host": "::1", "port": 65535},
-                                    "tickMillis": 60000}
+                                    "tickMillis": 60000},
+                  "directory": {"publish": ["kv-pool", "a/b:c.d_e-f"], "readConsistency": "all",
+                                "writeConsistency": "local", "consistencyTimeoutMillis": 60000,
+                                "refreshMillis": 50}
                 }
                 """);
     assertEquals(
@@ -172,6 +175,7 @@ class EngineConfigLoadingTest {
                 new MetricsConfig(true, "0.0.0.0", 9100),
                 new DashboardConfig(true, "::1", 65535),
                 60000),
+            new DirectoryConfig(List.of("kv-pool", "a/b:c.d_e-f"), "all", "local", 60000, 50),
             TransportPolicies.NONE),
         config);
   }
@@ -245,6 +249,7 @@ class EngineConfigLoadingTest {
                 new MetricsConfig(true, "localhost", 1),
                 new DashboardConfig(false, "10.1.2.3", 0),
                 100),
+            new DirectoryConfig(List.of(), "local", "all", 100, 60000),
             TransportPolicies.of(
                 new TransportPolicy(
                     PolicyMatch.any()
@@ -379,6 +384,15 @@ class EngineConfigLoadingTest {
                       "port": 0
                     },
                     "tickMillis": 1000
+                  },
+                  "directory": {
+                    "publish": [
+                      "*"
+                    ],
+                    "readConsistency": "majority",
+                    "writeConsistency": "majority",
+                    "consistencyTimeoutMillis": 5000,
+                    "refreshMillis": 1000
                   },
                   "policies": []
                 }""";

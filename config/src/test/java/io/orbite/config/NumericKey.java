@@ -522,5 +522,20 @@ record NumericKey(
               100,
               60000,
               c -> (long) c.observability().tickMillis(),
-              (c, v) -> c.withObservability(c.observability().withTickMillis(Math.toIntExact(v)))));
+              (c, v) -> c.withObservability(c.observability().withTickMillis(Math.toIntExact(v)))),
+          new NumericKey(
+              "directory.consistencyTimeoutMillis",
+              5000,
+              100,
+              60000,
+              c -> (long) c.directory().consistencyTimeoutMillis(),
+              (c, v) ->
+                  c.withDirectory(c.directory().withConsistencyTimeoutMillis(Math.toIntExact(v)))),
+          new NumericKey(
+              "directory.refreshMillis",
+              1000,
+              50,
+              60000,
+              c -> (long) c.directory().refreshMillis(),
+              (c, v) -> c.withDirectory(c.directory().withRefreshMillis(Math.toIntExact(v)))));
 }

@@ -52,6 +52,14 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
   Map<String, String> observabilityUrls();
 
   /**
+   * The tables optional modules add to this engine's dashboard (the peer directory's members, for
+   * one), drawn when {@code observability.dashboard} serves it; still answers after close.
+   *
+   * @return this engine's panels, where a module adds its own
+   */
+  DashboardPanels dashboardPanels();
+
+  /**
    * What every owner actor last reported, retired owners and peers; still answers after close.
    *
    * @return a snapshot of the owner board

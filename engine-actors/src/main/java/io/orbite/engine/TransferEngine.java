@@ -72,6 +72,7 @@ public final class TransferEngine implements Engine {
   private final BatchAllocator batches;
   private final EngineClose closing;
   private final EngineNotifications notifications;
+  private final DashboardPanels dashboardPanels = new DashboardPanels();
 
   /** Whether a close has begun, checked by every call (the batches' too). */
   final CallGate calls;
@@ -164,6 +165,11 @@ public final class TransferEngine implements Engine {
   @Override
   public Map<String, String> observabilityUrls() {
     return calls.close() != null ? Map.of() : services.urls();
+  }
+
+  @Override
+  public DashboardPanels dashboardPanels() {
+    return dashboardPanels;
   }
 
   @Override

@@ -3,6 +3,7 @@ package io.orbite.observability;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.orbite.engine.BuildInfo;
+import io.orbite.engine.DashboardPanels;
 import io.orbite.engine.EngineCounters;
 import io.orbite.engine.OwnerView;
 import io.orbite.engine.PeerEntry;
@@ -157,6 +158,23 @@ final class DashboardModel {
     return metrics.latencies();
   }
 
+  /**
+   * The panels modules added to the engine ({@link io.orbite.engine.DashboardPanels}): each with
+   * {@code title}, {@code columns}, {@code rows} (lists of cells) and {@code detail}.
+   */
+  List<Map<String, Object>> panels() {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (DashboardPanels.Panel p : engine.dashboardPanels().snapshot()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("title", p.title());
+      m.put("columns", p.columns());
+      m.put("rows", p.rows());
+      m.put("detail", p.detail());
+      out.add(m);
+    }
+    return out;
+  }
+
   OwnerView ownerSnapshot() {
     return engine.ownerView();
   }
@@ -180,6 +198,7 @@ final class DashboardModel {
     SourceLedger ledger = tally.sourceLedger();
     m.put("transports", SourceView.transports(engine, view, ledger));
     m.put("requesters", SourceView.requesters(ledger));
+    m.put("panels", panels());
     return m;
   }
 

@@ -122,6 +122,7 @@ final class Routes extends AllDirectives {
                             path("errors", () -> extractRequest(r -> json(model.errors()))),
                             path("source", () -> extractRequest(r -> json(model.source()))),
                             path("latency", () -> extractRequest(r -> json(model.latency()))),
+                            path("panels", () -> extractRequest(r -> json(model.panels()))),
                             path(
                                 "quarantined",
                                 () -> extractRequest(r -> json(model.quarantined()))),

@@ -291,7 +291,7 @@ public final class ClusterScenario implements AutoCloseable {
     }
     // Most of what follows waits on this: a JVM start on the test's host.
     out.printf(
-        "  prefill restarted: epoch %s -> %s; its new JVM served its regions and asked to join"
+        "    prefill restarted: epoch %s -> %s; its new JVM served its regions and asked to join"
             + " %d ms after the kill%n",
         old.epochHex(), fresh.epochHex(), System.currentTimeMillis() - killedAt);
     List<CompletableFuture<RestartSeen>> seen = new ArrayList<>();

@@ -401,10 +401,21 @@ public final class ClusterScenario implements AutoCloseable {
         name + " answered '" + answer + "' to '" + command + "'; see " + node(name).log());
   }
 
-  /** Every node QUITs (or is killed when it does not). */
+  /** Every node QUITs (or is killed when it does not), side by side. */
   @Override
   public void close() {
-    nodes.values().forEach(ClusterNodeProcess::close);
+    List<Thread> closing =
+        nodes.values().stream()
+            .map(n -> Thread.ofPlatform().name("close-" + n.name()).start(n::close))
+            .toList();
+    for (Thread t : closing) {
+      try {
+        t.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
   }
 
   private static int freePort(String host, Set<Integer> taken) {

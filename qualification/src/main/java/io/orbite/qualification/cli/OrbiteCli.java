@@ -7,13 +7,14 @@ import io.orbite.engine.BuildInfo;
 import io.orbite.qualification.bench.RdmaBench;
 import io.orbite.qualification.bench.ShmBench;
 import io.orbite.qualification.bench.TcpBench;
+import io.orbite.qualification.cluster.ClusterExample;
 import io.orbite.qualification.demo.Demo;
 import io.orbite.qualification.example.KvHandoff;
 import java.util.List;
 
 /**
  * The {@code ./orbite} command line: {@code demo}, {@code bench tcp|shm|rdma|file|heal [--json]}
- * and {@code example kv-handoff}.
+ * and {@code example kv-handoff|cluster}.
  */
 public final class OrbiteCli {
   private OrbiteCli() {}
@@ -89,8 +90,11 @@ public final class OrbiteCli {
   }
 
   private static int example(List<String> args) {
+    if (!args.isEmpty() && args.get(0).equals("cluster")) {
+      return new ClusterExample().run(args.subList(1, args.size()));
+    }
     if (args.isEmpty() || !args.get(0).equals("kv-handoff")) {
-      System.err.println("example: name an example: kv-handoff");
+      System.err.println("example: name an example: kv-handoff, cluster");
       return ExitCodes.USAGE;
     }
     return new KvHandoff().run(args.subList(1, args.size()));
@@ -159,6 +163,11 @@ public final class OrbiteCli {
                              prefill and decode processes hand off KV-cache blocks: pulled through a transfer
                              stream, pushed with a notification per request (checked on arrival), and pulled
                              layer by layer; every byte verified (--help for its options)
+          example cluster [--join seeds|bootstrap]
+                             prefill and two decode engines as processes forming one Pekko Cluster on
+                             loopback: the decode engines open the prefill by name and READ its pool
+                             (GB/s), the prefill is SIGKILLed and restarted, and each decode engine
+                             sees the change, has its old segment refused and verifies the new one
           version [--json]   the build identity: version, git commit, build time, JDK
           test               the whole test suite (mvn verify)
           build              build and write the class path

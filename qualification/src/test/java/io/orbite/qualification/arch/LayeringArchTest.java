@@ -27,9 +27,10 @@ import org.junit.jupiter.api.Test;
  * The module layering, checked on the compiled product classes (tests excluded), beside what the
  * compiler checks from module-info.java (and {@link ModuleBoundaryTest} from a consumer's side):
  * the API exposes no internal type; transports reach the engine only through the API and the SPI;
- * native-bindings knows no actors; nothing in the product depends on qualification; only the
- * guardian sends lifecycle messages to the Registry and the SegmentTable, and only the Registry
- * drives a registration's lifecycle. See docs/architecture.md, "Modules as built".
+ * native-bindings knows no actors; nothing in the product depends on qualification; the engine's
+ * modules do not depend on the optional cluster module, which reaches the engine only through its
+ * API; only the guardian sends lifecycle messages to the Registry and the SegmentTable, and only
+ * the Registry drives a registration's lifecycle. See docs/architecture.md, "Modules as built".
  */
 class LayeringArchTest {
   /** The packages of the engine's owner actors, which only the engine itself reaches. */
@@ -100,6 +101,7 @@ class LayeringArchTest {
             "io.orbite.engine.TransferEngine",
             "io.orbite.transport.tcp.TcpLink",
             "io.orbite.observability.EngineMetrics",
+            "io.orbite.cluster.PeerDirectory",
             "io.orbite.qualification.cli.OrbiteCli");
   }
 
@@ -124,6 +126,44 @@ class LayeringArchTest {
         .dependOnClassesThat()
         .resideInAPackage("io.orbite.qualification..")
         .because("qualification (CLI, benches, harness) is built on the product, never under it")
+        .check(product);
+  }
+
+  @Test
+  void theEnginesModulesDoNotDependOnTheCluster() {
+    noClasses()
+        .that()
+        .resideInAnyPackage(
+            "io.orbite.config..",
+            "io.orbite.nativebind..",
+            "io.orbite.engine..",
+            "io.orbite.transport..",
+            "io.orbite.observability..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAPackage("io.orbite.cluster..")
+        .because(
+            "the peer directory (orbite-cluster) is optional: the engine works without it, as before"
+                + " issue 40")
+        .check(product);
+  }
+
+  @Test
+  void theClusterReachesTheEngineOnlyThroughItsApi() {
+    classes()
+        .that()
+        .resideInAPackage("io.orbite.cluster..")
+        .should()
+        .onlyDependOnClassesThat(
+            JavaClass.Predicates.resideOutsideOfPackages(
+                    "io.orbite.engine..",
+                    "io.orbite.transport..",
+                    "io.orbite.nativebind..",
+                    "io.orbite.observability..")
+                .or(JavaClass.Predicates.resideInAnyPackage(API)))
+        .because(
+            "the directory is an application of the engine: it opens, describes and checks peers"
+                + " through the public API like any other")
         .check(product);
   }
 

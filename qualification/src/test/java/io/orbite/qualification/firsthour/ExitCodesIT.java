@@ -72,6 +72,8 @@ class ExitCodesIT {
             new String[] {"example", "nothing"},
             new String[] {"version", "--yaml"},
             new String[] {"example", "kv-handoff", "--requests", "0"},
+            new String[] {"example", "cluster", "--join", "sideways"},
+            new String[] {"example", "cluster", "--pool-mib", "0"},
             new String[] {"demo", "--serve", "-5"})) {
       assertEquals(ExitCodes.USAGE, quietly(args), () -> "exit code of " + String.join(" ", args));
     }

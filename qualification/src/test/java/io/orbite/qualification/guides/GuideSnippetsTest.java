@@ -47,10 +47,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Every {@code ```java} block of docs/guides/streams.md, docs/guides/embedding.md and
- * docs/guides/kv-connector.md compiles (the convention is in {@link GuideSnippets} and at the top
- * of each guide), and the guides' example classes do what the guides say when run against real
- * engines.
+ * Every {@code ```java} block of docs/guides/streams.md, docs/guides/embedding.md,
+ * docs/guides/kv-connector.md and docs/guides/cluster.md compiles (the convention is in {@link
+ * GuideSnippets} and at the top of each guide), and the guides' example classes do what the guides
+ * say when run against real engines.
  */
 class GuideSnippetsTest {
   private static final long KIB = 1024;
@@ -77,6 +77,11 @@ class GuideSnippetsTest {
   @Test
   void everyJavaSnippetOfTheEmbeddingGuideCompiles() throws Exception {
     compileGuide("embedding.md", 6);
+  }
+
+  @Test
+  void everyJavaSnippetOfTheClusterGuideCompiles() throws Exception {
+    compileGuide("cluster.md", 4);
   }
 
   @Test

@@ -326,10 +326,26 @@ public final class ClusterScenario implements AutoCloseable {
     String[] change =
         ok(decode, "CHANGE " + PREFILL + " Removed,Restarted " + killedAt + " " + STEP.toMillis())
             .split(" ");
-    ok(decode, "ENTRY " + PREFILL + " " + fresh.epochHex() + " " + STEP.toMillis());
-    String refused = ask(decode, "READ old " + old.epochHex() + " " + STEP.toMillis() + " 1");
+    // The old segment from the moment the change is seen: until the fence lands (the directory's
+    // checkPeer, or the decode's own lanes) a READ may fail PEER_LOST; never may it move a byte.
+    // The figure is when it is first refused EPOCH_MISMATCH.
+    long refuseBy = System.currentTimeMillis() + STEP.toMillis();
+    String refused;
+    String[] r;
+    while (true) {
+      refused = ask(decode, "READ old " + old.epochHex() + " " + STEP.toMillis() + " 1");
+      r = refused.split(" ", 5);
+      boolean lost =
+          r[0].equals("FAILED")
+              && r[1].equals("PEER_LOST")
+              && r[2].equals("0")
+              && r[3].equals("untouched");
+      if (!lost || System.currentTimeMillis() > refuseBy) {
+        break;
+      }
+      pause(20);
+    }
     long refusedAt = System.currentTimeMillis();
-    String[] r = refused.split(" ", 5);
     if (!r[0].equals("FAILED")
         || !r[1].equals("EPOCH_MISMATCH")
         || !r[2].equals("0")
@@ -342,6 +358,7 @@ public final class ClusterScenario implements AutoCloseable {
               + "'; see "
               + node(decode).log());
     }
+    ok(decode, "ENTRY " + PREFILL + " " + fresh.epochHex() + " " + STEP.toMillis());
     read(decode, "new", PREFILL, 1);
     long verifiedAt = System.currentTimeMillis();
     return new RestartSeen(
@@ -449,5 +466,15 @@ public final class ClusterScenario implements AutoCloseable {
       }
     }
     throw new IllegalStateException("no port free on every one of " + hosts);
+  }
+
+  /** A probe loop's wait between two tries. */
+  private static void pause(long millis) throws IOException {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new java.io.InterruptedIOException("interrupted while waiting for a refusal");
+    }
   }
 }

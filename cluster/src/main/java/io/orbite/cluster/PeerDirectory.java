@@ -47,9 +47,11 @@ import org.apache.pekko.stream.javadsl.Source;
  * directory carries no memory contents and no keys.
  *
  * <p>When an entry changes incarnation or disappears (its engine closed, its member left, or was
- * downed and removed), {@link #changes()} says so, and this engine is told to check that peer: its
- * open segments there are fenced ({@code EPOCH_MISMATCH}) or closed ({@code PEER_LOST}) through the
- * same path as a restart its own lanes detect, with events on {@code peerEvents()}.
+ * downed and removed), {@link #changes()} says so, and this engine is told to check that peer
+ * ({@code Engine.checkPeer}): its open segments of the old incarnation are fenced, their tasks
+ * failing {@code EPOCH_MISMATCH}, through the same path as a restart its own lanes detect, with
+ * {@code PeerFenced} on {@code peerEvents()} (or {@code PeerLost} when nothing answers there any
+ * more). Segments whose own lanes saw the peer go first fail {@code PEER_LOST}.
  *
  * <p>The engine's dashboard shows the directory's members (panel {@value #PANEL}). Thread-safe.
  */

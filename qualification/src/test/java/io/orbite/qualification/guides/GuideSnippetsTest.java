@@ -51,6 +51,10 @@ import org.junit.jupiter.api.io.TempDir;
  * docs/guides/kv-connector.md and docs/guides/cluster.md compiles (the convention is in {@link
  * GuideSnippets} and at the top of each guide), and the guides' example classes do what the guides
  * say when run against real engines.
+ *
+ * <p>Longer than 500 lines: one class runs every guide's snippets and their behaviour checks, so
+ * that a guide's compile harness and its engines are set up once; each guide's part is a group of
+ * its own methods.
  */
 class GuideSnippetsTest {
   private static final long KIB = 1024;

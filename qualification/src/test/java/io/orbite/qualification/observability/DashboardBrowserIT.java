@@ -177,6 +177,22 @@ class DashboardBrowserIT {
                 && count("#tree li[data-kind=Registry]") == 1
                 && count("#tree li[data-kind=TcpTransport]") == 1);
 
+    // A table an optional module adds (the peer directory's members): drawn as its own section.
+    AutoCloseable panel =
+        engine
+            .dashboardPanels()
+            .add(
+                "directory",
+                List.of("engine", "endpoint"),
+                () -> List.of(List.of("prefill", "10.0.0.11:4000")));
+    until(
+        "a module's panel drawn with its rows",
+        d ->
+            count("section[data-panel=directory] th") == 2
+                && count("section[data-panel=directory] tr[data-key=prefill] td") == 2);
+    panel.close();
+    until("a closed panel leaves the page", d -> count("section[data-panel=directory]") == 0);
+
     RemoteSegment segment = engine.openSegment(peer.endpoint(), Duration.ofSeconds(10));
     String epochHex = Long.toHexString(peer.epoch());
     until(

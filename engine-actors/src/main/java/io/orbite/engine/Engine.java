@@ -28,8 +28,8 @@ import org.apache.pekko.stream.javadsl.Source;
  * <p>Once a close has begun, every operation fails UNAVAILABLE at once, naming the engine and the
  * call ({@code "engine <name> closing|closed (<call>)"}); {@link #owed()}, {@link #config()},
  * {@link #localSegment()}, {@link #counters()}, {@link #sourceLedger()}, {@link #ownerView()},
- * {@link #nicLoadStats()}, {@link #quarantined()}, {@link #localRegions()} and {@link #isReady()}
- * still answer.
+ * {@link #nicLoadStats()}, {@link #quarantined()}, {@link #localRegions()}, {@link #isReady()} and
+ * {@link #dashboardPanels()} still answer.
  *
  * <p>Names and readiness: a range may be registered under a name ({@link #allocate(long, Access,
  * String)}, {@link #register(MemorySegment, Access, String)}), which this engine's Describe answer

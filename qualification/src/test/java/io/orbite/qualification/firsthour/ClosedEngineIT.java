@@ -62,7 +62,10 @@ class ClosedEngineIT {
           "system",
           "observabilityUrls",
           "ownerView",
-          "nicLoadStats");
+          "nicLoadStats",
+          "localRegions",
+          "isReady",
+          "dashboardPanels");
 
   private static final Set<String> BATCH_ANSWERS_AFTER_CLOSE = Set.of("capacity");
 

@@ -13,7 +13,8 @@ import scala.jdk.CollectionConverters._
  * layout, and anything but a whole, exact encoding is refused with a FrameRejectedException (never
  * a BufferUnderflowException, IllegalArgumentException or other escape). The tagged parts after
  * the SHM part are the one allowance: an answer without them is an older engine's (no limits), and
- * a part of a tag this engine does not know is skipped whole.
+ * a part of a tag this engine does not know is skipped whole. The parts of tags 2..4 (the engine's
+ * name, region names, not ready) survive a round trip with the rest.
  */
 class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
   private val anyLong = Arbitrary.arbitrary[Long]
@@ -212,14 +213,44 @@ class DescribeCodecSpec extends AnyPropSpec with PropertySupport {
 
   property("parts of tags this engine does not know are skipped whole, wherever they stand") {
     val genUnknown = for {
-      tag <- Gen.choose(2, 255)
+      // Tags 1..4 are this engine's (limits, engine name, region names, not ready).
+      tag <- Gen.choose(DescribeCodec.NOT_READY_TAG + 1, 255)
       n <- Gen.frequency(3 -> Gen.choose(0, 40), 1 -> Gen.const(0xffff))
-      body <- Gen.listOfN(n, Arbitrary.arbitrary[Byte])
-    } yield part(tag, body.toArray)
+      // A largest body is skipped by its length alone: one byte value repeated (65535 generated
+      // bytes per part made this property take two minutes).
+      body <- if (n <= 40) Gen.listOfN(n, Arbitrary.arbitrary[Byte]).map(_.toArray)
+              else Arbitrary.arbitrary[Byte].map(b => Array.fill(n)(b))
+    } yield part(tag, body)
     forAll(genDescription, Gen.listOf(genUnknown), Gen.listOf(genUnknown)) { (d, before, after) =>
       val bytes = encoded(d)
       val base = bytes.dropRight(limitsLayout(d).length)
       decode(base ++ before.flatten ++ limitsLayout(d) ++ after.flatten) shouldBe d
+    }
+  }
+
+  /** A region name of the allowed alphabet, 1..128 bytes. */
+  private val genRegionName: Gen[String] = for {
+    n <- Gen.frequency(3 -> Gen.choose(1, 16), 1 -> Gen.const(RegionNames.MAX_NAME_BYTES))
+    cs <- Gen.listOfN(n, Gen.oneOf("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:/-"))
+  } yield cs.mkString
+
+  property("the engine's name, region names and readiness survive a round trip") {
+    val gen = for {
+      d <- genDescription
+      engineName <- Gen.frequency(1 -> Gen.const(""), 3 -> Gen.chooseNum(1, DescribeCodec.MAX_ENGINE_NAME_BYTES).flatMap(genHostOf))
+      names <- Gen.listOfN(d.regions().size(), Gen.frequency(1 -> Gen.const(None), 2 -> genRegionName.map(Some(_))))
+      ready <- Arbitrary.arbitrary[Boolean]
+    } yield {
+      // Names unique within the engine, as the registry keeps them.
+      val seen = scala.collection.mutable.Set[String]()
+      val regions = d.regions().asScala.zip(names).map { case (r, n) =>
+        val name = n.filter(seen.add).orNull
+        new RemoteRegion(r.regionId(), r.lengthBytes(), r.access(), name)
+      }
+      new Description(d.host(), d.port(), d.epoch(), regions.asJava, d.shared(), d.limits(), engineName, ready)
+    }
+    forAll(gen) { d =>
+      decode(encoded(d)) shouldBe d
     }
   }
 

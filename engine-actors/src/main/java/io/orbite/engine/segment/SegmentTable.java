@@ -502,20 +502,29 @@ public final class SegmentTable {
    * counted and published ({@link PeerEvent.PeerFenced}).
    */
   private boolean learnEpoch(SegmentDescriptor peer) {
+    return learnEpoch(peer, "") != null;
+  }
+
+  /**
+   * {@link #learnEpoch(SegmentDescriptor)}, with {@code why} (what asked, for the log) and the
+   * incarnations it fenced: null for a stale answer (see {@link TableEntries#learnEpoch}).
+   */
+  private List<SegmentDescriptor> learnEpoch(SegmentDescriptor peer, String why) {
     List<SegmentDescriptor> fenced = entries.learnEpoch(peer);
     if (fenced == null) {
-      return false;
+      return null;
     }
     for (SegmentDescriptor old : fenced) {
       counters.increment(EngineTally.Count.PEERS_FENCED);
       ctx.getLog()
           .info(
-              "peer {} fenced: its endpoint now runs epoch {}",
+              "peer {} fenced{}: its endpoint now runs epoch {}",
               old,
+              why.isEmpty() ? "" : " (" + why + ")",
               Long.toHexString(peer.epoch()));
       events.publish(new PeerEvent.PeerFenced(old, Instant.now(), peer));
     }
-    return true;
+    return fenced;
   }
 
   private Behavior<Command> onCheckPeer(CheckPeer m) {
@@ -538,19 +547,9 @@ public final class SegmentTable {
       SegmentDescriptor answering =
           new SegmentDescriptor(
               address.getHostString(), c.description().port(), c.description().epoch());
-      List<SegmentDescriptor> fenced = entries.learnEpoch(answering);
+      List<SegmentDescriptor> fenced = learnEpoch(answering, c.check().reason());
       if (fenced == null) {
         fenced = List.of();
-      }
-      for (SegmentDescriptor old : fenced) {
-        counters.increment(EngineTally.Count.PEERS_FENCED);
-        ctx.getLog()
-            .info(
-                "peer {} fenced ({}): its endpoint now runs epoch {}",
-                old,
-                c.check().reason(),
-                Long.toHexString(answering.epoch()));
-        events.publish(new PeerEvent.PeerFenced(old, Instant.now(), answering));
       }
       c.check().replyTo().tell(new PeerCheck(endpoint, answering, fenced, List.of(), ""));
       return Behaviors.same();

@@ -16,7 +16,6 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.PeerCheck;
 import io.orbite.engine.PeerEvent;
 import io.orbite.engine.RegisteredMemory;
-import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TaskResult;
 import io.orbite.engine.TaskState;
@@ -126,8 +125,8 @@ class CheckPeerIT {
 
         long guard = 77;
         Pattern.fill(local.segment(), 0, REGION, guard, 0);
-        refused(requester, TransferRequest.read(local, 0, peer, remote, 0, TASK));
-        refused(requester, TransferRequest.write(local, TASK, peer, remote, TASK, TASK));
+        HealIT.refused(requester, TransferRequest.read(local, 0, peer, remote, 0, TASK));
+        HealIT.refused(requester, TransferRequest.write(local, TASK, peer, remote, TASK, TASK));
         assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "nothing landed");
         assertEquals(1, requester.counters().peersFenced());
       } finally {
@@ -135,7 +134,7 @@ class CheckPeerIT {
       }
       // The source answers again with the same epoch: the fenced segment stays refused (a check
       // never unfences), and a fresh open reaches it.
-      refused(requester, TransferRequest.read(local, 0, peer, remote, 0, TASK));
+      HealIT.refused(requester, TransferRequest.read(local, 0, peer, remote, 0, TASK));
       RemoteSegment fresh = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
       assertEquals(peer.descriptor(), fresh.descriptor());
       read(requester, source, local, fresh, remote, 6);
@@ -182,7 +181,7 @@ class CheckPeerIT {
 
         long guard = 91;
         Pattern.fill(local.segment(), 0, REGION, guard, 0);
-        refused(requester, TransferRequest.read(local, 0, old, remote, 0, TASK));
+        HealIT.refused(requester, TransferRequest.read(local, 0, old, remote, 0, TASK));
         assertEquals(-1, Pattern.verify(local.segment(), 0, REGION, guard, 0), "nothing landed");
 
         long replacement = Long.parseLong(second.call("ALLOC " + REGION + " READ_WRITE"));
@@ -239,21 +238,5 @@ class CheckPeerIT {
         -1,
         Pattern.verify(local.segment(), 2 * TASK, REGION - 2 * TASK, guard, 2 * TASK),
         "guard after");
-  }
-
-  private static void refused(TransferEngine requester, TransferRequest request) {
-    Batch batch = requester.allocateBatch(1);
-    try {
-      batch.submit(List.of(request));
-      TaskResult r = batch.await(Duration.ofSeconds(30)).tasks().getFirst();
-      assertEquals(TaskState.FAILED, r.state(), r::toString);
-      assertEquals(ErrorKind.EPOCH_MISMATCH, r.errorKind(), r::toString);
-      assertEquals(0, r.bytes());
-      assertEquals(RemoteEffect.NONE, r.remoteEffect());
-    } catch (TransferException e) {
-      assertEquals(ErrorKind.EPOCH_MISMATCH, e.kind(), e::getMessage);
-    } finally {
-      batch.free();
-    }
   }
 }

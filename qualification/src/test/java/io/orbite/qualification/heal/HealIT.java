@@ -351,7 +351,12 @@ class HealIT {
     }
   }
 
-  private static void refused(TransferEngine requester, TransferRequest request) {
+  /**
+   * Submits {@code request} alone and requires it refused EPOCH_MISMATCH with nothing moved, no
+   * remote effect and drained (or the submission itself refused EPOCH_MISMATCH); also {@code
+   * CheckPeerIT}'s.
+   */
+  static void refused(TransferEngine requester, TransferRequest request) {
     Batch batch = requester.allocateBatch(1);
     try {
       batch.submit(List.of(request));

@@ -12,6 +12,7 @@ import java.util.function.BiConsumer;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
@@ -46,9 +47,10 @@ import org.slf4j.LoggerFactory;
  * claim stands (last writer wins, as a restarted process publishes over its dead predecessor): this
  * directory logs it once and stops publishing, and its withdrawal removes only its own entry.
  *
- * <p>States: {@link #running()} and {@link #leaving}. What the replica holds (the map, the
- * membership) is a {@link Replica}; it and what was published are fields of this instance, confined
- * to the actor like a behaviour's data.
+ * <p>States: {@link #running()} and {@link #leaving}. Supervised: a failure restarts it from its
+ * setup (at most 10 times a minute), which subscribes again and republishes from the engine. What
+ * the replica holds (the map, the membership) is a {@link Replica}; it and what was published are
+ * fields of this instance, confined to the actor like a behaviour's data.
  */
 final class DirectoryActor {
   private static final Logger LOG = LoggerFactory.getLogger(DirectoryActor.class);
@@ -132,16 +134,22 @@ final class DirectoryActor {
    * @param outlet told every new view and its changes
    */
   static Behavior<Command> create(TransferEngine engine, Outlet outlet) {
-    return Behaviors.setup(
-        context ->
-            DistributedData.<Command, LWWMap<String, String>>withReplicatorMessageAdapter(
-                replicator ->
-                    Behaviors.withTimers(
-                        timers -> {
-                          DirectoryActor actor =
-                              new DirectoryActor(context, replicator, engine, outlet);
-                          return actor.start(timers);
-                        })));
+    // Supervised: a failure restarts the actor from setup (it subscribes again, and its first
+    // refresh publishes the entry again from what the engine has), at most 10 times a minute;
+    // past that it stops, logged, rather than spin.
+    return Behaviors.supervise(
+            Behaviors.<Command>setup(
+                context ->
+                    DistributedData.<Command, LWWMap<String, String>>withReplicatorMessageAdapter(
+                        replicator ->
+                            Behaviors.withTimers(
+                                timers -> {
+                                  DirectoryActor actor =
+                                      new DirectoryActor(context, replicator, engine, outlet);
+                                  return actor.start(timers);
+                                }))))
+        .onFailure(
+            Exception.class, SupervisorStrategy.restart().withLimit(10, Duration.ofMinutes(1)));
   }
 
   private Behavior<Command> start(TimerScheduler<Command> timers) {

@@ -297,6 +297,21 @@ public interface Verbs {
   /** Fills {@code out} from its start; the count written, or a negative errno. */
   int pollCq(Cq cq, Wc[] out);
 
+  /**
+   * Asks the provider to run {@code waker} each time it queues a completion on {@code cq}, so that
+   * a thread polling it may sleep between completions instead of spinning. Only a provider that
+   * queues completions in this process can (the software provider); a device's completions are
+   * written by the HCA, and this answers false: poll, or use a completion channel. The waker runs
+   * on the provider's thread and must not block.
+   *
+   * @param cq a CQ of this provider
+   * @param waker run after each completion is queued on it (null: no more)
+   * @return whether the provider will run it
+   */
+  default boolean wakeOnCompletion(Cq cq, Runnable waker) {
+    return false;
+  }
+
   /** The next async event of {@code context}; {@code EAGAIN} when none is pending. */
   VerbsResult<AsyncEvent> getAsyncEvent(Context context);
 

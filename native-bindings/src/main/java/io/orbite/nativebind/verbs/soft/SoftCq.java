@@ -34,6 +34,16 @@ final class SoftCq {
   private final SoftFaults faults;
   private final ArrayDeque<Verbs.Wc> entries = new ArrayDeque<>();
   private boolean overflowed;
+
+  /**
+   * Entries held, or -1 once overflowed: written under the provider's lock, read without it by
+   * {@link SoftCqVerbs#pollCq}, which answers an empty healthy CQ without taking the lock.
+   */
+  volatile int held;
+
+  /** Run after each entry is queued ({@link SoftCqVerbs#wakeOnCompletion}), or null. */
+  volatile Runnable waker;
+
   private boolean armed;
   int eventsQueued;
   int eventsAcked;
@@ -57,6 +67,7 @@ final class SoftCq {
     }
     if (entries.size() >= capacity) {
       overflowed = true;
+      held = -1;
       context.event(Ibv.EVENT_CQ_ERR, handle);
       for (SoftQp user : new ArrayList<>(users)) {
         user.fatal();
@@ -64,10 +75,15 @@ final class SoftCq {
       return;
     }
     entries.add(wc);
+    held = entries.size();
     if (armed && channel != null) {
       armed = false;
       eventsQueued++;
       channel.events.add(this);
+    }
+    Runnable w = waker;
+    if (w != null) {
+      w.run();
     }
   }
 
@@ -75,6 +91,9 @@ final class SoftCq {
     int n = 0;
     while (n < out.length && !entries.isEmpty()) {
       out[n++] = entries.poll();
+    }
+    if (!overflowed) {
+      held = entries.size();
     }
     if (n == 0 && overflowed && out.length > 0) {
       return -Errno.EOVERFLOW.number();

@@ -110,6 +110,10 @@ public final class SoftFaults {
   private final Map<WrKey, Integer> interrupts = new HashMap<>();
   private final Set<Integer> stalled = new HashSet<>();
   private final Map<Long, Integer> pollFailures = new HashMap<>();
+
+  /** Whether {@link #pollFailures} holds any entry (written under this table's monitor). */
+  private volatile boolean anyPollFailure;
+
   private boolean nullWire;
   private final Map<String, Integer> numaNodes = new HashMap<>();
   private Actions actions;
@@ -196,12 +200,19 @@ public final class SoftFaults {
     long cq = bound().sendCqOf(qpNum);
     synchronized (this) {
       pollFailures.put(cq, errno);
+      anyPollFailure = true;
     }
   }
 
   /** Lets every CQ be polled again. */
   public synchronized void clearPollFaults() {
     pollFailures.clear();
+    anyPollFailure = false;
+  }
+
+  /** Whether any CQ's polls are failed now (read without the table's lock). */
+  boolean anyPollFailure() {
+    return anyPollFailure;
   }
 
   /**

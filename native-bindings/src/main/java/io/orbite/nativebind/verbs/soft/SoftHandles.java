@@ -3,7 +3,6 @@ package io.orbite.nativebind.verbs.soft;
 import java.security.SecureRandom;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.function.Predicate;
 
 /**
  * The handle table of one provider: handle numbers are never reused, and each table starts at its
@@ -22,8 +21,42 @@ final class SoftHandles {
     return ++next;
   }
 
+  /**
+   * Live objects per (exact class, owning device), kept as objects come and go: a limit check
+   * counts in constant time, not by a walk over every handle (one per memory window).
+   */
+  private final Map<Class<?>, Map<SoftDevice, Integer>> owned = new HashMap<>();
+
   void put(long handle, Object object) {
-    table.put(handle, object);
+    Object before = table.put(handle, object);
+    if (before != null) {
+      tally(before, -1);
+    }
+    tally(object, 1);
+  }
+
+  private void tally(Object o, int by) {
+    SoftDevice d = ownerOf(o);
+    if (d != null) {
+      owned.computeIfAbsent(o.getClass(), k -> new HashMap<>()).merge(d, by, Integer::sum);
+    }
+  }
+
+  /** How many live objects of exactly {@code type} belong to device {@code d}. */
+  int countOwned(Class<?> type, SoftDevice d) {
+    Map<SoftDevice, Integer> m = owned.get(type);
+    return m == null ? 0 : m.getOrDefault(d, 0);
+  }
+
+  /** The device an object of the table belongs to, or null for one no limit counts. */
+  static SoftDevice ownerOf(Object o) {
+    return switch (o) {
+      case SoftPd p -> p.context.device;
+      case SoftCq q -> q.context.device;
+      case SoftMemory.Region r -> r.pd.context.device;
+      case SoftMemory.Window w -> w.pd.context.device;
+      default -> null;
+    };
   }
 
   /** The live object of {@code type} at {@code handle}, or null. */
@@ -32,18 +65,10 @@ final class SoftHandles {
     return type.isInstance(o) ? type.cast(o) : null;
   }
 
-  /** How many live objects of {@code type} satisfy {@code filter}. */
-  int count(Class<?> type, Predicate<Object> filter) {
-    int n = 0;
-    for (Object o : table.values()) {
-      if (type.isInstance(o) && filter.test(o)) {
-        n++;
-      }
-    }
-    return n;
-  }
-
   void remove(long handle) {
-    table.remove(handle);
+    Object o = table.remove(handle);
+    if (o != null) {
+      tally(o, -1);
+    }
   }
 }

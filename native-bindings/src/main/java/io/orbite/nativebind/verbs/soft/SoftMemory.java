@@ -89,7 +89,20 @@ final class SoftMemory {
     }
   }
 
-  private static final SecureRandom RANDOM = new SecureRandom();
+  /**
+   * Keys' source: a DRBG, seeded once from the system and then drawn in this process (the default
+   * NativePRNG reads {@code /dev/urandom} at every draw, one system call per memory window).
+   */
+  private static final SecureRandom RANDOM = keySource();
+
+  private static SecureRandom keySource() {
+    try {
+      return SecureRandom.getInstance("DRBG");
+    } catch (java.security.NoSuchAlgorithmException e) {
+      return new SecureRandom();
+    }
+  }
+
   private static final Set<Integer> USED_INDICES = ConcurrentHashMap.newKeySet();
 
   private final Map<Integer, Object> byIndex = new HashMap<>();

@@ -45,6 +45,10 @@ final class SoftQp {
   static final class SendItem {
     final Verbs.SendWr wr;
     final byte[] inline;
+
+    /** Run on the posting thread ({@link SoftRequester#runsAtPost}), never seen by the QP's. */
+    boolean ranAtPost;
+
     final SoftMemory.Window window;
     final SoftMemory.Region region;
     boolean done;
@@ -350,7 +354,11 @@ final class SoftQp {
                 ? null
                 : handles.get(wr.bind().mr().handle(), SoftMemory.Region.class);
       }
-      sq.add(new SendItem(wr, inline, w, r));
+      SendItem item = new SendItem(wr, inline, w, r);
+      sq.add(item);
+      if (sq.size() == 1 && state == Ibv.QPS_RTS && requester.runsAtPost(item)) {
+        continue; // nothing ahead of it and no wire to cross: done on the posting thread
+      }
       changed.signalAll();
     }
     return Verbs.PostResult.ALL;
@@ -427,7 +435,9 @@ final class SoftQp {
     if (status != Ibv.WC_SUCCESS || signaled) {
       sendCq.deliver(this, wc(item.wr.wrId(), status, wcOpcode(item.wr.opcode()), byteLen));
     }
-    changed.signalAll();
+    if (!item.ranAtPost) {
+      changed.signalAll(); // a WR run at its post changed nothing the QP's thread waits for
+    }
   }
 
   /** Completes {@code item} with error {@code status}, then enters ERR. */

@@ -184,6 +184,31 @@ final class SoftRequester implements Runnable {
     }
   }
 
+  /**
+   * Runs {@code item} at its post, on the posting thread, when it is the only WR on the send queue
+   * (so this thread is not executing one) and needs no wire: a BIND_MW, a LOCAL_INV, or a READ or
+   * WRITE under {@link SoftFaults#nullWire}. It completes as it would here, in the same order, one
+   * thread hand-off sooner. Under the lock.
+   *
+   * @return whether it ran (else the thread runs it)
+   */
+  boolean runsAtPost(SoftQp.SendItem item) {
+    int op = item.wr.opcode();
+    boolean local =
+        op == Ibv.WR_BIND_MW
+            || op == Ibv.WR_LOCAL_INV
+            || ((op == Ibv.WR_RDMA_READ || op == Ibv.WR_RDMA_WRITE) && qp.faults.nullWire());
+    if (!local || qp.device.portState(qp.port) != Ibv.PORT_ACTIVE || !qp.sourceGidValid()) {
+      return false;
+    }
+    item.ranAtPost = true;
+    if (plan(item) == null) {
+      return true;
+    }
+    item.ranAtPost = false;
+    return false;
+  }
+
   /** Runs a local WR or fails a WR (null), or says what to send. Under the lock. */
   private Plan plan(SoftQp.SendItem item) {
     Verbs.SendWr wr = item.wr;

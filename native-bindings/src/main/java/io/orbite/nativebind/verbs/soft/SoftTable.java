@@ -75,17 +75,7 @@ final class SoftTable {
   }
 
   int count(SoftDevice d, Class<?> kind) {
-    return handles.count(kind, o -> owner(o) == d);
-  }
-
-  private static SoftDevice owner(Object o) {
-    return switch (o) {
-      case SoftPd p -> p.context.device;
-      case SoftCq q -> q.context.device;
-      case SoftMemory.Region r -> r.pd.context.device;
-      case SoftMemory.Window w -> w.pd.context.device;
-      default -> null;
-    };
+    return handles.countOwned(kind, d);
   }
 
   static void join(List<Thread> threads) {

@@ -264,6 +264,15 @@ public final class SoftVerbs implements Verbs {
     return completions.pollCq(cq, out);
   }
 
+  /**
+   * {@inheritDoc} This provider queues every completion in this process, so it always can: the
+   * waker runs after the entry is queued, under the provider's lock.
+   */
+  @Override
+  public boolean wakeOnCompletion(Cq cq, Runnable waker) {
+    return completions.wakeOnCompletion(cq, waker);
+  }
+
   /** {@inheritDoc} */
   @Override
   public VerbsResult<AsyncEvent> getAsyncEvent(Context context) {

@@ -163,7 +163,7 @@ public record RdmaConfig(
   public static final int MAX_MAX_ENDPOINTS = 4096;
 
   /** Default {@link #maxGrants()}. */
-  public static final int DEFAULT_MAX_GRANTS = 64;
+  public static final int DEFAULT_MAX_GRANTS = 1024;
 
   /** Smallest accepted {@link #maxGrants()}. */
   public static final int MIN_MAX_GRANTS = 1;
@@ -172,7 +172,7 @@ public record RdmaConfig(
   public static final int MAX_MAX_GRANTS = 65536;
 
   /** Default {@link #maxSendWr()}. */
-  public static final int DEFAULT_MAX_SEND_WR = 16;
+  public static final int DEFAULT_MAX_SEND_WR = 128;
 
   /** Smallest accepted {@link #maxSendWr()}. */
   public static final int MIN_MAX_SEND_WR = 1;
@@ -181,7 +181,7 @@ public record RdmaConfig(
   public static final int MAX_MAX_SEND_WR = 4096;
 
   /** Default {@link #maxCqes()}. */
-  public static final int DEFAULT_MAX_CQES = 1024;
+  public static final int DEFAULT_MAX_CQES = 4096;
 
   /** Smallest accepted {@link #maxCqes()}. */
   public static final int MIN_MAX_CQES = 16;

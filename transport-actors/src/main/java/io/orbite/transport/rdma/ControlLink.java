@@ -16,15 +16,40 @@ import java.nio.channels.SocketChannel;
 final class ControlLink implements AutoCloseable {
   private final SocketChannel channel;
   final DataInputStream in;
+
+  /** What {@link #in} reads through: it says how much it holds already read from the socket. */
+  private final Input buffer;
+
   private final DataOutputStream out;
   private volatile boolean closed;
 
   ControlLink(SocketChannel channel) throws IOException {
     this.channel = channel;
     channel.configureBlocking(true);
-    this.in = new DataInputStream(new BufferedInputStream(channel.socket().getInputStream(), 8192));
+    this.buffer = new Input(channel.socket().getInputStream());
+    this.in = new DataInputStream(buffer);
     this.out =
         new DataOutputStream(new BufferedOutputStream(channel.socket().getOutputStream(), 8192));
+  }
+
+  /** A buffered input that tells how many bytes it holds. */
+  private static final class Input extends BufferedInputStream {
+    Input(java.io.InputStream in) {
+      super(in, 65536);
+    }
+
+    /** Bytes read from the socket and not yet taken (the reader's thread). */
+    int held() {
+      return count - pos;
+    }
+  }
+
+  /**
+   * Whether every byte read from the socket so far was taken: the reader's next read may block (the
+   * reader's thread), so work it handed over is due now.
+   */
+  boolean drained() {
+    return buffer.held() == 0;
   }
 
   /** The output, for the handshake (before any other thread writes). */

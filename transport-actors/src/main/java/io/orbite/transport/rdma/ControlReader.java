@@ -18,6 +18,9 @@ final class ControlReader implements Runnable {
   private final ControlLink link;
   private final SegmentDescriptor peer;
 
+  /** The lanes handed GRANTs and ACKs since the reader last woke them. */
+  private final LaneWakes wakes = new LaneWakes();
+
   private ControlReader(RdmaChannel channel) {
     this.channel = channel;
     this.link = channel.link();
@@ -37,8 +40,12 @@ final class ControlReader implements Runnable {
     try {
       DataInputStream in = link.in;
       while (true) {
+        if (link.drained()) {
+          wakes.wakeAll(); // the next read may block: what was handed over runs now
+        }
         int type = RdmaWire.nextType(in);
         if (type < 0) {
+          wakes.wakeAll();
           channel.peerLost("the RDMA control connection to " + peer + " ended");
           return;
         }
@@ -75,7 +82,7 @@ final class ControlReader implements Runnable {
           Slice s = channel.ledger().acked(a.id());
           if (s != null) {
             CqLane lane = s.qp.lane;
-            lane.submit(() -> lane.requester.acked(s, a));
+            wakes.hand(lane, () -> lane.requester.acked(s, a));
           }
           continue;
         }
@@ -88,10 +95,11 @@ final class ControlReader implements Runnable {
         Slice s = channel.ledger().granted(g.id(), g.status() == 0);
         if (s != null) {
           CqLane lane = s.qp.lane;
-          lane.submit(() -> lane.requester.granted(s, g));
+          wakes.hand(lane, () -> lane.requester.granted(s, g));
         }
       }
     } catch (IOException e) {
+      wakes.wakeAll();
       channel.peerLost(
           "the RDMA control connection to " + peer + " broke: " + TransferException.describe(e));
     }

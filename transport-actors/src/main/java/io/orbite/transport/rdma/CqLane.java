@@ -110,13 +110,33 @@ final class CqLane extends LaneAgent<Runnable> {
   /** QPs to ERR, flushed, destroyed. */
   final QpCloser closer;
 
-  /** The 8 bytes a completion SEND carries inline (a slice id), written just before each post. */
-  final MemorySegment idSlot;
+  /** Chunks of {@link #idSlab}: one per completion SEND that may be out at once on this lane. */
+  static final int ID_CHUNKS = 1024;
+
+  /**
+   * The ids completion SENDs carry, {@link RdmaWire#COMPLETION_RECEIVE_BYTES} per chunk: a SEND
+   * holds its chunk from its post until its completion (or its QP's destroy), since the device
+   * reads it as the SEND executes.
+   */
+  final MemorySegment idSlab;
 
   final Verbs.Mr idMr;
 
+  /** Free chunks of {@link #idSlab} (a stack; lane thread only). */
+  private final int[] freeChunks = new int[ID_CHUNKS];
+
+  private int freeChunkCount;
+
   private final Arena arena = Arena.ofShared();
   private final Long2ObjectHashMap<Completion> pending = new Long2ObjectHashMap<>();
+
+  /**
+   * Whether the provider wakes this lane as it queues each completion on its CQ ({@link
+   * Verbs#wakeOnCompletion}: the software provider does): an idle pass then parks at once, since
+   * neither a completion nor handed work can wait for it; else it spins briefly, yields, then
+   * parks.
+   */
+  private final boolean completionWakes;
 
   /** Posted receives among {@link #pending} (lane thread only). */
   private int receives;
@@ -155,12 +175,17 @@ final class CqLane extends LaneAgent<Runnable> {
     this.cq = cq;
     this.qps = new LaneQps(rail.cqes());
     this.slicesPerQp = Math.max(1, maxSendWr / 4);
-    this.idSlot = arena.allocate(64, 64);
-    this.idMr = verbs.regMr(rail.pd, idSlot, Ibv.ACCESS_LOCAL_WRITE).value();
+    this.idSlab = arena.allocate((long) ID_CHUNKS * RdmaWire.COMPLETION_RECEIVE_BYTES, 64);
+    this.idMr = verbs.regMr(rail.pd, idSlab, Ibv.ACCESS_LOCAL_WRITE).value();
+    for (int i = 0; i < ID_CHUNKS; i++) {
+      freeChunks[i] = ID_CHUNKS - 1 - i;
+    }
+    this.freeChunkCount = ID_CHUNKS;
     this.requester = new RequesterPoster(this);
     this.windows = new SourceWindows(this);
     this.closer = new QpCloser(this);
     this.events = new CompletionEvents(verbs, cq, channel);
+    this.completionWakes = verbs.wakeOnCompletion(cq, this::wake);
   }
 
   /** Starts the lane's thread, {@code orbite-rdma-<device>-lane-<i>}, on the lane runtime. */
@@ -301,6 +326,7 @@ final class CqLane extends LaneAgent<Runnable> {
   /** Delivers the pass's receipts, then flushes the control links the pass wrote to. */
   @Override
   protected void endPass() {
+    requester.postCompletionSends();
     receipts.flush();
     if (!dirty.isEmpty()) {
       for (ControlLink link : dirty) {
@@ -322,6 +348,9 @@ final class CqLane extends LaneAgent<Runnable> {
     if (idlePasses > QUIET_AFTER_PASSES && quiet()) {
       // Nothing can complete: sleep until work is handed over (submit unparks), not 1 ms.
       LockSupport.parkNanos(this, QUIET_PARK_NANOS);
+    } else if (completionWakes && work == 0) {
+      // A completion or handed work unparks it: no spin, which takes a core its peers need.
+      LockSupport.parkNanos(this, MAX_PARK_NANOS);
     } else {
       idle.idle(work);
     }
@@ -417,6 +446,16 @@ final class CqLane extends LaneAgent<Runnable> {
         });
     ids.sort(null);
     return ids;
+  }
+
+  /** A free chunk of {@link #idSlab}, taken; -1 when every chunk is held by a SEND still out. */
+  int takeChunk() {
+    return freeChunkCount == 0 ? -1 : freeChunks[--freeChunkCount];
+  }
+
+  /** Gives chunk {@code c} back: its SEND completed, or can never execute now. */
+  void giveChunk(int c) {
+    freeChunks[freeChunkCount++] = c;
   }
 
   /** {@code link} was written to in this pass: flushed at its end. */

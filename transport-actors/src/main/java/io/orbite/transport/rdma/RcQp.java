@@ -51,6 +51,20 @@ final class RcQp {
   final PostQueue<Slice> queue;
 
   /**
+   * Requester slices whose payload was posted in this lane pass and whose completion SEND is still
+   * to be posted: the lane posts one SEND for all of them at the end of its pass (or once {@link
+   * RdmaWire#MAX_COMPLETION_IDS} are waiting). Lane thread only.
+   */
+  final java.util.ArrayList<Slice> awaitingSend = new java.util.ArrayList<>();
+
+  /**
+   * Source window binds waiting for room on this QP's send queue (a requester may ask more grants
+   * at once than the queue holds): posted, oldest first, as earlier binds complete. Lane thread
+   * only.
+   */
+  final java.util.ArrayDeque<Runnable> bindBacklog = new java.util.ArrayDeque<>();
+
+  /**
    * Its lifecycle: connecting, ready, broken, retiring, destroy claimed, destroyed or kept. The one
    * place its state is kept and moved (any thread reads it).
    */

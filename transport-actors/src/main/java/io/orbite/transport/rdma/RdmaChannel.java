@@ -166,10 +166,21 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
     }
   }
 
+  /**
+   * The lanes the submitting thread handed slices to in its run of {@link #dispatch} calls, woken
+   * once by {@link #flush}: a batch of tasks costs each lane one wake-up, not one per slice. Null
+   * on a thread not dispatching (a task started by a DONE that freed its charge wakes its lane at
+   * once).
+   */
+  private static final ThreadLocal<LaneWakes> DISPATCHING = new ThreadLocal<>();
+
   @Override
   public int dispatch(TaskWork work) {
     if (!gate.active()) {
       return gate.refuse(work);
+    }
+    if (DISPATCHING.get() == null) {
+      DISPATCHING.set(new LaneWakes());
     }
     long length = work.lengthBytes();
     SlicePlan plan = planner.plan(work.op(), length);
@@ -296,7 +307,11 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
 
   @Override
   public void flush() {
-    // Each slice woke its lane when it was handed over.
+    LaneWakes wakes = DISPATCHING.get();
+    if (wakes != null) {
+      DISPATCHING.remove();
+      wakes.wakeAll();
+    }
   }
 
   /**
@@ -306,7 +321,9 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   void queueOnLane(Slice s) {
     long handedAt = System.nanoTime();
     CqLane lane = s.qp.lane;
-    if (!lane.submit(() -> lane.requester.enqueue(s, handedAt))) {
+    Runnable work = () -> lane.requester.enqueue(s, handedAt);
+    LaneWakes wakes = DISPATCHING.get();
+    if (wakes != null ? !wakes.hand(lane, work) : !lane.submit(work)) {
       failUnqueued(s, lane.name() + " has stopped (never sent)", false);
     }
   }

@@ -42,11 +42,13 @@ import java.util.List;
  *
  * <p>A grant is the source's answer to one slice: a fresh type-2 memory window bound to exactly the
  * requested range and direction on the source QP connected to the requester's QP {@code qp}. After
- * its payload WR the requester posts a fenced completion SEND carrying the slice's id on the same
- * QP; the source releases that window (deallocates it, returns its loan) when the SEND lands in one
- * of the receives it keeps posted on that QP, posts that receive again, and then answers ACK: the
- * slice succeeds on the requester only once its payload and completion SEND completed and its ACK
- * came (the source's receipt). Strings are modified UTF-8 of at most {@link #MAX_DETAIL} bytes.
+ * the payload WRs a lane pass posted on a QP, the requester posts one fenced completion SEND on
+ * that QP carrying the ids of those slices (1..{@link #MAX_COMPLETION_IDS}, u64 each, not inline:
+ * from the lane's registered slab); the source releases each named window (deallocates it, returns
+ * its loan) when the SEND lands in one of the receives it keeps posted on that QP (each {@link
+ * #COMPLETION_RECEIVE_BYTES} long), posts that receive again, and then answers an ACK per slice:
+ * the slice succeeds on the requester only once its payload and completion SEND completed and its
+ * ACK came (the source's receipt). Strings are modified UTF-8 of at most {@link #MAX_DETAIL} bytes.
  *
  * <p>A task's slices are reserved as a whole before any of them asks its grant: RESERVE names the
  * parent task's whole range, direction and slice count, and the source checks it (epoch, live
@@ -82,6 +84,12 @@ final class RdmaWire {
   static final int MAX_ENTRIES = 1024;
 
   static final int MAX_DETAIL = 1024;
+
+  /** Most slice ids one completion SEND carries (the slices of one lane pass on one QP). */
+  static final int MAX_COMPLETION_IDS = 32;
+
+  /** The length of each receive a source QP keeps posted: room for the most ids a SEND carries. */
+  static final int COMPLETION_RECEIVE_BYTES = MAX_COMPLETION_IDS * 8;
 
   /** Longest device name a RAILS entry may carry, in bytes of modified UTF-8. */
   static final int MAX_DEVICE_NAME_BYTES = 64;

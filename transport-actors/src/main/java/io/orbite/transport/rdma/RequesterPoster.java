@@ -34,6 +34,9 @@ final class RequesterPoster {
   /** The requester QPs of this lane with slices queued. */
   private final Set<RcQp> queued = Collections.newSetFromMap(new IdentityHashMap<>());
 
+  /** The QPs this pass posted payloads on whose completion SEND is still to be posted. */
+  private final List<RcQp> awaitingSend = new ArrayList<>();
+
   /** The latest stamp {@link #enqueue} gave, once it gave one. */
   private long lastStamp;
 
@@ -49,7 +52,7 @@ final class RequesterPoster {
 
   /** Whether no slice is queued on the lane. */
   boolean idle() {
-    return queued.isEmpty();
+    return queued.isEmpty() && awaitingSend.isEmpty();
   }
 
   /**
@@ -251,14 +254,10 @@ final class RequesterPoster {
     }
     long local = s.work.local().address() + s.work.localOffset() + s.offsetInTask;
     boolean read = s.work.op() == Op.READ;
-    CqLane.Completion payload = new PayloadDone(s);
-    CqLane.Completion send = new SendDone(s);
-    long payloadId = lane.track(payload);
-    long sendId = lane.track(send);
+    long payloadId = lane.track(new PayloadDone(s));
     rail.hooks.beforeRdmaPost(lane.name(), qp.qp.qpNum(), payloadId, !read);
     if (qp.broken() || !s.channel.gate().active()) {
       // The endpoint broke while the hook held the lane: the payload was never posted.
-      lane.take(sendId);
       lane.take(payloadId);
       s.fail(
           receipts,
@@ -271,7 +270,6 @@ final class RequesterPoster {
       next(qp);
       return;
     }
-    lane.idSlot.set(ValueLayout.JAVA_LONG, 0, s.id);
     Verbs.PostResult posted =
         lane.verbs.postSend(
             qp.qp,
@@ -282,38 +280,103 @@ final class RequesterPoster {
                     Ibv.SEND_SIGNALED,
                     List.of(new Verbs.Sge(local, (int) s.length, mr.value().lkey())),
                     g.addr(),
-                    g.rkey()),
-                Verbs.SendWr.send(
-                    sendId,
-                    Ibv.SEND_SIGNALED | Ibv.SEND_INLINE | Ibv.SEND_FENCE,
-                    List.of(new Verbs.Sge(lane.idSlot.address(), 8, lane.idMr.lkey())))));
+                    g.rkey())));
     if (!posted.posted()) {
-      lane.take(sendId);
-      if (posted.badIndex() == 0) {
-        lane.take(payloadId);
-        s.fail(
-            receipts,
-            s.channel.kindFor(ErrorKind.UNAVAILABLE),
-            "ibv_post_send on " + qp.rail.device + ": errno " + posted.errno(),
-            true);
-        next(qp);
-      } else {
-        qp.posted(1);
-        s.postedAt = System.nanoTime();
-        s.channel.selector().posted(rail.index, s.length, s.postedAt);
-        s.payloadPosted = true;
-        s.stage = Slice.Stage.POSTED;
-        // No SEND behind it: the payload's own completion gives the slot back.
-      }
-      s.channel.qpFailed(qp, "ibv_post_send refused the completion SEND: errno " + posted.errno());
+      lane.take(payloadId);
+      s.fail(
+          receipts,
+          s.channel.kindFor(ErrorKind.UNAVAILABLE),
+          "ibv_post_send on " + qp.rail.device + ": errno " + posted.errno(),
+          true);
+      next(qp);
       return;
     }
-    qp.posted(2);
+    qp.posted(1);
     s.postedAt = System.nanoTime();
     s.channel.selector().posted(rail.index, s.length, s.postedAt);
     s.payloadPosted = true;
-    s.sendPosted = true;
+    s.sendPending = true;
     s.stage = Slice.Stage.POSTED;
+    // Its completion SEND goes with those of the other slices this pass posts on the QP.
+    if (qp.awaitingSend.isEmpty()) {
+      awaitingSend.add(qp);
+    }
+    qp.awaitingSend.add(s);
+    if (qp.awaitingSend.size() == RdmaWire.MAX_COMPLETION_IDS) {
+      postCompletionSend(qp);
+    }
+  }
+
+  /** Posts, on each QP this pass posted payloads on, one completion SEND naming those slices. */
+  void postCompletionSends() {
+    if (awaitingSend.isEmpty()) {
+      return;
+    }
+    for (int i = 0; i < awaitingSend.size(); i++) {
+      RcQp qp = awaitingSend.get(i);
+      if (!qp.awaitingSend.isEmpty()) {
+        postCompletionSend(qp);
+      }
+    }
+    awaitingSend.removeIf(qp -> qp.awaitingSend.isEmpty());
+  }
+
+  /**
+   * Posts one fenced completion SEND on {@code qp} naming every slice whose payload waits for it:
+   * fenced, it does not start before an earlier RDMA READ on the QP completed. A QP that broke, or
+   * a refused post, leaves those slices without a SEND: each gives its slot back once its payload
+   * came back, and fails when its QP is destroyed without the source's ACK. With no chunk free
+   * (every one held by a SEND still out) the slices wait for the next pass.
+   */
+  private void postCompletionSend(RcQp qp) {
+    List<Slice> covered = qp.awaitingSend;
+    if (qp.broken()) {
+      noSend(covered);
+      covered.clear();
+      return;
+    }
+    int chunk = lane.takeChunk();
+    if (chunk < 0) {
+      return;
+    }
+    int n = covered.size();
+    Slice[] slices = covered.toArray(new Slice[n]);
+    covered.clear();
+    long at = (long) chunk * RdmaWire.COMPLETION_RECEIVE_BYTES;
+    for (int i = 0; i < n; i++) {
+      lane.idSlab.set(ValueLayout.JAVA_LONG, at + i * 8L, slices[i].id);
+    }
+    long sendId = lane.track(new SendDone(qp, slices, chunk));
+    Verbs.PostResult posted =
+        lane.verbs.postSend(
+            qp.qp,
+            List.of(
+                Verbs.SendWr.send(
+                    sendId,
+                    Ibv.SEND_SIGNALED | Ibv.SEND_FENCE,
+                    List.of(new Verbs.Sge(lane.idSlab.address() + at, n * 8, lane.idMr.lkey())))));
+    if (!posted.posted()) {
+      lane.take(sendId);
+      lane.giveChunk(chunk);
+      noSend(List.of(slices));
+      qp.owner.qpFailed(qp, "ibv_post_send refused the completion SEND: errno " + posted.errno());
+      return;
+    }
+    qp.posted(1);
+    for (Slice s : slices) {
+      s.sendPending = false;
+      s.sendPosted = true;
+    }
+  }
+
+  /** {@code slices} get no completion SEND: each gives its slot back once its payload came back. */
+  private void noSend(List<Slice> slices) {
+    for (Slice s : slices) {
+      s.sendPending = false;
+      if (s.payloadCompleted) {
+        s.releaseSlot();
+      }
+    }
   }
 
   /**
@@ -371,7 +434,7 @@ final class RequesterPoster {
     @Override
     void done(Verbs.Wc wc) {
       s.payloadCompleted = true;
-      if (!s.sendPosted) {
+      if (!s.sendPosted && !s.sendPending) {
         s.releaseSlot();
       }
       if (wc.status() == Ibv.WC_SUCCESS) {
@@ -390,35 +453,54 @@ final class RequesterPoster {
     @Override
     public void abandoned(CqLane lane, String why) {
       s.payloadCompleted = true;
-      if (!s.sendPosted) {
+      if (!s.sendPosted && !s.sendPending) {
         s.releaseSlot();
       }
       failAbandoned(s, why);
     }
   }
 
-  private final class SendDone extends SliceCompletion {
-    SendDone(Slice s) {
-      super(s);
+  /** The completion of one completion SEND, for every slice it named. */
+  private final class SendDone implements CqLane.Completion {
+    private final RcQp qp;
+    private final Slice[] slices;
+    private final int chunk;
+
+    SendDone(RcQp qp, Slice[] slices, int chunk) {
+      this.qp = qp;
+      this.slices = slices;
+      this.chunk = chunk;
     }
 
     @Override
-    void done(Verbs.Wc wc) {
-      s.releaseSlot();
-      if (wc.status() == Ibv.WC_SUCCESS) {
-        s.sendDone = true;
-        s.succeedIfDone(receipts);
-        next(s.qp);
-        return;
+    public RcQp qp() {
+      return qp;
+    }
+
+    @Override
+    public void completed(CqLane lane, Verbs.Wc wc) {
+      qp.debt--;
+      lane.giveChunk(chunk);
+      for (Slice s : slices) {
+        s.releaseSlot();
+        if (wc.status() == Ibv.WC_SUCCESS) {
+          s.sendDone = true;
+          s.succeedIfDone(receipts);
+        } else {
+          failFromWc(s, wc, true);
+        }
       }
-      failFromWc(s, wc, true);
+      next(qp);
     }
 
     @Override
     public void abandoned(CqLane lane, String why) {
-      s.releaseSlot();
-      if (s.payloadCompleted) {
-        failAbandoned(s, why);
+      lane.giveChunk(chunk);
+      for (Slice s : slices) {
+        s.releaseSlot();
+        if (s.payloadCompleted) {
+          failAbandoned(s, why);
+        }
       }
     }
   }

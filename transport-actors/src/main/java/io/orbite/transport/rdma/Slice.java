@@ -74,8 +74,14 @@ final class Slice {
   /** When its payload WR was posted ({@link System#nanoTime()}). */
   long postedAt;
 
-  /** Whether the completion SEND was posted behind the payload. */
+  /** Whether the completion SEND naming it was posted behind the payload. */
   boolean sendPosted;
+
+  /**
+   * Whether its payload was posted and the completion SEND naming it waits for the end of the lane
+   * pass ({@link RcQp#awaitingSend}): its slot is held until that SEND comes back.
+   */
+  boolean sendPending;
 
   /** Whether the completion SEND completed successfully. */
   boolean sendDone;

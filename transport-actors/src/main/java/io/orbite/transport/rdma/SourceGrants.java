@@ -49,6 +49,9 @@ final class SourceGrants {
 
   private final AtomicInteger retained = new AtomicInteger();
 
+  /** The lanes handed window binds since the session's thread last woke them (that thread only). */
+  final LaneWakes wakes = new LaneWakes();
+
   /** The owner of this session's grants; set before the session's thread starts. */
   private ActorRef<SourceSessionOwner.Command> owner;
 
@@ -184,6 +187,10 @@ final class SourceGrants {
    * another peer's parents); false when they do not fit by then, or the session closed meanwhile.
    */
   private boolean chargeDirect(long bytes) {
+    if (direct.tryCharge(bytes)) {
+      return true;
+    }
+    wakes.wakeAll(); // the lanes release windows only once they run what was handed to them
     try {
       return direct.chargeWithin(bytes, DIRECT_WAIT_NANOS, session::closing);
     } catch (InterruptedException e) {
@@ -279,7 +286,7 @@ final class SourceGrants {
     }
     // Its parent's slot and bytes were charged at RESERVE, and admit counted its window.
     Grant g = new Grant(req.id(), parent, qp, req.offset(), req.length());
-    if (!qp.lane.submit(() -> qp.lane.windows.bind(this, g))) {
+    if (!wakes.hand(qp.lane, () -> qp.lane.windows.bind(this, g))) {
       release(g);
       return qp.lane.name() + " has stopped";
     }

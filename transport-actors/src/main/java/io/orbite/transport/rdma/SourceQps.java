@@ -104,7 +104,9 @@ final class SourceQps {
     slabMrs = new Verbs.Mr[all.length];
     qps = all;
     for (RcQp qp : all) {
-      MemorySegment slab = arena.allocate(qp.rail.connector.receivesPerQp() * 8L, 64);
+      MemorySegment slab =
+          arena.allocate(
+              qp.rail.connector.receivesPerQp() * (long) RdmaWire.COMPLETION_RECEIVE_BYTES, 64);
       VerbsResult<Verbs.Mr> mr = qp.rail.verbs.regMr(qp.rail.pd, slab, Ibv.ACCESS_LOCAL_WRITE);
       if (!mr.ok()) {
         return "receive slab: " + mr.describe();

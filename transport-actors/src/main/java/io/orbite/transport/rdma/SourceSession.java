@@ -249,8 +249,19 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
   }
 
   private void serve() throws IOException {
+    try {
+      serveMessages();
+    } finally {
+      grants.wakes.wakeAll(); // what was handed over runs (or is refused) on its lanes
+    }
+  }
+
+  private void serveMessages() throws IOException {
     DataInputStream in = link.in;
     while (true) {
+      if (link.drained()) {
+        grants.wakes.wakeAll(); // the next read may block: the binds handed over run now
+      }
       int type = RdmaWire.nextType(in);
       if (type < 0) {
         close("the requester closed the RDMA control connection");

@@ -49,6 +49,21 @@ final class SourceWindows {
       session.refuse(lane, g, ErrorKind.UNAVAILABLE, qp.brokenWhy());
       return;
     }
+    if (qp.debt >= Math.max(2, lane.rail.maxSendWr) || !qp.bindBacklog.isEmpty()) {
+      // The send queue is full: bound once an earlier bind came back, in order.
+      qp.bindBacklog.add(() -> bindNow(session, g));
+      return;
+    }
+    bindNow(session, g);
+  }
+
+  /** Binds {@code g}'s window now: its QP's send queue has room (or the QP broke: refused). */
+  private void bindNow(SourceGrants session, Grant g) {
+    RcQp qp = g.qp;
+    if (qp.broken()) {
+      session.refuse(lane, g, ErrorKind.UNAVAILABLE, qp.brokenWhy());
+      return;
+    }
     Rail rail = lane.rail;
     VerbsResult<Verbs.Mr> mr = rail.mrs.mrFor(g.registration);
     if (!mr.ok()) {
@@ -77,11 +92,13 @@ final class SourceWindows {
                   session.refuse(l, g, ErrorKind.UNAVAILABLE, "bind status " + wc.status());
                   session.qpFailed(qp, "a window bind failed: status " + wc.status());
                 }
+                bindWaiting(qp);
               }
 
               @Override
               public void abandoned(CqLane l, String why) {
                 session.refuse(l, g, ErrorKind.UNAVAILABLE, why);
+                bindWaiting(qp);
               }
             });
     Verbs.PostResult posted =
@@ -104,6 +121,18 @@ final class SourceWindows {
     open.incrementAndGet();
   }
 
+  /**
+   * Binds the windows waiting for room on {@code qp}'s send queue while it has room (a broken QP
+   * refuses each of them).
+   */
+  private void bindWaiting(RcQp qp) {
+    Runnable next;
+    while ((qp.broken() || qp.debt < Math.max(2, lane.rail.maxSendWr))
+        && (next = qp.bindBacklog.poll()) != null) {
+      next.run();
+    }
+  }
+
   /** Posts receive {@code slot} of {@code qp}'s completion slab (on the lane thread). */
   boolean postReceive(
       SourceGrants session, RcQp qp, MemorySegment slab, Verbs.Mr slabMr, int slot) {
@@ -113,13 +142,25 @@ final class SourceWindows {
               @Override
               public void completed(CqLane l, Verbs.Wc wc) {
                 if (wc.status() == Ibv.WC_SUCCESS) {
-                  long grantId = slab.get(ValueLayout.JAVA_LONG, slot * 8L);
-                  // The slot's receive is posted again first, so that the ACK the session answers
-                  // also says the QP is ready for the next completion SEND.
+                  int n = wc.byteLen() / 8;
+                  if (n < 1 || n > RdmaWire.MAX_COMPLETION_IDS || wc.byteLen() % 8 != 0) {
+                    session.qpFailed(
+                        qp, "a completion SEND of " + wc.byteLen() + " B names no whole slice id");
+                    return;
+                  }
+                  long base = slot * (long) RdmaWire.COMPLETION_RECEIVE_BYTES;
+                  long[] grantIds = new long[n];
+                  for (int i = 0; i < n; i++) {
+                    grantIds[i] = slab.get(ValueLayout.JAVA_LONG, base + i * 8L);
+                  }
+                  // The slot's receive is posted again first, so that the ACKs the session answers
+                  // also say the QP is ready for the next completion SEND.
                   if (!qp.broken()) {
                     postReceive(session, qp, slab, slabMr, slot);
                   }
-                  session.completionArrived(l, qp, grantId);
+                  for (long grantId : grantIds) {
+                    session.completionArrived(l, qp, grantId);
+                  }
                 } else if (wc.status() != Ibv.WC_WR_FLUSH_ERR) {
                   session.qpFailed(qp, "a receive failed: status " + wc.status());
                 }
@@ -138,7 +179,12 @@ final class SourceWindows {
             qp.qp,
             List.of(
                 new Verbs.RecvWr(
-                    id, List.of(new Verbs.Sge(slab.address() + slot * 8L, 8, slabMr.lkey())))));
+                    id,
+                    List.of(
+                        new Verbs.Sge(
+                            slab.address() + slot * (long) RdmaWire.COMPLETION_RECEIVE_BYTES,
+                            RdmaWire.COMPLETION_RECEIVE_BYTES,
+                            slabMr.lkey())))));
     if (!r.posted()) {
       lane.take(id);
       return false;

@@ -87,39 +87,9 @@ public final class RdmaBench {
                 "bench-rdma-source", logs.dir(), Map.of("ORBITE_CONF", SOURCE_CONF))) {
       long remote =
           Long.parseLong(source.call("ALLOC " + options.workingSetBytes() + " READ_WRITE"));
-      try (TransferEngine requester =
-          TransferEngine.start(requesterConfig("bench-rdma-requester"))) {
-        human.printf(
-            Locale.ROOT,
-            "bench rdma (%s): source %s (pid %d), requester pid %d, %d software devices as rails,"
-                + " %d lanes each, %.1f s per figure, working set %d MiB%n",
-            LABEL,
-            source.endpoint(),
-            source.pid(),
-            ProcessHandle.current().pid(),
-            RAILS,
-            requester.config().rdma().lanes(),
-            options.secondsPerFigure(),
-            options.workingSetBytes() >> 20);
-        BenchReport.printUrls(human, requester);
-        failures += overTheWire(requester, source, remote, figures, ratios);
+      if (!options.engineOnly()) {
+        failures += overTheWireAndMerged(source, remote, figures, ratios);
       }
-      // Request merging: the adjacent loop on two fresh requesters, merge.enabled on and off, over
-      // the source's pattern (the WRITE runs above changed it).
-      source.call("FILL " + remote + " " + SOURCE_SEED);
-      failures +=
-          AdjacentTasks.measure(
-              human,
-              requesterConfig("bench-rdma-requester"),
-              source,
-              remote,
-              options.workingSetBytes(),
-              SOURCE_SEED,
-              Transport.RDMA,
-              Transport.RDMA,
-              options.secondsPerFigure(),
-              figures,
-              ratios);
       SoftFaults nullWire = SoftFaults.create();
       nullWire.nullWire(true);
       try (TransferEngine requester =
@@ -147,6 +117,46 @@ public final class RdmaBench {
       return ExitCodes.FAILED;
     }
     return ExitCodes.PASS;
+  }
+
+  /** The runs over the wire (every size, the slice rate, TCP's reference) and the merged loop. */
+  private int overTheWireAndMerged(
+      EngineProcess source, long remote, Map<String, Double> figures, Map<String, Double> ratios)
+      throws Exception {
+    int failures = 0;
+    try (TransferEngine requester = TransferEngine.start(requesterConfig("bench-rdma-requester"))) {
+      human.printf(
+          Locale.ROOT,
+          "bench rdma (%s): source %s (pid %d), requester pid %d, %d software devices as rails,"
+              + " %d lanes each, %.1f s per figure, working set %d MiB%n",
+          LABEL,
+          source.endpoint(),
+          source.pid(),
+          ProcessHandle.current().pid(),
+          RAILS,
+          requester.config().rdma().lanes(),
+          options.secondsPerFigure(),
+          options.workingSetBytes() >> 20);
+      BenchReport.printUrls(human, requester);
+      failures += overTheWire(requester, source, remote, figures, ratios);
+    }
+    // Request merging: the adjacent loop on two fresh requesters, merge.enabled on and off, over
+    // the source's pattern (the WRITE runs above changed it).
+    source.call("FILL " + remote + " " + SOURCE_SEED);
+    failures +=
+        AdjacentTasks.measure(
+            human,
+            requesterConfig("bench-rdma-requester"),
+            source,
+            remote,
+            options.workingSetBytes(),
+            SOURCE_SEED,
+            Transport.RDMA,
+            Transport.RDMA,
+            options.secondsPerFigure(),
+            figures,
+            ratios);
+    return failures;
   }
 
   /**

@@ -5,12 +5,14 @@ import java.util.List;
 /**
  * The command line of {@link RdmaBench}: {@code --json}; {@code --quick} (1 s per figure, a 128 MiB
  * working set); {@code --sizes 64KiB,1MiB} (the throughput sizes, the TCP reference's included);
- * {@code --seconds S} per figure.
+ * {@code --seconds S} per figure; {@code --engine-only}: the null-wire slice rate alone (the
+ * engine's own cost per slice, for profiling it), no run over the wire.
  */
-record RdmaBenchOptions(boolean json, boolean quick, double secondsPerFigure, List<String> sizes) {
+record RdmaBenchOptions(
+    boolean json, boolean quick, double secondsPerFigure, List<String> sizes, boolean engineOnly) {
   static final String USAGE =
       "usage: ./orbite bench rdma [--json] [--quick] [--sizes 64KiB,1MiB,4MiB,64MiB]"
-          + " [--seconds S]";
+          + " [--seconds S] [--engine-only]";
   static final double MIN_SECONDS = 0.1;
   static final double MAX_SECONDS = 600;
 
@@ -24,6 +26,7 @@ record RdmaBenchOptions(boolean json, boolean quick, double secondsPerFigure, Li
     boolean quick = false;
     double seconds = 0;
     List<String> sizes = RdmaBench.SIZE_NAMES;
+    boolean engineOnly = false;
     for (int i = 0; i < args.size(); i++) {
       String a = args.get(i);
       switch (a) {
@@ -31,10 +34,12 @@ record RdmaBenchOptions(boolean json, boolean quick, double secondsPerFigure, Li
         case "--quick" -> quick = true;
         case "--sizes" -> sizes = sizes(valueOf(args, ++i, a));
         case "--seconds" -> seconds = seconds(valueOf(args, ++i, a));
+        case "--engine-only" -> engineOnly = true;
         default -> throw new IllegalArgumentException("unknown option " + a);
       }
     }
-    return new RdmaBenchOptions(json, quick, seconds > 0 ? seconds : quick ? 1.0 : 3.0, sizes);
+    return new RdmaBenchOptions(
+        json, quick, seconds > 0 ? seconds : quick ? 1.0 : 3.0, sizes, engineOnly);
   }
 
   private static String valueOf(List<String> args, int at, String option) {

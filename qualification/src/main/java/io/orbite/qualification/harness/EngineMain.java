@@ -106,8 +106,11 @@ public final class EngineMain {
     // Source lanes are recorded so that CUT can break their sockets as a network fault would.
     java.util.Map<String, Runnable> sourceLanes =
         java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
-    // Nothing is armed in it: the table is read for the provider's own byte counts (PAYLOAD).
-    SoftFaults provider = SoftFaults.create();
+    // Nothing is armed in them: a table is read for its provider's own byte counts (PAYLOAD). A
+    // table serves one provider, so each open of the rails gets a fresh one; PAYLOAD reads the
+    // last.
+    java.util.concurrent.atomic.AtomicReference<SoftFaults> provider =
+        new java.util.concurrent.atomic.AtomicReference<>();
     TransferEngine engine =
         io.orbite.engine.fault.FaultInjection.start(
             config,
@@ -124,7 +127,9 @@ public final class EngineMain {
 
               @Override
               public Object rdmaFaults() {
-                return provider;
+                SoftFaults table = SoftFaults.create();
+                provider.set(table);
+                return table;
               }
             });
     Map<Long, RegisteredMemory> regions = new HashMap<>();
@@ -239,7 +244,13 @@ public final class EngineMain {
                 ReadRanges.check(m.segment(), Long.parseLong(t[2]), Long.parseLong(t[3]), ranges);
             out.println(bad < 0 ? "OK" : "MISMATCH " + bad);
           }
-          case "PAYLOAD" -> out.println("OK " + provider.payloadBytes(t[1]));
+          case "PAYLOAD" -> {
+            SoftFaults table = provider.get();
+            if (table == null) {
+              throw new IllegalStateException("no RDMA rails were opened: no provider to ask");
+            }
+            out.println("OK " + table.payloadBytes(t[1]));
+          }
           case "NOTIFY", "XFERN", "XFERNT", "NOTIFICATIONS" ->
               out.println(NotifyCommands.run(engine, peer[0], regions, t));
           case "RULES" -> out.println("OK " + lastRules);

@@ -363,7 +363,9 @@ class RdmaNamespacesIT {
    * after a fresh pattern (its own seed) was put in the source region and a stale one in the
    * requester's: every task's answer is checked, the requester's whole region byte for byte
    * (completed ranges fresh, failed ones stale or fresh, guards stale), the source's unchanged, and
-   * the requester's counters (engine and provider) read before and after.
+   * the requester's counters (engine and provider) read before and after: each rail's engine count
+   * equal to the provider's own, TCP's dispatch count grown by exactly the READs that say they
+   * failed over.
    */
   private static final class Rounds {
     private final EngineProcess source;
@@ -381,14 +383,12 @@ class RdmaNamespacesIT {
 
     /**
      * A round every READ of which must complete over RDMA on its first attempt, with nothing
-     * dispatched to TCP and each rail's engine count equal to the provider's own.
+     * dispatched to TCP and the rails' counts adding up to the payload.
      */
     Tally strict(String phase) {
       Tally t = run(phase, true);
       assertEquals(0, t.tcpDispatched, () -> phase + ": nothing over TCP: " + t);
       assertEquals(TASKS * TASK, t.soft0 + t.soft1, () -> phase + ": the rails moved it: " + t);
-      assertEquals(t.soft0, t.provider0, () -> phase + ": soft0, engine and provider: " + t);
-      assertEquals(t.soft1, t.provider1, () -> phase + ": soft1, engine and provider: " + t);
       return t;
     }
 
@@ -464,9 +464,13 @@ class RdmaNamespacesIT {
         assertEquals(TASKS, t.rdmaDispatched, () -> where + ": UNSPEC chose RDMA for each: " + t);
         assertEquals(t.failedOver, t.tcpDispatched, () -> where + ": TCP only on failover: " + t);
         assertEquals(t.failedOver, t.failovers, () -> where + ": " + t);
+        // The engine counts a slice's bytes on its rail once confirmed; the provider counts what
+        // its
+        // wire moved. The links change only between rounds, so the two agree in every round.
+        assertEquals(t.soft0, t.provider0, () -> where + ": soft0, engine and provider: " + t);
+        assertEquals(t.soft1, t.provider1, () -> where + ": soft1, engine and provider: " + t);
         assertTrue(
-            t.soft0 + t.soft1 >= t.completedOverRdma * TASK
-                && t.provider0 + t.provider1 >= t.completedOverRdma * TASK,
+            t.soft0 + t.soft1 >= t.completedOverRdma * TASK,
             () -> where + ": the rails carried every READ that completed over RDMA: " + t);
         return t;
       } catch (IOException e) {

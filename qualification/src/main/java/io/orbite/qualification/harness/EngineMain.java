@@ -76,6 +76,9 @@ import java.util.Map;
  *                                                  the live threads whose name starts with the prefix)
  * QUIT                          -> OK, then exit
  * </pre>
+ *
+ * <p>Longer than 500 lines: it is the child's whole command protocol, one case per command beside
+ * the table above, so that a test reading the table finds each command's code in the same file.
  */
 public final class EngineMain {
   /** The rule indices of the last XFER's tasks, for RULES (the command loop is one thread). */

@@ -8,7 +8,9 @@ import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.fault.FaultInjection;
+import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.verify.Pattern;
+import io.orbite.qualification.verify.ReadRanges;
 import io.orbite.qualification.verify.RegionCheck;
 import io.orbite.qualification.verify.Span;
 import java.io.BufferedReader;
@@ -44,6 +46,17 @@ import java.util.Map;
  *                                                  stays registered, FaultInjection.fenceSharedExport:
  *                                                  busy while a peer's copy started before is under way)
  * OPEN endpoint                 -> OK epoch-hex  (the peer segment the later commands use)
+ * XFERALL op transport local n length stride localBase remote remoteBase
+ *                               -> OK r0 r1 ...  (the same batch as XFER; every task's answer, in
+ *                                                  order, as state/errorKind/bytes/transport/route/
+ *                                                  effect/drained/attempts, "-" for a null field)
+ * READS regionId stale fresh n  -> OK | MISMATCH offset   (then n lines: offset length completed;
+ *                                                  outside the n ranges the stale pattern; inside a
+ *                                                  completed one (1) the fresh pattern; inside a
+ *                                                  failed one (0) each byte the stale or the fresh
+ *                                                  one; pattern position = offset)
+ * PAYLOAD device                -> OK bytes      (the software provider's own RDMA payload bytes
+ *                                                  for that device: SoftFaults.payloadBytes)
  * XFER op transport local n length stride localBase remote remoteBase
  *                               -> OK bytes | ERR first failure   (one batch of n tasks of op, READ
  *                                                  or WRITE, naming transport: task i at localBase +
@@ -63,6 +76,9 @@ import java.util.Map;
  *                                                  the live threads whose name starts with the prefix)
  * QUIT                          -> OK, then exit
  * </pre>
+ *
+ * <p>Longer than 500 lines: it is the child's whole command protocol, one case per command beside
+ * the table above, so that a test reading the table finds each command's code in the same file.
  */
 public final class EngineMain {
   /** The rule indices of the last XFER's tasks, for RULES (the command loop is one thread). */
@@ -93,6 +109,11 @@ public final class EngineMain {
     // Source lanes are recorded so that CUT can break their sockets as a network fault would.
     java.util.Map<String, Runnable> sourceLanes =
         java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
+    // Nothing is armed in them: a table is read for its provider's own byte counts (PAYLOAD). A
+    // table serves one provider, so each open of the rails gets a fresh one; PAYLOAD reads the
+    // last.
+    java.util.concurrent.atomic.AtomicReference<SoftFaults> provider =
+        new java.util.concurrent.atomic.AtomicReference<>();
     TransferEngine engine =
         io.orbite.engine.fault.FaultInjection.start(
             config,
@@ -105,6 +126,13 @@ public final class EngineMain {
               @Override
               public void sourceLaneEnded(String lane) {
                 sourceLanes.remove(lane);
+              }
+
+              @Override
+              public Object rdmaFaults() {
+                SoftFaults table = SoftFaults.create();
+                provider.set(table);
+                return table;
               }
             });
     Map<Long, RegisteredMemory> regions = new HashMap<>();
@@ -205,6 +233,27 @@ public final class EngineMain {
                       Integer.parseInt(t[4]),
                       Long.parseLong(t[5])));
           case "XFER" -> out.println(transfer(engine, peer[0], regions, t));
+          case "XFERALL" -> out.println(transferAll(engine, peer[0], regions, t));
+          case "READS" -> {
+            RegisteredMemory m = region(regions, t[1]);
+            int n = Integer.parseInt(t[4]);
+            List<long[]> ranges = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+              String[] s = in.readLine().trim().split("\\s+");
+              ranges.add(
+                  new long[] {Long.parseLong(s[0]), Long.parseLong(s[1]), Long.parseLong(s[2])});
+            }
+            long bad =
+                ReadRanges.check(m.segment(), Long.parseLong(t[2]), Long.parseLong(t[3]), ranges);
+            out.println(bad < 0 ? "OK" : "MISMATCH " + bad);
+          }
+          case "PAYLOAD" -> {
+            SoftFaults table = provider.get();
+            if (table == null) {
+              throw new IllegalStateException("no RDMA rails were opened: no provider to ask");
+            }
+            out.println("OK " + table.payloadBytes(t[1]));
+          }
           case "NOTIFY", "XFERN", "XFERNT", "NOTIFICATIONS" ->
               out.println(NotifyCommands.run(engine, peer[0], regions, t));
           case "RULES" -> out.println("OK " + lastRules);
@@ -305,8 +354,61 @@ public final class EngineMain {
     return bad < 0 ? "OK " + status.completedBytes() : "MISMATCH " + bad;
   }
 
+  /** The XFERALL command: see the class comment. */
+  private static String transferAll(
+      TransferEngine engine,
+      io.orbite.engine.RemoteSegment peer,
+      Map<Long, RegisteredMemory> regions,
+      String[] t) {
+    io.orbite.engine.BatchStatus status = submitAndAwait(engine, peer, regions, t);
+    StringBuilder b = new StringBuilder("OK");
+    for (io.orbite.engine.TaskResult r : status.tasks()) {
+      b.append(' ')
+          .append(r.state())
+          .append('/')
+          .append(r.errorKind() == null ? "-" : r.errorKind())
+          .append('/')
+          .append(r.bytes())
+          .append('/')
+          .append(r.transport() == null ? "-" : r.transport())
+          .append('/')
+          .append(r.route())
+          .append('/')
+          .append(r.remoteEffect())
+          .append('/')
+          .append(r.locallyDrained())
+          .append('/')
+          .append(r.attempts());
+    }
+    return b.toString();
+  }
+
   /** The XFER command: see the class comment. */
   private static String transfer(
+      TransferEngine engine,
+      io.orbite.engine.RemoteSegment peer,
+      Map<Long, RegisteredMemory> regions,
+      String[] t) {
+    io.orbite.engine.Op op = io.orbite.engine.Op.valueOf(t[1]);
+    int n = Integer.parseInt(t[4]);
+    long length = Long.parseLong(t[5]);
+    io.orbite.engine.BatchStatus status = submitAndAwait(engine, peer, regions, t);
+    lastRules =
+        String.join(" ", status.tasks().stream().map(r -> Integer.toString(r.rule())).toList());
+    io.orbite.engine.RemoteEffect effect =
+        op == io.orbite.engine.Op.READ
+            ? io.orbite.engine.RemoteEffect.NONE
+            : io.orbite.engine.RemoteEffect.APPLIED;
+    for (io.orbite.engine.TaskResult r : status.tasks()) {
+      if (!r.completed() || r.bytes() != length || r.remoteEffect() != effect) {
+        return "ERR " + r;
+      }
+    }
+    return status.tasks().size() == n ? "OK " + status.completedBytes() : "ERR " + status;
+  }
+
+  /** The batch of an XFER or XFERALL command ({@code t} its words), submitted and awaited. */
+  private static io.orbite.engine.BatchStatus submitAndAwait(
       TransferEngine engine,
       io.orbite.engine.RemoteSegment peer,
       Map<Long, RegisteredMemory> regions,
@@ -331,25 +433,12 @@ public final class EngineMain {
       requests.add(request.withTransport(transport));
     }
     io.orbite.engine.Batch batch = engine.allocateBatch(n);
-    io.orbite.engine.BatchStatus status;
     try {
       batch.submit(requests);
-      status = batch.await(Duration.ofSeconds(120));
+      return batch.await(Duration.ofSeconds(120));
     } finally {
       batch.free();
     }
-    lastRules =
-        String.join(" ", status.tasks().stream().map(r -> Integer.toString(r.rule())).toList());
-    io.orbite.engine.RemoteEffect effect =
-        op == io.orbite.engine.Op.READ
-            ? io.orbite.engine.RemoteEffect.NONE
-            : io.orbite.engine.RemoteEffect.APPLIED;
-    for (io.orbite.engine.TaskResult r : status.tasks()) {
-      if (!r.completed() || r.bytes() != length || r.remoteEffect() != effect) {
-        return "ERR " + r;
-      }
-    }
-    return status.tasks().size() == n ? "OK " + status.completedBytes() : "ERR " + status;
   }
 
   /** The ONEOF check: see the class comment. */

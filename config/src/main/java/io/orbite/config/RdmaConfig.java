@@ -534,6 +534,19 @@ public record RdmaConfig(
   }
 
   /**
+   * A copy with {@link #maxSendWr()} replaced and every other component kept; the new value is
+   * checked as by the constructor.
+   *
+   * @param maxSendWr most send work requests outstanding on one queue pair
+   * @return a new {@code RdmaConfig}; this one is unchanged
+   * @throws ConfigException naming {@code rdma.maxSendWr} if it is outside {@value
+   *     #MIN_MAX_SEND_WR}..{@value #MAX_MAX_SEND_WR}
+   */
+  public RdmaConfig withMaxSendWr(int maxSendWr) {
+    return copy(c -> c.maxSendWr = maxSendWr);
+  }
+
+  /**
    * A copy with {@link #softwareDevices()} replaced and every other component kept; the new value
    * is checked as by the constructor.
    *

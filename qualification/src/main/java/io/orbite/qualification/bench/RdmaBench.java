@@ -4,6 +4,7 @@ import io.orbite.config.EngineConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.EngineCounters;
 import io.orbite.engine.Op;
+import io.orbite.engine.OwnerView;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
@@ -285,6 +286,12 @@ public final class RdmaBench {
     long before = completed.getOrDefault(Transport.RDMA, 0L);
     BenchLoop.Run r = sliceRate(requester, local, peer, remote, "rdma_nullwire_slices");
     figures.put("rdma_nullwire_slices_per_s", r.tasks() / r.seconds());
+    long slices = rdmaCharge(requester, "slicesDispatched");
+    long sends = rdmaCharge(requester, "completionSends");
+    if (sends > 0) {
+      // How many slices one completion SEND named, on average (warm-up included).
+      figures.put("rdma_nullwire_slices_per_completion_send", (double) slices / sends);
+    }
     int failures = r.failed();
     long over = requester.counters().tasksDispatched(Transport.RDMA);
     long want = completed.getOrDefault(Transport.RDMA, 0L) - before;
@@ -300,6 +307,17 @@ public final class RdmaBench {
     }
     peer.close();
     return failures;
+  }
+
+  /** The sum of charge {@code name} over the engine's RDMA transport owners (its owner view). */
+  private static long rdmaCharge(TransferEngine engine, String name) {
+    long sum = 0;
+    for (OwnerView.Owner o : engine.ownerView().owners()) {
+      if (o.kind().equals("RdmaTransport")) {
+        sum += o.charges().getOrDefault(name, 0L);
+      }
+    }
+    return sum;
   }
 
   private int verify(Op op, RegisteredMemory local, EngineProcess source, long remote, long touched)

@@ -92,7 +92,11 @@ class RdmaPriorityIT {
     EngineConfig one = RdmaTransferIT.rdmaConfig("prio-requester");
     one =
         one.withRdma(
-            one.rdma().withSoftwareDevices(1).withLanes(1).withPriorityAging(agingMillis, false));
+            one.rdma()
+                .withSoftwareDevices(1)
+                .withLanes(1)
+                .withMaxSendWr(16) // four slots on the QP: the backlog waits in its post queue
+                .withPriorityAging(agingMillis, false));
     try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("prio-source"));
         TransferEngine requester = FaultInjection.start(one, hooks)) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);

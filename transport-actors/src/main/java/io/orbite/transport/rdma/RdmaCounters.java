@@ -9,6 +9,10 @@ final class RdmaCounters {
   static final int MAX_RAILS = 64;
 
   final LongAdder slicesDispatched = new LongAdder();
+
+  /** Completion SENDs the requester posted: one per QP per lane pass, naming that pass's slices. */
+  final LongAdder completionSends = new LongAdder();
+
   final LongAdder slicesRefusedByHealth = new LongAdder();
 
   /** Requester slices whose payload was still out past their deadline: their QP was retired. */
@@ -102,6 +106,7 @@ final class RdmaCounters {
         Map.entry("tasksAwaitingGrants", tasksAwaitingGrants.sum()),
         Map.entry("directBytesRefused", directBytesRefused.sum()),
         Map.entry("slicesDispatched", slicesDispatched.sum()),
+        Map.entry("completionSends", completionSends.sum()),
         Map.entry("slicesRefusedByHealth", slicesRefusedByHealth.sum()),
         Map.entry("slicesPastDeadline", slicesPastDeadline.sum()),
         Map.entry("tasksPastDeadline", tasksPastDeadline.sum()),

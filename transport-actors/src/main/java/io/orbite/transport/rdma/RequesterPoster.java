@@ -363,6 +363,7 @@ final class RequesterPoster {
       return;
     }
     qp.posted(1);
+    slices[0].channel.counters().completionSends.increment();
     for (Slice s : slices) {
       s.sendPending = false;
       s.sendPosted = true;

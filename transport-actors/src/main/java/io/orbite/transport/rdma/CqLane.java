@@ -12,10 +12,7 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.agrona.collections.Long2ObjectHashMap;
@@ -142,7 +139,10 @@ final class CqLane extends LaneAgent<Runnable> {
   private int receives;
 
   private long nextWrId = 1;
-  private final Set<ControlLink> dirty = Collections.newSetFromMap(new IdentityHashMap<>());
+
+  /** The control links this pass wrote to, each once (a lane writes to few). */
+  private final List<ControlLink> dirty = new ArrayList<>(4);
+
   private final Verbs.Wc[] wcs = new Verbs.Wc[POLL_BATCH];
   private final IdleStrategy idle = LaneIdle.strategy(MAX_PARK_NANOS);
   private int idlePasses;
@@ -329,8 +329,8 @@ final class CqLane extends LaneAgent<Runnable> {
     requester.postCompletionSends();
     receipts.flush();
     if (!dirty.isEmpty()) {
-      for (ControlLink link : dirty) {
-        link.flush();
+      for (int i = 0; i < dirty.size(); i++) {
+        dirty.get(i).flush();
       }
       dirty.clear();
     }
@@ -460,6 +460,11 @@ final class CqLane extends LaneAgent<Runnable> {
 
   /** {@code link} was written to in this pass: flushed at its end. */
   void wrote(ControlLink link) {
+    for (int i = 0; i < dirty.size(); i++) {
+      if (dirty.get(i) == link) {
+        return;
+      }
+    }
     dirty.add(link);
   }
 

@@ -7,15 +7,16 @@ import java.security.SecureRandom;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The MRs and memory windows of one device, found by key, and the checks every access makes.
  *
- * <p>Keys: a key's upper 24 bits (its index) are drawn at random and never handed out twice in this
- * process; its low 8 bits (the key byte) are random. An MR's lkey and rkey have distinct indices,
- * so they are distinct and non-zero. A type-2 MW keeps its index for life: a bind must name a
- * {@code newRkey} with the MW's index ({@link Ibv#incRkey} gives one).
+ * <p>Keys: a key's upper 24 bits (its index) are drawn at random, unlike any live key's in this
+ * process; its low 8 bits (the key byte) are random. A retired key's index is handed out again only
+ * after 4096 later retirements, with its key byte one higher, as a device recycles its indices. An
+ * MR's lkey and rkey have distinct indices, so they are distinct and non-zero. A type-2 MW keeps
+ * its index for life: a bind must name a {@code newRkey} with the MW's index ({@link Ibv#incRkey}
+ * gives one).
  *
  * <p>Local access: an SGE is resolved by lkey in the QP's PD; its range must lie inside the MR, and
  * writing into it (a READ's response, a receive) needs {@code ACCESS_LOCAL_WRITE}; else the WR
@@ -89,26 +90,30 @@ final class SoftMemory {
     }
   }
 
+  /** Keys' random draws: seeded once from the system (no system call or hash per window). */
+  private static final java.util.SplittableRandom RANDOM =
+      new java.util.SplittableRandom(new SecureRandom().nextLong());
+
+  /** Indices handed out and not yet retired, or retired and waiting in {@link #RETIRED}. */
+  private static final Set<Integer> USED_INDICES = new java.util.HashSet<>();
+
   /**
-   * Keys' source: a DRBG, seeded once from the system and then drawn in this process (the default
-   * NativePRNG reads {@code /dev/urandom} at every draw, one system call per memory window).
+   * Retired keys (an index and its last key byte), oldest first: an index is handed out again only
+   * once {@link #REUSE_AFTER} others were retired after it, and with its key byte one higher, as a
+   * device's {@code ibv_inc_rkey} would, so a stale key is refused until its index came round 256
+   * times. Without reuse the 2^24 indices ran out after that many windows (minutes at full rate).
    */
-  private static final SecureRandom RANDOM = keySource();
+  private static final java.util.ArrayDeque<Integer> RETIRED = new java.util.ArrayDeque<>();
 
-  private static SecureRandom keySource() {
-    try {
-      return SecureRandom.getInstance("DRBG");
-    } catch (java.security.NoSuchAlgorithmException e) {
-      return new SecureRandom();
+  /** Retired keys held back before their index is handed out again. */
+  static final int REUSE_AFTER = 4096;
+
+  /** A fresh key: an index no live key holds, a key byte unlike its index's last one. */
+  static synchronized int newKey() {
+    if (RETIRED.size() > REUSE_AFTER) {
+      int old = RETIRED.poll();
+      return (old & ~0xff) | ((old + 1) & 0xff);
     }
-  }
-
-  private static final Set<Integer> USED_INDICES = ConcurrentHashMap.newKeySet();
-
-  private final Map<Integer, Object> byIndex = new HashMap<>();
-
-  /** A fresh key: an index never used in this process, a random key byte. */
-  static int newKey() {
     while (true) {
       int index = RANDOM.nextInt(1, 1 << 24);
       if (USED_INDICES.add(index)) {
@@ -116,6 +121,13 @@ final class SoftMemory {
       }
     }
   }
+
+  /** {@code key} stopped working: its index may be handed out again, later, with another byte. */
+  static synchronized void retire(int key) {
+    RETIRED.add(key);
+  }
+
+  private final Map<Integer, Object> byIndex = new HashMap<>();
 
   Region register(long handle, SoftPd pd, MemorySegment segment, int access) {
     Region r = new Region(handle, pd, segment, newKey(), newKey(), access);
@@ -128,6 +140,8 @@ final class SoftMemory {
     r.live = false;
     byIndex.remove(r.lkey >>> 8);
     byIndex.remove(r.rkey >>> 8);
+    retire(r.lkey);
+    retire(r.rkey);
   }
 
   Window allocate(long handle, SoftPd pd, int type) {
@@ -140,6 +154,7 @@ final class SoftMemory {
     w.unbind();
     w.live = false;
     byIndex.remove(w.rkey >>> 8);
+    retire(w.rkey);
   }
 
   /** The bytes {@code sge} names in {@code pd}, or null when its lkey, range or rights fail. */

@@ -18,6 +18,15 @@ class RdmaBenchOptionsTest {
     assertEquals(3.0, o.secondsPerFigure());
     assertEquals(RdmaBench.SIZE_NAMES, o.sizes());
     assertEquals(256L << 20, o.workingSetBytes());
+    assertFalse(o.engineOnly());
+  }
+
+  @Test
+  void engineOnlyIsTheNullWireRateAloneAndCombinesWithTheRest() {
+    RdmaBenchOptions o = RdmaBenchOptions.parse(List.of("--engine-only", "--seconds", "20"));
+    assertTrue(o.engineOnly());
+    assertEquals(20.0, o.secondsPerFigure());
+    assertTrue(RdmaBenchOptions.USAGE.contains("[--engine-only]"), RdmaBenchOptions.USAGE);
   }
 
   @Test

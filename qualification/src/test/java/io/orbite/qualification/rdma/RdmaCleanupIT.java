@@ -13,7 +13,6 @@ import io.orbite.engine.Batch;
 import io.orbite.engine.BatchStatus;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.OwnerState;
-import io.orbite.engine.OwnerView;
 import io.orbite.engine.QuarantinedOwner;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteEffect;
@@ -71,6 +70,16 @@ class RdmaCleanupIT {
       assertTrue(
           quarantined.stream().anyMatch(q -> q.owner().startsWith("RdmaContext")),
           () -> "its context is quarantined: " + quarantined);
+      // The provider's own counts: the kept MR's context never tried its PD (the MR holds it),
+      // the other context released its PD; a second close deregisters and deallocates nothing.
+      int mrDestroys = faults.destroyCalls(SoftFaults.Kind.MR);
+      assertTrue(mrDestroys > 0, "the provider was asked to deregister MRs at close");
+      assertEquals(1, faults.destroyCalls(SoftFaults.Kind.PD), "only the other context's PD");
+      assertEquals(1, faults.destroyCalls(SoftFaults.Kind.CONTEXT), "only the other device");
+      first.close(Duration.ofSeconds(5));
+      assertEquals(mrDestroys, faults.destroyCalls(SoftFaults.Kind.MR), "the MR never retried");
+      assertEquals(1, faults.destroyCalls(SoftFaults.Kind.PD), "no PD retried");
+      assertEquals(1, faults.destroyCalls(SoftFaults.Kind.CONTEXT), "no device closed again");
 
       try (TransferEngine second = TransferEngine.start(RdmaTransferIT.rdmaConfig("mr-second"))) {
         assertNotEquals(firstEpoch, second.localSegment().epoch(), "a fresh epoch");
@@ -122,12 +131,19 @@ class RdmaCleanupIT {
       int channelDestroys = faults.destroyCalls(SoftFaults.Kind.COMP_CHANNEL);
       // Two rails of three lanes: a channel per lane with events on, none without.
       assertEquals(channels ? 6 : 0, channelDestroys, "each lane's channel destroyed once");
+      // The provider's own count of PD deallocations: a failed CQ or channel keeps its context's
+      // PD (never asked); a failed PD was asked once, like the other context's.
+      int pds = kind == SoftFaults.Kind.PD ? 2 : 1;
+      assertEquals(pds, faults.destroyCalls(SoftFaults.Kind.PD), "PDs the provider was asked");
+      int mrDestroys = faults.destroyCalls(SoftFaults.Kind.MR);
       engine.close(Duration.ofSeconds(5)); // a second close: nothing is destroyed again
       assertEquals(q, engine.quarantined(), "nothing changed, nothing retried");
       assertEquals(
           channelDestroys,
           faults.destroyCalls(SoftFaults.Kind.COMP_CHANNEL),
           "no channel destroyed again");
+      assertEquals(pds, faults.destroyCalls(SoftFaults.Kind.PD), "no PD deallocated again");
+      assertEquals(mrDestroys, faults.destroyCalls(SoftFaults.Kind.MR), "no MR deregistered again");
       assertTrue(((Registration) local).released(), "no MR was kept: the memory was freed");
     }
   }
@@ -237,11 +253,19 @@ class RdmaCleanupIT {
                                   && o.owner().startsWith("RdmaGrant rdma source session ")
                                   && o.reason().contains("ibv_dealloc_mw failed (errno 5)"))),
           () -> "the grant is listed naming ibv_dealloc_mw: " + source.quarantined());
-      List<OwnerView.Owner> keptRows =
-          source.ownerView().owners().stream()
-              .filter(o -> o.kind().equals("RdmaGrant") && o.state() == OwnerState.QUARANTINED)
-              .toList();
-      assertEquals(1, keptRows.size(), () -> "the kept grant's owner stays: " + keptRows);
+      // The owner view is published as owners report: wait for the kept grant's row.
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(5),
+              () ->
+                  source.ownerView().owners().stream()
+                          .filter(
+                              o ->
+                                  o.kind().equals("RdmaGrant")
+                                      && o.state() == OwnerState.QUARANTINED)
+                          .count()
+                      == 1),
+          () -> "the kept grant's owner stays: " + source.ownerView().owners());
 
       TaskResult second =
           one(
@@ -306,6 +330,13 @@ class RdmaCleanupIT {
           () -> "a context kept by its window's PD: " + closed);
       assertFalse(held.released(), "the loaned registration is retained");
       assertEquals(2, faults.destroyCalls(SoftFaults.Kind.MW), "no deallocation retried at close");
+      // The provider's own counts: both PDs were asked for once (a kept window's answered EBUSY),
+      // and a device under a busy PD was never closed.
+      long busy =
+          closed.stream().filter(o -> o.reason().contains("ibv_dealloc_pd errno 16")).count();
+      assertEquals(2, faults.destroyCalls(SoftFaults.Kind.PD), "each PD asked once");
+      assertEquals(
+          2 - busy, faults.destroyCalls(SoftFaults.Kind.CONTEXT), "only free devices closed");
       assertEquals(-1, Pattern.verify(remote.segment(), 0, 2 * task, data, 0), "its bytes");
     }
   }

@@ -14,6 +14,8 @@ import io.orbite.engine.TaskResult;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.fault.FaultInjection;
+import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
@@ -23,8 +25,9 @@ import org.junit.jupiter.api.Test;
 /**
  * {@code rdma.completionEvents} (the reference's {@code rdma_events}): every CQ lane of both
  * engines makes a completion channel and its CQ on it, takes and acknowledges its events, and
- * multi-slice READs and WRITEs over both rails land exactly; both engines close with nothing
- * quarantined (each CQ destroyed before its channel, every event acknowledged first).
+ * multi-slice READs and WRITEs over both rails land exactly (the provider's own payload count equal
+ * to what moved); both engines close with nothing quarantined (each CQ destroyed before its
+ * channel, every event acknowledged first), the provider asked once for each lane's CQ and channel.
  */
 class RdmaCompletionEventsIT {
   private static final long PAYLOAD = (4L << 20) + 1;
@@ -37,8 +40,12 @@ class RdmaCompletionEventsIT {
 
   @Test
   void lanesWithCompletionChannelsMoveEveryByteAndCloseClean() {
-    TransferEngine source = TransferEngine.start(events("events-source"));
-    TransferEngine requester = TransferEngine.start(events("events-requester"));
+    SoftFaults sourceProvider = SoftFaults.create();
+    SoftFaults requesterProvider = SoftFaults.create();
+    TransferEngine source =
+        FaultInjection.start(events("events-source"), RdmaTransferIT.hooks(sourceProvider));
+    TransferEngine requester =
+        FaultInjection.start(events("events-requester"), RdmaTransferIT.hooks(requesterProvider));
     try {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
       long data = 11;
@@ -64,6 +71,10 @@ class RdmaCompletionEventsIT {
       for (TaskResult r : s.tasks()) {
         assertEquals(PAYLOAD, r.bytes(), r::toString);
       }
+      assertEquals(
+          2 * PAYLOAD,
+          requesterProvider.payloadBytes("soft0") + requesterProvider.payloadBytes("soft1"),
+          "the provider moved the READ's and the WRITE's bytes, once each");
       // Requester: the READ landed, its guards and the WRITE's source unchanged.
       assertEquals(-1, Pattern.verify(local.segment(), 0, 64, guard, 0), "guard before");
       assertEquals(-1, Pattern.verify(local.segment(), 64, PAYLOAD, data, 64), "the READ");
@@ -108,5 +119,11 @@ class RdmaCompletionEventsIT {
     }
     assertTrue(requester.quarantined().isEmpty(), requester.quarantined()::toString);
     assertTrue(source.quarantined().isEmpty(), source.quarantined()::toString);
+    for (SoftFaults provider : List.of(requesterProvider, sourceProvider)) {
+      // Two rails of three lanes: the provider was asked to destroy six CQs and six channels.
+      assertEquals(6, provider.destroyCalls(SoftFaults.Kind.CQ), "each lane's CQ, once");
+      assertEquals(6, provider.destroyCalls(SoftFaults.Kind.COMP_CHANNEL), "each channel, once");
+      assertEquals(2, provider.destroyCalls(SoftFaults.Kind.PD), "each device's PD, once");
+    }
   }
 }

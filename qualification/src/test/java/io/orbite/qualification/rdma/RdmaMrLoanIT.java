@@ -40,7 +40,10 @@ class RdmaMrLoanIT {
 
   @Test
   void unregisteringMemoryWithAnMrFreesItOnlyAfterTheMrIsGone() {
-    try (TransferEngine source = TransferEngine.start(RdmaTransferIT.rdmaConfig("loan-source"));
+    SoftFaults faults = SoftFaults.create();
+    try (TransferEngine source =
+            FaultInjection.start(
+                RdmaTransferIT.rdmaConfig("loan-source"), RdmaTransferIT.hooks(faults));
         TransferEngine requester =
             TransferEngine.start(RdmaTransferIT.rdmaConfig("loan-requester"))) {
       RegisteredMemory remote = source.allocate(REGION, Access.READ_WRITE);
@@ -51,8 +54,10 @@ class RdmaMrLoanIT {
       read(requester, local, peer, remote.regionId(), data);
       Registration served = (Registration) remote;
       assertTrue(served.loans() > 0, "the source's MRs hold loans on the range they name");
+      int deregsBefore = faults.destroyCalls(SoftFaults.Kind.MR);
 
       source.unregister(remote);
+      int deregs = faults.destroyCalls(SoftFaults.Kind.MR) - deregsBefore;
       assertTrue(served.released(), "the unregister returned once the MRs were gone");
       assertEquals(0, served.loans(), "and every MR gave its loan back");
       assertTrue(
@@ -62,6 +67,11 @@ class RdmaMrLoanIT {
                   RdmaPeerIT.charge(source, "RdmaContext", "mrs") == 0
                       && RdmaPeerIT.charge(source, "RdmaContext", "mrsKept") == 0),
           "no MR is left on the source, and none was kept");
+      // The provider's own count: each MR the READ made (as the contexts publish them) was
+      // deregistered once, before the unregister returned.
+      long mrs = RdmaPeerIT.charge(source, "RdmaContext", "mrsRegistered");
+      assertTrue(mrs > 0, "the READ made the source's MRs");
+      assertEquals(mrs, deregs, "one deregistration per MR");
       assertEquals(-1, Pattern.verify(local.segment(), 0, TASK, data, 0), "the READ's bytes");
     }
   }
@@ -83,6 +93,7 @@ class RdmaMrLoanIT {
       read(requester, local, peer, remote.regionId(), data);
       Registration served = (Registration) remote;
 
+      int deregsBefore = faults.destroyCalls(SoftFaults.Kind.MR);
       faults.failDeregAt(remote.segment().address(), 5, true);
       TransferException refused =
           assertThrows(TransferException.class, () -> source.unregister(remote));
@@ -95,6 +106,17 @@ class RdmaMrLoanIT {
           Await.until(
               Duration.ofSeconds(2), () -> RdmaPeerIT.charge(source, "RdmaContext", "mrsKept") > 0),
           "the context shows the kept MRs");
+      long mrs = RdmaPeerIT.charge(source, "RdmaContext", "mrsRegistered");
+      assertTrue(mrs > 0, "the READ made the source's MRs");
+      assertTrue(
+          Await.until(
+              Duration.ofSeconds(2),
+              () -> RdmaPeerIT.charge(source, "RdmaContext", "mrsKept") == mrs),
+          "every MR of the range kept");
+      assertEquals(
+          deregsBefore + mrs,
+          faults.destroyCalls(SoftFaults.Kind.MR),
+          "the provider was asked once per MR, and never again");
       List<QuarantinedOwner> quarantined = source.quarantined();
       assertTrue(
           quarantined.stream().anyMatch(q -> q.kind() == QuarantinedOwner.Kind.REGISTRATION),

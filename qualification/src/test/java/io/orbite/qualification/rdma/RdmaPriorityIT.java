@@ -15,6 +15,7 @@ import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.fault.FaultInjection;
+import io.orbite.nativebind.verbs.soft.SoftFaults;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.verify.Pattern;
 import java.time.Duration;
@@ -74,8 +75,14 @@ class RdmaPriorityIT {
     CountDownLatch held = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
     List<Boolean> posts = new CopyOnWriteArrayList<>();
+    SoftFaults provider = SoftFaults.create();
     FaultHooks hooks =
         new FaultHooks() {
+          @Override
+          public Object rdmaFaults() {
+            return provider;
+          }
+
           @Override
           public void beforeRdmaPost(String lane, int qpNum, long wrId, boolean write) {
             posts.add(write);
@@ -152,6 +159,10 @@ class RdmaPriorityIT {
         assertTrue(restDone.allCompleted(), restDone::toString);
       }
       assertEquals(lowCount + 1, posts.size(), "one post per slice: " + posts);
+      assertEquals(
+          (lowCount + 1) * TASK,
+          provider.payloadBytes("soft0"),
+          "the provider's own count: every slice's payload moved once, none twice");
       if (holdMillis > agingMillis) {
         assertTrue(
             Await.until(

@@ -245,14 +245,11 @@ final class SoftDeviceVerbs extends SoftVerbsGroup {
   }
 
   int deregMr(Mr mr) {
-    int at = faults.deregFailureAt(mr.addr());
-    if (at != 0) {
-      return at;
-    }
     return table.destroy(
         mr.handle(),
         SoftMemory.Region.class,
         SoftFaults.Kind.MR,
+        () -> faults.deregFailureAt(mr.addr()),
         r -> r.boundWindows > 0,
         r -> {
           r.pd.context.device.memory.deregister(r);

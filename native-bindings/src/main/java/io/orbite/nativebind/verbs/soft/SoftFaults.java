@@ -439,6 +439,13 @@ public final class SoftFaults {
     return destroys.failure(kind, handle);
   }
 
+  /** Counts a destroy of a live object that an address rule failed (see {@link #destroyCalls}). */
+  synchronized void countDestroy(Kind kind) {
+    if (mutable) {
+      destroys.count(kind);
+    }
+  }
+
   /** The errno a deregistration of an MR starting at {@code address} must fail with, or 0. */
   synchronized int deregFailureAt(long address) {
     return destroys.deregFailureAt(address);

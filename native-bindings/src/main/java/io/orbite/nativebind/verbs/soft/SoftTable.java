@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import java.util.function.IntSupplier;
 import java.util.function.Predicate;
 
 /**
@@ -51,11 +52,31 @@ final class SoftTable {
    */
   <T> int destroy(
       long handle, Class<T> type, SoftFaults.Kind kind, Predicate<T> busy, Consumer<T> release) {
+    return destroy(handle, type, kind, () -> 0, busy, release);
+  }
+
+  /**
+   * {@link #destroy(long, Class, SoftFaults.Kind, Predicate, Consumer)} with one more fault, asked
+   * first once the handle was found live: {@code ruleFault} (an MR's address rule) answers an errno
+   * or 0. A call it fails is counted in {@link SoftFaults#destroyCalls} like any other.
+   */
+  <T> int destroy(
+      long handle,
+      Class<T> type,
+      SoftFaults.Kind kind,
+      IntSupplier ruleFault,
+      Predicate<T> busy,
+      Consumer<T> release) {
     lock.lock();
     try {
       T object = handles.get(handle, type);
       if (object == null) {
         return einval();
+      }
+      int rule = ruleFault.getAsInt();
+      if (rule != 0) {
+        faults.countDestroy(kind);
+        return rule;
       }
       int fault = faults.destroyFailure(kind, handle);
       if (fault != 0) {

@@ -75,6 +75,33 @@ class SoftFaultsTest {
     assertEquals(0, f.destroyFailure(SoftFaults.Kind.CQ, 3));
   }
 
+  /**
+   * A deregistration failed by an address rule ({@code failDeregAt}) is a destroy call like any
+   * other: counted, the MR kept alive, counted again each time it is asked (sticky); a handle that
+   * names no live MR is neither failed nor counted.
+   */
+  @Test
+  void aDeregistrationFailedByItsAddressIsCountedAndKeepsTheMr() {
+    SoftFaults f = SoftFaults.create();
+    SoftVerbs v = SoftVerbs.create(SoftFabric.onAddress("127.0.0.1", 1), f);
+    Verbs.Context ctx = v.openDevice(v.getDeviceList().value().getFirst()).value();
+    Verbs.Pd pd = v.allocPd(ctx).value();
+    MemorySegment range = Arena.ofAuto().allocate(4096, 4096);
+    Verbs.Mr mr = v.regMr(pd, range, Ibv.ACCESS_LOCAL_WRITE).value();
+    f.failDeregAt(range.address(), Errno.EIO.number(), true);
+    assertEquals(Errno.EIO.number(), v.deregMr(mr));
+    assertEquals(1, f.destroyCalls(SoftFaults.Kind.MR), "the refused deregistration is counted");
+    assertEquals(Errno.EIO.number(), v.deregMr(mr), "sticky");
+    assertEquals(2, f.destroyCalls(SoftFaults.Kind.MR), "each call is counted");
+    assertEquals(Errno.EBUSY.number(), v.deallocPd(pd), "the kept MR holds its PD");
+    f.clearDestroyFaults();
+    assertEquals(0, v.deregMr(mr));
+    assertEquals(3, f.destroyCalls(SoftFaults.Kind.MR));
+    assertEquals(Errno.EINVAL.number(), v.deregMr(mr), "gone");
+    assertEquals(3, f.destroyCalls(SoftFaults.Kind.MR), "a refused handle is not counted");
+    assertEquals(0, v.deallocPd(pd));
+  }
+
   @Test
   void aFailedPollTakesNothingAndAFailedDeviceCloseKeepsTheContextAndIsCounted() {
     SoftFaults f = SoftFaults.create();

@@ -276,6 +276,9 @@ class RdmaPostFaultsIT {
         assertTrue(r.locallyDrained(), r::toString);
         RemoteEffect effect = i == 0 ? RemoteEffect.NONE : RemoteEffect.UNKNOWN;
         assertEquals(effect, r.remoteEffect(), r::toString);
+        // The QP was retired for a refused post, not a wire failure: what it held fails
+        // UNAVAILABLE (rdma.md, Failure handling).
+        assertEquals(ErrorKind.UNAVAILABLE, r.errorKind(), r::toString);
       }
       assertEquals(2, p.hooks().fired.get(), "each fault hit its task's post");
       MemorySegment l = p.local().segment();

@@ -2,6 +2,7 @@ package io.orbite.nativebind.verbs;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The RDMA verbs function table the RDMA transport's owners call: devices, contexts, PDs, MRs and
@@ -279,6 +280,23 @@ public interface Verbs {
 
   /** The CQ whose requested event arrived on {@code channel}; {@code EAGAIN} when none has. */
   VerbsResult<Cq> getCqEvent(CompChannel channel);
+
+  /**
+   * Blocks the calling thread until an event is queued on {@code channel}, {@code timeoutNanos}
+   * pass, or the thread is unparked ({@link LockSupport#unpark}): the idle wait of a CQ lane in
+   * completion-event mode, which other threads wake by unparking it. It takes no event ({@link
+   * #getCqEvent} does). This default parks for the timeout and answers true (an event may be
+   * queued): a provider that cannot wait on its channel and be unparked too sleeps as a parked lane
+   * does.
+   *
+   * @param channel the completion channel
+   * @param timeoutNanos the longest wait, positive
+   * @return whether an event is (or may be) queued on the channel
+   */
+  default boolean awaitCqEvent(CompChannel channel, long timeoutNanos) {
+    LockSupport.parkNanos(this, timeoutNanos);
+    return true;
+  }
 
   void ackCqEvents(Cq cq, int events);
 

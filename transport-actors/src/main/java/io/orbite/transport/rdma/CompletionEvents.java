@@ -57,6 +57,18 @@ final class CompletionEvents {
     return n;
   }
 
+  /**
+   * Sleeps on the channel until a completion raises an event, the lane's thread is unparked (work
+   * handed over, a close) or {@code timeoutNanos} pass; then takes what was queued, which arms the
+   * CQ again. Safe only after a pass polled the CQ empty with the CQ armed: a completion that came
+   * before the arming was polled by that pass, and any later one raises an event.
+   */
+  void sleep(long timeoutNanos) {
+    if (verbs.awaitCqEvent(channel, timeoutNanos)) {
+      take();
+    }
+  }
+
   /** Acknowledges every event taken, as {@code ibv_destroy_cq} requires before it. */
   void ackAll() {
     if (channel != null && unacked > 0) {

@@ -39,8 +39,9 @@ import org.slf4j.LoggerFactory;
  * slices; poll up to 32 completions; finish closing QPs whose work requests all came back (or whose
  * deadline passed); then deliver the pass's receipts, one call per batch, and flush the control
  * links it wrote to. A lane with nothing that can complete parks for up to 50 ms ("quiet"), else it
- * backs off to 1 ms parks; work handed over unparks it. After a close it keeps cycling while QPs
- * are still closing.
+ * backs off to 1 ms parks; work handed over unparks it. With completion events on, an idle lane
+ * sleeps on its channel for those times instead, woken by a completion's event too. After a close
+ * it keeps cycling while QPs are still closing.
  *
  * <p>Every work request is signalled, so a QP's send-queue debt is exact. A requester QP holds at
  * most {@code maxSendWr / 4} slices (two WRs each: the payload, then the completion SEND), so its
@@ -345,7 +346,13 @@ final class CqLane extends LaneAgent<Runnable> {
   @Override
   protected void idle(int work) {
     idlePasses = work > 0 ? 0 : idlePasses + 1;
-    if (idlePasses > QUIET_AFTER_PASSES && quiet()) {
+    boolean settled = idlePasses > QUIET_AFTER_PASSES;
+    if (settled && events.on() && faulted == null && inbox.count() == 0 && !closer.busy()) {
+      // Completion events: block on the channel. Every pass since the CQ was armed polled it
+      // empty, so a completion raises an event, and work handed over unparks the thread. A quiet
+      // lane waits up to 50 ms, one with work posted 1 ms (the deadline sweep's period).
+      events.sleep(quiet() ? QUIET_PARK_NANOS : MAX_PARK_NANOS);
+    } else if (settled && quiet()) {
       // Nothing can complete: sleep until work is handed over (submit unparks), not 1 ms.
       LockSupport.parkNanos(this, QUIET_PARK_NANOS);
     } else if (completionWakes && work == 0) {

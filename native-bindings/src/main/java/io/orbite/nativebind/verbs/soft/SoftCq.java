@@ -7,6 +7,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.Set;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A completion queue of exactly {@code cqe} entries, with its completion-channel arming.
@@ -80,6 +81,9 @@ final class SoftCq {
       armed = false;
       eventsQueued++;
       channel.events.add(this);
+      if (channel.waiter != null) {
+        LockSupport.unpark(channel.waiter); // the thread blocked in awaitCqEvent
+      }
     }
     Runnable w = waker;
     if (w != null) {

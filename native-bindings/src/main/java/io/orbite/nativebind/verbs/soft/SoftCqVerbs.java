@@ -9,6 +9,7 @@ import io.orbite.nativebind.verbs.Verbs.Context;
 import io.orbite.nativebind.verbs.Verbs.Cq;
 import io.orbite.nativebind.verbs.Verbs.Wc;
 import io.orbite.nativebind.verbs.VerbsResult;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The verbs of a {@link SoftVerbs} over completion: completion channels, CQs, arming, events and
@@ -131,6 +132,37 @@ final class SoftCqVerbs extends SoftVerbsGroup {
       return 0;
     } catch (RuntimeException | Error e) {
       return einval();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Parks the caller (its blocker the channel) until an event raised on the channel unparks it, the
+   * timeout passes or another thread unparks it; then answers whether an event is queued.
+   */
+  boolean awaitCqEvent(CompChannel channel, long timeoutNanos) {
+    SoftChannel ch;
+    lock.lock();
+    try {
+      ch = handles.get(channel.handle(), SoftChannel.class);
+      if (ch == null) {
+        return false;
+      }
+      if (!ch.events.isEmpty()) {
+        return true;
+      }
+      ch.waiter = Thread.currentThread();
+    } finally {
+      lock.unlock();
+    }
+    LockSupport.parkNanos(ch, timeoutNanos);
+    lock.lock();
+    try {
+      if (ch.waiter == Thread.currentThread()) {
+        ch.waiter = null;
+      }
+      return !ch.events.isEmpty();
     } finally {
       lock.unlock();
     }

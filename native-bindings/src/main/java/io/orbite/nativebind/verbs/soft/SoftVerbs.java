@@ -216,6 +216,12 @@ public final class SoftVerbs implements Verbs {
     return completions.getCqEvent(channel);
   }
 
+  /** {@inheritDoc} The caller parks on the channel; an event raised on it unparks the caller. */
+  @Override
+  public boolean awaitCqEvent(CompChannel channel, long timeoutNanos) {
+    return completions.awaitCqEvent(channel, timeoutNanos);
+  }
+
   /** {@inheritDoc} A bad CQ is ignored. */
   @Override
   public void ackCqEvents(Cq cq, int events) {

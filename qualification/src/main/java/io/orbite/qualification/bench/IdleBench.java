@@ -24,13 +24,17 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * {@code ./orbite bench idle [--json] [--seconds S]}: what an idle engine costs. A source engine
- * process ({@code shm.enabled}) and a requester engine (this process), default configuration
- * otherwise; the requester opens the source, so its TCP lanes and its SHM lanes run, and moves one
- * READ over each transport (bytes verified). Then both sit idle, 5 s untimed (the JIT settles),
- * then {@code S} seconds (default 10) while their CPU time is read from {@code /proc/<pid>/stat}
- * (user + system, all threads). Reported as a percentage of one core per process; the requester's
- * figure includes this JVM's own idle threads (JIT, GC), as a serving process's would.
+ * {@code ./orbite bench idle [--json] [--seconds S] [--rdma-events]}: what an idle engine costs. A
+ * source engine process ({@code shm.enabled}) and a requester engine (this process), default
+ * configuration otherwise; the requester opens the source, so its TCP lanes and its SHM lanes run,
+ * and moves one READ over each transport (bytes verified). Then both sit idle, 5 s untimed (the JIT
+ * settles), then {@code S} seconds (default 10) while their CPU time is read from {@code
+ * /proc/<pid>/stat} (user + system, all threads). Reported as a percentage of one core per process;
+ * the requester's figure includes this JVM's own idle threads (JIT, GC), as a serving process's
+ * would. With {@code --rdma-events} both engines also run the RDMA transport on the software
+ * provider with {@code rdma.completionEvents} on (two rails of three lanes, their idle lanes
+ * sleeping on their completion channels), one READ moves over RDMA too, and the figures are named
+ * {@code idle_rdma_events_*}.
  */
 public final class IdleBench {
   private static final long REGION = 1L << 20;
@@ -38,8 +42,42 @@ public final class IdleBench {
   /** Untimed idle time before the measured one. */
   private static final long SETTLE_MILLIS = 5_000;
 
+  /** The source's configuration ({@code ORBITE_CONF}), with the RDMA variant or without. */
+  static String sourceConf(boolean rdmaEvents) {
+    return rdmaEvents
+        ? "{\"shm\":{\"enabled\":true},\"rdma\":{\"enabled\":true,\"softwareDevices\":2,"
+            + "\"lanes\":3,\"completionEvents\":true}}"
+        : "{\"shm\":{\"enabled\":true}}";
+  }
+
+  /** The requester's configuration: {@code base}, with the RDMA variant's keys or as it is. */
+  static EngineConfig requesterConfig(EngineConfig base, boolean rdmaEvents) {
+    EngineConfig c = base.withName("bench-idle-requester");
+    return rdmaEvents
+        ? c.withRdma(
+            c.rdma()
+                .withEnabled(true)
+                .withSoftwareDevices(2)
+                .withLanes(3)
+                .withCompletionEvents(true))
+        : c;
+  }
+
+  /** The transports of the READs moved before idling. */
+  static List<Transport> transports(boolean rdmaEvents) {
+    return rdmaEvents
+        ? List.of(Transport.TCP, Transport.SHM, Transport.RDMA)
+        : List.of(Transport.TCP, Transport.SHM);
+  }
+
+  /** A figure's name: {@code idle_<what>}, or {@code idle_rdma_events_<what>} for the variant. */
+  static String figure(boolean rdmaEvents, String what) {
+    return (rdmaEvents ? "idle_rdma_events_" : "idle_") + what;
+  }
+
   public int run(List<String> args) throws Exception {
     boolean json = args.contains("--json");
+    boolean rdmaEvents = args.contains("--rdma-events");
     PrintStream human = json ? System.err : System.out;
     int at = args.indexOf("--seconds");
     double seconds = at >= 0 && at + 1 < args.size() ? Double.parseDouble(args.get(at + 1)) : 10;
@@ -47,17 +85,15 @@ public final class IdleBench {
     try (ChildLogs logs = ChildLogs.create("bench-idle");
         EngineProcess source =
             EngineProcess.start(
-                "bench-idle-source",
-                logs.dir(),
-                Map.of("ORBITE_CONF", "{\"shm\":{\"enabled\":true}}"));
+                "bench-idle-source", logs.dir(), Map.of("ORBITE_CONF", sourceConf(rdmaEvents)));
         TransferEngine requester =
-            TransferEngine.start(EngineConfig.fromEnv().withName("bench-idle-requester"))) {
+            TransferEngine.start(requesterConfig(EngineConfig.fromEnv(), rdmaEvents))) {
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       source.call("FILL " + remote + " 91");
       RegisteredMemory local = requester.allocate(REGION, Access.READ_WRITE);
       RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
       int failures = 0;
-      for (Transport t : List.of(Transport.TCP, Transport.SHM)) {
+      for (Transport t : transports(rdmaEvents)) {
         Pattern.fill(local.segment(), 0, REGION, 92, 0);
         Batch batch = requester.allocateBatch(1);
         batch.submit(
@@ -71,9 +107,10 @@ public final class IdleBench {
       }
       human.printf(
           Locale.ROOT,
-          "bench idle: source pid %d, requester pid %d; lanes up (TCP and SHM), idle 5 s, then measured for %.0f s%n",
+          "bench idle: source pid %d, requester pid %d; lanes up (%s), idle 5 s, then measured for %.0f s%n",
           source.pid(),
           ProcessHandle.current().pid(),
+          rdmaEvents ? "TCP, SHM and RDMA with completion events" : "TCP and SHM",
           seconds);
       // Let the JIT finish with what the READs and the start made hot: a serving process idles long
       // after.
@@ -92,9 +129,9 @@ public final class IdleBench {
       double hz = 100.0; // USER_HZ, which Linux fixes at 100 for /proc
       double reqPct = (req1 - req0) / hz / wall * 100;
       double srcPct = (src1 - src0) / hz / wall * 100;
-      figures.put("idle_requester_cpu_pct_of_core", reqPct);
-      figures.put("idle_source_cpu_pct_of_core", srcPct);
-      figures.put("idle_seconds", wall);
+      figures.put(figure(rdmaEvents, "requester_cpu_pct_of_core"), reqPct);
+      figures.put(figure(rdmaEvents, "source_cpu_pct_of_core"), srcPct);
+      figures.put(figure(rdmaEvents, "seconds"), wall);
       human.printf(
           Locale.ROOT,
           "  requester %5.2f %% of one core, source %5.2f %% of one core, over %.1f s%n",

@@ -150,8 +150,9 @@ public final class OrbiteCli {
           bench latency [--json] [--quick]
                              1-task READ/WRITE round trips (4 KiB, 64 KiB; TCP and SHM; reused and fresh
                              batch), p50/p99/p99.9, beside sockperf and ucx_perftest in the same run
-          bench idle [--json] [--seconds S]
-                             CPU of an idle requester and source engine (lanes up), % of one core
+          bench idle [--json] [--seconds S] [--rdma-events]
+                             CPU of an idle requester and source engine (lanes up), % of one core;
+                             --rdma-events: RDMA lanes too, with rdma.completionEvents on
           bench heal [--json] [--trials N]
                              how fast a peer heals over TCP: a lane cut, both lanes cut, a SIGSTOPped and a
                              restarted source (median of N trials, default 5), beside the goals; every byte

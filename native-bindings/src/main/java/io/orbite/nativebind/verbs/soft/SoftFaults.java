@@ -1,7 +1,9 @@
 package io.orbite.nativebind.verbs.soft;
 
+import io.orbite.nativebind.verbs.Verbs;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -25,6 +27,10 @@ import java.util.Set;
  *       count, not a fault, for tests to prove a destroy was never retried.
  *   <li>{@link #failPostSend}: the next {@code postSend} on that QP posts WRs {@code 0..k-1} and
  *       answers the errno with bad index {@code k}: nothing from {@code k} on is posted.
+ *   <li>{@link #failPostSendOf}: the next {@code postSend} on that QP that holds a WR of that
+ *       opcode posts the WRs before the first such WR and answers the errno with that WR's index;
+ *       posts without one are left alone (a refused completion SEND, however the caller groups its
+ *       WRs into posts).
  *   <li>{@link #interruptCopy}: the WRITE or READ of that WR id moves exactly its first {@code
  *       bytes} bytes (a WRITE into the target, a READ into the local SGEs), then the QP goes to ERR
  *       as a modify to ERR would: that WR and every later one complete {@code WC_WR_FLUSH_ERR}.
@@ -107,6 +113,7 @@ public final class SoftFaults {
   private final Set<WrKey> withheld = new HashSet<>();
   private final SoftDestroyFaults destroys = new SoftDestroyFaults();
   private final Map<Integer, int[]> postSendFailures = new HashMap<>();
+  private final Map<Integer, int[]> opcodeFailures = new HashMap<>();
   private final Map<WrKey, Integer> interrupts = new HashMap<>();
   private final Set<Integer> stalled = new HashSet<>();
   private final Map<Long, Integer> pollFailures = new HashMap<>();
@@ -239,6 +246,21 @@ public final class SoftFaults {
       throw new IllegalArgumentException("index " + index + ", errno " + errno);
     }
     postSendFailures.put(qpNum, new int[] {index, errno});
+  }
+
+  /**
+   * Fails the next {@code postSend} on a QP that holds a WR of {@code opcode}, at that WR.
+   *
+   * @param qpNum the QP's number
+   * @param opcode the WR opcode ({@code Ibv.WR_SEND}, {@code Ibv.WR_RDMA_READ}, ...)
+   * @param errno what the post answers
+   */
+  public synchronized void failPostSendOf(int qpNum, int opcode, int errno) {
+    checkMutable();
+    if (errno <= 0) {
+      throw new IllegalArgumentException("errno " + errno);
+    }
+    opcodeFailures.put(qpNum, new int[] {opcode, errno});
   }
 
   /**
@@ -460,8 +482,20 @@ public final class SoftFaults {
     return errno == null ? 0 : errno;
   }
 
-  /** {index, errno} of the post-send failure armed for QP {@code qpNum}, taken; or null. */
-  synchronized int[] takePostSendFailure(int qpNum) {
+  /**
+   * {index, errno} of the post-send failure armed for QP {@code qpNum} that {@code wrs} meets (an
+   * opcode rule when it holds that opcode, else the next-post rule), taken; or null.
+   */
+  synchronized int[] takePostSendFailure(int qpNum, List<Verbs.SendWr> wrs) {
+    int[] byOpcode = opcodeFailures.isEmpty() ? null : opcodeFailures.get(qpNum);
+    if (byOpcode != null) {
+      for (int i = 0; i < wrs.size(); i++) {
+        if (wrs.get(i) != null && wrs.get(i).opcode() == byOpcode[0]) {
+          opcodeFailures.remove(qpNum);
+          return new int[] {i, byOpcode[1]};
+        }
+      }
+    }
     return postSendFailures.isEmpty() ? null : postSendFailures.remove(qpNum);
   }
 

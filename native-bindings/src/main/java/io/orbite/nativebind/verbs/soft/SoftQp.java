@@ -318,7 +318,7 @@ final class SoftQp {
     if (state == Ibv.QPS_RESET || state == Ibv.QPS_INIT || state == Ibv.QPS_RTR) {
       return new Verbs.PostResult(Errno.EINVAL.number(), 0);
     }
-    int[] failure = faults.takePostSendFailure(qpNum);
+    int[] failure = faults.takePostSendFailure(qpNum, wrs);
     for (int i = 0; i < wrs.size(); i++) {
       if (failure != null && failure[0] == i) {
         return new Verbs.PostResult(failure[1], i);

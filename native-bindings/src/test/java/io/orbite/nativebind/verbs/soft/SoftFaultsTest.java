@@ -76,6 +76,34 @@ class SoftFaultsTest {
   }
 
   /**
+   * {@code failPostSendOf}: the next post holding a WR of the opcode is refused at that WR (those
+   * before it posted); a post without one leaves the rule armed; once fired it is gone.
+   */
+  @Test
+  void aPostSendOfAnOpcodeIsRefusedAtThatWorkRequestOnly() {
+    SoftFaults f = SoftFaults.create();
+    SoftVerbs v = SoftVerbs.create(SoftFabric.onAddress("127.0.0.1", 1), f);
+    Verbs.Context ctx = v.openDevice(v.getDeviceList().value().getFirst()).value();
+    Verbs.Pd pd = v.allocPd(ctx).value();
+    Verbs.Cq cq = v.createCq(ctx, 16, null, 0).value();
+    Verbs.Qp qp = v.createQp(pd, new Verbs.QpInitAttr(cq, cq, 8, 4, 1, 1, 0, true)).value();
+    assertEquals(0, v.modifyQp(qp, Verbs.QpAttr.state(Ibv.QPS_ERR), Ibv.QP_STATE));
+    MemorySegment slot = Arena.ofAuto().allocate(64);
+    Verbs.Mr mr = v.regMr(pd, slot, Ibv.ACCESS_LOCAL_WRITE).value();
+    List<Verbs.Sge> sge = List.of(new Verbs.Sge(slot.address(), 8, mr.lkey()));
+    Verbs.SendWr read = Verbs.SendWr.rdma(1, Ibv.WR_RDMA_READ, Ibv.SEND_SIGNALED, sge, 0, 0);
+    Verbs.SendWr send = Verbs.SendWr.send(2, Ibv.SEND_SIGNALED, sge);
+    f.failPostSendOf(qp.qpNum(), Ibv.WR_SEND, Errno.EIO.number());
+    assertEquals(0, v.postSend(qp, List.of(read)).errno(), "no SEND in it: the rule waits");
+    Verbs.PostResult refused = v.postSend(qp, List.of(read, send));
+    assertEquals(Errno.EIO.number(), refused.errno());
+    assertEquals(1, refused.badIndex(), "refused at the SEND, the READ before it posted");
+    assertEquals(0, v.postSend(qp, List.of(send)).errno(), "fired once");
+    Verbs.Wc[] out = new Verbs.Wc[8];
+    assertEquals(3, v.pollCq(cq, out), "the posted WRs (flushed in ERR), not the refused one");
+  }
+
+  /**
    * A deregistration failed by an address rule ({@code failDeregAt}) is a destroy call like any
    * other: counted, the MR kept alive, counted again each time it is asked (sticky); a handle that
    * names no live MR is neither failed nor counted.

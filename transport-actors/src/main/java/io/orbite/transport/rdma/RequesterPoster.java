@@ -302,7 +302,7 @@ final class RequesterPoster {
       awaitingSend.add(qp);
     }
     qp.awaitingSend.add(s);
-    if (qp.awaitingSend.size() == RdmaWire.MAX_COMPLETION_IDS) {
+    if (qp.awaitingSend.size() >= RdmaWire.MAX_COMPLETION_IDS) {
       postCompletionSend(qp);
     }
   }
@@ -335,13 +335,30 @@ final class RequesterPoster {
       covered.clear();
       return;
     }
-    int chunk = lane.takeChunk();
-    if (chunk < 0) {
-      return;
+    while (!covered.isEmpty()) {
+      int chunk = lane.takeChunk();
+      if (chunk < 0) {
+        return;
+      }
+      int n = Math.min(covered.size(), RdmaWire.MAX_COMPLETION_IDS);
+      List<Slice> head = covered.subList(0, n);
+      Slice[] slices = head.toArray(new Slice[n]);
+      head.clear();
+      if (!postCompletionSend(qp, slices, chunk)) {
+        return;
+      }
     }
-    int n = covered.size();
-    Slice[] slices = covered.toArray(new Slice[n]);
-    covered.clear();
+  }
+
+  /**
+   * Posts one completion SEND on {@code qp} naming {@code slices} (at most {@link
+   * RdmaWire#MAX_COMPLETION_IDS}) from chunk {@code chunk} of the lane's slab.
+   *
+   * @return false when the post was refused: the QP is being retired, and no slice still waiting on
+   *     it gets a SEND
+   */
+  private boolean postCompletionSend(RcQp qp, Slice[] slices, int chunk) {
+    int n = slices.length;
     long at = (long) chunk * RdmaWire.COMPLETION_RECEIVE_BYTES;
     for (int i = 0; i < n; i++) {
       lane.idSlab.set(ValueLayout.JAVA_LONG, at + i * 8L, slices[i].id);
@@ -359,8 +376,10 @@ final class RequesterPoster {
       lane.take(sendId);
       lane.giveChunk(chunk);
       noSend(List.of(slices));
+      noSend(qp.awaitingSend);
+      qp.awaitingSend.clear();
       qp.owner.qpFailed(qp, "ibv_post_send refused the completion SEND: errno " + posted.errno());
-      return;
+      return false;
     }
     qp.posted(1);
     slices[0].channel.counters().completionSends.increment();
@@ -368,6 +387,7 @@ final class RequesterPoster {
       s.sendPending = false;
       s.sendPosted = true;
     }
+    return true;
   }
 
   /** {@code slices} get no completion SEND: each gives its slot back once its payload came back. */

@@ -42,6 +42,17 @@ import org.junit.jupiter.api.Test;
  * slice shares one QP slot and its fate.
  */
 class RdmaPostFaultsIT {
+
+  /**
+   * The requester's WRITE source (its third task-sized range) still holds {@code written} and the
+   * rest of its region past it still holds {@code guard}.
+   */
+  private static void writeSourceAndRestIntact(MemorySegment l, long written, long guard) {
+    assertEquals(-1, Pattern.verify(l, 2 * TASK, TASK, written, 2 * TASK), "WRITE's source");
+    assertEquals(
+        -1, Pattern.verify(l, 3 * TASK, REGION - 3 * TASK, guard, 3 * TASK), "requester rest");
+  }
+
   private static final long TASK = 64 * 1024;
   private static final long REGION = 16 * TASK;
   private static final int EIO = 5;
@@ -282,9 +293,7 @@ class RdmaPostFaultsIT {
       MemorySegment l = p.local().segment();
       eachByteIsOneOf(l, 0, TASK, guard, data);
       assertEquals(-1, Pattern.verify(l, TASK, TASK, guard, TASK), "requester between");
-      assertEquals(-1, Pattern.verify(l, 2 * TASK, TASK, written, 2 * TASK), "WRITE's source");
-      assertEquals(
-          -1, Pattern.verify(l, 3 * TASK, REGION - 3 * TASK, guard, 3 * TASK), "requester rest");
+      writeSourceAndRestIntact(l, written, guard);
       MemorySegment r = p.remote().segment();
       assertEquals(-1, Pattern.verify(r, 0, 2 * TASK, data, 0), "source before the WRITE");
       eachByteIsOneOf(r, 2 * TASK, TASK, data, written);
@@ -328,9 +337,7 @@ class RdmaPostFaultsIT {
       assertEquals(movedBefore, p.moved(), "the provider moved no byte");
       MemorySegment l = p.local().segment();
       assertEquals(-1, Pattern.verify(l, 0, 2 * TASK, guard, 0), "nothing landed");
-      assertEquals(-1, Pattern.verify(l, 2 * TASK, TASK, written, 2 * TASK), "WRITE's source");
-      assertEquals(
-          -1, Pattern.verify(l, 3 * TASK, REGION - 3 * TASK, guard, 3 * TASK), "requester rest");
+      writeSourceAndRestIntact(l, written, guard);
       assertEquals(-1, Pattern.verify(p.remote().segment(), 0, REGION, data, 0), "source intact");
       p.laterTasksMoveVerifiedBytes(data + 10, guard + 10, written + 10);
       p.awaitRetiredAndRepaired(failedBefore, repairedBefore, 2);
@@ -387,9 +394,7 @@ class RdmaPostFaultsIT {
       MemorySegment l = p.local().segment();
       assertEquals(-1, Pattern.verify(l, 0, TASK, data, 0), "the READ landed");
       assertEquals(-1, Pattern.verify(l, TASK, TASK, guard, TASK), "requester between");
-      assertEquals(-1, Pattern.verify(l, 2 * TASK, TASK, written, 2 * TASK), "WRITE's source");
-      assertEquals(
-          -1, Pattern.verify(l, 3 * TASK, REGION - 3 * TASK, guard, 3 * TASK), "requester rest");
+      writeSourceAndRestIntact(l, written, guard);
       MemorySegment r = p.remote().segment();
       assertEquals(-1, Pattern.verify(r, 0, 2 * TASK, data, 0), "source before the WRITE");
       assertEquals(-1, Pattern.verify(r, 2 * TASK, TASK, written, 2 * TASK), "the WRITE landed");

@@ -136,7 +136,17 @@ class CqLaneOwnerTest {
         awaitRow(
             OwnerState.ACTIVE,
             LANE,
-            Map.of("index", 0L, "qps", 0L, "cqes", 1024L, "faults", 0L, "replaced", 0L));
+            Map.of(
+                "index",
+                0L,
+                "qps",
+                0L,
+                "cqes",
+                (long) io.orbite.config.RdmaConfig.DEFAULT_MAX_CQES,
+                "faults",
+                0L,
+                "replaced",
+                0L));
     assertEquals(0L, r.charges().get("completionChannel"), "rdma.completionEvents is off");
 
     // A QP made on the lane between messages shows at the next 100 ms check, not before.
@@ -144,7 +154,10 @@ class CqLaneOwnerTest {
     manualTime.timePasses(Duration.ofMillis(99));
     assertEquals(0L, row().charges().get("qps"), "no check yet");
     manualTime.timePasses(Duration.ofMillis(1));
-    awaitRow(OwnerState.ACTIVE, LANE, Map.of("qps", 1L, "cqesReserved", 16L));
+    awaitRow(
+        OwnerState.ACTIVE,
+        LANE,
+        Map.of("qps", 1L, "cqesReserved", (long) io.orbite.config.RdmaConfig.DEFAULT_MAX_SEND_WR));
     held.destroy();
     manualTime.timePasses(CqLaneOwner.DRAIN_CHECK);
     awaitRow(OwnerState.ACTIVE, LANE, Map.of("qps", 0L, "cqesReserved", 0L));

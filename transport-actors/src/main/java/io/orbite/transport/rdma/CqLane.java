@@ -37,15 +37,21 @@ import org.slf4j.LoggerFactory;
  * <p>A cycle: take what was handed over (the whole inbox at once, run outside its lock); at most
  * once per millisecond the deadline sweep ({@link RequesterPoster#sweep}); ask grants for queued
  * slices; poll up to 32 completions; finish closing QPs whose work requests all came back (or whose
- * deadline passed); then deliver the pass's receipts, one call per batch, and flush the control
- * links it wrote to. A lane with nothing that can complete parks for up to 50 ms ("quiet"), else it
- * backs off to 1 ms parks; work handed over unparks it. With completion events on, an idle lane
- * sleeps on its channel for those times instead, woken by a completion's event too. After a close
- * it keeps cycling while QPs are still closing.
+ * deadline passed); then post the pass's completion SENDs (one per QP), deliver the pass's
+ * receipts, one call per batch, and flush the control links it wrote to. A lane with nothing that
+ * can complete parks for up to 50 ms ("quiet"), else it backs off to 1 ms parks (at once, without
+ * spinning, when its provider wakes it on each completion: {@link Verbs#wakeOnCompletion}); work
+ * handed over unparks it. With completion events on, an idle lane sleeps on its channel for those
+ * times instead, woken by a completion's event too. After a close it keeps cycling while QPs are
+ * still closing.
  *
  * <p>Every work request is signalled, so a QP's send-queue debt is exact. A requester QP holds at
- * most {@code maxSendWr / 4} slices (two WRs each: the payload, then the completion SEND), so its
- * debt stays at most half its send queue.
+ * most {@code maxSendWr / 4} slices (a payload WR each, and at most one completion SEND each: one
+ * SEND per QP per pass names that pass's slices), so its debt stays at most half its send queue.
+ *
+ * <p>Why this file is over 500 lines: the cycle, the completion table, the id slab of the
+ * completion SENDs and the lane's stop and release share the lane thread's state; its roles
+ * (requester, source, closer) are already classes of their own.
  */
 final class CqLane extends LaneAgent<Runnable> {
   private static final Logger LOG = LoggerFactory.getLogger(CqLane.class);

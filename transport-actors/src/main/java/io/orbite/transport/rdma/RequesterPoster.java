@@ -26,6 +26,10 @@ import java.util.concurrent.TimeUnit;
  * RdmaChannel#kindFor}): the gate's once it closed (a lost peer PEER_LOST, a local close
  * UNAVAILABLE, a fence EPOCH_MISMATCH), else its QP's (PEER_LOST when the QP's connection failed on
  * the wire).
+ *
+ * <p>Why this file is over 500 lines: a slice's whole requester side on the lane (queue, grant
+ * request, post, the pass's completion SENDs, each completion and its failure's kind) is one state
+ * machine over the slice's fields; split, each part would reach into the others'.
  */
 final class RequesterPoster {
   private final CqLane lane;

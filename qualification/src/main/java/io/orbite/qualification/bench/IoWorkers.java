@@ -37,9 +37,18 @@ final class IoWorkers {
    * time only counts once it ends).
    */
   static Sample sample(String... prefixes) {
+    return sample(TASKS, prefixes);
+  }
+
+  /** The same totals for process {@code pid}'s threads named by {@code prefixes}. */
+  static Sample sample(long pid, String... prefixes) {
+    return sample(Path.of("/proc", Long.toString(pid), "task"), prefixes);
+  }
+
+  private static Sample sample(Path taskDir, String... prefixes) {
     long run = 0;
     long wait = 0;
-    try (DirectoryStream<Path> tasks = Files.newDirectoryStream(TASKS)) {
+    try (DirectoryStream<Path> tasks = Files.newDirectoryStream(taskDir)) {
       for (Path task : tasks) {
         try {
           String comm = Files.readString(task.resolve("comm"));

@@ -31,6 +31,14 @@ public final class Jit {
         : 0;
   }
 
+  /**
+   * CPU time of process {@code pid}'s JIT compiler threads (C1 and C2) so far, in nanoseconds: a
+   * child engine's, which this JVM's own accounting cannot see (0 where /proc cannot be read).
+   */
+  public static long compilerCpuNanos(long pid) {
+    return IoWorkers.sample(pid, "C1 CompilerThre", "C2 CompilerThre").runNanos();
+  }
+
   /** CPU time of the JIT's compiler threads (C1 and C2), which moves while a compilation runs. */
   private static long compilerCpuNanos() {
     return IoWorkers.sample("C1 CompilerThre", "C2 CompilerThre").runNanos()

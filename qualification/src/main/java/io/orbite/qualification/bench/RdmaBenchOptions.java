@@ -86,4 +86,14 @@ record RdmaBenchOptions(
   double warmupSeconds() {
     return quick ? 0.2 : 0.5;
   }
+
+  /** One spell of the slice rate's warm-up, after which the JITs' share of it is looked at. */
+  double warmupSpellSeconds() {
+    return quick ? 0.5 : 1.0;
+  }
+
+  /** The longest the slice rate's warm-up waits for the JITs to settle. */
+  double maxWarmupSeconds() {
+    return quick ? 8 : 30;
+  }
 }

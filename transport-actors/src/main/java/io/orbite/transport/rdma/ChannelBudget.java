@@ -220,8 +220,13 @@ final class ChannelBudget {
    * ACK).
    */
   void releaseParent() {
-    units.release(1);
-    peerUnits.release(1);
+    releaseParents(1);
+  }
+
+  /** {@code n} parents ended: their units go back at once ({@link LaneReleases}). */
+  void releaseParents(int n) {
+    units.release(n);
+    peerUnits.release(n);
   }
 
   /**

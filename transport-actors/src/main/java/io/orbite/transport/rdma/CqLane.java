@@ -114,6 +114,9 @@ final class CqLane extends LaneAgent<Runnable> {
   /** QPs to ERR, flushed, destroyed. */
   final QpCloser closer;
 
+  /** What the pass's ended slices and parents give back to their budgets, at its end. */
+  final LaneReleases releases = new LaneReleases();
+
   /** Chunks of {@link #idSlab}: one per completion SEND that may be out at once on this lane. */
   static final int ID_CHUNKS = 1024;
 
@@ -330,10 +333,14 @@ final class CqLane extends LaneAgent<Runnable> {
     return work;
   }
 
-  /** Delivers the pass's receipts, then flushes the control links the pass wrote to. */
+  /**
+   * Posts the pass's completion SENDs, gives back what its ended slices held, delivers its
+   * receipts, then flushes the control links the pass wrote to.
+   */
   @Override
   protected void endPass() {
     requester.postCompletionSends();
+    releases.giveBack(); // before the receipts: a receipt is seen with its charge returned
     receipts.flush();
     if (!dirty.isEmpty()) {
       for (int i = 0; i < dirty.size(); i++) {

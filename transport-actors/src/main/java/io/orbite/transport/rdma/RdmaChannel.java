@@ -305,6 +305,25 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
                 "no healthy RDMA rail to " + peer + ": " + refusals + " (never sent)"));
   }
 
+  /**
+   * Runs {@code r} as a run of dispatches: the lanes that the tasks it starts hand slices to are
+   * woken once, at its end ({@link LaneReleases}); within a run already going on, it joins it.
+   */
+  static void asOneRun(Runnable r) {
+    if (DISPATCHING.get() != null) {
+      r.run();
+      return;
+    }
+    LaneWakes wakes = new LaneWakes();
+    DISPATCHING.set(wakes);
+    try {
+      r.run();
+    } finally {
+      DISPATCHING.remove();
+      wakes.wakeAll();
+    }
+  }
+
   @Override
   public void flush() {
     LaneWakes wakes = DISPATCHING.get();
@@ -400,7 +419,8 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
 
   /**
    * One slice of {@code parent} ended; after the last, DONE is written (flushed by {@code lane}'s
-   * pass when on a lane thread, else at once) and its reservation's units go back.
+   * pass when on a lane thread, else at once) and its reservation's units go back (at the end of
+   * the lane's pass when on a lane thread, else at once).
    */
   void parentEnded(Slice.Parent parent, CqLane lane) {
     if (!parent.sliceEnded()) {
@@ -413,7 +433,11 @@ final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
         link.flush();
       }
     }
-    budget.releaseParent();
+    if (lane != null && lane.onLaneThread()) {
+      lane.releases.parent(budget); // at the end of the lane's pass, before its receipts
+    } else {
+      budget.releaseParent();
+    }
   }
 
   /** The slices waiting for the source's GRANT or ACK. */

@@ -139,13 +139,20 @@ final class Slice {
   }
 
   /**
-   * Returns its share of the direct-bytes charge, at its drain. Idempotent; {@link #succeed} and
-   * {@link #fail} call it, and so does every path that ends the slice with a receipt of its own.
+   * Returns its share of the direct-bytes charge, at its drain: on its lane's thread at the end of
+   * the lane's pass, before the pass's receipts are delivered ({@link LaneReleases}), else at once.
+   * Idempotent; {@link #succeed} and {@link #fail} call it, and so does every path that ends the
+   * slice with a receipt of its own.
    */
   void releaseDirect() {
     if (holdsDirect) {
       holdsDirect = false;
-      channel.budget().releaseBytes(length);
+      CqLane lane = qp.lane;
+      if (lane.onLaneThread()) {
+        lane.releases.bytes(channel.budget(), length); // at the end of the pass, before receipts
+      } else {
+        channel.budget().releaseBytes(length);
+      }
     }
   }
 

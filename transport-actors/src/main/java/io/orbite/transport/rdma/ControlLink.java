@@ -1,10 +1,10 @@
 package io.orbite.transport.rdma;
 
-import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.channels.SocketChannel;
 
 /**
@@ -12,6 +12,12 @@ import java.nio.channels.SocketChannel;
  * socket. Several lanes write to it (each message whole, under the link's lock, flushed at the end
  * of the writer's pass); one reader thread reads it. Once a write fails or the link is closed,
  * every write answers false.
+ *
+ * <p>Its buffers take no lock of their own: the input is confined to the reader's thread and the
+ * output is used under the link's lock (or by the handshake, before any other thread writes).
+ * {@code BufferedInputStream} and {@code BufferedOutputStream} lock on every call, and {@code
+ * DataInputStream}/{@code DataOutputStream} make one call per field: several locks per control
+ * message, on a path that carries a few messages per slice.
  */
 final class ControlLink implements AutoCloseable {
   private final SocketChannel channel;
@@ -28,19 +34,117 @@ final class ControlLink implements AutoCloseable {
     channel.configureBlocking(true);
     this.buffer = new Input(channel.socket().getInputStream());
     this.in = new DataInputStream(buffer);
-    this.out =
-        new DataOutputStream(new BufferedOutputStream(channel.socket().getOutputStream(), 8192));
+    this.out = new DataOutputStream(new Output(channel.socket().getOutputStream()));
   }
 
-  /** A buffered input that tells how many bytes it holds. */
-  private static final class Input extends BufferedInputStream {
-    Input(java.io.InputStream in) {
-      super(in, 65536);
+  /** A buffered input that tells how many bytes it holds; the reader's thread only. */
+  private static final class Input extends InputStream {
+    private final InputStream in;
+    private final byte[] buf = new byte[65536];
+    private int pos;
+    private int count;
+
+    Input(InputStream in) {
+      this.in = in;
     }
 
-    /** Bytes read from the socket and not yet taken (the reader's thread). */
+    /** Bytes read from the socket and not yet taken. */
     int held() {
       return count - pos;
+    }
+
+    /** Refills the empty buffer with one read; false at the end of the stream. */
+    private boolean fill() throws IOException {
+      int n = in.read(buf, 0, buf.length);
+      if (n <= 0) {
+        return false;
+      }
+      pos = 0;
+      count = n;
+      return true;
+    }
+
+    @Override
+    public int read() throws IOException {
+      if (pos == count && !fill()) {
+        return -1;
+      }
+      return buf[pos++] & 0xff;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+      if (len == 0) {
+        return 0;
+      }
+      if (pos == count) {
+        if (len >= buf.length) {
+          return in.read(b, off, len); // a large read goes straight through
+        }
+        if (!fill()) {
+          return -1;
+        }
+      }
+      int n = Math.min(len, count - pos);
+      System.arraycopy(buf, pos, b, off, n);
+      pos += n;
+      return n;
+    }
+
+    @Override
+    public int available() throws IOException {
+      return (count - pos) + in.available();
+    }
+  }
+
+  /** A buffered output written under the link's lock (or by the handshake alone). */
+  private static final class Output extends OutputStream {
+    private final OutputStream out;
+    private final byte[] buf = new byte[8192];
+    private int count;
+
+    Output(OutputStream out) {
+      this.out = out;
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+      if (count == buf.length) {
+        drain();
+      }
+      buf[count++] = (byte) b;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      if (len > buf.length - count) {
+        drain();
+        if (len >= buf.length) {
+          out.write(b, off, len);
+          return;
+        }
+      }
+      System.arraycopy(b, off, buf, count, len);
+      count += len;
+    }
+
+    private void drain() throws IOException {
+      if (count > 0) {
+        out.write(buf, 0, count);
+        count = 0;
+      }
+    }
+
+    @Override
+    public void flush() throws IOException {
+      drain();
+      out.flush();
+    }
+
+    @Override
+    public void close() throws IOException {
+      flush();
+      out.close();
     }
   }
 

@@ -172,7 +172,7 @@ public record RdmaConfig(
   public static final int MAX_MAX_GRANTS = 65536;
 
   /** Default {@link #maxSendWr()}. */
-  public static final int DEFAULT_MAX_SEND_WR = 128;
+  public static final int DEFAULT_MAX_SEND_WR = 1024;
 
   /** Smallest accepted {@link #maxSendWr()}. */
   public static final int MIN_MAX_SEND_WR = 1;
@@ -181,7 +181,7 @@ public record RdmaConfig(
   public static final int MAX_MAX_SEND_WR = 4096;
 
   /** Default {@link #maxCqes()}. */
-  public static final int DEFAULT_MAX_CQES = 4096;
+  public static final int DEFAULT_MAX_CQES = 32768;
 
   /** Smallest accepted {@link #maxCqes()}. */
   public static final int MIN_MAX_CQES = 16;

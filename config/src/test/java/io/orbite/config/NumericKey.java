@@ -375,14 +375,14 @@ record NumericKey(
               (c, v) -> withRdmaBudget(c, "maxGrants", v)),
           new NumericKey(
               "rdma.maxSendWr",
-              128,
+              1024,
               1,
               4096,
               c -> (long) c.rdma().maxSendWr(),
               (c, v) -> withRdmaBudget(c, "maxSendWr", v)),
           new NumericKey(
               "rdma.maxCqes",
-              4096,
+              32768,
               16,
               65536,
               c -> (long) c.rdma().maxCqes(),

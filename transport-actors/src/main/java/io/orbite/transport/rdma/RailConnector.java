@@ -26,13 +26,14 @@ final class RailConnector {
   }
 
   /**
-   * Completion receives a source posts on each QP: at least 32, and at least {@code
-   * rdma.maxSendWr}, so a requester with this engine's settings never has more completion SENDs in
-   * flight on a QP than it has receives (a requester allowed more waits out RNR, retried without
-   * limit).
+   * Completion receives a source posts on each QP: at least 32, and at least {@code rdma.maxSendWr
+   * / 4}, the slices a requester with this engine's settings holds on a QP: each completion SEND
+   * names at least one of them and each holds its slot until its SEND came back, so such a
+   * requester never has more completion SENDs in flight on a QP than it has receives (a requester
+   * allowed more waits out RNR, retried without limit).
    */
   int receivesPerQp() {
-    return Math.max(MIN_RECEIVES_PER_QP, rail.maxSendWr);
+    return Math.max(MIN_RECEIVES_PER_QP, rail.maxSendWr / 4);
   }
 
   /**

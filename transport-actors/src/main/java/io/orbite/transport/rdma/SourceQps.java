@@ -19,10 +19,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The QPs of one source session and their completion receives: one QP per requester QP, made and
  * connected on this engine's rail of the index it names (lanes in turn), each with a slab of {@code
- * max(32, rdma.maxSendWr)} posted receives; a QP retired alone (it erred, or the monitor fenced its
- * route) or replaced at the requester's REPAIR; all of them closed with the session, after which
- * the slabs are deregistered. The session's reader thread makes and repairs them; their lanes close
- * them.
+ * max(32, rdma.maxSendWr / 4)} posted receives; a QP retired alone (it erred, or the monitor fenced
+ * its route) or replaced at the requester's REPAIR; all of them closed with the session, after
+ * which the slabs are deregistered. The session's reader thread makes and repairs them; their lanes
+ * close them.
  */
 final class SourceQps {
   private final SourceSession session;

@@ -55,12 +55,6 @@ public final class RdmaBench {
   private static final int RAILS = 2;
   private static final long IN_FLIGHT_BYTES = 64L << 20;
 
-  /** The JITs' share of a warm-up spell's wall time below which they count as settled. */
-  private static final double JIT_QUIET_SHARE = 0.03;
-
-  /** Consecutive quiet spells that end the slice rate's warm-up. */
-  private static final int QUIET_SPELLS = 2;
-
   private static final long SOURCE_SEED = 0x5eed5L;
   private static final long WRITE_SEED = 0x77L;
 
@@ -399,80 +393,34 @@ public final class RdmaBench {
         r.failed() + warm.failed());
   }
 
-  /**
-   * The slice loop, untimed, in spells of {@link RdmaBenchOptions#warmupSpellSeconds} until {@value
-   * #QUIET_SPELLS} spells in a row in which the JIT compilers of this process and of the source
-   * (pid {@code sourcePid}) used less than {@value #JIT_QUIET_SHARE} of the wall time between them,
-   * or {@link RdmaBenchOptions#maxWarmupSeconds} passed. The slice path's methods are compiled by
-   * C2 only as they turn hot under this load, which took 10 to 15 s of it on this 2-core host;
-   * timed before then, the figure measures the compilers competing with the lanes for the cores.
-   * The warm-up's tasks are verified and counted with the rest.
-   */
-  private BenchLoop.Run warmUntilCompiled(
+  /** The slice loop: 64 KiB RDMA READs in batches of 1024, 4 in flight, for {@code seconds}. */
+  private BenchLoop.Run sliceLoop(
       TransferEngine engine,
       RegisteredMemory local,
       RemoteSegment peer,
       long remote,
       long slots,
-      long sourcePid,
-      String name) {
-    long start = System.nanoTime();
-    long bytes = 0;
-    long tasks = 0;
-    long touched = 0;
-    int failed = 0;
-    int spells = 0;
-    int quiet = 0;
-    double jitShare = 1;
-    while (true) {
-      long jitBefore =
-          Jit.compilerCpuNanos(ProcessHandle.current().pid()) + Jit.compilerCpuNanos(sourcePid);
-      long spellStart = System.nanoTime();
-      BenchLoop.Run w =
-          BenchLoop.runFor(
-              human,
-              engine,
-              Op.READ,
-              Transport.RDMA,
-              local,
-              peer,
-              remote,
-              SLICE_BYTES,
-              1024,
-              4,
-              slots,
-              options.warmupSpellSeconds(),
-              null);
-      long spellNanos = System.nanoTime() - spellStart;
-      long jit =
-          Jit.compilerCpuNanos(ProcessHandle.current().pid())
-              + Jit.compilerCpuNanos(sourcePid)
-              - jitBefore;
-      bytes += w.bytes();
-      tasks += w.tasks();
-      touched = Math.max(touched, w.touchedBytes());
-      failed += w.failed();
-      spells++;
-      jitShare = (double) jit / spellNanos;
-      quiet = jitShare < JIT_QUIET_SHARE ? quiet + 1 : 0;
-      double elapsed = (System.nanoTime() - start) / 1e9;
-      if (quiet == QUIET_SPELLS || elapsed >= options.maxWarmupSeconds() || failed > 0) {
-        human.printf(
-            Locale.ROOT,
-            "  %-22s warm-up %.1f s in %d spells; the JITs used %.1f%% of the last spell%s%n",
-            name,
-            elapsed,
-            spells,
-            jitShare * 100,
-            quiet == QUIET_SPELLS ? "" : " (not settled: the figure includes compilation)");
-        return new BenchLoop.Run(bytes, tasks, elapsed, touched, failed);
-      }
-    }
+      double seconds,
+      Progress progress) {
+    return BenchLoop.runFor(
+        human,
+        engine,
+        Op.READ,
+        Transport.RDMA,
+        local,
+        peer,
+        remote,
+        SLICE_BYTES,
+        1024,
+        4,
+        slots,
+        seconds,
+        progress);
   }
 
   /**
    * 64 KiB RDMA READs (one slice each) in batches of 1024, 4 batches in flight, timed once both
-   * engines' JITs have settled under this very load ({@link #warmUntilCompiled}).
+   * engines' JITs have settled under this very load ({@link JitWarmUp}).
    */
   private BenchLoop.Run sliceRate(
       TransferEngine engine,
@@ -483,24 +431,18 @@ public final class RdmaBench {
       String name)
       throws InterruptedException {
     long slots = options.workingSetBytes() / SLICE_BYTES;
-    BenchLoop.Run warm = warmUntilCompiled(engine, local, peer, remote, slots, sourcePid, name);
+    BenchLoop.Run warm =
+        JitWarmUp.untilSettled(
+            human,
+            name,
+            sourcePid,
+            options.warmupSpellSeconds(),
+            options.maxWarmupSeconds(),
+            spell -> sliceLoop(engine, local, peer, remote, slots, spell, null));
     Jit.settle();
     Progress progress = new Progress(name, (long) (options.secondsPerFigure() * 10), "ds");
     BenchLoop.Run r =
-        BenchLoop.runFor(
-            human,
-            engine,
-            Op.READ,
-            Transport.RDMA,
-            local,
-            peer,
-            remote,
-            SLICE_BYTES,
-            1024,
-            4,
-            slots,
-            options.secondsPerFigure(),
-            progress);
+        sliceLoop(engine, local, peer, remote, slots, options.secondsPerFigure(), progress);
     progress.done();
     count(Transport.RDMA, warm, r);
     human.printf(

@@ -15,7 +15,12 @@ import java.util.Map;
  */
 final class LaneReleases {
   /** Per budget: bytes given back, then parents ended. */
-  private final Map<ChannelBudget, long[]> freed = new IdentityHashMap<>();
+  private Map<ChannelBudget, long[]> freed = new IdentityHashMap<>();
+
+  /**
+   * The map {@link #giveBack} works through, while a release it makes may add to {@link #freed}.
+   */
+  private Map<ChannelBudget, long[]> giving = new IdentityHashMap<>();
 
   /** A slice's share of its task's bytes, given back at the end of the pass. */
   void bytes(ChannelBudget budget, long bytes) {
@@ -29,7 +34,9 @@ final class LaneReleases {
 
   /**
    * Gives everything back: each budget's units first, then its bytes (a task that waited for bytes
-   * then finds its units), the tasks started meanwhile dispatched as one run.
+   * then finds its units), the tasks started meanwhile dispatched as one run. A task started here
+   * that fails on this lane at once (its lane closing) adds its own share, given back in turn; no
+   * share is given back twice, also when a release throws (the lane then fails).
    */
   void giveBack() {
     if (freed.isEmpty()) {
@@ -37,16 +44,24 @@ final class LaneReleases {
     }
     RdmaChannel.asOneRun(
         () -> {
-          for (Map.Entry<ChannelBudget, long[]> e : freed.entrySet()) {
-            long[] f = e.getValue();
-            if (f[1] > 0) {
-              e.getKey().releaseParents((int) f[1]);
-            }
-            if (f[0] > 0) {
-              e.getKey().releaseBytes(f[0]);
+          while (!freed.isEmpty()) {
+            Map<ChannelBudget, long[]> now = freed;
+            freed = giving;
+            giving = now;
+            try {
+              for (Map.Entry<ChannelBudget, long[]> e : now.entrySet()) {
+                long[] f = e.getValue();
+                if (f[1] > 0) {
+                  e.getKey().releaseParents((int) f[1]);
+                }
+                if (f[0] > 0) {
+                  e.getKey().releaseBytes(f[0]);
+                }
+              }
+            } finally {
+              now.clear();
             }
           }
         });
-    freed.clear();
   }
 }

@@ -20,6 +20,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * group (their cross-field rule and {@code withRailPolicy}); and the post queue's aging (C14) as a
  * pair ({@code withPriorityAging}). Its numeric keys one by one are in {@link NumericKey}; the
  * boolean {@code priorityAgingPerEntry}'s type errors are in {@link EngineConfigStrictnessTest}.
+ *
+ * <p>Longer than 500 lines: each copy method's test spells out the whole expected record, one
+ * component a line (a record has no copy syntax), so that a copy that touches a neighbour fails.
  */
 class RdmaConfigTest {
 

@@ -37,6 +37,12 @@ import org.slf4j.LoggerFactory;
  * connection ended or broke; or closed here) or fenced (a newer incarnation answers). Work it fails
  * once the gate moved gets the gate's kind ({@link #kindFor}: PEER_LOST, UNAVAILABLE,
  * EPOCH_MISMATCH), whether it was in flight or never sent.
+ *
+ * <p>Why this file is over 500 lines: a task's whole requester path before its lanes (plan,
+ * charges, reservation, rail choice, admission on the circuit, hand-off as one run of dispatches)
+ * and the channel's failure path (a QP's, the peer's, a fence's) share the gate, the budget and the
+ * ledger; the parts that stand alone are classes of their own already ({@link ChannelBudget},
+ * {@link SliceLedger}, {@link QpRepairer}, {@link LaneReleases}).
  */
 final class RdmaChannel implements PeerChannel, RcQp.QpOwner {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaChannel.class);

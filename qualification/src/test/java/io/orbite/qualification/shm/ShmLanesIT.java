@@ -163,9 +163,20 @@ class ShmLanesIT {
                     + "): "
                     + batch.status().completedCount()
                     + " completed");
+        // The held lane copied nothing (it is held before its first copy), so every completed
+        // task beyond the other lane's own share was stolen. The dealer gives the lanes whole
+        // parts of up to 256 KiB in turn, so that share is half the batch give or take one part
+        // (64 tasks): CI once saw the held lane dealt 32 fewer, and 991 stolen for 3071 completed.
+        long completed = batch.status().completedCount();
+        long ownShareAtMost = tasks / 2 + (256 * 1024 / TASK);
         assertTrue(
-            requester.counters().shmTasksStolen() - stolenBefore >= tasks / 2 - 1024 - 1,
-            () -> "counted as stolen: " + requester.counters().shmTasksStolen());
+            requester.counters().shmTasksStolen() - stolenBefore >= completed - ownShareAtMost,
+            () ->
+                "counted as stolen: "
+                    + requester.counters().shmTasksStolen()
+                    + " of "
+                    + completed
+                    + " completed");
       } finally {
         hook.release();
       }

@@ -28,6 +28,10 @@ module io.orbite.engine {
       io.orbite.transport;
   exports io.orbite.engine.priority to
       io.orbite.transport;
+  exports io.orbite.engine.security to
+      io.orbite.transport,
+      io.orbite.observability,
+      io.orbite.qualification;
   exports io.orbite.engine.fault to
       io.orbite.transport,
       io.orbite.qualification;

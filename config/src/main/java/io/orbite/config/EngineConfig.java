@@ -57,6 +57,9 @@ import java.util.regex.Pattern;
  * @param policies first-match transport policies for requests that let the engine choose their
  *     transport ({@code UNSPEC}); a JSON array of rules. Default {@link TransportPolicies#NONE}:
  *     the engine's own choice for every request.
+ * @param security who may talk to this engine and how peers prove it. Default {@link
+ *     SecurityConfig#defaults()}: authenticated when credentials are configured, and a listener
+ *     that is not loopback-only refused without them.
  */
 public record EngineConfig(
     String name,
@@ -73,7 +76,8 @@ public record EngineConfig(
     NotificationConfig notifications,
     ObservabilityConfig observability,
     DirectoryConfig directory,
-    TransportPolicies policies) {
+    TransportPolicies policies,
+    SecurityConfig security) {
 
   /** Default {@link #name()}. */
   public static final String DEFAULT_NAME = "orbite";
@@ -134,6 +138,7 @@ public record EngineConfig(
     Checks.requireNonNull(ObservabilityConfig.SECTION, observability);
     Checks.requireNonNull(DirectoryConfig.SECTION, directory);
     Checks.requireNonNull(TransportPolicies.SECTION, policies);
+    Checks.requireNonNull(SecurityConfig.SECTION, security);
     // The one check across sections: a lane mask may only name lanes each peer gets.
     policies.checkLanes(tcp.lanes());
   }
@@ -160,7 +165,8 @@ public record EngineConfig(
         NotificationConfig.defaults(),
         ObservabilityConfig.defaults(),
         DirectoryConfig.defaults(),
-        TransportPolicies.NONE);
+        TransportPolicies.NONE,
+        SecurityConfig.defaults());
   }
 
   /**
@@ -189,7 +195,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -217,7 +224,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -244,7 +252,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -271,7 +280,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -299,7 +309,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -326,7 +337,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -354,7 +366,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -381,7 +394,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -408,7 +422,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -436,7 +451,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -463,7 +479,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -491,7 +508,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -519,7 +537,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -547,7 +566,8 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
   }
 
   /**
@@ -574,7 +594,36 @@ public record EngineConfig(
         notifications,
         observability,
         directory,
-        policies);
+        policies,
+        security);
+  }
+
+  /**
+   * A copy with {@link #security()} replaced and every other component kept; the new value is
+   * checked as by the constructor.
+   *
+   * @param security security settings, already validated by {@link SecurityConfig}'s constructor
+   * @return a new {@code EngineConfig}; this one is unchanged
+   * @throws ConfigException naming {@code security} if {@code security} is {@code null}
+   */
+  public EngineConfig withSecurity(SecurityConfig security) {
+    return new EngineConfig(
+        name,
+        listen,
+        tcp,
+        budgets,
+        slicing,
+        timeouts,
+        retry,
+        merge,
+        shm,
+        file,
+        rdma,
+        notifications,
+        observability,
+        directory,
+        policies,
+        security);
   }
 
   /**
@@ -688,7 +737,8 @@ public record EngineConfig(
         r.section(
             ObservabilityConfig.SECTION, ObservabilityConfig.class, ObservabilityConfig::read),
         r.section(DirectoryConfig.SECTION, DirectoryConfig.class, DirectoryConfig::read),
-        r.policiesValue(TransportPolicies.SECTION));
+        r.policiesValue(TransportPolicies.SECTION),
+        r.section(SecurityConfig.SECTION, SecurityConfig.class, SecurityConfig::read));
   }
 
   private static String readFile(Path file) {

@@ -131,7 +131,10 @@ class EngineConfigLoadingTest {
                                     "tickMillis": 60000},
                   "directory": {"publish": ["kv-pool", "a/b:c.d_e-f"], "readConsistency": "all",
                                 "writeConsistency": "local", "consistencyTimeoutMillis": 60000,
-                                "refreshMillis": 50}
+                                "refreshMillis": 50},
+                  "security": {"mode": "auto", "secretFile": "/etc/orbite/secret",
+                               "identityKeyFile": "/etc/orbite/full.key",
+                               "peerKeysDir": "/etc/orbite/peers"}
                 }
                 """);
     assertEquals(
@@ -176,7 +179,9 @@ class EngineConfigLoadingTest {
                 new DashboardConfig(true, "::1", 65535),
                 60000),
             new DirectoryConfig(List.of("kv-pool", "a/b:c.d_e-f"), "all", "local", 60000, 50),
-            TransportPolicies.NONE),
+            TransportPolicies.NONE,
+            new SecurityConfig(
+                "auto", "/etc/orbite/secret", "/etc/orbite/full.key", "/etc/orbite/peers")),
         config);
   }
 
@@ -263,7 +268,8 @@ class EngineConfigLoadingTest {
                             TransportPolicy.Transport.RDMA,
                             TransportPolicy.Transport.SHM,
                             TransportPolicy.Transport.TCP)
-                        .withPriority(TransportPolicy.Priority.MEDIUM))));
+                        .withPriority(TransportPolicy.Priority.MEDIUM))),
+            new SecurityConfig("open", "", "", ""));
     String json = config.toJson();
     assertEquals(config, EngineConfig.fromJson(json));
     assertEquals(json, EngineConfig.fromJson(json).toJson(), "serialising is deterministic");
@@ -394,7 +400,13 @@ class EngineConfigLoadingTest {
                     "consistencyTimeoutMillis": 5000,
                     "refreshMillis": 1000
                   },
-                  "policies": []
+                  "policies": [],
+                  "security": {
+                    "mode": "auto",
+                    "secretFile": "",
+                    "identityKeyFile": "",
+                    "peerKeysDir": ""
+                  }
                 }""";
     assertEquals(expected, EngineConfig.defaults().toJson());
   }

@@ -6,6 +6,8 @@ import io.orbite.config.EngineConfig;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.guardian.EngineGuardian;
 import io.orbite.engine.notify.NotifyReceiver;
+import io.orbite.engine.security.Credentials;
+import io.orbite.engine.security.PeerAuth;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerEventHub;
 import io.orbite.engine.spi.QuarantineLedger;
@@ -15,7 +17,9 @@ import io.orbite.engine.spi.SharedMemoryProvider;
 import io.orbite.engine.spi.TransportProvider;
 import io.orbite.engine.view.OwnerBoard;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.nio.channels.ServerSocketChannel;
 import java.security.SecureRandom;
 import java.util.List;
@@ -45,6 +49,7 @@ record EngineBootstrap(
     List<TransportProvider> providers,
     PeerEventHub peerEvents,
     NotifyReceiver notifications,
+    PeerAuth auth,
     CompletableFuture<EngineGuardian.Handles> started) {
   org.apache.pekko.actor.typed.Behavior<EngineGuardian.Command> guardian(EngineConfig config) {
     return EngineGuardian.create(
@@ -59,7 +64,8 @@ record EngineBootstrap(
             hooks,
             providers,
             peerEvents,
-            notifications),
+            notifications,
+            auth),
         started);
   }
 
@@ -113,6 +119,7 @@ record EngineBootstrap(
   }
 
   private static final SecureRandom EPOCHS = new SecureRandom();
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger("io.orbite.engine");
 
   /**
    * The incarnation's shared memory when {@code shm.enabled}: a provider must be on the class path
@@ -149,6 +156,8 @@ record EngineBootstrap(
     do {
       epoch = EPOCHS.nextLong();
     } while (epoch == 0);
+    Credentials credentials = Credentials.load(config.security(), config.name(), System::getenv);
+    refuseUnsafeBind(config, credentials);
     SharedMemory shared = openShared(config, epoch);
     ServerSocketChannel listener;
     try {
@@ -188,6 +197,54 @@ record EngineBootstrap(
         providers,
         new PeerEventHub(ForkJoinPool.commonPool()),
         new NotifyReceiver(config.notifications(), self, tally, config.budgets().maxEndpoints()),
+        new PeerAuth(credentials, config.name(), epoch),
         new CompletableFuture<>());
+  }
+
+  /**
+   * Fail-safe binding: a listener that is not loopback-only serves whoever reaches the port, so the
+   * engine starts there only with credentials, or with {@code security.mode} {@code "open"} said
+   * out loud (and logged as a warning).
+   */
+  static void refuseUnsafeBind(EngineConfig config, Credentials credentials) {
+    String host = config.listen().host();
+    if (credentials.open()) {
+      LOG.warn(
+          "engine {}: security.mode \"open\": peers are not authenticated; anyone who reaches"
+              + " {}:{} may describe, READ and WRITE its regions",
+          config.name(),
+          host,
+          config.listen().port());
+      return;
+    }
+    if (credentials.authenticates() || loopbackOnly(host)) {
+      return;
+    }
+    throw new TransferException(
+        ErrorKind.INVALID_ARGUMENT,
+        "security.mode: listen.host "
+            + host
+            + " is not loopback-only, and no security credentials are configured: anyone who"
+            + " reaches the port could describe, READ and WRITE this engine's regions. Set"
+            + " security.secretFile (or $"
+            + io.orbite.config.SecurityConfig.SECRET_ENV_VAR
+            + ") or security.peerKeysDir, or set security.mode to \"open\" to serve"
+            + " unauthenticated peers on purpose");
+  }
+
+  /** Whether every address {@code host} names is a loopback address (a wildcard is not). */
+  private static boolean loopbackOnly(String host) {
+    try {
+      InetAddress[] all = InetAddress.getAllByName(host);
+      for (InetAddress a : all) {
+        if (!a.isLoopbackAddress()) {
+          return false;
+        }
+      }
+      return all.length > 0;
+    } catch (UnknownHostException e) {
+      // The bind reports the unknown host, naming listen.host.
+      return true;
+    }
   }
 }

@@ -75,6 +75,9 @@ import java.util.Map;
  * @param notificationsRefused Receiver side: notifications refused: the inbox full ({@code
  *     RESOURCE_EXHAUSTED}), a tag or payload over this engine's bound ({@code INVALID_ARGUMENT}),
  *     another incarnation named ({@code EPOCH_MISMATCH}), or the engine closing.
+ * @param peersRefused Source side: connections refused {@code PERMISSION_DENIED} for want of
+ *     authentication (no handshake where one is required, a handshake that failed, a HELLO naming
+ *     another engine than the handshake proved), before any payload was read.
  * @param tasksDispatched per transport, physical transfers the engine handed to it: a task, or a
  *     group of adjacent tasks merged into one (UNSPEC never dispatches: a task always runs on a
  *     chosen transport)
@@ -118,6 +121,7 @@ public record EngineCounters(
     long notificationsSent,
     long notificationsReceived,
     long notificationsRefused,
+    long peersRefused,
     Map<Transport, Long> tasksDispatched,
     Map<Transport, Long> bytesDispatched,
     Map<String, Long> laneBytes) {

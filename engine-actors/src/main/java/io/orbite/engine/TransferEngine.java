@@ -107,7 +107,8 @@ public final class TransferEngine implements Engine {
                 self.epoch(),
                 parts.counters(),
                 handles.gate()::fencedBecause,
-                parts.hooks()),
+                parts.hooks(),
+                parts.auth()),
             parts.notifications(),
             calls,
             system.executionContext());

@@ -165,6 +165,7 @@ final class EngineMetrics implements EngineTally.TaskObserver, AutoCloseable {
     in.sampleCounter(Metric.CONNECTIONS, counters.connectionsOpened(), "event", "opened");
     in.sampleCounter(Metric.CONNECTIONS, counters.connectionsAccepted(), "event", "accepted");
     in.sampleCounter(Metric.CONNECTIONS, counters.connectionsRefused(), "event", "refused");
+    in.sampleCounter(Metric.CONNECTIONS, counters.peersRefused(), "event", "denied");
     in.sampleCounter(Metric.NOTIFICATIONS, counters.notificationsSent(), "event", "sent");
     in.sampleCounter(Metric.NOTIFICATIONS, counters.notificationsReceived(), "event", "received");
     in.sampleCounter(Metric.NOTIFICATIONS, counters.notificationsRefused(), "event", "refused");

@@ -5,6 +5,8 @@ import io.orbite.engine.RemoteRegion;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.notify.NotifyReceiver;
+import io.orbite.engine.security.AuthenticatedPeer;
+import io.orbite.engine.security.PeerAuth;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.Registration;
@@ -55,6 +57,10 @@ final class ControlConnection implements Runnable {
   private final int firstFrameTimeoutMillis;
   private final Consumer<SocketChannel> onEnd;
   private final NotifyReceiver notifications;
+  private final PeerAuth auth;
+
+  /** Who this connection's handshake proved its requester to be; null until then, or ever. */
+  private AuthenticatedPeer peer;
 
   ControlConnection(
       SocketChannel channel,
@@ -65,7 +71,9 @@ final class ControlConnection implements Runnable {
       EngineTally counters,
       int firstFrameTimeoutMillis,
       Consumer<SocketChannel> onEnd,
-      NotifyReceiver notifications) {
+      NotifyReceiver notifications,
+      PeerAuth auth) {
+    this.auth = auth;
     this.channel = channel;
     this.self = self;
     this.registry = registry;
@@ -80,6 +88,9 @@ final class ControlConnection implements Runnable {
   @Override
   public void run() {
     boolean handedOver = false;
+    // The handshake and the first frame after it share one deadline, so a peer that trickles its
+    // bytes holds its connection (one of budgets.maxEndpoints unclaimed ones) no longer.
+    long deadline = System.nanoTime() + firstFrameTimeoutMillis * 1_000_000L;
     try {
       channel.socket().setSoTimeout(firstFrameTimeoutMillis);
       InputStream in = channel.socket().getInputStream();
@@ -91,6 +102,22 @@ final class ControlConnection implements Runnable {
           return;
         }
         FrameType type = FrameCodec.type(h, 0);
+        if (type == FrameType.AUTH_HELLO && peer == null) {
+          try {
+            peer = auth.accept(channel.socket(), h, deadline);
+          } catch (PeerAuth.Refused e) {
+            refuseUnauthenticated("its handshake was refused: " + e.getMessage());
+            return;
+          }
+          long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L);
+          channel.socket().setSoTimeout((int) Math.min(firstFrameTimeoutMillis, left));
+          continue;
+        }
+        if (auth.required() && peer == null) {
+          // Before any payload is read: an unauthenticated peer learns nothing but the refusal.
+          answerUnauthenticated(out, type, h);
+          return;
+        }
         if (type == FrameType.DESCRIBE_REQUEST) {
           answerDescribe(out, FrameCodec.requestId(h, 0));
         } else if (type == FrameType.HELLO) {
@@ -106,7 +133,9 @@ final class ControlConnection implements Runnable {
           return;
         } else {
           reject(
-              "first frame of a connection must be DESCRIBE_REQUEST, HELLO or NOTIFY, got " + type);
+              "first frame of a connection must be DESCRIBE_REQUEST, HELLO, NOTIFY or AUTH_HELLO,"
+                  + " got "
+                  + type);
           return;
         }
       }
@@ -157,6 +186,10 @@ final class ControlConnection implements Runnable {
     SharedHost sharedHost = registry.sharedHost();
     List<SharedRegion> exports = new ArrayList<>();
     for (Registration r : visible.values()) {
+      if (!r.allows(peer)) {
+        // An allow-list that does not name this peer's proven name hides the range from it.
+        continue;
+      }
       regions.add(
           new RemoteRegion(r.regionId(), r.lengthBytes(), r.access(), r.name().orElse(null)));
       SharedBacking b = r.shared();
@@ -215,6 +248,24 @@ final class ControlConnection implements Runnable {
         return false;
       }
     }
+    if (peer != null
+        && (requester == null
+            || !requester.name().equals(peer.name())
+            || FrameCodec.regionId(hello, 0) != peer.epoch())) {
+      // The HELLO must name the engine and the epoch the handshake proved, so no member opens
+      // lanes (and fences incarnations) under another's name.
+      refuseUnauthenticated(
+          "HELLO names "
+              + (requester == null ? "no identity" : "'" + requester.name() + "'")
+              + " with epoch "
+              + Long.toHexString(FrameCodec.regionId(hello, 0))
+              + ", not the handshake's '"
+              + peer.name()
+              + "' with epoch "
+              + Long.toHexString(peer.epoch()));
+      answer(out, FrameType.HELLO_ACK, hello, ErrorKind.PERMISSION_DENIED);
+      return false;
+    }
     long code = FrameCodec.count(hello, 0);
     Transport transport = Transport.fromCode(code);
     ActorRef<TransportCommand> target = transport == null ? null : transports.get(transport);
@@ -230,27 +281,58 @@ final class ControlConnection implements Runnable {
     // (with budgets.maxEndpoints 1, it would be closed unanswered). onEnd runs again at the end; a
     // second removal does nothing.
     onEnd.accept(channel);
-    target.tell(new TransportCommand.AdoptConnection(channel, copy, requester));
+    target.tell(new TransportCommand.AdoptConnection(channel, copy, requester, peer));
     return true;
   }
 
   /** Answers a HELLO that breaks the protocol with HELLO_ACK PROTOCOL, so the peer learns why. */
   private void refuseHello(OutputStream out, ByteBuffer hello, String why) throws IOException {
     reject(why);
+    answer(out, FrameType.HELLO_ACK, hello, ErrorKind.PROTOCOL);
+  }
+
+  /**
+   * Refuses a first frame sent without the handshake this engine requires: DESCRIBE_REQUEST, HELLO
+   * and NOTIFY are answered PERMISSION_DENIED in their own answer's type (without reading a byte of
+   * their payload), anything else only closed.
+   */
+  private void answerUnauthenticated(OutputStream out, FrameType type, ByteBuffer h)
+      throws IOException {
+    refuseUnauthenticated(type + " without the authentication handshake");
+    FrameType answer =
+        switch (type) {
+          case DESCRIBE_REQUEST -> FrameType.DESCRIBE_RESPONSE;
+          case HELLO -> FrameType.HELLO_ACK;
+          case NOTIFY -> FrameType.NOTIFY_ACK;
+          default -> null;
+        };
+    if (answer != null) {
+      answer(out, answer, h, ErrorKind.PERMISSION_DENIED);
+    }
+  }
+
+  private void answer(OutputStream out, FrameType type, ByteBuffer request, ErrorKind status)
+      throws IOException {
     byte[] ack = new byte[FrameCodec.HEADER_BYTES];
     FrameCodec.encode(
         ByteBuffer.wrap(ack),
         0,
-        FrameType.HELLO_ACK,
-        ErrorKind.PROTOCOL.code(),
+        type,
+        status.code(),
         0,
-        FrameCodec.requestId(hello, 0),
+        FrameCodec.requestId(request, 0),
         self.epoch(),
         0,
         0,
         0);
     out.write(ack);
     out.flush();
+  }
+
+  /** Counts and logs a peer refused for want of authentication (C10: everyone else is served). */
+  private void refuseUnauthenticated(String why) {
+    counters.increment(Count.PEERS_REFUSED);
+    LOG.warn("control connection {}: PERMISSION_DENIED: {}", remote(), why);
   }
 
   private void reject(String why) {

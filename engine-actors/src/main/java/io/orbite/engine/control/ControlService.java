@@ -4,6 +4,7 @@ import io.orbite.engine.OwnerState;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.notify.NotifyReceiver;
+import io.orbite.engine.security.PeerAuth;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.RegistryView;
@@ -68,7 +69,8 @@ public final class ControlService {
       OwnerBoard board,
       int firstFrameTimeoutMillis,
       int maxUnclaimed,
-      NotifyReceiver notifications) {
+      NotifyReceiver notifications,
+      PeerAuth auth) {
     this.ctx = ctx;
     this.notifications = notifications;
     this.board = board;
@@ -108,7 +110,8 @@ public final class ControlService {
                                   counters,
                                   firstFrameTimeoutMillis,
                                   unclaimed::remove,
-                                  notifications));
+                                  notifications,
+                                  auth));
                     }
                   } catch (ClosedChannelException e) {
                     // The listener was closed by Stop: the normal way out.
@@ -126,6 +129,7 @@ public final class ControlService {
    *     takes; null advertises none
    * @param maxUnclaimed how many accepted connections may wait for their first frame at once
    * @param notifications serves the connections that carry notifications to this engine
+   * @param auth the handshake every connection opens with when this engine authenticates
    */
   public static Behavior<Command> create(
       ServerSocketChannel listener,
@@ -137,7 +141,8 @@ public final class ControlService {
       OwnerBoard board,
       int firstFrameTimeoutMillis,
       int maxUnclaimed,
-      NotifyReceiver notifications) {
+      NotifyReceiver notifications,
+      PeerAuth auth) {
     return Behaviors.setup(
         ctx -> {
           ControlService service =
@@ -152,17 +157,34 @@ public final class ControlService {
                   board,
                   firstFrameTimeoutMillis,
                   maxUnclaimed,
-                  notifications);
+                  notifications,
+                  auth);
           service.acceptor.start();
+          String security = securityLine(auth);
           return OwnerBoard.reporting(
               board,
               () ->
                   new OwnerBoard.Report(
                       "ControlService",
-                      Map.of("unclaimedConnections", (long) service.unclaimed.size()),
-                      "listening on " + self.endpoint()),
+                      Map.of(
+                          "unclaimedConnections",
+                          (long) service.unclaimed.size(),
+                          "peersRefused",
+                          counters.sum(Count.PEERS_REFUSED)),
+                      "listening on " + self.endpoint() + "; " + security),
               service.serving(true));
         });
+  }
+
+  /** What the dashboard's row says of how peers are authenticated; a warning when they are not. */
+  static String securityLine(PeerAuth auth) {
+    if (auth.credentials().open()) {
+      return "WARNING: security.mode \"open\": peers are not authenticated";
+    }
+    if (!auth.required()) {
+      return "peers not authenticated (loopback-only listener, no security credentials)";
+    }
+    return "peers authenticated: " + auth.credentials();
   }
 
   /**

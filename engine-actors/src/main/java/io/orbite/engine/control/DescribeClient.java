@@ -2,6 +2,7 @@ package io.orbite.engine.control;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.TransferException;
+import io.orbite.engine.security.PeerAuth;
 import io.orbite.engine.wire.DescribeCodec;
 import io.orbite.engine.wire.Description;
 import io.orbite.engine.wire.FrameCodec;
@@ -52,6 +53,17 @@ public final class DescribeClient {
    */
   public static CompletableFuture<Description> describeWhenReady(
       InetSocketAddress endpoint, int timeoutMillis, Executor blockingIo) {
+    return describeWhenReady(endpoint, timeoutMillis, blockingIo, null);
+  }
+
+  /**
+   * {@link #describeWhenReady(InetSocketAddress, int, Executor)}, each try opening with {@code
+   * auth}'s handshake when it is required.
+   *
+   * @param auth this engine's handshake, or null for none
+   */
+  public static CompletableFuture<Description> describeWhenReady(
+      InetSocketAddress endpoint, int timeoutMillis, Executor blockingIo, PeerAuth auth) {
     CompletableFuture<Description> result = new CompletableFuture<>();
     long deadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
     tryReady(
@@ -61,6 +73,7 @@ public final class DescribeClient {
         FIRST_READY_BACKOFF_MILLIS,
         null,
         blockingIo,
+        auth,
         result);
     return result;
   }
@@ -76,6 +89,7 @@ public final class DescribeClient {
       long backoffMillis,
       Description notReadyBefore,
       Executor blockingIo,
+      PeerAuth auth,
       CompletableFuture<Description> result) {
     Runnable attempt =
         () -> {
@@ -83,7 +97,7 @@ public final class DescribeClient {
           try {
             long leftMillis =
                 Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
-            d = describe(endpoint, (int) Math.min(timeoutMillis, leftMillis));
+            d = describe(endpoint, (int) Math.min(timeoutMillis, leftMillis), auth);
           } catch (TransferException e) {
             // A last try cut short by the deadline says less than the "not ready" the source gave
             // before it; any other failure (the source went) is news, and reported.
@@ -120,6 +134,7 @@ public final class DescribeClient {
                       Math.min(backoffMillis * 2, MAX_READY_BACKOFF_MILLIS),
                       d,
                       blockingIo,
+                      auth,
                       result));
         };
     try {
@@ -186,12 +201,27 @@ public final class DescribeClient {
 
   /** Connects, describes and closes. Failures are {@link TransferException}s naming the peer. */
   public static Description describe(InetSocketAddress endpoint, int timeoutMillis) {
+    return describe(endpoint, timeoutMillis, null);
+  }
+
+  /**
+   * {@link #describe(InetSocketAddress, int)}, opening with {@code auth}'s handshake when it is
+   * required; a source that refuses this engine, or fails to prove itself, fails it
+   * PERMISSION_DENIED.
+   *
+   * @param auth this engine's handshake, or null for none
+   */
+  public static Description describe(InetSocketAddress endpoint, int timeoutMillis, PeerAuth auth) {
     String peer = endpoint.getHostString() + ":" + endpoint.getPort();
     try (Socket socket = new Socket()) {
       socket.setTcpNoDelay(true);
       socket.setSoTimeout(timeoutMillis);
       socket.connect(
           new InetSocketAddress(endpoint.getHostString(), endpoint.getPort()), timeoutMillis);
+      if (auth != null && auth.required()) {
+        auth.connect(socket, "describe " + peer, timeoutMillis);
+        socket.setSoTimeout(timeoutMillis);
+      }
       ByteBuffer request = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
       FrameCodec.encode(request, 0, FrameType.DESCRIBE_REQUEST, 0, 0, 1, 0, 0, 0, 0);
       OutputStream out = socket.getOutputStream();
@@ -216,7 +246,14 @@ public final class DescribeClient {
       if (status != 0) {
         ErrorKind kind = ErrorKind.fromCode(status);
         throw new TransferException(
-            kind == null ? ErrorKind.PROTOCOL : kind, "describe " + peer + " refused");
+            kind == null ? ErrorKind.PROTOCOL : kind,
+            "describe "
+                + peer
+                + " refused"
+                + (kind == ErrorKind.PERMISSION_DENIED && (auth == null || !auth.required())
+                    ? ": the peer requires authentication (security.secretFile or"
+                        + " security.peerKeysDir), and none is configured here"
+                    : ""));
       }
       byte[] payload = new byte[(int) FrameCodec.payloadLength(h, 0)];
       in.readFully(payload);

@@ -94,7 +94,8 @@ public final class EngineGuardian {
       FaultHooks hooks,
       List<TransportProvider> providers,
       PeerEventHub peerEvents,
-      NotifyReceiver notifications) {}
+      NotifyReceiver notifications,
+      io.orbite.engine.security.PeerAuth auth) {}
 
   /** Charge a batch slot and spawn its actor. */
   public record SpawnBatch(int capacity, ActorRef<SpawnBatchReply> replyTo) implements Command {}

@@ -131,7 +131,8 @@ final class GuardianChildren {
             parts.hooks(),
             supervision,
             parts.peerEvents(),
-            self);
+            self,
+            parts.auth());
     parts.peerEvents().runOn(blockingIo);
     Map<Transport, ActorRef<TransportCommand>> spawned = new EnumMap<>(Transport.class);
     for (TransportProvider provider : providers) { // one per kind, TCP among them
@@ -164,7 +165,8 @@ final class GuardianChildren {
                     counters,
                     Duration.ofMillis(config.timeouts().describeTimeoutMillis()),
                     config.budgets().maxPeerSegments(),
-                    board),
+                    board,
+                    parts.auth()),
                 SegmentTable::refuse),
             "segment-table");
     // Watched, as the transports are: an owner that stops while the engine runs is marked
@@ -191,7 +193,8 @@ final class GuardianChildren {
                     board,
                     (int) config.timeouts().describeTimeoutMillis(),
                     config.budgets().maxEndpoints(),
-                    parts.notifications()),
+                    parts.notifications(),
+                    parts.auth()),
                 // A Stop is not answered: the listener of a quarantined service stays as it was,
                 // and the guardian no longer asks (stopControl).
                 (msg, why) -> {}),

@@ -44,6 +44,7 @@ public final class Notifier implements NotificationSender {
   private final FaultHooks hooks;
   private final ConcurrentHashMap<SegmentDescriptor, NotifyLink> links = new ConcurrentHashMap<>();
   private volatile boolean closed;
+  private final io.orbite.engine.security.PeerAuth auth;
 
   /**
    * @param config the engine's notification settings
@@ -54,6 +55,8 @@ public final class Notifier implements NotificationSender {
    * @param counters where sent notifications and opened connections are counted
    * @param requesterClosed why the requester side is closed, or null while it is open
    * @param hooks fault-injection points ({@link FaultHooks#NONE} but in qualification tests)
+   * @param auth the handshake every notification connection opens with when this engine
+   *     authenticates
    */
   public Notifier(
       NotificationConfig config,
@@ -62,7 +65,9 @@ public final class Notifier implements NotificationSender {
       long epoch,
       EngineTally counters,
       Supplier<String> requesterClosed,
-      FaultHooks hooks) {
+      FaultHooks hooks,
+      io.orbite.engine.security.PeerAuth auth) {
+    this.auth = auth;
     this.config = config;
     this.connectTimeoutMillis = connectTimeoutMillis;
     this.identity = toArray(identity.encode());
@@ -78,6 +83,10 @@ public final class Notifier implements NotificationSender {
 
   NotificationConfig config() {
     return config;
+  }
+
+  io.orbite.engine.security.PeerAuth auth() {
+    return auth;
   }
 
   int connectTimeoutMillis() {

@@ -3,6 +3,7 @@ package io.orbite.engine.notify;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.NotificationResult;
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.TransferException;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
@@ -166,6 +167,11 @@ final class NotifyLink implements Runnable {
     ErrorKind kind;
     try {
       connect();
+    } catch (TransferException e) { // the handshake: refused, or the peer failed to prove itself
+      end(
+          closing ? ErrorKind.UNAVAILABLE : e.kind(),
+          closing ? "the engine is closing" : e.getMessage());
+      return;
     } catch (IOException | RuntimeException e) { // an unresolvable host is unchecked
       end(
           ErrorKind.UNAVAILABLE,
@@ -217,6 +223,9 @@ final class NotifyLink implements Runnable {
       c.setOption(StandardSocketOptions.TCP_NODELAY, true);
       c.socket()
           .connect(new InetSocketAddress(peer.host(), peer.port()), owner.connectTimeoutMillis());
+      if (owner.auth().required()) {
+        owner.auth().connect(c.socket(), "notifications to " + peer, owner.connectTimeoutMillis());
+      }
       c.configureBlocking(false);
       Selector s = Selector.open();
       owner.counters().increment(Count.CONNECTIONS_OPENED);

@@ -10,6 +10,7 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.admission.Admission;
 import io.orbite.engine.control.DescribeClient;
+import io.orbite.engine.security.PeerAuth;
 import io.orbite.engine.segment.TableEntry.Waiter;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
@@ -157,6 +158,7 @@ public final class SegmentTable {
   private final EngineTally counters;
   private final int describeTimeoutMillis;
   private final int capacity;
+  private final PeerAuth auth;
 
   /** Set once the table has stopped: a RemoteSegment dropped later has nothing to tell. */
   final AtomicBoolean stopped = new AtomicBoolean();
@@ -182,7 +184,9 @@ public final class SegmentTable {
       PeerEventHub events,
       EngineTally counters,
       int describeTimeoutMillis,
-      int capacity) {
+      int capacity,
+      PeerAuth auth) {
+    this.auth = auth;
     this.events = events;
     this.counters = counters;
     this.ctx = ctx;
@@ -216,6 +220,36 @@ public final class SegmentTable {
       Duration describeTimeout,
       int capacity,
       OwnerBoard board) {
+    return create(
+        admission,
+        base,
+        further,
+        blockingIo,
+        events,
+        counters,
+        describeTimeout,
+        capacity,
+        board,
+        null);
+  }
+
+  /**
+   * {@link #create(ActorRef, PeerTransport, List, Executor, PeerEventHub, EngineTally, Duration,
+   * int, OwnerBoard)}, its Describes opening with {@code auth}'s handshake when it is required.
+   *
+   * @param auth this engine's handshake, or null for none
+   */
+  public static Behavior<Command> create(
+      ActorRef<Admission.Command> admission,
+      PeerTransport base,
+      List<PeerTransport> further,
+      Executor blockingIo,
+      PeerEventHub events,
+      EngineTally counters,
+      Duration describeTimeout,
+      int capacity,
+      OwnerBoard board,
+      PeerAuth auth) {
     return Behaviors.withTimers(
         timers ->
             Behaviors.setup(
@@ -232,7 +266,8 @@ public final class SegmentTable {
                           events,
                           counters,
                           (int) describeTimeout.toMillis(),
-                          capacity);
+                          capacity,
+                          auth);
                   ActorRef<Command> self = ctx.getSelf();
                   events.onReplaced((old, newer) -> self.tell(new Replaced(old, newer)));
                   return OwnerBoard.reporting(board, table::report, table.active());
@@ -344,7 +379,7 @@ public final class SegmentTable {
     }
     // Off the mailbox: a source that is not ready yet is asked again until the describe timeout.
     ctx.pipeToSelf(
-        DescribeClient.describeWhenReady(address, describeTimeoutMillis, blockingIo),
+        DescribeClient.describeWhenReady(address, describeTimeoutMillis, blockingIo, auth),
         (description, failure) -> new Described(m, address, description, failure));
     return Behaviors.same();
   }
@@ -530,7 +565,7 @@ public final class SegmentTable {
   private Behavior<Command> onCheckPeer(CheckPeer m) {
     ctx.pipeToSelf(
         CompletableFuture.supplyAsync(
-            () -> DescribeClient.describe(m.address(), describeTimeoutMillis), blockingIo),
+            () -> DescribeClient.describe(m.address(), describeTimeoutMillis, auth), blockingIo),
         (description, failure) -> new Checked(m, description, failure));
     return Behaviors.same();
   }

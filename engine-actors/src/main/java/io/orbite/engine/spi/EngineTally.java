@@ -58,7 +58,8 @@ public final class EngineTally {
     MERGED_TRANSFERS,
     NOTIFICATIONS_SENT,
     NOTIFICATIONS_RECEIVED,
-    NOTIFICATIONS_REFUSED
+    NOTIFICATIONS_REFUSED,
+    PEERS_REFUSED
   }
 
   /**
@@ -437,6 +438,7 @@ public final class EngineTally {
         sums[Count.NOTIFICATIONS_SENT.ordinal()],
         sums[Count.NOTIFICATIONS_RECEIVED.ordinal()],
         sums[Count.NOTIFICATIONS_REFUSED.ordinal()],
+        sums[Count.PEERS_REFUSED.ordinal()],
         tasks,
         bytes,
         laneBytes);

@@ -24,6 +24,7 @@ public final class Registration implements RegisteredMemory {
   private final Arena ownedArena;
   private final SharedBacking shared;
   private final String name;
+  private final java.util.Set<String> allowedPeers;
   private final AtomicLong loans = new AtomicLong();
   private final AtomicLong pins = new AtomicLong();
 
@@ -101,12 +102,52 @@ public final class Registration implements RegisteredMemory {
       Arena ownedArena,
       SharedBacking shared,
       String name) {
+    this(regionId, segment, access, ownedArena, shared, name, null);
+  }
+
+  /**
+   * @param shared the memfd behind engine-owned memory that the SHM transport exports; {@code null}
+   *     for memory that is not shared
+   * @param name the name the range is registered under, or {@code null}
+   * @param allowedPeers the engine names that may READ or WRITE the range (as its access grants),
+   *     each proven in its connection's handshake; {@code null} for every peer this engine serves
+   */
+  public Registration(
+      long regionId,
+      MemorySegment segment,
+      Access access,
+      Arena ownedArena,
+      SharedBacking shared,
+      String name,
+      java.util.Set<String> allowedPeers) {
+    this.allowedPeers = allowedPeers == null ? null : java.util.Set.copyOf(allowedPeers);
     this.name = name;
     this.regionId = regionId;
     this.segment = segment;
     this.access = access;
     this.ownedArena = ownedArena;
     this.shared = ownedArena == null ? null : shared;
+  }
+
+  /**
+   * The peers allowed to reach this range, or {@code null} for every peer this engine serves.
+   *
+   * @return the engine names, each to be proven by the peer's handshake
+   */
+  public java.util.Set<String> allowedPeers() {
+    return allowedPeers;
+  }
+
+  /**
+   * Whether {@code peer} may see and reach this range: always without an allow-list; with one, only
+   * a peer whose handshake proved a listed name.
+   *
+   * @param peer who a connection's handshake proved its requester to be, or null when it proved
+   *     nothing (an engine that does not authenticate)
+   */
+  public boolean allows(io.orbite.engine.security.AuthenticatedPeer peer) {
+    return allowedPeers == null
+        || (peer != null && peer.nameProven() && allowedPeers.contains(peer.name()));
   }
 
   /** The memfd this range is exported through to same-host peers, or {@code null}. */

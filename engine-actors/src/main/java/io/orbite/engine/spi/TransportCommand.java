@@ -53,15 +53,27 @@ public interface TransportCommand {
    *
    * @param requester who the HELLO said sent it (its payload, checked), or null when it named no
    *     identity: such a requester's lanes are never fenced as another incarnation's
+   * @param peer who the connection's handshake proved the requester to be (its name and epoch are
+   *     the HELLO's), or null on an engine that does not authenticate; the per-region allow-lists
+   *     of this connection's frames are checked against it
    */
   record AdoptConnection(
       SocketChannel channel,
       java.nio.ByteBuffer hello,
-      io.orbite.engine.wire.EngineIdentity requester)
+      io.orbite.engine.wire.EngineIdentity requester,
+      io.orbite.engine.security.AuthenticatedPeer peer)
       implements TransportCommand {
     /** A connection whose HELLO named no identity. */
     public AdoptConnection(SocketChannel channel, java.nio.ByteBuffer hello) {
-      this(channel, hello, null);
+      this(channel, hello, null, null);
+    }
+
+    /** A connection to an engine that does not authenticate. */
+    public AdoptConnection(
+        SocketChannel channel,
+        java.nio.ByteBuffer hello,
+        io.orbite.engine.wire.EngineIdentity requester) {
+      this(channel, hello, requester, null);
     }
   }
 

@@ -22,6 +22,7 @@ import java.util.concurrent.Executor;
  * @param peerEvents where the requester side publishes what happens to its peers
  * @param self this engine incarnation: where it listens, and {@code localEpoch}; its HELLOs name
  *     this engine by {@link #identity()}
+ * @param auth the handshake every connection this engine opens starts with when it authenticates
  */
 public record TransportContext(
     EngineConfig config,
@@ -34,7 +35,36 @@ public record TransportContext(
     FaultHooks hooks,
     OwnerSupervision supervision,
     PeerEventHub peerEvents,
-    SegmentDescriptor self) {
+    SegmentDescriptor self,
+    io.orbite.engine.security.PeerAuth auth) {
+  /** A context for an engine that does not authenticate (tests that build transports alone). */
+  public TransportContext(
+      EngineConfig config,
+      RegistryView registry,
+      long localEpoch,
+      Executor blockingIo,
+      EngineTally counters,
+      OwnerBoard owners,
+      QuarantineLedger quarantine,
+      FaultHooks hooks,
+      OwnerSupervision supervision,
+      PeerEventHub peerEvents,
+      SegmentDescriptor self) {
+    this(
+        config,
+        registry,
+        localEpoch,
+        blockingIo,
+        counters,
+        owners,
+        quarantine,
+        hooks,
+        supervision,
+        peerEvents,
+        self,
+        io.orbite.engine.security.PeerAuth.none(config.name(), localEpoch));
+  }
+
   /**
    * Checks that {@code self} is this incarnation.
    *
@@ -42,6 +72,7 @@ public record TransportContext(
    */
   public TransportContext {
     java.util.Objects.requireNonNull(self, "self");
+    java.util.Objects.requireNonNull(auth, "auth");
     if (self.epoch() != localEpoch) {
       throw new IllegalArgumentException(
           "self " + self + " is not the incarnation of epoch " + Long.toHexString(localEpoch));

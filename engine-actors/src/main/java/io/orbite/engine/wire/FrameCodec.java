@@ -24,7 +24,8 @@ import java.nio.ByteBuffer;
  * EngineIdentity#MAX_BYTES}, whatever the receiver's cap for data payloads), or empty: a requester
  * that names no identity is never taken for another incarnation of anyone. A NOTIFY's payload (at
  * most {@link NotifyCodec#MAX_PAYLOAD_BYTES}) and a NOTIFY_ACK's detail (at most {@link
- * NotifyCodec#MAX_DETAIL_BYTES}) have their own caps too.
+ * NotifyCodec#MAX_DETAIL_BYTES}) have their own caps too, as have the authentication frames ({@link
+ * #MAX_AUTH_PAYLOAD_BYTES}).
  *
  * <p>{@link #check} validates a header before any payload is read: a foreign magic is refused as
  * soon as its first four bytes are seen, and lengths are checked against the receiver's cap. All
@@ -34,6 +35,9 @@ public final class FrameCodec {
   public static final int MAGIC = 0x4F524254;
   public static final int VERSION = 1;
   public static final int HEADER_BYTES = 56;
+
+  /** The largest payload of an authentication frame (AUTH_HELLO to AUTH_RESULT). */
+  public static final int MAX_AUTH_PAYLOAD_BYTES = 1024;
 
   private static final int OFF_MAGIC = 0;
   private static final int OFF_VERSION = 4;
@@ -161,6 +165,7 @@ public final class FrameCodec {
           case HELLO -> EngineIdentity.MAX_BYTES;
           case NOTIFY -> NotifyCodec.MAX_PAYLOAD_BYTES;
           case NOTIFY_ACK -> NotifyCodec.MAX_DETAIL_BYTES;
+          case AUTH_HELLO, AUTH_CHALLENGE, AUTH_PROOF, AUTH_RESULT -> MAX_AUTH_PAYLOAD_BYTES;
           default -> maxPayloadBytes;
         };
     if (payload < 0 || payload > cap) {
@@ -184,6 +189,8 @@ public final class FrameCodec {
           case NOTIFY ->
               count >= 0 && count <= payload && payload - count <= NotifyCodec.MAX_HEAD_BYTES;
           case NOTIFY_ACK -> status != 0 || payload == 0;
+          // Bounded by their cap; their fields are checked as they are decoded.
+          case AUTH_HELLO, AUTH_CHALLENGE, AUTH_PROOF, AUTH_RESULT -> true;
         };
     if (!consistent) {
       throw new FrameRejectedException(

@@ -36,9 +36,28 @@ public enum FrameType {
    * The answer to a NOTIFY: its sequence number, the receiver's epoch, status 0 (accepted into the
    * inbox) or the refusal's kind, and for a refusal an optional UTF-8 detail.
    */
-  NOTIFY_ACK(12);
+  NOTIFY_ACK(12),
+  /**
+   * First frame of an authenticated connection, requester to source: its nonce and engine name in
+   * the payload, its epoch in {@code epoch}, what it proves with ({@code AuthFlags}) in {@code
+   * regionId}. See {@code io.orbite.engine.security.PeerAuth}.
+   */
+  AUTH_HELLO(13),
+  /**
+   * The source's answer to an AUTH_HELLO: its nonce, engine name, and proofs (an HMAC of the
+   * exchange under the shared secret, an Ed25519 signature) in the payload, its epoch in {@code
+   * epoch}; or, with a non-zero status, a refusal whose payload is an optional UTF-8 detail.
+   */
+  AUTH_CHALLENGE(14),
+  /** The requester's proofs of the same exchange, after it checked the source's. */
+  AUTH_PROOF(15),
+  /**
+   * The source's verdict: status 0 (the connection goes on with its usual first frame) or
+   * PERMISSION_DENIED with an optional UTF-8 detail, after which the source closes it.
+   */
+  AUTH_RESULT(16);
 
-  private static final FrameType[] BY_CODE = new FrameType[13];
+  private static final FrameType[] BY_CODE = new FrameType[17];
 
   static {
     for (FrameType type : values()) {

@@ -5,6 +5,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.Transport;
+import io.orbite.engine.security.PeerAuth;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.wire.EngineIdentity;
 import io.orbite.engine.wire.FrameCodec;
@@ -48,7 +49,8 @@ public final class LaneConnector {
         context.localEpoch(),
         context.identity(),
         context.config().tcp(),
-        transport);
+        transport,
+        context.auth());
   }
 
   private static SocketChannel connect(
@@ -57,7 +59,8 @@ public final class LaneConnector {
       long localEpoch,
       EngineIdentity identity,
       TcpConfig tcp,
-      Transport transport) {
+      Transport transport,
+      PeerAuth auth) {
     SocketChannel channel = null;
     try {
       channel = SocketChannel.open();
@@ -67,6 +70,10 @@ public final class LaneConnector {
       channel
           .socket()
           .connect(new InetSocketAddress(peer.host(), peer.port()), tcp.connectTimeoutMillis());
+      if (auth.required()) {
+        auth.connect(
+            channel.socket(), "lane " + laneIndex + " to " + peer, tcp.connectTimeoutMillis());
+      }
       ByteBuffer payload = identity.encode();
       ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES + payload.remaining());
       hello.put(FrameCodec.HEADER_BYTES, payload, 0, payload.remaining());
@@ -116,6 +123,11 @@ public final class LaneConnector {
                   case EPOCH_MISMATCH ->
                       ": the peer now runs epoch " + Long.toHexString(FrameCodec.epoch(a, 0));
                   case PROTOCOL -> ": the peer found the HELLO malformed (its log says why)";
+                  case PERMISSION_DENIED ->
+                      auth.required()
+                          ? ": the HELLO does not name the engine its handshake proved"
+                          : ": the peer requires authentication (security.secretFile or"
+                              + " security.peerKeysDir), and none is configured here";
                   case null, default -> "";
                 },
             replaced);

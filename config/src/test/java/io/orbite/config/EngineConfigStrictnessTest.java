@@ -247,8 +247,8 @@ class EngineConfigStrictnessTest {
       delimiter = '|',
       value = {
         "{\"tcp\":{\"lanez\":2}}    | tcp.lanez      | tcp.lanez: unknown key (known: lanes, socketBufferBytes, maxFramePayloadBytes, connectTimeoutMillis, laneWindowFrames, laneWindowBytes, retryReadOnOtherLane, reconnectInitialBackoffMillis, reconnectMaxBackoffMillis, reconnectGiveUpMillis, waitWhileReconnecting, keepaliveIntervalMillis, livenessTimeoutMillis, sourceIdleTimeoutMillis)",
-        "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, merge, shm, file, rdma, notifications, observability, directory, policies)",
-        "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, merge, shm, file, rdma, notifications, observability, directory, policies)",
+        "{\"lanes\":2}              | lanes          | lanes: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, merge, shm, file, rdma, notifications, observability, directory, policies, security)",
+        "{\"Name\":\"x\"}           | Name           | Name: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, merge, shm, file, rdma, notifications, observability, directory, policies, security)",
         "{\"listen\":{\"addr\":1}}  | listen.addr    | listen.addr: unknown key (known: host, port, readyAtStart)",
         "{\"budgets\":{\"x\":1}}    | budgets.x      | budgets.x: unknown key (known: maxBatches, maxBatchCapacity, maxTasksInFlight, maxInflightBytes, maxEndpoints, maxRegistrations, maxPeerSegments)",
         "{\"slicing\":{\"\":1}}     | slicing.       | slicing.: unknown key (known: baseBlockBytes, maxReadSlices, maxWriteSlices)",
@@ -256,7 +256,7 @@ class EngineConfigStrictnessTest {
         "{\"retry\":{\"maxFailovers\":1}} | retry.maxFailovers | retry.maxFailovers: unknown key (known: maxTransportFailovers)",
         "{\"rdma\":{\"lane\":2}}     | rdma.lane      | rdma.lane: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes, railErrors, railErrorWindowMillis, railCooldownMillis, railMaxCooldownMillis, railProbeIntervalMillis, priorityAgingMillis, priorityAgingPerEntry, softwareAddresses, gidIndex, maxDirectBytes, selection, completionEvents)",
         "{\"rdma\":{\"softwareAddress\":\"127.0.0.1\",\"maxCQEs\":16}} | rdma.maxCQEs | rdma.maxCQEs: unknown key (known: enabled, provider, devices, lanes, softwareAddress, softwareDevices, maxEndpoints, maxGrants, maxSendWr, maxCqes, railErrors, railErrorWindowMillis, railCooldownMillis, railMaxCooldownMillis, railProbeIntervalMillis, priorityAgingMillis, priorityAgingPerEntry, softwareAddresses, gidIndex, maxDirectBytes, selection, completionEvents)",
-        "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, merge, shm, file, rdma, notifications, observability, directory, policies)",
+        "{\"pekko\":{}}             | pekko          | pekko: unknown key (known: name, listen, tcp, budgets, slicing, timeouts, retry, merge, shm, file, rdma, notifications, observability, directory, policies, security)",
       })
   void unknownKeyIsRejectedNamingItsPath(String json, String path, String message) {
     assertEquals(message, assertJsonRejected(json, path, path + ": unknown key").getMessage());

@@ -62,6 +62,9 @@ final class ControlConnection implements Runnable {
   /** Who this connection's handshake proved its requester to be; null until then, or ever. */
   private AuthenticatedPeer peer;
 
+  /** In the handshake: a connection that ends now (stalled, broken, garbage) failed it. */
+  private boolean handshaking;
+
   ControlConnection(
       SocketChannel channel,
       SegmentDescriptor self,
@@ -103,12 +106,15 @@ final class ControlConnection implements Runnable {
         }
         FrameType type = FrameCodec.type(h, 0);
         if (type == FrameType.AUTH_HELLO && peer == null) {
+          handshaking = true;
           try {
             peer = auth.accept(channel.socket(), h, deadline);
           } catch (PeerAuth.Refused e) {
+            handshaking = false;
             refuseUnauthenticated("its handshake was refused: " + e.getMessage());
             return;
           }
+          handshaking = false;
           long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L);
           channel.socket().setSoTimeout((int) Math.min(firstFrameTimeoutMillis, left));
           continue;
@@ -149,6 +155,10 @@ final class ControlConnection implements Runnable {
     } catch (IOException e) {
       LOG.debug("control connection {}: {}", remote(), e.toString());
     } finally {
+      if (handshaking) {
+        refuseUnauthenticated(
+            "its handshake did not complete within " + firstFrameTimeoutMillis + " ms");
+      }
       if (!handedOver) {
         closeQuietly();
       }

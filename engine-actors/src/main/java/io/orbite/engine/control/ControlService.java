@@ -171,20 +171,24 @@ public final class ControlService {
                           (long) service.unclaimed.size(),
                           "peersRefused",
                           counters.sum(Count.PEERS_REFUSED)),
-                      "listening on " + self.endpoint() + "; " + security),
+                      "listening on " + self.endpoint() + security),
               service.serving(true));
         });
   }
 
-  /** What the dashboard's row says of how peers are authenticated; a warning when they are not. */
+  /**
+   * What the dashboard's row adds of how peers are authenticated: a warning under {@code
+   * security.mode "open"}, the credentials' sources when authenticating, nothing on a loopback-only
+   * listener without credentials.
+   */
   static String securityLine(PeerAuth auth) {
     if (auth.credentials().open()) {
-      return "WARNING: security.mode \"open\": peers are not authenticated";
+      return "; WARNING: security.mode \"open\": peers are not authenticated";
     }
     if (!auth.required()) {
-      return "peers not authenticated (loopback-only listener, no security credentials)";
+      return "";
     }
-    return "peers authenticated: " + auth.credentials();
+    return "; peers authenticated: " + auth.credentials();
   }
 
   /**

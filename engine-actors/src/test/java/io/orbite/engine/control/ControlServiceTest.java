@@ -103,7 +103,8 @@ class ControlServiceTest {
         FIRST_FRAME_TIMEOUT_MILLIS,
         maxUnclaimed,
         new io.orbite.engine.notify.NotifyReceiver(
-            io.orbite.config.NotificationConfig.defaults(), self, counters, maxUnclaimed));
+            io.orbite.config.NotificationConfig.defaults(), self, counters, maxUnclaimed),
+        io.orbite.engine.security.PeerAuth.none("control-test", self.epoch()));
   }
 
   private SocketChannel connect() throws IOException {

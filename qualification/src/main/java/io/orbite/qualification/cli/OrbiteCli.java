@@ -38,6 +38,7 @@ public final class OrbiteCli {
         case "bench" -> bench(rest);
         case "example" -> example(rest);
         case "version" -> version(rest);
+        case "keygen" -> keygen(rest);
         default ->
             usage(
                 args.length == 0 || args[0].equals("help") || args[0].startsWith("-")
@@ -63,6 +64,9 @@ public final class OrbiteCli {
     if (!args.isEmpty() && args.get(0).equals("latency")) {
       return new io.orbite.qualification.bench.LatencyBench().run(args.subList(1, args.size()));
     }
+    if (!args.isEmpty() && args.get(0).equals("open")) {
+      return new io.orbite.qualification.bench.OpenBench().run(args.subList(1, args.size()));
+    }
     if (!args.isEmpty() && args.get(0).equals("idle")) {
       return new io.orbite.qualification.bench.IdleBench().run(args.subList(1, args.size()));
     }
@@ -80,7 +84,7 @@ public final class OrbiteCli {
     }
     if (args.isEmpty() || !(args.get(0).equals("tcp") || args.get(0).equals("shm"))) {
       System.err.println(
-          "bench: name a bench: tcp, shm, rdma, file, latency, idle, heal, layers, notify");
+          "bench: name a bench: tcp, shm, rdma, file, latency, idle, heal, layers, notify, open");
       return ExitCodes.USAGE;
     }
     if (args.get(0).equals("shm")) {
@@ -101,6 +105,33 @@ public final class OrbiteCli {
   }
 
   /** {@code version [--json]}: the build identity ({@link BuildInfo}). */
+  /** {@code keygen NAME DIR}: an engine's Ed25519 pair for the {@code security} section. */
+  static int keygen(List<String> args) throws java.io.IOException {
+    if (args.size() != 2 || args.get(0).startsWith("-")) {
+      System.err.println(
+          "keygen: usage: ./orbite keygen NAME DIR (writes DIR/NAME.key and DIR/NAME.pem)");
+      return ExitCodes.USAGE;
+    }
+    java.nio.file.Path key;
+    try {
+      key =
+          io.orbite.engine.security.KeyFiles.writePair(
+              args.get(0), java.nio.file.Path.of(args.get(1)));
+    } catch (IllegalArgumentException | java.nio.file.FileAlreadyExistsException e) {
+      System.err.println("keygen: " + e.getMessage());
+      return ExitCodes.USAGE;
+    }
+    System.out.println(
+        "wrote "
+            + key
+            + " (security.identityKeyFile of engine "
+            + args.get(0)
+            + ") and "
+            + key.resolveSibling(args.get(0) + ".pem")
+            + " (copy it into each peer's security.peerKeysDir)");
+    return ExitCodes.PASS;
+  }
+
   static int version(List<String> args) {
     boolean json = false;
     for (String a : args) {
@@ -157,6 +188,9 @@ public final class OrbiteCli {
                              how fast a peer heals over TCP: a lane cut, both lanes cut, a SIGSTOPped and a
                              restarted source (median of N trials, default 5), beside the goals; every byte
                              of every READ verified
+          bench open [--json] [--rounds N]
+                             what the authentication handshake adds to openSegment: a fresh requester per
+                             open, to a source without and one with a shared secret; p50/p99 and ratio
           bench file [--json] [--dir D] [--quick]
                              file segments over io_uring on a 1 GiB file: 1 MiB sequential WRITE/READ and
                              4 KiB random READs at depth 32, beside fio --ioengine=io_uring in the same run
@@ -164,6 +198,7 @@ public final class OrbiteCli {
                              prefill and decode processes hand off KV-cache blocks: pulled through a transfer
                              stream, pushed with a notification per request (checked on arrival), and pulled
                              layer by layer; every byte verified (--help for its options)
+          keygen NAME DIR    an Ed25519 pair for engine NAME: DIR/NAME.key and DIR/NAME.pem
           example cluster [--join seeds|bootstrap]
                              prefill and two decode engines as processes forming one Pekko Cluster on
                              loopback: the decode engines open the prefill by name and READ its pool

@@ -526,7 +526,11 @@ public final class EngineMain {
         + " notificationsReceived="
         + c.notificationsReceived()
         + " notificationsRefused="
-        + c.notificationsRefused();
+        + c.notificationsRefused()
+        + " peersRefused="
+        + c.peersRefused()
+        + " connectionsRefused="
+        + c.connectionsRefused();
   }
 
   /** Heap bytes allocated by every thread of this JVM so far (HotSpot's allocation counters). */

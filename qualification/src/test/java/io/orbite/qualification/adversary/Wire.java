@@ -47,7 +47,11 @@ final class Wire {
     KEEPALIVE(9),
     KEEPALIVE_ACK(10),
     NOTIFY(11),
-    NOTIFY_ACK(12);
+    NOTIFY_ACK(12),
+    AUTH_HELLO(13),
+    AUTH_CHALLENGE(14),
+    AUTH_PROOF(15),
+    AUTH_RESULT(16);
 
     final int code;
 

@@ -148,8 +148,14 @@ class LinkLossIT {
         "source after WRITE: payload and guards");
   }
 
+  /**
+   * An engine listening on {@code host}, a routable address: the two engines share a secret, so
+   * every lane (and every lane the healing reopens) opens with the authentication handshake.
+   */
   private static Map<String, String> conf(String host) {
     return Map.of(
+        "ORBITE_SECRET",
+        "link-loss-shared-secret-0123456789",
         "ORBITE_CONF",
         "{\"listen\":{\"host\":\""
             + host

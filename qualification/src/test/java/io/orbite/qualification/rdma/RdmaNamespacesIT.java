@@ -173,10 +173,14 @@ class RdmaNamespacesIT {
   }
 
   /**
-   * An engine listening on {@code first}, its two soft devices on {@code first} and {@code second}.
+   * An engine listening on {@code first}, its two soft devices on {@code first} and {@code second};
+   * a routable listener, so the engines share a secret and the RDMA control connection opens with
+   * the authentication handshake.
    */
   private static Map<String, String> conf(String first, String second) {
     return Map.of(
+        "ORBITE_SECRET",
+        "rdma-namespaces-shared-secret-0123",
         "ORBITE_CONF",
         "{\"listen\":{\"host\":\""
             + first

@@ -28,6 +28,8 @@ import org.junit.jupiter.api.io.TempDir;
  * unusable (not root).
  */
 class ShmOtherHostIT {
+  private static final String SECRET = "shm-other-host-shared-secret-0123";
+
   private static final long REGION = 16L << 20;
   private static final long TASK = 1L << 20;
   private static final int TASKS = 8;
@@ -61,12 +63,13 @@ class ShmOtherHostIT {
         assertFalse(routes.contains("default"), ns + " must have no default route: " + routes);
       }
 
+      // Routable listeners: the engines share a secret (the fail-safe bind refuses them without).
       String sourceConf = "{\"listen\":{\"host\":\"" + subnet + "2\"},\"shm\":{\"enabled\":true}}";
       EngineProcess otherHost =
           EngineProcess.startWrapped(
               "other-host-source",
               logs,
-              Map.of("ORBITE_CONF", sourceConf),
+              Map.of("ORBITE_SECRET", SECRET, "ORBITE_CONF", sourceConf),
               List.of(
                   "ip",
                   "netns",
@@ -86,14 +89,18 @@ class ShmOtherHostIT {
           EngineProcess.startWrapped(
               "same-host-source",
               logs,
-              Map.of("ORBITE_CONF", sourceConf),
+              Map.of("ORBITE_SECRET", SECRET, "ORBITE_CONF", sourceConf),
               List.of("ip", "netns", "exec", nsB));
       engines.add(sameHost);
       EngineProcess requester =
           EngineProcess.startWrapped(
               "requester",
               logs,
-              Map.of("ORBITE_CONF", "{\"listen\":{\"host\":\"" + subnet + "1\"}}"),
+              Map.of(
+                  "ORBITE_SECRET",
+                  SECRET,
+                  "ORBITE_CONF",
+                  "{\"listen\":{\"host\":\"" + subnet + "1\"}}"),
               List.of("ip", "netns", "exec", nsA));
       engines.add(requester);
 

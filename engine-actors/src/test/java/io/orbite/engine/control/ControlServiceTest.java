@@ -103,7 +103,8 @@ class ControlServiceTest {
         FIRST_FRAME_TIMEOUT_MILLIS,
         maxUnclaimed,
         new io.orbite.engine.notify.NotifyReceiver(
-            io.orbite.config.NotificationConfig.defaults(), self, counters, maxUnclaimed));
+            io.orbite.config.NotificationConfig.defaults(), self, counters, maxUnclaimed),
+        io.orbite.engine.security.PeerAuth.none("control-test", self.epoch()));
   }
 
   private SocketChannel connect() throws IOException {
@@ -129,7 +130,11 @@ class ControlServiceTest {
           OwnerView.Owner r = row(service);
           assertTrue(r != null && r.state() == state, () -> "want " + state + ": " + r);
           assertEquals("ControlService", r.kind());
-          assertEquals("listening on " + self.endpoint(), r.detail());
+          assertEquals(
+              "listening on "
+                  + self.endpoint()
+                  + "; peers not authenticated (loopback-only listener, no security credentials)",
+              r.detail());
           return null;
         });
   }

@@ -149,7 +149,8 @@ class EngineGuardianTest {
                         new FakeProvider(Transport.FILE, TransportProvider.PeerRole.NONE, file)),
                     new PeerEventHub(Runnable::run),
                     new io.orbite.engine.notify.NotifyReceiver(
-                        config.notifications(), self, new EngineTally(), 4)),
+                        config.notifications(), self, new EngineTally(), 4),
+                    io.orbite.engine.security.PeerAuth.none(config.name(), self.epoch())),
                 started));
     handles = started.get(10, TimeUnit.SECONDS);
   }

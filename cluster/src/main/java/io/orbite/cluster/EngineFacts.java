@@ -42,11 +42,19 @@ final class EngineFacts {
     return transports;
   }
 
-  /** The engine's named regions that its {@code directory.publish} lets it publish. */
+  /**
+   * The engine's named regions that its {@code directory.publish} lets it publish, leaving out
+   * every region with an allow-list: the directory is read by every member, and such a region is
+   * meant to be known only to the peers it names (they find it in Describe, which hides it from the
+   * others).
+   */
   static List<DirectoryRegion> publishedRegions(TransferEngine engine) {
     DirectoryConfig publish = engine.config().directory();
     List<DirectoryRegion> regions = new ArrayList<>();
     for (RegisteredMemory memory : engine.localRegions()) {
+      if (memory.allowedPeers() != null) {
+        continue;
+      }
       memory
           .name()
           .filter(publish::publishes)

@@ -39,12 +39,13 @@ import org.apache.pekko.stream.javadsl.Source;
  *
  * <p>{@link #join} spawns the directory's actor in the engine's clustered ActorSystem. It publishes
  * the engine's entry ({@link DirectoryEntry}: its name, its incarnation, its transports and the
- * named regions that {@code directory.publish} lets it publish) under the engine's name in a
- * replicated map (Pekko Distributed Data), once the engine is ready; and it follows everyone
- * else's. Lookups ({@link #members()}, {@link #region}, {@link #open}) read this replica's view at
- * once, without a round trip. A listing is a hint: {@link #open} checks it through Describe, the
- * authority (C3), and a listed region grants nothing, the source checks every request (C2). The
- * directory carries no memory contents and no keys.
+ * named regions that {@code directory.publish} lets it publish, except those registered with an
+ * allow-list, which only the peers they name may learn of, through Describe) under the engine's
+ * name in a replicated map (Pekko Distributed Data), once the engine is ready; and it follows
+ * everyone else's. Lookups ({@link #members()}, {@link #region}, {@link #open}) read this replica's
+ * view at once, without a round trip. A listing is a hint: {@link #open} checks it through
+ * Describe, the authority (C3), and a listed region grants nothing, the source checks every request
+ * (C2). The directory carries no memory contents and no keys.
  *
  * <p>When an entry changes incarnation or disappears (its engine closed, its member left, or was
  * downed and removed), {@link #changes()} says so, and this engine is told to check that peer

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
 import org.apache.pekko.NotUsed;
@@ -36,7 +37,9 @@ import org.apache.pekko.stream.javadsl.Source;
  * carries with its own name ({@code EngineConfig.name}); a peer finds it with {@link
  * RemoteSegment#region(String)}. An engine started with {@code listen.readyAtStart} off answers
  * Describe "not ready" until {@link #markReady()}, and peers' opens wait for that within their
- * describe timeout, so none of them sees the engine before its regions are registered.
+ * describe timeout, so none of them sees the engine before its regions are registered. A range may
+ * also be kept to the peers an allow-list names ({@link #allocate(long, Access, String, Set)},
+ * {@link #register(MemorySegment, Access, String, Set)}): the others neither see nor reach it.
  *
  * <p>Longer than 500 lines: it is the whole API an application calls, each call with its async and
  * blocking form and the Javadoc that states its refusals; splitting it would split what a caller
@@ -153,7 +156,40 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    *     a live registration holds (naming that region), before any memory is allocated for a
    *     malformed one
    */
-  CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access, String name);
+  default CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access, String name) {
+    return allocateAsync(bytes, access, name, null);
+  }
+
+  /**
+   * Allocates as {@link #allocateAsync(long, Access, String)} does, reachable only by the peers
+   * {@code allowedPeers} names.
+   *
+   * <p>An allow-list needs peers whose names are proven: this engine must hold its peers' public
+   * keys ({@code security.identityKeyFile} and {@code security.peerKeysDir}), so that each
+   * connection's handshake proves which engine it comes from; a shared secret alone proves only
+   * membership. The check is made by the source on every connection: a peer whose proven name is
+   * not listed does not see the range in this engine's Describe answer (nor in its shared-memory
+   * exports), and each of its READ and WRITE requests for the range is refused PERMISSION_DENIED
+   * before a byte moves, on every transport. A range with an allow-list (even one naming every
+   * member) is never published in a peer directory ({@code io.orbite.cluster.PeerDirectory}): peers
+   * that may reach it find it by name in Describe.
+   *
+   * @param bytes the size of the range; positive
+   * @param access what the allowed peers may do with it
+   * @param name the range's name, as for {@link #allocateAsync(long, Access, String)}; null for an
+   *     unnamed range
+   * @param allowedPeers who may see and reach the range: null for every peer this engine serves; a
+   *     set for only the peers whose handshake proved one of these engine names (each matching
+   *     {@code EngineConfig.NAME_REGEX}, at most {@value TransferEngine#MAX_ALLOWED_PEERS}); an
+   *     empty set for no peer at all (local use only, allowed on any engine). Copied
+   * @return a stage with the registered range; it fails as {@link #allocateAsync(long, Access,
+   *     String)} does, and INVALID_ARGUMENT, naming what is wrong and before any memory is
+   *     allocated, for a set holding a null, a name that is not an engine name or more than {@value
+   *     TransferEngine#MAX_ALLOWED_PEERS} names, and for a non-empty set on an engine whose peers
+   *     do not prove their names (the message names {@code security.peerKeysDir})
+   */
+  CompletionStage<RegisteredMemory> allocateAsync(
+      long bytes, Access access, String name, Set<String> allowedPeers);
 
   /**
    * Blocking form of {@link #allocateAsync}.
@@ -176,6 +212,22 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    */
   default RegisteredMemory allocate(long bytes, Access access, String name) {
     return Batch.join(allocateAsync(bytes, access, name), CallTimeouts.CONTROL, "allocate");
+  }
+
+  /**
+   * Blocking form of {@link #allocateAsync(long, Access, String, Set)}.
+   *
+   * @param bytes the size of the range; positive
+   * @param access what the allowed peers may do with it
+   * @param name the range's name, or null for an unnamed range
+   * @param allowedPeers the engine names that may reach the range; null for every peer, empty for
+   *     none
+   * @return the registered range
+   */
+  default RegisteredMemory allocate(
+      long bytes, Access access, String name, Set<String> allowedPeers) {
+    return Batch.join(
+        allocateAsync(bytes, access, name, allowedPeers), CallTimeouts.CONTROL, "allocate");
   }
 
   /**
@@ -202,7 +254,28 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    *     Access)} does, and INVALID_ARGUMENT, naming the name, for a name that breaks the rule or
    *     that a live registration holds (naming that region)
    */
-  CompletionStage<RegisteredMemory> registerAsync(MemorySegment range, Access access, String name);
+  default CompletionStage<RegisteredMemory> registerAsync(
+      MemorySegment range, Access access, String name) {
+    return registerAsync(range, access, name, null);
+  }
+
+  /**
+   * Registers as {@link #registerAsync(MemorySegment, Access, String)} does, reachable only by the
+   * peers {@code allowedPeers} names, as {@link #allocateAsync(long, Access, String, Set)}
+   * describes.
+   *
+   * @param range the native memory to register; the engine never frees it
+   * @param access what the allowed peers may do with it
+   * @param name the range's name, or null for an unnamed range
+   * @param allowedPeers who may see and reach the range: null for every peer this engine serves; a
+   *     set for only the peers whose handshake proved one of these engine names; an empty set for
+   *     no peer at all (local use only). Copied
+   * @return a stage with the registered range; it fails as {@link #registerAsync(MemorySegment,
+   *     Access, String)} does, and INVALID_ARGUMENT for an allow-list that {@link
+   *     #allocateAsync(long, Access, String, Set)} refuses, before anything is registered
+   */
+  CompletionStage<RegisteredMemory> registerAsync(
+      MemorySegment range, Access access, String name, Set<String> allowedPeers);
 
   /**
    * Blocking form of {@link #registerAsync}.
@@ -225,6 +298,22 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    */
   default RegisteredMemory register(MemorySegment range, Access access, String name) {
     return Batch.join(registerAsync(range, access, name), CallTimeouts.CONTROL, "register");
+  }
+
+  /**
+   * Blocking form of {@link #registerAsync(MemorySegment, Access, String, Set)}.
+   *
+   * @param range the native memory to register
+   * @param access what the allowed peers may do with it
+   * @param name the range's name, or null for an unnamed range
+   * @param allowedPeers the engine names that may reach the range; null for every peer, empty for
+   *     none
+   * @return the registered range
+   */
+  default RegisteredMemory register(
+      MemorySegment range, Access access, String name, Set<String> allowedPeers) {
+    return Batch.join(
+        registerAsync(range, access, name, allowedPeers), CallTimeouts.CONTROL, "register");
   }
 
   /**

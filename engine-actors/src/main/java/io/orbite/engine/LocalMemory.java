@@ -1,5 +1,6 @@
 package io.orbite.engine;
 
+import io.orbite.config.EngineConfig;
 import io.orbite.engine.registry.Registry;
 import io.orbite.engine.spi.SharedAllocation;
 import io.orbite.engine.spi.SharedBacking;
@@ -7,6 +8,10 @@ import io.orbite.engine.spi.SharedMemory;
 import io.orbite.engine.wire.RegionNames;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Pattern;
 import org.apache.pekko.actor.typed.ActorRef;
 
 /**
@@ -15,7 +20,13 @@ import org.apache.pekko.actor.typed.ActorRef;
  * refuses it, memory the engine allocated is freed again ({@link #answer}).
  */
 record LocalMemory(
-    MemorySegment segment, Access access, Arena owned, SharedBacking backing, String name) {
+    MemorySegment segment,
+    Access access,
+    Arena owned,
+    SharedBacking backing,
+    String name,
+    Set<String> allowedPeers) {
+  private static final Pattern ENGINE_NAME = Pattern.compile(EngineConfig.NAME_REGEX);
 
   /**
    * Fails INVALID_ARGUMENT, naming {@code call} and what is wrong, unless {@code name} is null (an
@@ -29,11 +40,68 @@ record LocalMemory(
   }
 
   /**
+   * The allow-list to register, copied, or null for none. Fails INVALID_ARGUMENT, naming {@code
+   * call} and what is wrong, for more than {@link TransferEngine#MAX_ALLOWED_PEERS} names, a null,
+   * a name that is not an engine name, or a non-empty list where peers do not prove their names
+   * (then no peer could ever match it: a shared secret proves membership, not a name). An empty
+   * list needs no proof: it admits nobody.
+   *
+   * @param namesProven whether this engine's handshake proves its peers' names
+   */
+  static Set<String> checkAllowedPeers(String call, Set<String> allowedPeers, boolean namesProven) {
+    if (allowedPeers == null) {
+      return null;
+    }
+    // The copy is what is checked and kept: a caller's set changed meanwhile slips nothing past.
+    List<String> names = new ArrayList<>(allowedPeers);
+    if (names.size() > TransferEngine.MAX_ALLOWED_PEERS) {
+      throw new TransferException(
+          ErrorKind.INVALID_ARGUMENT,
+          call
+              + ": allowedPeers holds "
+              + names.size()
+              + " names; at most "
+              + TransferEngine.MAX_ALLOWED_PEERS);
+    }
+    for (String peer : names) {
+      if (peer == null) {
+        throw new TransferException(
+            ErrorKind.INVALID_ARGUMENT, call + ": allowedPeers holds a null name");
+      }
+      if (!ENGINE_NAME.matcher(peer).matches()) {
+        String shown = peer.length() > 80 ? peer.substring(0, 80) + "..." : peer;
+        throw new TransferException(
+            ErrorKind.INVALID_ARGUMENT,
+            call
+                + ": allowedPeers holds '"
+                + shown
+                + "', which is not an engine name (must match "
+                + EngineConfig.NAME_REGEX
+                + ")");
+      }
+    }
+    if (!names.isEmpty() && !namesProven) {
+      throw new TransferException(
+          ErrorKind.INVALID_ARGUMENT,
+          call
+              + ": allow-lists need proven peer names: configure security.identityKeyFile and"
+              + " security.peerKeysDir");
+    }
+    return Set.copyOf(names);
+  }
+
+  /**
    * Engine-owned memory: a memfd that same-host peers may map when {@code shared} is not null (page
    * aligned), else zeroed, 64-byte aligned off-heap memory.
    */
   static LocalMemory allocate(
-      SharedMemory shared, String label, long bytes, Access access, String name) {
+      SharedMemory shared,
+      String label,
+      long bytes,
+      Access access,
+      String name,
+      Set<String> allowedPeers,
+      boolean namesProven) {
     if (bytes <= 0) {
       throw new TransferException(
           ErrorKind.INVALID_ARGUMENT, "allocate: bytes must be positive, got " + bytes);
@@ -42,14 +110,15 @@ record LocalMemory(
       throw new TransferException(ErrorKind.INVALID_ARGUMENT, "allocate: access is null");
     }
     checkName("allocate", name);
+    Set<String> peers = checkAllowedPeers("allocate", allowedPeers, namesProven);
     if (shared != null) {
       SharedAllocation allocation = shared.allocate(bytes, label);
       return new LocalMemory(
-          allocation.segment(), access, allocation.arena(), allocation.backing(), name);
+          allocation.segment(), access, allocation.arena(), allocation.backing(), name, peers);
     }
     Arena arena = Arena.ofShared();
     try {
-      return new LocalMemory(arena.allocate(bytes, 64), access, arena, null, name);
+      return new LocalMemory(arena.allocate(bytes, 64), access, arena, null, name, peers);
     } catch (OutOfMemoryError | IllegalArgumentException e) {
       arena.close();
       throw new TransferException(
@@ -58,7 +127,12 @@ record LocalMemory(
   }
 
   /** Caller-owned native memory; the engine never frees it. */
-  static LocalMemory callers(MemorySegment range, Access access, String name) {
+  static LocalMemory callers(
+      MemorySegment range,
+      Access access,
+      String name,
+      Set<String> allowedPeers,
+      boolean namesProven) {
     if (range == null || access == null) {
       throw new TransferException(
           ErrorKind.INVALID_ARGUMENT, "register: range and access must not be null");
@@ -72,11 +146,12 @@ record LocalMemory(
       throw new TransferException(ErrorKind.INVALID_ARGUMENT, "register: range is empty");
     }
     checkName("register", name);
-    return new LocalMemory(range, access, null, null, name);
+    Set<String> peers = checkAllowedPeers("register", allowedPeers, namesProven);
+    return new LocalMemory(range, access, null, null, name, peers);
   }
 
   Registry.Register register(ActorRef<Registry.RegisterReply> replyTo) {
-    return new Registry.Register(segment, access, owned, backing, name, replyTo);
+    return new Registry.Register(segment, access, owned, backing, name, allowedPeers, replyTo);
   }
 
   /** The registered range, or the refusal (engine-allocated memory freed first). */

@@ -3,6 +3,7 @@ package io.orbite.engine;
 import io.orbite.engine.spi.Registration;
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * A range registered with the engine: local memory that transfers may use and that peers may reach
@@ -28,6 +29,14 @@ public sealed interface RegisteredMemory permits Registration {
    * @return the name, or empty for an unnamed range
    */
   Optional<String> name();
+
+  /**
+   * Who may see and reach the range besides this engine ({@link Engine#allocate(long, Access,
+   * String, Set)}): only peers whose handshake proved one of these engine names.
+   *
+   * @return the names, unmodifiable (empty: no peer); null when every peer this engine serves may
+   */
+  Set<String> allowedPeers();
 
   /**
    * The memory itself. Callers fill or read it between transfers.

@@ -24,6 +24,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
@@ -58,6 +59,12 @@ public final class TransferEngine implements Engine {
 
   /** The region id of a file segment's one region (the whole file). */
   public static final long FILE_REGION_ID = 1;
+
+  /**
+   * The most engine names one region's allow-list may hold ({@link #allocate(long, Access, String,
+   * Set)}).
+   */
+  public static final int MAX_ALLOWED_PEERS = 1024;
 
   static {
     FaultInjection.bind(EngineBootstrap::startOwn);
@@ -214,12 +221,21 @@ public final class TransferEngine implements Engine {
   }
 
   @Override
-  public CompletionStage<RegisteredMemory> allocateAsync(long bytes, Access access, String name) {
+  public CompletionStage<RegisteredMemory> allocateAsync(
+      long bytes, Access access, String name, Set<String> allowedPeers) {
     return calls.whileOpen(
         "allocate",
         () -> {
           refuseIfDown("allocate", EngineGuardian.REGISTRY);
-          LocalMemory m = LocalMemory.allocate(parts.shared(), config.name(), bytes, access, name);
+          LocalMemory m =
+              LocalMemory.allocate(
+                  parts.shared(),
+                  config.name(),
+                  bytes,
+                  access,
+                  name,
+                  allowedPeers,
+                  parts.auth().provesNames());
           return ask(
               "allocate", null, handles.registry(), CallTimeouts.CONTROL, m::register, m::answer);
         });
@@ -227,11 +243,12 @@ public final class TransferEngine implements Engine {
 
   @Override
   public CompletionStage<RegisteredMemory> registerAsync(
-      MemorySegment range, Access access, String name) {
+      MemorySegment range, Access access, String name, Set<String> allowedPeers) {
     return calls.whileOpen(
         "register",
         () -> {
-          LocalMemory m = LocalMemory.callers(range, access, name);
+          LocalMemory m =
+              LocalMemory.callers(range, access, name, allowedPeers, parts.auth().provesNames());
           return ask(
               "register",
               EngineGuardian.REGISTRY,

@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
@@ -41,7 +42,8 @@ public final class Registry {
    * Register {@code segment}; {@code ownedArena} is non-null when the engine allocated it, {@code
    * shared} when that memory is a memfd exported to same-host peers, {@code name} when it is
    * registered under a name (already checked against {@code RegionNames}' rule by the caller; the
-   * Registry refuses one that a live registration holds).
+   * Registry refuses one that a live registration holds), {@code allowedPeers} when only the peers
+   * it names may reach it (already checked by the caller; null for every peer).
    */
   public record Register(
       MemorySegment segment,
@@ -49,8 +51,20 @@ public final class Registry {
       Arena ownedArena,
       SharedBacking shared,
       String name,
+      Set<String> allowedPeers,
       ActorRef<RegisterReply> replyTo)
       implements Command {
+    /** A range every peer may reach. */
+    public Register(
+        MemorySegment segment,
+        Access access,
+        Arena ownedArena,
+        SharedBacking shared,
+        String name,
+        ActorRef<RegisterReply> replyTo) {
+      this(segment, access, ownedArena, shared, name, null, replyTo);
+    }
+
     /** An unnamed range. */
     public Register(
         MemorySegment segment,
@@ -58,13 +72,13 @@ public final class Registry {
         Arena ownedArena,
         SharedBacking shared,
         ActorRef<RegisterReply> replyTo) {
-      this(segment, access, ownedArena, shared, null, replyTo);
+      this(segment, access, ownedArena, shared, null, null, replyTo);
     }
 
     /** An unnamed range that is not shared. */
     public Register(
         MemorySegment segment, Access access, Arena ownedArena, ActorRef<RegisterReply> replyTo) {
-      this(segment, access, ownedArena, null, null, replyTo);
+      this(segment, access, ownedArena, null, null, null, replyTo);
     }
   }
 
@@ -286,7 +300,8 @@ public final class Registry {
             msg.access(),
             msg.ownedArena(),
             msg.shared(),
-            msg.name());
+            msg.name(),
+            msg.allowedPeers());
     if (msg.name() != null) {
       names.put(msg.name(), registration.regionId());
     }

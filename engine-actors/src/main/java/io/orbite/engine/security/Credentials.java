@@ -64,7 +64,11 @@ public final class Credentials {
   /**
    * Reads the credentials {@code config} names, for the engine called {@code engineName}.
    *
+   * @param config the engine's {@code security} section
+   * @param engineName this engine's name, whose own public key (if listed) must match its identity
+   *     key
    * @param env the environment, for {@value SecurityConfig#SECRET_ENV_VAR}
+   * @return the credentials, read once
    * @throws TransferException INVALID_ARGUMENT naming the key ({@code security.secretFile}, {@code
    *     security.identityKeyFile}, {@code security.peerKeysDir}) or the environment variable whose
    *     value cannot be used, and why

@@ -61,6 +61,8 @@ public final class PeerAuth {
   private final SecureRandom random = new SecureRandom();
 
   /**
+   * The handshake of one engine incarnation.
+   *
    * @param credentials what this engine proves itself with and checks peers against
    * @param localName this engine's name, given in every handshake
    * @param localEpoch this incarnation's epoch, bound into every proof
@@ -71,7 +73,13 @@ public final class PeerAuth {
     this.localEpoch = localEpoch;
   }
 
-  /** An engine that does not authenticate (no credentials). */
+  /**
+   * An engine that does not authenticate (no credentials).
+   *
+   * @param localName this engine's name
+   * @param localEpoch this incarnation's epoch
+   * @return a handshake that is never required and proves no name
+   */
   public static PeerAuth none(String localName, long localEpoch) {
     return new PeerAuth(Credentials.NONE, localName, localEpoch);
   }
@@ -123,6 +131,7 @@ public final class PeerAuth {
   /**
    * Runs the requester's side on a connected socket, before the connection's first frame.
    *
+   * @param socket the connection, connected and not yet used
    * @param peer the peer as the caller names it in errors
    * @param timeoutMillis how long the whole exchange may take
    * @return who the source proved to be
@@ -215,6 +224,7 @@ public final class PeerAuth {
   /**
    * Runs the source's side, after the connection's first header turned out to be an AUTH_HELLO.
    *
+   * @param socket the accepted connection
    * @param hello that header, already checked
    * @param deadline {@link System#nanoTime()} by which the exchange must end
    * @return who the requester proved to be

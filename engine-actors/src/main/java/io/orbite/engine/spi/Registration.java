@@ -129,11 +129,7 @@ public final class Registration implements RegisteredMemory {
     this.shared = ownedArena == null ? null : shared;
   }
 
-  /**
-   * The peers allowed to reach this range, or {@code null} for every peer this engine serves.
-   *
-   * @return the engine names, each to be proven by the peer's handshake
-   */
+  @Override
   public java.util.Set<String> allowedPeers() {
     return allowedPeers;
   }

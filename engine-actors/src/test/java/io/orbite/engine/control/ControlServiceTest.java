@@ -44,10 +44,11 @@ import org.junit.jupiter.api.Test;
 /**
  * The control service (the owner of the engine's listener): while serving it hands a connection
  * whose first frame is a HELLO to the transport the HELLO names, with the requester identity its
- * payload carries (a malformed one is refused PROTOCOL, never handed over), and closes connections
- * beyond its bound of unclaimed ones (C9); a Stop closes the listener and every unclaimed
- * connection and is answered once the acceptor thread has ended (stopping), and later Stops at once
- * (stopped); the owner view shows each. The stopping state is held open with a {@link
+ * payload carries (a malformed one is refused PROTOCOL, never handed over), answers Describe
+ * without the ranges (and their shared-memory exports) the asking peer may not reach, and closes
+ * connections beyond its bound of unclaimed ones (C9); a Stop closes the listener and every
+ * unclaimed connection and is answered once the acceptor thread has ended (stopping), and later
+ * Stops at once (stopped); the owner view shows each. The stopping state is held open with a {@link
  * BehaviorTestKit}, which keeps the acceptor's last message in its inbox until the test runs it.
  */
 class ControlServiceTest {
@@ -130,7 +131,11 @@ class ControlServiceTest {
           OwnerView.Owner r = row(service);
           assertTrue(r != null && r.state() == state, () -> "want " + state + ": " + r);
           assertEquals("ControlService", r.kind());
-          assertEquals("listening on " + self.endpoint(), r.detail());
+          assertEquals(
+              "listening on "
+                  + self.endpoint()
+                  + "; peers not authenticated (loopback-only listener, no security credentials)",
+              r.detail());
           return null;
         });
   }
@@ -189,6 +194,69 @@ class ControlServiceTest {
             new io.orbite.engine.RemoteRegion(4, 4096, io.orbite.engine.Access.READ, "kv-pool"),
             new io.orbite.engine.RemoteRegion(5, 64, io.orbite.engine.Access.WRITE)),
         java.util.Set.copyOf(ready.regions()));
+    arena.close();
+  }
+
+  /** A memfd export as the SHM provider would describe it; never fenced here. */
+  private record FakeBacking(int fd, long inode, long offset)
+      implements io.orbite.engine.spi.SharedBacking {
+    @Override
+    public boolean tryFence() {
+      return true;
+    }
+  }
+
+  @Test
+  void aDescribeAnswerLeavesOutOfItsRegionsAndSharedExportsEveryRangeThePeerMayNotReach() {
+    java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined();
+    io.orbite.engine.wire.SharedHost host =
+        new io.orbite.engine.wire.SharedHost("this-host", "boot-1", 4242, 9, 99);
+    registry.publishSharedHost(host);
+    registry.publish(
+        Map.of(
+            4L,
+            new io.orbite.engine.spi.Registration(
+                4,
+                arena.allocate(4096),
+                io.orbite.engine.Access.READ,
+                arena,
+                new FakeBacking(40, 400, 0),
+                "kv-pool",
+                null),
+            5L,
+            new io.orbite.engine.spi.Registration(
+                5,
+                arena.allocate(8192),
+                io.orbite.engine.Access.READ_WRITE,
+                arena,
+                new FakeBacking(50, 500, 4096),
+                "kv-private",
+                java.util.Set.of("decode-1")),
+            6L,
+            new io.orbite.engine.spi.Registration(
+                6,
+                arena.allocate(64),
+                io.orbite.engine.Access.WRITE,
+                null,
+                null,
+                null,
+                java.util.Set.of())));
+    testKit.spawn(service(4));
+    // This engine does not authenticate: its peers prove no name, so no allow-list admits them.
+    Description d =
+        DescribeClient.describe(
+            InetSocketAddress.createUnresolved("127.0.0.1", self.port()), 5_000);
+    assertEquals(
+        List.of(
+            new io.orbite.engine.RemoteRegion(4, 4096, io.orbite.engine.Access.READ, "kv-pool")),
+        d.regions());
+    assertEquals(
+        new io.orbite.engine.wire.SharedExports(
+            host,
+            List.of(
+                new io.orbite.engine.wire.SharedRegion(
+                    4, 40, 400, 0, 4096, io.orbite.engine.Access.READ))),
+        d.shared());
     arena.close();
   }
 

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.typesafe.config.ConfigFactory;
 import io.orbite.engine.Access;
 import io.orbite.engine.ErrorKind;
+import io.orbite.engine.security.AuthenticatedPeer;
 import io.orbite.engine.spi.Registration;
 import io.orbite.engine.spi.RegistryView;
 import java.lang.foreign.Arena;
@@ -160,6 +161,35 @@ class RegistryTest {
     assertEquals(java.util.Optional.of("kv-pool"), again.name());
     assertTrue(again.regionId() > unnamed.regionId(), "a fresh region id under the freed name");
     assertSame(again, view.lookup(again.regionId()));
+    arena.close();
+  }
+
+  @Test
+  void anAllowListIsPublishedWithItsRegistrationAndAdmitsOnlyProvenListedPeers() {
+    RegistryView view = new RegistryView();
+    var registry = testKit.spawn(Registry.create(view, 8, Duration.ofSeconds(5)));
+    Arena arena = Arena.ofShared();
+    TestProbe<Registry.RegisterReply> probe = testKit.createTestProbe();
+    registry.tell(
+        new Registry.Register(
+            arena.allocate(64),
+            Access.READ,
+            null,
+            null,
+            "kv-pool",
+            java.util.Set.of("decode-1"),
+            probe.getRef()));
+    Registration listed =
+        assertInstanceOf(Registry.Registered.class, probe.receiveMessage()).memory();
+    Registration published = view.lookup(listed.regionId());
+    assertSame(listed, published);
+    assertEquals(java.util.Set.of("decode-1"), published.allowedPeers());
+    assertTrue(published.allows(new AuthenticatedPeer("decode-1", 1, true)));
+    assertFalse(published.allows(new AuthenticatedPeer("decode-2", 1, true)));
+    assertFalse(published.allows(null));
+    Registration open = register(registry, arena.allocate(64), null);
+    assertNull(open.allowedPeers(), "a Register without a list: every peer");
+    assertTrue(open.allows(null));
     arena.close();
   }
 

@@ -353,7 +353,7 @@ final class RdmaTransport {
             fenced,
             Math.max(1, context.config().tcp().connectTimeoutMillis() / 2),
             rails,
-            new Authority(context.registry(), context.localEpoch()),
+            new Authority(context.registry(), context.localEpoch(), m.peer()),
             grantsHeld,
             config.maxGrants(),
             direct,

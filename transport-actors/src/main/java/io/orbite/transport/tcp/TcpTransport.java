@@ -222,7 +222,7 @@ final class TcpTransport {
             name,
             m.channel(),
             m.hello(),
-            authority,
+            authority.forPeer(m.peer()),
             context.localEpoch(),
             context.config().tcp().maxFramePayloadBytes(),
             context.counters(),

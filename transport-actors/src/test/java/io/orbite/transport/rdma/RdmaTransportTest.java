@@ -20,6 +20,7 @@ import io.orbite.engine.Priority;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.Transport;
 import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.security.AuthenticatedPeer;
 import io.orbite.engine.spi.ChannelGate;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.OwnerSupervision;
@@ -61,6 +62,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
@@ -79,8 +81,9 @@ import org.junit.jupiter.api.Test;
  * then refused UNAVAILABLE) → stopping on Shutdown (endpoints and sessions, then the contexts) →
  * stopped; its row's figures re-published at each refresh. Two transports of this JVM talk to each
  * other, each with its own provider; a control service of the test's own hands each accepted
- * connection to its transport. A transfer checks the whole destination, payload and guard bytes,
- * and that the source's region is untouched.
+ * connection to its transport, with the peer its handshake proved: a source session refuses a range
+ * whose allow-list does not name that peer. A transfer checks the whole destination, payload and
+ * guard bytes, and that the source's region is untouched.
  */
 class RdmaTransportTest {
   static {
@@ -132,6 +135,9 @@ class RdmaTransportTest {
     final ServerSocketChannel listener;
     final ActorRef<TransportCommand> rdma;
     boolean stopped;
+
+    /** Who each connection's handshake proved its requester to be, as handed over; null: none. */
+    volatile AuthenticatedPeer handshakePeer;
 
     Side(String json, long epoch) throws IOException {
       this(json, epoch, false);
@@ -204,7 +210,7 @@ class RdmaTransportTest {
           readFully(accepted, identity);
           rdma.tell(
               new TransportCommand.AdoptConnection(
-                  accepted, hello, EngineIdentity.decode(identity.flip())));
+                  accepted, hello, EngineIdentity.decode(identity.flip()), handshakePeer));
         } catch (IOException | FrameRejectedException e) {
           // Closed by the test.
         }
@@ -761,6 +767,34 @@ class RdmaTransportTest {
     assertReadLanded(read(restarted, source, fresh), restarted, source);
     assertEquals(0, region.loans() - region.pins());
     assertEquals(0, restarted.tally.sum(EngineTally.Count.SOURCE_INCARNATIONS_FENCED));
+  }
+
+  @Test
+  void aReadOfARangeTheSessionsPeerMayNotReachIsRefusedWithoutAGrantAndAListedPeerReadsIt()
+      throws IOException {
+    Side source = side(0x50cL);
+    Registration listed =
+        new Registration(
+            REGION, source.memory, Access.READ_WRITE, null, null, "kv", Set.of("decode-1"));
+    source.registry.publish(Map.of(REGION, listed));
+    source.handshakePeer = new AuthenticatedPeer("decode-2", 0x7e9L, true);
+    Side unlisted = side(0x7e9L);
+    TestProbe<Receipt> refused = read(unlisted, source, unlisted.opened(source.incarnation()));
+    Receipt r = refused.receiveMessage(Duration.ofSeconds(20));
+    assertEquals(ErrorKind.PERMISSION_DENIED, r.error(), r::toString);
+    assertEquals(0, r.bytes());
+    for (long i = 0; i < REGION_BYTES; i++) {
+      assertEquals(GUARD, unlisted.memory.get(ValueLayout.JAVA_BYTE, i), "local byte " + i);
+      assertEquals(
+          (byte) (i * 31 + (i >>> 10)),
+          source.memory.get(ValueLayout.JAVA_BYTE, i),
+          "the source's byte " + i + " is untouched");
+    }
+    assertEquals(0, listed.loans() - listed.pins(), "the refusal took no loan");
+
+    source.handshakePeer = new AuthenticatedPeer("decode-1", 0x7eaL, true);
+    Side allowed = side(0x7eaL);
+    assertReadLanded(read(allowed, source, allowed.opened(source.incarnation())), allowed, source);
   }
 
   @Test

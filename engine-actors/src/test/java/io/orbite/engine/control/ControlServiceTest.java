@@ -131,11 +131,8 @@ class ControlServiceTest {
           OwnerView.Owner r = row(service);
           assertTrue(r != null && r.state() == state, () -> "want " + state + ": " + r);
           assertEquals("ControlService", r.kind());
-          assertEquals(
-              "listening on "
-                  + self.endpoint()
-                  + "; peers not authenticated (loopback-only listener, no security credentials)",
-              r.detail());
+          // A loopback-only engine without credentials says nothing more about security.
+          assertEquals("listening on " + self.endpoint(), r.detail());
           return null;
         });
   }
@@ -467,5 +464,30 @@ class ControlServiceTest {
         stopped.getAllReceived(),
         "no acceptor is left to wait for");
     assertEquals(OwnerState.STOPPED, row(kit.getRef()).state());
+  }
+
+  @Test
+  void theRowSaysHowPeersAreAuthenticatedAndWarnsWhenTheyAreNot() {
+    assertEquals("", ControlService.securityLine(io.orbite.engine.security.PeerAuth.none("x", 1)));
+    var open =
+        new io.orbite.engine.security.PeerAuth(
+            io.orbite.engine.security.Credentials.load(
+                io.orbite.config.SecurityConfig.defaults().withMode("open"), "x", k -> null),
+            "x",
+            1);
+    assertEquals(
+        "; WARNING: security.mode \"open\": peers are not authenticated",
+        ControlService.securityLine(open));
+    var secret =
+        new io.orbite.engine.security.PeerAuth(
+            io.orbite.engine.security.Credentials.load(
+                io.orbite.config.SecurityConfig.defaults(),
+                "x",
+                java.util.Map.of("ORBITE_SECRET", "0123456789abcdef")::get),
+            "x",
+            1);
+    assertEquals(
+        "; peers authenticated: secret from $ORBITE_SECRET (16 bytes)",
+        ControlService.securityLine(secret));
   }
 }

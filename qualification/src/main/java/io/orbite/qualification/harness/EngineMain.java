@@ -31,6 +31,8 @@ import java.util.Map;
  *
  * <pre>
  * ALLOC bytes access            -> OK regionId
+ * ALLOCFOR bytes access p1,p2   -> OK regionId   (reachable only by the peers whose handshake
+ *                                                  proves one of these names; "-": by none)
  * EXTERN bytes access           -> OK regionId   (caller-owned memory: never exported through SHM)
  * FILL regionId seed            -> OK            (whole region, pattern position = offset)
  * VERIFY regionId guardSeed n   -> OK | MISMATCH index   (then n lines: offset length seed from)
@@ -151,6 +153,15 @@ public final class EngineMain {
         switch (t[0]) {
           case "ALLOC" -> {
             RegisteredMemory m = engine.allocate(Long.parseLong(t[1]), Access.valueOf(t[2]));
+            regions.put(m.regionId(), m);
+            out.println("OK " + m.regionId());
+          }
+          case "ALLOCFOR" -> {
+            // ALLOCFOR bytes access peer[,peer...] ("-" for an empty list: no peer at all)
+            java.util.Set<String> peers =
+                t[3].equals("-") ? java.util.Set.of() : java.util.Set.of(t[3].split(","));
+            RegisteredMemory m =
+                engine.allocate(Long.parseLong(t[1]), Access.valueOf(t[2]), null, peers);
             regions.put(m.regionId(), m);
             out.println("OK " + m.regionId());
           }

@@ -466,7 +466,12 @@ class SecurityIT {
       // Each AUTH_HELLO whose payload never came counts as a refused peer once its time ran out.
       long denied = counter(source, "peersRefused");
       assertTrue(denied > 0, "handshakes refused: " + denied);
-      // Still serving authenticated peers afterwards: a fresh handshake and a READ that verifies.
+      // A notification on a connection of its own, with the handshake, is delivered.
+      assertEquals(
+          io.orbite.engine.NotificationResult.DELIVERED,
+          requester.notify(peer, "after-flood", new byte[] {1, 2, 3}));
+      assertEquals(1, counter(source, "notificationsReceived"));
+      // Still serving authenticated peers afterwards: a fresh handshake is accepted.
       try (Socket s = connect(source)) {
         assertTrue(
             new AuthClient("late", 77, SECRET.getBytes(StandardCharsets.UTF_8), null)

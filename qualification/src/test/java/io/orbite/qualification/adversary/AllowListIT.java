@@ -230,6 +230,28 @@ class AllowListIT {
         }
         assertArrayEquals(want, got);
       }
+      // A member that proved one name cannot open a lane under another (and so fence its lanes).
+      try (Socket s = connect(source)) {
+        assertTrue(
+            new AuthClient("mallory", 74, null, privateKey(keys, "mallory"))
+                .handshake(s)
+                .accepted());
+        s.getOutputStream().write(hello("alice", 74, source.epoch()));
+        Wire.Header ack = Wire.Header.read(s.getInputStream());
+        assertEquals(Wire.Type.HELLO_ACK, ack.type());
+        assertEquals(Wire.PERMISSION_DENIED, ack.status(), "a HELLO naming another engine");
+      }
+      try (Socket s = connect(source)) {
+        assertTrue(
+            new AuthClient("mallory", 75, null, privateKey(keys, "mallory"))
+                .handshake(s)
+                .accepted());
+        s.getOutputStream().write(hello("mallory", 76, source.epoch()));
+        assertEquals(
+            Wire.PERMISSION_DENIED,
+            Wire.Header.read(s.getInputStream()).status(),
+            "a HELLO naming another epoch than the handshake proved");
+      }
       assertEquals("OK", source.verify(kept, SEED, List.of()), "the kept region is whole");
       assertEquals("OK", source.verify(open, OPEN_SEED, List.of()), "the open region is whole");
     }

@@ -67,7 +67,14 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
   private val MaxHead: Long = NotifyCodec.MAX_HEAD_BYTES.toLong
   private val AckCap: Long = NotifyCodec.MAX_DETAIL_BYTES.toLong
 
+  /** The authentication frames (AUTH_HELLO to AUTH_RESULT) are bounded on their own too. */
+  private val AuthCap: Long = FrameCodec.MAX_AUTH_PAYLOAD_BYTES.toLong
+
+  private val AuthTypes: Set[FrameType] =
+    Set(FrameType.AUTH_HELLO, FrameType.AUTH_CHALLENGE, FrameType.AUTH_PROOF, FrameType.AUTH_RESULT)
+
   private def capOf(t: FrameType, cap: Long): Long = t match {
+    case t if AuthTypes(t) => AuthCap
     case FrameType.HELLO => HelloCap
     case FrameType.NOTIFY => NotifyCap
     case FrameType.NOTIFY_ACK => AckCap
@@ -98,6 +105,7 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
       case FrameType.READ_RESPONSE => if (status == 0) (upToCap, upToCap) else (0L, anyCount)
       case FrameType.DESCRIBE_RESPONSE => (upToCap, anyCount)
       case FrameType.HELLO => (upToCap.min(HelloCap), anyCount) // its identity, within its own cap
+      case t if AuthTypes(t) => (upToCap.min(AuthCap), anyCount) // fields checked as decoded
       case FrameType.NOTIFY => (head + notifyCount, notifyCount) // a bounded head, then the bytes
       case FrameType.NOTIFY_ACK => if (status == 0) (0L, anyCount) else (detail, anyCount)
       case _ => (0L, anyCount) // WRITE_ACK, HELLO_ACK, DESCRIBE_REQUEST, KEEPALIVE, KEEPALIVE_ACK
@@ -312,7 +320,7 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
     }
   }
 
-  for (t <- Types if t != FrameType.DESCRIBE_RESPONSE && t != FrameType.HELLO) {
+  for (t <- Types if t != FrameType.DESCRIBE_RESPONSE && t != FrameType.HELLO && !AuthTypes(t)) {
     property(s"a $t whose lengths break its rule is INCONSISTENT_LENGTH") {
       val gen = for {
         (h, cap, p) <- genValidCase(t)
@@ -344,6 +352,7 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
         case FrameType.WRITE_REQUEST => f.count > 0 && f.payload == f.count
         case FrameType.READ_RESPONSE => if (f.status == 0) f.payload == f.count else f.payload == 0
         case FrameType.DESCRIBE_RESPONSE | FrameType.HELLO => true
+        case t if AuthTypes(t) => true
         case FrameType.NOTIFY => f.count >= 0 && f.count <= f.payload && f.payload - f.count <= MaxHead
         case FrameType.NOTIFY_ACK => f.status != 0 || f.payload == 0
         case _ => f.payload == 0
@@ -400,10 +409,12 @@ class FrameCodecSpec extends AnyPropSpec with PropertySupport {
       FrameType.DESCRIBE_REQUEST -> 1, FrameType.DESCRIBE_RESPONSE -> 2, FrameType.HELLO -> 3,
       FrameType.HELLO_ACK -> 4, FrameType.READ_REQUEST -> 5, FrameType.READ_RESPONSE -> 6,
       FrameType.WRITE_REQUEST -> 7, FrameType.WRITE_ACK -> 8, FrameType.KEEPALIVE -> 9,
-      FrameType.KEEPALIVE_ACK -> 10, FrameType.NOTIFY -> 11, FrameType.NOTIFY_ACK -> 12)
+      FrameType.KEEPALIVE_ACK -> 10, FrameType.NOTIFY -> 11, FrameType.NOTIFY_ACK -> 12,
+      FrameType.AUTH_HELLO -> 13, FrameType.AUTH_CHALLENGE -> 14, FrameType.AUTH_PROOF -> 15,
+      FrameType.AUTH_RESULT -> 16)
     forAll(Gen.chooseNum(Int.MinValue, Int.MaxValue)) { code =>
       val t = FrameType.fromCode(code)
-      if (code >= 1 && code <= 12) t.code() shouldBe code else t shouldBe null
+      if (code >= 1 && code <= 16) t.code() shouldBe code else t shouldBe null
     }
   }
 }

@@ -58,7 +58,8 @@ class LayeringArchTest {
     "io.orbite.engine.rail..",
     "io.orbite.engine.priority..",
     "io.orbite.engine.view..",
-    "io.orbite.engine.fault.."
+    "io.orbite.engine.fault..",
+    "io.orbite.engine.security.."
   };
 
   /** Every package of the product that is not API. */
@@ -77,6 +78,7 @@ class LayeringArchTest {
     "io.orbite.engine.view..",
     "io.orbite.engine.wire..",
     "io.orbite.engine.fault..",
+    "io.orbite.engine.security..",
     "io.orbite.transport..",
     "io.orbite.nativebind..",
     "io.orbite.observability..",

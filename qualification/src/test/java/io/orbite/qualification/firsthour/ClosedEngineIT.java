@@ -214,6 +214,8 @@ class ClosedEngineIT {
         return io.orbite.engine.Notification.of("closed", new byte[] {4});
       } else if (type == List.class) {
         return List.of(TransferRequest.read(memory, 0, remote, 1, 0, 4096));
+      } else if (type == java.util.Set.class) {
+        return java.util.Set.of("a-peer");
       }
       throw new AssertionError("no argument of type " + type.getName() + " for " + m + ": add one");
     }

@@ -217,7 +217,11 @@ record EngineBootstrap(
           config.listen().port());
       return;
     }
-    if (credentials.authenticates() || loopbackOnly(host)) {
+    if (credentials.authenticates()) {
+      LOG.info("engine {}: peers authenticated: {}", config.name(), credentials);
+      return;
+    }
+    if (loopbackOnly(host)) {
       return;
     }
     throw new TransferException(

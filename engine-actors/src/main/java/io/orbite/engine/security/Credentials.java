@@ -8,7 +8,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
@@ -229,7 +228,7 @@ public final class Credentials {
 
   private static Map<String, PublicKey> readPeerKeys(Path dir) {
     String key = "security.peerKeysDir";
-    if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(dir)) {
+    if (!Files.isDirectory(dir)) {
       throw invalid(key, dir + " is not a directory");
     }
     Map<String, PublicKey> keys = new TreeMap<>();

@@ -101,7 +101,7 @@ final class ControlConnection implements Runnable {
       byte[] header = new byte[FrameCodec.HEADER_BYTES];
       ByteBuffer h = ByteBuffer.wrap(header);
       while (true) {
-        if (!readHeader(in, header, h)) {
+        if (!readHeader(in, header, h, deadline)) {
           return;
         }
         FrameType type = FrameCodec.type(h, 0);
@@ -115,8 +115,6 @@ final class ControlConnection implements Runnable {
             return;
           }
           handshaking = false;
-          long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L);
-          channel.socket().setSoTimeout((int) Math.min(firstFrameTimeoutMillis, left));
           continue;
         }
         if (auth.required() && peer == null) {
@@ -126,6 +124,8 @@ final class ControlConnection implements Runnable {
         }
         if (type == FrameType.DESCRIBE_REQUEST) {
           answerDescribe(out, FrameCodec.requestId(h, 0));
+          // Each further request on a Describe connection has the whole time again.
+          deadline = System.nanoTime() + firstFrameTimeoutMillis * 1_000_000L;
         } else if (type == FrameType.HELLO) {
           handedOver = handOver(h, in, out);
           return;
@@ -157,7 +157,9 @@ final class ControlConnection implements Runnable {
     } finally {
       if (handshaking) {
         refuseUnauthenticated(
-            "its handshake did not complete within " + firstFrameTimeoutMillis + " ms");
+            "its handshake ended unfinished (closed, broken, or past its "
+                + firstFrameTimeoutMillis
+                + " ms)");
       }
       if (!handedOver) {
         closeQuietly();
@@ -166,11 +168,21 @@ final class ControlConnection implements Runnable {
     }
   }
 
-  /** Reads one header; refuses a foreign magic from its first four bytes. Returns false on EOF. */
-  private boolean readHeader(InputStream in, byte[] header, ByteBuffer h)
+  /**
+   * Reads one header; refuses a foreign magic from its first four bytes. Returns false on EOF. Each
+   * read waits only for what is left until {@code deadline}, so a peer that trickles a header one
+   * byte at a time holds the connection no longer than one that sends nothing.
+   */
+  private boolean readHeader(InputStream in, byte[] header, ByteBuffer h, long deadline)
       throws IOException, FrameRejectedException {
     int got = 0;
     while (got < FrameCodec.HEADER_BYTES) {
+      long left = (deadline - System.nanoTime()) / 1_000_000L;
+      if (left <= 0) {
+        throw new SocketTimeoutException(
+            "no whole frame within " + firstFrameTimeoutMillis + " ms");
+      }
+      channel.socket().setSoTimeout((int) Math.min(firstFrameTimeoutMillis, left));
       int want = got < 4 ? 4 - got : FrameCodec.HEADER_BYTES - got;
       int n = in.read(header, got, want);
       if (n < 0) {

@@ -93,6 +93,11 @@ class ControlServiceTest {
   }
 
   private org.apache.pekko.actor.typed.Behavior<ControlService.Command> service(int maxUnclaimed) {
+    return service(maxUnclaimed, FIRST_FRAME_TIMEOUT_MILLIS);
+  }
+
+  private org.apache.pekko.actor.typed.Behavior<ControlService.Command> service(
+      int maxUnclaimed, int firstFrameTimeoutMillis) {
     return ControlService.create(
         listener,
         self,
@@ -101,7 +106,7 @@ class ControlServiceTest {
         Map.of(Transport.TCP, tcp.getRef()),
         counters,
         board,
-        FIRST_FRAME_TIMEOUT_MILLIS,
+        firstFrameTimeoutMillis,
         maxUnclaimed,
         new io.orbite.engine.notify.NotifyReceiver(
             io.orbite.config.NotificationConfig.defaults(), self, counters, maxUnclaimed),
@@ -489,5 +494,47 @@ class ControlServiceTest {
     assertEquals(
         "; peers authenticated: secret from $ORBITE_SECRET (16 bytes)",
         ControlService.securityLine(secret));
+  }
+
+  @Test
+  void aHeaderTrickledOneByteAtATimeIsCutAtTheFirstFrameDeadlineNotAnswered() throws Exception {
+    // 400 ms for the whole first frame; the peer sends a valid DESCRIBE_REQUEST header one byte
+    // every 50 ms (2.8 s for 56 bytes). Were each read given the whole timeout again, the header
+    // would complete and be answered; the deadline closes the connection first.
+    testKit.spawn(service(4, 400));
+    SocketChannel client = connect();
+    ByteBuffer header = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
+    FrameCodec.encode(header, 0, FrameType.DESCRIBE_REQUEST, 0, 0, 1, 0, 0, 0, 0);
+    byte[] bytes = header.array();
+    java.util.concurrent.atomic.AtomicInteger sent =
+        new java.util.concurrent.atomic.AtomicInteger();
+    var pacer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+    try {
+      pacer.scheduleAtFixedRate(
+          () -> {
+            int i = sent.get();
+            if (i < bytes.length) {
+              try {
+                client.write(ByteBuffer.wrap(bytes, i, 1));
+                sent.incrementAndGet();
+              } catch (IOException closed) {
+                throw new java.io.UncheckedIOException(closed); // ends the schedule
+              }
+            }
+          },
+          0,
+          50,
+          java.util.concurrent.TimeUnit.MILLISECONDS);
+      int first;
+      try {
+        first = client.socket().getInputStream().read();
+      } catch (java.net.SocketException reset) {
+        first = -1;
+      }
+      assertEquals(-1, first, "closed, never answered");
+      assertTrue(sent.get() < bytes.length, "cut before the header was whole: " + sent.get());
+    } finally {
+      pacer.shutdownNow();
+    }
   }
 }

@@ -65,6 +65,9 @@ import org.junit.jupiter.api.Test;
  * the {@link EngineLifecycle} show, what it lists in the {@link QuarantineLedger} when a child
  * stops, and its timers (the asks of the listener's stop and the transports' closes, on
  * ManualTime).
+ *
+ * <p>Longer than 500 lines: it starts one guardian per test over the same real owners and probes;
+ * split, each half would repeat that scaffold.
  */
 class EngineGuardianTest {
   static {

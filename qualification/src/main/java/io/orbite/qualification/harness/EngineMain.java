@@ -541,7 +541,9 @@ public final class EngineMain {
         + " peersRefused="
         + c.peersRefused()
         + " connectionsRefused="
-        + c.connectionsRefused();
+        + c.connectionsRefused()
+        + " connectionsAccepted="
+        + c.connectionsAccepted();
   }
 
   /** Heap bytes allocated by every thread of this JVM so far (HotSpot's allocation counters). */

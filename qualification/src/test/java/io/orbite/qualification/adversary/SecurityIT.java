@@ -401,6 +401,7 @@ class SecurityIT {
       List<Socket> flood = new ArrayList<>();
       Random random = new Random(3);
       long before = verified.get();
+      long acceptedBefore = counter(source, "connectionsAccepted");
       try {
         for (int i = 0; i < 250; i++) {
           Socket s = new Socket();
@@ -431,6 +432,19 @@ class SecurityIT {
             // Beyond the bound the source closed it before its bytes went.
           }
         }
+        // Every flood connection reached the source's acceptor while the flood is held open, so
+        // those beyond the bound met it.
+        assertTrue(
+            Await.until(
+                Duration.ofSeconds(30),
+                () -> {
+                  try {
+                    return counter(source, "connectionsAccepted") >= acceptedBefore + 250;
+                  } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                  }
+                }),
+            "the source accepted all 250");
         // Bounded: never more than budgets.maxEndpoints (64) connections wait unclaimed.
         long unclaimed = Long.parseLong(source.call("CHARGE ControlService unclaimedConnections"));
         assertTrue(unclaimed <= 64, "unclaimed connections: " + unclaimed);

@@ -344,8 +344,11 @@ public final class PeerAuth {
   // ---- wire ----------------------------------------------------------------------------------
 
   private record Frame(int status, long epoch, long flags, byte[] payload) {
+    /** The peer's UTF-8 detail, its control characters replaced, so it cannot forge log lines. */
     String detail() {
-      return payload.length == 0 ? "(no detail)" : new String(payload, StandardCharsets.UTF_8);
+      return payload.length == 0
+          ? "(no detail)"
+          : new String(payload, StandardCharsets.UTF_8).replaceAll("\\p{Cntrl}", "?");
     }
   }
 

@@ -237,4 +237,47 @@ class PeerAuthTest {
         Credentials.load(SecurityConfig.defaults().withSecretFile(f.toString()), "x", k -> null);
     assertEquals(SECRET + " ", new String(c.secret(), StandardCharsets.US_ASCII));
   }
+
+  @Test
+  void aRefusalsDetailFromTheSourceCannotForgeLogLines() throws Exception {
+    try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        Socket client = new Socket()) {
+      CompletableFuture<Void> fake =
+          CompletableFuture.runAsync(
+              () -> {
+                try (Socket s = server.accept()) {
+                  InputStream in = s.getInputStream();
+                  ByteBuffer h = ByteBuffer.wrap(in.readNBytes(FrameCodec.HEADER_BYTES));
+                  in.readNBytes((int) FrameCodec.payloadLength(h, 0));
+                  byte[] detail = "no\n12:00:00 INFO forged line".getBytes(StandardCharsets.UTF_8);
+                  ByteBuffer f = ByteBuffer.allocate(FrameCodec.HEADER_BYTES + detail.length);
+                  FrameCodec.encode(
+                      f,
+                      0,
+                      io.orbite.engine.wire.FrameType.AUTH_CHALLENGE,
+                      ErrorKind.PERMISSION_DENIED.code(),
+                      detail.length,
+                      0,
+                      9,
+                      0,
+                      0,
+                      0);
+                  f.put(FrameCodec.HEADER_BYTES, detail);
+                  s.getOutputStream().write(f.array());
+                } catch (IOException e) {
+                  throw new java.io.UncheckedIOException(e);
+                }
+              });
+      client.connect(
+          new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort()));
+      TransferException e =
+          assertThrows(
+              TransferException.class,
+              () -> new PeerAuth(secret(SECRET), "req", 1).connect(client, "the source", 5_000));
+      assertEquals(ErrorKind.PERMISSION_DENIED, e.kind());
+      assertTrue(e.getMessage().contains("no?12:00:00 INFO forged line"), e.getMessage());
+      assertFalse(e.getMessage().contains("\n"), e.getMessage());
+      fake.get(10, TimeUnit.SECONDS);
+    }
+  }
 }

@@ -25,10 +25,8 @@ import io.orbite.qualification.verify.Span;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.KeyFactory;
@@ -78,31 +76,6 @@ class AllowListIT {
         .generatePrivate(new PKCS8EncodedKeySpec(Base64.getMimeDecoder().decode(body)));
   }
 
-  private static Socket connect(EngineProcess source) throws IOException {
-    String[] hp = source.endpoint().split(":");
-    Socket s = new Socket();
-    s.connect(new InetSocketAddress(hp[0], Integer.parseInt(hp[1])), 5_000);
-    s.setSoTimeout(10_000);
-    return s;
-  }
-
-  private static byte[] hello(String name, long epoch, long target) {
-    byte[] n = name.getBytes(StandardCharsets.UTF_8);
-    byte[] h = "127.0.0.1".getBytes(StandardCharsets.UTF_8);
-    byte[] id =
-        ByteBuffer.allocate(2 + n.length + 2 + h.length + 2)
-            .putShort((short) n.length)
-            .put(n)
-            .putShort((short) h.length)
-            .put(h)
-            .putShort((short) 9)
-            .array();
-    return Wire.concat(
-        new Wire.Header(Wire.Type.HELLO, 0, id.length, 1, target, epoch, 0, Wire.TRANSPORT_TCP)
-            .encode(),
-        id);
-  }
-
   /** The region ids a Describe payload lists (docs/architecture.md's layout). */
   private static List<Long> describedIds(byte[] payload) {
     ByteBuffer b = ByteBuffer.wrap(payload);
@@ -122,7 +95,7 @@ class AllowListIT {
   /** Signs a handshake as {@code name}, then asks Describe on the same connection. */
   private static List<Long> describeAs(EngineProcess source, Path keys, String name, long epoch)
       throws Exception {
-    try (Socket s = connect(source)) {
+    try (Socket s = RawLane.connect(source)) {
       assertTrue(new AuthClient(name, epoch, null, privateKey(keys, name)).handshake(s).accepted());
       s.getOutputStream()
           .write(new Wire.Header(Wire.Type.DESCRIBE_REQUEST, 0, 0, 1, 0, 0, 0, 0).encode());
@@ -192,12 +165,12 @@ class AllowListIT {
       assertEquals(List.of(open), describeAs(source, keys, "mallory", 71));
       assertEquals(
           List.of(kept, open), describeAs(source, keys, "alice", 72).stream().sorted().toList());
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         AuthClient as = new AuthClient("mallory", 73, null, privateKey(keys, "mallory"));
         assertTrue(as.handshake(s).accepted());
         OutputStream out = s.getOutputStream();
         InputStream in = s.getInputStream();
-        out.write(hello("mallory", 73, source.epoch()));
+        out.write(RawLane.hello("mallory", 73, source.epoch()));
         assertEquals(Wire.OK, Wire.Header.read(in).status(), "mallory may open a lane");
         out.write(
             new Wire.Header(Wire.Type.READ_REQUEST, 0, 0, 2, source.epoch(), kept, 0, 4096)
@@ -231,22 +204,22 @@ class AllowListIT {
         assertArrayEquals(want, got);
       }
       // A member that proved one name cannot open a lane under another (and so fence its lanes).
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         assertTrue(
             new AuthClient("mallory", 74, null, privateKey(keys, "mallory"))
                 .handshake(s)
                 .accepted());
-        s.getOutputStream().write(hello("alice", 74, source.epoch()));
+        s.getOutputStream().write(RawLane.hello("alice", 74, source.epoch()));
         Wire.Header ack = Wire.Header.read(s.getInputStream());
         assertEquals(Wire.Type.HELLO_ACK, ack.type());
         assertEquals(Wire.PERMISSION_DENIED, ack.status(), "a HELLO naming another engine");
       }
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         assertTrue(
             new AuthClient("mallory", 75, null, privateKey(keys, "mallory"))
                 .handshake(s)
                 .accepted());
-        s.getOutputStream().write(hello("mallory", 76, source.epoch()));
+        s.getOutputStream().write(RawLane.hello("mallory", 76, source.epoch()));
         assertEquals(
             Wire.PERMISSION_DENIED,
             Wire.Header.read(s.getInputStream()).status(),

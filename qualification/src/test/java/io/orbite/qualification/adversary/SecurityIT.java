@@ -32,7 +32,6 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -88,39 +87,6 @@ class SecurityIT {
     throw new AssertionError("no counter " + key);
   }
 
-  private static Socket connect(EngineProcess source) throws IOException {
-    String[] hp = source.endpoint().split(":");
-    Socket s = new Socket();
-    s.connect(new InetSocketAddress(hp[0], Integer.parseInt(hp[1])), 5_000);
-    s.setSoTimeout(10_000);
-    return s;
-  }
-
-  private static byte[] identity(String name) {
-    byte[] n = name.getBytes(StandardCharsets.UTF_8);
-    byte[] h = "127.0.0.1".getBytes(StandardCharsets.UTF_8);
-    return ByteBuffer.allocate(2 + n.length + 2 + h.length + 2)
-        .putShort((short) n.length)
-        .put(n)
-        .putShort((short) h.length)
-        .put(h)
-        .putShort((short) 9)
-        .array();
-  }
-
-  /** A TCP lane's HELLO naming {@code name} at {@code epoch}, for the source's {@code target}. */
-  private static byte[] hello(String name, long epoch, long target) {
-    byte[] id = identity(name);
-    return Wire.concat(
-        new Wire.Header(Wire.Type.HELLO, 0, id.length, 1, target, epoch, 0, Wire.TRANSPORT_TCP)
-            .encode(),
-        id);
-  }
-
-  private static byte[] readRequest(long target, long region, long offset, long count) {
-    return new Wire.Header(Wire.Type.READ_REQUEST, 0, 0, 2, target, region, offset, count).encode();
-  }
-
   /**
    * Nothing more comes: the source closed the connection (a reset when it closed with the refused
    * frame's unread bytes still queued, which it never reads).
@@ -142,7 +108,7 @@ class SecurityIT {
     try (EngineProcess source = EngineProcess.start("sec-src", logs, secretEnv(SECRET))) {
       long id = fill(source);
       // Describe.
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         s.getOutputStream()
             .write(new Wire.Header(Wire.Type.DESCRIBE_REQUEST, 0, 0, 1, 0, 0, 0, 0).encode());
         Wire.Header h = Wire.Header.read(s.getInputStream());
@@ -152,24 +118,25 @@ class SecurityIT {
         assertClosed(s.getInputStream());
       }
       // A lane and a READ of the region behind it.
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         OutputStream out = s.getOutputStream();
         out.write(
             Wire.concat(
-                hello("intruder", 5, source.epoch()), readRequest(source.epoch(), id, 0, 4096)));
+                RawLane.hello("intruder", 5, source.epoch()),
+                RawLane.readRequest(source.epoch(), id, 0, 4096)));
         Wire.Header h = Wire.Header.read(s.getInputStream());
         assertEquals(Wire.Type.HELLO_ACK, h.type());
         assertEquals(Wire.PERMISSION_DENIED, h.status());
         assertClosed(s.getInputStream());
       }
       // A WRITE over the region behind a HELLO.
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         byte[] junk = new byte[4096];
         new Random(1).nextBytes(junk);
         s.getOutputStream()
             .write(
                 Wire.concat(
-                    hello("intruder", 5, source.epoch()),
+                    RawLane.hello("intruder", 5, source.epoch()),
                     Wire.concat(
                         new Wire.Header(
                                 Wire.Type.WRITE_REQUEST, 0, 4096, 2, source.epoch(), id, 0, 4096)
@@ -180,8 +147,8 @@ class SecurityIT {
         assertClosed(s.getInputStream());
       }
       // A notification.
-      try (Socket s = connect(source)) {
-        byte[] payload = Wire.concat(identity("intruder"), new byte[] {0, 1, 't'});
+      try (Socket s = RawLane.connect(source)) {
+        byte[] payload = Wire.concat(RawLane.identity("intruder"), new byte[] {0, 1, 't'});
         s.getOutputStream()
             .write(
                 Wire.concat(
@@ -218,14 +185,14 @@ class SecurityIT {
       long id = fill(source);
       byte[] wrong = "a-wrong-secret-of-enough-bytes!".getBytes(StandardCharsets.UTF_8);
       // An honest client with the wrong secret finds the source's proof does not verify.
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         IOException e =
             assertThrows(
                 IOException.class, () -> new AuthClient("wrong", 9, wrong, null).handshake(s));
         assertTrue(e.getMessage().contains("does not verify"), e.getMessage());
       }
       // One that sends its proof anyway is refused, and its HELLO and READ after get nothing.
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         AuthClient blind = new AuthClient("wrong", 9, wrong, null);
         blind.handshake(s, false);
         assertNotNull(blind.lastResult);
@@ -265,7 +232,7 @@ class SecurityIT {
     try {
       long id = fill(source);
       AuthClient honest = new AuthClient("recorder", 42, secret, null);
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         AuthClient.Answer a = honest.handshake(s);
         assertTrue(a.accepted(), a.toString());
         assertEquals("sec-src", a.sourceName());
@@ -275,8 +242,8 @@ class SecurityIT {
         InputStream in = s.getInputStream();
         out.write(
             Wire.concat(
-                hello("recorder", 42, source.epoch()),
-                readRequest(source.epoch(), id, 4093, 8192)));
+                RawLane.hello("recorder", 42, source.epoch()),
+                RawLane.readRequest(source.epoch(), id, 4093, 8192)));
         Wire.Header ack = Wire.Header.read(in);
         assertEquals(Wire.OK, ack.status(), ack.toString());
         Wire.Header response = Wire.Header.read(in);
@@ -291,7 +258,7 @@ class SecurityIT {
       }
       byte[] recordedHello = honest.sentHello;
       byte[] recordedProof = honest.sentProof;
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         Wire.Header result = AuthClient.replay(s, recordedHello, recordedProof);
         assertEquals(Wire.Type.AUTH_RESULT, result.type());
         assertEquals(Wire.PERMISSION_DENIED, result.status(), "a replay to the same engine");
@@ -303,13 +270,13 @@ class SecurityIT {
       source.kill();
       source = source.restart();
       long again = fill(source);
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         Wire.Header result = AuthClient.replay(s, recordedHello, recordedProof);
         assertEquals(Wire.PERMISSION_DENIED, result.status(), "a replay to the restarted engine");
         assertClosed(s.getInputStream());
       }
       assertEquals(1, counter(source, "peersRefused"));
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         assertTrue(new AuthClient("recorder", 43, secret, null).handshake(s).accepted());
       }
       assertUntouched(source, again);
@@ -486,7 +453,7 @@ class SecurityIT {
           requester.notify(peer, "after-flood", new byte[] {1, 2, 3}));
       assertEquals(1, counter(source, "notificationsReceived"));
       // Still serving authenticated peers afterwards: a fresh handshake is accepted.
-      try (Socket s = connect(source)) {
+      try (Socket s = RawLane.connect(source)) {
         assertTrue(
             new AuthClient("late", 77, SECRET.getBytes(StandardCharsets.UTF_8), null)
                 .handshake(s)

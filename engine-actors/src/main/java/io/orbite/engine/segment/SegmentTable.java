@@ -209,35 +209,7 @@ public final class SegmentTable {
    *     to (TCP)
    * @param further the transports that may also reach a peer, in the order UNSPEC tries them (SHM,
    *     then RDMA when enabled); each is asked for every open, and its channel joins the segment
-   */
-  public static Behavior<Command> create(
-      ActorRef<Admission.Command> admission,
-      PeerTransport base,
-      List<PeerTransport> further,
-      Executor blockingIo,
-      PeerEventHub events,
-      EngineTally counters,
-      Duration describeTimeout,
-      int capacity,
-      OwnerBoard board) {
-    return create(
-        admission,
-        base,
-        further,
-        blockingIo,
-        events,
-        counters,
-        describeTimeout,
-        capacity,
-        board,
-        null);
-  }
-
-  /**
-   * {@link #create(ActorRef, PeerTransport, List, Executor, PeerEventHub, EngineTally, Duration,
-   * int, OwnerBoard)}, its Describes opening with {@code auth}'s handshake when it is required.
-   *
-   * @param auth this engine's handshake, or null for none
+   * @param auth this engine's handshake, which every Describe opens with when it is required
    */
   public static Behavior<Command> create(
       ActorRef<Admission.Command> admission,

@@ -117,7 +117,8 @@ class SegmentTableTest {
                 new EngineTally(),
                 Duration.ofSeconds(5),
                 8,
-                new OwnerBoard()));
+                new OwnerBoard(),
+                io.orbite.engine.security.PeerAuth.none("segment-table-test", 1)));
   }
 
   @AfterEach

@@ -25,9 +25,25 @@ import java.util.List;
  * @param peerKeysDir a directory of peers' Ed25519 public keys, one PEM ({@code PUBLIC KEY}) file
  *     per engine named {@code <engine name>.pem}; set, every peer must prove a name found there,
  *     and this engine must have an {@code identityKeyFile}. Empty for none. Default empty.
+ * @param tlsKeyStore a PKCS#12 key store holding this engine's private key and its certificate
+ *     chain, the certificate naming the engine (a DNS subject alternative name, or else the common
+ *     name, equal to {@code name}); set, every connection to and from this engine (Describe, TCP
+ *     lanes, the RDMA control connection, notifications) runs over mutual TLS 1.3 and proves both
+ *     names. Needs {@code tlsTrustStore}. Empty for none. Default empty.
+ * @param tlsTrustStore a PKCS#12 store of the certificates (a CA's, or the peers' own) that peers'
+ *     chains must lead to. Needs {@code tlsKeyStore}. Empty for none. Default empty.
+ * @param tlsPasswordFile a file holding the password of both stores (one trailing line end
+ *     dropped); the environment variable {@value #TLS_PASSWORD_ENV_VAR} may hold it instead, never
+ *     both. Empty for none. Default empty.
  */
 public record SecurityConfig(
-    String mode, String secretFile, String identityKeyFile, String peerKeysDir) {
+    String mode,
+    String secretFile,
+    String identityKeyFile,
+    String peerKeysDir,
+    String tlsKeyStore,
+    String tlsTrustStore,
+    String tlsPasswordFile) {
   /** JSON key of this section, and the path prefix of its messages. */
   static final String SECTION = "security";
 
@@ -43,6 +59,9 @@ public record SecurityConfig(
   /** The environment variable that may hold the shared secret itself, in place of a file. */
   public static final String SECRET_ENV_VAR = "ORBITE_SECRET";
 
+  /** The environment variable that may hold the TLS stores' password, in place of a file. */
+  public static final String TLS_PASSWORD_ENV_VAR = "ORBITE_TLS_PASSWORD";
+
   /** Shortest accepted secret, in bytes. */
   public static final int MIN_SECRET_BYTES = 16;
 
@@ -54,13 +73,17 @@ public record SecurityConfig(
    *
    * @throws ConfigException naming {@code security.mode} for another value, or for {@value #OPEN}
    *     beside a configured credential; {@code security.peerKeysDir} when it is set without {@code
-   *     security.identityKeyFile}; {@code security.<key>} for a null component
+   *     security.identityKeyFile}; {@code security.tlsKeyStore} or {@code security.tlsTrustStore}
+   *     when one is set without the other; {@code security.<key>} for a null component
    */
   public SecurityConfig {
     Checks.requireNonNull(SECTION + ".mode", mode);
     Checks.requireNonNull(SECTION + ".secretFile", secretFile);
     Checks.requireNonNull(SECTION + ".identityKeyFile", identityKeyFile);
     Checks.requireNonNull(SECTION + ".peerKeysDir", peerKeysDir);
+    Checks.requireNonNull(SECTION + ".tlsKeyStore", tlsKeyStore);
+    Checks.requireNonNull(SECTION + ".tlsTrustStore", tlsTrustStore);
+    Checks.requireNonNull(SECTION + ".tlsPasswordFile", tlsPasswordFile);
     if (!MODES.contains(mode)) {
       throw new ConfigException(
           SECTION + ".mode", "must be \"auto\" or \"open\", got " + Checks.quote(mode));
@@ -71,7 +94,9 @@ public record SecurityConfig(
               ? "secretFile"
               : !identityKeyFile.isEmpty()
                   ? "identityKeyFile"
-                  : !peerKeysDir.isEmpty() ? "peerKeysDir" : null;
+                  : !peerKeysDir.isEmpty()
+                      ? "peerKeysDir"
+                      : !tlsKeyStore.isEmpty() ? "tlsKeyStore" : null;
       if (set != null) {
         throw new ConfigException(
             SECTION + ".mode",
@@ -86,6 +111,37 @@ public record SecurityConfig(
           "is set, so peers must prove their names, but security.identityKeyFile is empty: this"
               + " engine could not prove its own");
     }
+    if (tlsKeyStore.isEmpty() != tlsTrustStore.isEmpty()) {
+      String set = tlsKeyStore.isEmpty() ? "tlsTrustStore" : "tlsKeyStore";
+      String missing = tlsKeyStore.isEmpty() ? "tlsKeyStore" : "tlsTrustStore";
+      throw new ConfigException(
+          SECTION + "." + set,
+          "is set, but security."
+              + missing
+              + " is empty: mutual TLS needs this engine's certificate and the ones it trusts");
+    }
+  }
+
+  /**
+   * The section without TLS.
+   *
+   * @param mode {@value #AUTO} or {@value #OPEN}
+   * @param secretFile the shared secret's file, or empty
+   * @param identityKeyFile this engine's Ed25519 private key file, or empty
+   * @param peerKeysDir the directory of peers' public keys, or empty
+   */
+  public SecurityConfig(
+      String mode, String secretFile, String identityKeyFile, String peerKeysDir) {
+    this(mode, secretFile, identityKeyFile, peerKeysDir, "", "", "");
+  }
+
+  /**
+   * Whether connections run over mutual TLS.
+   *
+   * @return true when {@link #tlsKeyStore()} is set
+   */
+  public boolean tls() {
+    return !tlsKeyStore.isEmpty();
   }
 
   /**
@@ -94,7 +150,7 @@ public record SecurityConfig(
    * @return mode {@value #AUTO} and no credential files
    */
   public static SecurityConfig defaults() {
-    return new SecurityConfig(AUTO, "", "", "");
+    return new SecurityConfig(AUTO, "", "", "", "", "", "");
   }
 
   /**
@@ -113,7 +169,14 @@ public record SecurityConfig(
    * @return a new {@code SecurityConfig}
    */
   public SecurityConfig withMode(String mode) {
-    return new SecurityConfig(mode, secretFile, identityKeyFile, peerKeysDir);
+    return new SecurityConfig(
+        mode,
+        secretFile,
+        identityKeyFile,
+        peerKeysDir,
+        tlsKeyStore,
+        tlsTrustStore,
+        tlsPasswordFile);
   }
 
   /**
@@ -123,7 +186,14 @@ public record SecurityConfig(
    * @return a new {@code SecurityConfig}
    */
   public SecurityConfig withSecretFile(String secretFile) {
-    return new SecurityConfig(mode, secretFile, identityKeyFile, peerKeysDir);
+    return new SecurityConfig(
+        mode,
+        secretFile,
+        identityKeyFile,
+        peerKeysDir,
+        tlsKeyStore,
+        tlsTrustStore,
+        tlsPasswordFile);
   }
 
   /**
@@ -135,7 +205,27 @@ public record SecurityConfig(
    * @return a new {@code SecurityConfig}
    */
   public SecurityConfig withKeys(String identityKeyFile, String peerKeysDir) {
-    return new SecurityConfig(mode, secretFile, identityKeyFile, peerKeysDir);
+    return new SecurityConfig(
+        mode,
+        secretFile,
+        identityKeyFile,
+        peerKeysDir,
+        tlsKeyStore,
+        tlsTrustStore,
+        tlsPasswordFile);
+  }
+
+  /**
+   * A copy with the TLS stores and their password file replaced, checked as by the constructor.
+   *
+   * @param keyStore this engine's PKCS#12 key store, or empty for no TLS
+   * @param trustStore the PKCS#12 store of trusted certificates, or empty for no TLS
+   * @param passwordFile the stores' password file, or empty (then {@value #TLS_PASSWORD_ENV_VAR})
+   * @return a new {@code SecurityConfig}
+   */
+  public SecurityConfig withTls(String keyStore, String trustStore, String passwordFile) {
+    return new SecurityConfig(
+        mode, secretFile, identityKeyFile, peerKeysDir, keyStore, trustStore, passwordFile);
   }
 
   static SecurityConfig read(ConfigReader r) {
@@ -143,6 +233,9 @@ public record SecurityConfig(
         r.stringValue("mode", AUTO),
         r.stringValue("secretFile", ""),
         r.stringValue("identityKeyFile", ""),
-        r.stringValue("peerKeysDir", ""));
+        r.stringValue("peerKeysDir", ""),
+        r.stringValue("tlsKeyStore", ""),
+        r.stringValue("tlsTrustStore", ""),
+        r.stringValue("tlsPasswordFile", ""));
   }
 }

@@ -65,4 +65,32 @@ class SecurityConfigTest {
     assertEquals(
         s, EngineConfig.defaults().withSecurity(s).security(), "withSecurity replaces the section");
   }
+
+  @Test
+  void tlsReadsItsThreeKeysAndNeedsBothStores() {
+    SecurityConfig s =
+        EngineConfig.fromJson(
+                "{\"security\":{\"tlsKeyStore\":\"/a.p12\",\"tlsTrustStore\":\"/t.p12\","
+                    + "\"tlsPasswordFile\":\"/pw\"}}")
+            .security();
+    assertEquals(new SecurityConfig("auto", "", "", "", "/a.p12", "/t.p12", "/pw"), s);
+    assertTrue(s.tls());
+    assertFalse(SecurityConfig.defaults().tls());
+    assertEquals(s, SecurityConfig.defaults().withTls("/a.p12", "/t.p12", "/pw"));
+    ConfigException noTrust =
+        assertThrows(
+            ConfigException.class, () -> SecurityConfig.defaults().withTls("/a.p12", "", ""));
+    assertEquals("security.tlsKeyStore", noTrust.path());
+    assertTrue(noTrust.getMessage().contains("security.tlsTrustStore"), noTrust.getMessage());
+    ConfigException noKey =
+        assertThrows(
+            ConfigException.class, () -> SecurityConfig.defaults().withTls("", "/t.p12", ""));
+    assertEquals("security.tlsTrustStore", noKey.path());
+    ConfigException open =
+        assertThrows(
+            ConfigException.class,
+            () -> new SecurityConfig("open", "", "", "", "/a.p12", "/t.p12", ""));
+    assertEquals("security.mode", open.path());
+    assertTrue(open.getMessage().contains("security.tlsKeyStore"), open.getMessage());
+  }
 }

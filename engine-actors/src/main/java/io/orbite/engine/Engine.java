@@ -165,14 +165,15 @@ public sealed interface Engine extends AutoCloseable permits TransferEngine {
    * {@code allowedPeers} names.
    *
    * <p>An allow-list needs peers whose names are proven: this engine must hold its peers' public
-   * keys ({@code security.identityKeyFile} and {@code security.peerKeysDir}), so that each
-   * connection's handshake proves which engine it comes from; a shared secret alone proves only
-   * membership. The check is made by the source on every connection: a peer whose proven name is
-   * not listed does not see the range in this engine's Describe answer (nor in its shared-memory
-   * exports), and each of its READ and WRITE requests for the range is refused PERMISSION_DENIED
-   * before a byte moves, on every transport. A range with an allow-list (even one naming every
-   * member) is never published in a peer directory ({@code io.orbite.cluster.PeerDirectory}): peers
-   * that may reach it find it by name in Describe.
+   * keys ({@code security.identityKeyFile} and {@code security.peerKeysDir}) or run mutual TLS
+   * ({@code security.tlsKeyStore}, certificates naming engines), so that each connection's
+   * handshake proves which engine it comes from; a shared secret alone proves only membership. The
+   * check is made by the source on every connection: a peer whose proven name is not listed does
+   * not see the range in this engine's Describe answer (nor in its shared-memory exports), and each
+   * of its READ and WRITE requests for the range is refused PERMISSION_DENIED before a byte moves,
+   * on every transport. A range with an allow-list (even one naming every member) is never
+   * published in a peer directory ({@code io.orbite.cluster.PeerDirectory}): peers that may reach
+   * it find it by name in Describe.
    *
    * @param bytes the size of the range; positive
    * @param access what the allowed peers may do with it

@@ -232,7 +232,8 @@ record EngineBootstrap(
             + " reaches the port could describe, READ and WRITE this engine's regions. Set"
             + " security.secretFile (or $"
             + io.orbite.config.SecurityConfig.SECRET_ENV_VAR
-            + ") or security.peerKeysDir, or set security.mode to \"open\" to serve"
+            + "), security.peerKeysDir or security.tlsKeyStore, or set security.mode to \"open\""
+            + " to serve"
             + " unauthenticated peers on purpose");
   }
 

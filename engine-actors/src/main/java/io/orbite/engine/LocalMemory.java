@@ -85,7 +85,7 @@ record LocalMemory(
           ErrorKind.INVALID_ARGUMENT,
           call
               + ": allow-lists need proven peer names: configure security.identityKeyFile and"
-              + " security.peerKeysDir");
+              + " security.peerKeysDir, or mutual TLS (security.tlsKeyStore)");
     }
     return Set.copyOf(names);
   }

@@ -7,6 +7,7 @@ import io.orbite.engine.Transport;
 import io.orbite.engine.notify.NotifyReceiver;
 import io.orbite.engine.security.AuthenticatedPeer;
 import io.orbite.engine.security.PeerAuth;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.Registration;
@@ -33,6 +34,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import javax.net.ssl.SSLException;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,8 +44,10 @@ import org.slf4j.LoggerFactory;
  * (refusing foreign bytes before the rest of a header arrives), answers DESCRIBE requests from the
  * published registry, passes a HELLO's connection to the transport it names, with the requester's
  * identity the HELLO carries (checked here, once for every transport), and serves a connection
- * whose first frame is a NOTIFY as a notification connection ({@link NotifyReceiver}). Runs on its
- * own thread, started by the ControlService.
+ * whose first frame is a NOTIFY as a notification connection ({@link NotifyReceiver}). With TLS,
+ * the connection's first byte must open a TLS handshake, and everything after it runs inside TLS; a
+ * connection that starts with a plain frame is refused. Runs on its own thread, started by the
+ * ControlService.
  */
 final class ControlConnection implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(ControlConnection.class);
@@ -59,8 +63,14 @@ final class ControlConnection implements Runnable {
   private final NotifyReceiver notifications;
   private final PeerAuth auth;
 
+  /** The connection as frames move over it: the socket, or TLS over it. */
+  private Conduit conduit;
+
   /** Who this connection's handshake proved its requester to be; null until then, or ever. */
   private AuthenticatedPeer peer;
+
+  /** A connection that began in the clear on an engine that requires TLS: refused, whatever. */
+  private boolean plainUnderTls;
 
   /** In the handshake: a connection that ends now (stalled, broken, garbage) failed it. */
   private boolean handshaking;
@@ -96,19 +106,53 @@ final class ControlConnection implements Runnable {
     long deadline = System.nanoTime() + firstFrameTimeoutMillis * 1_000_000L;
     try {
       channel.socket().setSoTimeout(firstFrameTimeoutMillis);
-      InputStream in = channel.socket().getInputStream();
-      OutputStream out = channel.socket().getOutputStream();
       byte[] header = new byte[FrameCodec.HEADER_BYTES];
       ByteBuffer h = ByteBuffer.wrap(header);
-      while (true) {
-        if (!readHeader(in, header, h, deadline)) {
+      int got = 0;
+      if (auth.tls()) {
+        int first = firstByte(deadline);
+        if (first < 0) {
           return;
         }
+        // From here a connection that ends (stalled, broken) failed its TLS handshake.
+        handshaking = first == PeerAuth.TLS_HANDSHAKE_BYTE;
+        if (first != PeerAuth.TLS_HANDSHAKE_BYTE) {
+          // A peer speaking frames in the clear: its first frame is answered PERMISSION_DENIED
+          // below, as any frame without the handshake is.
+          header[0] = (byte) first;
+          got = 1;
+          conduit = Conduit.plain(channel);
+          plainUnderTls = true;
+        } else {
+          try {
+            conduit = auth.secureAccepted(channel, first, deadline);
+          } catch (SSLException e) {
+            handshaking = false;
+            refuseUnauthenticated("its TLS handshake was refused: " + e.getMessage());
+            return;
+          }
+        }
+        handshaking = false;
+      } else {
+        conduit = Conduit.plain(channel);
+      }
+      InputStream in = conduit.in();
+      OutputStream out = conduit.out();
+      while (true) {
+        if (!readHeader(in, header, h, got, deadline)) {
+          return;
+        }
+        got = 0;
         FrameType type = FrameCodec.type(h, 0);
+        if (plainUnderTls) {
+          // Not even the handshake runs outside TLS here.
+          answerUnauthenticated(out, type, h, " (this engine requires TLS)");
+          return;
+        }
         if (type == FrameType.AUTH_HELLO && peer == null) {
           handshaking = true;
           try {
-            peer = auth.accept(channel.socket(), h, deadline);
+            peer = auth.accept(conduit, h, deadline);
           } catch (PeerAuth.Refused e) {
             handshaking = false;
             refuseUnauthenticated("its handshake was refused: " + e.getMessage());
@@ -119,7 +163,7 @@ final class ControlConnection implements Runnable {
         }
         if (auth.required() && peer == null) {
           // Before any payload is read: an unauthenticated peer learns nothing but the refusal.
-          answerUnauthenticated(out, type, h);
+          answerUnauthenticated(out, type, h, "");
           return;
         }
         if (type == FrameType.DESCRIBE_REQUEST) {
@@ -135,7 +179,7 @@ final class ControlConnection implements Runnable {
           // receiver bounds notification connections on its own).
           onEnd.accept(channel);
           channel.socket().setSoTimeout(0);
-          notifications.serve(channel, h);
+          notifications.serve(conduit, h);
           return;
         } else {
           reject(
@@ -173,9 +217,8 @@ final class ControlConnection implements Runnable {
    * read waits only for what is left until {@code deadline}, so a peer that trickles a header one
    * byte at a time holds the connection no longer than one that sends nothing.
    */
-  private boolean readHeader(InputStream in, byte[] header, ByteBuffer h, long deadline)
+  private boolean readHeader(InputStream in, byte[] header, ByteBuffer h, int got, long deadline)
       throws IOException, FrameRejectedException {
-    int got = 0;
     while (got < FrameCodec.HEADER_BYTES) {
       long left = (deadline - System.nanoTime()) / 1_000_000L;
       if (left <= 0) {
@@ -197,6 +240,16 @@ final class ControlConnection implements Runnable {
       FrameCodec.check(h, 0, got, 0);
     }
     return true;
+  }
+
+  /** The connection's first byte, or -1 when it closes first; waits no later than the deadline. */
+  private int firstByte(long deadline) throws IOException {
+    long left = (deadline - System.nanoTime()) / 1_000_000L;
+    if (left <= 0) {
+      throw new SocketTimeoutException("no first byte within " + firstFrameTimeoutMillis + " ms");
+    }
+    channel.socket().setSoTimeout((int) Math.min(firstFrameTimeoutMillis, left));
+    return channel.socket().getInputStream().read();
   }
 
   private void answerDescribe(OutputStream out, long requestId) throws IOException {
@@ -303,7 +356,7 @@ final class ControlConnection implements Runnable {
     // (with budgets.maxEndpoints 1, it would be closed unanswered). onEnd runs again at the end; a
     // second removal does nothing.
     onEnd.accept(channel);
-    target.tell(new TransportCommand.AdoptConnection(channel, copy, requester, peer));
+    target.tell(new TransportCommand.AdoptConnection(conduit, copy, requester, peer));
     return true;
   }
 
@@ -318,14 +371,15 @@ final class ControlConnection implements Runnable {
    * and NOTIFY are answered PERMISSION_DENIED in their own answer's type (without reading a byte of
    * their payload), anything else only closed.
    */
-  private void answerUnauthenticated(OutputStream out, FrameType type, ByteBuffer h)
+  private void answerUnauthenticated(OutputStream out, FrameType type, ByteBuffer h, String detail)
       throws IOException {
-    refuseUnauthenticated(type + " without the authentication handshake");
+    refuseUnauthenticated(type + " without the authentication handshake" + detail);
     FrameType answer =
         switch (type) {
           case DESCRIBE_REQUEST -> FrameType.DESCRIBE_RESPONSE;
           case HELLO -> FrameType.HELLO_ACK;
           case NOTIFY -> FrameType.NOTIFY_ACK;
+          case AUTH_HELLO -> FrameType.AUTH_CHALLENGE;
           default -> null;
         };
     if (answer != null) {

@@ -2,7 +2,9 @@ package io.orbite.engine.control;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.TransferException;
+import io.orbite.engine.security.AuthenticatedPeer;
 import io.orbite.engine.security.PeerAuth;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.wire.DescribeCodec;
 import io.orbite.engine.wire.Description;
 import io.orbite.engine.wire.FrameCodec;
@@ -16,6 +18,7 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
@@ -213,21 +216,27 @@ public final class DescribeClient {
    */
   public static Description describe(InetSocketAddress endpoint, int timeoutMillis, PeerAuth auth) {
     String peer = endpoint.getHostString() + ":" + endpoint.getPort();
-    try (Socket socket = new Socket()) {
+    try (SocketChannel channel = SocketChannel.open()) {
+      Socket socket = channel.socket();
       socket.setTcpNoDelay(true);
       socket.setSoTimeout(timeoutMillis);
       socket.connect(
           new InetSocketAddress(endpoint.getHostString(), endpoint.getPort()), timeoutMillis);
+      Conduit conduit =
+          auth == null
+              ? Conduit.plain(channel)
+              : auth.secure(channel, "describe " + peer, timeoutMillis);
+      AuthenticatedPeer proven = null;
       if (auth != null && auth.required()) {
-        auth.connect(socket, "describe " + peer, timeoutMillis);
+        proven = auth.connect(conduit, "describe " + peer, timeoutMillis);
         socket.setSoTimeout(timeoutMillis);
       }
       ByteBuffer request = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
       FrameCodec.encode(request, 0, FrameType.DESCRIBE_REQUEST, 0, 0, 1, 0, 0, 0, 0);
-      OutputStream out = socket.getOutputStream();
+      OutputStream out = conduit.out();
       out.write(request.array());
       out.flush();
-      DataInputStream in = new DataInputStream(socket.getInputStream());
+      DataInputStream in = new DataInputStream(conduit.in());
       byte[] header = new byte[FrameCodec.HEADER_BYTES];
       in.readFully(header);
       ByteBuffer h = ByteBuffer.wrap(header);
@@ -251,13 +260,28 @@ public final class DescribeClient {
                 + peer
                 + " refused"
                 + (kind == ErrorKind.PERMISSION_DENIED && (auth == null || !auth.required())
-                    ? ": the peer requires authentication (security.secretFile or"
-                        + " security.peerKeysDir), and none is configured here"
+                    ? ": the peer requires authentication (security.secretFile,"
+                        + " security.peerKeysDir or security.tlsKeyStore), and none is configured"
+                        + " here"
                     : ""));
       }
       byte[] payload = new byte[(int) FrameCodec.payloadLength(h, 0)];
       in.readFully(payload);
-      return DescribeCodec.decode(ByteBuffer.wrap(payload));
+      Description d = DescribeCodec.decode(ByteBuffer.wrap(payload));
+      if (proven != null && proven.provenName() != null && !proven.name().equals(d.engineName())) {
+        // A proven name is the one the engine's Describe must give: a peer certified or keyed as
+        // one engine does not describe itself as another.
+        throw new TransferException(
+            ErrorKind.PERMISSION_DENIED,
+            "describe "
+                + peer
+                + ": its handshake proved it is '"
+                + proven.name()
+                + "', and it describes itself as '"
+                + d.engineName()
+                + "'");
+      }
+      return d;
     } catch (SocketTimeoutException e) {
       throw new TransferException(
           ErrorKind.TIMEOUT, "describe " + peer + ": no answer within " + timeoutMillis + " ms", e);

@@ -4,6 +4,7 @@ import io.orbite.config.NotificationConfig;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.ReceivedNotification;
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
@@ -13,7 +14,6 @@ import io.orbite.engine.wire.NotifyCodec;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 
 /**
  * One notification connection, served on its control thread: reads NOTIFY frames (several may be in
@@ -32,11 +32,11 @@ final class NotifyConnection {
   private final NotifyReceiver receiver;
   private final NotificationConfig config;
   private final SegmentDescriptor self;
-  private final SocketChannel channel;
+  private final Conduit channel;
   private final ByteBuffer in = ByteBuffer.allocate(BUFFER_BYTES).flip();
   private ByteBuffer acks = ByteBuffer.allocate(4096);
 
-  NotifyConnection(NotifyReceiver receiver, SocketChannel channel) {
+  NotifyConnection(NotifyReceiver receiver, Conduit channel) {
     this.receiver = receiver;
     this.config = receiver.config();
     this.self = receiver.self();

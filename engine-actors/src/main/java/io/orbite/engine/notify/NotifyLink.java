@@ -4,6 +4,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.NotificationResult;
 import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
@@ -78,6 +79,10 @@ final class NotifyLink implements Runnable {
   private long unsentBytes;
   private long nextSequence = 1;
   private SocketChannel channel;
+
+  /** The connection as frames move over it: {@link #channel}, or TLS over it. */
+  private Conduit conduit;
+
   private Selector selector;
   private SelectionKey key;
   private boolean ended;
@@ -185,7 +190,13 @@ final class NotifyLink implements Runnable {
     try {
       while (!closing && channel.isOpen()) {
         ready[0] = 0;
-        selector.select(k -> ready[0] = k.readyOps(), selectTimeoutMillis());
+        if (conduit.buffered()) {
+          // Answers already here (under TLS) wake no selector.
+          selector.selectNow(k -> ready[0] = k.readyOps());
+          ready[0] |= SelectionKey.OP_READ;
+        } else {
+          selector.select(k -> ready[0] = k.readyOps(), selectTimeoutMillis());
+        }
         if ((ready[0] & SelectionKey.OP_READ) != 0 && !readAnswers(in)) {
           break;
         }
@@ -223,8 +234,9 @@ final class NotifyLink implements Runnable {
       c.setOption(StandardSocketOptions.TCP_NODELAY, true);
       c.socket()
           .connect(new InetSocketAddress(peer.host(), peer.port()), owner.connectTimeoutMillis());
+      Conduit cd = owner.auth().secure(c, "notifications to " + peer, owner.connectTimeoutMillis());
       if (owner.auth().required()) {
-        owner.auth().connect(c.socket(), "notifications to " + peer, owner.connectTimeoutMillis());
+        owner.auth().connect(cd, "notifications to " + peer, owner.connectTimeoutMillis());
       }
       c.configureBlocking(false);
       Selector s = Selector.open();
@@ -232,6 +244,7 @@ final class NotifyLink implements Runnable {
       expire(); // what waited past its deadline for the connect is NOT_SENT, not written late
       synchronized (this) {
         channel = c;
+        conduit = cd;
         selector = s;
         key = c.register(s, SelectionKey.OP_READ);
         flushLocked();
@@ -264,7 +277,7 @@ final class NotifyLink implements Runnable {
     while (!unsent.isEmpty()) {
       Outgoing o = unsent.peekFirst();
       int before = o.frame.position();
-      channel.write(o.frame);
+      conduit.write(o.frame);
       unsentBytes -= o.frame.position() - before;
       if (!o.started && o.frame.position() > 0) {
         o.started = true;
@@ -276,6 +289,11 @@ final class NotifyLink implements Runnable {
         return;
       }
       unsent.pollFirst();
+    }
+    if (!conduit.flush()) {
+      interest(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
+      selector.wakeup();
+      return;
     }
     interest(SelectionKey.OP_READ);
   }
@@ -295,7 +313,7 @@ final class NotifyLink implements Runnable {
    * @return false at the end of the stream
    */
   private boolean readAnswers(ByteBuffer in) throws IOException, FrameRejectedException {
-    int n = channel.read(in);
+    int n = conduit.read(in);
     if (n < 0) {
       return false;
     }

@@ -3,6 +3,7 @@ package io.orbite.engine.notify;
 import io.orbite.config.NotificationConfig;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.wire.FrameCodec;
@@ -63,15 +64,16 @@ public final class NotifyReceiver {
   }
 
   /**
-   * Serves NOTIFY frames on {@code channel} (blocking) until it ends; the caller closes it after.
+   * Serves NOTIFY frames on {@code conduit} (blocking) until it ends; the caller closes it after.
    *
-   * @param channel a connection whose first NOTIFY's header was read
+   * @param conduit a connection whose first NOTIFY's header was read
    * @param firstHeader that header, 56 bytes
    * @throws FrameRejectedException when a frame breaks the protocol (the connection must close)
    * @throws IOException when the connection fails
    */
-  public void serve(SocketChannel channel, ByteBuffer firstHeader)
+  public void serve(Conduit conduit, ByteBuffer firstHeader)
       throws IOException, FrameRejectedException {
+    SocketChannel channel = conduit.socket();
     open.add(channel);
     try {
       if (open.size() > maxConnections) {
@@ -87,11 +89,11 @@ public final class NotifyReceiver {
                     + maxConnections
                     + ")");
         while (ack.hasRemaining()) {
-          channel.write(ack);
+          conduit.write(ack);
         }
         return;
       }
-      new NotifyConnection(this, channel).run(firstHeader);
+      new NotifyConnection(this, conduit).run(firstHeader);
     } finally {
       open.remove(channel);
     }

@@ -39,12 +39,13 @@ public final class Credentials {
   private static final int MAX_KEY_FILE_BYTES = 16 * 1024;
 
   /** No credentials: an engine that does not authenticate. */
-  public static final Credentials NONE = new Credentials(null, "", null, null, false);
+  public static final Credentials NONE = new Credentials(null, "", null, null, null, false);
 
   private final byte[] secret;
   private final String secretSource;
   private final PrivateKey identityKey;
   private final Map<String, PublicKey> peerKeys;
+  private final TlsIdentity tls;
   private final boolean open;
 
   private Credentials(
@@ -52,7 +53,9 @@ public final class Credentials {
       String secretSource,
       PrivateKey identityKey,
       Map<String, PublicKey> peerKeys,
+      TlsIdentity tls,
       boolean open) {
+    this.tls = tls;
     this.secret = secret;
     this.secretSource = secretSource;
     this.identityKey = identityKey;
@@ -86,7 +89,12 @@ public final class Credentials {
                 + SecurityConfig.SECRET_ENV_VAR
                 + " holds a secret; unset one of them");
       }
-      return new Credentials(null, "", null, null, true);
+      if (env.apply(SecurityConfig.TLS_PASSWORD_ENV_VAR) != null) {
+        LOG.warn(
+            "security.mode \"open\": ${} is set and ignored (no TLS)",
+            SecurityConfig.TLS_PASSWORD_ENV_VAR);
+      }
+      return new Credentials(null, "", null, null, null, true);
     }
     byte[] secret = null;
     String source = "";
@@ -111,11 +119,12 @@ public final class Credentials {
             : readPrivateKey(Path.of(config.identityKeyFile()));
     Map<String, PublicKey> peers =
         config.peerKeysDir().isEmpty() ? null : readPeerKeys(Path.of(config.peerKeysDir()));
-    if (identity != null && secret == null && peers == null) {
+    TlsIdentity tls = config.tls() ? TlsIdentity.load(config, engineName, env) : null;
+    if (identity != null && secret == null && peers == null && tls == null) {
       throw invalid(
           "security.identityKeyFile",
-          "is set, but neither a secret nor security.peerKeysDir is: this engine would prove its"
-              + " name and check no peer");
+          "is set, but neither a secret nor security.peerKeysDir (nor TLS) is: this engine would"
+              + " prove its name and check no peer");
     }
     if (identity != null && peers != null && peers.containsKey(engineName)) {
       // An operator who copied the wrong key finds out here, not from every peer's refusals.
@@ -126,7 +135,12 @@ public final class Credentials {
             "does not match " + engineName + ".pem in security.peerKeysDir, this engine's name");
       }
     }
-    return new Credentials(secret, source, identity, peers, false);
+    return new Credentials(secret, source, identity, peers, tls, false);
+  }
+
+  /** Credentials with TLS alone, for tests that hold an identity built around the checks. */
+  static Credentials withTls(TlsIdentity tls) {
+    return new Credentials(null, "", null, null, tls, false);
   }
 
   private static void checkSecretLength(String what, int length) {
@@ -258,19 +272,33 @@ public final class Credentials {
   /**
    * Whether connections to and from this engine open with the handshake.
    *
-   * @return true with a secret or peer keys
+   * @return true with a secret, peer keys or TLS
    */
   public boolean authenticates() {
-    return secret != null || peerKeys != null;
+    return secret != null || peerKeys != null || tls != null;
   }
 
   /**
-   * Whether every peer must prove its name with a key this engine holds.
+   * Whether every peer must prove its name: with a key this engine holds, or a certificate.
    *
-   * @return true with {@code security.peerKeysDir}
+   * @return true with {@code security.peerKeysDir} or TLS
    */
   public boolean provesNames() {
+    return peerKeys != null || tls != null;
+  }
+
+  /** Whether every peer must sign the handshake with a key in {@code security.peerKeysDir}. */
+  boolean keysProveNames() {
     return peerKeys != null;
+  }
+
+  /**
+   * This engine's TLS identity, when connections run over mutual TLS.
+   *
+   * @return the identity, or null without TLS
+   */
+  public TlsIdentity tls() {
+    return tls;
   }
 
   /**
@@ -318,6 +346,9 @@ public final class Credentials {
     }
     if (peerKeys != null) {
       b.append(", ").append(peerKeys.size()).append(" peer keys");
+    }
+    if (tls != null) {
+      b.append(b.isEmpty() ? "" : ", ").append(tls);
     }
     return b.toString();
   }

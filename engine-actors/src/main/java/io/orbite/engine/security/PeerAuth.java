@@ -3,6 +3,7 @@ package io.orbite.engine.security;
 import io.orbite.config.EngineConfig;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.TransferException;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
@@ -14,11 +15,13 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.security.PublicKey;
 import java.security.SecureRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+import javax.net.ssl.SSLException;
 
 /**
  * The mutual challenge-response that opens every connection between engines that authenticate:
@@ -46,12 +49,22 @@ import java.util.regex.Pattern;
  *
  * <p>The whole exchange, from the first byte the source reads, must end within the source's
  * first-frame timeout; the requester gives it its connect timeout.
+ *
+ * <p>With TLS ({@code security.tlsKeyStore}), the connection runs over mutual TLS 1.3 first ({@link
+ * #secure}, {@link #secureAccepted}), and this exchange runs inside it: each side then requires the
+ * name the other gives to be one its certificate carries, which makes it a proven name, and the
+ * epochs it binds come over a channel no one else can write into.
  */
 public final class PeerAuth {
   static final int NONCE_BYTES = 32;
   private static final int FLAG_SECRET = 1;
   private static final int FLAG_SIGNS = 2;
   private static final int FLAG_WANTS_NAME = 4;
+  private static final int FLAG_TLS = 8;
+
+  /** The first byte of a TLS record carrying a handshake (a ClientHello's). */
+  public static final int TLS_HANDSHAKE_BYTE = 0x16;
+
   private static final byte[] LABEL = "ORBITE-AUTH-1".getBytes(StandardCharsets.US_ASCII);
   private static final Pattern NAME = Pattern.compile(EngineConfig.NAME_REGEX);
 
@@ -87,7 +100,7 @@ public final class PeerAuth {
   /**
    * Whether every connection to and from this engine must open with the handshake.
    *
-   * @return true with a secret or peer keys
+   * @return true with a secret, peer keys or TLS
    */
   public boolean required() {
     return credentials.authenticates();
@@ -96,7 +109,7 @@ public final class PeerAuth {
   /**
    * Whether peers must prove their names, so that allow-lists can name them.
    *
-   * @return true with {@code security.peerKeysDir}
+   * @return true with {@code security.peerKeysDir} or TLS
    */
   public boolean provesNames() {
     return credentials.provesNames();
@@ -123,7 +136,62 @@ public final class PeerAuth {
   private int flags() {
     return (credentials.secret() != null ? FLAG_SECRET : 0)
         | (credentials.identityKey() != null ? FLAG_SIGNS : 0)
-        | (credentials.provesNames() ? FLAG_WANTS_NAME : 0);
+        | (credentials.keysProveNames() ? FLAG_WANTS_NAME : 0)
+        | (credentials.tls() != null ? FLAG_TLS : 0);
+  }
+
+  /**
+   * Whether connections run over mutual TLS.
+   *
+   * @return true with {@code security.tlsKeyStore}
+   */
+  public boolean tls() {
+    return credentials.tls() != null;
+  }
+
+  /**
+   * Puts a requester's connected, blocking socket under TLS when this engine uses it.
+   *
+   * @param channel the socket, connected, nothing yet sent
+   * @param peer the peer as the caller names it in errors
+   * @param timeoutMillis how long the TLS handshake may take
+   * @return a TLS conduit, or the plain socket without TLS
+   * @throws TransferException PERMISSION_DENIED when the TLS handshake is refused (by either side:
+   *     an untrusted or expired certificate, no certificate)
+   * @throws IOException when the connection fails or the time runs out
+   */
+  public Conduit secure(SocketChannel channel, String peer, int timeoutMillis) throws IOException {
+    TlsIdentity tls = credentials.tls();
+    if (tls == null) {
+      return Conduit.plain(channel);
+    }
+    try {
+      return tls.connect(channel, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis));
+    } catch (SSLException e) {
+      throw new TransferException(
+          ErrorKind.PERMISSION_DENIED, "TLS with " + peer + " refused: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Runs the source's side of the TLS handshake on an accepted, blocking socket.
+   *
+   * @param channel the socket
+   * @param first the connection's first byte, already read ({@link #TLS_HANDSHAKE_BYTE})
+   * @param deadline {@link System#nanoTime()} by which the handshake must end
+   * @return the TLS conduit
+   * @throws SSLException when the requester's certificate (or its handshake) is refused
+   * @throws IOException when the connection fails or the deadline passes
+   */
+  public Conduit secureAccepted(SocketChannel channel, int first, long deadline)
+      throws IOException {
+    ByteBuffer consumed = ByteBuffer.allocate(1).put((byte) first).flip();
+    return credentials.tls().accept(channel, consumed, deadline);
+  }
+
+  /** Whether the name a peer gives is one its TLS certificate carries (always, without TLS). */
+  private boolean certified(Conduit conduit, String name) {
+    return credentials.tls() == null || conduit.peerNames().contains(name);
   }
 
   // ---- requester side ------------------------------------------------------------------------
@@ -131,7 +199,7 @@ public final class PeerAuth {
   /**
    * Runs the requester's side on a connected socket, before the connection's first frame.
    *
-   * @param socket the connection, connected and not yet used
+   * @param conduit the connection, connected (under TLS when {@link #tls()}) and not yet used
    * @param peer the peer as the caller names it in errors
    * @param timeoutMillis how long the whole exchange may take
    * @return who the source proved to be
@@ -140,18 +208,19 @@ public final class PeerAuth {
    * @throws IOException when the connection fails or the time runs out ({@link
    *     SocketTimeoutException})
    */
-  public AuthenticatedPeer connect(Socket socket, String peer, int timeoutMillis)
+  public AuthenticatedPeer connect(Conduit conduit, String peer, int timeoutMillis)
       throws IOException {
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-    InputStream in = socket.getInputStream();
-    OutputStream out = socket.getOutputStream();
+    Socket socket = conduit.socket().socket();
+    InputStream in = conduit.in();
+    OutputStream out = conduit.out();
     byte[] nonce = nonce();
     int flags = flags();
     byte[] name = localName.getBytes(StandardCharsets.UTF_8);
     ByteBuffer hello = ByteBuffer.allocate(NONCE_BYTES + 2 + name.length);
     hello.put(nonce).putShort((short) name.length).put(name);
-    write(out, FrameType.AUTH_HELLO, 0, localEpoch, flags, hello.array());
     try {
+      write(out, FrameType.AUTH_HELLO, 0, localEpoch, flags, hello.array());
       Frame challenge = read(socket, in, deadline, FrameType.AUTH_CHALLENGE);
       if (challenge.status != 0) {
         throw denied(peer, "refused this engine: " + challenge.detail());
@@ -176,7 +245,16 @@ public final class PeerAuth {
           && !Signatures.macMatches(credentials.secret(), labelled('S', t), theirMac)) {
         throw denied(peer, "its proof of the shared secret does not verify (another secret?)");
       }
-      if (credentials.provesNames()) {
+      if (!certified(conduit, theirName)) {
+        throw denied(
+            peer,
+            "it says it is '"
+                + theirName
+                + "', and its TLS certificate names "
+                + conduit.peerNames());
+      }
+      proven = credentials.tls() != null;
+      if (credentials.keysProveNames()) {
         PublicKey key = credentials.peerKey(theirName);
         if (key == null) {
           throw denied(peer, "it says it is '" + theirName + "', whose key is not in peerKeysDir");
@@ -205,6 +283,13 @@ public final class PeerAuth {
         throw denied(peer, "refused this engine's proof: " + result.detail());
       }
       return new AuthenticatedPeer(theirName, theirEpoch, proven);
+    } catch (SSLException e) {
+      // Under TLS 1.3 the source checks this engine's certificate after the requester's side of
+      // the TLS handshake has ended: its refusal arrives here, as an alert.
+      throw new TransferException(
+          ErrorKind.PERMISSION_DENIED,
+          "authenticating to " + peer + ": TLS refused: " + e.getMessage(),
+          e);
     } catch (FrameRejectedException e) {
       throw new TransferException(
           ErrorKind.PROTOCOL, "authenticating to " + peer + ": " + e.describe(), e);
@@ -224,7 +309,7 @@ public final class PeerAuth {
   /**
    * Runs the source's side, after the connection's first header turned out to be an AUTH_HELLO.
    *
-   * @param socket the accepted connection
+   * @param conduit the accepted connection (under TLS when {@link #tls()})
    * @param hello that header, already checked
    * @param deadline {@link System#nanoTime()} by which the exchange must end
    * @return who the requester proved to be
@@ -232,10 +317,11 @@ public final class PeerAuth {
    * @throws FrameRejectedException when the requester breaks the protocol
    * @throws IOException when the connection fails or the deadline passes
    */
-  public AuthenticatedPeer accept(Socket socket, ByteBuffer hello, long deadline)
+  public AuthenticatedPeer accept(Conduit conduit, ByteBuffer hello, long deadline)
       throws IOException, FrameRejectedException, Refused {
-    InputStream in = socket.getInputStream();
-    OutputStream out = socket.getOutputStream();
+    Socket socket = conduit.socket().socket();
+    InputStream in = conduit.in();
+    OutputStream out = conduit.out();
     Frame first = payloadOf(socket, in, deadline, hello);
     if (!required()) {
       throw refuse(
@@ -263,6 +349,15 @@ public final class PeerAuth {
     String mismatch = mismatch(flags, theirFlags);
     if (mismatch != null) {
       throw refuse(out, FrameType.AUTH_CHALLENGE, mismatch);
+    }
+    if (!certified(conduit, theirName)) {
+      throw refuse(
+          out,
+          FrameType.AUTH_CHALLENGE,
+          "the name '"
+              + theirName
+              + "' is not one the TLS certificate names "
+              + conduit.peerNames());
     }
     byte[] nonce = nonce();
     byte[] t =
@@ -300,8 +395,8 @@ public final class PeerAuth {
         && !Signatures.macMatches(credentials.secret(), labelled('R', t), theirMac)) {
       throw refuse(out, FrameType.AUTH_RESULT, "the proof of the shared secret does not verify");
     }
-    boolean proven = false;
-    if (credentials.provesNames()) {
+    boolean proven = credentials.tls() != null;
+    if (credentials.keysProveNames()) {
       PublicKey key = credentials.peerKey(theirName);
       if (key == null || !Signatures.verify(key, labelled('R', t), theirSig)) {
         throw refuse(
@@ -326,6 +421,11 @@ public final class PeerAuth {
 
   /** What keeps these two sides from proving themselves to each other, or null. */
   private static String mismatch(int mine, int theirs) {
+    if ((mine & FLAG_TLS) != (theirs & FLAG_TLS)) {
+      return (mine & FLAG_TLS) != 0
+          ? "TLS is required here, and the peer does not use it"
+          : "the peer uses TLS, and none is configured here";
+    }
     if ((mine & FLAG_SECRET) != (theirs & FLAG_SECRET)) {
       return (mine & FLAG_SECRET) != 0
           ? "a shared secret is required here, and the peer has none"

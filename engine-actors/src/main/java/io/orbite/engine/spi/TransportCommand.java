@@ -51,6 +51,7 @@ public interface TransportCommand {
    * An accepted connection whose first frame (a HELLO, its header in {@code hello}) opens a data
    * lane of this transport. Sent by the ControlService; the transport owns the socket from now on.
    *
+   * @param conduit the connection (TLS over the socket, when the engine uses it)
    * @param requester who the HELLO said sent it (its payload, checked), or null when it named no
    *     identity: such a requester's lanes are never fenced as another incarnation's
    * @param peer who the connection's handshake proved the requester to be (its name and epoch are
@@ -58,22 +59,27 @@ public interface TransportCommand {
    *     of this connection's frames are checked against it
    */
   record AdoptConnection(
-      SocketChannel channel,
+      Conduit conduit,
       java.nio.ByteBuffer hello,
       io.orbite.engine.wire.EngineIdentity requester,
       io.orbite.engine.security.AuthenticatedPeer peer)
       implements TransportCommand {
-    /** A connection whose HELLO named no identity. */
+    /** A plain connection whose HELLO named no identity. */
     public AdoptConnection(SocketChannel channel, java.nio.ByteBuffer hello) {
-      this(channel, hello, null, null);
+      this(Conduit.plain(channel), hello, null, null);
     }
 
-    /** A connection to an engine that does not authenticate. */
+    /** A plain connection to an engine that does not authenticate. */
     public AdoptConnection(
         SocketChannel channel,
         java.nio.ByteBuffer hello,
         io.orbite.engine.wire.EngineIdentity requester) {
-      this(channel, hello, requester, null);
+      this(Conduit.plain(channel), hello, requester, null);
+    }
+
+    /** The socket under the conduit. */
+    public SocketChannel channel() {
+      return conduit.socket();
     }
   }
 

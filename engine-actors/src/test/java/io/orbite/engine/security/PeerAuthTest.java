@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.orbite.config.SecurityConfig;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.TransferException;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.wire.FrameCodec;
 import java.io.IOException;
 import java.io.InputStream;
@@ -17,6 +18,8 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -50,31 +53,114 @@ class PeerAuthTest {
   private record Outcome(Object requester, Object source) {}
 
   private Outcome run(PeerAuth requester, PeerAuth source) throws Exception {
-    try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-        Socket client = new Socket()) {
+    try (ServerSocketChannel server =
+            ServerSocketChannel.open()
+                .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1);
+        SocketChannel client = SocketChannel.open()) {
       CompletableFuture<Object> served =
           CompletableFuture.supplyAsync(
               () -> {
-                try (Socket s = server.accept()) {
-                  InputStream in = s.getInputStream();
+                try (SocketChannel s = server.accept()) {
+                  long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+                  Conduit c = Conduit.plain(s);
+                  if (source.tls()) {
+                    int first = s.socket().getInputStream().read();
+                    c = source.secureAccepted(s, first, deadline);
+                  }
+                  InputStream in = c.in();
                   ByteBuffer h = ByteBuffer.wrap(in.readNBytes(FrameCodec.HEADER_BYTES));
                   FrameCodec.check(h, 0, FrameCodec.HEADER_BYTES, 0);
-                  return source.accept(s, h, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+                  return source.accept(c, h, deadline);
                 } catch (Exception e) {
                   return e;
                 }
               });
-      client.connect(
-          new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort()));
+      client.connect(server.getLocalAddress());
       Object connected;
       try {
-        connected = requester.connect(client, "the source", 5_000);
+        Conduit c = requester.secure(client, "the source", 5_000);
+        connected = requester.connect(c, "the source", 5_000);
       } catch (TransferException | IOException e) {
         connected = e;
       }
       client.close();
       return new Outcome(connected, served.get(10, TimeUnit.SECONDS));
     }
+  }
+
+  /** Credentials with TLS only: {@code store} (issued by {@code ca}) and the shared trust store. */
+  private static Credentials tls(TlsFiles ca, Path store, String name, boolean checkOwn) {
+    SecurityConfig c =
+        SecurityConfig.defaults()
+            .withTls(store.toString(), ca.trustStore().toString(), ca.passwordFile().toString());
+    return checkOwn
+        ? Credentials.load(c, name, k -> null)
+        : Credentials.withTls(TlsIdentity.loadUnchecked(c, k -> null));
+  }
+
+  @Test
+  void tlsProvesBothNamesByTheirCertificates() throws Exception {
+    TlsFiles ca = TlsFiles.authority(dir.resolve("tls"), 30);
+    Credentials alice = tls(ca, ca.issue("alice", 0, 30), "alice", true);
+    Credentials src = tls(ca, ca.issue("src", 0, 30), "src", true);
+    Outcome o = run(new PeerAuth(alice, "alice", 7), new PeerAuth(src, "src", 9));
+    AuthenticatedPeer r = assertInstanceOf(AuthenticatedPeer.class, o.requester(), "" + o);
+    AuthenticatedPeer s = assertInstanceOf(AuthenticatedPeer.class, o.source(), "" + o);
+    assertEquals("src", r.provenName());
+    assertEquals(9, r.epoch());
+    assertEquals("alice", s.provenName());
+    assertEquals(7, s.epoch());
+  }
+
+  @Test
+  void aCertificateForAnotherNameIsRefusedBothWays() throws Exception {
+    TlsFiles ca = TlsFiles.authority(dir.resolve("tls"), 30);
+    Credentials mallory = tls(ca, ca.issue("mallory", 0, 30), "mallory", true);
+    Credentials src = tls(ca, ca.issue("src", 0, 30), "src", true);
+    Credentials alice = tls(ca, ca.issue("alice", 0, 30), "alice", true);
+    // A requester with mallory's certificate that says it is alice.
+    Outcome o = run(new PeerAuth(mallory, "alice", 7), new PeerAuth(src, "src", 9));
+    TransferException e = assertInstanceOf(TransferException.class, o.requester(), "" + o);
+    assertEquals(ErrorKind.PERMISSION_DENIED, e.kind());
+    PeerAuth.Refused refused = assertInstanceOf(PeerAuth.Refused.class, o.source(), "" + o);
+    assertTrue(refused.getMessage().contains("[mallory]"), refused.getMessage());
+    // A source with mallory's certificate that says it is src.
+    Outcome back = run(new PeerAuth(alice, "alice", 7), new PeerAuth(mallory, "src", 9));
+    TransferException r = assertInstanceOf(TransferException.class, back.requester(), "" + back);
+    assertEquals(ErrorKind.PERMISSION_DENIED, r.kind());
+    assertTrue(r.getMessage().contains("[mallory]"), r.getMessage());
+  }
+
+  @Test
+  void anExpiredCertificateIsRefusedInTheTlsHandshakeBothWays() throws Exception {
+    TlsFiles ca = TlsFiles.authority(dir.resolve("tls"), 30);
+    Path expired = ca.issue("old", 10, 1);
+    TransferException own =
+        assertThrows(TransferException.class, () -> tls(ca, expired, "old", true));
+    assertTrue(own.getMessage().contains("security.tlsKeyStore"), own.getMessage());
+    assertTrue(own.getMessage().contains("not now"), own.getMessage());
+    Credentials old = tls(ca, expired, "old", false);
+    Credentials src = tls(ca, ca.issue("src", 0, 30), "src", true);
+    Credentials alice = tls(ca, ca.issue("alice", 0, 30), "alice", true);
+    Outcome o = run(new PeerAuth(old, "old", 7), new PeerAuth(src, "src", 9));
+    TransferException e = assertInstanceOf(TransferException.class, o.requester(), "" + o);
+    assertEquals(ErrorKind.PERMISSION_DENIED, e.kind());
+    assertInstanceOf(javax.net.ssl.SSLException.class, o.source(), "" + o);
+    Outcome back = run(new PeerAuth(alice, "alice", 7), new PeerAuth(old, "old", 9));
+    TransferException r = assertInstanceOf(TransferException.class, back.requester(), "" + back);
+    assertEquals(ErrorKind.PERMISSION_DENIED, r.kind());
+    assertTrue(r.getMessage().contains("TLS"), r.getMessage());
+  }
+
+  @Test
+  void aCertificateFromAnotherAuthorityIsRefused() throws Exception {
+    TlsFiles ours = TlsFiles.authority(dir.resolve("ours"), 30);
+    TlsFiles theirs = TlsFiles.authority(dir.resolve("theirs"), 30);
+    Credentials stranger = tls(theirs, theirs.issue("alice", 0, 30), "alice", true);
+    Credentials src = tls(ours, ours.issue("src", 0, 30), "src", true);
+    Outcome o = run(new PeerAuth(stranger, "alice", 7), new PeerAuth(src, "src", 9));
+    assertInstanceOf(TransferException.class, o.requester(), "" + o);
+    assertInstanceOf(javax.net.ssl.SSLException.class, o.source(), "" + o);
   }
 
   @Test
@@ -241,7 +327,7 @@ class PeerAuthTest {
   @Test
   void aRefusalsDetailFromTheSourceCannotForgeLogLines() throws Exception {
     try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-        Socket client = new Socket()) {
+        SocketChannel client = SocketChannel.open()) {
       CompletableFuture<Void> fake =
           CompletableFuture.runAsync(
               () -> {
@@ -273,7 +359,9 @@ class PeerAuthTest {
       TransferException e =
           assertThrows(
               TransferException.class,
-              () -> new PeerAuth(secret(SECRET), "req", 1).connect(client, "the source", 5_000));
+              () ->
+                  new PeerAuth(secret(SECRET), "req", 1)
+                      .connect(Conduit.plain(client), "the source", 5_000));
       assertEquals(ErrorKind.PERMISSION_DENIED, e.kind());
       assertTrue(e.getMessage().contains("no?12:00:00 INFO forged line"), e.getMessage());
       assertFalse(e.getMessage().contains("\n"), e.getMessage());

@@ -1,11 +1,11 @@
 package io.orbite.transport.rdma;
 
+import io.orbite.engine.spi.Conduit;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.nio.channels.SocketChannel;
 
 /**
  * The control connection of one RDMA endpoint, as both ends use it: blocking streams over the
@@ -20,7 +20,7 @@ import java.nio.channels.SocketChannel;
  * message, on a path that carries a few messages per slice.
  */
 final class ControlLink implements AutoCloseable {
-  private final SocketChannel channel;
+  private final Conduit channel;
   final DataInputStream in;
 
   /** What {@link #in} reads through: it says how much it holds already read from the socket. */
@@ -29,12 +29,12 @@ final class ControlLink implements AutoCloseable {
   private final DataOutputStream out;
   private volatile boolean closed;
 
-  ControlLink(SocketChannel channel) throws IOException {
+  ControlLink(Conduit channel) throws IOException {
     this.channel = channel;
-    channel.configureBlocking(true);
-    this.buffer = new Input(channel.socket().getInputStream());
+    channel.socket().configureBlocking(true);
+    this.buffer = new Input(channel.in());
     this.in = new DataInputStream(buffer);
-    this.out = new DataOutputStream(new Output(channel.socket().getOutputStream()));
+    this.out = new DataOutputStream(new Output(channel.out()));
   }
 
   /** A buffered input that tells how many bytes it holds; the reader's thread only. */
@@ -153,7 +153,7 @@ final class ControlLink implements AutoCloseable {
    * reader's thread), so work it handed over is due now.
    */
   boolean drained() {
-    return buffer.held() == 0;
+    return buffer.held() == 0 && !channel.buffered();
   }
 
   /** The output, for the handshake (before any other thread writes). */

@@ -7,6 +7,7 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.Transport;
 import io.orbite.engine.spi.ChannelGate;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.wire.TransferLimits;
@@ -16,7 +17,6 @@ import io.orbite.transport.endpoint.EndpointLink;
 import io.orbite.transport.tcp.LaneConnector;
 import java.io.DataInputStream;
 import java.io.IOException;
-import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -58,7 +58,7 @@ final class RdmaLink implements EndpointLink {
       RdmaStack stack,
       Runnable fenced) {
     TcpConfig tcp = context.config().tcp();
-    SocketChannel socket = LaneConnector.connect(peer, 0, context, Transport.RDMA);
+    Conduit socket = LaneConnector.connect(peer, 0, context, Transport.RDMA);
     ControlLink link;
     try {
       link = new ControlLink(socket);
@@ -74,7 +74,7 @@ final class RdmaLink implements EndpointLink {
     List<Rail> rails = stack.rails();
     List<RcQp> made = new ArrayList<>();
     try {
-      socket.socket().setSoTimeout(tcp.connectTimeoutMillis());
+      socket.socket().socket().setSoTimeout(tcp.connectTimeoutMillis());
       DataInputStream in = link.in;
       RdmaWire.Describe described = RdmaWire.readRails(in);
       List<RdmaWire.Rail> remote = described.rails();
@@ -112,7 +112,7 @@ final class RdmaLink implements EndpointLink {
               "RDMA QP on " + qp.rail.device + " to " + peer + ": modify failed, errno " + rc);
         }
       }
-      socket.socket().setSoTimeout(0);
+      socket.socket().socket().setSoTimeout(0);
       ChannelGate gate = new ChannelGate("the RDMA channel to " + peer);
       RdmaChannel channel =
           new RdmaChannel(

@@ -248,7 +248,7 @@ final class RdmaTransport {
         .execute(
             () ->
                 SourceSession.refuse(
-                    m.channel(), m.hello(), ErrorKind.UNAVAILABLE, context.localEpoch()));
+                    m.conduit(), m.hello(), ErrorKind.UNAVAILABLE, context.localEpoch()));
     return Behaviors.same();
   }
 
@@ -346,7 +346,7 @@ final class RdmaTransport {
     SourceSession session =
         new SourceSession(
             "rdma source session " + (++sessionSequence),
-            m.channel(),
+            m.conduit(),
             m.hello(),
             context.localEpoch(),
             refusal,

@@ -2,6 +2,7 @@ package io.orbite.transport.rdma;
 
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Transport;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
@@ -11,7 +12,6 @@ import io.orbite.transport.tcp.RequesterLabel;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -54,7 +54,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
   private static final Logger LOG = LoggerFactory.getLogger(SourceSession.class);
 
   private final String name;
-  private final SocketChannel socket;
+  private final Conduit socket;
   private final ByteBuffer hello;
   private final long localEpoch;
   private final int refusal;
@@ -95,7 +95,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
 
   SourceSession(
       String name,
-      SocketChannel socket,
+      Conduit socket,
       ByteBuffer hello,
       long localEpoch,
       int refusal,
@@ -212,7 +212,7 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
       return false;
     }
     long epochOfRequester = FrameCodec.regionId(hello, 0);
-    String label = RequesterLabel.of(socket, epochOfRequester);
+    String label = RequesterLabel.of(socket.socket(), epochOfRequester);
     requesterEpoch = epochOfRequester;
     servedTo = counters.engine.servedTo(label, epochOfRequester);
     requester = label;
@@ -396,9 +396,9 @@ final class SourceSession implements Runnable, RcQp.QpOwner {
    * Answers an RDMA HELLO with a refusal (HELLO_ACK {@code kind}, naming this engine's epoch) and
    * closes the connection; blocking (the blocking-I/O executor).
    */
-  static void refuse(SocketChannel channel, ByteBuffer hello, ErrorKind kind, long localEpoch) {
+  static void refuse(Conduit channel, ByteBuffer hello, ErrorKind kind, long localEpoch) {
     try (channel) {
-      channel.configureBlocking(true);
+      channel.socket().configureBlocking(true);
       ByteBuffer ack = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
       FrameCodec.encode(
           ack,

@@ -1,8 +1,8 @@
 package io.orbite.transport.tcp;
 
+import io.orbite.engine.spi.Conduit;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 
 /**
  * Gathering writes that stay allocation-free on the data path. NIO's gathering write allocates a
@@ -18,7 +18,7 @@ final class GatherWrites {
   private GatherWrites() {}
 
   /** One write call over {@code buffers[start, end)}; returns the bytes written. */
-  static long writeSome(SocketChannel channel, ByteBuffer[] buffers, int start, int end)
+  static long writeSome(Conduit channel, ByteBuffer[] buffers, int start, int end)
       throws IOException {
     int last = start;
     long offered = 0;

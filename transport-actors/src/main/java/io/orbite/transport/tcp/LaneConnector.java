@@ -6,6 +6,7 @@ import io.orbite.engine.SegmentDescriptor;
 import io.orbite.engine.TransferException;
 import io.orbite.engine.Transport;
 import io.orbite.engine.security.PeerAuth;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.engine.wire.EngineIdentity;
 import io.orbite.engine.wire.FrameCodec;
@@ -28,7 +29,7 @@ public final class LaneConnector {
   private LaneConnector() {}
 
   /** Opens TCP data lane {@code laneIndex} to {@code peer}, as {@code context}'s engine. */
-  static SocketChannel connect(SegmentDescriptor peer, int laneIndex, TransportContext context) {
+  static Conduit connect(SegmentDescriptor peer, int laneIndex, TransportContext context) {
     return connect(peer, laneIndex, context, Transport.TCP);
   }
 
@@ -41,7 +42,7 @@ public final class LaneConnector {
    * @throws TransferException EPOCH_MISMATCH when another incarnation answers, UNAVAILABLE or
    *     TIMEOUT when none does, PROTOCOL when the answer breaks the protocol
    */
-  public static SocketChannel connect(
+  public static Conduit connect(
       SegmentDescriptor peer, int laneIndex, TransportContext context, Transport transport) {
     return connect(
         peer,
@@ -53,7 +54,7 @@ public final class LaneConnector {
         context.auth());
   }
 
-  private static SocketChannel connect(
+  private static Conduit connect(
       SegmentDescriptor peer,
       int laneIndex,
       long localEpoch,
@@ -70,9 +71,10 @@ public final class LaneConnector {
       channel
           .socket()
           .connect(new InetSocketAddress(peer.host(), peer.port()), tcp.connectTimeoutMillis());
+      Conduit conduit =
+          auth.secure(channel, "lane " + laneIndex + " to " + peer, tcp.connectTimeoutMillis());
       if (auth.required()) {
-        auth.connect(
-            channel.socket(), "lane " + laneIndex + " to " + peer, tcp.connectTimeoutMillis());
+        auth.connect(conduit, "lane " + laneIndex + " to " + peer, tcp.connectTimeoutMillis());
       }
       ByteBuffer payload = identity.encode();
       ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES + payload.remaining());
@@ -88,12 +90,10 @@ public final class LaneConnector {
           localEpoch,
           laneIndex,
           transport.code());
-      while (hello.hasRemaining()) {
-        channel.write(hello);
-      }
+      conduit.out().write(hello.array());
       channel.socket().setSoTimeout(tcp.connectTimeoutMillis());
       byte[] ack = new byte[FrameCodec.HEADER_BYTES];
-      new DataInputStream(channel.socket().getInputStream()).readFully(ack);
+      new DataInputStream(conduit.in()).readFully(ack);
       ByteBuffer a = ByteBuffer.wrap(ack);
       FrameCodec.check(a, 0, ack.length, 0);
       if (FrameCodec.type(a, 0) != FrameType.HELLO_ACK) {
@@ -126,8 +126,9 @@ public final class LaneConnector {
                   case PERMISSION_DENIED ->
                       auth.required()
                           ? ": the HELLO does not name the engine its handshake proved"
-                          : ": the peer requires authentication (security.secretFile or"
-                              + " security.peerKeysDir), and none is configured here";
+                          : ": the peer requires authentication (security.secretFile,"
+                              + " security.peerKeysDir or security.tlsKeyStore), and none is"
+                              + " configured here";
                   case null, default -> "";
                 },
             replaced);
@@ -146,7 +147,7 @@ public final class LaneConnector {
                 + Long.toHexString(FrameCodec.epoch(a, 0)));
       }
       channel.socket().setSoTimeout(0);
-      return channel;
+      return conduit;
     } catch (SocketTimeoutException e) {
       closeQuietly(channel);
       throw new TransferException(
@@ -219,7 +220,7 @@ public final class LaneConnector {
     }
   }
 
-  static void closeQuietly(SocketChannel channel) {
+  static void closeQuietly(java.io.Closeable channel) {
     if (channel != null) {
       try {
         channel.close();

@@ -1,11 +1,11 @@
 package io.orbite.transport.tcp;
 
 import io.orbite.engine.Op;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameType;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 
 /**
  * The send side of one requester lane's socket: each request's header is encoded into one of the
@@ -17,7 +17,7 @@ final class RequestWriter {
   private static final int MAX_GATHER = 1024;
   private static final long MAX_GATHER_BYTES = 16L << 20;
 
-  private final SocketChannel channel;
+  private final Conduit channel;
   private final long peerEpoch;
   private final ByteBuffer[] headerSlots;
   private final ByteBuffer[] gather = new ByteBuffer[MAX_GATHER];
@@ -29,7 +29,10 @@ final class RequestWriter {
   private long streamQueued;
   private long streamWritten;
 
-  RequestWriter(SocketChannel channel, long peerEpoch, int windowFrames) {
+  /** TLS records sealed from taken bytes wait for the socket (never with a plain socket). */
+  private boolean sealed;
+
+  RequestWriter(Conduit channel, long peerEpoch, int windowFrames) {
     this.channel = channel;
     this.peerEpoch = peerEpoch;
     ByteBuffer headers = ByteBuffer.allocateDirect(windowFrames * FrameCodec.HEADER_BYTES);
@@ -39,14 +42,14 @@ final class RequestWriter {
     }
   }
 
-  /** Whether gathered bytes wait to be written. */
+  /** Whether gathered bytes (or TLS records sealed from them) wait to be written. */
   boolean busy() {
-    return gatherStart < gatherEnd;
+    return gatherStart < gatherEnd || sealed;
   }
 
   /** Starts a new gather list; false while the last one is still being written. */
   boolean begin() {
-    if (busy()) {
+    if (gatherStart < gatherEnd) {
       return false;
     }
     gatherStart = 0;
@@ -107,9 +110,15 @@ final class RequestWriter {
   /** Writes what the socket takes now; non-zero if it took any byte. */
   int writeSome() throws IOException {
     if (gatherStart >= gatherEnd) {
+      if (sealed) {
+        sealed = !channel.flush();
+        return sealed ? 0 : 1;
+      }
       return 0;
     }
     long n = GatherWrites.writeSome(channel, gather, gatherStart, gatherEnd);
+    // Under TLS a write can take bytes whose records the socket has not taken yet.
+    sealed = !channel.flush();
     streamWritten += n;
     while (gatherStart < gatherEnd && !gather[gatherStart].hasRemaining()) {
       gather[gatherStart++] = null;

@@ -6,6 +6,7 @@ import io.orbite.engine.RemoteEffect;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.priority.PostQueue;
 import io.orbite.engine.spi.ChannelGate;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.ReceiptBatcher;
 import io.orbite.engine.wire.FrameRejectedException;
@@ -15,7 +16,6 @@ import io.orbite.transport.lane.Unsendable;
 import java.io.IOException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,7 +53,7 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
   private static final long SELECT_MILLIS = 50;
   private static final Consumer<SelectionKey> IGNORE_KEY = k -> {};
 
-  private final SocketChannel channel;
+  private final Conduit channel;
   private final Selector selector;
   private final SelectionKey key;
   private final long peerEpoch;
@@ -129,7 +129,7 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
 
   RequesterLane(
       String name,
-      SocketChannel channel,
+      Conduit channel,
       long peerEpoch,
       long maxPayloadBytes,
       int windowFrames,
@@ -156,9 +156,9 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
     this.windowFrames = windowFrames;
     this.windowBytes = windowBytes;
     this.onEnd = onEnd;
-    channel.configureBlocking(false);
+    channel.socket().configureBlocking(false);
     this.selector = Selector.open();
-    this.key = channel.register(selector, SelectionKey.OP_READ);
+    this.key = channel.socket().register(selector, SelectionKey.OP_READ);
     this.responses = new ResponseReader(this, channel, peerEpoch, maxPayloadBytes);
     this.writer = new RequestWriter(channel, peerEpoch, windowFrames);
   }
@@ -436,7 +436,8 @@ final class RequesterLane extends LaneAgent<LaneFrame> {
    */
   @Override
   protected void idle(int work) {
-    if (work > 0) {
+    if (work > 0 || channel.buffered()) {
+      // Bytes already read under TLS wake no selector: the next pass reads them.
       return;
     }
     try {

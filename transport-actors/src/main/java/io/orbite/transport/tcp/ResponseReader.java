@@ -3,6 +3,7 @@ package io.orbite.transport.tcp;
 import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
 import io.orbite.engine.RemoteEffect;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.wire.FrameCodec;
 import io.orbite.engine.wire.FrameRejectedException;
 import io.orbite.engine.wire.FrameType;
@@ -10,7 +11,6 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 
 /**
  * The receive side of one requester lane's socket: responses come back in request order, each
@@ -26,7 +26,7 @@ final class ResponseReader {
   private static final int RECEIVE_BUFFER_BYTES = 256 * 1024;
 
   private final RequesterLane lane;
-  private final SocketChannel channel;
+  private final Conduit channel;
   private final long peerEpoch;
   private final long maxPayloadBytes;
   private final ByteBuffer receive = ByteBuffer.allocateDirect(RECEIVE_BUFFER_BYTES);
@@ -37,7 +37,7 @@ final class ResponseReader {
   /** The frame whose READ payload is being received, or null while a header is expected. */
   private LaneFrame payloadFrame;
 
-  ResponseReader(RequesterLane lane, SocketChannel channel, long peerEpoch, long maxPayloadBytes) {
+  ResponseReader(RequesterLane lane, Conduit channel, long peerEpoch, long maxPayloadBytes) {
     this.lane = lane;
     this.channel = channel;
     this.peerEpoch = peerEpoch;

@@ -4,6 +4,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Op;
 import io.orbite.engine.Transport;
 import io.orbite.engine.fault.FaultHooks;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.EngineTally.Count;
 import io.orbite.engine.spi.Registration;
@@ -17,7 +18,6 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -51,7 +51,7 @@ final class SourceLane extends LaneAgent<Void> {
   private static final long MAX_GATHER_BYTES = 16L << 20;
   private static final int HEADER_SLOTS = MAX_GATHER / 2 + 1;
 
-  private final SocketChannel channel;
+  private final Conduit channel;
   private final ByteBuffer hello;
   private final Authority authority;
   private final long localEpoch;
@@ -100,7 +100,7 @@ final class SourceLane extends LaneAgent<Void> {
 
   SourceLane(
       String name,
-      SocketChannel channel,
+      Conduit channel,
       ByteBuffer hello,
       Authority authority,
       long localEpoch,
@@ -176,7 +176,7 @@ final class SourceLane extends LaneAgent<Void> {
   @Override
   protected int pass(long nowNanos) throws IOException, FrameRejectedException {
     if (!greeted) {
-      channel.configureBlocking(true);
+      channel.socket().configureBlocking(true);
       if (!acceptHello()) {
         lifecycle.moveTo(LaneLifecycle.State.CLOSING);
         return 0;
@@ -265,7 +265,7 @@ final class SourceLane extends LaneAgent<Void> {
       return false;
     }
     requesterEpoch = FrameCodec.regionId(hello, 0);
-    requester = RequesterLabel.of(channel, requesterEpoch);
+    requester = RequesterLabel.of(channel.socket(), requesterEpoch);
     servedTo = counters.servedTo(requester, requesterEpoch);
     counters.requesterConnected(requester, requesterEpoch, Transport.TCP);
     return true;

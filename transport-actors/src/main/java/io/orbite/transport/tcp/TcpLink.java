@@ -8,6 +8,7 @@ import io.orbite.engine.TransferException;
 import io.orbite.engine.Transport;
 import io.orbite.engine.slicing.SlicePlanner;
 import io.orbite.engine.spi.ChannelGate;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.PeerChannel;
 import io.orbite.engine.spi.TransportContext;
@@ -19,7 +20,6 @@ import io.orbite.transport.lane.LaneAgent;
 import io.orbite.transport.lane.LaneRuntime;
 import java.io.IOException;
 import java.net.ConnectException;
-import java.nio.channels.SocketChannel;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -95,7 +95,7 @@ final class TcpLink implements EndpointLink {
   private TcpLink(
       SegmentDescriptor peer,
       TransferLimits peerLimits,
-      List<SocketChannel> sockets,
+      List<Conduit> sockets,
       TransportContext context,
       Runnable fenced)
       throws IOException {
@@ -133,7 +133,7 @@ final class TcpLink implements EndpointLink {
     }
   }
 
-  private RequesterLane lane(int slot, SocketChannel socket) throws IOException {
+  private RequesterLane lane(int slot, Conduit socket) throws IOException {
     RequesterLane[] self = new RequesterLane[1];
     RequesterLane lane =
         new RequesterLane(
@@ -182,7 +182,7 @@ final class TcpLink implements EndpointLink {
   static TcpLink open(
       SegmentDescriptor peer, TransferLimits peerLimits, TransportContext context, Runnable fenced)
       throws IOException {
-    List<SocketChannel> sockets = new ArrayList<>();
+    List<Conduit> sockets = new ArrayList<>();
     TcpLink link;
     try {
       for (int i = 0; i < context.config().tcp().lanes(); i++) {
@@ -264,7 +264,7 @@ final class TcpLink implements EndpointLink {
       finishIfDone(lastLoss);
       return;
     }
-    SocketChannel socket;
+    Conduit socket;
     try {
       socket = LaneConnector.connect(peer, slot, context);
     } catch (TransferException e) {

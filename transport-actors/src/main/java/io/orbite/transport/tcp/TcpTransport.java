@@ -220,7 +220,7 @@ final class TcpTransport {
     SourceLane lane =
         new SourceLane(
             name,
-            m.channel(),
+            m.conduit(),
             m.hello(),
             authority.forPeer(m.peer()),
             context.localEpoch(),

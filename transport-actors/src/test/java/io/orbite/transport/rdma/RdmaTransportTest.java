@@ -22,6 +22,7 @@ import io.orbite.engine.Transport;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.security.AuthenticatedPeer;
 import io.orbite.engine.spi.ChannelGate;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.OwnerSupervision;
 import io.orbite.engine.spi.PeerChannel;
@@ -213,7 +214,10 @@ class RdmaTransportTest {
           readFully(accepted, identity);
           rdma.tell(
               new TransportCommand.AdoptConnection(
-                  accepted, hello, EngineIdentity.decode(identity.flip()), handshakePeer));
+                  Conduit.plain(accepted),
+                  hello,
+                  EngineIdentity.decode(identity.flip()),
+                  handshakePeer));
         } catch (IOException | FrameRejectedException e) {
           // Closed by the test.
         }

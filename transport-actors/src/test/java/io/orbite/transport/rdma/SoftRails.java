@@ -2,6 +2,7 @@ package io.orbite.transport.rdma;
 
 import io.orbite.config.RdmaConfig;
 import io.orbite.engine.SegmentDescriptor;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.TransportContext;
 import io.orbite.transport.tcp.Authority;
 import java.nio.ByteBuffer;
@@ -64,7 +65,7 @@ final class SoftRails implements AutoCloseable {
     RdmaConfig config = context.config().rdma();
     return new SourceSession(
         name,
-        accepted,
+        Conduit.plain(accepted),
         hello,
         context.localEpoch(),
         0,

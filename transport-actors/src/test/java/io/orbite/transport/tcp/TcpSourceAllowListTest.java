@@ -10,6 +10,7 @@ import io.orbite.engine.ErrorKind;
 import io.orbite.engine.Transport;
 import io.orbite.engine.fault.FaultHooks;
 import io.orbite.engine.security.AuthenticatedPeer;
+import io.orbite.engine.spi.Conduit;
 import io.orbite.engine.spi.EngineTally;
 import io.orbite.engine.spi.QuarantineLedger;
 import io.orbite.engine.spi.Registration;
@@ -157,7 +158,7 @@ class TcpSourceAllowListTest {
     ByteBuffer hello = ByteBuffer.allocate(FrameCodec.HEADER_BYTES);
     FrameCodec.encode(
         hello, 0, FrameType.HELLO, 0, 0, 1, TestContexts.EPOCH, epoch, 0, Transport.TCP.code());
-    tcp.tell(new TransportCommand.AdoptConnection(accepted, hello, requester, peer));
+    tcp.tell(new TransportCommand.AdoptConnection(Conduit.plain(accepted), hello, requester, peer));
     ByteBuffer ack = ByteBuffer.wrap(readN(client, FrameCodec.HEADER_BYTES));
     assertEquals(FrameType.HELLO_ACK, FrameCodec.type(ack, 0));
     assertEquals(0, FrameCodec.status(ack, 0), "the lane is accepted: only ranges are checked");

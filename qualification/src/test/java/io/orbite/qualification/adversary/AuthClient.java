@@ -22,11 +22,15 @@ import javax.crypto.spec.SecretKeySpec;
 final class AuthClient {
   static final int FLAG_SECRET = 1;
   static final int FLAG_SIGNS = 2;
+  static final int FLAG_TLS = 8;
 
   private final String name;
   private final long epoch;
   private final byte[] secret;
   private final PrivateKey key;
+
+  /** Whether the connection runs under TLS (docs/security.md: the flag the handshake then sets). */
+  private boolean tls;
 
   /** The AUTH_HELLO and AUTH_PROOF frames of the last handshake, as sent. */
   byte[] sentHello;
@@ -44,8 +48,19 @@ final class AuthClient {
     this.key = key;
   }
 
+  /** This client speaks over a TLS socket, and says so in its flags. */
+  AuthClient overTls() {
+    this.tls = true;
+    return this;
+  }
+
   /** What the source answered: its challenge's header and, after a proof, the result's. */
-  record Answer(Wire.Header challenge, String sourceName, long sourceEpoch, Wire.Header result) {
+  record Answer(
+      Wire.Header challenge,
+      String sourceName,
+      long sourceEpoch,
+      Wire.Header result,
+      String refusal) {
     boolean accepted() {
       return challenge.status() == Wire.OK && result != null && result.status() == Wire.OK;
     }
@@ -68,7 +83,8 @@ final class AuthClient {
     OutputStream out = s.getOutputStream();
     byte[] nonce = new byte[32];
     new SecureRandom().nextBytes(nonce);
-    int flags = (secret != null ? FLAG_SECRET : 0) | (key != null ? FLAG_SIGNS : 0);
+    int flags =
+        (secret != null ? FLAG_SECRET : 0) | (key != null ? FLAG_SIGNS : 0) | (tls ? FLAG_TLS : 0);
     byte[] n = name.getBytes(StandardCharsets.UTF_8);
     byte[] hello =
         ByteBuffer.allocate(32 + 2 + n.length).put(nonce).putShort((short) n.length).put(n).array();
@@ -81,7 +97,7 @@ final class AuthClient {
     }
     byte[] payload = in.readNBytes((int) ch.payloadLength());
     if (ch.status() != Wire.OK) {
-      return new Answer(ch, null, 0, null);
+      return new Answer(ch, null, 0, null, new String(payload, StandardCharsets.UTF_8));
     }
     ByteBuffer p = ByteBuffer.wrap(payload);
     byte[] sourceNonce = new byte[32];
@@ -119,7 +135,7 @@ final class AuthClient {
       in.readNBytes((int) result.payloadLength());
     }
     lastResult = result;
-    return new Answer(ch, sourceName, ch.epoch(), result);
+    return new Answer(ch, sourceName, ch.epoch(), result, null);
   }
 
   /**

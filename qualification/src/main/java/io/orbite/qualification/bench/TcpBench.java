@@ -1,12 +1,14 @@
 package io.orbite.qualification.bench;
 
 import io.orbite.config.EngineConfig;
+import io.orbite.config.SecurityConfig;
 import io.orbite.engine.Access;
 import io.orbite.engine.Op;
 import io.orbite.engine.RegisteredMemory;
 import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.Transport;
+import io.orbite.engine.security.TlsFiles;
 import io.orbite.qualification.cli.ExitCodes;
 import io.orbite.qualification.cli.Progress;
 import io.orbite.qualification.harness.ChildLogs;
@@ -14,6 +16,7 @@ import io.orbite.qualification.harness.EngineMain;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
 import java.io.PrintStream;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -29,6 +32,11 @@ import java.util.Map;
  * AdjacentTasks}); heap bytes allocated per MiB moved on both sides; and, in the same run,
  * interleaved, the iperf3 one-stream 1 MiB-write loopback ceiling. Every measured run's bytes are
  * verified afterwards. {@code --json} prints one JSON object.
+ *
+ * <p>{@code --tls} adds, in the same run, READ and WRITE at 4 MiB and 64 MiB between a second pair
+ * of engines whose every connection runs over mutual TLS 1.3 (certificates from a throwaway
+ * authority, {@link TlsFiles}): {@code tls_<op>_<size>_GBps}, and its ratio to the plain figure of
+ * the same size ({@code tls_<op>_<size>_vs_plain}).
  */
 public final class TcpBench {
   private static final long REGION_BYTES = 1L << 30;
@@ -52,6 +60,7 @@ public final class TcpBench {
 
   public int run(List<String> args) throws Exception {
     boolean json = args.contains("--json");
+    boolean tls = args.contains("--tls");
     int sizesAt = args.indexOf("--sizes");
     List<String> onlySizes =
         sizesAt >= 0 && sizesAt + 1 < args.size()
@@ -216,6 +225,9 @@ public final class TcpBench {
         human.println("source log kept: " + source.log());
       }
     }
+    if (tls) {
+      failures += measureTls(onlySizes, figures, ceilings, ratios);
+    }
     if (!iperf.isEmpty()) {
       List<Double> sorted = new ArrayList<>(iperf);
       sorted.sort(Double::compare);
@@ -235,6 +247,10 @@ public final class TcpBench {
           if (figures.containsKey(name + "_GBps")) {
             ratios.put(name + "_vs_iperf3", figures.get(name + "_GBps") / ceiling);
           }
+          if (figures.containsKey("tls_" + name + "_GBps")) {
+            ratios.put(
+                "tls_" + name + "_vs_iperf3", figures.get("tls_" + name + "_GBps") / ceiling);
+          }
         }
       }
     }
@@ -249,6 +265,114 @@ public final class TcpBench {
       return ExitCodes.ENVIRONMENT;
     }
     return ExitCodes.PASS;
+  }
+
+  /**
+   * The TLS figures: a source process and a requester whose every connection runs over mutual TLS,
+   * READ and WRITE at 4 MiB and 64 MiB (those of {@code onlySizes}, when given), each run's bytes
+   * verified as the plain runs' are.
+   *
+   * @return failed tasks and wrong bytes
+   */
+  private int measureTls(
+      List<String> onlySizes,
+      Map<String, Double> figures,
+      Map<String, Double> ceilings,
+      Map<String, Double> ratios)
+      throws Exception {
+    int failures = 0;
+    try (ChildLogs logs = ChildLogs.create("bench-tcp-tls")) {
+      TlsFiles ca = TlsFiles.authority(logs.dir().resolve("tls"), 2);
+      Path sourceStore = ca.issue("bench-source-tls", 0, 2);
+      Path requesterStore = ca.issue("bench-requester-tls", 0, 2);
+      SecurityConfig requesterTls =
+          SecurityConfig.defaults()
+              .withTls(
+                  requesterStore.toString(),
+                  ca.trustStore().toString(),
+                  ca.passwordFile().toString());
+      // The source takes ORBITE_CONF as the plain one does, its security section replaced.
+      var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+      String conf = System.getenv("ORBITE_CONF");
+      var root =
+          conf == null || conf.isBlank()
+              ? mapper.createObjectNode()
+              : (com.fasterxml.jackson.databind.node.ObjectNode) mapper.readTree(conf);
+      root.putObject("security")
+          .put("tlsKeyStore", sourceStore.toString())
+          .put("tlsTrustStore", ca.trustStore().toString())
+          .put("tlsPasswordFile", ca.passwordFile().toString());
+      String sourceConf = mapper.writeValueAsString(root);
+      // The ceiling: one JDK TLS stream, before and after the engine's runs (after a warm-up).
+      TlsCeiling.oneStream(ca, sourceStore, requesterStore, 1.0);
+      List<Double> jdk = new ArrayList<>();
+      jdk.add(TlsCeiling.oneStream(ca, sourceStore, requesterStore, secondsPerFigure));
+      try (EngineProcess source =
+              EngineProcess.start(
+                  "bench-source-tls", logs.dir(), Map.of("ORBITE_CONF", sourceConf));
+          TransferEngine requester =
+              TransferEngine.start(
+                  EngineConfig.fromEnv()
+                      .withName("bench-requester-tls")
+                      .withSecurity(requesterTls))) {
+        long remote = Long.parseLong(source.call("ALLOC " + REGION_BYTES + " READ_WRITE"));
+        long sourceSeed = 0x5eed5L;
+        long writeSeed = 0x77L;
+        source.call("FILL " + remote + " " + sourceSeed);
+        RegisteredMemory local = requester.allocate(REGION_BYTES, Access.READ_WRITE);
+        RemoteSegment peer = requester.openSegment(source.endpoint(), Duration.ofSeconds(10));
+        human.printf("bench tcp --tls: every connection over mutual TLS 1.3%n");
+        long writtenUpTo = 0;
+        for (Op op : Op.values()) {
+          if (op == Op.WRITE) {
+            Pattern.fill(local.segment(), 0, REGION_BYTES, writeSeed, 0);
+          }
+          for (int s = 2; s < SIZES.length; s++) {
+            if (onlySizes != null && !onlySizes.contains(NAMES[s])) {
+              continue;
+            }
+            String name = op.name().toLowerCase(Locale.ROOT) + "_" + NAMES[s];
+            Run r = measure(requester, op, local, peer, remote, SIZES[s], "tls_" + name, false);
+            failures += r.failed;
+            figures.put("tls_" + name + "_GBps", r.gbps());
+            Double plain = figures.get(name + "_GBps");
+            if (plain != null) {
+              ratios.put("tls_" + name + "_vs_plain", r.gbps() / plain);
+            }
+            if (op == Op.WRITE) {
+              writtenUpTo = Math.max(writtenUpTo, r.touchedBytes);
+            }
+            failures +=
+                BenchReport.verify(
+                    human,
+                    op,
+                    local,
+                    source,
+                    remote,
+                    op == Op.WRITE ? writtenUpTo : r.touchedBytes,
+                    sourceSeed,
+                    writeSeed);
+          }
+        }
+        if (failures == 0) {
+          logs.passed();
+        }
+      }
+      jdk.add(TlsCeiling.oneStream(ca, sourceStore, requesterStore, secondsPerFigure));
+      double ceiling = (jdk.get(0) + jdk.get(1)) / 2;
+      ceilings.put("jdk_tls_1stream_GBps", ceiling);
+      for (int i = 0; i < jdk.size(); i++) {
+        ceilings.put("jdk_tls_1stream_run" + (i + 1) + "_GBps", jdk.get(i));
+      }
+      for (String k : List.copyOf(figures.keySet())) {
+        if (k.startsWith("tls_") && k.endsWith("_GBps")) {
+          ratios.put(
+              k.substring(0, k.length() - "_GBps".length()) + "_vs_jdk_tls",
+              figures.get(k) / ceiling);
+        }
+      }
+    }
+    return failures;
   }
 
   private void addIperf(List<Double> gbps, List<Double> cpu)

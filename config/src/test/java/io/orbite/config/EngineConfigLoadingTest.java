@@ -405,7 +405,10 @@ class EngineConfigLoadingTest {
                     "mode": "auto",
                     "secretFile": "",
                     "identityKeyFile": "",
-                    "peerKeysDir": ""
+                    "peerKeysDir": "",
+                    "tlsKeyStore": "",
+                    "tlsTrustStore": "",
+                    "tlsPasswordFile": ""
                   }
                 }""";
     assertEquals(expected, EngineConfig.defaults().toJson());

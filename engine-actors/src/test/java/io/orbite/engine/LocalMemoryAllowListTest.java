@@ -75,7 +75,7 @@ class LocalMemoryAllowListTest {
     assertEquals(ErrorKind.INVALID_ARGUMENT, e.kind(), e.getMessage());
     assertEquals(
         "allocate: allow-lists need proven peer names: configure security.identityKeyFile and"
-            + " security.peerKeysDir",
+            + " security.peerKeysDir, or mutual TLS (security.tlsKeyStore)",
         e.detail());
   }
 

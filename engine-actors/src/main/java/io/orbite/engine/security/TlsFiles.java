@@ -7,11 +7,16 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
 
 /**
  * Writes the stores the {@code security.tls*} keys read, with the JDK's {@code keytool}: a private
@@ -165,6 +170,35 @@ public final class TlsFiles {
    */
   public Path passwordFile() {
     return passwordFile;
+  }
+
+  /**
+   * A TLS 1.3 context holding {@code keyStore}'s key and trusting this authority, for tools and
+   * tests that speak TLS to engines without being one (an engine builds its own, with its checks,
+   * from its {@code security} section).
+   *
+   * @param keyStore one of this authority's engine stores
+   * @return the context
+   * @throws IOException when a store cannot be read
+   * @throws GeneralSecurityException when a store cannot be used
+   */
+  public SSLContext context(Path keyStore) throws IOException, GeneralSecurityException {
+    char[] password = Files.readString(passwordFile).strip().toCharArray();
+    KeyStore keys = KeyStore.getInstance("PKCS12");
+    try (var in = Files.newInputStream(keyStore)) {
+      keys.load(in, password);
+    }
+    KeyStore trust = KeyStore.getInstance("PKCS12");
+    try (var in = Files.newInputStream(trustStore())) {
+      trust.load(in, password);
+    }
+    KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+    kmf.init(keys, password);
+    TrustManagerFactory tmf = TrustManagerFactory.getInstance("PKIX");
+    tmf.init(trust);
+    SSLContext context = SSLContext.getInstance("TLSv1.3");
+    context.init(kmf.getKeyManagers(), tmf.getTrustManagers(), null);
+    return context;
   }
 
   private void keytool(String... args) throws IOException {

@@ -5,17 +5,13 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
-import java.security.KeyStore;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLServerSocket;
 import javax.net.ssl.SSLSocket;
-import javax.net.ssl.TrustManagerFactory;
 
 /**
  * The TLS ceiling of {@code bench tcp --tls}: one JDK {@link SSLSocket} stream on loopback, mutual
@@ -37,8 +33,8 @@ final class TlsCeiling {
    */
   static double oneStream(TlsFiles ca, Path server, Path client, double seconds)
       throws IOException, GeneralSecurityException, InterruptedException {
-    SSLContext serverContext = context(ca, server);
-    SSLContext clientContext = context(ca, client);
+    SSLContext serverContext = ca.context(server);
+    SSLContext clientContext = ca.context(client);
     try (SSLServerSocket listener =
         (SSLServerSocket)
             serverContext
@@ -91,25 +87,5 @@ final class TlsCeiling {
       }
       return r[0] / 1e9 / (r[1] / 1e9);
     }
-  }
-
-  private static SSLContext context(TlsFiles ca, Path store)
-      throws IOException, GeneralSecurityException {
-    char[] password = Files.readString(ca.passwordFile()).strip().toCharArray();
-    KeyStore keys = KeyStore.getInstance("PKCS12");
-    try (InputStream in = Files.newInputStream(store)) {
-      keys.load(in, password);
-    }
-    KeyStore trust = KeyStore.getInstance("PKCS12");
-    try (InputStream in = Files.newInputStream(ca.trustStore())) {
-      trust.load(in, password);
-    }
-    KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-    kmf.init(keys, password);
-    TrustManagerFactory tmf = TrustManagerFactory.getInstance("PKIX");
-    tmf.init(trust);
-    SSLContext context = SSLContext.getInstance("TLSv1.3");
-    context.init(kmf.getKeyManagers(), tmf.getTrustManagers(), null);
-    return context;
   }
 }

@@ -15,6 +15,16 @@ final class RawLane {
   private RawLane() {}
 
   /** A connection to the engine process's listener, reads bounded at 10 s. */
+  /** The source's engine counter {@code key}, from its COUNTERS line. */
+  static long counter(EngineProcess source, String key) throws java.io.IOException {
+    for (String kv : source.call("COUNTERS").split(" ")) {
+      if (kv.startsWith(key + "=")) {
+        return Long.parseLong(kv.substring(key.length() + 1));
+      }
+    }
+    throw new AssertionError("no counter " + key);
+  }
+
   static Socket connect(EngineProcess source) throws IOException {
     String[] hp = source.endpoint().split(":");
     Socket s = new Socket();

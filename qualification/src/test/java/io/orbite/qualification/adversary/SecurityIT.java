@@ -78,15 +78,6 @@ class SecurityIT {
     assertEquals("OK", source.verify(id, SEED, List.of()), "the source's region is untouched");
   }
 
-  private static long counter(EngineProcess source, String key) throws IOException {
-    for (String kv : source.call("COUNTERS").split(" ")) {
-      if (kv.startsWith(key + "=")) {
-        return Long.parseLong(kv.substring(key.length() + 1));
-      }
-    }
-    throw new AssertionError("no counter " + key);
-  }
-
   /**
    * Nothing more comes: the source closed the connection (a reset when it closed with the refused
    * frame's unread bytes still queued, which it never reads).
@@ -159,8 +150,8 @@ class SecurityIT {
         assertEquals(Wire.Type.NOTIFY_ACK, h.type());
         assertEquals(Wire.PERMISSION_DENIED, h.status());
       }
-      assertEquals(4, counter(source, "peersRefused"));
-      assertEquals(0, counter(source, "notificationsReceived"));
+      assertEquals(4, RawLane.counter(source, "peersRefused"));
+      assertEquals(0, RawLane.counter(source, "notificationsReceived"));
       assertUntouched(source, id);
 
       // An engine without the secret is refused the same way, and says what is missing.
@@ -173,7 +164,7 @@ class SecurityIT {
         assertEquals(ErrorKind.PERMISSION_DENIED, e.kind(), e.getMessage());
         assertTrue(e.getMessage().contains("security.secretFile"), e.getMessage());
       }
-      assertEquals(5, counter(source, "peersRefused"));
+      assertEquals(5, RawLane.counter(source, "peersRefused"));
       assertUntouched(source, id);
     }
   }
@@ -201,7 +192,7 @@ class SecurityIT {
         assertClosed(s.getInputStream());
       }
       // Both: the first ended its handshake unfinished, the second was refused.
-      assertEquals(2, counter(source, "peersRefused"));
+      assertEquals(2, RawLane.counter(source, "peersRefused"));
       // An engine with the wrong secret.
       Path secretFile = logs.resolve("wrong-secret");
       Files.write(secretFile, wrong);
@@ -264,7 +255,7 @@ class SecurityIT {
         assertEquals(Wire.PERMISSION_DENIED, result.status(), "a replay to the same engine");
         assertClosed(s.getInputStream());
       }
-      assertEquals(1, counter(source, "peersRefused"));
+      assertEquals(1, RawLane.counter(source, "peersRefused"));
       assertUntouched(source, id);
 
       source.kill();
@@ -275,7 +266,7 @@ class SecurityIT {
         assertEquals(Wire.PERMISSION_DENIED, result.status(), "a replay to the restarted engine");
         assertClosed(s.getInputStream());
       }
-      assertEquals(1, counter(source, "peersRefused"));
+      assertEquals(1, RawLane.counter(source, "peersRefused"));
       try (Socket s = RawLane.connect(source)) {
         assertTrue(new AuthClient("recorder", 43, secret, null).handshake(s).accepted());
       }
@@ -368,7 +359,7 @@ class SecurityIT {
       List<Socket> flood = new ArrayList<>();
       Random random = new Random(3);
       long before = verified.get();
-      long acceptedBefore = counter(source, "connectionsAccepted");
+      long acceptedBefore = RawLane.counter(source, "connectionsAccepted");
       try {
         for (int i = 0; i < 250; i++) {
           Socket s = new Socket();
@@ -406,7 +397,7 @@ class SecurityIT {
                 Duration.ofSeconds(30),
                 () -> {
                   try {
-                    return counter(source, "connectionsAccepted") >= acceptedBefore + 250;
+                    return RawLane.counter(source, "connectionsAccepted") >= acceptedBefore + 250;
                   } catch (IOException e) {
                     throw new java.io.UncheckedIOException(e);
                   }
@@ -430,7 +421,7 @@ class SecurityIT {
       assertNull(failure.get(), () -> "the READ loop failed: " + failure.get());
       // Bounded: beyond budgets.maxEndpoints (64) waiting connections, the rest were closed at
       // once; every one that spoke was refused.
-      long closedAtOnce = counter(source, "connectionsRefused");
+      long closedAtOnce = RawLane.counter(source, "connectionsRefused");
       assertTrue(closedAtOnce > 0, "closed at once beyond the bound: " + closedAtOnce);
       // The stalled ones end at the source's deadline (timeouts.describeTimeoutMillis, 5 s).
       assertTrue(
@@ -445,13 +436,13 @@ class SecurityIT {
               }),
           "every flood connection ended");
       // Each AUTH_HELLO whose payload never came counts as a refused peer once its time ran out.
-      long denied = counter(source, "peersRefused");
+      long denied = RawLane.counter(source, "peersRefused");
       assertTrue(denied > 0, "handshakes refused: " + denied);
       // A notification on a connection of its own, with the handshake, is delivered.
       assertEquals(
           io.orbite.engine.NotificationResult.DELIVERED,
           requester.notify(peer, "after-flood", new byte[] {1, 2, 3}));
-      assertEquals(1, counter(source, "notificationsReceived"));
+      assertEquals(1, RawLane.counter(source, "notificationsReceived"));
       // Still serving authenticated peers afterwards: a fresh handshake is accepted.
       try (Socket s = RawLane.connect(source)) {
         assertTrue(

@@ -22,19 +22,14 @@ import io.orbite.qualification.verify.Pattern;
 import io.orbite.qualification.verify.RegionCheck;
 import io.orbite.qualification.verify.Span;
 import java.io.IOException;
-import java.io.InputStream;
 import java.net.Socket;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.KeyStore;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLSocket;
-import javax.net.ssl.TrustManagerFactory;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.CleanupMode;
@@ -84,15 +79,6 @@ class TlsIT {
             + "\"}}");
   }
 
-  private static long counter(EngineProcess source, String key) throws IOException {
-    for (String kv : source.call("COUNTERS").split(" ")) {
-      if (kv.startsWith(key + "=")) {
-        return Long.parseLong(kv.substring(key.length() + 1));
-      }
-    }
-    throw new AssertionError("no counter " + key);
-  }
-
   /**
    * Waits until the source has counted {@code value} refusals: a refusal in the TLS handshake is
    * counted after its alert has gone, so the client can see it first.
@@ -102,13 +88,13 @@ class TlsIT {
         Duration.ofSeconds(10),
         () -> {
           try {
-            return counter(source, "peersRefused") >= value;
+            return RawLane.counter(source, "peersRefused") >= value;
           } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
           }
         });
     try {
-      assertEquals(value, counter(source, "peersRefused"));
+      assertEquals(value, RawLane.counter(source, "peersRefused"));
     } catch (IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
@@ -116,21 +102,7 @@ class TlsIT {
 
   /** A raw TLS client holding {@code name}'s certificate, trusting the authority. */
   private static SSLSocket rawTls(EngineProcess source, String name) throws Exception {
-    char[] password = Files.readString(ca.passwordFile()).strip().toCharArray();
-    KeyStore keys = KeyStore.getInstance("PKCS12");
-    try (InputStream in = Files.newInputStream(tlsDir.resolve(name + ".p12"))) {
-      keys.load(in, password);
-    }
-    KeyStore trust = KeyStore.getInstance("PKCS12");
-    try (InputStream in = Files.newInputStream(ca.trustStore())) {
-      trust.load(in, password);
-    }
-    KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-    kmf.init(keys, password);
-    TrustManagerFactory tmf = TrustManagerFactory.getInstance("PKIX");
-    tmf.init(trust);
-    SSLContext context = SSLContext.getInstance("TLSv1.3");
-    context.init(kmf.getKeyManagers(), tmf.getTrustManagers(), null);
+    SSLContext context = ca.context(tlsDir.resolve(name + ".p12"));
     Socket plain = RawLane.connect(source);
     String[] hp = source.endpoint().split(":");
     SSLSocket s =
@@ -175,7 +147,7 @@ class TlsIT {
       } finally {
         batch.free();
       }
-      assertEquals(0, counter(source, "peersRefused"));
+      assertEquals(0, RawLane.counter(source, "peersRefused"));
 
       // A raw client that speaks frames in the clear: PERMISSION_DENIED, no region list.
       try (Socket s = RawLane.connect(source)) {

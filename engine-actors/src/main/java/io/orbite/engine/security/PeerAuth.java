@@ -54,6 +54,10 @@ import javax.net.ssl.SSLException;
  * #secure}, {@link #secureAccepted}), and this exchange runs inside it: each side then requires the
  * name the other gives to be one its certificate carries, which makes it a proven name, and the
  * epochs it binds come over a channel no one else can write into.
+ *
+ * <p>Both sides, and the TLS entry points, are one class (over 500 lines) on purpose: they share
+ * the transcript, the flags and the frame reading, and one place holds the whole protocol, which
+ * docs/security.md describes and the adversary's {@code AuthClient} re-implements independently.
  */
 public final class PeerAuth {
   static final int NONCE_BYTES = 32;

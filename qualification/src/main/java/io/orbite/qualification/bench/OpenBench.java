@@ -10,6 +10,7 @@ import io.orbite.engine.RemoteSegment;
 import io.orbite.engine.TransferEngine;
 import io.orbite.engine.TransferRequest;
 import io.orbite.engine.Transport;
+import io.orbite.engine.security.TlsFiles;
 import io.orbite.qualification.harness.ChildLogs;
 import io.orbite.qualification.harness.EngineProcess;
 import io.orbite.qualification.verify.Pattern;
@@ -24,13 +25,14 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * {@code ./orbite bench open [--json] [--rounds N]}: what the authentication handshake adds to
- * opening a peer. Two source engine processes on loopback, one without credentials and one with a
- * shared secret; each round starts a fresh requester engine in this process (untimed), times its
- * {@code openSegment} to one source (Describe and every TCP lane's HELLO, each connection with the
- * handshake where the source requires it), moves one 4 KiB READ over TCP and checks its bytes, and
- * closes the requester. The two kinds alternate, N rounds each (default 100) after 50 untimed; p50
- * and p99 of each, and the ratio of the p50s.
+ * {@code ./orbite bench open [--json] [--rounds N]}: what the authentication handshake, and mutual
+ * TLS, add to opening a peer. Three source engine processes on loopback: one without credentials,
+ * one with a shared secret, one with TLS (a throwaway authority, {@link TlsFiles}); each round
+ * starts a fresh requester engine in this process (untimed), times its {@code openSegment} to one
+ * source (Describe and every TCP lane's HELLO, each connection with the handshake, and TLS, where
+ * the source requires them), moves one 4 KiB READ over TCP and checks its bytes, and closes the
+ * requester. The three kinds take turns, N rounds each (default 100) after 50 untimed; p50 and p99
+ * of each, and the ratios of the p50s to the plain one.
  */
 public final class OpenBench {
   private static final long REGION = 1L << 20;
@@ -48,62 +50,96 @@ public final class OpenBench {
     PrintStream human = json ? System.err : System.out;
     int at = args.indexOf("--rounds");
     int rounds = at >= 0 && at + 1 < args.size() ? Integer.parseInt(args.get(at + 1)) : 100;
-    try (ChildLogs logs = ChildLogs.create("bench-open");
-        EngineProcess plain = EngineProcess.start("bench-open-plain", logs.dir(), Map.of());
-        EngineProcess guarded =
-            EngineProcess.start(
-                "bench-open-secret", logs.dir(), Map.of(SecurityConfig.SECRET_ENV_VAR, SECRET))) {
+    try (ChildLogs logs = ChildLogs.create("bench-open")) {
       Path secretFile = logs.dir().resolve("secret");
       Files.writeString(secretFile, SECRET);
       Files.setPosixFilePermissions(
           secretFile, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
-      long plainRegion = fill(plain);
-      long guardedRegion = fill(guarded);
+      TlsFiles ca = TlsFiles.authority(logs.dir().resolve("tls"), 2);
+      Path sourceStore = ca.issue("bench-open-tls", 0, 2);
+      Path requesterStore = ca.issue("bench-open-requester", 0, 2);
       EngineConfig base = EngineConfig.fromEnv().withName("bench-open-requester");
-      EngineConfig withSecret =
-          base.withSecurity(SecurityConfig.defaults().withSecretFile(secretFile.toString()));
-      long[] plainNanos = new long[rounds];
-      long[] guardedNanos = new long[rounds];
-      int failures = 0;
-      for (int r = -WARM_UP; r < rounds; r++) {
-        // Alternate which kind goes first, so neither always meets the warmer JVM.
-        boolean plainFirst = (r & 1) == 0;
-        for (int k = 0; k < 2; k++) {
-          boolean secret = plainFirst == (k == 1);
-          EngineProcess source = secret ? guarded : plain;
-          long took =
-              openOnce(secret ? withSecret : base, source, secret ? guardedRegion : plainRegion);
-          if (took < 0) {
-            failures++;
-            human.println(
-                "  round " + r + (secret ? " (handshake)" : " (plain)") + ": READ failed");
-          } else if (r >= 0) {
-            (secret ? guardedNanos : plainNanos)[r] = took;
+      String tlsConf =
+          "{\"security\":{\"tlsKeyStore\":\""
+              + sourceStore
+              + "\",\"tlsTrustStore\":\""
+              + ca.trustStore()
+              + "\",\"tlsPasswordFile\":\""
+              + ca.passwordFile()
+              + "\"}}";
+      try (EngineProcess plain = EngineProcess.start("bench-open-plain", logs.dir(), Map.of());
+          EngineProcess guarded =
+              EngineProcess.start(
+                  "bench-open-secret", logs.dir(), Map.of(SecurityConfig.SECRET_ENV_VAR, SECRET));
+          EngineProcess tls =
+              EngineProcess.start("bench-open-tls", logs.dir(), Map.of("ORBITE_CONF", tlsConf))) {
+        List<Kind> kinds =
+            List.of(
+                new Kind("plain", plain, base, fill(plain), rounds),
+                new Kind(
+                    "handshake",
+                    guarded,
+                    base.withSecurity(
+                        SecurityConfig.defaults().withSecretFile(secretFile.toString())),
+                    fill(guarded),
+                    rounds),
+                new Kind(
+                    "tls",
+                    tls,
+                    base.withSecurity(
+                        SecurityConfig.defaults()
+                            .withTls(
+                                requesterStore.toString(),
+                                ca.trustStore().toString(),
+                                ca.passwordFile().toString())),
+                    fill(tls),
+                    rounds));
+        int failures = 0;
+        for (int r = -WARM_UP; r < rounds; r++) {
+          // Rotate which kind goes first, so none always meets the warmer JVM.
+          for (int k = 0; k < kinds.size(); k++) {
+            Kind kind = kinds.get(Math.floorMod(r + k, kinds.size()));
+            long took = openOnce(kind.config, kind.source, kind.region);
+            if (took < 0) {
+              failures++;
+              human.println("  round " + r + " (" + kind.name + "): READ failed");
+            } else if (r >= 0) {
+              kind.nanos[r] = took;
+            }
           }
         }
+        Map<String, Double> figures = new LinkedHashMap<>();
+        for (Kind kind : kinds) {
+          figures.put("open_" + kind.name + "_p50_us", percentile(kind.nanos, 0.50) / 1e3);
+          figures.put("open_" + kind.name + "_p99_us", percentile(kind.nanos, 0.99) / 1e3);
+        }
+        figures.put("rounds", (double) rounds);
+        Map<String, Double> ratios = new LinkedHashMap<>();
+        double plainP50 = percentile(kinds.get(0).nanos, 0.50);
+        ratios.put("open_p50_handshake_vs_plain", percentile(kinds.get(1).nanos, 0.50) / plainP50);
+        ratios.put("open_p50_tls_vs_plain", percentile(kinds.get(2).nanos, 0.50) / plainP50);
+        human.printf(
+            Locale.ROOT,
+            "bench open: %d rounds each, a fresh requester engine per open, loopback; tcp.lanes"
+                + " %d%n",
+            rounds,
+            base.tcp().lanes());
+        BenchReport.print(
+            human, json, "loopback, openSegment of a fresh requester", figures, Map.of(), ratios);
+        human.println(
+            failures == 0
+                ? "RESULT: PASS - every open's READ was verified byte for byte"
+                : "RESULT: FAIL - " + failures + " READ(s) failed");
+        return failures == 0 ? 0 : 1;
       }
-      Map<String, Double> figures = new LinkedHashMap<>();
-      figures.put("open_plain_p50_us", percentile(plainNanos, 0.50) / 1e3);
-      figures.put("open_plain_p99_us", percentile(plainNanos, 0.99) / 1e3);
-      figures.put("open_handshake_p50_us", percentile(guardedNanos, 0.50) / 1e3);
-      figures.put("open_handshake_p99_us", percentile(guardedNanos, 0.99) / 1e3);
-      figures.put("rounds", (double) rounds);
-      Map<String, Double> ratios = new LinkedHashMap<>();
-      ratios.put(
-          "open_p50_handshake_vs_plain",
-          percentile(guardedNanos, 0.50) / percentile(plainNanos, 0.50));
-      human.printf(
-          Locale.ROOT,
-          "bench open: %d rounds each, a fresh requester engine per open, loopback; tcp.lanes %d%n",
-          rounds,
-          base.tcp().lanes());
-      BenchReport.print(
-          human, json, "loopback, openSegment of a fresh requester", figures, Map.of(), ratios);
-      human.println(
-          failures == 0
-              ? "RESULT: PASS - every open's READ was verified byte for byte"
-              : "RESULT: FAIL - " + failures + " READ(s) failed");
-      return failures == 0 ? 0 : 1;
+    }
+  }
+
+  /** One kind of source and the requester configuration that opens it; its timed opens. */
+  private record Kind(
+      String name, EngineProcess source, EngineConfig config, long region, long[] nanos) {
+    Kind(String name, EngineProcess source, EngineConfig config, long region, int rounds) {
+      this(name, source, config, region, new long[rounds]);
     }
   }
 

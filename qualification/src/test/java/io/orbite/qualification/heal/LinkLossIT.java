@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.orbite.engine.security.TlsFiles;
 import io.orbite.nativebind.testkit.Prerequisite;
 import io.orbite.qualification.Await;
 import io.orbite.qualification.harness.EngineProcess;
@@ -16,25 +17,39 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * A real link loss between two hosts (issue 38): requester and source each in a network namespace
  * of their own, joined by a veth pair; the requester's end of the link is taken down with the
  * segment open and no task running. Its lanes miss their keepalives and are lost; with the link up
  * again they reconnect to the same incarnation, and READs and WRITEs through the segment opened
- * before the loss complete, both whole regions (payload and guards) checked.
+ * before the loss complete, both whole regions (payload and guards) checked. Run twice: with the
+ * two engines sharing a secret, and with every connection under mutual TLS (issue 42), so that TLS
+ * runs between two hosts and the lanes the healing reopens open TLS again.
  */
 class LinkLossIT {
+  /** How the two engines authenticate each other: a shared secret, or mutual TLS. */
+  enum Credentials {
+    SECRET,
+    TLS
+  }
+
+  @TempDir static Path tlsDir;
+  private static TlsFiles ca;
+
   private static final long TASK = 256 * 1024 + 3;
   private static final int TASKS = 8;
   private static final long REGION = TASK * TASKS + 8192;
 
-  @Test
+  @ParameterizedTest
+  @EnumSource(Credentials.class)
   void lanesLostWithTheLinkReconnectWhenItComesBackAndTheSameSegmentWorks(
-      @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs) throws Exception {
+      Credentials credentials, @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs)
+      throws Exception {
     long id = ProcessHandle.current().pid() % 100_000;
     String nsA = "orbhA" + id;
     String nsB = "orbhB" + id;
@@ -61,11 +76,17 @@ class LinkLossIT {
       }
       EngineProcess source =
           EngineProcess.startWrapped(
-              "link-source", logs, conf(net + "2"), List.of("ip", "netns", "exec", nsB));
+              "link-source",
+              logs,
+              conf(net + "2", "link-source", credentials),
+              List.of("ip", "netns", "exec", nsB));
       engines.add(source);
       EngineProcess requester =
           EngineProcess.startWrapped(
-              "link-requester", logs, conf(net + "1"), List.of("ip", "netns", "exec", nsA));
+              "link-requester",
+              logs,
+              conf(net + "1", "link-requester", credentials),
+              List.of("ip", "netns", "exec", nsA));
       engines.add(requester);
       long remote = Long.parseLong(source.call("ALLOC " + REGION + " READ_WRITE"));
       long local = Long.parseLong(requester.call("ALLOC " + REGION + " READ_WRITE"));
@@ -84,6 +105,7 @@ class LinkLossIT {
           () -> "both lanes back with the link: " + counters(requester));
       round(source, requester, remote, local, 2);
       assertEquals(0, counters(requester).get("peersFenced"), "the same incarnation answered");
+      assertEquals(0, counters(source).get("peersRefused"), "every connection authenticated");
     } catch (IOException | AssertionError e) {
       engines.forEach(EngineProcess::close);
       StringBuilder logged = new StringBuilder(String.valueOf(e.getMessage()));
@@ -149,17 +171,39 @@ class LinkLossIT {
   }
 
   /**
-   * An engine listening on {@code host}, a routable address: the two engines share a secret, so
-   * every lane (and every lane the healing reopens) opens with the authentication handshake.
+   * An engine named {@code name} listening on {@code host}, a routable address: the two engines
+   * share a secret, or hold certificates from one authority, so every lane (and every lane the
+   * healing reopens) opens with the authentication handshake, under TLS in the second case.
    */
-  private static Map<String, String> conf(String host) {
-    return Map.of(
-        "ORBITE_SECRET",
-        "link-loss-shared-secret-0123456789",
-        "ORBITE_CONF",
-        "{\"listen\":{\"host\":\""
+  private static Map<String, String> conf(String host, String name, Credentials credentials)
+      throws IOException {
+    String base =
+        "\"listen\":{\"host\":\""
             + host
-            + "\"},\"tcp\":{\"keepaliveIntervalMillis\":200,\"livenessTimeoutMillis\":1000}}");
+            + "\"},\"tcp\":{\"keepaliveIntervalMillis\":200,\"livenessTimeoutMillis\":1000}";
+    if (credentials == Credentials.SECRET) {
+      return Map.of(
+          "ORBITE_SECRET", "link-loss-shared-secret-0123456789", "ORBITE_CONF", "{" + base + "}");
+    }
+    synchronized (LinkLossIT.class) {
+      if (ca == null) {
+        ca = TlsFiles.authority(tlsDir, 2);
+      }
+      if (!java.nio.file.Files.exists(tlsDir.resolve(name + ".p12"))) {
+        ca.issue(name, 0, 2);
+      }
+    }
+    return Map.of(
+        "ORBITE_CONF",
+        "{"
+            + base
+            + ",\"security\":{\"tlsKeyStore\":\""
+            + tlsDir.resolve(name + ".p12")
+            + "\",\"tlsTrustStore\":\""
+            + ca.trustStore()
+            + "\",\"tlsPasswordFile\":\""
+            + ca.passwordFile()
+            + "\"}}");
   }
 
   private static Map<String, Long> counters(EngineProcess p) {

@@ -74,10 +74,71 @@ class ExitCodesIT {
             new String[] {"example", "kv-handoff", "--requests", "0"},
             new String[] {"example", "cluster", "--join", "sideways"},
             new String[] {"example", "cluster", "--pool-mib", "0"},
-            new String[] {"demo", "--serve", "-5"})) {
+            new String[] {"demo", "--serve", "-5"},
+            new String[] {"keygen", "only-a-name"},
+            new String[] {"tlsgen", dir.resolve("tls-usage").toString()},
+            new String[] {"tlsgen", dir.resolve("tls-usage").toString(), "not a name"},
+            new String[] {"tlsgen", "--days", "3"})) {
       assertEquals(ExitCodes.USAGE, quietly(args), () -> "exit code of " + String.join(" ", args));
     }
     assertEquals(ExitCodes.PASS, quietly(new String[] {"help"}));
+  }
+
+  @Test
+  @Timeout(120)
+  void tlsgenWritesStoresWithWhichTwoEnginesReadOverMutualTls() throws Exception {
+    Path tls = dir.resolve("tls");
+    assertEquals(ExitCodes.PASS, quietly(new String[] {"tlsgen", tls.toString(), "gen-a"}));
+    // A second run adds an engine under the same authority, and refuses to replace a store.
+    assertEquals(ExitCodes.PASS, quietly(new String[] {"tlsgen", tls.toString(), "gen-b"}));
+    assertEquals(ExitCodes.USAGE, quietly(new String[] {"tlsgen", tls.toString(), "gen-a"}));
+    assertEquals(
+        java.util.Set.of(
+            java.nio.file.attribute.PosixFilePermission.OWNER_READ,
+            java.nio.file.attribute.PosixFilePermission.OWNER_WRITE),
+        Files.getPosixFilePermissions(tls.resolve("gen-a.p12")),
+        "a key store is its owner's alone");
+    java.util.function.Function<String, io.orbite.config.SecurityConfig> security =
+        name ->
+            io.orbite.config.SecurityConfig.defaults()
+                .withTls(
+                    tls.resolve(name + ".p12").toString(),
+                    tls.resolve("trust.p12").toString(),
+                    tls.resolve("password").toString());
+    try (io.orbite.engine.TransferEngine a =
+            io.orbite.engine.TransferEngine.start(
+                io.orbite.config.EngineConfig.defaults()
+                    .withName("gen-a")
+                    .withSecurity(security.apply("gen-a")));
+        io.orbite.engine.TransferEngine b =
+            io.orbite.engine.TransferEngine.start(
+                io.orbite.config.EngineConfig.defaults()
+                    .withName("gen-b")
+                    .withSecurity(security.apply("gen-b")))) {
+      io.orbite.engine.RegisteredMemory source =
+          a.allocate(1 << 20, io.orbite.engine.Access.READ_WRITE);
+      io.orbite.qualification.verify.Pattern.fill(source.segment(), 0, 1 << 20, 17, 0);
+      io.orbite.engine.RegisteredMemory local =
+          b.allocate(1 << 20, io.orbite.engine.Access.READ_WRITE);
+      io.orbite.qualification.verify.Pattern.fill(local.segment(), 0, 1 << 20, 3, 0);
+      io.orbite.engine.RemoteSegment peer =
+          b.openSegment(a.localSegment().endpoint(), java.time.Duration.ofSeconds(10));
+      assertEquals("gen-a", peer.engineName());
+      io.orbite.engine.Batch batch = b.allocateBatch(1);
+      batch.submit(
+          List.of(
+              io.orbite.engine.TransferRequest.read(
+                  local, 100, peer, source.regionId(), 4099, 500_000)));
+      io.orbite.engine.BatchStatus st = batch.await(java.time.Duration.ofSeconds(30));
+      batch.free();
+      assertTrue(st.allCompleted(), st::toString);
+      assertEquals(
+          -1,
+          io.orbite.qualification.verify.RegionCheck.check(
+              local.segment(),
+              List.of(new io.orbite.qualification.verify.Span(100, 500_000, 17, 4099)),
+              3));
+    }
   }
 
   @Test

@@ -42,7 +42,12 @@ import javax.net.ssl.TrustManagerFactory;
  * or, when it has no DNS name, by its subject's common name.
  */
 public final class TlsIdentity {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(TlsIdentity.class);
   private static final int MAX_PASSWORD_BYTES = 1024;
+
+  /** A certificate that expires sooner than this after start is logged as a warning. */
+  static final java.time.Duration EXPIRY_WARNING = java.time.Duration.ofDays(14);
+
   private static final String PROTOCOL = "TLSv1.3";
 
   /**
@@ -114,6 +119,17 @@ public final class TlsIdentity {
                 + " to "
                 + own.getNotAfter().toInstant()
                 + ", not now; peers would refuse it");
+      }
+      java.time.Duration left =
+          java.time.Duration.between(now.toInstant(), own.getNotAfter().toInstant());
+      if (check && left.compareTo(EXPIRY_WARNING) < 0) {
+        // Peers refuse it the moment it expires, and this engine notices only then; say so now.
+        LOG.warn(
+            "security.tlsKeyStore {}: its certificate expires at {}, in {} hours; issue a new one"
+                + " and restart before then",
+            config.tlsKeyStore(),
+            own.getNotAfter().toInstant(),
+            left.toHours());
       }
       if (trusted.size() == 0) {
         throw invalid(

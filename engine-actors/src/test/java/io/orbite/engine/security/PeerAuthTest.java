@@ -368,4 +368,32 @@ class PeerAuthTest {
       fake.get(10, TimeUnit.SECONDS);
     }
   }
+
+  @Test
+  void aCertificateThatExpiresWithinTwoWeeksIsAWarningAtLoad() throws Exception {
+    TlsFiles ca = TlsFiles.authority(dir.resolve("tls"), 30);
+    Path soon = ca.issue("soon", 0, 1);
+    Path later = ca.issue("later", 0, 30);
+    ch.qos.logback.classic.Logger logger =
+        (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(TlsIdentity.class);
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> seen =
+        new ch.qos.logback.core.read.ListAppender<>();
+    seen.start();
+    logger.addAppender(seen);
+    try {
+      tls(ca, later, "later", true);
+      assertEquals(
+          0, seen.list.size(), () -> "nothing to say of a 30-day certificate: " + seen.list);
+      tls(ca, soon, "soon", true);
+      assertEquals(1, seen.list.size(), () -> "" + seen.list);
+      ch.qos.logback.classic.spi.ILoggingEvent warning = seen.list.getFirst();
+      assertEquals(ch.qos.logback.classic.Level.WARN, warning.getLevel());
+      assertTrue(
+          warning.getFormattedMessage().contains("security.tlsKeyStore")
+              && warning.getFormattedMessage().contains("expires"),
+          warning.getFormattedMessage());
+    } finally {
+      logger.detachAppender(seen);
+    }
+  }
 }

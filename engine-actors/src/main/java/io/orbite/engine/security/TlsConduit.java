@@ -40,6 +40,9 @@ public final class TlsConduit implements Conduit {
   private final Object readLock = new Object();
   private final ReentrantLock writeLock = new ReentrantLock();
 
+  /** The array of a one-buffer write; used under {@link #writeLock}. */
+  private final ByteBuffer[] one = new ByteBuffer[1];
+
   /** Bytes from the socket not yet unwrapped; in write mode (position = end of the bytes). */
   private final ByteBuffer netIn;
 
@@ -313,7 +316,16 @@ public final class TlsConduit implements Conduit {
 
   @Override
   public int write(ByteBuffer src) throws IOException {
-    return (int) write(new ByteBuffer[] {src}, 0, 1);
+    // One array for every one-buffer write (a source lane's answers, a notification), under the
+    // write lock the gathering write takes again, so the data path allocates nothing per call.
+    writeLock.lock();
+    try {
+      one[0] = src;
+      return (int) write(one, 0, 1);
+    } finally {
+      one[0] = null;
+      writeLock.unlock();
+    }
   }
 
   @Override

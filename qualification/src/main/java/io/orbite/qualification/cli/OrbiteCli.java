@@ -40,6 +40,7 @@ public final class OrbiteCli {
         case "version" -> version(rest);
         case "keygen" -> keygen(rest);
         case "tlsgen" -> tlsgen(rest);
+        case "qualify" -> io.orbite.qualification.qualify.QualifyCommand.run(rest);
         default ->
             usage(
                 args.length == 0 || args[0].equals("help") || args[0].startsWith("-")
@@ -242,6 +243,13 @@ public final class OrbiteCli {
                              loopback: the decode engines open the prefill by name and READ its pool
                              (GB/s), the prefill is SIGKILLed and restarted, and each decode engine
                              sees the change, has its old segment refused and verifies the new one
+          qualify --profile P --output DIR [--launcher local|netns|ssh]
+                             runs a qualification profile (qualification/profiles/): each case's peers
+                             as processes (local, in network namespaces, or on ssh hosts), their JSONL
+                             receipts and the supervisor's ledger in DIR, judged by the independent
+                             verifier (DIR/verdict.json); exit 0 only on a verified pass
+          qualify --verify DIR
+                             verifies a run's directory again, from its files alone
           version [--json]   the build identity: version, git commit, build time, JDK
           test               the whole test suite (mvn verify)
           build              build and write the class path

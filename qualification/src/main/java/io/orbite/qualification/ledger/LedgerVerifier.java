@@ -1,0 +1,750 @@
+package io.orbite.qualification.ledger;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Stream;
+
+/**
+ * The independent verifier of a {@code ./orbite qualify} run. It reads only files: each case's
+ * supervisor ledger ({@code supervisor.jsonl}: the plan, every child spawned, killed and reaped,
+ * every round with its workload, the stale-epoch checks and link faults it made) and every
+ * process's own receipts ({@code <role>-g<generation>.jsonl}). It joins them and rejects what does
+ * not agree: a missing, duplicated or partial round or task, bytes or byte counters that differ
+ * from the workload by even one, a transport or rail that is not the one asked for, a whole region
+ * not checked, a stale epoch that moved a byte, an owner not drained at close, a child not reaped
+ * or reaped with the wrong status.
+ *
+ * <p>It imports nothing of the engine or of the supervisor (ArchUnit proves it: {@code
+ * LedgerIndependenceArchTest}): what it knows of the run is what the files say, so a supervisor or
+ * an engine that lies about its own results cannot also make the verifier agree. The file formats
+ * are in docs/qualification.md, "Receipts and the ledger".
+ *
+ * <p>Longer than 500 lines would be two classes; this one is long because every check is written
+ * out beside the failure message it produces, so that a verdict's message leads to its check.
+ */
+public final class LedgerVerifier {
+  private static final String[] TRANSPORTS = {"TCP", "SHM", "RDMA"};
+
+  private LedgerVerifier() {}
+
+  /**
+   * Verifies every case directory under {@code runDir} (each holding a {@code supervisor.jsonl}).
+   *
+   * @param runDir the directory {@code ./orbite qualify --output} wrote
+   * @return the verdict; it passes only when there is at least one case and every case passes
+   * @throws IOException when the directory cannot be listed or a file cannot be read
+   */
+  public static Verdict verify(Path runDir) throws IOException {
+    List<Verdict.CaseVerdict> cases = new ArrayList<>();
+    try (Stream<Path> dirs = Files.list(runDir)) {
+      for (Path dir : dirs.sorted().toList()) {
+        if (Files.isRegularFile(dir.resolve("supervisor.jsonl"))) {
+          cases.add(verifyCase(dir));
+        }
+      }
+    }
+    return new Verdict(cases);
+  }
+
+  /** Verifies one case directory. */
+  public static Verdict.CaseVerdict verifyCase(Path dir) throws IOException {
+    String name = dir.getFileName().toString();
+    List<String> failures = new ArrayList<>();
+    Ledger supervisor = Ledger.read(dir.resolve("supervisor.jsonl"));
+    if (supervisor == null) {
+      return new Verdict.CaseVerdict(name, 0, 0, List.of("no supervisor.jsonl"));
+    }
+    failures.addAll(supervisor.failures());
+    List<JsonNode> plans = supervisor.ofType("plan");
+    if (plans.size() != 1
+        || supervisor.lines().isEmpty()
+        || supervisor.lines().get(0) != plans.get(0)) {
+      failures.add(
+          "the supervisor's ledger must open with exactly one plan; it has " + plans.size());
+      return new Verdict.CaseVerdict(name, 0, 0, failures);
+    }
+    Check check = new Check(dir, plans.get(0), supervisor, failures);
+    check.run();
+    return new Verdict.CaseVerdict(name, check.roundsVerified, check.bytesVerified, failures);
+  }
+
+  /** The checks of one case, with what they learned on the way. */
+  private static final class Check {
+    private final Path dir;
+    private final JsonNode plan;
+    private final Ledger supervisor;
+    private final List<String> failures;
+    private final Map<String, Ledger> receipts = new HashMap<>();
+    private final Map<String, String> epochs = new HashMap<>();
+    private int roundsVerified;
+    private long bytesVerified;
+
+    Check(Path dir, JsonNode plan, Ledger supervisor, List<String> failures) {
+      this.dir = dir;
+      this.plan = plan;
+      this.supervisor = supervisor;
+      this.failures = failures;
+    }
+
+    private void fail(String message) {
+      failures.add(message);
+    }
+
+    void run() throws IOException {
+      String mode = plan.path("mode").asText();
+      List<JsonNode> lines = supervisor.lines();
+      if (!lines.get(lines.size() - 1).path("type").asText().equals("end")
+          || supervisor.ofType("end").size() != 1) {
+        fail(
+            "the supervisor's ledger has no single end line after the rest: the run did not finish");
+      }
+      for (JsonNode failure : supervisor.ofType("failure")) {
+        fail("the supervisor recorded a failure: " + failure.path("message").asText());
+      }
+      spawnsAndReaping(mode);
+      rounds(mode);
+      staleChecks(mode);
+      closes();
+    }
+
+    /** Every child spawned once per (role, generation), as the plan asks; each reaped once. */
+    private void spawnsAndReaping(String mode) throws IOException {
+      String faultRole = plan.path("faultRole").asText("");
+      int generations = plan.path("generations").asInt(1);
+      Set<String> expected = new HashSet<>();
+      for (String role : List.of("source", "requester")) {
+        int n = mode.equals("restart") && role.equals(faultRole) ? generations : 1;
+        for (int g = 1; g <= n; g++) {
+          expected.add(role + "-g" + g);
+        }
+      }
+      Map<String, JsonNode> spawns = new HashMap<>();
+      for (JsonNode s : supervisor.ofType("spawn")) {
+        String key = s.path("role").asText() + "-g" + s.path("generation").asInt();
+        if (spawns.put(key, s) != null) {
+          fail("spawn of " + key + " recorded twice");
+        }
+      }
+      if (!spawns.keySet().equals(expected)) {
+        fail(
+            "the children spawned "
+                + new java.util.TreeSet<>(spawns.keySet())
+                + " are not the plan's "
+                + new java.util.TreeSet<>(expected));
+      }
+      Map<String, JsonNode> kills = new HashMap<>();
+      for (JsonNode k : supervisor.ofType("kill")) {
+        String key = k.path("role").asText() + "-g" + k.path("generation").asInt();
+        if (kills.put(key, k) != null) {
+          fail("kill of " + key + " recorded twice");
+        }
+      }
+      Set<String> expectedKills = new HashSet<>();
+      if (mode.equals("restart")) {
+        for (int g = 1; g < generations; g++) {
+          expectedKills.add(faultRole + "-g" + g);
+        }
+      }
+      if (!kills.keySet().equals(expectedKills)) {
+        fail(
+            "the children killed "
+                + new java.util.TreeSet<>(kills.keySet())
+                + " are not the plan's "
+                + new java.util.TreeSet<>(expectedKills));
+      }
+      Map<String, Integer> exits = new HashMap<>();
+      for (JsonNode e : supervisor.ofType("exit")) {
+        String key = e.path("role").asText() + "-g" + e.path("generation").asInt();
+        exits.merge(key, 1, Integer::sum);
+        JsonNode spawn = spawns.get(key);
+        if (spawn == null) {
+          fail("exit of " + key + ", which was never spawned");
+          continue;
+        }
+        if (e.path("pid").asLong() != spawn.path("pid").asLong()) {
+          fail(
+              "exit of "
+                  + key
+                  + " names pid "
+                  + e.path("pid").asLong()
+                  + ", spawned as "
+                  + spawn.path("pid").asLong());
+        }
+        boolean killed = kills.containsKey(key);
+        int status = e.path("status").asInt(-1);
+        if (killed && status != 137) {
+          fail(key + " was killed with SIGKILL but exited with status " + status + ", not 137");
+        }
+        if (!killed && status != 0) {
+          fail(
+              key
+                  + " (pid "
+                  + spawn.path("pid").asLong()
+                  + ") exited with status "
+                  + status
+                  + " without being killed");
+        }
+      }
+      for (Map.Entry<String, JsonNode> s : spawns.entrySet()) {
+        int n = exits.getOrDefault(s.getKey(), 0);
+        if (n == 0) {
+          fail(
+              "child "
+                  + s.getKey()
+                  + " (pid "
+                  + s.getValue().path("pid").asLong()
+                  + ") was never reaped");
+        } else if (n > 1) {
+          fail("child " + s.getKey() + " reaped " + n + " times");
+        }
+        receiptsOf(s.getKey(), s.getValue().path("pid").asLong());
+      }
+    }
+
+    /**
+     * Reads and checks one process's receipts: numbered 1, 2, 3..., all its own, opened by start.
+     */
+    private Ledger receiptsOf(String key, long pid) throws IOException {
+      if (receipts.containsKey(key)) {
+        return receipts.get(key);
+      }
+      Ledger r = Ledger.read(dir.resolve(key + ".jsonl"));
+      receipts.put(key, r);
+      if (r == null) {
+        fail("no receipts from " + key);
+        return null;
+      }
+      failures.addAll(r.failures());
+      long seq = 0;
+      for (JsonNode line : r.lines()) {
+        seq++;
+        if (line.path("seq").asLong() != seq) {
+          fail(
+              key
+                  + ": receipt "
+                  + line.path("seq").asLong()
+                  + " where "
+                  + seq
+                  + " was due (a receipt missing, duplicated or out of order)");
+          seq = line.path("seq").asLong();
+        }
+        if (line.path("pid").asLong() != pid) {
+          fail(
+              key
+                  + ": receipt "
+                  + line.path("seq").asLong()
+                  + " written by pid "
+                  + line.path("pid").asLong()
+                  + ", not the spawned "
+                  + pid);
+        }
+        if (!(line.path("role").asText() + "-g" + line.path("generation").asInt()).equals(key)) {
+          fail(
+              key
+                  + ": receipt "
+                  + line.path("seq").asLong()
+                  + " says it is "
+                  + line.path("role").asText()
+                  + "-g"
+                  + line.path("generation").asInt());
+        }
+      }
+      List<JsonNode> starts = r.ofType("start");
+      if (starts.size() != 1 || r.lines().get(0) != starts.get(0)) {
+        fail(key + ": the receipts must open with exactly one start");
+      } else {
+        epochs.put(key, starts.get(0).path("epoch").asText());
+      }
+      return r;
+    }
+
+    /** Every planned round: its tasks, bytes, counters and both whole regions. */
+    private void rounds(String mode) {
+      String op = plan.path("operation").asText();
+      String transport = plan.path("transport").asText();
+      int parents = plan.path("parents").asInt();
+      long payload = plan.path("payload").asLong();
+      long regionBytes = plan.path("regionBytes").asLong();
+      int planned =
+          plan.path("rounds").asInt()
+              * (mode.equals("restart") ? plan.path("generations").asInt() : 1);
+      List<JsonNode> rounds = supervisor.ofType("round");
+      Set<Integer> seen = new HashSet<>();
+      for (JsonNode round : rounds) {
+        if (!seen.add(round.path("round").asInt())) {
+          fail(
+              "round " + round.path("round").asInt() + " planned twice in the supervisor's ledger");
+        }
+      }
+      for (int k = 1; k <= planned; k++) {
+        if (!seen.contains(k)) {
+          fail(
+              "round "
+                  + k
+                  + " is missing from the supervisor's ledger (the plan has "
+                  + planned
+                  + ")");
+        }
+      }
+      for (JsonNode round : rounds) {
+        int k = round.path("round").asInt();
+        String req = "requester-g" + round.path("requesterGeneration").asInt();
+        String src = "source-g" + round.path("sourceGeneration").asInt();
+        long expected = round.path("expectedBytes").asLong();
+        if (expected != parents * payload) {
+          fail(
+              "round "
+                  + k
+                  + ": the supervisor planned "
+                  + expected
+                  + " bytes, not parents x payload = "
+                  + parents * payload);
+        }
+        Ledger r = receipts.get(req);
+        Ledger s = receipts.get(src);
+        if (r == null || s == null) {
+          fail("round " + k + ": no receipts from " + (r == null ? req : src));
+          continue;
+        }
+        List<JsonNode> results = withRound(r.ofType("round"), k);
+        if (results.isEmpty()) {
+          fail("round " + k + ": no round receipt from " + req);
+          continue;
+        }
+        if (results.size() > 1) {
+          fail("round " + k + ": " + req + " reported the round " + results.size() + " times");
+        }
+        JsonNode result = results.get(0);
+        int before = failures.size();
+        boolean faulted = linkDown(k) != null;
+        long completedBytes = tasks(k, result, parents, payload, op, transport, faulted);
+        long sum = 0;
+        for (JsonNode t : result.path("tasks")) {
+          sum += t.path("bytes").asLong();
+        }
+        if (!faulted && sum != expected) {
+          fail("round " + k + ": the tasks report " + sum + " bytes, the workload is " + expected);
+        }
+        if (result.path("bytes").asLong() != sum) {
+          fail(
+              "round "
+                  + k
+                  + ": the round receipt says "
+                  + result.path("bytes").asLong()
+                  + " bytes, its tasks "
+                  + sum);
+        }
+        counters(k, result, transport, expected, completedBytes);
+        if (!result.path("peerEpoch").asText().equals(epochs.get(src))) {
+          fail(
+              "round "
+                  + k
+                  + " ran against epoch "
+                  + result.path("peerEpoch").asText()
+                  + ", not "
+                  + src
+                  + "'s "
+                  + epochs.get(src));
+        }
+        boolean read = op.equals("READ");
+        int failedTasks = 0;
+        for (JsonNode t : result.path("tasks")) {
+          failedTasks += t.path("state").asText().equals("COMPLETED") ? 0 : 1;
+        }
+        wholeRegion(k, r, req, regionBytes, read ? parents : 0, read ? failedTasks : 0);
+        wholeRegion(k, s, src, regionBytes, read ? 0 : parents, 0);
+        if (faulted) {
+          linkFault(k, result, rounds);
+        }
+        if (failures.size() == before) {
+          roundsVerified++;
+          bytesVerified += completedBytes;
+        }
+      }
+    }
+
+    /** The link-down line of round {@code k}, or null when the round was not faulted. */
+    private JsonNode linkDown(int k) {
+      for (JsonNode link : supervisor.ofType("link")) {
+        if (link.path("round").asInt() == k && link.path("state").asText().equals("down")) {
+          return link;
+        }
+      }
+      return null;
+    }
+
+    private static List<JsonNode> withRound(List<JsonNode> lines, int round) {
+      return lines.stream().filter(n -> n.path("round").asInt() == round).toList();
+    }
+
+    /**
+     * Each task 0..parents-1 exactly once, completed with its whole payload on the transport; in a
+     * round the link failed under, a task may instead have failed honestly: PEER_LOST or TIMEOUT,
+     * zero bytes, no remote effect, drained.
+     *
+     * @return the bytes of the completed tasks
+     */
+    private long tasks(
+        int k,
+        JsonNode result,
+        int parents,
+        long payload,
+        String op,
+        String transport,
+        boolean faulted) {
+      Set<Integer> indices = new HashSet<>();
+      String effect = op.equals("READ") ? "NONE" : "APPLIED";
+      long completed = 0;
+      for (JsonNode t : result.path("tasks")) {
+        int i = t.path("index").asInt(-1);
+        if (i < 0 || i >= parents) {
+          fail("round " + k + ": task index " + i + " is outside 0.." + (parents - 1));
+        } else if (!indices.add(i)) {
+          fail("round " + k + ": task " + i + " reported twice");
+        }
+        String kind = t.path("errorKind").asText();
+        if (faulted && t.path("state").asText().equals("FAILED")) {
+          if (!kind.equals("PEER_LOST") && !kind.equals("TIMEOUT")) {
+            fail(
+                "round "
+                    + k
+                    + " task "
+                    + i
+                    + ": failed "
+                    + kind
+                    + " under a link loss, not PEER_LOST or TIMEOUT");
+          }
+          if (t.path("bytes").asLong() != 0
+              || !t.path("effect").asText().equals("NONE")
+              || !t.path("drained").asBoolean(false)) {
+            fail(
+                "round "
+                    + k
+                    + " task "
+                    + i
+                    + ": a failed READ must report 0 bytes, effect NONE and drained; it says "
+                    + t);
+          }
+          continue;
+        }
+        completed += t.path("bytes").asLong();
+        if (!t.path("state").asText().equals("COMPLETED")) {
+          fail(
+              "round "
+                  + k
+                  + " task "
+                  + i
+                  + ": "
+                  + t.path("state").asText()
+                  + " ("
+                  + t.path("errorKind").asText()
+                  + "), not COMPLETED");
+        }
+        if (t.path("bytes").asLong() != payload) {
+          fail(
+              "round "
+                  + k
+                  + " task "
+                  + i
+                  + ": "
+                  + t.path("bytes").asLong()
+                  + " bytes, the workload says "
+                  + payload);
+        }
+        if (!t.path("transport").asText().equals(transport)) {
+          fail(
+              "round "
+                  + k
+                  + " task "
+                  + i
+                  + ": ran on "
+                  + t.path("transport").asText()
+                  + ", the plan asks "
+                  + transport);
+        }
+        if (!t.path("effect").asText().equals(effect)) {
+          fail(
+              "round "
+                  + k
+                  + " task "
+                  + i
+                  + ": remote effect "
+                  + t.path("effect").asText()
+                  + ", a completed "
+                  + op
+                  + " has "
+                  + effect);
+        }
+      }
+      for (int i = 0; i < parents; i++) {
+        if (!indices.contains(i)) {
+          fail("round " + k + ": task " + i + " has no result");
+        }
+      }
+      return completed;
+    }
+
+    /**
+     * The requester's counters moved by the bytes its completed tasks hold (the workload, but in a
+     * round a link failed under), and the transport was handed the whole workload, on the planned
+     * transport and rails only.
+     */
+    private void counters(
+        int k, JsonNode result, String transport, long expected, long completedBytes) {
+      JsonNode before = result.path("countersBefore");
+      JsonNode after = result.path("countersAfter");
+      long completed =
+          after.path("bytesCompleted").asLong() - before.path("bytesCompleted").asLong();
+      if (completed != completedBytes) {
+        fail(
+            "round "
+                + k
+                + ": bytesCompleted moved by "
+                + completed
+                + ", the completed tasks hold "
+                + completedBytes);
+      }
+      for (String t : TRANSPORTS) {
+        String key = "bytesDispatched." + t;
+        long moved = after.path(key).asLong() - before.path(key).asLong();
+        long want = t.equals(transport) ? expected : 0;
+        if (moved != want) {
+          fail("round " + k + ": " + key + " moved by " + moved + ", expected " + want);
+        }
+      }
+      if (transport.equals("RDMA")) {
+        long rails = 0;
+        Set<String> allowed = new HashSet<>();
+        plan.path("rails").forEach(n -> allowed.add("rdma/" + n.asText()));
+        var names = after.path("lanes").fieldNames();
+        while (names.hasNext()) {
+          String lane = names.next();
+          if (!lane.startsWith("rdma/")) {
+            continue;
+          }
+          long moved =
+              after.path("lanes").path(lane).asLong() - before.path("lanes").path(lane).asLong();
+          if (moved != 0 && !allowed.isEmpty() && !allowed.contains(lane)) {
+            fail(
+                "round "
+                    + k
+                    + ": "
+                    + moved
+                    + " bytes on rail "
+                    + lane
+                    + ", outside the plan's rails "
+                    + allowed);
+          }
+          rails += moved;
+        }
+        if (rails != completedBytes) {
+          fail(
+              "round "
+                  + k
+                  + ": the RDMA rails carried "
+                  + rails
+                  + " bytes, the completed tasks hold "
+                  + completedBytes);
+        }
+      }
+    }
+
+    /** Both whole allocations checked for the round: payload spans and every guard byte. */
+    private void wholeRegion(
+        int k, Ledger r, String key, long regionBytes, int spans, int failedSpans) {
+      List<JsonNode> checks = withRound(r.ofType("verify"), k);
+      if (checks.size() != 1) {
+        fail("round " + k + ": " + key + " has " + checks.size() + " region checks, not 1");
+        return;
+      }
+      JsonNode c = checks.get(0);
+      if (!c.path("ok").asBoolean(false)) {
+        fail(
+            "round "
+                + k
+                + ": "
+                + key
+                + "'s region is wrong at byte "
+                + c.path("firstBad").asLong());
+      }
+      if (c.path("bytes").asLong() != regionBytes) {
+        fail(
+            "round "
+                + k
+                + ": "
+                + key
+                + " checked "
+                + c.path("bytes").asLong()
+                + " bytes, not the whole region of "
+                + regionBytes);
+      }
+      if (c.path("spans").asInt() != spans) {
+        fail(
+            "round "
+                + k
+                + ": "
+                + key
+                + " checked "
+                + c.path("spans").asInt()
+                + " payload spans, the workload puts "
+                + spans
+                + " there");
+      }
+    }
+
+    /**
+     * A round the supervisor faulted with a link down was still running when the link went, lost a
+     * lane, and the round after it found the lanes back and completed whole.
+     */
+    private void linkFault(int k, JsonNode result, List<JsonNode> rounds) {
+      long down = linkDown(k).path("atMillis").asLong();
+      if (result.path("endedAtMillis").asLong() <= down) {
+        fail("round " + k + " ended before the link went down: the fault hit no transfer");
+      }
+      JsonNode before = result.path("countersBefore");
+      if (result.path("countersAfter").path("lanesLost").asLong()
+              - before.path("lanesLost").asLong()
+          < 1) {
+        fail("round " + k + ": the link went down and no lane was lost");
+      }
+      boolean up =
+          supervisor.ofType("link").stream()
+              .anyMatch(l -> l.path("round").asInt() == k && l.path("state").asText().equals("up"));
+      if (!up) {
+        fail("round " + k + ": the link was taken down and never brought up");
+      }
+      String req =
+          "requester-g"
+              + rounds.stream()
+                  .filter(n -> n.path("round").asInt() == k)
+                  .findFirst()
+                  .orElseThrow()
+                  .path("requesterGeneration")
+                  .asInt();
+      List<JsonNode> next =
+          receipts.get(req) == null
+              ? List.of()
+              : withRound(receipts.get(req).ofType("round"), k + 1);
+      if (next.isEmpty()) {
+        fail("round " + k + ": no round after the link came back");
+      } else if (next.get(0).path("countersAfter").path("lanesRestored").asLong()
+          <= before.path("lanesRestored").asLong()) {
+        fail("round " + (k + 1) + ": no lane was restored after the link came back");
+      }
+    }
+
+    /** Each stale epoch the supervisor tried was refused, admitting nothing and moving no byte. */
+    private void staleChecks(String mode) {
+      List<JsonNode> stale = supervisor.ofType("stale");
+      if (mode.equals("restart") && plan.path("faultRole").asText().equals("source")) {
+        int due = plan.path("generations").asInt() - 1;
+        if (stale.size() != due) {
+          fail(
+              "the plan replaces the source "
+                  + due
+                  + " times; the ledger has "
+                  + stale.size()
+                  + " stale-epoch checks");
+        }
+      }
+      for (JsonNode s : stale) {
+        String req = "requester-g" + s.path("requesterGeneration").asInt();
+        String old = "source-g" + s.path("staleSourceGeneration").asInt();
+        Ledger r = receipts.get(req);
+        if (r == null) {
+          fail("stale check against " + old + ": no receipts from " + req);
+          continue;
+        }
+        List<JsonNode> refusals =
+            r.ofType("stale").stream()
+                .filter(n -> n.path("peerEpoch").asText().equals(epochs.get(old)))
+                .toList();
+        if (refusals.size() != 1) {
+          fail(
+              "stale epoch "
+                  + epochs.get(old)
+                  + " of "
+                  + old
+                  + ": "
+                  + refusals.size()
+                  + " stale receipts from "
+                  + req
+                  + ", not 1");
+          continue;
+        }
+        JsonNode refusal = refusals.get(0);
+        if (!refusal.path("errorKind").asText().equals("EPOCH_MISMATCH")) {
+          fail(
+              "stale epoch "
+                  + epochs.get(old)
+                  + " was answered "
+                  + refusal.path("errorKind").asText()
+                  + ", not EPOCH_MISMATCH");
+        }
+        long moved =
+            refusal.path("bytes").asLong()
+                + refusal.path("countersAfter").path("bytesCompleted").asLong()
+                - refusal.path("countersBefore").path("bytesCompleted").asLong();
+        if (moved != 0 || refusal.path("admitted").asInt() != 0) {
+          fail(
+              "stale epoch "
+                  + epochs.get(old)
+                  + " of "
+                  + old
+                  + " admitted "
+                  + refusal.path("admitted").asInt()
+                  + " tasks and moved "
+                  + moved
+                  + " bytes");
+        }
+        long opened =
+            refusal.path("countersAfter").path("connectionsOpened").asLong()
+                - refusal.path("countersBefore").path("connectionsOpened").asLong();
+        if (opened != 0) {
+          fail(
+              "stale epoch " + epochs.get(old) + ": " + opened + " data connections opened for it");
+        }
+      }
+    }
+
+    /** Every process that was not killed drained before its close, and its close was clear. */
+    private void closes() {
+      Set<String> killed = new HashSet<>();
+      supervisor
+          .ofType("kill")
+          .forEach(k -> killed.add(k.path("role").asText() + "-g" + k.path("generation").asInt()));
+      for (Map.Entry<String, Ledger> e : receipts.entrySet()) {
+        if (e.getValue() == null || killed.contains(e.getKey())) {
+          continue;
+        }
+        List<JsonNode> drained = e.getValue().ofType("owners");
+        if (drained.isEmpty()) {
+          fail(e.getKey() + ": no owners receipt before its close");
+        }
+        for (JsonNode o : drained) {
+          for (String f :
+              List.of("batches", "tasksInFlight", "bytesInFlight", "loans", "quarantined")) {
+            if (o.path(f).asLong(-1) != 0) {
+              fail(e.getKey() + ": " + f + " " + o.path(f).asLong(-1) + " at its end, not drained");
+            }
+          }
+        }
+        List<JsonNode> closed = e.getValue().ofType("closed");
+        if (closed.size() != 1) {
+          fail(e.getKey() + ": " + closed.size() + " close receipts, not 1");
+        } else if (!closed.get(0).path("clear").asBoolean(false)
+            || !closed.get(0).path("phase").asText().equals("CLOSED")) {
+          fail(e.getKey() + ": its close was not clear: " + closed.get(0));
+        }
+      }
+    }
+  }
+}

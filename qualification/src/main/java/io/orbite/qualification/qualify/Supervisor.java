@@ -1,0 +1,462 @@
+package io.orbite.qualification.qualify;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.orbite.qualification.ledger.LedgerVerifier;
+import io.orbite.qualification.ledger.Verdict;
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Runs a profile: for each case it sets up the launcher's hosts, starts the source and the
+ * requester ({@link QualifyPeer}), drives the case's rounds and faults, and writes its own ledger
+ * ({@code supervisor.jsonl}) beside the peers' receipts: the plan, every child spawned (its PID),
+ * killed and reaped (its exit status), every round's workload and seeds, the stale-epoch checks and
+ * link faults it made, and any failure. Then the independent {@link LedgerVerifier} judges the run
+ * from those files alone; {@code verdict.json} is its answer.
+ *
+ * <p>Each round refills both whole regions: the side that gives the payload with a fresh pattern,
+ * the side that takes it with a guard pattern. The payload goes to odd offsets with odd gaps, so
+ * both ends of every range, and every guard byte between, are checked by the peer that holds them.
+ */
+public final class Supervisor {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final long LOCAL_BASE = 4093;
+  private static final long REMOTE_BASE = 8191;
+  private static final long GAP = 4099;
+  private static final Duration REAP = Duration.ofSeconds(60);
+
+  private final Launcher launcher;
+  private final PrintStream progress;
+
+  /**
+   * The run's shared secret (every engine of the run authenticates its peers with it), random per
+   * run and sent to each peer on its standard input only.
+   */
+  private final String secret = java.util.HexFormat.of().formatHex(randomBytes());
+
+  private Supervisor(Launcher launcher, PrintStream progress) {
+    this.launcher = launcher;
+    this.progress = progress;
+  }
+
+  /**
+   * Runs every case of {@code profile} with the launcher named {@code launcherName}, writing into
+   * {@code out} (which must be empty), then verifies the run.
+   *
+   * @return the verifier's verdict, also written to {@code out/verdict.json}
+   */
+  public static Verdict run(Profile profile, String launcherName, Path out, PrintStream progress)
+      throws IOException {
+    try (Launcher launcher = Launcher.named(launcherName, profile)) {
+      Supervisor s = new Supervisor(launcher, progress);
+      for (Profile.Case c : profile.cases()) {
+        s.runCase(c, out.resolve(c.name()));
+      }
+    }
+    Verdict verdict = LedgerVerifier.verify(out);
+    verdict.write(out.resolve("verdict.json"));
+    return verdict;
+  }
+
+  /** The state of one case while it runs. */
+  private final class Run implements AutoCloseable {
+    final Profile.Case c;
+    final Path dir;
+    final BufferedWriter ledger;
+    final long regionBytes;
+    final long stride;
+    final List<PeerProcess> live = new ArrayList<>();
+    PeerProcess source;
+    PeerProcess requester;
+    int sourceGeneration = 1;
+    int requesterGeneration = 1;
+    int sourcePort;
+    long remoteRegion;
+    long localRegion;
+    int segment;
+
+    Run(Profile.Case c, Path dir) throws IOException {
+      this.c = c;
+      this.dir = dir;
+      Files.createDirectories(dir);
+      this.ledger =
+          Files.newBufferedWriter(
+              dir.resolve("supervisor.jsonl"),
+              StandardCharsets.UTF_8,
+              StandardOpenOption.CREATE_NEW,
+              StandardOpenOption.WRITE);
+      this.stride = c.payload() + GAP;
+      this.regionBytes = REMOTE_BASE + c.parents() * stride + GAP;
+    }
+
+    ObjectNode line(String type) {
+      ObjectNode n = JSON.createObjectNode();
+      n.put("type", type);
+      n.put("case", c.name());
+      return n;
+    }
+
+    void record(ObjectNode n) throws IOException {
+      ledger.write(JSON.writeValueAsString(n));
+      ledger.newLine();
+      ledger.flush();
+    }
+
+    @Override
+    public void close() throws IOException {
+      ledger.close();
+    }
+  }
+
+  private void runCase(Profile.Case c, Path dir) throws IOException {
+    try (Run run = new Run(c, dir)) {
+      ObjectNode plan = run.line("plan");
+      plan.put("mode", c.mode());
+      plan.put("launcher", launcher.name());
+      plan.put("transport", c.transport());
+      plan.put("provider", c.provider());
+      plan.put("operation", c.operation());
+      plan.put("parents", c.parents());
+      plan.put("payload", c.payload());
+      plan.put("block", c.block());
+      plan.put("lanes", c.lanes());
+      plan.put("rounds", c.rounds());
+      plan.put("generations", c.generations());
+      plan.put("faultRole", c.faultRole());
+      plan.put("regionBytes", run.regionBytes);
+      plan.put("sourceHost", c.source().host());
+      plan.put("requesterHost", c.requester().host());
+      plan.put("sourceMemory", c.source().memory());
+      plan.put("requesterMemory", c.requester().memory());
+      var rails = plan.putArray("rails");
+      // The rail mask names the software provider's devices; on native hardware the engine's own
+      // device list stands (docs/qualification.md), and the verifier then checks no mask.
+      if (c.transport().equals("RDMA") && c.provider().equals("software")) {
+        c.rails().forEach(rails::add);
+      }
+      run.record(plan);
+      progress.println(
+          "qualify: case "
+              + c.name()
+              + " ("
+              + c.mode()
+              + ", "
+              + c.transport()
+              + " "
+              + c.operation()
+              + ", "
+              + launcher.name()
+              + ")");
+      try {
+        launcher.setUp(c);
+        drive(run);
+      } catch (IOException | RuntimeException e) {
+        ObjectNode f = run.line("failure");
+        f.put("message", String.valueOf(e.getMessage()));
+        run.record(f);
+        progress.println("qualify: case " + c.name() + " failed: " + e.getMessage());
+      } finally {
+        for (PeerProcess p : List.copyOf(run.live)) {
+          // A peer still running here is one the case could not end in order: it is killed, and
+          // the ledger says so (the verifier then rejects the case: the plan killed no one).
+          ObjectNode kill = run.line("kill");
+          String[] key = p.key().split("-g");
+          kill.put("role", key[0]);
+          kill.put("generation", Integer.parseInt(key[1]));
+          kill.put("pid", p.pid());
+          kill.put("signal", 9);
+          kill.put("reason", "cleanup after a failure");
+          run.record(kill);
+          p.stop();
+          reaped(run, p);
+        }
+        launcher.close();
+        run.record(run.line("end"));
+      }
+    }
+  }
+
+  private void drive(Run run) throws IOException {
+    Profile.Case c = run.c;
+    run.source = spawn(run, "source", 1, 0);
+    run.sourcePort = port(run.source.endpoint());
+    run.requester = spawn(run, "requester", 1, 0);
+    run.remoteRegion =
+        Long.parseLong(run.source.call("ALLOC " + c.source().memory() + " " + run.regionBytes));
+    run.localRegion =
+        Long.parseLong(
+            run.requester.call("ALLOC " + c.requester().memory() + " " + run.regionBytes));
+    run.segment = open(run);
+    int round = 0;
+    for (int g = 1; g <= c.generations(); g++) {
+      for (int r = 1; r <= c.rounds(); r++) {
+        round++;
+        boolean faulted = c.mode().equals("link-down") && r == 2;
+        round(run, round, faulted);
+      }
+      if (g < c.generations()) {
+        replace(run, c.faultRole());
+      }
+    }
+    for (PeerProcess p : List.of(run.requester, run.source)) {
+      p.call("END");
+      p.call("QUIT");
+      reaped(run, p);
+    }
+  }
+
+  /** SIGKILL the role's child, reap it, start its next generation and reconnect the pair. */
+  private void replace(Run run, String role) throws IOException {
+    PeerProcess victim = role.equals("source") ? run.source : run.requester;
+    int generation = role.equals("source") ? run.sourceGeneration : run.requesterGeneration;
+    ObjectNode kill = run.line("kill");
+    kill.put("role", role);
+    kill.put("generation", generation);
+    kill.put("pid", victim.pid());
+    kill.put("signal", 9);
+    run.record(kill);
+    victim.kill();
+    reaped(run, victim);
+    if (role.equals("source")) {
+      run.sourceGeneration++;
+      run.source = spawn(run, "source", run.sourceGeneration, run.sourcePort);
+      run.remoteRegion =
+          Long.parseLong(
+              run.source.call("ALLOC " + run.c.source().memory() + " " + run.regionBytes));
+      // The survivor opens the new incarnation (and so has seen its epoch); its segment of the
+      // killed one must then be refused EPOCH_MISMATCH, admitting nothing and moving no byte.
+      int oldSegment = run.segment;
+      run.segment = open(run);
+      ObjectNode stale = run.line("stale");
+      stale.put("requesterGeneration", run.requesterGeneration);
+      stale.put("staleSourceGeneration", generation);
+      run.record(stale);
+      run.requester.call(
+          "STALE "
+              + oldSegment
+              + " "
+              + run.localRegion
+              + " "
+              + run.remoteRegion
+              + " "
+              + run.c.operation()
+              + " "
+              + run.c.transport()
+              + " 4096");
+      return;
+    }
+    run.requesterGeneration++;
+    run.requester = spawn(run, "requester", run.requesterGeneration, 0);
+    run.localRegion =
+        Long.parseLong(
+            run.requester.call("ALLOC " + run.c.requester().memory() + " " + run.regionBytes));
+    run.segment = open(run);
+  }
+
+  /** The requester opens the source's current incarnation; returns the segment's index. */
+  private static int open(Run run) throws IOException {
+    return Integer.parseInt(run.requester.call("OPEN " + run.source.endpoint()).split(" ")[0]);
+  }
+
+  /** One round: fresh patterns, the batch, then both whole regions checked by their owners. */
+  private void round(Run run, int k, boolean linkDown) throws IOException {
+    Profile.Case c = run.c;
+    long data = seed(c.name(), k);
+    long guard = data ^ 0x5DEECE66DL;
+    ObjectNode line = run.line("round");
+    line.put("round", k);
+    line.put("requesterGeneration", run.requesterGeneration);
+    line.put("sourceGeneration", run.sourceGeneration);
+    line.put("dataSeed", data);
+    line.put("guardSeed", guard);
+    line.put("expectedBytes", c.roundBytes());
+    line.put("stride", run.stride);
+    line.put("localBase", LOCAL_BASE);
+    line.put("remoteBase", REMOTE_BASE);
+    run.record(line);
+    boolean read = c.operation().equals("READ");
+    PeerProcess giver = read ? run.source : run.requester;
+    PeerProcess taker = read ? run.requester : run.source;
+    long giverRegion = read ? run.remoteRegion : run.localRegion;
+    long takerRegion = read ? run.localRegion : run.remoteRegion;
+    giver.call("FILL " + giverRegion + " " + data);
+    taker.call("FILL " + takerRegion + " " + guard);
+    String command =
+        "ROUND "
+            + k
+            + " "
+            + c.operation()
+            + " "
+            + c.transport()
+            + " "
+            + run.segment
+            + " "
+            + run.localRegion
+            + " "
+            + run.remoteRegion
+            + " "
+            + c.parents()
+            + " "
+            + c.payload()
+            + " "
+            + run.stride
+            + " "
+            + LOCAL_BASE
+            + " "
+            + REMOTE_BASE;
+    List<String> spans = new ArrayList<>();
+    for (int i = 0; i < c.parents(); i++) {
+      long l = LOCAL_BASE + i * run.stride;
+      long r = REMOTE_BASE + i * run.stride;
+      spans.add(
+          read
+              ? l + " " + c.payload() + " " + data + " " + r
+              : r + " " + c.payload() + " " + data + " " + l);
+    }
+    if (linkDown) {
+      run.requester.forgetReceipts();
+      run.requester.send(command, List.of());
+      run.requester.receipt("round-start", Duration.ofSeconds(30));
+      String host = c.faultRole().equals("source") ? c.source().host() : c.requester().host();
+      link(run, k, host, false);
+      // Longer than the lanes' liveness timeout (1 s here): the lanes are lost, not just slow.
+      java.util.concurrent.locks.LockSupport.parkNanos(Duration.ofMillis(2500).toNanos());
+      link(run, k, host, true);
+      run.requester.result(command);
+      // Some READs may have failed with the link: their ranges hold old or new bytes, each.
+      var tasks = run.requester.receipt("round", Duration.ofSeconds(5)).path("tasks");
+      List<String> ranges = new ArrayList<>();
+      for (int i = 0; i < c.parents(); i++) {
+        long l = LOCAL_BASE + i * run.stride;
+        long r = REMOTE_BASE + i * run.stride;
+        boolean done = tasks.path(i).path("state").asText().equals("COMPLETED");
+        ranges.add(l + " " + c.payload() + " " + r + " " + (done ? 1 : 0));
+      }
+      run.requester.call(
+          "VERIFYREADS "
+              + k
+              + " "
+              + run.localRegion
+              + " "
+              + guard
+              + " "
+              + data
+              + " "
+              + ranges.size(),
+          ranges);
+      run.source.call("VERIFY " + k + " " + run.remoteRegion + " " + data + " 0");
+      progress.println("qualify:   round " + k + ": the link went down and up under it");
+      return;
+    }
+    run.requester.call(command);
+    taker.call("VERIFY " + k + " " + takerRegion + " " + guard + " " + spans.size(), spans);
+    giver.call("VERIFY " + k + " " + giverRegion + " " + data + " 0");
+    progress.println(
+        "qualify:   round " + k + ": " + c.roundBytes() + " bytes, both regions whole");
+  }
+
+  private void link(Run run, int k, String host, boolean up) throws IOException {
+    launcher.link(host, up);
+    ObjectNode l = run.line("link");
+    l.put("round", k);
+    l.put("host", host);
+    l.put("state", up ? "up" : "down");
+    l.put("atMillis", System.currentTimeMillis());
+    run.record(l);
+  }
+
+  private PeerProcess spawn(Run run, String role, int generation, int port) throws IOException {
+    Profile.Side side = role.equals("source") ? run.c.source() : run.c.requester();
+    String key = role + "-g" + generation;
+    PeerProcess p =
+        PeerProcess.start(
+            launcher,
+            side.host(),
+            key,
+            List.of(run.c.name() + "-" + role, role, run.c.name(), Integer.toString(generation)),
+            Map.of("ORBITE_CONF", conf(run.c, launcher.address(side.host()), port, role)),
+            run.dir,
+            secret);
+    run.live.add(p);
+    ObjectNode s = run.line("spawn");
+    s.put("role", role);
+    s.put("generation", generation);
+    s.put("pid", p.pid());
+    s.put("host", side.host());
+    s.put("endpoint", p.endpoint());
+    s.put("epoch", p.epoch());
+    run.record(s);
+    return p;
+  }
+
+  /** Records the reaped exit status of {@code p} (waiting for its wrapper to reap it). */
+  private void reaped(Run run, PeerProcess p) throws IOException {
+    if (!run.live.remove(p)) {
+      return;
+    }
+    Integer status = p.reap(REAP);
+    String[] key = p.key().split("-g");
+    ObjectNode e = run.line("exit");
+    e.put("role", key[0]);
+    e.put("generation", Integer.parseInt(key[1]));
+    e.put("pid", p.pid());
+    if (status == null) {
+      e.putNull("status");
+    } else {
+      e.put("status", status);
+    }
+    run.record(e);
+  }
+
+  /** The engine configuration of one side of {@code c}. */
+  static String conf(Profile.Case c, String address, int port, String role) {
+    ObjectNode root = JSON.createObjectNode();
+    root.putObject("listen").put("host", address).put("port", port);
+    root.putObject("slicing").put("baseBlockBytes", c.block());
+    ObjectNode tcp = root.putObject("tcp").put("lanes", c.lanes());
+    if (c.mode().equals("link-down")) {
+      tcp.put("keepaliveIntervalMillis", 200).put("livenessTimeoutMillis", 1000);
+    }
+    if (c.transport().equals("SHM")) {
+      root.putObject("shm").put("enabled", true).put("lanes", c.lanes());
+    }
+    if (c.transport().equals("RDMA")) {
+      ObjectNode rdma =
+          root.putObject("rdma")
+              .put("enabled", true)
+              .put("provider", c.provider())
+              .put("lanes", c.lanes());
+      if (c.provider().equals("software")) {
+        rdma.put("softwareAddress", address);
+        var mask = rdma.putObject("selection").putArray("deviceMask");
+        c.rails().forEach(mask::add);
+      }
+    }
+    return root.toString();
+  }
+
+  private static byte[] randomBytes() {
+    byte[] b = new byte[32];
+    new java.security.SecureRandom().nextBytes(b);
+    return b;
+  }
+
+  private static int port(String endpoint) {
+    return Integer.parseInt(endpoint.substring(endpoint.lastIndexOf(':') + 1));
+  }
+
+  /** A pattern seed for round {@code k} of a case: fresh each round, the same on a rerun. */
+  private static long seed(String caseName, int k) {
+    return (caseName.hashCode() * 0x9E3779B97F4A7C15L) ^ (k * 0xBF58476D1CE4E5B9L);
+  }
+}

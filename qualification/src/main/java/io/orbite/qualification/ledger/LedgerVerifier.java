@@ -60,7 +60,7 @@ public final class LedgerVerifier {
     List<String> failures = new ArrayList<>();
     Ledger supervisor = Ledger.read(dir.resolve("supervisor.jsonl"));
     if (supervisor == null) {
-      return new Verdict.CaseVerdict(name, 0, 0, List.of("no supervisor.jsonl"));
+      return new Verdict.CaseVerdict(name, 0, 0, List.of("no supervisor.jsonl"), List.of());
     }
     failures.addAll(supervisor.failures());
     List<JsonNode> plans = supervisor.ofType("plan");
@@ -69,11 +69,12 @@ public final class LedgerVerifier {
         || supervisor.lines().get(0) != plans.get(0)) {
       failures.add(
           "the supervisor's ledger must open with exactly one plan; it has " + plans.size());
-      return new Verdict.CaseVerdict(name, 0, 0, failures);
+      return new Verdict.CaseVerdict(name, 0, 0, failures, List.of());
     }
     Check check = new Check(dir, plans.get(0), supervisor, failures);
     check.run();
-    return new Verdict.CaseVerdict(name, check.roundsVerified, check.bytesVerified, failures);
+    return new Verdict.CaseVerdict(
+        name, check.roundsVerified, check.bytesVerified, failures, check.notes);
   }
 
   /** The checks of one case, with what they learned on the way. */
@@ -84,6 +85,8 @@ public final class LedgerVerifier {
     private final List<String> failures;
     private final Map<String, Ledger> receipts = new HashMap<>();
     private final Map<String, String> epochs = new HashMap<>();
+    private final List<String> notes = new ArrayList<>();
+    private final Map<String, String> boots = new HashMap<>();
     private int roundsVerified;
     private long bytesVerified;
 
@@ -110,6 +113,7 @@ public final class LedgerVerifier {
         fail("the supervisor recorded a failure: " + failure.path("message").asText());
       }
       spawnsAndReaping(mode);
+      hosts();
       rounds(mode);
       staleChecks(mode);
       closes();
@@ -205,7 +209,8 @@ public final class LedgerVerifier {
         } else if (n > 1) {
           fail("child " + s.getKey() + " reaped " + n + " times");
         }
-        receiptsOf(s.getKey(), s.getValue().path("pid").asLong());
+        Ledger r = receiptsOf(s.getKey(), s.getValue().path("pid").asLong());
+        placed(s.getKey(), s.getValue(), r);
       }
     }
 
@@ -264,6 +269,39 @@ public final class LedgerVerifier {
         epochs.put(key, starts.get(0).path("epoch").asText());
       }
       return r;
+    }
+
+    /** The process ran on the host the supervisor placed it on: its hostname and boot id. */
+    private void placed(String key, JsonNode spawn, Ledger r) {
+      if (r == null || r.ofType("start").isEmpty()) {
+        return;
+      }
+      JsonNode start = r.ofType("start").get(0);
+      for (String f : List.of("hostname", "bootId")) {
+        if (!start.path(f).asText().equals(spawn.path(f).asText())) {
+          fail(
+              key
+                  + " ran where "
+                  + f
+                  + " is '"
+                  + start.path(f).asText()
+                  + "', not on the host the supervisor placed it on ('"
+                  + spawn.path(f).asText()
+                  + "')");
+        }
+      }
+      boots.put(spawn.path("role").asText(), start.path("bootId").asText());
+    }
+
+    /** Notes what a passing case does not prove: one machine played both hosts. */
+    private void hosts() {
+      String s = boots.get("source");
+      if (s != null && s.equals(boots.get("requester"))) {
+        notes.add(
+            "source and requester ran on one machine (boot id "
+                + s
+                + "): this run does not qualify two physical hosts");
+      }
     }
 
     /** Every planned round: its tasks, bytes, counters and both whole regions. */

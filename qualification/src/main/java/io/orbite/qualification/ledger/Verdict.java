@@ -28,12 +28,18 @@ public record Verdict(List<CaseVerdict> cases) {
    * @param roundsVerified rounds whose every check held
    * @param bytesVerified payload bytes of those rounds
    * @param failures why the case failed, one message per broken check; empty when it passed
+   * @param notes what the case does not prove although it passed (one machine playing two hosts)
    */
   public record CaseVerdict(
-      String name, int roundsVerified, long bytesVerified, List<String> failures) {
-    /** Copies the list. */
+      String name,
+      int roundsVerified,
+      long bytesVerified,
+      List<String> failures,
+      List<String> notes) {
+    /** Copies the lists. */
     public CaseVerdict {
       failures = List.copyOf(failures);
+      notes = List.copyOf(notes);
     }
 
     /** Whether every check of the case held. */
@@ -72,6 +78,8 @@ public record Verdict(List<CaseVerdict> cases) {
       n.put("bytesVerified", c.bytesVerified());
       ArrayNode f = n.putArray("failures");
       c.failures().forEach(f::add);
+      ArrayNode notes = n.putArray("notes");
+      c.notes().forEach(notes::add);
     }
     try {
       return json.writeValueAsString(root) + "\n";

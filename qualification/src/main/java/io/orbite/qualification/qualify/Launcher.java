@@ -47,6 +47,18 @@ interface Launcher extends AutoCloseable {
   /** Whether {@code pid} still exists on {@code host}. */
   boolean alive(String host, long pid) throws IOException;
 
+  /**
+   * Who {@code host} is: its hostname and boot id. The local and netns launchers' hosts are this
+   * machine; an ssh host is the one its profile pins (checked in {@link #setUp}).
+   */
+  default String[] identity(String host) throws IOException {
+    return new String[] {
+      java.nio.file.Files.readString(java.nio.file.Path.of("/proc/sys/kernel/hostname")).trim(),
+      java.nio.file.Files.readString(java.nio.file.Path.of("/proc/sys/kernel/random/boot_id"))
+          .trim()
+    };
+  }
+
   /** Takes {@code host}'s end of the case's link down, or up again. */
   default void link(String host, boolean up) throws IOException {
     throw new IOException("the " + name() + " launcher has no link to take down: use netns");

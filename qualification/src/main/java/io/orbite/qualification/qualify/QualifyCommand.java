@@ -117,6 +117,9 @@ public final class QualifyCommand {
               + " bytes verified");
     }
     verdict.failures().forEach(f -> System.out.println("  " + f));
+    for (Verdict.CaseVerdict c : verdict.cases()) {
+      c.notes().forEach(n -> System.out.println("  note: " + c.name() + ": " + n));
+    }
     System.out.println(
         (verdict.passed() ? "qualify: VERIFIED PASS" : "qualify: NOT VERIFIED")
             + " (the verdict: "

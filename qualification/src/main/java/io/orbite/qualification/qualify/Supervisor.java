@@ -393,6 +393,9 @@ public final class Supervisor {
     s.put("generation", generation);
     s.put("pid", p.pid());
     s.put("host", side.host());
+    String[] identity = launcher.identity(side.host());
+    s.put("hostname", identity[0]);
+    s.put("bootId", identity[1]);
     s.put("endpoint", p.endpoint());
     s.put("epoch", p.epoch());
     run.record(s);

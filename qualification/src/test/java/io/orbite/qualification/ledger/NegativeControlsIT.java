@@ -26,9 +26,9 @@ import org.junit.jupiter.api.io.TempDir;
  * twice, three generations, the survivor's stale segments refused) passes, and each corruption of a
  * copy of its ledger is rejected for its own reason: a missing round, a duplicated task, a byte
  * count off by one, a stale epoch that moved bytes, an unreaped child, a partially drained owner, a
- * receipt from another process, a child that exited badly, a run that did not finish, and a round
- * whose whole region was not checked. Each corruption is one edit of one file, so each rejection is
- * shown to come from that edit.
+ * receipt from another process or from another host than its place, a child that exited badly, a
+ * run that did not finish, and a round whose whole region was not checked. Each corruption is one
+ * edit of one file, so each rejection is shown to come from that edit.
  */
 class NegativeControlsIT {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -106,6 +106,10 @@ class NegativeControlsIT {
     Verdict v = LedgerVerifier.verify(copy);
     assertTrue(v.passed(), () -> String.join("\n", v.failures()));
     assertEquals(6, v.cases().get(0).roundsVerified());
+    // Honest about what it proves: one machine played both hosts.
+    assertTrue(
+        v.cases().get(0).notes().get(0).contains("does not qualify two physical hosts"),
+        v.cases().toString());
   }
 
   @Test
@@ -208,6 +212,15 @@ class NegativeControlsIT {
     lines.get(1).put("pid", 1);
     write(f, lines);
     assertRejected("source-g2: receipt 2 written by pid 1");
+  }
+
+  @Test
+  void aPeerThatRanOnAnotherHostThanItsPlaceIsRejected() throws IOException {
+    Path f = fresh().resolve("source-g2.jsonl");
+    List<ObjectNode> lines = read(f);
+    first(lines, type("start")).put("bootId", "00000000-0000-4000-8000-000000000000");
+    write(f, lines);
+    assertRejected("source-g2 ran where bootId is '00000000-0000-4000-8000-000000000000'");
   }
 
   @Test

@@ -27,12 +27,10 @@ import java.util.stream.Stream;
  * an engine that lies about its own results cannot also make the verifier agree. The file formats
  * are in docs/qualification.md, "Receipts and the ledger".
  *
- * <p>Longer than 500 lines would be two classes; this one is long because every check is written
- * out beside the failure message it produces, so that a verdict's message leads to its check.
+ * <p>The rounds' checks are {@link RoundCheck}'s; the rest (children, receipts, stale epochs,
+ * drain) are here.
  */
 public final class LedgerVerifier {
-  private static final String[] TRANSPORTS = {"TCP", "SHM", "RDMA"};
-
   private LedgerVerifier() {}
 
   /**
@@ -114,7 +112,11 @@ public final class LedgerVerifier {
       }
       spawnsAndReaping(mode);
       hosts();
-      rounds(mode);
+      boolean replaces = mode.equals("restart") || mode.equals("lost-completion");
+      RoundCheck rounds = new RoundCheck(plan, supervisor, receipts, epochs, this::fail);
+      rounds.run(plan.path("rounds").asInt() * (replaces ? plan.path("generations").asInt() : 1));
+      roundsVerified = rounds.roundsVerified();
+      bytesVerified = rounds.bytesVerified();
       staleChecks(mode);
       closes();
     }
@@ -125,7 +127,10 @@ public final class LedgerVerifier {
       int generations = plan.path("generations").asInt(1);
       Set<String> expected = new HashSet<>();
       for (String role : List.of("source", "requester")) {
-        int n = mode.equals("restart") && role.equals(faultRole) ? generations : 1;
+        int n =
+            (mode.equals("restart") || mode.equals("lost-completion")) && role.equals(faultRole)
+                ? generations
+                : 1;
         for (int g = 1; g <= n; g++) {
           expected.add(role + "-g" + g);
         }
@@ -152,7 +157,7 @@ public final class LedgerVerifier {
         }
       }
       Set<String> expectedKills = new HashSet<>();
-      if (mode.equals("restart")) {
+      if (mode.equals("restart") || mode.equals("lost-completion")) {
         for (int g = 1; g < generations; g++) {
           expectedKills.add(faultRole + "-g" + g);
         }
@@ -304,385 +309,11 @@ public final class LedgerVerifier {
       }
     }
 
-    /** Every planned round: its tasks, bytes, counters and both whole regions. */
-    private void rounds(String mode) {
-      String op = plan.path("operation").asText();
-      String transport = plan.path("transport").asText();
-      int parents = plan.path("parents").asInt();
-      long payload = plan.path("payload").asLong();
-      long regionBytes = plan.path("regionBytes").asLong();
-      int planned =
-          plan.path("rounds").asInt()
-              * (mode.equals("restart") ? plan.path("generations").asInt() : 1);
-      List<JsonNode> rounds = supervisor.ofType("round");
-      Set<Integer> seen = new HashSet<>();
-      for (JsonNode round : rounds) {
-        if (!seen.add(round.path("round").asInt())) {
-          fail(
-              "round " + round.path("round").asInt() + " planned twice in the supervisor's ledger");
-        }
-      }
-      for (int k = 1; k <= planned; k++) {
-        if (!seen.contains(k)) {
-          fail(
-              "round "
-                  + k
-                  + " is missing from the supervisor's ledger (the plan has "
-                  + planned
-                  + ")");
-        }
-      }
-      for (JsonNode round : rounds) {
-        int k = round.path("round").asInt();
-        String req = "requester-g" + round.path("requesterGeneration").asInt();
-        String src = "source-g" + round.path("sourceGeneration").asInt();
-        long expected = round.path("expectedBytes").asLong();
-        if (expected != parents * payload) {
-          fail(
-              "round "
-                  + k
-                  + ": the supervisor planned "
-                  + expected
-                  + " bytes, not parents x payload = "
-                  + parents * payload);
-        }
-        Ledger r = receipts.get(req);
-        Ledger s = receipts.get(src);
-        if (r == null || s == null) {
-          fail("round " + k + ": no receipts from " + (r == null ? req : src));
-          continue;
-        }
-        List<JsonNode> results = withRound(r.ofType("round"), k);
-        if (results.isEmpty()) {
-          fail("round " + k + ": no round receipt from " + req);
-          continue;
-        }
-        if (results.size() > 1) {
-          fail("round " + k + ": " + req + " reported the round " + results.size() + " times");
-        }
-        JsonNode result = results.get(0);
-        int before = failures.size();
-        boolean faulted = linkDown(k) != null;
-        long completedBytes = tasks(k, result, parents, payload, op, transport, faulted);
-        long sum = 0;
-        for (JsonNode t : result.path("tasks")) {
-          sum += t.path("bytes").asLong();
-        }
-        if (!faulted && sum != expected) {
-          fail("round " + k + ": the tasks report " + sum + " bytes, the workload is " + expected);
-        }
-        if (result.path("bytes").asLong() != sum) {
-          fail(
-              "round "
-                  + k
-                  + ": the round receipt says "
-                  + result.path("bytes").asLong()
-                  + " bytes, its tasks "
-                  + sum);
-        }
-        counters(k, result, transport, expected, completedBytes);
-        if (!result.path("peerEpoch").asText().equals(epochs.get(src))) {
-          fail(
-              "round "
-                  + k
-                  + " ran against epoch "
-                  + result.path("peerEpoch").asText()
-                  + ", not "
-                  + src
-                  + "'s "
-                  + epochs.get(src));
-        }
-        boolean read = op.equals("READ");
-        int failedTasks = 0;
-        for (JsonNode t : result.path("tasks")) {
-          failedTasks += t.path("state").asText().equals("COMPLETED") ? 0 : 1;
-        }
-        wholeRegion(k, r, req, regionBytes, read ? parents : 0, read ? failedTasks : 0);
-        wholeRegion(k, s, src, regionBytes, read ? 0 : parents, 0);
-        if (faulted) {
-          linkFault(k, result, rounds);
-        }
-        if (failures.size() == before) {
-          roundsVerified++;
-          bytesVerified += completedBytes;
-        }
-      }
-    }
-
-    /** The link-down line of round {@code k}, or null when the round was not faulted. */
-    private JsonNode linkDown(int k) {
-      for (JsonNode link : supervisor.ofType("link")) {
-        if (link.path("round").asInt() == k && link.path("state").asText().equals("down")) {
-          return link;
-        }
-      }
-      return null;
-    }
-
-    private static List<JsonNode> withRound(List<JsonNode> lines, int round) {
-      return lines.stream().filter(n -> n.path("round").asInt() == round).toList();
-    }
-
-    /**
-     * Each task 0..parents-1 exactly once, completed with its whole payload on the transport; in a
-     * round the link failed under, a task may instead have failed honestly: PEER_LOST or TIMEOUT,
-     * zero bytes, no remote effect, drained.
-     *
-     * @return the bytes of the completed tasks
-     */
-    private long tasks(
-        int k,
-        JsonNode result,
-        int parents,
-        long payload,
-        String op,
-        String transport,
-        boolean faulted) {
-      Set<Integer> indices = new HashSet<>();
-      String effect = op.equals("READ") ? "NONE" : "APPLIED";
-      long completed = 0;
-      for (JsonNode t : result.path("tasks")) {
-        int i = t.path("index").asInt(-1);
-        if (i < 0 || i >= parents) {
-          fail("round " + k + ": task index " + i + " is outside 0.." + (parents - 1));
-        } else if (!indices.add(i)) {
-          fail("round " + k + ": task " + i + " reported twice");
-        }
-        String kind = t.path("errorKind").asText();
-        if (faulted && t.path("state").asText().equals("FAILED")) {
-          if (!kind.equals("PEER_LOST") && !kind.equals("TIMEOUT")) {
-            fail(
-                "round "
-                    + k
-                    + " task "
-                    + i
-                    + ": failed "
-                    + kind
-                    + " under a link loss, not PEER_LOST or TIMEOUT");
-          }
-          if (t.path("bytes").asLong() != 0
-              || !t.path("effect").asText().equals("NONE")
-              || !t.path("drained").asBoolean(false)) {
-            fail(
-                "round "
-                    + k
-                    + " task "
-                    + i
-                    + ": a failed READ must report 0 bytes, effect NONE and drained; it says "
-                    + t);
-          }
-          continue;
-        }
-        completed += t.path("bytes").asLong();
-        if (!t.path("state").asText().equals("COMPLETED")) {
-          fail(
-              "round "
-                  + k
-                  + " task "
-                  + i
-                  + ": "
-                  + t.path("state").asText()
-                  + " ("
-                  + t.path("errorKind").asText()
-                  + "), not COMPLETED");
-        }
-        if (t.path("bytes").asLong() != payload) {
-          fail(
-              "round "
-                  + k
-                  + " task "
-                  + i
-                  + ": "
-                  + t.path("bytes").asLong()
-                  + " bytes, the workload says "
-                  + payload);
-        }
-        if (!t.path("transport").asText().equals(transport)) {
-          fail(
-              "round "
-                  + k
-                  + " task "
-                  + i
-                  + ": ran on "
-                  + t.path("transport").asText()
-                  + ", the plan asks "
-                  + transport);
-        }
-        if (!t.path("effect").asText().equals(effect)) {
-          fail(
-              "round "
-                  + k
-                  + " task "
-                  + i
-                  + ": remote effect "
-                  + t.path("effect").asText()
-                  + ", a completed "
-                  + op
-                  + " has "
-                  + effect);
-        }
-      }
-      for (int i = 0; i < parents; i++) {
-        if (!indices.contains(i)) {
-          fail("round " + k + ": task " + i + " has no result");
-        }
-      }
-      return completed;
-    }
-
-    /**
-     * The requester's counters moved by the bytes its completed tasks hold (the workload, but in a
-     * round a link failed under), and the transport was handed the whole workload, on the planned
-     * transport and rails only.
-     */
-    private void counters(
-        int k, JsonNode result, String transport, long expected, long completedBytes) {
-      JsonNode before = result.path("countersBefore");
-      JsonNode after = result.path("countersAfter");
-      long completed =
-          after.path("bytesCompleted").asLong() - before.path("bytesCompleted").asLong();
-      if (completed != completedBytes) {
-        fail(
-            "round "
-                + k
-                + ": bytesCompleted moved by "
-                + completed
-                + ", the completed tasks hold "
-                + completedBytes);
-      }
-      for (String t : TRANSPORTS) {
-        String key = "bytesDispatched." + t;
-        long moved = after.path(key).asLong() - before.path(key).asLong();
-        long want = t.equals(transport) ? expected : 0;
-        if (moved != want) {
-          fail("round " + k + ": " + key + " moved by " + moved + ", expected " + want);
-        }
-      }
-      if (transport.equals("RDMA")) {
-        long rails = 0;
-        Set<String> allowed = new HashSet<>();
-        plan.path("rails").forEach(n -> allowed.add("rdma/" + n.asText()));
-        var names = after.path("lanes").fieldNames();
-        while (names.hasNext()) {
-          String lane = names.next();
-          if (!lane.startsWith("rdma/")) {
-            continue;
-          }
-          long moved =
-              after.path("lanes").path(lane).asLong() - before.path("lanes").path(lane).asLong();
-          if (moved != 0 && !allowed.isEmpty() && !allowed.contains(lane)) {
-            fail(
-                "round "
-                    + k
-                    + ": "
-                    + moved
-                    + " bytes on rail "
-                    + lane
-                    + ", outside the plan's rails "
-                    + allowed);
-          }
-          rails += moved;
-        }
-        if (rails != completedBytes) {
-          fail(
-              "round "
-                  + k
-                  + ": the RDMA rails carried "
-                  + rails
-                  + " bytes, the completed tasks hold "
-                  + completedBytes);
-        }
-      }
-    }
-
-    /** Both whole allocations checked for the round: payload spans and every guard byte. */
-    private void wholeRegion(
-        int k, Ledger r, String key, long regionBytes, int spans, int failedSpans) {
-      List<JsonNode> checks = withRound(r.ofType("verify"), k);
-      if (checks.size() != 1) {
-        fail("round " + k + ": " + key + " has " + checks.size() + " region checks, not 1");
-        return;
-      }
-      JsonNode c = checks.get(0);
-      if (!c.path("ok").asBoolean(false)) {
-        fail(
-            "round "
-                + k
-                + ": "
-                + key
-                + "'s region is wrong at byte "
-                + c.path("firstBad").asLong());
-      }
-      if (c.path("bytes").asLong() != regionBytes) {
-        fail(
-            "round "
-                + k
-                + ": "
-                + key
-                + " checked "
-                + c.path("bytes").asLong()
-                + " bytes, not the whole region of "
-                + regionBytes);
-      }
-      if (c.path("spans").asInt() != spans) {
-        fail(
-            "round "
-                + k
-                + ": "
-                + key
-                + " checked "
-                + c.path("spans").asInt()
-                + " payload spans, the workload puts "
-                + spans
-                + " there");
-      }
-    }
-
-    /**
-     * A round the supervisor faulted with a link down was still running when the link went, lost a
-     * lane, and the round after it found the lanes back and completed whole.
-     */
-    private void linkFault(int k, JsonNode result, List<JsonNode> rounds) {
-      long down = linkDown(k).path("atMillis").asLong();
-      if (result.path("endedAtMillis").asLong() <= down) {
-        fail("round " + k + " ended before the link went down: the fault hit no transfer");
-      }
-      JsonNode before = result.path("countersBefore");
-      if (result.path("countersAfter").path("lanesLost").asLong()
-              - before.path("lanesLost").asLong()
-          < 1) {
-        fail("round " + k + ": the link went down and no lane was lost");
-      }
-      boolean up =
-          supervisor.ofType("link").stream()
-              .anyMatch(l -> l.path("round").asInt() == k && l.path("state").asText().equals("up"));
-      if (!up) {
-        fail("round " + k + ": the link was taken down and never brought up");
-      }
-      String req =
-          "requester-g"
-              + rounds.stream()
-                  .filter(n -> n.path("round").asInt() == k)
-                  .findFirst()
-                  .orElseThrow()
-                  .path("requesterGeneration")
-                  .asInt();
-      List<JsonNode> next =
-          receipts.get(req) == null
-              ? List.of()
-              : withRound(receipts.get(req).ofType("round"), k + 1);
-      if (next.isEmpty()) {
-        fail("round " + k + ": no round after the link came back");
-      } else if (next.get(0).path("countersAfter").path("lanesRestored").asLong()
-          <= before.path("lanesRestored").asLong()) {
-        fail("round " + (k + 1) + ": no lane was restored after the link came back");
-      }
-    }
-
     /** Each stale epoch the supervisor tried was refused, admitting nothing and moving no byte. */
     private void staleChecks(String mode) {
       List<JsonNode> stale = supervisor.ofType("stale");
-      if (mode.equals("restart") && plan.path("faultRole").asText().equals("source")) {
+      if ((mode.equals("restart") || mode.equals("lost-completion"))
+          && plan.path("faultRole").asText().equals("source")) {
         int due = plan.path("generations").asInt() - 1;
         if (stale.size() != due) {
           fail(

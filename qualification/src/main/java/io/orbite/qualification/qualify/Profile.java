@@ -28,11 +28,11 @@ import java.util.Set;
  */
 public record Profile(String name, String launcher, Map<String, Host> hosts, List<Case> cases) {
   /** Modes that run. The reference's others are named, and refused as not built. */
-  static final List<String> MODES = List.of("healthy", "restart", "link-down");
+  static final List<String> MODES =
+      List.of("healthy", "restart", "link-down", "lost-completion", "inflight-err");
 
   /** The reference's modes this version does not build yet (docs/qualification.md says why). */
-  static final List<String> NOT_BUILT =
-      List.of("interruption", "lost-completion", "cleanup-failure", "inflight-err");
+  static final List<String> NOT_BUILT = List.of("interruption", "cleanup-failure");
 
   /** Copies the collections. */
   public Profile {
@@ -245,15 +245,38 @@ public record Profile(String name, String launcher, Map<String, Host> hosts, Lis
     if (!faulted && faultRole != null) {
       throw new ProfileException(c.pathOf("faultRole") + ": a healthy case has no fault role");
     }
-    int generations = (int) c.number("generations", mode.equals("restart") ? null : 1L, 1, 3);
+    boolean replaces = mode.equals("restart") || mode.equals("lost-completion");
+    int generations =
+        (int)
+            c.number(
+                "generations",
+                mode.equals("restart") ? null : mode.equals("lost-completion") ? 2L : 1L,
+                1,
+                3);
     if (mode.equals("restart") && generations < 2) {
       throw new ProfileException(
           c.pathOf("generations") + ": a restart runs 2 or 3 generations, not " + generations);
     }
-    if (!mode.equals("restart") && generations != 1) {
-      throw new ProfileException(c.pathOf("generations") + ": only a restart has generations");
+    if (mode.equals("lost-completion") && generations != 2) {
+      throw new ProfileException(
+          c.pathOf("generations")
+              + ": a lost-completion case runs 2 generations of the source (the fault kills the"
+              + " first), not "
+              + generations);
     }
-    int rounds = (int) c.number("rounds", 3L, mode.equals("link-down") ? 3 : 1, 100);
+    if (!replaces && generations != 1) {
+      throw new ProfileException(
+          c.pathOf("generations") + ": only a restart or a lost-completion has generations");
+    }
+    int rounds =
+        (int)
+            c.number(
+                "rounds",
+                3L,
+                mode.equals("link-down") || mode.equals("inflight-err")
+                    ? 3
+                    : mode.equals("lost-completion") ? 2 : 1,
+                100);
     c.noOthers();
     if (transport.equals("SHM")
         && (source.memory().equals("external") || requester.memory().equals("external"))) {
@@ -265,9 +288,38 @@ public record Profile(String name, String launcher, Map<String, Host> hosts, Lis
     if (mode.equals("link-down") && !(transport.equals("TCP") && operation.equals("READ"))) {
       throw new ProfileException(
           c.pathOf("mode")
-              + ": link-down runs TCP READs (the healing re-sends a READ on a reconnected lane; a"
-              + " WRITE cut mid-flight ends with an unknown remote effect, which this mode does"
-              + " not qualify)");
+              + ": link-down runs TCP READs (a READ cut by the link fails with no remote effect"
+              + " and its range is checked byte by byte; a WRITE cut mid-flight ends with an"
+              + " unknown remote effect, which this mode does not qualify)");
+    }
+    boolean softRdma = transport.equals("RDMA") && provider.equals("software");
+    if ((mode.equals("lost-completion") || mode.equals("inflight-err")) && !softRdma) {
+      throw new ProfileException(
+          c.pathOf("mode")
+              + ": "
+              + mode
+              + " runs through the software RDMA provider's fault table: transport rdma,"
+              + " provider software");
+    }
+    if (mode.equals("lost-completion") && !"source".equals(faultRole)) {
+      throw new ProfileException(
+          c.pathOf("faultRole") + ": a lost-completion case kills the source");
+    }
+    if (mode.equals("inflight-err")) {
+      if (!"requester".equals(faultRole)) {
+        throw new ProfileException(
+            c.pathOf("faultRole") + ": an inflight-err case faults the requester's QP");
+      }
+      if (!operation.equals("WRITE")
+          || parents != 1
+          || lanes != 1
+          || railMask == 3
+          || payload > block) {
+        throw new ProfileException(
+            c.pathOf("mode")
+                + ": inflight-err runs one WRITE of one work request: operation write, parents"
+                + " 1, lanes 1, railMask 1 or 2, payload at most block");
+      }
     }
     if (mode.equals("link-down") && source.host().equals(requester.host())) {
       throw new ProfileException(

@@ -55,6 +55,11 @@ import java.util.Map;
  * OPEN endpoint                    -> OK segment epoch-hex
  * ROUND k op transport segment local remote parents payload stride localBase remoteBase
  *                                  -> RECEIPT round-start, RECEIPT round, OK bytes
+ * ROUNDBG (as ROUND)               -> RECEIPT round-start, OK   (the batch runs on; AWAIT k takes it)
+ * AWAIT k                          -> RECEIPT round, OK bytes
+ * PEEK region seed from off len    -> OK 1 | OK 0  (whether those bytes hold that pattern; no receipt)
+ * ARM kind bytes                   -> OK   (a peer started with "faults" only: {@link PeerFaults})
+ * FAULTS                           -> OK posts injected
  * STALE segment local remote op transport length
  *                                  -> RECEIPT stale, OK errorKind
  * VERIFY k region guardSeed n      -> (n lines: offset length seed from) RECEIPT verify, OK | ERR
@@ -72,6 +77,8 @@ public final class QualifyPeer {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final TransferEngine engine;
+  private final PeerFaults faults;
+  private PendingRound pending;
   private final PrintStream out;
   private final String role;
   private final String caseName;
@@ -82,15 +89,24 @@ public final class QualifyPeer {
   private long seq;
 
   private QualifyPeer(
-      TransferEngine engine, PrintStream out, String role, String caseName, int generation) {
+      TransferEngine engine,
+      PeerFaults faults,
+      PrintStream out,
+      String role,
+      String caseName,
+      int generation) {
     this.engine = engine;
+    this.faults = faults;
     this.out = out;
     this.role = role;
     this.caseName = caseName;
     this.generation = generation;
   }
 
-  /** {@code QualifyPeer name role case generation}; the engine's configuration in ORBITE_CONF. */
+  /**
+   * {@code QualifyPeer name role case generation [faults]}; the engine's configuration in
+   * ORBITE_CONF; with {@code faults}, the engine runs with {@link PeerFaults}' hooks.
+   */
   public static void main(String[] args) {
     int status = 0;
     try {
@@ -103,8 +119,8 @@ public final class QualifyPeer {
   }
 
   private static void serve(String[] args) throws IOException {
-    if (args.length != 4) {
-      throw new IllegalArgumentException("usage: QualifyPeer name role case generation");
+    if (args.length != 4 && !(args.length == 5 && args[4].equals("faults"))) {
+      throw new IllegalArgumentException("usage: QualifyPeer name role case generation [faults]");
     }
     org.slf4j.LoggerFactory.getLogger(QualifyPeer.class);
     PrintStream out =
@@ -127,16 +143,21 @@ public final class QualifyPeer {
             ".secret",
             java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
                 java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
+    PeerFaults faults = args.length == 5 ? new PeerFaults() : null;
     TransferEngine engine;
     try {
       Files.writeString(secret, first.substring("SECRET ".length()).trim());
+      EngineConfig withSecret =
+          config.withSecurity(config.security().withSecretFile(secret.toString()));
       engine =
-          TransferEngine.start(
-              config.withSecurity(config.security().withSecretFile(secret.toString())));
+          faults == null
+              ? TransferEngine.start(withSecret)
+              : io.orbite.engine.fault.FaultInjection.start(withSecret, faults);
     } finally {
       Files.deleteIfExists(secret);
     }
-    QualifyPeer peer = new QualifyPeer(engine, out, args[1], args[2], Integer.parseInt(args[3]));
+    QualifyPeer peer =
+        new QualifyPeer(engine, faults, out, args[1], args[2], Integer.parseInt(args[3]));
     peer.loop(in);
   }
 
@@ -186,7 +207,25 @@ public final class QualifyPeer {
         emit(r);
         yield "OK " + (segments.size() - 1) + " " + Long.toHexString(s.descriptor().epoch());
       }
-      case "ROUND" -> round(t);
+      case "ROUND" -> finish(submit(t));
+      case "ROUNDBG" -> {
+        pending = submit(t);
+        yield "OK";
+      }
+      case "AWAIT" -> {
+        if (pending == null || pending.round() != Integer.parseInt(t[1])) {
+          throw new IllegalStateException("no round " + t[1] + " in the background");
+        }
+        PendingRound p = pending;
+        pending = null;
+        yield finish(p);
+      }
+      case "PEEK" -> peek(t);
+      case "ARM" -> {
+        faults().arm(t[1], Integer.parseInt(t[2]));
+        yield "OK";
+      }
+      case "FAULTS" -> "OK " + faults().posts() + " " + faults().injected();
       case "STALE" -> stale(t);
       case "VERIFY" -> verify(t, in);
       case "VERIFYREADS" -> verifyReads(t, in);
@@ -224,8 +263,17 @@ public final class QualifyPeer {
     return "OK " + m.regionId();
   }
 
-  /** ROUND: one batch of {@code parents} tasks, every task's result and the counters around it. */
-  private String round(String[] t) {
+  /** A round submitted in the background (ROUNDBG), awaited by AWAIT. */
+  private record PendingRound(
+      int round,
+      Op op,
+      Transport transport,
+      RemoteSegment peer,
+      EngineCounters before,
+      java.util.concurrent.CompletableFuture<BatchStatus> status) {}
+
+  /** ROUND (or ROUNDBG): one batch of {@code parents} tasks, submitted on its own thread. */
+  private PendingRound submit(String[] t) {
     int k = Integer.parseInt(t[1]);
     Op op = Op.valueOf(t[2]);
     Transport transport = Transport.valueOf(t[3]);
@@ -252,20 +300,41 @@ public final class QualifyPeer {
     started.put("atMillis", System.currentTimeMillis());
     EngineCounters before = engine.counters();
     emit(started);
-    Batch batch = engine.allocateBatch(parents);
+    var status = new java.util.concurrent.CompletableFuture<BatchStatus>();
+    Thread.ofPlatform()
+        .daemon()
+        .name("qualify-round-" + k)
+        .start(
+            () -> {
+              Batch batch = engine.allocateBatch(parents);
+              try {
+                batch.submit(requests);
+                status.complete(batch.await(Duration.ofSeconds(120)));
+              } catch (RuntimeException e) {
+                status.completeExceptionally(e);
+              } finally {
+                batch.free();
+              }
+            });
+    return new PendingRound(k, op, transport, peer, before, status);
+  }
+
+  /** Waits for a submitted round and writes its receipt: every task's result, counters around. */
+  private String finish(PendingRound p) {
     BatchStatus status;
     try {
-      batch.submit(requests);
-      status = batch.await(Duration.ofSeconds(120));
-    } finally {
-      batch.free();
+      status = p.status().get(150, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e);
+    } catch (java.util.concurrent.TimeoutException | InterruptedException e) {
+      throw new IllegalStateException("round " + p.round() + " did not end: " + e, e);
     }
     long ended = System.currentTimeMillis();
     ObjectNode r = receipt("round");
-    r.put("round", k);
-    r.put("operation", op.name());
-    r.put("transport", transport.name());
-    r.put("peerEpoch", Long.toHexString(peer.descriptor().epoch()));
+    r.put("round", p.round());
+    r.put("operation", p.op().name());
+    r.put("transport", p.transport().name());
+    r.put("peerEpoch", Long.toHexString(p.peer().descriptor().epoch()));
     r.put("endedAtMillis", ended);
     var tasks = r.putArray("tasks");
     long sum = 0;
@@ -283,10 +352,35 @@ public final class QualifyPeer {
       sum += result.bytes();
     }
     r.put("bytes", sum);
-    r.set("countersBefore", counters(before));
+    if (faults != null && !faults.armed().equals("none")) {
+      ObjectNode f = r.putObject("fault");
+      f.put("kind", faults.armed());
+      f.put("posts", faults.posts());
+      f.put("injected", faults.injected());
+    }
+    r.set("countersBefore", counters(p.before()));
     r.set("countersAfter", counters(engine.counters()));
     emit(r);
     return "OK " + sum;
+  }
+
+  /**
+   * PEEK: whether {@code [offset, offset + length)} holds pattern {@code seed} from {@code from}.
+   */
+  private String peek(String[] t) {
+    RegisteredMemory m = region(t[1]);
+    long seed = Long.parseLong(t[2]);
+    long from = Long.parseLong(t[3]);
+    long offset = Long.parseLong(t[4]);
+    long length = Long.parseLong(t[5]);
+    return Pattern.verify(m.segment(), offset, length, seed, from) < 0 ? "OK 1" : "OK 0";
+  }
+
+  private PeerFaults faults() {
+    if (faults == null) {
+      throw new IllegalStateException("this peer was started without faults");
+    }
+    return faults;
   }
 
   /** STALE: a submission through a segment of a replaced incarnation, which must be refused. */
@@ -357,6 +451,7 @@ public final class QualifyPeer {
     r.put("region", m.regionId());
     r.put("bytes", m.lengthBytes());
     r.put("spans", n);
+    r.put("spanBytes", spans.stream().mapToLong(Span::length).sum());
     r.put("ok", bad < 0);
     r.put("firstBad", bad);
     emit(r);
@@ -413,6 +508,7 @@ public final class QualifyPeer {
     r.put("region", m.regionId());
     r.put("bytes", m.lengthBytes());
     r.put("spans", n);
+    r.put("spanBytes", ranges.stream().mapToLong(x -> x[1]).sum());
     r.put("failedSpans", failed);
     r.put("landedInFailed", landed);
     r.put("ok", bad < 0);

@@ -201,11 +201,11 @@ public final class Supervisor {
     for (int g = 1; g <= c.generations(); g++) {
       for (int r = 1; r <= c.rounds(); r++) {
         round++;
-        boolean faulted = c.mode().equals("link-down") && r == 2;
-        round(run, round, faulted);
+        round(run, round, fault(c, g, r));
       }
       if (g < c.generations()) {
-        replace(run, c.faultRole());
+        // A lost-completion round ends by killing the source itself.
+        replace(run, c.faultRole(), c.mode().equals("lost-completion"));
       }
     }
     for (PeerProcess p : List.of(run.requester, run.source)) {
@@ -215,18 +215,28 @@ public final class Supervisor {
     }
   }
 
-  /** SIGKILL the role's child, reap it, start its next generation and reconnect the pair. */
-  private void replace(Run run, String role) throws IOException {
+  /**
+   * The fault of round {@code r} of generation {@code g}, or null: link-down and inflight-err fault
+   * round 2; lost-completion the last round of the first generation.
+   */
+  private static String fault(Profile.Case c, int g, int r) {
+    return switch (c.mode()) {
+      case "link-down", "inflight-err" -> r == 2 && g == 1 ? c.mode() : null;
+      case "lost-completion" -> g == 1 && r == c.rounds() ? c.mode() : null;
+      default -> null;
+    };
+  }
+
+  /**
+   * SIGKILL the role's child (unless the round's fault did), reap it, start its next generation and
+   * reconnect the pair.
+   */
+  private void replace(Run run, String role, boolean killed) throws IOException {
     PeerProcess victim = role.equals("source") ? run.source : run.requester;
     int generation = role.equals("source") ? run.sourceGeneration : run.requesterGeneration;
-    ObjectNode kill = run.line("kill");
-    kill.put("role", role);
-    kill.put("generation", generation);
-    kill.put("pid", victim.pid());
-    kill.put("signal", 9);
-    run.record(kill);
-    victim.kill();
-    reaped(run, victim);
+    if (!killed) {
+      kill(run, victim, "restart");
+    }
     if (role.equals("source")) {
       run.sourceGeneration++;
       run.source = spawn(run, "source", run.sourceGeneration, run.sourcePort);
@@ -263,13 +273,27 @@ public final class Supervisor {
     run.segment = open(run);
   }
 
+  /** SIGKILL of {@code victim}'s exact PID, recorded first, then reaped. */
+  private void kill(Run run, PeerProcess victim, String reason) throws IOException {
+    String[] key = victim.key().split("-g");
+    ObjectNode kill = run.line("kill");
+    kill.put("role", key[0]);
+    kill.put("generation", Integer.parseInt(key[1]));
+    kill.put("pid", victim.pid());
+    kill.put("signal", 9);
+    kill.put("reason", reason);
+    run.record(kill);
+    victim.kill();
+    reaped(run, victim);
+  }
+
   /** The requester opens the source's current incarnation; returns the segment's index. */
   private static int open(Run run) throws IOException {
     return Integer.parseInt(run.requester.call("OPEN " + run.source.endpoint()).split(" ")[0]);
   }
 
   /** One round: fresh patterns, the batch, then both whole regions checked by their owners. */
-  private void round(Run run, int k, boolean linkDown) throws IOException {
+  private void round(Run run, int k, String fault) throws IOException {
     Profile.Case c = run.c;
     long data = seed(c.name(), k);
     long guard = data ^ 0x5DEECE66DL;
@@ -283,6 +307,13 @@ public final class Supervisor {
     line.put("stride", run.stride);
     line.put("localBase", LOCAL_BASE);
     line.put("remoteBase", REMOTE_BASE);
+    long landed = Math.max(1, c.payload() / 3);
+    if (fault != null) {
+      line.put("fault", fault);
+    }
+    if ("inflight-err".equals(fault)) {
+      line.put("landedBytes", landed);
+    }
     run.record(line);
     boolean read = c.operation().equals("READ");
     PeerProcess giver = read ? run.source : run.requester;
@@ -323,7 +354,26 @@ public final class Supervisor {
               ? l + " " + c.payload() + " " + data + " " + r
               : r + " " + c.payload() + " " + data + " " + l);
     }
-    if (linkDown) {
+    if ("lost-completion".equals(fault)) {
+      lostCompletion(run, k, command, data, guard, spans);
+      return;
+    }
+    if ("inflight-err".equals(fault)) {
+      // One WRITE of one work request, its copy cut after `landed` bytes by the provider.
+      run.requester.call("ARM interrupt " + landed);
+      run.requester.call(command);
+      run.requester.call("ARM none 0");
+      long l = LOCAL_BASE;
+      long r = REMOTE_BASE;
+      run.source.call(
+          "VERIFY " + k + " " + run.remoteRegion + " " + guard + " 1",
+          List.of(r + " " + landed + " " + data + " " + l));
+      run.requester.call("VERIFY " + k + " " + run.localRegion + " " + data + " 0");
+      progress.println(
+          "qualify:   round " + k + ": the WRITE's copy cut after " + landed + " bytes");
+      return;
+    }
+    if ("link-down".equals(fault)) {
       run.requester.forgetReceipts();
       run.requester.send(command, List.of());
       run.requester.receipt("round-start", Duration.ofSeconds(30));
@@ -365,6 +415,69 @@ public final class Supervisor {
         "qualify:   round " + k + ": " + c.roundBytes() + " bytes, both regions whole");
   }
 
+  /**
+   * A lost-completion round: the provider withholds the completion of every payload work request of
+   * the round; once every byte of the payload has landed, the source is killed; every task must
+   * then fail drained with no byte counted, a WRITE UNKNOWN.
+   */
+  private void lostCompletion(
+      Run run, int k, String command, long data, long guard, List<String> spans)
+      throws IOException {
+    Profile.Case c = run.c;
+    boolean read = c.operation().equals("READ");
+    run.requester.forgetReceipts();
+    run.requester.call("ARM withhold 0");
+    run.requester.call(command.replaceFirst("^ROUND ", "ROUNDBG "));
+    // The payload lands (only its completions are withheld): on the requester for a READ, on the
+    // source for a WRITE.
+    PeerProcess taker = read ? run.requester : run.source;
+    long region = read ? run.localRegion : run.remoteRegion;
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    for (String span : spans) {
+      String[] f = span.split(" ");
+      while (!taker
+          .call("PEEK " + region + " " + data + " " + f[3] + " " + f[0] + " " + f[1])
+          .equals("1")) {
+        if (System.nanoTime() - deadline > 0) {
+          throw new IOException("round " + k + ": the payload did not land within 60 s");
+        }
+        java.util.concurrent.locks.LockSupport.parkNanos(Duration.ofMillis(20).toNanos());
+      }
+    }
+    kill(run, run.source, "lost-completion: every payload completion withheld, the payload landed");
+    var receiptAnswer = run.requester.call("AWAIT " + k);
+    progress.println(
+        "qualify:   round "
+            + k
+            + ": source killed, the round reported "
+            + receiptAnswer
+            + " bytes");
+    run.requester.call("ARM none 0");
+    if (read) {
+      var tasks = run.requester.receipt("round", Duration.ofSeconds(5)).path("tasks");
+      List<String> ranges = new ArrayList<>();
+      for (int i = 0; i < c.parents(); i++) {
+        String[] f = spans.get(i).split(" ");
+        boolean done = tasks.path(i).path("state").asText().equals("COMPLETED");
+        ranges.add(f[0] + " " + f[1] + " " + f[3] + " " + (done ? 1 : 0));
+      }
+      run.requester.call(
+          "VERIFYREADS "
+              + k
+              + " "
+              + run.localRegion
+              + " "
+              + guard
+              + " "
+              + data
+              + " "
+              + ranges.size(),
+          ranges);
+    } else {
+      run.requester.call("VERIFY " + k + " " + run.localRegion + " " + data + " 0");
+    }
+  }
+
   private void link(Run run, int k, String host, boolean up) throws IOException {
     launcher.link(host, up);
     ObjectNode l = run.line("link");
@@ -378,12 +491,20 @@ public final class Supervisor {
   private PeerProcess spawn(Run run, String role, int generation, int port) throws IOException {
     Profile.Side side = role.equals("source") ? run.c.source() : run.c.requester();
     String key = role + "-g" + generation;
+    List<String> args =
+        new ArrayList<>(
+            List.of(run.c.name() + "-" + role, role, run.c.name(), Integer.toString(generation)));
+    if (role.equals("requester")
+        && (run.c.mode().equals("lost-completion") || run.c.mode().equals("inflight-err"))) {
+      // The requester's provider carries the fault table the round arms.
+      args.add("faults");
+    }
     PeerProcess p =
         PeerProcess.start(
             launcher,
             side.host(),
             key,
-            List.of(run.c.name() + "-" + role, role, run.c.name(), Integer.toString(generation)),
+            args,
             Map.of("ORBITE_CONF", conf(run.c, launcher.address(side.host()), port, role)),
             run.dir,
             secret);

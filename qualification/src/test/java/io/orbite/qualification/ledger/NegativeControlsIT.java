@@ -27,12 +27,14 @@ import org.junit.jupiter.api.io.TempDir;
  * copy of its ledger is rejected for its own reason: a missing round, a duplicated task, a byte
  * count off by one, a stale epoch that moved bytes, an unreaped child, a partially drained owner, a
  * receipt from another process or from another host than its place, a child that exited badly, a
- * run that did not finish, and a round whose whole region was not checked. Each corruption is one
- * edit of one file, so each rejection is shown to come from that edit.
+ * WRITE with withheld completions reported without effect, a fault never injected, a run that did
+ * not finish, and a round whose whole region was not checked. Each corruption edits one file of a
+ * fresh copy, so each rejection is shown to come from that edit.
  */
 class NegativeControlsIT {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String CASE = "tcp-source-restart";
+  private static final String LOST = "rdma-write-lost-completion";
 
   @TempDir static Path run;
   @TempDir Path copy;
@@ -40,22 +42,28 @@ class NegativeControlsIT {
   @BeforeAll
   static void aRealRunPasses() throws Exception {
     Profile shipped = Profile.read(Path.of("profiles", "restart.json"));
-    Profile one =
-        new Profile(
-            "negative-controls",
-            "local",
-            shipped.hosts(),
-            shipped.cases().stream().filter(c -> c.name().equals(CASE)).toList());
-    assertEquals(1, one.cases().size());
-    Verdict v = Supervisor.run(one, "local", run, System.err);
+    List<Profile.Case> cases = new ArrayList<>();
+    cases.addAll(shipped.cases().stream().filter(c -> c.name().equals(CASE)).toList());
+    cases.addAll(
+        Profile.read(Path.of("profiles", "lost-completion.json")).cases().stream()
+            .filter(c -> c.name().equals(LOST))
+            .toList());
+    assertEquals(2, cases.size());
+    Profile two = new Profile("negative-controls", "local", shipped.hosts(), cases);
+    Verdict v = Supervisor.run(two, "local", run, System.err);
     assertTrue(v.passed(), () -> String.join("\n", v.failures()));
   }
 
-  /** A copy of the passing case, for one corruption. */
+  /** A copy of the passing TCP restart case, for one corruption. */
   private Path fresh() throws IOException {
-    Path dir = copy.resolve(CASE);
+    return fresh(CASE);
+  }
+
+  /** A copy of the passing case {@code name}, for one corruption. */
+  private Path fresh(String name) throws IOException {
+    Path dir = copy.resolve(name);
     Files.createDirectories(dir);
-    try (Stream<Path> files = Files.list(run.resolve(CASE))) {
+    try (Stream<Path> files = Files.list(run.resolve(name))) {
       for (Path f : files.toList()) {
         Files.copy(f, dir.resolve(f.getFileName()));
       }
@@ -105,6 +113,7 @@ class NegativeControlsIT {
     fresh();
     Verdict v = LedgerVerifier.verify(copy);
     assertTrue(v.passed(), () -> String.join("\n", v.failures()));
+    assertEquals(1, v.cases().size());
     assertEquals(6, v.cases().get(0).roundsVerified());
     // Honest about what it proves: one machine played both hosts.
     assertTrue(
@@ -232,6 +241,27 @@ class NegativeControlsIT {
     write(f, lines);
     assertRejected("round 5: requester-g1 reported the round 2 times");
     assertRejected("where");
+  }
+
+  @Test
+  void theLostCompletionCasePassesAndAWriteReportedWithoutEffectIsRejected() throws IOException {
+    Path f = fresh(LOST).resolve("requester-g1.jsonl");
+    Verdict v = LedgerVerifier.verify(copy);
+    assertTrue(v.passed(), () -> String.join("\n", v.failures()));
+    List<ObjectNode> lines = read(f);
+    ((ObjectNode) first(lines, round("round", 2)).get("tasks").get(1)).put("effect", "NONE");
+    write(f, lines);
+    assertRejected(
+        "round 2 task 1: effect NONE; a WRITE whose payload landed unconfirmed is UNKNOWN");
+  }
+
+  @Test
+  void aFaultRoundWhoseFaultWasNeverInjectedIsRejected() throws IOException {
+    Path f = fresh(LOST).resolve("requester-g1.jsonl");
+    List<ObjectNode> lines = read(f);
+    ((ObjectNode) first(lines, round("round", 2)).get("fault")).put("injected", 0);
+    write(f, lines);
+    assertRejected("round 2: the provider's fault withhold was injected 0 times");
   }
 
   @Test

@@ -133,6 +133,49 @@ class ProfileTest {
   }
 
   @Test
+  void theProviderFaultModesRunOnlyWhereTheirFaultIsExact() {
+    String lost = profile(",\"faultRole\":\"source\"").replace("healthy", "lost-completion");
+    assertRefused(lost, "cases[0].mode: lost-completion runs through the software RDMA provider");
+    String lostRdma = lost.replace("\"tcp\"", "\"rdma\"");
+    Profile.Case c;
+    try {
+      c = parse(lostRdma).cases().get(0);
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
+    assertEquals(2, c.generations(), "a lost-completion case runs two source generations");
+    assertRefused(
+        lostRdma.replace("\"source\"", "\"requester\""),
+        "cases[0].faultRole: a lost-completion case kills the source");
+    assertRefused(
+        lostRdma.replace("\"faultRole\":\"source\"", "\"faultRole\":\"source\",\"generations\":3"),
+        "cases[0].generations: a lost-completion case runs 2 generations");
+    String err =
+        profile(",\"faultRole\":\"requester\",\"lanes\":1,\"railMask\":1,\"block\":4096")
+            .replace("healthy", "inflight-err")
+            .replace("\"tcp\"", "\"rdma\"")
+            .replace("\"read\"", "\"write\"")
+            .replace("\"parents\":2", "\"parents\":1");
+    try {
+      assertEquals("inflight-err", parse(err).cases().get(0).mode());
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
+    assertRefused(
+        err.replace("\"parents\":1", "\"parents\":2"),
+        "inflight-err runs one WRITE of one work request");
+    assertRefused(err.replace("\"railMask\":1", "\"railMask\":3"), "railMask 1 or 2");
+    assertRefused(err.replace("\"write\"", "\"read\""), "operation write");
+    assertRefused(err.replace("\"block\":4096", "\"block\":2048"), "2048 is outside");
+    assertRefused(
+        err.replace("\"requester\"", "\"source\""),
+        "cases[0].faultRole: an inflight-err case faults the requester's QP");
+    assertRefused(
+        err.replace("\"railMask\":1", "\"railMask\":1,\"provider\":\"native\""),
+        "inflight-err runs through the software RDMA provider's fault table");
+  }
+
+  @Test
   void theReferencesModesNotBuiltAreRefusedByNameNotIgnored() {
     for (String mode : Profile.NOT_BUILT) {
       assertRefused(

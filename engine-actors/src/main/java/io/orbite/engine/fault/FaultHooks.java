@@ -67,6 +67,16 @@ public interface FaultHooks {
   default void beforeRdmaPost(String lane, int qpNum, long wrId, boolean write) {}
 
   /**
+   * Called by an RDMA channel's control reader once the channel's gate has closed because its peer
+   * was lost (its control connection ended or broke, or it broke the protocol): from here on no
+   * payload of that channel is posted. A test holding a lane in {@link #beforeRdmaPost} waits for
+   * this before it lets the lane go, so that the held payload is never posted.
+   *
+   * @param peer the lost peer ({@code host:port@epoch-hex})
+   */
+  default void rdmaPeerLost(String peer) {}
+
+  /**
    * Called by a source's RDMA lane after a slice's completion SEND landed in its posted receive and
    * its window was released, just before the lane answers the requester's ACK (the source's
    * receipt, without which the slice does not succeed). Blocking here holds that lane thread with

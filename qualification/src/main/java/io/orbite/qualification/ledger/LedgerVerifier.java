@@ -31,6 +31,13 @@ import java.util.stream.Stream;
  * drain) are here.
  */
 public final class LedgerVerifier {
+  /**
+   * The modes in which the fault role's process is killed and replaced by a next generation (the
+   * verifier's own list: it shares no code with the supervisor).
+   */
+  private static final List<String> REPLACING =
+      List.of("restart", "interruption", "lost-completion", "cleanup-failure");
+
   private LedgerVerifier() {}
 
   /**
@@ -112,7 +119,7 @@ public final class LedgerVerifier {
       }
       spawnsAndReaping(mode);
       hosts();
-      boolean replaces = mode.equals("restart") || mode.equals("lost-completion");
+      boolean replaces = REPLACING.contains(mode);
       RoundCheck rounds = new RoundCheck(plan, supervisor, receipts, epochs, this::fail);
       rounds.run(plan.path("rounds").asInt() * (replaces ? plan.path("generations").asInt() : 1));
       roundsVerified = rounds.roundsVerified();
@@ -121,16 +128,22 @@ public final class LedgerVerifier {
       closes();
     }
 
+    /**
+     * Whether {@code role} runs several generations: the fault role of a replacing mode, and under
+     * a cleanup failure both (the source is killed to make the requester drain its QP, and the
+     * requester keeps that QP for life).
+     */
+    private static boolean replaced(String mode, String role, String faultRole) {
+      return REPLACING.contains(mode) && (role.equals(faultRole) || mode.equals("cleanup-failure"));
+    }
+
     /** Every child spawned once per (role, generation), as the plan asks; each reaped once. */
     private void spawnsAndReaping(String mode) throws IOException {
       String faultRole = plan.path("faultRole").asText("");
       int generations = plan.path("generations").asInt(1);
       Set<String> expected = new HashSet<>();
       for (String role : List.of("source", "requester")) {
-        int n =
-            (mode.equals("restart") || mode.equals("lost-completion")) && role.equals(faultRole)
-                ? generations
-                : 1;
+        int n = replaced(mode, role, faultRole) ? generations : 1;
         for (int g = 1; g <= n; g++) {
           expected.add(role + "-g" + g);
         }
@@ -157,9 +170,11 @@ public final class LedgerVerifier {
         }
       }
       Set<String> expectedKills = new HashSet<>();
-      if (mode.equals("restart") || mode.equals("lost-completion")) {
-        for (int g = 1; g < generations; g++) {
-          expectedKills.add(faultRole + "-g" + g);
+      for (String role : List.of("source", "requester")) {
+        if (replaced(mode, role, faultRole)) {
+          for (int g = 1; g < generations; g++) {
+            expectedKills.add(role + "-g" + g);
+          }
         }
       }
       if (!kills.keySet().equals(expectedKills)) {
@@ -312,8 +327,7 @@ public final class LedgerVerifier {
     /** Each stale epoch the supervisor tried was refused, admitting nothing and moving no byte. */
     private void staleChecks(String mode) {
       List<JsonNode> stale = supervisor.ofType("stale");
-      if ((mode.equals("restart") || mode.equals("lost-completion"))
-          && plan.path("faultRole").asText().equals("source")) {
+      if (REPLACING.contains(mode) && plan.path("faultRole").asText().equals("source")) {
         int due = plan.path("generations").asInt() - 1;
         if (stale.size() != due) {
           fail(

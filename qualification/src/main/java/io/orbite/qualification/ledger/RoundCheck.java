@@ -23,7 +23,13 @@ import java.util.function.Consumer;
  *       no effect, a WRITE {@code UNKNOWN}, no byte counted; the dead source's region is not
  *       checked;
  *   <li>{@code inflight-err}: the provider cut the one WRITE's copy: it failed {@code UNKNOWN}, 0
- *       bytes, drained, and the source's region holds exactly the bytes the cut let through.
+ *       bytes, drained, and the source's region holds exactly the bytes the cut let through;
+ *   <li>{@code interruption}: the first payload post was held with its grant given, the source
+ *       killed; every task failed {@code PEER_LOST}, 0 bytes, no effect, drained, and the
+ *       requester's region is as it was;
+ *   <li>{@code cleanup-failure}: every completion withheld and the QP's destroy failing for good:
+ *       the READ ended {@code UNQUIESCED}, undrained, 0 bytes, its batch busy, the destroy asked
+ *       once, and the requester showed the quarantined QP and the kept loan before its replacement.
  * </ul>
  *
  * <p>Longer than 500 lines: each check is written out beside the failure message it gives, so that
@@ -172,16 +178,23 @@ final class RoundCheck {
       takerSpans = 1;
       takerSpanBytes = round.path("landedBytes").asLong();
     }
-    wholeRegion(
-        k,
-        r,
-        req,
-        regionBytes,
-        read ? takerSpans : 0,
-        read ? failedTasks : 0,
-        read ? takerSpanBytes : 0);
-    if (fault.equals("lost-completion")) {
-      // The source was killed with the payload landed: its memory is gone with it.
+    if (fault.equals("interruption")) {
+      // Nothing was posted: the requester's region is checked as it was, with no payload span.
+      wholeRegion(k, r, req, regionBytes, 0, 0, 0);
+    } else {
+      wholeRegion(
+          k,
+          r,
+          req,
+          regionBytes,
+          read ? takerSpans : 0,
+          read ? failedTasks : 0,
+          read ? takerSpanBytes : 0);
+    }
+    if (fault.equals("lost-completion")
+        || fault.equals("interruption")
+        || fault.equals("cleanup-failure")) {
+      // The source was killed in the round: its memory is gone with it.
       if (!withRound(s.ofType("verify"), k).isEmpty()) {
         fail("round " + k + ": " + src + " checked its region after the supervisor killed it");
       }
@@ -192,15 +205,27 @@ final class RoundCheck {
       case "" -> {}
       case "link-down" -> linkFault(k, result, round, rounds);
       case "lost-completion" -> injected(k, result, "withhold", parents, Integer.MAX_VALUE);
+      case "interruption" -> {
+        injected(k, result, "hold", 1, 1);
+        if (!result.path("fault").path("released").asText().equals("peer-lost")) {
+          fail(
+              "round "
+                  + k
+                  + ": the held post went on by "
+                  + result.path("fault").path("released").asText()
+                  + ", not after the channel closed on the peer's loss");
+        }
+      }
+      case "cleanup-failure" -> cleanupFailure(k, result, r, req);
       case "inflight-err" -> {
         injected(k, result, "interrupt", 1, 1);
-        if (round.path("landedBytes").asLong() < 1
-            || round.path("landedBytes").asLong() >= payload) {
+        long landed = round.path("landedBytes").asLong();
+        if (landed < 1 || landed >= payload) {
           fail(
               "round "
                   + k
                   + ": the cut lets "
-                  + round.path("landedBytes").asLong()
+                  + landed
                   + " of "
                   + payload
                   + " bytes through: not part-way");
@@ -241,7 +266,10 @@ final class RoundCheck {
       } else if (!indices.add(i)) {
         fail("round " + k + ": task " + i + " reported twice");
       }
-      boolean failed = t.path("state").asText().equals("FAILED");
+      boolean failed =
+          t.path("state")
+              .asText()
+              .equals(fault.equals("cleanup-failure") ? "UNQUIESCED" : "FAILED");
       if (!fault.isEmpty() && !fault.equals("link-down") && !failed) {
         fail(
             "round "
@@ -315,18 +343,41 @@ final class RoundCheck {
     return completed;
   }
 
-  /** A task the fault failed: 0 bytes, drained, with the kind and the effect the fault leaves. */
+  /**
+   * A task the round's fault ended: 0 bytes; drained (but UNQUIESCED under a cleanup failure, whose
+   * work requests may still be pending); with the kind and the effect that fault leaves.
+   */
   private void failedHonestly(int k, int i, JsonNode t, String op, String fault) {
     String kind = t.path("errorKind").asText();
     String effect = t.path("effect").asText();
-    if (t.path("bytes").asLong() != 0 || !t.path("drained").asBoolean(false)) {
+    boolean drained = !fault.equals("cleanup-failure");
+    if (t.path("bytes").asLong() != 0 || t.path("drained").asBoolean(!drained) != drained) {
       fail(
           "round "
               + k
               + " task "
               + i
-              + ": a failed task must report 0 bytes and drained; it says "
+              + ": a task its fault ended must report 0 bytes and drained "
+              + drained
+              + "; it says "
               + t);
+    }
+    String due =
+        switch (fault) {
+          case "lost-completion" -> op.equals("READ") ? "NONE" : "UNKNOWN";
+          case "inflight-err" -> "UNKNOWN";
+          default -> "NONE";
+        };
+    if (!effect.equals(due)) {
+      String why =
+          switch (fault) {
+            case "lost-completion" -> "a " + op + " whose payload landed unconfirmed is " + due;
+            case "inflight-err" -> "a WRITE cut part-way is UNKNOWN";
+            case "interruption" -> "nothing was posted before the source died: NONE";
+            case "cleanup-failure" -> "a READ has no remote effect: NONE";
+            default -> "a failed READ has effect NONE";
+          };
+      fail("round " + k + " task " + i + ": effect " + effect + "; " + why);
     }
     switch (fault) {
       case "link-down" -> {
@@ -340,11 +391,8 @@ final class RoundCheck {
                   + kind
                   + " under a link loss, not PEER_LOST or TIMEOUT");
         }
-        if (!effect.equals("NONE")) {
-          fail("round " + k + " task " + i + ": a failed READ has effect NONE, not " + effect);
-        }
       }
-      case "lost-completion" -> {
+      case "lost-completion", "interruption" -> {
         if (!kind.equals("PEER_LOST")) {
           fail(
               "round "
@@ -355,33 +403,8 @@ final class RoundCheck {
                   + kind
                   + " when its source died, not PEER_LOST");
         }
-        String due = op.equals("READ") ? "NONE" : "UNKNOWN";
-        if (!effect.equals(due)) {
-          fail(
-              "round "
-                  + k
-                  + " task "
-                  + i
-                  + ": effect "
-                  + effect
-                  + "; a "
-                  + op
-                  + " whose payload landed unconfirmed is "
-                  + due);
-        }
       }
-      default -> {
-        if (!effect.equals("UNKNOWN")) {
-          fail(
-              "round "
-                  + k
-                  + " task "
-                  + i
-                  + ": effect "
-                  + effect
-                  + "; a WRITE cut part-way is UNKNOWN");
-        }
-      }
+      default -> {}
     }
   }
 
@@ -507,6 +530,42 @@ final class RoundCheck {
               + c.path("failedSpans").asInt(0)
               + " spans as failed READs, the round failed "
               + failedSpans);
+    }
+  }
+
+  /**
+   * A cleanup failure: the QP's destroy was asked for once and never again, the batch stayed busy,
+   * and the requester still held the task's memory and a quarantined owner when it was recorded.
+   */
+  private void cleanupFailure(int k, JsonNode result, Ledger r, String req) {
+    injected(k, result, "cleanup", 1, Integer.MAX_VALUE);
+    if (!result.path("free").asText().equals("BATCH_BUSY")) {
+      fail(
+          "round "
+              + k
+              + ": the batch of an UNQUIESCED task was freed ("
+              + result.path("free").asText()
+              + "), not kept BATCH_BUSY");
+    }
+    List<JsonNode> owners = r.ofType("owners");
+    JsonNode last = owners.isEmpty() ? null : owners.get(owners.size() - 1);
+    if (last == null || last.path("quarantined").asInt() < 1 || last.path("loans").asLong() < 1) {
+      fail(
+          "round "
+              + k
+              + ": "
+              + req
+              + " did not show the quarantined QP and the kept loan before it was replaced: "
+              + last);
+      return;
+    }
+    if (last.path("qpDestroys").asInt(-1) != 1) {
+      fail(
+          "round "
+              + k
+              + ": the failing QP destroy was asked for "
+              + last.path("qpDestroys").asInt(-1)
+              + " times, not once");
     }
   }
 

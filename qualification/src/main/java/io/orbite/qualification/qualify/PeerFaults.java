@@ -20,6 +20,10 @@ final class PeerFaults implements FaultHooks {
   private final AtomicInteger injected = new AtomicInteger();
   private volatile String armed = "none";
   private volatile int interruptBytes;
+  private volatile int destroysAtArm;
+  private volatile String released = "-";
+  private volatile java.util.concurrent.CountDownLatch held =
+      new java.util.concurrent.CountDownLatch(1);
 
   @Override
   public Object rdmaFaults() {
@@ -37,24 +41,75 @@ final class PeerFaults implements FaultHooks {
       return;
     }
     int n = posts.getAndIncrement();
-    if (kind.equals("withhold")) {
-      t.withholdCqe(qpNum, wrId);
-      injected.incrementAndGet();
-    } else if (kind.equals("interrupt") && n == 0) {
-      t.interruptCopy(qpNum, wrId, interruptBytes);
-      injected.incrementAndGet();
+    switch (kind) {
+      case "withhold" -> {
+        t.withholdCqe(qpNum, wrId);
+        injected.incrementAndGet();
+      }
+      case "interrupt" -> {
+        if (n == 0) {
+          t.interruptCopy(qpNum, wrId, interruptBytes);
+          injected.incrementAndGet();
+        }
+      }
+      case "cleanup" -> {
+        t.withholdCqe(qpNum, wrId);
+        if (n == 0) {
+          // EIO (5), sticky: the QP is never destroyed, so its work requests stay pending.
+          t.failNextDestroy(SoftFaults.Kind.QP, 5, true);
+        }
+        injected.incrementAndGet();
+      }
+      case "hold" -> {
+        if (n == 0) {
+          injected.incrementAndGet();
+          try {
+            // The lane waits here, its grant given, until the channel's gate has closed on the
+            // peer's loss (the supervisor kills the source): the payload is then never posted.
+            released =
+                held.await(60, java.util.concurrent.TimeUnit.SECONDS) ? "peer-lost" : "timeout";
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            released = "interrupted";
+          }
+        }
+      }
+      default -> {}
     }
   }
 
-  /** Arms {@code kind} ({@code none}, {@code withhold} or {@code interrupt}) from the next post. */
+  @Override
+  public void rdmaPeerLost(String peer) {
+    // The gate of the held post's channel has closed: the post goes on, and is not sent.
+    held.countDown();
+  }
+
+  /** How the held post went on: {@code peer-lost}, {@code timeout}, or {@code -} when none. */
+  String released() {
+    return released;
+  }
+
+  /** QP destroys the provider was asked for since the last {@link #arm}. */
+  int qpDestroys() {
+    SoftFaults t = table.get();
+    return t == null ? 0 : t.destroyCalls(SoftFaults.Kind.QP) - destroysAtArm;
+  }
+
+  /** Arms {@code kind} (none, withhold, interrupt, hold or cleanup) from the next post. */
   void arm(String kind, int bytes) {
-    if (!kind.equals("none") && !kind.equals("withhold") && !kind.equals("interrupt")) {
-      throw new IllegalArgumentException("fault '" + kind + "' is not none, withhold, interrupt");
+    if (!java.util.List.of("none", "withhold", "interrupt", "hold", "cleanup").contains(kind)) {
+      throw new IllegalArgumentException(
+          "fault '" + kind + "' is not none, withhold, interrupt, hold or cleanup");
     }
     armed = "none";
+    held.countDown();
+    held = new java.util.concurrent.CountDownLatch(1);
     posts.set(0);
     injected.set(0);
+    released = "-";
     interruptBytes = bytes;
+    SoftFaults t = table.get();
+    destroysAtArm = t == null ? 0 : t.destroyCalls(SoftFaults.Kind.QP);
     armed = kind;
   }
 

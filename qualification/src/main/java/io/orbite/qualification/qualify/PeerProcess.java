@@ -214,7 +214,7 @@ final class PeerProcess {
     }
     // The pump may still be reading the last line: the stream ends right after the process.
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-    while (exitStatus == null && System.nanoTime() < deadline) {
+    while (exitStatus == null && deadline - System.nanoTime() > 0) {
       java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
     }
     if (launcher.alive(host, pid)) {
@@ -223,7 +223,7 @@ final class PeerProcess {
     return exitStatus;
   }
 
-  /** Ends the peer however it is: QUIT when it can answer, else SIGKILL; never throws. */
+  /** Ends the peer: SIGKILL of its PID if it still runs (its wrapper then ends); never throws. */
   void stop() {
     try {
       if (process.isAlive()) {

@@ -29,10 +29,22 @@ import java.util.Set;
 public record Profile(String name, String launcher, Map<String, Host> hosts, List<Case> cases) {
   /** Modes that run. The reference's others are named, and refused as not built. */
   static final List<String> MODES =
-      List.of("healthy", "restart", "link-down", "lost-completion", "inflight-err");
+      List.of(
+          "healthy",
+          "restart",
+          "interruption",
+          "link-down",
+          "lost-completion",
+          "cleanup-failure",
+          "inflight-err");
 
-  /** The reference's modes this version does not build yet (docs/qualification.md says why). */
-  static final List<String> NOT_BUILT = List.of("interruption", "cleanup-failure");
+  /** The modes whose fault kills (and replaces) the fault role's process. */
+  static final List<String> REPLACING =
+      List.of("restart", "interruption", "lost-completion", "cleanup-failure");
+
+  /** The modes that run through the software RDMA provider's fault table. */
+  static final List<String> PROVIDER_FAULTS =
+      List.of("interruption", "lost-completion", "cleanup-failure", "inflight-err");
 
   /** Copies the collections. */
   public Profile {
@@ -223,15 +235,6 @@ public record Profile(String name, String launcher, Map<String, Host> hosts, Lis
       throw new ProfileException(c.pathOf("railMask") + ": only an rdma case has rails");
     }
     String mode = c.string("mode", true);
-    if (NOT_BUILT.contains(mode)) {
-      throw new ProfileException(
-          c.pathOf("mode")
-              + ": '"
-              + mode
-              + "' is one of the reference's modes this version does not build yet (see"
-              + " docs/qualification.md, \"Modes not built\"); the modes are "
-              + String.join(", ", MODES));
-    }
     if (!MODES.contains(mode)) {
       throw new ProfileException(
           c.pathOf("mode") + ": '" + mode + "' is not one of " + String.join(", ", MODES));
@@ -245,28 +248,24 @@ public record Profile(String name, String launcher, Map<String, Host> hosts, Lis
     if (!faulted && faultRole != null) {
       throw new ProfileException(c.pathOf("faultRole") + ": a healthy case has no fault role");
     }
-    boolean replaces = mode.equals("restart") || mode.equals("lost-completion");
+    boolean replaces = REPLACING.contains(mode);
     int generations =
-        (int)
-            c.number(
-                "generations",
-                mode.equals("restart") ? null : mode.equals("lost-completion") ? 2L : 1L,
-                1,
-                3);
+        (int) c.number("generations", mode.equals("restart") ? null : replaces ? 2L : 1L, 1, 3);
     if (mode.equals("restart") && generations < 2) {
       throw new ProfileException(
           c.pathOf("generations") + ": a restart runs 2 or 3 generations, not " + generations);
     }
-    if (mode.equals("lost-completion") && generations != 2) {
+    if (replaces && !mode.equals("restart") && generations != 2) {
       throw new ProfileException(
           c.pathOf("generations")
-              + ": a lost-completion case runs 2 generations of the source (the fault kills the"
-              + " first), not "
+              + ": a "
+              + mode
+              + " case runs 2 generations of its fault role (the fault ends the first), not "
               + generations);
     }
     if (!replaces && generations != 1) {
       throw new ProfileException(
-          c.pathOf("generations") + ": only a restart or a lost-completion has generations");
+          c.pathOf("generations") + ": a " + mode + " case has one generation, not " + generations);
     }
     int rounds =
         (int)
@@ -275,7 +274,7 @@ public record Profile(String name, String launcher, Map<String, Host> hosts, Lis
                 3L,
                 mode.equals("link-down") || mode.equals("inflight-err")
                     ? 3
-                    : mode.equals("lost-completion") ? 2 : 1,
+                    : replaces && !mode.equals("restart") ? 2 : 1,
                 100);
     c.noOthers();
     if (transport.equals("SHM")
@@ -293,7 +292,7 @@ public record Profile(String name, String launcher, Map<String, Host> hosts, Lis
               + " unknown remote effect, which this mode does not qualify)");
     }
     boolean softRdma = transport.equals("RDMA") && provider.equals("software");
-    if ((mode.equals("lost-completion") || mode.equals("inflight-err")) && !softRdma) {
+    if (PROVIDER_FAULTS.contains(mode) && !softRdma) {
       throw new ProfileException(
           c.pathOf("mode")
               + ": "
@@ -301,9 +300,27 @@ public record Profile(String name, String launcher, Map<String, Host> hosts, Lis
               + " runs through the software RDMA provider's fault table: transport rdma,"
               + " provider software");
     }
-    if (mode.equals("lost-completion") && !"source".equals(faultRole)) {
+    if ((mode.equals("lost-completion") || mode.equals("interruption"))
+        && !"source".equals(faultRole)) {
+      throw new ProfileException(c.pathOf("faultRole") + ": a " + mode + " case kills the source");
+    }
+    if (mode.equals("interruption") && (lanes != 1 || railMask == 3)) {
       throw new ProfileException(
-          c.pathOf("faultRole") + ": a lost-completion case kills the source");
+          c.pathOf("mode")
+              + ": interruption holds the one QP's first post: lanes 1, railMask 1 or 2");
+    }
+    if (mode.equals("cleanup-failure")) {
+      if (!"requester".equals(faultRole)) {
+        throw new ProfileException(
+            c.pathOf("faultRole") + ": a cleanup-failure case faults the requester's QP");
+      }
+      if (!operation.equals("READ") || parents != 1 || lanes != 1 || railMask != 1) {
+        throw new ProfileException(
+            c.pathOf("mode")
+                + ": cleanup-failure runs one READ on the one QP of one device, so that the QP"
+                + " destroy that fails is that READ's: operation read, parents 1, lanes 1,"
+                + " railMask 1");
+      }
     }
     if (mode.equals("inflight-err")) {
       if (!"requester".equals(faultRole)) {

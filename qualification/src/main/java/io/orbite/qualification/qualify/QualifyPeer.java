@@ -59,7 +59,8 @@ import java.util.Map;
  * AWAIT k                          -> RECEIPT round, OK bytes
  * PEEK region seed from off len    -> OK 1 | OK 0  (whether those bytes hold that pattern; no receipt)
  * ARM kind bytes                   -> OK   (a peer started with "faults" only: {@link PeerFaults})
- * FAULTS                           -> OK posts injected
+ * FAULTS                           -> OK posts injected qpDestroys  (since the last ARM)
+ * QUARANTINED                      -> OK owner,owner...  (owed().quarantined(), spaces as _)
  * STALE segment local remote op transport length
  *                                  -> RECEIPT stale, OK errorKind
  * VERIFY k region guardSeed n      -> (n lines: offset length seed from) RECEIPT verify, OK | ERR
@@ -225,7 +226,14 @@ public final class QualifyPeer {
         faults().arm(t[1], Integer.parseInt(t[2]));
         yield "OK";
       }
-      case "FAULTS" -> "OK " + faults().posts() + " " + faults().injected();
+      case "FAULTS" ->
+          "OK " + faults().posts() + " " + faults().injected() + " " + faults().qpDestroys();
+      case "QUARANTINED" -> {
+        // The owners quarantined now, by name (engine.owed().quarantined()).
+        List<String> names = new ArrayList<>();
+        engine.owed().quarantined().forEach(q -> names.add(q.owner().replace(' ', '_')));
+        yield "OK " + String.join(",", names);
+      }
       case "STALE" -> stale(t);
       case "VERIFY" -> verify(t, in);
       case "VERIFYREADS" -> verifyReads(t, in);
@@ -240,6 +248,9 @@ public final class QualifyPeer {
         r.put("registrations", owed.registrations());
         r.put("loans", owed.loans());
         r.put("quarantined", owed.quarantined().size());
+        if (faults != null) {
+          r.put("qpDestroys", faults.qpDestroys());
+        }
         emit(r);
         yield "OK";
       }
@@ -270,7 +281,8 @@ public final class QualifyPeer {
       Transport transport,
       RemoteSegment peer,
       EngineCounters before,
-      java.util.concurrent.CompletableFuture<BatchStatus> status) {}
+      java.util.concurrent.CompletableFuture<BatchStatus> status,
+      java.util.concurrent.atomic.AtomicReference<String> freed) {}
 
   /** ROUND (or ROUNDBG): one batch of {@code parents} tasks, submitted on its own thread. */
   private PendingRound submit(String[] t) {
@@ -301,22 +313,36 @@ public final class QualifyPeer {
     EngineCounters before = engine.counters();
     emit(started);
     var status = new java.util.concurrent.CompletableFuture<BatchStatus>();
+    var freed = new java.util.concurrent.atomic.AtomicReference<String>("OK");
     Thread.ofPlatform()
         .daemon()
         .name("qualify-round-" + k)
         .start(
             () -> {
+              // The status is published after free(), so that the receipt can say how it went.
+              BatchStatus done = null;
+              RuntimeException failure = null;
               Batch batch = engine.allocateBatch(parents);
               try {
                 batch.submit(requests);
-                status.complete(batch.await(Duration.ofSeconds(120)));
+                done = batch.await(Duration.ofSeconds(120));
               } catch (RuntimeException e) {
-                status.completeExceptionally(e);
+                failure = e;
               } finally {
-                batch.free();
+                try {
+                  batch.free();
+                } catch (RuntimeException e) {
+                  // A batch whose task is UNQUIESCED stays busy: the receipt says so.
+                  freed.set(e instanceof TransferException te ? te.kind().name() : e.toString());
+                }
+              }
+              if (failure != null) {
+                status.completeExceptionally(failure);
+              } else {
+                status.complete(done);
               }
             });
-    return new PendingRound(k, op, transport, peer, before, status);
+    return new PendingRound(k, op, transport, peer, before, status, freed);
   }
 
   /** Waits for a submitted round and writes its receipt: every task's result, counters around. */
@@ -352,11 +378,14 @@ public final class QualifyPeer {
       sum += result.bytes();
     }
     r.put("bytes", sum);
+    r.put("free", p.freed().get());
     if (faults != null && !faults.armed().equals("none")) {
       ObjectNode f = r.putObject("fault");
       f.put("kind", faults.armed());
       f.put("posts", faults.posts());
       f.put("injected", faults.injected());
+      f.put("qpDestroys", faults.qpDestroys());
+      f.put("released", faults.released());
     }
     r.set("countersBefore", counters(p.before()));
     r.set("countersAfter", counters(engine.counters()));

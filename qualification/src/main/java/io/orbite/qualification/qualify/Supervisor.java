@@ -169,16 +169,23 @@ public final class Supervisor {
         for (PeerProcess p : List.copyOf(run.live)) {
           // A peer still running here is one the case could not end in order: it is killed, and
           // the ledger says so (the verifier then rejects the case: the plan killed no one).
-          ObjectNode kill = run.line("kill");
-          String[] key = p.key().split("-g");
-          kill.put("role", key[0]);
-          kill.put("generation", Integer.parseInt(key[1]));
-          kill.put("pid", p.pid());
-          kill.put("signal", 9);
-          kill.put("reason", "cleanup after a failure");
-          run.record(kill);
-          p.stop();
-          reaped(run, p);
+          try {
+            ObjectNode kill = run.line("kill");
+            String[] key = p.key().split("-g");
+            kill.put("role", key[0]);
+            kill.put("generation", Integer.parseInt(key[1]));
+            kill.put("pid", p.pid());
+            kill.put("signal", 9);
+            kill.put("reason", "cleanup after a failure");
+            run.record(kill);
+            p.stop();
+            reaped(run, p);
+          } catch (IOException | RuntimeException e) {
+            // Not reaped: the ledger has no exit for it, and the verifier names it unreaped.
+            ObjectNode f = run.line("failure");
+            f.put("message", "cleanup of " + p.key() + " (pid " + p.pid() + "): " + e.getMessage());
+            run.record(f);
+          }
         }
         launcher.close();
         run.record(run.line("end"));
@@ -191,11 +198,8 @@ public final class Supervisor {
     run.source = spawn(run, "source", 1, 0);
     run.sourcePort = port(run.source.endpoint());
     run.requester = spawn(run, "requester", 1, 0);
-    run.remoteRegion =
-        Long.parseLong(run.source.call("ALLOC " + c.source().memory() + " " + run.regionBytes));
-    run.localRegion =
-        Long.parseLong(
-            run.requester.call("ALLOC " + c.requester().memory() + " " + run.regionBytes));
+    run.remoteRegion = alloc(run.source, c.source().memory(), run.regionBytes);
+    run.localRegion = alloc(run.requester, c.requester().memory(), run.regionBytes);
     run.segment = open(run);
     int round = 0;
     for (int g = 1; g <= c.generations(); g++) {
@@ -203,9 +207,15 @@ public final class Supervisor {
         round++;
         round(run, round, fault(c, g, r));
       }
-      if (g < c.generations()) {
-        // A lost-completion round ends by killing the source itself.
-        replace(run, c.faultRole(), c.mode().equals("lost-completion"));
+      if (g < c.generations() && c.mode().equals("cleanup-failure")) {
+        // Both died in the fault round: a fresh pair, the requester's first open of the source.
+        run.sourceGeneration++;
+        run.source = spawn(run, "source", run.sourceGeneration, run.sourcePort);
+        run.remoteRegion = alloc(run.source, run.c.source().memory(), run.regionBytes);
+        replace(run, "requester", true);
+      } else if (g < c.generations()) {
+        // A fault round that ends a process kills it itself.
+        replace(run, c.faultRole(), !c.mode().equals("restart"));
       }
     }
     for (PeerProcess p : List.of(run.requester, run.source)) {
@@ -217,12 +227,13 @@ public final class Supervisor {
 
   /**
    * The fault of round {@code r} of generation {@code g}, or null: link-down and inflight-err fault
-   * round 2; lost-completion the last round of the first generation.
+   * round 2; the modes whose fault ends a process, the last round of the first generation.
    */
   private static String fault(Profile.Case c, int g, int r) {
     return switch (c.mode()) {
       case "link-down", "inflight-err" -> r == 2 && g == 1 ? c.mode() : null;
-      case "lost-completion" -> g == 1 && r == c.rounds() ? c.mode() : null;
+      case "lost-completion", "interruption", "cleanup-failure" ->
+          g == 1 && r == c.rounds() ? c.mode() : null;
       default -> null;
     };
   }
@@ -240,9 +251,7 @@ public final class Supervisor {
     if (role.equals("source")) {
       run.sourceGeneration++;
       run.source = spawn(run, "source", run.sourceGeneration, run.sourcePort);
-      run.remoteRegion =
-          Long.parseLong(
-              run.source.call("ALLOC " + run.c.source().memory() + " " + run.regionBytes));
+      run.remoteRegion = alloc(run.source, run.c.source().memory(), run.regionBytes);
       // The survivor opens the new incarnation (and so has seen its epoch); its segment of the
       // killed one must then be refused EPOCH_MISMATCH, admitting nothing and moving no byte.
       int oldSegment = run.segment;
@@ -267,9 +276,7 @@ public final class Supervisor {
     }
     run.requesterGeneration++;
     run.requester = spawn(run, "requester", run.requesterGeneration, 0);
-    run.localRegion =
-        Long.parseLong(
-            run.requester.call("ALLOC " + run.c.requester().memory() + " " + run.regionBytes));
+    run.localRegion = alloc(run.requester, run.c.requester().memory(), run.regionBytes);
     run.segment = open(run);
   }
 
@@ -285,6 +292,10 @@ public final class Supervisor {
     run.record(kill);
     victim.kill();
     reaped(run, victim);
+  }
+
+  private static long alloc(PeerProcess p, String memory, long bytes) throws IOException {
+    return Long.parseLong(p.call("ALLOC " + memory + " " + bytes));
   }
 
   /** The requester opens the source's current incarnation; returns the segment's index. */
@@ -356,6 +367,14 @@ public final class Supervisor {
     }
     if ("lost-completion".equals(fault)) {
       lostCompletion(run, k, command, data, guard, spans);
+      return;
+    }
+    if ("interruption".equals(fault)) {
+      interruption(run, k, command, data, guard);
+      return;
+    }
+    if ("cleanup-failure".equals(fault)) {
+      cleanupFailure(run, k, command, data, guard, spans);
       return;
     }
     if ("inflight-err".equals(fault)) {
@@ -430,20 +449,7 @@ public final class Supervisor {
     run.requester.call(command.replaceFirst("^ROUND ", "ROUNDBG "));
     // The payload lands (only its completions are withheld): on the requester for a READ, on the
     // source for a WRITE.
-    PeerProcess taker = read ? run.requester : run.source;
-    long region = read ? run.localRegion : run.remoteRegion;
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    for (String span : spans) {
-      String[] f = span.split(" ");
-      while (!taker
-          .call("PEEK " + region + " " + data + " " + f[3] + " " + f[0] + " " + f[1])
-          .equals("1")) {
-        if (System.nanoTime() - deadline > 0) {
-          throw new IOException("round " + k + ": the payload did not land within 60 s");
-        }
-        java.util.concurrent.locks.LockSupport.parkNanos(Duration.ofMillis(20).toNanos());
-      }
-    }
+    awaitLanded(run, k, data, spans);
     kill(run, run.source, "lost-completion: every payload completion withheld, the payload landed");
     var receiptAnswer = run.requester.call("AWAIT " + k);
     progress.println(
@@ -478,6 +484,95 @@ public final class Supervisor {
     }
   }
 
+  /**
+   * An interruption round: the requester's first payload post, its grant given by the source, is
+   * held; the source is killed; once the requester's RDMA channel has closed on the loss, the post
+   * goes on (and is not sent). No task may have moved a byte: every one fails drained with no
+   * effect.
+   */
+  private void interruption(Run run, int k, String command, long data, long guard)
+      throws IOException {
+    run.requester.forgetReceipts();
+    run.requester.call("ARM hold 0");
+    run.requester.call(command.replaceFirst("^ROUND ", "ROUNDBG "));
+    awaitAnswer(run.requester, "FAULTS", a -> Integer.parseInt(a.split(" ")[1]) >= 1, "a grant");
+    // The held post goes on by itself once the requester's channel has closed on the loss.
+    kill(run, run.source, "interruption: a grant given, its payload post held");
+    String bytes = run.requester.call("AWAIT " + k);
+    run.requester.call("ARM none 0");
+    // Nothing landed: the requester's whole region is as it was.
+    boolean read = run.c.operation().equals("READ");
+    run.requester.call("VERIFY " + k + " " + run.localRegion + " " + (read ? guard : data) + " 0");
+    progress.println(
+        "qualify:   round " + k + ": source killed under a held grant, " + bytes + " bytes");
+  }
+
+  /**
+   * A cleanup-failure round: every payload completion of the READ withheld (its bytes land) and the
+   * requester's next QP destroy failing EIO for good; the source is killed, so the requester's
+   * endpoint drains its QP and cannot destroy it. The READ must end UNQUIESCED, undrained, its
+   * batch busy, its memory and the QP kept, the endpoint quarantined. The requester keeps that QP
+   * for its life: it is killed after its owners are recorded; both roles start a next generation.
+   */
+  private void cleanupFailure(
+      Run run, int k, String command, long data, long guard, List<String> spans)
+      throws IOException {
+    run.requester.forgetReceipts();
+    run.requester.call("ARM cleanup 0");
+    run.requester.call(command.replaceFirst("^ROUND ", "ROUNDBG "));
+    awaitLanded(run, k, data, spans);
+    kill(run, run.source, "cleanup-failure: the source dies so that the requester drains its QP");
+    run.requester.call("AWAIT " + k);
+    awaitAnswer(
+        run.requester,
+        "QUARANTINED",
+        a -> a.contains("RdmaEndpoint"),
+        "the requester's RDMA endpoint to be quarantined");
+    var tasks = run.requester.receipt("round", Duration.ofSeconds(5)).path("tasks");
+    List<String> ranges = new ArrayList<>();
+    for (int i = 0; i < run.c.parents(); i++) {
+      String[] f = spans.get(i).split(" ");
+      boolean done = tasks.path(i).path("state").asText().equals("COMPLETED");
+      ranges.add(f[0] + " " + f[1] + " " + f[3] + " " + (done ? 1 : 0));
+    }
+    run.requester.call(
+        "VERIFYREADS " + k + " " + run.localRegion + " " + guard + " " + data + " " + ranges.size(),
+        ranges);
+    run.requester.call("END");
+    run.requester.call("ARM none 0");
+    kill(run, run.requester, "cleanup-failure: its QP could not be destroyed and is kept for life");
+    progress.println(
+        "qualify:   round " + k + ": the QP's destroy failed; both peers start a next generation");
+  }
+
+  /** Waits until every byte of the round's payload has landed on the side that takes it. */
+  private void awaitLanded(Run run, int k, long data, List<String> spans) throws IOException {
+    boolean read = run.c.operation().equals("READ");
+    PeerProcess taker = read ? run.requester : run.source;
+    long region = read ? run.localRegion : run.remoteRegion;
+    for (String span : spans) {
+      String[] f = span.split(" ");
+      awaitAnswer(
+          taker,
+          "PEEK " + region + " " + data + " " + f[3] + " " + f[0] + " " + f[1],
+          a -> a.equals("1"),
+          "round " + k + "'s payload to land");
+    }
+  }
+
+  /** Asks {@code peer} {@code command} until its answer satisfies {@code done} (60 s at most). */
+  private static void awaitAnswer(
+      PeerProcess peer, String command, java.util.function.Predicate<String> done, String what)
+      throws IOException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (!done.test(peer.call(command))) {
+      if (System.nanoTime() - deadline > 0) {
+        throw new IOException("waited 60 s for " + what + " ('" + command + "')");
+      }
+      java.util.concurrent.locks.LockSupport.parkNanos(Duration.ofMillis(20).toNanos());
+    }
+  }
+
   private void link(Run run, int k, String host, boolean up) throws IOException {
     launcher.link(host, up);
     ObjectNode l = run.line("link");
@@ -494,8 +589,7 @@ public final class Supervisor {
     List<String> args =
         new ArrayList<>(
             List.of(run.c.name() + "-" + role, role, run.c.name(), Integer.toString(generation)));
-    if (role.equals("requester")
-        && (run.c.mode().equals("lost-completion") || run.c.mode().equals("inflight-err"))) {
+    if (role.equals("requester") && Profile.PROVIDER_FAULTS.contains(run.c.mode())) {
       // The requester's provider carries the fault table the round arms.
       args.add("faults");
     }
@@ -551,6 +645,13 @@ public final class Supervisor {
     if (c.mode().equals("link-down")) {
       tcp.put("keepaliveIntervalMillis", 200).put("livenessTimeoutMillis", 1000);
     }
+    if (c.mode().equals("cleanup-failure")) {
+      // The READ's QP cannot be destroyed, so the task settles (UNQUIESCED) at its deadline: 5 s,
+      // not the default 30; and an owner that cannot prove its drain within 1 s is quarantined.
+      root.putObject("timeouts")
+          .put("destructionWindowMillis", 1000)
+          .put("defaultDeadlineMillis", 5000);
+    }
     if (c.transport().equals("SHM")) {
       root.putObject("shm").put("enabled", true).put("lanes", c.lanes());
     }
@@ -562,6 +663,10 @@ public final class Supervisor {
               .put("lanes", c.lanes());
       if (c.provider().equals("software")) {
         rdma.put("softwareAddress", address);
+        if (c.mode().equals("cleanup-failure")) {
+          // One device, one QP: the next QP destroy, which the fault makes fail, is the READ's.
+          rdma.put("softwareDevices", 1);
+        }
         var mask = rdma.putObject("selection").putArray("deviceMask");
         c.rails().forEach(mask::add);
       }

@@ -101,7 +101,9 @@ class ProfileTest {
     assertRefused(profile(",\"railMask\":1"), "cases[0].railMask: only an rdma case has rails");
     assertRefused(profile(",\"provider\":\"native\""), "cases[0].provider: only an rdma case");
     assertRefused(profile(",\"faultRole\":\"source\""), "a healthy case has no fault role");
-    assertRefused(profile(",\"generations\":2"), "cases[0].generations: only a restart");
+    assertRefused(
+        profile(",\"generations\":2"),
+        "cases[0].generations: a healthy case has one generation, not 2");
     assertRefused(
         profile("").replace("healthy", "restart"), "cases[0].faultRole: mode restart needs");
     assertRefused(
@@ -176,13 +178,56 @@ class ProfileTest {
   }
 
   @Test
-  void theReferencesModesNotBuiltAreRefusedByNameNotIgnored() {
-    for (String mode : Profile.NOT_BUILT) {
-      assertRefused(
-          profile("").replace("healthy", mode),
-          "cases[0].mode: '" + mode + "' is one of the reference's modes this version does not");
+  void everyModeOfTheReferenceIsKnownAndAnyOtherIsRefusedNamingThem() {
+    assertEquals(
+        List.of(
+            "healthy",
+            "restart",
+            "interruption",
+            "link-down",
+            "lost-completion",
+            "cleanup-failure",
+            "inflight-err"),
+        Profile.MODES);
+    assertRefused(
+        profile("").replace("healthy", "sunny"),
+        "cases[0].mode: 'sunny' is not one of healthy, restart, interruption, link-down,"
+            + " lost-completion, cleanup-failure, inflight-err");
+  }
+
+  @Test
+  void interruptionAndCleanupFailureTakeTheirRolesAndShapes() {
+    String rdma = profile("").replace("\"tcp\"", "\"rdma\"");
+    assertRefused(
+        rdma.replace("healthy", "interruption").replace("}]}", ",\"faultRole\":\"requester\"}]}"),
+        "cases[0].faultRole: a interruption case kills the source");
+    assertRefused(
+        rdma.replace("healthy", "interruption").replace("}]}", ",\"faultRole\":\"source\"}]}"),
+        "interruption holds the one QP's first post: lanes 1, railMask 1 or 2");
+    String cleanup =
+        rdma.replace("healthy", "cleanup-failure")
+            .replace("\"parents\":2", "\"parents\":1")
+            .replace("}]}", ",\"faultRole\":\"requester\",\"lanes\":1,\"railMask\":1}]}");
+    try {
+      Profile.Case c = parse(cleanup).cases().get(0);
+      assertEquals(2, c.generations(), "the requester is replaced once");
+    } catch (Exception e) {
+      throw new AssertionError(e);
     }
-    assertRefused(profile("").replace("healthy", "sunny"), "'sunny' is not one of healthy");
+    assertRefused(
+        cleanup.replace("\"read\"", "\"write\""), "cleanup-failure runs one READ on the one QP");
+    assertRefused(
+        cleanup.replace("\"railMask\":1", "\"railMask\":2"),
+        "cleanup-failure runs one READ on the one QP of one device");
+    assertRefused(
+        cleanup.replace("\"faultRole\":\"requester\"", "\"faultRole\":\"source\""),
+        "a cleanup-failure case faults the requester's QP");
+    assertRefused(
+        cleanup.replace("\"lanes\":1", "\"lanes\":1,\"rounds\":1"),
+        "cases[0].rounds: 1 is outside 2..100");
+    assertRefused(
+        cleanup.replace("\"lanes\":1", "\"lanes\":1,\"generations\":3"),
+        "a cleanup-failure case runs 2 generations of its fault role");
   }
 
   @Test

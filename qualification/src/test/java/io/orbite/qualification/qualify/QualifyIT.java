@@ -39,7 +39,11 @@ class QualifyIT {
     "lost-completion.json, local",
     "lost-completion.json, netns",
     "inflight-err.json, local",
-    "inflight-err.json, netns"
+    "inflight-err.json, netns",
+    "interruption.json, local",
+    "interruption.json, netns",
+    "cleanup-failure.json, local",
+    "cleanup-failure.json, netns"
   })
   void everyShippedProfileRunsAndTheIndependentVerifierPassesIt(
       String file, String launcher, @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path out)
@@ -69,7 +73,11 @@ class QualifyIT {
       List<JsonNode> ledger = lines(dir.resolve("supervisor.jsonl"));
       long spawned = ledger.stream().filter(n -> n.path("type").asText().equals("spawn")).count();
       long exited = ledger.stream().filter(n -> n.path("type").asText().equals("exit")).count();
-      assertEquals(c.generations() > 1 ? 1 + c.generations() : 2, spawned, c.name());
+      int children =
+          c.mode().equals("cleanup-failure")
+              ? 2 * c.generations()
+              : c.generations() > 1 ? 1 + c.generations() : 2;
+      assertEquals(children, spawned, c.name());
       assertEquals(spawned, exited, c.name() + ": every child reaped");
       for (JsonNode s : ledger) {
         if (s.path("type").asText().equals("spawn")) {
@@ -82,6 +90,36 @@ class QualifyIT {
         }
       }
     }
+  }
+
+  @Test
+  void everyShippedProfileIsRunWithBothLaunchersItCanRunWith() throws Exception {
+    String[] rows =
+        QualifyIT.class
+            .getDeclaredMethod(
+                "everyShippedProfileRunsAndTheIndependentVerifierPassesIt",
+                String.class,
+                String.class,
+                Path.class)
+            .getAnnotation(CsvSource.class)
+            .value();
+    java.util.Set<String> run = new java.util.TreeSet<>();
+    for (String row : rows) {
+      run.add(row.replace(" ", ""));
+    }
+    java.util.Set<String> due = new java.util.TreeSet<>();
+    try (var files = Files.list(Path.of("profiles"))) {
+      for (Path f : files.filter(p -> p.toString().endsWith(".json")).toList()) {
+        String name = f.getFileName().toString();
+        boolean twoHosts =
+            Profile.read(f).cases().stream().anyMatch(c -> c.mode().equals("link-down"));
+        if (!twoHosts) {
+          due.add(name + ",local");
+        }
+        due.add(name + ",netns");
+      }
+    }
+    assertEquals(due, run, "the matrix of shipped profiles and launchers");
   }
 
   @Test

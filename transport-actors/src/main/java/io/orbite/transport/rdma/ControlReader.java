@@ -17,22 +17,33 @@ final class ControlReader implements Runnable {
   private final RdmaChannel channel;
   private final ControlLink link;
   private final SegmentDescriptor peer;
+  private final io.orbite.engine.fault.FaultHooks hooks;
 
   /** The lanes handed GRANTs and ACKs since the reader last woke them. */
   private final LaneWakes wakes = new LaneWakes();
 
-  private ControlReader(RdmaChannel channel) {
+  private ControlReader(RdmaChannel channel, io.orbite.engine.fault.FaultHooks hooks) {
     this.channel = channel;
+    this.hooks = hooks;
     this.link = channel.link();
     this.peer = channel.peer();
   }
 
-  /** Starts the reader of {@code channel}'s control connection. */
-  static void start(RdmaChannel channel) {
+  /**
+   * Starts the reader of {@code channel}'s control connection; {@code hooks} (NONE in production)
+   * hear of the peer's loss once the gate has closed.
+   */
+  static void start(RdmaChannel channel, io.orbite.engine.fault.FaultHooks hooks) {
     SegmentDescriptor peer = channel.peer();
     LaneRuntime.startBlocking(
         "orbite-rdma-control-" + peer.port() + "-" + Long.toHexString(peer.epoch()),
-        new ControlReader(channel));
+        new ControlReader(channel, hooks));
+  }
+
+  /** The peer is lost: the channel's gate closes and the channel closes; then the hooks hear. */
+  private void lost(String reason) {
+    channel.peerLost(reason);
+    hooks.rdmaPeerLost(peer.toString());
   }
 
   @Override
@@ -46,7 +57,7 @@ final class ControlReader implements Runnable {
         int type = RdmaWire.nextType(in);
         if (type < 0) {
           wakes.wakeAll();
-          channel.peerLost("the RDMA control connection to " + peer + " ended");
+          lost("the RDMA control connection to " + peer + " ended");
           return;
         }
         if (type == RdmaWire.REPAIRED) {
@@ -56,7 +67,7 @@ final class ControlReader implements Runnable {
         if (type == RdmaWire.QP_GONE) {
           RdmaWire.QpGone g = RdmaWire.readQpGoneBody(in);
           if (g.qp() >= channel.qps().count()) {
-            channel.peerLost(
+            lost(
                 "the peer "
                     + peer
                     + " named QP "
@@ -87,7 +98,7 @@ final class ControlReader implements Runnable {
           continue;
         }
         if (type != RdmaWire.GRANT) {
-          channel.peerLost(
+          lost(
               "the peer " + peer + " sent RDMA control message " + type + " where a grant was due");
           return;
         }
@@ -100,8 +111,7 @@ final class ControlReader implements Runnable {
       }
     } catch (IOException e) {
       wakes.wakeAll();
-      channel.peerLost(
-          "the RDMA control connection to " + peer + " broke: " + TransferException.describe(e));
+      lost("the RDMA control connection to " + peer + " broke: " + TransferException.describe(e));
     }
   }
 }

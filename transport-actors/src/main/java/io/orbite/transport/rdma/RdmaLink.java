@@ -129,7 +129,7 @@ final class RdmaLink implements EndpointLink {
               stack,
               context.config().slicing(),
               fenced);
-      ControlReader.start(channel);
+      ControlReader.start(channel, context.hooks());
       return new RdmaLink(channel, context.blockingIo());
     } catch (IOException | RuntimeException e) {
       link.close();

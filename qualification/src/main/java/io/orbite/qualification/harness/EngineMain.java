@@ -181,16 +181,7 @@ public final class EngineMain {
             RegisteredMemory m = region(regions, t[1]);
             long guardSeed = Long.parseLong(t[2]);
             int n = Integer.parseInt(t[3]);
-            List<Span> spans = new ArrayList<>(n);
-            for (int i = 0; i < n; i++) {
-              String[] s = in.readLine().trim().split("\\s+");
-              spans.add(
-                  new Span(
-                      Long.parseLong(s[0]),
-                      Long.parseLong(s[1]),
-                      Long.parseLong(s[2]),
-                      Long.parseLong(s[3])));
-            }
+            List<Span> spans = Span.read(in, n);
             long bad = RegionCheck.check(m.segment(), spans, guardSeed);
             out.println(bad < 0 ? "OK" : "MISMATCH " + bad);
           }

@@ -41,11 +41,18 @@ interface Launcher extends AutoCloseable {
   /** The java command line of a {@link QualifyPeer} on {@code host}. */
   List<String> peerCommand(String host, List<String> args);
 
-  /** Sends SIGKILL to {@code pid} on {@code host}. */
-  void kill(String host, long pid) throws IOException;
+  /**
+   * Sends SIGKILL to {@code pid} on {@code host}; by default a PID of this machine (the local and
+   * netns launchers share its PID space).
+   */
+  default void kill(String host, long pid) throws IOException {
+    ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+  }
 
-  /** Whether {@code pid} still exists on {@code host}. */
-  boolean alive(String host, long pid) throws IOException;
+  /** Whether {@code pid} still exists on {@code host}; by default a PID of this machine. */
+  default boolean alive(String host, long pid) throws IOException {
+    return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+  }
 
   /**
    * Who {@code host} is: its hostname and boot id. The local and netns launchers' hosts are this
@@ -120,16 +127,6 @@ interface Launcher extends AutoCloseable {
           io.orbite.qualification.harness.EngineProcess.classPath(),
           QualifyPeer.class.getName(),
           args);
-    }
-
-    @Override
-    public void kill(String host, long pid) {
-      ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
-    }
-
-    @Override
-    public boolean alive(String host, long pid) {
-      return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
     }
 
     @Override

@@ -90,16 +90,6 @@ final class NetnsLauncher implements Launcher {
   }
 
   @Override
-  public void kill(String host, long pid) {
-    ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
-  }
-
-  @Override
-  public boolean alive(String host, long pid) {
-    return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
-  }
-
-  @Override
   public void link(String host, boolean up) throws IOException {
     String[] h = host(host);
     run("ip", "-n", h[0], "link", "set", h[1], up ? "up" : "down");

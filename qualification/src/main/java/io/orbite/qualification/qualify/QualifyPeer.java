@@ -464,16 +464,7 @@ public final class QualifyPeer {
     RegisteredMemory m = region(t[2]);
     long guard = Long.parseLong(t[3]);
     int n = Integer.parseInt(t[4]);
-    List<Span> spans = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
-      String[] s = in.readLine().trim().split("\\s+");
-      spans.add(
-          new Span(
-              Long.parseLong(s[0]),
-              Long.parseLong(s[1]),
-              Long.parseLong(s[2]),
-              Long.parseLong(s[3])));
-    }
+    List<Span> spans = Span.read(in, n);
     long bad = RegionCheck.check(m.segment(), spans, guard);
     ObjectNode r = receipt("verify");
     r.put("round", k);

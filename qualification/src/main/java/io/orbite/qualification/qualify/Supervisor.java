@@ -403,26 +403,7 @@ public final class Supervisor {
       link(run, k, host, true);
       run.requester.result(command);
       // Some READs may have failed with the link: their ranges hold old or new bytes, each.
-      var tasks = run.requester.receipt("round", Duration.ofSeconds(5)).path("tasks");
-      List<String> ranges = new ArrayList<>();
-      for (int i = 0; i < c.parents(); i++) {
-        long l = LOCAL_BASE + i * run.stride;
-        long r = REMOTE_BASE + i * run.stride;
-        boolean done = tasks.path(i).path("state").asText().equals("COMPLETED");
-        ranges.add(l + " " + c.payload() + " " + r + " " + (done ? 1 : 0));
-      }
-      run.requester.call(
-          "VERIFYREADS "
-              + k
-              + " "
-              + run.localRegion
-              + " "
-              + guard
-              + " "
-              + data
-              + " "
-              + ranges.size(),
-          ranges);
+      verifyReads(run, k, data, guard, spans);
       run.source.call("VERIFY " + k + " " + run.remoteRegion + " " + data + " 0");
       progress.println("qualify:   round " + k + ": the link went down and up under it");
       return;
@@ -460,25 +441,7 @@ public final class Supervisor {
             + " bytes");
     run.requester.call("ARM none 0");
     if (read) {
-      var tasks = run.requester.receipt("round", Duration.ofSeconds(5)).path("tasks");
-      List<String> ranges = new ArrayList<>();
-      for (int i = 0; i < c.parents(); i++) {
-        String[] f = spans.get(i).split(" ");
-        boolean done = tasks.path(i).path("state").asText().equals("COMPLETED");
-        ranges.add(f[0] + " " + f[1] + " " + f[3] + " " + (done ? 1 : 0));
-      }
-      run.requester.call(
-          "VERIFYREADS "
-              + k
-              + " "
-              + run.localRegion
-              + " "
-              + guard
-              + " "
-              + data
-              + " "
-              + ranges.size(),
-          ranges);
+      verifyReads(run, k, data, guard, spans);
     } else {
       run.requester.call("VERIFY " + k + " " + run.localRegion + " " + data + " 0");
     }
@@ -528,9 +491,26 @@ public final class Supervisor {
         "QUARANTINED",
         a -> a.contains("RdmaEndpoint"),
         "the requester's RDMA endpoint to be quarantined");
+    verifyReads(run, k, data, guard, spans);
+    run.requester.call("END");
+    run.requester.call("ARM none 0");
+    kill(run, run.requester, "cleanup-failure: its QP could not be destroyed and is kept for life");
+    progress.println(
+        "qualify:   round " + k + ": the QP's destroy failed; both peers start a next generation");
+  }
+
+  /**
+   * The requester checks its whole region after a READ round some of whose tasks may have failed
+   * ({@code VERIFYREADS}): each completed task's range the source's bytes, each failed one's the
+   * guard's or the source's byte by byte, the rest the guard. The tasks' states come from the
+   * round's own receipt.
+   */
+  private static void verifyReads(Run run, int k, long data, long guard, List<String> spans)
+      throws IOException {
     var tasks = run.requester.receipt("round", Duration.ofSeconds(5)).path("tasks");
     List<String> ranges = new ArrayList<>();
-    for (int i = 0; i < run.c.parents(); i++) {
+    for (int i = 0; i < spans.size(); i++) {
+      // A READ's span is "local length seed remote".
       String[] f = spans.get(i).split(" ");
       boolean done = tasks.path(i).path("state").asText().equals("COMPLETED");
       ranges.add(f[0] + " " + f[1] + " " + f[3] + " " + (done ? 1 : 0));
@@ -538,11 +518,6 @@ public final class Supervisor {
     run.requester.call(
         "VERIFYREADS " + k + " " + run.localRegion + " " + guard + " " + data + " " + ranges.size(),
         ranges);
-    run.requester.call("END");
-    run.requester.call("ARM none 0");
-    kill(run, run.requester, "cleanup-failure: its QP could not be destroyed and is kept for life");
-    progress.println(
-        "qualify:   round " + k + ": the QP's destroy failed; both peers start a next generation");
   }
 
   /** Waits until every byte of the round's payload has landed on the side that takes it. */

@@ -73,6 +73,10 @@ import java.util.Map;
  * END                              -> RECEIPT owners, OK
  * QUIT                             -> RECEIPT closed, OK, then exit
  * </pre>
+ *
+ * <p>Longer than 500 lines: it is the peer's whole command protocol, one case per command beside
+ * the table above, and each receipt is written where its command runs, so that a receipt's fields
+ * can be read next to the code that measured them.
  */
 public final class QualifyPeer {
   private static final ObjectMapper JSON = new ObjectMapper();

@@ -27,6 +27,10 @@ import java.util.Map;
  * <p>Each round refills both whole regions: the side that gives the payload with a fresh pattern,
  * the side that takes it with a guard pattern. The payload goes to odd offsets with odd gaps, so
  * both ends of every range, and every guard byte between, are checked by the peer that holds them.
+ *
+ * <p>Longer than 500 lines: each mode's round is a method here (healthy, link-down and the four
+ * provider faults), each with the ledger lines it writes, so that what a mode does to the peers and
+ * what the ledger says it did are read in one place.
  */
 public final class Supervisor {
   private static final ObjectMapper JSON = new ObjectMapper();
